@@ -1,0 +1,1 @@
+"""The `cantor` command line: a thin shell over the core modules."""

@@ -1,0 +1,437 @@
+"""node.toml: the one settings file shared by the app, the CLI and the node.
+
+One registry (:data:`OPTIONS`) declares every key with its type, default and allowed values;
+loading validates against it, the CLI and the app's Settings page use the same checks.
+
+tomlkit keeps the user's comments, order and unknown keys. Every save is a locked
+read-modify-write: under a file lock it re-reads the file from disk, applies only the keys
+being changed, writes a temp file, fsyncs and renames. Two processes changing different keys
+at once therefore never lose each other's change, and a reader never sees half a file.
+
+A malformed file raises :class:`ConfigError` with line and column and is never overwritten.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import urlparse
+
+import tomlkit
+import tomlkit.exceptions
+from filelock import FileLock
+
+from .paths import paths
+
+BACKENDS = ("cuda12", "metal", "vulkan", "cpu")
+"""Every backend, in preference order (GPU-specific first, CPU last)."""
+
+FAMILIES = ("acestep",)
+SONG_FORMATS = ("wav16", "wav24", "wav32", "flac", "mp3")
+DEFAULT_MANIFEST_URL = (
+    "https://raw.githubusercontent.com/cantor-music/cantor-desktop/main/"
+    "cantor_desktop/data/engines.json"
+)
+MANIFEST_ENV = "CANTOR_MANIFEST_URL"
+BOM = "\ufeff"
+
+
+class ConfigError(Exception):
+    """node.toml cannot be read or a value is not allowed. The message says where and why."""
+
+    def __init__(self, message: str, *, key: str | None = None, line: int | None = None,
+                 col: int | None = None, path: Path | None = None):
+        super().__init__(message)
+        self.key = key
+        self.line = line
+        self.col = col
+        self.path = path
+
+
+# -- the registry -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    key: str                      # dotted: "node.port"
+    kind: type                    # str, int or bool
+    default: Callable[[], Any]
+    help: str
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], str | None] | None = None  # returns a problem, or None
+    minimum: int | None = None
+    maximum: int | None = None
+    optional: bool = False        # absent is meaningful (no default written)
+
+    def allowed(self) -> str:
+        if self.choices:
+            return ", ".join(f'"{c}"' for c in self.choices)
+        if self.kind is bool:
+            return "true or false"
+        if self.kind is int:
+            return f"a whole number from {self.minimum} to {self.maximum}"
+        return "a string"
+
+    def validate(self, value: Any) -> Any:
+        """Return the value when allowed, else raise ConfigError naming the key."""
+        def bad(reason: str = "") -> ConfigError:
+            got = repr(_plain(value))
+            why = f" ({reason})" if reason else ""
+            return ConfigError(f"{self.key} = {got} is not allowed{why}; "
+                               f"allowed: {self.allowed()}", key=self.key)
+
+        plain = _plain(value)
+        if self.kind is bool:
+            if not isinstance(plain, bool):
+                raise bad()
+        elif self.kind is int:
+            if isinstance(plain, bool) or not isinstance(plain, int):
+                raise bad()
+            if not (self.minimum <= plain <= self.maximum):
+                raise bad()
+        else:
+            if not isinstance(plain, str):
+                raise bad()
+            if self.choices and plain not in self.choices:
+                raise bad()
+        if self.check is not None:
+            problem = self.check(plain)
+            if problem:
+                raise bad(problem)
+        return plain
+
+    def parse(self, text: str) -> Any:
+        """Turn a command-line string into a value of this option's type, then validate."""
+        if self.kind is bool:
+            lowered = text.strip().lower()
+            if lowered in ("true", "on", "yes", "1"):
+                value: Any = True
+            elif lowered in ("false", "off", "no", "0"):
+                value = False
+            else:
+                raise ConfigError(f"{self.key} = {text!r} is not allowed; allowed: "
+                                  f"{self.allowed()}", key=self.key)
+        elif self.kind is int:
+            try:
+                value = int(text.strip())
+            except ValueError:
+                raise ConfigError(f"{self.key} = {text!r} is not allowed; allowed: "
+                                  f"{self.allowed()}", key=self.key) from None
+        else:
+            value = text
+        return self.validate(value)
+
+
+def _check_host(value: str) -> str | None:
+    if not value.strip() or any(ch.isspace() for ch in value):
+        return "a host name or IP address without spaces"
+    return None
+
+
+def is_loopback_host(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_download_url(value: str) -> str | None:
+    """https anywhere; plain http only to a loopback address."""
+    parsed = urlparse(value)
+    if parsed.scheme == "https" and parsed.hostname:
+        return None
+    if parsed.scheme == "http" and parsed.hostname and is_loopback_host(parsed.hostname):
+        return None
+    return "an https:// URL (plain http only to 127.0.0.1 or localhost)"
+
+
+def _check_node_url(value: str) -> str | None:
+    if value == "":
+        return None
+    parsed = urlparse(value)
+    if parsed.scheme in ("http", "https") and parsed.hostname:
+        return None
+    return "empty (the local node) or an http:// or https:// address"
+
+
+def _check_nonempty(value: str) -> str | None:
+    return None if value.strip() else "it must not be empty"
+
+
+OPTIONS: dict[str, Option] = {o.key: o for o in [
+    Option("node.host", str, lambda: "127.0.0.1",
+           "Address the node listens on; anything but loopback requires a token.",
+           check=_check_host),
+    Option("node.port", int, lambda: 7823, "Port of the node's HTTP API.",
+           minimum=1, maximum=65535),
+    Option("node.keep_loaded", bool, lambda: False,
+           "Keep the last model loaded between songs (applies from the next song)."),
+    *[Option(f"backends.{fam}", str, lambda: "auto",
+             f"Backend for {fam}: auto, or a pinned one.", choices=("auto",) + BACKENDS)
+      for fam in FAMILIES],
+    Option("engines.manifest", str, lambda: DEFAULT_MANIFEST_URL,
+           "Where the published engine manifest lives.", check=check_download_url),
+    *[Option(f"engines.{fam}.path", str, lambda: "",
+             f"An ace-server executable you supply for {fam}; used as is, never replaced.",
+             optional=True) for fam in FAMILIES],
+    Option("models.default", str, lambda: "acestep-v15-turbo",
+           "The model a song uses when it names none.", check=_check_nonempty),
+    Option("models.lm", str, lambda: "auto",
+           "Language model size for vocals.", choices=("auto", "0.6B", "1.7B", "4B")),
+    Option("songs.dir", str, lambda: str(paths().default_songs_dir),
+           "Folder for finished songs.", check=_check_nonempty),
+    Option("songs.format", str, lambda: "wav24", "Audio format of new songs.",
+           choices=SONG_FORMATS),
+    Option("app.node_url", str, lambda: "",
+           "Node the app drives: empty for the local one, or http://host:port.",
+           check=_check_node_url),
+]}
+
+
+def option(key: str) -> Option:
+    try:
+        return OPTIONS[key]
+    except KeyError:
+        known = ", ".join(sorted(OPTIONS))
+        raise ConfigError(f"unknown setting {key!r}; known settings: {known}",
+                          key=key) from None
+
+
+# -- reading and writing ----------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """tomlkit items → plain Python values."""
+    unwrap = getattr(value, "unwrap", None)
+    return unwrap() if callable(unwrap) else value
+
+
+def _lookup(doc: Mapping[str, Any], key: str) -> tuple[bool, Any]:
+    node: Any = doc
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
+    """Parse node.toml text; a syntax error becomes ConfigError with line and column."""
+    name = str(path) if path else "node.toml"
+    if text.startswith(BOM):
+        text = text[len(BOM):]
+    try:
+        return tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        col = exc.col + 1  # tomlkit counts columns from 0; editors from 1
+        raise ConfigError(f"{name}: line {exc.line}, column {col}: {_parse_reason(exc)}",
+                          line=exc.line, col=col, path=path) from None
+    except RecursionError:
+        raise ConfigError(f"{name}: nested too deeply to read", path=path) from None
+    except Exception as exc:  # e.g. a duplicate key: tomlkit gives no position
+        line, col = _position_from_tomllib(text)
+        where = f"line {line}, column {col}: " if line else ""
+        raise ConfigError(f"{name}: {where}{exc}", line=line, col=col, path=path) from None
+
+
+def _position_from_tomllib(text: str) -> tuple[int | None, int | None]:
+    """Ask the standard library's parser where the problem is (it says "at line L, column C")."""
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"line (\d+), column (\d+)", str(exc))
+        if found:
+            return int(found.group(1)), int(found.group(2))
+    except Exception:
+        pass
+    return None, None
+
+
+def _parse_reason(exc: tomlkit.exceptions.ParseError) -> str:
+    message = str(exc)
+    cut = message.rfind(" at line ")
+    return message[:cut] if cut > 0 else message
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{path}: line {line}, column {col}: not UTF-8 text "
+                          f"(save node.toml as UTF-8)", line=line, col=col,
+                          path=path) from None
+
+
+def validate_document(doc: Mapping[str, Any], path: Path | None = None) -> None:
+    """Check every known key that is present; shape errors name the table."""
+    for table in {k.split(".")[0] for k in OPTIONS}:
+        if table in doc and not isinstance(doc[table], Mapping):
+            raise ConfigError(f"[{table}] must be a table, not {type(_plain(doc[table])).__name__}",
+                              key=table, path=path)
+    for fam in FAMILIES:
+        found, value = _lookup(doc, f"engines.{fam}")
+        if found and not isinstance(value, Mapping):
+            raise ConfigError(f"engines.{fam} must be a table with a path key",
+                              key=f"engines.{fam}", path=path)
+    for key, opt in OPTIONS.items():
+        found, value = _lookup(doc, key)
+        if found:
+            opt.validate(value)
+
+
+@dataclass
+class Config:
+    """A validated node.toml in memory. Read values with :meth:`get`."""
+
+    path: Path
+    doc: tomlkit.TOMLDocument = field(default_factory=tomlkit.document)
+    exists: bool = False
+
+    def get(self, key: str) -> Any:
+        opt = option(key)
+        found, value = _lookup(self.doc, key)
+        return _plain(value) if found else opt.default()
+
+    def is_set(self, key: str) -> bool:
+        option(key)
+        return _lookup(self.doc, key)[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: self.get(key) for key in OPTIONS}
+
+    def manifest_url(self) -> str:
+        return os.environ.get(MANIFEST_ENV) or self.get("engines.manifest")
+
+    def pinned_backend(self, family: str = "acestep") -> str | None:
+        value = self.get(f"backends.{family}")
+        return None if value == "auto" else value
+
+    def songs_dir(self) -> Path:
+        return Path(self.get("songs.dir")).expanduser()
+
+    def text(self) -> str:
+        return tomlkit.dumps(self.doc)
+
+
+def load(path: Path | None = None) -> Config:
+    """Read and validate node.toml. A missing file gives the defaults (nothing is written)."""
+    path = path or paths().config_file
+    if not path.exists():
+        return Config(path=path)
+    doc = parse_text(_read_text(path), path)
+    try:
+        validate_document(doc, path)
+    except ConfigError as exc:
+        exc.path = path
+        raise ConfigError(f"{path}: {exc}", key=exc.key, path=path) from None
+    return Config(path=path, doc=doc, exists=True)
+
+
+def load_or_defaults(path: Path | None = None) -> tuple[Config, ConfigError | None]:
+    """For the app: the settings, or the defaults in memory plus what is wrong."""
+    path = path or paths().config_file
+    try:
+        return load(path), None
+    except ConfigError as exc:
+        return Config(path=path), exc
+
+
+def _lock(path: Path) -> FileLock:
+    return FileLock(str(path) + ".lock", timeout=30)
+
+
+def _set_in(doc: tomlkit.TOMLDocument, key: str, value: Any) -> None:
+    parts = key.split(".")
+    node: Any = doc
+    for part in parts[:-1]:
+        if part not in node:
+            table = tomlkit.table()
+            node[part] = table
+        node = node[part]
+    if value is None:
+        if parts[-1] in node:
+            del node[parts[-1]]
+    else:
+        node[parts[-1]] = value
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write data to path so readers see the old or the new file, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            try:
+                os.chmod(tmp, path.stat().st_mode & 0o777)
+            except OSError:
+                pass
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    if hasattr(os, "O_DIRECTORY"):
+        try:
+            dfd = os.open(path.parent, os.O_DIRECTORY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass
+
+
+def update(changes: Mapping[str, Any], path: Path | None = None) -> Config:
+    """Validate and save some keys (None removes one), keeping everything else in the file.
+
+    Raises ConfigError, leaving the file byte-identical, when a value is not allowed or the
+    file on disk is malformed.
+    """
+    path = path or paths().config_file
+    checked = {key: (None if value is None else option(key).validate(value))
+               for key, value in changes.items()}
+    with _lock(path):
+        if path.exists():
+            raw = _read_text(path)
+            has_bom = raw.startswith(BOM)
+            doc = parse_text(raw, path)
+            validate_document(doc, path)
+        else:
+            has_bom = False
+            doc = tomlkit.document()
+        for key, value in checked.items():
+            _set_in(doc, key, value)
+        text = tomlkit.dumps(doc)
+        write_atomic(path, ((BOM if has_bom else "") + text).encode("utf-8"))
+    return Config(path=path, doc=doc, exists=True)
+
+
+def set_from_text(key: str, text: str, path: Path | None = None) -> Config:
+    """`cantor config set KEY VALUE`: parse the string by the key's type, validate, save."""
+    return update({key: option(key).parse(text)}, path)
+
+
+def describe(keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The registry as data (for the app's Settings page and `cantor config`)."""
+    out = []
+    for key in keys or OPTIONS:
+        opt = OPTIONS[key]
+        out.append({"key": key, "type": opt.kind.__name__, "help": opt.help,
+                    "choices": list(opt.choices), "allowed": opt.allowed(),
+                    "minimum": opt.minimum, "maximum": opt.maximum})
+    return out

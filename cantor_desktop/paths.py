@@ -1,0 +1,101 @@
+"""Every folder and file location Cantor uses, in one place.
+
+platformdirs decides by default; ``CANTOR_HOME=DIR`` puts everything under DIR (portable
+installs and every test). No other module builds a Cantor path by hand: ask :func:`paths`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "Cantor"
+HOME_ENV = "CANTOR_HOME"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The folders of one Cantor installation (see DESIGN: Files and folders)."""
+
+    config_dir: Path
+    data_dir: Path
+    state_dir: Path
+    logs_dir: Path
+    default_songs_dir: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "node.toml"
+
+    @property
+    def engines_dir(self) -> Path:
+        return self.data_dir / "engines"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Scratch space: probe model folders, downloads in flight, waveform peaks."""
+        return self.data_dir / "cache"
+
+    def engine_family_dir(self, family: str) -> Path:
+        return self.engines_dir / family
+
+    def engine_backend_dir(self, family: str, backend: str) -> Path:
+        return self.engines_dir / family / backend
+
+    def model_family_dir(self, family: str) -> Path:
+        return self.models_dir / family
+
+    @property
+    def queue_file(self) -> Path:
+        return self.state_dir / "queue.json"
+
+    @property
+    def node_log(self) -> Path:
+        return self.logs_dir / "node.log"
+
+    def engine_log(self, family: str) -> Path:
+        return self.logs_dir / f"engine-{family}.log"
+
+    @property
+    def app_log(self) -> Path:
+        return self.logs_dir / "app.log"
+
+    @property
+    def cli_log(self) -> Path:
+        return self.logs_dir / "cli.log"
+
+    def ensure(self) -> "Paths":
+        """Create every folder (not the songs folder, which node.toml may move)."""
+        for d in (self.config_dir, self.data_dir, self.state_dir, self.logs_dir,
+                  self.engines_dir, self.models_dir, self.cache_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+def paths() -> Paths:
+    """The folders in force now: under ``$CANTOR_HOME`` when set, else platformdirs'."""
+    home = os.environ.get(HOME_ENV)
+    if home:
+        root = Path(home).expanduser().resolve()
+        return Paths(
+            config_dir=root,
+            data_dir=root,
+            state_dir=root / "state",
+            logs_dir=root / "logs",
+            default_songs_dir=root / "songs",
+        )
+    dirs = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
+    return Paths(
+        config_dir=Path(dirs.user_config_dir),
+        data_dir=Path(dirs.user_data_dir),
+        state_dir=Path(dirs.user_state_dir),
+        logs_dir=Path(dirs.user_log_dir),
+        default_songs_dir=Path(platformdirs.user_music_dir()) / APP_NAME,
+    )

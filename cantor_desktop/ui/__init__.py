@@ -1,0 +1,1 @@
+"""The Qt shell. Nothing outside this package imports Qt."""

@@ -1,0 +1,134 @@
+"""node.toml: round trips, malformed files, bad values, concurrent writers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from cantor_desktop import config
+from cantor_desktop.paths import paths
+
+USER_FILE = """\
+# my settings, by hand
+[node]
+port = 7900   # not the default
+mystery = "kept"
+
+[extra_table]
+answer = 42
+"""
+
+
+def test_comments_and_unknown_keys_survive_a_round_trip(cantor_home):
+    path = paths().config_file
+    path.write_text(USER_FILE)
+    config.update({"node.keep_loaded": True, "songs.format": "flac"})
+    text = path.read_text()
+    assert "# my settings, by hand" in text
+    assert "# not the default" in text
+    assert 'mystery = "kept"' in text
+    assert "[extra_table]\nanswer = 42" in text
+    cfg = config.load()
+    assert cfg.get("node.port") == 7900
+    assert cfg.get("node.keep_loaded") is True
+    assert cfg.get("songs.format") == "flac"
+    # order kept: the user's [node] table still comes first
+    assert text.index("[node]") < text.index("[extra_table]")
+
+
+@pytest.mark.parametrize("text, line, col", [
+    ("[node]\nport = \n", 2, 8),
+    ("[node]\nhost = \"127.0.0.1\"\n[node\n", 3, 6),
+    ("[node]\nport = 7823\nport = 7824\n", 3, None),
+])
+def test_malformed_file_reports_position_and_is_left_byte_identical(cantor_home, text, line, col):
+    path = paths().config_file
+    path.write_bytes(text.encode())
+    before = path.read_bytes()
+    with pytest.raises(config.ConfigError) as err:
+        config.load()
+    assert err.value.line == line
+    if col is not None:
+        assert err.value.col == col
+    assert f"line {line}" in str(err.value)
+    with pytest.raises(config.ConfigError):
+        config.update({"node.keep_loaded": True})
+    assert path.read_bytes() == before
+    cfg, problem = config.load_or_defaults()
+    assert problem is not None and cfg.get("node.port") == 7823
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("body, key, allowed", [
+    ("[node]\nport = 99999\n", "node.port", "1 to 65535"),
+    ('[backends]\nacestep = "cuda13"\n', "backends.acestep", '"cuda12"'),
+    ('[node]\nkeep_loaded = "yes"\n', "node.keep_loaded", "true or false"),
+])
+def test_bad_values_are_refused_with_the_key_name(cantor_home, body, key, allowed):
+    path = paths().config_file
+    path.write_text(body)
+    before = path.read_bytes()
+    with pytest.raises(config.ConfigError) as err:
+        config.load()
+    assert key in str(err.value) and allowed in str(err.value)
+    assert err.value.key == key
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("key, text", [
+    ("node.port", "99999"), ("backends.acestep", "cuda13"), ("node.keep_loaded", "maybe"),
+    ("engines.manifest", "http://example.com/m.json"), ("songs.format", "ogg"),
+])
+def test_set_refuses_bad_values_and_writes_nothing(cantor_home, key, text):
+    path = paths().config_file
+    path.write_text(USER_FILE)
+    before = path.read_bytes()
+    with pytest.raises(config.ConfigError) as err:
+        config.set_from_text(key, text)
+    assert key in str(err.value)
+    assert path.read_bytes() == before
+
+
+def test_cli_config_set_get_and_errors(cantor_home):
+    def cantor(*args):
+        return subprocess.run([sys.executable, "-m", "cantor_desktop", *args],
+                              capture_output=True, text=True)
+    assert cantor("config", "path").stdout.strip() == str(cantor_home / "node.toml")
+    assert cantor("config", "set", "node.keep_loaded", "on").returncode == 0
+    assert cantor("config", "get", "node.keep_loaded").stdout.strip() == "true"
+    bad = cantor("config", "set", "node.port", "99999")
+    assert bad.returncode == 2 and "node.port" in bad.stderr and "65535" in bad.stderr
+    unknown = cantor("config", "get", "node.nope")
+    assert unknown.returncode == 2 and "node.nope" in unknown.stderr
+    assert cantor("--version").stdout.startswith("cantor ")
+
+
+FLIPPER = """
+import sys
+from cantor_desktop import config
+key = sys.argv[1]
+for i in range(200):
+    config.update({key: i % 2 == 0 if key.endswith("keep_loaded") else ("wav16", "flac")[i % 2]})
+"""
+
+
+def test_two_processes_flip_different_keys_and_the_file_always_parses(cantor_home):
+    path = paths().config_file
+    path.write_text(USER_FILE)
+    procs = [subprocess.Popen([sys.executable, "-c", FLIPPER, key])
+             for key in ("node.keep_loaded", "songs.format")]
+    reads = 0
+    while any(p.poll() is None for p in procs):
+        tomlkit.parse(path.read_text())  # must parse at every moment
+        reads += 1
+    assert all(p.returncode == 0 for p in procs)
+    assert reads > 10
+    cfg = config.load()
+    assert cfg.get("node.keep_loaded") is False   # i = 199 → odd → False
+    assert cfg.get("songs.format") == "flac"      # i = 199 → odd → "flac"
+    assert "# my settings, by hand" in path.read_text()
