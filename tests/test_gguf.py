@@ -1,0 +1,123 @@
+"""GGUF header reading and writing."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from cantor_desktop import gguf
+
+
+def _s(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def test_minimal_header_matches_reference_layout(tmp_path):
+    p = gguf.write_header_only(tmp_path / "lm.gguf", gguf.ARCH_LM)
+    data = p.read_bytes()
+    assert data[:4] == b"GGUF"
+    assert struct.unpack_from("<Iqq", data, 4) == (3, 0, 1)
+    expected = b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + _s("general.architecture") \
+        + struct.pack("<I", 8) + _s("acestep-lm")
+    assert data == expected
+    assert gguf.read_architecture(p) == "acestep-lm"
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_extra_keys_round_trip(tmp_path):
+    p = gguf.write_header_only(tmp_path / "d.gguf", gguf.ARCH_DIT,
+                               {"general.name": "sketch", "x.count": 7, "x.neg": -5})
+    assert gguf.read_metadata(p) == {"general.architecture": "acestep-dit",
+                                     "general.name": "sketch", "x.count": 7, "x.neg": -5}
+    assert gguf.KIND_BY_ARCH[gguf.read_architecture(p)] == "dit"
+    assert gguf.model_kind(p) == "dit"
+
+
+def test_architecture_found_after_every_value_type(tmp_path):
+    body = b""
+    n = 0
+
+    def kv(key, vtype, payload):
+        nonlocal body, n
+        body += _s(key) + struct.pack("<I", vtype) + payload
+        n += 1
+
+    kv("a.u8", 0, struct.pack("<B", 1))
+    kv("a.i8", 1, struct.pack("<b", -1))
+    kv("a.u16", 2, struct.pack("<H", 2))
+    kv("a.i16", 3, struct.pack("<h", -2))
+    kv("a.u32", 4, struct.pack("<I", 3))
+    kv("a.i32", 5, struct.pack("<i", -3))
+    kv("a.f32", 6, struct.pack("<f", 1.5))
+    kv("a.bool", 7, struct.pack("<?", True))
+    kv("a.str", 8, _s("hello"))
+    kv("a.arr_u32", 9, struct.pack("<IQ", 4, 3) + struct.pack("<3I", 1, 2, 3))
+    kv("a.arr_str", 9, struct.pack("<IQ", 8, 2) + _s("x") + _s("yz"))
+    kv("a.arr_arr", 9, struct.pack("<IQ", 9, 1) + struct.pack("<IQ", 0, 2) + b"\x01\x02")
+    kv("a.u64", 10, struct.pack("<Q", 2**40))
+    kv("a.i64", 11, struct.pack("<q", -(2**40)))
+    kv("a.f64", 12, struct.pack("<d", 2.25))
+    kv("general.architecture", 8, _s("acestep-vae"))
+    p = tmp_path / "v.gguf"
+    p.write_bytes(b"GGUF" + struct.pack("<Iqq", 3, 0, n) + body + b"\0" * 64)
+    assert gguf.read_architecture(p) == "acestep-vae"
+    meta = gguf.read_metadata(p)
+    assert meta["a.u64"] == 2**40 and meta["a.i64"] == -(2**40)
+    assert meta["a.f64"] == 2.25 and meta["a.bool"] is True and meta["a.str"] == "hello"
+    assert "a.arr_u32" not in meta
+
+
+def test_not_a_gguf(tmp_path):
+    p = tmp_path / "x.gguf"
+    p.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(gguf.GGUFError, match="not a GGUF"):
+        gguf.read_architecture(p)
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "x.gguf"
+    p.write_bytes(b"")
+    with pytest.raises(gguf.GGUFError, match="not a GGUF"):
+        gguf.read_architecture(p)
+
+
+@pytest.mark.parametrize("cut", [6, 12, 24, 30, 40, 60])
+def test_truncated_header(tmp_path, cut):
+    full = gguf.header_bytes(gguf.ARCH_TEXT_ENC, {"general.name": "abc"})
+    full_no_arch_first = full  # the architecture is the first key
+    p = tmp_path / "t.gguf"
+    p.write_bytes(full_no_arch_first[:cut])
+    with pytest.raises(gguf.GGUFError, match="truncated"):
+        gguf.read_architecture(p)
+
+
+def test_truncated_array_is_reported(tmp_path):
+    p = tmp_path / "t.gguf"
+    p.write_bytes(b"GGUF" + struct.pack("<Iqq", 3, 0, 2) + _s("a.arr")
+                  + struct.pack("<IIQ", 9, 4, 1000) + b"\0" * 16)
+    with pytest.raises(gguf.GGUFError, match="truncated"):
+        gguf.read_architecture(p)
+
+
+def test_missing_architecture(tmp_path):
+    p = tmp_path / "m.gguf"
+    p.write_bytes(b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + _s("general.name")
+                  + struct.pack("<I", 8) + _s("x"))
+    with pytest.raises(gguf.GGUFError, match="no general.architecture"):
+        gguf.read_architecture(p)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(gguf.GGUFError, match="cannot read"):
+        gguf.read_architecture(tmp_path / "nope.gguf")
+
+
+def test_error_is_value_error():
+    assert issubclass(gguf.GGUFError, ValueError)
+
+
+def test_kinds():
+    assert gguf.KIND_BY_ARCH == {"acestep-lm": "lm", "acestep-dit": "dit",
+                                 "acestep-text-enc": "text-enc", "acestep-vae": "vae"}
