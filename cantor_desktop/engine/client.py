@@ -1,0 +1,389 @@
+"""An async client for one engine speaking ace-server's job protocol (a real ace-server build
+or the built-in sketch engine): submit → poll → fetch, for ``/lm`` and ``/synth``, and the
+two-stage song on top of them.
+
+The protocol facts (ids are opaque, results branch on Content-Type, a failed job's reason is
+only in the engine's log) are in shared/reference/ace-server.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import httpx
+
+from ..song_request import INSTRUMENTAL, SongRequest, is_instrumental
+
+log = logging.getLogger(__name__)
+
+FIRST_POLL = 0.05        # seconds; the first status checks are quick (short LM jobs)
+MAX_POLL = 1.0           # never slower than this
+POLL_GROWTH = 1.5
+STAGE_TIMEOUT = 1200.0   # 20 minutes per stage
+ENGINE_FORMATS = ("wav16", "wav24", "wav32", "mp3")
+# Song formats the engine does not write itself: ask for 24-bit PCM (peak-normalised, and
+# FLAC's deepest depth) and let the node convert.
+_CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}
+
+
+class EngineError(Exception):
+    """The engine refused or failed a request; ``message`` is the engine's own words."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message if status is None else f"{message} (HTTP {status})")
+        self.message = message
+        self.status = status
+
+
+class JobFailed(EngineError):
+    """A job ended ``failed`` (or the engine died under it); ``reason`` comes from its log."""
+
+    def __init__(self, reason: str, status: int | None = None):
+        super().__init__(reason, status)
+        self.reason = reason
+
+
+class JobCancelled(EngineError):
+    """The job was cancelled at the engine."""
+
+
+@dataclass
+class Track:
+    audio: bytes
+    content_type: str
+    latent: bytes | None = None
+
+
+def engine_format(song_format: str | None) -> str:
+    """The ``output_format`` to ask the engine for, given the song's file format."""
+    fmt = (song_format or "wav24").lower()
+    if fmt in ("wav16", "wav24", "wav32"):
+        return fmt
+    if fmt in _CONVERTED_FORMATS:
+        return _CONVERTED_FORMATS[fmt]
+    raise ValueError(f"format: {song_format!r} is not a song format")
+
+
+def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str | None,
+                   output_format: str) -> dict[str, Any]:
+    """A validated song request in the engine's field names. Fields the user left to the
+    model are omitted (the engine's defaults mean "choose"). ``output_format`` is the song's
+    format; flac and mp3 are rendered as wav24 for the node to convert."""
+    body: dict[str, Any] = {
+        "caption": song.caption,
+        "lyrics": INSTRUMENTAL if song.instrumental else song.lyrics,
+        "seed": int(song.seed),
+        "output_format": engine_format(output_format),
+        "synth_batch_size": int(song.batch),
+    }
+    if song.duration is not None:
+        body["duration"] = float(song.duration)
+    if song.bpm is not None:
+        body["bpm"] = int(song.bpm)
+    if song.key:
+        body["keyscale"] = song.key
+    if song.time_signature is not None:
+        body["timesignature"] = str(song.time_signature)
+    if song.language and not song.instrumental:
+        body["vocal_language"] = song.language
+    if synth_model:
+        body["synth_model"] = synth_model
+    if lm_model and not song.instrumental:
+        body["lm_model"] = lm_model
+    return body
+
+
+def _content_type(headers: httpx.Headers) -> tuple[str, dict[str, str]]:
+    """("multipart/mixed", {"boundary": "..."}) from a Content-Type header."""
+    raw = headers.get("content-type", "")
+    main, _, rest = raw.partition(";")
+    params: dict[str, str] = {}
+    for item in rest.split(";"):
+        name, eq, value = item.strip().partition("=")
+        if eq:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            params[name.strip().lower()] = value
+    return main.strip().lower(), params
+
+
+def parse_multipart(body: bytes, boundary: str) -> list[tuple[dict[str, str], bytes]]:
+    """Split a multipart body into (headers, content) parts (RFC 2046): parts sit between
+    ``--boundary`` lines; the body of each ends at the CRLF before the next delimiter."""
+    if not boundary:
+        raise EngineError("multipart result without a boundary")
+    delim = b"--" + boundary.encode("latin-1")
+    newline = b"\r\n" if (b"\r\n" + delim) in b"\r\n" + body else b"\n"
+    data = newline + body
+    marker = newline + delim
+    pieces = data.split(marker)
+    parts: list[tuple[dict[str, str], bytes]] = []
+    closed = False
+    for piece in pieces[1:]:  # pieces[0] is the preamble
+        if piece.startswith(b"--"):
+            closed = True
+            break
+        # the rest of the delimiter line (transport padding), then headers, blank line, body
+        _, sep, piece = piece.partition(newline)
+        if not sep:
+            raise EngineError("malformed multipart result: a delimiter line does not end")
+        head, sep, content = piece.partition(newline + newline)
+        if not sep:
+            if piece.startswith(newline):  # no headers at all
+                head, content = b"", piece[len(newline):]
+            else:
+                raise EngineError("malformed multipart result: a part has no header end")
+        headers: dict[str, str] = {}
+        for raw in head.split(newline):
+            name, colon, value = raw.decode("latin-1").partition(":")
+            if colon:
+                headers[name.strip().lower()] = value.strip()
+        parts.append((headers, content))
+    if not closed:
+        raise EngineError("truncated multipart result: no closing boundary")
+    return parts
+
+
+def tracks_from_response(content_type: str, params: dict[str, str], body: bytes) -> list[Track]:
+    """One Track per audio part of a multipart result, or one for a raw audio body (older
+    servers). Latent parts attach to the audio part before them."""
+    if content_type.startswith("audio/"):
+        return [Track(audio=body, content_type=content_type)]
+    if content_type.startswith("multipart/"):
+        tracks: list[Track] = []
+        for headers, content in parse_multipart(body, params.get("boundary", "")):
+            part_type = headers.get("content-type", "").split(";")[0].strip().lower()
+            disposition = headers.get("content-disposition", "")
+            if part_type.startswith("audio/"):
+                tracks.append(Track(audio=content, content_type=part_type))
+            elif 'name="latent"' in disposition or part_type == "application/octet-stream":
+                if tracks and tracks[-1].latent is None:
+                    tracks[-1].latent = content
+            # anything else is not ours to interpret: skipped
+        if not tracks:
+            raise EngineError("the engine's result holds no audio part")
+        return tracks
+    raise EngineError(f"the engine answered an unexpected result type {content_type or 'none'!r}")
+
+
+def join_reasons(lines: list[str], most: int = 3) -> str | None:
+    """The engine's error lines for one job as one reason (the first is usually the cause,
+    e.g. "DiT not found: x.gguf" before "FATAL: synth load failed")."""
+    unique = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
+    return "; ".join(unique[-most:]) if unique else None
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return data["error"]
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return str(data["error"].get("message") or data["error"])
+    text = response.text.strip()
+    return text[:300] if text else f"HTTP {response.status_code} with an empty body"
+
+
+class EngineClient:
+    """One engine at ``base_url``. ``failure_reason`` (from the supervisor reading the engine's
+    stderr) explains failed jobs and a dead engine; without it the reason is looked up in the
+    engine's ``/logs`` replay."""
+
+    def __init__(self, base_url: str, *, failure_reason: Callable[[], str | None] | None = None,
+                 stage_timeout: float = STAGE_TIMEOUT):
+        self.base_url = base_url.rstrip("/")
+        self._failure_reason = failure_reason
+        self.stage_timeout = stage_timeout
+        self._http = httpx.AsyncClient(base_url=self.base_url,
+                                       timeout=httpx.Timeout(30.0, connect=5.0))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "EngineClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    # -- plain endpoints ----------------------------------------------------------------------
+
+    async def health(self) -> bool:
+        try:
+            response = await self._http.get("/health", timeout=2.0)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    async def props(self) -> dict:
+        response = await self._request("GET", "/props")
+        return response.json()
+
+    async def submit(self, path: str, body: dict | list) -> str:
+        """Queue a job at ``/lm`` or ``/synth``; the id is an opaque string."""
+        if path not in ("/lm", "/synth"):
+            raise ValueError(f"path must be /lm or /synth, not {path!r}")
+        response = await self._request("POST", path, json=body)
+        try:
+            job_id = response.json()["id"]
+        except (ValueError, KeyError, TypeError):
+            raise EngineError(f"the engine answered {path} without a job id: "
+                              f"{response.text[:200]!r}", response.status_code) from None
+        return str(job_id)
+
+    async def status(self, job_id: str) -> str:
+        response = await self._request("GET", "/job", params={"id": job_id})
+        return str(response.json().get("status", ""))
+
+    async def wait(self, job_id: str, *, timeout: float | None = None) -> str:
+        """Poll until the job is done (returns "done"); JobFailed / JobCancelled otherwise.
+        Polls every 50 ms at first, backing off to once a second; gives up (and cancels the
+        job) after ``stage_timeout`` seconds."""
+        limit = self.stage_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        delay = FIRST_POLL
+        lost_connection = 0
+        while True:
+            try:
+                state = await self.status(job_id)
+                lost_connection = 0
+            except httpx.TransportError as exc:
+                # A local engine that refuses connections has died; allow a brief blip.
+                lost_connection += 1
+                if lost_connection >= 4:
+                    reason = (await self._reason(job_id, wait=True)
+                              or f"{type(exc).__name__}: {exc}")
+                    raise JobFailed(f"engine stopped: {reason}") from None
+                await asyncio.sleep(0.1)
+                continue
+            except EngineError as exc:
+                if exc.status == 404:
+                    raise JobFailed(f"the engine lost job {job_id}: {exc.message}",
+                                    exc.status) from None
+                raise
+            if state == "done":
+                return state
+            if state == "failed":
+                reason = await self._reason(job_id, wait=True)
+                raise JobFailed(reason or "the engine did not say why the job failed")
+            if state == "cancelled":
+                raise JobCancelled("the job was cancelled")
+            if time.monotonic() >= deadline:
+                await self._cancel_quietly(job_id)
+                raise JobFailed(f"the engine did not finish within {limit:.0f} s")
+            await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * POLL_GROWTH, MAX_POLL)
+
+    async def result(self, job_id: str) -> Any:
+        """The finished job's result, parsed: JSON (``/lm``) or a list of Tracks (``/synth``)."""
+        response = await self._request("GET", "/job", params={"id": job_id, "result": "1"})
+        kind, params = _content_type(response.headers)
+        if kind == "application/json":
+            return response.json()
+        return tracks_from_response(kind, params, response.content)
+
+    async def cancel(self, job_id: str) -> str:
+        response = await self._request("POST", "/job", params={"id": job_id, "cancel": "1"})
+        return str(response.json().get("status", ""))
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    async def run(self, path: str, body: dict | list) -> Any:
+        """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too."""
+        job_id = await self.submit(path, body)
+        try:
+            await self.wait(job_id)
+            return await self.result(job_id)
+        except asyncio.CancelledError:
+            await self._cancel_quietly(job_id)
+            raise
+
+    async def lm(self, request: dict) -> list[dict]:
+        result = await self.run("/lm", request)
+        if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
+            raise EngineError(f"the engine's /lm result is not an array of requests: "
+                              f"{json.dumps(result)[:200]}")
+        return result
+
+    async def synth(self, body: dict | list) -> list[Track]:
+        result = await self.run("/synth", body)
+        if not isinstance(result, list) or not all(isinstance(t, Track) for t in result):
+            raise EngineError("the engine's /synth result is not audio")
+        return result
+
+    async def song(self, request: dict, *,
+                   on_stage: Callable[[str], None] | None = None) -> list[Track]:
+        """A whole song. With lyrics: ``/lm`` (generate) then its array to ``/synth`` as it
+        came. Instrumental: ``/synth`` alone, with the sentinel lyrics sent explicitly."""
+        if is_instrumental(request.get("lyrics")):
+            if on_stage:
+                on_stage("synth")
+            return await self.synth({**request, "lyrics": INSTRUMENTAL})
+        if on_stage:
+            on_stage("lm")
+        enriched = await self.lm({**request, "lm_mode": "generate"})
+        if on_stage:
+            on_stage("synth")
+        return await self.synth(enriched)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    async def _request(self, method: str, url: str, **kwargs) -> httpx.Response:
+        response = await self._http.request(method, url, **kwargs)
+        if response.status_code >= 400:
+            raise EngineError(_error_message(response), response.status_code)
+        return response
+
+    async def _cancel_quietly(self, job_id: str) -> None:
+        """Best effort, and it survives the caller's own cancellation."""
+        try:
+            await asyncio.shield(asyncio.wait_for(self.cancel(job_id), 3.0))
+        except (asyncio.CancelledError, asyncio.TimeoutError, httpx.HTTPError, EngineError):
+            pass
+        except Exception:  # noqa: BLE001 - never mask the caller's error
+            log.exception("cancel of job %s failed", job_id)
+
+    async def _reason(self, job_id: str, *, wait: bool) -> str | None:
+        """Why the last job failed, from the engine's log. The supervisor reads stderr a
+        moment behind the engine, so give it up to half a second to catch up."""
+        if self._failure_reason is None:
+            return await self._reason_from_logs(job_id)
+        deadline = time.monotonic() + (0.5 if wait else 0.0)
+        while True:
+            reason = self._failure_reason()
+            if reason or time.monotonic() >= deadline:
+                return reason
+            await asyncio.sleep(0.05)
+
+    async def _reason_from_logs(self, job_id: str, budget: float = 0.5) -> str | None:
+        """Without a supervisor: the error lines the ``/logs`` replay shows after the job was
+        created (read for at most ``budget`` seconds, since the stream never ends)."""
+        from .progress import is_error_line
+
+        errors: list[str] = []
+        created = f"Job {job_id} created"
+
+        async def read() -> None:
+            async with self._http.stream("GET", "/logs") as response:
+                if response.status_code != 200:
+                    return
+                async for raw in response.aiter_lines():
+                    if raw.startswith("data:"):
+                        text = raw[5:].strip()
+                        if created in text:
+                            errors.clear()
+                        elif is_error_line(text):
+                            errors.append(text)
+        try:
+            await asyncio.wait_for(read(), budget)
+        except (asyncio.TimeoutError, httpx.HTTPError):
+            pass
+        return join_reasons(errors)
