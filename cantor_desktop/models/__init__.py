@@ -1,0 +1,1 @@
+"""The model library: catalogue, files on disk, downloads (see issue 5)."""

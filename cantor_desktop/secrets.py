@@ -1,0 +1,83 @@
+"""Secrets (the Hugging Face token, a node token) kept in the OS keyring.
+
+Every secret lives under the service name ``cantor``. Where the machine has no usable keyring
+backend (a headless Linux box without Secret Service, for instance) every call raises
+:class:`NoKeyringError`, whose message tells the user to use the environment variable instead.
+"""
+
+from __future__ import annotations
+
+import keyring
+import keyring.backends.fail
+import keyring.errors
+
+SERVICE = "cantor"
+
+HF_TOKEN = "hf_token"
+"""Name of the Hugging Face token (the environment variable HF_TOKEN wins over it)."""
+
+
+class NoKeyringError(RuntimeError):
+    """No OS keyring can store secrets here."""
+
+    def __init__(self, detail: str = "", env_hint: str = "HF_TOKEN"):
+        message = f"no OS keyring is available here; set {env_hint} instead"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+
+
+def _backend():
+    try:
+        backend = keyring.get_keyring()
+    except Exception as exc:  # a broken keyring configuration
+        raise NoKeyringError(str(exc)) from None
+    if isinstance(backend, keyring.backends.fail.Keyring):
+        raise NoKeyringError()
+    if type(backend).__name__ == "ChainerBackend" and not getattr(backend, "backends", None):
+        raise NoKeyringError()  # a chain of nothing: no viable backend
+    return backend
+
+
+def _call(action: str, fn, *args):
+    backend = _backend()
+    try:
+        return fn(backend, *args)
+    except keyring.errors.NoKeyringError as exc:
+        raise NoKeyringError(str(exc)) from None
+    except keyring.errors.InitError as exc:
+        raise NoKeyringError(str(exc)) from None
+    except keyring.errors.KeyringLocked as exc:
+        raise NoKeyringError(f"the keyring is locked: {exc}") from None
+    except keyring.errors.KeyringError as exc:
+        raise NoKeyringError(f"the keyring could not {action} the secret: {exc}") from None
+
+
+def get_secret(name: str) -> str | None:
+    """The stored secret, or None when none is stored."""
+    value = _call("read", lambda b: b.get_password(SERVICE, name))
+    return value or None
+
+
+def set_secret(name: str, value: str) -> None:
+    """Store (or replace) a secret. An empty value is refused: use delete_secret."""
+    if not value or not value.strip():
+        raise ValueError(f"refusing to store an empty {name}")
+    _call("store", lambda b: b.set_password(SERVICE, name, value.strip()))
+
+
+def delete_secret(name: str) -> bool:
+    """Remove a secret; True when one was removed, False when there was none."""
+    def _delete(backend):
+        try:
+            backend.delete_password(SERVICE, name)
+            return True
+        except keyring.errors.PasswordDeleteError:
+            return False
+    return bool(_call("delete", _delete))
+
+
+def keyring_name() -> str:
+    """A short description of the keyring in use (for `cantor login --status`)."""
+    backend = _backend()
+    return f"{type(backend).__module__}.{type(backend).__name__}"
