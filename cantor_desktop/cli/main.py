@@ -12,6 +12,7 @@ from .. import __version__
 # subcommand modules under cantor_desktop.cli; each defines register(subparsers)
 COMMAND_MODULES = [
     "config_cmd",
+    "node_cmd",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

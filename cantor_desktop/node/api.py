@@ -1,0 +1,648 @@
+"""The node's HTTP API (FastAPI): the table in DESIGN "The node's HTTP API", plus backends,
+config and a graceful restart so the app can drive everything through the node.
+
+Errors are always ``{"error": {"message", "type"[, "field"]}}`` with a 4xx/5xx status; a bad
+song request is refused here, before anything reaches an engine. Long actions (model pull,
+backend install/update) and song events stream as Server-Sent Events:
+``event: NAME\\ndata: JSON\\n\\n``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__, config
+from ..song_request import RequestError, validate
+from .queue import FAILED, CANCELLED, FINISHED, Song, SongQueue
+from .runner import SKETCH, Runner, model_name
+
+log = logging.getLogger(__name__)
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+KEEPALIVE_S = 15.0
+LEMONADE_FORMATS = {"wav": "wav16", "wav16": "wav16", "wav24": "wav24", "wav32": "wav32",
+                    "flac": "flac", "mp3": "mp3"}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, type_: str = "invalid_request",
+                 field: str | None = None, **extra: Any):
+        super().__init__(message)
+        self.status, self.message, self.type, self.field, self.extra = (
+            status, message, type_, field, extra)
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.message, self.type, self.field, **self.extra)
+
+
+def error_response(status: int, message: str, type_: str, field: str | None = None,
+                   **extra: Any) -> JSONResponse:
+    body: dict[str, Any] = {"message": message, "type": type_}
+    if field:
+        body["field"] = field
+    body.update(extra)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def sse(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+class NodeState:
+    """What the API handlers share: the queue, the runner, the token, shutdown hooks."""
+
+    def __init__(self, queue: SongQueue, runner: Runner, token: str | None = None):
+        self.queue = queue
+        self.runner = runner
+        self.token = token
+        self.started = time.time()
+        self.shutting_down = asyncio.Event()
+        self.restart_requested = False
+        self.request_exit: Callable[[], None] = lambda: None
+
+
+def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
+               token: str | None = None,
+               on_ready: Callable[[NodeState], None] | None = None) -> FastAPI:
+    """The node app. ``state_factory`` builds the queue and runner on startup."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        node = await (state_factory or default_state)()
+        node.token = token
+        app.state.node = node
+        if on_ready is not None:
+            on_ready(node)
+        node.runner.start()
+        try:
+            yield
+        finally:
+            node.shutting_down.set()
+            await node.runner.stop()
+
+    app = FastAPI(title="Cantor node", version=__version__, lifespan=lifespan,
+                  docs_url="/docs", redoc_url=None)
+    app.state.token = token
+
+    @app.middleware("http")
+    async def bearer(request: Request, call_next):
+        expected = request.app.state.token
+        if expected:
+            header = request.headers.get("authorization", "")
+            scheme, _, given = header.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                    given.strip().encode(), expected.encode()):
+                return error_response(401, "a valid bearer token is required "
+                                           "(see `cantor node token`)", "unauthorized")
+        return await call_next(request)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request, exc: ApiError):
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request, exc: RequestValidationError):
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+        field = ".".join(loc) or "body"
+        return error_response(422, f"{field}: {first.get('msg', 'invalid')}",
+                              "invalid_request", field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request, exc: StarletteHTTPException):
+        kind = "not_found" if exc.status_code == 404 else "invalid_request"
+        return error_response(exc.status_code, str(exc.detail), kind)
+
+    @app.exception_handler(Exception)
+    async def _crash(_request, exc: Exception):
+        log.exception("unhandled error")
+        return error_response(500, f"internal error: {exc}", "internal_error")
+
+    _routes(app)
+    return app
+
+
+async def default_state() -> NodeState:
+    from ..paths import paths
+
+    p = paths().ensure()
+    queue = SongQueue(p.queue_file)
+    stopped = queue.load()
+    if stopped:
+        log.warning("%d song(s) were running when the node stopped; marked failed",
+                    len(stopped))
+    return NodeState(queue, Runner(queue))
+
+
+def node(request: Request) -> NodeState:
+    return request.app.state.node
+
+
+async def json_body(request: Request, *, required: bool = True) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        if required:
+            raise ApiError(400, "the request body must be a JSON object", field="body")
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, f"the body is not valid JSON: {exc}", field="body") from None
+
+
+def sketch_entry() -> dict[str, Any]:
+    return {"name": SKETCH, "family": SKETCH, "builtin": True, "state": "installed",
+            "size": 0, "description": "Sketch — built-in, no AI model"}
+
+
+def library_models() -> list[dict[str, Any]]:
+    out = [sketch_entry()]
+    try:
+        from ..models.library import list_models
+    except ImportError:
+        return out
+    for m in list_models():
+        out.append(_model_json(m))
+    return out
+
+
+def _model_json(m: Any) -> dict[str, Any]:
+    if isinstance(m, dict):
+        return m
+    if hasattr(m, "to_dict"):
+        return m.to_dict()
+    if hasattr(m, "__dataclass_fields__"):
+        from dataclasses import asdict
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(m).items()}
+    return {"name": str(m)}
+
+
+def installed_names() -> list[str]:
+    names = []
+    for m in library_models():
+        if m.get("state", "installed") in ("installed", "ready") or m.get("installed"):
+            names.append(m["name"])
+    return names
+
+
+def check_model(name: str) -> None:
+    """404 naming the installed models when ``name`` cannot run here."""
+    if name == SKETCH:
+        return
+    try:
+        from ..models.library import resolve
+        resolve(name)
+        return
+    except ImportError:
+        pass
+    except Exception:
+        pass
+    names = installed_names()
+    raise ApiError(404, f"model {name!r} is not installed; installed: {', '.join(names)}",
+                   "model_not_found", "model", installed=names)
+
+
+def _validated(body: Any, cfg: config.Config) -> dict[str, Any]:
+    try:
+        req = validate(body, default_format=cfg.get("songs.format"))
+    except RequestError as exc:
+        raise ApiError(422, exc.message if exc.message.startswith(exc.field)
+                       else f"{exc.field}: {exc.message}", field=exc.field) from None
+    data = req.to_dict()
+    data["model"] = model_name(data, cfg)
+    check_model(data["model"])
+    return data
+
+
+def _song(n: NodeState, song_id: str) -> Song:
+    song = n.queue.get(song_id)
+    if song is None:
+        raise ApiError(404, f"no song with id {song_id!r}", "not_found", "id")
+    return song
+
+
+async def event_stream(n: NodeState, song: Song, request: Request) -> AsyncIterator[bytes]:
+    q = n.queue.hub.subscribe(song.id)
+    try:
+        for event, data in n.queue.snapshot_events(song):
+            yield sse(event, data)
+            if event in FINISHED:
+                return
+        while True:
+            try:
+                event, data = await asyncio.wait_for(q.get(), KEEPALIVE_S)
+            except asyncio.TimeoutError:
+                if n.shutting_down.is_set() or await request.is_disconnected():
+                    return
+                yield b": keep-alive\n\n"
+                continue
+            yield sse(event, data)
+            if event in FINISHED:
+                return
+    finally:
+        n.queue.hub.unsubscribe(song.id, q)
+
+
+async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable[Any]],
+                          done_event: str = "done") -> AsyncIterator[bytes]:
+    """Run ``work(emit)`` and stream what it emits; its result ends the stream as ``done``,
+    an exception as ``error`` (the status is already 200, so the error is an event)."""
+    q: asyncio.Queue = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    def emit(event: str, data: Any = None) -> None:
+        item = (event, data if data is not None else {})
+        try:
+            if asyncio.get_running_loop() is loop:
+                q.put_nowait(item)
+                return
+        except RuntimeError:
+            pass
+        loop.call_soon_threadsafe(q.put_nowait, item)
+
+    async def runner() -> None:
+        try:
+            result = await work(emit)
+            emit(done_event, _jsonable(result) if result is not None else {})
+        except asyncio.CancelledError:
+            emit("error", {"message": "cancelled", "type": "cancelled"})
+            raise
+        except Exception as exc:
+            emit("error", {"message": str(exc) or type(exc).__name__,
+                           "type": type(exc).__name__})
+        finally:
+            emit("__end__")
+
+    task = loop.create_task(runner())
+    try:
+        while True:
+            event, data = await q.get()
+            if event == "__end__":
+                return
+            yield sse(event, data)
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return _jsonable(value.to_dict())
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+        return _jsonable(asdict(value))
+    return str(value)
+
+
+def _event_json(event: Any) -> tuple[str, Any]:
+    """A progress object from a pull/install callback → an SSE event name and data."""
+    if isinstance(event, tuple) and len(event) == 2 and isinstance(event[0], str):
+        return event[0], _jsonable(event[1])
+    data = _jsonable(event)
+    name = "progress"
+    if isinstance(data, dict):
+        name = str(data.get("event") or data.get("kind") or "progress")
+    return name, data
+
+
+def _routes(app: FastAPI) -> None:
+
+    @app.get("/v1/health")
+    async def health(request: Request):
+        n = node(request)
+        return {"status": "ok", "version": __version__, "uptime": round(time.time() - n.started, 1),
+                "restarting": n.restart_requested}
+
+    @app.get("/v1/system")
+    async def system(request: Request):
+        n = node(request)
+        cfg = _cfg()
+        out: dict[str, Any] = {"version": __version__, "keep_loaded": cfg.get("node.keep_loaded"),
+                               "loaded": n.runner.loaded(), "backends": {}}
+        try:
+            from .. import hardware
+            hw = await asyncio.to_thread(hardware.probe)
+            out["hardware"] = _jsonable(hw)
+        except ImportError:
+            out["hardware"] = None
+        except Exception as exc:
+            out["hardware"] = {"error": str(exc)}
+        for family in config.FAMILIES:
+            fam: dict[str, Any] = {"pinned": cfg.pinned_backend(family)}
+            try:
+                from .. import backends
+                fam["default"] = await asyncio.to_thread(backends.default_backend, family)
+                fam["status"] = _jsonable(await asyncio.to_thread(backends.status, family))
+            except ImportError:
+                fam["default"] = None
+            except Exception as exc:
+                fam["error"] = str(exc)
+            out["backends"][family] = fam
+        return out
+
+    # -- models --------------------------------------------------------------------------
+
+    @app.get("/v1/models")
+    async def models():
+        return {"models": await asyncio.to_thread(library_models),
+                "default": _cfg().get("models.default")}
+
+    @app.post("/v1/models/pull")
+    async def pull(request: Request):
+        body = await json_body(request)
+        name = body.get("name") or body.get("model") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            raise ApiError(422, "name: give the model to pull", field="name")
+        if name == SKETCH:
+            raise ApiError(400, "the sketch model is built in; nothing to pull", field="name")
+        from ..models.pull import pull as pull_model
+
+        async def work(emit):
+            return await pull_model(name.strip(), on_event=lambda ev: emit(*_event_json(ev)))
+
+        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+
+    @app.delete("/v1/models/{name}")
+    async def delete_model(name: str):
+        if name == SKETCH:
+            raise ApiError(400, "the sketch model is built in and cannot be removed",
+                           field="name")
+        from ..models.library import remove
+        try:
+            result = await asyncio.to_thread(remove, name)
+        except (KeyError, FileNotFoundError, LookupError) as exc:
+            raise ApiError(404, f"model {name!r} is not installed: {exc}", "model_not_found",
+                           "name", installed=installed_names()) from None
+        return {"removed": name, "result": _jsonable(result)}
+
+    # -- songs ---------------------------------------------------------------------------
+
+    @app.post("/v1/songs", status_code=202)
+    async def submit(request: Request):
+        n = node(request)
+        body = await json_body(request)
+        data = _validated(body, _cfg())
+        song = n.queue.add(data)
+        n.runner.wake()
+        return JSONResponse({"id": song.id, "state": song.state}, status_code=202)
+
+    @app.get("/v1/songs")
+    async def list_songs(request: Request, state: str | None = None, limit: int = 500):
+        n = node(request)
+        songs = n.queue.newest_first()
+        if state:
+            songs = [s for s in songs if s.state == state]
+        return {"songs": [s.public() for s in songs[: max(limit, 0)]]}
+
+    @app.get("/v1/songs/{song_id}")
+    async def get_song(request: Request, song_id: str):
+        n = node(request)
+        song = _song(n, song_id)
+        data = song.public()
+        data["position"] = n.queue.position(song) if song.state == "queued" else None
+        return data
+
+    @app.get("/v1/songs/{song_id}/events")
+    async def events(request: Request, song_id: str):
+        n = node(request)
+        song = _song(n, song_id)
+        return StreamingResponse(event_stream(n, song, request),
+                                 media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @app.get("/v1/songs/{song_id}/audio")
+    async def audio(request: Request, song_id: str, take: int = 1):
+        n = node(request)
+        song = _song(n, song_id)
+        if song.state != "done" or not song.files:
+            raise ApiError(409, f"song {song_id} has no audio (it is {song.state})",
+                           "not_ready", "id")
+        if not 1 <= take <= len(song.files):
+            raise ApiError(422, f"take: must be from 1 to {len(song.files)}", field="take")
+        path = Path(song.files[take - 1]["audio"])
+        if not path.is_file():
+            raise ApiError(410, f"the audio file {path} is gone", "gone", "id")
+        from .songs import CONTENT_TYPES
+        return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
+                            filename=path.name)
+
+    @app.post("/v1/songs/{song_id}/cancel")
+    async def cancel(request: Request, song_id: str):
+        n = node(request)
+        song = _song(n, song_id)
+        if not n.runner.cancel(song):
+            raise ApiError(409, f"song {song_id} already ended ({song.state})", "not_cancellable",
+                           "id", state=song.state)
+        return {"id": song.id, "state": song.state}
+
+    @app.post("/v1/songs/{song_id}/retry", status_code=202)
+    async def retry(request: Request, song_id: str):
+        n = node(request)
+        song = _song(n, song_id)
+        if song.state not in (FAILED, CANCELLED):
+            raise ApiError(409, f"only a failed or cancelled song can be retried; this one is "
+                                f"{song.state}", "not_retryable", "id", state=song.state)
+        check_model(song.request.get("model") or _cfg().get("models.default"))
+        n.queue.retry(song)
+        n.runner.wake()
+        return JSONResponse({"id": song.id, "state": song.state}, status_code=202)
+
+    # -- Lemonade / OpenAI style ---------------------------------------------------------
+
+    @app.post("/v1/audio/generations")
+    async def generations(request: Request):
+        n = node(request)
+        body = await json_body(request)
+        if not isinstance(body, dict):
+            raise ApiError(422, "body: must be a JSON object", field="body")
+        data, steps = lemonade_request(body)
+        try:
+            validated = _validated(data, _cfg())
+        except ApiError as exc:
+            if exc.field in LEMONADE_NAMES:
+                old, exc.field = exc.field, LEMONADE_NAMES[exc.field]
+                exc.message = exc.message.replace(f"{old}:", f"{exc.field}:", 1)
+            raise
+        if steps is not None:
+            validated["extra"] = {"inference_steps": steps}
+        song = n.queue.add(validated)
+        n.runner.wake()
+        q = n.queue.hub.subscribe(song.id)
+        try:
+            while not song.is_finished:
+                try:
+                    await asyncio.wait_for(q.get(), 1.0)
+                except asyncio.TimeoutError:
+                    if await request.is_disconnected():
+                        n.runner.cancel(song)
+                        raise ApiError(499, "client went away", "cancelled")
+        finally:
+            n.queue.hub.unsubscribe(song.id, q)
+        if song.state == "done":
+            path = Path(song.files[0]["audio"])
+            from .songs import CONTENT_TYPES
+            return Response(path.read_bytes(),
+                            media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
+                            headers={"X-Cantor-Song": song.id})
+        if song.state == "cancelled":
+            raise ApiError(409, "the song was cancelled", "cancelled", id=song.id)
+        raise ApiError(500, song.error or "the song failed", "generation_failed", id=song.id)
+
+    # -- backends ------------------------------------------------------------------------
+
+    @app.get("/v1/backends")
+    async def backends_status():
+        from .. import backends
+        cfg = _cfg()
+        out = {}
+        for family in config.FAMILIES:
+            out[family] = {"pinned": cfg.pinned_backend(family),
+                           "default": await asyncio.to_thread(backends.default_backend, family),
+                           "status": _jsonable(await asyncio.to_thread(backends.status, family))}
+        return {"backends": out}
+
+    @app.post("/v1/backends/use")
+    async def backends_use(request: Request):
+        body = await json_body(request)
+        family, backend = _family_backend(body, allow_auto=True)
+        try:
+            config.update({f"backends.{family}": backend})
+        except config.ConfigError as exc:
+            raise ApiError(422, str(exc), field="backend") from None
+        return {"family": family, "backend": backend,
+                "note": "applies when the engine next starts (restart the node to switch now)"}
+
+    @app.post("/v1/backends/install")
+    async def backends_install(request: Request):
+        body = await json_body(request)
+        family, backend = _family_backend(body, allow_auto=False)
+        from .. import backends
+
+        async def work(emit):
+            return await backends.ensure_engine(family, backend,
+                                                on_event=lambda ev: emit(*_event_json(ev)))
+
+        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+
+    @app.post("/v1/backends/update")
+    async def backends_update(request: Request):
+        from .. import backends
+
+        async def work(emit):
+            return await backends.update(on_event=lambda ev: emit(*_event_json(ev)))
+
+        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+
+    # -- config --------------------------------------------------------------------------
+
+    @app.get("/v1/config")
+    async def get_config():
+        cfg, err = config.load_or_defaults()
+        return {"values": cfg.as_dict(), "options": config.describe(), "path": str(cfg.path),
+                "error": str(err) if err else None}
+
+    @app.patch("/v1/config")
+    async def patch_config(request: Request):
+        body = await json_body(request)
+        if not isinstance(body, dict) or not body:
+            raise ApiError(422, "body: give an object of settings to change, "
+                                "e.g. {\"node.keep_loaded\": true}", field="body")
+        try:
+            cfg = await asyncio.to_thread(config.update, body)
+        except config.ConfigError as exc:
+            raise ApiError(422, str(exc), field=exc.key or "body") from None
+        return {"values": cfg.as_dict(), "path": str(cfg.path)}
+
+    # -- node ----------------------------------------------------------------------------
+
+    @app.post("/v1/node/restart", status_code=202)
+    async def restart(request: Request):
+        """Restart the node once the running songs end (``cantor upgrade`` uses this)."""
+        n = node(request)
+        n.restart_requested = True
+        n.runner.draining = True
+
+        async def when_idle():
+            await n.runner.idle.wait()
+            n.request_exit()
+
+        asyncio.get_running_loop().create_task(when_idle())
+        return JSONResponse({"status": "restarting",
+                             "after": [s.id for s in n.queue.running()]}, status_code=202)
+
+
+def _family_backend(body: Any, *, allow_auto: bool) -> tuple[str, str]:
+    if not isinstance(body, dict):
+        raise ApiError(422, "body: must be a JSON object", field="body")
+    family = body.get("family", "acestep")
+    if family not in config.FAMILIES:
+        raise ApiError(422, f"family: {family!r} is not a family; one of "
+                            f"{', '.join(config.FAMILIES)}", field="family")
+    backend = body.get("backend")
+    allowed = (("auto",) if allow_auto else ()) + config.BACKENDS
+    if backend not in allowed:
+        raise ApiError(422, f"backend: {backend!r} is not a backend; one of "
+                            f"{', '.join(allowed)}", field="backend")
+    return family, backend
+
+
+LEMONADE_NAMES = {"caption": "prompt", "language": "vocal_language", "format": "response_format"}
+
+
+def lemonade_request(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """Lemonade's fields → a song request (unknown fields are refused by name)."""
+    mapping = {"model": "model", "prompt": "caption", "lyrics": "lyrics",
+               "vocal_language": "language", "duration": "duration", "seed": "seed",
+               "response_format": "format", "bpm": "bpm", "key": "key",
+               "time_signature": "time_signature"}
+    out: dict[str, Any] = {}
+    steps = None
+    for k, v in body.items():
+        if k == "steps":
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 200):
+                raise ApiError(422, "steps: must be a whole number from 1 to 200", field="steps")
+            steps = v
+            continue
+        if k not in mapping:
+            raise ApiError(422, f"{k}: unknown field; known: {', '.join(list(mapping) + ['steps'])}",
+                           field=k)
+        out[mapping[k]] = v
+    if "caption" not in out:
+        raise ApiError(422, "prompt: is required: describe the song", field="prompt")
+    fmt = out.get("format")
+    if fmt is not None:
+        if fmt not in LEMONADE_FORMATS:
+            raise ApiError(422, f"response_format: {fmt!r} is not a format; one of "
+                                f"{', '.join(LEMONADE_FORMATS)}", field="response_format")
+        out["format"] = LEMONADE_FORMATS[fmt]
+    return out, steps
+
+
+def _cfg() -> config.Config:
+    try:
+        return config.load()
+    except config.ConfigError as exc:
+        raise ApiError(500, f"node.toml cannot be read: {exc}", "config_error") from None

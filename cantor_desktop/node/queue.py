@@ -1,0 +1,268 @@
+"""The song queue and its job records, persisted under state/ so they survive a restart.
+
+Every record lives in one JSON file (``paths().queue_file``) rewritten atomically on each
+state change (queued → running → done | failed | cancelled, and stage changes). Progress
+within a stage is kept in memory only: it changes many times a second and is worthless after
+a restart. A song that was ``running`` when the node died is loaded back as ``failed`` with
+the reason "node stopped"; :meth:`SongQueue.retry` puts it back in the queue in one call.
+
+Live events for subscribers (SSE) go through :class:`EventHub`; all of this runs on the
+node's one asyncio loop, so no locks are needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..config import write_atomic
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+STATES = (QUEUED, RUNNING, DONE, FAILED, CANCELLED)
+FINISHED = (DONE, FAILED, CANCELLED)
+NODE_STOPPED = "node stopped"
+KEEP_FINISHED = 2000          # history kept on disk; the oldest finished songs drop off
+FILE_VERSION = 1
+
+
+@dataclass
+class Song:
+    """One song request and everything that happened to it."""
+
+    id: str
+    request: dict[str, Any]
+    state: str = QUEUED
+    stage: str | None = None
+    progress: float = 0.0
+    eta: float | None = None
+    error: str | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    engine: dict[str, Any] | None = None
+    attempts: int = 0
+    seq: int = 0                   # submission order (FIFO), stable across restarts
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED
+
+    def public(self) -> dict[str, Any]:
+        """The JSON the API returns for a song."""
+        data = asdict(self)
+        data.pop("seq")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Song":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def new_id() -> str:
+    return secrets.token_hex(8)
+
+
+class EventHub:
+    """Per-song subscribers: each gets an asyncio.Queue of (event, data) pairs."""
+
+    def __init__(self) -> None:
+        self._subs: dict[str, set[asyncio.Queue]] = {}
+
+    def subscribe(self, song_id: str) -> asyncio.Queue:
+        q: asyncio.Queue = asyncio.Queue()
+        self._subs.setdefault(song_id, set()).add(q)
+        return q
+
+    def unsubscribe(self, song_id: str, q: asyncio.Queue) -> None:
+        subs = self._subs.get(song_id)
+        if subs is not None:
+            subs.discard(q)
+            if not subs:
+                self._subs.pop(song_id, None)
+
+    def publish(self, song_id: str, event: str, data: dict[str, Any]) -> None:
+        for q in list(self._subs.get(song_id, ())):
+            q.put_nowait((event, data))
+
+    def subscriber_count(self, song_id: str) -> int:
+        return len(self._subs.get(song_id, ()))
+
+
+class SongQueue:
+    """All songs the node knows, in submission order, saved to ``path`` on each change."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.songs: dict[str, Song] = {}
+        self.hub = EventHub()
+        self._seq = 0
+
+    # -- persistence ---------------------------------------------------------------------
+
+    def load(self) -> list[Song]:
+        """Read the file; songs running at the node's death become failed ("node stopped").
+
+        Returns those songs. A damaged file is kept aside (``.damaged``) and the node starts
+        with an empty queue rather than refusing to run.
+        """
+        self.songs.clear()
+        if not self.path.exists():
+            return []
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+            records = data["songs"] if isinstance(data, dict) else data
+            songs = [Song.from_json(r) for r in records]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            aside = self.path.with_suffix(".damaged")
+            log.error("queue file %s unreadable (%s); kept as %s", self.path, exc, aside)
+            try:
+                self.path.replace(aside)
+            except OSError:
+                pass
+            return []
+        stopped = []
+        for song in sorted(songs, key=lambda s: s.seq):
+            if song.state == RUNNING:
+                song.state = FAILED
+                song.error = NODE_STOPPED
+                song.finished = time.time()
+                stopped.append(song)
+            self.songs[song.id] = song
+            self._seq = max(self._seq, song.seq)
+        if stopped:
+            self.save()
+        return stopped
+
+    def save(self) -> None:
+        self._trim()
+        payload = {"version": FILE_VERSION,
+                   "songs": [asdict(s) for s in sorted(self.songs.values(), key=lambda s: s.seq)]}
+        write_atomic(self.path, json.dumps(payload, indent=1).encode("utf-8"))
+
+    def _trim(self) -> None:
+        finished = [s for s in self.songs.values() if s.is_finished]
+        if len(finished) > KEEP_FINISHED:
+            finished.sort(key=lambda s: s.seq)
+            for song in finished[: len(finished) - KEEP_FINISHED]:
+                del self.songs[song.id]
+
+    # -- records -------------------------------------------------------------------------
+
+    def add(self, request: dict[str, Any]) -> Song:
+        self._seq += 1
+        song = Song(id=new_id(), request=request, seq=self._seq)
+        while song.id in self.songs:
+            song.id = new_id()
+        self.songs[song.id] = song
+        self.save()
+        self.hub.publish(song.id, QUEUED, {"id": song.id, "position": self.position(song)})
+        return song
+
+    def get(self, song_id: str) -> Song | None:
+        return self.songs.get(song_id)
+
+    def newest_first(self) -> list[Song]:
+        return sorted(self.songs.values(), key=lambda s: s.seq, reverse=True)
+
+    def queued(self) -> Iterator[Song]:
+        """Queued songs, first submitted first."""
+        return iter(sorted((s for s in self.songs.values() if s.state == QUEUED),
+                           key=lambda s: s.seq))
+
+    def running(self) -> list[Song]:
+        return [s for s in self.songs.values() if s.state == RUNNING]
+
+    def position(self, song: Song) -> int:
+        """0 = next to run."""
+        return sum(1 for s in self.songs.values() if s.state == QUEUED and s.seq < song.seq)
+
+    # -- transitions (each persisted and published) --------------------------------------
+
+    def start(self, song: Song, engine: dict[str, Any] | None = None) -> None:
+        song.state, song.stage, song.progress, song.eta = RUNNING, None, 0.0, None
+        song.error, song.started, song.finished = None, time.time(), None
+        song.attempts += 1
+        song.engine = engine
+        self.save()
+
+    def set_engine(self, song: Song, engine: dict[str, Any]) -> None:
+        song.engine = engine
+        self.save()
+
+    def set_stage(self, song: Song, stage: str, progress: float) -> None:
+        song.stage, song.eta = stage, None
+        song.progress = max(song.progress, progress)
+        self.save()
+        self.hub.publish(song.id, "stage", {"stage": stage})
+        self.hub.publish(song.id, "progress", self.progress_data(song))
+
+    def set_progress(self, song: Song, progress: float, eta: float | None) -> None:
+        """In memory only; progress never goes backwards."""
+        progress = min(1.0, max(song.progress, progress))
+        if progress == song.progress and eta == song.eta:
+            return
+        song.progress, song.eta = progress, eta
+        self.hub.publish(song.id, "progress", self.progress_data(song))
+
+    @staticmethod
+    def progress_data(song: Song) -> dict[str, Any]:
+        return {"stage": song.stage, "progress": round(song.progress, 4),
+                "eta": None if song.eta is None else round(song.eta, 2)}
+
+    def finish_done(self, song: Song, files: list[dict[str, Any]]) -> None:
+        if song.progress < 1.0:
+            song.progress, song.eta = 1.0, 0.0
+            self.hub.publish(song.id, "progress", self.progress_data(song))
+        song.state, song.files, song.finished = DONE, files, time.time()
+        song.eta = None
+        self.save()
+        self.hub.publish(song.id, DONE, self.terminal_data(song))
+
+    def finish_failed(self, song: Song, error: str) -> None:
+        song.state, song.error, song.finished, song.eta = FAILED, error, time.time(), None
+        self.save()
+        self.hub.publish(song.id, FAILED, self.terminal_data(song))
+
+    def finish_cancelled(self, song: Song) -> None:
+        song.state, song.finished, song.eta = CANCELLED, time.time(), None
+        self.save()
+        self.hub.publish(song.id, CANCELLED, self.terminal_data(song))
+
+    def retry(self, song: Song) -> None:
+        """A failed or cancelled song goes back to the end of the queue, same id."""
+        self._seq += 1
+        song.state, song.stage, song.progress, song.eta = QUEUED, None, 0.0, None
+        song.error, song.started, song.finished, song.files = None, None, None, []
+        song.seq = self._seq
+        self.save()
+        self.hub.publish(song.id, QUEUED, {"id": song.id, "position": self.position(song)})
+
+    @staticmethod
+    def terminal_data(song: Song) -> dict[str, Any]:
+        if song.state == DONE:
+            return {"id": song.id, "files": song.files}
+        if song.state == FAILED:
+            return {"id": song.id, "error": song.error}
+        return {"id": song.id}
+
+    def snapshot_events(self, song: Song) -> list[tuple[str, dict[str, Any]]]:
+        """What a late subscriber gets first: the song's current state as events."""
+        if song.state == QUEUED:
+            return [(QUEUED, {"id": song.id, "position": self.position(song)})]
+        if song.state == RUNNING:
+            events: list[tuple[str, dict[str, Any]]] = []
+            if song.stage:
+                events.append(("stage", {"stage": song.stage}))
+            events.append(("progress", self.progress_data(song)))
+            return events
+        return [(song.state, self.terminal_data(song))]

@@ -1,0 +1,421 @@
+"""Running queued songs on engines: one song at a time per engine, FIFO.
+
+For each song: pick the model (the request's, else node.toml's ``models.default``), plan its
+engine (the built-in sketch engine, or the family's ace-server build on the pinned or
+automatically chosen backend), make sure that engine runs (``keep_loaded`` read from node.toml
+for every song), send the request naming the exact DiT and LM files, turn the engine's log
+events into song progress, and write the audio and its sidecar.
+
+The node keeps the engine build it started with until it restarts: one supervisor per engine
+key ("sketch" or a family), created at that key's first song.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import config
+from ..paths import paths
+from ..song_request import SongRequest
+from . import songs as song_files
+from .queue import FINISHED, NODE_STOPPED, QUEUED, RUNNING, Song, SongQueue
+
+log = logging.getLogger(__name__)
+
+SKETCH = "sketch"
+SAVING_FROM = 0.95          # engine work fills 0..0.95 of a song's progress, saving the rest
+_SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
+
+
+class PlanError(Exception):
+    """The song cannot be run as asked (model gone, no engine installed, …)."""
+
+
+@dataclass
+class EnginePlan:
+    """Everything needed to run one song's engine, decided before the engine starts."""
+
+    key: str                       # "sketch" or a family: one engine process per key
+    family: str
+    model: str
+    argv: list[str]
+    env: dict[str, str]
+    models_dir: Path
+    backend: str
+    version: str
+    files: dict[str, str | None] = field(default_factory=dict)  # kind → file name
+
+    def describe(self) -> dict[str, Any]:
+        return {"key": self.key, "family": self.family, "model": self.model,
+                "backend": self.backend, "version": self.version, "files": self.files,
+                "models_dir": str(self.models_dir)}
+
+
+def model_name(request: dict[str, Any], cfg: config.Config) -> str:
+    return request.get("model") or cfg.get("models.default")
+
+
+def engine_key(name: str) -> str:
+    """Which engine a model runs on, cheaply (no engine is touched)."""
+    if name == SKETCH:
+        return SKETCH
+    from ..models.library import resolve
+    return resolve(name).family
+
+
+def sketch_models_dir() -> Path:
+    return paths().cache_dir / "sketch-models"
+
+
+def plan_sketch() -> EnginePlan:
+    from .. import __version__
+    from ..selfexec import self_argv
+    from ..sketch import ensure_sketch_models
+
+    folder = sketch_models_dir()
+    files = ensure_sketch_models(folder)
+    return EnginePlan(key=SKETCH, family=SKETCH, model=SKETCH,
+                      argv=self_argv("sketch-server"), env={}, models_dir=folder,
+                      backend=SKETCH, version=f"cantor-sketch {__version__}",
+                      files=dict(files))
+
+
+def plan_model(name: str, cfg: config.Config) -> EnginePlan:
+    """An installed model on its family's engine, on the pinned or the default backend."""
+    from .. import backends
+    from ..models.library import resolve
+
+    try:
+        files = resolve(name)
+    except Exception as exc:
+        raise PlanError(f"model {name!r} cannot be used: {exc}") from None
+    family = files.family
+    pinned = cfg.pinned_backend(family)
+    chosen = pinned or backends.default_backend(family)
+    if not chosen:
+        raise PlanError(f"no engine is installed for {family}; run `cantor backends --install`")
+    build = backends.installed_build(family, chosen)
+    if build is None:
+        how = "pinned in node.toml" if pinned else "chosen automatically"
+        raise PlanError(f"the {chosen} backend ({how}) is not installed for {family}; "
+                        f"run `cantor backends --install {chosen}`")
+    return EnginePlan(key=family, family=family, model=name, argv=list(build.argv),
+                      env=dict(build.env), models_dir=Path(files.models_dir),
+                      backend=build.backend, version=str(build.version),
+                      files={"dit": _fname(files.dit), "lm": _fname(files.lm),
+                             "text_enc": _fname(files.text_enc), "vae": _fname(files.vae)})
+
+
+def _fname(value) -> str | None:
+    return None if value is None else Path(value).name
+
+
+def plan_for(request: dict[str, Any], cfg: config.Config) -> EnginePlan:
+    name = model_name(request, cfg)
+    return plan_sketch() if name == SKETCH else plan_model(name, cfg)
+
+
+class Runner:
+    """Takes queued songs and runs them; cancel, retry and graceful stop go through it."""
+
+    def __init__(self, queue: SongQueue):
+        self.queue = queue
+        self.supervisors: dict[str, Any] = {}      # engine key → EngineSupervisor
+        self.plans: dict[str, EnginePlan] = {}     # engine key → the plan it started with
+        self.tasks: dict[str, asyncio.Task] = {}   # song id → its task
+        self.busy: dict[str, str] = {}             # engine key → song id running on it
+        self.draining = False                      # a restart was asked: start nothing new
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task | None = None
+        self._stopping = False
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # -- life ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop_task = asyncio.get_running_loop().create_task(self._loop(), name="runner")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Node shutting down: running songs end failed ("node stopped"), engines stop."""
+        self._stopping = True
+        if self._loop_task:
+            self._loop_task.cancel()
+        for task in list(self.tasks.values()):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()), timeout=5)
+        for sup in list(self.supervisors.values()):
+            try:
+                await sup.stop()
+            except Exception:
+                log.exception("stopping an engine")
+
+    async def _loop(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                self._dispatch()
+            except Exception:
+                log.exception("dispatching songs")
+            await self._wake.wait()
+
+    def _dispatch(self) -> None:
+        if self.draining or self._stopping:
+            return
+        cfg = _config()
+        for song in list(self.queue.queued()):
+            try:
+                key = engine_key(model_name(song.request, cfg))
+            except Exception as exc:
+                self.queue.finish_failed(song, f"model {model_name(song.request, cfg)!r} "
+                                               f"cannot be used: {exc}")
+                continue
+            if key in self.busy:
+                continue
+            self.busy[key] = song.id
+            self.idle.clear()
+            # mark running at once so a second dispatch cannot pick it again
+            self.queue.start(song)
+            task = asyncio.get_running_loop().create_task(self._run(song, key),
+                                                          name=f"song-{song.id}")
+            self.tasks[song.id] = task
+
+    # -- one song ------------------------------------------------------------------------
+
+    async def _run(self, song: Song, key: str) -> None:
+        try:
+            await self._run_song(song)
+        except asyncio.CancelledError:
+            if self._stopping:
+                self.queue.finish_failed(song, NODE_STOPPED)
+            elif song.state == RUNNING:
+                self.queue.finish_cancelled(song)
+        except Exception as exc:
+            log.exception("song %s failed", song.id)
+            if song.state == RUNNING:
+                self.queue.finish_failed(song, str(exc) or type(exc).__name__)
+        finally:
+            self.tasks.pop(song.id, None)
+            if self.busy.get(key) == song.id:
+                del self.busy[key]
+            if not self.tasks:
+                self.idle.set()
+            self.wake()
+
+    async def _run_song(self, song: Song) -> None:
+        cfg = _config()
+        try:
+            plan = await asyncio.to_thread(plan_for, song.request, cfg)
+        except PlanError as exc:
+            self.queue.finish_failed(song, str(exc))
+            return
+        request = SongRequest(**song.request)
+        fmt = request.format or cfg.get("songs.format")
+        self.queue.set_engine(song, plan.describe())
+        keep_loaded = bool(cfg.get("node.keep_loaded"))
+        timings: dict[str, float] = {"queued_at": song.created, "started_at": time.time()}
+
+        sup = self._supervisor(plan)
+        t0 = time.monotonic()
+        try:
+            await sup.ensure_running(keep_loaded)
+        except Exception as exc:
+            reason = _first_line(sup, exc)
+            self.queue.finish_failed(song, f"the engine did not start: {reason}")
+            return
+        timings["engine_start_s"] = round(time.monotonic() - t0, 3)
+        used = self.plans[plan.key]
+        if used is not plan:       # the node keeps the build it started with
+            plan = _with_files(used, plan)
+            self.queue.set_engine(song, plan.describe())
+
+        from ..engine.client import EngineError, JobCancelled, engine_request
+
+        engine_req = engine_request(request, synth_model=plan.files.get("dit"),
+                                    lm_model=None if request.instrumental else plan.files.get("lm"),
+                                    output_format=song_files.engine_format(fmt))
+        watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop(),
+                                   duration=request.duration)
+        unsubscribe = sup.subscribe(watcher.on_event)
+        first_stage = "synth" if request.instrumental else "lm"
+        self.queue.set_stage(song, first_stage, song.progress)
+        t1 = time.monotonic()
+        try:
+            tracks = await sup.client().song(engine_req, on_stage=watcher.on_stage)
+        except JobCancelled:
+            self.queue.finish_cancelled(song)
+            return
+        except EngineError as exc:
+            self.queue.finish_failed(song, _engine_reason(sup, exc))
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.queue.finish_failed(song, _engine_reason(sup, exc))
+            return
+        finally:
+            if callable(unsubscribe):
+                unsubscribe()
+        timings["engine_s"] = round(time.monotonic() - t1, 3)
+        if not tracks:
+            self.queue.finish_failed(song, "the engine returned no audio")
+            return
+
+        self.queue.set_stage(song, "saving", SAVING_FROM)
+        t2 = time.monotonic()
+        seeds = watcher.seeds_for(len(tracks), request.seed)
+        meta = {
+            "model": {"name": plan.model, "family": plan.family, "files": plan.files},
+            "backend": plan.backend,
+            "engine_version": getattr(sup, "version", None) or plan.version,
+            "engine_request": engine_req,
+            "keep_loaded": keep_loaded,
+            "timings": timings,
+        }
+        files = await asyncio.to_thread(
+            song_files.write_takes, cfg.songs_dir(), song_id=song.id, request=song.request,
+            fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta)
+        timings["saving_s"] = round(time.monotonic() - t2, 3)
+        self.queue.finish_done(song, files)
+
+    def _supervisor(self, plan: EnginePlan):
+        sup = self.supervisors.get(plan.key)
+        if sup is None:
+            from ..engine.supervisor import EngineSupervisor
+
+            sup = EngineSupervisor(plan.family, plan.argv, plan.env, plan.models_dir,
+                                   log_path=paths().engine_log(plan.key))
+            self.supervisors[plan.key] = sup
+            self.plans[plan.key] = plan
+        return sup
+
+    # -- requests from the API -----------------------------------------------------------
+
+    def cancel(self, song: Song) -> bool:
+        """Cancel a queued or running song; False when it had already finished."""
+        if song.state in FINISHED:
+            return False
+        if song.state == QUEUED:
+            self.queue.finish_cancelled(song)
+            return True
+        task = self.tasks.get(song.id)
+        if task is not None:
+            task.cancel()
+        else:
+            self.queue.finish_cancelled(song)
+        return True
+
+    def loaded(self) -> list[dict[str, Any]]:
+        """What each engine has running, for /v1/system."""
+        out = []
+        for key, sup in self.supervisors.items():
+            plan = self.plans[key]
+            running = bool(getattr(sup, "running", False))
+            out.append({"engine": key, "family": plan.family, "backend": plan.backend,
+                        "version": getattr(sup, "version", None) or plan.version,
+                        "model": plan.model, "files": plan.files, "running": running,
+                        "keep_loaded": getattr(sup, "keep_loaded", None),
+                        "song": self.busy.get(key)})
+        return out
+
+
+class _ProgressWatcher:
+    """Supervisor events (maybe from a reader thread) → song stage and progress."""
+
+    def __init__(self, queue: SongQueue, song: Song, loop: asyncio.AbstractEventLoop,
+                 duration: float | None):
+        self.queue, self.song, self.loop = queue, song, loop
+        self.seeds: list[int] = []
+
+    def on_event(self, event) -> None:
+        if self.loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            running = False
+        if running:
+            self._apply(event)
+        else:
+            self.loop.call_soon_threadsafe(self._apply, event)
+
+    def on_stage(self, stage: str, *_: Any) -> None:
+        self.on_event(("stage", stage))
+
+    def _apply(self, event) -> None:
+        song = self.song
+        if song.state != RUNNING:
+            return
+        if isinstance(event, tuple):
+            stage = "lm" if event[1] == "lm" else "synth"
+            if stage != song.stage:
+                self.queue.set_stage(song, stage, song.progress)
+            return
+        line = getattr(event, "line", "") or ""
+        found = _SEED_RE.match(line)
+        if found:
+            self.seeds.append(int(found.group(1)))
+        stage = "lm" if getattr(event, "stage", "") == "lm" else "synth"
+        if stage != song.stage and not (song.stage == "synth" and stage == "lm"):
+            self.queue.set_stage(song, stage, song.progress)
+        fraction = getattr(event, "fraction", None)
+        if fraction is not None:
+            self.queue.set_progress(song, min(float(fraction), 1.0) * SAVING_FROM,
+                                    getattr(event, "eta_seconds", None))
+
+    def seeds_for(self, takes: int, asked: int) -> list[int | None]:
+        if self.seeds:
+            seeds: list[int | None] = list(self.seeds[-takes:]) if len(self.seeds) >= takes \
+                else list(self.seeds) + [None] * (takes - len(self.seeds))
+            return seeds
+        return [asked if asked >= 0 else None] * takes
+
+
+def _with_files(used: EnginePlan, asked: EnginePlan) -> EnginePlan:
+    """The engine that runs (its build) with the model files this song asked for."""
+    return EnginePlan(key=used.key, family=used.family, model=asked.model, argv=used.argv,
+                      env=used.env, models_dir=used.models_dir, backend=used.backend,
+                      version=used.version, files=asked.files)
+
+
+def _config() -> config.Config:
+    cfg, _err = config.load_or_defaults()
+    return cfg
+
+
+def _first_line(sup, exc: Exception) -> str:
+    text = str(exc).strip()
+    if text:
+        return text.splitlines()[0]
+    line = _last_error(sup)
+    return line or type(exc).__name__
+
+
+def _last_error(sup) -> str | None:
+    try:
+        return sup.last_error_line()
+    except Exception:
+        return None
+
+
+def _engine_reason(sup, exc: Exception) -> str:
+    """The engine's own last error line, else what the client saw."""
+    line = _last_error(sup)
+    if line:
+        return line
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+Callback = Callable[..., None]

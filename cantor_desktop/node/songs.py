@@ -1,0 +1,130 @@
+"""Writing a finished song: the audio file in the requested format plus a sidecar JSON.
+
+File names are for people: ``2026-11-30_1412_warm-lofi-piano-rain_seed1234.wav`` (date and
+time, the first words of the caption, the seed; ``_take2`` for the second take of a batch).
+The engine's WAV is written as it came for wav16/24/32; flac and mp3 are encoded here with
+soundfile. Every file is written atomically, so no half file is ever taken for a whole one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from ..config import write_atomic
+
+EXTENSIONS = {"wav16": ".wav", "wav24": ".wav", "wav32": ".wav", "flac": ".flac", "mp3": ".mp3"}
+CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg"}
+CAPTION_WORDS = 6
+WAV_SUBTYPES = {"wav16": "PCM_16", "wav24": "PCM_24", "wav32": "FLOAT"}
+
+
+def engine_format(fmt: str) -> str:
+    """What to ask the engine for: WAV as requested, 24-bit WAV to encode flac or mp3 from."""
+    return fmt if fmt.startswith("wav") else "wav24"
+
+
+def slug(caption: str, words: int = CAPTION_WORDS) -> str:
+    text = unicodedata.normalize("NFKD", caption)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    parts = re.findall(r"[A-Za-z0-9]+", text.lower())
+    return "-".join(parts[:words]) or "song"
+
+
+def base_name(caption: str, seed: int | None, when: float, take: int | None = None) -> str:
+    stamp = time.strftime("%Y-%m-%d_%H%M", time.localtime(when))
+    name = f"{stamp}_{slug(caption)}"
+    if seed is not None and seed >= 0:
+        name += f"_seed{seed}"
+    if take is not None:
+        name += f"_take{take}"
+    return name
+
+
+def unique_path(folder: Path, stem: str, ext: str) -> Path:
+    path = folder / f"{stem}{ext}"
+    n = 2
+    while path.exists() or path.with_suffix(".json").exists():
+        path = folder / f"{stem}-{n}{ext}"
+        n += 1
+    return path
+
+
+def _is_wav(data: bytes) -> bool:
+    return len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WAVE"
+
+
+def encode(audio: bytes, fmt: str) -> bytes:
+    """The engine's audio bytes → bytes of the requested format."""
+    import soundfile as sf
+
+    if fmt.startswith("wav") and _is_wav(audio) and _wav_matches(audio, fmt):
+        return audio
+    data, rate = sf.read(io.BytesIO(audio), dtype="float32", always_2d=True)
+    out = io.BytesIO()
+    if fmt == "flac":
+        sf.write(out, data, rate, format="FLAC", subtype="PCM_24")
+    elif fmt == "mp3":
+        sf.write(out, data, rate, format="MP3", subtype="MPEG_LAYER_III")
+    else:
+        sf.write(out, data, rate, format="WAV", subtype=WAV_SUBTYPES[fmt])
+    return out.getvalue()
+
+
+def _wav_matches(audio: bytes, fmt: str) -> bool:
+    import soundfile as sf
+
+    try:
+        info = sf.info(io.BytesIO(audio))
+    except Exception:
+        return False
+    return info.subtype == WAV_SUBTYPES[fmt]
+
+
+def audio_info(data: bytes) -> dict[str, Any]:
+    import soundfile as sf
+
+    try:
+        info = sf.info(io.BytesIO(data))
+    except Exception:
+        return {}
+    return {"sample_rate": info.samplerate, "channels": info.channels,
+            "duration": round(info.duration, 3)}
+
+
+def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str,
+                audios: list[bytes], seeds: list[int | None], meta: dict[str, Any],
+                when: float | None = None) -> list[dict[str, Any]]:
+    """Write every take and its sidecar; returns one entry per take for the song record."""
+    folder.mkdir(parents=True, exist_ok=True)
+    when = when or time.time()
+    ext = EXTENSIONS[fmt]
+    files = []
+    many = len(audios) > 1
+    for index, audio in enumerate(audios):
+        seed = seeds[index] if index < len(seeds) else None
+        take = index + 1 if many else None
+        encoded = encode(audio, fmt)
+        path = unique_path(folder, base_name(request.get("caption", ""), seed, when, take), ext)
+        info = audio_info(encoded)
+        sidecar = {
+            "cantor_song": 1,
+            "id": song_id,
+            "take": index + 1,
+            "takes": len(audios),
+            "audio": {"file": path.name, "format": fmt, **info},
+            "request": request,
+            "seed": seed,
+            **meta,
+        }
+        write_atomic(path, encoded)
+        write_atomic(path.with_suffix(".json"),
+                     json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
+        files.append({"take": index + 1, "audio": str(path), "sidecar": str(path.with_suffix(".json")),
+                      "format": fmt, "seed": seed, "bytes": len(encoded), **info})
+    return files

@@ -1,0 +1,278 @@
+"""The one HTTP client to a Cantor node (async httpx, SSE included).
+
+The CLI (`cantor sing`, `cantor upgrade`) and the Qt app both talk to the node only through
+:class:`NodeClient`; every method mirrors one endpoint of DESIGN's API table. A node error
+becomes :class:`NodeError` carrying the node's message, the HTTP status and the field it
+named. Streams (song events, model pull, backend install/update) are async iterators of
+``(event, data)`` pairs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import httpx
+
+from . import config
+
+DEFAULT_TIMEOUT = 30.0
+FINAL_SONG_EVENTS = ("done", "failed", "cancelled")
+
+
+class NodeError(Exception):
+    """The node refused or failed a request, or could not be reached (status 0)."""
+
+    def __init__(self, message: str, status: int = 0, field: str | None = None,
+                 type_: str | None = None, body: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.field = field
+        self.type = type_
+        self.body = body or {}
+
+    @property
+    def unreachable(self) -> bool:
+        return self.status == 0
+
+
+def local_url(cfg: config.Config | None = None) -> str:
+    """The URL of this machine's node as node.toml configures it."""
+    if cfg is None:
+        cfg, _err = config.load_or_defaults()
+    host = cfg.get("node.host")
+    if host in ("0.0.0.0", "", "::", "[::]"):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{cfg.get('node.port')}"
+
+
+def local_token(cfg: config.Config | None = None) -> str | None:
+    """The token the local node wants (only when it listens beyond loopback)."""
+    if cfg is None:
+        cfg, _err = config.load_or_defaults()
+    if config.is_loopback_host(cfg.get("node.host")):
+        return None
+    try:
+        from .node.server import node_token
+        return node_token(create=False)
+    except Exception:
+        return None
+
+
+def _error_from(response: httpx.Response) -> NodeError:
+    try:
+        body = response.json()
+        err = body.get("error", {}) if isinstance(body, dict) else {}
+        if isinstance(err, str):
+            err = {"message": err}
+    except ValueError:
+        body, err = {}, {}
+    message = err.get("message") or response.text.strip() or response.reason_phrase
+    return NodeError(message, response.status_code, err.get("field"), err.get("type"),
+                     err if isinstance(err, dict) else {})
+
+
+async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
+    """Server-Sent Events lines → (event, data); data is JSON-decoded when it is JSON."""
+    event, data = "message", []
+    async for line in lines:
+        if line == "":
+            if data:
+                text = "\n".join(data)
+                try:
+                    payload: Any = json.loads(text)
+                except ValueError:
+                    payload = text
+                yield event, payload
+            event, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+    if data:
+        text = "\n".join(data)
+        try:
+            yield event, json.loads(text)
+        except ValueError:
+            yield event, text
+
+
+class NodeClient:
+    """Async client of one node. Use as ``async with NodeClient(url) as node: …``."""
+
+    def __init__(self, base_url: str | None = None, token: str | None = None, *,
+                 timeout: float = DEFAULT_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None):
+        self.base_url = (base_url or local_url()).rstrip("/")
+        self.token = token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.AsyncClient(base_url=self.base_url, headers=headers,
+                                       timeout=httpx.Timeout(timeout, connect=5.0),
+                                       transport=transport, trust_env=False)
+
+    async def __aenter__(self) -> "NodeClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        try:
+            response = await self._http.request(method, path, **kw)
+        except httpx.TransportError as exc:
+            raise NodeError(f"cannot reach the node at {self.base_url}: "
+                            f"{exc or type(exc).__name__}") from None
+        if response.status_code >= 400:
+            raise _error_from(response)
+        return response
+
+    async def _json(self, method: str, path: str, **kw: Any) -> Any:
+        response = await self._request(method, path, **kw)
+        try:
+            return response.json()
+        except ValueError:
+            raise NodeError(f"the node answered {path} with something that is not JSON",
+                            response.status_code) from None
+
+    async def _stream(self, method: str, path: str, *, final: tuple[str, ...] = (),
+                      **kw: Any) -> AsyncIterator[tuple[str, Any]]:
+        timeout = httpx.Timeout(None, connect=5.0)
+        try:
+            async with self._http.stream(method, path, timeout=timeout, **kw) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _error_from(response)
+                async for event, data in parse_sse(response.aiter_lines()):
+                    yield event, data
+                    if event in final:
+                        return
+        except httpx.TransportError as exc:
+            raise NodeError(f"lost the node at {self.base_url}: "
+                            f"{exc or type(exc).__name__}") from None
+
+    # -- node ----------------------------------------------------------------------------
+
+    async def health(self) -> dict[str, Any]:
+        return await self._json("GET", "/v1/health")
+
+    async def system(self) -> dict[str, Any]:
+        return await self._json("GET", "/v1/system")
+
+    async def restart(self) -> dict[str, Any]:
+        """Ask the node to restart once its running songs end."""
+        return await self._json("POST", "/v1/node/restart")
+
+    # -- models --------------------------------------------------------------------------
+
+    async def models(self) -> dict[str, Any]:
+        return await self._json("GET", "/v1/models")
+
+    def pull(self, name: str) -> AsyncIterator[tuple[str, Any]]:
+        """Progress of a model download; ends with ``done`` or ``error``."""
+        return self._stream("POST", "/v1/models/pull", json={"name": name},
+                            final=("done", "error"))
+
+    async def delete_model(self, name: str) -> dict[str, Any]:
+        return await self._json("DELETE", f"/v1/models/{name}")
+
+    # -- songs ---------------------------------------------------------------------------
+
+    async def submit_song(self, request: dict[str, Any]) -> str:
+        return (await self._json("POST", "/v1/songs", json=request))["id"]
+
+    async def songs(self, state: str | None = None) -> list[dict[str, Any]]:
+        params = {"state": state} if state else None
+        return (await self._json("GET", "/v1/songs", params=params))["songs"]
+
+    async def song(self, song_id: str) -> dict[str, Any]:
+        return await self._json("GET", f"/v1/songs/{song_id}")
+
+    def events(self, song_id: str) -> AsyncIterator[tuple[str, Any]]:
+        """The song's events, its current state first; ends after done/failed/cancelled."""
+        return self._stream("GET", f"/v1/songs/{song_id}/events", final=FINAL_SONG_EVENTS)
+
+    async def audio(self, song_id: str, dest: Path | str, take: int = 1) -> Path:
+        """Download a take to ``dest`` (a file, or a folder to keep the node's file name)."""
+        dest = Path(dest)
+        timeout = httpx.Timeout(None, connect=5.0)
+        try:
+            async with self._http.stream("GET", f"/v1/songs/{song_id}/audio",
+                                         params={"take": take}, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _error_from(response)
+                if dest.is_dir():
+                    dest = dest / (_filename(response) or song_id)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                part = dest.with_name(dest.name + ".part")
+                with open(part, "wb") as fh:
+                    async for chunk in response.aiter_bytes():
+                        fh.write(chunk)
+                part.replace(dest)
+        except httpx.TransportError as exc:
+            raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
+        return dest
+
+    async def cancel(self, song_id: str) -> dict[str, Any]:
+        return await self._json("POST", f"/v1/songs/{song_id}/cancel")
+
+    async def retry(self, song_id: str) -> str:
+        return (await self._json("POST", f"/v1/songs/{song_id}/retry"))["id"]
+
+    async def generate(self, **fields: Any) -> tuple[bytes, str]:
+        """Lemonade-style one-shot: audio bytes and their content type."""
+        timeout = httpx.Timeout(None, connect=5.0)
+        response = await self._request("POST", "/v1/audio/generations", json=fields,
+                                       timeout=timeout)
+        return response.content, response.headers.get("content-type", "")
+
+    # -- config --------------------------------------------------------------------------
+
+    async def config(self) -> dict[str, Any]:
+        return await self._json("GET", "/v1/config")
+
+    async def patch_config(self, changes: dict[str, Any]) -> dict[str, Any]:
+        return await self._json("PATCH", "/v1/config", json=changes)
+
+    # -- backends ------------------------------------------------------------------------
+
+    async def backends(self) -> dict[str, Any]:
+        return await self._json("GET", "/v1/backends")
+
+    async def use_backend(self, backend: str, family: str = "acestep") -> dict[str, Any]:
+        return await self._json("POST", "/v1/backends/use",
+                                json={"family": family, "backend": backend})
+
+    def install_backend(self, backend: str, family: str = "acestep") -> AsyncIterator[tuple[str, Any]]:
+        return self._stream("POST", "/v1/backends/install",
+                            json={"family": family, "backend": backend},
+                            final=("done", "error"))
+
+    def update_backends(self) -> AsyncIterator[tuple[str, Any]]:
+        return self._stream("POST", "/v1/backends/update", final=("done", "error"))
+
+
+def _filename(response: httpx.Response) -> str:
+    disposition = response.headers.get("content-disposition", "")
+    for part in disposition.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == "filename*" and value.lower().startswith("utf-8''"):
+            from urllib.parse import unquote
+            return Path(unquote(value[7:])).name
+        if key == "filename":
+            return Path(value.strip('"')).name
+    return ""
