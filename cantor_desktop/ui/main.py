@@ -1,4 +1,4 @@
-"""`cantor-desktop`: start Qt, the qasync loop and the main window."""
+"""`cantor-desktop`: start Qt, the qasync loop, the node link, the window and the tray."""
 
 from __future__ import annotations
 
@@ -10,28 +10,68 @@ os.environ.setdefault("QT_API", "pyside6")  # qasync must pick PySide6
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication  # PySide6 before qasync
     import qasync
 
     from .. import logs
     from ..paths import paths
-    from .window import MainWindow
 
+    paths().ensure()
     logs.setup(paths().app_log)
     app = QApplication.instance() or QApplication(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
-    window = MainWindow()
-    window.show()
-    app.setQuitOnLastWindowClosed(True)
-    return qasync.run(_until_quit(app)) or 0
-
-
-async def _until_quit(app) -> int:
+    loop = qasync.QEventLoop(app)
     import asyncio
-    done = asyncio.get_running_loop().create_future()
-    app.aboutToQuit.connect(lambda: done.done() or done.set_result(0))
-    return await done
+    asyncio.set_event_loop(loop)
+    shell = build(app)
+    shell.window.show()
+    shell.link.start()  # never waits: the window is up first
+    with loop:
+        loop.run_until_complete(shell.until_quit())
+    return 0
+
+
+class Shell:
+    """The app's parts wired together (also what tests and the bench build)."""
+
+    def __init__(self, app, link=None, *, start_child: bool = True):
+        from .icons import app_icon
+        from .node_link import NodeLink
+        from .tray import Tray
+        from .window import MainWindow
+
+        app.setWindowIcon(app_icon())
+        self.app = app
+        self.link = link or NodeLink(start_child=start_child)
+        self.window = MainWindow(self.link)
+        self.tray = Tray(self.link)
+        self.window.tray = self.tray
+        self.window.keep_in_tray = self.tray.available
+        self.tray.open_requested.connect(self.window.bring_up)
+        self.tray.song_clicked.connect(self.window.open_song)
+        self.tray.quit_requested.connect(self.quit)
+        import asyncio
+        self._quit = asyncio.get_event_loop().create_future()
+        if not self.tray.available:
+            # without a tray, closing the window is the only way out: it quits
+            self.window.destroyed.connect(self.quit)
+            app.lastWindowClosed.connect(self.quit)
+
+    def quit(self, *_):
+        if not self._quit.done():
+            self._quit.set_result(True)
+
+    async def until_quit(self) -> None:
+        await self._quit
+        self.window.hide()
+        await self.link.shutdown()
+        self.window.songs.store.shutdown()
+        self.app.quit()
+
+
+def build(app, link=None) -> Shell:
+    return Shell(app, link)
 
 
 if __name__ == "__main__":

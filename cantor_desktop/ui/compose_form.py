@@ -1,0 +1,103 @@
+"""The Compose form's state, without Qt: text fields in, a song request (or the reason not) out.
+
+Every check is :func:`cantor_desktop.song_request.validate`, the node's own rules, so what
+blocks Generate here is exactly what the node would refuse.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import song_request
+from ..song_request import INSTRUMENTAL, RequestError
+
+SKETCH_MODEL = "sketch"
+LYRICS_HINT = ("[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
+               "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]")
+KEYS = tuple(f"{n} {m}" for m in ("major", "minor")
+             for n in ("C", "C#", "Db", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B"))
+
+
+@dataclass
+class ComposeForm:
+    """What the musician typed. Empty text means "auto" (the model decides)."""
+
+    caption: str = ""
+    lyrics: str = ""
+    instrumental: bool = False
+    duration: str = ""
+    bpm: str = ""
+    key: str = ""
+    time_signature: str = ""
+    language: str = ""
+    seed: str = ""            # empty = random
+    seed_locked: bool = False
+    model: str = SKETCH_MODEL
+    format: str = "wav24"
+    takes: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def request(self) -> dict[str, Any]:
+        """The JSON body for ``POST /v1/songs`` (auto fields left out)."""
+        body: dict[str, Any] = {"caption": self.caption}
+        body["lyrics"] = INSTRUMENTAL if self.instrumental else self.lyrics
+        for name in ("duration", "bpm", "key", "time_signature", "language"):
+            text = str(getattr(self, name)).strip()
+            if text and text.lower() != "auto":
+                body[name] = text
+        body["seed"] = self.seed.strip() if (self.seed_locked and self.seed.strip()) else -1
+        if self.model:
+            body["model"] = self.model
+        if self.format:
+            body["format"] = self.format
+        body["batch"] = self.takes
+        return body
+
+    def problem(self) -> RequestError | None:
+        """The first field the node would refuse, or None when Generate may go."""
+        try:
+            self.validated()
+        except RequestError as exc:
+            return exc
+        return None
+
+    def validated(self) -> dict[str, Any]:
+        """The request as the node will receive it, typed and normalised; RequestError if not."""
+        checked = song_request.validate(self.request())
+        body = checked.to_dict()
+        return {k: v for k, v in body.items() if v is not None}
+
+    def lock_seed(self, seed: int | None = None) -> int:
+        """Lock the seed, choosing one now when none is given; returns it (shown in the form)."""
+        if seed is None or seed < 0:
+            seed = random.randint(0, song_request.SEED_MAX)
+        self.seed = str(seed)
+        self.seed_locked = True
+        return seed
+
+    @classmethod
+    def from_settings(cls, params: Mapping[str, Any], seed: int | None = None) -> "ComposeForm":
+        """"Use these settings": a finished song's parameters back into the form (seed locked)."""
+        def text(name: str) -> str:
+            value = params.get(name)
+            if value is None:
+                return ""
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            return str(value)
+
+        lyrics = params.get("lyrics") or ""
+        instrumental = song_request.is_instrumental(lyrics)
+        used_seed = seed if seed is not None else params.get("seed")
+        form = cls(caption=str(params.get("caption") or ""),
+                   lyrics="" if instrumental else lyrics, instrumental=instrumental,
+                   duration=text("duration"), bpm=text("bpm"), key=text("key"),
+                   time_signature=text("time_signature"), language=text("language"),
+                   model=str(params.get("model") or SKETCH_MODEL),
+                   format=str(params.get("format") or "wav24"),
+                   takes=int(params.get("batch") or 1))
+        if isinstance(used_seed, int) and used_seed >= 0:
+            form.seed, form.seed_locked = str(used_seed), True
+        return form

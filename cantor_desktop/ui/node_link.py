@@ -1,0 +1,365 @@
+"""The app's one connection to the node: start/stop the child node, follow songs, pull models.
+
+A QObject shell over :class:`cantor_desktop.nodeclient.NodeClient` and
+:class:`cantor_desktop.node.launcher.NodeProcess`. Every network or process step runs as an
+asyncio task on the Qt loop (see :mod:`.tasks`); pages only call methods and listen to
+signals. The node's state for the tray and the status bar is one of
+``stopped, starting, idle, generating, error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from .. import config
+from .song_records import SongRecord
+from .tasks import Tasks, describe_error
+
+log = logging.getLogger(__name__)
+
+STATES = ("stopped", "starting", "idle", "generating", "error")
+HEALTH_EVERY = 1.0
+
+
+def node_url(cfg: config.Config) -> str:
+    """The address the app drives: ``app.node_url``, else the local node from node.toml."""
+    url = cfg.get("app.node_url").strip()
+    if url:
+        return url.rstrip("/")
+    host = cfg.get("node.host")
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{cfg.get('node.port')}"
+
+
+def remote_token() -> str | None:
+    try:
+        from ..secrets import get_secret
+        return get_secret("node_token")
+    except Exception:
+        return None
+
+
+class NodeLink(QObject):
+    state_changed = Signal(str)
+    status_changed = Signal(str)      # one line: backend, loaded model, current song
+    error = Signal(str)               # something the user should read
+    song_updated = Signal(object)     # SongRecord
+    song_finished = Signal(object)    # SongRecord that just reached done
+    songs_loaded = Signal(list)       # [SongRecord] newest first
+    system_loaded = Signal(dict)
+    models_loaded = Signal(list)
+    pull_event = Signal(str, dict)    # model name, progress event (or {"state": ...})
+    backend_event = Signal(str, dict) # action key, event
+
+    def __init__(self, parent: QObject | None = None, *, url: str | None = None,
+                 start_child: bool = True):
+        super().__init__(parent)
+        self.tasks = Tasks(on_error=lambda key, text: self.error.emit(text))
+        self.state = "stopped"
+        self.detail = ""
+        self.client = None
+        self.process = None            # the NodeProcess we started, if any
+        self.songs: dict[str, SongRecord] = {}
+        self.system: dict[str, Any] = {}
+        self.models: list[dict[str, Any]] = []
+        self._url_override = url
+        self._start_child = start_child
+        self._following: set[str] = set()
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self._url_override or node_url(config.load_or_defaults()[0])
+
+    @property
+    def owns_node(self) -> bool:
+        return self.process is not None
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        changed = state != self.state or detail != self.detail
+        self.state, self.detail = state, detail
+        if changed:
+            self.state_changed.emit(state)
+            self.status_changed.emit(self.status_line())
+
+    def status_line(self) -> str:
+        if self.state == "stopped":
+            return "Node stopped"
+        if self.state == "starting":
+            return "Node starting…"
+        if self.state == "error":
+            return f"Node error: {self.detail}" if self.detail else "Node error"
+        bits = []
+        backend = self.system.get("backend") or self.system.get("default_backend")
+        if isinstance(backend, dict):
+            backend = backend.get("name")
+        if backend:
+            bits.append(f"backend {backend}")
+        loaded = self.system.get("loaded_model") or self.system.get("loaded")
+        if loaded:
+            bits.append(f"loaded {loaded}")
+        running = [s for s in self.songs.values() if s.state == "running"]
+        if running:
+            song = running[0]
+            bits.append(f"“{song.caption[:30]}” {int(song.progress * 100)}%")
+        head = "Generating" if self.state == "generating" else "Node ready"
+        return head + (" — " + ", ".join(bits) if bits else "")
+
+    def _recount(self) -> None:
+        if self.state in ("idle", "generating"):
+            busy = any(s.state in ("running",) for s in self.songs.values())
+            self._set_state("generating" if busy else "idle")
+            self.status_changed.emit(self.status_line())
+
+    # -- start / stop ---------------------------------------------------------------------
+    def start(self) -> None:
+        self.tasks.start("node", self._connect())
+
+    def stop(self) -> None:
+        self.tasks.start("node", self._stop())
+
+    def restart(self) -> None:
+        async def restart():
+            await self._stop()
+            await self._connect()
+        self.tasks.start("node", restart())
+
+    async def shutdown(self) -> None:
+        """Quit: stop the node we started (and only that), close the client."""
+        self.tasks.cancel_all()
+        await self._stop()
+
+    def _new_client(self):
+        from ..nodeclient import NodeClient
+        url = self.url
+        token = None if config.is_loopback_host(_host_of(url)) else remote_token()
+        return NodeClient(url, token=token)
+
+    async def _answers(self) -> bool:
+        try:
+            await self.client.health()
+            return True
+        except Exception:
+            return False
+
+    async def _connect(self) -> None:
+        self._set_state("starting")
+        try:
+            if self.client is None:
+                self.client = self._new_client()
+            if not await self._answers():
+                if not (self._start_child and config.is_loopback_host(_host_of(self.url))):
+                    self._set_state("error", f"no node answers at {self.url}")
+                    return
+                await self._start_process()
+            self._set_state("idle")
+            await self.refresh()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._set_state("error", describe_error(exc))
+            return
+        self.tasks.start("watch", self._watch())
+
+    async def _start_process(self) -> None:
+        from ..node.launcher import NodeProcess
+        if self.process is None:
+            self.process = NodeProcess()
+        await self.process.start()
+        if hasattr(self.process, "watch"):
+            self.tasks.start("supervise", self.process.watch())
+
+    async def _stop(self) -> None:
+        self.tasks.cancel("watch")
+        self.tasks.cancel("supervise")
+        for key in [k for k in self.tasks.keys() if k.startswith("song:")]:
+            self.tasks.cancel(key)
+        self._following.clear()
+        process, self.process = self.process, None
+        if process is not None:
+            try:
+                await process.stop()
+            except Exception as exc:
+                log.warning("stopping the node: %s", exc)
+        client, self.client = self.client, None
+        if client is not None:
+            close = getattr(client, "aclose", None) or getattr(client, "close", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:
+                    pass
+        self._set_state("stopped")
+
+    async def _watch(self) -> None:
+        """Health every second; a child that died is restarted by its supervisor — show it."""
+        misses = 0
+        while True:
+            await asyncio.sleep(HEALTH_EVERY)
+            if await self._answers():
+                if misses:
+                    misses = 0
+                    self._set_state("idle")
+                    await self.refresh()
+                    for rec in list(self.songs.values()):
+                        if not rec.finished:
+                            self.follow(rec.id)
+                else:
+                    self._recount()
+                continue
+            misses += 1
+            if self.process is not None:
+                self._set_state("starting", "the node stopped; restarting it")
+                alive = getattr(self.process, "running", None)
+                if misses >= 3 and not getattr(self.process, "watch", None) and not alive:
+                    try:
+                        await self.process.start()
+                    except Exception as exc:
+                        self._set_state("error", describe_error(exc))
+            else:
+                self._set_state("error", f"no node answers at {self.url}")
+
+    # -- data -----------------------------------------------------------------------------
+    async def refresh(self) -> None:
+        await asyncio.gather(self.refresh_songs(), self.refresh_system(), self.refresh_models(),
+                             return_exceptions=False)
+
+    async def refresh_songs(self) -> None:
+        raw = await self.client.songs()
+        items = raw.get("songs", raw) if isinstance(raw, dict) else raw
+        records = [SongRecord.from_node(d) for d in items]
+        self.songs = {r.id: r for r in records}
+        self.songs_loaded.emit(sorted(records, key=lambda r: r.created, reverse=True))
+        for rec in records:
+            if not rec.finished:
+                self.follow(rec.id)
+        self._recount()
+
+    async def refresh_system(self) -> None:
+        self.system = dict(await self.client.system())
+        self.system_loaded.emit(self.system)
+        self.status_changed.emit(self.status_line())
+
+    async def refresh_models(self) -> None:
+        raw = await self.client.models()
+        self.models = list(raw.get("models", raw) if isinstance(raw, dict) else raw)
+        self.models_loaded.emit(self.models)
+
+    def refresh_later(self, what: str = "all") -> None:
+        coro = {"songs": self.refresh_songs, "system": self.refresh_system,
+                "models": self.refresh_models}.get(what, self.refresh)
+        if self.client is not None:
+            self.tasks.start(f"refresh:{what}", coro())
+
+    # -- songs ----------------------------------------------------------------------------
+    async def submit(self, body: dict[str, Any]) -> SongRecord:
+        if self.client is None:
+            raise RuntimeError("The node is not running; start it from the tray or the status bar")
+        song_id = await self.client.submit_song(body)
+        rec = SongRecord(id=song_id, caption=body.get("caption", ""), params=dict(body),
+                         model=body.get("model") or "")
+        import time
+        rec.created = time.time()
+        self.songs[song_id] = rec
+        self.song_updated.emit(rec)
+        self.follow(song_id)
+        return rec
+
+    def follow(self, song_id: str) -> None:
+        if song_id in self._following:
+            return
+        self._following.add(song_id)
+        self.tasks.start(f"song:{song_id}", self._follow(song_id))
+
+    async def _follow(self, song_id: str) -> None:
+        try:
+            async for event, data in self.client.events(song_id):
+                rec = self.songs.get(song_id) or SongRecord(id=song_id)
+                self.songs[song_id] = rec
+                rec.apply_event(event, data or {})
+                if event == "done":
+                    try:
+                        rec = SongRecord.from_node(await self.client.song(song_id))
+                        self.songs[song_id] = rec
+                    except Exception:
+                        pass
+                self.song_updated.emit(rec)
+                self._recount()
+                if rec.finished:
+                    if rec.state == "done":
+                        self.song_finished.emit(rec)
+                    break
+        finally:
+            self._following.discard(song_id)
+
+    def cancel_song(self, song_id: str) -> None:
+        async def cancel():
+            await self.client.cancel(song_id)
+        self.tasks.start(f"cancel:{song_id}", cancel())
+
+    # -- models ---------------------------------------------------------------------------
+    def pull(self, name: str) -> None:
+        async def pull():
+            try:
+                async for event in self.client.pull(name):
+                    self.pull_event.emit(name, dict(event))
+                self.pull_event.emit(name, {"state": "done"})
+            except asyncio.CancelledError:
+                self.pull_event.emit(name, {"state": "paused"})
+                raise
+            except Exception as exc:
+                self.pull_event.emit(name, {"state": "failed", "error": describe_error(exc)})
+                raise
+            finally:
+                self.refresh_later("models")
+        self.tasks.start(f"pull:{name}", pull())
+
+    def pause_pull(self, name: str) -> None:
+        """Stop the transfer; the .part files stay and pulling again resumes them."""
+        self.tasks.cancel(f"pull:{name}")
+
+    def remove_model(self, name: str) -> None:
+        async def remove():
+            await self.client.delete_model(name)
+            await self.refresh_models()
+        self.tasks.start(f"remove:{name}", remove())
+
+    # -- backends and settings ------------------------------------------------------------
+    def backend_action(self, action: str, backend: str | None = None) -> None:
+        key = f"backend:{action}:{backend or ''}"
+
+        async def run():
+            try:
+                method = getattr(self.client, f"backend_{action}", None) or getattr(
+                    self.client, "backends_action")
+                stream = method(backend) if method.__name__ != "backends_action" else method(
+                    action, backend)
+                if hasattr(stream, "__aiter__"):
+                    async for event in stream:
+                        self.backend_event.emit(key, dict(event))
+                else:
+                    result = await stream
+                    self.backend_event.emit(key, dict(result or {}))
+                self.backend_event.emit(key, {"state": "done"})
+            except asyncio.CancelledError:
+                self.backend_event.emit(key, {"state": "cancelled"})
+                raise
+            except Exception as exc:
+                self.backend_event.emit(key, {"state": "failed", "error": describe_error(exc)})
+                raise
+            finally:
+                self.refresh_later("system")
+        self.tasks.start(key, run())
+        return key
+
+
+def _host_of(url: str) -> str:
+    from urllib.parse import urlparse
+    return urlparse(url).hostname or ""

@@ -1,0 +1,64 @@
+"""The readiness banner: is the machine ready, and the next safe action — no dead ends."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+
+from ..transfer import human_bytes
+
+ACESTEP_SIZE_FALLBACK = 0
+
+
+def readiness(system: dict, models: list) -> tuple[str, str]:
+    """(state, sentence): ready / needs download / needs setup (Qt-free)."""
+    ace = [m for m in models if m.get("name") != "sketch" and not m.get("builtin")]
+    installed = [m for m in ace if m.get("state") in ("installed", "ready")]
+    if installed:
+        return "ready", f"Ready: {installed[0]['name']} is installed."
+    fam = (system.get("backends") or {}).get("acestep") or {}
+    if fam.get("default") or fam.get("pinned"):
+        return "needs download", "A backend is ready; download an ACE-Step model to make songs with AI."
+    return "needs setup", "ACE-Step is not set up yet. The built-in Sketch engine works right now."
+
+
+class ReadinessBanner(QFrame):
+    try_sketch = Signal()
+    set_up = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("readiness")
+        self.setStyleSheet("#readiness { background:#eef4fc; border:1px solid #c9dbf3; "
+                           "border-radius:6px; }")
+        row = QHBoxLayout(self)
+        text = QVBoxLayout()
+        self.title = QLabel("<b>Welcome to Cantor</b>")
+        self.sentence = QLabel("Checking this machine…")
+        self.sentence.setWordWrap(True)
+        text.addWidget(self.title)
+        text.addWidget(self.sentence)
+        row.addLayout(text, 1)
+        self.sketch = QPushButton("Try the built-in Sketch engine now")
+        self.setup = QPushButton("Set up ACE-Step")
+        self.dismiss = QPushButton("✕")
+        self.dismiss.setFlat(True)
+        self.dismiss.setFixedWidth(28)
+        row.addWidget(self.sketch)
+        row.addWidget(self.setup)
+        row.addWidget(self.dismiss)
+        self.sketch.clicked.connect(self.try_sketch)
+        self.setup.clicked.connect(self.set_up)
+        self.dismiss.clicked.connect(self.hide)
+        self.state = "unknown"
+
+    def update_from(self, system: dict, models: list) -> None:
+        self.state, sentence = readiness(system, models)
+        self.sentence.setText(sentence)
+        size = next((m.get("size") for m in models if m.get("name", "").startswith("acestep")
+                     and m.get("size")), None)
+        gb = f" ({human_bytes(size)})" if size else ""
+        self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")
+        self.setup.setVisible(self.state != "ready")
+        if self.state == "ready":
+            self.title.setText("<b>Cantor is ready</b>")

@@ -1,0 +1,238 @@
+"""Library: the model catalogue with sizes and state, pulls with live progress, removal."""
+
+from __future__ import annotations
+
+import shutil
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QMessageBox, QProgressBar, QPushButton, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ...paths import paths
+from ..transfer import TransferMeter, human_bytes, human_duration
+
+COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
+
+
+def pull_numbers(event: dict) -> tuple[int | None, int | None, str | None, int | None, int | None]:
+    """(done, total, file, file_done, file_total) from a pull progress event, whatever its keys."""
+    def first(*names):
+        for n in names:
+            v = event.get(n)
+            if isinstance(v, (int, float)):
+                return int(v)
+        return None
+    done = first("total_done", "completed", "received", "done", "bytes_done")
+    total = first("total_bytes", "total", "size")
+    file = event.get("file") or event.get("path") or event.get("name_file")
+    fdone = first("file_done", "file_received", "file_completed")
+    ftotal = first("file_total", "file_size")
+    return done, total, file, fdone, ftotal
+
+
+class LibraryPage(QWidget):
+    def __init__(self, link, parent=None):
+        super().__init__(parent)
+        self.link = link
+        self.meters: dict[str, TransferMeter] = {}
+        self.rows: dict[str, int] = {}
+        layout = QVBoxLayout(self)
+        head = QHBoxLayout()
+        head.addWidget(QLabel("<h2>Library</h2>"))
+        head.addStretch(1)
+        self.disk = QLabel()
+        head.addWidget(self.disk)
+        layout.addLayout(head)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectRows)
+        h = self.table.horizontalHeader()
+        h.setSectionResizeMode(0, QHeaderView.Stretch)
+        for col, w in ((1, 80), (2, 110), (3, 170), (4, 90), (5, 80), (6, 190)):
+            h.setSectionResizeMode(col, QHeaderView.Fixed)
+            h.resizeSection(col, w)
+        layout.addWidget(self.table, 1)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+
+        tools = QHBoxLayout()
+        self.import_button = QPushButton("Import GGUF files…")
+        self.import_button.clicked.connect(self.import_gguf)
+        tools.addWidget(self.import_button)
+        tools.addStretch(1)
+        tools.addWidget(QLabel("Hugging Face token"))
+        self.hf_token = QLineEdit()
+        self.hf_token.setEchoMode(QLineEdit.Password)
+        self.hf_token.setPlaceholderText("only for gated models (kept in the OS keyring)")
+        self.hf_token.setMinimumWidth(260)
+        self.hf_save = QPushButton("Save token")
+        self.hf_save.clicked.connect(self._save_hf_token)
+        tools.addWidget(self.hf_token)
+        tools.addWidget(self.hf_save)
+        layout.addLayout(tools)
+        try:
+            from ...secrets import HF_TOKEN, get_secret
+            self.hf_token.setText(get_secret(HF_TOKEN) or "")
+        except Exception:
+            pass
+
+        link.models_loaded.connect(self.set_models)
+        link.pull_event.connect(self.on_pull_event)
+        self.set_models(link.models)
+
+    def set_models(self, models: list) -> None:
+        self.table.setRowCount(0)
+        self.rows.clear()
+        used = 0
+        for m in models:
+            name = m.get("name", "?")
+            row = self.table.rowCount()
+            self.table.insertRow(row)
+            self.rows[name] = row
+            title = m.get("description") or m.get("title") or ""
+            item = QTableWidgetItem(f"{name}\n{title}" if title and title != name else name)
+            self.table.setItem(row, 0, item)
+            size = m.get("size") or m.get("size_bytes") or m.get("bytes")
+            self.table.setItem(row, 1, QTableWidgetItem("built in" if m.get("builtin")
+                                                        else human_bytes(size)))
+            state = m.get("state", "available")
+            if state in ("installed", "ready"):
+                used += int(m.get("size") or 0)
+            self.table.setItem(row, 2, QTableWidgetItem(state.replace("_", " ")))
+            bar = QProgressBar()
+            bar.setRange(0, 1000)
+            bar.setValue(1000 if state in ("installed", "ready") else 0)
+            bar.setVisible(not m.get("builtin"))
+            self.table.setCellWidget(row, 3, bar)
+            self.table.setItem(row, 4, QTableWidgetItem(""))
+            self.table.setItem(row, 5, QTableWidgetItem(""))
+            self.table.setCellWidget(row, 6, self._actions(name, m))
+            self.table.setRowHeight(row, 44)
+        self.disk.setText(f"Models use {human_bytes(used)} · {paths().models_dir}")
+
+    def _actions(self, name: str, m: dict) -> QWidget:
+        w = QWidget()
+        row = QHBoxLayout(w)
+        row.setContentsMargins(2, 2, 2, 2)
+        if m.get("builtin"):
+            row.addWidget(QLabel("always ready"))
+            return w
+        state = m.get("state", "available")
+        pulling = self.link.tasks.running(f"pull:{name}")
+        if state in ("installed", "ready"):
+            b = QPushButton("Remove")
+            b.clicked.connect(lambda: self.remove(name))
+            row.addWidget(b)
+        elif pulling:
+            p = QPushButton("Pause")
+            p.clicked.connect(lambda: self.pause(name))
+            c = QPushButton("Cancel")
+            c.clicked.connect(lambda: self.cancel(name))
+            row.addWidget(p)
+            row.addWidget(c)
+        else:
+            label = "Resume" if state in ("partial", "paused") else "Download"
+            b = QPushButton(label)
+            b.clicked.connect(lambda: self.pull(name))
+            row.addWidget(b)
+        return w
+
+    # -- actions --------------------------------------------------------------------------
+    def pull(self, name: str) -> None:
+        self.meters[name] = TransferMeter()
+        self.link.pull(name)
+        self._refresh_actions(name, "downloading")
+
+    def pause(self, name: str) -> None:
+        self.link.pause_pull(name)
+        self._refresh_actions(name, "paused")
+
+    def cancel(self, name: str) -> None:
+        """Stop and forget: the pull stops; the partial files are removed by the node."""
+        self.link.pause_pull(name)
+        self.link.tasks.start(f"remove:{name}", self._discard(name))
+
+    async def _discard(self, name: str) -> None:
+        try:
+            await self.link.client.delete_model(name)
+        except Exception:
+            pass
+        await self.link.refresh_models()
+
+    def remove(self, name: str, confirm: bool = True) -> None:
+        if confirm:
+            answer = QMessageBox.question(self, "Remove model",
+                                          f"Remove {name} and delete its files?")
+            if answer != QMessageBox.Yes:
+                return
+        self.link.remove_model(name)
+
+    def _refresh_actions(self, name: str, state: str) -> None:
+        row = self.rows.get(name)
+        if row is None:
+            return
+        self.table.item(row, 2).setText(state)
+        self.table.setCellWidget(row, 6, self._actions(name, {"state": state}))
+
+    def on_pull_event(self, name: str, event: dict) -> None:
+        row = self.rows.get(name)
+        if row is None:
+            return
+        state = event.get("state")
+        if state in ("done", "paused", "failed"):
+            self.table.item(row, 4).setText("")
+            self.table.item(row, 5).setText("")
+            if state == "failed":
+                self.message.setText(f"Download of {name} failed: {event.get('error')}")
+            self._refresh_actions(name, {"done": "installed", "paused": "paused",
+                                         "failed": "failed"}[state])
+            return
+        done, total, file, fdone, ftotal = pull_numbers(event)
+        meter = self.meters.setdefault(name, TransferMeter())
+        bar: QProgressBar = self.table.cellWidget(row, 3)
+        if done is not None:
+            meter.add(done)
+            if total:
+                bar.setValue(int(1000 * done / total))
+                bar.setFormat(f"{human_bytes(done)} / {human_bytes(total)}")
+            self.table.item(row, 4).setText(f"{human_bytes(meter.speed())}/s")
+            self.table.item(row, 5).setText(human_duration(meter.eta(total)))
+        if file:
+            tip = f"{file}: {human_bytes(fdone)} / {human_bytes(ftotal)}" if fdone is not None else file
+            bar.setToolTip(tip)
+            self.table.item(row, 2).setText("downloading")
+            self.table.item(row, 2).setToolTip(tip)
+
+    def import_gguf(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Import GGUF model files", "",
+                                                "GGUF models (*.gguf)")
+        if files:
+            self.link.tasks.start("import", self._import(files),
+                                  on_error=lambda t: self.message.setText(f"Import failed: {t}"))
+
+    async def _import(self, files: list[str]) -> None:
+        import asyncio
+        try:
+            from ...models import library
+            importer = getattr(library, "import_files", None) or getattr(library, "import_gguf")
+            await asyncio.to_thread(importer, files)
+        except (ImportError, AttributeError):
+            target = paths().model_family_dir("acestep") / "imported"
+            target.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                await asyncio.to_thread(shutil.copy2, f, target)
+        self.message.setText(f"Imported {len(files)} file(s)")
+        await self.link.refresh_models()
+
+    def _save_hf_token(self) -> None:
+        try:
+            from ...secrets import HF_TOKEN, delete_secret, set_secret
+            value = self.hf_token.text().strip()
+            set_secret(HF_TOKEN, value) if value else delete_secret(HF_TOKEN)
+            self.message.setText("Hugging Face token saved in the keyring")
+        except Exception as exc:
+            self.message.setText(f"Token not saved: {exc}")

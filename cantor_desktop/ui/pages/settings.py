@@ -1,0 +1,267 @@
+"""Settings: every node.toml key from the registry, the node address + token, the folders.
+
+Fields are generated from :data:`cantor_desktop.config.OPTIONS` and checked with each
+option's own validator as you type. Save goes through :func:`config.update` (locked, atomic,
+comments kept). The file is polled every 500 ms, so an edit made by the CLI or an editor
+shows within a second; a malformed file is shown with its line and column and Save is off,
+so it is never overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea,
+                               QSpinBox, QVBoxLayout, QWidget)
+
+from ... import config
+from ...paths import paths
+
+POLL_MS = 500
+LABELS = {
+    "node.host": "Listen address", "node.port": "Port", "node.keep_loaded": "Keep model loaded",
+    "backends.acestep": "ACE-Step backend", "engines.manifest": "Engine manifest URL",
+    "engines.acestep.path": "Own ace-server executable", "models.default": "Default model",
+    "models.lm": "Language model size", "songs.dir": "Songs folder", "songs.format": "Song format",
+    "app.node_url": "Node address (remote)",
+}
+
+
+def _stamp(path) -> tuple | None:
+    try:
+        st = os.stat(path)
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        return None
+
+
+class SettingsPage(QWidget):
+    saved = Signal()
+    file_changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.path = paths().config_file
+        self.fields: dict[str, QWidget] = {}
+        self.errors: dict[str, QLabel] = {}
+        self._loaded: dict[str, object] = {}
+        self._stamp = None
+
+        outer = QVBoxLayout(self)
+        outer.addWidget(QLabel("<h2>Settings</h2>"))
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("background:#fdecea; color:#8a1c1c; padding:8px; border-radius:4px;")
+        self.banner.hide()
+        outer.addWidget(self.banner)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        inner = QWidget()
+        col = QVBoxLayout(inner)
+        scroll.setWidget(inner)
+        outer.addWidget(scroll, 1)
+
+        groups = {}
+        for opt in config.OPTIONS.values():
+            table = opt.key.split(".")[0]
+            if table not in groups:
+                box = QGroupBox({"node": "Node", "backends": "Backends", "engines": "Engines",
+                                 "models": "Models", "songs": "Songs",
+                                 "app": "This app"}.get(table, table))
+                form = QFormLayout(box)
+                col.addWidget(box)
+                groups[table] = form
+            widget = self._editor(opt)
+            self.fields[opt.key] = widget
+            err = QLabel()
+            err.setStyleSheet("color:#c0392b;")
+            err.setWordWrap(True)
+            err.hide()
+            self.errors[opt.key] = err
+            cell = QWidget()
+            v = QVBoxLayout(cell)
+            v.setContentsMargins(0, 0, 0, 0)
+            row = QHBoxLayout()
+            row.addWidget(widget, 1)
+            if opt.key == "songs.dir":
+                browse = QPushButton("Choose…")
+                browse.clicked.connect(self._choose_songs_dir)
+                row.addWidget(browse)
+            v.addLayout(row)
+            v.addWidget(err)
+            label = QLabel(LABELS.get(opt.key, opt.key))
+            label.setToolTip(f"{opt.key}: {opt.help}")
+            widget.setToolTip(f"{opt.help}\nnode.toml key: {opt.key}")
+            groups[table].addRow(label, cell)
+            if table == "app":
+                token_row = QHBoxLayout()
+                self.token = QLineEdit()
+                self.token.setEchoMode(QLineEdit.Password)
+                self.token.setPlaceholderText("token for a remote node (kept in the OS keyring)")
+                self.token_save = QPushButton("Save token")
+                self.token_save.clicked.connect(self._save_token)
+                token_row.addWidget(self.token, 1)
+                token_row.addWidget(self.token_save)
+                groups[table].addRow("Node token", token_row)
+
+        folders = QGroupBox("Folders")
+        fl = QFormLayout(folders)
+        p = paths()
+        for name, where in (("Settings file", p.config_file), ("Models", p.models_dir),
+                            ("Engines", p.engines_dir), ("Logs", p.logs_dir)):
+            b = QPushButton(str(where))
+            b.setFlat(True)
+            b.setStyleSheet("text-align:left;")
+            target = where.parent if where.suffix else where
+            b.clicked.connect(lambda _=False, t=target: QDesktopServices.openUrl(
+                QUrl.fromLocalFile(str(t))))
+            fl.addRow(name, b)
+        col.addWidget(folders)
+        col.addStretch(1)
+
+        buttons = QHBoxLayout()
+        self.status = QLabel()
+        self.save_button = QPushButton("Save")
+        self.revert_button = QPushButton("Revert")
+        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.revert_button)
+        buttons.addWidget(self.save_button)
+        outer.addLayout(buttons)
+        self.save_button.clicked.connect(self.save)
+        self.revert_button.clicked.connect(lambda: self.reload(force=True))
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(POLL_MS)
+        self.timer.timeout.connect(self._poll)
+        self.timer.start()
+        self.reload(force=True)
+
+    # -- editors ------------------------------------------------------------------------------
+    def _editor(self, opt: config.Option) -> QWidget:
+        if opt.kind is bool:
+            w = QCheckBox()
+            w.toggled.connect(self._check)
+        elif opt.choices:
+            w = QComboBox()
+            w.addItems(list(opt.choices))
+            w.currentIndexChanged.connect(self._check)
+        elif opt.kind is int:
+            w = QSpinBox()
+            w.setRange(opt.minimum, opt.maximum)
+            w.valueChanged.connect(self._check)
+        else:
+            w = QLineEdit()
+            w.textChanged.connect(self._check)
+        return w
+
+    def value(self, key: str):
+        w = self.fields[key]
+        if isinstance(w, QCheckBox):
+            return w.isChecked()
+        if isinstance(w, QComboBox):
+            return w.currentText()
+        if isinstance(w, QSpinBox):
+            return w.value()
+        return w.text()
+
+    def set_value(self, key: str, value) -> None:
+        w = self.fields[key]
+        w.blockSignals(True)
+        if isinstance(w, QCheckBox):
+            w.setChecked(bool(value))
+        elif isinstance(w, QComboBox):
+            w.setCurrentText(str(value))
+        elif isinstance(w, QSpinBox):
+            w.setValue(int(value))
+        else:
+            w.setText("" if value is None else str(value))
+        w.blockSignals(False)
+
+    def changes(self) -> dict:
+        out = {}
+        for key in self.fields:
+            value = self.value(key)
+            if value != self._loaded.get(key):
+                opt = config.OPTIONS[key]
+                out[key] = None if (opt.optional and value == "") else value
+        return out
+
+    def _check(self, *_) -> bool:
+        ok = True
+        for key, value in self.changes().items():
+            err = self.errors[key]
+            try:
+                if value is not None:
+                    config.option(key).validate(value)
+                err.hide()
+            except config.ConfigError as exc:
+                err.setText(str(exc))
+                err.show()
+                ok = False
+        for key in self.fields:
+            if key not in self.changes():
+                self.errors[key].hide()
+        self.save_button.setEnabled(ok and bool(self.changes()) and self.banner.isHidden())
+        self.revert_button.setEnabled(bool(self.changes()))
+        return ok
+
+    # -- file ---------------------------------------------------------------------------------
+    def _poll(self) -> None:
+        if _stamp(self.path) != self._stamp:
+            self.reload()
+            self.file_changed.emit()
+
+    def reload(self, force: bool = False) -> None:
+        """Read node.toml; keep what the user is editing unless ``force``."""
+        self._stamp = _stamp(self.path)
+        cfg, error = config.load_or_defaults(self.path)
+        if error is not None:
+            self.banner.setText(f"node.toml is not valid and was left as it is — fix it in an "
+                                f"editor or with `cantor config`:\n{error}")
+            self.banner.show()
+            self.save_button.setEnabled(False)
+            return
+        self.banner.hide()
+        pending = {} if force else self.changes()
+        values = cfg.as_dict()
+        for key, value in values.items():
+            if key not in pending:
+                self.set_value(key, value)
+        self._loaded = {k: (v if v is not None else "") for k, v in values.items()}
+        self._check()
+        try:
+            from ...secrets import get_secret
+            self.token.setText(get_secret("node_token") or "")
+        except Exception:
+            pass
+
+    def save(self) -> bool:
+        if not self._check():
+            return False
+        try:
+            config.update(self.changes(), self.path)
+        except config.ConfigError as exc:
+            self.status.setText(f"Not saved: {exc}")
+            return False
+        self.status.setText("Saved")
+        self.reload(force=True)
+        self.saved.emit()
+        return True
+
+    def _choose_songs_dir(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Songs folder", self.value("songs.dir"))
+        if folder:
+            self.set_value("songs.dir", folder)
+            self._check()
+
+    def _save_token(self) -> None:
+        try:
+            from ...secrets import delete_secret, set_secret
+            value = self.token.text().strip()
+            set_secret("node_token", value) if value else delete_secret("node_token")
+            self.status.setText("Token saved in the keyring")
+        except Exception as exc:
+            self.status.setText(f"Token not saved: {exc}")

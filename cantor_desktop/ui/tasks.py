@@ -1,0 +1,80 @@
+"""Run coroutines as cancellable asyncio tasks on the Qt loop (qasync), errors in words.
+
+Widgets never await: a slot calls ``tasks.start(key, coro, on_error=...)``. Starting a task
+under a key that is already running cancels the old one first, so a second click never
+piles work up. Exceptions other than cancellation go to ``on_error`` as a sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Coroutine
+
+log = logging.getLogger(__name__)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short sentence for the user: the message of our own errors, else type and text."""
+    message = str(exc).strip()
+    name = type(exc).__name__
+    if name in ("NodeError", "RequestError", "ConfigError") and message:
+        return message
+    if name in ("ConnectError", "ConnectTimeout"):
+        return "The node does not answer (is it running?)"
+    if name in ("ReadTimeout", "TimeoutException", "PoolTimeout"):
+        return "The node took too long to answer"
+    return f"{name}: {message}" if message else name
+
+
+class Tasks:
+    """A keyed set of running tasks. Keys let the UI cancel "the pull of X" or "song Y"."""
+
+    def __init__(self, on_error: Callable[[str, str], None] | None = None):
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._on_error = on_error
+
+    def start(self, key: str, coro: Coroutine[Any, Any, Any],
+              on_error: Callable[[str], None] | None = None,
+              on_done: Callable[[Any], None] | None = None) -> asyncio.Task:
+        self.cancel(key)
+        task = asyncio.ensure_future(coro)
+        self._tasks[key] = task
+
+        def finished(t: asyncio.Task) -> None:
+            if self._tasks.get(key) is t:
+                del self._tasks[key]
+            if t.cancelled():
+                return
+            exc = t.exception()
+            if exc is None:
+                if on_done is not None:
+                    on_done(t.result())
+                return
+            log.warning("task %s failed: %s", key, exc, exc_info=exc)
+            text = describe_error(exc)
+            if on_error is not None:
+                on_error(text)
+            elif self._on_error is not None:
+                self._on_error(key, text)
+
+        task.add_done_callback(finished)
+        return task
+
+    def running(self, key: str) -> bool:
+        task = self._tasks.get(key)
+        return task is not None and not task.done()
+
+    def cancel(self, key: str) -> bool:
+        task = self._tasks.pop(key, None)
+        if task is not None and not task.done():
+            task.cancel()
+            return True
+        return False
+
+    def cancel_all(self) -> None:
+        for key in list(self._tasks):
+            self.cancel(key)
+
+    def keys(self) -> list[str]:
+        return [k for k, t in self._tasks.items() if not t.done()]
