@@ -3,6 +3,8 @@
 from .client import (EngineClient, EngineError, JobCancelled, JobFailed, Track, engine_format,
                      engine_request)
 from .progress import ProgressEvent, ProgressParser, is_error_line
+from .supervisor import EngineStartError, EngineSupervisor
 
 __all__ = ["EngineClient", "EngineError", "JobCancelled", "JobFailed", "Track", "engine_format",
-           "engine_request", "ProgressEvent", "ProgressParser", "is_error_line"]
+           "engine_request", "EngineStartError", "EngineSupervisor", "ProgressEvent",
+           "ProgressParser", "is_error_line"]

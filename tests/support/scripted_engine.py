@@ -416,6 +416,71 @@ class Handler(BaseHTTPRequestHandler):
             return
 
 
+# -- helpers for tests (import this module; it also runs as the engine) ------------------------
+
+def engine_argv() -> list[str]:
+    """The command that runs this stand-in; the supervisor appends ace-server's options."""
+    return [sys.executable, str(Path(__file__).resolve())]
+
+
+def make_models(folder: Path, kinds=("lm", "dit", "text-enc", "vae")) -> Path:
+    """A models folder of header-only GGUFs, one per kind."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {"lm": "acestep-5Hz-lm-0.6B-Q8_0.gguf", "dit": "acestep-v15-turbo-Q8_0.gguf",
+             "text-enc": "Qwen3-Embedding-0.6B-Q8_0.gguf", "vae": "vae-BF16.gguf"}
+    for kind in kinds:
+        write_gguf(folder / names[kind], f"acestep-{kind}")
+    return folder
+
+
+class RunningEngine:
+    """The stand-in as a plain child process (for client tests that need no supervisor):
+    ``with RunningEngine(models, port, script, stderr_path) as engine: engine.url``."""
+
+    def __init__(self, models: Path, port: int, script: dict | None = None,
+                 stderr_path: Path | None = None, ready_timeout: float = 10.0):
+        import subprocess
+        import urllib.request
+        self.url = f"http://127.0.0.1:{port}"
+        self.stderr_path = stderr_path
+        env = {**os.environ, "SCRIPTED_ENGINE": json.dumps(script or {})}
+        err = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(engine_argv() + ["--models", str(models), "--host",
+                                                      "127.0.0.1", "--port", str(port)],
+                                     stderr=err, stdout=subprocess.DEVNULL, env=env)
+        if stderr_path:
+            err.close()
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"scripted engine exited with {self.proc.returncode}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("scripted engine did not become ready")
+            time.sleep(0.03)
+
+    def stderr_text(self) -> str:
+        return Path(self.stderr_path).read_text() if self.stderr_path else ""
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self) -> "RunningEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def load_script() -> dict:
     raw = os.environ.get("SCRIPTED_ENGINE", "").strip()
     if not raw:

@@ -1,0 +1,351 @@
+"""One engine process per model family: start it on a free loopback port, know when it is
+ready, read its stderr (log file, ring buffer, progress), restart it when it died or when
+keep-loaded changed, stop it gracefully.
+
+ace-server prints ``Listening on`` before it binds and exits 0 when the bind fails, so only
+``GET /health`` → 200 proves it is up; an exit before that is reported at once with the
+engine's first error line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from .. import logs
+from ..paths import paths
+from .client import EngineClient, join_reasons
+from .progress import ProgressEvent, ProgressParser, is_error_line
+
+log = logging.getLogger(__name__)
+
+RING_LINES = 200
+_LINE_LIMIT = 1024 * 1024   # longest stderr line read whole
+_JOB_CREATED = "[Server] Job "
+
+
+class EngineStartError(RuntimeError):
+    """The engine did not come up. ``reason`` is the engine's own line when it gave one."""
+
+    def __init__(self, message: str, *, reason: str | None = None, code: int | None = None,
+                 lines: list[str] | None = None):
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+        self.lines = lines or []
+
+
+def describe_exit(code: int | None) -> str:
+    """"exit code 1" / "killed by signal 9 (SIGKILL)"."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code} ({name})"
+    return f"exit code {code}"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class EngineSupervisor:
+    """Owns one engine process. All methods run on one asyncio loop."""
+
+    def __init__(self, family: str, argv: list[str], env: dict[str, str], models_dir: Path, *,
+                 keep_loaded: bool = False, log_path: Path | None = None,
+                 ready_timeout: float = 60.0):
+        if not argv:
+            raise ValueError("argv: the engine's command is empty")
+        self.family = family
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.models_dir = Path(models_dir)
+        self.keep_loaded = keep_loaded
+        self.log_path = log_path if log_path is not None else paths().engine_log(family)
+        self.ready_timeout = ready_timeout
+        self.port: int | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task | None = None
+        self._watcher: asyncio.Task | None = None
+        self._ready = False
+        self._stopping = False
+        self._exit_code: int | None = None
+        self._lines: collections.deque[str] = collections.deque(maxlen=RING_LINES)
+        self._launch_lines: list[str] = []      # first lines of the current process
+        self._job_errors: list[str] = []        # error lines since the last job was created
+        self._last_error: str | None = None
+        self._parser = ProgressParser()
+        self._subscribers: list[Callable[[ProgressEvent], None]] = []
+        self._exit_callbacks: list[Callable[[int], None]] = []
+        self._lock = asyncio.Lock()
+        self._engine_log = logging.Logger(f"cantor.engine.{family}")  # unregistered: ours only
+        self._log_handler: logging.Handler | None = None
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise RuntimeError(f"the {self.family} engine has not been started")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._ready and self._proc is not None and self._proc.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._exit_code
+
+    def last_error_line(self) -> str | None:
+        """The engine's most recent ERROR/FATAL/"not found" line."""
+        return self._last_error
+
+    def failure_reason(self) -> str | None:
+        """Why the current job failed: the engine's error lines since the job was created,
+        and how the process ended if it died."""
+        reason = join_reasons(self._job_errors)
+        if self._proc is not None and self._exit_code is not None and not self._stopping:
+            ended = describe_exit(self._exit_code)
+            return f"{reason} ({ended})" if reason else ended
+        return reason
+
+    def recent_lines(self, n: int = 20) -> list[str]:
+        return list(self._lines)[-n:] if n > 0 else []
+
+    def client(self, **kwargs) -> EngineClient:
+        """A client for this engine whose failures carry the engine's own reason."""
+        return EngineClient(self.base_url, failure_reason=self.failure_reason, **kwargs)
+
+    def subscribe(self, callback: Callable[[ProgressEvent], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+
+    def on_exit(self, callback: Callable[[int], None]) -> Callable[[], None]:
+        """``callback(code)`` when the process dies without being asked to."""
+        self._exit_callbacks.append(callback)
+        return lambda: (self._exit_callbacks.remove(callback)
+                        if callback in self._exit_callbacks else None)
+
+    def expect_duration(self, seconds: float | None) -> None:
+        """Tell the progress parser the next song's duration (LM progress counts codes)."""
+        self._parser.expect_duration(seconds)
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    async def ensure_running(self, keep_loaded: bool | None = None) -> None:
+        """Start the engine if it is not running (never started, crashed); restart it when
+        ``keep_loaded`` differs from the running process's. Call it between songs."""
+        async with self._lock:
+            if keep_loaded is not None and keep_loaded != self.keep_loaded:
+                self.keep_loaded = keep_loaded
+                if self._proc is not None and self._proc.returncode is None:
+                    await self._stop()
+            if not self.running:
+                if self._proc is not None and self._proc.returncode is None:
+                    await self._stop()   # alive but not ready: a half-started leftover
+                await self._start()
+
+    async def start(self) -> None:
+        async with self._lock:
+            if not self.running:
+                await self._start()
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """SIGTERM (ace-server finishes its running job), then kill after ``timeout``."""
+        async with self._lock:
+            await self._stop(timeout)
+
+    async def _start(self) -> None:
+        for attempt in range(3):
+            port = _free_port()
+            try:
+                await self._launch(port)
+                return
+            except _PortTaken:
+                log.info("%s engine: port %d was taken, trying another", self.family, port)
+        raise EngineStartError(f"the {self.family} engine could not bind a port (3 tries)")
+
+    async def _launch(self, port: int) -> None:
+        argv = self.argv + ["--models", str(self.models_dir), "--host", "127.0.0.1",
+                            "--port", str(port)]
+        if self.keep_loaded:
+            argv.append("--keep-loaded")
+        env = {**os.environ, **self.env}
+        self._open_log()
+        self._engine_log.info("---- starting: %s", " ".join(argv))
+        self.port = port
+        self._ready = False
+        self._stopping = False
+        self._exit_code = None
+        self._launch_lines = []
+        self._job_errors = []
+        self._parser = ProgressParser()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT, env=env, limit=_LINE_LIMIT,
+                start_new_session=(os.name != "nt"))
+        except OSError as exc:
+            raise EngineStartError(f"cannot start the {self.family} engine {argv[0]}: {exc}",
+                                   reason=str(exc)) from exc
+        self._proc = proc
+        self._reader = asyncio.create_task(self._read(proc), name=f"{self.family}-stderr")
+        self._watcher = asyncio.create_task(self._watch(proc), name=f"{self.family}-watch")
+        await self._wait_ready(proc)
+
+    async def _wait_ready(self, proc: asyncio.subprocess.Process) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ready_timeout
+        url = f"http://127.0.0.1:{self.port}/health"
+        async with httpx.AsyncClient(timeout=1.0) as http:
+            while True:
+                if self._watcher.done():
+                    raise self._early_exit_error()
+                try:
+                    response = await http.get(url)
+                    if (response.status_code == 200 and proc.returncode is None
+                            and not any("cannot bind" in line for line in self._launch_lines)):
+                        self._ready = True
+                        log.info("%s engine ready on port %d (pid %d)", self.family,
+                                 self.port, proc.pid)
+                        return
+                except httpx.HTTPError:
+                    pass
+                if loop.time() >= deadline:
+                    last = self._lines[-1] if self._lines else "nothing"
+                    await self._stop()
+                    raise EngineStartError(
+                        f"the {self.family} engine did not become ready within "
+                        f"{self.ready_timeout:g} s; its last line: {last}",
+                        reason=last, lines=list(self._launch_lines))
+                # wake at once if the process exits
+                await asyncio.wait([self._watcher], timeout=0.1)
+
+    def _early_exit_error(self) -> Exception:
+        code = self._exit_code
+        lines = list(self._launch_lines)
+        if any("cannot bind" in line for line in lines):
+            return _PortTaken()
+        first_error = next((line for line in lines if is_error_line(line)), None)
+        if first_error:
+            message = f"the {self.family} engine stopped at start ({describe_exit(code)}): {first_error}"
+        elif lines:
+            message = (f"the {self.family} engine stopped at start ({describe_exit(code)}); "
+                       f"its last line: {lines[-1]}")
+        else:
+            message = f"the {self.family} engine stopped at start ({describe_exit(code)}) without a word"
+        return EngineStartError(message, reason=first_error or (lines[-1] if lines else None),
+                                code=code, lines=lines)
+
+    async def _stop(self, timeout: float = 5.0) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        self._stopping = True
+        self._ready = False
+        if proc.returncode is None:
+            try:
+                proc.terminate()
+            except ProcessLookupError:
+                pass
+            try:
+                await asyncio.wait_for(asyncio.shield(self._watcher), timeout)
+            except asyncio.TimeoutError:
+                log.warning("%s engine did not stop within %g s; killing it", self.family, timeout)
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+        if self._watcher is not None:
+            await asyncio.shield(self._watcher)
+        self._engine_log.info("---- stopped (%s)", describe_exit(proc.returncode))
+
+    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+        stream = proc.stdout
+        assert stream is not None
+        while True:
+            try:
+                raw = await stream.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                await stream.read(_LINE_LIMIT)   # an absurdly long line: drop it
+                continue
+            if not raw:
+                return
+            self._on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+
+    def _on_line(self, line: str) -> None:
+        self._engine_log.info("%s", line)
+        self._lines.append(line)
+        if len(self._launch_lines) < RING_LINES:
+            self._launch_lines.append(line)
+        if line.startswith(_JOB_CREATED) and " created " in line:
+            self._job_errors = []
+        if is_error_line(line):
+            self._last_error = line
+            self._job_errors.append(line)
+        event = self._parser.feed(line)
+        if event is not None:
+            for callback in list(self._subscribers):
+                try:
+                    callback(event)
+                except Exception:  # noqa: BLE001 - one bad subscriber must not stop the reader
+                    log.exception("progress subscriber failed")
+
+    async def _watch(self, proc: asyncio.subprocess.Process) -> None:
+        code = await proc.wait()
+        if self._reader is not None:
+            try:   # the last lines explain the exit: read them before anyone asks
+                await asyncio.wait_for(asyncio.shield(self._reader), 2.0)
+            except asyncio.TimeoutError:
+                pass
+        self._exit_code = code
+        was_ready = self._ready
+        self._ready = False
+        if self._stopping:
+            return
+        self._engine_log.info("---- exited (%s)", describe_exit(code))
+        if was_ready:
+            log.warning("%s engine exited unexpectedly (%s); last error: %s", self.family,
+                        describe_exit(code), self._last_error)
+            for callback in list(self._exit_callbacks):
+                try:
+                    callback(code)
+                except Exception:  # noqa: BLE001
+                    log.exception("engine exit callback failed")
+
+    def _open_log(self) -> None:
+        if self._log_handler is None:
+            self._log_handler = logs.rotating_handler(self.log_path)
+            self._engine_log.addHandler(self._log_handler)
+            self._engine_log.setLevel(logging.INFO)
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        """Stop the engine and close its log file."""
+        await self.stop(timeout)
+        if self._log_handler is not None:
+            self._engine_log.removeHandler(self._log_handler)
+            self._log_handler.close()
+            self._log_handler = None
+
+
+class _PortTaken(Exception):
+    """The engine printed ``cannot bind``: another process took the port; try a new one."""
