@@ -1,0 +1,266 @@
+"""The engine manifest: which engine builds exist, per family, backend, OS and architecture.
+
+Format: docs/manifest.md. A copy ships in the package (``data/engines.json``) so the app
+works offline; the published one lives at ``CANTOR_MANIFEST_URL`` or node.toml
+``engines.manifest`` and is fetched only by install, ``--use`` and ``--update``. The last
+published copy fetched is kept in the cache so ``cantor backends`` can show
+``update_available`` without a network round trip.
+
+Every build must carry a sha256: a build without one is refused (:class:`ManifestError`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from . import config
+from .paths import paths
+
+SCHEMA = 1
+OSES = ("linux", "windows", "macos")
+ARCHES = ("x86_64", "arm64")
+ARCHIVES = ("tar.gz", "zip")
+DEVICE_ENV = {"cuda12": "CUDA0", "vulkan": "Vulkan0", "metal": "MTL0", "cpu": "CPU"}
+"""The GGML_BACKEND value that selects each backend's device (ggml's device names)."""
+MAX_MANIFEST_BYTES = 4 * 2**20
+FETCH_TIMEOUT = 20.0
+
+
+class ManifestError(Exception):
+    """The manifest cannot be read, or one of its builds is not acceptable."""
+
+
+class UnverifiedBuild(ManifestError):
+    """A build without a sha256: refused (never offered, never installed)."""
+
+    def __init__(self, message: str, key: tuple[str, str, str, str]):
+        super().__init__(message)
+        self.key = key            # (family, backend, os, arch)
+
+
+@dataclass(frozen=True)
+class Build:
+    family: str
+    backend: str
+    os: str
+    arch: str
+    version: str
+    url: str
+    sha256: str
+    size: int | None
+    archive: str                # "tar.gz" | "zip"
+    executable: str             # path of ace-server inside the archive, "/"-separated
+    env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        return f"{self.family} {self.backend} {self.version} ({self.os} {self.arch})"
+
+
+@dataclass
+class Manifest:
+    builds: list[Build]
+    source: str                 # "builtin", or the URL it came from
+    published: str = ""
+    refused: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    """(family, backend, os, arch) → why a listed build was refused (no sha256)."""
+
+    def families(self) -> list[str]:
+        return sorted({b.family for b in self.builds})
+
+    def builds_for(self, family: str, backend: str, os: str, arch: str) -> list[Build]:
+        """Builds for this machine, newest version first."""
+        found = [b for b in self.builds if (b.family, b.backend, b.os, b.arch)
+                 == (family, backend, os, arch)]
+        return sorted(found, key=lambda b: version_key(b.version), reverse=True)
+
+    def best(self, family: str, backend: str, os: str, arch: str) -> Build | None:
+        found = self.builds_for(family, backend, os, arch)
+        return found[0] if found else None
+
+    def refusal(self, family: str, backend: str, os: str, arch: str) -> str | None:
+        """Why the manifest's build for this machine was refused, when it was."""
+        return self.refused.get((family, backend, os, arch))
+
+
+def version_key(version: str) -> tuple:
+    """Order "v0.1.10" after "v0.1.9"; non-numeric parts compare as text."""
+    parts = re.findall(r"\d+|[A-Za-z]+", version)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def _need(entry: dict, key: str, where: str, kind: type | tuple = str) -> Any:
+    if key not in entry:
+        raise ManifestError(f"{where}: missing \"{key}\"")
+    value = entry[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ManifestError(f"{where}: \"{key}\" has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _parse_build(family: str, index: int, entry: Any) -> Build:
+    where = f"{family} build #{index + 1}"
+    if not isinstance(entry, dict):
+        raise ManifestError(f"{where}: must be an object")
+    backend = _need(entry, "backend", where)
+    where = f"{family} build #{index + 1} ({backend} {entry.get('os')} {entry.get('arch')})"
+    if backend not in config.BACKENDS:
+        raise ManifestError(f"{where}: unknown backend {backend!r}; one of "
+                            f"{', '.join(config.BACKENDS)}")
+    os_name = _need(entry, "os", where)
+    arch = _need(entry, "arch", where)
+    sha = entry.get("sha256")
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha or ""):
+        raise UnverifiedBuild(f"{where}: refused, it has no sha256 (64 hex digits); a build "
+                              f"that cannot be verified is never installed",
+                              (family, backend, str(os_name), str(arch)))
+    if os_name not in OSES:
+        raise ManifestError(f"{where}: unknown os {os_name!r}; one of {', '.join(OSES)}")
+    if arch not in ARCHES:
+        raise ManifestError(f"{where}: unknown arch {arch!r}; one of {', '.join(ARCHES)}")
+    url = _need(entry, "url", where)
+    problem = config.check_download_url(url)
+    if problem:
+        raise ManifestError(f"{where}: url {url!r} is not allowed: {problem}")
+    size = entry.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ManifestError(f"{where}: \"size\" must be a positive whole number or null")
+    archive = entry.get("archive") or ("zip" if url.endswith(".zip") else "tar.gz")
+    if archive not in ARCHIVES:
+        raise ManifestError(f"{where}: archive {archive!r} is not one of {', '.join(ARCHIVES)}")
+    executable = _need(entry, "executable", where)
+    parts = executable.replace("\\", "/").split("/")
+    if executable.startswith(("/", "\\")) or ".." in parts or not executable.strip():
+        raise ManifestError(f"{where}: executable {executable!r} must be a relative path "
+                            f"inside the archive")
+    env = entry.get("env") or {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                            for k, v in env.items()):
+        raise ManifestError(f"{where}: \"env\" must map names to strings")
+    version = _need(entry, "version", where)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", version):
+        raise ManifestError(f"{where}: version {version!r} must be letters, digits, . _ + -")
+    return Build(family=family, backend=backend, os=os_name, arch=arch, version=version,
+                 url=url, sha256=sha.lower(), size=size, archive=archive,
+                 executable="/".join(parts), env=dict(env))
+
+
+def parse(data: Any, source: str) -> Manifest:
+    """Validate a manifest document (already JSON-decoded). Raises ManifestError."""
+    if not isinstance(data, dict):
+        raise ManifestError(f"manifest from {source}: must be a JSON object")
+    schema = data.get("schema")
+    if schema != SCHEMA:
+        raise ManifestError(f"manifest from {source}: schema {schema!r} is not {SCHEMA}; "
+                            f"this version of Cantor cannot read it")
+    families = data.get("families")
+    if not isinstance(families, dict):
+        raise ManifestError(f"manifest from {source}: missing \"families\" object")
+    builds: list[Build] = []
+    refused: dict[tuple[str, str, str, str], str] = {}
+    for family, body in families.items():
+        entries = body.get("builds") if isinstance(body, dict) else None
+        if not isinstance(entries, list):
+            raise ManifestError(f"manifest from {source}: {family} must have a \"builds\" list")
+        for i, entry in enumerate(entries):
+            try:
+                builds.append(_parse_build(family, i, entry))
+            except UnverifiedBuild as exc:
+                refused[exc.key] = f"manifest from {source}: {exc}"
+            except ManifestError as exc:
+                raise ManifestError(f"manifest from {source}: {exc}") from None
+    return Manifest(builds=builds, source=source, published=str(data.get("published", "")),
+                    refused=refused)
+
+
+def parse_bytes(raw: bytes, source: str) -> Manifest:
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"manifest from {source}: not valid JSON ({exc})") from None
+    return parse(data, source)
+
+
+def load_builtin() -> Manifest:
+    """The copy shipped inside the package."""
+    raw = resources.files("cantor_desktop").joinpath("data/engines.json").read_bytes()
+    return parse_bytes(raw, "builtin")
+
+
+def manifest_url() -> str:
+    """CANTOR_MANIFEST_URL, else node.toml engines.manifest (a broken node.toml: the default)."""
+    cfg, _problem = config.load_or_defaults()
+    return cfg.manifest_url()
+
+
+def _cache_file(url: str) -> Path:
+    return paths().cache_dir / f"manifest-{hashlib.sha256(url.encode()).hexdigest()[:16]}.json"
+
+
+async def fetch(url: str | None = None, *, client: httpx.AsyncClient | None = None,
+                timeout: float = FETCH_TIMEOUT) -> Manifest:
+    """Fetch and validate the published manifest; keep a copy for offline status."""
+    url = url or manifest_url()
+    problem = config.check_download_url(url)
+    if problem:
+        raise ManifestError(f"manifest URL {url!r} is not allowed: {problem}")
+    own = client is None
+    client = client or httpx.AsyncClient(follow_redirects=True, timeout=timeout)
+    try:
+        resp = await client.get(url)
+        if resp.status_code != 200:
+            raise ManifestError(f"manifest {url}: HTTP {resp.status_code}")
+        if len(resp.content) > MAX_MANIFEST_BYTES:
+            raise ManifestError(f"manifest {url}: larger than {MAX_MANIFEST_BYTES} bytes")
+        final = str(resp.url)
+        if config.check_download_url(final):
+            raise ManifestError(f"manifest {url}: redirected to {final}, which is not allowed")
+        manifest = parse_bytes(resp.content, url)
+    except httpx.HTTPError as exc:
+        raise ManifestError(f"manifest {url}: cannot fetch it ({exc or type(exc).__name__})") \
+            from None
+    finally:
+        if own:
+            await client.aclose()
+    try:
+        config.write_atomic(_cache_file(url), resp.content)
+    except OSError:
+        pass
+    return manifest
+
+
+def cached(url: str | None = None) -> Manifest | None:
+    """The last published manifest fetched from ``url``, if one is on disk and valid."""
+    path = _cache_file(url or manifest_url())
+    try:
+        return parse_bytes(path.read_bytes(), url or manifest_url())
+    except (OSError, ManifestError):
+        return None
+
+
+def current() -> Manifest:
+    """For status without the network: the last fetched published copy, else the builtin."""
+    return cached() or load_builtin()
+
+
+async def fetch_or_fallback() -> tuple[Manifest, str]:
+    """For install and --use: the published manifest, or (offline) the last copy or the
+    builtin one, with a note saying which."""
+    url = manifest_url()
+    try:
+        return await fetch(url), ""
+    except ManifestError as exc:
+        fallback = cached(url)
+        if fallback is not None:
+            return fallback, f"{exc}; using the copy fetched earlier"
+        return load_builtin(), f"{exc}; using the manifest built into Cantor"
