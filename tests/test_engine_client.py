@@ -1,0 +1,266 @@
+"""The ace-server client against a real engine process on a real port (the scripted stand-in,
+which prints and answers like ace-server and can be steered; see tests/support)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+import time
+
+import pytest
+
+from conftest import free_port
+from support.scripted_engine import RunningEngine, make_models
+
+from cantor_desktop.engine.client import (EngineClient, EngineError, JobCancelled, JobFailed,
+                                          Track, engine_request, parse_multipart,
+                                          tracks_from_response)
+from cantor_desktop.song_request import validate
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+@pytest.fixture
+def models(tmp_path):
+    return make_models(tmp_path / "models")
+
+
+def recorded(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def is_wav(track: Track) -> bool:
+    return track.content_type == "audio/wav" and track.audio[:4] == b"RIFF" \
+        and track.audio[8:12] == b"WAVE"
+
+
+def test_vocals_take_two_stages_and_the_lm_array_reaches_synth_unchanged(models, tmp_path):
+    record = tmp_path / "record.jsonl"
+    # what the LM answers, with fields and an order /synth must receive untouched
+    lm_result = [{"caption": "rewritten by the LM", "lyrics": "[verse]\nhello", "bpm": 97,
+                  "duration": 42.5, "keyscale": "F# minor", "timesignature": "3",
+                  "vocal_language": "en", "audio_codes": "1,2,3,4,5", "seed": 7,
+                  "output_format": "wav16", "zz_unknown_field": {"kept": [1, 2.5, None]}}]
+    script = {"record": str(record), "lm_result": lm_result}
+    stages = []
+
+    async def go():
+        async with EngineClient(url) as client:
+            return await client.song({"caption": "folk", "lyrics": "[verse]\nhello",
+                                      "output_format": "wav16", "seed": 7},
+                                     on_stage=stages.append)
+
+    with RunningEngine(models, free_port(), script) as engine:
+        url = engine.url
+        tracks = run(go())
+    assert stages == ["lm", "synth"]
+    calls = recorded(record)
+    assert [c["path"] for c in calls] == ["/lm", "/synth"]
+    assert calls[0]["body"]["lm_mode"] == "generate"
+    assert calls[0]["body"]["lyrics"] == "[verse]\nhello"
+    assert calls[1]["body"] == lm_result
+    assert list(calls[1]["body"][0]) == list(lm_result[0])   # same order too
+    assert len(tracks) == 1 and is_wav(tracks[0]) and tracks[0].latent is not None
+
+
+SENTINELS = [None, "", "   ", "[Instrumental]", "[instrumental]", "[INSTRUMENTAL]",
+             "  [InStRuMeNtAl]\n", "\t[instrumental] "]
+
+
+def test_every_spelling_of_the_sentinel_takes_the_instrumental_path(models, tmp_path):
+    record = tmp_path / "record.jsonl"
+
+    async def go():
+        async with EngineClient(url) as client:
+            for lyrics in SENTINELS + ["absent"]:
+                request = {"caption": "ambient pads", "output_format": "wav24"}
+                if lyrics != "absent":
+                    request["lyrics"] = lyrics
+                stages = []
+                tracks = await client.song(request, on_stage=stages.append)
+                assert stages == ["synth"], lyrics
+                assert len(tracks) == 1 and is_wav(tracks[0])
+
+    with RunningEngine(models, free_port(), {"record": str(record)}) as engine:
+        url = engine.url
+        run(go())
+    calls = recorded(record)
+    assert [c["path"] for c in calls] == ["/synth"] * (len(SENTINELS) + 1)
+    assert all(c["body"]["lyrics"] == "[Instrumental]" for c in calls)
+
+
+def test_multipart_with_another_boundary_gives_one_track_per_audio_part(models):
+    async def go():
+        async with EngineClient(url) as client:
+            return await client.synth({"caption": "two takes", "lyrics": "[Instrumental]",
+                                       "synth_batch_size": 3, "output_format": "wav32"})
+
+    with RunningEngine(models, free_port(), {"boundary": "zz--Other_Boundary.42"}) as engine:
+        url = engine.url
+        tracks = run(go())
+    assert len(tracks) == 3
+    assert all(is_wav(t) for t in tracks)
+    assert all(t.latent is not None and len(t.latent) == 64 * 4 * 4 for t in tracks)
+    assert struct.unpack_from("<H", tracks[0].audio, 20)[0] == 3   # float32 WAV
+    assert len({t.audio for t in tracks}) == 3                     # distinct takes, in order
+
+
+def test_old_servers_raw_body_and_latent_less_batch_both_parse(models):
+    async def go():
+        async with EngineClient(url) as client:
+            return await client.synth({"caption": "old", "output_format": "wav16"})
+
+    with RunningEngine(models, free_port(), {"synth_body": "raw"}) as engine:
+        url = engine.url
+        raw = run(go())
+    assert len(raw) == 1 and is_wav(raw[0]) and raw[0].latent is None
+    with RunningEngine(models, free_port(), {"synth_body": "multipart-no-latent"}) as engine:
+        url = engine.url
+        batch = run(go())
+    assert len(batch) == 1 and is_wav(batch[0]) and batch[0].latent is None
+
+
+def test_multipart_parsing_follows_the_header_not_a_fixed_boundary():
+    body = (b"preamble\r\n--b0und\r\nContent-Type: audio/mpeg\r\n\r\nMP3DATA\r\n--b0und\r\n"
+            b"Content-Type: application/octet-stream\r\nContent-Disposition: form-data; "
+            b"name=\"latent\"\r\n\r\n\x00\x01\r\n--ace-batch-boundary\r\n\r\n--b0und\r\n"
+            b"Content-Type: audio/wav\r\n\r\nRIFF\r\n--b0und--\r\n")
+    tracks = tracks_from_response("multipart/mixed", {"boundary": "b0und"}, body)
+    assert [(t.content_type, t.audio, t.latent) for t in tracks] == [
+        ("audio/mpeg", b"MP3DATA", b"\x00\x01\r\n--ace-batch-boundary\r\n"),
+        ("audio/wav", b"RIFF", None)]
+    with pytest.raises(EngineError, match="truncated"):
+        parse_multipart(body[:-12], "b0und")
+    with pytest.raises(EngineError, match="unexpected result type"):
+        tracks_from_response("text/html", {}, b"<html>")
+
+
+def test_an_error_body_surfaces_the_engines_words(models, tmp_path):
+    async def go():
+        async with EngineClient(url) as client:
+            with pytest.raises(EngineError) as empty:
+                await client.song({"caption": "", "output_format": "wav16"})
+            with pytest.raises(EngineError) as bad_format:
+                await client.synth({"caption": "x", "output_format": "wav"})
+            return empty.value, bad_format.value
+
+    with RunningEngine(models, free_port()) as engine:
+        url = engine.url
+        empty, bad_format = run(go())
+    assert (empty.status, empty.message) == (400, "Caption is required")
+    assert bad_format.status == 400
+    assert bad_format.message == "Invalid output_format (use: mp3, wav16, wav24, wav32)"
+
+    lm_only = make_models(tmp_path / "lm-only", kinds=("lm",))
+    with RunningEngine(lm_only, free_port()) as engine:
+        url = engine.url
+
+        async def synth():
+            async with EngineClient(url) as client:
+                await client.synth({"caption": "x"})
+        with pytest.raises(EngineError) as missing:
+            run(synth())
+    assert missing.value.status == 501
+    assert "No synth models in registry" in missing.value.message
+
+
+def test_a_failed_job_carries_the_reason_from_the_engines_log(models):
+    lines = ["[Server] DiT not found: nope.gguf", "[Server] FATAL: synth load failed"]
+
+    async def go():
+        async with EngineClient(url) as client:
+            with pytest.raises(JobFailed) as failed:
+                await client.synth({"caption": "x", "synth_model": "nope.gguf",
+                                    "output_format": "wav16"})
+            return failed.value
+
+    with RunningEngine(models, free_port(), {"fail": {"/synth": lines}}) as engine:
+        url = engine.url
+        failed = run(go())
+        assert engine.proc.poll() is None            # the server keeps running
+    assert failed.reason == "; ".join(lines)
+    assert "DiT not found: nope.gguf" in str(failed)
+
+
+def test_cancelling_the_awaiting_task_cancels_the_job_mid_render(models, tmp_path):
+    err = tmp_path / "engine.err"
+    script = {"dit_steps": 200, "step_delay": 0.02}
+
+    async def go():
+        async with EngineClient(url) as client:
+            task = asyncio.create_task(client.synth({"caption": "long", "output_format": "wav16"}))
+            while "[DiT] Step 3/200" not in engine.stderr_text():
+                await asyncio.sleep(0.02)
+            started = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # the engine stops rendering: its worker is free for the next job at once
+            job = await client.submit("/synth", {"caption": "next", "output_format": "wav16"})
+            await client.cancel(job)
+            with pytest.raises(JobCancelled):
+                await client.wait(job)
+            return time.monotonic() - started
+
+    with RunningEngine(models, free_port(), script, stderr_path=err) as engine:
+        url = engine.url
+        elapsed = run(go())
+        log = engine.stderr_text()
+    assert "[Server] Cancel requested for job" in log
+    assert "[DiT] Cancelled at step" in log
+    assert "[DiT] Step 200/200" not in log
+    assert elapsed < 2.0
+
+
+def test_wait_polls_fast_at_first(models):
+    async def go():
+        async with EngineClient(url) as client:
+            job = await client.submit("/synth", {"caption": "quick", "output_format": "wav16"})
+            started = time.monotonic()
+            await client.wait(job)
+            return time.monotonic() - started
+
+    with RunningEngine(models, free_port(), {"dit_steps": 2, "step_delay": 0.0}) as engine:
+        url = engine.url
+        assert run(go()) < 0.3
+
+
+def test_a_stage_that_runs_too_long_is_cancelled_and_fails(models, tmp_path):
+    err = tmp_path / "engine.err"
+
+    async def go():
+        async with EngineClient(url, stage_timeout=0.4) as client:
+            with pytest.raises(JobFailed, match="did not finish within"):
+                await client.synth({"caption": "slow", "output_format": "wav16"})
+
+    with RunningEngine(models, free_port(), {"dit_steps": 500, "step_delay": 0.01},
+                       stderr_path=err) as engine:
+        url = engine.url
+        run(go())
+        time.sleep(0.1)
+        assert "[Server] Cancel requested for job" in engine.stderr_text()
+
+
+def test_engine_request_maps_a_song_to_engine_fields():
+    song = validate({"caption": "jazz", "lyrics": "la la", "duration": 45, "bpm": 96,
+                     "key": "f# minor", "time_signature": "3/4", "language": "fr", "seed": 9,
+                     "batch": 2})
+    body = engine_request(song, synth_model="acestep-v15-turbo-Q8_0.gguf",
+                          lm_model="acestep-5Hz-lm-0.6B-Q8_0.gguf", output_format="flac")
+    assert body == {"caption": "jazz", "lyrics": "la la", "seed": 9, "output_format": "wav24",
+                    "synth_batch_size": 2, "duration": 45.0, "bpm": 96,
+                    "keyscale": "F# minor", "timesignature": "3", "vocal_language": "fr",
+                    "synth_model": "acestep-v15-turbo-Q8_0.gguf",
+                    "lm_model": "acestep-5Hz-lm-0.6B-Q8_0.gguf"}
+    plain = engine_request(validate({"caption": "drone", "lyrics": " [instrumental] "}),
+                           synth_model=None, lm_model="lm.gguf", output_format="wav32")
+    assert plain == {"caption": "drone", "lyrics": "[Instrumental]", "seed": -1,
+                     "output_format": "wav32", "synth_batch_size": 1}
+    for fmt, expected in (("wav16", "wav16"), ("mp3", "wav24")):
+        assert engine_request(song, synth_model=None, lm_model=None,
+                              output_format=fmt)["output_format"] == expected
+    with pytest.raises(ValueError):
+        engine_request(song, synth_model=None, lm_model=None, output_format="ogg")
