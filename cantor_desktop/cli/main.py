@@ -12,6 +12,7 @@ from .. import __version__
 # subcommand modules under cantor_desktop.cli; each defines register(subparsers)
 COMMAND_MODULES = [
     "config_cmd",
+    "sketch_cmd",
     "node_cmd",
 ]
 

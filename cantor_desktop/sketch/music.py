@@ -1,0 +1,120 @@
+"""Music theory for the sketch engine: keys, scales, chord progressions, lyric syllables."""
+
+from __future__ import annotations
+
+import re
+
+NOTE_NAMES = ["C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B"]
+FLAT_NAMES = {"Db": "C#", "Eb": "D#", "Gb": "F#", "Ab": "G#", "Bb": "A#", "Cb": "B", "Fb": "E",
+              "E#": "F", "B#": "C"}
+MAJOR = (0, 2, 4, 5, 7, 9, 11)
+MINOR = (0, 2, 3, 5, 7, 8, 10)
+# progressions as scale degrees (0-based), one chord per bar
+PROGRESSIONS = {
+    "major": [(0, 4, 5, 3), (0, 5, 3, 4), (5, 3, 0, 4), (0, 3, 4, 3), (0, 3, 5, 4)],
+    "minor": [(0, 5, 2, 6), (0, 3, 5, 4), (0, 6, 5, 6), (0, 3, 0, 4), (0, 5, 3, 4)],
+}
+
+_KEY_RE = re.compile(
+    r"\b([A-Ga-g])\s*(#|♯|b|♭|-?sharp|-?flat)?\s*[- ]?"
+    r"(major|minor|maj|min|moll|dur|m)?\b", re.IGNORECASE)
+_KEY_IN_TEXT = re.compile(
+    r"(?<![\w#])([A-G])\s*(#|♯|b|♭|\s+sharp|\s+flat)?\s*(major|minor|maj\b|min\b|m\b)",
+    re.IGNORECASE)
+
+
+def _pitch_class(letter: str, accidental: str | None) -> int:
+    pc = NOTE_NAMES.index(letter.upper())
+    acc = (accidental or "").strip().lower()
+    if acc in ("#", "♯", "sharp", "-sharp"):
+        pc += 1
+    elif acc in ("b", "♭", "flat", "-flat"):
+        pc -= 1
+    return pc % 12
+
+
+def key_name(tonic: int, minor: bool) -> str:
+    return f"{NOTE_NAMES[tonic % 12]} {'minor' if minor else 'major'}"
+
+
+def parse_key(text: str) -> tuple[int, bool] | None:
+    """A key like "F# minor", "Bb major", "Am", "C" -> (tonic pitch class, is_minor)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    m = _KEY_RE.fullmatch(text)
+    if not m:
+        return None
+    mode = (m.group(3) or "major").lower()
+    return _pitch_class(m.group(1), m.group(2)), mode in ("minor", "min", "moll", "m")
+
+
+def find_key(caption: str) -> tuple[int, bool] | None:
+    """A key named in free text ("a ballad in A minor"), or None."""
+    for m in _KEY_IN_TEXT.finditer(caption or ""):
+        letter, acc, mode = m.group(1), m.group(2), m.group(3).lower()
+        if mode == "m" and letter.islower():
+            continue
+        if letter.islower() and mode in ("maj", "min"):
+            continue
+        # "a minor" is a key only with a capital letter or an explicit "key"
+        if letter.islower() and "key" not in caption[max(0, m.start() - 12):m.start()].lower():
+            continue
+        return _pitch_class(letter, acc), mode in ("minor", "min", "m")
+    return None
+
+
+def scale(minor: bool) -> tuple[int, ...]:
+    return MINOR if minor else MAJOR
+
+
+def chord_pitches(tonic: int, minor: bool, degree: int, base_octave_midi: int) -> list[int]:
+    """The triad on a scale degree as MIDI notes starting near ``base_octave_midi``."""
+    sc = scale(minor)
+    notes = []
+    for step in (0, 2, 4):
+        d = degree + step
+        notes.append(base_octave_midi + tonic + sc[d % 7] + 12 * (d // 7))
+    return notes
+
+
+# ---------------------------------------------------------------- lyrics
+
+_TAG = re.compile(r"\[[^\]]*\]|\([^)]*\)")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_VOWELS = re.compile(r"[aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœаеёиоуыэюяіїєαεηιουω]+",
+                     re.IGNORECASE)
+
+
+def word_syllables(word: str) -> int:
+    cjk = len(_CJK.findall(word))
+    if cjk:
+        return cjk
+    w = word.lower()
+    n = len(_VOWELS.findall(w))
+    if n > 1 and w.endswith("e") and not w.endswith(("le", "ee", "ie", "ye")):
+        n -= 1                      # a silent final e: "love", "time"
+    return max(1, n)
+
+
+def lyric_lines(lyrics: str) -> list[list[int]]:
+    """Sung lines, each a list of syllable counts per word; structure tags are skipped."""
+    lines = []
+    for raw in (lyrics or "").splitlines():
+        text = _TAG.sub(" ", raw).strip()
+        if not text:
+            continue
+        words = []
+        for token in _WORD.findall(text):
+            if _CJK.search(token):
+                words.extend([1] * len(_CJK.findall(token)))
+            else:
+                words.append(word_syllables(token))
+        if words:
+            lines.append(words)
+    return lines
+
+
+def count_syllables(lyrics: str) -> int:
+    return sum(sum(line) for line in lyric_lines(lyrics))

@@ -1,0 +1,341 @@
+"""Render a song: an arrangement plan (note events) and the numpy synthesis of it.
+
+The plan is made first (cheap, pure Python); the audio is then rendered in N steps, each
+step the events starting in one N-th of the song, so ``[DiT] Step k/N`` tracks real work and
+a cancel stops mid-render. Every waveform is computed with numpy on whole arrays and cached
+per (instrument, pitch, length), so a 60-s song costs a few hundred array additions.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import music
+
+SR = 48000
+LATENT_FPS = 25
+LATENT_DIM = 64
+HEADROOM = 10 ** (-1 / 20)          # -1 dBFS
+
+# layer -> (left gain, right gain)
+PAN = {"kick": (1.0, 1.0), "snare": (0.95, 1.0), "hat": (0.75, 1.0), "bass": (1.0, 1.0),
+       "pad": (1.0, 1.0), "lead": (1.0, 0.85)}
+LEVEL = {"kick": 0.9, "snare": 0.55, "hat": 0.16, "bass": 0.42, "pad": 0.11, "lead": 0.36}
+
+
+@dataclass
+class Song:
+    """Everything that decides the audio. Built from a request by :func:`song_from_request`."""
+    bpm: int
+    beats_per_bar: int
+    tonic: int
+    minor: bool
+    duration: float
+    seed: int
+    lyrics: str = ""
+    melody_seed: int | None = None
+
+    @property
+    def beat_seconds(self) -> float:
+        return 60.0 / self.bpm
+
+    @property
+    def bar_seconds(self) -> float:
+        return self.beat_seconds * self.beats_per_bar
+
+
+@dataclass(order=True)
+class Event:
+    start: int                       # sample index
+    layer: str = field(compare=False)
+    key: tuple = field(compare=False)        # what to synthesise (cached by this key)
+    gain: float = field(compare=False, default=1.0)
+
+
+def midi_hz(m: float) -> float:
+    return 440.0 * 2.0 ** ((m - 69) / 12)
+
+
+# ---------------------------------------------------------------- the plan
+
+def _drum_pattern(song: Song, rng: random.Random) -> dict[str, list[int]]:
+    """Hit positions in half-beats within one bar, per drum."""
+    b = song.beats_per_bar
+    if b == 3:
+        return {"kick": [0], "snare": rng.choice([[2, 4], [4]]), "hat": [0, 1, 2, 3, 4, 5]}
+    if b == 2:
+        return {"kick": [0], "snare": [2], "hat": [0, 1, 2, 3]}
+    if b == 6:
+        return {"kick": rng.choice([[0], [0, 8]]), "snare": [6],
+                "hat": [0, 2, 4, 6, 8, 10]}
+    if song.bpm >= 160:                       # drum and bass: half-time feel
+        return {"kick": rng.choice([[0, 5], [0, 3, 5]]), "snare": [2, 6],
+                "hat": list(range(8))}
+    if 115 <= song.bpm <= 140 and rng.random() < 0.6:
+        kick = [0, 2, 4, 6]                   # four on the floor
+        hat = [1, 3, 5, 7]
+    else:
+        kick = rng.choice([[0, 4], [0, 3, 4], [0, 4, 5], [0, 5]])
+        hat = list(range(8))
+    return {"kick": kick, "snare": [2, 6], "hat": hat}
+
+
+def _melody(song: Song, bars: int, chords: list[list[int]], events: list[Event],
+            rng: random.Random) -> None:
+    lines = music.lyric_lines(song.lyrics)
+    if not lines:
+        return
+    half = song.beat_seconds / 2
+    slots_per_bar = song.beats_per_bar * 2
+    intro = 2 if bars >= 8 else (1 if bars >= 3 else 0)
+    outro = 1 if bars >= 4 else 0
+    avail_bars = max(1, bars - intro - outro)
+    need = [-(-sum(w) // slots_per_bar) + 1 for w in lines]   # bars per line with a breath
+    scale_t = min(1.0, avail_bars / sum(need))
+    # spread lines over the song when there is room: lines start on bar lines
+    spare = avail_bars - sum(need) if scale_t >= 1.0 else 0
+    gap = spare // len(lines) if spare > 0 else 0
+    sc = music.scale(song.minor)
+    degree = rng.choice([0, 2, 4])
+    cursor = intro * song.bar_seconds
+    for words, line_bars in zip(lines, need):
+        slot_s = half * scale_t
+        t = cursor
+        n_syl = sum(words)
+        for i in range(n_syl):
+            bar = min(bars - 1, int(t / song.bar_seconds))
+            chord = chords[bar]
+            step = rng.choice([-2, -1, -1, 0, 1, 1, 2])
+            degree = max(-3, min(9, degree + step))
+            on_beat = i % 2 == 0
+            midi = 60 + song.tonic + sc[degree % 7] + 12 * (degree // 7)
+            if on_beat or i == n_syl - 1:    # strong positions land on a chord tone
+                tones = [c + 12 * k for c in chord for k in (-1, 0, 1, 2)]
+                midi = min(tones, key=lambda c: (abs(c - midi), c))
+                # keep the walk in step with where the snap landed
+                degree = _nearest_degree(midi - 60 - song.tonic, sc)
+            length = slot_s * (2 if i == n_syl - 1 else 1) * 0.92
+            events.append(Event(int(t * SR), "lead", ("lead", midi, int(length * SR)),
+                                0.85 + 0.15 * rng.random()))
+            t += slot_s
+        cursor += (line_bars + gap) * song.bar_seconds * scale_t
+
+
+def _nearest_degree(semis: int, sc: tuple[int, ...]) -> int:
+    octave, pc = divmod(semis, 12)
+    best = min(range(7), key=lambda d: abs(sc[d] - pc))
+    return best + 7 * octave
+
+
+def plan(song: Song) -> tuple[list[Event], int]:
+    """The note events of the whole song and its length in samples."""
+    rng = random.Random(song.seed)
+    total = int(round(song.duration * SR))
+    bar_s = song.bar_seconds
+    bars = max(1, math.ceil(song.duration / bar_s))
+    prog = rng.choice(music.PROGRESSIONS["minor" if song.minor else "major"])
+    degrees = [prog[i % len(prog)] for i in range(bars)]
+    pad_chords = [music.chord_pitches(song.tonic, song.minor, d, 48) for d in degrees]
+    # keep pads in a narrow register (voice leading by octave folding)
+    pad_chords = [sorted(p if p < 60 + 7 else p - 12 for p in ch) for ch in pad_chords]
+    pattern = _drum_pattern(song, rng)
+    bass_style = rng.choice(["beats", "syncopated", "roots"] if song.bpm < 150 else
+                            ["roots", "beats"])
+    half = song.beat_seconds / 2
+    slots = song.beats_per_bar * 2
+    events: list[Event] = []
+    intro_bars = 1 if bars >= 6 else 0
+    for bar in range(bars):
+        t0 = bar * bar_s
+        chord = pad_chords[bar]
+        events.append(Event(int(t0 * SR), "pad", ("pad", tuple(chord), int(bar_s * SR))))
+        last = bar == bars - 1 and bars > 2
+        fill = bar % 8 == 7 and not last
+        # drums (not in the intro bar; only a final kick in the last bar)
+        if bar >= intro_bars:
+            for drum in ("kick", "snare", "hat"):
+                positions = pattern[drum]
+                if last:
+                    positions = [0] if drum == "kick" else []
+                if fill and drum == "snare":
+                    positions = sorted(set(positions) | set(range(slots - 2, slots)))
+                for pos in positions:
+                    gain = 0.85 + 0.15 * rng.random()
+                    if drum == "hat":
+                        gain *= 1.0 if pos % 2 == 0 else 0.7
+                    events.append(Event(int((t0 + pos * half) * SR), drum, (drum,), gain))
+        # bass on the chord root
+        root = 36 + (song.tonic + music.scale(song.minor)[degrees[bar]]) % 12
+        if bar < intro_bars:
+            continue
+        if last:
+            events.append(Event(int(t0 * SR), "bass", ("bass", root, int(bar_s * SR))))
+            continue
+        if bass_style == "roots":
+            steps = [(p, 2) for p in range(0, slots, 4)] if slots >= 4 else [(0, slots)]
+        elif bass_style == "syncopated" and slots == 8:
+            steps = [(0, 3), (3, 1), (4, 2), (6, 2)]
+        else:
+            steps = [(p, 2) for p in range(0, slots, 2)]
+        for i, (pos, length) in enumerate(steps):
+            note = root
+            if i == len(steps) - 1 and len(steps) > 2 and rng.random() < 0.5:
+                note = root + 7                       # a fifth leading into the next bar
+            elif bass_style == "syncopated" and pos == 3:
+                note = root + 12
+            events.append(Event(int((t0 + pos * half) * SR), "bass",
+                                ("bass", note, int(length * half * 0.9 * SR)), 1.0))
+    mel_rng = random.Random(song.melody_seed if song.melody_seed is not None else song.seed)
+    _melody(song, bars, pad_chords, events, mel_rng)
+    events = [e for e in events if e.start < total]
+    events.sort()
+    return events, total
+
+
+# ---------------------------------------------------------------- synthesis
+
+def _env(n: int, attack: float, release: float) -> np.ndarray:
+    env = np.ones(n, dtype=np.float32)
+    a = min(n // 2, int(attack * SR))
+    r = min(n - a, int(release * SR))
+    if a:
+        env[:a] = np.linspace(0.0, 1.0, a, dtype=np.float32)
+    if r:
+        env[n - r:] *= np.linspace(1.0, 0.0, r, dtype=np.float32)
+    return env
+
+
+class Voices:
+    """Waveforms per key, computed once per render."""
+
+    def __init__(self, seed: int):
+        self.noise = np.random.default_rng(seed & 0xFFFFFFFF)
+        self.cache: dict[tuple, np.ndarray] = {}
+
+    def get(self, key: tuple) -> np.ndarray:
+        w = self.cache.get(key)
+        if w is None:
+            w = self.cache[key] = getattr(self, "_" + key[0])(*key[1:]).astype(np.float32)
+        return w
+
+    def _kick(self) -> np.ndarray:
+        t = np.arange(int(0.35 * SR)) / SR
+        freq = 45 + 90 * np.exp(-t * 28)
+        phase = 2 * np.pi * np.cumsum(freq) / SR
+        return np.sin(phase) * np.exp(-t * 9) + 0.3 * np.exp(-t * 400)
+
+    def _snare(self) -> np.ndarray:
+        n = int(0.2 * SR)
+        t = np.arange(n) / SR
+        noise = np.diff(self.noise.standard_normal(n + 1)) * 0.5
+        return noise * np.exp(-t * 20) * 0.8 + np.sin(2 * np.pi * 185 * t) * np.exp(-t * 30)
+
+    def _hat(self) -> np.ndarray:
+        n = int(0.06 * SR)
+        t = np.arange(n) / SR
+        noise = np.diff(self.noise.standard_normal(n + 2), 2) * 0.35
+        return noise * np.exp(-t * 70)
+
+    def _bass(self, midi: int, n: int) -> np.ndarray:
+        n = max(n, 64)
+        t = np.arange(n) / SR
+        ph = 2 * np.pi * midi_hz(midi) * t
+        w = np.sin(ph) + 0.45 * np.sin(2 * ph) + 0.2 * np.sin(3 * ph)
+        w = np.tanh(1.4 * w) / np.tanh(1.4)
+        return w * _env(n, 0.004, 0.03) * (0.75 + 0.25 * np.exp(-t * 6))
+
+    def _pad(self, chord: tuple[int, ...], n: int) -> np.ndarray:
+        t = np.arange(n) / SR
+        w = np.zeros(n)
+        for m in chord:
+            f = midi_hz(m)
+            w += np.sin(2 * np.pi * f * t) + np.sin(2 * np.pi * f * 1.004 * t)
+            w += 0.25 * np.sin(4 * np.pi * f * t)
+        return w * _env(n, min(0.25, n / SR / 4), min(0.35, n / SR / 3))
+
+    def _lead(self, midi: int, n: int) -> np.ndarray:
+        n = max(n, 64)
+        t = np.arange(n) / SR
+        f = midi_hz(midi)
+        depth, rate = 0.006, 5.5
+        ph = 2 * np.pi * f * t - (f * depth / rate) * np.cos(2 * np.pi * rate * t)
+        w = np.sin(ph) + 0.45 * np.sin(2 * ph) + 0.25 * np.sin(3 * ph) + 0.1 * np.sin(4 * ph)
+        return w * _env(n, 0.015, min(0.05, n / SR / 3))
+
+
+class Renderer:
+    """Renders one song in ``steps`` steps; :meth:`finish` mixes it to stereo float32."""
+
+    def __init__(self, song: Song, steps: int):
+        self.song = song
+        self.events, self.total = plan(song)
+        self.steps = max(1, steps)
+        self.voices = Voices(zlib.crc32(f"voices{song.seed}".encode()))
+        self.margin = int(SR * max(2.0, song.bar_seconds + 0.5))
+        self.layers = {name: np.zeros(self.total + self.margin, dtype=np.float32)
+                       for name in PAN}
+        bounds = [self.total * k // self.steps for k in range(self.steps + 1)]
+        starts = np.array([e.start for e in self.events], dtype=np.int64)
+        self._cuts = np.searchsorted(starts, bounds[1:-1]).tolist()
+        self._cuts = [0] + self._cuts + [len(self.events)]
+
+    def step(self, k: int) -> None:
+        """Render the events that start in the k-th of ``steps`` parts (0-based)."""
+        for e in self.events[self._cuts[k]:self._cuts[k + 1]]:
+            w = self.voices.get(e.key)
+            buf = self.layers[e.layer]
+            end = min(len(buf), e.start + len(w))
+            buf[e.start:end] += (LEVEL[e.layer] * e.gain) * w[:end - e.start]
+
+    def finish(self) -> np.ndarray:
+        """The stereo mix, shape (samples, 2), float32, with fades; not yet normalised."""
+        n = self.total
+        out = np.zeros((n, 2), dtype=np.float32)
+        width = int(0.011 * SR)
+        for name, buf in self.layers.items():
+            gl, gr = PAN[name]
+            x = buf[:n]
+            out[:, 0] += gl * x
+            if name == "pad" and n > width:      # a short delay on one side: a wide pad
+                out[width:, 1] += gr * x[:-width]
+                out[:width, 1] += gr * x[:width]
+            else:
+                out[:, 1] += gr * x
+        fade_in = min(n, int(0.01 * SR))
+        fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR))
+        if fade_in:
+            out[:fade_in] *= np.linspace(0, 1, fade_in, dtype=np.float32)[:, None]
+        if fade_out:
+            out[n - fade_out:] *= np.linspace(1, 0, fade_out, dtype=np.float32)[:, None]
+        return out
+
+
+def master(audio: np.ndarray, normalise: bool) -> np.ndarray:
+    """Peak-normalise to -1 dBFS, or (``normalise=False``, wav32) only bring a peak above
+    -1 dBFS down, so the float output stays within ±1 either way."""
+    peak = float(np.max(np.abs(audio))) if audio.size else 0.0
+    if peak <= 0:
+        return audio
+    if normalise or peak > HEADROOM:
+        audio = audio * np.float32(HEADROOM / peak)
+    return audio
+
+
+def latent(audio: np.ndarray) -> np.ndarray:
+    """float32 [T, 64] at 25 frames/s: log energy in 64 log-spaced bands per frame."""
+    hop = SR // LATENT_FPS
+    frames = max(1, int(round(len(audio) / hop)))
+    mono = audio.mean(axis=1) if audio.ndim == 2 else audio
+    padded = np.zeros(frames * hop, dtype=np.float32)
+    padded[:min(len(mono), len(padded))] = mono[:len(padded)]
+    spec = np.abs(np.fft.rfft(padded.reshape(frames, hop), axis=1)).astype(np.float32)
+    edges = np.unique(np.geomspace(1, spec.shape[1] - 1, LATENT_DIM + 1).astype(int))
+    bands = np.add.reduceat(spec ** 2, edges[:-1], axis=1)
+    out = np.zeros((frames, LATENT_DIM), dtype=np.float32)
+    out[:, :bands.shape[1]] = np.log1p(bands[:, :LATENT_DIM])
+    return out

@@ -1,0 +1,96 @@
+"""ace-server's request fields: defaults, validation messages, sparse output."""
+
+from __future__ import annotations
+
+import json
+import re
+
+DEFAULTS: dict = {
+    "caption": "", "lyrics": "", "bpm": 0, "duration": 0, "keyscale": "",
+    "timesignature": "", "vocal_language": "", "seed": -1, "lm_seed": -1,
+    "lm_batch_size": 1, "synth_batch_size": 1, "lm_temperature": 0.85, "lm_cfg_scale": 2.0,
+    "lm_top_p": 0.9, "lm_top_k": 0, "use_cot_caption": True, "audio_codes": "",
+    "inference_steps": 0, "guidance_scale": 0.0, "shift": 0.0, "solver": "euler",
+    "task_type": "text2music", "lm_mode": "generate", "output_format": "mp3",
+    "mp3_bitrate": 128, "synth_model": "", "lm_model": "", "vae": "",
+}
+ALWAYS_KEPT = ("caption", "seed", "solver", "lm_mode", "output_format", "task_type")
+LM_MODES = {"generate": 0, "inspire": 1, "format": 2}
+OUTPUT_FORMATS = ("mp3", "wav16", "wav24", "wav32")
+MAX_TRACKS = 9
+SYNTH_DEFAULT_DURATION = 30.0
+INSTRUMENTAL = "[Instrumental]"
+
+_INT_FIELDS = {"bpm", "seed", "lm_seed", "lm_batch_size", "synth_batch_size", "lm_top_k",
+               "inference_steps", "mp3_bitrate"}
+_FLOAT_FIELDS = {"duration", "lm_temperature", "lm_cfg_scale", "lm_top_p", "guidance_scale",
+                 "shift"}
+
+
+class BadRequest(ValueError):
+    """A 4xx answer: ``status`` and the ``{"error": message}`` text."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_json(body: bytes):
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest("Invalid JSON") from None
+
+
+def normalise(obj) -> dict:
+    """A request object merged over the defaults, with numbers coerced; raises BadRequest."""
+    if not isinstance(obj, dict):
+        raise BadRequest("Invalid JSON")
+    req = dict(DEFAULTS)
+    for key, value in obj.items():
+        if key in _INT_FIELDS:
+            try:
+                value = int(value) if not isinstance(value, bool) else int(value)
+            except (TypeError, ValueError):
+                raise BadRequest(f"Invalid {key}") from None
+        elif key in _FLOAT_FIELDS:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise BadRequest(f"Invalid {key}") from None
+        elif key in DEFAULTS and isinstance(DEFAULTS[key], str):
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                value = str(value)
+        req[key] = value
+    if not str(req["caption"]).strip():
+        raise BadRequest("Caption is required")
+    if req["lm_mode"] not in LM_MODES:
+        raise BadRequest("Invalid lm_mode (use: generate, inspire, format)")
+    if req["output_format"] not in OUTPUT_FORMATS:
+        raise BadRequest("Invalid output_format (use: mp3, wav16, wav24, wav32)")
+    return req
+
+
+def sparse(req: dict) -> dict:
+    """Fields equal to their default are left out, except the ones ace-server always keeps."""
+    out = {}
+    for key, value in req.items():
+        if key in ALWAYS_KEPT or key not in DEFAULTS or value != DEFAULTS[key]:
+            out[key] = value
+    return out
+
+
+def is_instrumental(lyrics: str) -> bool:
+    return not lyrics.strip() or lyrics.strip().lower() == INSTRUMENTAL.lower()
+
+
+_TS = re.compile(r"^\s*(\d+)")
+
+
+def time_signature(value: str) -> int:
+    """"3" or "3/4" -> 3; anything else -> 4."""
+    m = _TS.match(str(value or ""))
+    n = int(m.group(1)) if m else 4
+    return n if n in (2, 3, 4, 6) else 4

@@ -1,0 +1,268 @@
+"""The sketch engine's HTTP server and process: ace-server's endpoints, errors and lifecycle."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from . import SKETCH_DATE, SKETCH_DISPLAY_NAME, SKETCH_VERSION, options
+from .engine import Engine, Registry
+from .log import EngineLog
+from .request import BadRequest, normalise, parse_json
+
+MAX_BODY = 64 * 1024 * 1024
+_MP3_OK: bool | None = None
+
+
+def mp3_available() -> bool:
+    """Whether this machine's libsndfile can write MP3 (checked once)."""
+    global _MP3_OK
+    if _MP3_OK is None:
+        try:
+            import numpy as np
+
+            from .encode import EncodeError, mp3_bytes
+            mp3_bytes(np.zeros((1152, 2), dtype=np.float32))
+            _MP3_OK = True
+        except (EncodeError, ImportError):
+            _MP3_OK = False
+    return _MP3_OK
+
+
+def _multipart_request(body: bytes, content_type: str) -> bytes:
+    """The ``request`` part of a multipart/form-data body (audio parts are not used)."""
+    boundary = ""
+    for item in content_type.split(";")[1:]:
+        k, _, v = item.strip().partition("=")
+        if k.lower() == "boundary":
+            boundary = v.strip().strip('"')
+    if not boundary:
+        raise BadRequest("Invalid multipart body (no boundary)")
+    for part in body.split(b"--" + boundary.encode()):
+        head, sep, data = part.partition(b"\r\n\r\n")
+        if not sep:
+            continue
+        if b'name="request"' in head:
+            return data[:-2] if data.endswith(b"\r\n") else data
+    raise BadRequest("Missing request part")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sketch-server"
+    engine: Engine      # set on the subclass made by serve()
+
+    def log_message(self, format, *args):     # no access log on stderr (ace-server has none)
+        pass
+
+    # ------------------------------------------------------------ answers
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, obj) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json")
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": message})
+
+    def _body(self) -> bytes:
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise BadRequest("Invalid Content-Length") from None
+        if n > MAX_BODY:
+            self.close_connection = True
+            raise BadRequest("Request too large", 413)
+        return self.rfile.read(n) if n > 0 else b""
+
+    # ------------------------------------------------------------ routes
+
+    def do_GET(self):
+        self._route("GET")
+
+    def do_POST(self):
+        self._route("POST")
+
+    def do_OPTIONS(self):
+        self.send_response(204)
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+        self.send_header("Access-Control-Allow-Headers", "Content-Type")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _route(self, method: str) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        try:
+            if method == "POST":
+                body = self._body()
+            route = (method, url.path)
+            if route == ("GET", "/health"):
+                self._json(200, {"status": "ok"})
+            elif route == ("GET", "/props"):
+                self._json(200, self.engine.props())
+            elif route == ("POST", "/lm"):
+                self._lm(body)
+            elif route == ("POST", "/synth"):
+                self._synth(body)
+            elif url.path == "/job":
+                self._job(method, query)
+            elif route == ("GET", "/logs"):
+                self._logs()
+            else:
+                self._error(404, "Not found")
+        except BadRequest as e:
+            self._error(e.status, str(e))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _lm(self, body: bytes) -> None:
+        if not self.engine.registry.has_lm:
+            raise BadRequest("No LM model in registry", 501)
+        obj = parse_json(body)
+        if isinstance(obj, list):
+            obj = obj[0] if len(obj) == 1 else None
+        req = normalise(obj)
+        job = self.engine.submit("lm", [req])
+        self._json(200, {"id": job.id})
+
+    def _synth(self, body: bytes) -> None:
+        if not self.engine.registry.has_synth:
+            raise BadRequest("No synth models in registry (need dit + text-encoder + vae)", 501)
+        ctype = self.headers.get("Content-Type", "")
+        if ctype.lower().startswith("multipart/form-data"):
+            body = _multipart_request(body, ctype)
+        obj = parse_json(body)
+        items = obj if isinstance(obj, list) else [obj]
+        if not items:
+            raise BadRequest("Invalid JSON")
+        reqs = [normalise(item) for item in items]
+        if any(r["output_format"] == "mp3" for r in reqs) and not mp3_available():
+            raise BadRequest("MP3 encoding is not available in this sketch engine "
+                             "(libsndfile without MP3); use output_format wav16, wav24 or "
+                             "wav32")
+        job = self.engine.submit("synth", reqs)
+        self._json(200, {"id": job.id})
+
+    def _job(self, method: str, query: dict) -> None:
+        job_id = query.get("id", "")
+        if not job_id:
+            raise BadRequest("Missing id parameter")
+        job = self.engine.get(job_id)
+        if job is None:
+            raise BadRequest("Job not found", 404)
+        if query.get("cancel") == "1":
+            self._json(200, {"status": self.engine.cancel(job)})
+        elif query.get("result") == "1":
+            if job.status != "done":
+                raise BadRequest("Result not ready", 404)
+            self._send(200, job.result, job.content_type)
+        elif method == "GET" and set(query) == {"id"}:
+            self._json(200, {"status": job.status})
+        else:
+            raise BadRequest("Unknown action")
+
+    def _logs(self) -> None:
+        replay, q = self.engine.log.subscribe()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write("".join(f"data: {line}\n\n" for line in replay).encode())
+            self.wfile.flush()
+            while not self.server.stopping.is_set():
+                try:
+                    line = q.get(timeout=0.5)
+                except Exception:
+                    continue
+                self.wfile.write(f"data: {line}\n\n".encode())
+                self.wfile.flush()
+        except OSError:
+            pass
+        finally:
+            self.engine.log.unsubscribe(q)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, handler):
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        self.stopping = threading.Event()
+        super().__init__(addr, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sketch engine with ace-server's command line; returns the exit code."""
+    import sys
+
+    opts = options.parse(sys.argv[1:] if argv is None else argv)
+    if isinstance(opts, int):
+        return opts
+    log = EngineLog()
+    directory = Path(opts.models)
+    registry = Registry(directory, log)
+    if registry.empty:
+        log(f"[Server] ERROR: no GGUF models found in {directory}")
+        return 1
+    if not registry.has_lm and not registry.has_synth:
+        log(f"[Server] ERROR: no usable pipeline in {directory} "
+            "(need an LM, or DiT + Text-Enc + VAE)")
+        return 1
+    log(f"[Store] Created (policy={'NEVER' if opts.keep_loaded else 'STRICT'})")
+    log(f"[Server] {SKETCH_DISPLAY_NAME}: {SKETCH_VERSION} ({SKETCH_DATE})")
+    log(f"[Server] Listening on {opts.host}:{opts.port}")
+    pipes = " ".join(p for p, ok in (("/lm", registry.has_lm), ("/synth", registry.has_synth))
+                     if ok)
+    log(f"[Server] Pipelines: {pipes}")
+    log(f"[Server] Models: {registry.summary()}")
+
+    engine = Engine(opts, registry, log)
+    handler = type("SketchHandler", (Handler,), {"engine": engine})
+    stop = threading.Event()
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        try:
+            server = _Server((opts.host, opts.port), handler)
+        except (OSError, OverflowError):
+            log(f"[Server] FATAL: cannot bind {opts.host}:{opts.port}")
+            log("[Server] Shutting down...")
+            log("[Server] Done")
+            return 0
+        engine.start()
+        serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                                   name="sketch-http", daemon=True)
+        serving.start()
+        while not stop.wait(0.2):
+            pass
+        log("[Server] Shutting down...")
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+        engine.stop()
+        log("[Server] Done")
+        return 0
+    finally:
+        for sig, handler_ in previous.items():
+            signal.signal(sig, handler_)
