@@ -1,0 +1,483 @@
+"""Installed engine builds: ``engines/<family>/<backend>/<version>/`` plus a ``current`` marker.
+
+Installing follows Lemonade's flow: download into the cache (verified by sha256) → unpack into
+a staging folder next to the target, refusing entries that would land outside it → write the
+version file → make the executable runnable → rename into place → point ``current`` at it.
+The build ``current`` named before stays on disk and is named in ``previous``, so a failed or
+unwanted update rolls back with :func:`rollback`. Until the marker is rewritten the old build
+stays in force; a failure on the way leaves it untouched.
+
+Builds that share one download (the Vulkan archive also serves the CPU) are fetched once: the
+cache is keyed by sha256. A build the user supplies in node.toml (``[engines.acestep] path``)
+is used as is and never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from filelock import FileLock
+
+from . import config, download
+from .manifest import DEVICE_ENV, Build
+from .paths import paths
+
+VERSION_FILE = "cantor-build.json"
+CURRENT = "current"
+PREVIOUS = "previous"
+STORE_FORMAT = 1
+"""Bumped when the layout of an unpacked build changes; older builds become update_required."""
+MAX_UNPACKED = 4 * 2**30
+MAX_RATIO = 200
+RATIO_FREE = 64 * 2**20    # below this many unpacked bytes the ratio is not checked
+
+
+class StoreError(Exception):
+    """An engine build could not be installed or read; the message says which and why."""
+
+
+class UnsafeArchive(StoreError):
+    """An archive entry would land outside its folder, or the archive unpacks too big."""
+
+
+@dataclass
+class InstalledBuild:
+    """An engine ready to start: ``argv`` + the node's ace-server options, with ``env``."""
+
+    family: str
+    backend: str
+    version: str
+    argv: list[str]
+    env: dict[str, str]
+    path: Path | None           # the build folder (store), the executable (user), None (sketch)
+    source: str = "store"       # "store" | "user" | "sketch"
+    sha256: str = ""
+    url: str = ""
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "backend": self.backend, "version": self.version,
+                "argv": list(self.argv), "env": dict(self.env),
+                "path": str(self.path) if self.path else None, "source": self.source,
+                "sha256": self.sha256, "url": self.url}
+
+
+@dataclass
+class StoreEntry:
+    """What is on disk for one family × backend."""
+
+    build: InstalledBuild | None = None
+    problem: str = ""           # set when a build folder exists but cannot be used
+    versions: list[str] = field(default_factory=list)
+
+
+# -- archive safety ---------------------------------------------------------------------------
+
+def _check_name(name: str) -> str:
+    """An archive member name → a safe relative "/"-path, or UnsafeArchive."""
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+        raise UnsafeArchive(f"refused: entry {name!r} has an absolute path")
+    parts = re.split(r"[\\/]", name)
+    if ".." in parts:
+        raise UnsafeArchive(f"refused: entry {name!r} contains '..'")
+    clean = [p for p in parts if p not in ("", ".")]
+    return "/".join(clean)
+
+
+def _check_link_target(name: str, target: str) -> None:
+    if not target or target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target):
+        raise UnsafeArchive(f"refused: link {name!r} points to {target!r}, outside the folder")
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(name), target.replace("\\", "/")))
+    if joined == ".." or joined.startswith("../") or joined.startswith("/"):
+        raise UnsafeArchive(f"refused: link {name!r} points to {target!r}, outside the folder")
+
+
+def _inside(dest_real: str, path: Path) -> bool:
+    real = os.path.realpath(path)
+    return real == dest_real or real.startswith(dest_real + os.sep)
+
+
+class _Budget:
+    def __init__(self, archive_size: int, max_total: int, max_ratio: float):
+        self.archive_size = max(1, archive_size)
+        self.max_total = max_total
+        self.max_ratio = max_ratio
+        self.total = 0
+
+    def take(self, n: int, name: str) -> None:
+        self.total += n
+        if self.total > self.max_total:
+            raise UnsafeArchive(f"refused: unpacking {name!r} would pass {self.max_total} bytes "
+                                f"in total (a zip bomb?)")
+        if self.total > RATIO_FREE and self.total > self.max_ratio * self.archive_size:
+            raise UnsafeArchive(f"refused: the archive unpacks to more than {self.max_ratio:g}× "
+                                f"its size at {name!r} (a zip bomb?)")
+
+
+def _target(dest: Path, dest_real: str, rel: str) -> Path:
+    path = dest / rel
+    parent = path.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if not _inside(dest_real, parent):
+        raise UnsafeArchive(f"refused: entry {rel!r} would be written through a link outside "
+                            f"the folder")
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    return path
+
+
+def _write_stream(src, path: Path, mode: int, budget: _Budget, rel: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        while True:
+            buf = src.read(1 << 20)
+            if not buf:
+                break
+            budget.take(len(buf), rel)
+            out.write(buf)
+    os.chmod(path, (mode & 0o777) | 0o600)
+
+
+def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKED,
+           max_ratio: float = MAX_RATIO) -> list[str]:
+    """Unpack ``archive`` ("tar.gz" or "zip") into the empty folder ``dest``.
+
+    Refuses (UnsafeArchive) absolute names, ``..``, links leading outside ``dest``, device
+    files, and more than ``max_total`` bytes or ``max_ratio`` × the archive's size. Sizes are
+    checked from each entry's header before its data is read, and counted again while writing.
+    Returns the relative names written. On refusal the caller removes ``dest``.
+    """
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    dest_real = os.path.realpath(dest)
+    budget = _Budget(archive.stat().st_size, max_total, max_ratio)
+    written: list[str] = []
+    if kind == "tar.gz":
+        try:
+            with tarfile.open(archive, "r:gz") as tf:
+                for member in tf:
+                    _unpack_tar_member(tf, member, dest, dest_real, budget, written)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            if isinstance(exc, UnsafeArchive):
+                raise
+            raise StoreError(f"{archive.name}: not a readable tar.gz archive ({exc})") from None
+    elif kind == "zip":
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                infos = zf.infolist()
+                declared = 0
+                for info in infos:
+                    _check_name(info.filename)
+                    declared += info.file_size
+                    if declared > max_total:
+                        raise UnsafeArchive(f"refused: the archive declares more than "
+                                            f"{max_total} bytes unpacked (a zip bomb?)")
+                    if (info.file_size > RATIO_FREE
+                            and info.file_size > max_ratio * max(1, info.compress_size)):
+                        raise UnsafeArchive(f"refused: {info.filename!r} expands more than "
+                                            f"{max_ratio:g}× (a zip bomb?)")
+                for info in infos:
+                    _unpack_zip_member(zf, info, dest, dest_real, budget, written)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+            raise StoreError(f"{archive.name}: not a readable zip archive ({exc})") from None
+    else:
+        raise StoreError(f"unknown archive kind {kind!r}")
+    return written
+
+
+def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
+                       dest_real: str, budget: _Budget, written: list[str]) -> None:
+    rel = _check_name(member.name)
+    if member.issym():
+        _check_link_target(rel or member.name, member.linkname)
+    elif member.islnk():
+        try:    # a hard link names its target from the archive's root
+            _check_name(member.linkname)
+        except UnsafeArchive:
+            raise UnsafeArchive(f"refused: hard link {member.name!r} points to "
+                                f"{member.linkname!r}, outside the folder") from None
+    elif not (member.isdir() or member.isreg()):
+        raise UnsafeArchive(f"refused: entry {member.name!r} is a device, fifo or other "
+                            f"special file")
+    if not rel:
+        return
+    if member.isdir():
+        path = dest / rel
+        path.mkdir(parents=True, exist_ok=True)
+        if not _inside(dest_real, path):
+            raise UnsafeArchive(f"refused: folder {rel!r} leads outside the folder")
+        return
+    if member.isreg() and budget.total + member.size > budget.max_total:
+        raise UnsafeArchive(f"refused: unpacking {rel!r} ({member.size} bytes) would pass "
+                            f"{budget.max_total} bytes in total (a zip bomb?)")
+    if (member.isreg() and budget.total + member.size > RATIO_FREE
+            and budget.total + member.size > budget.max_ratio * budget.archive_size):
+        raise UnsafeArchive(f"refused: {rel!r} would unpack to more than "
+                            f"{budget.max_ratio:g}× the archive's size (a zip bomb?)")
+    path = _target(dest, dest_real, rel)
+    if member.issym():
+        os.symlink(member.linkname, path)
+    elif member.islnk():
+        source = dest / _check_name(member.linkname)
+        if not source.is_file() or source.is_symlink() or not _inside(dest_real, source):
+            raise UnsafeArchive(f"refused: hard link {rel!r} points to {member.linkname!r}, "
+                                f"which is not a file inside the folder")
+        with open(source, "rb") as src:
+            _write_stream(src, path, source.stat().st_mode, budget, rel)
+    else:
+        src = tf.extractfile(member)
+        if src is None:
+            raise StoreError(f"cannot read {rel!r} from the archive")
+        with src:
+            _write_stream(src, path, member.mode, budget, rel)
+    written.append(rel)
+
+
+def _unpack_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, dest_real: str,
+                       budget: _Budget, written: list[str]) -> None:
+    rel = _check_name(info.filename)
+    if not rel:
+        return
+    mode = info.external_attr >> 16
+    if info.is_dir():
+        path = dest / rel
+        path.mkdir(parents=True, exist_ok=True)
+        if not _inside(dest_real, path):
+            raise UnsafeArchive(f"refused: folder {rel!r} leads outside the folder")
+        return
+    if stat.S_ISLNK(mode):
+        target = zf.read(info)[:4096].decode("utf-8", "replace")
+        _check_link_target(rel, target)
+        path = _target(dest, dest_real, rel)
+        os.symlink(target, path)
+        written.append(rel)
+        return
+    if mode and not stat.S_ISREG(mode):
+        raise UnsafeArchive(f"refused: entry {rel!r} is a device, fifo or other special file")
+    path = _target(dest, dest_real, rel)
+    with zf.open(info) as src:
+        _write_stream(src, path, mode or 0o644, budget, rel)
+    written.append(rel)
+
+
+# -- the store --------------------------------------------------------------------------------
+
+def _backend_dir(family: str, backend: str) -> Path:
+    return paths().engine_backend_dir(family, backend)
+
+
+def _read_marker(folder: Path, name: str) -> str:
+    try:
+        value = (folder / name).read_text().strip()
+    except OSError:
+        return ""
+    return value if value and "/" not in value and "\\" not in value and value != ".." else ""
+
+
+def _executable(folder: Path, relative: str) -> Path:
+    return folder.joinpath(*relative.split("/"))
+
+
+def user_build(family: str, backend: str) -> InstalledBuild | None:
+    """The build named in node.toml ``[engines.<family>] path``, for any backend."""
+    cfg, _problem = config.load_or_defaults()
+    try:
+        value = cfg.get(f"engines.{family}.path")
+    except config.ConfigError:
+        return None
+    if not value:
+        return None
+    exe = Path(value).expanduser()
+    return InstalledBuild(family=family, backend=backend, version="user-supplied",
+                          argv=[str(exe)], env={"GGML_BACKEND": DEVICE_ENV[backend]},
+                          path=exe, source="user")
+
+
+def inspect(family: str, backend: str) -> StoreEntry:
+    """The store's build for family × backend (ignores a user-supplied one)."""
+    folder = _backend_dir(family, backend)
+    entry = StoreEntry()
+    if not folder.is_dir():
+        return entry
+    entry.versions = sorted(p.name for p in folder.iterdir()
+                            if p.is_dir() and not p.name.startswith("."))
+    name = _read_marker(folder, CURRENT)
+    if not name:
+        if entry.versions:
+            entry.problem = f"{folder} holds builds but no '{CURRENT}' marker"
+        return entry
+    build_dir = folder / name
+    info_path = build_dir / VERSION_FILE
+    try:
+        info = json.loads(info_path.read_text())
+    except FileNotFoundError:
+        entry.problem = f"{info_path} is missing"
+        return entry
+    except (OSError, ValueError) as exc:
+        entry.problem = f"{info_path} cannot be read ({exc})"
+        return entry
+    if not isinstance(info, dict) or info.get("store_format") != STORE_FORMAT:
+        entry.problem = f"{info_path} is from another version of Cantor"
+        return entry
+    exe = _executable(build_dir, str(info.get("executable", "")))
+    if not info.get("executable") or not exe.is_file():
+        entry.problem = f"the executable {exe} is missing"
+        return entry
+    entry.build = InstalledBuild(
+        family=family, backend=backend, version=str(info.get("version", "")),
+        argv=[str(exe)], env={str(k): str(v) for k, v in (info.get("env") or {}).items()},
+        path=build_dir, source="store", sha256=str(info.get("sha256", "")),
+        url=str(info.get("url", "")))
+    return entry
+
+
+def installed(family: str, backend: str) -> InstalledBuild | None:
+    """The build to run for family × backend: the user-supplied one, else the store's."""
+    return user_build(family, backend) or inspect(family, backend).build
+
+
+def archive_cache_path(build: Build) -> Path:
+    return paths().cache_dir / "engines" / f"{build.sha256}.{build.archive}"
+
+
+async def fetch_archive(build: Build, *, on_progress: Callable | None = None,
+                        client=None) -> tuple[Path, bool]:
+    """The verified archive in the cache: (path, downloaded now?). One download per sha256."""
+    dest = archive_cache_path(build)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        if download.sha256_file(dest) == build.sha256:
+            return dest, False
+        dest.unlink()
+    await download.download(build.url, dest, sha256=build.sha256, size=build.size,
+                            on_progress=on_progress, client=client)
+    return dest, True
+
+
+def _dir_name(folder: Path, build: Build) -> str:
+    name = build.version
+    existing = folder / name / VERSION_FILE
+    try:
+        if json.loads(existing.read_text()).get("sha256") not in (None, build.sha256):
+            name = f"{build.version}-{build.sha256[:8]}"
+    except (OSError, ValueError, AttributeError):
+        pass
+    return name
+
+
+def install_archive(build: Build, archive: Path) -> InstalledBuild:
+    """Unpack a verified archive as the current build of its family × backend (see module doc).
+
+    Raises StoreError / UnsafeArchive; then nothing changed: the previous build stays current.
+    """
+    folder = _backend_dir(build.family, build.backend)
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / ".lock"), timeout=600):
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
+        aside: Path | None = None
+        target: Path | None = None
+        try:
+            unpack(archive, build.archive, staging)
+            exe = _executable(staging, build.executable)
+            if exe.is_symlink() or not exe.is_file():
+                raise StoreError(f"{build.describe()}: the archive has no file "
+                                 f"{build.executable!r}")
+            if os.name == "posix":
+                exe.chmod(exe.stat().st_mode | 0o755)
+            info = {"store_format": STORE_FORMAT, "family": build.family,
+                    "backend": build.backend, "version": build.version, "url": build.url,
+                    "sha256": build.sha256, "env": build.env, "executable": build.executable,
+                    "os": build.os, "arch": build.arch}
+            config.write_atomic(staging / VERSION_FILE,
+                                (json.dumps(info, indent=2) + "\n").encode())
+            name = _dir_name(folder, build)
+            target = folder / name
+            if target.exists():
+                aside = folder / f".old-{name}-{os.getpid()}"
+                if aside.exists():
+                    shutil.rmtree(aside)
+                target.rename(aside)
+            staging.rename(target)
+            old = _read_marker(folder, CURRENT)
+            config.write_atomic(folder / CURRENT, (name + "\n").encode())
+            if old and old != name:
+                config.write_atomic(folder / PREVIOUS, (old + "\n").encode())
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            if aside is not None and target is not None and aside.exists():
+                if target.exists() and _read_marker(folder, CURRENT) != target.name:
+                    shutil.rmtree(target, ignore_errors=True)
+                if not target.exists():
+                    aside.rename(target)      # the build that was there comes back
+            raise
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+        _prune(folder)
+    result = inspect(build.family, build.backend).build
+    if result is None:
+        raise StoreError(f"{build.describe()}: installed but cannot be read back")
+    return result
+
+
+def _prune(folder: Path) -> None:
+    """Keep only the current and previous builds (and nothing half-written)."""
+    keep = {_read_marker(folder, CURRENT), _read_marker(folder, PREVIOUS)}
+    for child in folder.iterdir():
+        if child.is_dir() and child.name not in keep:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+async def install(build: Build, *, on_progress: Callable | None = None, client=None,
+                  keep_archive: bool = False) -> tuple[InstalledBuild, bool]:
+    """Download (or reuse the cached archive), verify, unpack and make current.
+    Returns (build, downloaded now?)."""
+    archive, fetched = await fetch_archive(build, on_progress=on_progress, client=client)
+    try:
+        result = install_archive(build, archive)
+    finally:
+        if not keep_archive:
+            archive.unlink(missing_ok=True)
+    return result, fetched
+
+
+def remove_current(family: str, backend: str) -> None:
+    """Drop the current build (e.g. it failed its trial); the previous one, if any, takes over."""
+    folder = _backend_dir(family, backend)
+    if not folder.is_dir():
+        return
+    with FileLock(str(folder / ".lock"), timeout=600):
+        name = _read_marker(folder, CURRENT)
+        previous = _read_marker(folder, PREVIOUS)
+        if previous and previous != name and (folder / previous).is_dir():
+            config.write_atomic(folder / CURRENT, (previous + "\n").encode())
+        else:
+            (folder / CURRENT).unlink(missing_ok=True)
+        (folder / PREVIOUS).unlink(missing_ok=True)
+        if name:
+            shutil.rmtree(folder / name, ignore_errors=True)
+
+
+def rollback(family: str, backend: str) -> InstalledBuild | None:
+    """Make the previous build current again (a failed update); returns it, or None."""
+    folder = _backend_dir(family, backend)
+    with FileLock(str(folder / ".lock"), timeout=600):
+        name = _read_marker(folder, CURRENT)
+        previous = _read_marker(folder, PREVIOUS)
+        if not previous or not (folder / previous).is_dir():
+            return None
+        config.write_atomic(folder / CURRENT, (previous + "\n").encode())
+        if name:
+            config.write_atomic(folder / PREVIOUS, (name + "\n").encode())
+    return inspect(family, backend).build
