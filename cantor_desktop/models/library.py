@@ -443,12 +443,26 @@ def _all_sets(catalogue: cat.Catalogue, lm_size: str, explicit: bool,
                                  lm_size, explicit), False
 
 
+def _lm_choice(lm_size: str | None, lm_explicit: bool | None) -> tuple[str, bool]:
+    if lm_size:
+        if lm_size not in cat.LM_SIZES:
+            raise LibraryError(f"language model size {lm_size!r} is not one of "
+                               f"{', '.join(cat.LM_SIZES)}")
+        return lm_size, True if lm_explicit is None else lm_explicit
+    return cat.configured_lm_size()
+
+
 def list_models(*, include_catalogue: bool = False, lm_size: str | None = None,
-                catalogue: cat.Catalogue | None = None) -> list[ModelInfo]:
+                catalogue: cat.Catalogue | None = None,
+                lm_explicit: bool | None = None) -> list[ModelInfo]:
     """The sketch engine, then every model with a file on disk (downloaded, partial or
-    imported); with ``include_catalogue`` also every catalogue model not downloaded yet."""
+    imported); with ``include_catalogue`` also every catalogue model not downloaded yet.
+
+    The language model of each set is node.toml's ``models.lm`` (auto: by installed memory;
+    with auto any LM already present will do), or ``lm_size`` when given.
+    """
     catalogue = catalogue or cat.load()
-    size, explicit = (lm_size, True) if lm_size else cat.configured_lm_size()
+    size, explicit = _lm_choice(lm_size, lm_explicit)
     hashes = _hashes()
     out = [sketch_info()]
     for s, imported in _all_sets(catalogue, size, explicit, include_catalogue):
@@ -457,7 +471,7 @@ def list_models(*, include_catalogue: bool = False, lm_size: str | None = None,
 
 
 def find(name: str, *, catalogue: cat.Catalogue | None = None,
-         lm_size: str | None = None) -> ModelInfo:
+         lm_size: str | None = None, lm_explicit: bool | None = None) -> ModelInfo:
     """One model by name (a name without quantisation means Q8_0); UnknownModel if none."""
     wanted = name.strip()
     if wanted.endswith(".gguf"):
@@ -465,7 +479,8 @@ def find(name: str, *, catalogue: cat.Catalogue | None = None,
     if wanted == SKETCH:
         return sketch_info()
     catalogue = catalogue or cat.load()
-    models = list_models(include_catalogue=True, lm_size=lm_size, catalogue=catalogue)
+    models = list_models(include_catalogue=True, lm_size=lm_size, catalogue=catalogue,
+                         lm_explicit=lm_explicit)
     for m in models:
         if m.name == wanted:
             return m
@@ -477,14 +492,14 @@ def find(name: str, *, catalogue: cat.Catalogue | None = None,
     raise UnknownModel(f"unknown model {name!r}")
 
 
-def resolve(name: str) -> ModelFiles:
+def resolve(name: str, *, lm_size: str | None = None) -> ModelFiles:
     """The folder and exact file names the node starts ace-server with.
 
     Raises UnknownModel, or ModelNotReady when the DiT, text encoder or VAE is not there
     (the message says which and how to get it). ``lm`` is None when no language model is
     present: instrumentals still work, vocals need one.
     """
-    model = find(name)
+    model = find(name, lm_size=lm_size, lm_explicit=False if lm_size else None)
     if model.builtin:
         return ModelFiles(family=FAMILY, name=SKETCH, models_dir=family_dir(), dit="",
                           lm=None, text_enc="", vae="", builtin=True)

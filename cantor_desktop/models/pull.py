@@ -1,0 +1,212 @@
+"""`pull`: download a model's set (DiT + text encoder + VAE + LM), then make sure an engine
+is installed for it.
+
+Downloads go through the one downloader (``cantor_desktop.download``): ``.part`` resume, the
+sha256 checked while streaming, the file only appearing when whole. Before the first byte
+the total still to download (minus what ``.part`` files already hold) is checked against the
+free disk space. Cancelling (Ctrl-C, the app's Cancel) keeps the ``.part`` files: the next
+pull resumes them.
+
+Progress goes to ``on_event(PullEvent)``; the same events feed the CLI's progress lines,
+the node's SSE stream and the app's Library page.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from filelock import FileLock, Timeout
+
+from .. import download as dl
+from ..paths import paths
+from . import catalogue as cat
+from . import hub, library
+from .catalogue import FAMILY, SKETCH, UnknownModel
+from .library import LibraryError, ModelFiles
+
+TOKEN_MESSAGE = ("This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN")
+
+
+class PullError(Exception):
+    """A pull failed; the message is meant for the user."""
+
+
+class NeedsToken(PullError):
+    """The hub answered 401/403."""
+
+
+class BadModelName(PullError, ValueError):
+    """Unknown model or language model size (bad input: CLI exit 2, HTTP 400)."""
+
+
+@dataclass
+class PullEvent:
+    """One step of a pull.
+
+    ``type``:
+    - ``catalogue``: asking the hub for the file list (``message``)
+    - ``plan``: what will be downloaded: ``files`` [{name, kind, size, to_get, state}],
+      ``total`` (bytes still to get), ``approximate`` (sizes from the built-in copy)
+    - ``file_start`` / ``progress`` / ``file_done``: ``file``, ``file_received``,
+      ``file_total``, ``received`` (bytes of this pull so far), ``total``, ``speed`` (bytes/s),
+      ``eta`` (seconds left for the whole pull, None when unknown); ``file_done`` has
+      ``verified`` (False: no sha256 was known, only the size was checked)
+    - ``engine``: the engine step (``message``, ``engine`` = the backends event as a dict)
+    - ``done``: the model is ready (``message``)
+    """
+
+    type: str
+    model: str
+    message: str = ""
+    file: str | None = None
+    file_received: int = 0
+    file_total: int | None = None
+    received: int = 0
+    total: int = 0
+    speed: float = 0.0
+    eta: float | None = None
+    approximate: bool = False
+    verified: bool | None = None
+    files: list[dict] = field(default_factory=list)
+    engine: dict | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _as_dict(event: Any) -> dict:
+    if isinstance(event, dict):
+        return event
+    if hasattr(event, "to_dict"):
+        try:
+            return dict(event.to_dict())
+        except Exception:
+            pass
+    if hasattr(event, "__dataclass_fields__"):
+        try:
+            return asdict(event)
+        except Exception:
+            pass
+    return {"message": str(event)}
+
+
+def _lock_for(name: str) -> FileLock:
+    folder = paths().cache_dir / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder / f"{name}.lock"), timeout=0)
+
+
+async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None,
+               lm_size: str | None = None, with_engine: bool = True,
+               stall_timeout: float = 30.0, retries: int = 5) -> ModelFiles:
+    """Download what ``name`` still lacks and return the files the node will use.
+
+    Raises BadModelName (unknown model / LM size), NeedsToken (401/403),
+    ``download.NotEnoughSpace`` (before any byte), ``download.DownloadError`` (network,
+    hash), PullError (anything else worth telling the user). ``asyncio.CancelledError``
+    passes through with the ``.part`` files kept.
+    """
+    emit = on_event or (lambda event: None)
+    wanted = name.strip()
+    if wanted.endswith(".gguf"):
+        wanted = wanted[: -len(".gguf")]
+    if wanted == SKETCH:
+        emit(PullEvent("done", SKETCH, message="the sketch engine is built in: nothing to "
+                                               "download"))
+        return library.resolve(SKETCH)
+    if lm_size is not None and lm_size not in cat.LM_SIZES:
+        raise BadModelName(f"--lm-size {lm_size!r} is not one of {', '.join(cat.LM_SIZES)}")
+
+    emit(PullEvent("catalogue", wanted, message="asking the model hub for the file list"))
+    try:
+        catalogue = await cat.refresh()
+    except hub.HubError as exc:   # a bad HF_ENDPOINT
+        raise PullError(str(exc)) from None
+    try:
+        dit = catalogue.dit_for(wanted)
+    except UnknownModel as exc:
+        raise BadModelName(str(exc)) from None
+    model_name = dit.stem
+    try:
+        info = library.find(model_name, catalogue=catalogue, lm_size=lm_size)
+    except (UnknownModel, LibraryError) as exc:
+        raise BadModelName(str(exc)) from None
+    if info.imported:
+        raise PullError(f"{model_name} was imported from {info.folder}; pull downloads only "
+                        f"into {library.family_dir()}. Remove the import first "
+                        f"(`cantor models rm {model_name}`) to download it.")
+
+    todo = [f for f in info.files if f.state != library.F_READY]
+    for f in todo:
+        if catalogue.get(f.name) is None:
+            raise PullError(f"{f.name} ({f.kind}) is {f.state} and is not a file of "
+                            f"{catalogue.repo}; replace it by hand")
+    total = sum(f.to_get for f in todo)
+    approximate = any(f.size_approximate for f in todo) or catalogue.source == "builtin"
+    emit(PullEvent("plan", model_name, total=total, approximate=approximate,
+                   message=f"{len(todo)} file(s) to download" if todo else "already downloaded",
+                   files=[{"name": f.name, "kind": f.kind, "size": f.size, "to_get": f.to_get,
+                           "state": f.state} for f in todo]))
+
+    folder = library.family_dir()
+    lock = _lock_for(model_name)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise PullError(f"{model_name} is already being downloaded by another pull") from None
+    try:
+        if todo:
+            dl.check_free_space(folder, total)   # before the first byte
+        done_bytes = 0
+        started = time.monotonic()
+        for f in todo:
+            entry = catalogue.get(f.name)
+            dest = folder / f.name
+            if f.state == library.F_CORRUPT and dest.exists():
+                dest.unlink()   # ours, in the library folder: replace it
+            url = hub.resolve_url(catalogue.repo, f.name, catalogue.revision)
+            sha = entry.sha256 or await hub.probe_sha256(url)
+            size = None if entry.approximate else entry.size
+            emit(PullEvent("file_start", model_name, file=f.name, file_total=size or f.size,
+                           received=done_bytes, total=total, approximate=approximate))
+            base = done_bytes
+
+            def on_progress(p: dl.Progress, _f=f, _base=base) -> None:
+                got = _base + max(0, p.received - p.resumed_from)
+                elapsed = max(1e-6, time.monotonic() - started)
+                speed = p.speed or got / elapsed
+                left = max(0, total - got)
+                emit(PullEvent("progress", model_name, file=_f.name,
+                               file_received=p.received, file_total=p.total,
+                               received=got, total=total, speed=speed,
+                               eta=(left / speed) if speed > 0 else None,
+                               approximate=approximate))
+
+            try:
+                await dl.download(url, dest, sha256=sha, size=size,
+                                  headers=hub.auth_headers(), on_progress=on_progress,
+                                  stall_timeout=stall_timeout, retries=retries)
+            except dl.AuthRequired:
+                raise NeedsToken(TOKEN_MESSAGE) from None
+            library.record_hash(dest, sha256=sha, expected=sha, ok=True if sha else None)
+            done_bytes = base + f.to_get
+            emit(PullEvent("file_done", model_name, file=f.name,
+                           file_received=dest.stat().st_size, file_total=dest.stat().st_size,
+                           received=done_bytes, total=total, verified=sha is not None,
+                           message="" if sha else "no sha256 known: checked by size only"))
+    finally:
+        lock.release()
+
+    if with_engine:
+        emit(PullEvent("engine", model_name, message="making sure an engine is installed"))
+        from .. import backends
+        build = await backends.ensure_engine(
+            FAMILY, lambda ev: emit(PullEvent("engine", model_name, message=str(
+                _as_dict(ev).get("message") or ev), engine=_as_dict(ev))))
+        emit(PullEvent("engine", model_name, message=f"engine ready: {build}",
+                       engine=_as_dict(build)))
+    files = library.resolve(model_name, lm_size=lm_size)
+    emit(PullEvent("done", model_name, message=f"{model_name} is ready"))
+    return files

@@ -1,0 +1,189 @@
+"""`pull` against a model hub on 127.0.0.1 (tests/support/hub.py): resume, hashes, tokens,
+partial state, free space. Engine step skipped (with_engine=False) except where noted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from cantor_desktop import download as dl
+from cantor_desktop import secrets
+from cantor_desktop.models import catalogue, library, pull
+from support.hub import ModelHub
+
+DIT = "acestep-v15-turbo-Q8_0.gguf"
+TE = "Qwen3-Embedding-0.6B-Q8_0.gguf"
+VAE = "vae-BF16.gguf"
+LM = "acestep-5Hz-lm-0.6B-Q8_0.gguf"
+SIZE = 256 * 1024
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    with ModelHub() as h:
+        h.add_set(DIT, LM, size=SIZE)
+        monkeypatch.setenv("HF_ENDPOINT", h.base_url)
+        yield h
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def family_file(name):
+    return library.family_dir() / name
+
+
+def test_pull_downloads_the_set_with_progress_and_resolves(hub):
+    events = []
+    files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False,
+                          on_event=events.append))
+    assert files.name == "acestep-v15-turbo-Q8_0"
+    assert (files.dit, files.text_enc, files.vae, files.lm) == (DIT, TE, VAE, LM)
+    assert files.models_dir == library.family_dir()
+    for name in (DIT, TE, VAE, LM):
+        p = family_file(name)
+        assert p.is_file() and not p.is_symlink()
+        assert p.read_bytes() == hub.files[name]
+    plan = next(e for e in events if e.type == "plan")
+    assert plan.total == 4 * SIZE and not plan.approximate
+    assert {f["name"] for f in plan.files} == {DIT, TE, VAE, LM}
+    done = [e for e in events if e.type == "file_done"]
+    assert [e.verified for e in done] == [True] * 4
+    assert done[-1].received == done[-1].total == 4 * SIZE
+    assert events[-1].type == "done"
+    model = library.find("acestep-v15-turbo-Q8_0", lm_size="0.6B")
+    assert model.state == library.READY
+    assert model.size_bytes == 4 * SIZE and model.download_bytes == 0
+    assert all(f.verified for f in model.files)
+    # a second pull has nothing to get
+    events.clear()
+    run(pull.pull("acestep-v15-turbo-Q8_0", lm_size="0.6B", with_engine=False,
+                  on_event=events.append))
+    assert next(e for e in events if e.type == "plan").total == 0
+    assert not hub.server.requests_for(hub.cdn_path(DIT))[1:]
+
+
+def test_cut_connection_resumes_to_identical_file(hub):
+    hub.server.cut(hub.cdn_path(DIT), after=100_000)
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    assert family_file(DIT).read_bytes() == hub.files[DIT]
+    ranges = [r.header("range") for r in hub.server.requests_for(hub.cdn_path(DIT))]
+    assert ranges[0] is None and ranges[-1] == "bytes=100000-"
+
+
+def test_wrong_hash_is_refused_and_never_ready(hub):
+    hub.advertise(DIT, sha256="0" * 64)
+    with pytest.raises(dl.HashMismatch):
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    assert not family_file(DIT).exists()
+    model = library.find("acestep-v15-turbo", lm_size="0.6B")
+    assert model.state != library.READY
+    with pytest.raises(library.ModelNotReady):
+        library.resolve("acestep-v15-turbo")
+
+
+def test_corrupted_bytes_in_transit_are_refused(hub):
+    hub.server.corrupt(hub.cdn_path(TE))
+    with pytest.raises(dl.HashMismatch):
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, retries=0))
+    assert not family_file(TE).exists()
+    assert library.find("acestep-v15-turbo", lm_size="0.6B").state != library.READY
+
+
+def test_gated_file_needs_a_token(hub, monkeypatch):
+    hub.gate(DIT, "hf_sesame")
+    with pytest.raises(pull.NeedsToken) as err:
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    assert "cantor login" in str(err.value) and "HF_TOKEN" in str(err.value)
+    monkeypatch.setenv("HF_TOKEN", "hf_wrong")
+    with pytest.raises(pull.NeedsToken):
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    monkeypatch.setenv("HF_TOKEN", "hf_sesame")
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    assert family_file(DIT).read_bytes() == hub.files[DIT]
+    auth = hub.server.requests_for(hub.cdn_path(DIT))[-1].header("authorization")
+    assert auth == "Bearer hf_sesame"
+
+
+def test_keyring_token_is_used_when_no_env(hub):
+    hub.gate(DIT, "hf_from_keyring")
+    secrets.set_secret(secrets.HF_TOKEN, "hf_from_keyring")
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    assert family_file(DIT).is_file()
+
+
+def test_interrupted_pull_is_partial_then_resumes(hub):
+    # the downloader writes in 1 MiB batches: a DiT of a few MiB leaves a real .part
+    big = 3 * 1024 * 1024
+    hub.add(DIT, size=big)
+    hub.server.throttle(hub.cdn_path(DIT), 3_000_000, times=1)
+
+    async def interrupted():
+        got_bytes = asyncio.Event()
+
+        def on_event(e):
+            if e.type == "progress" and e.file == DIT and e.file_received > 1_300_000:
+                got_bytes.set()
+
+        task = asyncio.create_task(pull.pull("acestep-v15-turbo", lm_size="0.6B",
+                                             with_engine=False, on_event=on_event))
+        await asyncio.wait_for(got_bytes.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(interrupted())
+    part = dl.part_path(family_file(DIT))
+    assert part.exists() and 0 < part.stat().st_size < big
+    assert not family_file(DIT).exists()
+    model = library.find("acestep-v15-turbo", lm_size="0.6B")
+    assert model.state == library.PARTIAL
+    listed = {m.name: m for m in library.list_models(lm_size="0.6B")}
+    assert listed["acestep-v15-turbo-Q8_0"].state == library.PARTIAL
+    have = part.stat().st_size
+    assert model.download_bytes == big + 3 * SIZE - have
+    events = []
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False,
+                  on_event=events.append))
+    assert next(e for e in events if e.type == "plan").total == big + 3 * SIZE - have
+    assert family_file(DIT).read_bytes() == hub.files[DIT]
+    assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
+
+
+def test_not_enough_disk_refused_before_first_byte(hub):
+    hub.advertise(VAE, size=10 ** 16)
+    with pytest.raises(dl.NotEnoughSpace) as err:
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    assert "disk space" in str(err.value)
+    gets = [r for r in hub.server.requests if r.path.startswith("/cdn/")]
+    assert gets == []
+    assert not list(library.family_dir().glob("*.gguf*"))
+
+
+def test_unknown_model_and_bad_lm_size(hub):
+    with pytest.raises(pull.BadModelName) as err:
+        run(pull.pull("acestep-v15-nope", with_engine=False))
+    assert "known variants" in str(err.value)
+    with pytest.raises(pull.BadModelName):
+        run(pull.pull("acestep-v15-turbo", lm_size="3B", with_engine=False))
+
+
+def test_hash_from_etag_when_tree_is_unreachable(hub, monkeypatch):
+    # no tree API: the built-in catalogue (no sha256) answers; the CDN ETag gives the sha256
+    hub.server.fail(f"/api/models/{hub.repo}/tree/main", 500, times=None)
+    events = []
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False,
+                  on_event=events.append))
+    plan = next(e for e in events if e.type == "plan")
+    assert plan.approximate
+    assert all(e.verified for e in events if e.type == "file_done")
+    assert family_file(DIT).read_bytes() == hub.files[DIT]
+
+
+def test_sketch_needs_nothing(hub):
+    files = run(pull.pull("sketch", with_engine=False))
+    assert files.builtin and files.name == "sketch"
+    assert hub.server.requests == []
