@@ -14,6 +14,8 @@ COMMAND_MODULES = [
     "config_cmd",
     "sketch_cmd",
     "node_cmd",
+    "sing_cmd",
+    "upgrade_cmd",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

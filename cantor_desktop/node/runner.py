@@ -136,7 +136,7 @@ class Runner:
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task | None = None
         self._stopping = False
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._versions: dict[int, tuple[int | None, str | None]] = {}
 
     # -- life ----------------------------------------------------------------------------
 
@@ -157,7 +157,7 @@ class Runner:
             await asyncio.wait(list(self.tasks.values()), timeout=5)
         for sup in list(self.supervisors.values()):
             try:
-                await sup.stop()
+                await sup.aclose(3.0)
             except Exception:
                 log.exception("stopping an engine")
 
@@ -240,24 +240,35 @@ class Runner:
             plan = _with_files(used, plan)
             self.queue.set_engine(song, plan.describe())
 
-        from ..engine.client import EngineError, JobCancelled, engine_request
+        from ..engine.client import JobCancelled, JobFailed, engine_request
 
         engine_req = engine_request(request, synth_model=plan.files.get("dit"),
                                     lm_model=None if request.instrumental else plan.files.get("lm"),
                                     output_format=song_files.engine_format(fmt))
+        steps = (request.extra or {}).get("inference_steps")
+        if steps:
+            engine_req["inference_steps"] = int(steps)
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop(),
                                    duration=request.duration)
         unsubscribe = sup.subscribe(watcher.on_event)
+        expect = getattr(sup, "expect_duration", None)
+        if callable(expect):
+            expect(request.duration)
         first_stage = "synth" if request.instrumental else "lm"
         self.queue.set_stage(song, first_stage, song.progress)
         t1 = time.monotonic()
+        client = sup.client()
         try:
-            tracks = await sup.client().song(engine_req, on_stage=watcher.on_stage)
+            version = await self._engine_version(sup, client)
+            if version and version != plan.version:
+                plan.version = version
+                self.queue.set_engine(song, plan.describe())
+            tracks = await client.song(engine_req, on_stage=watcher.on_stage)
         except JobCancelled:
             self.queue.finish_cancelled(song)
             return
-        except EngineError as exc:
-            self.queue.finish_failed(song, _engine_reason(sup, exc))
+        except JobFailed as exc:
+            self.queue.finish_failed(song, exc.reason or _engine_reason(sup, exc))
             return
         except asyncio.CancelledError:
             raise
@@ -267,6 +278,7 @@ class Runner:
         finally:
             if callable(unsubscribe):
                 unsubscribe()
+            await asyncio.shield(client.aclose())
         timings["engine_s"] = round(time.monotonic() - t1, 3)
         if not tracks:
             self.queue.finish_failed(song, "the engine returned no audio")
@@ -278,7 +290,7 @@ class Runner:
         meta = {
             "model": {"name": plan.model, "family": plan.family, "files": plan.files},
             "backend": plan.backend,
-            "engine_version": getattr(sup, "version", None) or plan.version,
+            "engine_version": version or plan.version,
             "engine_request": engine_req,
             "keep_loaded": keep_loaded,
             "timings": timings,
@@ -288,6 +300,20 @@ class Runner:
             fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta)
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+
+    async def _engine_version(self, sup, client) -> str | None:
+        """The running engine's own version (``/props``), asked once per process."""
+        pid = getattr(sup, "pid", None)
+        cached = self._versions.get(id(sup))
+        if cached and cached[0] == pid:
+            return cached[1]
+        try:
+            props = await asyncio.wait_for(client.props(), 5.0)
+            version = str(props.get("version") or "") or None
+        except Exception:
+            version = None
+        self._versions[id(sup)] = (pid, version)
+        return version
 
     def _supervisor(self, plan: EnginePlan):
         sup = self.supervisors.get(plan.key)
@@ -323,8 +349,9 @@ class Runner:
             plan = self.plans[key]
             running = bool(getattr(sup, "running", False))
             out.append({"engine": key, "family": plan.family, "backend": plan.backend,
-                        "version": getattr(sup, "version", None) or plan.version,
+                        "version": (self._versions.get(id(sup)) or (None, None))[1] or plan.version,
                         "model": plan.model, "files": plan.files, "running": running,
+                        "pid": getattr(sup, "pid", None) if running else None,
                         "keep_loaded": getattr(sup, "keep_loaded", None),
                         "song": self.busy.get(key)})
         return out
@@ -410,12 +437,16 @@ def _last_error(sup) -> str | None:
 
 
 def _engine_reason(sup, exc: Exception) -> str:
-    """The engine's own last error line, else what the client saw."""
-    line = _last_error(sup)
-    if line:
-        return line
+    """Why the engine failed this song: its own error lines for the job (and how it ended,
+    if it died), else what the client saw."""
+    try:
+        reason = sup.failure_reason()
+    except Exception:
+        reason = None
+    if reason:
+        return reason
     text = str(exc).strip()
-    return text or type(exc).__name__
+    return text or _last_error(sup) or type(exc).__name__
 
 
 Callback = Callable[..., None]

@@ -59,6 +59,7 @@ def serve(host: str, port: int) -> bool:
     from .api import create_app
 
     token = token_for(host)
+    logging.getLogger("httpx").setLevel(logging.WARNING)   # one line per engine poll is noise
     holder: dict[str, uvicorn.Server] = {}
 
     def request_exit() -> None:

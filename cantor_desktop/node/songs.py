@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import time
 import unicodedata
@@ -86,6 +87,16 @@ def _wav_matches(audio: bytes, fmt: str) -> bool:
     return info.subtype == WAV_SUBTYPES[fmt]
 
 
+def _readable(path: Path) -> None:
+    """Songs are the user's files: the usual permissions, not a temp file's 0600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(path, 0o666 & ~umask)
+    except OSError:
+        pass
+
+
 def audio_info(data: bytes) -> dict[str, Any]:
     import soundfile as sf
 
@@ -125,6 +136,8 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
         write_atomic(path, encoded)
         write_atomic(path.with_suffix(".json"),
                      json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
+        for done in (path, path.with_suffix(".json")):
+            _readable(done)
         files.append({"take": index + 1, "audio": str(path), "sidecar": str(path.with_suffix(".json")),
                       "format": fmt, "seed": seed, "bytes": len(encoded), **info})
     return files

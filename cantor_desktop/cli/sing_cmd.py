@@ -1,0 +1,217 @@
+"""`cantor sing CAPTION …`: one song through the node, with a progress bar on stderr.
+
+Uses the running node, or starts a private one for the call and stops it after. Prints the
+song's file path(s) on stdout. Exit 0 done, 1 the song failed (the reason is printed),
+2 bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub) -> None:
+    from ..config import SONG_FORMATS
+
+    p = sub.add_parser("sing", help="make one song",
+                       description="Make one song: a caption, and lyrics or --instrumental.")
+    p.add_argument("caption", help="the style: genre, instruments, mood")
+    lyr = p.add_mutually_exclusive_group()
+    lyr.add_argument("--lyrics", metavar="TEXT|@FILE",
+                     help="the words to sing, or @FILE to read them from a file")
+    lyr.add_argument("--instrumental", action="store_true", help="no vocals (the default)")
+    p.add_argument("--duration", metavar="S", help="length in seconds (10-600; default: the model's choice)")
+    p.add_argument("--bpm", metavar="N", help="tempo (30-300)")
+    p.add_argument("--key", metavar="K", help='key, e.g. "F# minor"')
+    p.add_argument("--time-signature", metavar="N", dest="time_signature",
+                   help="beats per bar: 2, 3, 4 or 6")
+    p.add_argument("--language", metavar="L", help="vocal language code, e.g. en")
+    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
+    p.add_argument("--model", metavar="M", help="model name (default: models.default; "
+                                                "sketch = the built-in engine)")
+    p.add_argument("--format", metavar="F", choices=SONG_FORMATS,
+                   help=f"audio format: {', '.join(SONG_FORMATS)} (default: songs.format)")
+    p.add_argument("-o", "--output", metavar="PATH",
+                   help="also copy the song to PATH (a file, or a folder)")
+    p.set_defaults(func=run)
+
+
+def build_request(args) -> dict:
+    """The command line → a song request dict (validated later by the shared rules)."""
+    request: dict = {"caption": args.caption}
+    if args.lyrics is not None:
+        text = args.lyrics
+        if text.startswith("@"):
+            path = Path(text[1:]).expanduser()
+            try:
+                text = path.read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _BadInput("lyrics", f"cannot read {path}: {exc}") from None
+        request["lyrics"] = text
+    else:
+        request["lyrics"] = "[Instrumental]"
+    for name in ("duration", "bpm", "key", "time_signature", "language", "seed", "model",
+                 "format"):
+        value = getattr(args, name)
+        if value is not None:
+            request[name] = value
+    return request
+
+
+class _BadInput(Exception):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+def run(args) -> int:
+    from ..song_request import RequestError, validate
+
+    try:
+        request = build_request(args)
+        validate(request)
+    except _BadInput as exc:
+        print(f"cantor sing: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RequestError as exc:
+        print(f"cantor sing: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(sing(request, args.output))
+    except KeyboardInterrupt:
+        return 130
+
+
+class ProgressBar:
+    """One line on stderr: bar, percent, stage, time left (redrawn in place on a terminal)."""
+
+    WIDTH = 28
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last = ""
+        self.last_plain = 0.0
+
+    def show(self, stage: str | None, progress: float, eta: float | None) -> None:
+        filled = int(round(progress * self.WIDTH))
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        left = f"  {_clock(eta)} left" if eta is not None and progress < 1 else ""
+        line = f"[{bar}] {progress * 100:5.1f}%  {stage or 'queued':<7}{left}"
+        if line == self.last:
+            return
+        self.last = line
+        if self.tty:
+            width = shutil.get_terminal_size((80, 20)).columns
+            self.stream.write("\r" + line[: width - 1].ljust(width - 1))
+            self.stream.flush()
+        elif time.monotonic() - self.last_plain >= 1.0 or progress >= 1.0:
+            self.last_plain = time.monotonic()
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def note(self, text: str) -> None:
+        self.end()
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.last = ""
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = max(int(round(seconds)), 0)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+async def sing(request: dict, output: str | None) -> int:
+    from ..node.launcher import NodeStartError, ensure_node
+    from ..nodeclient import NodeClient, NodeError, local_token
+
+    bar = ProgressBar()
+    try:
+        url, private = await ensure_node()
+    except NodeStartError as exc:
+        print(f"cantor sing: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    song_id = None
+    try:
+        async with NodeClient(url, token=None if private else local_token()) as node:
+            try:
+                song_id = await node.submit_song(request)
+            except NodeError as exc:
+                print(f"cantor sing: {exc.message}", file=sys.stderr)
+                return EXIT_USAGE if 400 <= exc.status < 500 else EXIT_FAILED
+            try:
+                final, data = await _follow(node, song_id, bar)
+            except asyncio.CancelledError:
+                raise
+            bar.end()
+            if final == "done":
+                files = data.get("files") or (await node.song(song_id)).get("files", [])
+                for item in files:
+                    path = Path(item["audio"])
+                    if output:
+                        dest = Path(output).expanduser()
+                        if len(files) > 1 and not dest.is_dir():
+                            dest = dest.with_name(f"{dest.stem}_take{item['take']}{dest.suffix}")
+                        path = await node.audio(song_id, dest, take=item["take"])
+                    print(path)
+                return EXIT_OK
+            if final == "failed":
+                print(f"cantor sing: the song failed: {data.get('error')}", file=sys.stderr)
+            else:
+                print("cantor sing: the song was cancelled", file=sys.stderr)
+            return EXIT_FAILED
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        bar.note("cancelling…")
+        if song_id:
+            try:
+                async with NodeClient(url, token=None if private else local_token()) as node:
+                    await node.cancel(song_id)
+            except NodeError:
+                pass
+        raise
+    except NodeError as exc:
+        bar.end()
+        print(f"cantor sing: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if private is not None:
+            await private.stop()
+
+
+async def _follow(node, song_id: str, bar: ProgressBar) -> tuple[str, dict]:
+    """Show events until the song ends; reconnects if the stream drops."""
+    from ..nodeclient import NodeError
+
+    stage = None
+    for _attempt in range(5):
+        try:
+            async for event, data in node.events(song_id):
+                if event == "stage":
+                    stage = data.get("stage")
+                elif event == "progress":
+                    stage = data.get("stage") or stage
+                    bar.show(stage, float(data.get("progress") or 0.0), data.get("eta"))
+                elif event == "queued":
+                    bar.show(None, 0.0, None)
+                elif event in ("done", "failed", "cancelled"):
+                    return event, data
+        except NodeError as exc:
+            if exc.status:
+                raise
+            await asyncio.sleep(0.5)
+    song = await node.song(song_id)
+    return song["state"], song

@@ -1,0 +1,70 @@
+"""`cantor upgrade`: update the engine builds, then restart a running node after its
+current song so it picks the new build up.
+
+With a node running, the update goes through the node (``POST /v1/backends/update``, which
+owns the engines) and the node is then asked to restart once idle
+(``POST /v1/node/restart``). Without one, the update runs here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("upgrade", help="update engine builds and restart the node when idle",
+                       description="Update the engine builds (like `cantor backends --update`), "
+                                   "then restart a running node after its current song.")
+    p.add_argument("--no-restart", action="store_true",
+                   help="update only; the node picks the new build up at its next restart")
+    p.set_defaults(func=run)
+
+
+def _describe(event, data) -> str:
+    if isinstance(data, dict):
+        text = data.get("message") or data.get("detail") or data.get("state") or ""
+        what = " ".join(str(data[k]) for k in ("family", "backend", "version") if data.get(k))
+        return " ".join(p for p in (event, what, str(text)) if p)
+    return f"{event} {data}"
+
+
+async def upgrade(restart: bool = True) -> int:
+    from ..node.launcher import answers
+    from ..nodeclient import NodeClient, NodeError, local_token, local_url
+
+    url, token = local_url(), local_token()
+    if await answers(url, token):
+        async with NodeClient(url, token) as node:
+            try:
+                async for event, data in node.update_backends():
+                    print(_describe(event, data), file=sys.stderr)
+                    if event == "error":
+                        print(f"cantor upgrade: {data.get('message')}", file=sys.stderr)
+                        return 1
+                if restart:
+                    answer = await node.restart()
+                    after = answer.get("after") or []
+                    print("the node restarts " + ("after its current song" if after
+                                                   else "now"), file=sys.stderr)
+            except NodeError as exc:
+                print(f"cantor upgrade: {exc.message}", file=sys.stderr)
+                return 1
+        return 0
+    from .. import backends
+
+    def on_event(ev) -> None:
+        from ..node.api import _event_json
+        print(_describe(*_event_json(ev)), file=sys.stderr)
+
+    try:
+        await backends.update(on_event=on_event)
+    except Exception as exc:
+        print(f"cantor upgrade: {exc}", file=sys.stderr)
+        return 1
+    print("no node is running; the next one starts with the updated builds", file=sys.stderr)
+    return 0
+
+
+def run(args) -> int:
+    return asyncio.run(upgrade(restart=not args.no_restart))

@@ -1,0 +1,244 @@
+"""Starting, stopping and watching a node child process (Qt-free; the app and `cantor sing`
+use it).
+
+:func:`ensure_node` returns the URL of a node that answers, starting a private one only when
+none does. A :class:`NodeProcess` stops only the process it started (SIGTERM, then kill),
+and :meth:`NodeProcess.watch` restarts it with back-off if it dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from .. import config
+from ..paths import paths
+from ..selfexec import self_argv
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 20.0
+STOP_TIMEOUT = 8.0
+BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 0.5, 30.0, 60.0
+
+
+class NodeStartError(RuntimeError):
+    """The node child did not come up; the message carries its own last words."""
+
+
+def _connect_host(host: str) -> str:
+    if host in ("0.0.0.0", "", "::", "[::]"):
+        return "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        return f"[{host}]"
+    return host
+
+
+async def answers(url: str, token: str | None = None, timeout: float = 1.0) -> bool:
+    """True when a Cantor node answers ``GET /v1/health`` at ``url``."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
+            response = await http.get(url.rstrip("/") + "/v1/health", headers=headers)
+            return response.status_code == 200 and response.json().get("status") == "ok"
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+class NodeProcess:
+    """One node child: ``self_argv("node") + ["--host", h, "--port", p]``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None, *,
+                 token: str | None = None, env: dict[str, str] | None = None,
+                 log_path: Path | None = None):
+        if port is None:
+            port = config.load_or_defaults()[0].get("node.port")
+        self.host = host
+        self.port = int(port)
+        self.token = token
+        self.env = env
+        self.log_path = log_path or paths().node_log
+        self.proc: subprocess.Popen | None = None
+        self.restarts = 0
+        self._stopping = False
+        self._log_offset = 0
+        self._started_at = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://{_connect_host(self.host)}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def argv(self) -> list[str]:
+        return self_argv("node") + ["--host", self.host, "--port", str(self.port)]
+
+    async def start(self, timeout: float = READY_TIMEOUT) -> str:
+        """Start the child and wait until it answers; returns its URL."""
+        if self.running:
+            return self.url
+        self._stopping = False
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._log_offset = self.log_path.stat().st_size
+        except OSError:
+            self._log_offset = 0
+        env = {**os.environ, **(self.env or {})}
+        with open(self.log_path, "ab") as err:
+            kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
+                            "stderr": err, "env": env}
+            if os.name == "nt":
+                kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+            else:
+                kwargs["start_new_session"] = True
+            self.proc = subprocess.Popen(self.argv(), **kwargs)
+        self._started_at = time.monotonic()
+        log.info("started node pid %d on %s", self.proc.pid, self.url)
+        await self.wait_ready(timeout)
+        return self.url
+
+    async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        async with httpx.AsyncClient(timeout=1.0, trust_env=False) as http:
+            while True:
+                if self.proc is None or self.proc.poll() is not None:
+                    code = None if self.proc is None else self.proc.returncode
+                    raise NodeStartError(f"the node exited (code {code}) before it answered: "
+                                         f"{self._last_words() or 'no output'}")
+                try:
+                    response = await http.get(self.url + "/v1/health", headers=headers)
+                    if response.status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() >= deadline:
+                    await self.stop()
+                    raise NodeStartError(f"the node did not answer within {timeout:g} s "
+                                         f"(see {self.log_path})")
+                await asyncio.sleep(0.05)
+
+    def _last_words(self) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self._log_offset)
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [line for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-3:])
+
+    async def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """Stop the child this object started: SIGTERM, then kill after ``timeout``."""
+        self._stopping = True
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            try:
+                if os.name == "nt":
+                    proc.terminate()
+                else:
+                    proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            if proc.poll() is None:
+                log.warning("node pid %d did not stop within %g s; killing it", proc.pid, timeout)
+                proc.kill()
+                while proc.poll() is None:
+                    await asyncio.sleep(0.02)
+        return proc.returncode
+
+    async def watch(self, on_state: Callable[[str, str], None] | None = None) -> None:
+        """Keep the node running until :meth:`stop`: restart it with back-off when it dies.
+
+        ``on_state(state, detail)`` hears "exited", "restarting", "running", "failed".
+        """
+        delay = BACKOFF_FIRST
+        while not self._stopping:
+            proc = self.proc
+            if proc is not None:
+                while proc.poll() is None and not self._stopping:
+                    await asyncio.sleep(0.2)
+                if self._stopping:
+                    return
+                detail = f"exit code {proc.returncode}"
+                log.warning("node pid %d died (%s)", proc.pid, detail)
+                if on_state:
+                    on_state("exited", detail)
+                if time.monotonic() - self._started_at > BACKOFF_RESET_AFTER:
+                    delay = BACKOFF_FIRST
+            if on_state:
+                on_state("restarting", f"in {delay:g} s")
+            await asyncio.sleep(delay)
+            if self._stopping:
+                return
+            try:
+                await self.start()
+                self.restarts += 1
+                if on_state:
+                    on_state("running", self.url)
+            except NodeStartError as exc:
+                log.warning("node restart failed: %s", exc)
+                if on_state:
+                    on_state("failed", str(exc))
+            delay = min(delay * 2, BACKOFF_MAX)
+
+
+async def ensure_node(host: str | None = None, port: int | None = None) -> tuple[str, NodeProcess | None]:
+    """A node to talk to: the configured one if it answers, else a private one started now.
+
+    Returns ``(url, process)``; ``process`` is None when the node was already running (not
+    ours to stop).
+    """
+    from ..nodeclient import local_token, local_url
+
+    cfg, _err = config.load_or_defaults()
+    token = local_token(cfg)
+    url = local_url(cfg)
+    if host is None and port is None and await answers(url, token):
+        return url, None
+    host = host or cfg.get("node.host")
+    port = port if port is not None else cfg.get("node.port")
+    url = f"http://{_connect_host(host)}:{port}"
+    if await answers(url, token):
+        return url, None
+    if _port_taken(_connect_host(host).strip("[]"), port):
+        port = _free_port()
+    proc = NodeProcess(host, port, token=None if config.is_loopback_host(host) else token)
+    return await proc.start(), proc
+
+
+def _port_taken(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
