@@ -38,10 +38,14 @@ def node_url(cfg: config.Config) -> str:
     return f"http://{host}:{cfg.get('node.port')}"
 
 
+REMOTE_TOKEN = "remote-node-token"
+
+
 def remote_token() -> str | None:
+    """The token the user gave for a remote node (OS keyring)."""
     try:
         from ..secrets import get_secret
-        return get_secret("node_token")
+        return get_secret(REMOTE_TOKEN)
     except Exception:
         return None
 
@@ -138,8 +142,13 @@ class NodeLink(QObject):
 
     def _new_client(self):
         from ..nodeclient import NodeClient
+        from ..nodeclient import local_token
+        cfg = config.load_or_defaults()[0]
         url = self.url
-        token = None if config.is_loopback_host(_host_of(url)) else remote_token()
+        if self._url_override is None and not cfg.get("app.node_url").strip():
+            token = local_token(cfg)
+        else:
+            token = None if config.is_loopback_host(_host_of(url)) else remote_token()
         return NodeClient(url, token=token)
 
     async def _answers(self) -> bool:
@@ -233,7 +242,7 @@ class NodeLink(QObject):
 
     async def refresh_songs(self) -> None:
         raw = await self.client.songs()
-        items = raw.get("songs", raw) if isinstance(raw, dict) else raw
+        items = raw.get("songs", []) if isinstance(raw, dict) else raw
         records = [SongRecord.from_node(d) for d in items]
         self.songs = {r.id: r for r in records}
         self.songs_loaded.emit(sorted(records, key=lambda r: r.created, reverse=True))
@@ -308,8 +317,16 @@ class NodeLink(QObject):
     def pull(self, name: str) -> None:
         async def pull():
             try:
-                async for event in self.client.pull(name):
-                    self.pull_event.emit(name, dict(event))
+                async for event, data in self.client.pull(name):
+                    data = data if isinstance(data, dict) else {"message": data}
+                    if event == "error":
+                        self.pull_event.emit(name, {"state": "failed",
+                                                    "error": data.get("message") or "failed"})
+                        return
+                    if event == "done":
+                        self.pull_event.emit(name, {"state": "done"})
+                        return
+                    self.pull_event.emit(name, {"event": event, **data})
                 self.pull_event.emit(name, {"state": "done"})
             except asyncio.CancelledError:
                 self.pull_event.emit(name, {"state": "paused"})
@@ -332,27 +349,54 @@ class NodeLink(QObject):
         self.tasks.start(f"remove:{name}", remove())
 
     # -- backends and settings ------------------------------------------------------------
-    def backend_action(self, action: str, backend: str | None = None) -> None:
+    def backend_action(self, action: str, backend: str | None = None,
+                       candidates: list[str] | None = None) -> str:
+        """install / use / update / find; events go out on ``backend_event`` under the key."""
         key = f"backend:{action}:{backend or ''}"
+
+        def emit(event: dict) -> None:
+            self.backend_event.emit(key, event)
+
+        async def stream(iterator, who: str | None) -> bool:
+            async for event, data in iterator:
+                data = data if isinstance(data, dict) else {"message": data}
+                if event == "error":
+                    emit({"backend": who, "outcome": "rejected",
+                          "message": data.get("message") or "failed"})
+                    return False
+                if event == "done":
+                    return True
+                emit({"backend": who, "event": event, **data})
+            return True
 
         async def run():
             try:
-                method = getattr(self.client, f"backend_{action}", None) or getattr(
-                    self.client, "backends_action")
-                stream = method(backend) if method.__name__ != "backends_action" else method(
-                    action, backend)
-                if hasattr(stream, "__aiter__"):
-                    async for event in stream:
-                        self.backend_event.emit(key, dict(event))
-                else:
-                    result = await stream
-                    self.backend_event.emit(key, dict(result or {}))
-                self.backend_event.emit(key, {"state": "done"})
+                ok = True
+                if action == "use":
+                    result = await self.client.use_backend(backend or "auto")
+                    emit({"backend": backend, "message": result.get("note") or "in use"})
+                elif action == "install":
+                    ok = await stream(self.client.install_backend(backend), backend)
+                elif action == "update":
+                    ok = await stream(self.client.update_backends(), None)
+                elif action == "find":
+                    ok = False
+                    for candidate in candidates or []:
+                        emit({"backend": candidate, "message": "trying…"})
+                        if await stream(self.client.install_backend(candidate), candidate):
+                            emit({"backend": candidate, "outcome": "chosen",
+                                  "message": "works — chosen"})
+                            ok = True
+                            break
+                    if not ok:
+                        emit({"state": "failed", "error": "no backend could be installed"})
+                        return
+                emit({"state": "done" if ok else "failed", "error": "" if ok else "failed"})
             except asyncio.CancelledError:
-                self.backend_event.emit(key, {"state": "cancelled"})
+                emit({"state": "cancelled"})
                 raise
             except Exception as exc:
-                self.backend_event.emit(key, {"state": "failed", "error": describe_error(exc)})
+                emit({"state": "failed", "error": describe_error(exc)})
                 raise
             finally:
                 self.refresh_later("system")

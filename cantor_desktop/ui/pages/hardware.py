@@ -108,7 +108,7 @@ class HardwarePage(QWidget):
         self.log.setMaximumHeight(140)
         layout.addWidget(self.log)
 
-        self.find.clicked.connect(lambda: self.run("install", None))
+        self.find.clicked.connect(self.find_best)
         self.cancel.clicked.connect(self._cancel)
         self.keep_loaded.toggled.connect(self._keep_loaded)
         link.system_loaded.connect(self.set_system)
@@ -159,9 +159,26 @@ class HardwarePage(QWidget):
         if self.link.client is None:
             self.log.addItem("The node is not running; start it first.")
             return
-        self.running_key = self.link.backend_action(action, backend or ("auto" if action == "use" else None))
+        self.running_key = self.link.backend_action(action, backend)
         what = {"install": "Installing", "use": "Switching to", "update": "Updating"}[action]
         self.log.addItem(f"{what} {backend or 'the best backend'}…")
+        self.progress.setValue(0)
+        self.progress.show()
+        self.cancel.show()
+        self.find.setEnabled(False)
+
+    def find_best(self) -> None:
+        """Trial-install the supported backends, best first; each outcome shows as it comes."""
+        if self.link.client is None:
+            self.log.addItem("The node is not running; start it first.")
+            return
+        rows = backend_rows(self.link.system)
+        candidates = [r["name"] for r in rows if r["supported"]] or ["cpu"]
+        for r in rows:
+            if not r["supported"]:
+                self.log.addItem(f"{r['name']}: skipped — {r['reason'] or 'not supported here'}")
+        self.running_key = self.link.backend_action("find", None, candidates)
+        self.log.addItem(f"Finding the best backend among {', '.join(candidates)}…")
         self.progress.setValue(0)
         self.progress.show()
         self.cancel.show()

@@ -234,7 +234,8 @@ class SettingsPage(QWidget):
         self._check()
         try:
             from ...secrets import get_secret
-            self.token.setText(get_secret("node_token") or "")
+            from ..node_link import REMOTE_TOKEN
+            self.token.setText(get_secret(REMOTE_TOKEN) or "")
         except Exception:
             pass
 
@@ -261,7 +262,8 @@ class SettingsPage(QWidget):
         try:
             from ...secrets import delete_secret, set_secret
             value = self.token.text().strip()
-            set_secret("node_token", value) if value else delete_secret("node_token")
+            from ..node_link import REMOTE_TOKEN
+            set_secret(REMOTE_TOKEN, value) if value else delete_secret(REMOTE_TOKEN)
             self.status.setText("Token saved in the keyring")
         except Exception as exc:
             self.status.setText(f"Token not saved: {exc}")

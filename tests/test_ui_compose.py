@@ -1,0 +1,79 @@
+"""Compose: live validation with the node's rules, the Instrumental sentinel, the queue."""
+
+from __future__ import annotations
+
+import httpx
+
+from test_ui_helpers import node, qloop, run, until  # noqa: F401 (fixtures)
+
+from cantor_desktop.ui.compose_form import ComposeForm
+from cantor_desktop.ui.node_link import NodeLink
+from cantor_desktop.ui.pages.compose import ComposePage
+
+
+def make_page(qtbot, url=None):
+    link = NodeLink(url=url, start_child=False)
+    page = ComposePage(link)
+    qtbot.addWidget(page)
+    return link, page
+
+
+def test_invalid_fields_block_generate_with_the_reason(qtbot, qloop):
+    link, page = make_page(qtbot)
+    assert not page.generate.isEnabled()
+    assert "Caption" in page.problem.text() and "required" in page.problem.text()
+    page.caption.setPlainText("dusty boom bap, vinyl crackle")
+    assert page.generate.isEnabled() and page.problem.text() == ""
+    page.bpm.setText("400")
+    assert not page.generate.isEnabled()
+    assert "Bpm must be from 30 to 300" in page.problem.text()
+    page.bpm.setText("92")
+    page.key.setCurrentText("H minor")
+    assert not page.generate.isEnabled() and "Key" in page.problem.text()
+    page.key.setCurrentText("f# min")
+    page.duration.setText("5")
+    assert "Duration must be from 10 to 600" in page.problem.text()
+    page.duration.setText("")
+    assert page.generate.isEnabled()
+    body = page.form().validated()
+    assert body["key"] == "F# minor" and body["bpm"] == 92 and "duration" not in body
+
+
+def test_seed_lock_shows_the_seed_and_random_sends_minus_one(qtbot, qloop):
+    link, page = make_page(qtbot)
+    page.caption.setPlainText("ambient pads")
+    assert page.form().validated()["seed"] == -1
+    page.seed_lock.setChecked(True)
+    seed = int(page.seed.text())
+    assert page.form().validated()["seed"] == seed
+
+
+def test_instrumental_switch_sends_the_sentinel_and_keeps_lyrics(qtbot, qloop, node):
+    link, page = make_page(qtbot, node.url)
+    run(qloop, link._connect())
+    page.caption.setPlainText("sea shanty, stomping")
+    page.lyrics.setPlainText("[Verse]\nheave away")
+    page.instrumental.setChecked(True)
+    assert not page.lyrics.isEnabled()
+    assert page.lyrics.toPlainText() == "[Verse]\nheave away"
+    ids = []
+    page.generated.connect(ids.append)
+    page.generate.click()
+    run(qloop, until(lambda: ids, what="the song to be queued"))
+    sent = httpx.get(f"{node.url}/v1/songs/{ids[0]}").json()
+    assert sent["request"]["lyrics"] == "[Instrumental]"
+    assert sent["request"]["caption"] == "sea shanty, stomping"
+    page.instrumental.setChecked(False)
+    assert page.lyrics.isEnabled()
+    assert page.form().validated()["lyrics"] == "[Verse]\nheave away"
+    run(qloop, link.shutdown())
+
+
+def test_use_these_settings_round_trip():
+    params = {"caption": "waltz", "lyrics": "[Instrumental]", "bpm": 90, "duration": 30.0,
+              "time_signature": 3, "key": "A minor", "model": "sketch", "format": "flac",
+              "batch": 2}
+    form = ComposeForm.from_settings(params, seed=1234)
+    body = form.validated()
+    assert body["seed"] == 1234 and body["time_signature"] == 3 and body["duration"] == 30.0
+    assert body["lyrics"] == "[Instrumental]" and body["batch"] == 2 and body["format"] == "flac"

@@ -1,0 +1,101 @@
+"""Shared pieces of the UI tests (no tests here): a qasync loop, a real node process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+
+import httpx
+import pytest
+
+os.environ.setdefault("QT_API", "pyside6")
+
+from conftest import free_port  # noqa: E402
+
+
+@pytest.fixture
+def qloop(qapp):
+    """A qasync loop on the test's QApplication; tests drive it with ``run(loop, coro)``."""
+    import qasync
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    yield loop
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    asyncio.set_event_loop(None)
+    try:
+        loop.close()
+    except RuntimeError:
+        pass
+
+
+def run(loop, coro, timeout: float = 30.0):
+    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+
+async def until(predicate, timeout: float = 20.0, what: str = "condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class NodeProc:
+    def __init__(self, port: int, proc: subprocess.Popen):
+        self.port, self.proc = port, proc
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_node(port: int | None = None) -> NodeProc:
+    from cantor_desktop.selfexec import self_argv
+    port = port or free_port()
+    log = open(os.path.join(os.environ["CANTOR_HOME"], "node-test.out"), "ab")
+    proc = subprocess.Popen(self_argv("node") + ["serve", "--host", "127.0.0.1", "--port",
+                                                 str(port)], stdout=log, stderr=log)
+    node = NodeProc(port, proc)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"node exited with {proc.returncode}")
+        try:
+            if httpx.get(node.url + "/v1/health", timeout=1).status_code == 200:
+                return node
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    node.stop()
+    raise RuntimeError("node did not answer")
+
+
+@pytest.fixture
+def node():
+    n = start_node()
+    yield n
+    n.stop()
+
+
+def make_wav(path, seconds: float = 2.0, rate: int = 44100):
+    import numpy as np
+    import soundfile as sf
+    t = np.arange(int(seconds * rate)) / rate
+    env = np.linspace(0.1, 1.0, t.size)
+    data = (0.5 * env * np.sin(2 * np.pi * 220 * t)).astype("float32")
+    sf.write(str(path), np.stack([data, data], axis=1), rate, subtype="PCM_24")
+    return str(path)

@@ -1,0 +1,88 @@
+"""Songs: model/view with many songs, waveform peaks cached, drag carries file URLs (copy)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+
+from test_ui_helpers import make_wav, qloop, run, until  # noqa: F401
+
+from cantor_desktop.ui import waveform
+from cantor_desktop.ui.node_link import NodeLink
+from cantor_desktop.ui.pages.songs import SongsPage
+from cantor_desktop.ui.song_records import SongRecord
+
+
+def record(i: int, path: str | None = None) -> SongRecord:
+    return SongRecord.from_node({
+        "id": f"{i:016x}", "state": "done", "created": 1_700_000_000 + i,
+        "request": {"caption": f"song {i}", "model": "sketch", "seed": -1},
+        "files": [{"audio": path, "seed": 1000 + i, "duration": 12.5}] if path else []})
+
+
+def page(qtbot) -> SongsPage:
+    p = SongsPage(NodeLink(start_child=False))
+    qtbot.addWidget(p)
+    p.resize(900, 600)
+    return p
+
+
+def test_songs_are_newest_first_and_a_drag_carries_file_urls_with_copy(qtbot, tmp_path):
+    a = make_wav(tmp_path / "a.wav")
+    b = make_wav(tmp_path / "b.wav")
+    p = page(qtbot)
+    p.model.set_songs([record(1, a), record(2, b)])
+    assert p.model.record(0).caption == "song 2" and p.model.record(0).seed == 1002
+    p.view.selectionModel().select(p.model.index(1), QItemSelectionModel.ClearAndSelect)
+    mime = p.view.drag_mime_data()
+    assert [u.toLocalFile() for u in mime.urls()] == [os.path.abspath(a)]
+    assert all(u.isLocalFile() for u in mime.urls())
+    assert p.view.defaultDropAction() == Qt.CopyAction
+    assert p.model.flags(p.model.index(0)) & Qt.ItemIsDragEnabled
+
+
+def test_waveform_peaks_are_computed_in_the_background_once_and_cached(qtbot, qloop, tmp_path):
+    path = make_wav(tmp_path / "w.wav", seconds=3.0)
+    p = page(qtbot)
+    p.model.set_songs([record(1, path)])
+    p.show()
+    qtbot.waitExposed(p)
+    ready = []
+    p.store.ready.connect(ready.append)
+    run(qloop, until(lambda: ready, what="waveform"))
+    peaks = p.store.get(path)
+    assert peaks is not None and len(peaks) == waveform.BINS
+    assert peaks[-1] > peaks[0] * 3  # the test tone swells: the shape is the file's
+    assert waveform.cached_peaks(path) is not None
+    assert any(waveform.cache_dir().iterdir())
+    image = p.view.viewport().grab().toImage()
+    blue = sum(1 for x in range(0, image.width(), 4) for y in range(0, 64, 4)
+               if image.pixelColor(x, y).blue() > 180 and image.pixelColor(x, y).red() < 180)
+    assert blue > 10  # the waveform is painted
+
+
+def test_ten_thousand_songs_load_and_paint_fast(qtbot):
+    p = page(qtbot)
+    records = [record(i) for i in range(10_000)]
+    p.show()
+    qtbot.waitExposed(p)
+    start = time.perf_counter()
+    p.model.set_songs(records)
+    p.view.viewport().repaint()
+    elapsed = time.perf_counter() - start
+    assert p.model.rowCount() == 10_000
+    assert elapsed < 1.0, f"{elapsed:.3f} s"
+
+
+def test_move_to_trash_removes_the_song(qtbot, tmp_path, monkeypatch):
+    (tmp_path / "xdg").mkdir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    path = make_wav(tmp_path / "t.wav")
+    p = page(qtbot)
+    p.model.set_songs([record(1, path)])
+    p.view.selectionModel().select(p.model.index(0), QItemSelectionModel.ClearAndSelect)
+    moved = p.trash_selected(confirm=False)
+    assert moved == [record(1).id]
+    assert not os.path.exists(path) and p.model.rowCount() == 0
