@@ -260,6 +260,8 @@ def _file_state(local: LocalFile | None, entry: FileEntry | None,
             state, verified = F_CORRUPT, False
     if entry and not entry.approximate and st.st_size != entry.size:
         state = F_CORRUPT
+    if record and record.get("ok") and record.get("size") != st.st_size:
+        state = F_CORRUPT   # a verified file whose size changed is not that file any more
     if not entry or entry.approximate:
         size = st.st_size if state == F_READY else size
     return FileInfo(name=name, kind=kind, size=size, path=path_s, state=state,
