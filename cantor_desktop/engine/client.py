@@ -259,9 +259,7 @@ class EngineClient:
                 # A local engine that refuses connections has died; allow a brief blip.
                 lost_connection += 1
                 if lost_connection >= 4:
-                    reason = (await self._reason(job_id, wait=True)
-                              or f"{type(exc).__name__}: {exc}")
-                    raise JobFailed(f"engine stopped: {reason}") from None
+                    raise await self._engine_gone(exc, job_id) from None
                 await asyncio.sleep(0.1)
                 continue
             except EngineError as exc:
@@ -298,10 +296,15 @@ class EngineClient:
 
     async def run(self, path: str, body: dict | list) -> Any:
         """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too."""
-        job_id = await self.submit(path, body)
+        try:
+            job_id = await self.submit(path, body)
+        except httpx.TransportError as exc:
+            raise await self._engine_gone(exc, None) from None
         try:
             await self.wait(job_id)
             return await self.result(job_id)
+        except httpx.TransportError as exc:
+            raise await self._engine_gone(exc, job_id) from None
         except asyncio.CancelledError:
             await self._cancel_quietly(job_id)
             raise
@@ -341,6 +344,13 @@ class EngineClient:
         if response.status_code >= 400:
             raise EngineError(_error_message(response), response.status_code)
         return response
+
+    async def _engine_gone(self, exc: Exception, job_id: str | None) -> JobFailed:
+        """The engine stopped answering mid-job: it died; say why if its log knows."""
+        reason = None
+        if self._failure_reason is not None:
+            reason = await self._reason(job_id or "", wait=True)
+        return JobFailed(f"engine stopped: {reason or f'{type(exc).__name__}: {exc}'}")
 
     async def _cancel_quietly(self, job_id: str) -> None:
         """Best effort, and it survives the caller's own cancellation."""

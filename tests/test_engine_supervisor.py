@@ -1,0 +1,248 @@
+"""The engine supervisor with real engine processes (the scripted ace-server stand-in)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from support.scripted_engine import engine_argv, make_models
+
+from cantor_desktop.engine.client import JobFailed
+from cantor_desktop.engine.supervisor import EngineStartError, EngineSupervisor
+from cantor_desktop.paths import paths
+
+
+def run(coro, limit: float = 30):
+    return asyncio.run(asyncio.wait_for(coro, limit))
+
+
+@pytest.fixture
+def models(tmp_path):
+    return make_models(tmp_path / "models")
+
+
+def supervisor(models, script=None, **kwargs) -> EngineSupervisor:
+    env = {"SCRIPTED_ENGINE": json.dumps(script or {})}
+    return EngineSupervisor("acestep", engine_argv(), env, models, **kwargs)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is not alive either
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def test_start_serve_and_stop_with_the_engine_log_written(models):
+    sup = supervisor(models)
+
+    async def go():
+        await sup.start()
+        assert sup.running and sup.base_url.startswith("http://127.0.0.1:")
+        client = sup.client()
+        try:
+            props = await client.props()
+            tracks = await client.song({"caption": "x", "output_format": "wav16"})
+        finally:
+            await client.aclose()
+        pid = sup.pid
+        await sup.aclose()
+        return props, tracks, pid
+
+    props, tracks, pid = run(go())
+    assert props["models"]["dit"] == ["acestep-v15-turbo-Q8_0.gguf"]
+    assert len(tracks) == 1
+    assert not sup.running and not alive(pid)
+    assert sup.exit_code == 0                     # SIGTERM: a clean shutdown
+    log = paths().engine_log("acestep").read_text()
+    assert "[Server] Listening on 127.0.0.1:" in log
+    assert "[DiT] Step 8/8" in log and "[Server] Done" in log
+    assert "[Store] Created (policy=STRICT)" in sup.recent_lines(500)
+
+
+def test_an_early_exit_is_reported_at_once_with_the_first_error_line(tmp_path, models):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sup = EngineSupervisor("acestep", engine_argv(), {}, empty, ready_timeout=30)
+    started = time.monotonic()
+    with pytest.raises(EngineStartError) as err:
+        run(sup.start())
+    assert time.monotonic() - started < 5            # not the 30 s ready timeout
+    assert f"[Server] ERROR: no GGUF models found in {empty}" in str(err.value)
+    assert err.value.code == 1
+
+    lines = ["[Server] acestep.cpp test", "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU",
+             "[Server] FATAL: second line", "[Server] Done"]
+    sup = supervisor(models, {"exit_at_start": {"lines": lines, "code": 3}})
+    with pytest.raises(EngineStartError) as err:
+        run(sup.start())
+    assert err.value.reason == lines[1]
+    assert lines[1] in str(err.value) and "exit code 3" in str(err.value)
+
+
+def test_a_missing_executable_is_a_start_error(models, tmp_path):
+    sup = EngineSupervisor("acestep", [str(tmp_path / "no-such-ace-server")], {}, models)
+    with pytest.raises(EngineStartError, match="cannot start the acestep engine"):
+        run(sup.start())
+
+
+def test_an_engine_that_never_gets_ready_times_out_naming_its_last_line(models):
+    sup = supervisor(models, {"never_ready": True}, ready_timeout=1.0)
+    with pytest.raises(EngineStartError) as err:
+        run(sup.start())
+    assert "did not become ready within 1 s" in str(err.value)
+    assert "[Server] Listening on 127.0.0.1:" in str(err.value)
+    assert sup.pid is not None and not alive(sup.pid)
+
+
+def test_kill_9_mid_song_fails_that_song_with_a_reason_then_restarts_cleanly(models):
+    sup = supervisor(models, {"dit_steps": 400, "step_delay": 0.01})
+    exits = []
+    sup.on_exit(exits.append)
+    steps = []
+    sup.subscribe(lambda e: steps.append(e) if e.stage == "synth" else None)
+
+    async def go():
+        await sup.start()
+        first_pid = sup.pid
+        client = sup.client()
+        song = asyncio.create_task(client.song({"caption": "x", "output_format": "wav16"}))
+        while not any(e.line.startswith("[DiT] Step") for e in steps):
+            await asyncio.sleep(0.01)
+        os.kill(first_pid, signal.SIGKILL)
+        with pytest.raises(JobFailed) as failed:
+            await song
+        await client.aclose()
+        assert not sup.running
+        sup.env["SCRIPTED_ENGINE"] = json.dumps({"dit_steps": 4})   # a short next song
+        await sup.ensure_running()       # the node calls this before the next song
+        assert sup.running and sup.pid != first_pid
+        client = sup.client()
+        try:
+            tracks = await client.song({"caption": "y", "output_format": "wav16"})
+        finally:
+            await client.aclose()
+        await sup.aclose()
+        return failed.value, tracks
+
+    failed, tracks = run(go())
+    assert failed.reason.startswith("engine stopped: ")
+    assert "SIGKILL" in failed.reason
+    assert exits == [-signal.SIGKILL]
+    assert len(tracks) == 1 and tracks[0].audio[:4] == b"RIFF"
+
+
+def test_a_fatal_line_mid_job_is_the_songs_reason(models):
+    fatal = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
+    sup = supervisor(models, {"fatal": {"/lm": {"lines": [fatal], "code": 1}}})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.song({"caption": "x", "lyrics": "sing", "output_format": "wav16"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value
+
+    failed = run(go())
+    # the engine may die before or after answering the POST: the same reason either way
+    assert failed.reason.startswith(f"engine stopped: {fatal}")
+    assert sup.last_error_line() == fatal
+
+
+def test_a_failed_job_waits_for_its_reason_even_when_the_log_lags(models):
+    lines = ["[Server] DiT not found: nope.gguf", "[Server] FATAL: synth load failed"]
+    sup = supervisor(models, {"fail": {"/synth": lines}, "fail_lines_after": True})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.synth({"caption": "x", "synth_model": "nope.gguf"})
+            assert sup.running                       # a failed job leaves the engine up
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value
+
+    assert "DiT not found: nope.gguf" in run(go()).reason
+
+
+def test_progress_events_rise_monotonically_to_one(models):
+    sup = supervisor(models, {"dit_steps": 12, "step_delay": 0.01})
+    events = []
+    unsubscribe = sup.subscribe(events.append)
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            sup.expect_duration(30)
+            await client.song({"caption": "x", "lyrics": "la la", "duration": 30,
+                               "output_format": "wav16"})
+            unsubscribe()
+            await client.song({"caption": "after unsubscribe", "output_format": "wav16"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+
+    run(go())
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions)
+    assert fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert [e.stage for e in events if e.stage_fraction == 0.0][:1] == ["lm"]
+    assert {"lm", "synth", "decode"} <= {e.stage for e in events}
+    assert any(e.eta_seconds is not None and e.eta_seconds > 0 for e in events
+               if e.stage == "synth")
+    assert sum(e.line.startswith("[Server] Job") and "created" in e.line for e in events) == 2
+
+
+def test_keep_loaded_change_restarts_between_songs_and_passes_the_flag(models):
+    sup = supervisor(models)
+
+    async def go():
+        await sup.ensure_running()
+        first = sup.pid
+        await sup.ensure_running(keep_loaded=False)
+        assert sup.pid == first                      # unchanged setting: same process
+        await sup.ensure_running(keep_loaded=True)
+        second = sup.pid
+        assert second != first and not alive(first)
+        assert "[Store] Created (policy=NEVER)" in sup.recent_lines(200)
+        await sup.ensure_running(keep_loaded=True)
+        assert sup.pid == second
+        await sup.aclose()
+
+    run(go())
+
+
+def test_stop_kills_an_engine_that_does_not_finish_after_sigterm(models):
+    sup = supervisor(models, {"dit_steps": 2000, "step_delay": 0.01})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        await client.submit("/synth", {"caption": "long", "output_format": "wav16"})
+        await client.aclose()
+        started = time.monotonic()
+        await sup.stop(timeout=0.5)   # ace-server lets the running job finish: it would not
+        return time.monotonic() - started
+
+    elapsed = run(go())
+    assert 0.4 < elapsed < 3.0
+    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)
