@@ -33,8 +33,15 @@ def _pitch_class(letter: str, accidental: str | None) -> int:
     return pc % 12
 
 
+# how a key on a black key is usually spelt: Bb major, not A# major; F# minor
+_MAJOR_SPELLING = {1: "Db", 3: "Eb", 6: "F#", 8: "Ab", 10: "Bb"}
+_MINOR_SPELLING = {1: "C#", 3: "D#", 6: "F#", 8: "G#", 10: "Bb"}
+
+
 def key_name(tonic: int, minor: bool) -> str:
-    return f"{NOTE_NAMES[tonic % 12]} {'minor' if minor else 'major'}"
+    pc = tonic % 12
+    name = (_MINOR_SPELLING if minor else _MAJOR_SPELLING).get(pc, NOTE_NAMES[pc])
+    return f"{name} {'minor' if minor else 'major'}"
 
 
 def parse_key(text: str) -> tuple[int, bool] | None:

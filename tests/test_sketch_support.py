@@ -1,0 +1,147 @@
+"""Helpers for the sketch engine tests (no tests here): start the real engine process, parse
+its answers."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from cantor_desktop.selfexec import self_argv
+
+
+class EngineProcess:
+    def __init__(self, models: Path, port: int, log_path: Path, env: dict | None = None,
+                 extra: list[str] | None = None, via_cli: bool = False):
+        argv = (self_argv("sketch-server") if via_cli
+                else [sys.executable, "-m", "cantor_desktop.sketch"])
+        argv += ["--models", str(models), "--host", "127.0.0.1", "--port", str(port)]
+        argv += extra or []
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        full_env = dict(os.environ)
+        full_env.pop("GGML_BACKEND", None)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log,
+                                     env=full_env)
+        self.client = httpx.Client(base_url=self.url, timeout=30)
+
+    def wait_ready(self, timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"engine exited {self.proc.returncode}: {self.log()}")
+            try:
+                if self.client.get("/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"engine not ready: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def wait_log(self, text: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            log = self.log()
+            if text in log:
+                return log
+            time.sleep(0.02)
+        raise AssertionError(f"{text!r} never logged:\n{self.log()}")
+
+    def submit(self, path: str, body, **kw) -> str:
+        r = self.client.post(path, json=body, **kw)
+        assert r.status_code == 200, r.text
+        job_id = r.json()["id"]
+        assert len(job_id) == 16 and all(c in "0123456789abcdef" for c in job_id)
+        return job_id
+
+    def wait_job(self, job_id: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.client.get("/job", params={"id": job_id}).json()["status"]
+            if status != "running":
+                return status
+            time.sleep(0.03)
+        raise AssertionError(f"job {job_id} still running")
+
+    def result(self, job_id: str) -> httpx.Response:
+        assert self.wait_job(job_id) == "done", self.log()
+        r = self.client.get("/job", params={"id": job_id, "result": 1})
+        assert r.status_code == 200
+        return r
+
+    def stop(self) -> int:
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+
+def parse_multipart(content_type: str, body: bytes) -> list[tuple[dict[str, str], bytes]]:
+    """(headers, payload) per part of a multipart body, boundary taken from the header."""
+    params = dict(p.strip().split("=", 1) for p in content_type.split(";")[1:])
+    boundary = params["boundary"].strip('"').encode()
+    assert body.endswith(b"--" + boundary + b"--\r\n")
+    parts = []
+    for chunk in body.split(b"--" + boundary)[1:-1]:
+        assert chunk.startswith(b"\r\n") and chunk.endswith(b"\r\n")
+        head, _, payload = chunk[2:-2].partition(b"\r\n\r\n")
+        headers = {}
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        parts.append((headers, payload))
+    return parts
+
+
+def read_wav(data: bytes) -> tuple[dict, np.ndarray]:
+    """The 44-byte header's fields and the samples as float in [-1, 1], shape (n, channels)."""
+    (riff, size, wave, fmt_id, fmt_len, tag, channels, rate, byte_rate, block, bits,
+     data_id, data_len) = struct.unpack_from("<4sI4s4sIHHIIHH4sI", data)
+    assert (riff, wave, fmt_id, data_id, fmt_len) == (b"RIFF", b"WAVE", b"fmt ", b"data", 16)
+    assert size == len(data) - 8 and data_len == len(data) - 44
+    assert block == channels * bits // 8 and byte_rate == rate * block
+    raw = data[44:]
+    if tag == 3:
+        x = np.frombuffer(raw, "<f4").astype(np.float64)
+    elif bits == 16:
+        x = np.frombuffer(raw, "<i2") / 32768.0
+    elif bits == 24:
+        b = np.frombuffer(raw, np.uint8).reshape(-1, 3).astype(np.int32)
+        v = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)
+        x = np.where(v >= 1 << 23, v - (1 << 24), v) / float(1 << 23)
+    else:
+        raise AssertionError(f"unexpected WAV: tag {tag}, {bits} bits")
+    info = {"tag": tag, "channels": channels, "rate": rate, "bits": bits}
+    return info, x.reshape(-1, channels)
+
+
+def tempo_estimate(audio: np.ndarray, rate: int, lo: float = 60, hi: float = 200) -> float:
+    """The beat tempo (bpm) whose period best repeats the onset envelope."""
+    mono = audio.mean(axis=1)
+    hop = rate // 200                                   # 5 ms frames
+    n = len(mono) // hop
+    env = np.sqrt((mono[:n * hop].reshape(n, hop) ** 2).mean(axis=1))
+    onset = np.maximum(0.0, np.diff(env))
+    onset -= onset.mean()
+    ac = np.correlate(onset, onset, mode="full")[len(onset) - 1:]
+    lags = np.arange(len(ac)) * hop / rate
+    window = (lags >= 60 / hi) & (lags <= 60 / lo)
+    best = lags[window][np.argmax(ac[window])]
+    return 60.0 / best
