@@ -1,0 +1,89 @@
+"""Helpers for the node tests: a real node process on 127.0.0.1 with its own CANTOR_HOME,
+its default model set to the built-in sketch engine. (No tests here.)"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+from cantor_desktop.node.launcher import NodeProcess
+from cantor_desktop.nodeclient import NodeClient
+
+from conftest import free_port
+
+
+def write_config(home: Path, **extra: str) -> None:
+    lines = ['[models]', 'default = "sketch"', '', '[songs]', f'dir = "{home / "songs"}"',
+             'format = "wav16"']
+    for key, value in extra.items():
+        lines.append(f"{key} = {value}")
+    (home / "node.toml").write_text("\n".join(lines) + "\n", "utf-8")
+
+
+class Node:
+    """A node child running on ``home``; use :meth:`client` for a NodeClient."""
+
+    def __init__(self, home: Path, *, host: str = "127.0.0.1", port: int | None = None,
+                 token: str | None = None, env: dict[str, str] | None = None):
+        self.home = home
+        env = {"CANTOR_HOME": str(home), **(env or {})}
+        self.proc = NodeProcess(host, port or free_port(), token=token, env=env,
+                                log_path=home / "logs" / "node-child.log")
+
+    async def start(self) -> "Node":
+        await self.proc.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return self.proc.url
+
+    def client(self, token: str | None = None) -> NodeClient:
+        return NodeClient(self.url, token=token or self.proc.token)
+
+    async def stop(self) -> None:
+        await self.proc.stop()
+
+    def kill9(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.proc.wait()
+
+
+async def wait_for(predicate, timeout: float = 20.0, every: float = 0.02):
+    """Await an async predicate until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(every)
+
+
+async def collect(client: NodeClient, song_id: str, timeout: float = 60.0) -> list[tuple[str, dict]]:
+    async def read():
+        return [item async for item in client.events(song_id)]
+    return await asyncio.wait_for(read(), timeout)
+
+
+async def until_state(client: NodeClient, song_id: str, states, timeout: float = 60.0) -> dict:
+    async def check():
+        song = await client.song(song_id)
+        return song if song["state"] in states else None
+    return await wait_for(check, timeout)
+
+
+async def engine_pid(client: NodeClient, key: str = "sketch") -> int | None:
+    system = await client.system()
+    for item in system["loaded"]:
+        if item["engine"] == key and item.get("running"):
+            return item["pid"]
+    return None
+
+
+LONG = {"caption": "slow ambient drone", "duration": 600, "model": "sketch"}
+SHORT = {"caption": "lofi piano rain", "duration": 10, "model": "sketch"}
