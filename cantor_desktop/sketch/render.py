@@ -329,7 +329,7 @@ def master(audio: np.ndarray, normalise: bool) -> np.ndarray:
 def latent(audio: np.ndarray) -> np.ndarray:
     """float32 [T, 64] at 25 frames/s: log energy in 64 log-spaced bands per frame."""
     hop = SR // LATENT_FPS
-    frames = max(1, int(round(len(audio) / hop)))
+    frames = max(1, -(-len(audio) // hop))          # every sample in a frame
     mono = audio.mean(axis=1) if audio.ndim == 2 else audio
     padded = np.zeros(frames * hop, dtype=np.float32)
     padded[:min(len(mono), len(padded))] = mono[:len(padded)]

@@ -1,0 +1,132 @@
+"""The sketch's arrangement and synthesis, checked on the plan and on the audio."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_sketch_support import tempo_estimate
+
+from cantor_desktop import gguf
+from cantor_desktop.sketch import SKETCH_DISPLAY_NAME, ensure_sketch_models, music, render
+from cantor_desktop.sketch.engine import expand_tracks, song_from_request
+from cantor_desktop.sketch.request import normalise
+
+SR = render.SR
+
+
+def _song(**kw) -> render.Song:
+    base = dict(bpm=120, beats_per_bar=4, tonic=9, minor=True, duration=30.0, seed=1)
+    return render.Song(**(base | kw))
+
+
+def _render(song: render.Song, steps: int = 4) -> np.ndarray:
+    r = render.Renderer(song, steps)
+    for k in range(steps):
+        r.step(k)
+    return r.finish()
+
+
+def test_display_name():
+    assert SKETCH_DISPLAY_NAME == "Sketch — built-in, no AI model"
+
+
+def test_syllables():
+    assert music.word_syllables("love") == 1
+    assert music.word_syllables("darling") == 2
+    assert music.word_syllables("beautiful") == 3
+    assert music.lyric_lines("[Verse]\nHello world\n\n[Chorus]\n(ooh)\n我爱你 yeah") == \
+        [[2, 1], [1, 1, 1, 1]]
+    assert music.count_syllables("[Instrumental]") == 0
+
+
+@pytest.mark.parametrize("lyrics,duration", [
+    ("[Verse]\nHello darling, can you hear me\nSinging softly\n[Chorus]\nHold on", 30.0),
+    ("[Verse]\n" + "many many words in a very long line of lyrics\n" * 12, 10.0),
+    ("我爱你\n你爱我", 12.0)])
+def test_one_lead_note_per_syllable(lyrics, duration):
+    song = _song(lyrics=lyrics, duration=duration)
+    events, total = render.plan(song)
+    lead = [e for e in events if e.layer == "lead"]
+    assert len(lead) == music.count_syllables(lyrics)
+    assert all(0 <= e.start < total for e in lead)
+    starts = [e.start for e in lead]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    scale_pcs = {(9 + s) % 12 for s in music.MINOR}
+    assert {e.key[1] % 12 for e in lead} <= scale_pcs          # in A minor
+
+
+def test_no_lead_without_lyrics():
+    events, _ = render.plan(_song(lyrics=""))
+    assert not [e for e in events if e.layer == "lead"]
+    assert {e.layer for e in events} == {"kick", "snare", "hat", "bass", "pad"}
+
+
+@pytest.mark.parametrize("beats,bpm", [(3, 90), (4, 120), (2, 100), (6, 150)])
+def test_bars_follow_time_signature_and_tempo(beats, bpm):
+    song = _song(beats_per_bar=beats, bpm=bpm, duration=40.0, seed=4)
+    events, total = render.plan(song)
+    assert total == 40 * SR
+    bar = song.bar_seconds * SR
+    half = bar / (beats * 2)
+    pads = [e.start for e in events if e.layer == "pad"]
+    assert pads == [int(i * song.bar_seconds * SR) for i in range(len(pads))]
+    assert len(pads) == -(-40 // song.bar_seconds)
+    for layer in ("kick", "snare", "hat", "bass"):
+        starts = [e.start for e in events if e.layer == layer]
+        assert starts, layer
+        assert all(abs(k / half - round(k / half)) < 1e-3 for k in starts), layer
+    kicks = [e.start for e in events if e.layer == "kick"]
+    bars_with_downbeat = {round(k / bar) for k in kicks if abs(k / bar - round(k / bar)) < 1e-3}
+    assert len(bars_with_downbeat) >= len(pads) - 2          # a kick on every "1"
+    scale_pcs = {(9 + s) % 12 for s in music.MINOR}
+    bass = [e.key[1] for e in events if e.layer == "bass"]
+    assert {b % 12 for b in bass} <= scale_pcs
+
+
+def test_rendered_tempo_matches_bpm():
+    for bpm in (96, 128):
+        x = _render(_song(bpm=bpm, duration=16.0, seed=2))
+        assert abs(tempo_estimate(x, SR) - bpm) < bpm * 0.03
+
+
+def test_length_levels_and_determinism():
+    song = _song(duration=12.5, lyrics="la la la la la la la la")
+    a = _render(song)
+    assert a.shape == (int(12.5 * SR), 2) and a.dtype == np.float32
+    assert np.array_equal(a, _render(song, steps=7))          # steps split the same work
+    assert not np.array_equal(a, _render(_song(duration=12.5, seed=2,
+                                               lyrics="la la la la la la la la")))
+    n = render.master(a, normalise=True)
+    assert abs(np.abs(n).max() - render.HEADROOM) < 1e-6
+    quiet = a * np.float32(0.1 / np.abs(a).max())
+    assert np.array_equal(render.master(quiet, normalise=False), quiet)   # wav32: as is
+    loud = a * np.float32(3.0 / np.abs(a).max())
+    assert np.abs(render.master(loud, normalise=False)).max() <= 1.0
+    lat = render.latent(n)
+    assert lat.shape == (313, 64) and lat.dtype == np.float32 and np.isfinite(lat).all()
+
+
+def test_request_to_song():
+    req = normalise({"caption": "a waltz in D minor", "lyrics": " [instrumental] \n"})
+    s = song_from_request(req, 7)
+    assert (s.beats_per_bar, s.tonic, s.minor, s.bpm, s.duration, s.lyrics) == \
+        (3, 2, True, 90, 30.0, "")
+    req = normalise({"caption": "x", "bpm": 999, "duration": 5000, "keyscale": "Eb major",
+                     "timesignature": "6", "audio_codes": "<|audio_code_1|>"})
+    s = song_from_request(req, 1)
+    assert (s.bpm, s.duration, s.tonic, s.minor, s.beats_per_bar) == (300, 600.0, 3, False, 6)
+    assert s.melody_seed is not None
+    tracks = expand_tracks([normalise({"caption": "x", "seed": 10, "synth_batch_size": 20})])
+    assert [seed for _, seed in tracks] == list(range(10, 19))
+
+
+def test_ensure_sketch_models_is_idempotent_and_repairs(tmp_path):
+    names = ensure_sketch_models(tmp_path / "m")
+    for kind, name in names.items():
+        assert gguf.KIND_BY_ARCH[gguf.read_architecture(tmp_path / "m" / name)] == kind
+    (tmp_path / "m" / names["vae"]).write_bytes(b"junk")
+    before = (tmp_path / "m" / names["dit"]).stat().st_mtime_ns
+    assert ensure_sketch_models(tmp_path / "m") == names
+    assert gguf.read_architecture(tmp_path / "m" / names["vae"]) == gguf.ARCH_VAE
+    assert (tmp_path / "m" / names["dit"]).stat().st_mtime_ns == before
