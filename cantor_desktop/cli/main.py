@@ -16,6 +16,10 @@ COMMAND_MODULES = [
     "node_cmd",
     "sing_cmd",
     "upgrade_cmd",
+    "backends_cmd",
+    "pull_cmd",
+    "models_cmd",
+    "login_cmd",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -47,7 +47,7 @@ _NAME_WITH_QUANT = re.compile(rf"^acestep-v15-(?P<variant>[a-z0-9][a-z0-9-]*?)-{
 _NAME_NO_QUANT = re.compile(r"^acestep-v15-(?P<variant>[a-z0-9][a-z0-9-]*)$")
 
 
-class UnknownModel(ValueError):
+class UnknownModel(ValueError, LookupError):
     """The name is not a model of the catalogue (the message lists what is)."""
 
 

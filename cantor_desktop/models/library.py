@@ -50,6 +50,10 @@ class ModelNotReady(LibraryError):
     """resolve() of a model whose DiT, text encoder or VAE is not usable."""
 
 
+class NotInstalled(LibraryError, LookupError):
+    """remove() of a model with nothing on disk."""
+
+
 # --------------------------------------------------------------------------- records
 
 def family_dir() -> Path:
@@ -416,7 +420,7 @@ def _info_for(s: _Set, hashes: dict[str, dict], *, imported: bool,
 
 
 def sketch_info() -> ModelInfo:
-    return ModelInfo(name=SKETCH, family=FAMILY, variant=None, quant=None,
+    return ModelInfo(name=SKETCH, family=SKETCH, variant=None, quant=None,
                      display_name=SKETCH_DISPLAY, state=READY, builtin=True)
 
 
@@ -503,7 +507,7 @@ def resolve(name: str, *, lm_size: str | None = None) -> ModelFiles:
     """
     model = find(name, lm_size=lm_size, lm_explicit=False if lm_size else None)
     if model.builtin:
-        return ModelFiles(family=FAMILY, name=SKETCH, models_dir=family_dir(), dit="",
+        return ModelFiles(family=SKETCH, name=SKETCH, models_dir=family_dir(), dit="",
                           lm=None, text_enc="", vae="", builtin=True)
     by_kind = {f.kind: f for f in model.files}
     problems = []
@@ -545,7 +549,7 @@ def remove(name: str) -> RemoveResult:
         raise LibraryError("the sketch engine is built in and cannot be removed")
     if model.state == NOT_DOWNLOADED and not model.imported and not any(
             f.on_disk for f in model.files):
-        raise LibraryError(f"{model.name} is not downloaded; nothing to remove")
+        raise NotInstalled(f"{model.name} is not downloaded; nothing to remove")
     result = RemoveResult(name=model.name)
     folder = Path(model.folder or family_dir())
     dit_name = f"{model.name}.gguf" if not model.imported else model.files[0].name
@@ -646,6 +650,14 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
             results.append(ImportedFile(str(f), kind, "imported"))
         _save_imported(items)
     return results
+
+
+def import_files(files: list[str | os.PathLike]) -> list[ImportedFile]:
+    """import_path for several files or folders (the app's file dialog)."""
+    out: list[ImportedFile] = []
+    for f in files:
+        out.extend(import_path(f))
+    return out
 
 
 # --------------------------------------------------------------------------- verify, usage

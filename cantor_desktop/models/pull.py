@@ -73,7 +73,8 @@ class PullEvent:
     engine: dict | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-able; ``event`` repeats ``type`` (the node's SSE event name)."""
+        return {"event": self.type, **asdict(self)}
 
 
 def _as_dict(event: Any) -> dict:
