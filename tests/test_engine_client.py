@@ -264,3 +264,185 @@ def test_engine_request_maps_a_song_to_engine_fields():
                               output_format=fmt)["output_format"] == expected
     with pytest.raises(ValueError):
         engine_request(song, synth_model=None, lm_model=None, output_format="ogg")
+
+
+# -- the built-in sketch engine (real process, started the way the node starts it) -------------
+
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from cantor_desktop import selfexec
+from cantor_desktop.engine.supervisor import EngineSupervisor
+from cantor_desktop.sketch import ensure_sketch_models
+
+
+class RecordingProxy:
+    """A real HTTP proxy on 127.0.0.1 in front of an engine; it keeps every exchange, so a
+    test can compare what /lm answered with what /synth received, byte for byte."""
+
+    def __init__(self, target: str):
+        self.exchanges: list[dict] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                request = urllib.request.Request(target + self.path, data=body,
+                                                 method=self.command)
+                if self.headers.get("Content-Type"):
+                    request.add_header("Content-Type", self.headers["Content-Type"])
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as answer:
+                        status, headers, data = answer.status, answer.headers, answer.read()
+                except urllib.error.HTTPError as err:
+                    status, headers, data = err.code, err.headers, err.read()
+                proxy.exchanges.append({"method": self.command, "path": self.path,
+                                        "body": body, "status": status, "answer": data,
+                                        "type": headers.get("Content-Type", "")})
+                self.send_response(status)
+                self.send_header("Content-Type", headers.get("Content-Type", ""))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def posts(self, path: str) -> list[dict]:
+        return [x for x in self.exchanges if x["method"] == "POST" and x["path"] == path]
+
+    def result_of(self, job_id: str) -> dict:
+        return next(x for x in self.exchanges
+                    if x["path"] == f"/job?id={job_id}&result=1" and x["status"] == 200)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def sketch_models(tmp_path):
+    models = tmp_path / "sketch-models"
+    ensure_sketch_models(models)
+    return models
+
+
+class running_sketch:
+    """``async with running_sketch(models) as sup``: the sketch engine under the supervisor,
+    started the way the node starts it (the supervisor belongs to the test's event loop)."""
+
+    def __init__(self, models):
+        self.sup = EngineSupervisor("sketch", selfexec.self_argv("sketch-server"), {}, models)
+
+    async def __aenter__(self) -> EngineSupervisor:
+        await self.sup.start()
+        return self.sup
+
+    async def __aexit__(self, *exc) -> None:
+        await self.sup.aclose()
+
+
+def test_sketch_vocals_take_two_stages_and_the_lm_array_reaches_synth_unchanged(sketch_models):
+    stages = []
+    proxy = None
+
+    async def go():
+        nonlocal proxy
+        async with running_sketch(sketch_models) as sketch, \
+                EngineClient((proxy := RecordingProxy(sketch.base_url)).url) as client:
+            return await client.song({"caption": "upbeat pop, 128 bpm, A minor",
+                                      "lyrics": "[verse]\nwe sing along tonight",
+                                      "duration": 10, "output_format": "wav16", "seed": 3},
+                                     on_stage=stages.append)
+
+    tracks = run(go())
+    proxy.close()
+    assert stages == ["lm", "synth"]
+    (lm_post,), (synth_post,) = proxy.posts("/lm"), proxy.posts("/synth")
+    assert json.loads(lm_post["body"])["lm_mode"] == "generate"
+    lm_id = json.loads(lm_post["answer"])["id"]
+    lm_answer = proxy.result_of(lm_id)["answer"]
+    enriched = json.loads(lm_answer)
+    assert isinstance(enriched, list) and enriched[0]["bpm"] == 128
+    assert json.loads(synth_post["body"]) == enriched          # the array, unchanged
+    assert len(tracks) == 1 and is_wav(tracks[0]) and tracks[0].latent
+    rate, channels = struct.unpack_from("<I", tracks[0].audio, 24)[0], \
+        struct.unpack_from("<H", tracks[0].audio, 22)[0]
+    assert (rate, channels) == (48000, 2)
+
+
+def test_sketch_sentinel_spellings_take_the_instrumental_path(sketch_models):
+    spellings = [None, "  ", "[instrumental]", " [INSTRUMENTAL]\n"]
+    proxy = None
+
+    async def go():
+        nonlocal proxy
+        async with running_sketch(sketch_models) as sketch, \
+                EngineClient((proxy := RecordingProxy(sketch.base_url)).url) as client:
+            for lyrics in spellings:
+                tracks = await client.song({"caption": "calm piano", "lyrics": lyrics,
+                                            "duration": 3, "output_format": "wav16"})
+                assert len(tracks) == 1 and is_wav(tracks[0])
+
+    run(go())
+    proxy.close()
+    assert proxy.posts("/lm") == []
+    synth = [json.loads(x["body"]) for x in proxy.posts("/synth")]
+    assert [s["lyrics"] for s in synth] == ["[Instrumental]"] * len(spellings)
+
+
+def test_sketch_error_body_and_failed_job_surface_the_engines_words(sketch_models):
+    async def go():
+        async with running_sketch(sketch_models) as sketch, sketch.client() as client:
+            with pytest.raises(EngineError) as empty:
+                await client.synth({"caption": "  ", "output_format": "wav16"})
+            with pytest.raises(JobFailed) as failed:
+                await client.synth({"caption": "x", "synth_model": "nope.gguf",
+                                    "output_format": "wav16"})
+            # and without a supervisor the reason comes from the engine's /logs replay
+            async with EngineClient(sketch.base_url) as plain:
+                with pytest.raises(JobFailed) as failed_plain:
+                    await plain.synth({"caption": "x", "synth_model": "other.gguf",
+                                       "output_format": "wav16"})
+            assert sketch.running
+            return empty.value, failed.value, failed_plain.value
+
+    empty, failed, failed_plain = run(go())
+    assert (empty.status, empty.message) == (400, "Caption is required")
+    assert "DiT not found: nope.gguf" in failed.reason
+    assert "DiT not found: other.gguf" in failed_plain.reason
+    assert "nope.gguf" not in failed_plain.reason
+
+
+def test_sketch_cancel_works_mid_render(sketch_models):
+    async def go():
+        async with running_sketch(sketch_models) as sketch, sketch.client() as client:
+            task = asyncio.create_task(client.synth({"caption": "a long one", "duration": 600,
+                                                     "inference_steps": 100,
+                                                     "output_format": "wav16"}))
+            while not any(line.startswith("[DiT] Step 2/") for line in sketch.recent_lines(50)):
+                await asyncio.sleep(0.02)
+            started = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            tracks = await client.synth({"caption": "short", "duration": 10,
+                                         "output_format": "wav16"})
+            return time.monotonic() - started, tracks, sketch.recent_lines(200)
+
+    elapsed, tracks, lines = run(go())
+    assert any(line.startswith("[Server] Cancel requested for job") for line in lines)
+    assert any(line.startswith("[DiT] Cancelled at step") for line in lines)
+    assert len(tracks) == 1 and elapsed < 10
