@@ -161,15 +161,24 @@ class _Retry(Exception):
 
 
 class _Sink:
-    """The .part file and its running hash, fed on one worker thread."""
+    """The .part file and its running sha256.
+
+    Writing and hashing each have one worker thread, fed in order with the same batches, so
+    the event loop only receives and the two overlap (hashlib and os.write release the GIL).
+    Work handed to a thread is never cancelled (a skipped batch followed by a later one would
+    leave a hole in the part): a cancelled task stops waiting, the threads finish, and
+    close_now() waits for them.
+    """
 
     def __init__(self, part: Path, url: str, dest: Path):
         self.part = part
         self.url = url
         self.dest = dest
-        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="download")
+        self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="download-write")
+        self.hashing = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="download-hash")
         self.hasher = hashlib.sha256()
-        self.length = 0            # bytes written and hashed
+        self.length = 0            # bytes in the part (written)
+        self.hashed = 0            # bytes fed to the hasher
         self.fd: int | None = None
         self.broken: DownloadError | None = None   # after a failed write nothing more is written
         self.pending: deque[concurrent.futures.Future] = deque()
@@ -177,18 +186,24 @@ class _Sink:
     # --- worker-thread functions ---
     def _open(self, restart: bool) -> int:
         self._close()
+        self.broken = None
         if restart or not self.part.exists():
             self.fd = os.open(self.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY, 0o644)
             self.hasher = hashlib.sha256()
-            self.length = 0
+            self.length = self.hashed = 0
         else:
             on_disk = self.part.stat().st_size
-            if on_disk != self.length:
+            if on_disk != self.length or self.hashed != self.length:
                 # A part from an earlier call (or a short write): hash what is really there.
                 self.hasher = _hash_file(self.part)
-                self.length = on_disk
+                self.length = self.hashed = on_disk
             self.fd = os.open(self.part, os.O_WRONLY | os.O_APPEND | _O_BINARY)
         return self.length
+
+    def _hash(self, pieces: list[bytes]) -> None:
+        for piece in pieces:
+            self.hasher.update(piece)
+            self.hashed += len(piece)
 
     def _write(self, pieces: list[bytes]) -> None:
         if self.broken is not None:
@@ -215,15 +230,13 @@ class _Sink:
                             f"({self.url})", url=self.url, dest=self.dest) from exc
                     raise DownloadError(f"Cannot write {self.part}: {exc.strerror or exc} "
                                         f"({self.url})", url=self.url, dest=self.dest) from exc
-                self.hasher.update(view[:n])
                 self.length += n
                 view = view[n:]
 
-    def _finish(self) -> str:
+    def _sync(self) -> None:
         assert self.fd is not None
         os.fsync(self.fd)
         self._close()
-        return self.hasher.hexdigest()
 
     def _close(self) -> None:
         if self.fd is not None:
@@ -231,20 +244,18 @@ class _Sink:
             os.close(fd)
 
     # --- event-loop side ---
-    # Work handed to the thread is never cancelled (a skipped batch followed by a later one
-    # would leave a hole in the part): a cancelled task stops waiting, the thread finishes,
-    # and close_now() waits for it.
-    async def _wait(self, fut: concurrent.futures.Future):
+    @staticmethod
+    async def _wait(fut: concurrent.futures.Future):
         return await asyncio.shield(asyncio.wrap_future(fut))
 
     async def open(self, restart: bool) -> int:
         await self.drain()
-        self.broken = None
-        return await self._wait(self.pool.submit(self._open, restart))
+        return await self._wait(self.writer.submit(self._open, restart))
 
     async def write(self, pieces: list[bytes]) -> None:
-        self.pending.append(self.pool.submit(self._write, pieces))
-        while self.pending and (self.pending[0].done() or len(self.pending) > MAX_IN_FLIGHT):
+        self.pending.append(self.writer.submit(self._write, pieces))
+        self.pending.append(self.hashing.submit(self._hash, pieces))
+        while self.pending and (self.pending[0].done() or len(self.pending) > 2 * MAX_IN_FLIGHT):
             await self._wait(self.pending[0])
             self.pending.popleft()
 
@@ -254,17 +265,39 @@ class _Sink:
             self.pending.popleft()
 
     async def finish(self) -> str:
+        """fsync and close the part; return the sha256 of everything in it."""
         await self.drain()
-        return await self._wait(self.pool.submit(self._finish))
+        await self._wait(self.writer.submit(self._sync))
+        assert self.hashed == self.length
+        return self.hasher.hexdigest()
 
     def close_now(self) -> None:
-        """Synchronous cleanup (also on cancellation): finish queued writes, close the file."""
+        """Synchronous cleanup (also on cancellation): finish queued work, close the file."""
         self.pending.clear()
-        self.pool.submit(self._close)
-        self.pool.shutdown(wait=True)   # runs every queued write, then the close
+        self.writer.submit(self._close)
+        self.writer.shutdown(wait=True)   # runs every queued write, then the close
+        self.hashing.shutdown(wait=True)
 
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def _tune_httpcore() -> None:
+    """Let httpcore's HTTP/1.1 reader take up to 1 MiB per socket read (default 64 KiB).
+
+    A read returns whatever is already there, so small responses and SSE are unaffected;
+    on a fast link the per-read overhead of 64 KiB reads capped httpx at ~0.6 GiB/s on
+    loopback, with 1 MiB it goes past 2 GiB/s (bench/download.py). Process-wide by design:
+    every client, including one a caller passes in, benefits. Only ever raised."""
+    try:
+        from httpcore._async.http11 import AsyncHTTP11Connection
+    except ImportError:  # pragma: no cover - a future httpcore; the default still works
+        return
+    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < BATCH:
+        AsyncHTTP11Connection.READ_NUM_BYTES = BATCH
+
+
+_tune_httpcore()
 
 
 class _Meter:
@@ -390,6 +423,11 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
         sink.close_now()
         if own_client:
             await client.aclose()
+        try:
+            if part.stat().st_size == 0:
+                part.unlink()      # nothing was saved: leave no empty .part behind
+        except OSError:
+            pass
 
 
 @dataclass
