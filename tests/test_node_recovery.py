@@ -1,0 +1,139 @@
+"""Failures: the engine killed mid-song, the node killed with songs queued, tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from cantor_desktop.node.launcher import NodeStartError
+from cantor_desktop.selfexec import self_argv
+
+from conftest import free_port
+from test_node_support import LONG, SHORT, Node, engine_pid, until_state, wait_for, write_config
+
+
+@pytest.fixture
+def home(cantor_home):
+    write_config(cantor_home)
+    return cantor_home
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _running_synth(c, sid):
+    async def check():
+        song = await c.song(sid)
+        return song if song["state"] == "running" and song["stage"] == "synth" else None
+    return await wait_for(check, 30)
+
+
+def test_engine_killed_mid_song_fails_that_song_and_the_next_one_is_done(home):
+    async def main():
+        node = await Node(home).start()
+        try:
+            async with node.client() as c:
+                doomed = await c.submit_song(LONG)
+                nxt = await c.submit_song(SHORT)
+                await _running_synth(c, doomed)
+                pid = await engine_pid(c)
+                os.kill(pid, signal.SIGKILL)
+                failed = await until_state(c, doomed, ("failed", "done", "cancelled"), 20)
+                done = await until_state(c, nxt, ("done", "failed"), 30)
+                new_pid = await engine_pid(c)
+                retried = await c.retry(doomed)
+                return failed, done, pid, new_pid, retried
+        finally:
+            await node.stop()
+
+    failed, done, pid, new_pid, retried = run(main())
+    assert failed["state"] == "failed"
+    assert "signal 9" in failed["error"] or "SIGKILL" in failed["error"], failed["error"]
+    assert done["state"] == "done"
+    assert new_pid and new_pid != pid                      # the engine was restarted
+    assert retried == failed["id"]
+
+
+def test_node_killed_with_songs_queued_restarted_node_runs_them(home):
+    async def main():
+        port = free_port()
+        node = await Node(home, port=port).start()
+        async with node.client() as c:
+            first = await c.submit_song(LONG)
+            queued = [await c.submit_song(SHORT) for _ in range(2)]
+            await _running_synth(c, first)
+            engine = await engine_pid(c)
+        node.kill9()
+        # the orphaned engine is the dead node's; a real supervisor would too be gone
+        try:
+            os.kill(engine, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        again = await Node(home, port=port).start()
+        try:
+            async with again.client() as c:
+                states = [await until_state(c, sid, ("done", "failed"), 30) for sid in queued]
+                stopped = await c.song(first)
+                await c.retry(first)
+                retried = await until_state(c, first, ("done", "failed"), 40)
+                return states, stopped, retried
+        finally:
+            await again.stop()
+
+    states, stopped, retried = run(main())
+    assert [s["state"] for s in states] == ["done", "done"]
+    assert stopped["state"] == "failed" and stopped["error"] == "node stopped"
+    assert retried["state"] == "done"
+
+
+def test_non_loopback_needs_a_token_and_a_wrong_one_is_401(home):
+    token_out = subprocess.run(self_argv("cli") + ["node", "token"], capture_output=True,
+                               text=True, timeout=30, env={**os.environ, "CANTOR_HOME": str(home)})
+    assert token_out.returncode == 0
+    token = token_out.stdout.strip()
+    assert len(token) >= 32
+
+    async def main():
+        node = await Node(home, host="0.0.0.0", token=token).start()
+        try:
+            async with httpx.AsyncClient(base_url=node.url) as http:
+                none = await http.get("/v1/health")
+                wrong = await http.get("/v1/songs", headers={"Authorization": "Bearer nope"})
+                right = await http.get("/v1/songs", headers={"Authorization": f"Bearer {token}"})
+            async with node.client() as c:
+                sid = await c.submit_song(SHORT)
+                done = await until_state(c, sid, ("done", "failed"))
+            return none, wrong, right, done
+        finally:
+            await node.stop()
+
+    none, wrong, right, done = run(main())
+    assert none.status_code == 401 and none.json()["error"]["type"] == "unauthorized"
+    assert wrong.status_code == 401
+    assert right.status_code == 200
+    assert done["state"] == "done"
+
+
+def test_non_loopback_without_a_keyring_or_token_refuses_to_start(home):
+    env = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+
+    async def main():
+        node = Node(home, host="0.0.0.0", env=env)
+        with pytest.raises(NodeStartError) as err:
+            await node.start()
+        return str(err.value)
+
+    message = run(main())
+    assert "token" in message
+    # loopback needs none: the same machine without a keyring serves fine
+    async def loopback():
+        node = await Node(home, env=env).start()
+        await node.stop()
+    run(loopback())

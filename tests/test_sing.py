@@ -1,0 +1,87 @@
+"""`cantor sing` end to end: a private node started and stopped, or the running one used."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+from cantor_desktop.selfexec import self_argv
+
+from conftest import free_port
+from test_node_support import Node, write_config
+
+
+def sing(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(self_argv("cli") + ["sing", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "CANTOR_HOME": str(home)})
+
+
+def test_sing_with_a_private_node_prints_the_file_and_stops_the_node(cantor_home, tmp_path):
+    port = free_port()
+    write_config(cantor_home, **{})
+    with open(cantor_home / "node.toml", "a") as fh:
+        fh.write(f"\n[node]\nport = {port}\n")
+    lyrics = tmp_path / "words.txt"
+    lyrics.write_text("[Verse]\nsing me a little song\n", "utf-8")
+    out = tmp_path / "out.flac"
+    result = sing(cantor_home, "sunny ukulele pop", "--lyrics", f"@{lyrics}", "--duration", "10",
+                  "--bpm", "110", "--key", "C major", "--seed", "5", "--format", "flac",
+                  "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    printed = Path(result.stdout.strip())
+    assert printed == out and sf.info(str(out)).format == "FLAC"
+    assert "synth" in result.stderr and "100.0%" in result.stderr      # the progress bar
+    songs = list((cantor_home / "songs").glob("*seed5.flac"))
+    assert len(songs) == 1
+    # the private node is gone: nothing answers on its port any more
+    import socket
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+
+
+def test_sing_uses_the_running_node_and_exit_codes(cantor_home):
+    port = free_port()
+    write_config(cantor_home)
+    with open(cantor_home / "node.toml", "a") as fh:
+        fh.write(f"\n[node]\nport = {port}\n")
+
+    async def main():
+        node = await Node(cantor_home, port=port).start()
+        try:
+            ok = await asyncio.to_thread(sing, cantor_home, "minimal techno", "--instrumental",
+                                         "--duration", "10")
+            bad = await asyncio.to_thread(sing, cantor_home, "x", "--bpm", "500")
+            unknown = await asyncio.to_thread(sing, cantor_home, "x", "--model", "nope")
+            missing = await asyncio.to_thread(sing, cantor_home, "x", "--lyrics", "@/no/such/file")
+            async with node.client() as c:
+                songs = await c.songs()
+            return ok, bad, unknown, missing, songs, node.proc.running
+        finally:
+            await node.stop()
+
+    ok, bad, unknown, missing, songs, still_running = asyncio.run(main())
+    assert ok.returncode == 0, ok.stderr
+    path = Path(ok.stdout.strip())
+    assert path.exists() and path.parent == cantor_home / "songs"
+    assert [s["state"] for s in songs] == ["done"]          # the running node made it
+    assert still_running                                    # and was not stopped
+    assert bad.returncode == 2 and "bpm" in bad.stderr
+    assert unknown.returncode == 2 and "sketch" in unknown.stderr
+    assert missing.returncode == 2 and "lyrics" in missing.stderr
+
+
+def test_sing_reports_a_failed_song_with_exit_1(cantor_home):
+    """A song that fails at the node (its songs folder cannot be created) → exit 1, reason."""
+    port = free_port()
+    blocker = cantor_home / "blocked"
+    blocker.write_text("a file where the songs folder should be")
+    (cantor_home / "node.toml").write_text(
+        f'[node]\nport = {port}\n[models]\ndefault = "sketch"\n[songs]\ndir = "{blocker / "songs"}"\n')
+    result = sing(cantor_home, "doomed song", "--duration", "10")
+    assert result.returncode == 1
+    assert "failed" in result.stderr and "blocked" in result.stderr
