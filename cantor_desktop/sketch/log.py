@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import queue
 import sys
 import threading
@@ -18,14 +19,20 @@ class EngineLog:
         self._lock = threading.Lock()
 
     def __call__(self, line: str) -> None:
-        stream = self._stream or sys.stderr
+        # UTF-8 bytes whatever the locale (a Windows pipe would otherwise be cp1252), so the
+        # node reading the pipe sees the same text as /logs
+        stream = self._stream or getattr(sys.stderr, "buffer", None) or sys.stderr
         with self._lock:
             for part in line.splitlines() or [""]:
                 self._lines.append(part)
                 for q in self._subscribers:
                     q.put(part)
+                data = part + "\n"
                 try:
-                    stream.write(part + "\n")
+                    if isinstance(stream, io.TextIOBase):
+                        stream.write(data)
+                    else:
+                        stream.write(data.encode("utf-8", "replace"))
                 except (OSError, ValueError):
                     pass        # a closed stderr must not stop the engine
             try:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 USAGE = """\
 Usage: sketch-server --models DIR [options]
-The built-in sketch engine (Sketch — built-in, no AI model); ace-server's command line.
+The built-in sketch engine (no AI model) with ace-server's command line.
 
   --models DIR       folder of *.gguf files (classified by general.architecture)
   --keep-loaded      keep models loaded between jobs

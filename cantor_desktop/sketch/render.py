@@ -99,7 +99,7 @@ def _melody(song: Song, bars: int, chords: list[list[int]], events: list[Event],
     scale_t = min(1.0, avail_bars / sum(need))
     # spread lines over the song when there is room: lines start on bar lines
     spare = avail_bars - sum(need) if scale_t >= 1.0 else 0
-    gap = spare // len(lines) if spare > 0 else 0
+    gap = min(2, spare // len(lines)) if spare > 0 else 0    # the rest: an instrumental end
     sc = music.scale(song.minor)
     degree = rng.choice([0, 2, 4])
     cursor = intro * song.bar_seconds
