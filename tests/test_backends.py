@@ -1,0 +1,252 @@
+"""Backends end to end: a manifest server on 127.0.0.1 with test builds, simulated machines,
+the real CLI in a child process, real engines trial-loaded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cantor_desktop import backends, config, engine_store, hardware, manifest, trial
+from cantor_desktop.backends import BackendStatus, choose_default
+from cantor_desktop.paths import paths
+from support.fake_builds import (BuildServer, cuda_broken_script, fake_machine, fallback_script,
+                                 gpu_script, never_ready_script, working_script)
+
+CUDA_LINE = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
+
+
+@pytest.fixture
+def nvidia(tmp_path, monkeypatch):
+    """A simulated NVIDIA Linux machine (driver 550.54.14, render node, Vulkan loader)."""
+    root, bin_dir = fake_machine(tmp_path / "machine")
+    monkeypatch.setenv("CANTOR_HW_ROOT", str(root))
+    monkeypatch.setenv("CANTOR_HW_OS", "linux")
+    monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CANTOR_TRIAL_TIMEOUT", "20")
+    return root
+
+
+@pytest.fixture
+def builds(tmp_path, monkeypatch):
+    """cuda12 broken (CUDA error), vulkan a GPU test engine owning Vulkan0, cpu the sketch
+    engine; vulkan and cpu share one archive as in the real manifest."""
+    with BuildServer(tmp_path / "srv") as srv:
+        srv.cuda = srv.archive("cuda.tar.gz", cuda_broken_script(CUDA_LINE))
+        srv.shared = srv.archive("vulkan.tar.gz", gpu_script(srv.engine_path, "CPU,Vulkan0"))
+        srv.add("cuda12", srv.cuda)
+        srv.add("vulkan", srv.shared)
+        srv.add("cpu", srv.shared)
+        monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.manifest_url)
+        yield srv
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cantor_desktop", "backends", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_install_rejects_broken_cuda_and_keeps_vulkan(nvidia, builds):
+    done = cli("--install")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    rejected = next(i for i, ln in enumerate(lines) if ln.startswith("GPU backend rejected"))
+    assert lines[rejected] == f"GPU backend rejected: {CUDA_LINE} Falling back to vulkan."
+    kept = next(i for i, ln in enumerate(lines) if ln.startswith("vulkan: works"))
+    assert kept > rejected
+    assert not any(ln.startswith("cpu:") for ln in lines[kept:])      # stopped at the first
+    st = json.loads(cli("--json").stdout)
+    states = {b["name"]: b["state"] for b in st["backends"]}
+    assert states == {"cuda12": "installable", "metal": "unsupported", "vulkan": "installed",
+                      "cpu": "installable"}
+    assert st["default"] == "vulkan" and st["pinned"] is None      # the auto rule
+    assert engine_store.installed("acestep", "cuda12") is None     # a rejected build is not kept
+
+
+def test_use_cuda_fails_and_node_toml_is_byte_identical(nvidia, builds):
+    toml = paths().config_file
+    toml.parent.mkdir(parents=True, exist_ok=True)
+    toml.write_bytes(b"# my settings\n[backends]\nacestep = \"auto\"  # keep\n\n[node]\nport = 7900\n")
+    before = toml.read_bytes()
+    done = cli("--use", "cuda12")
+    assert done.returncode == 1
+    assert f"GPU backend rejected: {CUDA_LINE}" in done.stderr
+    assert "node.toml is unchanged" in done.stderr
+    assert toml.read_bytes() == before
+
+
+def test_use_vulkan_pins_after_a_working_trial(nvidia, builds):
+    done = cli("--use", "vulkan")
+    assert done.returncode == 0, done.stderr
+    assert "Saved: vulkan" in done.stdout
+    assert config.load().pinned_backend("acestep") == "vulkan"
+    st = json.loads(cli("--json").stdout)
+    assert st["pinned"] == "vulkan" and st["default"] == "vulkan"
+    assert next(b for b in st["backends"] if b["name"] == "vulkan")["pinned"] is True
+    human = cli().stdout
+    assert "vulkan  installed, pinned, default v0.1.1" in human
+    assert "evidence: nvidia-smi: NVIDIA GeForce RTX 4070, driver 550.54.14, 12282 MiB" in human
+    assert "evidence: /dev/dri/renderD128 (driver nvidia, NVIDIA)" in human
+
+
+def test_auto_rule_prefers_installed_later_backend(nvidia, builds):
+    m = asyncio.run(manifest.fetch())
+    asyncio.run(engine_store.install(m.best("acestep", "cpu", "linux", "x86_64")))
+    st = backends.status("acestep", manifest=m)
+    assert [(b.name, b.state) for b in st.backends] == [
+        ("cuda12", "installable"), ("metal", "unsupported"), ("vulkan", "installable"),
+        ("cpu", "installed")]
+    assert st.default == "cpu"
+    config.update({"backends.acestep": "vulkan"})
+    assert backends.default_backend("acestep", manifest=m) == "vulkan"   # a pin wins
+
+
+def test_choose_default_rule():
+    def s(*states):
+        return [BackendStatus(n, st) for n, st in zip(config.BACKENDS, states)]
+    assert choose_default(s("installable", "unsupported", "installable", "installable"),
+                          None) == "cuda12"
+    assert choose_default(s("installable", "unsupported", "update_available", "installed"),
+                          None) == "vulkan"
+    assert choose_default(s("installed", "unsupported", "installed", "installed"),
+                          None) == "cuda12"
+    assert choose_default(s("unsupported", "unsupported", "unsupported", "installable"),
+                          None) == "cpu"
+    assert choose_default(s("unsupported", "unsupported", "unsupported", "unsupported"),
+                          None) is None
+    assert choose_default(s("installable", "unsupported", "installed", "installed"),
+                          "cpu") == "cpu"
+
+
+def test_shared_download_fetched_once(nvidia, builds):
+    assert cli("--use", "vulkan").returncode == 0
+    assert cli("--use", "cpu").returncode == 0
+    assert builds.downloads(builds.shared) == 1
+    assert not list((paths().cache_dir / "engines").glob("*.tar.gz"))  # dropped when done
+
+
+def test_wrong_hash_refused(nvidia, tmp_path, monkeypatch):
+    with BuildServer(tmp_path / "srv2") as srv:
+        srv.add("cpu", srv.archive("cpu.tar.gz", working_script()), sha256="1" * 64)
+        monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.manifest_url)
+        done = cli("--use", "cpu")
+    assert done.returncode == 1 and "sha256" in done.stderr.lower()
+    assert engine_store.installed("acestep", "cpu") is None
+    assert config.load().pinned_backend("acestep") is None
+
+
+def test_never_ready_and_silent_fallback_are_rejected(nvidia, tmp_path, monkeypatch):
+    monkeypatch.setenv("CANTOR_TRIAL_TIMEOUT", "3")
+    with BuildServer(tmp_path / "srv2") as srv:
+        srv.add("cuda12", srv.archive("cuda.tar.gz", never_ready_script()))
+        srv.add("vulkan", srv.archive("vk.tar.gz", fallback_script()))
+        srv.add("cpu", srv.archive("cpu.tar.gz", working_script()))
+        monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.manifest_url)
+        events: list[backends.BackendEvent] = []
+        kept = asyncio.run(backends.install("acestep", events.append))
+    rejected = [e.message for e in events if e.kind == "rejected"]
+    assert rejected[0].startswith("GPU backend rejected: timed out answering /health")
+    assert rejected[1] == ("GPU backend rejected: came up on CPU, not Vulkan0 "
+                           "(a silent fall-back) Falling back to cpu.")
+    assert kept.backend == "cpu" and kept.source == "store"
+    assert [e.kind for e in events if e.kind in ("rejected", "kept")] == [
+        "rejected", "rejected", "kept"]
+
+
+def test_no_build_for_this_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("CANTOR_HW_ROOT", str(tmp_path / "empty"))
+    monkeypatch.setenv("CANTOR_HW_OS", "macos")
+    monkeypatch.setenv("CANTOR_HW_ARCH", "arm64")
+    st = json.loads(cli("--json").stdout)
+    metal = next(b for b in st["backends"] if b["name"] == "metal")
+    assert metal["state"] == "unsupported"
+    assert metal["message"] == ("No build for this machine: no metal engine is published for "
+                                "macos arm64. Use another backend; the CPU always has one.")
+    assert metal["evidence"] == ["macOS on Apple Silicon (arm64)"]
+    assert st["default"] is None
+    done = cli("--use", "metal")
+    assert done.returncode == 1 and "No build for this machine" in done.stderr
+
+
+def test_user_supplied_build_never_replaced(nvidia, builds, tmp_path):
+    exe = tmp_path / "my" / "ace-server"
+    exe.parent.mkdir()
+    exe.write_bytes(working_script())
+    exe.chmod(0o755)
+    before = exe.read_bytes()
+    config.update({"engines.acestep.path": str(exe)})
+    events: list[backends.BackendEvent] = []
+    kept = asyncio.run(backends.install("acestep", events.append))
+    assert kept.source == "user" and kept.backend == "cpu"   # the sketch has only the CPU
+    upd = cli("--update")
+    assert upd.returncode == 0 and "never replaces it" in upd.stdout
+    assert builds.downloads(builds.cuda) == builds.downloads(builds.shared) == 0
+    assert exe.read_bytes() == before
+    assert not paths().engine_backend_dir("acestep", "cpu").exists()
+
+
+def test_update_fetches_newer_build_without_loading(nvidia, builds):
+    assert cli("--use", "cpu").returncode == 0
+    new = builds.archive("cpu2.tar.gz", never_ready_script())   # would fail any trial
+    builds.add("cpu", new, version="v0.2.0")
+    st = json.loads(cli("--json").stdout)
+    assert next(b for b in st["backends"] if b["name"] == "cpu")["state"] == "installed"
+    asyncio.run(manifest.fetch())       # status reads the last fetched manifest
+    st = json.loads(cli("--json").stdout)
+    cpu = next(b for b in st["backends"] if b["name"] == "cpu")
+    assert cpu["state"] == "update_available" and "--update" in cpu["message"]
+    done = cli("--update")
+    assert done.returncode == 0, done.stderr
+    assert "v0.2.0 fetched and verified" in done.stdout and "next start" in done.stdout
+    assert engine_store.installed("acestep", "cpu").version == "v0.2.0"
+    assert engine_store.rollback("acestep", "cpu").version == "v0.1.1"
+
+
+def test_keep_loaded_saved(nvidia):
+    done = cli("--keep-loaded", "on")
+    assert done.returncode == 0
+    assert "applies from the next song" in done.stdout and "restart" in done.stdout
+    assert config.load().get("node.keep_loaded") is True
+    assert json.loads(cli("--json").stdout)["keep_loaded"] is True
+    assert cli("--keep-loaded", "maybe").returncode == 2
+    assert cli("--use", "rocm").returncode == 2
+
+
+def test_ensure_engine_installs_when_nothing_is(nvidia, builds):
+    inst = asyncio.run(backends.ensure_engine("acestep"))
+    assert inst.backend == "vulkan"
+    again = asyncio.run(backends.ensure_engine("acestep"))
+    assert again.argv == inst.argv and builds.downloads(builds.shared) == 1
+
+
+def test_trial_reports_cuda_init_failure(tmp_path):
+    script = tmp_path / "ace-server"
+    script.write_bytes(cuda_broken_script("ggml_cuda_init: failed to initialize CUDA: no "
+                                          "CUDA-capable device is detected"))
+    script.chmod(0o755)
+    build = engine_store.InstalledBuild("acestep", "cuda12", "t", [str(script)],
+                                        {"GGML_BACKEND": "CUDA0"}, script)
+    r = asyncio.run(trial.trial_load(build, "cuda12", timeout=10))
+    assert not r.ok and r.reason.startswith("ggml_cuda_init: failed to initialize CUDA")
+
+
+def test_trial_exit_without_device_line(tmp_path):
+    script = tmp_path / "ace-server"
+    script.write_text("#!/bin/sh\necho 'starting up' >&2\nexit 3\n")
+    script.chmod(0o755)
+    build = engine_store.InstalledBuild("acestep", "cpu", "t", [str(script)], {}, script)
+    r = asyncio.run(trial.trial_load(build, "cpu", timeout=10))
+    assert not r.ok and r.exit_code == 3
+    assert r.reason == "exited with code 3 before initialising a device (last line: starting up)"
+
+
+def test_sketch_build_trial_loads():
+    build = backends.sketch_build()
+    assert build.source == "sketch" and build.env == {}
+    r = asyncio.run(trial.trial_load(build, "cpu", timeout=20))
+    assert r.ok and r.device == "CPU"
