@@ -88,6 +88,11 @@ class Printer:
         elif e.type == "file_done":
             check = "sha256 verified" if e.verified else "size checked (no sha256 known)"
             self._line(f"  {e.file}  done, {self.size(e.file_received)}, {check}", True)
+        elif e.type == "engine" and (e.engine or {}).get("kind") == "download":
+            now = time.monotonic()          # engine archive progress: one live line
+            if now - self.last >= (0.2 if self.live else 5.0):
+                self.last = now
+                self._line(f"  {e.message}")
         elif e.type in ("engine", "catalogue") and e.message:
             self._line(f"{e.message}", True)
         elif e.type == "done":

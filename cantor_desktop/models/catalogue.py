@@ -111,7 +111,7 @@ def display_name(variant: str | None, quant: str | None) -> str:
     xl = words and words[0] == "xl"
     if xl:
         words = words[1:]
-    text = " ".join(words)
+    text = " ".join("SFT" if w == "sft" else w for w in words)
     text = re.sub(r"shift(\d+)", r"shift \1", text)
     text = text[:1].upper() + text[1:]
     label = f"ACE-Step 1.5 {'XL ' if xl else ''}{text}".strip()

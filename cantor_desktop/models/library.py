@@ -424,6 +424,19 @@ def sketch_info() -> ModelInfo:
                      display_name=SKETCH_DISPLAY, state=READY, builtin=True)
 
 
+_VARIANT_ORDER = ("turbo", "sft", "base", "turbo-shift1", "turbo-shift3", "turbo-continuous")
+_QUANT_ORDER = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "BF16")
+
+
+def _catalogue_order(entry: FileEntry) -> tuple:
+    """2B before XL, turbo first, Q8_0 (the default) first: the order a newcomer wants."""
+    variant = entry.variant or ""
+    xl = variant.startswith("xl-")
+    base = variant[3:] if xl else variant
+    return (xl, _VARIANT_ORDER.index(base) if base in _VARIANT_ORDER else 99, base,
+            _QUANT_ORDER.index(entry.quant) if entry.quant in _QUANT_ORDER else 99, entry.name)
+
+
 def _all_sets(catalogue: cat.Catalogue, lm_size: str, explicit: bool,
               include_catalogue: bool) -> Iterator[tuple[_Set, bool]]:
     home = family_dir()
@@ -443,7 +456,7 @@ def _all_sets(catalogue: cat.Catalogue, lm_size: str, explicit: bool,
             yield _model_set(f.name, f, catalogue.get(f.name), ipool, folder, catalogue,
                              lm_size, explicit), True
     if include_catalogue:
-        for entry in catalogue.dits():
+        for entry in sorted(catalogue.dits(), key=_catalogue_order):
             if entry.name not in seen:
                 yield _model_set(entry.name, None, entry, pool, home, catalogue,
                                  lm_size, explicit), False

@@ -206,8 +206,11 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
         build = await backends.ensure_engine(
             FAMILY, lambda ev: emit(PullEvent("engine", model_name, message=str(
                 _as_dict(ev).get("message") or ev), engine=_as_dict(ev))))
-        emit(PullEvent("engine", model_name, message=f"engine ready: {build}",
-                       engine=_as_dict(build)))
+        what = " ".join(str(v) for v in (getattr(build, "backend", None),
+                                          getattr(build, "version", None)) if v)
+        emit(PullEvent("engine", model_name, message=f"engine ready: {what or build}",
+                       engine={"ready": True, "backend": getattr(build, "backend", None),
+                               "version": str(getattr(build, "version", "") or "")}))
     files = library.resolve(model_name, lm_size=lm_size)
     emit(PullEvent("done", model_name, message=f"{model_name} is ready"))
     return files
