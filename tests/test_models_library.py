@@ -156,6 +156,8 @@ def test_remove_keeps_shared_companions_until_the_last_dit():
     for n in (DIT, DIT2, TE, VAE, LM):
         put(n)
     (library.family_dir() / (DIT2 + ".part")).write_bytes(b"zz")
+    with pytest.raises(library.NotInstalled):
+        library.remove("acestep-v15-base")     # shares the companions, has no DiT itself
     r = library.remove("acestep-v15-sft")
     assert sorted(os.path.basename(p) for p in r.deleted) == [DIT2, DIT2 + ".part"]
     assert r.freed_bytes == 4096 + 2

@@ -560,8 +560,7 @@ def remove(name: str) -> RemoveResult:
     model = find(name)
     if model.builtin:
         raise LibraryError("the sketch engine is built in and cannot be removed")
-    if model.state == NOT_DOWNLOADED and not model.imported and not any(
-            f.on_disk for f in model.files):
+    if not model.imported and not model.files[0].on_disk:   # no DiT, not even a .part
         raise NotInstalled(f"{model.name} is not downloaded; nothing to remove")
     result = RemoveResult(name=model.name)
     folder = Path(model.folder or family_dir())
