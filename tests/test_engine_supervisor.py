@@ -246,3 +246,90 @@ def test_stop_kills_an_engine_that_does_not_finish_after_sigterm(models):
     elapsed = run(go())
     assert 0.4 < elapsed < 3.0
     assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)
+
+
+# -- the built-in sketch engine, started as the node starts it ----------------------------------
+
+from cantor_desktop import selfexec
+from cantor_desktop.sketch import ensure_sketch_models
+
+
+@pytest.fixture
+def sketch_models(tmp_path):
+    folder = tmp_path / "sketch-models"
+    ensure_sketch_models(folder)
+    return folder
+
+
+def sketch_supervisor(models, env=None, **kwargs) -> EngineSupervisor:
+    return EngineSupervisor("sketch", selfexec.self_argv("sketch-server"), env or {}, models,
+                            **kwargs)
+
+
+def test_sketch_song_progress_rises_to_one_and_kill_9_restarts_cleanly(sketch_models):
+    sup = sketch_supervisor(sketch_models)
+    events, exits = [], []
+    sup.subscribe(events.append)
+    sup.on_exit(exits.append)
+
+    async def go():
+        await sup.ensure_running()
+        client = sup.client()
+        try:
+            await client.song({"caption": "folk waltz", "lyrics": "one two three",
+                               "duration": 5, "output_format": "wav16"})
+            song_events = list(events)
+            long_song = asyncio.create_task(client.song(
+                {"caption": "long", "duration": 600, "inference_steps": 100,
+                 "output_format": "wav16"}))
+            while not any(e.line.startswith("[DiT] Step") for e in events[len(song_events):]):
+                await asyncio.sleep(0.02)
+            first_pid = sup.pid
+            os.kill(first_pid, signal.SIGKILL)
+            with pytest.raises(JobFailed) as failed:
+                await long_song
+        finally:
+            await client.aclose()
+        await sup.ensure_running()
+        assert sup.pid != first_pid
+        client = sup.client()
+        try:
+            tracks = await client.song({"caption": "after", "duration": 3,
+                                        "output_format": "wav16"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return song_events, failed.value, tracks
+
+    song_events, failed, tracks = run(go())
+    fractions = [e.fraction for e in song_events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert [e.stage for e in song_events][0] == "lm"
+    assert {"lm", "synth", "decode"} <= {e.stage for e in song_events}
+    assert failed.reason.startswith("engine stopped: ") and "SIGKILL" in failed.reason
+    assert exits == [-signal.SIGKILL]
+    assert len(tracks) == 1
+
+
+def test_sketch_early_exit_and_a_missing_device_give_the_engines_first_line(tmp_path,
+                                                                           sketch_models):
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    with pytest.raises(EngineStartError, match="no GGUF models found in"):
+        run(sketch_supervisor(empty).start())
+
+    sup = sketch_supervisor(sketch_models, {"GGML_BACKEND": "CUDA0"})
+
+    async def go():
+        await sup.start()               # the device is read at the first job, as ace-server
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.song({"caption": "x", "lyrics": "la", "output_format": "wav16"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value
+
+    failed = run(go())
+    assert "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU" in failed.reason
