@@ -253,13 +253,15 @@ class NodeClient:
     async def backends(self) -> dict[str, Any]:
         return await self._json("GET", "/v1/backends")
 
-    async def use_backend(self, backend: str, family: str = "acestep") -> dict[str, Any]:
-        return await self._json("POST", "/v1/backends/use",
-                                json={"family": family, "backend": backend})
-
-    def install_backend(self, backend: str, family: str = "acestep") -> AsyncIterator[tuple[str, Any]]:
-        return self._stream("POST", "/v1/backends/install",
+    def use_backend(self, backend: str, family: str = "acestep") -> AsyncIterator[tuple[str, Any]]:
+        """Fetch, trial-load and pin ``backend`` ("auto" unpins); ends with done or error."""
+        return self._stream("POST", "/v1/backends/use",
                             json={"family": family, "backend": backend},
+                            final=("done", "error"))
+
+    def install_backend(self, family: str = "acestep") -> AsyncIterator[tuple[str, Any]]:
+        """Install the best backend that works on the node's machine (like --install)."""
+        return self._stream("POST", "/v1/backends/install", json={"family": family},
                             final=("done", "error"))
 
     def update_backends(self) -> AsyncIterator[tuple[str, Any]]:

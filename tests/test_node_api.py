@@ -242,6 +242,9 @@ def test_config_system_models_and_restart_through_the_api(home):
     assert "keep_loaded = true" in (home / "node.toml").read_text()
     assert models["models"][0]["name"] == "sketch"
     assert system["keep_loaded"] is True
+    fam = system["families"]["acestep"]
+    assert [b["name"] for b in fam["backends"]] == ["cuda12", "metal", "vulkan", "cpu"]
+    assert fam["pinned"] is None and "default" in fam and system["hardware"]["os"]
     (loaded,) = system["loaded"]
     assert loaded["engine"] == "sketch" and loaded["keep_loaded"] is True and loaded["running"]
     assert restart["status"] == "restarting"

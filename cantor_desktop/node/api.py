@@ -163,20 +163,11 @@ async def json_body(request: Request, *, required: bool = True) -> Any:
         raise ApiError(400, f"the body is not valid JSON: {exc}", field="body") from None
 
 
-def sketch_entry() -> dict[str, Any]:
-    return {"name": SKETCH, "family": SKETCH, "builtin": True, "state": "installed",
-            "size": 0, "description": "Sketch — built-in, no AI model"}
-
-
-def library_models() -> list[dict[str, Any]]:
-    out = [sketch_entry()]
-    try:
-        from ..models.library import list_models
-    except ImportError:
-        return out
-    for m in list_models():
-        out.append(_model_json(m))
-    return out
+def library_models(include_catalogue: bool = False) -> list[dict[str, Any]]:
+    """The library as the API shows it: the built-in sketch model first, then every model
+    with files here (``include_catalogue``: also the ones that can be pulled)."""
+    from ..models.library import list_models
+    return [_model_json(m) for m in list_models(include_catalogue=include_catalogue)]
 
 
 def _model_json(m: Any) -> dict[str, Any]:
@@ -191,28 +182,23 @@ def _model_json(m: Any) -> dict[str, Any]:
 
 
 def installed_names() -> list[str]:
-    names = []
-    for m in library_models():
-        if m.get("state", "installed") in ("installed", "ready") or m.get("installed"):
-            names.append(m["name"])
-    return names
+    from ..models.library import READY
+    return [m["name"] for m in library_models() if m.get("state") == READY]
 
 
 def check_model(name: str) -> None:
     """404 naming the installed models when ``name`` cannot run here."""
     if name == SKETCH:
         return
+    from ..models.library import resolve
     try:
-        from ..models.library import resolve
         resolve(name)
         return
-    except ImportError:
-        pass
-    except Exception:
-        pass
+    except Exception as exc:
+        reason = str(exc)
     names = installed_names()
-    raise ApiError(404, f"model {name!r} is not installed; installed: {', '.join(names)}",
-                   "model_not_found", "model", installed=names)
+    raise ApiError(404, f"model {name!r} is not installed ({reason}); installed: "
+                        f"{', '.join(names)}", "model_not_found", "model", installed=names)
 
 
 def _validated(body: Any, cfg: config.Config) -> dict[str, Any]:
@@ -262,8 +248,14 @@ async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable
     an exception as ``error`` (the status is already 200, so the error is an event)."""
     q: asyncio.Queue = asyncio.Queue()
     loop = asyncio.get_running_loop()
+    emitted_done = False
 
     def emit(event: str, data: Any = None) -> None:
+        nonlocal emitted_done
+        if event == done_event:
+            if emitted_done:
+                return          # the work said "done" itself; one is enough
+            emitted_done = True
         item = (event, data if data is not None else {})
         try:
             if asyncio.get_running_loop() is loop:
@@ -322,7 +314,7 @@ def _event_json(event: Any) -> tuple[str, Any]:
     data = _jsonable(event)
     name = "progress"
     if isinstance(data, dict):
-        name = str(data.get("event") or data.get("kind") or "progress")
+        name = str(data.get("event") or data.get("type") or data.get("kind") or "progress")
     return name, data
 
 
@@ -336,36 +328,31 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/v1/system")
     async def system(request: Request):
+        """Hardware with evidence, each family's backends with state, the pinned and the
+        default backend, keep_loaded, and what each engine has loaded now."""
         n = node(request)
         cfg = _cfg()
         out: dict[str, Any] = {"version": __version__, "keep_loaded": cfg.get("node.keep_loaded"),
-                               "loaded": n.runner.loaded(), "backends": {}}
-        try:
-            from .. import hardware
-            hw = await asyncio.to_thread(hardware.probe)
-            out["hardware"] = _jsonable(hw)
-        except ImportError:
-            out["hardware"] = None
-        except Exception as exc:
-            out["hardware"] = {"error": str(exc)}
+                               "loaded": n.runner.loaded(), "families": {}}
+        from .. import backends, hardware
+
+        hw = await asyncio.to_thread(hardware.probe_from_env)
+        out["hardware"] = _jsonable(hw)
         for family in config.FAMILIES:
-            fam: dict[str, Any] = {"pinned": cfg.pinned_backend(family)}
             try:
-                from .. import backends
-                fam["default"] = await asyncio.to_thread(backends.default_backend, family)
-                fam["status"] = _jsonable(await asyncio.to_thread(backends.status, family))
-            except ImportError:
-                fam["default"] = None
+                st = await asyncio.to_thread(backends.status, family, hw)
+                out["families"][family] = st.to_dict()
             except Exception as exc:
-                fam["error"] = str(exc)
-            out["backends"][family] = fam
+                out["families"][family] = {"error": str(exc),
+                                           "pinned": cfg.pinned_backend(family)}
         return out
 
     # -- models --------------------------------------------------------------------------
 
     @app.get("/v1/models")
-    async def models():
-        return {"models": await asyncio.to_thread(library_models),
+    async def models(all: bool = False):
+        """``?all=true`` also lists the catalogue models that are not downloaded."""
+        return {"models": await asyncio.to_thread(library_models, all),
                 "default": _cfg().get("models.default")}
 
     @app.post("/v1/models/pull")
@@ -514,34 +501,39 @@ def _routes(app: FastAPI) -> None:
     @app.get("/v1/backends")
     async def backends_status():
         from .. import backends
-        cfg = _cfg()
         out = {}
         for family in config.FAMILIES:
-            out[family] = {"pinned": cfg.pinned_backend(family),
-                           "default": await asyncio.to_thread(backends.default_backend, family),
-                           "status": _jsonable(await asyncio.to_thread(backends.status, family))}
+            st = await asyncio.to_thread(backends.status, family)
+            out[family] = st.to_dict()
         return {"backends": out}
 
     @app.post("/v1/backends/use")
     async def backends_use(request: Request):
+        """Fetch and trial-load a backend, then pin it ("auto" removes the pin). SSE."""
         body = await json_body(request)
-        family, backend = _family_backend(body, allow_auto=True)
-        try:
-            config.update({f"backends.{family}": backend})
-        except config.ConfigError as exc:
-            raise ApiError(422, str(exc), field="backend") from None
-        return {"family": family, "backend": backend,
-                "note": "applies when the engine next starts (restart the node to switch now)"}
-
-    @app.post("/v1/backends/install")
-    async def backends_install(request: Request):
-        body = await json_body(request)
-        family, backend = _family_backend(body, allow_auto=False)
+        _family, backend = _family_backend(body, allow_auto=True)
         from .. import backends
 
         async def work(emit):
-            return await backends.ensure_engine(family, backend,
-                                                on_event=lambda ev: emit(*_event_json(ev)))
+            builds = await backends.use(backend, on_event=lambda ev: emit(*_event_json(ev)))
+            return {"backend": backend, "builds": builds,
+                    "note": "a running engine keeps its build until the node restarts"}
+
+        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+
+    @app.post("/v1/backends/install")
+    async def backends_install(request: Request):
+        """Install the best backend that works here (trial-loaded), like --install. SSE."""
+        body = await json_body(request, required=False)
+        family = (body or {}).get("family", "acestep") if isinstance(body, dict) else None
+        if family not in config.FAMILIES:
+            raise ApiError(422, f"family: {family!r} is not a family; one of "
+                                f"{', '.join(config.FAMILIES)}", field="family")
+        from .. import backends
+
+        async def work(emit):
+            return await backends.install(family, on_event=lambda ev: emit(*_event_json(ev)))
 
         return StreamingResponse(progress_stream(work), media_type="text/event-stream",
                                  headers=SSE_HEADERS)

@@ -74,21 +74,21 @@ def sketch_models_dir() -> Path:
 
 
 def plan_sketch() -> EnginePlan:
-    from .. import __version__
-    from ..selfexec import self_argv
+    from ..backends import sketch_build
     from ..sketch import ensure_sketch_models
 
     folder = sketch_models_dir()
     files = ensure_sketch_models(folder)
-    return EnginePlan(key=SKETCH, family=SKETCH, model=SKETCH,
-                      argv=self_argv("sketch-server"), env={}, models_dir=folder,
-                      backend=SKETCH, version=f"cantor-sketch {__version__}",
-                      files=dict(files))
+    build = sketch_build()
+    return EnginePlan(key=SKETCH, family=SKETCH, model=SKETCH, argv=list(build.argv),
+                      env=dict(build.env), models_dir=folder, backend=SKETCH,
+                      version=build.version, files=dict(files))
 
 
 def plan_model(name: str, cfg: config.Config) -> EnginePlan:
-    """An installed model on its family's engine, on the pinned or the default backend."""
-    from .. import backends
+    """An installed model on its family's engine, on the pinned or the automatically chosen
+    backend. Never switches backends: a pinned backend that is not installed is an error."""
+    from .. import backends, engine_store
     from ..models.library import resolve
 
     try:
@@ -99,13 +99,14 @@ def plan_model(name: str, cfg: config.Config) -> EnginePlan:
     pinned = cfg.pinned_backend(family)
     chosen = pinned or backends.default_backend(family)
     if not chosen:
-        raise PlanError(f"no engine is installed for {family}; run `cantor backends --install`")
-    build = backends.installed_build(family, chosen)
+        raise PlanError(f"no {family} engine has a build for this machine; only the sketch "
+                        f"engine can run here")
+    build = engine_store.installed(family, chosen)
     if build is None:
         how = "pinned in node.toml" if pinned else "chosen automatically"
-        raise PlanError(f"the {chosen} backend ({how}) is not installed for {family}; "
-                        f"run `cantor backends --install {chosen}`")
-    return EnginePlan(key=family, family=family, model=name, argv=list(build.argv),
+        raise PlanError(f"the {chosen} engine ({how}) is not installed for {family}; "
+                        f"run `cantor backends --install`")
+    return EnginePlan(key=family, family=family, model=files.name, argv=list(build.argv),
                       env=dict(build.env), models_dir=Path(files.models_dir),
                       backend=build.backend, version=str(build.version),
                       files={"dit": _fname(files.dit), "lm": _fname(files.lm),
