@@ -187,3 +187,29 @@ def test_sketch_needs_nothing(hub):
     files = run(pull.pull("sketch", with_engine=False))
     assert files.builtin and files.name == "sketch"
     assert hub.server.requests == []
+
+
+def test_pull_fetches_an_engine_when_none_is_installed(hub, tmp_path, monkeypatch):
+    """The engine step: a CPU-only machine, a manifest on 127.0.0.1 with a working CPU build
+    (it runs the sketch engine): pull installs and trial-loads it after the model files."""
+    from cantor_desktop import engine_store
+    from support.fake_builds import BuildServer, fake_machine, working_script
+
+    root, bin_dir = fake_machine(tmp_path / "machine", nvidia_driver=None, render=False,
+                                 vulkan_loader=False)
+    monkeypatch.setenv("CANTOR_HW_ROOT", str(root))
+    monkeypatch.setenv("CANTOR_HW_OS", "linux")
+    monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CANTOR_TRIAL_TIMEOUT", "20")
+    with BuildServer(tmp_path / "srv") as builds:
+        builds.add("cpu", builds.archive("cpu.tar.gz", working_script()))
+        monkeypatch.setenv("CANTOR_MANIFEST_URL", builds.manifest_url)
+        events = []
+        files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
+    kinds = [e.type for e in events]
+    assert kinds.index("engine") > max(i for i, k in enumerate(kinds) if k == "file_done")
+    ready = [e for e in events if e.type == "engine" and (e.engine or {}).get("ready")]
+    assert ready and ready[-1].engine["backend"] == "cpu"
+    assert engine_store.installed("acestep", "cpu") is not None
+    assert files.dit == DIT and events[-1].type == "done"
