@@ -405,6 +405,9 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
                                         sha256=sha256, size=size, headers=headers or {},
                                         stall_timeout=stall_timeout)
                 break
+            except httpx.HTTPError as exc:   # not a transport failure: nothing to retry
+                raise DownloadError(f"{url}: {exc or type(exc).__name__}", url=url,
+                                    dest=dest) from exc
             except _Retry as r:
                 # Bounded: `retries` failures in a row; an attempt that saved bytes resets
                 # the count (each reset needs new bytes, so this always ends).
