@@ -25,7 +25,7 @@ HEADROOM = 10 ** (-1 / 20)          # -1 dBFS
 # layer -> (left gain, right gain)
 PAN = {"kick": (1.0, 1.0), "snare": (0.95, 1.0), "hat": (0.75, 1.0), "bass": (1.0, 1.0),
        "pad": (1.0, 1.0), "lead": (1.0, 0.85)}
-LEVEL = {"kick": 0.9, "snare": 0.55, "hat": 0.16, "bass": 0.42, "pad": 0.11, "lead": 0.36}
+LEVEL = {"kick": 0.9, "snare": 0.7, "hat": 0.32, "bass": 0.42, "pad": 0.11, "lead": 0.36}
 
 
 @dataclass
@@ -232,13 +232,13 @@ class Voices:
     def _snare(self) -> np.ndarray:
         n = int(0.2 * SR)
         t = np.arange(n) / SR
-        noise = np.diff(self.noise.standard_normal(n + 1)) * 0.5
+        noise = np.diff(self.noise.uniform(-1.0, 1.0, n + 1)) * 0.5
         return noise * np.exp(-t * 20) * 0.8 + np.sin(2 * np.pi * 185 * t) * np.exp(-t * 30)
 
     def _hat(self) -> np.ndarray:
         n = int(0.06 * SR)
         t = np.arange(n) / SR
-        noise = np.diff(self.noise.standard_normal(n + 2), 2) * 0.35
+        noise = np.diff(self.noise.uniform(-1.0, 1.0, n + 2), 2) * 0.3
         return noise * np.exp(-t * 70)
 
     def _bass(self, midi: int, n: int) -> np.ndarray:
