@@ -51,6 +51,11 @@ class BackendEvent:
     received: int | None = None
     total: int | None = None
 
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "backend": self.backend, "message": self.message,
+                "progress": self.progress, "family": self.family, "received": self.received,
+                "total": self.total}
+
 
 EventSink = Callable[[BackendEvent], None] | None
 
@@ -455,26 +460,42 @@ def set_keep_loaded(on: bool) -> str:
             "model held now.")
 
 
-async def ensure_engine(family: str = "acestep", on_event: EventSink = None, *,
+async def ensure_engine(family: str = "acestep", sink_or_backend: EventSink | str = None, *,
+                        on_event: EventSink = None, backend: str | None = None,
                         hw: hardware.Hardware | None = None) -> InstalledBuild:
     """The installed build for the default backend; if none is installed, install one the
-    way ``--install`` does (a pinned backend: fetch and trial that one). ``cantor pull``
-    calls this so a model comes with an engine."""
+    way ``--install`` does. ``cantor pull`` calls this so a model comes with an engine.
+
+    The second argument is the event sink, or a backend name (then it is like ``backend=``).
+    With a backend (or a pin in node.toml) that one is fetched and trial-loaded if it is not
+    installed, and a failure raises BackendError instead of falling back. Nothing is pinned.
+    """
+    if isinstance(sink_or_backend, str):
+        backend = backend or sink_or_backend
+    elif sink_or_backend is not None:
+        on_event = on_event or sink_or_backend
+    if backend is not None and backend not in BACKENDS:
+        raise BackendError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
     hw = hw or hardware.probe_from_env()
     st = status(family, hw)
-    if st.default:
-        inst = engine_store.installed(family, st.default)
-        if inst is not None and st.backend(st.default).state != "update_required":
+    wanted = backend or st.default
+    if wanted:
+        inst = engine_store.installed(family, wanted)
+        if inst is not None and st.backend(wanted).state != "update_required":
             return inst
-    if st.pinned:
+    wanted = backend or st.pinned
+    if wanted:
         m, note = await manifest.fetch_or_fallback()
         if note:
             _emit(on_event, "note", None, note, family)
-        outcome = await _fetch_and_trial(family, st.pinned, m, hw, on_event)
+        outcome = await _fetch_and_trial(family, wanted, m, hw, on_event)
         if not outcome.ok:
-            raise BackendError(f"the pinned backend {st.pinned} does not work here: "
-                               f"{outcome.reason}. Run: cantor backends --use auto")
-        _emit(on_event, "kept", st.pinned, f"{st.pinned}: works — installed.", family)
+            text = outcome.reason if outcome.no_build else rejected_text(wanted, outcome.reason)
+            _emit(on_event, "no_build" if outcome.no_build else "rejected", wanted, text, family)
+            hint = " Run: cantor backends --use auto" if wanted == st.pinned else ""
+            raise BackendError(f"{text}{hint}")
+        _emit(on_event, "kept", wanted, f"{wanted}: works — installed "
+              f"({outcome.build.version}).", family)
         return outcome.build
     return await install(family, on_event, hw=hw)
 

@@ -14,6 +14,7 @@ is used as is and never replaced.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import posixpath
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from . import config, download
 from .manifest import DEVICE_ENV, Build
@@ -352,18 +353,38 @@ def archive_cache_path(build: Build) -> Path:
     return paths().cache_dir / "engines" / f"{build.sha256}.{build.archive}"
 
 
+_fetch_locks: dict[str, asyncio.Lock] = {}
+
+
+async def _cross_process_lock(path: Path) -> FileLock:
+    """Take a file lock without blocking the event loop."""
+    lock = FileLock(str(path))
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            return lock
+        except Timeout:
+            await asyncio.sleep(0.2)
+
+
 async def fetch_archive(build: Build, *, on_progress: Callable | None = None,
                         client=None) -> tuple[Path, bool]:
-    """The verified archive in the cache: (path, downloaded now?). One download per sha256."""
+    """The verified archive in the cache: (path, downloaded now?). One download per sha256,
+    also when two installs (or two processes) want the same archive at once."""
     dest = archive_cache_path(build)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        if download.sha256_file(dest) == build.sha256:
-            return dest, False
-        dest.unlink()
-    await download.download(build.url, dest, sha256=build.sha256, size=build.size,
-                            on_progress=on_progress, client=client)
-    return dest, True
+    async with _fetch_locks.setdefault(build.sha256, asyncio.Lock()):
+        flock = await _cross_process_lock(dest.with_name(dest.name + ".lock"))
+        try:
+            if dest.exists():
+                if await asyncio.to_thread(download.sha256_file, dest) == build.sha256:
+                    return dest, False
+                dest.unlink()
+            await download.download(build.url, dest, sha256=build.sha256, size=build.size,
+                                    on_progress=on_progress, client=client)
+            return dest, True
+        finally:
+            flock.release()
 
 
 def _dir_name(folder: Path, build: Build) -> str:
@@ -445,7 +466,8 @@ async def install(build: Build, *, on_progress: Callable | None = None, client=N
     Returns (build, downloaded now?)."""
     archive, fetched = await fetch_archive(build, on_progress=on_progress, client=client)
     try:
-        result = install_archive(build, archive)
+        # unpacking is long, blocking work: keep it off the event loop (the app's Qt loop)
+        result = await asyncio.to_thread(install_archive, build, archive)
     finally:
         if not keep_archive:
             archive.unlink(missing_ok=True)

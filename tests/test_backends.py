@@ -250,3 +250,12 @@ def test_sketch_build_trial_loads():
     assert build.source == "sketch" and build.env == {}
     r = asyncio.run(trial.trial_load(build, "cpu", timeout=20))
     assert r.ok and r.device == "CPU"
+
+
+def test_ensure_engine_for_a_named_backend(nvidia, builds):
+    events: list[backends.BackendEvent] = []
+    with pytest.raises(backends.BackendError, match="GPU backend rejected"):
+        asyncio.run(backends.ensure_engine("acestep", "cuda12", on_event=events.append))
+    assert events[-1].kind == "rejected" and events[-1].to_dict()["backend"] == "cuda12"
+    inst = asyncio.run(backends.ensure_engine("acestep", backend="cpu"))
+    assert inst.backend == "cpu" and config.load().pinned_backend("acestep") is None

@@ -124,3 +124,20 @@ def test_missing_version_file_is_a_problem(tmp_path):
     (folder / "current").write_text("v1\n")
     entry = engine_store.inspect("acestep", "cpu")
     assert entry.build is None and "cantor-build.json is missing" in entry.problem
+
+
+def test_two_installs_at_once_download_once(tmp_path):
+    with BuildServer(tmp_path / "srv") as srv:
+        archive = srv.archive("vk.tar.gz", never_ready_script(), extra={"lib.so": os.urandom(200_000)})
+        srv.add("vulkan", archive)
+        srv.add("cpu", archive)
+        m = asyncio.run(manifest.fetch(srv.manifest_url))
+        vk = m.best("acestep", "vulkan", "linux", "x86_64")
+        cpu = m.best("acestep", "cpu", "linux", "x86_64")
+
+        async def both():
+            return await asyncio.gather(engine_store.install(vk, keep_archive=True),
+                                        engine_store.install(cpu, keep_archive=True))
+        (a, fa), (b, fb) = asyncio.run(both())
+        assert srv.downloads(archive) == 1 and [fa, fb].count(True) == 1
+    assert (a.path / "lib.so").read_bytes() == (b.path / "lib.so").read_bytes()
