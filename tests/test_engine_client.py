@@ -215,6 +215,26 @@ def test_cancelling_the_awaiting_task_cancels_the_job_mid_render(models, tmp_pat
     assert elapsed < 2.0
 
 
+def test_cancelling_while_the_post_is_in_flight_still_cancels_the_queued_job(models, tmp_path):
+    err = tmp_path / "engine.err"
+    script = {"submit_delay": 0.4, "dit_steps": 300, "step_delay": 0.01}
+
+    async def go():
+        async with EngineClient(url) as client:
+            task = asyncio.create_task(client.synth({"caption": "x", "output_format": "wav16"}))
+            while "created" not in engine.stderr_text():
+                await asyncio.sleep(0.01)
+            task.cancel()                       # the POST has not been answered yet
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    with RunningEngine(models, free_port(), script, stderr_path=err) as engine:
+        url = engine.url
+        run(go())
+        log = engine.stderr_text()
+    assert "[Server] Cancel requested for job" in log
+
+
 def test_wait_polls_fast_at_first(models):
     async def go():
         async with EngineClient(url) as client:

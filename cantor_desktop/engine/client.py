@@ -296,10 +296,19 @@ class EngineClient:
 
     async def run(self, path: str, body: dict | list) -> Any:
         """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too."""
+        posting = asyncio.ensure_future(self.submit(path, body))
         try:
-            job_id = await self.submit(path, body)
+            job_id = await asyncio.shield(posting)
         except httpx.TransportError as exc:
             raise await self._engine_gone(exc, None) from None
+        except asyncio.CancelledError:
+            # the engine may queue the job all the same: cancel it once its id arrives
+            try:
+                job_id = await asyncio.wait_for(posting, 5.0)
+            except BaseException:  # noqa: BLE001 - no id, nothing to cancel
+                raise asyncio.CancelledError() from None
+            await self._cancel_quietly(job_id)
+            raise
         try:
             await self.wait(job_id)
             return await self.result(job_id)

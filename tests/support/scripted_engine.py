@@ -16,6 +16,7 @@ stderr. Tests steer it with ``SCRIPTED_ENGINE`` — JSON text, or a path to a JS
     dit_steps     diffusion steps (default 8); step_delay seconds per step (default 0.005)
     lm_delay      seconds per LM progress line (default 0.002)
     lm_result     a fixed /lm result array (default: the request enriched like the real LM)
+    submit_delay  seconds between queueing a job and answering its POST
     record        a file: every accepted /lm and /synth body is appended as a JSON line
     fail_lines_after  true: print the fail lines only after the job is already "failed"
 
@@ -365,6 +366,7 @@ class Handler(BaseHTTPRequestHandler):
                 fh.write(json.dumps({"path": url.path, "body": body}) + "\n")
         job_id = e.add_job("lm" if url.path == "/lm" else "synth",
                            body if url.path == "/lm" else requests)
+        time.sleep(float(e.script.get("submit_delay", 0)))   # a slow answer to the POST
         self._json(200, {"id": job_id})
 
     def _job(self, query: dict, *, post: bool) -> None:
