@@ -309,14 +309,14 @@ class _Meter:
         self.resumed_from = 0
         self.received = 0
         self.speed = 0.0
-        self._t = time.monotonic()
+        self._t = self._t0 = time.monotonic()
         self._bytes_at_t = 0
 
     def start(self, offset: int, total: int | None) -> None:
         self.resumed_from = offset
         self.received = offset
         self.total = total
-        self._t = time.monotonic()
+        self._t = self._t0 = time.monotonic()
         self._bytes_at_t = offset
 
     def add(self, n: int) -> None:
@@ -347,6 +347,8 @@ class _Meter:
         now = time.monotonic()
         if now - self._t > 0.01:
             self._sample(now, now - self._t)
+        if self.speed == 0.0:      # finished before the first sample: the overall rate
+            self.speed = (self.received - self.resumed_from) / max(now - self._t0, 1e-6)
         self._emit()
 
 
@@ -478,6 +480,7 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
         if status == 416 and offset > 0:
             cr = _parse_content_range(response.headers.get("Content-Range"))
             if cr and cr[1] is not None and cr[1] == offset and (size is None or size == offset):
+                meter.start(offset, offset)
                 return await sink.finish()     # the part already holds the whole file
             await sink.open(restart=True)      # stale part: start over
             state.etag = None
