@@ -10,7 +10,7 @@ import pytest
 
 from cantor_desktop import download as dl
 from cantor_desktop import secrets
-from cantor_desktop.models import catalogue, library, pull
+from cantor_desktop.models import library, pull
 from support.hub import ModelHub
 
 DIT = "acestep-v15-turbo-Q8_0.gguf"

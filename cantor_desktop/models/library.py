@@ -13,7 +13,6 @@ size and mtime they were taken at), so listing never re-reads gigabytes; ``verif
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,6 +23,7 @@ from typing import Callable, Iterator
 from filelock import FileLock
 
 from .. import config, gguf
+from ..download import sha256_file
 from ..paths import paths
 from . import catalogue as cat
 from .catalogue import FAMILY, SKETCH, SKETCH_DISPLAY, FileEntry, UnknownModel
@@ -681,19 +681,6 @@ class VerifyResult:
     state: str               # ok | corrupt | unverified (no known hash) | missing
     sha256: str | None = None
     expected: str | None = None
-
-
-def sha256_file(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            chunk = fh.read(1 << 20)
-            if not chunk:
-                break
-            digest.update(chunk)
-            if on_bytes:
-                on_bytes(len(chunk))
-    return digest.hexdigest()
 
 
 def _every_file() -> list[LocalFile]:

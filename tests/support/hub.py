@@ -17,7 +17,6 @@ random bytes so downloads have some size. Point Cantor at it with ``HF_ENDPOINT=
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 
 from cantor_desktop import gguf
