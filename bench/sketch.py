@@ -4,7 +4,7 @@ Baseline: real time (1.0x: one second of CPU per second of audio). Goal: 30x on 
 Measures what a /synth job does after parsing: plan, 8 render steps, mix, master, latent,
 WAV encoding. CPU time with time.process_time (numpy is single-threaded here).
 
-    .venv/bin/python bench/sketch.py [--runs 3] [--duration 60]
+    .venv/bin/python bench/sketch.py [--runs 5] [--duration 60]
 """
 
 from __future__ import annotations
@@ -42,10 +42,11 @@ def render_once(req: dict, seed: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--duration", type=float, default=60.0)
     args = ap.parse_args()
     baseline = 1.0      # real time: one CPU-second per audio-second
+    render_once(normalise({"caption": "warm-up", "duration": 5, "output_format": "wav16"}), 0)
     print(f"sketch render, {args.duration:.0f}-s song, 48 kHz stereo, median of {args.runs} "
           f"runs (CPU seconds, time.process_time)")
     print(f"{'case':<28}{'cpu s':>8}{'audio s / cpu s':>18}{'vs real time':>14}"

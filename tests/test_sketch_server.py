@@ -160,6 +160,7 @@ def test_health_and_errors(engine):
          "Invalid lm_mode (use: generate, inspire, format)"),
         ("/synth", b'{"caption":"x","output_format":"wav"}', 400,
          "Invalid output_format (use: mp3, wav16, wav24, wav32)"),
+        ("/synth", b'{"caption":"x","bpm":"fast"}', 400, "Invalid bpm"),
     ]
     for path, body, status, message in cases:
         r = c.post(path, content=body)
@@ -211,6 +212,21 @@ def test_lm_genres_and_explicit_values(engine):
         for k, v in expected.items():
             assert out[k] == v, (req, k, out[k])
         assert "vocal_language" not in out
+
+
+def test_lm_modes_and_nulls(engine):
+    out = engine.result(engine.submit("/lm", {"caption": "summer road trip", "lyrics": "",
+                                              "lm_mode": "inspire", "seed": 3,
+                                              "bpm": None, "duration": None})).json()[0]
+    assert "[Verse]" in out["lyrics"] and out["lm_mode"] == "inspire"
+    assert out["audio_codes"] and out["vocal_language"] == "en"
+    out = engine.result(engine.submit("/lm", {"caption": "x at 128 bpm", "lyrics": "la la",
+                                              "lm_mode": "format"})).json()[0]
+    assert out["bpm"] == 128 and "audio_codes" not in out
+    assert "(LM, mode=1)" in engine.log() and "(LM, mode=2)" in engine.log()
+    two = engine.result(engine.submit("/lm", {"caption": "x", "lyrics": "la la",
+                                              "lm_batch_size": 2, "lm_seed": 1})).json()
+    assert len(two) == 2 and two[0]["audio_codes"] != two[1]["audio_codes"]
 
 
 def _synth(engine, **req) -> list[tuple[dict, np.ndarray, np.ndarray]]:

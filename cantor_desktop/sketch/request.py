@@ -48,19 +48,21 @@ def normalise(obj) -> dict:
         raise BadRequest("Invalid JSON")
     req = dict(DEFAULTS)
     for key, value in obj.items():
+        if value is None and key in DEFAULTS:
+            continue                                # null: the default
         if key in _INT_FIELDS:
             try:
-                value = int(value) if not isinstance(value, bool) else int(value)
-            except (TypeError, ValueError):
+                value = int(float(value)) if isinstance(value, str) else int(value)
+            except (TypeError, ValueError, OverflowError):
                 raise BadRequest(f"Invalid {key}") from None
         elif key in _FLOAT_FIELDS:
             try:
                 value = float(value)
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise ValueError
             except (TypeError, ValueError):
                 raise BadRequest(f"Invalid {key}") from None
         elif key in DEFAULTS and isinstance(DEFAULTS[key], str):
-            if value is None:
-                value = ""
             if not isinstance(value, str):
                 value = str(value)
         req[key] = value
