@@ -98,10 +98,10 @@ def test_a_missing_executable_is_a_start_error(models, tmp_path):
 
 
 def test_an_engine_that_never_gets_ready_times_out_naming_its_last_line(models):
-    sup = supervisor(models, {"never_ready": True}, ready_timeout=1.0)
+    sup = supervisor(models, {"never_ready": True}, ready_timeout=1.5)
     with pytest.raises(EngineStartError) as err:
         run(sup.start())
-    assert "did not become ready within 1 s" in str(err.value)
+    assert "did not become ready within 1.5 s" in str(err.value)
     assert "[Server] Listening on 127.0.0.1:" in str(err.value)
     assert sup.pid is not None and not alive(sup.pid)
 
