@@ -17,45 +17,51 @@ HF_TOKEN = "hf_token"
 """Name of the Hugging Face token (the environment variable HF_TOKEN wins over it)."""
 
 
+ENV_HINTS = {HF_TOKEN: "HF_TOKEN", "node-token": "CANTOR_NODE_TOKEN"}
+"""The environment variable that replaces a secret where no keyring exists."""
+
+
 class NoKeyringError(RuntimeError):
     """No OS keyring can store secrets here."""
 
-    def __init__(self, detail: str = "", env_hint: str = "HF_TOKEN"):
-        message = f"no OS keyring is available here; set {env_hint} instead"
+    def __init__(self, detail: str = "", env_hint: str | None = "HF_TOKEN"):
+        if env_hint:
+            message = f"no OS keyring is available here; set {env_hint} instead"
+        else:
+            message = "no OS keyring is available here; the token cannot be stored"
         if detail:
             message += f" ({detail})"
         super().__init__(message)
 
 
-def _backend():
+def _backend(hint: str | None = "HF_TOKEN"):
     try:
         backend = keyring.get_keyring()
     except Exception as exc:  # a broken keyring configuration
-        raise NoKeyringError(str(exc)) from None
+        raise NoKeyringError(str(exc), hint) from None
     if isinstance(backend, keyring.backends.fail.Keyring):
-        raise NoKeyringError()
+        raise NoKeyringError("", hint)
     if type(backend).__name__ == "ChainerBackend" and not getattr(backend, "backends", None):
-        raise NoKeyringError()  # a chain of nothing: no viable backend
+        raise NoKeyringError("", hint)  # a chain of nothing: no viable backend
     return backend
 
 
-def _call(action: str, fn, *args):
-    backend = _backend()
+def _call(name: str, action: str, fn):
+    hint = ENV_HINTS.get(name)
+    backend = _backend(hint)
     try:
-        return fn(backend, *args)
-    except keyring.errors.NoKeyringError as exc:
-        raise NoKeyringError(str(exc)) from None
-    except keyring.errors.InitError as exc:
-        raise NoKeyringError(str(exc)) from None
+        return fn(backend)
     except keyring.errors.KeyringLocked as exc:
-        raise NoKeyringError(f"the keyring is locked: {exc}") from None
+        raise NoKeyringError(f"the keyring is locked: {exc}", hint) from None
+    except (keyring.errors.NoKeyringError, keyring.errors.InitError) as exc:
+        raise NoKeyringError(str(exc), hint) from None
     except keyring.errors.KeyringError as exc:
-        raise NoKeyringError(f"the keyring could not {action} the secret: {exc}") from None
+        raise NoKeyringError(f"the keyring could not {action} {name}: {exc}", hint) from None
 
 
 def get_secret(name: str) -> str | None:
     """The stored secret, or None when none is stored."""
-    value = _call("read", lambda b: b.get_password(SERVICE, name))
+    value = _call(name, "read", lambda b: b.get_password(SERVICE, name))
     return value or None
 
 
@@ -63,7 +69,7 @@ def set_secret(name: str, value: str) -> None:
     """Store (or replace) a secret. An empty value is refused: use delete_secret."""
     if not value or not value.strip():
         raise ValueError(f"refusing to store an empty {name}")
-    _call("store", lambda b: b.set_password(SERVICE, name, value.strip()))
+    _call(name, "store", lambda b: b.set_password(SERVICE, name, value.strip()))
 
 
 def delete_secret(name: str) -> bool:
@@ -74,7 +80,7 @@ def delete_secret(name: str) -> bool:
             return True
         except keyring.errors.PasswordDeleteError:
             return False
-    return bool(_call("delete", _delete))
+    return bool(_call(name, "delete", _delete))
 
 
 def keyring_name() -> str:

@@ -49,3 +49,11 @@ def test_hf_token_env_wins_and_keyring_missing_is_fine(monkeypatch):
     monkeypatch.delenv("HF_TOKEN")
     no_keyring(monkeypatch)
     assert hub.token() is None and hub.auth_headers() == {}
+
+
+def test_no_keyring_message_names_the_right_variable(monkeypatch):
+    no_keyring(monkeypatch)
+    with pytest.raises(secrets.NoKeyringError, match="set CANTOR_NODE_TOKEN instead"):
+        secrets.get_secret("node-token")
+    with pytest.raises(secrets.NoKeyringError, match="cannot be stored"):
+        secrets.set_secret("remote-node-token", "abc")
