@@ -42,8 +42,8 @@ class BackendError(Exception):
 class BackendEvent:
     """One step of a long operation, for a progress line or a log."""
 
-    kind: str            # note, skipped, no_build, download, unpack, trial, rejected, kept,
-                         # failed, saved, updated, up_to_date
+    kind: str            # note, skipped, no_build, download, unpack, trial, rejected,
+                         # fallback, kept, failed, saved, updated, up_to_date
     backend: str | None
     message: str
     progress: float | None = None    # 0..1 during a download, when the size is known
@@ -347,9 +347,10 @@ async def install(family: str = "acestep", on_event: EventSink = None, *,
             _emit(on_event, "no_build", name, outcome.reason, family)
             continue
         tried.append(f"{name}: {outcome.reason}")
+        _emit(on_event, "rejected", name, rejected_text(name, outcome.reason), family)
         nxt = _next_candidate(st, hw, name)
-        fall = f" Falling back to {nxt}." if nxt else ""
-        _emit(on_event, "rejected", name, rejected_text(name, outcome.reason) + fall, family)
+        if nxt:
+            _emit(on_event, "fallback", nxt, f"Falling back to {nxt}.", family)
     raise BackendError("No backend works on this machine"
                        + (": " + "; ".join(tried) if tried else "") + ". The built-in sketch "
                        "engine still works.")
@@ -393,8 +394,8 @@ async def use(backend: str, on_event: EventSink = None, *,
             text = outcome.reason if outcome.no_build else rejected_text(backend, outcome.reason)
             _emit(on_event, "no_build" if outcome.no_build else "rejected", backend, text, fam)
             current = default_backend(fam, hw, m)
-            stays = f" The node keeps using {current}." if current else ""
-            raise BackendError(f"{text} node.toml is unchanged.{stays}")
+            stays = f"; the node keeps using {current}" if current else ""
+            raise BackendError(f"{text} (node.toml is unchanged{stays})")
         builds.append(outcome.build)
     config.update({f"backends.{fam}": backend for fam in config.FAMILIES})
     _emit(on_event, "saved", backend, f"Saved: {backend} is now the backend for "

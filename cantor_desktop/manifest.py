@@ -197,6 +197,13 @@ def load_builtin() -> Manifest:
     return parse_bytes(raw, "builtin")
 
 
+def builds_for(family: str, backend: str, os: str, arch: str,
+               manifest: Manifest | None = None) -> list[Build]:
+    """Builds for family × backend on this OS and arch, newest first (default: the manifest
+    in force without the network, see :func:`current`)."""
+    return (manifest or current()).builds_for(family, backend, os, arch)
+
+
 def manifest_url() -> str:
     """CANTOR_MANIFEST_URL, else node.toml engines.manifest (a broken node.toml: the default)."""
     cfg, _problem = config.load_or_defaults()

@@ -56,7 +56,8 @@ def test_install_rejects_broken_cuda_and_keeps_vulkan(nvidia, builds):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     rejected = next(i for i, ln in enumerate(lines) if ln.startswith("GPU backend rejected"))
-    assert lines[rejected] == f"GPU backend rejected: {CUDA_LINE} Falling back to vulkan."
+    assert lines[rejected] == f"GPU backend rejected: {CUDA_LINE}"
+    assert lines[rejected + 1] == "Falling back to vulkan."
     kept = next(i for i, ln in enumerate(lines) if ln.startswith("vulkan: works"))
     assert kept > rejected
     assert not any(ln.startswith("cpu:") for ln in lines[kept:])      # stopped at the first
@@ -152,7 +153,9 @@ def test_never_ready_and_silent_fallback_are_rejected(nvidia, tmp_path, monkeypa
     rejected = [e.message for e in events if e.kind == "rejected"]
     assert rejected[0].startswith("GPU backend rejected: timed out answering /health")
     assert rejected[1] == ("GPU backend rejected: came up on CPU, not Vulkan0 "
-                           "(a silent fall-back) Falling back to cpu.")
+                           "(a silent fall-back)")
+    assert [e.message for e in events if e.kind == "fallback"] == [
+        "Falling back to vulkan.", "Falling back to cpu."]
     assert kept.backend == "cpu" and kept.source == "store"
     assert [e.kind for e in events if e.kind in ("rejected", "kept")] == [
         "rejected", "rejected", "kept"]
@@ -162,6 +165,7 @@ def test_no_build_for_this_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("CANTOR_HW_ROOT", str(tmp_path / "empty"))
     monkeypatch.setenv("CANTOR_HW_OS", "macos")
     monkeypatch.setenv("CANTOR_HW_ARCH", "arm64")
+    monkeypatch.setenv("CANTOR_MANIFEST_URL", "http://127.0.0.1:9/offline.json")  # builtin
     st = json.loads(cli("--json").stdout)
     metal = next(b for b in st["backends"] if b["name"] == "metal")
     assert metal["state"] == "unsupported"

@@ -95,3 +95,15 @@ def test_macos_arm64_has_metal(tmp_path):
 def test_this_machine_probes(tmp_path):
     hw = hardware.probe()
     assert hw.os and hw.arch and hw.backends["cpu"].supported
+
+
+def test_vulkaninfo_devices_are_evidence(tmp_path):
+    root, bin_dir = fake_machine(tmp_path / "m", nvidia_driver=None)
+    tool = bin_dir / "vulkaninfo"
+    tool.write_text("#!/bin/sh\n[ \"$1\" = --summary ] || exit 2\n"
+                    "echo 'GPU0:'\necho '    deviceName         = AMD Radeon RX 7600 (RADV NAVI33)'\n"
+                    "echo 'GPU1:'\necho '    deviceName         = llvmpipe (LLVM 17.0.6, 256 bits)'\n")
+    tool.chmod(0o755)
+    vk = hardware.probe(root, str(bin_dir), os_name="linux", arch="x86_64").backends["vulkan"]
+    assert vk.supported
+    assert "vulkaninfo: AMD Radeon RX 7600 (RADV NAVI33)" in vk.evidence

@@ -98,3 +98,9 @@ def test_manifest_url_from_node_toml(free_port_value=None):
 def test_plain_http_elsewhere_refused():
     with pytest.raises(manifest.ManifestError, match="not allowed"):
         asyncio.run(manifest.fetch("http://example.org/m.json"))
+
+
+def test_module_builds_for_uses_builtin_offline():
+    found = manifest.builds_for("acestep", "vulkan", "windows", "x86_64")
+    assert [b.sha256 for b in found] == [
+        "a20f11af4d0eca8c906019c62db5074d30132860735404d84cec3cecddc00d4c"]

@@ -276,6 +276,9 @@ def fake_machine(root: Path, *, nvidia_driver: str | None = "550.54.14", render:
                f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {nvidia_driver}  "
                f"Thu Feb 22 01:44:30 UTC 2024\n")
         _write(root / "sys/class/drm/card0/device/vendor", "0x10de\n")
+        nv = root / "sys/bus/pci/drivers/nvidia"
+        nv.mkdir(parents=True, exist_ok=True)
+        os.symlink(nv, root / "sys/class/drm/card0/device/driver")
         smi = bin_dir / "nvidia-smi"
         if smi_fails:
             smi.write_text(f"#!/bin/sh\necho {shlex.quote(smi_fails)}\nexit 9\n")
