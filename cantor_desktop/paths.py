@@ -57,6 +57,12 @@ class Paths:
         return self.state_dir / "queue.json"
 
     @property
+    def node_engines_file(self) -> Path:
+        """Engine processes the node started (pid, command), so a restarted node can end
+        the ones a killed node left behind."""
+        return self.state_dir / "engines.json"
+
+    @property
     def node_log(self) -> Path:
         return self.logs_dir / "node.log"
 

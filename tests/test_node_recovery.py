@@ -61,23 +61,29 @@ def test_engine_killed_mid_song_fails_that_song_and_the_next_one_is_done(home):
     assert retried == failed["id"]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = open(f"/proc/{pid}/stat").read() if os.path.exists(f"/proc/{pid}/stat") else ""
+    return " Z " not in stat     # a zombie is gone, only not yet reaped
+
+
 def test_node_killed_with_songs_queued_restarted_node_runs_them(home):
     async def main():
         port = free_port()
         node = await Node(home, port=port).start()
         async with node.client() as c:
-            first = await c.submit_song(LONG)
+            first = await c.submit_song({**LONG, "duration": 120})
             queued = [await c.submit_song(SHORT) for _ in range(2)]
             await _running_synth(c, first)
             engine = await engine_pid(c)
         node.kill9()
-        # the orphaned engine is the dead node's; a real supervisor would too be gone
-        try:
-            os.kill(engine, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        assert _alive(engine)                   # the engine outlived its node …
         again = await Node(home, port=port).start()
         try:
+            assert not _alive(engine)           # … and the next node ended it
             async with again.client() as c:
                 states = [await until_state(c, sid, ("done", "failed"), 30) for sid in queued]
                 stopped = await c.song(first)

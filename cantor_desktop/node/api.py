@@ -138,7 +138,10 @@ def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
 async def default_state() -> NodeState:
     from ..paths import paths
 
+    from . import leftovers
+
     p = paths().ensure()
+    await asyncio.to_thread(leftovers.end_leftovers)
     queue = SongQueue(p.queue_file)
     stopped = queue.load()
     if stopped:

@@ -138,6 +138,7 @@ class Runner:
         self._loop_task: asyncio.Task | None = None
         self._stopping = False
         self._versions: dict[int, tuple[int | None, str | None]] = {}
+        self._recorded: dict[str, dict] | None = None
 
     # -- life ----------------------------------------------------------------------------
 
@@ -161,6 +162,12 @@ class Runner:
                 await sup.aclose(3.0)
             except Exception:
                 log.exception("stopping an engine")
+        if self.supervisors:
+            from . import leftovers
+            try:
+                leftovers.record({})
+            except OSError:
+                pass
 
     async def _loop(self) -> None:
         while True:
@@ -236,6 +243,7 @@ class Runner:
             self.queue.finish_failed(song, f"the engine did not start: {reason}")
             return
         timings["engine_start_s"] = round(time.monotonic() - t0, 3)
+        self._record_engines()
         used = self.plans[plan.key]
         if used is not plan:       # the node keeps the build it started with
             plan = _with_files(used, plan)
@@ -301,6 +309,22 @@ class Runner:
             fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta)
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+
+    def _record_engines(self) -> None:
+        """Remember running engines so a node started after a crash can end them."""
+        from . import leftovers
+
+        running = {}
+        for key, sup in self.supervisors.items():
+            pid = getattr(sup, "pid", None)
+            if pid and getattr(sup, "running", False):
+                running[key] = {"pid": pid, "models_dir": str(self.plans[key].models_dir)}
+        if running != self._recorded:
+            try:
+                leftovers.record(running)
+                self._recorded = running
+            except OSError:
+                log.exception("recording engine pids")
 
     async def _engine_version(self, sup, client) -> str | None:
         """The running engine's own version (``/props``), asked once per process."""
