@@ -21,6 +21,7 @@ import posixpath
 import re
 import shutil
 import stat
+import sys
 import tarfile
 import tempfile
 import zipfile
@@ -336,12 +337,23 @@ def inspect(family: str, backend: str) -> StoreEntry:
     if not info.get("executable") or not exe.is_file():
         entry.problem = f"the executable {exe} is missing"
         return entry
+    env = {str(k): str(v) for k, v in (info.get("env") or {}).items()}
+    env.update(library_env(exe.parent))
     entry.build = InstalledBuild(
         family=family, backend=backend, version=str(info.get("version", "")),
-        argv=[str(exe)], env={str(k): str(v) for k, v in (info.get("env") or {}).items()},
+        argv=[str(exe)], env=env,
         path=build_dir, source="store", sha256=str(info.get("sha256", "")),
         url=str(info.get("url", "")))
     return entry
+
+
+def library_env(folder: Path) -> dict[str, str]:
+    """On Linux, let the engine find the libggml*.so files shipped beside it even when the
+    build has no $ORIGIN rpath (Windows looks beside the .exe by itself)."""
+    if not sys.platform.startswith("linux"):
+        return {}
+    existing = os.environ.get("LD_LIBRARY_PATH", "")
+    return {"LD_LIBRARY_PATH": str(folder) + (os.pathsep + existing if existing else "")}
 
 
 def installed(family: str, backend: str) -> InstalledBuild | None:

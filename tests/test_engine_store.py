@@ -32,7 +32,8 @@ def test_install_layout_and_version_file(tmp_path):
     assert info["sha256"] == build.sha256 and info["env"] == {"GGML_BACKEND": "CPU"}
     assert info["version"] == "v0.1.1" and info["executable"] == "ace-server"
     assert os.access(inst.argv[0], os.X_OK)
-    assert inst.env == {"GGML_BACKEND": "CPU"} and inst.source == "store"
+    assert inst.env["GGML_BACKEND"] == "CPU" and inst.source == "store"
+    assert inst.env["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(inst.path)
     assert engine_store.installed("acestep", "cpu").argv == inst.argv
     assert not list(folder.glob(".staging-*"))
 
@@ -105,8 +106,8 @@ def test_shared_download_fetched_once(tmp_path):
         asyncio.run(engine_store.install(vk, keep_archive=True))
         _inst, fetched = asyncio.run(engine_store.install(cpu))
         assert not fetched and srv.downloads(archive) == 1
-    assert engine_store.installed("acestep", "vulkan").env == {"GGML_BACKEND": "Vulkan0"}
-    assert engine_store.installed("acestep", "cpu").env == {"GGML_BACKEND": "CPU"}
+    assert engine_store.installed("acestep", "vulkan").env["GGML_BACKEND"] == "Vulkan0"
+    assert engine_store.installed("acestep", "cpu").env["GGML_BACKEND"] == "CPU"
 
 
 def test_user_supplied_build_used_as_is(tmp_path):
