@@ -16,27 +16,36 @@ class EncodeError(RuntimeError):
     pass
 
 
-def wav_bytes(audio: np.ndarray, fmt: str, sample_rate: int = SR) -> bytes:
-    """A 44-byte-header WAV of stereo float audio in [-1, 1]: wav16, wav24 or wav32 (float)."""
-    channels = audio.shape[1] if audio.ndim == 2 else 1
-    x = np.clip(audio.reshape(-1), -1.0, 1.0)
+_WAV = {"wav16": (16, 1), "wav24": (24, 1), "wav32": (32, 3)}
+_CHUNK = 1 << 20                    # samples converted at a time: small temporaries
+
+
+def _pcm(x: np.ndarray, fmt: str) -> bytes:
+    x = np.clip(x, -1.0, 1.0)
     if fmt == "wav16":
-        data = np.round(x * 32767).astype("<i2").tobytes()
-        bits, tag = 16, 1
-    elif fmt == "wav24":
+        return np.round(x * 32767).astype("<i2").tobytes()
+    if fmt == "wav24":
         v = np.round(x.astype(np.float64) * 8388607).astype("<i4")
-        data = v.view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
-        bits, tag = 24, 1
-    elif fmt == "wav32":
-        data = x.astype("<f4").tobytes()
-        bits, tag = 32, 3
-    else:
+        return v.view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+    return x.astype("<f4").tobytes()
+
+
+def wav_bytes(audio: np.ndarray, fmt: str, sample_rate: int = SR) -> bytes:
+    """A 44-byte-header WAV of float audio in [-1, 1], shape (samples, channels):
+    wav16 (s16), wav24 (s24) or wav32 (float32, format tag 3)."""
+    if fmt not in _WAV:
         raise EncodeError(f"not a WAV format: {fmt}")
+    bits, tag = _WAV[fmt]
+    channels = audio.shape[1] if audio.ndim == 2 else 1
+    flat = audio.reshape(-1)
     block = channels * bits // 8
-    header = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(data), b"WAVE", b"fmt ", 16,
+    data_len = len(flat) * bits // 8
+    header = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + data_len, b"WAVE", b"fmt ", 16,
                          tag, channels, sample_rate, sample_rate * block, block, bits,
-                         b"data", len(data))
-    return header + data
+                         b"data", data_len)
+    step = _CHUNK * channels
+    return b"".join([header] + [_pcm(flat[i:i + step], fmt)
+                                for i in range(0, len(flat), step)])
 
 
 def mp3_bytes(audio: np.ndarray, bitrate_kbps: int = 128, sample_rate: int = SR) -> bytes:
@@ -62,12 +71,17 @@ def mp3_bytes(audio: np.ndarray, bitrate_kbps: int = 128, sample_rate: int = SR)
 
 def multipart(tracks: list[tuple[bytes, str, bytes]]) -> bytes:
     """``multipart/mixed`` body: per track its audio part then its latent part."""
-    out = bytearray()
+    return b"".join(multipart_pieces(tracks))
+
+
+def multipart_pieces(tracks: list[tuple[bytes, str, bytes]]) -> list[bytes]:
+    """The multipart body as pieces to send one after another (no copy of the audio)."""
+    pieces = []
     for audio, content_type, latent in tracks:
-        out += (f"--{BOUNDARY}\r\nContent-Type: {content_type}\r\n\r\n").encode()
-        out += audio + b"\r\n"
-        out += (f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
-                f"Content-Disposition: form-data; name=\"latent\"\r\n\r\n").encode()
-        out += latent + b"\r\n"
-    out += f"--{BOUNDARY}--\r\n".encode()
-    return bytes(out)
+        pieces += [f"--{BOUNDARY}\r\nContent-Type: {content_type}\r\n\r\n".encode(),
+                   audio, b"\r\n",
+                   (f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
+                    f"Content-Disposition: form-data; name=\"latent\"\r\n\r\n").encode(),
+                   latent, b"\r\n"]
+    pieces.append(f"--{BOUNDARY}--\r\n".encode())
+    return pieces

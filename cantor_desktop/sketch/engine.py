@@ -16,7 +16,8 @@ from .. import gguf
 from . import SKETCH_DATE, SKETCH_VERSION, lm, music
 from .log import EngineLog
 from .options import Options
-from .request import MAX_TRACKS, SYNTH_DEFAULT_DURATION, is_instrumental, time_signature
+from .request import (LM_MODES, MAX_TRACKS, SYNTH_DEFAULT_DURATION, is_instrumental,
+                      time_signature)
 
 KEEP_JOBS = 32
 LABEL = {"lm": "LM", "text-enc": "Text-Enc", "dit": "DiT", "vae": "VAE"}
@@ -94,7 +95,7 @@ class Job:
     kind: str                               # "lm" or "synth"
     requests: list[dict]
     status: str = "running"                 # queued jobs say running too, like ace-server
-    result: bytes = b""
+    result: list[bytes] = field(default_factory=list)     # the body, in pieces
     content_type: str = ""
     cancel: threading.Event = field(default_factory=threading.Event)
     started: bool = False
@@ -114,6 +115,7 @@ class Engine:
     # ------------------------------------------------------------ the store
 
     def submit(self, kind: str, requests: list[dict]) -> Job:
+        """Queue a job (requests already validated) and log its creation line."""
         with self.lock:
             job_id = secrets.token_hex(8)
             while job_id in self.jobs:
@@ -121,7 +123,6 @@ class Engine:
             job = self.jobs[job_id] = Job(job_id, kind, requests)
             self._evict()
         if kind == "lm":
-            from .request import LM_MODES
             self.log(f"[Server] Job {job_id} created (LM, mode={LM_MODES[requests[0]['lm_mode']]})")
         else:
             self.log(f"[Server] Job {job_id} created ({len(requests)} requests)")
@@ -270,7 +271,7 @@ class Engine:
                 self.log(f"[LM-Phase2] Step {step}, {len(results)} active, "
                          f"{step} total codes, 0.0 tok/s")
             self.log(f"[LM-Phase2] Step {codes}, 0 active, {codes} total codes, 0.0 tok/s")
-        return json.dumps(results).encode(), "application/json", len(results)
+        return [json.dumps(results).encode()], "application/json", len(results)
 
     # ------------------------------------------------------------ /synth
 
@@ -338,7 +339,9 @@ class Engine:
             else:
                 data, ctype = encode.wav_bytes(audio, fmt), "audio/wav"
             parts.append((data, ctype, latent.astype("<f4").tobytes()))
-        return encode.multipart(parts), f"multipart/mixed; boundary={encode.BOUNDARY}", len(parts)
+            r.buf = audio = None                        # free the render buffer now
+        return (encode.multipart_pieces(parts), f"multipart/mixed; boundary={encode.BOUNDARY}",
+                len(parts))
 
     def props(self) -> dict:
         from .request import DEFAULTS

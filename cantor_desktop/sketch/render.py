@@ -269,16 +269,18 @@ class Voices:
 
 
 class Renderer:
-    """Renders one song in ``steps`` steps; :meth:`finish` mixes it to stereo float32."""
+    """Renders one song in ``steps`` steps straight into one stereo buffer (the only large
+    allocation: 8 bytes per sample frame); :meth:`finish` returns it with fades applied."""
+
+    WIDTH = int(0.011 * SR)         # the pad's right side comes this much later: a wide pad
 
     def __init__(self, song: Song, steps: int):
         self.song = song
         self.events, self.total = plan(song)
         self.steps = max(1, steps)
         self.voices = Voices(zlib.crc32(f"voices{song.seed}".encode()))
-        self.margin = int(SR * max(2.0, song.bar_seconds + 0.5))
-        self.layers = {name: np.zeros(self.total + self.margin, dtype=np.float32)
-                       for name in PAN}
+        self.margin = int(SR * max(2.0, song.bar_seconds + 0.5)) + self.WIDTH
+        self.buf = np.zeros((self.total + self.margin, 2), dtype=np.float32)
         bounds = [self.total * k // self.steps for k in range(self.steps + 1)]
         starts = np.array([e.start for e in self.events], dtype=np.int64)
         self._cuts = np.searchsorted(starts, bounds[1:-1]).tolist()
@@ -286,26 +288,21 @@ class Renderer:
 
     def step(self, k: int) -> None:
         """Render the events that start in the k-th of ``steps`` parts (0-based)."""
+        size = len(self.buf)
         for e in self.events[self._cuts[k]:self._cuts[k + 1]]:
             w = self.voices.get(e.key)
-            buf = self.layers[e.layer]
-            end = min(len(buf), e.start + len(w))
-            buf[e.start:end] += (LEVEL[e.layer] * e.gain) * w[:end - e.start]
+            level = LEVEL[e.layer] * e.gain
+            gl, gr = PAN[e.layer]
+            offset_r = self.WIDTH if e.layer == "pad" else 0
+            for ch, gain, start in ((0, gl, e.start), (1, gr, e.start + offset_r)):
+                end = min(size, start + len(w))
+                self.buf[start:end, ch] += np.float32(level * gain) * w[:end - start]
 
     def finish(self) -> np.ndarray:
-        """The stereo mix, shape (samples, 2), float32, with fades; not yet normalised."""
+        """The stereo mix, shape (samples, 2), float32, with fades; not yet normalised.
+        A view of the render buffer (no copy)."""
         n = self.total
-        out = np.zeros((n, 2), dtype=np.float32)
-        width = int(0.011 * SR)
-        for name, buf in self.layers.items():
-            gl, gr = PAN[name]
-            x = buf[:n]
-            out[:, 0] += gl * x
-            if name == "pad" and n > width:      # a short delay on one side: a wide pad
-                out[width:, 1] += gr * x[:-width]
-                out[:width, 1] += gr * x[:width]
-            else:
-                out[:, 1] += gr * x
+        out = self.buf[:n]
         fade_in = min(n, int(0.01 * SR))
         fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR))
         if fade_in:
@@ -315,27 +312,32 @@ class Renderer:
         return out
 
 
+def peak(audio: np.ndarray) -> float:
+    return float(max(audio.max(), -audio.min())) if audio.size else 0.0
+
+
 def master(audio: np.ndarray, normalise: bool) -> np.ndarray:
     """Peak-normalise to -1 dBFS, or (``normalise=False``, wav32) only bring a peak above
-    -1 dBFS down, so the float output stays within ±1 either way."""
-    peak = float(np.max(np.abs(audio))) if audio.size else 0.0
-    if peak <= 0:
-        return audio
-    if normalise or peak > HEADROOM:
-        audio = audio * np.float32(HEADROOM / peak)
+    -1 dBFS down, so the float output stays within ±1 either way. Scales in place."""
+    top = peak(audio)
+    if top > 0 and (normalise or top > HEADROOM):
+        audio *= np.float32(HEADROOM / top)
     return audio
 
 
-def latent(audio: np.ndarray) -> np.ndarray:
-    """float32 [T, 64] at 25 frames/s: log energy in 64 log-spaced bands per frame."""
+def latent(audio: np.ndarray, chunk_frames: int = 500) -> np.ndarray:
+    """float32 [T, 64] at 25 frames/s: log energy in 64 log-spaced bands per frame
+    (computed a few hundred frames at a time, so memory stays small for long songs)."""
     hop = SR // LATENT_FPS
     frames = max(1, -(-len(audio) // hop))          # every sample in a frame
-    mono = audio.mean(axis=1) if audio.ndim == 2 else audio
-    padded = np.zeros(frames * hop, dtype=np.float32)
-    padded[:min(len(mono), len(padded))] = mono[:len(padded)]
-    spec = np.abs(np.fft.rfft(padded.reshape(frames, hop), axis=1)).astype(np.float32)
-    edges = np.unique(np.geomspace(1, spec.shape[1] - 1, LATENT_DIM + 1).astype(int))
-    bands = np.add.reduceat(spec ** 2, edges[:-1], axis=1)
+    edges = np.unique(np.geomspace(1, hop // 2, LATENT_DIM + 1).astype(int))[:-1]
     out = np.zeros((frames, LATENT_DIM), dtype=np.float32)
-    out[:, :bands.shape[1]] = np.log1p(bands[:, :LATENT_DIM])
+    for f0 in range(0, frames, chunk_frames):
+        f1 = min(frames, f0 + chunk_frames)
+        block = np.zeros((f1 - f0) * hop, dtype=np.float32)
+        part = audio[f0 * hop:f1 * hop]
+        block[:len(part)] = part.mean(axis=1) if part.ndim == 2 else part
+        spec = np.abs(np.fft.rfft(block.reshape(f1 - f0, hop), axis=1)) ** 2
+        bands = np.add.reduceat(spec, edges, axis=1)[:, :LATENT_DIM]
+        out[f0:f1, :bands.shape[1]] = np.log1p(bands)
     return out

@@ -62,14 +62,15 @@ class Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------ answers
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _send(self, status: int, body: bytes | list[bytes], content_type: str) -> None:
+        pieces = [body] if isinstance(body, bytes) else body
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(sum(len(p) for p in pieces)))
         self.send_header("Access-Control-Allow-Origin", "*")
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        for piece in pieces:
+            self.wfile.write(piece)
 
     def _json(self, status: int, obj) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json")
