@@ -154,10 +154,12 @@ def _hash_file(path: Path, limit: int | None = None):
 class _Retry(Exception):
     """One attempt failed in a way worth retrying; ``error`` is what to raise if we give up."""
 
-    def __init__(self, error: DownloadError, *, immediate: bool = False):
+    def __init__(self, error: DownloadError, *, immediate: bool = False,
+                 retry_after: float | None = None):
         super().__init__(str(error))
         self.error = error
         self.immediate = immediate
+        self.retry_after = retry_after
 
 
 class _Sink:
@@ -419,7 +421,10 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
                     err.args = (f"{err} (gave up after {failures} attempts in a row)",)
                     raise err from r.__cause__
                 if not r.immediate:
-                    await asyncio.sleep(min(MAX_BACKOFF, backoff * 2 ** (failures - 1)))
+                    delay = backoff * 2 ** (failures - 1)
+                    if r.retry_after is not None:   # the server's Retry-After, if longer
+                        delay = max(delay, r.retry_after)
+                    await asyncio.sleep(min(MAX_BACKOFF, delay))
         await _install(part, dest, digest, sha256, size, sink.length, url)
         meter.received = sink.length
         meter.final()
@@ -490,8 +495,10 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
             raise AuthRequired(f"{url}: access denied (HTTP {status}); this download needs "
                                f"a valid token", status, url=url, dest=dest)
         if status >= 500 or status in RETRY_STATUSES:
-            raise _Retry(HTTPStatus(f"{url}: server error HTTP {status}", status, url=url,
-                                    dest=dest))
+            after = response.headers.get("Retry-After", "").strip()
+            raise _Retry(HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}", status, url=url,
+                                    dest=dest),
+                         retry_after=float(after) if after.isdigit() else None)
         if status not in (200, 206):
             raise HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}".rstrip(), status,
                              url=url, dest=dest)
