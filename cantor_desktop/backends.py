@@ -159,6 +159,9 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         inst = entry.build
         st.version, st.installed = inst.version, True
         st.evidence.append(f"installed {inst.version} in {inst.path}")
+        tried = engine_store.last_trial(inst)
+        if tried:
+            st.evidence.append(tried)
         if is_newer(build, inst):
             st.state = "update_available"
             st.message = (f"{build.version} is published (installed: {inst.version}). "
@@ -308,6 +311,8 @@ async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.
           f"{trial.expected_device(inst, backend)} …", family)
     result = await trial.trial_load(inst, backend, timeout=_trial_timeout())
     if result.ok:
+        if inst.source == "store" and inst.path is not None:
+            engine_store.record_trial(inst, result.device, result.seconds)
         return _Tried(True, build=inst)
     if inst.source == "store" and (fresh or existing is not None):
         engine_store.remove_current(family, backend)

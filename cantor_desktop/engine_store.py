@@ -24,6 +24,7 @@ import stat
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -354,6 +355,32 @@ def library_env(folder: Path) -> dict[str, str]:
         return {}
     existing = os.environ.get("LD_LIBRARY_PATH", "")
     return {"LD_LIBRARY_PATH": str(folder) + (os.pathsep + existing if existing else "")}
+
+
+TRIAL_FILE = "cantor-trial.json"
+
+
+def record_trial(build: InstalledBuild, device: str, seconds: float) -> None:
+    """Remember that this build loaded on ``device`` (shown as evidence by the status)."""
+    if build.path is None or build.source != "store":
+        return
+    data = {"device": device, "seconds": round(seconds, 2),
+            "at": time.strftime("%Y-%m-%d %H:%M", time.localtime())}
+    try:
+        config.write_atomic(build.path / TRIAL_FILE, (json.dumps(data) + "\n").encode())
+    except OSError:
+        pass
+
+
+def last_trial(build: InstalledBuild) -> str:
+    """"trial load: came up on CUDA0 (2026-11-30 03:12)", or "" when never trial-loaded."""
+    if build.path is None:
+        return ""
+    try:
+        data = json.loads((build.path / TRIAL_FILE).read_text())
+        return f"trial load: came up on {data['device']} ({data['at']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def installed(family: str, backend: str) -> InstalledBuild | None:

@@ -93,6 +93,7 @@ def test_use_vulkan_pins_after_a_working_trial(nvidia, builds):
     assert "vulkan  installed, pinned, default v0.1.1" in human
     assert "evidence: nvidia-smi: NVIDIA GeForce RTX 4070, driver 550.54.14, 12282 MiB" in human
     assert "evidence: /dev/dri/renderD128 (driver nvidia, NVIDIA)" in human
+    assert "evidence: trial load: came up on Vulkan0 (" in human
 
 
 def test_auto_rule_prefers_installed_later_backend(nvidia, builds):
