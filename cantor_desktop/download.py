@@ -361,7 +361,8 @@ def _parse_content_range(value: str | None) -> tuple[int | None, int | None] | N
     rng, _, total = value[len("bytes "):].partition("/")
     first = rng.strip().partition("-")[0]
     try:
-        return (None if first == "*" else int(first)), (None if total.strip() == "*" else int(total))
+        start = None if first == "*" else int(first)
+        return start, (None if total.strip() == "*" else int(total))
     except ValueError:
         return None
 
@@ -496,8 +497,8 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
                                f"a valid token", status, url=url, dest=dest)
         if status >= 500 or status in RETRY_STATUSES:
             after = response.headers.get("Retry-After", "").strip()
-            raise _Retry(HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}", status, url=url,
-                                    dest=dest),
+            raise _Retry(HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}", status,
+                                    url=url, dest=dest),
                          retry_after=float(after) if after.isdigit() else None)
         if status not in (200, 206):
             raise HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}".rstrip(), status,

@@ -7,7 +7,6 @@ import hashlib
 import random
 import shutil
 import time
-from pathlib import Path
 
 import httpx
 import pytest

@@ -1,6 +1,6 @@
 """Download faults: cuts at random offsets, flipped bytes, a disk that fills up.
 
-Run: QT_QPA_PLATFORM=offscreen .venv/bin/python -m pytest -q -m slow tests/faults/test_download_faults.py
+Run: .venv/bin/python -m pytest -q -m slow tests/faults/test_download_faults.py
 Each test prints "tried / survived / lost". CANTOR_FAULT_SEED picks the random offsets.
 """
 

@@ -55,14 +55,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 CHUNK = 64 * 1024
@@ -373,7 +372,8 @@ def _make_handler(server: FileServer):
             if rng and not ignore and (if_range is None or if_range == source.etag):
                 parsed = _parse_range(rng)
                 if parsed is None:
-                    self._simple(req, 416, b"bad range\n", extra={"Content-Range": f"bytes */{size}"})
+                    self._simple(req, 416, b"bad range\n",
+                                 extra={"Content-Range": f"bytes */{size}"})
                     return
                 first, last = parsed
                 if first >= size:
