@@ -33,6 +33,11 @@ def _pcm(x: np.ndarray, fmt: str) -> bytes:
 def wav_bytes(audio: np.ndarray, fmt: str, sample_rate: int = SR) -> bytes:
     """A 44-byte-header WAV of float audio in [-1, 1], shape (samples, channels):
     wav16 (s16), wav24 (s24) or wav32 (float32, format tag 3)."""
+    return b"".join(wav_pieces(audio, fmt, sample_rate))
+
+
+def wav_pieces(audio: np.ndarray, fmt: str, sample_rate: int = SR) -> list[bytes]:
+    """:func:`wav_bytes` as consecutive pieces (no second copy of a long song)."""
     if fmt not in _WAV:
         raise EncodeError(f"not a WAV format: {fmt}")
     bits, tag = _WAV[fmt]
@@ -44,8 +49,7 @@ def wav_bytes(audio: np.ndarray, fmt: str, sample_rate: int = SR) -> bytes:
                          tag, channels, sample_rate, sample_rate * block, block, bits,
                          b"data", data_len)
     step = _CHUNK * channels
-    return b"".join([header] + [_pcm(flat[i:i + step], fmt)
-                                for i in range(0, len(flat), step)])
+    return [header] + [_pcm(flat[i:i + step], fmt) for i in range(0, len(flat), step)]
 
 
 def mp3_bytes(audio: np.ndarray, bitrate_kbps: int = 128, sample_rate: int = SR) -> bytes:
@@ -69,17 +73,21 @@ def mp3_bytes(audio: np.ndarray, bitrate_kbps: int = 128, sample_rate: int = SR)
     return buf.getvalue()
 
 
-def multipart(tracks: list[tuple[bytes, str, bytes]]) -> bytes:
+Audio = bytes | list[bytes]
+
+
+def multipart(tracks: list[tuple[Audio, str, bytes]]) -> bytes:
     """``multipart/mixed`` body: per track its audio part then its latent part."""
     return b"".join(multipart_pieces(tracks))
 
 
-def multipart_pieces(tracks: list[tuple[bytes, str, bytes]]) -> list[bytes]:
+def multipart_pieces(tracks: list[tuple[Audio, str, bytes]]) -> list[bytes]:
     """The multipart body as pieces to send one after another (no copy of the audio)."""
     pieces = []
     for audio, content_type, latent in tracks:
-        pieces += [f"--{BOUNDARY}\r\nContent-Type: {content_type}\r\n\r\n".encode(),
-                   audio, b"\r\n",
+        pieces.append(f"--{BOUNDARY}\r\nContent-Type: {content_type}\r\n\r\n".encode())
+        pieces += [audio] if isinstance(audio, bytes) else audio
+        pieces += [b"\r\n",
                    (f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
                     f"Content-Disposition: form-data; name=\"latent\"\r\n\r\n").encode(),
                    latent, b"\r\n"]

@@ -115,7 +115,9 @@ class Engine:
     # ------------------------------------------------------------ the store
 
     def submit(self, kind: str, requests: list[dict]) -> Job:
-        """Queue a job (requests already validated) and log its creation line."""
+        """Create a job (requests already validated) and log its creation line. The caller
+        answers the request, then :meth:`enqueue` s it — so the id is out before the worker
+        can touch it (a fatal device error must not swallow the answer)."""
         with self.lock:
             job_id = secrets.token_hex(8)
             while job_id in self.jobs:
@@ -126,8 +128,10 @@ class Engine:
             self.log(f"[Server] Job {job_id} created (LM, mode={LM_MODES[requests[0]['lm_mode']]})")
         else:
             self.log(f"[Server] Job {job_id} created ({len(requests)} requests)")
-        self.queue.put(job)
         return job
+
+    def enqueue(self, job: Job) -> None:
+        self.queue.put(job)
 
     def _evict(self) -> None:
         over = len(self.jobs) - KEEP_JOBS
@@ -337,7 +341,7 @@ class Engine:
                     raise JobFailed from None
                 ctype = "audio/mpeg"
             else:
-                data, ctype = encode.wav_bytes(audio, fmt), "audio/wav"
+                data, ctype = encode.wav_pieces(audio, fmt), "audio/wav"
             parts.append((data, ctype, latent.astype("<f4").tobytes()))
             r.buf = audio = None                        # free the render buffer now
         return (encode.multipart_pieces(parts), f"multipart/mixed; boundary={encode.BOUNDARY}",

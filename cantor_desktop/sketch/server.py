@@ -138,7 +138,10 @@ class Handler(BaseHTTPRequestHandler):
             obj = obj[0] if len(obj) == 1 else None
         req = normalise(obj)
         job = self.engine.submit("lm", [req])
-        self._json(200, {"id": job.id})
+        try:
+            self._json(200, {"id": job.id})
+        finally:
+            self.engine.enqueue(job)
 
     def _synth(self, body: bytes) -> None:
         if not self.engine.registry.has_synth:
@@ -156,7 +159,10 @@ class Handler(BaseHTTPRequestHandler):
                              "(libsndfile without MP3); use output_format wav16, wav24 or "
                              "wav32")
         job = self.engine.submit("synth", reqs)
-        self._json(200, {"id": job.id})
+        try:
+            self._json(200, {"id": job.id})
+        finally:
+            self.engine.enqueue(job)
 
     def _job(self, method: str, query: dict) -> None:
         job_id = query.get("id", "")
