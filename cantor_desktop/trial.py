@@ -67,6 +67,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def is_fatal_line(line: str) -> bool:
+    """A line after which the engine will not initialise the device: FATAL or ERROR."""
+    return bool(re.search(r"\b(FATAL|ERROR)\b", line))
+
+
 def is_error_line(line: str) -> bool:
     """An engine line that explains a failure: ERROR/FATAL, or something "not found"."""
     return bool(re.search(r"\b(FATAL|ERROR)\b", line) or "not found" in line
@@ -118,6 +123,9 @@ class _Child:
 
     def first_error(self) -> str | None:
         return next((ln.strip() for ln in self.lines if is_error_line(ln)), None)
+
+    def fatal_since(self, mark: int) -> bool:
+        return any(is_fatal_line(ln) for ln in self.lines[mark:])
 
     async def kill(self) -> None:
         if self.proc.returncode is None:
@@ -237,9 +245,8 @@ async def _drive(child: _Child, client: httpx.AsyncClient, base: str, wanted: st
         if child.exited:
             await _drain(child)
             return _exit_result(child, wanted)
-        fatal = next((ln.strip() for ln in child.lines if re.search(r"\bFATAL\b", ln)), None)
-        if fatal:
-            return TrialResult(False, reason=fatal)
+        if any(re.search(r"\bFATAL\b", ln) for ln in child.lines):
+            return TrialResult(False, reason=child.first_error() or "")
         if time.monotonic() > deadline:
             return TrialResult(False, reason=_timeout_reason(child, "answering /health"))
         try:
@@ -249,7 +256,9 @@ async def _drive(child: _Child, client: httpx.AsyncClient, base: str, wanted: st
         except httpx.HTTPError:
             pass
         await _wait_line_or_exit(child, HEALTH_POLL)
-    # 2. one probe job
+    # 2. one probe job. Warnings printed at start-up (a bundle probing every GPU library it
+    # carries) do not reject the build; only a FATAL/ERROR line after the job was sent does.
+    mark = len(child.lines)
     try:
         resp = await client.post(f"{base}/lm", json={"caption": "probe", "lm_mode": "generate"},
                                  timeout=max(1.0, deadline - time.monotonic()))
@@ -266,9 +275,8 @@ async def _drive(child: _Child, client: httpx.AsyncClient, base: str, wanted: st
                 return TrialResult(True, device=device)
             return TrialResult(False, device=device,
                                reason=f"came up on {device}, not {wanted} (a silent fall-back)")
-        error = child.first_error()
-        if error:
-            return TrialResult(False, reason=error)
+        if child.fatal_since(mark):
+            return TrialResult(False, reason=child.first_error() or "")
         if child.exited:
             await _drain(child)
             return _exit_result(child, wanted)

@@ -264,3 +264,22 @@ def test_ensure_engine_for_a_named_backend(nvidia, builds):
     assert events[-1].kind == "rejected" and events[-1].to_dict()["backend"] == "cuda12"
     inst = asyncio.run(backends.ensure_engine("acestep", backend="cpu"))
     assert inst.backend == "cpu" and config.load().pinned_backend("acestep") is None
+
+
+def test_trial_ignores_start_up_warnings_when_the_device_comes_up(tmp_path):
+    """A bundle that warns about another GPU library at start still works on its device;
+    a CUDA init failure at start becomes the reason when the device then fails."""
+    engine = tmp_path / "gpu_engine.py"
+    from support.fake_builds import GPU_ENGINE
+    engine.write_text(GPU_ENGINE)
+    script = tmp_path / "ace-server"
+    script.write_bytes(b"#!/bin/sh\necho 'ggml_vulkan: failed to initialize Vulkan: no device "
+                       b"found' >&2\n" + gpu_script(engine, "CPU,CUDA0").split(b"\n", 1)[1])
+    script.chmod(0o755)
+    build = engine_store.InstalledBuild("acestep", "cuda12", "t", [str(script)],
+                                        {"GGML_BACKEND": "CUDA0"}, script)
+    r = asyncio.run(trial.trial_load(build, "cuda12", timeout=15))
+    assert r.ok and r.device == "CUDA0", r.reason
+    build.env = {"GGML_BACKEND": "Vulkan0"}
+    r = asyncio.run(trial.trial_load(build, "vulkan", timeout=15))
+    assert not r.ok and r.reason.startswith("ggml_vulkan: failed to initialize Vulkan")
