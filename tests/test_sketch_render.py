@@ -56,6 +56,25 @@ def test_one_lead_note_per_syllable(lyrics, duration):
     assert {e.key[1] % 12 for e in lead} <= scale_pcs          # in A minor
 
 
+def test_lines_end_on_the_chord_root_and_a_chorus_sits_higher():
+    verse = "[Verse]\n" + "walking on the quiet road tonight\n" * 4
+    chorus = "[Chorus]\n" + "walking on the quiet road tonight\n" * 4
+    means = []
+    for lyrics in (verse, chorus):
+        song = _song(lyrics=lyrics, duration=60.0, seed=3)
+        events, _ = render.plan(song)
+        lead = [e for e in events if e.layer == "lead"]
+        means.append(np.mean([e.key[1] for e in lead]))
+        pads = [e for e in events if e.layer == "pad"]
+        per_line = len(lead) // 4
+        bar = song.bar_seconds * SR
+        for line in range(4):
+            last = lead[(line + 1) * per_line - 1]
+            chord = pads[int(last.start // bar)].key[1]
+            assert last.key[1] % 12 in {c % 12 for c in chord}
+    assert means[1] > means[0] + 1
+
+
 def test_no_lead_without_lyrics():
     events, _ = render.plan(_song(lyrics=""))
     assert not [e for e in events if e.layer == "lead"]

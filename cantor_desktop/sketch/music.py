@@ -105,10 +105,18 @@ def word_syllables(word: str) -> int:
     return max(1, n)
 
 
-def lyric_lines(lyrics: str) -> list[list[int]]:
-    """Sung lines, each a list of syllable counts per word; structure tags are skipped."""
-    lines = []
+_SECTION = re.compile(r"^\s*\[([^\]]*)\]")
+
+
+def lyric_phrases(lyrics: str) -> list[tuple[str, str, list[int]]]:
+    """Sung lines as (section, text, syllables per word). The section is the last structure
+    tag seen ("verse", "chorus", … lower case, "" before any); tags are not sung."""
+    phrases = []
+    section = ""
     for raw in (lyrics or "").splitlines():
+        m = _SECTION.match(raw)
+        if m:
+            section = re.sub(r"[\s\d:]+$", "", m.group(1).strip().lower())
         text = _TAG.sub(" ", raw).strip()
         if not text:
             continue
@@ -119,8 +127,13 @@ def lyric_lines(lyrics: str) -> list[list[int]]:
             else:
                 words.append(word_syllables(token))
         if words:
-            lines.append(words)
-    return lines
+            phrases.append((section, text, words))
+    return phrases
+
+
+def lyric_lines(lyrics: str) -> list[list[int]]:
+    """Sung lines, each a list of syllable counts per word; structure tags are skipped."""
+    return [words for _, _, words in lyric_phrases(lyrics)]
 
 
 def count_syllables(lyrics: str) -> int:

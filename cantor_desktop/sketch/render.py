@@ -85,41 +85,48 @@ def _drum_pattern(song: Song, rng: random.Random) -> dict[str, list[int]]:
     return {"kick": kick, "snare": [2, 6], "hat": hat}
 
 
-def _melody(song: Song, bars: int, chords: list[list[int]], events: list[Event],
-            rng: random.Random) -> None:
-    lines = music.lyric_lines(song.lyrics)
-    if not lines:
+def _melody(song: Song, bars: int, chords: list[list[int]], roots: list[int],
+            events: list[Event], melody_seed: int) -> None:
+    """One lead note per syllable. Lines start on bar lines with a bar's breath after each;
+    the same line sung again gets the same contour; a chorus sits higher than a verse."""
+    phrases = music.lyric_phrases(song.lyrics)
+    if not phrases:
         return
     half = song.beat_seconds / 2
     slots_per_bar = song.beats_per_bar * 2
     intro = 2 if bars >= 8 else (1 if bars >= 3 else 0)
     outro = 1 if bars >= 4 else 0
     avail_bars = max(1, bars - intro - outro)
-    need = [-(-sum(w) // slots_per_bar) + 1 for w in lines]   # bars per line with a breath
-    scale_t = min(1.0, avail_bars / sum(need))
-    # spread lines over the song when there is room: lines start on bar lines
+    need = [-(-sum(w) // slots_per_bar) + 1 for _, _, w in phrases]
+    scale_t = min(1.0, avail_bars / sum(need))      # too many words: shorter notes, all sung
     spare = avail_bars - sum(need) if scale_t >= 1.0 else 0
-    gap = min(2, spare // len(lines)) if spare > 0 else 0    # the rest: an instrumental end
+    gap = min(2, spare // len(phrases)) if spare > 0 else 0   # the rest: an instrumental end
     sc = music.scale(song.minor)
-    degree = rng.choice([0, 2, 4])
+    base = 55 + (song.tonic - 7) % 12            # the tonic between G3 and F#4
     cursor = intro * song.bar_seconds
-    for words, line_bars in zip(lines, need):
-        slot_s = half * scale_t
+    slot_s = half * scale_t
+    for (section, text, words), line_bars in zip(phrases, need):
+        rng = random.Random(zlib.crc32(f"{melody_seed}\0{text.lower()}".encode()))
+        lift = 4 if section.startswith(("chorus", "hook", "refrain")) else 0   # a fifth up
+        degree = rng.choice([0, 2, 4])         # the walk; the sung degree is degree + lift
         t = cursor
         n_syl = sum(words)
         for i in range(n_syl):
             bar = min(bars - 1, int(t / song.bar_seconds))
             chord = chords[bar]
-            step = rng.choice([-2, -1, -1, 0, 1, 1, 2])
-            degree = max(-3, min(9, degree + step))
-            on_beat = i % 2 == 0
-            midi = 60 + song.tonic + sc[degree % 7] + 12 * (degree // 7)
-            if on_beat or i == n_syl - 1:    # strong positions land on a chord tone
-                tones = [c + 12 * k for c in chord for k in (-1, 0, 1, 2)]
+            # an arch: rise over the first half of the line, fall over the second
+            rising = i < n_syl / 2
+            step = rng.choice([-1, 0, 1, 1, 2] if rising else [-2, -1, -1, 0, 1])
+            degree = max(-3, min(7, degree + step))
+            sung = degree + lift
+            midi = base + sc[sung % 7] + 12 * (sung // 7)
+            last = i == n_syl - 1
+            if i % 2 == 0 or last:           # strong positions land on a chord tone
+                tones = [36 + roots[bar] + 12 * k for k in range(5)] if last else \
+                    [c + 12 * k for c in chord for k in (-1, 0, 1, 2)]
                 midi = min(tones, key=lambda c: (abs(c - midi), c))
-                # keep the walk in step with where the snap landed
-                degree = _nearest_degree(midi - 60 - song.tonic, sc)
-            length = slot_s * (2 if i == n_syl - 1 else 1) * 0.92
+                degree = _nearest_degree(midi - base, sc) - lift
+            length = slot_s * (2 if last else 1) * 0.92
             events.append(Event(int(t * SR), "lead", ("lead", midi, int(length * SR)),
                                 0.85 + 0.15 * rng.random()))
             t += slot_s
@@ -190,8 +197,9 @@ def plan(song: Song) -> tuple[list[Event], int]:
                 note = root + 12
             events.append(Event(int((t0 + pos * half) * SR), "bass",
                                 ("bass", note, int(length * half * 0.9 * SR)), 1.0))
-    mel_rng = random.Random(song.melody_seed if song.melody_seed is not None else song.seed)
-    _melody(song, bars, pad_chords, events, mel_rng)
+    roots = [(song.tonic + music.scale(song.minor)[d]) % 12 for d in degrees]
+    _melody(song, bars, pad_chords, roots, events,
+            song.melody_seed if song.melody_seed is not None else song.seed)
     events = [e for e in events if e.start < total]
     events.sort()
     return events, total
