@@ -1,0 +1,313 @@
+"""`cantor-desktop --self-test`: prove a build works end to end, then exit 0 (1 on failure).
+
+In a fresh temporary CANTOR_HOME, offscreen, it
+
+1. starts its own node as a child (``selfexec.self_argv("node")``: in a frozen build that is
+   the frozen executable itself, so a missing hidden import in the node fails here);
+2. has the node render a short instrumental song and a short song with lyrics on the
+   built-in sketch engine (the node starts the engine as its own child, again through
+   selfexec), through the node's HTTP API like the app and the CLI do;
+3. checks both files: present, decodable WAV, the asked duration (± 0.5 s), not silent;
+4. opens the main window once, offscreen, through the app's own start-up
+   (``cantor_desktop.ui.main.main``), and waits for its first paint;
+5. prints a summary and stops the node.
+
+Runs unfrozen too: ``python -m cantor_desktop.frozen_main --self-test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SONGS = (
+    ("instrumental", {
+        "caption": "bright synth-pop groove, punchy drums, warm bass",
+        "lyrics": "[Instrumental]", "duration": 10, "bpm": 120, "key": "A minor",
+        "time_signature": 4, "seed": 7, "model": "sketch", "format": "wav16",
+    }),
+    ("lyrics", {
+        "caption": "gentle folk song, acoustic guitar, soft voice",
+        "lyrics": "[verse]\nMorning light on the river\nCarry me home again\n"
+                  "[chorus]\nSing it slow, sing it low\nCarry me home again",
+        "duration": 12, "bpm": 96, "key": "G major", "time_signature": 3, "seed": 11,
+        "language": "en", "model": "sketch", "format": "wav16",
+    }),
+)
+DURATION_TOLERANCE = 0.5      # seconds
+MIN_RMS = 1e-3                # full scale = 1.0; the sketch engine plays at ~0.1..0.3
+
+
+class SelfTestError(Exception):
+    """One check failed; the message says which and why."""
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+    def ok(self, what: str, detail: str = "") -> None:
+        self.lines.append(f"  ok    {what}{': ' + detail if detail else ''}")
+        print(self.lines[-1], flush=True)
+
+    def fail(self, what: str, why: str) -> None:
+        self.lines.append(f"  FAIL  {what}: {why}")
+        print(self.lines[-1], flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- the node ---------------------------------------------------------------------------------
+
+class NodeChild:
+    """The node this self-test starts (and stops): a child process through selfexec."""
+
+    def __init__(self, home: Path, port: int) -> None:
+        from .selfexec import self_argv
+
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = home / "selftest-node.out"
+        self._log = open(self.log_path, "wb")
+        self.argv = self_argv("node")
+        kwargs = {}
+        if os.name == "nt":
+            kwargs["creationflags"] = subprocess.CREATE_NO_WINDOW
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.STDOUT, env=os.environ.copy(), **kwargs)
+
+    def wait_healthy(self, client, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SelfTestError(f"the node exited with code {self.proc.returncode} before "
+                                    f"answering; its output:\n{self.tail()}")
+            try:
+                r = client.get(f"{self.url}/v1/health", timeout=2)
+                if r.status_code == 200:
+                    return r.json()
+                last = f"HTTP {r.status_code}"
+            except Exception as exc:  # connection refused while it starts
+                last = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.1)
+        raise SelfTestError(f"the node did not answer /v1/health within {timeout:.0f} s "
+                            f"({last}); its output:\n{self.tail()}")
+
+    def tail(self, n: int = 40) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no output)"
+        return "\n".join(text.splitlines()[-n:]) or "(no output)"
+
+    def stop(self, timeout: float = 15) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+
+# --- songs ------------------------------------------------------------------------------------
+
+def render_song(client, url: str, request: dict, dest: Path, timeout: float) -> dict:
+    """Queue one song on the node, wait for it to finish, save its audio to ``dest``."""
+    r = client.post(f"{url}/v1/songs", json=request, timeout=10)
+    if r.status_code != 202:
+        raise SelfTestError(f"POST /v1/songs answered {r.status_code}: {r.text[:500]}")
+    song_id = r.json()["id"]
+    deadline = time.monotonic() + timeout
+    song: dict = {}
+    while time.monotonic() < deadline:
+        song = client.get(f"{url}/v1/songs/{song_id}", timeout=10).json()
+        if song.get("state") in ("done", "failed", "cancelled"):
+            break
+        time.sleep(0.2)
+    else:
+        raise SelfTestError(f"song {song_id} did not finish within {timeout:.0f} s "
+                            f"(state {song.get('state')}, stage {song.get('stage')}, "
+                            f"progress {song.get('progress')})")
+    if song["state"] != "done":
+        raise SelfTestError(f"song {song_id} {song['state']}: {song.get('error')}")
+    with client.stream("GET", f"{url}/v1/songs/{song_id}/audio", timeout=30) as audio:
+        if audio.status_code != 200:
+            raise SelfTestError(f"GET audio of {song_id} answered {audio.status_code}")
+        part = dest.with_suffix(dest.suffix + ".part")
+        with open(part, "wb") as f:
+            for chunk in audio.iter_bytes():
+                f.write(chunk)
+        part.replace(dest)
+    return song
+
+
+def check_audio(path: Path, duration: float) -> str:
+    """Raise SelfTestError unless ``path`` is a decodable, non-silent WAV of ``duration`` s."""
+    import numpy as np
+    import soundfile as sf
+
+    if not path.is_file() or path.stat().st_size == 0:
+        raise SelfTestError(f"{path.name}: missing or empty")
+    head = path.read_bytes()[:12]
+    if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        raise SelfTestError(f"{path.name}: not a WAV file (starts {head!r})")
+    try:
+        data, rate = sf.read(io.BytesIO(path.read_bytes()), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise SelfTestError(f"{path.name}: cannot be decoded: {exc}") from None
+    seconds = len(data) / rate
+    if abs(seconds - duration) > DURATION_TOLERANCE:
+        raise SelfTestError(f"{path.name}: {seconds:.2f} s long, asked {duration} s")
+    if not np.all(np.isfinite(data)):
+        raise SelfTestError(f"{path.name}: holds NaN or infinite samples")
+    rms = float(np.sqrt(np.mean(np.square(data, dtype=np.float64))))
+    if rms < MIN_RMS:
+        raise SelfTestError(f"{path.name}: silent (RMS {rms:.2e})")
+    return f"{seconds:.2f} s, {rate} Hz, {data.shape[1]} ch, RMS {rms:.3f}"
+
+
+# --- the window -------------------------------------------------------------------------------
+
+def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
+                          t0: float | None = None) -> float:
+    """Start the app the way a double-click does; close its window after the first paint.
+
+    Returns the seconds from ``t0`` (default: now) to the main window's first Paint event;
+    raises SelfTestError when no main window paints within ``timeout``. The QApplication is
+    made here first (``ui.main`` reuses an existing one) so an application-wide event filter
+    sees the first Paint of the top-level QMainWindow. Closing the window (offscreen there is
+    no tray) runs the app's own quit path, which stops a node the app started; should the
+    app still run 20 s later, QApplication.quit() ends it.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    os.environ.setdefault("QT_API", "pyside6")
+    from PySide6.QtCore import QEvent, QObject, QTimer
+    from PySide6.QtWidgets import QApplication, QMainWindow
+
+    app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
+    painted: list[float] = []
+
+    def close_all() -> None:
+        for w in app.topLevelWidgets():
+            if w.isVisible():
+                w.close()
+        QTimer.singleShot(20_000, app.quit)
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt's name)
+            if (not painted and event.type() == QEvent.Paint
+                    and isinstance(obj, QMainWindow)):
+                painted.append(time.perf_counter() - t0)
+                QTimer.singleShot(0, close_all)
+            return False
+
+    watcher = FirstPaint()
+    app.installEventFilter(watcher)
+    QTimer.singleShot(int(timeout * 1000), close_all)
+    from .ui.main import main as app_main
+    try:
+        app_main([sys.argv[0], *(argv or [])])
+    finally:
+        app.removeEventFilter(watcher)
+    if not painted:
+        raise SelfTestError(f"the main window did not paint within {timeout:.0f} s")
+    return painted[0]
+
+
+# --- the whole run ------------------------------------------------------------------------------
+
+def run(keep: bool = False, timeout: float = 180.0) -> int:
+    report = Report()
+    home = Path(tempfile.mkdtemp(prefix="cantor-selftest-"))
+    # everything below (and every child) uses the temporary home, offscreen, no OS keyring
+    os.environ["CANTOR_HOME"] = str(home)
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    os.environ.pop("CANTOR_NODE_TOKEN", None)
+    frozen = bool(getattr(sys, "frozen", False))
+    print(f"cantor self-test ({'frozen' if frozen else 'unfrozen'}: {sys.executable})",
+          flush=True)
+    node = None
+    failed = False
+    try:
+        import httpx
+
+        from . import config
+        from .paths import paths
+
+        paths().ensure()
+        port = _free_port()
+        config.update({"node.host": "127.0.0.1", "node.port": port})
+        node = NodeChild(home, port)
+        with httpx.Client() as client:
+            t = time.perf_counter()
+            health = node.wait_healthy(client, timeout=60)
+            report.ok("node started", f"{' '.join(node.argv[-3:])} → {node.url}, version "
+                      f"{health.get('version')}, {time.perf_counter() - t:.1f} s")
+            out = home / "selftest-audio"
+            out.mkdir()
+            for name, request in SONGS:
+                t = time.perf_counter()
+                song = render_song(client, node.url, request, out / f"{name}.wav", timeout)
+                detail = check_audio(out / f"{name}.wav", request["duration"])
+                engine = (song.get("engine") or {}).get("backend", "?")
+                report.ok(f"{name} song", f"{detail}, engine {engine}, "
+                          f"{time.perf_counter() - t:.1f} s")
+        seconds = open_main_window_once()
+        report.ok("main window painted offscreen", f"{seconds:.2f} s")
+    except SelfTestError as exc:
+        failed = True
+        report.fail("self-test", str(exc))
+    except Exception as exc:  # an import error in a frozen build must say what is missing
+        failed = True
+        import traceback
+        report.fail("self-test", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+    finally:
+        if node is not None:
+            code = node.stop()
+            if failed:
+                print(f"node output (last lines):\n{node.tail()}", flush=True)
+            else:
+                report.ok("node stopped", f"exit code {code}")
+        if keep or failed:
+            print(f"self-test files kept in {home}", flush=True)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+    elapsed = time.perf_counter() - report.started
+    verdict = "FAILED" if failed else "passed"
+    print(f"cantor self-test {verdict} in {elapsed:.1f} s", flush=True)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cantor-desktop --self-test",
+                                     description="Render two songs end to end and check them.")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary CANTOR_HOME (it is kept on failure anyway)")
+    parser.add_argument("--timeout", type=float, default=180.0,
+                        help="seconds each song may take (default 180)")
+    args = parser.parse_args(argv)
+    return run(keep=args.keep, timeout=args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
