@@ -7,7 +7,7 @@ import json
 
 from cantor_desktop.node.queue import (CANCELLED, DONE, FAILED, NODE_STOPPED, QUEUED, RUNNING,
                                        SongQueue)
-from cantor_desktop.node.songs import base_name, encode, slug
+from cantor_desktop.node.songs import base_name, encode, slug, wav_header
 from cantor_desktop.nodeclient import parse_sse
 
 
@@ -104,6 +104,15 @@ def test_encode_converts_wav_to_flac_and_mp3():
     sf.write(buf, tone, 48000, format="WAV", subtype="PCM_24")
     wav = buf.getvalue()
     assert encode(wav, "wav24") is wav                  # as the engine gave it
+    for fmt, subtype in (("wav16", "PCM_16"), ("wav24", "PCM_24"), ("wav32", "FLOAT")):
+        out = io.BytesIO()
+        sf.write(out, tone, 48000, format="WAV", subtype=subtype)
+        data = out.getvalue()
+        head = wav_header(data)
+        assert (head["bits"], head["sample_rate"], head["channels"], head["duration"]) == (
+            int(fmt[3:]), 48000, 2, 1.0)
+        assert encode(data, fmt) is data                # no conversion when it already fits
+    assert wav_header(b"RIFF\0\0\0\0WAVEjunk") is None
     assert sf.info(io.BytesIO(encode(wav, "wav16"))).subtype == "PCM_16"
     flac = encode(wav, "flac")
     assert flac[:4] == b"fLaC" and sf.info(io.BytesIO(flac)).frames == 48000

@@ -396,6 +396,7 @@ def _routes(app: FastAPI) -> None:
         data = _validated(body, _cfg())
         song = n.queue.add(data)
         n.runner.wake()
+        await n.queue.flush()          # on disk before the 202: it survives a crash
         return JSONResponse({"id": song.id, "state": song.state}, status_code=202)
 
     @app.get("/v1/songs")
@@ -456,6 +457,7 @@ def _routes(app: FastAPI) -> None:
         check_model(song.request.get("model") or _cfg().get("models.default"))
         n.queue.retry(song)
         n.runner.wake()
+        await n.queue.flush()
         return JSONResponse({"id": song.id, "state": song.state}, status_code=202)
 
     # -- Lemonade / OpenAI style ---------------------------------------------------------
@@ -637,7 +639,9 @@ def lemonade_request(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
 
 
 def _cfg() -> config.Config:
-    try:
-        return config.load()
-    except config.ConfigError as exc:
-        raise ApiError(500, f"node.toml cannot be read: {exc}", "config_error") from None
+    from .runner import current_config
+
+    cfg, err = current_config()
+    if err is not None:
+        raise ApiError(500, f"node.toml cannot be read: {err}", "config_error")
+    return cfg

@@ -1,10 +1,10 @@
 """The song queue and its job records, persisted under state/ so they survive a restart.
 
 Every record lives in one JSON file (``paths().queue_file``) rewritten atomically on each
-state change (queued → running → done | failed | cancelled, and stage changes). Progress
-within a stage is kept in memory only: it changes many times a second and is worthless after
-a restart. A song that was ``running`` when the node died is loaded back as ``failed`` with
-the reason "node stopped"; :meth:`SongQueue.retry` puts it back in the queue in one call.
+state change (queued → running → done | failed | cancelled). Stage and progress are kept in
+memory only: they change many times a second and are worthless after a restart. A song that
+was ``running`` when the node died is loaded back as ``failed`` with the reason "node
+stopped"; :meth:`SongQueue.retry` puts it back in the queue in one call.
 
 Live events for subscribers (SSE) go through :class:`EventHub`; all of this runs on the
 node's one asyncio loop, so no locks are needed.
@@ -106,6 +106,8 @@ class SongQueue:
         self.songs: dict[str, Song] = {}
         self.hub = EventHub()
         self._seq = 0
+        self._dirty = False
+        self._saver: asyncio.Task | None = None
 
     # -- persistence ---------------------------------------------------------------------
 
@@ -140,14 +142,44 @@ class SongQueue:
             self.songs[song.id] = song
             self._seq = max(self._seq, song.seq)
         if stopped:
-            self.save()
+            self.save_now()
         return stopped
 
-    def save(self) -> None:
+    def _payload(self) -> bytes:
         self._trim()
         payload = {"version": FILE_VERSION,
                    "songs": [asdict(s) for s in sorted(self.songs.values(), key=lambda s: s.seq)]}
-        write_atomic(self.path, json.dumps(payload, indent=1).encode("utf-8"))
+        return json.dumps(payload, indent=1).encode("utf-8")
+
+    def save_now(self) -> None:
+        write_atomic(self.path, self._payload())
+
+    def save(self) -> None:
+        """Persist the current records. On the node's loop the write (temp file, fsync,
+        rename) runs in a worker thread, coalesced and in order; :meth:`flush` awaits it.
+        Without a running loop it writes at once."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.save_now()
+            return
+        self._dirty = True
+        if self._saver is None or self._saver.done():
+            self._saver = loop.create_task(self._save_loop(), name="queue-save")
+
+    async def _save_loop(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            data = self._payload()           # a consistent snapshot, taken on the loop
+            try:
+                await asyncio.to_thread(write_atomic, self.path, data)
+            except OSError:
+                log.exception("saving the queue to %s", self.path)
+
+    async def flush(self) -> None:
+        """Wait until every change so far is on disk."""
+        while self._saver is not None and not self._saver.done():
+            await asyncio.shield(self._saver)
 
     def _trim(self) -> None:
         finished = [s for s in self.songs.values() if s.is_finished]
@@ -196,13 +228,13 @@ class SongQueue:
         self.save()
 
     def set_engine(self, song: Song, engine: dict[str, Any]) -> None:
+        """In memory; saved with the song's next state change."""
         song.engine = engine
-        self.save()
 
     def set_stage(self, song: Song, stage: str, progress: float) -> None:
+        """In memory (a running song comes back as failed after a crash anyway)."""
         song.stage, song.eta = stage, None
         song.progress = max(song.progress, progress)
-        self.save()
         self.hub.publish(song.id, "stage", {"stage": stage})
         self.hub.publish(song.id, "progress", self.progress_data(song))
 

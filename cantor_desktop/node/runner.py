@@ -139,6 +139,7 @@ class Runner:
         self._stopping = False
         self._versions: dict[int, tuple[int | None, str | None]] = {}
         self._recorded: dict[str, dict] | None = None
+        self._clients: dict[str, tuple[int | None, Any]] = {}
 
     # -- life ----------------------------------------------------------------------------
 
@@ -157,11 +158,20 @@ class Runner:
             task.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()), timeout=5)
+        for _port, client in list(self._clients.values()):
+            try:
+                await client.aclose()
+            except Exception:
+                pass
         for sup in list(self.supervisors.values()):
             try:
                 await sup.aclose(3.0)
             except Exception:
                 log.exception("stopping an engine")
+        try:
+            await asyncio.wait_for(self.queue.flush(), 5)
+        except asyncio.TimeoutError:
+            log.error("the queue could not be saved in time")
         if self.supervisors:
             from . import leftovers
             try:
@@ -266,13 +276,13 @@ class Runner:
         first_stage = "synth" if request.instrumental else "lm"
         self.queue.set_stage(song, first_stage, song.progress)
         t1 = time.monotonic()
-        client = sup.client()
+        client = self._client(plan.key, sup)
         try:
             version = await self._engine_version(sup, client)
             if version and version != plan.version:
                 plan.version = version
                 self.queue.set_engine(song, plan.describe())
-            tracks = await client.song(engine_req, on_stage=watcher.on_stage)
+            tracks = await run_song(client, sup, engine_req, watcher)
         except JobCancelled:
             self.queue.finish_cancelled(song)
             return
@@ -287,7 +297,6 @@ class Runner:
         finally:
             if callable(unsubscribe):
                 unsubscribe()
-            await asyncio.shield(client.aclose())
         timings["engine_s"] = round(time.monotonic() - t1, 3)
         if not tracks:
             self.queue.finish_failed(song, "the engine returned no audio")
@@ -309,6 +318,18 @@ class Runner:
             fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta)
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+
+    def _client(self, key: str, sup):
+        """One engine client per engine process (an httpx client costs ~30 ms to make)."""
+        port = getattr(sup, "port", None)
+        held = self._clients.get(key)
+        if held is not None and held[0] == port:
+            return held[1]
+        if held is not None:
+            asyncio.get_running_loop().create_task(held[1].aclose())
+        client = sup.client()
+        self._clients[key] = (port, client)
+        return client
 
     def _record_engines(self) -> None:
         """Remember running engines so a node started after a crash can end them."""
@@ -377,9 +398,104 @@ class Runner:
                         "version": (self._versions.get(id(sup)) or (None, None))[1] or plan.version,
                         "model": plan.model, "files": plan.files, "running": running,
                         "pid": getattr(sup, "pid", None) if running else None,
+                        "url": getattr(sup, "base_url", None) if running else None,
                         "keep_loaded": getattr(sup, "keep_loaded", None),
                         "song": self.busy.get(key)})
         return out
+
+
+# -- engine jobs, woken by the engine's own "done" line ----------------------------------------
+
+FIRST_POLL, MAX_POLL, POLL_GROWTH = 0.05, 1.0, 1.5
+_JOB_DONE_RE = re.compile(r"^\[Server\] Job (\S+) done")
+
+
+async def run_song(client, sup, body: dict[str, Any], watcher: "_ProgressWatcher") -> list:
+    """The two-stage song (``/lm`` then its array to ``/synth`` unchanged) or ``/synth``
+    alone for an instrumental — the same protocol as EngineClient.song, but each wait ends
+    the moment the engine prints "Job ID done" (the node reads its stderr) instead of at the
+    next poll; polling stays as the fallback and for failures."""
+    from ..engine.client import EngineError, Track
+    from ..song_request import INSTRUMENTAL, is_instrumental
+
+    if is_instrumental(body.get("lyrics")):
+        watcher.on_stage("synth")
+        return await run_job(client, sup, "/synth", {**body, "lyrics": INSTRUMENTAL}, watcher)
+    watcher.on_stage("lm")
+    enriched = await run_job(client, sup, "/lm", {**body, "lm_mode": "generate"}, watcher)
+    if not isinstance(enriched, list) or not all(isinstance(r, dict) for r in enriched):
+        raise EngineError("the engine's /lm result is not an array of requests")
+    watcher.on_stage("synth")
+    tracks = await run_job(client, sup, "/synth", enriched, watcher)
+    if not isinstance(tracks, list) or not all(isinstance(t, Track) for t in tracks):
+        raise EngineError("the engine's /synth result is not audio")
+    return tracks
+
+
+async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
+    job_id = await client.submit(path, body)
+    try:
+        await wait_job(client, sup, job_id, watcher)
+        return await client.result(job_id)
+    except asyncio.CancelledError:
+        try:
+            await asyncio.shield(asyncio.wait_for(client.cancel(job_id), 3.0))
+        except BaseException:  # noqa: BLE001 - best effort; the song is cancelled anyway
+            pass
+        raise
+
+
+async def wait_job(client, sup, job_id: str, watcher: "_ProgressWatcher") -> None:
+    import httpx
+
+    from ..engine.client import EngineError, JobCancelled, JobFailed
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + client.stage_timeout
+    delay, lost = FIRST_POLL, 0
+    while True:
+        watcher.wake.clear()
+        try:
+            state = await client.status(job_id)
+            lost = 0
+        except httpx.TransportError as exc:
+            lost += 1
+            if lost >= 4:
+                reason = await _reason_soon(sup) or f"{type(exc).__name__}: {exc}"
+                raise JobFailed(f"engine stopped: {reason}") from None
+            await asyncio.sleep(0.1)
+            continue
+        except EngineError as exc:
+            if exc.status == 404:
+                raise JobFailed(f"the engine lost job {job_id}: {exc.message}", exc.status) from None
+            raise
+        if state == "done":
+            return
+        if state == "failed":
+            raise JobFailed(await _reason_soon(sup) or "the engine did not say why the job failed")
+        if state == "cancelled":
+            raise JobCancelled("the job was cancelled")
+        if loop.time() >= deadline:
+            raise JobFailed(f"the engine did not finish within {client.stage_timeout:.0f} s")
+        if job_id not in watcher.done_jobs:
+            try:
+                await asyncio.wait_for(watcher.wake.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+        delay = min(delay * POLL_GROWTH, MAX_POLL)
+
+
+async def _reason_soon(sup, wait: float = 0.5) -> str | None:
+    """The engine's reason; its stderr is read a moment behind, so allow it to catch up."""
+    deadline = asyncio.get_running_loop().time() + wait
+    while True:
+        try:
+            reason = sup.failure_reason()
+        except Exception:
+            reason = None
+        if reason or asyncio.get_running_loop().time() >= deadline:
+            return reason
+        await asyncio.sleep(0.05)
 
 
 class _ProgressWatcher:
@@ -389,6 +505,8 @@ class _ProgressWatcher:
                  duration: float | None):
         self.queue, self.song, self.loop = queue, song, loop
         self.seeds: list[int] = []
+        self.wake = asyncio.Event()          # set when the engine says a job is done
+        self.done_jobs: set[str] = set()
 
     def on_event(self, event) -> None:
         if self.loop.is_closed():
@@ -407,6 +525,11 @@ class _ProgressWatcher:
 
     def _apply(self, event) -> None:
         song = self.song
+        line = getattr(event, "line", "") or ""
+        found = _JOB_DONE_RE.match(line)
+        if found:
+            self.done_jobs.add(found.group(1))
+            self.wake.set()
         if song.state != RUNNING:
             return
         if isinstance(event, tuple):
@@ -414,7 +537,6 @@ class _ProgressWatcher:
             if stage != song.stage:
                 self.queue.set_stage(song, stage, song.progress)
             return
-        line = getattr(event, "line", "") or ""
         found = _SEED_RE.match(line)
         if found:
             self.seeds.append(int(found.group(1)))
@@ -441,9 +563,28 @@ def _with_files(used: EnginePlan, asked: EnginePlan) -> EnginePlan:
                       version=used.version, files=asked.files)
 
 
+_CONFIG_CACHE: dict[str, tuple] = {}
+
+
+def current_config() -> tuple[config.Config, config.ConfigError | None]:
+    """node.toml as it is now (re-read only when the file changed: tomlkit parsing costs
+    milliseconds, and every song reads its settings afresh)."""
+    path = paths().config_file
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        key = (str(path), None, None, None)
+    hit = _CONFIG_CACHE.get("node.toml")
+    if hit is not None and hit[0] == key:
+        return hit[1], hit[2]
+    cfg, err = config.load_or_defaults(path)
+    _CONFIG_CACHE["node.toml"] = (key, cfg, err)
+    return cfg, err
+
+
 def _config() -> config.Config:
-    cfg, _err = config.load_or_defaults()
-    return cfg
+    return current_config()[0]
 
 
 def _first_line(sup, exc: Exception) -> str:

@@ -12,13 +12,16 @@ import io
 import json
 import os
 import re
+import struct
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ..config import write_atomic
 
+_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sidecar")
 EXTENSIONS = {"wav16": ".wav", "wav24": ".wav", "wav32": ".wav", "flac": ".flac", "mp3": ".mp3"}
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg"}
 CAPTION_WORDS = 6
@@ -60,12 +63,43 @@ def _is_wav(data: bytes) -> bool:
     return len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WAVE"
 
 
+def wav_header(data: bytes) -> dict[str, Any] | None:
+    """Format, bits, rate, channels and duration of a RIFF/WAVE file, from its chunks (no
+    audio library: a WAV song the engine already wrote as asked needs no numpy)."""
+    if not _is_wav(data):
+        return None
+    pos, fmt, size = 12, None, None
+    while pos + 8 <= len(data):
+        cid = data[pos:pos + 4]
+        (length,) = struct.unpack_from("<I", data, pos + 4)
+        body = pos + 8
+        if cid == b"fmt " and length >= 16:
+            tag, channels, rate, _bps, _align, bits = struct.unpack_from("<HHIIHH", data, body)
+            if tag == 0xFFFE and length >= 26:
+                tag = struct.unpack_from("<H", data, body + 24)[0]
+            fmt = (tag, channels, rate, bits)
+        elif cid == b"data":
+            size = min(length, len(data) - body)
+            break
+        pos = body + length + (length & 1)
+    if fmt is None or size is None or not fmt[1] or not fmt[2] or not fmt[3]:
+        return None
+    tag, channels, rate, bits = fmt
+    frames = size // (channels * bits // 8)
+    return {"tag": tag, "bits": bits, "sample_rate": rate, "channels": channels,
+            "duration": round(frames / rate, 3)}
+
+
+_WAV_KIND = {"wav16": (1, 16), "wav24": (1, 24), "wav32": (3, 32)}
+
+
 def encode(audio: bytes, fmt: str) -> bytes:
     """The engine's audio bytes → bytes of the requested format."""
+    if fmt.startswith("wav"):
+        head = wav_header(audio)
+        if head is not None and (head["tag"], head["bits"]) == _WAV_KIND[fmt]:
+            return audio            # as the engine gave it
     import soundfile as sf
-
-    if fmt.startswith("wav") and _is_wav(audio) and _wav_matches(audio, fmt):
-        return audio
     data, rate = sf.read(io.BytesIO(audio), dtype="float32", always_2d=True)
     out = io.BytesIO()
     if fmt == "flac":
@@ -75,16 +109,6 @@ def encode(audio: bytes, fmt: str) -> bytes:
     else:
         sf.write(out, data, rate, format="WAV", subtype=WAV_SUBTYPES[fmt])
     return out.getvalue()
-
-
-def _wav_matches(audio: bytes, fmt: str) -> bool:
-    import soundfile as sf
-
-    try:
-        info = sf.info(io.BytesIO(audio))
-    except Exception:
-        return False
-    return info.subtype == WAV_SUBTYPES[fmt]
 
 
 def _readable(path: Path) -> None:
@@ -98,6 +122,9 @@ def _readable(path: Path) -> None:
 
 
 def audio_info(data: bytes) -> dict[str, Any]:
+    head = wav_header(data)
+    if head is not None:
+        return {k: head[k] for k in ("sample_rate", "channels", "duration")}
     import soundfile as sf
 
     try:
@@ -133,9 +160,11 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
             "seed": seed,
             **meta,
         }
+        # audio and sidecar are written (each atomically, with fsync) side by side
+        side = _POOL.submit(write_atomic, path.with_suffix(".json"),
+                            json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
         write_atomic(path, encoded)
-        write_atomic(path.with_suffix(".json"),
-                     json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
+        side.result()
         for done in (path, path.with_suffix(".json")):
             _readable(done)
         files.append({"take": index + 1, "audio": str(path), "sidecar": str(path.with_suffix(".json")),
