@@ -6,12 +6,13 @@ Deterministic for a seed: explicit values in the request win, then what the capt
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import zlib
 
 from . import music
-from .request import is_instrumental, sparse
+from .request import is_instrumental, sparse, time_signature
 
 # (pattern, bpm, time signature or None); the first match in the caption wins
 GENRES: list[tuple[str, int, str | None]] = [
@@ -175,11 +176,13 @@ def enrich(req: dict, seed: int) -> dict:
         minor = bool(re.search(MINOR_MOODS, caption, re.IGNORECASE)) or rng.random() < 0.4
         key = (rng.randrange(12), minor)
     out["keyscale"] = music.key_name(*key)
-    duration = float(req["duration"]) if req["duration"] > 0 else caption_duration(caption)
-    if not duration:
-        from .request import time_signature
-        duration = song_duration(lyrics, bpm, time_signature(ts), rng)
-    out["duration"] = float(max(10.0, min(600.0, round(duration, 1))))
+    if req["duration"] > 0:
+        out["duration"] = float(req["duration"])            # asked for: kept as is
+    else:
+        duration = caption_duration(caption) or song_duration(lyrics, bpm, time_signature(ts),
+                                                              rng)
+        # up to the next tenth, so the song never loses the end of its last bar
+        out["duration"] = float(max(10.0, min(600.0, math.ceil(duration * 10 - 1e-9) / 10)))
     if not is_instrumental(lyrics):
         out["vocal_language"] = req["vocal_language"] or caption_language(caption, lyrics)
     if req["lm_mode"] != "format":

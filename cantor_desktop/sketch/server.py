@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import threading
@@ -209,7 +210,8 @@ class Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    allow_reuse_address = True
+    # Windows' SO_REUSEADDR would let us bind a port another server is using
+    allow_reuse_address = os.name != "nt"
 
     def __init__(self, addr, handler):
         if ":" in addr[0]:
