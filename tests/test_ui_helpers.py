@@ -17,25 +17,37 @@ from conftest import free_port  # noqa: E402
 
 @pytest.fixture
 def qloop(qapp):
-    """A qasync loop on the test's QApplication; tests drive it with ``run(loop, coro)``."""
+    """A qasync loop that counts as running all along, like the app's (Qt drives it).
+
+    Tests wait with :func:`run`, which spins a nested Qt event loop; slots called from the
+    test body therefore start tasks exactly as they would from a click.
+    """
     import qasync
-    loop = qasync.QEventLoop(qapp)
+    loop = qasync.QEventLoop(qapp, already_running=True)
     asyncio.set_event_loop(loop)
     yield loop
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     for t in pending:
         t.cancel()
     if pending:
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        run(loop, asyncio.gather(*pending, return_exceptions=True), timeout=10)
+    asyncio.events._set_running_loop(None)
     asyncio.set_event_loop(None)
-    try:
-        loop.close()
-    except RuntimeError:
-        pass
 
 
 def run(loop, coro, timeout: float = 30.0):
-    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+    """Run a coroutine to its end on the qasync loop by spinning Qt; its result or error."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    future = asyncio.ensure_future(coro)
+    if not future.done():
+        spin = QEventLoop()
+        future.add_done_callback(lambda _f: spin.quit())
+        QTimer.singleShot(int(timeout * 1000), spin.quit)
+        spin.exec()
+    if not future.done():
+        future.cancel()
+        raise TimeoutError(f"not done within {timeout} s")
+    return future.result()
 
 
 async def until(predicate, timeout: float = 20.0, what: str = "condition"):

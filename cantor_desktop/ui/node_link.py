@@ -10,6 +10,7 @@ signals. The node's state for the tray and the status bar is one of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -137,7 +138,7 @@ class NodeLink(QObject):
 
     async def shutdown(self) -> None:
         """Quit: stop the node we started (and only that), close the client."""
-        self.tasks.cancel_all()
+        await self.tasks.cancel_and_wait()
         await self._stop()
 
     def _new_client(self):
@@ -178,12 +179,27 @@ class NodeLink(QObject):
         self.tasks.start("watch", self._watch())
 
     async def _start_process(self) -> None:
+        """Start our own node child on the configured address, supervised with back-off."""
+        from urllib.parse import urlparse
+
         from ..node.launcher import NodeProcess
         if self.process is None:
-            self.process = NodeProcess()
+            parsed = urlparse(self.url)
+            self.process = NodeProcess(parsed.hostname or "127.0.0.1", parsed.port or 7823)
         await self.process.start()
-        if hasattr(self.process, "watch"):
-            self.tasks.start("supervise", self.process.watch())
+        self.tasks.start("supervise", self.process.watch(on_state=self._on_child))
+
+    def _on_child(self, state: str, detail: str) -> None:
+        """The supervisor's news about our child: exited, restarting, running, failed."""
+        if state == "exited":
+            self._set_state("starting", f"the node stopped ({detail}); restarting it")
+        elif state == "restarting":
+            self._set_state("starting", f"restarting the node {detail}")
+        elif state == "running":
+            self._set_state("idle")
+            self.refresh_later("all")
+        elif state == "failed":
+            self._set_state("error", detail)
 
     async def _stop(self) -> None:
         self.tasks.cancel("watch")
@@ -213,7 +229,7 @@ class NodeLink(QObject):
         while True:
             await asyncio.sleep(HEALTH_EVERY)
             if await self._answers():
-                if misses:
+                if misses or self.state in ("starting", "error"):
                     misses = 0
                     self._set_state("idle")
                     await self.refresh()
@@ -224,21 +240,18 @@ class NodeLink(QObject):
                     self._recount()
                 continue
             misses += 1
-            if self.process is not None:
-                self._set_state("starting", "the node stopped; restarting it")
-                alive = getattr(self.process, "running", None)
-                if misses >= 3 and not getattr(self.process, "watch", None) and not alive:
-                    try:
-                        await self.process.start()
-                    except Exception as exc:
-                        self._set_state("error", describe_error(exc))
-            else:
+            if self.process is None:
                 self._set_state("error", f"no node answers at {self.url}")
+            elif self.state not in ("starting", "error"):
+                self._set_state("starting", "the node does not answer; waiting for it")
 
     # -- data -----------------------------------------------------------------------------
     async def refresh(self) -> None:
-        await asyncio.gather(self.refresh_songs(), self.refresh_system(), self.refresh_models(),
-                             return_exceptions=False)
+        results = await asyncio.gather(self.refresh_songs(), self.refresh_system(),
+                                       self.refresh_models(), return_exceptions=True)
+        for result in results:
+            if isinstance(result, Exception):
+                self.error.emit(describe_error(result))
 
     async def refresh_songs(self) -> None:
         raw = await self.client.songs()
@@ -289,24 +302,30 @@ class NodeLink(QObject):
 
     async def _follow(self, song_id: str) -> None:
         try:
-            async for event, data in self.client.events(song_id):
-                rec = self.songs.get(song_id) or SongRecord(id=song_id)
-                self.songs[song_id] = rec
-                rec.apply_event(event, data or {})
-                if event == "done":
-                    try:
-                        rec = SongRecord.from_node(await self.client.song(song_id))
-                        self.songs[song_id] = rec
-                    except Exception:
-                        pass
-                self.song_updated.emit(rec)
-                self._recount()
-                if rec.finished:
-                    if rec.state == "done":
-                        self.song_finished.emit(rec)
-                    break
+            async with contextlib.aclosing(self.client.events(song_id)) as events:
+                async for event, data in events:
+                    if self._fold(song_id, event, data or {}):
+                        break
+            rec = self.songs.get(song_id)
+            if rec is not None and rec.state == "done":
+                try:
+                    rec = SongRecord.from_node(await self.client.song(song_id))
+                    self.songs[song_id] = rec
+                    self.song_updated.emit(rec)
+                except Exception:
+                    pass
+                self.song_finished.emit(rec)
         finally:
             self._following.discard(song_id)
+
+    def _fold(self, song_id: str, event: str, data: dict) -> bool:
+        """Apply one event; True when the song reached its end."""
+        rec = self.songs.get(song_id) or SongRecord(id=song_id)
+        self.songs[song_id] = rec
+        rec.apply_event(event, data)
+        self.song_updated.emit(rec)
+        self._recount()
+        return rec.finished
 
     def cancel_song(self, song_id: str) -> None:
         async def cancel():
@@ -317,16 +336,17 @@ class NodeLink(QObject):
     def pull(self, name: str) -> None:
         async def pull():
             try:
-                async for event, data in self.client.pull(name):
-                    data = data if isinstance(data, dict) else {"message": data}
-                    if event == "error":
-                        self.pull_event.emit(name, {"state": "failed",
-                                                    "error": data.get("message") or "failed"})
-                        return
-                    if event == "done":
-                        self.pull_event.emit(name, {"state": "done"})
-                        return
-                    self.pull_event.emit(name, {"event": event, **data})
+                async with contextlib.aclosing(self.client.pull(name)) as stream:
+                    async for event, data in stream:
+                        data = data if isinstance(data, dict) else {"message": data}
+                        if event == "error":
+                            self.pull_event.emit(name, {"state": "failed",
+                                                        "error": data.get("message") or "failed"})
+                            return
+                        if event == "done":
+                            self.pull_event.emit(name, {"state": "done"})
+                            return
+                        self.pull_event.emit(name, {"event": event, **data})
                 self.pull_event.emit(name, {"state": "done"})
             except asyncio.CancelledError:
                 self.pull_event.emit(name, {"state": "paused"})
@@ -358,6 +378,10 @@ class NodeLink(QObject):
             self.backend_event.emit(key, event)
 
         async def stream(iterator, who: str | None) -> bool:
+            async with contextlib.aclosing(iterator) as events:
+                return await consume(events, who)
+
+        async def consume(iterator, who: str | None) -> bool:
             async for event, data in iterator:
                 data = data if isinstance(data, dict) else {"message": data}
                 if event == "error":

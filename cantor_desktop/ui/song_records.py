@@ -104,6 +104,11 @@ class SongRecord:
             self.state, self.progress, self.eta = "done", 1.0, 0.0
             if data.get("files"):
                 self.files = _files(data.get("files"))
+                first = data["files"][0] if isinstance(data["files"][0], Mapping) else {}
+                if isinstance(first.get("seed"), int) and first["seed"] >= 0:
+                    self.seed = first["seed"]
+                if isinstance(first.get("duration"), (int, float)):
+                    self.duration = float(first["duration"])
         elif event == "failed":
             err = data.get("error")
             self.state = "failed"

@@ -76,5 +76,12 @@ class Tasks:
         for key in list(self._tasks):
             self.cancel(key)
 
+    async def cancel_and_wait(self, timeout: float = 5.0) -> None:
+        """Cancel every task and let each finish its cleanup (close streams, sockets)."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        self.cancel_all()
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+
     def keys(self) -> list[str]:
         return [k for k, t in self._tasks.items() if not t.done()]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QMessageBox, QProgressBar, QPushButton, QTableWidget,
@@ -88,20 +86,30 @@ class LibraryPage(QWidget):
         self.table.setRowCount(0)
         self.rows.clear()
         used = 0
+        seen = set()
         for m in models:
             name = m.get("name", "?")
+            if name in seen:
+                continue
+            seen.add(name)
             row = self.table.rowCount()
             self.table.insertRow(row)
             self.rows[name] = row
-            title = m.get("description") or m.get("title") or ""
+            title = m.get("display_name") or m.get("description") or m.get("title") or ""
             item = QTableWidgetItem(f"{name}\n{title}" if title and title != name else name)
             self.table.setItem(row, 0, item)
-            size = m.get("size") or m.get("size_bytes") or m.get("bytes")
-            self.table.setItem(row, 1, QTableWidgetItem("built in" if m.get("builtin")
-                                                        else human_bytes(size)))
+            size = m.get("size_bytes") or m.get("size") or 0
+            to_get = m.get("download_bytes") or 0
             state = m.get("state", "available")
-            if state in ("installed", "ready"):
-                used += int(m.get("size") or 0)
+            if m.get("builtin"):
+                size_text = "built in"
+            elif state in ("installed", "ready"):
+                size_text = human_bytes(size)
+            else:
+                size_text = f"{human_bytes(to_get)} to get" if to_get else human_bytes(size)
+            self.table.setItem(row, 1, QTableWidgetItem(size_text))
+            if not m.get("builtin"):
+                used += int(size or 0)
             self.table.setItem(row, 2, QTableWidgetItem(state.replace("_", " ")))
             bar = QProgressBar()
             bar.setRange(0, 1000)
@@ -136,6 +144,8 @@ class LibraryPage(QWidget):
             row.addWidget(c)
         else:
             label = "Resume" if state in ("partial", "paused") else "Download"
+            if state in ("corrupt", "missing companion"):
+                label = "Repair"
             b = QPushButton(label)
             b.clicked.connect(lambda: self.pull(name))
             row.addWidget(b)
@@ -194,13 +204,19 @@ class LibraryPage(QWidget):
         done, total, file, fdone, ftotal = pull_numbers(event)
         meter = self.meters.setdefault(name, TransferMeter())
         bar: QProgressBar = self.table.cellWidget(row, 3)
-        if done is not None:
+        if event.get("type") == "plan" and total is not None:
+            bar.setFormat(f"0 / {human_bytes(total)}")
+        elif done is not None:
             meter.add(done)
             if total:
                 bar.setValue(int(1000 * done / total))
                 bar.setFormat(f"{human_bytes(done)} / {human_bytes(total)}")
-            self.table.item(row, 4).setText(f"{human_bytes(meter.speed())}/s")
-            self.table.item(row, 5).setText(human_duration(meter.eta(total)))
+            speed = event.get("speed") if isinstance(event.get("speed"), (int, float)) \
+                else meter.speed()
+            eta = event.get("eta") if isinstance(event.get("eta"), (int, float)) \
+                else meter.eta(total)
+            self.table.item(row, 4).setText(f"{human_bytes(speed)}/s")
+            self.table.item(row, 5).setText(human_duration(eta))
         if file:
             tip = f"{file}: {human_bytes(fdone)} / {human_bytes(ftotal)}" if fdone is not None else file
             bar.setToolTip(tip)
@@ -216,15 +232,9 @@ class LibraryPage(QWidget):
 
     async def _import(self, files: list[str]) -> None:
         import asyncio
-        try:
-            from ...models import library
-            importer = getattr(library, "import_files", None) or getattr(library, "import_gguf")
-            await asyncio.to_thread(importer, files)
-        except (ImportError, AttributeError):
-            target = paths().model_family_dir("acestep") / "imported"
-            target.mkdir(parents=True, exist_ok=True)
-            for f in files:
-                await asyncio.to_thread(shutil.copy2, f, target)
+        from ...models import library
+        for f in files:  # adopted in place: nothing is moved or copied
+            await asyncio.to_thread(library.import_path, f)
         self.message.setText(f"Imported {len(files)} file(s)")
         await self.link.refresh_models()
 

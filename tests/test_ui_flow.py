@@ -1,0 +1,130 @@
+"""End to end with a real node and the sketch engine: Compose → Songs, cancel, the tray's
+Stop/Start, a killed child node restarted, and a loop that never stalls."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import httpx
+from PySide6.QtCore import QTimer
+
+from test_ui_helpers import node, qloop, run, until  # noqa: F401
+
+from cantor_desktop import config
+from cantor_desktop.ui.main import Shell
+from cantor_desktop.ui.node_link import NodeLink
+from conftest import free_port
+
+
+def shell(qapp, url=None, start_child=True) -> Shell:
+    link = NodeLink(url=url, start_child=start_child)
+    s = Shell(qapp, link)
+    s.window.resize(1100, 700)
+    return s
+
+
+def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node):
+    s = shell(qapp, node.url, start_child=False)
+    run(qloop, s.link._connect())
+    assert s.link.state == "idle"
+    seen: list[float] = []
+    s.link.song_updated.connect(lambda r: seen.append(r.progress))
+    c = s.window.compose
+    c.caption.setPlainText("bright synth pop, claps")
+    c.duration.setText("12")
+    c.bpm.setText("120")
+    c.generate.click()
+    songs = s.window.songs
+    run(qloop, until(lambda: songs.model.rowCount() and songs.model.record(0).state == "done",
+                     timeout=60, what="the song to finish"))
+    rec = songs.model.record(0)
+    assert rec.path and os.path.exists(rec.path) and rec.seed is not None
+    assert abs(rec.duration - 12) < 0.5 and rec.model == "sketch"
+    assert seen[-1] == 1.0 and len(set(seen)) >= 3
+    assert all(b >= a for a, b in zip(seen, seen[1:]))  # progress only rises
+    assert c.queue_progress(rec.id) == 1.0
+    s.window.show_page("Songs")
+    s.window.show()
+    run(qloop, until(lambda: songs.store.known(rec.path), what="the waveform"))
+    run(qloop, s.link.shutdown())
+
+
+def test_cancel_a_running_song(qapp, qloop, node):
+    s = shell(qapp, node.url, start_child=False)
+    run(qloop, s.link._connect())
+    rec = run(qloop, s.link.submit({"caption": "long drone", "duration": 600, "model": "sketch"}))
+    run(qloop, until(lambda: s.link.songs[rec.id].state in ("running", "queued"), what="start"))
+    s.link.cancel_song(rec.id)
+    run(qloop, until(lambda: s.link.songs[rec.id].state == "cancelled", timeout=30,
+                     what="the cancel"))
+    assert httpx.get(f"{node.url}/v1/songs/{rec.id}").json()["state"] == "cancelled"
+    run(qloop, s.link.shutdown())
+
+
+def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
+    config.update({"node.port": free_port()})
+    s = shell(qapp)
+    s.link.start()
+    run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="the child node"))
+    assert s.link.owns_node and s.tray.stop.isEnabled() and not s.tray.start.isEnabled()
+    assert "ready" in s.tray.status.text().lower()
+    pid = s.link.process.pid
+    os.kill(pid, signal.SIGKILL)
+    run(qloop, until(lambda: s.link.process is not None and s.link.process.pid != pid
+                     and s.link.state == "idle", timeout=30, what="the restart"))
+    s.tray.stop.trigger()
+    run(qloop, until(lambda: s.link.state == "stopped", timeout=15, what="stop"))
+    assert not s.link.owns_node and s.tray.start.isEnabled()
+    time.sleep(0.2)
+    assert _gone(pid) and not _answers(s.link.url)
+    s.tray.start.trigger()
+    run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="start again"))
+    assert _answers(s.link.url)
+    s.tray.keep_loaded.trigger()
+    assert config.load().get("node.keep_loaded") is True
+    run(qloop, s.link.shutdown())
+    assert not _answers(s.link.url)
+
+
+def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, node, monkeypatch):
+    s = shell(qapp, node.url, start_child=False)
+    run(qloop, s.link._connect())
+    s.window.show()
+    gaps: list[float] = []
+    last = [time.perf_counter()]
+
+    def beat():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(beat)
+    timer.start()
+    rec = run(qloop, s.link.submit({"caption": "march, brass", "duration": 30, "model": "sketch"}))
+    s.window.library.pull("acestep-v15-turbo")  # the node answers (a failure is fine: the loop must not stall)
+    s.window.show_page("Songs")
+    run(qloop, until(lambda: s.link.songs[rec.id].state == "done", timeout=60, what="song"))
+    timer.stop()
+    worst = max(gaps[3:])
+    assert worst < 0.050, f"the loop stalled {worst * 1000:.1f} ms"
+    run(qloop, s.link.shutdown())
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/v1/health", timeout=0.5).status_code == 200
+    except httpx.HTTPError:
+        return False
