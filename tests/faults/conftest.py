@@ -11,12 +11,18 @@ pytest imports this file under the module name ``conftest`` (like tests/conftest
 
 from __future__ import annotations
 
+import asyncio
+import re
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
+
+from cantor_desktop.node.launcher import NodeProcess
 
 TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:
@@ -70,3 +76,81 @@ def tally(capsys):
     with capsys.disabled():
         for t in made:
             print("\n" + t.line("; ".join(t.lost[:3])), flush=True)
+
+
+# -- a real node for the API fault tests ------------------------------------------------
+# Its own CANTOR_HOME, the sketch engine as default model, and every download address
+# pointed at a closed local port: nothing here can reach the internet.
+
+UNREACHABLE = "http://127.0.0.1:9"          # discard port: nothing listens
+ENGINE_JOB_RE = re.compile(r"\[Server\] Job [0-9a-f]+ created")
+
+
+class NodeUnderTest:
+    def __init__(self, home: Path):
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "node.toml").write_text(
+            f'[models]\ndefault = "sketch"\n\n[songs]\ndir = "{home / "songs"}"\n'
+            f'format = "wav16"\n\n[engines]\nmanifest = "{UNREACHABLE}/engines.json"\n', "utf-8")
+        env = {"CANTOR_HOME": str(home), "CANTOR_MANIFEST_URL": f"{UNREACHABLE}/engines.json",
+               "HF_ENDPOINT": UNREACHABLE, "HTTPS_PROXY": UNREACHABLE,
+               "HTTP_PROXY": UNREACHABLE, "NO_PROXY": "127.0.0.1,localhost"}
+        self.proc = NodeProcess("127.0.0.1", free_port(), env=env,
+                                log_path=home / "logs" / "node-child.log")
+
+    @property
+    def url(self) -> str:
+        return self.proc.url
+
+    def start(self) -> "NodeUnderTest":
+        asyncio.run(self.proc.start())
+        return self
+
+    def stop(self) -> None:
+        asyncio.run(self.proc.stop())
+
+    def alive(self) -> bool:
+        if not self.proc.running:
+            return False
+        try:
+            return httpx.get(self.url + "/v1/health", timeout=5, trust_env=False).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def engine_jobs(self) -> int:
+        """How many jobs the sketch engine has been given (its log's "Job … created" lines)."""
+        logs = self.home / "logs"
+        return sum(len(ENGINE_JOB_RE.findall(p.read_text("utf-8", "replace")))
+                   for p in logs.glob("engine-*.log*"))
+
+    def song_count(self) -> int:
+        r = httpx.get(self.url + "/v1/songs", params={"limit": 100000}, timeout=10,
+                      trust_env=False)
+        r.raise_for_status()
+        return len(r.json()["songs"])
+
+    def make_song(self, timeout: float = 60.0) -> dict:
+        """One short instrumental song through the node, waited for until it ends."""
+        r = httpx.post(self.url + "/v1/songs", json={"caption": "fault suite check",
+                                                     "duration": 10, "seed": 1},
+                       timeout=10, trust_env=False)
+        r.raise_for_status()
+        sid = r.json()["id"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            song = httpx.get(f"{self.url}/v1/songs/{sid}", timeout=10, trust_env=False).json()
+            if song["state"] in ("done", "failed", "cancelled"):
+                return song
+            time.sleep(0.1)
+        raise AssertionError(f"song {sid} did not end within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def node_under_test(tmp_path_factory):
+    """A node process for a whole test module (started once: the machine has 2 cores)."""
+    node = NodeUnderTest(tmp_path_factory.mktemp("node-home")).start()
+    try:
+        yield node
+    finally:
+        node.stop()
