@@ -344,21 +344,32 @@ def test_cancel_mid_render(engine):
     assert r.status_code == 404
 
 
-def test_logs_replay_then_stream(engine):
+def test_logs_replay_the_last_512_lines_then_stream(engine):
+    jobs = [engine.submit("/lm", {"caption": f"fill {i}", "lm_mode": "format"})
+            for i in range(90)]                         # about 6 lines each
+    engine.wait_job(jobs[-1])
+    engine.wait_log(f"[Server] Job {jobs[-1]} done")
+    time.sleep(0.2)                                     # its unload lines too
+    logged = engine.log().splitlines()
+    assert len(logged) > 512
     with engine.client.stream("GET", "/logs", timeout=10) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         lines = r.iter_lines()
-        seen = []
+        replay = []
         for line in lines:
             if line.startswith("data: "):
-                seen.append(line[6:])
-            if "[Server] Listening on" in line:
+                replay.append(line[6:])
+            if len(replay) == 512:
                 break
-        assert seen[0].startswith("[Server] Scanning models in")
+        assert replay == logged[-512:]
         job = engine.submit("/lm", {"caption": "stream me", "lm_mode": "format"})
+        streamed = []
         for line in lines:
+            if line:
+                streamed.append(line)
             if line == f"data: [Server] Job {job} done (LM, 1 results)":
                 break
+        assert streamed[0] == f"data: [Server] Job {job} created (LM, mode=2)"
 
 
 def test_keeps_the_last_32_jobs(engine):
