@@ -43,7 +43,8 @@ def test_syllables():
 @pytest.mark.parametrize("lyrics,duration", [
     ("[Verse]\nHello darling, can you hear me\nSinging softly\n[Chorus]\nHold on", 30.0),
     ("[Verse]\n" + "many many words in a very long line of lyrics\n" * 12, 10.0),
-    ("我爱你\n你爱我", 12.0)])
+    ("我爱你\n你爱我", 12.0),
+    ("a b c d e f g h i j k l m n o\n" * 3, 2.5)])           # the last bar cut short
 def test_one_lead_note_per_syllable(lyrics, duration):
     song = _song(lyrics=lyrics, duration=duration)
     events, total = render.plan(song)

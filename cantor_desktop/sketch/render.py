@@ -96,10 +96,11 @@ def _melody(song: Song, bars: int, chords: list[list[int]], roots: list[int],
     slots_per_bar = song.beats_per_bar * 2
     intro = 2 if bars >= 8 else (1 if bars >= 3 else 0)
     outro = 1 if bars >= 4 else 0
-    avail_bars = max(1, bars - intro - outro)
     need = [-(-sum(w) // slots_per_bar) + 1 for _, _, w in phrases]
-    scale_t = min(1.0, avail_bars / sum(need))      # too many words: shorter notes, all sung
-    spare = avail_bars - sum(need) if scale_t >= 1.0 else 0
+    # the time there is to sing in (the last bar may be cut short by the duration)
+    avail_s = song.duration - (intro + outro) * song.bar_seconds
+    scale_t = min(1.0, avail_s / (sum(need) * song.bar_seconds))   # too many words: shorter
+    spare = int(avail_s / song.bar_seconds) - sum(need) if scale_t >= 1.0 else 0
     gap = min(2, spare // len(phrases)) if spare > 0 else 0   # the rest: an instrumental end
     sc = music.scale(song.minor)
     base = 55 + (song.tonic - 7) % 12            # the tonic between G3 and F#4
