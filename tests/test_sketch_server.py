@@ -312,6 +312,26 @@ def test_multipart_form_request(engine):
     assert engine.wait_job(job) == "done"
 
 
+def test_chunked_and_oversized_bodies(engine):
+    def gen():
+        yield b'{"caption": "chunked", '
+        yield b'"lm_mode": "format"}'
+    r = engine.client.post("/lm", content=gen())
+    assert r.status_code == 200 and engine.wait_job(r.json()["id"]) == "done"
+    port = int(engine.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:   # the length alone
+        s.sendall(b"POST /synth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(65 * 2**20).encode() + b"\r\n\r\n{}")
+        answer = b""
+        while b"}" not in answer:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert answer.endswith(b'{"error": "Request too large"}')
+
+
 def test_unknown_model_fails_the_job_only(engine):
     job = engine.submit("/synth", {"caption": "x", "synth_model": "nope.gguf"})
     assert engine.wait_job(job) == "failed"

@@ -80,6 +80,8 @@ class Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": message})
 
     def _body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._chunked_body()
         try:
             n = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -88,6 +90,25 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise BadRequest("Request too large", 413)
         return self.rfile.read(n) if n > 0 else b""
+
+    def _chunked_body(self) -> bytes:
+        out = bytearray()
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";")[0].strip(), 16)
+            except ValueError:
+                self.close_connection = True
+                raise BadRequest("Invalid chunked body") from None
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass                                # trailers
+                return bytes(out)
+            if len(out) + size > MAX_BODY:
+                self.close_connection = True
+                raise BadRequest("Request too large", 413)
+            out += self.rfile.read(size)
+            self.rfile.readline(8)                      # the CRLF after the chunk
 
     # ------------------------------------------------------------ routes
 
