@@ -56,7 +56,13 @@ def test_command_line_errors(tmp_path):
     assert f"[Server] ERROR: no GGUF models found in {tmp_path}" in r.stderr
 
 
-def test_cli_command_hands_arguments_to_the_engine(tmp_path):
+def test_cli_command_hands_arguments_to_the_engine(tmp_path, capsys):
+    from cantor_desktop.cli.main import main as cli_main
+    assert cli_main(["sketch-server", "--models", str(tmp_path), "--bogus"]) == 1
+    assert "Unknown option: --bogus" in capsys.readouterr().err
+    assert cli_main(["sketch-server", "--models", str(tmp_path)]) == 1     # no models
+    assert "[Server] ERROR: no GGUF models found in" in capsys.readouterr().err
+
     from cantor_desktop.selfexec import self_argv
     argv = self_argv("sketch-server")
     assert argv == [sys.executable, "-m", "cantor_desktop", "sketch-server"]
