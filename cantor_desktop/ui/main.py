@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     asyncio.set_event_loop(loop)
     shell = build(app)
     shell.window.show()
-    shell.link.start()  # never waits: the window is up first
+    shell.start_node_soon()  # never waits: the window is painted first
     with loop:
         loop.run_until_complete(shell.until_quit())
     return 0
@@ -58,6 +58,18 @@ class Shell:
             self.window.destroyed.connect(self.quit)
             app.lastWindowClosed.connect(self.quit)
 
+    def start_node_soon(self) -> None:
+        """Connect to (or start) the node once the window has painted, or after 0.5 s."""
+        from PySide6.QtCore import QTimer
+        started = []
+
+        def go():
+            if not started:
+                started.append(True)
+                self.link.start()
+        self.window.first_painted.connect(go)
+        QTimer.singleShot(500, go)
+
     def quit(self, *_):
         if not self._quit.done():
             self._quit.set_result(True)
@@ -66,7 +78,9 @@ class Shell:
         await self._quit
         self.window.hide()
         await self.link.shutdown()
-        self.window.songs.store.shutdown()
+        songs = self.window._built.get("Songs")
+        if songs is not None:
+            songs.store.shutdown()
         self.app.quit()
 
 

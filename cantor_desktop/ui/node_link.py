@@ -270,7 +270,10 @@ class NodeLink(QObject):
         self.status_changed.emit(self.status_line())
 
     async def refresh_models(self) -> None:
-        raw = await self.client.models()
+        try:  # the catalogue too (models that can be pulled), not only what is here
+            raw = await self.client.models(all=True)
+        except TypeError:  # a client without the parameter: ask the API directly
+            raw = await self.client._json("GET", "/v1/models", params={"all": "true"})
         self.models = list(raw.get("models", raw) if isinstance(raw, dict) else raw)
         self.models_loaded.emit(self.models)
 

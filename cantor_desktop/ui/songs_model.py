@@ -15,7 +15,6 @@ from PySide6.QtCore import (QAbstractListModel, QMimeData, QModelIndex, QObject,
 from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
-from . import waveform
 from .song_records import SongRecord
 from .transfer import human_duration
 
@@ -114,6 +113,7 @@ class WaveformStore(QObject):
         if found is not None or path in self._failed:
             return found
         if path not in self._pending:
+            from . import waveform
             self._pending.add(path)
             future = self._pool.submit(waveform.peaks, path)
             future.add_done_callback(lambda f, p=path: self._finished(p, f))

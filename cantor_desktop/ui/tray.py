@@ -40,6 +40,7 @@ class Tray(QObject):
         self.restart.triggered.connect(link.restart)
         self.keep_loaded.toggled.connect(self._keep_loaded)
         self.open.triggered.connect(self.open_requested)
+        self.menu.aboutToShow.connect(self.sync_keep_loaded)
         self.quit.triggered.connect(self.quit_requested)
         self.icon: QSystemTrayIcon | None = None
         self._last_song: str | None = None

@@ -1,7 +1,7 @@
 """Waveform peaks of a song file, computed once and cached on disk, without Qt.
 
 ``peaks(path)`` reads the audio in blocks (never the whole file at once), folds it to
-``BINS`` max-abs values in 0..1, and stores them under ``paths().cache_dir / "waveforms"``
+``BINS`` max-abs values (numpy is imported only when needed, to keep start-up quick) in 0..1, and stores them under ``paths().cache_dir / "waveforms"``
 keyed by the file's path, size and mtime, so a changed file is read again.
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-
-import numpy as np
 
 from ..config import write_atomic
 from ..paths import paths
@@ -29,14 +27,16 @@ def _cache_file(path: str) -> Path:
     return cache_dir() / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".npy")
 
 
-def cached_peaks(path: str) -> np.ndarray | None:
+def cached_peaks(path: str):
+    import numpy as np
     try:
         return np.load(_cache_file(path))
     except (OSError, ValueError):
         return None
 
 
-def compute_peaks(path: str, bins: int = BINS) -> np.ndarray:
+def compute_peaks(path: str, bins: int = BINS):
+    import numpy as np
     import soundfile as sf
 
     with sf.SoundFile(path) as f:
@@ -66,7 +66,7 @@ def compute_peaks(path: str, bins: int = BINS) -> np.ndarray:
     return out / top if top > 0 else out
 
 
-def peaks(path: str) -> np.ndarray:
+def peaks(path: str):
     """Cached peaks, or compute (slow: call from a worker thread) and cache them."""
     found = cached_peaks(path)
     if found is not None:
@@ -74,6 +74,8 @@ def peaks(path: str) -> np.ndarray:
     values = compute_peaks(path)
     target = _cache_file(path)
     import io
+
+    import numpy as np
     buf = io.BytesIO()
     np.save(buf, values)
     write_atomic(target, buf.getvalue())

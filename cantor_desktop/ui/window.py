@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QListWidget, QMainWindow,
                                QPlainTextEdit, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
 
@@ -13,15 +13,30 @@ from .icons import app_icon, dot_pixmap
 from .node_link import NodeLink
 from .pages.compose import ComposePage
 from .pages.firstrun import ReadinessBanner
-from .pages.hardware import HardwarePage
-from .pages.library import LibraryPage
-from .pages.settings import SettingsPage
-from .pages.songs import SongsPage
 
 PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
 
 
+def _build(name: str, link):
+    """Pages other than Compose are built the first time they are needed (quick start-up)."""
+    if name == "Songs":
+        from .pages.songs import SongsPage
+        return SongsPage(link)
+    if name == "Library":
+        from .pages.library import LibraryPage
+        return LibraryPage(link)
+    if name == "Hardware & Backends":
+        from .pages.hardware import HardwarePage
+        return HardwarePage(link)
+    if name == "Settings":
+        from .pages.settings import SettingsPage
+        return SettingsPage()
+    return ComposePage(link)
+
+
 class MainWindow(QMainWindow):
+    first_painted = Signal()
+
     def __init__(self, link: NodeLink | None = None) -> None:
         super().__init__()
         self.setWindowTitle("Cantor")
@@ -43,14 +58,12 @@ class MainWindow(QMainWindow):
         self.sidebar.setStyleSheet("QListWidget { font-size: 14px; } "
                                    "QListWidget::item { padding: 8px; }")
         self.pages = QStackedWidget()
-        self.compose = ComposePage(self.link)
-        self.songs = SongsPage(self.link)
-        self.library = LibraryPage(self.link)
-        self.hardware = HardwarePage(self.link)
-        self.settings_page = SettingsPage()
-        for page in (self.compose, self.songs, self.library, self.hardware, self.settings_page):
-            self.pages.addWidget(page)
-        self.sidebar.currentRowChanged.connect(self.pages.setCurrentIndex)
+        self._built: dict[str, QWidget] = {}
+        self._painted = False
+        for _name in PAGES:
+            self.pages.addWidget(QWidget())
+        self.page("Compose")
+        self.sidebar.currentRowChanged.connect(self._show_row)
         self.sidebar.setCurrentRow(0)
         row.addWidget(self.sidebar)
         row.addWidget(self.pages, 1)
@@ -77,14 +90,47 @@ class MainWindow(QMainWindow):
         self.link.models_loaded.connect(lambda m: self.banner.update_from(self.link.system, m))
         self.banner.try_sketch.connect(self.try_sketch)
         self.banner.set_up.connect(lambda: self.show_page("Hardware & Backends"))
-        self.songs.use_settings.connect(self.use_settings)
-        self.compose.generated.connect(lambda _id: None)
-        self.settings_page.saved.connect(self.tray_sync)
-        self.settings_page.file_changed.connect(self.tray_sync)
         self._state(self.link.state)
         self.tray = None
         if self.settings_error is not None:
             bar.showMessage(f"node.toml is not valid, using defaults: {self.settings_error}")
+
+    # -- pages ------------------------------------------------------------------------------
+    def page(self, name: str) -> QWidget:
+        """The page, built now if this is its first use."""
+        if name not in self._built:
+            widget = _build(name, self.link)
+            index = PAGES.index(name)
+            current = self.pages.currentIndex()
+            old = self.pages.widget(index)
+            self.pages.insertWidget(index, widget)
+            self.pages.removeWidget(old)
+            old.deleteLater()
+            self.pages.setCurrentIndex(current)
+            self._built[name] = widget
+            if name == "Songs":
+                widget.use_settings.connect(self.use_settings)
+            elif name == "Settings":
+                widget.saved.connect(self.tray_sync)
+                widget.file_changed.connect(self.tray_sync)
+        return self._built[name]
+
+    def _show_row(self, row: int) -> None:
+        if 0 <= row < len(PAGES):
+            self.page(PAGES[row])
+            self.pages.setCurrentIndex(row)
+
+    compose = property(lambda self: self.page("Compose"))
+    songs = property(lambda self: self.page("Songs"))
+    library = property(lambda self: self.page("Library"))
+    hardware = property(lambda self: self.page("Hardware & Backends"))
+    settings_page = property(lambda self: self.page("Settings"))
+
+    def event(self, e) -> bool:  # noqa: D401
+        if e.type() == QEvent.Paint and not getattr(self, "_painted", True):
+            self._painted = True
+            QTimer.singleShot(0, self.first_painted.emit)
+        return super().event(e)
 
     def tray_sync(self) -> None:
         if self.tray is not None:

@@ -55,8 +55,9 @@ class ReadinessBanner(QFrame):
     def update_from(self, system: dict, models: list) -> None:
         self.state, sentence = readiness(system, models)
         self.sentence.setText(sentence)
-        size = next((m.get("size") for m in models if m.get("name", "").startswith("acestep")
-                     and m.get("size")), None)
+        default = next((m for m in models if m.get("name", "").startswith("acestep-v15-turbo")
+                        and not m.get("builtin")), None)
+        size = (default or {}).get("download_bytes") or (default or {}).get("size_bytes")
         gb = f" ({human_bytes(size)})" if size else ""
         self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")
         self.setup.setVisible(self.state != "ready")

@@ -111,11 +111,14 @@ class LibraryPage(QWidget):
             if not m.get("builtin"):
                 used += int(size or 0)
             self.table.setItem(row, 2, QTableWidgetItem(state.replace("_", " ")))
-            bar = QProgressBar()
-            bar.setRange(0, 1000)
-            bar.setValue(1000 if state in ("installed", "ready") else 0)
-            bar.setVisible(not m.get("builtin"))
-            self.table.setCellWidget(row, 3, bar)
+            if not m.get("builtin"):
+                bar = QProgressBar()
+                bar.setRange(0, 1000)
+                ready = state in ("installed", "ready")
+                bar.setValue(1000 if ready else int(1000 * (size or 0) / max(1, (size or 0) + to_get)))
+                bar.setFormat("ready" if ready else f"{human_bytes(size)} of "
+                              f"{human_bytes((size or 0) + to_get)}" if size else "")
+                self.table.setCellWidget(row, 3, bar)
             self.table.setItem(row, 4, QTableWidgetItem(""))
             self.table.setItem(row, 5, QTableWidgetItem(""))
             self.table.setCellWidget(row, 6, self._actions(name, m))
@@ -203,7 +206,9 @@ class LibraryPage(QWidget):
             return
         done, total, file, fdone, ftotal = pull_numbers(event)
         meter = self.meters.setdefault(name, TransferMeter())
-        bar: QProgressBar = self.table.cellWidget(row, 3)
+        bar = self.table.cellWidget(row, 3)
+        if not isinstance(bar, QProgressBar):
+            return
         if event.get("type") == "plan" and total is not None:
             bar.setFormat(f"0 / {human_bytes(total)}")
         elif done is not None:

@@ -150,6 +150,8 @@ class SongsPage(QWidget):
         self.model.rowsRemoved.connect(self._update_count)
         link.songs_loaded.connect(self.model.set_songs)
         link.song_updated.connect(self.model.upsert)
+        if link.songs:
+            self.model.set_songs(list(link.songs.values()))
         self._update_count()
         self._update_buttons()
 

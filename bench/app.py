@@ -1,0 +1,243 @@
+"""Cantor Desktop figures, each against a baseline measured in the same run.
+
+1. Start to first painted window: Cantor's window vs a bare PySide6 window (goal ≤ 1.3×).
+2. Longest event-loop stall while a model pull and a song run (goal ≤ 16 ms).
+3. Songs page open with 10,000 songs (goal ≤ 300 ms).
+
+    .venv/bin/python bench/app.py [--runs 3] [--pull-mib 1024]
+
+Runs offscreen unless a display is set. Everything is local: a real node child with the
+sketch engine, and the test suite's model hub on 127.0.0.1 as the download source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("QT_API", "pyside6")
+if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+CHILD_BARE = r"""
+import sys, time
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+app = QApplication(sys.argv)
+w = QMainWindow(); w.setCentralWidget(QLabel("hello")); w.resize(1180, 760)
+class F(QObject):
+    def eventFilter(self, o, e):
+        if e.type() == QEvent.Paint:
+            print("PAINTED", time.monotonic(), flush=True); app.exit(0)
+        return False
+f = F(); w.installEventFilter(f); w.show(); app.exec()
+"""
+
+CHILD_CANTOR = r"""
+import os, sys, time
+os.environ.setdefault("QT_API", "pyside6")
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication
+import asyncio, qasync
+from cantor_desktop.ui.main import Shell
+app = QApplication(sys.argv)
+app.setQuitOnLastWindowClosed(False)
+loop = qasync.QEventLoop(app); asyncio.set_event_loop(loop)
+shell = Shell(app)
+class F(QObject):
+    def eventFilter(self, o, e):
+        if e.type() == QEvent.Paint and o is shell.window:
+            print("PAINTED", time.monotonic(), flush=True)
+            shell.quit()
+        return False
+f = F(); shell.window.installEventFilter(f)
+shell.window.show()
+shell.start_node_soon()     # the node starts in the background; the window never waits
+with loop:
+    loop.run_until_complete(shell.until_quit())
+"""
+
+
+def first_paint(code: str, env: dict) -> float:
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=str(ROOT))
+    for line in out.stdout.splitlines():
+        if line.startswith("PAINTED"):
+            return float(line.split()[1]) - t0
+    raise RuntimeError(f"no paint: {out.stderr[-800:]}")
+
+
+def bench_start(runs: int) -> tuple[float, float]:
+    home = tempfile.mkdtemp(prefix="cantor-bench-")
+    env = {**os.environ, "CANTOR_HOME": home, "PYTHONPATH": str(ROOT)}
+    from conftest import free_port
+    Path(home, "node.toml").write_text(f"[node]\nport = {free_port()}\n")
+    bare, cantor = [], []
+    first_paint(CHILD_BARE, env)  # warm the OS file cache for both
+    first_paint(CHILD_CANTOR, env)
+    for _ in range(runs):
+        bare.append(first_paint(CHILD_BARE, env))
+        cantor.append(first_paint(CHILD_CANTOR, env))
+    return statistics.median(bare), statistics.median(cantor)
+
+
+def spin(ms: int) -> None:
+    from PySide6.QtCore import QEventLoop, QTimer
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def wait(pred, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        spin(20)
+    return False
+
+
+def bench_stall(app, pull_mib: int) -> dict:
+    """Heartbeat every 2 ms on the app's loop while a pull and a song run through the node."""
+    from PySide6.QtCore import QTimer
+
+    from cantor_desktop import config
+    from conftest import free_port
+    from support.hub import ModelHub
+
+    home = tempfile.mkdtemp(prefix="cantor-bench-")
+    os.environ["CANTOR_HOME"] = home
+    os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
+    config.update({"node.port": free_port()})
+    hub = ModelHub()
+    names = hub.add_set(size=64 * 1024)
+    big = names[0]
+    hub.add(big, size=pull_mib * 1024 * 1024)
+    hub.__enter__()
+    os.environ["HF_ENDPOINT"] = hub.base_url
+
+    from cantor_desktop.ui.main import Shell
+    shell = Shell(app)
+    shell.window.show()
+    shell.link.start()
+    ok = wait(lambda: shell.link.state == "idle", 60)
+    assert ok, f"node did not start: {shell.link.detail}"
+    wait(lambda: shell.link.models, 20)
+    spin(300)
+    shell.window.show_page("Library")
+    gaps: list[float] = []
+    last = [time.perf_counter()]
+
+    def beat():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(2)
+    timer.timeout.connect(beat)
+    model = big.removesuffix(".gguf")
+    pulled: list[dict] = []
+    shell.link.pull_event.connect(lambda n, e: pulled.append(e))
+    t0 = time.perf_counter()
+    last[0] = t0
+    timer.start()
+    shell.window.library.pull(model)
+    fut = asyncio.ensure_future(shell.link.submit({"caption": "bench: steady funk groove",
+                                                  "duration": 60, "model": "sketch"}))
+    wait(fut.done, 30)
+    song = fut.result()
+    wait(lambda: shell.link.songs[song.id].finished and any(
+        e.get("state") in ("done", "failed") for e in pulled), 600)
+    timer.stop()
+    elapsed = time.perf_counter() - t0
+    end_state = next((e for e in pulled if e.get("state")), {})
+    result = {"worst_ms": max(gaps[2:]) * 1000, "p99_ms": sorted(gaps)[int(len(gaps) * 0.99)] * 1000,
+              "beats": len(gaps), "seconds": elapsed, "song": shell.link.songs[song.id].state,
+              "pull": end_state.get("state"), "pull_error": end_state.get("error"),
+              "events": len(pulled)}
+    fut = asyncio.ensure_future(shell.link.shutdown())
+    wait(fut.done, 20)
+    shell.window.songs.store.shutdown()
+    shell.window.close()
+    hub.__exit__(None, None, None)
+    return result
+
+
+def bench_songs_page(app, n: int = 10_000) -> tuple[float, float]:
+    """Open the Songs page with n songs: model reset + first paint. Baseline: 100 songs."""
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.pages.songs import SongsPage
+    from cantor_desktop.ui.song_records import SongRecord
+
+    def make(count):
+        return [{"id": f"{i:016x}", "state": "done", "created": 1.7e9 + i,
+                 "request": {"caption": f"song number {i}, warm keys", "model": "sketch"},
+                 "files": [{"audio": f"/nonexistent/{i}.wav", "seed": i, "duration": 30.0}]}
+                for i in range(count)]
+
+    def timed(raw):
+        page = SongsPage(NodeLink(start_child=False))
+        page.resize(1000, 700)
+        page.show()
+        spin(50)
+        t0 = time.perf_counter()
+        page.model.set_songs([SongRecord.from_node(d) for d in raw])
+        page.repaint()
+        page.view.viewport().repaint()
+        took = time.perf_counter() - t0
+        page.store.shutdown()
+        page.close()
+        return took
+
+    small, big = make(100), make(n)
+    timed(small)
+    base = statistics.median(timed(small) for _ in range(3))
+    full = statistics.median(timed(big) for _ in range(3))
+    return base, full
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pull-mib", type=int, default=1024)
+    args = parser.parse_args()
+
+    bare, cantor = bench_start(args.runs)
+    print(f"start to first paint: bare PySide6 {bare * 1000:.0f} ms, Cantor {cantor * 1000:.0f} ms"
+          f" → {cantor / bare:.2f}× (goal ≤ 1.30×)", flush=True)
+
+    from PySide6.QtWidgets import QApplication
+    import qasync
+    app = QApplication(sys.argv)
+    app.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(app, already_running=True)
+    asyncio.set_event_loop(loop)
+
+    base, full = bench_songs_page(app)
+    print(f"Songs page with 10,000 songs: {full * 1000:.0f} ms (100 songs: {base * 1000:.0f} ms,"
+          f" {full / base:.1f}×; goal ≤ 300 ms)", flush=True)
+
+    r = bench_stall(app, args.pull_mib)
+    print(f"longest loop stall during a {args.pull_mib} MiB pull + a 60 s song: "
+          f"{r['worst_ms']:.1f} ms (p99 {r['p99_ms']:.1f} ms, {r['beats']} beats of 2 ms over "
+          f"{r['seconds']:.1f} s; {r['worst_ms'] / 16:.2f}× the 16 ms goal) — song {r['song']}, "
+          f"pull {r['pull']}{' (' + str(r['pull_error']) + ')' if r['pull_error'] else ''}, "
+          f"{r['events']} pull events", flush=True)
+    asyncio.events._set_running_loop(None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Screenshot every page of Cantor Desktop, empty and busy, into docs/screenshots/.
+
+Run under Xvfb from the repository root:
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python docs/screenshots/make_screenshots.py
+
+Uses a throw-away CANTOR_HOME, a real child node with the sketch engine, and the test
+suite's model hub on 127.0.0.1 for a download in progress (no internet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("QT_API", "pyside6")
+home = tempfile.mkdtemp(prefix="cantor-shots-")
+os.environ["CANTOR_HOME"] = home
+os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
+
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+import qasync  # noqa: E402
+
+
+def spin(ms: int) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def wait(pred, timeout=30.0) -> None:
+    import time
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not pred():
+        spin(50)
+
+
+def shot(window, name: str) -> None:
+    spin(300)
+    window.grab().save(str(OUT / f"{name}.png"))
+    print("saved", name)
+
+
+def main() -> int:
+    from cantor_desktop import config
+    from conftest import free_port
+    from support.hub import ModelHub
+
+    app = QApplication(sys.argv)
+    loop = qasync.QEventLoop(app, already_running=True)
+    asyncio.set_event_loop(loop)
+    config.update({"node.port": free_port()})
+    hub = ModelHub()
+    hub.add_set(size=48 * 1024 * 1024)
+    hub.__enter__()
+    for name in list(hub.files):
+        hub.server.throttle(hub.cdn_path(name), 6 * 1024 * 1024)
+    os.environ["HF_ENDPOINT"] = hub.base_url
+
+    from cantor_desktop.ui.main import Shell
+    shell = Shell(app)
+    w = shell.window
+    w.resize(1200, 760)
+    w.show()
+    pages = {"compose": "Compose", "songs": "Songs", "library": "Library",
+             "hardware": "Hardware & Backends", "settings": "Settings"}
+    # empty: before the node answers
+    for key, name in pages.items():
+        w.show_page(name)
+        shot(w, f"{key}-empty")
+    shell.link.start()
+    wait(lambda: shell.link.state == "idle")
+    wait(lambda: shell.link.system, 20)
+    spin(500)
+    # busy
+    c = w.compose
+    c.caption.setPlainText("warm lo-fi piano, rain on the window, slow brushed drums")
+    c.lyrics.setPlainText("[Verse]\nstreetlights hum a quiet tune\n\n[Chorus]\nstay, stay a while")
+    c.bpm.setText("78")
+    c.key.setCurrentText("A minor")
+    c.duration.setText("30")
+    c.generate.click()
+    wait(lambda: any(s.state == "done" for s in shell.link.songs.values()), 60)
+    c.caption.setPlainText("bright synth pop, hand claps, driving bass")
+    c.lyrics.setPlainText("")
+    c.instrumental.setChecked(True)
+    c.bpm.setText("124")
+    c.duration.setText("20")
+    c.generate.click()
+    wait(lambda: len(shell.link.songs) >= 2 and all(s.finished for s in shell.link.songs.values()), 60)
+    c.caption.setPlainText("epic orchestral trailer, taiko, choir")
+    c.duration.setText("600")
+    c.bpm.setText("")
+    c.generate.click()
+    wait(lambda: any(s.state == "running" and s.progress > 0.2 for s in shell.link.songs.values()), 60)
+    w.show_page("Compose")
+    shot(w, "compose-busy")
+    w.show_page("Songs")
+    w.songs.select(next(iter(sorted(shell.link.songs.values(), key=lambda r: r.created))).id)
+    wait(lambda: all(w.songs.store.known(r.path) for r in shell.link.songs.values()
+                     if r.state == "done"), 20)
+    shot(w, "songs-busy")
+    for rec in list(shell.link.songs.values()):
+        if not rec.finished:
+            shell.link.cancel_song(rec.id)
+    w.show_page("Library")
+    w.library.pull("acestep-v15-turbo")
+    wait(lambda: "/" in (w.library.table.cellWidget(w.library.rows.get("acestep-v15-turbo", 0), 3)
+                         .format() if w.library.rows.get("acestep-v15-turbo") is not None else ""), 20)
+    spin(800)
+    shot(w, "library-busy")
+    w.show_page("Hardware & Backends")
+    shot(w, "hardware-busy")
+    w.show_page("Settings")
+    config.update({"node.keep_loaded": True})
+    spin(800)
+    shot(w, "settings-busy")
+    (Path(home) / "node.toml").write_text("[node\nport = 1\n")
+    spin(900)
+    shot(w, "settings-malformed")
+    fut = asyncio.ensure_future(shell.link.shutdown())
+    wait(fut.done, 20)
+    hub.__exit__(None, None, None)
+    w.songs.store.shutdown()
+    asyncio.events._set_running_loop(None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
