@@ -534,8 +534,11 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
 
         pieces: list[bytes] = []
         queued = 0
+        # We ask for identity; raw bytes skip httpx's decoder layer unless a server encodes anyway.
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        body = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
         try:
-            async for piece in response.aiter_bytes():
+            async for piece in body:
                 pieces.append(piece)
                 queued += len(piece)
                 state.progressed = True
