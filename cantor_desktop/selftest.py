@@ -128,6 +128,37 @@ class NodeChild:
         return self.proc.returncode
 
 
+def processes_with_home(home: Path | str) -> list[int]:
+    """Pids of processes whose environment has ``CANTOR_HOME=home`` (Linux /proc; [] elsewhere).
+
+    After the node stops, nothing of this run may be left: no engine, no second node.
+    """
+    needle = f"CANTOR_HOME={home}".encode()
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if int(entry.name) != os.getpid() and needle in (entry / "environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def end_leftovers(home: Path | str, grace: float = 5.0) -> list[int]:
+    """Wait up to ``grace`` s for this run's processes to end; kill and return what is left."""
+    import signal
+
+    deadline = time.monotonic() + grace
+    while (pids := processes_with_home(home)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return pids
+
+
 # --- songs ------------------------------------------------------------------------------------
 
 def render_song(client, url: str, request: dict, dest: Path, timeout: float) -> dict:
@@ -288,6 +319,11 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
                 print(f"node output (last lines):\n{node.tail()}", flush=True)
             else:
                 report.ok("node stopped", f"exit code {code}")
+            left = end_leftovers(home)
+            if left:
+                failed = True
+                report.fail("clean stop", f"processes of this run still ran after the node "
+                                          f"stopped (pids {left}; killed)")
         if keep or failed:
             print(f"self-test files kept in {home}", flush=True)
         else:

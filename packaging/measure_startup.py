@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -24,40 +23,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _processes_with_home(home: str) -> list[int]:
-    """Pids (Linux /proc) of processes whose CANTOR_HOME is ``home``: what a run left."""
-    needle = f"CANTOR_HOME={home}".encode()
-    pids = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                pids.append(int(entry.name))
-        except (OSError, ValueError):
-            continue
-    return pids
-
-
 LEFTOVERS: list[str] = []
 
 
 def _end_leftovers(home: str, argv: list[str]) -> None:
     """The app must stop the node it started when it quits; end (and count) any process
     still running with this run's CANTOR_HOME."""
-    deadline = time.monotonic() + 2  # a clean quit may still be stopping its node
-    while (pids := _processes_with_home(home)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if not pids:
-        return
-    LEFTOVERS.append(f"{Path(argv[0]).name}: pids {pids}")
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(1)
-        if not (pids := _processes_with_home(home)):
-            break
+    from cantor_desktop.selftest import end_leftovers
+
+    pids = end_leftovers(home, grace=2.0)  # a clean quit may still be stopping its node
+    if pids:
+        LEFTOVERS.append(f"{Path(argv[0]).name}: pids {pids}")
 
 
 def first_paint(argv: list[str], timeout: float = 90.0) -> float:

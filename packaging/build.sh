@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Build Cantor for one target and print its figures. One command per target:
+#
+#   packaging/build.sh linux     bundle dist/cantor/, the .deb and the tarball   (Linux)
+#   packaging/build.sh windows   bundle dist/cantor/ and the Inno Setup installer (Windows,
+#                                from Git Bash, with Inno Setup 6 installed)
+#   packaging/build.sh macos     dist/Cantor.app and the .dmg                    (macOS)
+#
+# Options: --no-installers (bundle only), --no-figures (skip start-up and self-test
+# figures), --clean (rebuild PyInstaller's cache too). Figures printed at the end:
+# unpacked bundle size (goal <= 200 MiB), frozen/unfrozen start to first window (goal
+# <= 1.2x), self-test time. Exits non-zero when any step fails.
+set -euo pipefail
+top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$top"
+
+target="${1:-}"
+shift || true
+installers=1 figures=1 clean=()
+for arg in "$@"; do
+  case "$arg" in
+    --no-installers) installers=0 ;;
+    --no-figures) figures=0 ;;
+    --clean) clean=(--clean) ;;
+    *) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+case "$target" in
+  linux|windows|macos) ;;
+  *) echo "usage: packaging/build.sh linux|windows|macos [--no-installers] [--no-figures] [--clean]" >&2
+     exit 2 ;;
+esac
+
+# --- the Python that builds ------------------------------------------------------------------
+if [ "$target" = linux ]; then
+  "$top/scripts/bootstrap.sh" packaging    # Debian packages, .venv, cantor + pyinstaller
+  py="$top/.venv/bin/python"
+elif [ "$target" = windows ]; then
+  py="$top/.venv/Scripts/python.exe"
+else
+  py="$top/.venv/bin/python"
+fi
+if [ ! -x "$py" ]; then
+  echo "build.sh: no $py; make it first:  python -m venv .venv && .venv/<bin|Scripts>/pip install -e '.[packaging]'" >&2
+  exit 1
+fi
+"$py" -c "import PyInstaller" 2>/dev/null || "$py" -m pip install -q "pyinstaller>=6.6"
+
+# --- the bundle ------------------------------------------------------------------------------
+t0=$(date +%s)
+echo "build.sh: PyInstaller ($target) ..."
+"$py" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
+      --distpath "$top/dist" --workpath "$top/build/pyinstaller" "$top/packaging/cantor.spec"
+build_s=$(( $(date +%s) - t0 ))
+
+case "$target" in
+  linux)   bundle="$top/dist/cantor";      exe="$bundle/cantor-desktop" ;;
+  windows) bundle="$top/dist/cantor";      exe="$bundle/cantor.exe" ;;
+  macos)   bundle="$top/dist/Cantor.app";  exe="$bundle/Contents/MacOS/cantor-desktop" ;;
+esac
+[ -e "$exe" ] || { echo "build.sh: the build made no $exe" >&2; exit 1; }
+
+if [ "$target" = linux ]; then
+  # every library a bundled binary links must be in the bundle or on the system; a Qt one
+  # missing means the Qt filter dropped too much
+  missing="$(cd "$bundle/_internal" && find . -type f -name '*.so*' -print0 |
+             xargs -0 -n 40 env LD_LIBRARY_PATH="$PWD:$PWD/PySide6/Qt/lib" ldd 2>/dev/null |
+             awk '/not found/ {print $1}' | sort -u | paste -sd' ' -)" || true
+  if echo " $missing " | grep -q " libQt6"; then
+    echo "build.sh: Qt libraries linked but not in the bundle: $missing" >&2
+    exit 1
+  fi
+  [ -z "$missing" ] || echo "build.sh: note: libraries left to the system (absent here): $missing"
+fi
+"$exe" --mode cli --version >/dev/null || { echo "build.sh: $exe --mode cli --version failed" >&2; exit 1; }
+
+# --- installers ------------------------------------------------------------------------------
+if [ "$installers" = 1 ]; then
+  case "$target" in
+    linux)
+      "$top/installer/linux/build_deb.sh" "$bundle" "$top/dist"
+      "$top/installer/linux/build_tarball.sh" "$bundle" "$top/dist" ;;
+    windows)
+      version="$("$exe" --mode cli --version | awk '{print $2}' | tr -d '\r')"
+      iscc="$(command -v iscc || command -v ISCC.exe || true)"
+      [ -n "$iscc" ] || iscc="/c/Program Files (x86)/Inno Setup 6/ISCC.exe"
+      [ -x "$iscc" ] || { echo "build.sh: Inno Setup 6 (ISCC.exe) not found" >&2; exit 1; }
+      "$iscc" "/DAppVersion=$version" "$top/installer/windows/cantor.iss" ;;
+    macos)
+      "$top/installer/macos/make_dmg.sh" "$bundle" "$top/dist" ;;
+  esac
+fi
+
+# --- figures ---------------------------------------------------------------------------------
+now() { "$py" -c 'import time; print(f"{time.time():.2f}")'; }
+size_mib=$("$py" -c '
+import os, sys
+total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(sys.argv[1])
+            for f in fs if not os.path.islink(os.path.join(d, f)))
+print(f"{total / 2**20:.0f}")' "$bundle")
+echo
+echo "== figures ($target) =="
+echo "bundle build:      ${build_s} s"
+echo "bundle size:       ${size_mib} MiB unpacked ($bundle; goal <= 200 MiB)"
+if [ "$figures" = 1 ]; then
+  if [ "$target" = linux ] || [ "$target" = macos ]; then
+    echo -n "start-up:          "
+    "$py" "$top/packaging/measure_startup.py" "$exe" --python "$py"
+  fi
+  t0=$(now)
+  "$exe" --self-test > "$top/build/selftest.log" 2>&1 || {
+    cat "$top/build/selftest.log"; echo "build.sh: the self-test failed" >&2; exit 1; }
+  t1=$(now)
+  echo "self-test:         $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b-a}') s (passed; log build/selftest.log)"
+fi
