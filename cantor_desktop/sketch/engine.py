@@ -20,6 +20,7 @@ from .request import (LM_MODES, MAX_TRACKS, SYNTH_DEFAULT_DURATION, is_instrumen
                       time_signature)
 
 KEEP_JOBS = 32
+RESULT_BUDGET = 1 << 30         # bytes of finished results kept (the newest always is)
 LABEL = {"lm": "LM", "text-enc": "Text-Enc", "dit": "DiT", "vae": "VAE"}
 SKETCH_STEPS = 8                # the sketch behaves like a turbo model: 8 steps by default
 
@@ -98,7 +99,10 @@ class Job:
     result: list[bytes] = field(default_factory=list)     # the body, in pieces
     content_type: str = ""
     cancel: threading.Event = field(default_factory=threading.Event)
-    started: bool = False
+
+    @property
+    def result_size(self) -> int:
+        return sum(len(p) for p in self.result)
 
 
 class Engine:
@@ -110,7 +114,6 @@ class Engine:
         self.loaded: dict[str, str] = {}        # label -> file name
         self.stopping = threading.Event()
         self.worker = threading.Thread(target=self._work, name="sketch-worker", daemon=True)
-        self._backend_ok = False
 
     # ------------------------------------------------------------ the store
 
@@ -125,7 +128,8 @@ class Engine:
             job = self.jobs[job_id] = Job(job_id, kind, requests)
             self._evict()
         if kind == "lm":
-            self.log(f"[Server] Job {job_id} created (LM, mode={LM_MODES[requests[0]['lm_mode']]})")
+            mode = LM_MODES[requests[0]["lm_mode"]]
+            self.log(f"[Server] Job {job_id} created (LM, mode={mode})")
         else:
             self.log(f"[Server] Job {job_id} created ({len(requests)} requests)")
         return job
@@ -133,13 +137,18 @@ class Engine:
     def enqueue(self, job: Job) -> None:
         self.queue.put(job)
 
-    def _evict(self) -> None:
+    def _evict(self, keep: str = "") -> None:
+        """Keep the last 32 jobs, evicting finished ones oldest first; also evict old results
+        while they hold more than RESULT_BUDGET bytes (long songs are large), never ``keep``."""
+        finished = [j for j in self.jobs.values() if j.status != "running" and j.id != keep]
         over = len(self.jobs) - KEEP_JOBS
-        if over <= 0:
-            return
-        for job_id in [j.id for j in self.jobs.values()
-                       if j.status != "running"][:over]:
-            del self.jobs[job_id]
+        held = sum(j.result_size for j in self.jobs.values())
+        for job in finished:
+            if over <= 0 and held <= RESULT_BUDGET:
+                break
+            del self.jobs[job.id]
+            over -= 1
+            held -= job.result_size
 
     def get(self, job_id: str) -> Job | None:
         with self.lock:
@@ -174,7 +183,6 @@ class Engine:
                 break
             if job.cancel.is_set():
                 continue
-            job.started = True
             try:
                 if job.kind == "lm":
                     body, ctype, n = self._run_lm(job)
@@ -185,6 +193,7 @@ class Engine:
                 with self.lock:
                     if job.status == "running":
                         job.result, job.content_type, job.status = body, ctype, "done"
+                        self._evict(keep=job.id)
                 self.log(done)
             except Cancelled:
                 pass
