@@ -282,7 +282,22 @@ class Runner:
             if version and version != plan.version:
                 plan.version = version
                 self.queue.set_engine(song, plan.describe())
-            tracks = await run_song(client, sup, engine_req, watcher)
+            try:
+                tracks = await run_song(client, sup, engine_req, watcher)
+            except EngineUnreachable as exc:
+                # the engine died between songs and its supervisor had not seen it yet:
+                # start it again and send the song once more
+                log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
+                await asyncio.sleep(0.2)
+                try:
+                    await sup.ensure_running(keep_loaded)
+                except Exception as start_exc:
+                    reason = _first_line(sup, start_exc)
+                    self.queue.finish_failed(song, f"the engine did not start: {reason}")
+                    return
+                self._record_engines()
+                client = self._client(plan.key, sup)
+                tracks = await run_song(client, sup, engine_req, watcher)
         except JobCancelled:
             self.queue.finish_cancelled(song)
             return
@@ -291,6 +306,10 @@ class Runner:
             return
         except asyncio.CancelledError:
             raise
+        except EngineUnreachable as exc:
+            self.queue.finish_failed(song, _engine_reason(sup, exc) or
+                                     f"the engine is not reachable: {exc}")
+            return
         except Exception as exc:
             self.queue.finish_failed(song, _engine_reason(sup, exc))
             return
@@ -432,8 +451,17 @@ async def run_song(client, sup, body: dict[str, Any], watcher: "_ProgressWatcher
     return tracks
 
 
+class EngineUnreachable(Exception):
+    """The engine refused the connection when a job was sent: it is not running."""
+
+
 async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
-    job_id = await client.submit(path, body)
+    import httpx
+
+    try:
+        job_id = await client.submit(path, body)
+    except httpx.TransportError as exc:
+        raise EngineUnreachable(f"{type(exc).__name__}: {exc}") from None
     try:
         await wait_job(client, sup, job_id, watcher)
         return await client.result(job_id)
