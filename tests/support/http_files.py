@@ -153,6 +153,7 @@ class FileServer:
 
     # ----- lifecycle -----
     def start(self) -> "FileServer":
+        self._stop.clear()
         handler = _make_handler(self)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
