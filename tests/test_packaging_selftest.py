@@ -1,0 +1,57 @@
+"""The self-test, unfrozen: the same code the frozen build runs with --self-test (a real node
+child, the sketch engine, two songs, the main window offscreen), plus its audio checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from cantor_desktop.selftest import SelfTestError, check_audio
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_self_test_passes_unfrozen():
+    r = subprocess.run([sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "instrumental song: 10.00 s" in out
+    assert "lyrics song: 12.00 s" in out
+    assert "main window painted offscreen" in out
+    assert "cantor self-test passed" in out
+
+
+def _wav(path: Path, seconds: float, amplitude: float, rate: int = 48000) -> Path:
+    t = np.arange(int(seconds * rate)) / rate
+    sf.write(path, (amplitude * np.sin(2 * np.pi * 220 * t)).astype("float32"), rate,
+             subtype="PCM_16")
+    return path
+
+
+def test_check_audio_accepts_a_real_song_length_wav(tmp_path):
+    assert check_audio(_wav(tmp_path / "ok.wav", 10.0, 0.3), 10).startswith("10.00 s")
+
+
+@pytest.mark.parametrize("seconds, amplitude, why", [
+    (10.0, 0.0, "silent"),
+    (8.0, 0.3, "8.00 s long, asked 10 s"),
+])
+def test_check_audio_refuses(tmp_path, seconds, amplitude, why):
+    with pytest.raises(SelfTestError, match=why):
+        check_audio(_wav(tmp_path / "bad.wav", seconds, amplitude), 10)
+
+
+def test_check_audio_refuses_what_is_not_a_wav(tmp_path):
+    path = tmp_path / "x.wav"
+    path.write_bytes(b"ID3\x04" + b"\x00" * 200)
+    with pytest.raises(SelfTestError, match="not a WAV"):
+        check_audio(path, 10)
+    path.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunk")
+    with pytest.raises(SelfTestError, match="cannot be decoded"):
+        check_audio(path, 10)

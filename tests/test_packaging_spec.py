@@ -1,0 +1,220 @@
+"""Packaging sanity: the Qt filter, the library pruning on real Qt binaries, the frozen entry's
+mode switch, the .desktop entry, the icons, the Windows version resource and the PATH wrapper."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packaging"))
+
+from bundle_filter import keep_qt_entry, prune_unneeded  # noqa: E402
+
+ICONS = ROOT / "resources" / "icons"
+
+
+@pytest.mark.parametrize("dest, by_name, kept", [
+    ("PySide6/Qt/translations/qtbase_de.qm", True, False),
+    ("PySide6/Qt/qml/QtQuick/Controls/libqtquickcontrols2plugin.so", True, False),
+    ("PySide6/Qt/lib/libQt6WebEngineCore.so.6", True, False),
+    ("PySide6/Qt/lib/libQt6Quick3D.so.6", True, False),
+    ("PySide6/Qt/lib/libQt6Pdf.so.6", True, False),
+    ("PySide6/Qt/lib/libQt6Core.so.6", True, True),
+    ("PySide6/Qt/lib/libQt6Multimedia.so.6", True, True),
+    # the FFmpeg multimedia plugin links QtQml and QtQuick: kept by name
+    ("PySide6/Qt/lib/libQt6Quick.so.6", True, True),
+    ("PySide6/Qt/lib/libQt6Qml.so.6", True, True),
+    # on Linux the link walk decides about Qt's libraries, not the names
+    ("PySide6/Qt/lib/libQt6Pdf.so.6", False, True),
+    ("PySide6/Qt/plugins/platforms/libqxcb.so", True, True),
+    ("PySide6/Qt/plugins/platforms/libqoffscreen.so", True, True),
+    ("PySide6/Qt/plugins/platforms/libqeglfs.so", True, False),
+    ("PySide6/Qt/plugins/platforms/libqvnc.so", True, False),
+    ("PySide6/Qt/plugins/multimedia/libffmpegmediaplugin.so", True, True),
+    ("PySide6/Qt/plugins/imageformats/libqsvg.so", True, True),
+    ("PySide6/Qt/plugins/imageformats/libqpdf.so", True, False),
+    ("PySide6/Qt/plugins/imageformats/libqtiff.so", True, False),
+    ("PySide6/Qt/plugins/sqldrivers/libqsqlite.so", True, False),
+    ("PySide6/Qt/plugins/platformthemes/libqgtk3.so", True, False),
+    ("PySide6/plugins/platforms/qwindows.dll", True, True),
+    ("PySide6/plugins/imageformats/qjpeg.dll", True, True),
+    ("PySide6/Qt6WebEngineCore.dll", True, False),
+    ("PySide6/Qt6Widgets.dll", True, True),
+    ("PySide6/Qt/lib/QtWebEngineCore.framework/Versions/A/QtWebEngineCore", True, False),
+    ("PySide6/QtWidgets.abi3.so", False, True),
+    ("PySide6/QtQuick3D.abi3.so", False, False),
+    ("numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so", True, True),
+    ("libssl.so.3", True, True),
+])
+def test_qt_filter(dest, by_name, kept):
+    assert keep_qt_entry(dest, by_name=by_name) is kept
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not shutil.which("readelf"),
+                    reason="ELF link walk: Linux with readelf")
+def test_prune_keeps_what_real_qt_binaries_link_and_drops_the_rest():
+    import PySide6
+
+    qt = Path(PySide6.__file__).parent / "Qt"
+    entries = [
+        ("PySide6/Qt/plugins/platforms/libqoffscreen.so",
+         str(qt / "plugins/platforms/libqoffscreen.so"), "BINARY"),
+        ("PySide6/QtWidgets.abi3.so", str(Path(PySide6.__file__).parent / "QtWidgets.abi3.so"),
+         "EXTENSION"),
+    ]
+    for name in ("libQt6Core.so.6", "libQt6Gui.so.6", "libQt6Widgets.so.6",
+                 "libQt6Pdf.so.6", "libQt6Quick3D.so.6"):
+        entries.append((f"PySide6/Qt/lib/{name}", str(qt / "lib" / name), "BINARY"))
+    kept, dropped = prune_unneeded(entries)
+    kept_names = {Path(d).name for d, *_ in kept}
+    assert {"libQt6Core.so.6", "libQt6Gui.so.6", "libQt6Widgets.so.6",
+            "libqoffscreen.so", "QtWidgets.abi3.so"} <= kept_names
+    assert sorted(Path(d).name for d in dropped) == ["libQt6Pdf.so.6", "libQt6Quick3D.so.6"]
+
+
+def _frozen_main(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cantor_desktop.frozen_main", *args],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+def test_mode_switch_reaches_the_cli_and_its_commands():
+    from cantor_desktop import __version__
+
+    r = _frozen_main("--mode", "cli", "--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"cantor {__version__}"
+    r = _frozen_main("--mode", "cli", "config", "path")
+    assert r.returncode == 0 and r.stdout.strip().endswith("node.toml")
+    for mode in ("node", "sketch-server"):
+        r = _frozen_main("--mode", mode, "--help")
+        assert r.returncode == 0, r.stderr
+        assert "--port" in r.stdout + r.stderr
+    r = _frozen_main("--mode", "bogus")
+    assert r.returncode == 2 and "unknown mode 'bogus'" in r.stderr
+    r = _frozen_main("--mode")
+    assert r.returncode == 2
+
+
+def test_selfexec_children_of_a_frozen_build_are_the_build_itself(monkeypatch):
+    from cantor_desktop import selfexec
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    for mode in selfexec.MODES:
+        assert selfexec.self_argv(mode) == [sys.executable, "--mode", mode]
+
+
+def test_spec_hidden_imports_follow_the_cli_command_list():
+    spec = (ROOT / "packaging" / "cantor.spec").read_text()
+    assert "from cantor_desktop.cli.main import COMMAND_MODULES" in spec
+    assert 'f"cantor_desktop.cli.{name}" for name in COMMAND_MODULES' in spec
+    for needed in ('collect_submodules("uvicorn")', 'collect_submodules("keyring.backends")',
+                   '"qasync"', "keep_qt_entry", "prune_unneeded", "BUNDLE(",
+                   '"NSHighResolutionCapable": True', '"LSUIElement": False'):
+        assert needed in spec
+
+
+def test_desktop_entry():
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str
+    parser.read(ROOT / "installer" / "linux" / "cantor.desktop")
+    entry = parser["Desktop Entry"]
+    assert entry["Type"] == "Application"
+    assert entry["Exec"] == "cantor-desktop"
+    assert entry["Icon"] == "cantor"
+    assert entry["Terminal"] == "false"
+    assert entry["Categories"].endswith(";") and "Audio" in entry["Categories"].split(";")
+    if shutil.which("desktop-file-validate"):
+        subprocess.run(["desktop-file-validate",
+                        str(ROOT / "installer" / "linux" / "cantor.desktop")], check=True)
+
+
+def test_icons_are_what_their_names_say():
+    for png in ICONS.glob("cantor-*.png"):
+        size = int(png.stem.split("-")[1])
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert struct.unpack(">II", data[16:24]) == (size, size)
+    ico = (ICONS / "cantor.ico").read_bytes()
+    reserved, kind, count = struct.unpack("<HHH", ico[:6])
+    assert (reserved, kind) == (0, 1) and count >= 5
+    icns = (ICONS / "cantor.icns").read_bytes()
+    assert icns[:4] == b"icns" and struct.unpack(">I", icns[4:8])[0] == len(icns)
+
+
+def test_windows_version_resource_parses():
+    import ast
+
+    text = ((ROOT / "packaging" / "windows_version_info.txt").read_text()
+            .replace("@VERSION_TUPLE@", "(0, 1, 0, 0)").replace("@VERSION@", "0.1.0"))
+    tree = ast.parse(text, mode="eval")
+    assert tree.body.func.id == "VSVersionInfo" and "@" not in text
+    # PyInstaller's own loader needs pefile (installed with PyInstaller on Windows)
+    versioninfo = pytest.importorskip("PyInstaller.utils.win32.versioninfo")
+    info = eval(text, vars(versioninfo))  # the format PyInstaller's loader evaluates
+    assert isinstance(info, versioninfo.VSVersionInfo)
+    assert info.ffi.fileVersionMS == (0 << 16) | 1
+
+
+def test_path_wrapper_finds_the_bundle_relative_to_itself(tmp_path):
+    """The /usr/bin wrapper of the .deb, unpacked anywhere, runs opt/cantor/cantor-desktop."""
+    root = tmp_path / "root"
+    (root / "opt" / "cantor").mkdir(parents=True)
+    (root / "usr" / "bin").mkdir(parents=True)
+    fake = root / "opt" / "cantor" / "cantor-desktop"
+    fake.write_text('#!/bin/sh\nprintf "%s|" "$@"\n')
+    fake.chmod(0o755)
+    template = (ROOT / "installer" / "linux" / "cantor-wrapper.sh").read_text()
+    for name, mode in (("cantor", "--mode cli"), ("cantor-desktop", "")):
+        wrapper = root / "usr" / "bin" / name
+        wrapper.write_text(template.replace("@BUNDLE_REL@", "../../opt/cantor")
+                           .replace("@MODE_ARGS@", mode))
+        wrapper.chmod(0o755)
+    link = tmp_path / "cantor-link"
+    os.symlink(root / "usr" / "bin" / "cantor", link)  # a symlink to the wrapper still works
+    assert subprocess.run([str(link), "sing", "a b"], capture_output=True,
+                          text=True).stdout == "--mode|cli|sing|a b|"
+    assert subprocess.run([str(root / "usr/bin/cantor-desktop"), "--self-test"],
+                          capture_output=True, text=True).stdout == "--self-test|"
+
+
+def test_tarball_install_script_installs_and_uninstalls_per_user(tmp_path):
+    """install.sh from an unpacked tarball layout (the bundle here is a tiny stand-in
+    script; ci.sh runs the real bundle), then --uninstall, which leaves user data alone."""
+    src = tmp_path / "cantor-0.1.0"
+    (src / "cantor").mkdir(parents=True)
+    (src / "share" / "icons").mkdir(parents=True)
+    exe = src / "cantor" / "cantor-desktop"
+    exe.write_text('#!/bin/sh\nprintf "%s|" "$@"\n')
+    exe.chmod(0o755)
+    linux = ROOT / "installer" / "linux"
+    shutil.copy(linux / "install.sh", src / "install.sh")
+    for f in ("cantor.desktop", "cantor-wrapper.sh"):
+        shutil.copy(linux / f, src / "share" / f)
+    for f in [ICONS / "cantor.svg", *ICONS.glob("cantor-*.png")]:
+        shutil.copy(f, src / "share" / "icons" / f.name)
+    prefix = tmp_path / "home" / ".local"
+    songs = prefix / "share" / "Cantor" / "songs"
+    songs.mkdir(parents=True)
+    (songs / "mine.wav").write_bytes(b"RIFF")
+    env = dict(os.environ, PREFIX=str(prefix))
+    subprocess.run(["sh", str(src / "install.sh")], env=env, check=True, capture_output=True)
+    assert (prefix / "opt" / "cantor" / "cantor-desktop").is_file()
+    assert (prefix / "share" / "icons" / "hicolor" / "48x48" / "apps" / "cantor.png").is_file()
+    desktop = (prefix / "share" / "applications" / "cantor.desktop").read_text()
+    assert f'Exec="{prefix}/opt/cantor/cantor-desktop"' in desktop
+    out = subprocess.run([str(prefix / "bin" / "cantor"), "--version"], capture_output=True,
+                         text=True).stdout
+    assert out == "--mode|cli|--version|"
+    subprocess.run(["sh", str(src / "install.sh"), "--uninstall"], env=env, check=True,
+                   capture_output=True)
+    assert not (prefix / "opt" / "cantor").exists()
+    assert not (prefix / "bin" / "cantor").exists()
+    assert not (prefix / "share" / "applications" / "cantor.desktop").exists()
+    assert (songs / "mine.wav").read_bytes() == b"RIFF"
