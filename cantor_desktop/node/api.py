@@ -366,7 +366,13 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(422, "name: give the model to pull", field="name")
         if name == SKETCH:
             raise ApiError(400, "the sketch model is built in; nothing to pull", field="name")
+        from ..models.library import find
         from ..models.pull import pull as pull_model
+
+        try:
+            await asyncio.to_thread(find, name.strip())
+        except ValueError as exc:          # UnknownModel: not an ACE-Step model name
+            raise ApiError(404, f"name: {exc}", "model_not_found", "name") from None
 
         async def work(emit):
             return await pull_model(name.strip(), on_event=lambda ev: emit(*_event_json(ev)))
@@ -379,10 +385,10 @@ def _routes(app: FastAPI) -> None:
         if name == SKETCH:
             raise ApiError(400, "the sketch model is built in and cannot be removed",
                            field="name")
-        from ..models.library import remove
+        from ..models.library import LibraryError, remove
         try:
             result = await asyncio.to_thread(remove, name)
-        except (KeyError, FileNotFoundError, LookupError) as exc:
+        except (ValueError, LibraryError, LookupError, FileNotFoundError) as exc:
             raise ApiError(404, f"model {name!r} is not installed: {exc}", "model_not_found",
                            "name", installed=installed_names()) from None
         return {"removed": name, "result": _jsonable(result)}

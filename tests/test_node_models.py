@@ -1,0 +1,134 @@
+"""ACE-Step models through the node: pull as SSE from a hub on 127.0.0.1, a song on the
+family's engine naming the exact files, remove; an engine that cannot start; the pin kept.
+
+The "ace-server" here is a user-supplied build (node.toml ``engines.acestep.path``): a script
+that runs the sketch engine with ace-server's command line, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cantor_desktop.selfexec import self_argv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support.hub import ModelHub  # noqa: E402
+from test_node_support import Node, collect, until_state  # noqa: E402
+
+DIT = "acestep-v15-turbo-Q8_0.gguf"
+DIT2 = "acestep-v15-sft-Q8_0.gguf"
+LM = "acestep-5Hz-lm-0.6B-Q8_0.gguf"
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def _config(home: Path, engine: Path, pin: str = "cpu") -> None:
+    (home / "node.toml").write_text(
+        f'[backends]\nacestep = "{pin}"\n\n[engines.acestep]\npath = "{engine}"\n\n'
+        f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
+        f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n')
+
+
+@pytest.fixture
+def hub():
+    with ModelHub() as h:
+        h.add_set(DIT, LM)
+        h.add(DIT2)
+        yield h
+
+
+def test_pull_sing_on_the_exact_files_and_remove(cantor_home, tmp_path, hub):
+    engine = _script(tmp_path / "ace-server", f'exec {shlex.join(self_argv("sketch-server"))} "$@"')
+    _config(cantor_home, engine)
+
+    async def main():
+        node = await Node(cantor_home, env={"HF_ENDPOINT": hub.base_url}).start()
+        try:
+            async with node.client() as c:
+                pulled = [item async for item in c.pull("acestep-v15-turbo")]
+                pulled2 = [item async for item in c.pull("acestep-v15-sft")]
+                models = (await c.models())["models"]
+                sid = await c.submit_song({"caption": "turbo test", "duration": 10,
+                                           "lyrics": "[Verse]\nla la", "model": "acestep-v15-sft"})
+                events = await collect(c, sid)
+                song = await c.song(sid)
+                system = await c.system()
+                removed = await c.delete_model("acestep-v15-sft")
+                async with httpx.AsyncClient(base_url=node.url) as http:
+                    after = await http.post("/v1/songs", json={"caption": "x",
+                                                               "model": "acestep-v15-sft"})
+                    unknown = await http.delete("/v1/models/acestep-v15-nope")
+                    builtin = await http.delete("/v1/models/sketch")
+                    bad_pull = await http.post("/v1/models/pull", json={"name": "not-a-model"})
+                return pulled, pulled2, models, events, song, system, removed, after, unknown, builtin, bad_pull
+        finally:
+            await node.stop()
+
+    (pulled, pulled2, models, events, song, system, removed, after, unknown, builtin,
+     bad_pull) = asyncio.run(main())
+    kinds = [e for e, _ in pulled]
+    assert "plan" in kinds and "progress" in kinds and kinds[-1] == "done", kinds
+    assert pulled2[-1][0] == "done"
+    names = {m["name"]: m for m in models}
+    assert names["acestep-v15-turbo-Q8_0"]["state"] == "ready"
+    assert names["acestep-v15-sft-Q8_0"]["state"] == "ready"
+
+    assert song["state"] == "done", song
+    assert [d["stage"] for e, d in events if e == "stage"] == ["lm", "synth", "saving"]
+    sidecar = json.loads(Path(song["files"][0]["sidecar"]).read_text())
+    assert sidecar["engine_request"]["synth_model"] == DIT2      # not the first DiT by name
+    assert sidecar["engine_request"]["lm_model"] == LM
+    assert sidecar["model"]["files"]["dit"] == DIT2
+    assert sidecar["backend"] == "cpu"
+    assert song["engine"]["family"] == "acestep" and song["engine"]["backend"] == "cpu"
+    (loaded,) = system["loaded"]
+    assert loaded["engine"] == "acestep" and loaded["backend"] == "cpu"
+    log = (cantor_home / "logs" / "engine-acestep.log").read_text()
+    assert f"--models {cantor_home / 'models' / 'acestep'}" in log
+
+    assert removed["removed"] == "acestep-v15-sft"
+    assert after.status_code == 404 and after.json()["error"]["field"] == "model"
+    assert "acestep-v15-turbo-Q8_0" in after.json()["error"]["installed"]
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "model_not_found"
+    assert builtin.status_code == 400
+    assert bad_pull.status_code == 404 and bad_pull.json()["error"]["field"] == "name"
+
+
+def test_an_engine_that_cannot_start_fails_the_song_with_its_first_error_and_keeps_the_pin(
+        cantor_home, tmp_path, hub):
+    engine = _script(tmp_path / "ace-server",
+                     'echo "[Server] Scanning models" >&2\n'
+                     'echo "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU" >&2\n'
+                     'echo "[Server] ERROR: second complaint" >&2\nexit 1')
+    _config(cantor_home, engine)
+
+    async def main():
+        node = await Node(cantor_home, env={"HF_ENDPOINT": hub.base_url}).start()
+        try:
+            async with node.client() as c:
+                [item async for item in c.pull("acestep-v15-turbo")]
+                sid = await c.submit_song({"caption": "x", "duration": 10})
+                song = await until_state(c, sid, ("done", "failed"), 30)
+                sketch = await c.submit_song({"caption": "x", "duration": 10, "model": "sketch"})
+                sketch_song = await until_state(c, sketch, ("done", "failed"), 30)
+                return song, sketch_song, await c.config()
+        finally:
+            await node.stop()
+
+    song, sketch_song, cfg = asyncio.run(main())
+    assert song["state"] == "failed"
+    assert "FATAL: GGML_BACKEND=CUDA0 not found" in song["error"]
+    assert "second complaint" not in song["error"]
+    assert cfg["values"]["backends.acestep"] == "cpu"          # never switched
+    assert sketch_song["state"] == "done"                     # the other engine still works
