@@ -1,0 +1,100 @@
+"""Small helpers shared by the benchmarks: statistics, memory, machine facts, local ports."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def spread(values: list[float], fmt: str = "{:.0f}") -> str:
+    """"min–max (n=K)" of the runs, or the single value's n."""
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return "n=1"
+    return f"{fmt.format(min(values))}–{fmt.format(max(values))} (n={len(values)})"
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MiB (Linux /proc; nan elsewhere)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    """Poll ``url`` until it answers 200 (raise if ``proc`` dies or time runs out)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=1, trust_env=False).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {timeout:g} s")
+
+
+def machine_facts() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = "?"
+    try:
+        kb = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal")))
+        ram = f"{kb / 2**20:.1f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    load = ""
+    if hasattr(os, "getloadavg"):
+        load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    return {"os": f"{platform.system()} {platform.release()}", "cpu": cpu,
+            "cores": str(os.cpu_count()), "ram": ram, "python": platform.python_version(),
+            "load": load}
+
+
+def dir_size(path: Path) -> int:
+    """Bytes of every regular file under ``path`` (links not followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            p = os.path.join(root, name)
+            if not os.path.islink(p):
+                total += os.lstat(p).st_size
+    return total

@@ -1,0 +1,583 @@
+"""Every Cantor benchmark in one command, one table, written into docs/performance.md.
+
+    .venv/bin/python bench/run_all.py            # full sizes (about 10–15 minutes on 2 cores)
+    .venv/bin/python bench/run_all.py --quick    # small sizes, a smoke run (prints only)
+
+Each figure is set against a baseline measured in the same run (A/B alternated where the two
+can be run one after the other), over several runs: the table shows the median and the
+spread (min–max over the runs). The figures come from the scripts beside this one, run as
+subprocesses and read from what they print (bench/app.py, download.py, node.py, sketch.py,
+packaging/measure_startup.py); idle memory and the idle-loop baseline for the stall are
+measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (ROOT, dir_size, free_port, machine_facts, median, rss_mb,  # noqa: E402
+                    spread, wait_http)
+
+PY = sys.executable
+DOC = ROOT / "docs" / "performance.md"
+COMMAND = ".venv/bin/python bench/run_all.py"
+BUNDLE = ROOT / "dist" / "cantor"
+BUILD_COMMAND = "packaging/build.sh"
+# Benchmarks never reach the internet: any client that honours proxy variables gets a closed
+# local port for everything but loopback.
+OFFLINE = {k: "http://127.0.0.1:9" for k in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
+                                               "http_proxy", "ALL_PROXY", "all_proxy")}
+OFFLINE.update(NO_PROXY="127.0.0.1,localhost,::1", no_proxy="127.0.0.1,localhost,::1")
+
+
+@dataclass
+class Row:
+    figure: str
+    ours: str
+    baseline: str
+    compare: str             # ratio or difference
+    spread: str
+    goal: str
+    ok: bool | None          # None: no goal, or not measured
+    note: str = ""
+    error: bool = False
+
+    @property
+    def result(self) -> str:
+        if self.error:
+            return "ERROR"
+        return {True: "pass", False: "FAIL", None: "—"}[self.ok]
+
+
+@dataclass
+class Plan:
+    quick: bool
+    repeats: int
+    app_runs: int
+    pull_mib: int
+    dl_mib: int
+    dl_runs: int
+    node_songs: int
+    latency_songs: int
+    sketch_runs: int
+    sketch_duration: float
+    idle_runs: int
+    idle_seconds: float
+    timeout: float
+    log: list[str] = field(default_factory=list)
+
+
+def plan_for(quick: bool) -> Plan:
+    if quick:
+        return Plan(True, repeats=1, app_runs=1, pull_mib=16, dl_mib=32, dl_runs=3,
+                    node_songs=3, latency_songs=1, sketch_runs=2, sketch_duration=20,
+                    idle_runs=1, idle_seconds=2.0, timeout=600)
+    return Plan(False, repeats=3, app_runs=3, pull_mib=1024, dl_mib=1024, dl_runs=5,
+                node_songs=10, latency_songs=3, sketch_runs=5, sketch_duration=60,
+                idle_runs=3, idle_seconds=5.0, timeout=1800)
+
+
+# -- running the other scripts ---------------------------------------------------------------
+
+def run_script(plan: Plan, argv: list[str], label: str) -> str:
+    """Run a bench script; its output is echoed (indented) and returned. Raises on failure."""
+    env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT),
+           "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
+    print(f"\n--- {label}: {' '.join(argv)}", flush=True)
+    t0 = time.monotonic()
+    proc = subprocess.run([PY, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=plan.timeout)
+    out = proc.stdout
+    for line in out.splitlines():
+        print("    " + line, flush=True)
+    plan.log.append(f"{label}: {' '.join(argv)} ({time.monotonic() - t0:.0f} s)")
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{argv[0]} exited with {proc.returncode}: {tail}")
+    return out
+
+
+def grab(pattern: str, text: str, what: str) -> re.Match:
+    m = re.search(pattern, text, re.MULTILINE)
+    if not m:
+        raise RuntimeError(f"could not read {what} from the output")
+    return m
+
+
+def error_rows(names: list[str], exc: Exception) -> list[Row]:
+    return [Row(n, "—", "—", "—", "—", "—", None, note=f"{type(exc).__name__}: {exc}"[:300],
+                error=True) for n in names]
+
+
+# -- the figures -----------------------------------------------------------------------------
+
+APP_FIGURES = ["App start to first paint", "Longest event-loop stall (pull + song)",
+               "Songs page with 10,000 songs"]
+
+
+def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
+    if not (ROOT / "bench" / "app.py").exists():
+        return error_rows(APP_FIGURES, RuntimeError("bench/app.py is missing"))
+    start_b, start_c, songs_b, songs_c, stall, notes = [], [], [], [], [], []
+    for i in range(plan.repeats):
+        out = run_script(plan, ["bench/app.py", "--runs", str(plan.app_runs),
+                                "--pull-mib", str(plan.pull_mib)], f"app {i + 1}/{plan.repeats}")
+        m = grab(r"start to first paint: bare PySide6 (\d+) ms, Cantor (\d+) ms", out, "start")
+        start_b.append(float(m.group(1)))
+        start_c.append(float(m.group(2)))
+        m = grab(r"Songs page with 10,000 songs: (\d+) ms \(100 songs: (\d+) ms", out, "songs")
+        songs_c.append(float(m.group(1)))
+        songs_b.append(float(m.group(2)))
+        m = grab(r"longest loop stall during .*?: ([\d.]+) ms.*?song (\w+), pull (\w+)", out,
+                 "stall")
+        stall.append(float(m.group(1)))
+        notes.append(f"song {m.group(2)}, pull {m.group(3)}")
+    rows = []
+    ratio = [c / b for b, c in zip(start_b, start_c)]
+    r = median(ratio)
+    rows.append(Row(APP_FIGURES[0], f"{median(start_c):.0f} ms", f"{median(start_b):.0f} ms "
+                    "(bare PySide6 window)", f"{r:.2f}×", spread(ratio, "{:.2f}×"), "≤ 1.30×",
+                    r <= 1.30, note=f"{plan.repeats}×{plan.app_runs} runs, each side alternated"))
+    s = median(stall)
+    base = median(idle_stall_ms) if idle_stall_ms else float("nan")
+    rows.append(Row(APP_FIGURES[1], f"{s:.1f} ms", f"{base:.1f} ms (same app, idle)",
+                    f"{s - base:+.1f} ms", spread(stall, "{:.1f}"), "≤ 16 ms", s <= 16,
+                    note=f"{plan.pull_mib} MiB pull + a 60-s sketch song, 2-ms heartbeat; "
+                         + "; ".join(sorted(set(notes)))))
+    f = median(songs_c)
+    rows.append(Row(APP_FIGURES[2], f"{f:.0f} ms", f"{median(songs_b):.0f} ms (100 songs)",
+                    f"{f / median(songs_b):.1f}×", spread(songs_c), "≤ 300 ms", f <= 300,
+                    note="model reset + first paint, median of 3 per run"))
+    return rows
+
+
+def download_figure(plan: Plan) -> list[Row]:
+    name = f"Downloader vs curl, {plan.dl_mib} MiB on loopback"
+    out = run_script(plan, ["bench/download.py", "--size-mib", str(plan.dl_mib), "--runs",
+                            str(plan.dl_runs), "--no-sha-baseline"], "download")
+    ours = float(grab(r"^cantor\s+(\d+)", out, "cantor MiB/s").group(1))
+    curl = float(grab(r"^curl\s+(\d+)", out, "curl MiB/s").group(1))
+    m = grab(r"ratio cantor \(sha256 on\) / curl \(no hash\): ([\d.]+).*?per-round ratios median "
+             r"([\d.]+), min ([\d.]+), max ([\d.]+)", out, "ratio")
+    ratio = float(m.group(1))
+    return [Row(name, f"{ours:.0f} MiB/s", f"{curl:.0f} MiB/s (curl -o)", f"{ratio:.2f}×",
+                f"{m.group(3)}–{m.group(4)}× (n={plan.dl_runs})", "≥ 0.90×", ratio >= 0.9,
+                note="ours checks sha256 while streaming, curl does no hashing; A/B alternated")]
+
+
+NODE_FIGURES = ["Node overhead per song", "Progress latency p95 (engine log → SSE)"]
+
+
+def node_figures(plan: Plan) -> tuple[list[Row], float | None]:
+    out = run_script(plan, ["bench/node.py", "--songs", str(plan.node_songs), "--latency-songs",
+                            str(plan.latency_songs), "--duration", "10"], "node")
+    direct = float(grab(r"direct to engine \(baseline\): median (\d+) ms", out, "direct").group(1))
+    via = float(grab(r"through the node\s*: median (\d+) ms", out, "through node").group(1))
+    m = grab(r"node − direct, median of pairs: ([+-]?[\d.]+) ms \(mean [+-]?[\d.]+, min "
+             r"([+-]?[\d.]+), max ([+-]?[\d.]+)\)", out, "overhead")
+    diff = float(m.group(1))
+    rows = [Row(NODE_FIGURES[0], f"{via:.0f} ms", f"{direct:.0f} ms (engine alone)",
+                f"{diff:+.1f} ms", f"{float(m.group(2)):+.0f}…{float(m.group(3)):+.0f} ms "
+                f"(n={plan.node_songs})", "≤ 50 ms", diff <= 50,
+                note="10-s instrumental sketch song, A/B alternated pairs")]
+    lat = re.search(r"progress latency.*?\((\d+) events\): median ([\d.]+) ms, p95 ([\d.]+) ms, "
+                    r"max ([\d.]+) ms", out)
+    if lat:
+        p = float(lat.group(3))
+        rows.append(Row(NODE_FIGURES[1], f"{p:.1f} ms", "0 ms (the engine's own log line)",
+                        f"{p:+.1f} ms", f"median {float(lat.group(2)):.1f}, max "
+                        f"{float(lat.group(4)):.1f} (n={lat.group(1)})", "≤ 100 ms", p <= 100,
+                        note="Lemonade polls every 1000 ms"))
+    else:
+        rows += error_rows(NODE_FIGURES[1:], RuntimeError("no progress latency in the output"))
+    after = re.search(r"node idle RSS: fresh ([\d.]+) MB, after .*? songs ([\d.]+) MB", out)
+    return rows, float(after.group(2)) if after else None
+
+
+def sketch_figure(plan: Plan) -> list[Row]:
+    inst, lyr = [], []
+    for i in range(plan.repeats):
+        out = run_script(plan, ["bench/sketch.py", "--runs", str(plan.sketch_runs), "--duration",
+                                str(plan.sketch_duration)], f"sketch {i + 1}/{plan.repeats}")
+        inst.append(float(grab(r"instrumental, wav16\s+[\d.]+\s+([\d.]+)x", out, "rtf").group(1)))
+        lyr.append(float(grab(r"with lyrics \(lead\), wav24\s+[\d.]+\s+([\d.]+)x", out,
+                              "rtf lyrics").group(1)))
+    worst = [min(a, b) for a, b in zip(inst, lyr)]
+    w = median(worst)
+    return [Row(f"Sketch engine real-time factor ({plan.sketch_duration:.0f}-s song, 1 core)",
+                f"{w:.1f}× real time", "1.0× (real time)", f"{w:.1f}×", spread(worst, "{:.1f}×"),
+                "≥ 30×", w >= 30,
+                note=f"slower of instrumental ({median(inst):.1f}×) and with lyrics "
+                     f"({median(lyr):.1f}×); CPU seconds")]
+
+
+# -- measured here: idle memory, idle loop ---------------------------------------------------
+
+BARE_IDLE = r"""
+import os, sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+app = QApplication(sys.argv)
+w = QMainWindow(); w.setCentralWidget(QLabel("hello")); w.resize(1180, 760); w.show()
+def done():
+    print("RSS", os.getpid(), flush=True); sys.stdin.readline(); app.exit(0)
+QTimer.singleShot(int(float(sys.argv[1]) * 1000), done)
+app.exec()
+"""
+
+CANTOR_IDLE = r"""
+import asyncio, os, sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+import qasync
+from cantor_desktop.ui.main import Shell
+idle = float(sys.argv[1])
+app = QApplication(sys.argv); app.setQuitOnLastWindowClosed(False)
+loop = qasync.QEventLoop(app); asyncio.set_event_loop(loop)
+shell = Shell(app); shell.window.show(); shell.start_node_soon()
+
+async def measure():
+    end = time.monotonic() + 60
+    while shell.link.state != "idle" and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    if shell.link.state != "idle":
+        print("ERROR node state", shell.link.state, shell.link.detail, flush=True)
+        shell.quit(); return
+    await asyncio.sleep(1.0)
+    gaps, last = [], [time.perf_counter()]
+    def beat():
+        now = time.perf_counter(); gaps.append(now - last[0]); last[0] = now
+    timer = QTimer(); timer.setInterval(2); timer.timeout.connect(beat)
+    last[0] = time.perf_counter(); timer.start()
+    await asyncio.sleep(idle)
+    timer.stop()
+    print("STALL", max(gaps[2:]) * 1000, flush=True)
+    print("RSS", os.getpid(), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    shell.quit()
+
+loop.create_task(measure())
+with loop:
+    loop.run_until_complete(shell.until_quit())
+"""
+
+BARE_SERVER = r"""
+import sys, uvicorn
+from fastapi import FastAPI
+app = FastAPI()
+@app.get("/v1/health")
+async def health():
+    return {"status": "ok"}
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+def _idle_child(code: str, seconds: float, home: Path) -> dict:
+    """Run an idle GUI child; when it says RSS, read its memory (and its node child's)."""
+    env = {**os.environ, **OFFLINE, "CANTOR_HOME": str(home), "PYTHONPATH": str(ROOT),
+           "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+           "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}
+    proc = subprocess.Popen([PY, "-c", code, str(seconds)], cwd=ROOT, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    out: dict = {}
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        for line in proc.stdout:
+            if line.startswith("ERROR"):
+                raise RuntimeError(line.strip())
+            if line.startswith("STALL"):
+                out["stall"] = float(line.split()[1])
+            if line.startswith("RSS"):
+                pid = int(line.split()[1])
+                out["rss"] = rss_mb(pid)
+                kids = [rss_mb(k) for k in _children(pid)]
+                out["child_rss"] = max(kids) if kids else None
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                break
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if "rss" not in out:
+        raise RuntimeError("the idle child printed no RSS")
+    return out
+
+
+def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
+    """App idle RSS vs a bare PySide6 window (A/B alternated); the idle-loop stall."""
+    bare, cantor, stall = [], [], []
+    for i in range(plan.idle_runs):
+        with tempfile.TemporaryDirectory(prefix="cantor-bench-idle-") as tmp:
+            home = Path(tmp)
+            (home / "node.toml").write_text(
+                f'[node]\nport = {free_port()}\n[models]\ndefault = "sketch"\n', "utf-8")
+            pair = [("bare", BARE_IDLE), ("cantor", CANTOR_IDLE)]
+            for kind, code in (pair if i % 2 == 0 else pair[::-1]):
+                r = _idle_child(code, plan.idle_seconds, home)
+                if kind == "bare":
+                    bare.append(r["rss"])
+                else:
+                    cantor.append(r["rss"])
+                    stall.append(r["stall"])
+    plan.log.append(f"idle app: {plan.idle_runs} A/B runs, {plan.idle_seconds:g} s idle each")
+    c, b = median(cantor), median(bare)
+    return [Row("Idle memory (RSS) of the app", f"{c:.0f} MiB", f"{b:.0f} MiB (bare PySide6 "
+                "window)", f"{c - b:+.0f} MiB ({c / b:.2f}×)", spread(cantor), "—", None,
+                note="window shown, its node child up and idle; node not counted")], stall
+
+
+def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
+    """Node idle RSS vs a bare FastAPI + uvicorn server with one route (A/B alternated)."""
+    node, bare = [], []
+    for i in range(plan.idle_runs):
+        order = ("node", "bare") if i % 2 == 0 else ("bare", "node")
+        for kind in order:
+            with tempfile.TemporaryDirectory(prefix="cantor-bench-node-idle-") as tmp:
+                port = free_port()
+                env = {**os.environ, **OFFLINE, "CANTOR_HOME": tmp, "PYTHONPATH": str(ROOT)}
+                if kind == "node":
+                    from cantor_desktop.selfexec import self_argv
+                    argv = self_argv("node") + ["--host", "127.0.0.1", "--port", str(port)]
+                else:
+                    argv = [PY, "-c", BARE_SERVER, str(port)]
+                proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+                try:
+                    wait_http(f"http://127.0.0.1:{port}/v1/health", 60, proc)
+                    time.sleep(plan.idle_seconds)
+                    (node if kind == "node" else bare).append(rss_mb(proc.pid))
+                finally:
+                    proc.terminate()
+                    try:
+                        proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+    plan.log.append(f"idle node: {plan.idle_runs} A/B runs, {plan.idle_seconds:g} s idle each")
+    n, b = median(node), median(bare)
+    note = "fresh node, no engine loaded"
+    worst = n
+    if after_songs is not None:
+        note += f"; after songs (bench/node.py): {after_songs:.0f} MiB"
+        worst = max(n, after_songs)
+    return [Row("Idle memory (RSS) of the node", f"{n:.0f} MiB", f"{b:.0f} MiB (bare FastAPI + "
+                "uvicorn)", f"{n - b:+.0f} MiB ({n / b:.2f}×)", spread(node), "≤ 80 MiB",
+                worst <= 80, note=note)]
+
+
+# -- the frozen bundle -----------------------------------------------------------------------
+
+def bundle_figures(plan: Plan) -> list[Row]:
+    exe = BUNDLE / ("cantor-desktop.exe" if os.name == "nt" else "cantor-desktop")
+    if not exe.exists():
+        return [Row("Frozen bundle size", "not built", "—", "—", "—", "≤ 200 MB", None,
+                    note=f"build it with `{BUILD_COMMAND}` (PyInstaller → dist/cantor/)")]
+    size = dir_size(BUNDLE)
+    import PySide6
+    qt = dir_size(Path(PySide6.__file__).parent)
+    built = dt.datetime.fromtimestamp(exe.stat().st_mtime, dt.timezone.utc)
+    rows = [Row("Frozen bundle size (unpacked dist/cantor)", f"{size / 1e6:.0f} MB",
+                f"{qt / 1e6:.0f} MB (the PySide6 wheel installed)", f"{size / qt:.2f}×", "—",
+                "≤ 200 MB", size <= 200e6,
+                note=f"{size / 2**20:.0f} MiB; built {built:%Y-%m-%d %H:%M} UTC")]
+    try:
+        out = run_script(plan, ["packaging/measure_startup.py", str(exe), "--runs",
+                                str(plan.app_runs)], "frozen start")
+        m = grab(r"startup frozen ([\d.]+) s\s+unfrozen ([\d.]+) s\s+ratio ([\d.]+)", out, "start")
+        r = float(m.group(3))
+        rows.append(Row("Frozen start to first window", f"{float(m.group(1)) * 1000:.0f} ms",
+                        f"{float(m.group(2)) * 1000:.0f} ms (unfrozen app)", f"{r:.2f}×",
+                        f"n={plan.app_runs}", "≤ 1.20×", r <= 1.2,
+                        note="packaging/measure_startup.py, alternated"))
+    except Exception as exc:  # noqa: BLE001 - one figure failing does not end the run
+        rows += error_rows(["Frozen start to first window"], exc)
+    return rows
+
+
+# -- the table -------------------------------------------------------------------------------
+
+HEAD = ("figure", "ours (median)", "baseline (same run)", "ratio / diff", "spread", "goal",
+        "result")
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join([r.figure, r.ours, r.baseline, r.compare, r.spread,
+                                         r.goal, r.result]) + " |")
+    return "\n".join(lines)
+
+
+def plain(rows: list[Row]) -> str:
+    cells = [HEAD] + [(r.figure, r.ours, r.baseline, r.compare, r.spread, r.goal, r.result)
+                      for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(HEAD))]
+    out = []
+    for k, c in enumerate(cells):
+        out.append("  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip())
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
+              argv: list[str]) -> None:
+    facts = machine_facts()
+    command = " ".join([COMMAND, *argv])
+    notes = [f"- **{r.figure}**: {r.note}" for r in rows if r.note]
+    text = textwrap.dedent(f"""\
+        # Performance
+
+        Every figure is measured against a baseline in the same run, A/B alternated where the
+        two can run one after the other, over several runs: the table gives the median and the
+        spread (min–max over the runs). Run it yourself:
+
+        ```
+        {COMMAND}            # full sizes, rewrites this page (about 10–15 min on 2 cores)
+        {COMMAND} --quick    # small sizes, a smoke run that prints the table only
+        ```
+
+        ## Latest run
+
+        - Date: {started:%Y-%m-%d %H:%M} UTC ({seconds / 60:.1f} min)
+        - Command: `{command}`
+        - Machine: {facts['cpu']}, {facts['cores']} cores, {facts['ram']} RAM, {facts['os']},
+          Python {facts['python']}, no GPU, offscreen Qt; load average at the end {facts['load']}
+        - Other work was running on the machine at the same time; ratios against a baseline
+          from the same run are the figures to trust, absolute times less so.
+
+        """)
+    text += markdown(rows) + "\n\n"
+    if notes:
+        text += "Notes:\n\n" + "\n".join(notes) + "\n\n"
+    text += textwrap.dedent("""\
+        ## How each figure is measured
+
+        - **App start**: process start to the main window's first paint (`bench/app.py`),
+          Cantor's window against a bare PySide6 `QMainWindow`, alternated, offscreen.
+        - **Event-loop stall**: a 2-ms heartbeat `QTimer` on the app's qasync loop while the app
+          pulls a model from a local hub and the node makes a 60-s sketch song; the longest gap.
+          Baseline: the same heartbeat in the same app with its node up and idle.
+        - **Downloader vs curl**: `bench/download.py`, the same file from a sendfile server on
+          127.0.0.1, ours with sha256 checking, `curl -s -o` without, ABBA order.
+        - **Node overhead**: `bench/node.py`, one 10-s song through the node (POST, SSE until
+          `done`, file written) minus the same request sent straight to a sketch engine.
+        - **Progress latency**: the engine's `[DiT] Step` log line (read from the engine's own
+          log stream) to the matching SSE progress event at a node client, p95.
+        - **Idle memory**: VmRSS after the process has been idle; the app with its window
+          shown and its node up, against a bare PySide6 window; the node against a bare
+          FastAPI + uvicorn server with one route (both alternated).
+        - **Songs page**: model reset and first paint of the Songs page with 10,000 songs,
+          against the same with 100 songs.
+        - **Sketch real-time factor**: `bench/sketch.py`, seconds of audio per CPU second for a
+          60-s song on one core (plan, render, mix, master, latent, WAV), the slower of an
+          instrumental and a song with lyrics; baseline real time (1×).
+        - **Bundle size**: the unpacked PyInstaller folder `dist/cantor/`, against the size of
+          the PySide6 wheel it carries; frozen start against the unfrozen app
+          (`packaging/measure_startup.py`).
+        """)
+    text += "\nSteps of this run:\n\n" + "\n".join(f"- {s}" for s in plan.log) + "\n"
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(text, "utf-8")
+    print(f"\nwrote {DOC.relative_to(ROOT)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    ap.add_argument("--write", action="store_true", help="write docs/performance.md even with --quick")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--only", default="",
+                    help="comma list of groups: app,idle,download,node,sketch,bundle")
+    args = ap.parse_args()
+    plan = plan_for(args.quick)
+    groups = set(filter(None, args.only.split(","))) or {"app", "idle", "download", "node",
+                                                          "sketch", "bundle"}
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.monotonic()
+    rows: list[Row] = []
+
+    idle_stall: list[float] = []
+    idle_rows: list[Row] = []
+    if "idle" in groups or "app" in groups:
+        try:
+            idle_rows, idle_stall = idle_app(plan)
+        except Exception as exc:  # noqa: BLE001
+            idle_rows = error_rows(["Idle memory (RSS) of the app"], exc)
+    if "app" in groups:
+        try:
+            rows += app_figures(plan, idle_stall)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(APP_FIGURES, exc)
+    if "download" in groups:
+        try:
+            rows += download_figure(plan)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(["Downloader vs curl on loopback"], exc)
+    after_songs = None
+    if "node" in groups:
+        try:
+            node_rows, after_songs = node_figures(plan)
+            rows += node_rows
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(NODE_FIGURES, exc)
+    if "idle" in groups:
+        rows += idle_rows
+        try:
+            rows += idle_node(plan, after_songs)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(["Idle memory (RSS) of the node"], exc)
+    if "sketch" in groups:
+        try:
+            rows += sketch_figure(plan)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(["Sketch engine real-time factor"], exc)
+    if "bundle" in groups:
+        try:
+            rows += bundle_figures(plan)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(["Frozen bundle size"], exc)
+
+    seconds = time.monotonic() - t0
+    print("\n" + plain(rows))
+    for r in rows:
+        if r.error:
+            print(f"ERROR {r.figure}: {r.note}")
+    print(f"\n{len(rows)} figures in {seconds / 60:.1f} min; "
+          f"{sum(r.ok is True for r in rows)} pass, {sum(r.ok is False for r in rows)} fail, "
+          f"{sum(r.error for r in rows)} errors")
+    write = (not args.quick or args.write) and not args.no_write and not args.only
+    if write:
+        write_doc(rows, plan, started, seconds, sys.argv[1:])
+    return 1 if any(r.error for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
