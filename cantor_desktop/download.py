@@ -43,6 +43,7 @@ from . import config
 __all__ = [
     "Progress", "DownloadError", "HashMismatch", "HTTPStatus", "AuthRequired", "Stalled",
     "NotEnoughSpace", "DiskFull", "download", "check_free_space", "sha256_file", "part_path",
+    "human_size",
 ]
 
 BATCH = 1 << 20            # bytes handed to the writer thread at a time
