@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_sketch_support import tempo_estimate
+from test_sketch_support import assert_on_the_beat
 
 from cantor_desktop import gguf
 from cantor_desktop.sketch import SKETCH_DISPLAY_NAME, ensure_sketch_models, music, render
@@ -105,9 +105,10 @@ def test_bars_follow_time_signature_and_tempo(beats, bpm):
 
 
 def test_rendered_tempo_matches_bpm():
-    for bpm in (96, 128):
-        x = _render(_song(bpm=bpm, duration=16.0, seed=2))
-        assert abs(tempo_estimate(x, SR) - bpm) < bpm * 0.03
+    for bpm, beats in ((96, 4), (128, 4), (72, 3), (110, 2)):
+        for seed in (1, 2):
+            x = _render(_song(bpm=bpm, beats_per_bar=beats, duration=16.0, seed=seed))
+            assert_on_the_beat(x, SR, bpm)
 
 
 def test_length_levels_and_determinism():

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import free_port
-from test_sketch_support import (EngineProcess, parse_multipart, read_wav,
-                                 tempo_estimate)
+from test_sketch_support import EngineProcess, assert_on_the_beat, parse_multipart, read_wav
 
 from cantor_desktop import gguf
 from cantor_desktop.sketch import ensure_sketch_models
@@ -262,7 +261,7 @@ def test_synth_result_is_a_real_song(engine):
     assert latent.shape == (300, 64) and np.isfinite(latent).all()
     peak = np.abs(x).max()
     assert 0.85 < peak <= 10 ** (-1 / 20) + 1e-4        # normalised to -1 dBFS, no clipping
-    assert abs(tempo_estimate(x, 48000) - 100) < 3
+    assert_on_the_beat(x, 48000, 100)
     assert not np.allclose(x[:, 0], x[:, 1])             # stereo, not two copies
     log = engine.log()
     assert "[Resolve-T] seed=3, steps=8, guidance=1.0, shift=3.0, duration=12.0s" in log
@@ -270,9 +269,10 @@ def test_synth_result_is_a_real_song(engine):
 
 
 def test_tempo_follows_bpm(engine):
-    for bpm in (84, 140):
-        [(_, x, _)] = _synth(engine, bpm=bpm, seed=9, duration=14)
-        assert abs(tempo_estimate(x, 48000) - bpm) < bpm * 0.03, bpm
+    for bpm, ts in ((84, "4"), (140, "4"), (96, "3")):
+        [(_, x, _)] = _synth(engine, bpm=bpm, timesignature=ts, seed=9, duration=14,
+                             lyrics=LYRICS)
+        assert_on_the_beat(x, 48000, bpm)
 
 
 def test_deterministic_for_a_seed(engine):

@@ -132,16 +132,39 @@ def read_wav(data: bytes) -> tuple[dict, np.ndarray]:
     return info, x.reshape(-1, channels)
 
 
-def tempo_estimate(audio: np.ndarray, rate: int, lo: float = 60, hi: float = 200) -> float:
-    """The beat tempo (bpm) whose period best repeats the onset envelope."""
-    mono = audio.mean(axis=1)
-    hop = rate // 200                                   # 5 ms frames
-    n = len(mono) // hop
-    env = np.sqrt((mono[:n * hop].reshape(n, hop) ** 2).mean(axis=1))
-    onset = np.maximum(0.0, np.diff(env))
-    onset -= onset.mean()
-    ac = np.correlate(onset, onset, mode="full")[len(onset) - 1:]
-    lags = np.arange(len(ac)) * hop / rate
-    window = (lags >= 60 / hi) & (lags <= 60 / lo)
-    best = lags[window][np.argmax(ac[window])]
-    return 60.0 / best
+def onset_times(audio: np.ndarray, rate: int, threshold: float = 0.3,
+                min_gap: float = 0.06) -> np.ndarray:
+    """Times (s) of the strongest attacks: rises of a 20-ms trailing RMS envelope, the
+    largest first, at least ``min_gap`` apart, down to ``threshold`` × the largest."""
+    mono = (audio.mean(axis=1) if audio.ndim == 2 else audio).astype(np.float64)
+    hop, win = rate // 400, rate // 50
+    c = np.concatenate([[0.0], np.cumsum(mono ** 2)])
+    idx = np.arange(win, len(mono), hop)
+    env = np.sqrt((c[idx] - c[idx - win]) / win)
+    rise = np.maximum(0.0, np.diff(env))
+    order = np.argsort(rise)[::-1]
+    gap = int(min_gap * rate / hop)
+    taken = np.zeros(len(rise), bool)
+    times = []
+    for i in order:
+        if rise[i] < threshold * rise[order[0]]:
+            break
+        if not taken[max(0, i - gap):i + gap].any():
+            taken[i] = True
+            times.append(idx[i] / rate)
+    return np.sort(np.array(times))
+
+
+def grid_fit(times: np.ndarray, bpm: float, tol: float = 0.012) -> float:
+    """The share of ``times`` within ``tol`` s of the half-beat grid of ``bpm`` (from 0)."""
+    grid = 30.0 / bpm
+    d = np.abs(times / grid - np.round(times / grid)) * grid
+    return float(np.mean(d < tol))
+
+
+def assert_on_the_beat(audio: np.ndarray, rate: int, bpm: float) -> None:
+    """The attacks fall on the bpm's half-beat grid, and not on a grid 6 % off."""
+    times = onset_times(audio, rate)
+    assert len(times) >= 8, times
+    assert grid_fit(times, bpm) >= 0.7, (bpm, times)
+    assert grid_fit(times, bpm * 1.06) <= 0.3 and grid_fit(times, bpm * 0.94) <= 0.3
