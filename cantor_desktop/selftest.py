@@ -216,6 +216,58 @@ def check_audio(path: Path, duration: float) -> str:
     return f"{seconds:.2f} s, {rate} Hz, {data.shape[1]} ch, RMS {rms:.3f}"
 
 
+# --- Qt parts the app loads late: playback, keyring ---------------------------------------------
+
+def _qapp():
+    os.environ.setdefault("QT_API", "pyside6")
+    from PySide6.QtWidgets import QApplication
+    return QApplication.instance() or QApplication([sys.argv[0]])
+
+
+def check_playback(path: Path, duration: float, timeout: float = 20.0) -> str:
+    """Qt Multimedia (in a frozen build: the FFmpeg plugin and its libraries, which the Qt
+    filter must keep) opens the song and reports its length, as the Songs page does."""
+    app = _qapp()  # noqa: F841 (Qt Multimedia needs the application object)
+    from PySide6.QtCore import QEventLoop, QTimer, QUrl
+    from PySide6.QtMultimedia import QMediaPlayer
+
+    player = QMediaPlayer()
+    loop = QEventLoop()
+    errors: list[str] = []
+    final = (QMediaPlayer.MediaStatus.LoadedMedia, QMediaPlayer.MediaStatus.InvalidMedia)
+    player.mediaStatusChanged.connect(lambda status: loop.quit() if status in final else None)
+    player.errorOccurred.connect(lambda _e, text: (errors.append(text), loop.quit()))
+    QTimer.singleShot(int(timeout * 1000), loop.quit)
+    player.setSource(QUrl.fromLocalFile(str(path)))
+    if player.mediaStatus() not in final and not errors:
+        loop.exec()
+    status, ms = player.mediaStatus(), player.duration()
+    player.setSource(QUrl())
+    player.deleteLater()
+    if errors or status != QMediaPlayer.MediaStatus.LoadedMedia:
+        raise SelfTestError(f"Qt Multimedia could not open {path.name}: "
+                            f"{'; '.join(errors) or status.name}")
+    if abs(ms / 1000 - duration) > DURATION_TOLERANCE:
+        raise SelfTestError(f"Qt Multimedia says {path.name} lasts {ms / 1000:.2f} s, "
+                            f"asked {duration} s")
+    return f"{ms / 1000:.2f} s"
+
+
+def check_keyring() -> str:
+    """The OS keyring backend for this platform is in the build (loaded by entry points)."""
+    import importlib
+
+    module = {"win32": "keyring.backends.Windows", "darwin": "keyring.backends.macOS"}.get(
+        sys.platform, "keyring.backends.SecretService")
+    try:
+        importlib.import_module(module)
+        if module.endswith("SecretService"):
+            importlib.import_module("secretstorage")
+    except ImportError as exc:
+        raise SelfTestError(f"the keyring backend {module} cannot be loaded: {exc}") from None
+    return module
+
+
 # --- the window -------------------------------------------------------------------------------
 
 def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
@@ -303,6 +355,9 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
                 engine = (song.get("engine") or {}).get("backend", "?")
                 report.ok(f"{name} song", f"{detail}, engine {engine}, "
                           f"{time.perf_counter() - t:.1f} s")
+            report.ok("playback (Qt Multimedia)",
+                      check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]))
+        report.ok("keyring backend", check_keyring())
         seconds = open_main_window_once()
         report.ok("main window painted offscreen", f"{seconds:.2f} s")
     except SelfTestError as exc:
