@@ -151,3 +151,22 @@ def test_ensure_sketch_models_is_idempotent_and_repairs(tmp_path):
     assert ensure_sketch_models(tmp_path / "m") == names
     assert gguf.read_architecture(tmp_path / "m" / names["vae"]) == gguf.ARCH_VAE
     assert (tmp_path / "m" / names["dit"]).stat().st_mtime_ns == before
+
+
+def test_the_lead_sings_the_lyrics_vowels():
+    assert music.line_vowels("Hello darling, you are") == ["e", "o", "a", "i", "o", "a"]
+    assert music.line_vowels("[Verse] 我爱你") == ["a", "a", "a"]
+    lyrics = "[Verse]\nsee the moon\nfar away"
+    events, _ = render.plan(_song(lyrics=lyrics))
+    assert [e.key[3] for e in events if e.layer == "lead"] == \
+        music.line_vowels("see the moon") + music.line_vowels("far away")
+    voices = render.Voices(1)
+
+    def band(vowel, lo, hi):
+        w = voices.get(("lead", 57, SR // 2, vowel))
+        spec = np.abs(np.fft.rfft(w)) ** 2
+        freqs = np.fft.rfftfreq(len(w), 1 / SR)
+        return spec[(freqs >= lo) & (freqs < hi)].sum() / spec.sum()
+
+    assert band("i", 1900, 2700) > 3 * band("a", 1900, 2700)     # "ee": a high second formant
+    assert band("a", 650, 1300) > 3 * band("i", 650, 1300)       # "ah": a high first formant

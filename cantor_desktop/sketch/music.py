@@ -105,6 +105,35 @@ def word_syllables(word: str) -> int:
     return max(1, n)
 
 
+_VOWEL_CLASSES = {"a": "aàáâãäåæаяα", "e": "eèéêëеёэєεη", "i": "iìíîïyýÿиыіїι",
+                  "o": "oòóôõöøœоοω", "u": "uùúûüуюυ"}
+_VOWEL_OF = {ch: cls for cls, chars in _VOWEL_CLASSES.items() for ch in chars}
+
+
+def syllable_vowels(word: str) -> list[str]:
+    """The vowel sound ("a", "e", "i", "o", "u") of each syllable of a word, from its
+    spelling; one entry per syllable of :func:`word_syllables`."""
+    n = word_syllables(word)
+    if _CJK.search(word):
+        return ["a"] * n
+    out = []
+    for group in _VOWELS.findall(word.lower())[:n]:
+        core = group.lstrip("y") or group          # "you": the y is a consonant
+        out.append(_VOWEL_OF.get(core[0], "a"))
+    return out + ["a"] * (n - len(out))
+
+
+def line_vowels(text: str) -> list[str]:
+    """One vowel per sung syllable of a lyric line (structure tags skipped)."""
+    out = []
+    for token in _WORD.findall(_TAG.sub(" ", text)):
+        if _CJK.search(token):
+            out.extend(["a"] * len(_CJK.findall(token)))
+        else:
+            out.extend(syllable_vowels(token))
+    return out
+
+
 _SECTION = re.compile(r"^\s*\[([^\]]*)\]")
 
 

@@ -112,6 +112,7 @@ def _melody(song: Song, bars: int, chords: list[list[int]], roots: list[int],
         degree = rng.choice([0, 2, 4])         # the walk; the sung degree is degree + lift
         t = cursor
         n_syl = sum(words)
+        vowels = music.line_vowels(text)
         for i in range(n_syl):
             bar = min(bars - 1, int(t / song.bar_seconds))
             chord = chords[bar]
@@ -128,7 +129,9 @@ def _melody(song: Song, bars: int, chords: list[list[int]], roots: list[int],
                 midi = min(tones, key=lambda c: (abs(c - midi), c))
                 degree = _nearest_degree(midi - base, sc) - lift
             length = slot_s * (2 if last else 1) * 0.92
-            events.append(Event(int(t * SR), "lead", ("lead", midi, int(length * SR)),
+            vowel = vowels[i] if i < len(vowels) else "a"
+            events.append(Event(int(t * SR), "lead",
+                                ("lead", midi, int(length * SR), vowel),
                                 0.85 + 0.15 * rng.random()))
             t += slot_s
         cursor += (line_bars + gap) * song.bar_seconds * scale_t
@@ -267,14 +270,45 @@ class Voices:
             w += 0.25 * np.sin(4 * np.pi * f * t)
         return w * _env(n, min(0.25, n / SR / 4), min(0.35, n / SR / 3))
 
-    def _lead(self, midi: int, n: int) -> np.ndarray:
+    def _lead(self, midi: int, n: int, vowel: str = "a") -> np.ndarray:
+        """A sung-like tone: harmonics shaped by the vowel's formants, with vibrato, read
+        from a one-cycle wavetable (the cost does not grow with the number of harmonics)."""
         n = max(n, 64)
+        table = self.cache.get(("table", midi, vowel))
+        if table is None:
+            table = self.cache[("table", midi, vowel)] = _vowel_table(midi_hz(midi), vowel)
         t = np.arange(n) / SR
         f = midi_hz(midi)
         depth, rate = 0.006, 5.5
-        ph = 2 * np.pi * f * t - (f * depth / rate) * np.cos(2 * np.pi * rate * t)
-        w = np.sin(ph) + 0.45 * np.sin(2 * ph) + 0.25 * np.sin(3 * ph) + 0.1 * np.sin(4 * ph)
-        return w * _env(n, 0.015, min(0.05, n / SR / 3))
+        cycles = f * t - (f * depth / rate) * np.cos(2 * np.pi * rate * t) / (2 * np.pi)
+        pos = (cycles % 1.0) * TABLE_SIZE
+        i0 = pos.astype(np.int64)
+        frac = (pos - i0).astype(np.float32)
+        w = table[i0] * (1 - frac) + table[(i0 + 1) % TABLE_SIZE] * frac
+        return 1.6 * w * _env(n, 0.015, min(0.05, n / SR / 3))
+
+
+TABLE_SIZE = 2048
+# vowel -> formants (Hz, gain); a neutral adult voice
+FORMANTS = {"a": ((800, 1.0), (1200, 0.7), (2500, 0.3)),
+            "e": ((450, 1.0), (1900, 0.8), (2550, 0.4)),
+            "i": ((300, 1.0), (2300, 0.8), (3000, 0.4)),
+            "o": ((500, 1.0), (900, 0.8), (2400, 0.2)),
+            "u": ((350, 1.0), (800, 0.5), (2300, 0.1))}
+
+
+def _vowel_table(f0: float, vowel: str) -> np.ndarray:
+    """One cycle of a tone at ``f0`` whose harmonics follow the vowel's formants."""
+    h = np.arange(1, max(2, min(40, int(5000 / f0))) + 1)
+    fh = h * f0
+    amp = 0.05 / h                                  # the glottal source, falling off
+    for freq, gain in FORMANTS.get(vowel, FORMANTS["a"]):
+        bw = 80 + 0.06 * freq
+        amp = amp + gain * np.exp(-0.5 * ((fh - freq) / bw) ** 2)
+    amp[0] += 0.3                                   # the fundamental carries the pitch
+    x = np.arange(TABLE_SIZE) / TABLE_SIZE * 2 * np.pi
+    table = (amp[:, None] * np.sin(h[:, None] * x[None, :])).sum(axis=0)
+    return (table / np.abs(table).max()).astype(np.float32)
 
 
 class Renderer:
