@@ -332,14 +332,20 @@ class Renderer:
     def step(self, k: int) -> None:
         """Render the events that start in the k-th of ``steps`` parts (0-based)."""
         size = len(self.buf)
+        echo = int(0.75 * self.song.beat_seconds * SR)     # a dotted eighth, ping-pong
         for e in self.events[self._cuts[k]:self._cuts[k + 1]]:
             w = self.voices.get(e.key)
             level = LEVEL[e.layer] * e.gain
             gl, gr = PAN[e.layer]
-            offset_r = self.WIDTH if e.layer == "pad" else 0
-            for ch, gain, start in ((0, gl, e.start), (1, gr, e.start + offset_r)):
+            writes = [(0, gl, e.start), (1, gr, e.start)]
+            if e.layer == "pad":
+                writes[1] = (1, gr, e.start + self.WIDTH)
+            elif e.layer == "lead":
+                writes += [(1, 0.28, e.start + echo), (0, 0.12, e.start + 2 * echo)]
+            for ch, gain, start in writes:
                 end = min(size, start + len(w))
-                self.buf[start:end, ch] += np.float32(level * gain) * w[:end - start]
+                if end > start:
+                    self.buf[start:end, ch] += np.float32(level * gain) * w[:end - start]
 
     def finish(self) -> np.ndarray:
         """The stereo mix, shape (samples, 2), float32, with fades; not yet normalised.
