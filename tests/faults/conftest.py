@@ -75,7 +75,7 @@ def tally(capsys):
     yield make
     with capsys.disabled():
         for t in made:
-            print("\n" + t.line("; ".join(t.lost[:3])), flush=True)
+            print("\n" + t.line("; ".join(t.lost)), flush=True)
 
 
 # -- a real node for the API fault tests ------------------------------------------------

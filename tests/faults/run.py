@@ -101,7 +101,7 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "real sockets on 127.0.0.1 (nothing reaches the internet). A trial *survives* when "
         "Cantor ends in a correct state with a clear reason; it is *lost* otherwise.",
         "",
-        "Run it (about 10 minutes on 2 cores; every test is marked `slow`):",
+        "Run it (about 3 minutes on 2 cores; every test is marked `slow`):",
         "",
         "```",
         COMMAND + "              # runs, prints the table, rewrites this page",

@@ -79,8 +79,8 @@ KNOWN_BUGS: dict[str, str] = {
     'bpm: {"caption": "x", "bpm": -Infinity}': _INF,
     'format: {"format": false}': _FALSY_FORMAT,
     'format: {"format": []}': _FALSY_FORMAT,
-    "body: " + "[" * 60 + "…": _DEEP,
-    'body: {"caption": ' + "[" * 48 + "…": _DEEP,
+    "body: " + "[" * 60 + "...": _DEEP,
+    'body: {"caption": ' + "[" * 48 + "...": _DEEP,
 }
 
 
@@ -89,7 +89,7 @@ def _label(field: str, body: object) -> str:
         text = json.dumps({k: ("<absent>" if v is DROP else v) for k, v in body.items()})
     else:
         text = body if isinstance(body, str) else body.decode("latin-1")
-    return f"{field}: {text[:60]}{'…' if len(text) > 60 else ''}"
+    return f"{field}: {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 def _post(url: str, body: object) -> httpx.Response:
