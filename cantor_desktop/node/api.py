@@ -321,6 +321,60 @@ def _event_json(event: Any) -> tuple[str, Any]:
     return name, data
 
 
+def _json_body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    """OpenAPI request body for handlers that read the JSON themselves (so every error,
+    including a malformed body, gets the node's own error shape)."""
+    return {"requestBody": {"required": required,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error": {
+    "type": "object", "required": ["message", "type"],
+    "properties": {"message": {"type": "string"}, "type": {"type": "string"},
+                   "field": {"type": "string"}}}}}
+ERRORS = {code: {"description": what, "content": {"application/json": {"schema": ERROR_SCHEMA}}}
+          for code, what in ((400, "bad request"), (401, "token required"), (404, "not found"),
+                             (409, "not in a state that allows it"),
+                             (422, "a field is not allowed (named in error.field)"),
+                             (500, "failed"))}
+SONG_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["caption"], "additionalProperties": False,
+    "properties": {
+        "caption": {"type": "string", "minLength": 1, "maxLength": 2000},
+        "lyrics": {"type": "string", "description": "text, or [Instrumental] (the default)"},
+        "duration": {"type": "number", "minimum": 10, "maximum": 600},
+        "bpm": {"type": "integer", "minimum": 30, "maximum": 300},
+        "key": {"type": "string", "example": "F# minor"},
+        "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]},
+        "language": {"type": "string", "example": "en"},
+        "seed": {"type": "integer", "minimum": -1, "maximum": 2**32 - 1},
+        "model": {"type": "string", "example": "sketch"},
+        "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
+        "batch": {"type": "integer", "minimum": 1, "maximum": 4}}}
+GENERATION_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["prompt"], "additionalProperties": False,
+    "properties": {
+        "model": {"type": "string"}, "prompt": {"type": "string", "minLength": 1},
+        "lyrics": {"type": "string"}, "vocal_language": {"type": "string"},
+        "duration": {"type": "number", "minimum": 10, "maximum": 600},
+        "steps": {"type": "integer", "minimum": 1, "maximum": 200},
+        "seed": {"type": "integer", "minimum": -1, "maximum": 2**32 - 1},
+        "response_format": {"type": "string", "enum": list(LEMONADE_FORMATS)},
+        "bpm": {"type": "integer", "minimum": 30, "maximum": 300}, "key": {"type": "string"},
+        "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]}}}
+PULL_SCHEMA = {"type": "object", "required": ["name"],
+               "properties": {"name": {"type": "string", "minLength": 1}}}
+BACKEND_SCHEMA = {"type": "object", "required": ["backend"], "properties": {
+    "family": {"type": "string", "enum": list(config.FAMILIES)},
+    "backend": {"type": "string", "enum": ["auto", *config.BACKENDS]}}}
+FAMILY_SCHEMA = {"type": "object", "properties": {
+    "family": {"type": "string", "enum": list(config.FAMILIES)}}}
+CONFIG_SCHEMA = {"type": "object", "minProperties": 1,
+                 "description": "settings to change, by dotted key; null removes one",
+                 "example": {"node.keep_loaded": True}}
+SSE = {200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}}}
+
+
 def _routes(app: FastAPI) -> None:
 
     @app.get("/v1/health")
@@ -358,7 +412,8 @@ def _routes(app: FastAPI) -> None:
         return {"models": await asyncio.to_thread(library_models, all),
                 "default": _cfg().get("models.default")}
 
-    @app.post("/v1/models/pull")
+    @app.post("/v1/models/pull", openapi_extra=_json_body(PULL_SCHEMA),
+              responses={**SSE, **ERRORS})
     async def pull(request: Request):
         body = await json_body(request)
         name = body.get("name") or body.get("model") if isinstance(body, dict) else None
@@ -380,7 +435,7 @@ def _routes(app: FastAPI) -> None:
         return StreamingResponse(progress_stream(work), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
 
-    @app.delete("/v1/models/{name}")
+    @app.delete("/v1/models/{name}", responses=ERRORS)
     async def delete_model(name: str):
         if name == SKETCH:
             raise ApiError(400, "the sketch model is built in and cannot be removed",
@@ -395,7 +450,8 @@ def _routes(app: FastAPI) -> None:
 
     # -- songs ---------------------------------------------------------------------------
 
-    @app.post("/v1/songs", status_code=202)
+    @app.post("/v1/songs", status_code=202, openapi_extra=_json_body(SONG_SCHEMA),
+              responses={202: {"description": "queued: {\"id\": …}"}, **ERRORS})
     async def submit(request: Request):
         n = node(request)
         body = await json_body(request)
@@ -413,7 +469,7 @@ def _routes(app: FastAPI) -> None:
             songs = [s for s in songs if s.state == state]
         return {"songs": [s.public() for s in songs[: max(limit, 0)]]}
 
-    @app.get("/v1/songs/{song_id}")
+    @app.get("/v1/songs/{song_id}", responses=ERRORS)
     async def get_song(request: Request, song_id: str):
         n = node(request)
         song = _song(n, song_id)
@@ -421,14 +477,17 @@ def _routes(app: FastAPI) -> None:
         data["position"] = n.queue.position(song) if song.state == "queued" else None
         return data
 
-    @app.get("/v1/songs/{song_id}/events")
+    @app.get("/v1/songs/{song_id}/events", responses={**SSE, **ERRORS})
     async def events(request: Request, song_id: str):
         n = node(request)
         song = _song(n, song_id)
         return StreamingResponse(event_stream(n, song, request),
                                  media_type="text/event-stream", headers=SSE_HEADERS)
 
-    @app.get("/v1/songs/{song_id}/audio")
+    @app.get("/v1/songs/{song_id}/audio", responses={
+        200: {"description": "the audio file", "content": {"audio/wav": {}, "audio/flac": {},
+                                                            "audio/mpeg": {}}},
+        410: ERRORS[404], **ERRORS})
     async def audio(request: Request, song_id: str, take: int = 1):
         n = node(request)
         song = _song(n, song_id)
@@ -444,7 +503,7 @@ def _routes(app: FastAPI) -> None:
         return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
                             filename=path.name)
 
-    @app.post("/v1/songs/{song_id}/cancel")
+    @app.post("/v1/songs/{song_id}/cancel", responses=ERRORS)
     async def cancel(request: Request, song_id: str):
         n = node(request)
         song = _song(n, song_id)
@@ -453,7 +512,8 @@ def _routes(app: FastAPI) -> None:
                            "id", state=song.state)
         return {"id": song.id, "state": song.state}
 
-    @app.post("/v1/songs/{song_id}/retry", status_code=202)
+    @app.post("/v1/songs/{song_id}/retry", status_code=202,
+              responses={202: {"description": "queued again"}, **ERRORS})
     async def retry(request: Request, song_id: str):
         n = node(request)
         song = _song(n, song_id)
@@ -468,7 +528,10 @@ def _routes(app: FastAPI) -> None:
 
     # -- Lemonade / OpenAI style ---------------------------------------------------------
 
-    @app.post("/v1/audio/generations")
+    @app.post("/v1/audio/generations", openapi_extra=_json_body(GENERATION_SCHEMA),
+              responses={200: {"description": "the audio bytes",
+                               "content": {"audio/wav": {}, "audio/flac": {}, "audio/mpeg": {}}},
+                         **ERRORS})
     async def generations(request: Request):
         n = node(request)
         body = await json_body(request)
@@ -518,7 +581,8 @@ def _routes(app: FastAPI) -> None:
             out[family] = st.to_dict()
         return {"backends": out}
 
-    @app.post("/v1/backends/use")
+    @app.post("/v1/backends/use", openapi_extra=_json_body(BACKEND_SCHEMA),
+              responses={**SSE, **ERRORS})
     async def backends_use(request: Request):
         """Fetch and trial-load a backend, then pin it ("auto" removes the pin). SSE."""
         body = await json_body(request)
@@ -533,7 +597,8 @@ def _routes(app: FastAPI) -> None:
         return StreamingResponse(progress_stream(work), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
 
-    @app.post("/v1/backends/install")
+    @app.post("/v1/backends/install", openapi_extra=_json_body(FAMILY_SCHEMA, required=False),
+              responses={**SSE, **ERRORS})
     async def backends_install(request: Request):
         """Install the best backend that works here (trial-loaded), like --install. SSE."""
         body = await json_body(request, required=False)
@@ -549,7 +614,7 @@ def _routes(app: FastAPI) -> None:
         return StreamingResponse(progress_stream(work), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
 
-    @app.post("/v1/backends/update")
+    @app.post("/v1/backends/update", responses={**SSE, **ERRORS})
     async def backends_update(request: Request):
         from .. import backends
 
@@ -567,7 +632,7 @@ def _routes(app: FastAPI) -> None:
         return {"values": cfg.as_dict(), "options": config.describe(), "path": str(cfg.path),
                 "error": str(err) if err else None}
 
-    @app.patch("/v1/config")
+    @app.patch("/v1/config", openapi_extra=_json_body(CONFIG_SCHEMA), responses=ERRORS)
     async def patch_config(request: Request):
         body = await json_body(request)
         if not isinstance(body, dict) or not body:
@@ -581,7 +646,8 @@ def _routes(app: FastAPI) -> None:
 
     # -- node ----------------------------------------------------------------------------
 
-    @app.post("/v1/node/restart", status_code=202)
+    @app.post("/v1/node/restart", status_code=202,
+              responses={202: {"description": "restarting once the running songs end"}})
     async def restart(request: Request):
         """Restart the node once the running songs end (``cantor upgrade`` uses this)."""
         n = node(request)
@@ -637,7 +703,7 @@ def lemonade_request(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
         raise ApiError(422, "prompt: is required: describe the song", field="prompt")
     fmt = out.get("format")
     if fmt is not None:
-        if fmt not in LEMONADE_FORMATS:
+        if not isinstance(fmt, str) or fmt not in LEMONADE_FORMATS:
             raise ApiError(422, f"response_format: {fmt!r} is not a format; one of "
                                 f"{', '.join(LEMONADE_FORMATS)}", field="response_format")
         out["format"] = LEMONADE_FORMATS[fmt]

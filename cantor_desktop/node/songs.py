@@ -25,6 +25,7 @@ _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sidecar")
 EXTENSIONS = {"wav16": ".wav", "wav24": ".wav", "wav32": ".wav", "flac": ".flac", "mp3": ".mp3"}
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg"}
 CAPTION_WORDS = 6
+SLUG_MAX = 60               # characters: file names stay far below every file system's limit
 WAV_SUBTYPES = {"wav16": "PCM_16", "wav24": "PCM_24", "wav32": "FLOAT"}
 
 
@@ -37,7 +38,8 @@ def slug(caption: str, words: int = CAPTION_WORDS) -> str:
     text = unicodedata.normalize("NFKD", caption)
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     parts = re.findall(r"[A-Za-z0-9]+", text.lower())
-    return "-".join(parts[:words]) or "song"
+    name = "-".join(parts[:words])[:SLUG_MAX].strip("-")
+    return name or "song"
 
 
 def base_name(caption: str, seed: int | None, when: float, take: int | None = None) -> str:
