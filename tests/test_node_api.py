@@ -250,3 +250,24 @@ def test_config_system_models_and_restart_through_the_api(home):
     assert restart["status"] == "restarting"
     assert same_pid and running                  # re-executed in place, history kept
     assert again[0]["state"] == "done"
+
+
+def test_audio_generations_failure_is_a_json_error_never_audio(cantor_home):
+    blocker = cantor_home / "blocked"
+    blocker.write_text("a file where the songs folder should be")
+    (cantor_home / "node.toml").write_text(
+        f'[models]\ndefault = "sketch"\n[songs]\ndir = "{blocker / "songs"}"\n')
+
+    async def main():
+        node = await Node(cantor_home).start()
+        try:
+            async with httpx.AsyncClient(base_url=node.url, timeout=60) as http:
+                return await http.post("/v1/audio/generations",
+                                       json={"prompt": "doomed", "duration": 10})
+        finally:
+            await node.stop()
+
+    r = run(main())
+    assert r.status_code == 500 and r.headers["content-type"] == "application/json"
+    assert r.json()["error"]["type"] == "generation_failed"
+    assert "blocked" in r.json()["error"]["message"]
