@@ -98,6 +98,7 @@ class ProgressBar:
         self.tty = stream.isatty()
         self.last = ""
         self.last_plain = 0.0
+        self.last_stage: str | None = None
 
     def show(self, stage: str | None, progress: float, eta: float | None) -> None:
         filled = int(round(progress * self.WIDTH))
@@ -111,8 +112,11 @@ class ProgressBar:
             width = shutil.get_terminal_size((80, 20)).columns
             self.stream.write("\r" + line[: width - 1].ljust(width - 1))
             self.stream.flush()
-        elif time.monotonic() - self.last_plain >= 1.0 or progress >= 1.0:
+        elif (time.monotonic() - self.last_plain >= 1.0 or progress >= 1.0
+              or stage != self.last_stage):
+            # not a terminal (a log, a pipe): a line per stage, then at most one a second
             self.last_plain = time.monotonic()
+            self.last_stage = stage
             self.stream.write(line + "\n")
             self.stream.flush()
 
