@@ -1,0 +1,80 @@
+"""Engine builds through the node: install as SSE from a manifest server on 127.0.0.1, then
+`cantor upgrade` fetches a newer build and the running node restarts after its song."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cantor_desktop.selfexec import self_argv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import free_port  # noqa: E402
+from support.fake_builds import BuildServer, working_script  # noqa: E402
+from test_node_support import LONG, Node, until_state, wait_for, write_config  # noqa: E402
+
+
+@pytest.fixture
+def builds(tmp_path):
+    with BuildServer(tmp_path / "srv") as srv:
+        srv.cpu = srv.archive("cpu-1.tar.gz", working_script())
+        srv.add("cpu", srv.cpu, version="v0.1.1")
+        yield srv
+
+
+def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, builds):
+    port = free_port()
+    write_config(cantor_home)
+    with open(cantor_home / "node.toml", "a") as fh:
+        fh.write(f'\n[node]\nport = {port}\n\n[engines]\nmanifest = "{builds.manifest_url}"\n')
+    env = {"CANTOR_TRIAL_TIMEOUT": "20"}
+
+    async def main():
+        node = await Node(cantor_home, port=port, env=env).start()
+        pid = node.proc.pid
+        try:
+            async with node.client() as c:
+                installed = [item async for item in c.install_backend()]
+                before = (await c.backends())["backends"]["acestep"]
+                # a newer build is published; a song is running when the upgrade comes
+                builds.cpu2 = builds.archive("cpu-2.tar.gz", working_script())
+                builds.entries.clear()
+                builds.add("cpu", builds.cpu2, version="v0.1.2")
+                sid = await c.submit_song({**LONG, "duration": 120})
+                await until_state(c, sid, ("running",), 20)
+                upgrade = await asyncio.to_thread(
+                    subprocess.run, self_argv("cli") + ["upgrade"], capture_output=True,
+                    text=True, timeout=60, env={**os.environ, "CANTOR_HOME": str(cantor_home), **env})
+                song = await until_state(c, sid, ("done", "failed"), 60)
+
+                async def back():
+                    try:
+                        health = await c.health()
+                        return health["status"] == "ok" and not health["restarting"]
+                    except Exception:
+                        return False
+                await wait_for(back, 20, 0.1)
+                after = (await c.backends())["backends"]["acestep"]
+                return installed, before, upgrade, song, after, node.proc.pid == pid
+        finally:
+            await node.stop()
+
+    installed, before, upgrade, song, after, same_pid = asyncio.run(main())
+    events = [e for e, _ in installed]
+    assert events[-1] == "done", installed
+    assert "trial" in events or "kept" in events
+    cpu = next(b for b in before["backends"] if b["name"] == "cpu")
+    assert cpu["installed"] and cpu["version"] == "v0.1.1"
+
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "updated" in upgrade.stderr and "after its current song" in upgrade.stderr
+    assert song["state"] == "done"                     # the running song was not cut short
+    assert same_pid                                    # restarted in place (exec)
+    assert "restarting the node (upgrade)" in (cantor_home / "logs" / "node.log").read_text()
+    cpu = next(b for b in after["backends"] if b["name"] == "cpu")
+    assert cpu["version"] == "v0.1.2"
