@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 KEEPALIVE_S = 15.0
+STREAM_CHECK_S = 0.5
 LEMONADE_FORMATS = {"wav": "wav16", "wav16": "wav16", "wav24": "wav24", "wav32": "wav32",
                     "flac": "flac", "mp3": "mp3"}
 
@@ -71,6 +72,7 @@ class NodeState:
         self.shutting_down = asyncio.Event()
         self.restart_requested = False
         self.request_exit: Callable[[], None] = lambda: None
+        self.exiting: Callable[[], bool] = lambda: False   # the server is stopping
 
 
 def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
@@ -230,14 +232,20 @@ async def event_stream(n: NodeState, song: Song, request: Request) -> AsyncItera
             yield sse(event, data)
             if event in FINISHED:
                 return
+        quiet = 0.0
         while True:
             try:
-                event, data = await asyncio.wait_for(q.get(), KEEPALIVE_S)
+                event, data = await asyncio.wait_for(q.get(), STREAM_CHECK_S)
             except asyncio.TimeoutError:
-                if n.shutting_down.is_set() or await request.is_disconnected():
+                # a stopping node ends its streams at once instead of holding shutdown up
+                if n.exiting() or n.shutting_down.is_set() or await request.is_disconnected():
                     return
-                yield b": keep-alive\n\n"
+                quiet += STREAM_CHECK_S
+                if quiet >= KEEPALIVE_S:
+                    quiet = 0.0
+                    yield b": keep-alive\n\n"
                 continue
+            quiet = 0.0
             yield sse(event, data)
             if event in FINISHED:
                 return

@@ -67,7 +67,15 @@ def serve(host: str, port: int) -> bool:
         if server is not None:
             server.should_exit = True
 
-    app = create_app(token=token, on_ready=lambda node: setattr(node, "request_exit", request_exit))
+    def exiting() -> bool:
+        server = holder.get("server")
+        return bool(server is not None and server.should_exit)
+
+    def on_ready(node) -> None:
+        node.request_exit = request_exit
+        node.exiting = exiting
+
+    app = create_app(token=token, on_ready=on_ready)
     uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
                                lifespan="on", timeout_graceful_shutdown=3,
                                timeout_keep_alive=30)
