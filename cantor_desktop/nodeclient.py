@@ -178,8 +178,9 @@ class NodeClient:
 
     # -- models --------------------------------------------------------------------------
 
-    async def models(self) -> dict[str, Any]:
-        return await self._json("GET", "/v1/models")
+    async def models(self, all: bool = False) -> dict[str, Any]:
+        """The library; ``all=True`` also lists catalogue models that can be pulled."""
+        return await self._json("GET", "/v1/models", params={"all": "true"} if all else None)
 
     def pull(self, name: str) -> AsyncIterator[tuple[str, Any]]:
         """Progress of a model download; ends with ``done`` or ``error``."""
