@@ -91,28 +91,41 @@ def plan_for(quick: bool) -> Plan:
 
 # -- running the other scripts ---------------------------------------------------------------
 
-def run_script(plan: Plan, argv: list[str], label: str) -> str:
-    """Run a bench script; its output is echoed (indented) and returned. Raises on failure."""
+def run_script(plan: Plan, argv: list[str], label: str, *, check: bool = True) -> str:
+    """Run a bench script; its output is echoed (indented) and returned. A failed script
+    raises (``check``) or has its last error line appended as ``SCRIPT-ERROR: …``."""
     env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT),
            "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     print(f"\n--- {label}: {' '.join(argv)}", flush=True)
     t0 = time.monotonic()
-    proc = subprocess.run([PY, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=plan.timeout)
-    out = proc.stdout
+    try:
+        proc = subprocess.run([PY, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=plan.timeout)
+        out, err, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err, code = f"timed out after {plan.timeout:g} s", -1
     for line in out.splitlines():
         print("    " + line, flush=True)
-    plan.log.append(f"{label}: {' '.join(argv)} ({time.monotonic() - t0:.0f} s)")
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"{argv[0]} exited with {proc.returncode}: {tail}")
+    plan.log.append(f"{label}: {' '.join(argv)} ({time.monotonic() - t0:.0f} s"
+                    + (f", exit code {code})" if code else ")"))
+    if code != 0:
+        lines = [x for x in err.strip().splitlines() if x.strip()] or ["no output"]
+        tail = next((x for x in reversed(lines) if "Error" in x or "error" in x), lines[-1])
+        message = f"{argv[0]} exited with {code}: {tail.strip()[:250]}"
+        print("    " + message, flush=True)
+        if check:
+            raise RuntimeError(message)
+        out += f"\nSCRIPT-ERROR: {message}\n"
     return out
 
 
 def grab(pattern: str, text: str, what: str) -> re.Match:
     m = re.search(pattern, text, re.MULTILINE)
     if not m:
-        raise RuntimeError(f"could not read {what} from the output")
+        failed = re.search(r"^SCRIPT-ERROR: (.*)$", text, re.MULTILINE)
+        raise RuntimeError(f"could not read {what} from the output"
+                           + (f" ({failed.group(1)})" if failed else ""))
     return m
 
 
@@ -131,35 +144,65 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
     if not (ROOT / "bench" / "app.py").exists():
         return error_rows(APP_FIGURES, RuntimeError("bench/app.py is missing"))
     start_b, start_c, songs_b, songs_c, stall, notes = [], [], [], [], [], []
+    app_idle: list[float] = []
+    problems: dict[str, str] = {}
     for i in range(plan.repeats):
         out = run_script(plan, ["bench/app.py", "--runs", str(plan.app_runs),
-                                "--pull-mib", str(plan.pull_mib)], f"app {i + 1}/{plan.repeats}")
-        m = grab(r"start to first paint: bare PySide6 (\d+) ms, Cantor (\d+) ms", out, "start")
-        start_b.append(float(m.group(1)))
-        start_c.append(float(m.group(2)))
-        m = grab(r"Songs page with 10,000 songs: (\d+) ms \(100 songs: (\d+) ms", out, "songs")
-        songs_c.append(float(m.group(1)))
-        songs_b.append(float(m.group(2)))
-        m = grab(r"longest loop stall during .*?: ([\d.]+) ms.*?song (\w+), pull (\w+)", out,
-                 "stall")
-        stall.append(float(m.group(1)))
-        notes.append(f"song {m.group(2)}, pull {m.group(3)}")
+                                "--pull-mib", str(plan.pull_mib)], f"app {i + 1}/{plan.repeats}",
+                         check=False)
+        try:
+            m = grab(r"start to first paint: bare PySide6 (\d+) ms, Cantor (\d+) ms", out, "start")
+            start_b.append(float(m.group(1)))
+            start_c.append(float(m.group(2)))
+        except RuntimeError as exc:
+            problems[APP_FIGURES[0]] = str(exc)
+        try:
+            m = grab(r"Songs page with 10,000 songs: (\d+) ms \(100 songs: (\d+) ms", out, "songs")
+            songs_c.append(float(m.group(1)))
+            songs_b.append(float(m.group(2)))
+        except RuntimeError as exc:
+            problems[APP_FIGURES[2]] = str(exc)
+        try:
+            m = grab(r"longest loop stall during .*?: ([\d.]+) ms", out, "stall")
+            stall.append(float(m.group(1)))
+            idle = re.search(r"vs the same app idle: ([\d.]+) ms", out)
+            if idle:                      # app.py measures its own idle baseline
+                app_idle.append(float(idle.group(1)))
+            ends = re.search(r"song (\w+)[;,] pull (\w+)", out)
+            if ends:
+                notes.append(f"song {ends.group(1)}, pull {ends.group(2)}")
+        except RuntimeError as exc:
+            problems[APP_FIGURES[1]] = str(exc)
     rows = []
-    ratio = [c / b for b, c in zip(start_b, start_c)]
-    r = median(ratio)
-    rows.append(Row(APP_FIGURES[0], f"{median(start_c):.0f} ms", f"{median(start_b):.0f} ms "
-                    "(bare PySide6 window)", f"{r:.2f}×", spread(ratio, "{:.2f}×"), "≤ 1.30×",
-                    r <= 1.30, note=f"{plan.repeats}×{plan.app_runs} runs, each side alternated"))
-    s = median(stall)
-    base = median(idle_stall_ms) if idle_stall_ms else float("nan")
-    rows.append(Row(APP_FIGURES[1], f"{s:.1f} ms", f"{base:.1f} ms (same app, idle)",
-                    f"{s - base:+.1f} ms", spread(stall, "{:.1f}"), "≤ 16 ms", s <= 16,
-                    note=f"{plan.pull_mib} MiB pull + a 60-s sketch song, 2-ms heartbeat; "
-                         + "; ".join(sorted(set(notes)))))
-    f = median(songs_c)
-    rows.append(Row(APP_FIGURES[2], f"{f:.0f} ms", f"{median(songs_b):.0f} ms (100 songs)",
-                    f"{f / median(songs_b):.1f}×", spread(songs_c), "≤ 300 ms", f <= 300,
-                    note="model reset + first paint, median of 3 per run"))
+    if start_c:
+        ratio = [c / b for b, c in zip(start_b, start_c)]
+        r = median(ratio)
+        rows.append(Row(APP_FIGURES[0], f"{median(start_c):.0f} ms", f"{median(start_b):.0f} ms "
+                        "(bare PySide6 window)", f"{r:.2f}×", spread(ratio, "{:.2f}×"),
+                        "≤ 1.30×", r <= 1.30,
+                        note=f"{len(start_c)}×{plan.app_runs} runs, each side alternated"))
+    else:
+        rows += error_rows(APP_FIGURES[:1], RuntimeError(problems.get(APP_FIGURES[0], "")))
+    if stall:
+        s = median(stall)
+        if len(app_idle) == len(stall):
+            idle_stall_ms = app_idle          # measured right beside each loaded run
+        base = median(idle_stall_ms) if idle_stall_ms else float("nan")
+        rows.append(Row(APP_FIGURES[1], f"{s:.1f} ms", f"{base:.1f} ms (same app, idle)",
+                        f"{s - base:+.1f} ms", spread(stall, "{:.1f}"), "≤ 16 ms", s <= 16,
+                        note=f"{plan.pull_mib} MiB pull + a 60-s sketch song, 2-ms heartbeat; "
+                             + "; ".join(sorted(set(notes)))
+                             + (f"; {len(stall)} of {plan.repeats} runs gave a figure"
+                                if len(stall) < plan.repeats else "")))
+    else:
+        rows += error_rows(APP_FIGURES[1:2], RuntimeError(problems.get(APP_FIGURES[1], "")))
+    if songs_c:
+        f = median(songs_c)
+        rows.append(Row(APP_FIGURES[2], f"{f:.0f} ms", f"{median(songs_b):.0f} ms (100 songs)",
+                        f"{f / median(songs_b):.1f}×", spread(songs_c), "≤ 300 ms", f <= 300,
+                        note="model reset + first paint, median of 3 per run"))
+    else:
+        rows += error_rows(APP_FIGURES[2:], RuntimeError(problems.get(APP_FIGURES[2], "")))
     return rows
 
 

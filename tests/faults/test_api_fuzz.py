@@ -63,12 +63,19 @@ def _song_body_schema() -> dict:
 
 
 def _enrich(doc: dict, song_ids: list[str]) -> dict:
-    """The document plus a body for POST /v1/songs and real song ids as explicit examples."""
+    """The document, plus a body for POST /v1/songs when it declares none, song durations kept
+    short (valid songs are really made: /v1/audio/generations answers when the song is done),
+    and real song ids as explicit examples."""
     songs = doc["paths"]["/v1/songs"]["post"]
-    songs["requestBody"] = {"required": True, "content": {
-        "application/json": {"schema": _song_body_schema()}}}
+    if "requestBody" not in songs:
+        songs["requestBody"] = {"required": True, "content": {
+            "application/json": {"schema": _song_body_schema()}}}
     for item in doc["paths"].values():
         for op in item.values():
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            props = body.get("schema", {}).get("properties", {})
+            if isinstance(props.get("duration"), dict):
+                props["duration"] = {"type": "number", "minimum": 10, "maximum": 15}
             for param in op.get("parameters", []):
                 if param.get("name") == "song_id":
                     param["examples"] = {f"song{i}": {"value": sid}
