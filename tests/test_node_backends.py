@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cantor_desktop.nodeclient import NodeError
 from cantor_desktop.selfexec import self_argv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,25 +42,34 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
             async with node.client() as c:
                 installed = [item async for item in c.install_backend()]
                 before = (await c.backends())["backends"]["acestep"]
+                pinned = [item async for item in c.use_backend("cpu")]
+                pin_cfg = (await c.config())["values"]["backends.acestep"]
+                unpinned = [item async for item in c.use_backend("auto")]
+                with pytest.raises(NodeError) as bad:
+                    [item async for item in c.use_backend("gpu9")]
+                audio, kind = await c.generate(prompt="quick", model="sketch", duration=10)
                 # a newer build is published; a song is running when the upgrade comes
                 builds.cpu2 = builds.archive("cpu-2.tar.gz", working_script())
                 builds.entries.clear()
                 builds.add("cpu", builds.cpu2, version="v0.1.2")
-                sid = await c.submit_song({**LONG, "duration": 120})
+                sid = await c.submit_song(LONG)
                 await until_state(c, sid, ("running",), 20)
                 upgrade = await asyncio.to_thread(
                     subprocess.run, self_argv("cli") + ["upgrade"], capture_output=True,
                     text=True, timeout=60, env={**os.environ, "CANTOR_HOME": str(cantor_home), **env})
-                song = await until_state(c, sid, ("done", "failed"), 60)
-
                 async def back():
                     try:
                         health = await c.health()
                         return health["status"] == "ok" and not health["restarting"]
                     except Exception:
                         return False
-                await wait_for(back, 20, 0.1)
+                await wait_for(back, 60, 0.1)       # restarted once the song ended
+                song = await c.song(sid)
                 after = (await c.backends())["backends"]["acestep"]
+                assert pinned[-1][0] == "done" and pin_cfg == "cpu"
+                assert unpinned[-1][0] == "done"
+                assert bad.value.status == 422 and bad.value.field == "backend"
+                assert audio[:4] == b"RIFF" and kind == "audio/wav"
                 return installed, before, upgrade, song, after, node.proc.pid == pid
         finally:
             await node.stop()
