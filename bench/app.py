@@ -68,6 +68,19 @@ with loop:
 """
 
 
+HUB_CHILD = r"""
+import sys
+from support.hub import ModelHub
+hub = ModelHub()
+names = hub.add_set(size=64 * 1024)
+hub.add(names[0], size=int(sys.argv[1]) * 1024 * 1024)
+hub.__enter__()
+print(names[0], hub.base_url, flush=True)
+sys.stdin.read()
+hub.__exit__(None, None, None)
+"""
+
+
 def first_paint(code: str, env: dict) -> float:
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -114,18 +127,16 @@ def bench_stall(app, pull_mib: int) -> dict:
 
     from cantor_desktop import config
     from conftest import free_port
-    from support.hub import ModelHub
-
     home = tempfile.mkdtemp(prefix="cantor-bench-")
     os.environ["CANTOR_HOME"] = home
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
     config.update({"node.port": free_port()})
-    hub = ModelHub()
-    names = hub.add_set(size=64 * 1024)
-    big = names[0]
-    hub.add(big, size=pull_mib * 1024 * 1024)
-    hub.__enter__()
-    os.environ["HF_ENDPOINT"] = hub.base_url
+    # the hub runs in its own process: a server thread in this one would share our GIL
+    hub = subprocess.Popen([sys.executable, "-c", HUB_CHILD, str(pull_mib)], cwd=str(ROOT),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"})
+    big, base_url = hub.stdout.readline().split()
+    os.environ["HF_ENDPOINT"] = base_url
 
     from cantor_desktop.ui.main import Shell
     shell = Shell(app)
@@ -139,17 +150,43 @@ def bench_stall(app, pull_mib: int) -> dict:
     gaps: list[float] = []
     last = [time.perf_counter()]
 
+    stamps: list[float] = []
+
     def beat():
         now = time.perf_counter()
         gaps.append(now - last[0])
+        stamps.append(now)
         last[0] = now
 
     timer = QTimer()
     timer.setInterval(2)
     timer.timeout.connect(beat)
+    # baseline: the same heartbeat, same app, nothing running (the machine's own noise)
+    last[0] = time.perf_counter()
+    timer.start()
+    spin(5000)
+    timer.stop()
+    idle = max(gaps[2:]) * 1000
+    idle_p99 = sorted(gaps)[int(len(gaps) * 0.99)] * 1000
+    gaps.clear()
+    stamps.clear()
+    import gc
+    gc_pauses: list[float] = []
+    gc_start = [0.0]
+
+    def gc_watch(phase, info):
+        if phase == "start":
+            gc_start[0] = time.perf_counter()
+        else:
+            gc_pauses.append(time.perf_counter() - gc_start[0])
+    gc.callbacks.append(gc_watch)
     model = big.removesuffix(".gguf")
     pulled: list[dict] = []
-    shell.link.pull_event.connect(lambda n, e: pulled.append(e))
+    marks: list[tuple[float, str]] = []
+    shell.link.pull_event.connect(lambda n, e: (pulled.append(e), marks.append(
+        (time.perf_counter(), "pull " + str(e.get("type") or e.get("state"))))))
+    shell.link.song_updated.connect(lambda r: marks.append(
+        (time.perf_counter(), f"song {r.state} {r.progress:.2f}")))
     t0 = time.perf_counter()
     last[0] = t0
     timer.start()
@@ -161,17 +198,26 @@ def bench_stall(app, pull_mib: int) -> dict:
     wait(lambda: shell.link.songs[song.id].finished and any(
         e.get("state") in ("done", "failed") for e in pulled), 600)
     timer.stop()
+    gc.callbacks.remove(gc_watch)
     elapsed = time.perf_counter() - t0
     end_state = next((e for e in pulled if e.get("state")), {})
+    if os.environ.get("CANTOR_BENCH_VERBOSE"):
+        worst = sorted(range(2, len(gaps)), key=lambda i: gaps[i], reverse=True)[:6]
+        for i in worst:
+            end = stamps[i]
+            near = [m for t, m in marks if end - gaps[i] - 0.005 <= t <= end + 0.005]
+            print(f"  gap {gaps[i] * 1000:.1f} ms at {end - t0:.2f} s: {near}")
     result = {"worst_ms": max(gaps[2:]) * 1000, "p99_ms": sorted(gaps)[int(len(gaps) * 0.99)] * 1000,
               "beats": len(gaps), "seconds": elapsed, "song": shell.link.songs[song.id].state,
               "pull": end_state.get("state"), "pull_error": end_state.get("error"),
-              "events": len(pulled)}
+              "events": len(pulled), "idle_worst_ms": idle, "idle_p99_ms": idle_p99,
+              "gc_worst_ms": max(gc_pauses, default=0) * 1000}
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
     shell.window.songs.store.shutdown()
     shell.window.close()
-    hub.__exit__(None, None, None)
+    hub.stdin.close()
+    hub.wait(10)
     return result
 
 
@@ -231,9 +277,13 @@ def main() -> int:
 
     r = bench_stall(app, args.pull_mib)
     print(f"longest loop stall during a {args.pull_mib} MiB pull + a 60 s song: "
-          f"{r['worst_ms']:.1f} ms (p99 {r['p99_ms']:.1f} ms, {r['beats']} beats of 2 ms over "
-          f"{r['seconds']:.1f} s; {r['worst_ms'] / 16:.2f}× the 16 ms goal) — song {r['song']}, "
-          f"pull {r['pull']}{' (' + str(r['pull_error']) + ')' if r['pull_error'] else ''}, "
+          f"{r['worst_ms']:.1f} ms (p99 {r['p99_ms']:.1f} ms; {r['beats']} beats of 2 ms over "
+          f"{r['seconds']:.1f} s) vs the same app idle: {r['idle_worst_ms']:.1f} ms "
+          f"(p99 {r['idle_p99_ms']:.1f} ms) → {r['worst_ms'] / max(r['idle_worst_ms'], 0.1):.2f}× "
+          f"idle, {r['worst_ms'] / 16:.2f}× the 16 ms goal; longest GC pause "
+          f"{r['gc_worst_ms']:.1f} ms", flush=True)
+    print(f"  song {r['song']}; pull {r['pull']}"
+          f"{' (' + str(r['pull_error'])[:160] + ')' if r['pull_error'] else ''}; "
           f"{r['events']} pull events", flush=True)
     asyncio.events._set_running_loop(None)
     return 0

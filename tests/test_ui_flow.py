@@ -9,6 +9,7 @@ import signal
 import time
 
 import httpx
+import pytest
 from PySide6.QtCore import QTimer
 
 from test_ui_helpers import node, qloop, run, until  # noqa: F401
@@ -89,10 +90,23 @@ def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
     assert not _answers(s.link.url)
 
 
-def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, node, monkeypatch):
+@pytest.fixture
+def hub(monkeypatch):
+    """The test suite's model hub on 127.0.0.1, paced so the pull lasts a few seconds."""
+    from support.hub import ModelHub
+    with ModelHub() as h:
+        for name in h.add_set(size=8 * 1024 * 1024):
+            h.server.throttle(h.cdn_path(name), 8 * 1024 * 1024)
+        monkeypatch.setenv("HF_ENDPOINT", h.base_url)
+        yield h
+
+
+def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, node):
     s = shell(qapp, node.url, start_child=False)
     run(qloop, s.link._connect())
     s.window.show()
+    library = s.window.library  # the page is open before the heartbeat starts
+    run(qloop, until(lambda: "acestep-v15-turbo-Q8_0" in library.rows, what="the catalogue"))
     gaps: list[float] = []
     last = [time.perf_counter()]
 
@@ -106,10 +120,21 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, node, m
     timer.timeout.connect(beat)
     timer.start()
     rec = run(qloop, s.link.submit({"caption": "march, brass", "duration": 30, "model": "sketch"}))
-    s.window.library.pull("acestep-v15-turbo")  # the node answers (a failure is fine: the loop must not stall)
+    events: list[dict] = []
+    s.link.pull_event.connect(lambda name, e: events.append(e))
+    library.pull("acestep-v15-turbo-Q8_0")
     s.window.show_page("Songs")
-    run(qloop, until(lambda: s.link.songs[rec.id].state == "done", timeout=60, what="song"))
+    def downloaded():
+        plan = next((e for e in events if e.get("type") == "plan"), None)
+        done = sum(1 for e in events if e.get("type") == "file_done")
+        return plan is not None and done == len(plan["files"]) and plan["total"] > 0
+
+    run(qloop, until(lambda: s.link.songs[rec.id].state == "done" and downloaded(),
+                     timeout=90, what="the song and the download"), timeout=100)
     timer.stop()
+    plan = next(e for e in events if e.get("type") == "plan")
+    assert max(e.get("received") or 0 for e in events) == plan["total"] >= 24 * 1024 * 1024
+    assert s.link.songs[rec.id].state == "done"
     worst = max(gaps[3:])
     assert worst < 0.050, f"the loop stalled {worst * 1000:.1f} ms"
     run(qloop, s.link.shutdown())

@@ -102,12 +102,13 @@ class NodeLink(QObject):
         if self.state == "error":
             return f"Node error: {self.detail}" if self.detail else "Node error"
         bits = []
-        backend = self.system.get("backend") or self.system.get("default_backend")
-        if isinstance(backend, dict):
-            backend = backend.get("name")
+        fam = (self.system.get("families") or {}).get("acestep") or {}
+        backend = fam.get("pinned") or fam.get("default")
         if backend:
-            bits.append(f"backend {backend}")
-        loaded = self.system.get("loaded_model") or self.system.get("loaded")
+            bits.append(f"backend {backend}" + (" (pinned)" if fam.get("pinned") else ""))
+        loaded = self.system.get("loaded")
+        if isinstance(loaded, list):
+            loaded = ", ".join(str(x.get("model", x) if isinstance(x, dict) else x) for x in loaded)
         if loaded:
             bits.append(f"loaded {loaded}")
         running = [s for s in self.songs.values() if s.state == "running"]
@@ -270,9 +271,10 @@ class NodeLink(QObject):
         self.status_changed.emit(self.status_line())
 
     async def refresh_models(self) -> None:
-        try:  # the catalogue too (models that can be pulled), not only what is here
+        import inspect
+        if "all" in inspect.signature(self.client.models).parameters:
             raw = await self.client.models(all=True)
-        except TypeError:  # a client without the parameter: ask the API directly
+        else:  # the catalogue too (what can be pulled): the API's ?all=true
             raw = await self.client._json("GET", "/v1/models", params={"all": "true"})
         self.models = list(raw.get("models", raw) if isinstance(raw, dict) else raw)
         self.models_loaded.emit(self.models)
@@ -372,9 +374,8 @@ class NodeLink(QObject):
         self.tasks.start(f"remove:{name}", remove())
 
     # -- backends and settings ------------------------------------------------------------
-    def backend_action(self, action: str, backend: str | None = None,
-                       candidates: list[str] | None = None) -> str:
-        """install / use / update / find; events go out on ``backend_event`` under the key."""
+    def backend_action(self, action: str, backend: str | None = None) -> str:
+        """use / update / find; events go out on ``backend_event`` under the key."""
         key = f"backend:{action}:{backend or ''}"
 
         def emit(event: dict) -> None:
@@ -398,26 +399,12 @@ class NodeLink(QObject):
 
         async def run():
             try:
-                ok = True
-                if action == "use":
-                    result = await self.client.use_backend(backend or "auto")
-                    emit({"backend": backend, "message": result.get("note") or "in use"})
-                elif action == "install":
-                    ok = await stream(self.client.install_backend(backend), backend)
+                if action == "use":      # fetch if needed, trial-load, pin ("auto" unpins)
+                    ok = await stream(self.client.use_backend(backend or "auto"), backend)
                 elif action == "update":
                     ok = await stream(self.client.update_backends(), None)
-                elif action == "find":
-                    ok = False
-                    for candidate in candidates or []:
-                        emit({"backend": candidate, "message": "trying…"})
-                        if await stream(self.client.install_backend(candidate), candidate):
-                            emit({"backend": candidate, "outcome": "chosen",
-                                  "message": "works — chosen"})
-                            ok = True
-                            break
-                    if not ok:
-                        emit({"state": "failed", "error": "no backend could be installed"})
-                        return
+                else:                    # "find": the node tries the candidates, best first
+                    ok = await stream(self.client.install_backend(), None)
                 emit({"state": "done" if ok else "failed", "error": "" if ok else "failed"})
             except asyncio.CancelledError:
                 emit({"state": "cancelled"})

@@ -16,8 +16,10 @@ def readiness(system: dict, models: list) -> tuple[str, str]:
     installed = [m for m in ace if m.get("state") in ("installed", "ready")]
     if installed:
         return "ready", f"Ready: {installed[0]['name']} is installed."
-    fam = (system.get("backends") or {}).get("acestep") or {}
-    if fam.get("default") or fam.get("pinned"):
+    fam = (system.get("families") or system.get("backends") or {}).get("acestep") or {}
+    rows = fam.get("backends") or []
+    installed_backend = any(isinstance(b, dict) and b.get("installed") for b in rows)
+    if installed_backend or fam.get("pinned"):
         return "needs download", "A backend is ready; download an ACE-Step model to make songs with AI."
     return "needs setup", "ACE-Step is not set up yet. The built-in Sketch engine works right now."
 

@@ -13,32 +13,40 @@ from ..transfer import human_bytes
 FAMILY = "acestep"
 
 
+def family_status(system: dict) -> dict:
+    """The family's backend status from /v1/system (``families`` or the older ``backends``)."""
+    fam = (system.get("families") or {}).get(FAMILY)
+    if fam is None:
+        fam = (system.get("backends") or {}).get(FAMILY) or {}
+        if isinstance(fam.get("status"), dict):
+            fam = {**fam.get("status"), **{k: v for k, v in fam.items() if k != "status"}}
+    return fam
+
+
 def backend_rows(system: dict) -> list[dict]:
     """One dict per backend: name, state, evidence, reason, pinned, default (Qt-free)."""
     hw = system.get("hardware") or {}
     evidence = hw.get("backends") or {}
-    fam = (system.get("backends") or {}).get(FAMILY) or {}
-    status = fam.get("status") or {}
-    if isinstance(status, list):
-        status = {s.get("backend") or s.get("name"): s for s in status if isinstance(s, dict)}
-    if isinstance(status, dict) and "backends" in status and isinstance(status["backends"], (dict, list)):
-        inner = status["backends"]
-        status = inner if isinstance(inner, dict) else {
-            s.get("backend") or s.get("name"): s for s in inner if isinstance(s, dict)}
+    fam = family_status(system)
+    listed = fam.get("backends") or []
+    status = {b.get("name"): b for b in listed if isinstance(b, dict)} if isinstance(listed, list) \
+        else dict(listed)
     rows = []
     for name in config.BACKENDS:
         ev = evidence.get(name) or {}
-        st = status.get(name) if isinstance(status, dict) else None
-        state = st.get("state") if isinstance(st, dict) else (st or "")
-        if not state:
-            state = "available" if ev.get("supported", name == "cpu") else "unsupported"
+        st = status.get(name) or {}
+        state = st.get("state") or ("available" if ev.get("supported", name == "cpu")
+                                    else "unsupported")
+        supported = state != "unsupported" and bool(ev.get("supported", True))
         rows.append({
             "name": name, "state": str(state).replace("_", " "),
-            "evidence": "; ".join(ev.get("evidence") or []),
-            "reason": ev.get("reason") or (st.get("reason", "") if isinstance(st, dict) else ""),
-            "version": st.get("version", "") if isinstance(st, dict) else "",
-            "pinned": fam.get("pinned") == name, "default": fam.get("default") == name,
-            "supported": bool(ev.get("supported", name == "cpu")),
+            "evidence": "; ".join(st.get("evidence") or ev.get("evidence") or []),
+            "reason": st.get("message") or ev.get("reason") or "",
+            "version": st.get("version") or "",
+            "pinned": fam.get("pinned") == name or bool(st.get("pinned")),
+            "default": fam.get("default") == name,
+            "installed": bool(st.get("installed")),
+            "supported": supported,
         })
     return rows
 
@@ -127,9 +135,11 @@ class HardwarePage(QWidget):
             name = r["name"] + ("  📌 pinned" if r["pinned"] else "") + \
                 ("  (auto choice)" if r["default"] and not r["pinned"] else "")
             self.table.setItem(i, 0, QTableWidgetItem(name))
-            state = QTableWidgetItem(r["state"] + (f" {r['version']}" if r["version"] else ""))
+            state = QTableWidgetItem(r["state"] + (f" {r['version']}" if r["version"] and
+                                                   r["installed"] else ""))
             self.table.setItem(i, 1, state)
-            ev = QTableWidgetItem(r["evidence"] if r["supported"] else (r["reason"] or r["evidence"]))
+            ev = QTableWidgetItem(r["evidence"] if r["supported"] and r["evidence"]
+                                  else (r["reason"] or r["evidence"]))
             ev.setToolTip(r["evidence"] + ("\n" + r["reason"] if r["reason"] else ""))
             self.table.setItem(i, 2, ev)
             self.table.setCellWidget(i, 3, self._actions(r))
@@ -139,15 +149,15 @@ class HardwarePage(QWidget):
         w = QWidget()
         row = QHBoxLayout(w)
         row.setContentsMargins(2, 2, 2, 2)
-        installed = r["state"] in ("installed", "ready", "in use", "update available")
-        if not installed:
-            b = QPushButton("Install")
-            b.setEnabled(r["supported"])
-            b.clicked.connect(lambda: self.run("install", r["name"]))
-            row.addWidget(b)
-        use = QPushButton("Use" if not r["pinned"] else "Unpin")
-        use.clicked.connect(lambda: self.run("use", None if r["pinned"] else r["name"]))
-        use.setEnabled(installed or r["pinned"])
+        installed = r["installed"] or r["state"] in ("installed", "ready", "in use")
+        if r["pinned"]:
+            use = QPushButton("Unpin (auto)")
+            use.clicked.connect(lambda: self.run("use", None))
+        else:
+            use = QPushButton("Use" if installed else "Install && use")
+            use.setToolTip("Fetch this backend if needed, check that it loads, and pin it")
+            use.clicked.connect(lambda: self.run("use", r["name"]))
+            use.setEnabled(r["supported"])
         row.addWidget(use)
         if installed:
             u = QPushButton("Update")
@@ -160,29 +170,18 @@ class HardwarePage(QWidget):
             self.log.addItem("The node is not running; start it first.")
             return
         self.running_key = self.link.backend_action(action, backend)
-        what = {"install": "Installing", "use": "Switching to", "update": "Updating"}[action]
-        self.log.addItem(f"{what} {backend or 'the best backend'}…")
+        what = {"find": "Finding the best backend…", "update": "Updating the installed backends…",
+                "use": f"Switching to {backend}…" if backend else "Unpinning: back to auto…"}
+        self.log.addItem(what[action])
         self.progress.setValue(0)
         self.progress.show()
         self.cancel.show()
         self.find.setEnabled(False)
 
     def find_best(self) -> None:
-        """Trial-install the supported backends, best first; each outcome shows as it comes."""
-        if self.link.client is None:
-            self.log.addItem("The node is not running; start it first.")
-            return
-        rows = backend_rows(self.link.system)
-        candidates = [r["name"] for r in rows if r["supported"]] or ["cpu"]
-        for r in rows:
-            if not r["supported"]:
-                self.log.addItem(f"{r['name']}: skipped — {r['reason'] or 'not supported here'}")
-        self.running_key = self.link.backend_action("find", None, candidates)
-        self.log.addItem(f"Finding the best backend among {', '.join(candidates)}…")
-        self.progress.setValue(0)
-        self.progress.show()
-        self.cancel.show()
-        self.find.setEnabled(False)
+        """The node tries the backends this machine supports, best first, and keeps the first
+        that loads; each candidate's outcome shows here as it happens."""
+        self.run("find", None)
 
     def _cancel(self) -> None:
         if self.running_key:
@@ -205,10 +204,13 @@ class HardwarePage(QWidget):
             self.progress.setValue(int(1000 * done / total))
         elif isinstance(event.get("progress"), (int, float)):
             self.progress.setValue(int(1000 * event["progress"]))
-        text = event.get("message") or event.get("outcome") or event.get("reason")
+        text = event.get("message") or event.get("reason")
         backend = event.get("backend")
-        if text:
-            self.log.addItem(f"{backend}: {text}" if backend else str(text))
+        kind = event.get("kind") or event.get("event") or ""
+        if text and kind != "download" or (kind == "download" and event.get("progress") in (None, 0)):
+            label = {"rejected": "✗ ", "skipped": "– ", "chosen": "✓ ", "done": "✓ "}.get(kind, "")
+            prefix = f"{backend}: " if backend and not str(text).startswith(f"{backend}:") else ""
+            self.log.addItem(f"{label}{prefix}{text}")
             self.log.scrollToBottom()
 
     def _keep_loaded(self, on: bool) -> None:

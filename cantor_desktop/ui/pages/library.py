@@ -13,6 +13,18 @@ from ..transfer import TransferMeter, human_bytes, human_duration
 COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
 
 
+async def read_secret(name: str) -> str | None:
+    import asyncio
+
+    def read():
+        from ...secrets import get_secret
+        try:
+            return get_secret(name)
+        except Exception:
+            return None
+    return await asyncio.to_thread(read)
+
+
 def pull_numbers(event: dict) -> tuple[int | None, int | None, str | None, int | None, int | None]:
     """(done, total, file, file_done, file_total) from a pull progress event, whatever its keys."""
     def first(*names):
@@ -35,6 +47,7 @@ class LibraryPage(QWidget):
         self.link = link
         self.meters: dict[str, TransferMeter] = {}
         self.rows: dict[str, int] = {}
+        self._shown: dict[str, dict] = {}
         layout = QVBoxLayout(self)
         head = QHBoxLayout()
         head.addWidget(QLabel("<h2>Library</h2>"))
@@ -72,58 +85,72 @@ class LibraryPage(QWidget):
         tools.addWidget(self.hf_token)
         tools.addWidget(self.hf_save)
         layout.addLayout(tools)
-        try:
-            from ...secrets import HF_TOKEN, get_secret
-            self.hf_token.setText(get_secret(HF_TOKEN) or "")
-        except Exception:
-            pass
+        # the OS keyring can be slow (D-Bus): read it off the GUI thread
+        self.link.tasks.start("read:hf_token", read_secret("hf_token"),
+                              on_done=lambda v: self.hf_token.setText(v or ""),
+                              on_error=lambda _t: None)
 
         link.models_loaded.connect(self.set_models)
         link.pull_event.connect(self.on_pull_event)
         self.set_models(link.models)
 
     def set_models(self, models: list) -> None:
-        self.table.setRowCount(0)
-        self.rows.clear()
-        used = 0
-        seen = set()
+        """Show the library; rows whose model did not change are left alone (no stall)."""
+        unique: dict[str, dict] = {}
         for m in models:
-            name = m.get("name", "?")
-            if name in seen:
-                continue
-            seen.add(name)
-            row = self.table.rowCount()
-            self.table.insertRow(row)
-            self.rows[name] = row
-            title = m.get("display_name") or m.get("description") or m.get("title") or ""
-            item = QTableWidgetItem(f"{name}\n{title}" if title and title != name else name)
-            self.table.setItem(row, 0, item)
-            size = m.get("size_bytes") or m.get("size") or 0
-            to_get = m.get("download_bytes") or 0
-            state = m.get("state", "available")
-            if m.get("builtin"):
-                size_text = "built in"
-            elif state in ("installed", "ready"):
-                size_text = human_bytes(size)
-            else:
-                size_text = f"{human_bytes(to_get)} to get" if to_get else human_bytes(size)
-            self.table.setItem(row, 1, QTableWidgetItem(size_text))
+            unique.setdefault(m.get("name", "?"), m)
+        names = list(unique)
+        if names != list(self.rows):
+            self.table.setRowCount(0)
+            self.rows.clear()
+            self._shown: dict[str, dict] = {}
+            self.table.setRowCount(len(names))
+            for row, name in enumerate(names):
+                self.rows[name] = row
+                self.table.setRowHeight(row, 44)
+        used = 0
+        for name, m in unique.items():
             if not m.get("builtin"):
-                used += int(size or 0)
-            self.table.setItem(row, 2, QTableWidgetItem(state.replace("_", " ")))
-            if not m.get("builtin"):
-                bar = QProgressBar()
-                bar.setRange(0, 1000)
-                ready = state in ("installed", "ready")
-                bar.setValue(1000 if ready else int(1000 * (size or 0) / max(1, (size or 0) + to_get)))
-                bar.setFormat("ready" if ready else f"{human_bytes(size)} of "
-                              f"{human_bytes((size or 0) + to_get)}" if size else "")
-                self.table.setCellWidget(row, 3, bar)
-            self.table.setItem(row, 4, QTableWidgetItem(""))
-            self.table.setItem(row, 5, QTableWidgetItem(""))
-            self.table.setCellWidget(row, 6, self._actions(name, m))
-            self.table.setRowHeight(row, 44)
+                used += int(m.get("size_bytes") or m.get("size") or 0)
+            if self._shown.get(name) != m:
+                self._fill_row(self.rows[name], name, m)
+                self._shown[name] = m
         self.disk.setText(f"Models use {human_bytes(used)} · {paths().models_dir}")
+
+    def _fill_row(self, row: int, name: str, m: dict) -> None:
+        title = m.get("display_name") or m.get("description") or m.get("title") or ""
+        self.table.setItem(row, 0, QTableWidgetItem(f"{name}\n{title}" if title and title != name
+                                                    else name))
+        size = m.get("size_bytes") or m.get("size") or 0
+        to_get = m.get("download_bytes") or 0
+        state = m.get("state", "available")
+        if m.get("builtin"):
+            size_text = "built in"
+        elif state in ("installed", "ready"):
+            size_text = human_bytes(size)
+        else:
+            size_text = f"{human_bytes(to_get)} to get" if to_get else human_bytes(size)
+        self.table.setItem(row, 1, QTableWidgetItem(size_text))
+        self.table.setItem(row, 2, QTableWidgetItem(state.replace("_", " ")))
+        self.table.removeCellWidget(row, 3)
+        if not m.get("builtin") and (size or self.link.tasks.running(f"pull:{name}")):
+            ready = state in ("installed", "ready")
+            bar = self._bar(row)
+            bar.setValue(1000 if ready else int(1000 * (size or 0) / max(1, (size or 0) + to_get)))
+            bar.setFormat("ready" if ready else f"{human_bytes(size)} of "
+                          f"{human_bytes((size or 0) + to_get)}")
+        self.table.setItem(row, 4, QTableWidgetItem(""))
+        self.table.setItem(row, 5, QTableWidgetItem(""))
+        self.table.setCellWidget(row, 6, self._actions(name, m))
+
+    def _bar(self, row: int) -> QProgressBar:
+        """The row's progress bar, made when first needed (rows without one stay light)."""
+        bar = self.table.cellWidget(row, 3)
+        if not isinstance(bar, QProgressBar):
+            bar = QProgressBar()
+            bar.setRange(0, 1000)
+            self.table.setCellWidget(row, 3, bar)
+        return bar
 
     def _actions(self, name: str, m: dict) -> QWidget:
         w = QWidget()
@@ -206,9 +233,7 @@ class LibraryPage(QWidget):
             return
         done, total, file, fdone, ftotal = pull_numbers(event)
         meter = self.meters.setdefault(name, TransferMeter())
-        bar = self.table.cellWidget(row, 3)
-        if not isinstance(bar, QProgressBar):
-            return
+        bar = self._bar(row)
         if event.get("type") == "plan" and total is not None:
             bar.setFormat(f"0 / {human_bytes(total)}")
         elif done is not None:

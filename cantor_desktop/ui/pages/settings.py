@@ -232,12 +232,21 @@ class SettingsPage(QWidget):
                 self.set_value(key, value)
         self._loaded = {k: (v if v is not None else "") for k, v in values.items()}
         self._check()
+        if force:
+            self._read_token()
+
+    def _read_token(self) -> None:
+        """The remote node token, read from the keyring off the GUI thread (it can be slow)."""
+        import asyncio
+
+        from ..node_link import REMOTE_TOKEN
+        from .library import read_secret
         try:
-            from ...secrets import get_secret
-            from ..node_link import REMOTE_TOKEN
-            self.token.setText(get_secret(REMOTE_TOKEN) or "")
-        except Exception:
-            pass
+            task = asyncio.ensure_future(read_secret(REMOTE_TOKEN))
+        except RuntimeError:  # no event loop (a bare widget in a test): read it now
+            return
+        task.add_done_callback(lambda t: t.cancelled() or t.exception() or
+                               self.token.setText(t.result() or ""))
 
     def save(self) -> bool:
         if not self._check():
