@@ -30,7 +30,15 @@ def _cli(argv: list[str]) -> int:
     return cli_main(argv)
 
 
+DESKTOP_FILE = "cantor"  # installer/linux/cantor.desktop
+
+
 def _app(argv: list[str]) -> int:
+    # Wayland shells match a window to its .desktop entry (name, icon) by this id; on X11
+    # the entry's StartupWMClass=Cantor matches the window class (the application name).
+    os.environ.setdefault("QT_API", "pyside6")
+    from PySide6.QtGui import QGuiApplication
+    QGuiApplication.setDesktopFileName(DESKTOP_FILE)
     from cantor_desktop.ui.main import main as app_main
     return app_main([sys.argv[0], *argv])
 
@@ -83,6 +91,11 @@ def main() -> int:
     if getattr(sys, "frozen", False):
         import multiprocessing
         multiprocessing.freeze_support()
+    # a windowed executable (Windows, macOS) started without a console has no stdio: give
+    # print() and logging somewhere harmless to write instead of failing
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
     return dispatch(sys.argv[1:])
 
 
