@@ -13,7 +13,7 @@ import soundfile as sf
 
 from cantor_desktop.nodeclient import NodeError
 
-from test_node_support import LONG, SHORT, Node, collect, engine_pid, until_state, write_config
+from test_node_support import LONG, SHORT, Node, collect, until_state, write_config
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 
-import httpx
 import pytest
 
 from cantor_desktop.node.launcher import NodeProcess, NodeStartError, answers, ensure_node

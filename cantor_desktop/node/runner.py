@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .. import config
 from ..paths import paths
@@ -267,8 +267,7 @@ class Runner:
         steps = (request.extra or {}).get("inference_steps")
         if steps:
             engine_req["inference_steps"] = int(steps)
-        watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop(),
-                                   duration=request.duration)
+        watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
         expect = getattr(sup, "expect_duration", None)
         if callable(expect):
@@ -529,8 +528,7 @@ async def _reason_soon(sup, wait: float = 0.5) -> str | None:
 class _ProgressWatcher:
     """Supervisor events (maybe from a reader thread) → song stage and progress."""
 
-    def __init__(self, queue: SongQueue, song: Song, loop: asyncio.AbstractEventLoop,
-                 duration: float | None):
+    def __init__(self, queue: SongQueue, song: Song, loop: asyncio.AbstractEventLoop):
         self.queue, self.song, self.loop = queue, song, loop
         self.seeds: list[int] = []
         self.wake = asyncio.Event()          # set when the engine says a job is done
@@ -642,5 +640,3 @@ def _engine_reason(sup, exc: Exception) -> str:
     text = str(exc).strip()
     return text or _last_error(sup) or type(exc).__name__
 
-
-Callback = Callable[..., None]
