@@ -148,7 +148,9 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "key kept, no reader sees half a file.",
         "- **song request** (`test_request_faults.py`): 88 bad inputs over every field of the "
         "request and the body itself (wrong types, out of range, NaN/Infinity, 10**30, unknown "
-        "fields, broken or 100000-deep JSON, non-UTF-8) on a real node: each a 4xx whose JSON "
+        "fields, broken or 100000-deep JSON, non-UTF-8) on `POST /v1/songs`, and 45 on the "
+        "Lemonade-style `POST /v1/audio/generations` under its own field names, against a real "
+        "node: each a 4xx whose JSON "
         "error names the field; the queue does not grow and the sketch engine's log gets no "
         "new \"Job … created\" line (a good song before and after proves the check is live).",
         "- **OpenAPI fuzz** (`test_api_fuzz.py`): schemathesis generates valid and invalid "
