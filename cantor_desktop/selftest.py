@@ -2,11 +2,12 @@
 
 In a fresh temporary CANTOR_HOME, offscreen, it
 
-1. starts its own node as a child (``selfexec.self_argv("node")``: in a frozen build that is
-   the frozen executable itself, so a missing hidden import in the node fails here);
+1. starts its own node as a child with the app's launcher (``node.launcher.NodeProcess``,
+   which runs ``selfexec.self_argv("node")``: in a frozen build the frozen executable
+   itself, so a missing hidden import in the node fails here);
 2. has the node render a short instrumental song and a short song with lyrics on the
    built-in sketch engine (the node starts the engine as its own child, again through
-   selfexec), through the node's HTTP API like the app and the CLI do;
+   selfexec), through the app's client (``nodeclient.NodeClient``: submit, events, audio);
 3. checks both files: present, decodable WAV, the asked duration (± 0.5 s), not silent;
 4. opens the main window once, offscreen, through the app's own start-up
    (``cantor_desktop.ui.main.main``), and waits for its first paint;
@@ -18,11 +19,11 @@ Runs unfrozen too: ``python -m cantor_desktop.frozen_main --self-test``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,63 +72,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-# --- the node ---------------------------------------------------------------------------------
-
-class NodeChild:
-    """The node this self-test starts (and stops): a child process through selfexec."""
-
-    def __init__(self, home: Path, port: int) -> None:
-        from .selfexec import self_argv
-
-        self.url = f"http://127.0.0.1:{port}"
-        self.log_path = home / "selftest-node.out"
-        self._log = open(self.log_path, "wb")
-        self.argv = self_argv("node")
-        kwargs = {}
-        if os.name == "nt":
-            kwargs["creationflags"] = subprocess.CREATE_NO_WINDOW
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=os.environ.copy(), **kwargs)
-
-    def wait_healthy(self, client, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SelfTestError(f"the node exited with code {self.proc.returncode} before "
-                                    f"answering; its output:\n{self.tail()}")
-            try:
-                r = client.get(f"{self.url}/v1/health", timeout=2)
-                if r.status_code == 200:
-                    return r.json()
-                last = f"HTTP {r.status_code}"
-            except Exception as exc:  # connection refused while it starts
-                last = f"{type(exc).__name__}: {exc}"
-            time.sleep(0.1)
-        raise SelfTestError(f"the node did not answer /v1/health within {timeout:.0f} s "
-                            f"({last}); its output:\n{self.tail()}")
-
-    def tail(self, n: int = 40) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no output)"
-        return "\n".join(text.splitlines()[-n:]) or "(no output)"
-
-    def stop(self, timeout: float = 15) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
-        return self.proc.returncode
-
-
 def processes_with_home(home: Path | str) -> list[int]:
     """Pids of processes whose environment has ``CANTOR_HOME=home`` (Linux /proc; [] elsewhere).
 
@@ -161,34 +105,68 @@ def end_leftovers(home: Path | str, grace: float = 5.0) -> list[int]:
 
 # --- songs ------------------------------------------------------------------------------------
 
-def render_song(client, url: str, request: dict, dest: Path, timeout: float) -> dict:
-    """Queue one song on the node, wait for it to finish, save its audio to ``dest``."""
-    r = client.post(f"{url}/v1/songs", json=request, timeout=10)
-    if r.status_code != 202:
-        raise SelfTestError(f"POST /v1/songs answered {r.status_code}: {r.text[:500]}")
-    song_id = r.json()["id"]
-    deadline = time.monotonic() + timeout
-    song: dict = {}
-    while time.monotonic() < deadline:
-        song = client.get(f"{url}/v1/songs/{song_id}", timeout=10).json()
-        if song.get("state") in ("done", "failed", "cancelled"):
-            break
-        time.sleep(0.2)
-    else:
-        raise SelfTestError(f"song {song_id} did not finish within {timeout:.0f} s "
-                            f"(state {song.get('state')}, stage {song.get('stage')}, "
-                            f"progress {song.get('progress')})")
-    if song["state"] != "done":
-        raise SelfTestError(f"song {song_id} {song['state']}: {song.get('error')}")
-    with client.stream("GET", f"{url}/v1/songs/{song_id}/audio", timeout=30) as audio:
-        if audio.status_code != 200:
-            raise SelfTestError(f"GET audio of {song_id} answered {audio.status_code}")
-        part = dest.with_suffix(dest.suffix + ".part")
-        with open(part, "wb") as f:
-            for chunk in audio.iter_bytes():
-                f.write(chunk)
-        part.replace(dest)
+async def start_node(report: Report):
+    """Start a node child with the app's launcher on a free port (written to node.toml, so
+    the app's window finds this node later and starts none)."""
+    from . import config
+    from .node.launcher import NodeProcess
+
+    port = _free_port()
+    config.update({"node.host": "127.0.0.1", "node.port": port})
+    node = NodeProcess("127.0.0.1", port)
+    t = time.perf_counter()
+    try:
+        await node.start(timeout=60)
+    except Exception as exc:
+        await node.stop()
+        raise SelfTestError(f"the node did not start: {exc}\nnode log (last lines):\n"
+                            f"{_tail(node.log_path)}") from None
+    report.ok("node started", f"{' '.join(node.argv()[:-4])} → {node.url}, "
+              f"{time.perf_counter() - t:.1f} s")
+    return node
+
+
+async def render_songs(report: Report, node, out: Path, timeout: float) -> None:
+    """Render SONGS on ``node`` through the app's client and check the files."""
+    from .nodeclient import NodeClient
+
+    try:
+        async with NodeClient(node.url) as client:
+            health = await client.health()
+            report.ok("node answers", f"version {health.get('version')}")
+            for name, request in SONGS:
+                t = time.perf_counter()
+                song = await asyncio.wait_for(_render(client, request, out / f"{name}.wav"),
+                                              timeout)
+                detail = check_audio(out / f"{name}.wav", request["duration"])
+                engine = (song.get("engine") or {}).get("backend", "?")
+                report.ok(f"{name} song", f"{detail}, engine {engine}, "
+                          f"{time.perf_counter() - t:.1f} s")
+    except (SelfTestError, asyncio.TimeoutError) as exc:
+        why = str(exc) or f"a song took longer than {timeout:.0f} s"
+        raise SelfTestError(f"{why}\nnode log (last lines):\n{_tail(node.log_path)}") from None
+
+
+async def _render(client, request: dict, dest: Path) -> dict:
+    """One song: queue it, follow its events to the end, download its audio."""
+    song_id = await client.submit_song(request)
+    last: tuple[str, object] = ("", None)
+    async for event, data in client.events(song_id):
+        last = (event, data)
+    song = await client.song(song_id)
+    if song.get("state") != "done":
+        raise SelfTestError(f"song {song_id} ended {song.get('state')} "
+                            f"(last event {last[0]!r}): {song.get('error')}")
+    await client.audio(song_id, dest)
     return song
+
+
+def _tail(path: Path, n: int = 30) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:]) or "(empty)"
 
 
 def check_audio(path: Path, duration: float) -> str:
@@ -329,34 +307,18 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
     frozen = bool(getattr(sys, "frozen", False))
     print(f"cantor self-test ({'frozen' if frozen else 'unfrozen'}: {sys.executable})",
           flush=True)
-    node = None
     failed = False
+    node = None
     try:
-        import httpx
-
-        from . import config
         from .paths import paths
 
         paths().ensure()
-        port = _free_port()
-        config.update({"node.host": "127.0.0.1", "node.port": port})
-        node = NodeChild(home, port)
-        with httpx.Client() as client:
-            t = time.perf_counter()
-            health = node.wait_healthy(client, timeout=60)
-            report.ok("node started", f"{' '.join(node.argv[-3:])} → {node.url}, version "
-                      f"{health.get('version')}, {time.perf_counter() - t:.1f} s")
-            out = home / "selftest-audio"
-            out.mkdir()
-            for name, request in SONGS:
-                t = time.perf_counter()
-                song = render_song(client, node.url, request, out / f"{name}.wav", timeout)
-                detail = check_audio(out / f"{name}.wav", request["duration"])
-                engine = (song.get("engine") or {}).get("backend", "?")
-                report.ok(f"{name} song", f"{detail}, engine {engine}, "
-                          f"{time.perf_counter() - t:.1f} s")
-            report.ok("playback (Qt Multimedia)",
-                      check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]))
+        out = home / "selftest-audio"
+        out.mkdir()
+        node = asyncio.run(start_node(report))
+        asyncio.run(render_songs(report, node, out, timeout))
+        report.ok("playback (Qt Multimedia)",
+                  check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]))
         report.ok("keyring backend", check_keyring())
         seconds = open_main_window_once()
         report.ok("main window painted offscreen", f"{seconds:.2f} s")
@@ -369,16 +331,13 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
         report.fail("self-test", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     finally:
         if node is not None:
-            code = node.stop()
-            if failed:
-                print(f"node output (last lines):\n{node.tail()}", flush=True)
-            else:
-                report.ok("node stopped", f"exit code {code}")
-            left = end_leftovers(home)
-            if left:
-                failed = True
-                report.fail("clean stop", f"processes of this run still ran after the node "
-                                          f"stopped (pids {left}; killed)")
+            code = asyncio.run(node.stop())
+            report.ok("node stopped", f"exit code {code}")
+        left = end_leftovers(home)
+        if left:
+            failed = True
+            report.fail("clean stop", f"processes of this run still ran after the node "
+                                      f"stopped (pids {left}; killed)")
         if keep or failed:
             print(f"self-test files kept in {home}", flush=True)
         else:

@@ -57,3 +57,17 @@ def test_check_audio_refuses_what_is_not_a_wav(tmp_path):
     path.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunk")
     with pytest.raises(SelfTestError, match="cannot be decoded"):
         check_audio(path, 10)
+
+
+def test_self_test_fails_with_the_reason_when_a_song_is_late():
+    r = subprocess.run([sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test",
+                        "--timeout", "0.001"], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    assert r.returncode == 1
+    assert "FAIL  self-test: a song took longer than 0 s" in r.stdout
+    assert "cantor self-test FAILED" in r.stdout
+    kept = [line.split(" in ", 1)[1] for line in r.stdout.splitlines()
+            if line.startswith("self-test files kept in ")]
+    assert kept and Path(kept[0]).is_dir()
+    import shutil
+    shutil.rmtree(kept[0])
