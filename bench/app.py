@@ -44,27 +44,25 @@ f = F(); w.installEventFilter(f); w.show(); app.exec()
 """
 
 CHILD_CANTOR = r"""
-import os, sys, time
-os.environ.setdefault("QT_API", "pyside6")
-from PySide6.QtCore import QEvent, QObject
-from PySide6.QtWidgets import QApplication
-import asyncio, qasync
-from cantor_desktop.ui.main import Shell
+import sys, time
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication, QMainWindow
 app = QApplication(sys.argv)
-app.setQuitOnLastWindowClosed(False)
-loop = qasync.QEventLoop(app); asyncio.set_event_loop(loop)
-shell = Shell(app)
+seen = {}
 class F(QObject):
     def eventFilter(self, o, e):
-        if e.type() == QEvent.Paint and o is shell.window:
-            print("PAINTED", time.monotonic(), flush=True)
-            shell.quit()
+        if e.type() == QEvent.Paint and isinstance(o, QMainWindow):
+            if "paint" not in seen:
+                seen["paint"] = time.monotonic()
+                print("PAINTED", seen["paint"], flush=True)
+            if getattr(o, "populated", False) and "ready" not in seen:
+                seen["ready"] = time.monotonic()
+                print("READY", seen["ready"], flush=True)
+                QTimer.singleShot(200, o.close)   # closing the window quits (no tray here)
         return False
-f = F(); shell.window.installEventFilter(f)
-shell.window.show()
-shell.start_node_soon()     # the node starts in the background; the window never waits
-with loop:
-    loop.run_until_complete(shell.until_quit())
+f = F(); app.installEventFilter(f)
+from cantor_desktop.ui.main import main
+main(sys.argv)                 # exactly what the cantor-desktop entry point runs
 """
 
 
@@ -81,28 +79,37 @@ hub.__exit__(None, None, None)
 """
 
 
-def first_paint(code: str, env: dict) -> float:
+def first_paint(code: str, env: dict, what: str = "PAINTED") -> float:
+    return paint_times(code, env)[what]
+
+
+def paint_times(code: str, env: dict) -> dict[str, float]:
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120, cwd=str(ROOT))
+    found = {}
     for line in out.stdout.splitlines():
-        if line.startswith("PAINTED"):
-            return float(line.split()[1]) - t0
-    raise RuntimeError(f"no paint: {out.stderr[-800:]}")
+        if line.startswith(("PAINTED", "READY")):
+            found[line.split()[0]] = float(line.split()[1]) - t0
+    if "PAINTED" not in found:
+        raise RuntimeError(f"no paint: {out.stderr[-800:]}")
+    return found
 
 
-def bench_start(runs: int) -> tuple[float, float]:
+def bench_start(runs: int) -> tuple[float, float, float]:
     home = tempfile.mkdtemp(prefix="cantor-bench-")
     env = {**os.environ, "CANTOR_HOME": home, "PYTHONPATH": str(ROOT)}
     from conftest import free_port
     Path(home, "node.toml").write_text(f"[node]\nport = {free_port()}\n")
-    bare, cantor = [], []
+    bare, cantor, ready = [], [], []
     first_paint(CHILD_BARE, env)  # warm the OS file cache for both
     first_paint(CHILD_CANTOR, env)
     for _ in range(runs):
         bare.append(first_paint(CHILD_BARE, env))
-        cantor.append(first_paint(CHILD_CANTOR, env))
-    return statistics.median(bare), statistics.median(cantor)
+        times = paint_times(CHILD_CANTOR, env)
+        cantor.append(times["PAINTED"])
+        ready.append(times.get("READY", float("nan")))
+    return statistics.median(bare), statistics.median(cantor), statistics.median(ready)
 
 
 def spin(ms: int) -> None:
@@ -260,9 +267,10 @@ def main() -> int:
     parser.add_argument("--pull-mib", type=int, default=1024)
     args = parser.parse_args()
 
-    bare, cantor = bench_start(args.runs)
-    print(f"start to first paint: bare PySide6 {bare * 1000:.0f} ms, Cantor {cantor * 1000:.0f} ms"
-          f" → {cantor / bare:.2f}× (goal ≤ 1.30×)", flush=True)
+    bare, cantor, ready = bench_start(args.runs)
+    print(f"start to first painted window: bare PySide6 {bare * 1000:.0f} ms, Cantor "
+          f"{cantor * 1000:.0f} ms → {cantor / bare:.2f}× (goal ≤ 1.30×); Compose page painted "
+          f"and usable at {ready * 1000:.0f} ms ({ready / bare:.2f}×)", flush=True)
 
     from PySide6.QtWidgets import QApplication
     import qasync

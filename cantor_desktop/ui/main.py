@@ -11,22 +11,30 @@ os.environ.setdefault("QT_API", "pyside6")  # qasync must pick PySide6
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
+
+    from .window import MainWindow
+
+    app = QApplication.instance() or QApplication(argv)
+    app.setApplicationName("Cantor")
+    app.setQuitOnLastWindowClosed(False)
+    # the frame first, painted before anything else is imported or read
+    window = MainWindow(skeleton=True)
+    window.show()
+    for _ in range(3):
+        app.processEvents()
+
+    import asyncio
+
     import qasync
 
     from .. import logs
     from ..paths import paths
-
     paths().ensure()
     logs.setup(paths().app_log)
-    app = QApplication.instance() or QApplication(argv)
-    app.setApplicationName("Cantor")
-    app.setQuitOnLastWindowClosed(False)
     loop = qasync.QEventLoop(app)
-    import asyncio
     asyncio.set_event_loop(loop)
-    shell = build(app)
-    shell.window.show()
-    shell.start_node_soon()  # never waits: the window is painted first
+    shell = Shell(app, window=window)
+    shell.start_node_soon()  # never waits: the window is up first
     with loop:
         loop.run_until_complete(shell.until_quit())
     return 0
@@ -35,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 class Shell:
     """The app's parts wired together (also what tests and the bench build)."""
 
-    def __init__(self, app, link=None, *, start_child: bool = True):
+    def __init__(self, app, link=None, *, start_child: bool = True, window=None):
         from .icons import app_icon
         from .node_link import NodeLink
         from .tray import Tray
@@ -44,7 +52,12 @@ class Shell:
         app.setWindowIcon(app_icon())
         self.app = app
         self.link = link or NodeLink(start_child=start_child)
-        self.window = MainWindow(self.link)
+        if window is None:
+            window = MainWindow(self.link)
+        else:
+            window.link = self.link
+            window.populate()
+        self.window = window
         self.tray = Tray(self.link)
         self.window.tray = self.tray
         self.window.keep_in_tray = self.tray.available
@@ -67,8 +80,11 @@ class Shell:
             if not started:
                 started.append(True)
                 self.link.start()
-        self.window.first_painted.connect(go)
-        QTimer.singleShot(500, go)
+        if self.window._painted:
+            QTimer.singleShot(0, go)
+        else:
+            self.window.first_painted.connect(go)
+            QTimer.singleShot(500, go)
 
     def quit(self, *_):
         if not self._quit.done():

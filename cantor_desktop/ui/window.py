@@ -1,4 +1,9 @@
-"""The main window: a sidebar of pages, the readiness banner and a status line."""
+"""The main window: a sidebar of pages, the readiness banner and a status line.
+
+Start-up is skeleton first: ``MainWindow(skeleton=True)`` builds only the frame (sidebar,
+empty page stack, status bar) from QtWidgets, so the app can paint it at once; ``populate``
+then loads the settings and builds the Compose page, the banner and the node wiring.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,6 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QListWidget, QMainWindow,
                                QPlainTextEdit, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
 
-from .. import config
-from ..paths import paths
-from .compose_form import ComposeForm
-from .icons import app_icon, dot_pixmap
-from .node_link import NodeLink
-from .pages.compose import ComposePage
-from .pages.firstrun import ReadinessBanner
 
 PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
 
@@ -31,46 +29,43 @@ def _build(name: str, link):
     if name == "Settings":
         from .pages.settings import SettingsPage
         return SettingsPage()
+    from .pages.compose import ComposePage
     return ComposePage(link)
 
 
 class MainWindow(QMainWindow):
     first_painted = Signal()
 
-    def __init__(self, link: NodeLink | None = None) -> None:
+    def __init__(self, link=None, *, skeleton: bool = False) -> None:
         super().__init__()
         self.setWindowTitle("Cantor")
-        self.setWindowIcon(app_icon())
         self.resize(1180, 760)
-        self.link = link or NodeLink(self)
-        self.settings, self.settings_error = config.load_or_defaults()
+        self.link = link
         self.keep_in_tray = False  # set by main when a tray icon is showing
+        self.tray = None
+        self.populated = False
+        self._built: dict[str, QWidget] = {}
+        self._painted = False
 
         central = QWidget()
-        outer = QVBoxLayout(central)
-        self.banner = ReadinessBanner()
-        outer.addWidget(self.banner)
+        self.outer = QVBoxLayout(central)
         row = QHBoxLayout()
-        outer.addLayout(row, 1)
+        self.outer.addLayout(row, 1)
         self.sidebar = QListWidget()
         self.sidebar.addItems(PAGES)
         self.sidebar.setFixedWidth(190)
         self.sidebar.setStyleSheet("QListWidget { font-size: 14px; } "
                                    "QListWidget::item { padding: 8px; }")
         self.pages = QStackedWidget()
-        self._built: dict[str, QWidget] = {}
-        self._painted = False
         for _name in PAGES:
             self.pages.addWidget(QWidget())
-        self.page("Compose")
-        self.sidebar.currentRowChanged.connect(self._show_row)
         self.sidebar.setCurrentRow(0)
         row.addWidget(self.sidebar)
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
 
         self.dot = QLabel()
-        self.state_label = QLabel()
+        self.state_label = QLabel("Starting…")
         self.node_button = QPushButton("Start node")
         self.node_button.setFlat(True)
         self.log_button = QPushButton("Node log")
@@ -80,9 +75,30 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.state_label, 1)
         bar.addPermanentWidget(self.node_button)
         bar.addPermanentWidget(self.log_button)
+        if not skeleton:
+            self.populate()
+
+    def populate(self) -> None:
+        """Everything past the frame: settings, icon, banner, Compose, the node's signals."""
+        if self.populated:
+            return
+        self.populated = True
+        from .. import config
+        from .icons import app_icon
+        from .pages.firstrun import ReadinessBanner
+        if self.link is None:
+            from .node_link import NodeLink
+            self.link = NodeLink(self)
+        self.setWindowIcon(app_icon())
+        self.settings, self.settings_error = config.load_or_defaults()
+        self.banner = ReadinessBanner()
+        self.outer.insertWidget(0, self.banner)
+        self.page("Compose")
+        self.sidebar.currentRowChanged.connect(self._show_row)
+        self._show_row(self.sidebar.currentRow())
+        bar = self.statusBar()
         self.node_button.clicked.connect(self._node_button)
         self.log_button.clicked.connect(self.show_log)
-
         self.link.state_changed.connect(self._state)
         self.link.status_changed.connect(self.state_label.setText)
         self.link.error.connect(lambda text: bar.showMessage(text, 15000))
@@ -91,13 +107,13 @@ class MainWindow(QMainWindow):
         self.banner.try_sketch.connect(self.try_sketch)
         self.banner.set_up.connect(lambda: self.show_page("Hardware & Backends"))
         self._state(self.link.state)
-        self.tray = None
         if self.settings_error is not None:
             bar.showMessage(f"node.toml is not valid, using defaults: {self.settings_error}")
 
     # -- pages ------------------------------------------------------------------------------
     def page(self, name: str) -> QWidget:
         """The page, built now if this is its first use."""
+        self.populate()
         if name not in self._built:
             widget = _build(name, self.link)
             index = PAGES.index(name)
@@ -147,6 +163,7 @@ class MainWindow(QMainWindow):
         self.compose.caption.setFocus()
 
     def use_settings(self, rec) -> None:
+        from .compose_form import ComposeForm
         self.compose.set_form(ComposeForm.from_settings(rec.params, rec.seed))
         self.show_page("Compose")
 
@@ -162,6 +179,7 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     def _state(self, state: str) -> None:
+        from .icons import dot_pixmap
         self.dot.setPixmap(dot_pixmap(state))
         self.state_label.setText(self.link.status_line())
         running = state in ("idle", "generating", "starting")
@@ -181,6 +199,8 @@ class MainWindow(QMainWindow):
         text = QPlainTextEdit()
         text.setReadOnly(True)
         layout.addWidget(text)
+
+        from ..paths import paths
 
         def load():
             try:
