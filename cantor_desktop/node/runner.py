@@ -192,12 +192,17 @@ class Runner:
         if self.draining or self._stopping:
             return
         cfg = _config()
+        keys: dict[str, str | Exception] = {}      # model → engine key, once per pass
         for song in list(self.queue.queued()):
-            try:
-                key = engine_key(model_name(song.request, cfg))
-            except Exception as exc:
-                self.queue.finish_failed(song, f"model {model_name(song.request, cfg)!r} "
-                                               f"cannot be used: {exc}")
+            name = model_name(song.request, cfg)
+            if name not in keys:
+                try:
+                    keys[name] = engine_key(name)
+                except Exception as exc:
+                    keys[name] = exc
+            key = keys[name]
+            if isinstance(key, Exception):
+                self.queue.finish_failed(song, f"model {name!r} cannot be used: {key}")
                 continue
             if key in self.busy:
                 continue
@@ -457,6 +462,8 @@ class EngineUnreachable(Exception):
 async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
     import httpx
 
+    from ..engine.client import JobFailed
+
     try:
         job_id = await client.submit(path, body)
     except httpx.TransportError as exc:
@@ -464,6 +471,10 @@ async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
     try:
         await wait_job(client, sup, job_id, watcher)
         return await client.result(job_id)
+    except httpx.TransportError as exc:
+        # the engine went away while the result was read: say how, in its own words
+        reason = await _reason_soon(sup, 2.0) or f"{type(exc).__name__}: {exc}"
+        raise JobFailed(f"engine stopped: {reason}") from None
     except asyncio.CancelledError:
         try:
             await asyncio.shield(asyncio.wait_for(client.cancel(job_id), 3.0))
@@ -488,7 +499,7 @@ async def wait_job(client, sup, job_id: str, watcher: "_ProgressWatcher") -> Non
         except httpx.TransportError as exc:
             lost += 1
             if lost >= 4:
-                reason = await _reason_soon(sup) or f"{type(exc).__name__}: {exc}"
+                reason = await _reason_soon(sup, 2.0) or f"{type(exc).__name__}: {exc}"
                 raise JobFailed(f"engine stopped: {reason}") from None
             await asyncio.sleep(0.1)
             continue

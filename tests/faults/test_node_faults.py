@@ -31,7 +31,7 @@ FINAL = ("done", "failed", "cancelled")
 
 def _request(rng: random.Random) -> dict:
     req = {"caption": "fault test groove", "model": "sketch",
-           "duration": rng.choice([20, 60, 120, 240]), "seed": rng.randrange(1000)}
+           "duration": rng.choice([60, 240, 600]), "seed": rng.randrange(1000)}
     if rng.random() < 0.5:
         req["lyrics"] = "[Verse]\nla la la la\nhold on hold on"
     return req
@@ -53,7 +53,7 @@ def test_engine_killed_twenty_times_at_random_moments(cantor_home):
                     tried += 1
                     sid = await c.submit_song(_request(rng))
                     await until_state(c, sid, ("running",) + FINAL, 30)
-                    await asyncio.sleep(rng.uniform(0.0, 1.5))
+                    await asyncio.sleep(rng.uniform(0.0, 1.0))
                     pid = await engine_pid(c)
                     if pid:
                         try:
@@ -68,7 +68,6 @@ def test_engine_killed_twenty_times_at_random_moments(cantor_home):
                         continue
                     if song["state"] == "failed":
                         reasons.append(song["error"])
-                        assert song["error"], song
                     # the queue goes on: the next short song is done
                     nxt = await c.submit_song({"caption": "after", "model": "sketch",
                                                "duration": 10})
@@ -83,10 +82,12 @@ def test_engine_killed_twenty_times_at_random_moments(cantor_home):
 
     asyncio.run(main())
     print(f"\nengine kill -9: tried {tried}, survived {survived}, lost {lost}; "
-          f"{len(reasons)} songs failed with a reason, e.g. {reasons[:1]}")
+          f"{len(reasons)} songs failed; reasons: {sorted(set(reasons))}")
     for what, song in problems:
         print(what, song["state"], song["stage"], song["error"])
     assert lost == 0 and survived == tried
+    # every failure carries how the engine ended, not a bare transport error
+    assert all("SIGKILL" in r or "signal 9" in r for r in reasons), reasons
 
 
 def test_node_killed_ten_times_with_a_queue(cantor_home):
