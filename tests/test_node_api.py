@@ -204,6 +204,10 @@ def test_audio_generations_gives_bytes_or_a_json_error(home):
 
     ok, bad, no_model, unknown = run(main())
     assert ok.status_code == 200 and ok.headers["content-type"] == "audio/wav"
+    sidecar = json.loads(next((home / "songs").glob("*seed3.json")).read_text())
+    assert sidecar["id"] == ok.headers["x-cantor-song"]
+    assert sidecar["engine_request"]["inference_steps"] == 8          # Lemonade's "steps"
+    assert sidecar["request"]["caption"] == "chiptune march"
     info = sf.info(io.BytesIO(ok.content))
     assert info.subtype == "PCM_16" and abs(info.duration - 10) < 0.1
     for r, field in ((bad, "duration"), (no_model, "model"), (unknown, "voice")):
@@ -222,6 +226,11 @@ def test_config_system_models_and_restart_through_the_api(home):
                 sid = await c.submit_song(SHORT)
                 await until_state(c, sid, ("done",))
                 system = await c.system()
+                # keep-loaded off again: the next song runs on a restarted engine without it
+                await c.patch_config({"node.keep_loaded": False})
+                sid2 = await c.submit_song(SHORT)
+                await until_state(c, sid2, ("done",))
+                system2 = await c.system()
                 restart = await c.restart()
                 await asyncio.sleep(0.3)
 
@@ -233,13 +242,14 @@ def test_config_system_models_and_restart_through_the_api(home):
                 from test_node_support import wait_for
                 await wait_for(back, 15, 0.1)
                 again = await c.songs()
-                return patched, models, system, restart, again, node.proc.pid == pid, node.proc.running
+                return (patched, models, system, system2, restart, again, node.proc.pid == pid,
+                        node.proc.running)
         finally:
             await node.stop()
 
-    patched, models, system, restart, again, same_pid, running = run(main())
+    patched, models, system, system2, restart, again, same_pid, running = run(main())
     assert patched["values"]["node.keep_loaded"] is True
-    assert "keep_loaded = true" in (home / "node.toml").read_text()
+    assert "keep_loaded = false" in (home / "node.toml").read_text()   # the last PATCH
     assert models["models"][0]["name"] == "sketch"
     assert system["keep_loaded"] is True
     fam = system["families"]["acestep"]
@@ -247,6 +257,11 @@ def test_config_system_models_and_restart_through_the_api(home):
     assert fam["pinned"] is None and "default" in fam and system["hardware"]["os"]
     (loaded,) = system["loaded"]
     assert loaded["engine"] == "sketch" and loaded["keep_loaded"] is True and loaded["running"]
+    starts = [line for line in (home / "logs" / "engine-sketch.log").read_text().splitlines()
+              if "---- starting" in line]
+    assert len(starts) == 2 and "--keep-loaded" in starts[0] and "--keep-loaded" not in starts[1]
+    (loaded2,) = system2["loaded"]
+    assert loaded2["keep_loaded"] is False and loaded2["pid"] != loaded["pid"]
     assert restart["status"] == "restarting"
     assert same_pid and running                  # re-executed in place, history kept
     assert again[0]["state"] == "done"
