@@ -10,7 +10,8 @@
 
 ``cantor_desktop.selfexec`` builds the ``--mode`` command lines, so children of a frozen
 Cantor are the frozen executable itself. An executable named ``cantor`` (the Windows console
-twin of ``cantor-desktop.exe``) runs the CLI when no mode is given. Unfrozen, the same
+twin of ``cantor-desktop.exe``, or a symlink named ``cantor`` on macOS) runs the CLI when no
+mode is given. Unfrozen, the same
 switches work with ``python -m cantor_desktop.frozen_main``.
 """
 
@@ -81,8 +82,10 @@ def dispatch(argv: list[str]) -> int:
         return selftest_main(argv[1:])
     if argv[:1] == ["--measure-startup"]:
         return _measure_startup(argv[1:])
-    if os.path.basename(sys.executable if getattr(sys, "frozen", False)
-                        else sys.argv[0]).lower() in CLI_NAMES:
+    names = {os.path.basename(sys.argv[0]).lower()}
+    if getattr(sys, "frozen", False):
+        names.add(os.path.basename(sys.executable).lower())
+    if names & set(CLI_NAMES):  # cantor.exe, or a link named `cantor` to the executable
         return _cli(argv)
     return _app(argv)
 

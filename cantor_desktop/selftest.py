@@ -249,16 +249,20 @@ def check_keyring() -> str:
 # --- the window -------------------------------------------------------------------------------
 
 def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
-                          t0: float | None = None) -> float:
+                          t0: float | None = None, settle: float = 0.3) -> float:
     """Start the app the way a double-click does; close its window after the first paint.
 
     Returns the seconds from ``t0`` (default: now) to the main window's first Paint event;
     raises SelfTestError when no main window paints within ``timeout``. The QApplication is
     made here first (``ui.main`` reuses an existing one) so an application-wide event filter
-    sees the first Paint of the top-level QMainWindow. Closing the window (offscreen there is
-    no tray) runs the app's own quit path, which stops a node the app started; should the
-    app still run 20 s later, QApplication.quit() ends it.
+    sees the first Paint of the top-level QMainWindow (the app may paint a skeleton frame
+    before it builds the rest). Once the app's asyncio loop runs — the app is whole — and
+    settles for ``settle`` s, the window is closed: offscreen there is no tray, so that is
+    the app's own quit path, which stops a node the app started. Should the app still run
+    20 s later, QApplication.quit() ends it.
     """
+    import asyncio
+
     t0 = time.perf_counter() if t0 is None else t0
     os.environ.setdefault("QT_API", "pyside6")
     from PySide6.QtCore import QEvent, QObject, QTimer
@@ -266,19 +270,32 @@ def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
 
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     painted: list[float] = []
+    closing: list[bool] = []
+    deadline = time.monotonic() + timeout
 
     def close_all() -> None:
+        if closing:
+            return
+        closing.append(True)
         for w in app.topLevelWidgets():
             if w.isVisible():
                 w.close()
         QTimer.singleShot(20_000, app.quit)
+
+    def close_when_whole() -> None:
+        if asyncio._get_running_loop() is not None:  # ui.main's qasync loop: Shell is built
+            QTimer.singleShot(int(settle * 1000), close_all)
+        elif time.monotonic() > deadline:
+            close_all()
+        else:
+            QTimer.singleShot(50, close_when_whole)
 
     class FirstPaint(QObject):
         def eventFilter(self, obj, event):  # noqa: N802 (Qt's name)
             if (not painted and event.type() == QEvent.Paint
                     and isinstance(obj, QMainWindow)):
                 painted.append(time.perf_counter() - t0)
-                QTimer.singleShot(0, close_all)
+                QTimer.singleShot(0, close_when_whole)
             return False
 
     watcher = FirstPaint()
@@ -287,6 +304,14 @@ def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
     from .ui.main import main as app_main
     try:
         app_main([sys.argv[0], *(argv or [])])
+    except RuntimeError as exc:
+        # the 20 s fallback quit stops the loop under the app: only an error if it never
+        # painted (reported below)
+        if painted and not closing:
+            raise
+        why = f"the app did not quit by itself after its window closed ({exc})"
+        if painted:
+            raise SelfTestError(why) from None
     finally:
         app.removeEventFilter(watcher)
     if not painted:

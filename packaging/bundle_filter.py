@@ -68,7 +68,9 @@ def keep_qt_entry(dest: str, *, by_name: bool = True) -> bool:
         return True
     if "PySide6" in parts:
         inside = parts[parts.index("PySide6") + 1:]
-        if inside[:1] == ("Qt",) and len(inside) > 1 and inside[1] in DROP_QT_FOLDERS:
+        # PySide6/Qt/translations (Linux, macOS) or PySide6/translations (Windows)
+        top = inside[1:2] if inside[:1] == ("Qt",) else inside[:1]
+        if len(inside) > len(top) and set(top) & DROP_QT_FOLDERS:
             return False
         if "plugins" in inside:
             rest = inside[inside.index("plugins") + 1:]
