@@ -99,3 +99,29 @@ def test_a_node_that_cannot_listen_reports_why(cantor_home):
 
         message = asyncio.run(main())
     assert "could not listen" in message or "address already in use" in message.lower()
+
+
+def test_ensure_node_beyond_loopback_makes_the_token_the_node_and_clients_share(cantor_home):
+    from cantor_desktop.nodeclient import NodeClient, NodeError, local_token
+
+    port = free_port()
+    write_config(cantor_home)
+    with open(cantor_home / "node.toml", "a") as fh:
+        fh.write(f'\n[node]\nhost = "0.0.0.0"\nport = {port}\n')
+
+    async def main():
+        url, proc = await ensure_node()
+        try:
+            async with NodeClient(url, local_token()) as c:
+                ok = (await c.health())["status"]
+            async with NodeClient(url) as anonymous:
+                with pytest.raises(NodeError) as err:
+                    await anonymous.songs()
+            again_url, again = await ensure_node()
+            return proc.token, ok, err.value.status, again
+        finally:
+            await proc.stop()
+
+    token, ok, status, again = asyncio.run(main())
+    assert token and token == local_token()
+    assert ok == "ok" and status == 401 and again is None

@@ -151,7 +151,7 @@ async def sing(request: dict, output: str | None) -> int:
         return EXIT_FAILED
     song_id = None
     try:
-        async with NodeClient(url, token=None if private else local_token()) as node:
+        async with NodeClient(url, token=private.token if private else local_token()) as node:
             try:
                 song_id = await node.submit_song(request)
             except NodeError as exc:
@@ -182,7 +182,7 @@ async def sing(request: dict, output: str | None) -> int:
         bar.note("cancelling…")
         if song_id:
             try:
-                async with NodeClient(url, token=None if private else local_token()) as node:
+                async with NodeClient(url, token=private.token if private else local_token()) as node:
                     await node.cancel(song_id)
             except NodeError:
                 pass

@@ -222,7 +222,15 @@ async def ensure_node(host: str | None = None, port: int | None = None) -> tuple
         return url, None
     if _port_taken(_connect_host(host).strip("[]"), port):
         port = _free_port()
-    proc = NodeProcess(host, port, token=None if config.is_loopback_host(host) else token)
+    if not config.is_loopback_host(host):
+        from .server import TokenError, node_token
+        try:
+            token = node_token(create=True)     # the child reads the same one
+        except TokenError as exc:
+            raise NodeStartError(f"a node on {host} needs a token: {exc}") from None
+    else:
+        token = None
+    proc = NodeProcess(host, port, token=token)
     return await proc.start(), proc
 
 
