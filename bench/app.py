@@ -67,11 +67,14 @@ main(sys.argv)                 # exactly what the cantor-desktop entry point run
 
 
 HUB_CHILD = r"""
-import sys
-from support.hub import ModelHub
+import os, sys
+from support.hub import ModelHub, model_bytes
 hub = ModelHub()
 names = hub.add_set(size=64 * 1024)
-hub.add(names[0], size=int(sys.argv[1]) * 1024 * 1024)
+size = int(sys.argv[1]) * 1024 * 1024
+head = model_bytes(names[0], 64 * 1024)
+block = os.urandom(1024 * 1024)
+hub.add(names[0], data=head + block * ((size - len(head)) // len(block)))
 hub.__enter__()
 print(names[0], hub.base_url, flush=True)
 sys.stdin.read()
@@ -217,7 +220,9 @@ def bench_stall(app, pull_mib: int) -> dict:
     result = {"worst_ms": max(gaps[2:]) * 1000, "p99_ms": sorted(gaps)[int(len(gaps) * 0.99)] * 1000,
               "beats": len(gaps), "seconds": elapsed, "song": shell.link.songs[song.id].state,
               "pull": end_state.get("state"), "pull_error": end_state.get("error"),
-              "events": len(pulled), "idle_worst_ms": idle, "idle_p99_ms": idle_p99,
+              "events": len(pulled),
+              "received_mib": max((e.get("received") or 0) for e in pulled) / 2**20 if pulled else 0,
+              "idle_worst_ms": idle, "idle_p99_ms": idle_p99,
               "gc_worst_ms": max(gc_pauses, default=0) * 1000}
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
@@ -292,7 +297,7 @@ def main() -> int:
           f"{r['gc_worst_ms']:.1f} ms", flush=True)
     print(f"  song {r['song']}; pull {r['pull']}"
           f"{' (' + str(r['pull_error'])[:160] + ')' if r['pull_error'] else ''}; "
-          f"{r['events']} pull events", flush=True)
+          f"{r['events']} pull events, {r['received_mib']:.0f} MiB received", flush=True)
     asyncio.events._set_running_loop(None)
     return 0
 

@@ -50,6 +50,17 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node)
     s.window.show_page("Songs")
     s.window.show()
     run(qloop, until(lambda: songs.store.known(rec.path), what="the waveform"))
+    # "use these settings": the song's parameters and its seed, locked, back in Compose
+    songs.select(rec.id)
+    songs.reuse.click()
+    assert s.window.pages.currentWidget() is c
+    assert c.seed_lock.isChecked() and c.seed.text() == str(rec.seed)
+    assert c.form().validated()["bpm"] == 120 and c.caption.toPlainText() == "bright synth pop, claps"
+    # the tray's "song ready" notification opens the song in Songs
+    s.tray.notify_done(rec)
+    s.window.show_page("Compose")
+    s.tray._message_clicked()
+    assert s.window.pages.currentWidget() is songs and songs.current().id == rec.id
     run(qloop, s.link.shutdown())
 
 

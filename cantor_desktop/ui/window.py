@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
                 widget.use_settings.connect(self.use_settings)
             elif name == "Settings":
                 widget.saved.connect(self.tray_sync)
+                widget.saved_keys.connect(self._settings_saved)
                 widget.file_changed.connect(self.tray_sync)
         return self._built[name]
 
@@ -147,6 +148,12 @@ class MainWindow(QMainWindow):
             self._painted = True
             QTimer.singleShot(0, self.first_painted.emit)
         return super().event(e)
+
+    def _settings_saved(self, keys: list) -> None:
+        """A new node address (or our node's host/port) means connecting afresh."""
+        if {"app.node_url", "node.host", "node.port"} & set(keys):
+            self.statusBar().showMessage("Connecting to the node at its new address…", 5000)
+            self.link.restart()
 
     def tray_sync(self) -> None:
         if self.tray is not None:

@@ -40,6 +40,7 @@ def _stamp(path) -> tuple | None:
 
 class SettingsPage(QWidget):
     saved = Signal()
+    saved_keys = Signal(list)   # the keys the last save changed
     file_changed = Signal()
 
     def __init__(self, parent=None):
@@ -251,14 +252,16 @@ class SettingsPage(QWidget):
     def save(self) -> bool:
         if not self._check():
             return False
+        changes = self.changes()
         try:
-            config.update(self.changes(), self.path)
+            config.update(changes, self.path)
         except config.ConfigError as exc:
             self.status.setText(f"Not saved: {exc}")
             return False
         self.status.setText("Saved")
         self.reload(force=True)
         self.saved.emit()
+        self.saved_keys.emit(sorted(changes))
         return True
 
     def _choose_songs_dir(self) -> None:
