@@ -1,4 +1,4 @@
-; Cantor for Windows: Inno Setup 6 script. Runs on Windows only (ISCC.exe).
+; Cantor for Windows: Inno Setup 6.6+ script. Runs on Windows only (ISCC.exe).
 ;
 ;   packaging\build.sh windows        (Git Bash: builds dist\cantor, then runs ISCC on this)
 ;   or by hand, after the PyInstaller build:
@@ -9,6 +9,10 @@
 ; Start-menu entry, an optional desktop shortcut and an optional `cantor` on PATH. The
 ; uninstaller removes the program and keeps the user's songs, models and settings unless the
 ; user ticks "Also delete my songs, models and settings".
+
+#if VER < EncodeVer(6, 6, 0)
+  #error Cantor's installer needs Inno Setup 6.6 or newer (CreateCustomForm with a size)
+#endif
 
 #ifndef AppVersion
   #define AppVersion "0.1.0"
@@ -63,6 +67,7 @@ Filename: "{app}\{#AppExe}"; Description: "{cm:LaunchProgram,{#AppName}}"; Flags
 [UninstallRun]
 ; the app, its node and its engine are all this executable: stop them so files can go
 Filename: "{sys}\taskkill.exe"; Parameters: "/F /T /IM {#AppExe}"; Flags: runhidden; RunOnceId: "StopCantor"
+Filename: "{sys}\taskkill.exe"; Parameters: "/F /T /IM cantor.exe"; Flags: runhidden; RunOnceId: "StopCantorCli"
 
 [UninstallDelete]
 Type: filesandordirs; Name: "{app}\_internal"
@@ -131,7 +136,8 @@ begin
   DeleteUserData := False;
   if UninstallSilent() then
     Exit;
-  Form := CreateCustomForm(ScaleX(440), ScaleY(150), False, False);
+  { Inno Setup 6.6+: the size is given here and scaled by CreateCustomForm itself }
+  Form := CreateCustomForm(440, 150, False, False);
   try
     Form.Caption := 'Uninstall Cantor';
 
