@@ -20,7 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     # the frame first, painted before anything else is imported or read
     window = MainWindow(skeleton=True)
     window.show()
-    for _ in range(3):
+    import time
+    deadline = time.monotonic() + 0.5
+    while not window._painted and time.monotonic() < deadline:
         app.processEvents()
 
     import asyncio
