@@ -17,7 +17,7 @@ import json
 import logging
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -58,7 +58,7 @@ class Song:
 
     def public(self) -> dict[str, Any]:
         """The JSON the API returns for a song."""
-        data = asdict(self)
+        data = _record(self)
         data.pop("seq")
         return data
 
@@ -66,6 +66,10 @@ class Song:
     def from_json(cls, data: dict[str, Any]) -> "Song":
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _record(song: Song) -> dict[str, Any]:
+    return {name: getattr(song, name) for name in Song.__dataclass_fields__}
 
 
 def new_id() -> str:
@@ -145,11 +149,24 @@ class SongQueue:
             self.save_now()
         return stopped
 
-    def _payload(self) -> bytes:
+    def _snapshot(self) -> list[dict[str, Any]]:
+        """Shallow copies of the records, in order, taken on the loop. Their nested values
+        (request, files, engine) are replaced, never changed in place, so a worker thread
+        can encode the snapshot while the loop goes on."""
         self._trim()
-        payload = {"version": FILE_VERSION,
-                   "songs": [asdict(s) for s in sorted(self.songs.values(), key=lambda s: s.seq)]}
-        return json.dumps(payload, indent=1).encode("utf-8")
+        return [_record(s) for s in sorted(self.songs.values(), key=lambda s: s.seq)]
+
+    @staticmethod
+    def _encode(records: list[dict[str, Any]]) -> bytes:
+        """Compact JSON (the C encoder), one song per line."""
+        head = json.dumps({"version": FILE_VERSION, "count": len(records)},
+                          separators=(",", ":"))[:-1]
+        body = ",\n".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False)
+                          for r in records)
+        return f'{head},"songs":[\n{body}\n]}}\n'.encode("utf-8")
+
+    def _payload(self) -> bytes:
+        return self._encode(self._snapshot())
 
     def save_now(self) -> None:
         write_atomic(self.path, self._payload())
@@ -170,9 +187,10 @@ class SongQueue:
     async def _save_loop(self) -> None:
         while self._dirty:
             self._dirty = False
-            data = self._payload()           # a consistent snapshot, taken on the loop
+            records = self._snapshot()       # a consistent snapshot, taken on the loop
             try:
-                await asyncio.to_thread(write_atomic, self.path, data)
+                await asyncio.to_thread(
+                    lambda: write_atomic(self.path, self._encode(records)))
             except OSError:
                 log.exception("saving the queue to %s", self.path)
 
