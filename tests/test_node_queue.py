@@ -119,3 +119,21 @@ def test_encode_converts_wav_to_flac_and_mp3():
     assert flac[:4] == b"fLaC" and sf.info(io.BytesIO(flac)).frames == 48000
     mp3 = encode(wav, "mp3")
     assert sf.info(io.BytesIO(mp3)).format == "MP3"
+
+
+def test_history_is_trimmed_oldest_finished_first_never_a_queued_song(tmp_path, monkeypatch):
+    import cantor_desktop.node.queue as queue_mod
+
+    monkeypatch.setattr(queue_mod, "KEEP_FINISHED", 3)
+    q = SongQueue(tmp_path / "q.json")
+    waiting = q.add({"caption": "waiting"})
+    done = []
+    for i in range(5):
+        s = q.add({"caption": f"s{i}"})
+        q.start(s)
+        q.finish_done(s, [])
+        done.append(s.id)
+    again = SongQueue(tmp_path / "q.json")
+    again.load()
+    assert set(again.songs) == {waiting.id, *done[-3:]}
+    assert again.get(waiting.id).state == QUEUED
