@@ -62,7 +62,7 @@ class LibraryPage(QWidget):
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         h = self.table.horizontalHeader()
         h.setSectionResizeMode(0, QHeaderView.Stretch)
-        for col, w in ((1, 80), (2, 110), (3, 170), (4, 90), (5, 80), (6, 190)):
+        for col, w in ((1, 90), (2, 150), (3, 160), (4, 75), (5, 65), (6, 165)):
             h.setSectionResizeMode(col, QHeaderView.Fixed)
             h.resizeSection(col, w)
         layout.addWidget(self.table, 1)
@@ -250,7 +250,8 @@ class LibraryPage(QWidget):
         if file:
             tip = f"{file}: {human_bytes(fdone)} / {human_bytes(ftotal)}" if fdone is not None else file
             bar.setToolTip(tip)
-            self.table.item(row, 2).setText("downloading")
+            pct = f" {int(100 * fdone / ftotal)}%" if fdone is not None and ftotal else ""
+            self.table.item(row, 2).setText(f"{file}{pct}")  # this file; the bar is the total
             self.table.item(row, 2).setToolTip(tip)
 
     def import_gguf(self) -> None:
