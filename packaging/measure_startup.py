@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("frozen", help="the frozen executable (dist/cantor/cantor-desktop)")
     parser.add_argument("--python", default=sys.executable,
                         help="the Python that runs the unfrozen app (default: this one)")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     frozen = [str(Path(args.frozen).resolve())]
     unfrozen = [args.python, "-m", "cantor_desktop.frozen_main"]
