@@ -396,7 +396,7 @@ def _idle_child(code: str, seconds: float, home: Path) -> dict:
 
 def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
     """App idle RSS vs a bare PySide6 window (A/B alternated); the idle-loop stall."""
-    bare, cantor, stall = [], [], []
+    bare, cantor, stall, child = [], [], [], []
     for i in range(plan.idle_runs):
         with tempfile.TemporaryDirectory(prefix="cantor-bench-idle-") as tmp:
             home = Path(tmp)
@@ -410,11 +410,14 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
                 else:
                     cantor.append(r["rss"])
                     stall.append(r["stall"])
+                    if r.get("child_rss"):
+                        child.append(r["child_rss"])
     plan.log.append(f"idle app: {plan.idle_runs} A/B runs, {plan.idle_seconds:g} s idle each")
     c, b = median(cantor), median(bare)
     return [Row("Idle memory (RSS) of the app", f"{c:.0f} MiB", f"{b:.0f} MiB (bare PySide6 "
                 "window)", f"{c - b:+.0f} MiB ({c / b:.2f}×)", spread(cantor), "—", None,
-                note="window shown, its node child up and idle; node not counted")], stall
+                note="window shown, its node child up and idle; node not counted"
+                     + (f" (the node it started: {median(child):.0f} MiB)" if child else ""))], stall
 
 
 def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
