@@ -77,3 +77,16 @@ def test_use_these_settings_round_trip():
     body = form.validated()
     assert body["seed"] == 1234 and body["time_signature"] == 3 and body["duration"] == 30.0
     assert body["lyrics"] == "[Instrumental]" and body["batch"] == 2 and body["format"] == "flac"
+
+
+def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
+    from conftest import free_port
+    url = f"http://127.0.0.1:{free_port()}"
+    link = NodeLink(url=url, start_child=False)
+    run(qloop, link._connect())
+    assert link.state == "error" and url in link.status_line()
+    link, page = make_page(qtbot, url)
+    page.caption.setPlainText("anything")
+    page.generate.click()
+    run(qloop, until(lambda: "Could not queue" in page.problem.text(), what="the reason"))
+    assert "not running" in page.problem.text() or "node" in page.problem.text().lower()

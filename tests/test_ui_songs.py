@@ -86,3 +86,15 @@ def test_move_to_trash_removes_the_song(qtbot, tmp_path, monkeypatch):
     moved = p.trash_selected(confirm=False)
     assert moved == [record(1).id]
     assert not os.path.exists(path) and p.model.rowCount() == 0
+
+
+def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
+    from PySide6.QtMultimedia import QMediaDevices
+    p = page(qtbot)
+    p.model.set_songs([record(1, make_wav(tmp_path / "p.wav"))])
+    p.view.selectionModel().select(p.model.index(0), QItemSelectionModel.ClearAndSelect)
+    p.toggle_play()
+    if QMediaDevices.audioOutputs():
+        assert p.play.text() == "Pause"
+    else:
+        assert "audio" in p.note.text().lower() and p.play.text() == "Play"
