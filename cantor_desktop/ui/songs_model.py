@@ -142,6 +142,17 @@ class SongDelegate(QStyledItemDelegate):
         self.store = store
         self.playing_id: str | None = None
         self.play_position = 0.0  # 0..1 of the playing song
+        self._seen: dict[str, tuple[bool, float]] = {}
+
+    def _exists(self, path: str) -> bool:
+        """Checked when a row is painted (visible rows only), remembered for a few seconds."""
+        import time
+        now = time.monotonic()
+        known = self._seen.get(path)
+        if known is None or now - known[1] > 5.0:
+            known = (os.path.exists(path), now)
+            self._seen[path] = known
+        return known[0]
 
     def sizeHint(self, option, index) -> QSize:  # noqa: N802
         return QSize(400, self.ROW_HEIGHT)
@@ -168,6 +179,8 @@ class SongDelegate(QStyledItemDelegate):
                 rec.model, f"seed {rec.seed}" if rec.seed is not None else ""]
         if not rec.finished or rec.state != "done":
             bits.insert(0, rec.status_text())
+        elif rec.path and not self._exists(rec.path):
+            bits.insert(0, "file moved or deleted")
         meta = "  ·  ".join(b for b in bits if b)
         painter.setPen(QColor("#6b7280") if rec.state != "failed" else QColor("#c0392b"))
         fm = painter.fontMetrics()
@@ -180,7 +193,7 @@ class SongDelegate(QStyledItemDelegate):
     def _paint_wave(self, painter: QPainter, rect: QRect, rec: SongRecord) -> None:
         if rect.width() < 20:
             return
-        if rec.state != "done" or not rec.path:
+        if rec.state != "done" or not rec.path or not self._exists(rec.path):
             if rec.state in ("queued", "running"):
                 painter.fillRect(rect.adjusted(0, rect.height() // 2 - 3, 0, -rect.height() // 2 + 3),
                                  QColor("#e5e7eb"))
