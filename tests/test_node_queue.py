@@ -137,3 +137,21 @@ def test_history_is_trimmed_oldest_finished_first_never_a_queued_song(tmp_path, 
     again.load()
     assert set(again.songs) == {waiting.id, *done[-3:]}
     assert again.get(waiting.id).state == QUEUED
+
+
+def test_waiting_subscribers_hear_their_new_position(tmp_path):
+    async def main():
+        q = SongQueue(tmp_path / "q.json")
+        first, second, third = (q.add({"caption": c}) for c in "abc")
+        sub = q.hub.subscribe(third.id)
+        q.start(first)
+        q.finish_done(first, [])
+        q.start(second)
+        await q.flush()
+        got = []
+        while not sub.empty():
+            got.append(sub.get_nowait())
+        return got, third.id
+    got, third_id = asyncio.run(main())
+    assert got == [("queued", {"id": third_id, "position": 1}),
+                   ("queued", {"id": third_id, "position": 0})]

@@ -244,6 +244,14 @@ class SongQueue:
         song.attempts += 1
         song.engine = engine
         self.save()
+        self._announce_positions()
+
+    def _announce_positions(self) -> None:
+        """Songs still waiting moved up: tell their subscribers where they stand now."""
+        for waiting in self.queued():
+            if self.hub.subscriber_count(waiting.id):
+                self.hub.publish(waiting.id, QUEUED,
+                                 {"id": waiting.id, "position": self.position(waiting)})
 
     def set_engine(self, song: Song, engine: dict[str, Any]) -> None:
         """In memory; saved with the song's next state change."""
