@@ -196,7 +196,7 @@ async def main_async(args) -> int:
     med_node, med_direct = statistics.median(node_t), statistics.median(direct_t)
     overhead = statistics.median(diffs)
     print(f"node ready in {ready_s * 1000:.0f} ms")
-    print(f"overhead per song ({args.songs} A/B pairs, {args.duration:g}-s instrumental, sketch):")
+    print(f"overhead per song ({args.songs} rotated rounds, {args.duration:g}-s instrumental, sketch):")
     print(f"  direct to engine (baseline): median {med_direct * 1000:.0f} ms")
     print(f"  through the node           : median {med_node * 1000:.0f} ms "
           f"(ratio {med_node / med_direct:.3f})")
@@ -223,7 +223,7 @@ async def main_async(args) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--songs", type=int, default=10, help="A/B pairs for the overhead")
+    ap.add_argument("--songs", type=int, default=10, help="rounds of node / direct / direct-tight songs")
     ap.add_argument("--latency-songs", type=int, default=3)
     ap.add_argument("--duration", type=float, default=10.0)
     return asyncio.run(main_async(ap.parse_args()))
