@@ -12,7 +12,10 @@ import asyncio
 import json
 import sys
 
-from .. import backends, config, manifest
+from .. import config
+
+# backends and manifest are imported when the command runs: every `cantor` start (the node's
+# too) builds this parser, and they cost a few hundred milliseconds to import.
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -90,6 +93,8 @@ def _print_status(st: backends.SystemStatus) -> None:
 
 
 def run(args) -> int:
+    from .. import backends, manifest
+
     family = args.family
     printer = _Printer(quiet=args.json)
     try:
