@@ -124,6 +124,26 @@ class NodeLink(QObject):
             self._set_state("generating" if busy else "idle")
             self.status_changed.emit(self.status_line())
 
+    @property
+    def remote(self) -> bool:
+        """True when the app drives a node on another machine (its node.toml is not ours)."""
+        return not config.is_loopback_host(_host_of(self.url))
+
+    def set_setting(self, key: str, value: Any, on_error=None) -> None:
+        """Change a node.toml key where the node reads it: our file for a local node, the
+        node's ``PATCH /v1/config`` for a remote one."""
+        if not self.remote:
+            try:
+                config.update({key: value})
+            except config.ConfigError as exc:
+                (on_error or self.error.emit)(str(exc))
+            return
+
+        async def patch():
+            await self.client.patch_config({key: value})
+            await self.refresh_system()
+        self.tasks.start(f"config:{key}", patch(), on_error=on_error)
+
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
         self.tasks.start("node", self._connect())

@@ -81,13 +81,12 @@ class Tray(QObject):
         self.keep_loaded.blockSignals(False)
 
     def _keep_loaded(self, on: bool) -> None:
-        try:
-            config.update({"node.keep_loaded": on})
-        except config.ConfigError as exc:
+        def failed(text: str) -> None:
             self.keep_loaded.blockSignals(True)
             self.keep_loaded.setChecked(not on)
             self.keep_loaded.blockSignals(False)
-            self.link.error.emit(f"Keep model loaded not saved: {exc}")
+            self.link.error.emit(f"Keep model loaded not saved: {text}")
+        self.link.set_setting("node.keep_loaded", on, on_error=failed)
 
     def notify_done(self, rec) -> None:
         self._last_song = rec.id

@@ -214,7 +214,5 @@ class HardwarePage(QWidget):
             self.log.scrollToBottom()
 
     def _keep_loaded(self, on: bool) -> None:
-        try:
-            config.update({"node.keep_loaded": on})
-        except config.ConfigError as exc:
-            self.log.addItem(f"Could not save keep-loaded: {exc}")
+        self.link.set_setting("node.keep_loaded", on, on_error=lambda text: self.log.addItem(
+            f"Could not save keep-loaded: {text}"))
