@@ -22,15 +22,15 @@ def qloop(qapp):
     Tests wait with :func:`run`, which spins a nested Qt event loop; slots called from the
     test body therefore start tasks exactly as they would from a click.
     """
-    import qasync
-    loop = qasync.QEventLoop(qapp, already_running=True)
-    asyncio.set_event_loop(loop)
+    from cantor_desktop.ui.tasks import close_loop_executor, new_loop
+    loop = new_loop(qapp, already_running=True)
     yield loop
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     for t in pending:
         t.cancel()
     if pending:
         run(loop, asyncio.gather(*pending, return_exceptions=True), timeout=10)
+    close_loop_executor(loop)
     asyncio.events._set_running_loop(None)
     asyncio.set_event_loop(None)
 

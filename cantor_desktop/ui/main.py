@@ -25,16 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     while not window._painted and time.monotonic() < deadline:
         app.processEvents()
 
-    import asyncio
-
-    import qasync
-
     from .. import logs
     from ..paths import paths
     paths().ensure()
     logs.setup(paths().app_log)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
+    from .tasks import new_loop
+    loop = new_loop(app)
     shell = Shell(app, window=window)
     shell.start_node_soon()  # never waits: the window is up first
     with loop:
@@ -96,9 +92,7 @@ class Shell:
         await self._quit
         self.window.hide()
         await self.link.shutdown()
-        songs = self.window._built.get("Songs")
-        if songs is not None:
-            songs.store.shutdown()
+        self.window.shutdown()
         self.app.quit()
 
 

@@ -106,13 +106,14 @@ class WaveformStore(QObject):
         self._pending: set[str] = set()
         self._failed: set[str] = set()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="waveform")
+        self._closed = False
 
     def get(self, path: str):
         """The peaks if known; otherwise start computing them and return None."""
         found = self._peaks.get(path)
         if found is not None or path in self._failed:
             return found
-        if path not in self._pending:
+        if path not in self._pending and not self._closed:
             from . import waveform
             self._pending.add(path)
             future = self._pool.submit(waveform.peaks, path)
@@ -125,13 +126,16 @@ class WaveformStore(QObject):
         except Exception:
             self._failed.add(path)
         self._pending.discard(path)
-        self.ready.emit(path)  # queued to the GUI thread by Qt
+        if not self._closed:
+            self.ready.emit(path)  # queued to the GUI thread by Qt
 
     def known(self, path: str) -> bool:
         return path in self._peaks
 
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def shutdown(self, wait: bool = True) -> None:
+        """Drop queued files and join the worker (at most the one file it is reading)."""
+        self._closed = True
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 class SongDelegate(QStyledItemDelegate):

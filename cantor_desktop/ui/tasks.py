@@ -85,3 +85,30 @@ class Tasks:
 
     def keys(self) -> list[str]:
         return [k for k, t in self._tasks.items() if not t.done()]
+
+
+def new_loop(app, *, already_running: bool = False):
+    """The app's qasync loop, with a plain thread pool as its default executor.
+
+    qasync's own default executor is ten unparented QThreads that live until the loop is
+    closed; one still running when Python exits aborts the process ("QThread: Destroyed
+    while thread is still running"). ``asyncio.to_thread`` and ``getaddrinfo`` use this
+    pool instead, which :func:`close_loop` joins (and Python joins at exit in any case).
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    os.environ.setdefault("QT_API", "pyside6")
+    import qasync
+    loop = qasync.QEventLoop(app, already_running=already_running)
+    loop._cantor_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cantor-io")
+    loop.set_default_executor(loop._cantor_executor)
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def close_loop_executor(loop, wait: bool = True) -> None:
+    """Join the loop's worker threads (work not yet started is dropped)."""
+    executor = getattr(loop, "_cantor_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=wait, cancel_futures=True)

@@ -230,6 +230,13 @@ class MainWindow(QMainWindow):
         load()
         dialog.show()
 
+    def shutdown(self) -> None:
+        """Stop playback and join the pages' worker threads (the app is quitting)."""
+        for page in self._built.values():
+            stop = getattr(page, "shutdown", None)
+            if stop is not None:
+                stop()
+
     def closeEvent(self, event) -> None:  # noqa: N802
         if self.keep_in_tray:
             event.ignore()

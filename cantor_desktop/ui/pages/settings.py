@@ -243,9 +243,10 @@ class SettingsPage(QWidget):
         from ..node_link import REMOTE_TOKEN
         from .library import read_secret
         try:
-            task = asyncio.ensure_future(read_secret(REMOTE_TOKEN))
-        except RuntimeError:  # no event loop (a bare widget in a test): read it now
+            loop = asyncio.get_running_loop()  # qasync's loop counts as running all along
+        except RuntimeError:  # no event loop (a bare widget in a test): leave the field
             return
+        task = loop.create_task(read_secret(REMOTE_TOKEN))
         task.add_done_callback(lambda t: t.cancelled() or t.exception() or
                                self.token.setText(t.result() or ""))
 
