@@ -3,8 +3,9 @@
 The CLI (`cantor sing`, `cantor upgrade`) and the Qt app both talk to the node only through
 :class:`NodeClient`; every method mirrors one endpoint of DESIGN's API table. A node error
 becomes :class:`NodeError` carrying the node's message, the HTTP status and the field it
-named. Streams (song events, model pull, backend install/update) are async iterators of
-``(event, data)`` pairs.
+named. Streams (song events, model pull, backend install/update) are async generators of
+``(event, data)`` pairs; wrap one in ``contextlib.aclosing`` when you may stop reading
+before its final event, so its HTTP response is closed by the task that opened it.
 """
 
 from __future__ import annotations
@@ -150,19 +151,38 @@ class NodeClient:
 
     async def _stream(self, method: str, path: str, *, final: tuple[str, ...] = (),
                       **kw: Any) -> AsyncIterator[tuple[str, Any]]:
+        """One SSE response as ``(event, data)`` pairs.
+
+        The response is opened and closed by the task iterating the stream: a final event
+        is yielded only after the response is closed, and a consumer that stops early (or
+        is cancelled) closes it when it closes the generator. Callers that may stop before
+        the end must close the generator in their own task:
+        ``async with contextlib.aclosing(node.events(id)) as events: async for …``.
+        """
         timeout = httpx.Timeout(None, connect=5.0)
+        last: tuple[str, Any] | None = None
+        _loop_closes_async_generators()
         try:
             async with self._http.stream(method, path, timeout=timeout, **kw) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise _error_from(response)
-                async for event, data in parse_sse(response.aiter_lines()):
-                    yield event, data
-                    if event in final:
-                        return
+                lines = response.aiter_lines()
+                events = parse_sse(lines)
+                try:
+                    async for event, data in events:
+                        if event in final:
+                            last = (event, data)
+                            break
+                        yield event, data
+                finally:
+                    await events.aclose()
+                    await lines.aclose()
         except httpx.TransportError as exc:
             raise NodeError(f"lost the node at {self.base_url}: "
                             f"{exc or type(exc).__name__}") from None
+        if last is not None:
+            yield last           # the response is already closed: nothing left to leak
 
     # -- node ----------------------------------------------------------------------------
 
@@ -267,6 +287,28 @@ class NodeClient:
 
     def update_backends(self) -> AsyncIterator[tuple[str, Any]]:
         return self._stream("POST", "/v1/backends/update", final=("done", "error"))
+
+
+def _loop_closes_async_generators() -> None:
+    """Make sure async generators left unfinished are closed on the running loop.
+
+    httpx reads a response through a chain of async generators (its own and httpcore's);
+    closing the outer one leaves the inner ones suspended until garbage collection. asyncio's
+    own loops install hooks that close such generators in a task on the loop; qasync's loop
+    does not, so Python closes them synchronously and httpcore reports "async generator
+    ignored GeneratorExit". When the thread has no hooks, install the running loop's (what
+    ``asyncio.BaseEventLoop.run_forever`` does)."""
+    import asyncio
+    import sys
+
+    hooks = sys.get_asyncgen_hooks()
+    if hooks.firstiter is not None or hooks.finalizer is not None:
+        return
+    loop = asyncio.get_running_loop()
+    firstiter = getattr(loop, "_asyncgen_firstiter_hook", None)
+    finalizer = getattr(loop, "_asyncgen_finalizer_hook", None)
+    if firstiter is not None and finalizer is not None:
+        sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
 
 
 def _filename(response: httpx.Response) -> str:

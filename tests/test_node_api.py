@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -111,9 +112,11 @@ def test_cancel_queued_and_running_then_the_queue_goes_on(home):
                 assert (await c.cancel(queued))["state"] == "cancelled"
 
                 async def first_progress():
-                    async for event, data in c.events(running):
-                        if event == "progress" and data["stage"] == "synth" and data["progress"] > 0.05:
-                            return
+                    async with contextlib.aclosing(c.events(running)) as events:
+                        async for event, data in events:
+                            if (event == "progress" and data["stage"] == "synth"
+                                    and data["progress"] > 0.05):
+                                return
                 await asyncio.wait_for(first_progress(), 30)
                 await c.cancel(running)
                 r = await until_state(c, running, ("cancelled", "done", "failed"), 10)

@@ -8,6 +8,7 @@ song's file path(s) on stdout. Exit 0 done, 1 the song failed (the reason is pri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import sys
 import time
@@ -203,16 +204,17 @@ async def _follow(node, song_id: str, bar: ProgressBar) -> tuple[str, dict]:
     stage = None
     for _attempt in range(5):
         try:
-            async for event, data in node.events(song_id):
-                if event == "stage":
-                    stage = data.get("stage")
-                elif event == "progress":
-                    stage = data.get("stage") or stage
-                    bar.show(stage, float(data.get("progress") or 0.0), data.get("eta"))
-                elif event == "queued":
-                    bar.show(None, 0.0, None)
-                elif event in ("done", "failed", "cancelled"):
-                    return event, data
+            async with contextlib.aclosing(node.events(song_id)) as events:
+                async for event, data in events:
+                    if event == "stage":
+                        stage = data.get("stage")
+                    elif event == "progress":
+                        stage = data.get("stage") or stage
+                        bar.show(stage, float(data.get("progress") or 0.0), data.get("eta"))
+                    elif event == "queued":
+                        bar.show(None, 0.0, None)
+                    elif event in ("done", "failed", "cancelled"):
+                        return event, data
         except NodeError as exc:
             if exc.status:
                 raise

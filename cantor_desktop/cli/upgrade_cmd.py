@@ -9,6 +9,7 @@ owns the engines) and the node is then asked to restart once idle
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 
@@ -37,11 +38,12 @@ async def upgrade(restart: bool = True) -> int:
     if await answers(url, token):
         async with NodeClient(url, token) as node:
             try:
-                async for event, data in node.update_backends():
-                    print(_describe(event, data), file=sys.stderr)
-                    if event == "error":
-                        print(f"cantor upgrade: {data.get('message')}", file=sys.stderr)
-                        return 1
+                async with contextlib.aclosing(node.update_backends()) as events:
+                    async for event, data in events:
+                        print(_describe(event, data), file=sys.stderr)
+                        if event == "error":
+                            print(f"cantor upgrade: {data.get('message')}", file=sys.stderr)
+                            return 1
                 if restart:
                     answer = await node.restart()
                     after = answer.get("after") or []

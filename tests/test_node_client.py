@@ -1,0 +1,156 @@
+"""NodeClient against a real node: the catalogue listing, and SSE responses closed by the
+task that opened them however the reader stops (end, early stop, cancellation)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import sys
+
+import httpx
+
+from cantor_desktop.nodeclient import NodeClient
+
+from test_node_support import LONG, SHORT, Node, write_config
+
+
+class RecordingTransport(httpx.AsyncHTTPTransport):
+    """The real transport; notes which task opened and which closed each response."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.responses: list[dict] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        record = {"path": request.url.path, "opened_by": asyncio.current_task(),
+                  "closed_by": None}
+        self.responses.append(record)
+        inner = response.stream
+
+        class Stream(httpx.AsyncByteStream):
+            async def __aiter__(self):
+                async for chunk in inner:
+                    yield chunk
+
+            async def aclose(self) -> None:
+                record["closed_by"] = asyncio.current_task()
+                await inner.aclose()
+
+        response.stream = Stream()
+        return response
+
+
+def _watch_unraisable():
+    seen: list[str] = []
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(f"{u.exc_type.__name__}: {u.exc_value} "
+                                                f"({u.object!r})")
+    return seen, old
+
+
+def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
+    write_config(cantor_home)
+    seen, old_hook = _watch_unraisable()
+    loop_errors: list[str] = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _loop, ctx: loop_errors.append(str(ctx.get("message"))))
+        node = await Node(cantor_home).start()
+        transport = RecordingTransport()
+        try:
+            async with NodeClient(node.url, transport=transport) as c:
+                long_id = await c.submit_song(LONG)
+
+                # 1. the reader stops early (aclosing closes the stream in this task)
+                async with contextlib.aclosing(c.events(long_id)) as events:
+                    async for event, _data in events:
+                        if event == "progress":
+                            break
+
+                # 2. the reader is cancelled while waiting for the next event
+                async def read_forever():
+                    async for _event, _data in c.events(long_id):
+                        pass
+
+                reader = asyncio.create_task(read_forever())
+                await asyncio.sleep(0.5)
+                reader.cancel()
+                try:
+                    await reader
+                except asyncio.CancelledError:
+                    pass
+                await c.cancel(long_id)
+
+                # 3. read to the final event, and stop the moment it arrives
+                short_id = await c.submit_song(SHORT)
+                final = None
+                async for event, _data in c.events(short_id):
+                    if event in ("done", "failed", "cancelled"):
+                        final = event
+                        break
+                gc.collect()
+                await asyncio.sleep(0.2)
+                gc.collect()
+                await c.health()                 # the client still works
+                return transport.responses, reader, final
+        finally:
+            await node.stop()
+
+    try:
+        responses, reader, final = asyncio.run(main())
+        gc.collect()
+    finally:
+        sys.unraisablehook = old_hook
+    assert final == "done"
+    streams = [r for r in responses if r["path"].endswith("/events")]
+    assert len(streams) == 3
+    for record in streams:
+        assert record["closed_by"] is not None, record
+        assert record["closed_by"] is record["opened_by"], record
+    assert streams[1]["opened_by"] is reader
+    assert seen == [] and loop_errors == []
+
+
+def test_the_final_event_comes_after_the_response_is_closed(cantor_home):
+    """A reader that returns on ``done`` without closing the generator leaves nothing open."""
+    write_config(cantor_home)
+
+    async def main():
+        node = await Node(cantor_home).start()
+        transport = RecordingTransport()
+        try:
+            async with NodeClient(node.url, transport=transport) as c:
+                sid = await c.submit_song(SHORT)
+                stream = c.events(sid)
+                async for event, _data in stream:
+                    if event == "done":
+                        closed = transport.responses[-1]["closed_by"]
+                        break
+                await stream.aclose()
+                return closed
+        finally:
+            await node.stop()
+
+    assert asyncio.run(main()) is not None
+
+
+def test_models_all_lists_the_catalogue(cantor_home):
+    write_config(cantor_home)
+
+    async def main():
+        node = await Node(cantor_home).start()
+        try:
+            async with node.client() as c:
+                return await c.models(), await c.models(all=True)
+        finally:
+            await node.stop()
+
+    local, everything = asyncio.run(main())
+    assert [m["name"] for m in local["models"]] == ["sketch"]
+    names = {m["name"] for m in everything["models"]}
+    assert "sketch" in names and "acestep-v15-turbo-Q8_0" in names
+    assert len(names) > 10
+    assert everything["default"] == "sketch"
