@@ -33,9 +33,34 @@ def main(argv: list[str] | None = None) -> int:
     loop = new_loop(app)
     shell = Shell(app, window=window)
     shell.start_node_soon()  # never waits: the window is up first
+    quit_on_signals(shell.quit)
     with loop:
         loop.run_until_complete(shell.until_quit())
     return 0
+
+
+def quit_on_signals(quit) -> None:
+    """SIGTERM and SIGINT (Ctrl-C) take the tray's Quit path: the node we started stops.
+
+    Python runs a signal handler only between bytecodes, and Qt's loop runs in C++; a
+    QTimer ticking every 200 ms lets the handler run. The handler only schedules ``quit``.
+    """
+    import signal
+
+    from PySide6.QtCore import QCoreApplication, QTimer
+
+    def handler(signum, _frame):
+        QTimer.singleShot(0, quit)
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, handler)
+    app = QCoreApplication.instance()
+    wake = QTimer(app)
+    wake.setObjectName("cantor-signal-wake")
+    wake.timeout.connect(lambda: None)
+    wake.start(200)
 
 
 class Shell:
