@@ -203,32 +203,43 @@ def _qapp():
 
 
 def check_playback(path: Path, duration: float, timeout: float = 20.0) -> str:
-    """Qt Multimedia (in a frozen build: the FFmpeg plugin and its libraries, which the Qt
-    filter must keep) opens the song and reports its length, as the Songs page does."""
+    """The Songs page's playback path: soundfile decodes the song to 16-bit PCM for the
+    output device and a QAudioSink (Qt Multimedia, no FFmpeg plugin) takes that format;
+    with a device the sink plays a moment of it."""
     app = _qapp()  # noqa: F841 (Qt Multimedia needs the application object)
-    from PySide6.QtCore import QEventLoop, QTimer, QUrl
-    from PySide6.QtMultimedia import QMediaPlayer
+    from PySide6.QtCore import QBuffer, QByteArray, QElapsedTimer, QIODevice
+    from PySide6.QtMultimedia import QAudioSink
 
-    player = QMediaPlayer()
-    loop = QEventLoop()
-    errors: list[str] = []
-    final = (QMediaPlayer.MediaStatus.LoadedMedia, QMediaPlayer.MediaStatus.InvalidMedia)
-    player.mediaStatusChanged.connect(lambda status: loop.quit() if status in final else None)
-    player.errorOccurred.connect(lambda _e, text: (errors.append(text), loop.quit()))
-    QTimer.singleShot(int(timeout * 1000), loop.quit)
-    player.setSource(QUrl.fromLocalFile(str(path)))
-    if player.mediaStatus() not in final and not errors:
-        loop.exec()
-    status, ms = player.mediaStatus(), player.duration()
-    player.setSource(QUrl())
-    player.deleteLater()
-    if errors or status != QMediaPlayer.MediaStatus.LoadedMedia:
-        raise SelfTestError(f"Qt Multimedia could not open {path.name}: "
-                            f"{'; '.join(errors) or status.name}")
-    if abs(ms / 1000 - duration) > DURATION_TOLERANCE:
-        raise SelfTestError(f"Qt Multimedia says {path.name} lasts {ms / 1000:.2f} s, "
+    from cantor_desktop.ui.player import decode, device_format, output_device
+
+    import soundfile as sf
+    info = sf.info(str(path))
+    device = output_device()
+    fmt = device_format(device, info.samplerate, info.channels)
+    pcm = decode(str(path), fmt.sampleRate(), fmt.channelCount())
+    if abs(pcm.duration_ms / 1000 - duration) > DURATION_TOLERANCE:
+        raise SelfTestError(f"the player decoded {path.name} to {pcm.duration_ms / 1000:.2f} s, "
                             f"asked {duration} s")
-    return f"{ms / 1000:.2f} s"
+    sink = QAudioSink(device, fmt) if device is not None else QAudioSink(fmt)
+    where = "no output device here"
+    if device is not None:
+        data = QByteArray(pcm.data)
+        buffer = QBuffer()
+        buffer.setData(data)
+        buffer.open(QIODevice.ReadOnly)
+        sink.start(buffer)
+        clock = QElapsedTimer()
+        clock.start()
+        while sink.processedUSecs() == 0 and clock.elapsed() < timeout * 1000:
+            app.processEvents()
+        played = sink.processedUSecs()
+        sink.stop()
+        if played == 0:
+            raise SelfTestError(f"the audio sink played nothing of {path.name} "
+                                f"({sink.error().name})")
+        where = f"played on {device.description()}"
+    sink.deleteLater()
+    return f"{pcm.duration_ms / 1000:.2f} s decoded, {pcm.rate} Hz x{pcm.channels}, {where}"
 
 
 def check_keyring() -> str:
@@ -342,7 +353,7 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
         out.mkdir()
         node = asyncio.run(start_node(report))
         asyncio.run(render_songs(report, node, out, timeout))
-        report.ok("playback (Qt Multimedia)",
+        report.ok("playback (soundfile + QAudioSink)",
                   check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]))
         report.ok("keyring backend", check_keyring())
         seconds = open_main_window_once()

@@ -23,7 +23,7 @@ def test_self_test_passes_unfrozen():
     assert r.returncode == 0, out + r.stderr
     assert "instrumental song: 10.00 s" in out
     assert "lyrics song: 12.00 s" in out
-    assert "playback (Qt Multimedia): 10.00 s" in out
+    assert "playback (soundfile + QAudioSink): 10.00 s decoded" in out
     assert "keyring backend" in out
     assert "main window painted offscreen" in out
     assert "cantor self-test passed" in out

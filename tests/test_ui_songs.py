@@ -98,3 +98,34 @@ def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
         assert p.play.text() == "Pause"
     else:
         assert "audio" in p.note.text().lower() and p.play.text() == "Play"
+
+
+def test_decode_for_the_audio_sink_keeps_the_length(tmp_path):
+    from cantor_desktop.ui.player import decode
+    path = make_wav(tmp_path / "d.wav", seconds=2.0, rate=44100)
+    pcm = decode(path)
+    assert (pcm.rate, pcm.channels) == (44100, 2)
+    assert len(pcm.data) == 2 * 44100 * 2 * 2 and pcm.duration_ms == 2000
+    mixed = decode(path, rate=48000, channels=1)  # a device that wants another format
+    assert (mixed.rate, mixed.channels) == (48000, 1)
+    assert abs(mixed.duration_ms - 2000) <= 1
+    import numpy as np
+    samples = np.frombuffer(mixed.data, dtype="<i2")
+    assert 0.3 * 32767 < np.abs(samples).max() <= 32767  # the tone, not silence
+
+
+def test_player_seek_and_stop_move_in_the_decoded_buffer(qtbot, tmp_path):
+    from cantor_desktop.ui.player import Player, decode
+    path = make_wav(tmp_path / "s.wav", seconds=2.0, rate=44100)
+    player = Player()
+    player.path = path
+    positions = []
+    player.position_changed.connect(positions.append)
+    player._on_decoded(path, decode(path))  # what the decoder thread hands over
+    assert player.duration_ms == 2000 and player.state == "stopped"
+    player.seek(1500)
+    assert positions[-1] == 1500 and player.position_ms() == 1500
+    assert player._buffer.pos() == int(1.5 * 44100) * 4
+    player.stop()
+    assert player._buffer.pos() == 0 and player.position_ms() == 0
+    player.shutdown()

@@ -136,6 +136,9 @@ class MainWindow(QMainWindow):
 
     def _show_row(self, row: int) -> None:
         if 0 <= row < len(PAGES):
+            songs = self._built.get("Songs")
+            if songs is not None and PAGES[row] != "Songs":
+                songs.stop_playback()  # leaving Songs stops the sound
             self.page(PAGES[row])
             self.pages.setCurrentIndex(row)
 

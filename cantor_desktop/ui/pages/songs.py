@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QLa
                                QMenu, QMessageBox, QPushButton, QSlider, QVBoxLayout, QWidget)
 
 from ..song_records import SongRecord
+from ..player import Player
 from ..songs_model import RecordRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
 from ..transfer import human_duration
 
@@ -65,31 +66,6 @@ class SongsView(QListView):
             drag.exec(Qt.CopyAction)
 
 
-class Player:
-    """QMediaPlayer + QAudioOutput, created lazily; without audio it says so and stays off."""
-
-    def __init__(self):
-        self.player = None
-        self.audio = None
-        self.problem = ""
-
-    def ensure(self) -> bool:
-        if self.player is not None:
-            return True
-        try:
-            from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
-            if not QMediaDevices.audioOutputs():
-                self.problem = "No audio output device: playback is off"
-                return False
-            self.player = QMediaPlayer()
-            self.audio = QAudioOutput()
-            self.player.setAudioOutput(self.audio)
-            return True
-        except Exception as exc:  # QtMultimedia without a backend
-            self.problem = f"Playback is not available here ({exc})"
-            return False
-
-
 class SongsPage(QWidget):
     use_settings = Signal(object)  # SongRecord
 
@@ -100,7 +76,9 @@ class SongsPage(QWidget):
         self.store = WaveformStore(self)
         self.delegate = SongDelegate(self.store, self)
         self.playing: SongRecord | None = None
-        self._player = Player()
+        self._player = Player(self)
+        self._player.position_changed.connect(self._position)
+        self._player.state_changed.connect(self._player_state)
 
         layout = QVBoxLayout(self)
         head = QHBoxLayout()
@@ -135,6 +113,7 @@ class SongsPage(QWidget):
         self.note.setStyleSheet("color: #6b7280;")
         layout.addWidget(self.note)
 
+        self._player.failed.connect(self.note.setText)
         self.store.ready.connect(self._wave_ready)
         self.view.doubleClicked.connect(lambda _i: self.toggle_play())
         self.view.customContextMenuRequested.connect(self._menu)
@@ -207,34 +186,31 @@ class SongsPage(QWidget):
         rec = self.current()
         if rec is None or not rec.path:
             return
-        if not self._player.ensure():
-            self.note.setText(self._player.problem)
+        player = self._player
+        if self.playing is not None and self.playing.id == rec.id and player.path == rec.path:
+            player.toggle()
             return
-        from PySide6.QtMultimedia import QMediaPlayer
-        player = self._player.player
-        if self.playing is not None and self.playing.id == rec.id:
-            if player.playbackState() == QMediaPlayer.PlayingState:
-                player.pause()
-                self.play.setText("Play")
-            else:
-                player.play()
-                self.play.setText("Pause")
+        if not player.load(rec.path, play=True):
+            self.note.setText(player.problem)
             return
         self.playing = rec
         self.delegate.playing_id = rec.id
-        player.setSource(QUrl.fromLocalFile(rec.path))
-        try:
-            player.positionChanged.disconnect()
-        except (RuntimeError, TypeError):
-            pass
-        player.positionChanged.connect(self._position)
-        player.play()
         self.play.setText("Pause")
 
+    def stop_playback(self) -> None:
+        """Stop the sound (the page is left or the app quits)."""
+        self._player.stop()
+
+    def shutdown(self) -> None:
+        self._player.shutdown()
+        self.store.shutdown()
+
+    def _player_state(self, state: str) -> None:
+        self.play.setText("Pause" if state in ("playing", "loading") else "Play")
+
     def _position(self, ms: int) -> None:
-        player = self._player.player
-        total = max(1, player.duration())
-        frac = ms / total
+        total = max(1, self._player.duration_ms)
+        frac = min(1.0, ms / total)
         self.delegate.play_position = frac
         if not self.seek.isSliderDown():
             self.seek.setValue(int(frac * 1000))
@@ -245,9 +221,7 @@ class SongsPage(QWidget):
                 self.view.update(self.model.index(row))
 
     def _seek(self, value: int) -> None:
-        player = self._player.player
-        if player is not None:
-            player.setPosition(int(player.duration() * value / 1000))
+        self._player.seek(int(self._player.duration_ms * value / 1000))
 
     def reveal_selected(self) -> None:
         rec = self.current()
