@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -79,6 +80,10 @@ def test_pull_sing_on_the_exact_files_and_remove(cantor_home, tmp_path, hub):
      bad_pull) = asyncio.run(main())
     kinds = [e for e, _ in pulled]
     assert "plan" in kinds and "progress" in kinds and kinds[-1] == "done", kinds
+    assert kinds.count("done") == 1 and "error" not in kinds          # one terminal event
+    done = pulled[-1][1]
+    assert done["engine_ready"] is True and done["engine_error"] is None
+    assert done["backend"] == "cpu" and done["model"] == "acestep-v15-turbo-Q8_0"
     assert pulled2[-1][0] == "done"
     names = {m["name"]: m for m in models}
     assert names["acestep-v15-turbo-Q8_0"]["state"] == "ready"
@@ -132,3 +137,41 @@ def test_an_engine_that_cannot_start_fails_the_song_with_its_first_error_and_kee
     assert "second complaint" not in song["error"]
     assert cfg["values"]["backends.acestep"] == "cpu"          # never switched
     assert sketch_song["state"] == "done"                     # the other engine still works
+
+
+def test_pull_through_the_node_without_an_engine_download_is_ready(cantor_home, tmp_path, hub):
+    """The model files arrive and verify, the engine cannot be fetched: the stream ends with
+    one ``done`` (engine_ready false and the reason), never ``error``; the model is ready."""
+    from support.fake_builds import BuildServer, fake_machine, working_script
+
+    root, bin_dir = fake_machine(tmp_path / "machine", nvidia_driver=None, render=False,
+                                 vulkan_loader=False)
+    (cantor_home / "node.toml").write_text(
+        f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
+        f'[songs]\ndir = "{cantor_home / "songs"}"\n')
+
+    async def main(builds):
+        env = {"HF_ENDPOINT": hub.base_url, "CANTOR_HW_ROOT": str(root), "CANTOR_HW_OS": "linux",
+               "CANTOR_HW_ARCH": "x86_64", "CANTOR_MANIFEST_URL": builds.manifest_url,
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        node = await Node(cantor_home, env=env).start()
+        try:
+            async with node.client() as c:
+                pulled = [item async for item in c.pull("acestep-v15-turbo")]
+                return pulled, (await c.models())["models"]
+        finally:
+            await node.stop()
+
+    with BuildServer(tmp_path / "srv") as builds:
+        entry = builds.add("cpu", builds.archive("cpu.tar.gz", working_script()))
+        entry["url"] = builds.server.url("/builds/gone.tar.gz")       # not served: 404
+        builds.publish()
+        pulled, models = asyncio.run(main(builds))
+    kinds = [e for e, _ in pulled]
+    assert kinds[-1] == "done" and kinds.count("done") == 1 and "error" not in kinds, kinds
+    done = pulled[-1][1]
+    assert done["engine_ready"] is False
+    assert "could not fetch" in done["engine_error"]
+    assert done["message"].startswith("Model ready. No engine yet:")
+    names = {m["name"]: m for m in models}
+    assert names["acestep-v15-turbo-Q8_0"]["state"] == "ready"

@@ -213,3 +213,71 @@ def test_pull_fetches_an_engine_when_none_is_installed(hub, tmp_path, monkeypatc
     assert ready and ready[-1].engine["backend"] == "cpu"
     assert engine_store.installed("acestep", "cpu") is not None
     assert files.dit == DIT and events[-1].type == "done"
+    assert [e.type for e in events].count("done") == 1
+    done = events[-1]
+    assert done.engine_ready is True and done.engine_error is None
+    assert done.backend == "cpu" and done.version == "v0.1.1"
+
+
+def offline_machine(tmp_path, monkeypatch, builds):
+    """A CPU-only machine whose engine download fails (as without internet): the manifest
+    names a build its server does not have. (A closed port works too, but the downloader's
+    retries take 31 s.)"""
+    from support.fake_builds import fake_machine, working_script
+
+    root, bin_dir = fake_machine(tmp_path / "machine", nvidia_driver=None, render=False,
+                                 vulkan_loader=False)
+    monkeypatch.setenv("CANTOR_HW_ROOT", str(root))
+    monkeypatch.setenv("CANTOR_HW_OS", "linux")
+    monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    entry = builds.add("cpu", builds.archive("cpu.tar.gz", working_script()))
+    entry["url"] = builds.server.url("/builds/gone.tar.gz")     # not served: 404
+    builds.publish()
+    monkeypatch.setenv("CANTOR_MANIFEST_URL", builds.manifest_url)
+
+
+def test_model_is_ready_when_the_engine_cannot_be_fetched(hub, tmp_path, monkeypatch):
+    """Files complete and verified, engine download impossible: the pull does not fail; its
+    one ``done`` says the engine is not ready and why, and the model is listed as ready."""
+    from cantor_desktop import engine_store
+    from support.fake_builds import BuildServer
+
+    with BuildServer(tmp_path / "srv") as builds:
+        offline_machine(tmp_path, monkeypatch, builds)
+        events = []
+        files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
+    assert files.dit == DIT and files.lm == LM
+    assert [e.type for e in events].count("done") == 1 and events[-1].type == "done"
+    done = events[-1]
+    assert done.engine_ready is False
+    assert "could not fetch" in done.engine_error and "cpu" in done.engine_error
+    assert done.message.startswith("Model ready. No engine yet:")
+    assert engine_store.installed("acestep", "cpu") is None
+    model = library.find("acestep-v15-turbo", lm_size="0.6B")
+    assert model.state == library.READY
+    assert library.resolve("acestep-v15-turbo", lm_size="0.6B").dit == DIT
+
+
+def test_cli_pull_offline_says_model_ready_no_engine_and_exits_1(hub, tmp_path, monkeypatch,
+                                                                  cantor_home):
+    import subprocess
+
+    from cantor_desktop.selfexec import self_argv
+    from support.fake_builds import BuildServer
+
+    with BuildServer(tmp_path / "srv") as builds:
+        offline_machine(tmp_path, monkeypatch, builds)
+        result = subprocess.run(self_argv("cli") + ["pull", "acestep-v15-turbo", "--lm-size",
+                                                    "0.6B"], capture_output=True, text=True,
+                                timeout=120, env=dict(os.environ))
+        helped = subprocess.run(self_argv("cli") + ["pull", "--help"], capture_output=True,
+                                text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "Model ready. No engine yet: " in result.stderr
+    assert "could not fetch" in result.stderr
+    assert result.stderr.rstrip().endswith(
+        "Run `cantor backends --install` when you are online.")
+    assert "Traceback" not in result.stderr
+    assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
+    assert "Exit status" in helped.stdout and "no engine" in " ".join(helped.stdout.split())

@@ -2,7 +2,8 @@
 
 Prints the total still to download first, then a live line per file with the total, speed
 and time left. Ctrl-C keeps the partial files; the next pull resumes them.
-Exit 0 ready, 1 failed (the reason is printed), 2 bad input (unknown model or LM size).
+Exit 0 ready, 1 failed (the reason is printed) or the model is ready but no engine could be
+installed (e.g. offline), 2 bad input (unknown model or LM size).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 import time
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+NO_ENGINE = ("Model ready. No engine yet: {reason}. Run `cantor backends --install` when you "
+             "are online.")
 
 
 def register(sub) -> None:
@@ -20,7 +23,10 @@ def register(sub) -> None:
         description="Download a model's files (DiT, text encoder, VAE and a language model "
                     "for vocals), resuming partial downloads, then make sure an engine is "
                     "installed. MODEL is e.g. acestep-v15-turbo (= Q8_0) or "
-                    "acestep-v15-xl-sft-Q6_K; `cantor models --all` lists them.")
+                    "acestep-v15-xl-sft-Q6_K; `cantor models --all` lists them.",
+        epilog="Exit status: 0 the model and an engine for it are ready; 1 the pull failed, "
+               "or the model is ready but no engine could be installed (e.g. offline: run "
+               "`cantor backends --install` later); 2 bad input (unknown model or LM size).")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--lm-size", dest="lm_size", metavar="S", choices=("0.6B", "1.7B", "4B"),
                    help="language model for vocals: 0.6B, 1.7B or 4B "
@@ -51,6 +57,7 @@ class Printer:
         self.live = out.isatty() if live is None else live
         self.last = 0.0
         self.width = 0
+        self.done = None          # the final "done" event (engine_ready, engine_error)
 
     def _line(self, text: str, final: bool = False) -> None:
         if self.live:
@@ -93,10 +100,14 @@ class Printer:
             if now - self.last >= (0.2 if self.live else 5.0):
                 self.last = now
                 self._line(f"  {e.message}")
+        elif e.type == "engine" and e.engine_ready is False:
+            return                          # said once, at the end (see run)
         elif e.type in ("engine", "catalogue") and e.message:
             self._line(f"{e.message}", True)
         elif e.type == "done":
-            self._line(e.message, True)
+            self.done = e
+            if e.engine_ready is not False:
+                self._line(e.message, True)
 
 
 def run(args) -> int:
@@ -127,4 +138,8 @@ def run(args) -> int:
         return EXIT_FAILED
     if not files.builtin:
         print(f"folder: {files.models_dir}")
+    done = printer.done
+    if done is not None and done.engine_ready is False:
+        print(NO_ENGINE.format(reason=done.engine_error), file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK

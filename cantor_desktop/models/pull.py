@@ -54,7 +54,12 @@ class PullEvent:
       ``eta`` (seconds left for the whole pull, None when unknown); ``file_done`` has
       ``verified`` (False: no sha256 was known, only the size was checked)
     - ``engine``: the engine step (``message``, ``engine`` = the backends event as a dict)
-    - ``done``: the model is ready (``message``)
+    - ``done``: the model is ready (``message``), the only terminal event of a pull that
+      worked. ``engine_ready``: True with ``backend`` and ``version`` when an engine is
+      installed for it; False with ``engine_error`` (the reason) when the engine step failed
+      — the model is still complete and usable once an engine is installed (`cantor
+      backends --install`); None when the engine step was not asked for (``with_engine``
+      False)
     """
 
     type: str
@@ -71,6 +76,10 @@ class PullEvent:
     verified: bool | None = None
     files: list[dict] = field(default_factory=list)
     engine: dict | None = None
+    engine_ready: bool | None = None
+    engine_error: str | None = None
+    backend: str | None = None
+    version: str | None = None
 
     def to_dict(self) -> dict:
         """JSON-able; ``event`` repeats ``type`` (the node's SSE event name)."""
@@ -107,7 +116,8 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
     Raises BadModelName (unknown model / LM size), NeedsToken (401/403),
     ``download.NotEnoughSpace`` (before any byte), ``download.DownloadError`` (network,
     hash), PullError (anything else worth telling the user). ``asyncio.CancelledError``
-    passes through with the ``.part`` files kept.
+    passes through with the ``.part`` files kept. The engine step never fails the pull: its
+    outcome is in the final ``done`` event (``engine_ready``, ``engine_error``).
     """
     emit = on_event or (lambda event: None)
     wanted = name.strip()
@@ -115,7 +125,7 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
         wanted = wanted[: -len(".gguf")]
     if wanted == SKETCH:
         emit(PullEvent("done", SKETCH, message="the sketch engine is built in: nothing to "
-                                               "download"))
+                                               "download", engine_ready=True, backend=SKETCH))
         return library.resolve(SKETCH)
     if lm_size is not None and lm_size not in cat.LM_SIZES:
         raise BadModelName(f"--lm-size {lm_size!r} is not one of {', '.join(cat.LM_SIZES)}")
@@ -200,17 +210,43 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
     finally:
         lock.release()
 
-    if with_engine:
-        emit(PullEvent("engine", model_name, message="making sure an engine is installed"))
-        from .. import backends
+    files = library.resolve(model_name, lm_size=lm_size)
+    if not with_engine:
+        emit(PullEvent("done", model_name, message=f"{model_name} is ready"))
+        return files
+    outcome = await _engine_step(model_name, emit)
+    if outcome.engine_ready:
+        message = f"{model_name} is ready"
+    else:
+        message = f"Model ready. No engine yet: {outcome.engine_error}"
+    emit(PullEvent("done", model_name, message=message, engine_ready=outcome.engine_ready,
+                   engine_error=outcome.engine_error, backend=outcome.backend,
+                   version=outcome.version, engine=outcome.engine))
+    return files
+
+
+async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> PullEvent:
+    """Make sure an engine is installed. The model files are already complete and verified,
+    so a failure here (typically no internet for the engine download) does not fail the
+    pull: it is reported in the returned event (``engine_ready`` False, ``engine_error``)."""
+    emit(PullEvent("engine", model_name, message="making sure an engine is installed"))
+    from .. import backends
+    try:
         build = await backends.ensure_engine(
             FAMILY, lambda ev: emit(PullEvent("engine", model_name, message=str(
                 _as_dict(ev).get("message") or ev), engine=_as_dict(ev))))
-        what = " ".join(str(v) for v in (getattr(build, "backend", None),
-                                          getattr(build, "version", None)) if v)
-        emit(PullEvent("engine", model_name, message=f"engine ready: {what or build}",
-                       engine={"ready": True, "backend": getattr(build, "backend", None),
-                               "version": str(getattr(build, "version", "") or "")}))
-    files = library.resolve(model_name, lm_size=lm_size)
-    emit(PullEvent("done", model_name, message=f"{model_name} is ready"))
-    return files
+    except Exception as exc:           # cancellation (BaseException) still ends the pull
+        reason = (str(exc).strip() or type(exc).__name__).rstrip(".")
+        engine = {"ready": False, "error": reason}
+        emit(PullEvent("engine", model_name, message=f"no engine yet: {reason}",
+                       engine=engine, engine_ready=False, engine_error=reason))
+        return PullEvent("engine", model_name, engine=engine, engine_ready=False,
+                         engine_error=reason)
+    backend = getattr(build, "backend", None)
+    version = str(getattr(build, "version", "") or "") or None
+    what = " ".join(v for v in (backend, version) if v)
+    engine = {"ready": True, "backend": backend, "version": version}
+    emit(PullEvent("engine", model_name, message=f"engine ready: {what or build}",
+                   engine=engine, engine_ready=True, backend=backend, version=version))
+    return PullEvent("engine", model_name, engine=engine, engine_ready=True, backend=backend,
+                     version=version)

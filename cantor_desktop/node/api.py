@@ -253,20 +253,28 @@ async def event_stream(n: NodeState, song: Song, request: Request) -> AsyncItera
         n.queue.hub.unsubscribe(song.id, q)
 
 
+TERMINAL_EVENTS = ("done", "error")
+
+
 async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable[Any]],
                           done_event: str = "done") -> AsyncIterator[bytes]:
     """Run ``work(emit)`` and stream what it emits; its result ends the stream as ``done``,
-    an exception as ``error`` (the status is already 200, so the error is an event)."""
+    an exception as ``error`` (the status is already 200, so the error is an event).
+
+    Exactly one terminal event (``done`` or ``error``) ends every stream: when the work
+    emits ``done`` itself (a pull's ``done`` carries the engine outcome), that one is kept
+    and its return value is not sent again; nothing is sent after the terminal event."""
     q: asyncio.Queue = asyncio.Queue()
     loop = asyncio.get_running_loop()
-    emitted_done = False
+    ended = False
 
     def emit(event: str, data: Any = None) -> None:
-        nonlocal emitted_done
-        if event == done_event:
-            if emitted_done:
-                return          # the work said "done" itself; one is enough
-            emitted_done = True
+        nonlocal ended
+        if event != "__end__":
+            if ended:
+                return          # one terminal event per stream, and nothing after it
+            if event in TERMINAL_EVENTS or event == done_event:
+                ended = True
         item = (event, data if data is not None else {})
         try:
             if asyncio.get_running_loop() is loop:
