@@ -251,6 +251,13 @@ class NodeClient:
     async def cancel(self, song_id: str) -> dict[str, Any]:
         return await self._json("POST", f"/v1/songs/{song_id}/cancel")
 
+    async def delete_song(self, song_id: str, delete_files: bool = False) -> dict[str, Any]:
+        """Forget a finished (done, failed or cancelled) song; NodeError 409 while it is
+        queued or running (cancel it first). ``delete_files`` also deletes its audio files
+        and sidecars. Returns ``{"id", "forgotten", "files_deleted", "files_kept"}``."""
+        params = {"delete_files": "true"} if delete_files else None
+        return await self._json("DELETE", f"/v1/songs/{song_id}", params=params)
+
     async def retry(self, song_id: str) -> str:
         return (await self._json("POST", f"/v1/songs/{song_id}/retry"))["id"]
 

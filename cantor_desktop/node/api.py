@@ -528,6 +528,24 @@ def _routes(app: FastAPI) -> None:
                            "id", state=song.state)
         return {"id": song.id, "state": song.state}
 
+    @app.delete("/v1/songs/{song_id}", responses=ERRORS)
+    async def delete_song(request: Request, song_id: str, delete_files: bool = False):
+        """Forget a done, failed or cancelled song (409 while it is queued or running:
+        cancel it first); ``delete_files=true`` also deletes its audio files and sidecars."""
+        n = node(request)
+        song = _song(n, song_id)
+        if not song.is_finished:
+            raise ApiError(409, f"song {song_id} is {song.state}; cancel it first",
+                           "not_finished", "id", state=song.state)
+        n.queue.forget(song)
+        removed: dict[str, list[str]] = {"deleted": [], "kept": []}
+        if delete_files and song.files:
+            from .songs import delete_takes
+            removed = await asyncio.to_thread(delete_takes, song.id, song.files)
+        await n.queue.flush()          # gone from the file before the answer
+        return {"id": song.id, "forgotten": True, "files_deleted": removed["deleted"],
+                "files_kept": removed["kept"]}
+
     @app.post("/v1/songs/{song_id}/retry", status_code=202,
               responses={202: {"description": "queued again"}, **ERRORS})
     async def retry(request: Request, song_id: str):

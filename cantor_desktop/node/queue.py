@@ -305,6 +305,14 @@ class SongQueue:
         self.save()
         self.hub.publish(song.id, QUEUED, {"id": song.id, "position": self.position(song)})
 
+    def forget(self, song: Song) -> None:
+        """Drop a finished song from the history (saved like every other change). Only
+        done, failed or cancelled songs can be forgotten: cancel a live one first."""
+        if not song.is_finished:
+            raise ValueError(f"song {song.id} is {song.state}; cancel it first")
+        self.songs.pop(song.id, None)
+        self.save()
+
     @staticmethod
     def terminal_data(song: Song) -> dict[str, Any]:
         if song.state == DONE:

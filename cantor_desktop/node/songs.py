@@ -172,3 +172,32 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
         files.append({"take": index + 1, "audio": str(path), "sidecar": str(path.with_suffix(".json")),
                       "format": fmt, "seed": seed, "bytes": len(encoded), **info})
     return files
+
+
+def delete_takes(song_id: str, files: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Delete a song's audio files and sidecars. A take is deleted only when its sidecar
+    still names this song (the user may have moved the files, and a newer song may since
+    have been written under the same name); otherwise its files are kept and listed.
+    Returns ``{"deleted": [...], "kept": [...]}`` (paths)."""
+    deleted: list[str] = []
+    kept: list[str] = []
+    for take in files:
+        audio = Path(take.get("audio") or "")
+        sidecar = Path(take.get("sidecar") or audio.with_suffix(".json"))
+        try:
+            meta = json.loads(sidecar.read_text("utf-8"))
+            ours = isinstance(meta, dict) and meta.get("id") == song_id
+        except (OSError, ValueError):
+            ours = False
+        if not ours:
+            kept.extend(str(p) for p in (audio, sidecar) if p.exists())
+            continue
+        for path in (audio, sidecar):       # the sidecar last: it proves whose files they are
+            try:
+                path.unlink()
+                deleted.append(str(path))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                kept.append(str(path))
+    return {"deleted": deleted, "kept": kept}
