@@ -51,3 +51,23 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node):
     ranges = [r.header("range") for r in hub.server.requests_for(hub.cdn_path(DIT))[before:]]
     assert any(r and r.startswith("bytes=") and r != "bytes=0-" for r in ranges), ranges
     run(qloop, link.shutdown())
+
+
+def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qtbot, qloop):
+    """The node's final ``done`` event with engine_ready false: the row reads installed and
+    the page says what is missing and where to go next."""
+    from cantor_desktop.ui.pages.library import done_message
+    link = NodeLink(url="http://127.0.0.1:9", start_child=False)
+    page = LibraryPage(link)
+    qtbot.addWidget(page)
+    page.set_models([{"name": MODEL, "state": "available", "size": SIZE}])
+    event = {"state": "done", "engine_ready": False,
+             "engine_error": "no backend runs on this machine."}
+    page.on_pull_event(MODEL, event)
+    assert page.table.item(page.rows[MODEL], 2).text() == "installed"
+    assert page.message.text() == done_message(MODEL, event)
+    text = done_message(MODEL, {"state": "done", "engine_ready": False,
+                                "engine_error": "no backend runs on this machine."})
+    assert text == (f"{MODEL}: Model ready. No engine yet: no backend runs on this machine "
+                    "— Hardware & Backends → Find the best backend")
+    assert done_message(MODEL, {"state": "done", "engine_ready": True}).endswith("ready.")

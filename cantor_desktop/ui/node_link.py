@@ -291,11 +291,7 @@ class NodeLink(QObject):
         self.status_changed.emit(self.status_line())
 
     async def refresh_models(self) -> None:
-        import inspect
-        if "all" in inspect.signature(self.client.models).parameters:
-            raw = await self.client.models(all=True)
-        else:  # the catalogue too (what can be pulled): the API's ?all=true
-            raw = await self.client._json("GET", "/v1/models", params={"all": "true"})
+        raw = await self.client.models(all=True)  # the catalogue too: what can be pulled
         self.models = list(raw.get("models", raw) if isinstance(raw, dict) else raw)
         self.models_loaded.emit(self.models)
 
@@ -368,8 +364,8 @@ class NodeLink(QObject):
                             self.pull_event.emit(name, {"state": "failed",
                                                         "error": data.get("message") or "failed"})
                             return
-                        if event == "done":
-                            self.pull_event.emit(name, {"state": "done"})
+                        if event == "done":  # engine_ready / engine_error ride along
+                            self.pull_event.emit(name, {**data, "state": "done"})
                             return
                         self.pull_event.emit(name, {"event": event, **data})
                 self.pull_event.emit(name, {"state": "done"})

@@ -25,6 +25,15 @@ async def read_secret(name: str) -> str | None:
     return await asyncio.to_thread(read)
 
 
+def done_message(name: str, event: dict) -> str:
+    """What a finished pull says: ready, or downloaded with the engine problem and what to do."""
+    if event.get("engine_ready") is False:
+        reason = (event.get("engine_error") or "the engine step failed").strip().rstrip(".")
+        return (f"{name}: Model ready. No engine yet: {reason} — "
+                f"Hardware & Backends → Find the best backend")
+    return f"{name} is downloaded and ready."
+
+
 def pull_numbers(event: dict) -> tuple[int | None, int | None, str | None, int | None, int | None]:
     """(done, total, file, file_done, file_total) from a pull progress event, whatever its keys."""
     def first(*names):
@@ -227,7 +236,12 @@ class LibraryPage(QWidget):
             self.table.item(row, 4).setText("")
             self.table.item(row, 5).setText("")
             if state == "failed":
+                self.message.setStyleSheet("color: #c0392b;")
                 self.message.setText(f"Download of {name} failed: {event.get('error')}")
+            elif state == "done":
+                self.message.setText(done_message(name, event))
+                self.message.setStyleSheet("color: #b45309;" if event.get("engine_ready") is False
+                                           else "")
             self._refresh_actions(name, {"done": "installed", "paused": "paused",
                                          "failed": "failed"}[state])
             return
