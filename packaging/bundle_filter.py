@@ -5,7 +5,7 @@ PyInstaller brings Qt libraries and plugins in by link analysis and its PySide6 
 ``excludes`` only drops Python imports, so the filtering happens here, on destinations:
 
 - :func:`keep_qt_entry` drops Qt modules Cantor never uses (WebEngine, 3D, QML/Quick, Pdf,
-  Designer, …), Qt's translations and QML folders, and every plugin not in KEEP_PLUGINS.
+  Designer, …), FFmpeg and the multimedia plugins (playback is soundfile + QAudioSink), Qt's translations and QML folders, and every plugin not in KEEP_PLUGINS.
 - :func:`prune_unneeded` (Linux) then drops the shared libraries that only the dropped parts
   needed (e.g. GTK, cairo and pango behind the GTK3 platform theme), by following the ELF
   NEEDED entries from what stays.
@@ -25,8 +25,12 @@ DROP_QT_LIBS = re.compile(
     r"SerialPort|SerialBus|Sql|Test|TextToSpeech|RemoteObjects\w*|Scxml\w*|StateMachine\w*|"
     r"SpatialAudio|HttpServer|NetworkAuth|ShaderTools|CanvasPainter\w*|EglFS\w*|EglFs\w*|"
     r"MultimediaQuick\w*)(\.|_|d\.|$)")
-# ...except these: Qt Multimedia's FFmpeg plugin links them (found with ldd on Linux)
-KEEP_QT_LIBS = {"Qml", "QmlMeta", "QmlModels", "QmlWorkerScript", "Quick"}
+# ...except these (none since playback is soundfile + QAudioSink: QtQml and QtQuick were
+# kept only because Qt Multimedia's FFmpeg plugin linked them)
+KEEP_QT_LIBS: set[str] = set()
+# FFmpeg's libraries that PySide6 ships for that plugin: libavcodec.so.61, avcodec-61.dll, …
+DROP_FFMPEG = re.compile(r"(^|[/\\])(lib)?(avcodec|avformat|avutil|avdevice|avfilter|"
+                         r"swresample|swscale)([-.]|$)")
 
 # plugin folders kept, and inside each only these plugins (None = the whole folder)
 KEEP_PLUGINS: dict[str, set[str] | None] = {
@@ -34,7 +38,8 @@ KEEP_PLUGINS: dict[str, set[str] | None] = {
                   "qdirect2d"},
     "imageformats": {"qsvg", "qico", "qjpeg"},
     "iconengines": {"qsvgicon"},
-    "multimedia": {"ffmpegmediaplugin", "windowsmediaplugin", "darwinmediaplugin"},
+    # no "multimedia": QAudioSink and QMediaDevices live in QtMultimedia itself; the media
+    # plugins (FFmpeg, Windows/Darwin media) serve only QMediaPlayer, which Cantor does not use
     "platforminputcontexts": {"composeplatforminputcontextplugin",
                               "ibusplatforminputcontextplugin"},
     "platformthemes": {"qxdgdesktopportal"},
@@ -80,6 +85,8 @@ def keep_qt_entry(dest: str, *, by_name: bool = True) -> bool:
                 return False
             keep = KEEP_PLUGINS[rest[0]]
             return keep is None or plugin_name(rest[-1]) in keep
+    if "PySide6" in parts and DROP_FFMPEG.search("/".join(parts)):
+        return False
     if not by_name and "/".join(parts).startswith("PySide6/Qt/lib/"):
         return True
     m = DROP_QT_LIBS.search("/".join(parts))
