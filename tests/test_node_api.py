@@ -289,3 +289,35 @@ def test_audio_generations_failure_is_a_json_error_never_audio(cantor_home):
     assert r.status_code == 500 and r.headers["content-type"] == "application/json"
     assert r.json()["error"]["type"] == "generation_failed"
     assert "blocked" in r.json()["error"]["message"]
+
+
+def test_sidecar_records_what_the_lm_filled_in(home):
+    """Two-stage song: the sidecar keeps the request as sent and, next to it, the metadata
+    the sketch LM read from the caption; an instrumental has no LM stage (null)."""
+    async def main():
+        node = await Node(home).start()
+        try:
+            async with node.client() as c:
+                vocal = await c.submit_song({"caption": "a dreamy waltz in F# minor at 140 bpm",
+                                             "lyrics": "[Verse]\nhello night\nstay a while",
+                                             "duration": 10, "model": "sketch", "batch": 2})
+                await collect(c, vocal)
+                inst = await c.submit_song({"caption": "a dreamy waltz in F# minor at 140 bpm",
+                                            "duration": 10, "model": "sketch"})
+                await collect(c, inst)
+                return await c.song(vocal), await c.song(inst)
+        finally:
+            await node.stop()
+
+    vocal, inst = run(main())
+    assert vocal["state"] == "done" and len(vocal["files"]) == 2
+    for take in vocal["files"]:
+        sidecar = json.loads(Path(take["sidecar"]).read_text())
+        assert sidecar["request"]["bpm"] is None and sidecar["request"]["key"] is None
+        assert sidecar["request"]["duration"] == 10
+        lm = sidecar["lm_metadata"]
+        assert lm["bpm"] == 140 and lm["key"] == "F# minor" and lm["time_signature"] == 3
+        assert lm["duration"] == 10.0 and lm["language"] == "en"
+        assert lm["caption"]
+    sidecar = json.loads(Path(inst["files"][0]["sidecar"]).read_text())
+    assert "lm_metadata" in sidecar and sidecar["lm_metadata"] is None

@@ -338,7 +338,8 @@ class Runner:
         }
         files = await asyncio.to_thread(
             song_files.write_takes, cfg.songs_dir(), song_id=song.id, request=song.request,
-            fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta)
+            fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta,
+            lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)))
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
 
@@ -448,6 +449,7 @@ async def run_song(client, sup, body: dict[str, Any], watcher: "_ProgressWatcher
     enriched = await run_job(client, sup, "/lm", {**body, "lm_mode": "generate"}, watcher)
     if not isinstance(enriched, list) or not all(isinstance(r, dict) for r in enriched):
         raise EngineError("the engine's /lm result is not an array of requests")
+    watcher.lm_result = enriched
     watcher.on_stage("synth")
     tracks = await run_job(client, sup, "/synth", enriched, watcher)
     if not isinstance(tracks, list) or not all(isinstance(t, Track) for t in tracks):
@@ -542,6 +544,7 @@ class _ProgressWatcher:
     def __init__(self, queue: SongQueue, song: Song, loop: asyncio.AbstractEventLoop):
         self.queue, self.song, self.loop = queue, song, loop
         self.seeds: list[int] = []
+        self.lm_result: list[dict] | None = None   # the /lm array (two-stage songs)
         self.wake = asyncio.Event()          # set when the engine says a job is done
         self.done_jobs: set[str] = set()
 

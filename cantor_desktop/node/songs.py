@@ -137,10 +137,49 @@ def audio_info(data: bytes) -> dict[str, Any]:
             "duration": round(info.duration, 3)}
 
 
+def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
+    """What the language model filled in, from one request of the engine's ``/lm`` result,
+    in the song request's own names (None where the LM left a field unset)."""
+    def number(value, kind):
+        try:
+            value = kind(value)
+        except (TypeError, ValueError):
+            return None
+        return value if value > 0 else None
+
+    ts = str(enriched.get("timesignature") or "").strip()
+    return {"bpm": number(enriched.get("bpm"), int),
+            "key": str(enriched.get("keyscale") or "").strip() or None,
+            "time_signature": int(ts) if ts.isdigit() and int(ts) > 0 else None,
+            "duration": number(enriched.get("duration"), float),
+            "language": str(enriched.get("vocal_language") or "").strip() or None,
+            "caption": str(enriched.get("caption") or "").strip() or None}
+
+
+def lm_metadata_per_take(enriched: list[dict[str, Any]] | None, takes: int
+                         ) -> list[dict[str, Any] | None]:
+    """The LM's metadata for each take: the /lm array has one request per LM sample, each
+    rendered as ``synth_batch_size`` takes, in order. None for every take without /lm."""
+    if not enriched:
+        return [None] * takes
+    per_take: list[dict[str, Any] | None] = []
+    for req in enriched:
+        try:
+            count = max(1, int(req.get("synth_batch_size") or 1))
+        except (TypeError, ValueError):
+            count = 1
+        per_take.extend([lm_metadata(req)] * count)
+    return [per_take[min(i, len(per_take) - 1)] for i in range(takes)]
+
+
 def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str,
                 audios: list[bytes], seeds: list[int | None], meta: dict[str, Any],
-                when: float | None = None) -> list[dict[str, Any]]:
-    """Write every take and its sidecar; returns one entry per take for the song record."""
+                when: float | None = None,
+                lm_metadata: list[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
+    """Write every take and its sidecar; returns one entry per take for the song record.
+
+    ``lm_metadata``: per take, what the LM filled in (bpm, key, time signature, duration,
+    language, caption), recorded next to the request's own values; None without /lm."""
     folder.mkdir(parents=True, exist_ok=True)
     when = when or time.time()
     ext = EXTENSIONS[fmt]
@@ -159,6 +198,8 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
             "takes": len(audios),
             "audio": {"file": path.name, "format": fmt, **info},
             "request": request,
+            "lm_metadata": lm_metadata[index] if lm_metadata and index < len(lm_metadata)
+            else None,
             "seed": seed,
             **meta,
         }
