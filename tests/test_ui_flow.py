@@ -27,7 +27,10 @@ def shell(qapp, url=None, start_child=True) -> Shell:
     return s
 
 
-def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node):
+def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node, tmp_path,
+                                                             monkeypatch):
+    (tmp_path / "xdg").mkdir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # the trash used below
     s = shell(qapp, node.url, start_child=False)
     run(qloop, s.link._connect())
     assert s.link.state == "idle"
@@ -61,6 +64,24 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node)
     s.window.show_page("Compose")
     s.tray._message_clicked()
     assert s.window.pages.currentWidget() is songs and songs.current().id == rec.id
+    # Move to trash: the file goes, and the node forgets the song so it does not come back
+    from PySide6.QtCore import QItemSelectionModel
+    songs.view.selectionModel().select(songs.model.index(songs.model.row_of(rec.id)),
+                                       QItemSelectionModel.ClearAndSelect)
+    assert songs.trash_selected(confirm=False) == [rec.id] and not os.path.exists(rec.path)
+
+    async def node_lists_it():
+        raw = await s.link.client.songs()
+        items = raw.get("songs", []) if isinstance(raw, dict) else raw
+        return any(d.get("id") == rec.id for d in items)
+
+    async def forgotten():
+        while await node_lists_it():
+            await asyncio.sleep(0.05)
+        return True
+    assert run(qloop, forgotten(), timeout=10)
+    run(qloop, s.link.refresh_songs())
+    assert songs.model.row_of(rec.id) < 0
     run(qloop, s.link.shutdown())
 
 

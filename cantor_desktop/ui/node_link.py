@@ -348,6 +348,17 @@ class NodeLink(QObject):
         self._recount()
         return rec.finished
 
+    def forget_song(self, song_id: str, on_error=None) -> None:
+        """The song's file went to the trash: the node forgets it too, so it stays gone."""
+        self.songs.pop(song_id, None)
+        self._following.discard(song_id)
+        if self.client is None:
+            return
+
+        async def forget():
+            await self.client.delete_song(song_id)
+        self.tasks.start(f"forget:{song_id}", forget(), on_error=on_error)
+
     def cancel_song(self, song_id: str) -> None:
         async def cancel():
             await self.client.cancel(song_id)

@@ -263,6 +263,12 @@ class SongsPage(QWidget):
             if ok:
                 moved.append(rec.id)
                 self.model.remove(rec.id)
+                if self.playing is not None and self.playing.id == rec.id:
+                    self._player.stop()
+                    self.playing = None
+                self.link.forget_song(rec.id, on_error=lambda text, path=rec.path: self.note.setText(
+                    f"Moved {os.path.basename(path)} to the trash, but the node still lists "
+                    f"it: {text}"))
             else:
                 self.note.setText(f"Could not move {rec.path} to the trash")
         return moved
