@@ -118,7 +118,7 @@ class ProgressBar:
             # not a terminal (a log, a pipe): a line per stage, then at most one a second
             self.last_plain = time.monotonic()
             self.last_stage = stage
-            self.stream.write(line + "\n")
+            self.stream.write(line.rstrip() + "\n")
             self.stream.flush()
 
     def note(self, text: str) -> None:
@@ -197,27 +197,54 @@ async def sing(request: dict, output: str | None) -> int:
             await private.stop()
 
 
+class EventShower:
+    """Song events → the progress bar. Every stage the CLI receives gets drawn (a line of its
+    own when stderr is not a terminal), even when no progress event follows it: a short
+    song can pass a stage in milliseconds, or be past it before the stream connects (a late
+    subscriber gets the current state only). ``done`` always ends on a 100% line."""
+
+    def __init__(self, bar: ProgressBar):
+        self.bar = bar
+        self.stage: str | None = None
+        self.progress = 0.0
+
+    def __call__(self, event: str, data) -> bool:
+        """Show one event; True when it ends the song."""
+        data = data if isinstance(data, dict) else {}
+        if event == "stage":
+            self.stage = data.get("stage") or self.stage
+            self.bar.show(self.stage, self.progress, None)
+        elif event == "progress":
+            self.stage = data.get("stage") or self.stage
+            self.progress = max(self.progress, float(data.get("progress") or 0.0))
+            self.bar.show(self.stage, self.progress, data.get("eta"))
+        elif event == "queued":
+            self.bar.show(None, 0.0, None)
+        elif event == "done":
+            self.progress = 1.0
+            self.bar.show("done", 1.0, None)
+            return True
+        elif event in ("failed", "cancelled"):
+            return True
+        return False
+
+
 async def _follow(node, song_id: str, bar: ProgressBar) -> tuple[str, dict]:
     """Show events until the song ends; reconnects if the stream drops."""
     from ..nodeclient import NodeError
 
-    stage = None
+    shower = EventShower(bar)
     for _attempt in range(5):
         try:
             async with contextlib.aclosing(node.events(song_id)) as events:
                 async for event, data in events:
-                    if event == "stage":
-                        stage = data.get("stage")
-                    elif event == "progress":
-                        stage = data.get("stage") or stage
-                        bar.show(stage, float(data.get("progress") or 0.0), data.get("eta"))
-                    elif event == "queued":
-                        bar.show(None, 0.0, None)
-                    elif event in ("done", "failed", "cancelled"):
+                    if shower(event, data):
                         return event, data
         except NodeError as exc:
             if exc.status:
                 raise
             await asyncio.sleep(0.5)
     song = await node.song(song_id)
+    if song["state"] == "done":
+        shower("done", song)
     return song["state"], song
