@@ -303,15 +303,17 @@ def _loop_closes_async_generators() -> None:
     closing the outer one leaves the inner ones suspended until garbage collection. asyncio's
     own loops install hooks that close such generators in a task on the loop; qasync's loop
     does not, so Python closes them synchronously and httpcore reports "async generator
-    ignored GeneratorExit". When the thread has no hooks, install the running loop's (what
-    ``asyncio.BaseEventLoop.run_forever`` does)."""
+    ignored GeneratorExit". When the thread has no hooks (or those of a loop that is closed
+    now), install the running loop's, as ``asyncio.BaseEventLoop.run_forever`` does."""
     import asyncio
     import sys
 
-    hooks = sys.get_asyncgen_hooks()
-    if hooks.firstiter is not None or hooks.finalizer is not None:
-        return
     loop = asyncio.get_running_loop()
+    hooks = sys.get_asyncgen_hooks()
+    owner = getattr(hooks.finalizer, "__self__", None)
+    if hooks.finalizer is not None and not (isinstance(owner, asyncio.AbstractEventLoop)
+                                            and owner is not loop and owner.is_closed()):
+        return      # the loop's own hooks, or someone else's: leave them
     firstiter = getattr(loop, "_asyncgen_firstiter_hook", None)
     finalizer = getattr(loop, "_asyncgen_finalizer_hook", None)
     if firstiter is not None and finalizer is not None:

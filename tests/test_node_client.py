@@ -13,6 +13,7 @@ import httpx
 from cantor_desktop.nodeclient import NodeClient
 
 from test_node_support import LONG, SHORT, Node, write_config
+from test_ui_helpers import qloop  # noqa: F401  (fixture)
 
 
 class RecordingTransport(httpx.AsyncHTTPTransport):
@@ -154,3 +155,41 @@ def test_models_all_lists_the_catalogue(cantor_home):
     assert "sketch" in names and "acestep-v15-turbo-Q8_0" in names
     assert len(names) > 10
     assert everything["default"] == "sketch"
+
+
+def test_early_stops_on_the_qt_loop_leave_no_generator_behind(cantor_home, qloop):
+    """qasync's loop installs no async-generator hooks: without the client's care, httpx's
+    inner generators were closed by the garbage collector ("async generator ignored
+    GeneratorExit")."""
+    from test_ui_helpers import run as run_on_qt
+
+    write_config(cantor_home)
+    seen, old_hook = _watch_unraisable()
+    loop_errors: list[str] = []
+    qloop.set_exception_handler(lambda _loop, ctx: loop_errors.append(str(ctx.get("message"))))
+
+    async def main():
+        node = await Node(cantor_home).start()
+        try:
+            async with node.client() as c:
+                sid = await c.submit_song(LONG)
+                for _ in range(3):
+                    async with contextlib.aclosing(c.events(sid)) as events:
+                        async for event, _data in events:
+                            if event == "progress":
+                                break
+                gc.collect()
+                await asyncio.sleep(0.2)
+                gc.collect()
+                await c.cancel(sid)
+        finally:
+            await node.stop()
+
+    hooks = sys.get_asyncgen_hooks()
+    try:
+        run_on_qt(qloop, main(), timeout=60)
+        gc.collect()
+    finally:
+        sys.unraisablehook = old_hook
+        sys.set_asyncgen_hooks(*hooks)
+    assert seen == [] and loop_errors == []
