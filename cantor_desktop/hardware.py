@@ -181,6 +181,11 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
     return name, feats, "the operating system"
 
 
+def total_ram() -> int | None:
+    """Installed memory of this machine in bytes, or None when it cannot be read."""
+    return _ram(Path("/"))
+
+
 def _ram(root: Path) -> int | None:
     text = _read(_under(root, "/proc/meminfo"))
     if text is not None:

@@ -13,9 +13,7 @@ its name.
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -130,34 +128,10 @@ def lm_size_for_ram(ram_bytes: int | None) -> str:
 
 
 def total_ram() -> int | None:
-    """Installed memory in bytes (Linux /proc/meminfo, POSIX sysconf, Windows API), or None."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        pass
-    if sys.platform == "win32":  # pragma: no cover - Windows only
-        import ctypes
+    """Installed memory in bytes, as the hardware probe reads it (None when unknown)."""
+    from ..hardware import total_ram as probe_total_ram
 
-        class MemoryStatus(ctypes.Structure):
-            _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
-                        ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
-                        ("ullTotalPageFile", ctypes.c_ulonglong),
-                        ("ullAvailPageFile", ctypes.c_ulonglong),
-                        ("ullTotalVirtual", ctypes.c_ulonglong),
-                        ("ullAvailVirtual", ctypes.c_ulonglong),
-                        ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
-        status = MemoryStatus()
-        status.dwLength = ctypes.sizeof(MemoryStatus)
-        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
-            return int(status.ullTotalPhys)
-    return None
+    return probe_total_ram()
 
 
 def configured_lm_size() -> tuple[str, bool]:
