@@ -26,7 +26,6 @@ os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
 
 from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
-import qasync  # noqa: E402
 
 
 def spin(ms: int) -> None:
@@ -53,9 +52,9 @@ def main() -> int:
     from conftest import free_port
     from support.hub import ModelHub
 
+    from cantor_desktop.ui.tasks import close_loop_executor, new_loop
     app = QApplication(sys.argv)
-    loop = qasync.QEventLoop(app, already_running=True)
-    asyncio.set_event_loop(loop)
+    loop = new_loop(app, already_running=True)
     config.update({"node.port": free_port()})
     hub = ModelHub()
     hub.add_set(size=48 * 1024 * 1024)
@@ -131,7 +130,8 @@ def main() -> int:
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
     hub.__exit__(None, None, None)
-    w.songs.store.shutdown()
+    w.shutdown()
+    close_loop_executor(loop)
     asyncio.events._set_running_loop(None)
     return 0
 

@@ -31,13 +31,19 @@ def backend_rows(system: dict) -> list[dict]:
     listed = fam.get("backends") or []
     status = {b.get("name"): b for b in listed if isinstance(b, dict)} if isinstance(listed, list) \
         else dict(listed)
+    known = bool(evidence or status)  # nothing yet: the node has not described the machine
     rows = []
     for name in config.BACKENDS:
         ev = evidence.get(name) or {}
         st = status.get(name) or {}
-        state = st.get("state") or ("available" if ev.get("supported", name == "cpu")
-                                    else "unsupported")
-        supported = state != "unsupported" and bool(ev.get("supported", True))
+        if not known:
+            state = "unknown"
+        else:  # not installed but this machine can run it: it can be installed
+            state = st.get("state") or ("installable" if ev.get("supported", name == "cpu")
+                                        else "unsupported")
+            if state == "available":
+                state = "installable"
+        supported = known and state != "unsupported" and bool(ev.get("supported", True))
         rows.append({
             "name": name, "state": str(state).replace("_", " "),
             "evidence": "; ".join(st.get("evidence") or ev.get("evidence") or []),
@@ -114,6 +120,8 @@ class HardwarePage(QWidget):
         layout.addLayout(row)
         self.log = QListWidget()
         self.log.setMaximumHeight(140)
+        self.log.setWordWrap(True)  # long reasons (a manifest URL and its error) wrap
+        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         layout.addWidget(self.log)
 
         self.find.clicked.connect(self.find_best)
@@ -139,7 +147,9 @@ class HardwarePage(QWidget):
                                                    r["installed"] else ""))
             self.table.setItem(i, 1, state)
             ev = QTableWidgetItem(r["evidence"] if r["supported"] and r["evidence"]
-                                  else (r["reason"] or r["evidence"]))
+                                  else (r["reason"] or r["evidence"]
+                                        or ("waiting for the node" if r["state"] == "unknown"
+                                            else "")))
             ev.setToolTip(r["evidence"] + ("\n" + r["reason"] if r["reason"] else ""))
             self.table.setItem(i, 2, ev)
             self.table.setCellWidget(i, 3, self._actions(r))

@@ -125,6 +125,11 @@ class LibraryPage(QWidget):
                 self._fill_row(self.rows[name], name, m)
                 self._shown[name] = m
         self.disk.setText(f"Models use {human_bytes(used)} · {paths().models_dir}")
+        waiting = "The catalogue shows here once the node answers (Start node, bottom right)."
+        if not unique:
+            self.message.setText(waiting)
+        elif self.message.text() == waiting:
+            self.message.clear()
 
     def _fill_row(self, row: int, name: str, m: dict) -> None:
         title = m.get("display_name") or m.get("description") or m.get("title") or ""

@@ -90,7 +90,8 @@ class SongsPage(QWidget):
         self.empty = QLabel("No songs yet. Make one on the Compose page — the built-in "
                             "Sketch engine works right away.")
         self.empty.setStyleSheet("color: #6b7280; padding: 24px;")
-        layout.addWidget(self.empty)
+        self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
         self.view = SongsView()
         self.view.setModel(self.model)
         self.view.setItemDelegate(self.delegate)
