@@ -243,15 +243,19 @@ class EngineClient:
         response = await self._request("GET", "/job", params={"id": job_id})
         return str(response.json().get("status", ""))
 
-    async def wait(self, job_id: str, *, timeout: float | None = None) -> str:
+    async def wait(self, job_id: str, *, timeout: float | None = None,
+                   wake: asyncio.Event | None = None) -> str:
         """Poll until the job is done (returns "done"); JobFailed / JobCancelled otherwise.
         Polls every 50 ms at first, backing off to once a second; gives up (and cancels the
-        job) after ``stage_timeout`` seconds."""
+        job) after ``stage_timeout`` seconds. ``wake``, when given, is set by whoever reads
+        the engine's log on a line that ends a job: the next poll then happens at once."""
         limit = self.stage_timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         delay = FIRST_POLL
         lost_connection = 0
         while True:
+            if wake is not None:
+                wake.clear()
             try:
                 state = await self.status(job_id)
                 lost_connection = 0
@@ -277,7 +281,14 @@ class EngineClient:
             if time.monotonic() >= deadline:
                 await self._cancel_quietly(job_id)
                 raise JobFailed(f"the engine did not finish within {limit:.0f} s")
-            await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            pause = min(delay, max(deadline - time.monotonic(), 0.0))
+            if wake is None:
+                await asyncio.sleep(pause)
+            else:
+                try:
+                    await asyncio.wait_for(wake.wait(), pause)
+                except asyncio.TimeoutError:
+                    pass
             delay = min(delay * POLL_GROWTH, MAX_POLL)
 
     async def result(self, job_id: str) -> Any:

@@ -430,7 +430,6 @@ class Runner:
 
 # -- engine jobs, woken by the engine's own "done" line ----------------------------------------
 
-FIRST_POLL, MAX_POLL, POLL_GROWTH = 0.05, 1.0, 1.5
 _JOB_DONE_RE = re.compile(r"^\[Server\] Job (\S+) done")
 
 
@@ -471,7 +470,7 @@ async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
     except httpx.TransportError as exc:
         raise EngineUnreachable(f"{type(exc).__name__}: {exc}") from None
     try:
-        await wait_job(client, sup, job_id, watcher)
+        await client.wait(job_id, wake=watcher.wake)
         return await client.result(job_id)
     except httpx.TransportError as exc:
         # the engine went away while the result was read: say how, in its own words
@@ -483,46 +482,6 @@ async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
         except BaseException:  # noqa: BLE001 - best effort; the song is cancelled anyway
             pass
         raise
-
-
-async def wait_job(client, sup, job_id: str, watcher: "_ProgressWatcher") -> None:
-    import httpx
-
-    from ..engine.client import EngineError, JobCancelled, JobFailed
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + client.stage_timeout
-    delay, lost = FIRST_POLL, 0
-    while True:
-        watcher.wake.clear()
-        try:
-            state = await client.status(job_id)
-            lost = 0
-        except httpx.TransportError as exc:
-            lost += 1
-            if lost >= 4:
-                reason = await _reason_soon(sup, 2.0) or f"{type(exc).__name__}: {exc}"
-                raise JobFailed(f"engine stopped: {reason}") from None
-            await asyncio.sleep(0.1)
-            continue
-        except EngineError as exc:
-            if exc.status == 404:
-                raise JobFailed(f"the engine lost job {job_id}: {exc.message}", exc.status) from None
-            raise
-        if state == "done":
-            return
-        if state == "failed":
-            raise JobFailed(await _reason_soon(sup) or "the engine did not say why the job failed")
-        if state == "cancelled":
-            raise JobCancelled("the job was cancelled")
-        if loop.time() >= deadline:
-            raise JobFailed(f"the engine did not finish within {client.stage_timeout:.0f} s")
-        if job_id not in watcher.done_jobs:
-            try:
-                await asyncio.wait_for(watcher.wake.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
-        delay = min(delay * POLL_GROWTH, MAX_POLL)
 
 
 async def _reason_soon(sup, wait: float = 0.5) -> str | None:
@@ -546,7 +505,6 @@ class _ProgressWatcher:
         self.seeds: list[int] = []
         self.lm_result: list[dict] | None = None   # the /lm array (two-stage songs)
         self.wake = asyncio.Event()          # set when the engine says a job is done
-        self.done_jobs: set[str] = set()
 
     def on_event(self, event) -> None:
         if self.loop.is_closed():
@@ -568,7 +526,6 @@ class _ProgressWatcher:
         line = getattr(event, "line", "") or ""
         found = _JOB_DONE_RE.match(line)
         if found:
-            self.done_jobs.add(found.group(1))
             self.wake.set()
         if song.state != RUNNING:
             return
