@@ -238,7 +238,7 @@ def bench_stall(app, pull_mib: int) -> dict:
               "gc_worst_ms": max(gc_pauses, default=0) * 1000}
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
-    shell.window.songs.store.shutdown()
+    shell.window.shutdown()
     shell.window.close()
     hub.stdin.close()
     hub.wait(10)
@@ -267,7 +267,7 @@ def bench_songs_page(app, n: int = 10_000) -> tuple[float, float]:
         page.repaint()
         page.view.viewport().repaint()
         took = time.perf_counter() - t0
-        page.store.shutdown()
+        page.shutdown()
         page.close()
         return took
 
@@ -290,11 +290,11 @@ def main() -> int:
           f"and usable at {ready * 1000:.0f} ms ({ready / bare:.2f}×)", flush=True)
 
     from PySide6.QtWidgets import QApplication
-    import qasync
+
+    from cantor_desktop.ui.tasks import close_loop_executor, new_loop
     app = QApplication(sys.argv)
     app.setQuitOnLastWindowClosed(False)
-    loop = qasync.QEventLoop(app, already_running=True)
-    asyncio.set_event_loop(loop)
+    loop = new_loop(app, already_running=True)  # the app's loop: its worker threads are joined
 
     base, full = bench_songs_page(app)
     print(f"Songs page with 10,000 songs: {full * 1000:.0f} ms (100 songs: {base * 1000:.0f} ms,"
@@ -310,6 +310,7 @@ def main() -> int:
     print(f"  song {r['song']}; pull {r['pull']}"
           f"{' (' + str(r['pull_error'])[:160] + ')' if r['pull_error'] else ''}; "
           f"{r['events']} pull events, {r['received_mib']:.0f} MiB received", flush=True)
+    close_loop_executor(loop)
     asyncio.events._set_running_loop(None)
     return 0
 
