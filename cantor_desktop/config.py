@@ -80,7 +80,7 @@ class Option:
     def validate(self, value: Any) -> Any:
         """Return the value when allowed, else raise ConfigError naming the key."""
         def bad(reason: str = "") -> ConfigError:
-            got = repr(_plain(value))
+            got = short_repr(_plain(value))
             why = f" ({reason})" if reason else ""
             return ConfigError(f"{self.key} = {got} is not allowed{why}; "
                                f"allowed: {self.allowed()}", key=self.key)
@@ -114,13 +114,13 @@ class Option:
             elif lowered in ("false", "off", "no", "0"):
                 value = False
             else:
-                raise ConfigError(f"{self.key} = {text!r} is not allowed; allowed: "
+                raise ConfigError(f"{self.key} = {short_repr(text)} is not allowed; allowed: "
                                   f"{self.allowed()}", key=self.key)
         elif self.kind is int:
             try:
                 value = int(text.strip())
             except ValueError:
-                raise ConfigError(f"{self.key} = {text!r} is not allowed; allowed: "
+                raise ConfigError(f"{self.key} = {short_repr(text)} is not allowed; allowed: "
                                   f"{self.allowed()}", key=self.key) from None
         else:
             value = text
@@ -205,6 +205,12 @@ def option(key: str) -> Option:
 
 
 # -- reading and writing ----------------------------------------------------------------------
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """repr() cut to a readable length: an error about a 1 MB value must not be 1 MB long."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
 
 def _plain(value: Any) -> Any:
     """tomlkit items → plain Python values."""

@@ -6,11 +6,12 @@ anything reaches an engine, and the Compose page can show the same reason as you
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from .config import SONG_FORMATS
+from .config import SONG_FORMATS, short_repr
 
 INSTRUMENTAL = "[Instrumental]"
 DURATION_RANGE = (10.0, 600.0)
@@ -57,11 +58,11 @@ def normalise_key(text: str) -> str:
     """"f# MINOR" → "F# minor"; "Bb maj" → "Bb major". RequestError when it is no key."""
     found = _KEY_RE.match(text or "")
     if not found:
-        raise RequestError("key", f"{text!r} is not a key; write a note and major or minor, "
+        raise RequestError("key", f"{short_repr(text)} is not a key; write a note and major or minor, "
                                   "e.g. \"F# minor\" or \"Bb major\"")
     note = found.group(1).upper() + found.group(2).replace("♯", "#").replace("♭", "b")
     if note not in NOTES:
-        raise RequestError("key", f"{text!r} is not a key: {note} is not a note")
+        raise RequestError("key", f"{short_repr(text)} is not a key: {note} is not a note")
     mode = "major" if found.group(3).lower().startswith("maj") else "minor"
     return f"{note} {mode}"
 
@@ -96,17 +97,17 @@ class SongRequest:
 
 def _number(name: str, value: Any, *, integer: bool) -> float | int:
     if isinstance(value, bool) or value is None:
-        raise RequestError(name, f"must be a number, not {value!r}")
+        raise RequestError(name, f"must be a number, not {short_repr(value)}")
     if isinstance(value, str):
         try:
             value = float(value.strip())
         except ValueError:
-            raise RequestError(name, f"must be a number, not {value!r}") from None
-    if not isinstance(value, (int, float)) or value != value:  # NaN
-        raise RequestError(name, f"must be a number, not {value!r}")
+            raise RequestError(name, f"must be a number, not {short_repr(value)}") from None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):  # NaN, ±Infinity
+        raise RequestError(name, f"must be a number, not {short_repr(value)}")
     if integer:
         if float(value) != int(value):
-            raise RequestError(name, f"must be a whole number, not {value!r}")
+            raise RequestError(name, f"must be a whole number, not {short_repr(value)}")
         return int(value)
     return float(value)
 
@@ -115,7 +116,7 @@ def _ranged(name: str, value: Any, lo: float, hi: float, *, integer: bool, unit:
     number = _number(name, value, integer=integer)
     if not (lo <= number <= hi):
         lo_s, hi_s = (int(lo), int(hi)) if float(lo).is_integer() else (lo, hi)
-        raise RequestError(name, f"must be from {lo_s} to {hi_s}{unit}, not {value!r}")
+        raise RequestError(name, f"must be from {lo_s} to {hi_s}{unit}, not {short_repr(value)}")
     return number
 
 
@@ -160,24 +161,26 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
         ts = _number("time_signature", ts, integer=True)
         if ts not in TIME_SIGNATURES:
             raise RequestError("time_signature", f"must be 2, 3, 4 or 6 (beats per bar), not "
-                                                 f"{data['time_signature']!r}")
+                                                 f"{short_repr(data['time_signature'])}")
         time_signature = int(ts)
     language = None
     if not _auto(data.get("language")):
         lang = data["language"]
         if not isinstance(lang, str) or lang.strip().lower() not in LANGUAGES:
-            raise RequestError("language", f"{lang!r} is not a known language code; "
+            raise RequestError("language", f"{short_repr(lang)} is not a known language code; "
                                            f"use one of {', '.join(LANGUAGES)}")
         language = lang.strip().lower()
     seed = -1 if data.get("seed") is None else _number("seed", data["seed"], integer=True)
     if seed != -1 and not (0 <= seed <= SEED_MAX):
-        raise RequestError("seed", f"must be -1 (random) or from 0 to {SEED_MAX}, not {seed!r}")
+        raise RequestError("seed", f"must be -1 (random) or from 0 to {SEED_MAX}, not {short_repr(seed)}")
     model = data.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise RequestError("model", "must be a model name")
-    fmt = data.get("format") or default_format
-    if fmt is not None and fmt not in SONG_FORMATS:
-        raise RequestError("format", f"{fmt!r} is not a format; use one of {', '.join(SONG_FORMATS)}")
+    fmt = data.get("format")
+    if fmt is None or (isinstance(fmt, str) and not fmt.strip()):
+        fmt = default_format
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in SONG_FORMATS):
+        raise RequestError("format", f"{short_repr(fmt)} is not a format; use one of {', '.join(SONG_FORMATS)}")
     batch = 1 if data.get("batch") is None else _ranged("batch", data["batch"], *BATCH_RANGE,
                                                        integer=True)
     return SongRequest(caption=caption.strip(), lyrics=lyrics, duration=duration, bpm=bpm,

@@ -132,3 +132,11 @@ def test_two_processes_flip_different_keys_and_the_file_always_parses(cantor_hom
     assert cfg.get("node.keep_loaded") is False   # i = 199 → odd → False
     assert cfg.get("songs.format") == "flac"      # i = 199 → odd → "flac"
     assert "# my settings, by hand" in path.read_text()
+
+
+def test_a_huge_bad_value_gives_a_short_message(cantor_home):
+    path = paths().config_file
+    path.write_text('[songs]\nformat = "' + "x" * 1_000_000 + '"\n')
+    with pytest.raises(config.ConfigError) as err:
+        config.load()
+    assert "songs.format" in str(err.value) and len(str(err.value)) < 600

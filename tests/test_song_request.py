@@ -53,3 +53,21 @@ def test_good_request_is_normalised():
 def test_key_spellings():
     assert normalise_key("Bb major") == "Bb major"
     assert normalise_key("c♯ minor") == "C# minor"
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"caption": "x", "bpm": float("-inf")}, "bpm"), ({"caption": "x", "seed": float("inf")}, "seed"),
+    ({"caption": "x", "duration": float("nan")}, "duration"),
+    ({"caption": "x", "format": False}, "format"), ({"caption": "x", "format": []}, "format"),
+    ({"caption": "x", "format": 0}, "format"),
+])
+def test_non_finite_numbers_and_false_like_formats_are_refused(body, field):
+    with pytest.raises(RequestError) as err:
+        validate(body, default_format="wav24")
+    assert err.value.field == field
+
+
+def test_error_messages_quote_long_values_briefly():
+    with pytest.raises(RequestError) as err:
+        validate({"caption": "x", "key": "Q" * 100_000})
+    assert len(str(err.value)) < 300

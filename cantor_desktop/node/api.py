@@ -166,6 +166,8 @@ async def json_body(request: Request, *, required: bool = True) -> Any:
         return json.loads(raw)
     except ValueError as exc:
         raise ApiError(400, f"the body is not valid JSON: {exc}", field="body") from None
+    except RecursionError:
+        raise ApiError(400, "the body is nested too deeply to read", field="body") from None
 
 
 def library_models(include_catalogue: bool = False) -> list[dict[str, Any]]:

@@ -76,10 +76,7 @@ VARIANTS: list[tuple[str, bytes, str | None]] = [
 
 # Variants that currently fail, with the bug they show. Each is also an xfail(strict) test
 # below, so a fix shows up as an XPASS to be removed from here.
-KNOWN_BUGS: dict[str, str] = {
-    "format = 1 MB string": "config.Option.validate quotes the whole value (repr) in the "
-                            "message: a 1 MB value gives a 1 MB error text",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _problems(path: Path, data: bytes, names: str | None) -> list[str]:

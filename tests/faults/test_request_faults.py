@@ -95,22 +95,9 @@ BAD_LEMONADE: list[tuple[str, object]] = [
 ENDPOINTS = {"songs": ("/v1/songs", OK, BAD), "lemonade": ("/v1/audio/generations",
                                                             OK_LEMONADE, BAD_LEMONADE)}
 
-# Inputs that currently get through or crash, with the bug they show. Each one is also an
-# xfail(strict) test below, so a fix turns into an XPASS to be removed from here.
-_INF = ("song_request._number: int(value) on an infinite float raises OverflowError "
-        "(JSON -Infinity/Infinity for an integer field) → 500 instead of a 4xx")
-_FALSY_FORMAT = ("song_request.validate: `data.get(\"format\") or default_format` takes a falsy "
-                 "format (false, [], 0) as absent → 202 and the song is made")
-_DEEP = ("node/api.py json_body catches ValueError only; json.loads of a deeply nested body "
-         "raises RecursionError → 500 instead of a 400 naming the body")
-KNOWN_BUGS: dict[str, str] = {
-    'bpm: {"caption": "x", "bpm": -Infinity}': _INF,
-    'format: {"format": false}': _FALSY_FORMAT,
-    'format: {"format": []}': _FALSY_FORMAT,
-    "body: " + "[" * 60 + "...": _DEEP,
-    'body: {"caption": ' + "[" * 48 + "...": _DEEP,
-    'lemonade bpm: {"prompt": "x", "bpm": -Infinity}': _INF,
-}
+# Inputs that still get through or crash, each with the bug it shows (none known now). Each
+# one is also an xfail(strict) test below, so a fix turns into an XPASS to be removed here.
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _label(endpoint: str, field: str, body: object) -> str:
