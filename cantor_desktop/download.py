@@ -10,7 +10,9 @@ What it guarantees:
 - No data for ``stall_timeout`` seconds, a network error, a 5xx, 408 or 429 → retry with
   exponential backoff, at most ``retries`` times in a row without progress (an attempt that
   added bytes resets the count, so a long download over a flaky link still finishes).
-  Other 4xx are final; 401/403 raise `AuthRequired`.
+  Other 4xx are final; 401/403 raise `AuthRequired`. A host name that does not resolve
+  before any byte of this call arrived (offline, no DNS) is final at once: retrying for
+  half a minute would only make an offline user wait for the same error.
 - Redirects are followed one by one; every hop must pass `config.check_download_url`
   (https, or http only to loopback). httpx drops ``Authorization`` on a hop to another
   origin.
@@ -29,6 +31,7 @@ import concurrent.futures
 import errno
 import hashlib
 import os
+import socket
 import shutil
 import time
 from collections import deque
@@ -156,11 +159,12 @@ class _Retry(Exception):
     """One attempt failed in a way worth retrying; ``error`` is what to raise if we give up."""
 
     def __init__(self, error: DownloadError, *, immediate: bool = False,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, unresolved: bool = False):
         super().__init__(str(error))
         self.error = error
         self.immediate = immediate
         self.retry_after = retry_after
+        self.unresolved = unresolved      # the host name did not resolve
 
 
 class _Sink:
@@ -418,6 +422,8 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
                 # Bounded: `retries` failures in a row; an attempt that saved bytes resets
                 # the count (each reset needs new bytes, so this always ends).
                 failures = 1 if state.progressed else failures + 1
+                if r.unresolved and not state.received_any:
+                    raise r.error from r.__cause__
                 if failures > retries:
                     err = r.error
                     err.args = (f"{err} (gave up after {failures} attempts in a row)",)
@@ -446,6 +452,7 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
 class _State:
     etag: str | None = None       # validator of the bytes in the part, seen in this call
     progressed: bool = False      # the current attempt received file bytes
+    received_any: bool = False    # some attempt of this call received file bytes
 
 
 async def _open_response(client: httpx.AsyncClient, url: str, req_headers: dict[str, str],
@@ -466,6 +473,18 @@ async def _open_response(client: httpx.AsyncClient, url: str, req_headers: dict[
     raise DownloadError(f"{url}: more than {MAX_REDIRECTS} redirects", url=url)
 
 
+def _unresolved(exc: BaseException) -> bool:
+    """True when a transport error comes from a host name that did not resolve."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, socket.gaierror):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _State, *,
                    sha256, size, headers, stall_timeout) -> str:
     offset = await sink.open(restart=False)
@@ -480,6 +499,12 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
         raise _Retry(Stalled(f"{url}: no answer for {stall_timeout:g} s", url=url,
                              dest=dest)) from exc
     except httpx.TransportError as exc:
+        host = httpx.URL(url).host
+        if _unresolved(exc):
+            raise _Retry(DownloadError(f"{url}: cannot reach {host}: the name does not "
+                                       f"resolve (offline, or no DNS?); check the network "
+                                       f"and try again", url=url, dest=dest),
+                         unresolved=True) from exc
         raise _Retry(DownloadError(f"{url}: network error: {exc or type(exc).__name__}",
                                    url=url, dest=dest)) from exc
     try:
@@ -542,7 +567,7 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
             async for piece in body:
                 pieces.append(piece)
                 queued += len(piece)
-                state.progressed = True
+                state.progressed = state.received_any = True
                 meter.add(len(piece))
                 if queued >= BATCH:
                     await sink.write(pieces)

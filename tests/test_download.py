@@ -289,3 +289,24 @@ def test_progress_is_throttled_and_speed_smoothed(server, blob, digest, tmp_path
     middle = [p.speed for p in seen[1:-1]]
     assert all(1_000_000 < s < 16_000_000 for s in middle), middle
     assert all(p.eta is not None and p.eta >= 0 for p in seen)
+
+
+def test_unresolvable_host_fails_at_once_with_a_clear_reason(tmp_path):
+    # An offline machine: the host name does not resolve (.invalid never does). The default
+    # backoff would retry for ~30 s; the user gets the reason at once instead.
+    dest = tmp_path / "f.bin"
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as err:
+        run(download("https://cantor-offline-test.invalid/f.bin", dest, sha256="0" * 64))
+    assert time.monotonic() - started < 10
+    assert "cantor-offline-test.invalid" in str(err.value)
+    assert "does not resolve" in str(err.value) and "attempts" not in str(err.value)
+    assert not dest.exists() and not dl.part_path(dest).exists()
+
+
+def test_refused_connection_is_still_retried(tmp_path):
+    from conftest import free_port
+    url = f"http://127.0.0.1:{free_port()}/f.bin"     # nothing listens there
+    with pytest.raises(DownloadError) as err:
+        fetch(url, tmp_path / "f.bin", sha256="0" * 64, retries=2)
+    assert "gave up after 3 attempts in a row" in str(err.value)
