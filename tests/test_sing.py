@@ -85,6 +85,7 @@ def test_sing_uses_the_running_node_and_exit_codes(cantor_home):
     assert still_running                                    # and was not stopped
     assert bad.returncode == 2 and "bpm" in bad.stderr
     assert unknown.returncode == 2 and "sketch" in unknown.stderr
+    assert "add --model sketch" in unknown.stderr       # the next action for a newcomer
     assert missing.returncode == 2 and "lyrics" in missing.stderr
 
 

@@ -157,6 +157,10 @@ async def sing(request: dict, output: str | None) -> int:
                 song_id = await node.submit_song(request)
             except NodeError as exc:
                 print(f"cantor sing: {exc.message}", file=sys.stderr)
+                if exc.type == "model_not_found" and request.get("model") != "sketch":
+                    print("cantor sing: to make a song now without a download, add "
+                          "--model sketch (the built-in Sketch engine, no AI model)",
+                          file=sys.stderr)
                 return EXIT_USAGE if 400 <= exc.status < 500 else EXIT_FAILED
             try:
                 final, data = await _follow(node, song_id, bar)
