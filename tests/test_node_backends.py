@@ -88,3 +88,25 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
     assert "restarting the node (upgrade)" in (cantor_home / "logs" / "node.log").read_text()
     cpu = next(b for b in after["backends"] if b["name"] == "cpu")
     assert cpu["version"] == "v0.1.2"
+
+
+def test_upgrade_with_an_unreachable_manifest_says_why_once_and_exits_1(cantor_home):
+    port = free_port()
+    write_config(cantor_home)
+    with open(cantor_home / "node.toml", "a") as fh:   # nothing listens on the manifest's port
+        fh.write(f'\n[node]\nport = {port}\n\n[engines]\n'
+                 f'manifest = "http://127.0.0.1:{free_port()}/engines.json"\n')
+
+    async def main():
+        node = await Node(cantor_home, port=port).start()
+        try:
+            return await asyncio.to_thread(
+                subprocess.run, self_argv("cli") + ["upgrade"], capture_output=True, text=True,
+                timeout=60, env={**os.environ, "CANTOR_HOME": str(cantor_home)})
+        finally:
+            await node.stop()
+
+    result = asyncio.run(main())
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if "engines.json" in line]
+    assert len(lines) == 1 and lines[0].startswith("cantor upgrade: "), result.stderr

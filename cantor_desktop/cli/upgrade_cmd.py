@@ -40,10 +40,10 @@ async def upgrade(restart: bool = True) -> int:
             try:
                 async with contextlib.aclosing(node.update_backends()) as events:
                     async for event, data in events:
-                        print(_describe(event, data), file=sys.stderr)
-                        if event == "error":
+                        if event == "error":          # said once, as the command's error
                             print(f"cantor upgrade: {data.get('message')}", file=sys.stderr)
                             return 1
+                        print(_describe(event, data), file=sys.stderr)
                 if restart:
                     answer = await node.restart()
                     after = answer.get("after") or []
