@@ -142,3 +142,18 @@ def test_non_loopback_without_a_keyring_or_token_refuses_to_start(home):
         node = await Node(home, env=env).start()
         await node.stop()
     run(loopback())
+
+
+def test_cantor_node_says_where_it_listens_once_it_answers(home):
+    port = free_port()
+    proc = subprocess.Popen(self_argv("cli") + ["node", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CANTOR_HOME": str(home)})
+    try:
+        line = proc.stderr.readline()            # blocks until the node has bound its port
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=5).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    assert line.startswith(f"cantor node: listening on http://127.0.0.1:{port} ")
+    assert str(home / "logs") in line

@@ -55,8 +55,15 @@ def serve_forever(host: str, port: int) -> int:
     from ..selfexec import self_argv
 
     logs.setup(paths().node_log, stderr_level=logging.WARNING)
+
+    def listening(token_required: bool) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        token = "; a token is required: `cantor node token`" if token_required else ""
+        print(f"cantor node: listening on http://{shown}:{port}{token} "
+              f"(log: {paths().node_log}); Ctrl-C stops it", file=sys.stderr, flush=True)
+
     try:
-        restart = serve(host, port)
+        restart = serve(host, port, on_listening=listening)
     except TokenError as exc:
         print(f"cantor node: refusing to listen on {host} without a token: {exc}",
               file=sys.stderr)

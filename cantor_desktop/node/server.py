@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets as _random
+from typing import Callable
 
 from ..config import is_loopback_host
 
@@ -52,8 +53,11 @@ def token_for(host: str) -> str | None:
     return token
 
 
-def serve(host: str, port: int) -> bool:
-    """Run the node until it is stopped; True when it should restart (an upgrade asked)."""
+def serve(host: str, port: int, on_listening: Callable[[bool], None] | None = None) -> bool:
+    """Run the node until it is stopped; True when it should restart (an upgrade asked).
+
+    ``on_listening(token_required)`` is called once the socket is bound and the node answers.
+    """
     import uvicorn
 
     from .api import create_app
@@ -79,7 +83,13 @@ def serve(host: str, port: int) -> bool:
     uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
                                lifespan="on", timeout_graceful_shutdown=3,
                                timeout_keep_alive=30)
-    server = uvicorn.Server(uv_config)
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_listening is not None:
+                on_listening(bool(token))
+
+    server = _Server(uv_config)
     holder["server"] = server
     log.info("node listening on %s:%s%s", host, port, " (token required)" if token else "")
     server.run()
