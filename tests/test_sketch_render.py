@@ -170,3 +170,10 @@ def test_the_lead_sings_the_lyrics_vowels():
 
     assert band("i", 1900, 2700) > 3 * band("a", 1900, 2700)     # "ee": a high second formant
     assert band("a", 650, 1300) > 3 * band("i", 650, 1300)       # "ah": a high first formant
+
+
+@pytest.mark.parametrize("lyrics", ["", "walking in the city lights tonight"])
+def test_no_dc_offset(lyrics):
+    # the kick's click and first half-cycle push one way; the mix was ~-58 dBFS off centre
+    x = render.master(_render(_song(duration=20.0, seed=3, lyrics=lyrics)), normalise=True)
+    assert np.abs(x.mean(axis=0, dtype=np.float64)).max() < 1e-4        # below -80 dBFS

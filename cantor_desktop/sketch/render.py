@@ -349,9 +349,12 @@ class Renderer:
 
     def finish(self) -> np.ndarray:
         """The stereo mix, shape (samples, 2), float32, with fades; not yet normalised.
-        A view of the render buffer (no copy)."""
+        A view of the render buffer (no copy). Each channel's DC offset (the kick's click
+        and its first half-cycle only push one way) is taken out before the fades."""
         n = self.total
         out = self.buf[:n]
+        if n:
+            out -= out.mean(axis=0, dtype=np.float64).astype(np.float32)
         fade_in = min(n, int(0.01 * SR))
         fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR))
         if fade_in:
