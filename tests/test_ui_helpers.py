@@ -111,3 +111,13 @@ def make_wav(path, seconds: float = 2.0, rate: int = 44100):
     data = (0.5 * env * np.sin(2 * np.pi * 220 * t)).astype("float32")
     sf.write(str(path), np.stack([data, data], axis=1), rate, subtype="PCM_24")
     return str(path)
+
+
+def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
+    # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
+    # said "23.5 GiB": the same figure, named correctly in both
+    from cantor_desktop.download import human_size
+    from cantor_desktop.ui.transfer import human_bytes
+    assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
+    assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"
+    assert human_bytes(512) == "512 B" and human_bytes(None) == "?"

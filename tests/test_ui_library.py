@@ -38,7 +38,7 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node):
     page.pull(MODEL)
     run(qloop, until(lambda: any(e.get("file") == DIT and (e.get("file_received") or 0) > SIZE // 4
                                  for e in events), what="a quarter of the first file"))
-    assert "MB /" in page._bar(row).format() and page.table.item(row, 4).text().endswith("/s")
+    assert "MiB /" in page._bar(row).format() and page.table.item(row, 4).text().endswith("/s")
     page.pause(MODEL)
     run(qloop, until(lambda: any(e.get("state") == "paused" for e in events), what="pause"))
     run(qloop, until(lambda: page.table.item(row, 2).text() == "partial", what="partial state"))

@@ -45,14 +45,15 @@ class TransferMeter:
 
 
 def human_bytes(n: float | int | None) -> str:
+    """Binary units named as such (GiB), so the app shows the same figures as the CLI."""
     if n is None:
         return "?"
     n = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} TB"
+    return f"{n:.1f} TiB"
 
 
 def human_duration(seconds: float | None) -> str:

@@ -71,7 +71,7 @@ def machine_text(system: dict) -> str:
     if not gpus:
         lines.append("GPUs: none found")
     for g in gpus:
-        vram = f", {g['vram_mib'] / 1024:.1f} GB VRAM" if g.get("vram_mib") else ""
+        vram = f", {g['vram_mib'] / 1024:.1f} GiB VRAM" if g.get("vram_mib") else ""
         drv = f", driver {g['driver']}" if g.get("driver") else ""
         lines.append(f"GPU: {g.get('name', '?')} ({g.get('vendor', '')}{drv}{vram})")
     return "<br>".join(lines)
