@@ -90,3 +90,19 @@ def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
     page.generate.click()
     run(qloop, until(lambda: "Could not queue" in page.problem.text(), what="the reason"))
     assert "not running" in page.problem.text() or "node" in page.problem.text().lower()
+
+
+def test_status_line_does_not_call_an_uninstalled_backend_ready(qtbot, qloop, node):
+    # a fresh machine: the auto choice is only installable; the status bar said
+    # "Node ready — backend cpu" as if an engine were there
+    link = NodeLink(url=node.url, start_child=False)
+    run(qloop, link._connect())
+    run(qloop, until(lambda: link.system, what="the system"))
+    line = link.status_line()
+    assert line.startswith("Node ready") and "no ACE-Step engine yet" in line, line
+    assert "can be installed" in line and "— backend " not in line
+    fam = link.system["families"]["acestep"]
+    for row in fam["backends"]:
+        row["installed"] = row["name"] == fam["default"]
+    assert f"backend {fam['default']}" in link.status_line()
+    run(qloop, link.shutdown())

@@ -104,7 +104,12 @@ class NodeLink(QObject):
         bits = []
         fam = (self.system.get("families") or {}).get("acestep") or {}
         backend = fam.get("pinned") or fam.get("default")
-        if backend:
+        row = next((b for b in fam.get("backends") or []
+                    if isinstance(b, dict) and b.get("name") == backend), None)
+        if backend and row is not None and not row.get("installed"):
+            # the auto choice is only a candidate until an engine build is installed
+            bits.append(f"no ACE-Step engine yet ({backend} can be installed)")
+        elif backend:
             bits.append(f"backend {backend}" + (" (pinned)" if fam.get("pinned") else ""))
         loaded = self.system.get("loaded")
         if isinstance(loaded, list):
