@@ -1,6 +1,8 @@
 """Hardware & Backends rows: nothing guessed before the node answers; a backend this machine
 can run but has not installed reads "installable"."""
 
+from test_ui_helpers import qloop, run  # noqa: F401 (fixture)
+
 from cantor_desktop.ui.pages.hardware import backend_rows
 
 
@@ -21,3 +23,33 @@ def test_a_supported_backend_not_installed_is_installable():
     status = {"families": {"acestep": {"backends": [{"name": "cpu", "state": "installed",
                                                      "installed": True}]}}}
     assert {r["name"]: r for r in backend_rows({**system, **status})}["cpu"]["state"] == "installed"
+
+
+def test_first_run_set_up_does_the_next_step(qtbot, qloop):
+    """The banner's set-up button starts "Find the best backend" (not only shows a page);
+    once a backend is there it reads "Download…" and opens the Library; a find that ends
+    says what comes next."""
+    from conftest import free_port
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.window import MainWindow
+    link = NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False)
+    w = MainWindow(link)
+    qtbot.addWidget(w)
+    w.populate()
+    w.banner.update_from({}, [])
+    assert w.banner.state == "needs setup"
+    w.banner.setup.click()
+    assert w.pages.currentWidget() is w.hardware
+    log = [w.hardware.log.item(i).text() for i in range(w.hardware.log.count())]
+    assert log == ["The node is not running; start it first."]      # find_best was asked
+    system = {"families": {"acestep": {"backends": [{"name": "cpu", "installed": True}]}}}
+    w.banner.update_from(system, [])
+    assert w.banner.state == "needs download"
+    assert w.banner.setup.text().startswith("Download an ACE-Step model")
+    w.banner.setup.click()
+    assert w.pages.currentWidget() is w.library
+    w.hardware.running_key, w.hardware.running_action = "k", "find"
+    w.hardware.on_event("k", {"state": "done"})
+    last = w.hardware.log.item(w.hardware.log.count() - 1).text()
+    assert last.startswith("Next: download an ACE-Step model in Library")
+    run(qloop, link.shutdown())

@@ -112,7 +112,7 @@ class MainWindow(QMainWindow):
         self.link.system_loaded.connect(lambda s: self.banner.update_from(s, self.link.models))
         self.link.models_loaded.connect(lambda m: self.banner.update_from(self.link.system, m))
         self.banner.try_sketch.connect(self.try_sketch)
-        self.banner.set_up.connect(lambda: self.show_page("Hardware & Backends"))
+        self.banner.set_up.connect(self.set_up_acestep)
         self._state(self.link.state)
         if self.settings_error is not None:
             bar.showMessage(f"node.toml is not valid, using defaults: {self.settings_error}")
@@ -179,6 +179,17 @@ class MainWindow(QMainWindow):
             self.compose.caption.setPlainText("bright acoustic pop, hand claps, warm bass")
         self.compose.model.setCurrentIndex(0)
         self.compose.caption.setFocus()
+
+    def set_up_acestep(self) -> None:
+        """The banner's set-up action does the next step, not only show a page: with no
+        backend yet it starts "Find the best backend"; with one, it opens the Library."""
+        if self.banner.state == "needs download":
+            self.show_page("Library")
+            return
+        self.show_page("Hardware & Backends")
+        hardware = self.hardware
+        if hardware.running_key is None:
+            hardware.find_best()     # without a node it says so in the page's log
 
     def use_settings(self, rec) -> None:
         from .compose_form import ComposeForm

@@ -61,7 +61,10 @@ class ReadinessBanner(QFrame):
                         and not m.get("builtin")), None)
         size = (default or {}).get("download_bytes") or (default or {}).get("size_bytes")
         gb = f" ({human_bytes(size)})" if size else ""
-        self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")
+        if self.state == "needs download":     # the backend is there: the download is next
+            self.setup.setText(f"Download an ACE-Step model{gb}")
+        else:
+            self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")
         self.setup.setVisible(self.state != "ready")
         if self.state == "ready":
             self.title.setText("<b>Cantor is ready</b>")

@@ -82,6 +82,7 @@ class HardwarePage(QWidget):
         super().__init__(parent)
         self.link = link
         self.running_key: str | None = None
+        self.running_action: str | None = None
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("<h2>Hardware &amp; Backends</h2>"))
         box = QGroupBox("This machine")
@@ -180,6 +181,7 @@ class HardwarePage(QWidget):
             self.log.addItem("The node is not running; start it first.")
             return
         self.running_key = self.link.backend_action(action, backend)
+        self.running_action = action
         what = {"find": "Finding the best backend…", "update": "Updating the installed backends…",
                 "use": f"Switching to {backend}…" if backend else "Unpinning: back to auto…"}
         self.log.addItem(what[action])
@@ -187,6 +189,10 @@ class HardwarePage(QWidget):
         self.progress.show()
         self.cancel.show()
         self.find.setEnabled(False)
+
+    def _model_ready(self) -> bool:
+        return any(m.get("state") in ("installed", "ready") and m.get("name") != "sketch"
+                   and not m.get("builtin") for m in self.link.models or [])
 
     def find_best(self) -> None:
         """The node tries the backends this machine supports, best first, and keeps the first
@@ -204,6 +210,10 @@ class HardwarePage(QWidget):
                 self.log.addItem(f"{state.capitalize()}: {event.get('error', '')}".rstrip(": "))
             else:
                 self.log.addItem("Done.")
+                if self.running_action in ("find", "use") and not self._model_ready():
+                    self.log.addItem("Next: download an ACE-Step model in Library "
+                                     "(the built-in Sketch engine works meanwhile).")
+                self.log.scrollToBottom()
             self.progress.hide()
             self.cancel.hide()
             self.find.setEnabled(True)
