@@ -213,6 +213,9 @@ def test_audio_generations_gives_bytes_or_a_json_error(home):
     assert sidecar["request"]["caption"] == "chiptune march"
     info = sf.info(io.BytesIO(ok.content))
     assert info.subtype == "PCM_16" and abs(info.duration - 10) < 0.1
+    song_file = home / "songs" / sidecar["audio"]["file"]            # the file, streamed whole
+    assert ok.content == song_file.read_bytes()
+    assert int(ok.headers["content-length"]) == song_file.stat().st_size
     for r, field in ((bad, "duration"), (no_model, "model"), (unknown, "voice")):
         assert r.status_code >= 400 and r.headers["content-type"] == "application/json"
         assert r.json()["error"]["field"] == field

@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__, config
@@ -473,7 +473,7 @@ def _routes(app: FastAPI) -> None:
     async def submit(request: Request):
         n = node(request)
         body = await json_body(request)
-        data = _validated(body, _cfg())
+        data = await asyncio.to_thread(_validated, body, _cfg())  # lists the model folder
         song = n.queue.add(data)
         n.runner.wake()
         await n.queue.flush()          # on disk before the 202: it survives a crash
@@ -556,7 +556,8 @@ def _routes(app: FastAPI) -> None:
         if song.state not in (FAILED, CANCELLED):
             raise ApiError(409, f"only a failed or cancelled song can be retried; this one is "
                                 f"{song.state}", "not_retryable", "id", state=song.state)
-        check_model(song.request.get("model") or _cfg().get("models.default"))
+        await asyncio.to_thread(check_model,
+                                song.request.get("model") or _cfg().get("models.default"))
         n.queue.retry(song)
         n.runner.wake()
         await n.queue.flush()
@@ -575,7 +576,7 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(422, "body: must be a JSON object", field="body")
         data, steps = lemonade_request(body)
         try:
-            validated = _validated(data, _cfg())
+            validated = await asyncio.to_thread(_validated, data, _cfg())
         except ApiError as exc:
             if exc.field in LEMONADE_NAMES:
                 old, exc.field = exc.field, LEMONADE_NAMES[exc.field]
@@ -599,9 +600,11 @@ def _routes(app: FastAPI) -> None:
         if song.state == "done":
             path = Path(song.files[0]["audio"])
             from .songs import CONTENT_TYPES
-            return Response(path.read_bytes(),
-                            media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
-                            headers={"X-Cantor-Song": song.id})
+            # streamed from the file by a worker thread: a long wav32 is hundreds of MB,
+            # which read_bytes() would have read on the node's event loop
+            return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix,
+                                                                   "application/octet-stream"),
+                                headers={"X-Cantor-Song": song.id})
         if song.state == "cancelled":
             raise ApiError(409, "the song was cancelled", "cancelled", id=song.id)
         raise ApiError(500, song.error or "the song failed", "generation_failed", id=song.id)
