@@ -389,7 +389,7 @@ def installed(family: str, backend: str) -> InstalledBuild | None:
 
 
 def archive_cache_path(build: Build) -> Path:
-    return paths().cache_dir / "engines" / f"{build.sha256}.{build.archive}"
+    return paths().engine_downloads_dir / f"{build.sha256}.{build.archive}"
 
 
 _fetch_locks: dict[str, asyncio.Lock] = {}

@@ -211,7 +211,7 @@ def manifest_url() -> str:
 
 
 def _cache_file(url: str) -> Path:
-    return paths().cache_dir / f"manifest-{hashlib.sha256(url.encode()).hexdigest()[:16]}.json"
+    return paths().manifest_cache_file(hashlib.sha256(url.encode()).hexdigest()[:16])
 
 
 async def fetch(url: str | None = None, *, client: httpx.AsyncClient | None = None,

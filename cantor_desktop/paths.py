@@ -43,6 +43,47 @@ class Paths:
         """Scratch space: probe model folders, downloads in flight, waveform peaks."""
         return self.data_dir / "cache"
 
+    @property
+    def engine_downloads_dir(self) -> Path:
+        """Engine archives, by sha256, kept so builds that share one download get it once."""
+        return self.cache_dir / "engines"
+
+    @property
+    def sketch_models_dir(self) -> Path:
+        """The sketch engine's stand-in model files (it speaks ace-server's --models)."""
+        return self.cache_dir / "sketch-models"
+
+    @property
+    def probe_models_dir(self) -> Path:
+        """Tiny model folder a trial install loads to prove an engine build works."""
+        return self.cache_dir / "probe-models"
+
+    @property
+    def waveforms_dir(self) -> Path:
+        return self.cache_dir / "waveforms"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.cache_dir / "locks"
+
+    def manifest_cache_file(self, key: str) -> Path:
+        """The last engine manifest fetched from one URL (``key`` names the URL)."""
+        return self.cache_dir / f"manifest-{key}.json"
+
+    @property
+    def library_file(self) -> Path:
+        """Model files adopted from elsewhere (``cantor models import``)."""
+        return self.models_dir / "library.json"
+
+    @property
+    def hashes_file(self) -> Path:
+        """sha256 of model files with the size and mtime they were taken at."""
+        return self.models_dir / "hashes.json"
+
+    def catalogue_file(self, family: str) -> Path:
+        """The model hub's file tree for a family, saved for offline use."""
+        return self.models_dir / f"catalogue-{family}.json"
+
     def engine_family_dir(self, family: str) -> Path:
         return self.engines_dir / family
 

@@ -49,7 +49,7 @@ class TrialResult:
 
 def probe_models_dir() -> Path:
     """A models folder holding only a header-only acestep-lm GGUF (made once, in the cache)."""
-    folder = paths().cache_dir / "probe-models"
+    folder = paths().probe_models_dir
     target = folder / PROBE_MODEL
     try:
         if gguf.read_architecture(target) == "acestep-lm":

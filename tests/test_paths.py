@@ -26,3 +26,21 @@ def test_without_cantor_home_platformdirs_decide(monkeypatch):
     assert str(p.data_dir) == dirs.user_data_dir
     assert str(p.logs_dir) == dirs.user_log_dir
     assert p.models_dir.parent == p.data_dir
+
+
+def test_every_cache_and_library_file_comes_from_paths(cantor_home):
+    # the modules that used to build these by hand now ask paths(); same locations
+    from cantor_desktop import manifest, trial
+    from cantor_desktop.models import catalogue, library
+    from cantor_desktop.node import runner
+    from cantor_desktop.ui import waveform
+    p = paths()
+    cache, models = cantor_home / "cache", cantor_home / "models"
+    assert p.sketch_models_dir == cache / "sketch-models" == runner.sketch_models_dir()
+    assert p.waveforms_dir == cache / "waveforms" == waveform.cache_dir()
+    assert p.probe_models_dir == cache / "probe-models" == trial.probe_models_dir()
+    assert p.engine_downloads_dir == cache / "engines" and p.locks_dir == cache / "locks"
+    assert manifest._cache_file("https://example.org/m.json").parent == cache
+    assert p.library_file == models / "library.json" == library._registry_file()
+    assert p.hashes_file == models / "hashes.json" == library._hashes_file()
+    assert p.catalogue_file("acestep") == models / "catalogue-acestep.json" == catalogue.cache_file()

@@ -229,7 +229,7 @@ def builtin() -> Catalogue:
 
 
 def cache_file() -> Path:
-    return paths().models_dir / f"catalogue-{FAMILY}.json"
+    return paths().catalogue_file(FAMILY)
 
 
 def cached() -> Catalogue | None:

@@ -61,11 +61,11 @@ def family_dir() -> Path:
 
 
 def _registry_file() -> Path:
-    return paths().models_dir / "library.json"
+    return paths().library_file
 
 
 def _hashes_file() -> Path:
-    return paths().models_dir / "hashes.json"
+    return paths().hashes_file
 
 
 def _lock(path: Path) -> FileLock:

@@ -103,7 +103,7 @@ def _as_dict(event: Any) -> dict:
 
 
 def _lock_for(name: str) -> FileLock:
-    folder = paths().cache_dir / "locks"
+    folder = paths().locks_dir
     folder.mkdir(parents=True, exist_ok=True)
     return FileLock(str(folder / f"{name}.lock"), timeout=0)
 

@@ -70,7 +70,7 @@ def engine_key(name: str) -> str:
 
 
 def sketch_models_dir() -> Path:
-    return paths().cache_dir / "sketch-models"
+    return paths().sketch_models_dir
 
 
 def plan_sketch() -> EnginePlan:

@@ -1,7 +1,7 @@
 """Waveform peaks of a song file, computed once and cached on disk, without Qt.
 
 ``peaks(path)`` reads the audio in blocks (never the whole file at once), folds it to
-``BINS`` max-abs values (numpy is imported only when needed, to keep start-up quick) in 0..1, and stores them under ``paths().cache_dir / "waveforms"``
+``BINS`` max-abs values (numpy is imported only when needed, to keep start-up quick) in 0..1, and stores them under ``paths().waveforms_dir``
 keyed by the file's path, size and mtime, so a changed file is read again.
 """
 
@@ -18,7 +18,7 @@ BINS = 600
 
 
 def cache_dir() -> Path:
-    return paths().cache_dir / "waveforms"
+    return paths().waveforms_dir
 
 
 def _cache_file(path: str) -> Path:
