@@ -7,6 +7,7 @@ import time
 from cantor_desktop import config
 from cantor_desktop.paths import paths
 from cantor_desktop.ui.pages.settings import SettingsPage
+from test_ui_helpers import qloop  # noqa: F401 (fixture)
 
 
 def test_every_key_has_a_field_and_save_writes_node_toml(qtbot):
@@ -53,3 +54,45 @@ def test_a_malformed_file_is_shown_and_never_overwritten(qtbot):
     assert not page.save_button.isEnabled()
     assert not page.save()
     assert path.read_text() == "[node\nport = 1\n"
+
+
+def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
+    """Settings' node token and Library's Hugging Face token: saved (and, empty, removed)
+    by a worker thread, with the outcome said on the page."""
+    import threading
+    from test_ui_helpers import run, until
+    from cantor_desktop import secrets
+    from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
+    from cantor_desktop.ui.pages.library import LibraryPage
+    from conftest import free_port
+    threads: list[str] = []
+    real_set = secrets.set_secret
+
+    def spy(name, value):
+        threads.append(threading.current_thread().name)
+        real_set(name, value)
+    secrets.set_secret = spy
+    try:
+        page = SettingsPage()
+        qtbot.addWidget(page)
+        page.token.setText("remote-secret-1")
+        page.token_save.click()
+        run(qloop, until(lambda: page.status.text(), what="the outcome"))
+        assert page.status.text() == "Token saved in the keyring"
+        assert secrets.get_secret(REMOTE_TOKEN) == "remote-secret-1"
+        link = NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False)
+        lib = LibraryPage(link)
+        qtbot.addWidget(lib)
+        lib.hf_token.setText("hf_abc")
+        lib.hf_save.click()
+        run(qloop, until(lambda: "keyring" in lib.message.text(), what="the outcome"))
+        assert lib.message.text() == "Hugging Face token saved in the keyring"
+        assert secrets.get_secret(secrets.HF_TOKEN) == "hf_abc"
+        lib.hf_token.setText("")
+        lib.hf_save.click()
+        run(qloop, until(lambda: "removed" in lib.message.text(), what="the removal"))
+        assert secrets.get_secret(secrets.HF_TOKEN) is None
+        run(qloop, link.shutdown())
+    finally:
+        secrets.set_secret = real_set
+    assert threads and threading.main_thread().name not in threads

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QMessageBox, QProgressBar, QPushButton, QTableWidget,
@@ -23,6 +25,35 @@ async def read_secret(name: str) -> str | None:
         except Exception:
             return None
     return await asyncio.to_thread(read)
+
+
+async def write_secret(name: str, value: str) -> None:
+    """Store ``value`` in the OS keyring (an empty value deletes it), off the GUI thread."""
+    import asyncio
+
+    def write():
+        from ...secrets import delete_secret, set_secret
+        set_secret(name, value) if value else delete_secret(name)
+    await asyncio.to_thread(write)
+
+
+def save_secret_later(name: str, value: str, show: Callable[[str], None], what: str) -> None:
+    """Save a token from a page's button; ``show`` gets the outcome in words."""
+    import asyncio
+    try:
+        loop = asyncio.get_running_loop()  # qasync's loop counts as running all along
+    except RuntimeError:
+        show(f"{what} not saved: no event loop")
+        return
+    task = loop.create_task(write_secret(name, value))
+
+    def done(t) -> None:
+        if t.cancelled():
+            return
+        exc = t.exception()
+        show(f"{what} not saved: {exc}" if exc is not None
+             else f"{what} saved in the keyring" if value else f"{what} removed from the keyring")
+    task.add_done_callback(done)
 
 
 def done_message(name: str, event: dict) -> str:
@@ -289,10 +320,6 @@ class LibraryPage(QWidget):
         await self.link.refresh_models()
 
     def _save_hf_token(self) -> None:
-        try:
-            from ...secrets import HF_TOKEN, delete_secret, set_secret
-            value = self.hf_token.text().strip()
-            set_secret(HF_TOKEN, value) if value else delete_secret(HF_TOKEN)
-            self.message.setText("Hugging Face token saved in the keyring")
-        except Exception as exc:
-            self.message.setText(f"Token not saved: {exc}")
+        from ...secrets import HF_TOKEN
+        save_secret_later(HF_TOKEN, self.hf_token.text().strip(), self.message.setText,
+                          "Hugging Face token")

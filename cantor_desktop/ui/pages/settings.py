@@ -272,11 +272,6 @@ class SettingsPage(QWidget):
             self._check()
 
     def _save_token(self) -> None:
-        try:
-            from ...secrets import delete_secret, set_secret
-            value = self.token.text().strip()
-            from ..node_link import REMOTE_TOKEN
-            set_secret(REMOTE_TOKEN, value) if value else delete_secret(REMOTE_TOKEN)
-            self.status.setText("Token saved in the keyring")
-        except Exception as exc:
-            self.status.setText(f"Token not saved: {exc}")
+        from ..node_link import REMOTE_TOKEN
+        from .library import save_secret_later
+        save_secret_later(REMOTE_TOKEN, self.token.text().strip(), self.status.setText, "Token")
