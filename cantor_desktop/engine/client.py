@@ -25,7 +25,6 @@ FIRST_POLL = 0.05        # seconds; the first status checks are quick (short LM 
 MAX_POLL = 1.0           # never slower than this
 POLL_GROWTH = 1.5
 STAGE_TIMEOUT = 1200.0   # 20 minutes per stage
-ENGINE_FORMATS = ("wav16", "wav24", "wav32", "mp3")
 # Song formats the engine does not write itself: ask for 24-bit PCM (peak-normalised, and
 # FLAC's deepest depth) and let the node convert.
 _CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}

@@ -187,9 +187,6 @@ class Catalogue:
     def dits(self) -> list[FileEntry]:
         return self.of_kind("dit")
 
-    def model_names(self) -> list[str]:
-        return [f.stem for f in self.dits()]
-
     def dit_for(self, name: str) -> FileEntry:
         """The DiT file a model name means; UnknownModel (listing the choices) when none."""
         full = canonical_name(name)

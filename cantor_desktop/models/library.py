@@ -664,14 +664,6 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
     return results
 
 
-def import_files(files: list[str | os.PathLike]) -> list[ImportedFile]:
-    """import_path for several files or folders (the app's file dialog)."""
-    out: list[ImportedFile] = []
-    for f in files:
-        out.extend(import_path(f))
-    return out
-
-
 # --------------------------------------------------------------------------- verify, usage
 
 @dataclass

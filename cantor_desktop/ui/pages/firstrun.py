@@ -7,8 +7,6 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from ..transfer import human_bytes
 
-ACESTEP_SIZE_FALLBACK = 0
-
 
 def readiness(system: dict, models: list) -> tuple[str, str]:
     """(state, sentence): ready / needs download / needs setup (Qt-free)."""
