@@ -53,3 +53,20 @@ def test_first_run_set_up_does_the_next_step(qtbot, qloop):
     last = w.hardware.log.item(w.hardware.log.count() - 1).text()
     assert last.startswith("Next: download an ACE-Step model in Library")
     run(qloop, link.shutdown())
+
+
+def test_a_refused_find_ends_on_one_plain_line(qtbot):
+    # the reason is logged as its own event; the end said "Failed: failed" after it
+    from conftest import free_port
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.pages.hardware import HardwarePage
+    page = HardwarePage(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
+    qtbot.addWidget(page)
+    page.running_key, page.running_action = "k", "find"
+    page.on_event("k", {"backend": None, "outcome": "rejected",
+                        "message": "No backend works on this machine: cpu: offline."})
+    page.on_event("k", {"state": "failed", "error": ""})
+    lines = [page.log.item(i).text() for i in range(page.log.count())]
+    assert lines == ["No backend works on this machine: cpu: offline.", "Failed."]
+    page.on_event("k", {"state": "failed", "error": "the node went away"})
+    assert page.log.item(page.log.count() - 1).text() == "Failed: the node went away"

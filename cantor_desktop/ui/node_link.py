@@ -437,7 +437,8 @@ class NodeLink(QObject):
                     ok = await stream(self.client.update_backends(), None)
                 else:                    # "find": the node tries the candidates, best first
                     ok = await stream(self.client.install_backend(), None)
-                emit({"state": "done" if ok else "failed", "error": "" if ok else "failed"})
+                # a refusal's reason went out as its own event just before: not again here
+                emit({"state": "done" if ok else "failed", "error": ""})
             except asyncio.CancelledError:
                 emit({"state": "cancelled"})
                 raise

@@ -207,7 +207,9 @@ class HardwarePage(QWidget):
         state = event.get("state")
         if state in ("done", "failed", "cancelled"):
             if state != "done":
-                self.log.addItem(f"{state.capitalize()}: {event.get('error', '')}".rstrip(": "))
+                reason = event.get("error") or ""
+                self.log.addItem(f"{state.capitalize()}: {reason}" if reason
+                                 else f"{state.capitalize()}.")
             else:
                 self.log.addItem("Done.")
                 if self.running_action in ("find", "use") and not self._model_ready():

@@ -102,7 +102,7 @@ class LibraryPage(QWidget):
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         h = self.table.horizontalHeader()
         h.setSectionResizeMode(0, QHeaderView.Stretch)
-        for col, w in ((1, 90), (2, 150), (3, 160), (4, 75), (5, 65), (6, 165)):
+        for col, w in ((1, 108), (2, 150), (3, 150), (4, 75), (5, 65), (6, 165)):
             h.setSectionResizeMode(col, QHeaderView.Fixed)
             h.resizeSection(col, w)
         layout.addWidget(self.table, 1)
