@@ -49,8 +49,10 @@ __all__ = [
     "human_size",
 ]
 
-BATCH = 1 << 20            # bytes handed to the writer thread at a time
-MAX_IN_FLIGHT = 8          # batches queued to the writer before the receiver waits
+BATCH = 1 << 20            # bytes handed to the writer and hash threads at a time
+MAX_IN_FLIGHT = 8          # batches queued to each thread before the receiver waits
+READ_SIZE = 2 << 20        # most bytes taken from the socket per read (see _widen_reads)
+HASH_BLOCK = 1 << 20       # read size when hashing a file from disk
 PROGRESS_INTERVAL = 0.1    # seconds between progress callbacks (≤ 10/s, plus a final one)
 MAX_REDIRECTS = 20
 MAX_BACKOFF = 60.0
@@ -146,7 +148,7 @@ def _hash_file(path: Path, limit: int | None = None):
     left = limit
     with open(path, "rb", buffering=0) as fh:
         while left is None or left > 0:
-            buf = fh.read(BATCH if left is None else min(BATCH, left))
+            buf = fh.read(HASH_BLOCK if left is None else min(HASH_BLOCK, left))
             if not buf:
                 break
             h.update(buf)
@@ -262,9 +264,14 @@ class _Sink:
     async def write(self, pieces: list[bytes]) -> None:
         self.pending.append(self.writer.submit(self._write, pieces))
         self.pending.append(self.hashing.submit(self._hash, pieces))
-        while self.pending and (self.pending[0].done() or len(self.pending) > 2 * MAX_IN_FLIGHT):
-            await self._wait(self.pending[0])
-            self.pending.popleft()
+        pending = self.pending
+        while pending and pending[0].done():
+            # Finished work: take its result here. Awaiting a done future through
+            # wrap_future would still wake the loop through its self-pipe, once per batch.
+            pending.popleft().result()
+        while len(pending) > 2 * MAX_IN_FLIGHT:
+            await self._wait(pending[0])
+            pending.popleft()
 
     async def drain(self) -> None:
         while self.pending:
@@ -290,18 +297,69 @@ _O_BINARY = getattr(os, "O_BINARY", 0)
 
 
 def _tune_httpcore() -> None:
-    """Let httpcore's HTTP/1.1 reader take up to 1 MiB per socket read (default 64 KiB).
+    """Let httpcore's HTTP/1.1 reader take up to READ_SIZE per socket read (default 64 KiB).
 
     A read returns whatever is already there, so small responses and SSE are unaffected;
     on a fast link the per-read overhead of 64 KiB reads capped httpx at ~0.6 GiB/s on
-    loopback, with 1 MiB it goes past 2 GiB/s (bench/download.py). Process-wide by design:
-    every client, including one a caller passes in, benefits. Only ever raised."""
+    loopback. Process-wide by design: every client, including one a caller passes in,
+    benefits. Only ever raised."""
     try:
         from httpcore._async.http11 import AsyncHTTP11Connection
     except ImportError:  # pragma: no cover - a future httpcore; the default still works
         return
-    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < BATCH:
-        AsyncHTTP11Connection.READ_NUM_BYTES = BATCH
+    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < READ_SIZE:
+        AsyncHTTP11Connection.READ_NUM_BYTES = READ_SIZE
+
+
+def _tune_h11() -> None:
+    """Make h11 hand a body chunk that empties its receive buffer over without copying it.
+
+    h11 returns ``data[:n]`` and deletes it from its buffer, copying the chunk twice
+    (``maybe_extract_at_most`` slices once to test for emptiness and again to extract).
+    When the chunk is the whole buffer, the buffer object itself is the answer and a
+    fresh empty one takes its place: the same bytes, the same state after, no copies.
+    Process-wide (like `_tune_httpcore`); any other case runs h11's own code."""
+    try:
+        from h11._receivebuffer import ReceiveBuffer
+    except ImportError:  # pragma: no cover - a future h11; its own code still works
+        return
+    original = ReceiveBuffer.maybe_extract_at_most
+    if getattr(original, "_cantor_fast_path", False):
+        return
+    probe = ReceiveBuffer()
+    if not all(hasattr(probe, a) for a in ("_data", "_next_line_search",
+                                           "_multiple_lines_search")):
+        return  # pragma: no cover - internals changed; leave h11 alone
+
+    def maybe_extract_at_most(self, count: int):
+        data = self._data
+        if 0 < len(data) <= count and type(data) is bytearray:
+            self._data = bytearray()
+            self._next_line_search = 0
+            self._multiple_lines_search = 0
+            return data
+        return original(self, count)
+
+    maybe_extract_at_most._cantor_fast_path = True
+    maybe_extract_at_most.__doc__ = original.__doc__
+    ReceiveBuffer.maybe_extract_at_most = maybe_extract_at_most
+
+
+_tune_h11()
+
+
+def _widen_reads(response: httpx.Response) -> None:
+    """Let this connection's asyncio transport receive up to READ_SIZE per recv().
+
+    asyncio reads at most 256 KiB per wake-up, and anyio pauses and resumes reading (two
+    epoll_ctl calls) around every read, so at 1 GiB/s the loop spent more time on wake-ups
+    and syscalls than on the bytes. A recv returns only what is already buffered, so a
+    slow link is unaffected. Only this connection's plain-TCP transport is changed (an
+    instance attribute); anything else (TLS, another backend) keeps its defaults."""
+    stream = response.extensions.get("network_stream")
+    transport = getattr(getattr(stream, "_stream", None), "_transport", None)
+    if transport is not None and 0 < getattr(transport, "max_size", 0) < READ_SIZE:
+        transport.max_size = READ_SIZE
 
 
 _tune_httpcore()
@@ -557,6 +615,7 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
         if total is not None:
             check_free_space(dest.parent, total - start)
         meter.start(start, total if total is not None else size)
+        _widen_reads(response)
 
         pieces: list[bytes] = []
         queued = 0

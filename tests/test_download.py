@@ -310,3 +310,40 @@ def test_refused_connection_is_still_retried(tmp_path):
     with pytest.raises(DownloadError) as err:
         fetch(url, tmp_path / "f.bin", sha256="0" * 64, retries=2)
     assert "gave up after 3 attempts in a row" in str(err.value)
+
+
+def test_h11_fast_extract_keeps_h11_semantics():
+    # download.py's h11 fast path hands over the whole buffer without copying; a partial
+    # extract, an empty buffer and line parsing after it behave as h11's own code.
+    from h11._receivebuffer import ReceiveBuffer
+    assert getattr(ReceiveBuffer.maybe_extract_at_most, "_cantor_fast_path", False)
+    buf = ReceiveBuffer()
+    assert buf.maybe_extract_at_most(10) is None
+    buf += b"abcdef"
+    assert bytes(buf.maybe_extract_at_most(4)) == b"abcd" and bytes(buf) == b"ef"
+    assert bytes(buf.maybe_extract_at_most(100)) == b"ef" and len(buf) == 0
+    assert buf.maybe_extract_at_most(1) is None
+    buf += b"GET / HTTP/1.1\r\nHost: x\r\n\r\nrest"
+    assert bytes(buf.maybe_extract_next_line()) == b"GET / HTTP/1.1\r\n"
+    assert [bytes(x) for x in buf.maybe_extract_lines()] == [b"Host: x"]
+    assert bytes(buf.maybe_extract_at_most(4)) == b"rest" and not buf
+
+
+def test_body_reads_are_widened_on_this_connection(server, blob, digest, tmp_path):
+    # One connection's asyncio transport receives up to READ_SIZE per recv (the default
+    # 256 KiB meant a loop wake-up and two epoll_ctl calls per 256 KiB); the bytes and
+    # hash are unchanged.
+    seen = []
+    original = dl._widen_reads
+
+    def spy(response):
+        original(response)
+        transport = response.extensions["network_stream"]._stream._transport
+        seen.append(transport.max_size)
+
+    dl._widen_reads = spy
+    try:
+        fetch(server.url("/f.bin"), tmp_path / "f.bin", sha256=digest, size=SIZE)
+    finally:
+        dl._widen_reads = original
+    assert seen == [dl.READ_SIZE] and (tmp_path / "f.bin").read_bytes() == blob
