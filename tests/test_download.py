@@ -332,14 +332,17 @@ def test_h11_fast_extract_keeps_h11_semantics():
 def test_body_reads_are_widened_on_this_connection(server, blob, digest, tmp_path):
     # One connection's asyncio transport receives up to READ_SIZE per recv (the default
     # 256 KiB meant a loop wake-up and two epoll_ctl calls per 256 KiB); the bytes and
-    # hash are unchanged.
-    seen = []
+    # hash are unchanged, and the connection gets its default back after the body.
+    seen, transports = [], []
     original = dl._widen_reads
 
     def spy(response):
-        original(response)
         transport = response.extensions["network_stream"]._stream._transport
+        default = transport.max_size
+        restore = original(response)
         seen.append(transport.max_size)
+        transports.append((transport, default))
+        return restore
 
     dl._widen_reads = spy
     try:
@@ -347,3 +350,5 @@ def test_body_reads_are_widened_on_this_connection(server, blob, digest, tmp_pat
     finally:
         dl._widen_reads = original
     assert seen == [dl.READ_SIZE] and (tmp_path / "f.bin").read_bytes() == blob
+    (transport, default), = transports
+    assert default < dl.READ_SIZE and transport.max_size == default
