@@ -18,7 +18,6 @@ import os
 import re
 import signal
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from . import gguf
+from .engine.process_options import engine_process_kwargs
 from .engine_store import InstalledBuild
 from .manifest import DEVICE_ENV
 from .paths import paths
@@ -167,16 +167,10 @@ async def _start(build: InstalledBuild, backend: str, port: int) -> _Child:
     wanted = expected_device(build, backend)
     if wanted:
         env["GGML_BACKEND"] = wanted
-    kwargs: dict = {}
-    if os.name == "posix":
-        kwargs["start_new_session"] = True
-    elif sys.platform == "win32":
-        import subprocess
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
     proc = await asyncio.create_subprocess_exec(
         *engine_argv(build, probe_models_dir(), port), env=env,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, **kwargs)
+        stderr=asyncio.subprocess.PIPE, **engine_process_kwargs())
     return _Child(proc)
 
 

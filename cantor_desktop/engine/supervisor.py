@@ -23,6 +23,7 @@ import httpx
 from .. import logs
 from ..paths import paths
 from .client import EngineClient, join_reasons
+from .process_options import engine_process_kwargs
 from .progress import ProgressEvent, ProgressParser, is_error_line
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class EngineSupervisor:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT, env=env, limit=_LINE_LIMIT,
-                start_new_session=(os.name != "nt"))
+                **engine_process_kwargs())
         except OSError as exc:
             raise EngineStartError(f"cannot start the {self.family} engine {argv[0]}: {exc}",
                                    reason=str(exc)) from exc

@@ -1,0 +1,58 @@
+"""An engine never outlives its owner: kill -9 the process that started it, the engine ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+OWNER = r"""
+import asyncio, sys, time
+from pathlib import Path
+from cantor_desktop.engine.supervisor import EngineSupervisor
+from cantor_desktop.selfexec import self_argv
+from cantor_desktop.sketch import ensure_sketch_models
+
+async def main():
+    models = Path(sys.argv[1]); ensure_sketch_models(models)
+    sup = EngineSupervisor("acestep", self_argv("sketch-server"), {}, models)
+    await sup.start()
+    print(sup.pid, flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for init to reap it counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_engine_ends_when_its_owner_is_killed(tmp_path):
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "models")],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        engine_pid = int(owner.stdout.readline())
+        assert _alive(engine_pid)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(engine_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(engine_pid), "the engine outlived the process that started it"
+    finally:
+        owner.kill()
+        owner.wait()
