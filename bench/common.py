@@ -66,25 +66,16 @@ def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = N
 
 
 def machine_facts() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = "?"
-    try:
-        kb = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal")))
-        ram = f"{kb / 2**20:.1f} GiB"
-    except (OSError, StopIteration, ValueError):
-        pass
+    """What the figures were measured on: the hardware probe's CPU and RAM, plus the load."""
+    from cantor_desktop import hardware
+
+    hw = hardware.probe()
     load = ""
     if hasattr(os, "getloadavg"):
         load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-    return {"os": f"{platform.system()} {platform.release()}", "cpu": cpu,
+    ram = f"{hw.ram_bytes / 2**30:.1f} GiB" if hw.ram_bytes else "?"
+    return {"os": f"{platform.system()} {platform.release()}",
+            "cpu": hw.cpu_name or platform.processor() or platform.machine(),
             "cores": str(os.cpu_count()), "ram": ram, "python": platform.python_version(),
             "load": load}
 

@@ -31,22 +31,12 @@ OUTCOME_RE = re.compile(r"^(FAILED|ERROR) (?P<test>\S+)")
 
 
 def machine() -> str:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = ""
-    try:
-        kb = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal")))
-        ram = f", {kb / 2**20:.1f} GiB RAM"
-    except (OSError, StopIteration, ValueError):
-        pass
-    return f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores{ram}"
+    """The machine, as the benchmarks describe it (bench/common.py)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from common import machine_facts
+
+    f = machine_facts()
+    return f"{f['os']}, {f['cpu']}, {f['cores']} cores, {f['ram']} RAM"
 
 
 def run(pytest_args: list[str]) -> tuple[int, list[dict], list[tuple[str, str]], list[str], str]:
