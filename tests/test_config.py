@@ -140,3 +140,11 @@ def test_a_huge_bad_value_gives_a_short_message(cantor_home):
     with pytest.raises(config.ConfigError) as err:
         config.load()
     assert "songs.format" in str(err.value) and len(str(err.value)) < 600
+
+
+def test_verbose_works_before_and_after_the_command(cantor_home):
+    for args in (["-v", "config", "path"], ["config", "-v", "path"]):
+        done = subprocess.run([sys.executable, "-m", "cantor_desktop", *args],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == str(cantor_home / "node.toml")

@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__package__}.{name}").register(sub)
+    for command, subparser in sub.choices.items():
+        if command != "sketch-server":   # the sketch engine keeps ace-server's own options
+            subparser.add_argument("-v", "--verbose", action="store_true",
+                                   default=argparse.SUPPRESS, help="log details to stderr")
     return parser
 
 
