@@ -63,6 +63,11 @@ class Paths:
         return self.cache_dir / "waveforms"
 
     @property
+    def remote_songs_dir(self) -> Path:
+        """Audio of songs made by a node on another machine, fetched once to play and drag."""
+        return self.cache_dir / "remote-songs"
+
+    @property
     def locks_dir(self) -> Path:
         return self.cache_dir / "locks"
 

@@ -7,7 +7,7 @@ import time
 
 from PySide6.QtCore import QItemSelectionModel, Qt
 
-from test_ui_helpers import make_wav, qloop, run, until  # noqa: F401
+from test_ui_helpers import make_wav, node, qloop, run, until  # noqa: F401
 
 from cantor_desktop.ui import waveform
 from cantor_desktop.ui.node_link import NodeLink
@@ -129,3 +129,53 @@ def test_player_seek_and_stop_move_in_the_decoded_buffer(qtbot, tmp_path):
     player.stop()
     assert player._buffer.pos() == 0 and player.position_ms() == 0
     player.shutdown()
+
+
+def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloop, node):
+    """A node on another machine, played by one real node whose song path is not here."""
+    import asyncio
+    import dataclasses
+
+    from cantor_desktop.paths import paths
+
+    link = NodeLink(url=node.url, start_child=False)
+    p = SongsPage(link)
+    qtbot.addWidget(p)
+    p.resize(900, 600)
+    run(qloop, link._connect())
+    made = run(qloop, link.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
+    run(qloop, until(lambda: link.songs[made.id].state == "done", timeout=60, what="the song"))
+    original = link.songs[made.id].path
+    name = os.path.basename(original)
+    far = dataclasses.replace(link.songs[made.id], files=[f"/no/such/node/disk/{name}"])
+    p.model.set_songs([far])
+    p.view.selectionModel().select(p.model.index(0), QItemSelectionModel.ClearAndSelect)
+    assert p.play.isEnabled() and p.trash.isEnabled() and not p.reveal.isEnabled()
+    assert p.view.drag_mime_data() is None  # nothing here yet: the fetch starts
+    assert p.files.fetching(far.id)
+    cached = paths().remote_songs_dir / name
+    run(qloop, until(lambda: p.files.local(far), what="the fetched audio"))
+    assert p.files.local(far) == str(cached)
+    with open(original, "rb") as a, open(cached, "rb") as b:
+        assert a.read() == b.read()
+    mime = p.view.drag_mime_data()
+    assert [u.toLocalFile() for u in mime.urls()] == [str(cached)]
+    assert p.reveal.isEnabled() and p.copy.isEnabled()
+    p.show()
+    qtbot.waitExposed(p)
+    run(qloop, until(lambda: p.store.known(str(cached)), what="the waveform of the copy"))
+    # Move to trash: the node forgets the song and deletes its file; the copy goes too
+    assert p.trash_selected(confirm=False) == [far.id]
+    assert not cached.exists() and p.model.rowCount() == 0
+
+    async def node_forgot():
+        while True:
+            raw = await link.client.songs()
+            items = raw.get("songs", []) if isinstance(raw, dict) else raw
+            if not any(d.get("id") == far.id for d in items):
+                return True
+            await asyncio.sleep(0.05)
+    assert run(qloop, node_forgot(), timeout=10)
+    assert not os.path.exists(original)
+    p.shutdown()
+    run(qloop, link.shutdown())

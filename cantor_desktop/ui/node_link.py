@@ -353,15 +353,16 @@ class NodeLink(QObject):
         self._recount()
         return rec.finished
 
-    def forget_song(self, song_id: str, on_error=None) -> None:
-        """The song's file went to the trash: the node forgets it too, so it stays gone."""
+    def forget_song(self, song_id: str, on_error=None, delete_files: bool = False) -> None:
+        """The song's file went to the trash: the node forgets it too, so it stays gone
+        (``delete_files``: the node deletes its files too — a song made on another machine)."""
         self.songs.pop(song_id, None)
         self._following.discard(song_id)
         if self.client is None:
             return
 
         async def forget():
-            await self.client.delete_song(song_id)
+            await self.client.delete_song(song_id, delete_files=delete_files)
         self.tasks.start(f"forget:{song_id}", forget(), on_error=on_error)
 
     def cancel_song(self, song_id: str) -> None:

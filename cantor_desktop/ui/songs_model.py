@@ -141,9 +141,10 @@ class WaveformStore(QObject):
 class SongDelegate(QStyledItemDelegate):
     ROW_HEIGHT = 64
 
-    def __init__(self, store: WaveformStore, parent=None):
+    def __init__(self, store: WaveformStore, parent=None, files=None):
         super().__init__(parent)
         self.store = store
+        self.files = files  # SongFiles: the local (or fetched) copy of a node's song
         self.playing_id: str | None = None
         self.play_position = 0.0  # 0..1 of the playing song
         self._seen: dict[str, tuple[bool, float]] = {}
@@ -157,6 +158,12 @@ class SongDelegate(QStyledItemDelegate):
             known = (os.path.exists(path), now)
             self._seen[path] = known
         return known[0]
+
+    def _local(self, rec: SongRecord) -> str | None:
+        """The file on this machine to draw (starting its fetch from the node if needed)."""
+        if self.files is not None:
+            return self.files.ensure(rec)
+        return rec.path if rec.state == "done" and rec.path and self._exists(rec.path) else None
 
     def sizeHint(self, option, index) -> QSize:  # noqa: N802
         return QSize(400, self.ROW_HEIGHT)
@@ -183,8 +190,13 @@ class SongDelegate(QStyledItemDelegate):
                 rec.model, f"seed {rec.seed}" if rec.seed is not None else ""]
         if not rec.finished or rec.state != "done":
             bits.insert(0, rec.status_text())
-        elif rec.path and not self._exists(rec.path):
-            bits.insert(0, "file moved or deleted")
+        elif rec.path and self._local(rec) is None:
+            if self.files is not None and self.files.fetching(rec.id):
+                bits.insert(0, "downloading…")
+            elif self.files is not None and self.files.problem(rec.id):
+                bits.insert(0, f"download failed: {self.files.problem(rec.id)}")
+            else:
+                bits.insert(0, "file moved or deleted")
         meta = "  ·  ".join(b for b in bits if b)
         painter.setPen(QColor("#6b7280") if rec.state != "failed" else QColor("#c0392b"))
         fm = painter.fontMetrics()
@@ -197,14 +209,15 @@ class SongDelegate(QStyledItemDelegate):
     def _paint_wave(self, painter: QPainter, rect: QRect, rec: SongRecord) -> None:
         if rect.width() < 20:
             return
-        if rec.state != "done" or not rec.path or not self._exists(rec.path):
+        local = self._local(rec) if rec.state == "done" and rec.path else None
+        if local is None:
             if rec.state in ("queued", "running"):
                 painter.fillRect(rect.adjusted(0, rect.height() // 2 - 3, 0, -rect.height() // 2 + 3),
                                  QColor("#e5e7eb"))
                 done = QRect(rect.left(), rect.center().y() - 3, int(rect.width() * rec.progress), 6)
                 painter.fillRect(done, QColor("#2f7fd8"))
             return
-        peaks = self.store.get(rec.path)
+        peaks = self.store.get(local)
         mid = rect.center().y()
         if peaks is None:
             painter.setPen(QPen(QColor("#d1d5db"), 1))

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QLa
 
 from ..song_records import SongRecord
 from ..player import Player
+from ..song_files import SongFiles, node_file_name
 from ..songs_model import RecordRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
 from ..transfer import human_duration
 
@@ -27,6 +28,7 @@ class SongsView(QListView):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._press: QPoint | None = None
+        self.files: SongFiles | None = None  # set by the page: where each song's audio is here
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.setUniformItemSizes(True)
         self.setDragEnabled(True)
@@ -37,7 +39,11 @@ class SongsView(QListView):
         return [i.data(RecordRole) for i in self.selectionModel().selectedRows()]
 
     def drag_mime_data(self):
-        paths = [r.path for r in self.selected_records() if r.path and os.path.exists(r.path)]
+        if self.files is not None:  # a remote song drags its fetched copy (fetch if missing)
+            found = [self.files.ensure(r) for r in self.selected_records()]
+            paths = [p for p in found if p]
+        else:
+            paths = [r.path for r in self.selected_records() if r.path and os.path.exists(r.path)]
         return song_mime_data(paths) if paths else None
 
     def mousePressEvent(self, event):  # noqa: N802
@@ -74,7 +80,9 @@ class SongsPage(QWidget):
         self.link = link
         self.model = SongsModel(self)
         self.store = WaveformStore(self)
-        self.delegate = SongDelegate(self.store, self)
+        self.files = SongFiles(link, self)
+        self.delegate = SongDelegate(self.store, self, files=self.files)
+        self._play_when_fetched: str | None = None
         self.playing: SongRecord | None = None
         self._player = Player(self)
         self._player.position_changed.connect(self._position)
@@ -93,6 +101,7 @@ class SongsPage(QWidget):
         self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
         self.view = SongsView()
+        self.view.files = self.files
         self.view.setModel(self.model)
         self.view.setItemDelegate(self.delegate)
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
@@ -116,6 +125,9 @@ class SongsPage(QWidget):
 
         self._player.failed.connect(self.note.setText)
         self.store.ready.connect(self._wave_ready)
+        self.files.fetched.connect(self._fetched)
+        self.files.failed.connect(lambda _id, text: self.note.setText(
+            f"Could not fetch the song from the node: {text}"))
         self.view.doubleClicked.connect(lambda _i: self.toggle_play())
         self.view.customContextMenuRequested.connect(self._menu)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
@@ -158,16 +170,31 @@ class SongsPage(QWidget):
 
     def _update_buttons(self):
         rec = self.current()
-        has_file = bool(rec and rec.path and os.path.exists(rec.path))
-        for w in (self.play, self.reveal, self.copy, self.trash):
+        has_file = self.files.local(rec) is not None
+        remote = bool(rec and rec.state == "done" and self.files.is_remote(rec))
+        for w in (self.reveal, self.copy):
             w.setEnabled(has_file)
+        for w in (self.play, self.trash):
+            w.setEnabled(has_file or remote)
         self.reuse.setEnabled(rec is not None)
 
     def _wave_ready(self, path: str) -> None:
+        name = os.path.basename(path)
         for row, rec in enumerate(self.model._rows):
-            if rec.path == path:
+            if rec.path == path or (rec.path and node_file_name(rec) == name):
                 idx = self.model.index(row)
                 self.view.update(idx)
+
+    def _fetched(self, song_id: str) -> None:
+        row = self.model.row_of(song_id)
+        if row >= 0:
+            self.view.update(self.model.index(row))
+        self._update_buttons()
+        if self._play_when_fetched == song_id:
+            self._play_when_fetched = None
+            rec = self.current()
+            if rec is not None and rec.id == song_id:
+                self.toggle_play()
 
     def _menu(self, pos):
         rec = self.current()
@@ -187,11 +214,17 @@ class SongsPage(QWidget):
         rec = self.current()
         if rec is None or not rec.path:
             return
+        path = self.files.ensure(rec)
+        if path is None:
+            if self.files.fetching(rec.id):
+                self._play_when_fetched = rec.id
+                self.note.setText(f"Downloading {node_file_name(rec)} from the node…")
+            return
         player = self._player
-        if self.playing is not None and self.playing.id == rec.id and player.path == rec.path:
+        if self.playing is not None and self.playing.id == rec.id and player.path == path:
             player.toggle()
             return
-        if not player.load(rec.path, play=True):
+        if not player.load(path, play=True):
             self.note.setText(player.problem)
             return
         self.playing = rec
@@ -225,10 +258,10 @@ class SongsPage(QWidget):
         self._player.seek(int(self._player.duration_ms * value / 1000))
 
     def reveal_selected(self) -> None:
-        rec = self.current()
-        if rec is None or not rec.path:
+        local = self.files.local(self.current())
+        if local is None:
             return
-        path = os.path.abspath(rec.path)
+        path = os.path.abspath(local)
         if sys.platform == "darwin":
             subprocess.Popen(["open", "-R", path])
         elif sys.platform == "win32":
@@ -237,10 +270,10 @@ class SongsPage(QWidget):
             QDesktopServices.openUrl(QUrl.fromLocalFile(os.path.dirname(path)))
 
     def copy_path(self) -> None:
-        rec = self.current()
-        if rec is not None and rec.path:
-            QGuiApplication.clipboard().setText(os.path.abspath(rec.path))
-            self.note.setText(f"Copied {rec.path}")
+        local = self.files.local(self.current())
+        if local is not None:
+            QGuiApplication.clipboard().setText(os.path.abspath(local))
+            self.note.setText(f"Copied {local}")
 
     def _reuse(self) -> None:
         rec = self.current()
@@ -252,27 +285,38 @@ class SongsPage(QWidget):
         if not recs:
             return []
         if confirm:
-            names = "\n".join(os.path.basename(r.path) for r in recs[:5])
+            names = "\n".join(node_file_name(r) for r in recs[:5])
             answer = QMessageBox.question(self, "Move to trash",
                                           f"Move {len(recs)} song file(s) to the trash?\n\n{names}")
             if answer != QMessageBox.Yes:
                 return []
         moved = []
         for rec in recs:
+            if self.files.is_remote(rec):  # the node's file: it deletes it; drop our copy
+                moved.append(rec.id)
+                self._drop_row(rec)
+                self.files.drop_cached(rec)
+                self.link.forget_song(rec.id, delete_files=True, on_error=lambda text, r=rec:
+                                      self.note.setText(f"The node could not delete "
+                                                        f"{node_file_name(r)}: {text}"))
+                continue
             ok = _trash(rec.path)
             _trash(os.path.splitext(rec.path)[0] + ".json")
             if ok:
                 moved.append(rec.id)
-                self.model.remove(rec.id)
-                if self.playing is not None and self.playing.id == rec.id:
-                    self._player.stop()
-                    self.playing = None
+                self._drop_row(rec)
                 self.link.forget_song(rec.id, on_error=lambda text, path=rec.path: self.note.setText(
                     f"Moved {os.path.basename(path)} to the trash, but the node still lists "
                     f"it: {text}"))
             else:
                 self.note.setText(f"Could not move {rec.path} to the trash")
         return moved
+
+    def _drop_row(self, rec: SongRecord) -> None:
+        self.model.remove(rec.id)
+        if self.playing is not None and self.playing.id == rec.id:
+            self._player.stop()
+            self.playing = None
 
 
 def _trash(path: str) -> bool:
