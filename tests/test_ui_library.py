@@ -71,3 +71,26 @@ def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qt
     assert text == (f"{MODEL}: Model ready. No engine yet: no backend runs on this machine "
                     "— Hardware & Backends → Find the best backend")
     assert done_message(MODEL, {"state": "done", "engine_ready": True}).endswith("ready.")
+
+
+@pytest.mark.parametrize("width", [680, 1000])
+def test_the_action_column_stays_in_view_and_long_names_elide(qtbot, qloop, width):
+    """About 900 px of window leaves the table ~650 px: no sideways scrolling, actions seen."""
+    from PySide6.QtCore import Qt
+    link = NodeLink(url="http://127.0.0.1:9", start_child=False)
+    page = LibraryPage(link)
+    qtbot.addWidget(page)
+    page.set_models([{"name": f"{MODEL}-with-a-very-long-suffix-{i}", "state": "available",
+                      "size": SIZE, "display_name": "ACE-Step 1.5 Turbo, a long title"}
+                     for i in range(3)])
+    page.resize(width, 500)
+    page.show()
+    qtbot.waitExposed(page)
+    table = page.table
+    h = table.horizontalHeader()
+    right = h.sectionViewportPosition(6) + h.sectionSize(6)
+    assert right <= table.viewport().width() and table.horizontalScrollBar().maximum() == 0
+    assert h.sectionSize(0) >= 150 and h.sectionSize(6) >= 120
+    assert table.textElideMode() == Qt.ElideRight and not table.wordWrap()
+    assert h.isSectionHidden(4) == (table.width() < 880)  # Speed hidden only when narrow
+    assert table.item(0, 0).toolTip().startswith(f"{MODEL}-with-a-very-long-suffix-0")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QMessageBox, QProgressBar, QPushButton, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
@@ -13,6 +13,12 @@ from ...paths import paths
 from ..transfer import TransferMeter, human_bytes, human_duration
 
 COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
+# Fixed column widths (Size … actions); the Model column takes the rest. Below WIDE_AT px of
+# table the narrow set hides Speed and Time left (the progress bar's tooltip has them) so the
+# action column stays in view and the model name keeps room.
+WIDE = ((1, 108), (2, 150), (3, 150), (4, 75), (5, 65), (6, 165))
+NARROW = ((1, 92), (2, 104), (3, 150), (4, 0), (5, 0), (6, 130))
+WIDE_AT = 880
 
 
 async def read_secret(name: str) -> str | None:
@@ -100,11 +106,17 @@ class LibraryPage(QWidget):
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
+        self.table.setWordWrap(False)  # long names end in "…", the full name is the tooltip
+        self.table.setTextElideMode(Qt.ElideRight)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         h = self.table.horizontalHeader()
+        h.setMinimumSectionSize(0)
         h.setSectionResizeMode(0, QHeaderView.Stretch)
-        for col, w in ((1, 108), (2, 150), (3, 150), (4, 75), (5, 65), (6, 165)):
+        for col, _w in WIDE:
             h.setSectionResizeMode(col, QHeaderView.Fixed)
-            h.resizeSection(col, w)
+        self.narrow: bool | None = None
+        self._fit_columns(self.table.width())
+        self.table.installEventFilter(self)
         layout.addWidget(self.table, 1)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -133,6 +145,22 @@ class LibraryPage(QWidget):
         link.models_loaded.connect(self.set_models)
         link.pull_event.connect(self.on_pull_event)
         self.set_models(link.models)
+
+    def eventFilter(self, obj, event):  # noqa: N802 — fit the columns to the table's width
+        if obj is self.table and event.type() == QEvent.Resize:
+            self._fit_columns(event.size().width())
+        return super().eventFilter(obj, event)
+
+    def _fit_columns(self, width: int) -> None:
+        narrow = width < WIDE_AT
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
+        h = self.table.horizontalHeader()
+        for col, w in (NARROW if narrow else WIDE):
+            h.setSectionHidden(col, w == 0)
+            if w:
+                h.resizeSection(col, w)
 
     def set_models(self, models: list) -> None:
         """Show the library; rows whose model did not change are left alone (no stall)."""
@@ -164,8 +192,9 @@ class LibraryPage(QWidget):
 
     def _fill_row(self, row: int, name: str, m: dict) -> None:
         title = m.get("display_name") or m.get("description") or m.get("title") or ""
-        self.table.setItem(row, 0, QTableWidgetItem(f"{name}\n{title}" if title and title != name
-                                                    else name))
+        item = QTableWidgetItem(f"{name}\n{title}" if title and title != name else name)
+        item.setToolTip(f"{name}\n{title}" if title and title != name else name)
+        self.table.setItem(row, 0, item)
         size = m.get("size_bytes") or m.get("size") or 0
         to_get = m.get("download_bytes") or 0
         state = m.get("state", "available")
@@ -297,6 +326,7 @@ class LibraryPage(QWidget):
                 else meter.eta(total)
             self.table.item(row, 4).setText(f"{human_bytes(speed)}/s")
             self.table.item(row, 5).setText(human_duration(eta))
+            bar.setToolTip(f"{human_bytes(speed)}/s, {human_duration(eta)} left")
         if file:
             tip = f"{file}: {human_bytes(fdone)} / {human_bytes(ftotal)}" if fdone is not None else file
             bar.setToolTip(tip)
