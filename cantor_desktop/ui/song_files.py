@@ -36,6 +36,7 @@ class SongFiles(QObject):
         self._seen: dict[str, tuple[bool, float]] = {}
         self._fetching: set[str] = set()
         self._failed: dict[str, str] = {}
+        self._remote: tuple[bool, float] | None = None
 
     def _exists(self, path: str) -> bool:
         now = time.monotonic()
@@ -52,7 +53,14 @@ class SongFiles(QObject):
         """The node's file is not on this machine: a remote node, or a path not here."""
         if not rec.path:
             return False
-        return bool(getattr(self.link, "remote", False)) or not self._exists(rec.path)
+        return self._link_remote() or not self._exists(rec.path)
+
+    def _link_remote(self) -> bool:
+        """``link.remote`` reads node.toml: asked once per TTL, not once per painted row."""
+        now = time.monotonic()
+        if self._remote is None or now - self._remote[1] > self.TTL:
+            self._remote = (bool(getattr(self.link, "remote", False)), now)
+        return self._remote[0]
 
     def local(self, rec: SongRecord | None) -> str | None:
         """The file to play, draw and drag, if it is on this machine now."""
