@@ -44,6 +44,7 @@ from typing import Callable
 import httpx
 
 from . import config
+from .units import human_size  # noqa: F401 - the CLI and models import it from here
 
 __all__ = [
     "Progress", "DownloadError", "HashMismatch", "HTTPStatus", "AuthRequired", "Stalled",
@@ -112,14 +113,6 @@ class NotEnoughSpace(DownloadError):
 
 class DiskFull(DownloadError):
     pass
-
-
-def human_size(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def check_free_space(folder: Path, needed: int) -> None:

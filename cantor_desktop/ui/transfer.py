@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from ..units import human_size
+
 
 class TransferMeter:
     """Feed it byte counts as they arrive; it says bytes/s and seconds left."""
@@ -45,15 +47,8 @@ class TransferMeter:
 
 
 def human_bytes(n: float | int | None) -> str:
-    """Binary units named as such (GiB), so the app shows the same figures as the CLI."""
-    if n is None:
-        return "?"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+    """Sizes as the CLI shows them (download.human_size); "?" when unknown."""
+    return "?" if n is None else human_size(float(n))
 
 
 def human_duration(seconds: float | None) -> str:

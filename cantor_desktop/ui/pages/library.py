@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QL
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ...paths import paths
+from . import page_header
 from ..transfer import TransferMeter, human_bytes, human_duration
 
 COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
@@ -95,12 +96,8 @@ class LibraryPage(QWidget):
         self.rows: dict[str, int] = {}
         self._shown: dict[str, dict] = {}
         layout = QVBoxLayout(self)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<h2>Library</h2>"))
-        head.addStretch(1)
         self.disk = QLabel()
-        head.addWidget(self.disk)
-        layout.addLayout(head)
+        layout.addLayout(page_header("Library", self.disk))
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().hide()

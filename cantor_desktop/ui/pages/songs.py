@@ -15,6 +15,7 @@ from ..song_records import SongRecord
 from ..player import Player
 from ..song_files import SongFiles, node_file_name
 from ..songs_model import RecordRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
+from . import page_header
 from ..transfer import human_duration
 
 
@@ -89,12 +90,8 @@ class SongsPage(QWidget):
         self._player.state_changed.connect(self._player_state)
 
         layout = QVBoxLayout(self)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<h2>Songs</h2>"))
-        head.addStretch(1)
         self.count = QLabel()
-        head.addWidget(self.count)
-        layout.addLayout(head)
+        layout.addLayout(page_header("Songs", self.count))
         self.empty = QLabel("No songs yet. Make one on the Compose page — the built-in "
                             "Sketch engine works right away.")
         self.empty.setStyleSheet("color: #6b7280; padding: 24px;")
