@@ -11,12 +11,14 @@ before its final event, so its HTTP response is closed by the task that opened i
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, AsyncIterator
+from urllib.parse import urlsplit
 
 import httpx
 
-from . import config
+from . import access, config
 
 DEFAULT_TIMEOUT = 30.0
 FINAL_SONG_EVENTS = ("done", "failed", "cancelled")
@@ -51,17 +53,46 @@ def local_url(cfg: config.Config | None = None) -> str:
     return f"http://{host}:{cfg.get('node.port')}"
 
 
-def local_token(cfg: config.Config | None = None) -> str | None:
-    """The token the local node wants (only when it listens beyond loopback)."""
-    if cfg is None:
-        cfg, _err = config.load_or_defaults()
-    if config.is_loopback_host(cfg.get("node.host")):
-        return None
+def local_token() -> str | None:
+    """The token of this home's node (None until a node has made one)."""
     try:
-        from .node.server import node_token
-        return node_token(create=False)
-    except Exception:
+        return access.read_token()
+    except access.TokenError:
         return None
+
+
+SONG_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def check_song_id(song_id: Any) -> str:
+    """A song id in the node's format (16 lower-case hex digits), else ValueError: an id is
+    a name in URLs and cache files, never a path."""
+    if not isinstance(song_id, str) or not SONG_ID.fullmatch(song_id):
+        raise ValueError(f"not a song id: {str(song_id)[:40]!r}")
+    return song_id
+
+
+class NodeAuth(httpx.Auth):
+    """The bearer token on every request. Without a token given, the token of this home's
+    node is looked up when first needed, and again once after a 401 (the node may have made
+    it after this client started: the app's first run)."""
+
+    def __init__(self, token: str | None, discover: bool):
+        self.token = token
+        self.discover = discover
+
+    def auth_flow(self, request: httpx.Request):
+        if self.token is None and self.discover:
+            self.token = local_token()
+        if self.token:
+            request.headers["Authorization"] = f"Bearer {self.token}"
+        response = yield request
+        if response.status_code == 401 and self.discover:
+            fresh = local_token()
+            if fresh and fresh != self.token:
+                self.token = fresh
+                request.headers["Authorization"] = f"Bearer {fresh}"
+                yield request
 
 
 def _error_from(response: httpx.Response) -> NodeError:
@@ -109,16 +140,23 @@ async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]
 
 
 class NodeClient:
-    """Async client of one node. Use as ``async with NodeClient(url) as node: …``."""
+    """Async client of one node. Use as ``async with NodeClient(url) as node: …``.
+
+    ``token``: the node's token. Left out for a node on this machine (a loopback address),
+    the client finds this home's token itself; a node elsewhere needs it given."""
 
     def __init__(self, base_url: str | None = None, token: str | None = None, *,
                  timeout: float = DEFAULT_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None):
         self.base_url = (base_url or local_url()).rstrip("/")
-        self.token = token
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.AsyncClient(base_url=self.base_url, headers=headers,
+        discover = token is None and config.is_loopback_host(urlsplit(self.base_url).hostname or "")
+        self._auth = NodeAuth(token, discover)
+        self._http = httpx.AsyncClient(base_url=self.base_url, auth=self._auth,
                                        timeout=httpx.Timeout(timeout, connect=5.0),
                                        transport=transport, trust_env=False)
+
+    @property
+    def token(self) -> str | None:
+        return self._auth.token
 
     async def __aenter__(self) -> "NodeClient":
         return self
@@ -213,21 +251,23 @@ class NodeClient:
     # -- songs ---------------------------------------------------------------------------
 
     async def submit_song(self, request: dict[str, Any]) -> str:
-        return (await self._json("POST", "/v1/songs", json=request))["id"]
+        return check_song_id((await self._json("POST", "/v1/songs", json=request))["id"])
 
     async def songs(self, state: str | None = None) -> list[dict[str, Any]]:
         params = {"state": state} if state else None
         return (await self._json("GET", "/v1/songs", params=params))["songs"]
 
     async def song(self, song_id: str) -> dict[str, Any]:
-        return await self._json("GET", f"/v1/songs/{song_id}")
+        return await self._json("GET", f"/v1/songs/{check_song_id(song_id)}")
 
     def events(self, song_id: str) -> AsyncIterator[tuple[str, Any]]:
         """The song's events, its current state first; ends after done/failed/cancelled."""
-        return self._stream("GET", f"/v1/songs/{song_id}/events", final=FINAL_SONG_EVENTS)
+        return self._stream("GET", f"/v1/songs/{check_song_id(song_id)}/events",
+                            final=FINAL_SONG_EVENTS)
 
     async def audio(self, song_id: str, dest: Path | str, take: int = 1) -> Path:
         """Download a take to ``dest`` (a file, or a folder to keep the node's file name)."""
+        check_song_id(song_id)
         dest = Path(dest)
         timeout = httpx.Timeout(None, connect=5.0)
         try:
@@ -249,17 +289,17 @@ class NodeClient:
         return dest
 
     async def cancel(self, song_id: str) -> dict[str, Any]:
-        return await self._json("POST", f"/v1/songs/{song_id}/cancel")
+        return await self._json("POST", f"/v1/songs/{check_song_id(song_id)}/cancel")
 
     async def delete_song(self, song_id: str, delete_files: bool = False) -> dict[str, Any]:
         """Forget a finished (done, failed or cancelled) song; NodeError 409 while it is
         queued or running (cancel it first). ``delete_files`` also deletes its audio files
         and sidecars. Returns ``{"id", "forgotten", "files_deleted", "files_kept"}``."""
         params = {"delete_files": "true"} if delete_files else None
-        return await self._json("DELETE", f"/v1/songs/{song_id}", params=params)
+        return await self._json("DELETE", f"/v1/songs/{check_song_id(song_id)}", params=params)
 
     async def retry(self, song_id: str) -> str:
-        return (await self._json("POST", f"/v1/songs/{song_id}/retry"))["id"]
+        return (await self._json("POST", f"/v1/songs/{check_song_id(song_id)}/retry"))["id"]
 
     async def generate(self, **fields: Any) -> tuple[bytes, str]:
         """Lemonade-style one-shot: audio bytes and their content type."""
@@ -320,13 +360,23 @@ def _loop_closes_async_generators() -> None:
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
 
 
+def safe_file_name(name: str, fallback: str = "") -> str:
+    """A file name the node sent (its path may be another OS's) as a plain name in one of
+    our folders: the last part only; nothing that could name a parent, a drive or a device
+    (``..``, ``C:x``, NUL), else ``fallback``."""
+    last = (name or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if last in ("", ".", "..") or any(ch in last for ch in ':\x00') or last.endswith("."):
+        return fallback
+    return last
+
+
 def _filename(response: httpx.Response) -> str:
     disposition = response.headers.get("content-disposition", "")
     for part in disposition.split(";"):
         key, _, value = part.strip().partition("=")
         if key == "filename*" and value.lower().startswith("utf-8''"):
             from urllib.parse import unquote
-            return Path(unquote(value[7:])).name
+            return safe_file_name(unquote(value[7:]))
         if key == "filename":
-            return Path(value.strip('"')).name
+            return safe_file_name(value.strip('"'))
     return ""

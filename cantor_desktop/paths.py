@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import platformdirs
 
@@ -131,9 +132,12 @@ class Paths:
         return self
 
 
-def paths() -> Paths:
-    """The folders in force now: under ``$CANTOR_HOME`` when set, else platformdirs'."""
-    home = os.environ.get(HOME_ENV)
+def paths(env: Mapping[str, str] | None = None) -> Paths:
+    """The folders in force now: under ``$CANTOR_HOME`` when set, else platformdirs'.
+
+    ``env`` asks for the folders a process with that environment would use (a child node
+    started with its own ``CANTOR_HOME``)."""
+    home = (os.environ if env is None else env).get(HOME_ENV)
     if home:
         root = Path(home).expanduser().resolve()
         return Paths(

@@ -14,7 +14,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cantor_desktop.selfexec import self_argv
@@ -66,7 +65,7 @@ def test_pull_sing_on_the_exact_files_and_remove(cantor_home, tmp_path, hub):
                 song = await c.song(sid)
                 system = await c.system()
                 removed = await c.delete_model("acestep-v15-sft")
-                async with httpx.AsyncClient(base_url=node.url) as http:
+                async with node.http() as http:
                     after = await http.post("/v1/songs", json={"caption": "x",
                                                                "model": "acestep-v15-sft"})
                     unknown = await http.delete("/v1/models/acestep-v15-nope")

@@ -98,7 +98,7 @@ def test_node_killed_with_songs_queued_restarted_node_runs_them(home):
     assert retried["state"] == "done"
 
 
-def test_non_loopback_needs_a_token_and_a_wrong_one_is_401(home):
+def test_every_node_needs_its_token_and_a_wrong_one_is_401(home):
     token_out = subprocess.run(self_argv("cli") + ["node", "token"], capture_output=True,
                                text=True, timeout=30, env={**os.environ, "CANTOR_HOME": str(home)})
     assert token_out.returncode == 0
@@ -106,42 +106,54 @@ def test_non_loopback_needs_a_token_and_a_wrong_one_is_401(home):
     assert len(token) >= 32
 
     async def main():
-        node = await Node(home, host="0.0.0.0", token=token).start()
+        results = {}
+        for host in ("0.0.0.0", "127.0.0.1"):        # loopback included
+            node = await Node(home, host=host).start()
+            try:
+                assert node.proc.token == token          # the one `cantor node token` printed
+                async with httpx.AsyncClient(base_url=node.url, trust_env=False) as http:
+                    health = await http.get("/v1/health")
+                    none = await http.get("/v1/songs")
+                    wrong = await http.get("/v1/songs", headers={"Authorization": "Bearer nope"})
+                    right = await http.get("/v1/songs", headers={"Authorization": f"Bearer {token}"})
+                async with node.client() as c:
+                    sid = await c.submit_song(SHORT)
+                    done = await until_state(c, sid, ("done", "failed"))
+                results[host] = health, none, wrong, right, done
+            finally:
+                await node.stop()
+        return results
+
+    for host, (health, none, wrong, right, done) in run(main()).items():
+        # health says that the node is up, and nothing else
+        assert health.status_code == 200 and set(health.json()) <= {"status", "version", "home"}
+        assert none.status_code == 401 and none.json()["error"]["type"] == "unauthorized", host
+        assert wrong.status_code == 401
+        assert right.status_code == 200
+        assert done["state"] == "done"
+
+
+def test_without_a_keyring_the_token_is_a_file_only_the_user_can_read(home):
+    env = {**os.environ, "CANTOR_HOME": str(home),
+           "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    made = subprocess.run(self_argv("cli") + ["node", "token"], capture_output=True, text=True,
+                          timeout=30, env=env)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    kept = home / "state" / "node-token"
+    assert kept.read_text().strip() == token
+    assert kept.stat().st_mode & 0o777 == 0o600
+
+    async def main():
+        node = await Node(home, host="0.0.0.0", env=env).start()
         try:
-            async with httpx.AsyncClient(base_url=node.url) as http:
-                none = await http.get("/v1/health")
-                wrong = await http.get("/v1/songs", headers={"Authorization": "Bearer nope"})
-                right = await http.get("/v1/songs", headers={"Authorization": f"Bearer {token}"})
             async with node.client() as c:
-                sid = await c.submit_song(SHORT)
-                done = await until_state(c, sid, ("done", "failed"))
-            return none, wrong, right, done
+                return node.proc.token, await c.songs()
         finally:
             await node.stop()
 
-    none, wrong, right, done = run(main())
-    assert none.status_code == 401 and none.json()["error"]["type"] == "unauthorized"
-    assert wrong.status_code == 401
-    assert right.status_code == 200
-    assert done["state"] == "done"
-
-
-def test_non_loopback_without_a_keyring_or_token_refuses_to_start(home):
-    env = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
-
-    async def main():
-        node = Node(home, host="0.0.0.0", env=env)
-        with pytest.raises(NodeStartError) as err:
-            await node.start()
-        return str(err.value)
-
-    message = run(main())
-    assert "token" in message
-    # loopback needs none: the same machine without a keyring serves fine
-    async def loopback():
-        node = await Node(home, env=env).start()
-        await node.stop()
-    run(loopback())
+    used, songs = run(main())
+    assert used == token and songs == []
 
 
 def test_cantor_node_says_where_it_listens_once_it_answers(home):

@@ -9,6 +9,9 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
+
+from cantor_desktop.access import bearer
 from cantor_desktop.node.launcher import NodeProcess
 from cantor_desktop.nodeclient import NodeClient
 
@@ -43,6 +46,11 @@ class Node:
 
     def client(self, token: str | None = None) -> NodeClient:
         return NodeClient(self.url, token=token or self.proc.token)
+
+    def http(self, **kw) -> httpx.AsyncClient:
+        """A raw HTTP client of this node carrying its token (for tests of the wire)."""
+        return httpx.AsyncClient(base_url=self.url, headers=bearer(self.proc.token),
+                                 trust_env=False, **kw)
 
     async def stop(self) -> None:
         await self.proc.stop()

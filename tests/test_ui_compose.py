@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx
 
+from cantor_desktop.access import bearer, read_token
+
 from test_ui_helpers import node, qloop, run, until  # noqa: F401 (fixtures)
 
 from cantor_desktop.ui.compose_form import ComposeForm
@@ -60,7 +62,7 @@ def test_instrumental_switch_sends_the_sentinel_and_keeps_lyrics(qtbot, qloop, n
     page.generated.connect(ids.append)
     page.generate.click()
     run(qloop, until(lambda: ids, what="the song to be queued"))
-    sent = httpx.get(f"{node.url}/v1/songs/{ids[0]}").json()
+    sent = httpx.get(f"{node.url}/v1/songs/{ids[0]}", headers=bearer(read_token())).json()
     assert sent["request"]["lyrics"] == "[Instrumental]"
     assert sent["request"]["caption"] == "sea shanty, stomping"
     page.instrumental.setChecked(False)

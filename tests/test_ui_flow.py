@@ -9,6 +9,8 @@ import signal
 import time
 
 import httpx
+
+from cantor_desktop.access import bearer, read_token
 import pytest
 from PySide6.QtCore import QTimer
 
@@ -29,8 +31,8 @@ def shell(qapp, url=None, start_child=True) -> Shell:
 
 def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node, tmp_path,
                                                              monkeypatch):
-    (tmp_path / "xdg").mkdir()
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # the trash used below
+    # the trash used below lives in XDG_DATA_HOME (the test's own, from conftest)
+    os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)
     s = shell(qapp, node.url, start_child=False)
     run(qloop, s.link._connect())
     assert s.link.state == "idle"
@@ -93,7 +95,7 @@ def test_cancel_a_running_song(qapp, qloop, node):
     s.link.cancel_song(rec.id)
     run(qloop, until(lambda: s.link.songs[rec.id].state == "cancelled", timeout=30,
                      what="the cancel"))
-    assert httpx.get(f"{node.url}/v1/songs/{rec.id}").json()["state"] == "cancelled"
+    assert httpx.get(f"{node.url}/v1/songs/{rec.id}", headers=bearer(read_token())).json()["state"] == "cancelled"
     run(qloop, s.link.shutdown())
 
 

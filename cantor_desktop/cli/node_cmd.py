@@ -10,8 +10,9 @@ import sys
 def register(sub) -> None:
     p = sub.add_parser("node", help="run the node (the HTTP API the app and CLI use)",
                        description="Run the Cantor node: the song queue and engines behind an "
-                                   "HTTP API. `cantor node token` prints the bearer token a "
-                                   "node bound beyond loopback requires.")
+                                   "HTTP API. Every request needs the node's token; the app and "
+                                   "the CLI on this machine find it themselves, and `cantor "
+                                   "node token` prints it for another machine.")
     p.add_argument("action", nargs="?", choices=("serve", "token"), default="serve",
                    help="serve (default) or token")
     p.add_argument("--host", help="address to listen on (default: node.host in node.toml)")
@@ -20,13 +21,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .. import config
-    from ..node.server import TokenError, node_token
+    from .. import access, config
 
     if args.action == "token":
         try:
-            print(node_token(create=True))
-        except TokenError as exc:
+            print(access.node_token(create=True))
+        except access.TokenError as exc:
             print(f"cantor node token: {exc}", file=sys.stderr)
             return 1
         return 0
@@ -50,23 +50,23 @@ def run(args) -> int:
 
 def serve_forever(host: str, port: int) -> int:
     from .. import logs
-    from ..node.server import TokenError, serve
+    from ..access import TokenError
+    from ..node.server import serve
     from ..paths import paths
     from ..selfexec import self_argv
 
     logs.setup(paths().node_log, stderr_level=logging.WARNING)
 
-    def listening(token_required: bool) -> None:
+    def listening() -> None:
         shown = f"[{host}]" if ":" in host else host
-        token = "; a token is required: `cantor node token`" if token_required else ""
-        print(f"cantor node: listening on http://{shown}:{port}{token} "
-              f"(log: {paths().node_log}); Ctrl-C stops it", file=sys.stderr, flush=True)
+        print(f"cantor node: listening on http://{shown}:{port} (clients on this machine find "
+              f"its token; elsewhere give them `cantor node token`) (log: {paths().node_log}); "
+              f"Ctrl-C stops it", file=sys.stderr, flush=True)
 
     try:
         restart = serve(host, port, on_listening=listening)
     except TokenError as exc:
-        print(f"cantor node: refusing to listen on {host} without a token: {exc}",
-              file=sys.stderr)
+        print(f"cantor node: refusing to listen without a token: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"cantor node: {exc}", file=sys.stderr)

@@ -40,7 +40,17 @@ def register(sub) -> None:
                    help=f"audio format: {', '.join(SONG_FORMATS)} (default: songs.format)")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="also copy the song to PATH (a file, or a folder)")
+    add_node_option(p)
     p.set_defaults(func=run)
+
+
+def add_node_option(p) -> None:
+    """``--node URL``: drive another machine's node (its token in CANTOR_NODE_TOKEN)."""
+    import os
+    p.add_argument("--node", metavar="URL", default=os.environ.get("CANTOR_NODE_URL") or None,
+                   help="use the node at URL (e.g. http://studio:7823) instead of this "
+                        "machine's; give its token (`cantor node token` there) in "
+                        "CANTOR_NODE_TOKEN. Default: CANTOR_NODE_URL, else this machine's")
 
 
 def build_request(args) -> dict:
@@ -84,7 +94,7 @@ def run(args) -> int:
         print(f"cantor sing: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(sing(request, args.output))
+        return asyncio.run(sing(request, args.output, args.node))
     except KeyboardInterrupt:
         return 130
 
@@ -133,6 +143,14 @@ class ProgressBar:
             self.last = ""
 
 
+def given_token() -> str | None:
+    """The token the user gave for a node (CANTOR_NODE_TOKEN); None lets the client find this
+    home's own."""
+    import os
+    from ..access import TOKEN_ENV
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
 def _clock(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -140,19 +158,22 @@ def _clock(seconds: float | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-async def sing(request: dict, output: str | None) -> int:
+async def sing(request: dict, output: str | None, node_url: str | None = None) -> int:
     from ..node.launcher import NodeStartError, ensure_node
-    from ..nodeclient import NodeClient, NodeError, local_token
+    from ..nodeclient import NodeClient, NodeError
 
     bar = ProgressBar()
-    try:
-        url, private = await ensure_node()
-    except NodeStartError as exc:
-        print(f"cantor sing: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    if node_url:
+        url, private = node_url.rstrip("/"), None
+    else:
+        try:
+            url, private = await ensure_node()
+        except NodeStartError as exc:
+            print(f"cantor sing: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     song_id = None
     try:
-        async with NodeClient(url, token=private.token if private else local_token()) as node:
+        async with NodeClient(url, token=private.token if private else given_token()) as node:
             try:
                 song_id = await node.submit_song(request)
             except NodeError as exc:
@@ -161,7 +182,7 @@ async def sing(request: dict, output: str | None) -> int:
                     print("cantor sing: to make a song now without a download, add "
                           "--model sketch (the built-in Sketch engine, no AI model)",
                           file=sys.stderr)
-                return EXIT_USAGE if 400 <= exc.status < 500 else EXIT_FAILED
+                return EXIT_USAGE if exc.status in (400, 404, 413, 415, 422) else EXIT_FAILED
             try:
                 final, data = await _follow(node, song_id, bar)
             except asyncio.CancelledError:
@@ -187,7 +208,7 @@ async def sing(request: dict, output: str | None) -> int:
         bar.note("cancelling…")
         if song_id:
             try:
-                async with NodeClient(url, token=private.token if private else local_token()) as node:
+                async with NodeClient(url, token=private.token if private else given_token()) as node:
                     await node.cancel(song_id)
             except NodeError:
                 pass

@@ -19,6 +19,8 @@ def register(sub) -> None:
                                    "then restart a running node after its current song.")
     p.add_argument("--no-restart", action="store_true",
                    help="update only; the node picks the new build up at its next restart")
+    from .sing_cmd import add_node_option
+    add_node_option(p)
     p.set_defaults(func=run)
 
 
@@ -30,13 +32,17 @@ def _describe(event, data) -> str:
     return f"{event} {data}"
 
 
-async def upgrade(restart: bool = True) -> int:
+async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
     from ..node.launcher import answers
-    from ..nodeclient import NodeClient, NodeError, local_token, local_url
+    from ..nodeclient import NodeClient, NodeError, local_url
+    from .sing_cmd import given_token
 
-    url, token = local_url(), local_token()
-    if await answers(url, token):
-        async with NodeClient(url, token) as node:
+    url = (node_url or local_url()).rstrip("/")
+    if node_url and not await answers(url):
+        print(f"cantor upgrade: no node answers at {url}", file=sys.stderr)
+        return 1
+    if await answers(url):
+        async with NodeClient(url, given_token()) as node:
             try:
                 async with contextlib.aclosing(node.update_backends()) as events:
                     async for event, data in events:
@@ -69,4 +75,4 @@ async def upgrade(restart: bool = True) -> int:
 
 
 def run(args) -> int:
-    return asyncio.run(upgrade(restart=not args.no_restart))
+    return asyncio.run(upgrade(restart=not args.no_restart, node_url=args.node))

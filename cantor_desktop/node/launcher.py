@@ -19,7 +19,7 @@ from typing import Callable
 
 import httpx
 
-from .. import config
+from .. import access, config
 from ..paths import paths
 from ..selfexec import self_argv
 
@@ -42,12 +42,11 @@ def _connect_host(host: str) -> str:
     return host
 
 
-async def answers(url: str, token: str | None = None, timeout: float = 1.0) -> bool:
-    """True when a Cantor node answers ``GET /v1/health`` at ``url``."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+async def answers(url: str, timeout: float = 1.0) -> bool:
+    """True when a Cantor node answers ``GET /v1/health`` at ``url`` (no token needed)."""
     try:
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
-            response = await http.get(url.rstrip("/") + "/v1/health", headers=headers)
+            response = await http.get(url.rstrip("/") + "/v1/health")
             return response.status_code == 200 and response.json().get("status") == "ok"
     except (httpx.HTTPError, ValueError):
         return False
@@ -64,8 +63,10 @@ class NodeProcess:
         self.host = host
         self.port = int(port)
         self.token = token
+        """The child's token: given, else its home's (made now when it has none), handed to
+        the child in its environment so that both are sure to hold the same one."""
         self.env = env
-        self.log_path = log_path or paths().node_log
+        self.log_path = log_path or paths(self._child_env()).node_log
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self._stopping = False
@@ -84,6 +85,9 @@ class NodeProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def _child_env(self) -> dict[str, str]:
+        return {**os.environ, **(self.env or {})}
+
     def argv(self) -> list[str]:
         return self_argv("node") + ["--host", self.host, "--port", str(self.port)]
 
@@ -97,7 +101,10 @@ class NodeProcess:
             self._log_offset = self.log_path.stat().st_size
         except OSError:
             self._log_offset = 0
-        env = {**os.environ, **(self.env or {})}
+        env = self._child_env()
+        if self.token is None:
+            self.token = access.node_token(create=True, state_dir=paths(env).state_dir)
+        env[access.TOKEN_ENV] = self.token
         with open(self.log_path, "ab") as err:
             kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
                             "stderr": err, "env": env}
@@ -113,7 +120,6 @@ class NodeProcess:
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         async with httpx.AsyncClient(timeout=1.0, trust_env=False) as http:
             while True:
                 if self.proc is None or self.proc.poll() is not None:
@@ -121,7 +127,7 @@ class NodeProcess:
                     raise NodeStartError(f"the node exited (code {code}) before it answered: "
                                          f"{self._last_words() or 'no output'}")
                 try:
-                    response = await http.get(self.url + "/v1/health", headers=headers)
+                    response = await http.get(self.url + "/v1/health")
                     if response.status_code == 200:
                         return
                 except httpx.HTTPError:
@@ -206,32 +212,26 @@ async def ensure_node(host: str | None = None, port: int | None = None) -> tuple
     """A node to talk to: the configured one if it answers, else a private one started now.
 
     Returns ``(url, process)``; ``process`` is None when the node was already running (not
-    ours to stop).
+    ours to stop). Either way this home's token is the one it wants.
     """
-    from ..nodeclient import local_token, local_url
+    from ..nodeclient import local_url
 
     cfg, _err = config.load_or_defaults()
-    token = local_token(cfg)
     url = local_url(cfg)
-    if host is None and port is None and await answers(url, token):
+    if host is None and port is None and await answers(url):
         return url, None
     host = host or cfg.get("node.host")
     port = port if port is not None else cfg.get("node.port")
     url = f"http://{_connect_host(host)}:{port}"
-    if await answers(url, token):
+    if await answers(url):
         return url, None
     if _port_taken(_connect_host(host).strip("[]"), port):
         port = _free_port()
-    if not config.is_loopback_host(host):
-        from .server import TokenError, node_token
-        try:
-            token = node_token(create=True)     # the child reads the same one
-        except TokenError as exc:
-            raise NodeStartError(f"a node on {host} needs a token: {exc}") from None
-    else:
-        token = None
-    proc = NodeProcess(host, port, token=token)
-    return await proc.start(), proc
+    try:
+        proc = NodeProcess(host, port)
+        return await proc.start(), proc
+    except access.TokenError as exc:
+        raise NodeStartError(f"the node needs a token: {exc}") from None
 
 
 def _port_taken(host: str, port: int) -> bool:

@@ -14,14 +14,15 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from ..nodeclient import check_song_id, safe_file_name
 from ..paths import paths
 from .song_records import SongRecord
 
 
 def node_file_name(rec: SongRecord) -> str:
-    """The node's file name (its path may be another OS's), else the song id."""
-    name = (rec.path or "").replace("\\", "/").rsplit("/", 1)[-1]
-    return name if name not in ("", ".", "..") else f"{rec.id}.wav"
+    """The node's file name (its path may be another OS's), else the song id (checked when
+    the record was made: never a path)."""
+    return safe_file_name(rec.path or "", f"{check_song_id(rec.id)}.wav")
 
 
 class SongFiles(QObject):

@@ -6,6 +6,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..nodeclient import check_song_id
+
 FINAL_STATES = ("done", "failed", "cancelled")
 
 
@@ -68,7 +70,7 @@ class SongRecord:
         if duration is None:
             duration = params.get("duration")
         return cls(
-            id=str(data.get("id", "")),
+            id=check_song_id(data.get("id")),
             state=str(data.get("state") or "queued"),
             stage=data.get("stage"),
             progress=float(data.get("progress") or 0.0),

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cantor_desktop.access import bearer
 from cantor_desktop.node.launcher import NodeProcess
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -103,6 +104,11 @@ class NodeUnderTest:
     def url(self) -> str:
         return self.proc.url
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The node's token, as every request but /v1/health must carry it."""
+        return bearer(self.proc.token)
+
     def start(self) -> "NodeUnderTest":
         asyncio.run(self.proc.start())
         return self
@@ -126,7 +132,7 @@ class NodeUnderTest:
 
     def song_count(self) -> int:
         r = httpx.get(self.url + "/v1/songs", params={"limit": 100000}, timeout=10,
-                      trust_env=False)
+                      trust_env=False, headers=self.headers)
         r.raise_for_status()
         return len(r.json()["songs"])
 
@@ -134,12 +140,13 @@ class NodeUnderTest:
         """One short instrumental song through the node, waited for until it ends."""
         r = httpx.post(self.url + "/v1/songs", json={"caption": "fault suite check",
                                                      "duration": 10, "seed": 1},
-                       timeout=10, trust_env=False)
+                       timeout=10, trust_env=False, headers=self.headers)
         r.raise_for_status()
         sid = r.json()["id"]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            song = httpx.get(f"{self.url}/v1/songs/{sid}", timeout=10, trust_env=False).json()
+            song = httpx.get(f"{self.url}/v1/songs/{sid}", timeout=10, trust_env=False,
+                             headers=self.headers).json()
             if song["state"] in ("done", "failed", "cancelled"):
                 return song
             time.sleep(0.1)

@@ -93,7 +93,8 @@ def _operations(schema):
 def test_openapi_fuzz_no_500_no_crash(node_under_test, tally):
     node = node_under_test
     done = node.make_song()
-    doc = httpx.get(node.url + "/openapi.json", timeout=10, trust_env=False).json()
+    doc = httpx.get(node.url + "/openapi.json", timeout=10, trust_env=False,
+                    headers=node.headers).json()
     schema = schemathesis.openapi.from_dict(_enrich(doc, [done["id"]]))
     operations = list(_operations(schema))
     assert len(operations) >= 10, [f"{o.method} {o.path}" for o in operations]
@@ -111,7 +112,7 @@ def test_openapi_fuzz_no_500_no_crash(node_under_test, tally):
             def run(case):
                 label = f"{op.method.upper()} {case.formatted_path}"
                 try:
-                    response = case.call(base_url=node.url, timeout=30)
+                    response = case.call(base_url=node.url, timeout=30, headers=node.headers)
                     status = response.status_code
                 except Exception as exc:  # noqa: BLE001 - no answer is a loss
                     status, why = None, f"{type(exc).__name__}: {exc}"
@@ -128,7 +129,7 @@ def test_openapi_fuzz_no_500_no_crash(node_under_test, tally):
                     t.ok()
                 if status == 202 and op.path == "/v1/songs":     # a valid song: end it now
                     httpx.post(f"{node.url}/v1/songs/{response.json()['id']}/cancel",
-                               timeout=10, trust_env=False)
+                               timeout=10, trust_env=False, headers=node.headers)
                 if status is None or status >= 500:
                     failures.append(t.lost[-1])
 

@@ -109,7 +109,7 @@ def _label(endpoint: str, field: str, body: object) -> str:
     return f"{prefix}{field}: {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
-def _post(url: str, endpoint: str, body: object) -> httpx.Response:
+def _post(node, endpoint: str, body: object) -> httpx.Response:
     path, ok, _bad = ENDPOINTS[endpoint]
     if isinstance(body, dict):
         content = json.dumps({k: v for k, v in {**ok, **body}.items() if v is not DROP}).encode()
@@ -117,30 +117,32 @@ def _post(url: str, endpoint: str, body: object) -> httpx.Response:
         content = body.encode()
     else:
         content = body
-    return httpx.post(url + path, content=content, timeout=60, trust_env=False,
-                      headers={"Content-Type": "application/json"})
+    return httpx.post(node.url + path, content=content, timeout=60, trust_env=False,
+                      headers={"Content-Type": "application/json", **node.headers})
 
 
-def _wait_until_it_ends(url: str, song_id: str | None) -> None:
+def _wait_until_it_ends(node, song_id: str | None) -> None:
     """A bad request that was taken: cancel it, and let it end before counting again."""
     if not song_id:
         return
-    httpx.post(f"{url}/v1/songs/{song_id}/cancel", timeout=10, trust_env=False)
+    httpx.post(f"{node.url}/v1/songs/{song_id}/cancel", timeout=10, trust_env=False,
+               headers=node.headers)
     for _ in range(600):
-        state = httpx.get(f"{url}/v1/songs/{song_id}", timeout=10, trust_env=False).json()["state"]
+        state = httpx.get(f"{node.url}/v1/songs/{song_id}", timeout=10, trust_env=False,
+                          headers=node.headers).json()["state"]
         if state in ("done", "failed", "cancelled"):
             return
         time.sleep(0.1)
 
 
-def _problem(url: str, endpoint: str, field: str, body: object) -> str | None:
+def _problem(node, endpoint: str, field: str, body: object) -> str | None:
     """What is wrong with the node's answer to one bad request (None: it held)."""
     try:
-        r = _post(url, endpoint, body)
+        r = _post(node, endpoint, body)
     except httpx.HTTPError as exc:
         return f"no answer: {type(exc).__name__}: {exc}"
     if r.status_code == 202:
-        _wait_until_it_ends(url, r.json().get("id"))
+        _wait_until_it_ends(node, r.json().get("id"))
     if not 400 <= r.status_code < 500:
         return f"status {r.status_code}: {r.text[:120]}"
     try:
@@ -170,7 +172,7 @@ def test_every_bad_song_request_is_a_4xx_naming_the_field(endpoint, node_under_t
     unexpected = []
     for field, body in bad:
         label = _label(endpoint, field, body)
-        problem = _problem(node.url, endpoint, field, body)
+        problem = _problem(node, endpoint, field, body)
         if problem is None and not node.alive():
             problem = "the node died"
         if problem is None and (node.engine_jobs() != jobs or node.song_count() != songs):
@@ -198,5 +200,5 @@ def test_known_request_bug(label, node_under_test, request):
     endpoint, field, body = next((e, f, b) for e, (_p, _o, bad) in ENDPOINTS.items()
                                  for f, b in bad if _label(e, f, b) == label)
     jobs = node_under_test.engine_jobs()
-    assert _problem(node_under_test.url, endpoint, field, body) is None
+    assert _problem(node_under_test, endpoint, field, body) is None
     assert node_under_test.engine_jobs() == jobs

@@ -1,0 +1,87 @@
+"""The app and the CLI against a node that is not this home's (another machine's, here a
+node with its own CANTOR_HOME): it works with that node's token, it says so without it, and
+settings land on the node's side — never in this home's node.toml."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+
+from cantor_desktop.selfexec import self_argv
+
+from test_node_support import Node, write_config
+from test_ui_helpers import qloop, run, until  # noqa: F401 (fixtures)
+
+
+def _their_node(tmp_path) -> Node:
+    home = tmp_path / "their-home"
+    home.mkdir()
+    write_config(home)
+    return Node(home, env={"CANTOR_HOME": str(home)})
+
+
+def test_cli_sings_on_a_remote_node_with_its_token_and_says_when_it_has_none(cantor_home, tmp_path):
+    node = _their_node(tmp_path)
+    asyncio.run(node.start())
+    try:
+        base = [*self_argv("cli"), "sing", "remote lofi", "--model", "sketch", "--duration", "10",
+                "--node", node.url]
+        env = {**os.environ, "CANTOR_HOME": str(cantor_home)}
+        env.pop("CANTOR_NODE_TOKEN", None)
+        without = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env)
+        with_token = subprocess.run(base, capture_output=True, text=True, timeout=120,
+                                    env={**env, "CANTOR_NODE_TOKEN": node.proc.token})
+    finally:
+        asyncio.run(node.stop())
+    assert without.returncode == 1 and "token" in without.stderr
+    assert with_token.returncode == 0, with_token.stderr
+    made = with_token.stdout.strip().splitlines()[-1]
+    assert made.startswith(str(node.home)) and os.path.exists(made)
+    assert not (cantor_home / "songs").exists() and not (cantor_home / "state" / "queue.json").exists()
+
+
+def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cantor_home, tmp_path):
+    from cantor_desktop.secrets import set_secret
+    from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
+    from cantor_desktop.ui.pages.settings import SettingsPage
+
+    node = _their_node(tmp_path)
+    run(qloop, node.start())
+    try:
+        # no token given yet: the app says what is missing
+        link = NodeLink(url=node.url, start_child=False)
+        errors: list[str] = []
+        link.error.connect(errors.append)
+        run(qloop, link._connect())
+        assert link.remote
+        run(qloop, until(lambda: errors, what="an error"))
+        assert any("token" in e for e in errors)
+        run(qloop, link.shutdown())
+
+        set_secret(REMOTE_TOKEN, node.proc.token)
+        link = NodeLink(url=node.url, start_child=False)
+        run(qloop, link._connect())
+        assert link.state == "idle" and link.remote
+        page = SettingsPage(link)
+        run(qloop, until(lambda: link.node_config, what="the node's settings"))
+        mine = (cantor_home / "node.toml").read_bytes() if (cantor_home / "node.toml").exists() else None
+        # the node's own settings are shown; the ones only its machine may set are read-only
+        assert page.value("songs.dir") == str(node.home / "songs")
+        assert not page.fields["songs.dir"].isEnabled()
+        assert "cantor config set songs.dir" in page.notes["songs.dir"].text()
+        assert not page.fields["engines.manifest"].isEnabled()
+        assert page.fields["node.keep_loaded"].isEnabled()
+        page.set_value("node.keep_loaded", True)
+        page._check()
+        page.save()
+        run(qloop, until(lambda: link.node_config.get("node.keep_loaded") is True,
+                         what="the node's keep_loaded"))
+        songs = run(qloop, link.client.songs())
+        run(qloop, link.shutdown())
+    finally:
+        run(qloop, node.stop())
+    assert "keep_loaded = true" in (node.home / "node.toml").read_text()
+    now = (cantor_home / "node.toml").read_bytes() if (cantor_home / "node.toml").exists() else None
+    assert now == mine                      # nothing landed in this home's node.toml
+    assert songs == []
