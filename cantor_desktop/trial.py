@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from . import gguf
-from .engine.process_options import engine_process_kwargs
+from .engine.process_options import engine_environment, engine_process_kwargs
 from .engine_store import InstalledBuild
 from .manifest import DEVICE_ENV
 from .paths import paths
@@ -162,8 +162,7 @@ def engine_argv(build: InstalledBuild, models_dir: Path, port: int,
 
 
 async def _start(build: InstalledBuild, backend: str, port: int) -> _Child:
-    env = dict(os.environ)
-    env.update(build.env)
+    env = engine_environment(build.env)
     wanted = expected_device(build, backend)
     if wanted:
         env["GGML_BACKEND"] = wanted

@@ -8,7 +8,6 @@ import io
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 import soundfile as sf
 
@@ -150,11 +149,12 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
         node = await Node(home).start()
         try:
             answers = []
-            async with httpx.AsyncClient(base_url=node.url) as http:
+            async with node.http() as http:
                 for body, _ in BAD:
                     r = await http.post("/v1/songs", json=body)
                     answers.append((r.status_code, r.json()))
-                r = await http.post("/v1/songs", content=b"{nope")
+                r = await http.post("/v1/songs", content=b"{nope",
+                                    headers={"Content-Type": "application/json"})
                 not_json = (r.status_code, r.json())
                 r = await http.post("/v1/songs", json={"caption": "x", "model": "acestep-v15-nope"})
                 unknown = (r.status_code, r.json())
@@ -192,7 +192,7 @@ def test_audio_generations_gives_bytes_or_a_json_error(home):
     async def main():
         node = await Node(home).start()
         try:
-            async with httpx.AsyncClient(base_url=node.url, timeout=60) as http:
+            async with node.http(timeout=60) as http:
                 ok = await http.post("/v1/audio/generations", json={
                     "model": "sketch", "prompt": "chiptune march", "lyrics": "[Instrumental]",
                     "duration": 10, "steps": 8, "seed": 3, "response_format": "wav"})
@@ -282,7 +282,7 @@ def test_audio_generations_failure_is_a_json_error_never_audio(cantor_home):
     async def main():
         node = await Node(cantor_home).start()
         try:
-            async with httpx.AsyncClient(base_url=node.url, timeout=60) as http:
+            async with node.http(timeout=60) as http:
                 return await http.post("/v1/audio/generations",
                                        json={"prompt": "doomed", "duration": 10})
         finally:

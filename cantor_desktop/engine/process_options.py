@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 PR_SET_PDEATHSIG = 1
 
@@ -50,3 +50,17 @@ def engine_process_kwargs() -> dict[str, Any]:
     if _HOOK is not None:
         kwargs["preexec_fn"] = _HOOK
     return kwargs
+
+
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "CREDENTIAL")
+"""An environment variable whose name holds one of these is never handed to an engine
+(CANTOR_NODE_TOKEN, HF_TOKEN, AWS_SECRET_ACCESS_KEY, …)."""
+
+
+def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment an engine starts with: ours without any secret (an engine is another
+    project's program and needs no token of the node's or the user's), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if not any(word in k.upper() for word in SECRET_WORDS)}
+    env.update(extra or {})
+    return env

@@ -23,7 +23,7 @@ import httpx
 from .. import logs
 from ..paths import paths
 from .client import EngineClient, join_reasons
-from .process_options import engine_process_kwargs
+from .process_options import engine_environment, engine_process_kwargs
 from .progress import ProgressEvent, ProgressParser, is_error_line
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class EngineSupervisor:
                             "--port", str(port)]
         if self.keep_loaded:
             argv.append("--keep-loaded")
-        env = {**os.environ, **self.env}
+        env = engine_environment(self.env)
         self._open_log()
         self._engine_log.info("---- starting: %s", " ".join(argv))
         self.port = port

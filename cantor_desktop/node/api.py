@@ -10,10 +10,10 @@ backend install/update) and song events stream as Server-Sent Events:
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import time
+import weakref
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__, config
 from ..song_request import RequestError, validate
+from .guard import BodyStalled, BodyTooLarge
 from .queue import FAILED, CANCELLED, FINISHED, Song, SongQueue
 from .runner import SKETCH, Runner, model_name
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 KEEPALIVE_S = 15.0
+HARDWARE_TTL_S = 60.0
 STREAM_CHECK_S = 0.5
 LEMONADE_FORMATS = {"wav": "wav16", "wav16": "wav16", "wav24": "wav24", "wav32": "wav32",
                     "flac": "flac", "mp3": "mp3"}
@@ -62,29 +64,79 @@ def sse(event: str, data: Any) -> bytes:
 
 
 class NodeState:
-    """What the API handlers share: the queue, the runner, the token, shutdown hooks."""
+    """What the API handlers share: the queue, the runner, shutdown hooks."""
 
-    def __init__(self, queue: SongQueue, runner: Runner, token: str | None = None):
+    def __init__(self, queue: SongQueue, runner: Runner):
         self.queue = queue
         self.runner = runner
-        self.token = token
+        self.backend_action: str | None = None    # the one backend install/use/update running
+        self._hardware: tuple[float, Any] | None = None
         self.started = time.time()
         self.shutting_down = asyncio.Event()
         self.restart_requested = False
         self.request_exit: Callable[[], None] = lambda: None
         self.exiting: Callable[[], bool] = lambda: False   # the server is stopping
+        self._hardware_lock = asyncio.Lock()
+
+    async def hardware(self) -> Any:
+        """The hardware probe (it starts nvidia-smi and vulkaninfo): at most once every
+        :data:`HARDWARE_TTL_S`, and afresh after a backend action."""
+        async with self._hardware_lock:
+            if self._hardware is None or time.monotonic() - self._hardware[0] > HARDWARE_TTL_S:
+                from .. import hardware
+                found = await asyncio.to_thread(hardware.probe_from_env)
+                self._hardware = (time.monotonic(), found)
+            return self._hardware[1]
+
+    def backend_stream(self, what: str, work) -> StreamingResponse:
+        """Run one backend action (install, use, update) as an SSE stream; a second one while
+        it runs is a 409 naming the first. The action ends with its stream, however that
+        ends (an abandoned stream is released when it is collected)."""
+        if self.backend_action is not None:
+            raise ApiError(409, f"{self.backend_action} is running; one backend action at a "
+                                f"time (try again when it ends)", "busy",
+                           running=self.backend_action)
+        self.backend_action = what
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.backend_action = None
+                self._hardware = None          # an install can change what the probe sees
+
+        async def stream():
+            try:
+                async for chunk in progress_stream(work):
+                    yield chunk
+            finally:
+                release()
+
+        body = stream()
+        weakref.finalize(body, release)
+        return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+
+    def check_room(self, cap: int) -> None:
+        """429 when ``cap`` songs are already waiting or running."""
+        waiting = sum(1 for s in self.queue.newest_first() if not s.is_finished)
+        if waiting >= cap:
+            raise ApiError(429, f"the queue is full: {waiting} songs are waiting or running "
+                                f"(node.max_queue = {cap}); try again when some have finished",
+                           "queue_full", cap=cap)
 
 
 def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
-               token: str | None = None,
                on_ready: Callable[[NodeState], None] | None = None) -> FastAPI:
-    """The node app. ``state_factory`` builds the queue and runner on startup."""
+    """The node app. ``state_factory`` builds the queue and runner on startup.
+
+    Who may call it (Host, Origin, the token, body types and sizes) is decided in front of
+    it, by :class:`.guard.Guard` (see :func:`.server.serve`)."""
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         node = await (state_factory or default_state)()
-        node.token = token
         app.state.node = node
         if on_ready is not None:
             on_ready(node)
@@ -95,25 +147,21 @@ def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
             node.shutting_down.set()
             await node.runner.stop()
 
+    # no /docs: its page would load JavaScript from a CDN into the node's origin
     app = FastAPI(title="Cantor node", version=__version__, lifespan=lifespan,
-                  docs_url="/docs", redoc_url=None)
-    app.state.token = token
-
-    @app.middleware("http")
-    async def bearer(request: Request, call_next):
-        expected = request.app.state.token
-        if expected:
-            header = request.headers.get("authorization", "")
-            scheme, _, given = header.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                    given.strip().encode(), expected.encode()):
-                return error_response(401, "a valid bearer token is required "
-                                           "(see `cantor node token`)", "unauthorized")
-        return await call_next(request)
+                  docs_url=None, redoc_url=None)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request, exc: ApiError):
         return exc.response()
+
+    @app.exception_handler(BodyTooLarge)
+    async def _too_large(_request, exc: BodyTooLarge):
+        return error_response(413, str(exc), "too_large")
+
+    @app.exception_handler(BodyStalled)
+    async def _stalled(_request, exc: BodyStalled):
+        return error_response(408, str(exc), "timeout")
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request, exc: RequestValidationError):
@@ -351,10 +399,12 @@ ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error":
     "properties": {"message": {"type": "string"}, "type": {"type": "string"},
                    "field": {"type": "string"}}}}}
 ERRORS = {code: {"description": what, "content": {"application/json": {"schema": ERROR_SCHEMA}}}
-          for code, what in ((400, "bad request"), (401, "token required"), (404, "not found"),
+          for code, what in ((400, "bad request"), (401, "token required"),
+                             (403, "host, origin or setting not allowed"), (404, "not found"),
                              (409, "not in a state that allows it"),
+                             (413, "body too large"), (415, "body is not JSON"),
                              (422, "a field is not allowed (named in error.field)"),
-                             (500, "failed"))}
+                             (429, "the queue is full"), (500, "failed"))}
 SONG_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["caption"], "additionalProperties": False,
     "properties": {
@@ -397,9 +447,10 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/v1/health")
     async def health(request: Request):
-        n = node(request)
-        return {"status": "ok", "version": __version__, "uptime": round(time.time() - n.started, 1),
-                "restarting": n.restart_requested}
+        """Open to all (no token): says that a node is up, and which home it serves (an
+        opaque key) so that a client never takes another home's node for its own."""
+        from .. import access
+        return {"status": "ok", "version": __version__, "home": access.home_key()}
 
     @app.get("/v1/system")
     async def system(request: Request):
@@ -408,10 +459,12 @@ def _routes(app: FastAPI) -> None:
         n = node(request)
         cfg = _cfg()
         out: dict[str, Any] = {"version": __version__, "keep_loaded": cfg.get("node.keep_loaded"),
-                               "loaded": n.runner.loaded(), "families": {}}
-        from .. import backends, hardware
+                               "loaded": n.runner.loaded(), "families": {},
+                               "uptime": round(time.time() - n.started, 1),
+                               "restarting": n.restart_requested}
+        from .. import backends
 
-        hw = await asyncio.to_thread(hardware.probe_from_env)
+        hw = await n.hardware()
         out["hardware"] = _jsonable(hw)
         for family in config.FAMILIES:
             try:
@@ -473,7 +526,9 @@ def _routes(app: FastAPI) -> None:
     async def submit(request: Request):
         n = node(request)
         body = await json_body(request)
-        data = await asyncio.to_thread(_validated, body, _cfg())  # lists the model folder
+        cfg = _cfg()
+        data = await asyncio.to_thread(_validated, body, cfg)  # lists the model folder
+        n.check_room(cfg.get("node.max_queue"))
         song = n.queue.add(data)
         n.runner.wake()
         await n.queue.flush()          # on disk before the 202: it survives a crash
@@ -556,8 +611,9 @@ def _routes(app: FastAPI) -> None:
         if song.state not in (FAILED, CANCELLED):
             raise ApiError(409, f"only a failed or cancelled song can be retried; this one is "
                                 f"{song.state}", "not_retryable", "id", state=song.state)
-        await asyncio.to_thread(check_model,
-                                song.request.get("model") or _cfg().get("models.default"))
+        cfg = _cfg()
+        await asyncio.to_thread(check_model, song.request.get("model") or cfg.get("models.default"))
+        n.check_room(cfg.get("node.max_queue"))
         n.queue.retry(song)
         n.runner.wake()
         await n.queue.flush()
@@ -584,6 +640,7 @@ def _routes(app: FastAPI) -> None:
             raise
         if steps is not None:
             validated["extra"] = {"inference_steps": steps}
+        n.check_room(_cfg().get("node.max_queue"))
         song = n.queue.add(validated)
         n.runner.wake()
         q = n.queue.hub.subscribe(song.id)
@@ -612,11 +669,12 @@ def _routes(app: FastAPI) -> None:
     # -- backends ------------------------------------------------------------------------
 
     @app.get("/v1/backends")
-    async def backends_status():
+    async def backends_status(request: Request):
         from .. import backends
+        hw = await node(request).hardware()
         out = {}
         for family in config.FAMILIES:
-            st = await asyncio.to_thread(backends.status, family)
+            st = await asyncio.to_thread(backends.status, family, hw)
             out[family] = st.to_dict()
         return {"backends": out}
 
@@ -624,6 +682,7 @@ def _routes(app: FastAPI) -> None:
               responses={**SSE, **ERRORS})
     async def backends_use(request: Request):
         """Fetch and trial-load a backend, then pin it ("auto" removes the pin). SSE."""
+        n = node(request)
         body = await json_body(request)
         _family, backend = _family_backend(body, allow_auto=True)
         from .. import backends
@@ -633,13 +692,13 @@ def _routes(app: FastAPI) -> None:
             return {"backend": backend, "builds": builds,
                     "note": "a running engine keeps its build until the node restarts"}
 
-        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        return n.backend_stream(f"use {backend}", work)
 
     @app.post("/v1/backends/install", openapi_extra=_json_body(FAMILY_SCHEMA, required=False),
               responses={**SSE, **ERRORS})
     async def backends_install(request: Request):
         """Install the best backend that works here (trial-loaded), like --install. SSE."""
+        n = node(request)
         body = await json_body(request, required=False)
         family = (body or {}).get("family", "acestep") if isinstance(body, dict) else None
         if family not in config.FAMILIES:
@@ -650,8 +709,7 @@ def _routes(app: FastAPI) -> None:
         async def work(emit):
             return await backends.install(family, on_event=lambda ev: emit(*_event_json(ev)))
 
-        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        return n.backend_stream(f"install {family}", work)
 
     @app.post("/v1/backends/update", responses={**SSE, **ERRORS})
     async def backends_update(request: Request):
@@ -660,8 +718,7 @@ def _routes(app: FastAPI) -> None:
         async def work(emit):
             return await backends.update(on_event=lambda ev: emit(*_event_json(ev)))
 
-        return StreamingResponse(progress_stream(work), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        return node(request).backend_stream("update", work)
 
     # -- config --------------------------------------------------------------------------
 
@@ -677,6 +734,12 @@ def _routes(app: FastAPI) -> None:
         if not isinstance(body, dict) or not body:
             raise ApiError(422, "body: give an object of settings to change, "
                                 "e.g. {\"node.keep_loaded\": true}", field="body")
+        for key in body:
+            opt = config.OPTIONS.get(key)
+            if opt is not None and opt.local_only:
+                raise ApiError(403, f"{key} can be changed only on the node's own machine: "
+                                    f"`cantor config set {key} VALUE` there, or edit its "
+                                    f"node.toml", "local_only_setting", key)
         try:
             cfg = await asyncio.to_thread(config.update, body)
         except config.ConfigError as exc:

@@ -1,68 +1,114 @@
-"""Starting the node: the token rule for non-loopback addresses, then uvicorn.
+"""Starting the node: its token, its door (:mod:`.guard`), then uvicorn.
 
-Bound to loopback the node needs no token. Bound to any other address every request must
-carry ``Authorization: Bearer TOKEN``; the token is generated on first use and kept in the OS
-keyring under "node-token" (``CANTOR_NODE_TOKEN`` overrides it, for machines without a
-keyring). Without a token the node refuses to start.
+Every request carries the node's token, loopback included (:mod:`cantor_desktop.access`
+makes and keeps it); without one the node refuses to start. The HTTP protocol drops a
+connection whose request headers do not arrive within :data:`HEADER_TIMEOUT_S` (a
+half-sent request must not hold a file descriptor forever), the number of connections
+served at once is capped, and the open-file limit is raised as far as the system allows.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-import secrets as _random
 from typing import Callable
 
-from ..config import is_loopback_host
+from .. import access
+from ..access import TokenError
 
 log = logging.getLogger(__name__)
 
-TOKEN_NAME = "node-token"
-TOKEN_ENV = "CANTOR_NODE_TOKEN"
+HEADER_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 1024
+WANTED_OPEN_FILES = 8192
+
+__all__ = ["TokenError", "serve", "raise_open_file_limit"]
 
 
-class TokenError(RuntimeError):
-    """No token can be had: the node must not listen beyond loopback."""
-
-
-def node_token(*, create: bool) -> str | None:
-    """The node's bearer token: the environment's, else the keyring's (made when asked)."""
-    env = os.environ.get(TOKEN_ENV, "").strip()
-    if env:
-        return env
-    from ..secrets import NoKeyringError, get_secret, set_secret
-
+def raise_open_file_limit(wanted: int = WANTED_OPEN_FILES) -> int | None:
+    """Raise this process's soft limit on open files towards ``wanted`` (macOS starts at
+    256); returns the limit in force, or None where there is no such limit (Windows)."""
     try:
-        token = get_secret(TOKEN_NAME)
-        if token or not create:
-            return token
-        token = _random.token_urlsafe(32)
-        set_secret(TOKEN_NAME, token)
-        return token
-    except NoKeyringError as exc:
-        raise TokenError(f"{exc}; or set {TOKEN_ENV}") from None
-
-
-def token_for(host: str) -> str | None:
-    """None on loopback; otherwise the token, or TokenError."""
-    if is_loopback_host(host):
+        import resource
+    except ImportError:
         return None
-    token = node_token(create=True)
-    if not token:
-        raise TokenError("no node token is available")
-    return token
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
 
 
-def serve(host: str, port: int, on_listening: Callable[[bool], None] | None = None) -> bool:
+def _protocol_class():
+    """uvicorn's h11 protocol, with a deadline for each request's headers."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadlineProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:       # type: ignore[override]
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._waiting_for_headers():
+                if self._header_timer is None:
+                    self._arm_header_timer()
+            else:
+                self._disarm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._disarm_header_timer()            # the keep-alive timer takes over
+
+        def connection_lost(self, exc) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+        def _waiting_for_headers(self) -> bool:
+            # bytes of a request have arrived, but not its whole head
+            idle = self.cycle is None or self.cycle.response_complete
+            return idle and self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])
+
+        def _arm_header_timer(self) -> None:
+            self._disarm_header_timer()
+            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_late)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            idle = self.cycle is None or self.cycle.response_complete
+            if idle and self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
+
+
+def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) -> bool:
     """Run the node until it is stopped; True when it should restart (an upgrade asked).
 
-    ``on_listening(token_required)`` is called once the socket is bound and the node answers.
-    """
+    ``on_listening()`` is called once the socket is bound and the node answers."""
     import uvicorn
 
     from .api import create_app
+    from .guard import Guard
+    from .runner import current_config
 
-    token = token_for(host)
+    token = access.node_token(create=True)
+    if not token:
+        raise TokenError("no node token could be made")
+    limit = raise_open_file_limit()
     logging.getLogger("httpx").setLevel(logging.WARNING)   # one line per engine poll is noise
     holder: dict[str, uvicorn.Server] = {}
 
@@ -79,19 +125,23 @@ def serve(host: str, port: int, on_listening: Callable[[bool], None] | None = No
         node.request_exit = request_exit
         node.exiting = exiting
 
-    app = create_app(token=token, on_ready=on_ready)
-    uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
-                               lifespan="on", timeout_graceful_shutdown=3,
-                               timeout_keep_alive=30)
+    app = create_app(on_ready=on_ready)
+    guarded = Guard(app, token=lambda: token,
+                    declared_hosts=lambda: current_config()[0].get("node.allowed_hosts"))
+    uv_config = uvicorn.Config(guarded, host=host, port=port, log_config=None,
+                               access_log=False, lifespan="on", timeout_graceful_shutdown=3,
+                               timeout_keep_alive=30, http=_protocol_class(),
+                               limit_concurrency=MAX_CONNECTIONS)
+
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)
             if self.started and on_listening is not None:
-                on_listening(bool(token))
+                on_listening()
 
     server = _Server(uv_config)
     holder["server"] = server
-    log.info("node listening on %s:%s%s", host, port, " (token required)" if token else "")
+    log.info("node listening on %s:%s (token required; open files %s)", host, port, limit)
     server.run()
     node = getattr(app.state, "node", None)
     if not server.started:
@@ -102,3 +152,4 @@ def serve(host: str, port: int, on_listening: Callable[[bool], None] | None = No
 def _log_hint() -> str:
     from ..paths import paths
     return str(paths().node_log)
+
