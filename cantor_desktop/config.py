@@ -67,6 +67,9 @@ class Option:
     minimum: int | None = None
     maximum: int | None = None
     optional: bool = False        # absent is meaningful (no default written)
+    local_only: bool = False
+    """Set only on the node's own machine (node.toml or `cantor config set`), never over
+    HTTP: what runs, where files go, and who may talk to the node."""
 
     def allowed(self) -> str:
         if self.choices:
@@ -75,6 +78,8 @@ class Option:
             return "true or false"
         if self.kind is int:
             return f"a whole number from {self.minimum} to {self.maximum}"
+        if self.kind is list:
+            return "a list of names, e.g. [\"studio.local\"]"
         return "a string"
 
     def validate(self, value: Any) -> Any:
@@ -94,6 +99,10 @@ class Option:
                 raise bad()
             if not (self.minimum <= plain <= self.maximum):
                 raise bad()
+        elif self.kind is list:
+            if not isinstance(plain, list) or not all(isinstance(v, str) for v in plain):
+                raise bad()
+            plain = list(plain)
         else:
             if not isinstance(plain, str):
                 raise bad()
@@ -116,6 +125,8 @@ class Option:
             else:
                 raise ConfigError(f"{self.key} = {short_repr(text)} is not allowed; allowed: "
                                   f"{self.allowed()}", key=self.key)
+        elif self.kind is list:
+            value = split_list(text)
         elif self.kind is int:
             try:
                 value = int(text.strip())
@@ -125,6 +136,11 @@ class Option:
         else:
             value = text
         return self.validate(value)
+
+
+def split_list(text: str) -> list[str]:
+    """A list setting typed as text: names separated by commas or spaces."""
+    return [part for part in re.split(r"[,\s]+", text.strip()) if part]
 
 
 def _check_host(value: str) -> str | None:
@@ -165,6 +181,13 @@ def _check_nonempty(value: str) -> str | None:
     return None if value.strip() else "it must not be empty"
 
 
+def _check_host_names(names: list[str]) -> str | None:
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\.?", name):
+            return f"{short_repr(name)} is not a host name"
+    return None
+
+
 OPTIONS: dict[str, Option] = {o.key: o for o in [
     Option("node.host", str, lambda: "127.0.0.1",
            "Address the node listens on; anything but loopback requires a token.",
@@ -173,25 +196,32 @@ OPTIONS: dict[str, Option] = {o.key: o for o in [
            minimum=1, maximum=65535),
     Option("node.keep_loaded", bool, lambda: False,
            "Keep the last model loaded between songs (applies from the next song)."),
+    Option("node.allowed_hosts", list, lambda: [],
+           "Host names (besides IP addresses and localhost) the node answers to, e.g. a "
+           "name your other machines use for it.", check=_check_host_names, local_only=True),
+    Option("node.max_queue", int, lambda: 100,
+           "Most songs waiting or running at once; more are refused until some finish.",
+           minimum=1, maximum=10000),
     *[Option(f"backends.{fam}", str, lambda: "auto",
              f"Backend for {fam}: auto, or a pinned one.", choices=("auto",) + BACKENDS)
       for fam in FAMILIES],
     Option("engines.manifest", str, lambda: DEFAULT_MANIFEST_URL,
-           "Where the published engine manifest lives.", check=check_download_url),
+           "Where the published engine manifest lives.", check=check_download_url,
+           local_only=True),
     *[Option(f"engines.{fam}.path", str, lambda: "",
              f"An ace-server executable you supply for {fam}; used as is, never replaced.",
-             optional=True) for fam in FAMILIES],
+             optional=True, local_only=True) for fam in FAMILIES],
     Option("models.default", str, lambda: "acestep-v15-turbo",
            "The model a song uses when it names none.", check=_check_nonempty),
     Option("models.lm", str, lambda: "auto",
            "Language model size for vocals.", choices=("auto", "0.6B", "1.7B", "4B")),
     Option("songs.dir", str, lambda: str(paths().default_songs_dir),
-           "Folder for finished songs.", check=_check_nonempty),
+           "Folder for finished songs.", check=_check_nonempty, local_only=True),
     Option("songs.format", str, lambda: "wav24", "Audio format of new songs.",
            choices=SONG_FORMATS),
     Option("app.node_url", str, lambda: "",
            "Node the app drives: empty for the local one, or http://host:port.",
-           check=_check_node_url),
+           check=_check_node_url, local_only=True),
 ]}
 
 
@@ -439,5 +469,6 @@ def describe(keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
         opt = OPTIONS[key]
         out.append({"key": key, "type": opt.kind.__name__, "help": opt.help,
                     "choices": list(opt.choices), "allowed": opt.allowed(),
-                    "minimum": opt.minimum, "maximum": opt.maximum})
+                    "minimum": opt.minimum, "maximum": opt.maximum,
+                    "local_only": opt.local_only})
     return out

@@ -16,7 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from .. import config
+from .. import access, config
 from .song_records import SongRecord
 from .tasks import Tasks, describe_error
 
@@ -62,6 +62,7 @@ class NodeLink(QObject):
     models_loaded = Signal(list)
     pull_event = Signal(str, dict)    # model name, progress event (or {"state": ...})
     backend_event = Signal(str, dict) # action key, event
+    config_loaded = Signal(dict)      # the settings of a node that is not this home's
 
     def __init__(self, parent: QObject | None = None, *, url: str | None = None,
                  start_child: bool = True):
@@ -74,7 +75,9 @@ class NodeLink(QObject):
         self.songs: dict[str, SongRecord] = {}
         self.system: dict[str, Any] = {}
         self.models: list[dict[str, Any]] = []
+        self.node_config: dict[str, Any] = {}
         self._url_override = url
+        self.home: str | None = None     # the home the node serves (its /v1/health)
         self._start_child = start_child
         self._following: set[str] = set()
 
@@ -131,23 +134,48 @@ class NodeLink(QObject):
 
     @property
     def remote(self) -> bool:
-        """True when the app drives a node on another machine (its node.toml is not ours)."""
+        """True when the app drives a node that is not this home's (on another machine, or
+        another home here): its node.toml and its token are not ours. Known for sure once
+        the node said which home it serves; before that, judged by its address."""
+        if self.home is not None:
+            return self.home != access.home_key()
         return not config.is_loopback_host(_host_of(self.url))
 
-    def set_setting(self, key: str, value: Any, on_error=None) -> None:
-        """Change a node.toml key where the node reads it: our file for a local node, the
-        node's ``PATCH /v1/config`` for a remote one."""
-        if not self.remote:
+    def set_settings(self, changes: dict[str, Any], on_error=None, on_done=None) -> None:
+        """Change node.toml keys where the node reads them: our file for this home's node,
+        the node's ``PATCH /v1/config`` for another (which refuses the keys that may be set
+        only on its own machine, with the command to use there). The app's own keys
+        (``app.*``) always stay in our file."""
+        mine = {k: v for k, v in changes.items() if k.startswith("app.") or not self.remote}
+        theirs = {k: v for k, v in changes.items() if k not in mine}
+        if mine:
             try:
-                config.update({key: value})
+                config.update(mine)
             except config.ConfigError as exc:
                 (on_error or self.error.emit)(str(exc))
+                return
+        if not theirs:
+            if on_done is not None:
+                on_done()
             return
 
         async def patch():
-            await self.client.patch_config({key: value})
+            answer = await self.client.patch_config(theirs)
+            self.node_config = dict(answer.get("values") or {})
+            self.config_loaded.emit(self.node_config)
             await self.refresh_system()
-        self.tasks.start(f"config:{key}", patch(), on_error=on_error)
+            if on_done is not None:
+                on_done()
+        self.tasks.start("config:" + ",".join(sorted(theirs)), patch(), on_error=on_error)
+
+    def refresh_config(self) -> None:
+        """Read the settings of a node that is not this home's (``config_loaded``)."""
+        async def read():
+            answer = await self.client.config()
+            self.node_config = dict(answer.get("values") or {})
+            self.config_loaded.emit(self.node_config)
+        if self.client is not None:
+            self.tasks.start("config:read", read())
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
@@ -168,22 +196,24 @@ class NodeLink(QObject):
         await self._stop()
 
     def _new_client(self):
+        """A client of the node we drive: this home's node is found with its own token;
+        another node needs the token the user gave for it (kept in the keyring)."""
         from ..nodeclient import NodeClient
-        from ..nodeclient import local_token
-        cfg = config.load_or_defaults()[0]
-        url = self.url
-        if self._url_override is None and not cfg.get("app.node_url").strip():
-            token = local_token(cfg)
-        else:
-            token = None if config.is_loopback_host(_host_of(url)) else remote_token()
-        return NodeClient(url, token=token)
+        return NodeClient(self.url, token=remote_token() if self.remote else None)
 
     async def _answers(self) -> bool:
         try:
-            await self.client.health()
-            return True
+            health = await self.client.health()
         except Exception:
             return False
+        home = health.get("home") if isinstance(health, dict) else None
+        if home != self.home:
+            was_remote = self.remote
+            self.home = home
+            if self.remote != was_remote:         # the token it wants is another one
+                old, self.client = self.client, self._new_client()
+                await old.aclose()
+        return True
 
     async def _connect(self) -> None:
         self._set_state("starting")
@@ -240,6 +270,7 @@ class NodeLink(QObject):
             except Exception as exc:
                 log.warning("stopping the node: %s", exc)
         client, self.client = self.client, None
+        self.home = None
         if client is not None:
             close = getattr(client, "aclose", None) or getattr(client, "close", None)
             if close is not None:
@@ -282,7 +313,12 @@ class NodeLink(QObject):
     async def refresh_songs(self) -> None:
         raw = await self.client.songs()
         items = raw.get("songs", []) if isinstance(raw, dict) else raw
-        records = [SongRecord.from_node(d) for d in items]
+        records = []
+        for data in items:
+            try:
+                records.append(SongRecord.from_node(data))
+            except ValueError as exc:       # an id that is not the node's: never a path
+                log.warning("skipping a song the node listed: %s", exc)
         self.songs = {r.id: r for r in records}
         self.songs_loaded.emit(sorted(records, key=lambda r: r.created, reverse=True))
         for rec in records:

@@ -86,7 +86,7 @@ class Tray(QObject):
             self.keep_loaded.setChecked(not on)
             self.keep_loaded.blockSignals(False)
             self.link.error.emit(f"Keep model loaded not saved: {text}")
-        self.link.set_setting("node.keep_loaded", on, on_error=failed)
+        self.link.set_settings({"node.keep_loaded": on}, on_error=failed)
 
     def notify_done(self, rec) -> None:
         self._last_song = rec.id

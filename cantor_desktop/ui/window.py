@@ -28,7 +28,7 @@ def _build(name: str, link):
         return HardwarePage(link)
     if name == "Settings":
         from .pages.settings import SettingsPage
-        return SettingsPage()
+        return SettingsPage(link)
     from .pages.compose import ComposePage
     return ComposePage(link)
 

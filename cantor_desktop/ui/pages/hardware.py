@@ -236,5 +236,5 @@ class HardwarePage(QWidget):
             self.log.scrollToBottom()
 
     def _keep_loaded(self, on: bool) -> None:
-        self.link.set_setting("node.keep_loaded", on, on_error=lambda text: self.log.addItem(
+        self.link.set_settings({"node.keep_loaded": on}, on_error=lambda text: self.log.addItem(
             f"Could not save keep-loaded: {text}"))

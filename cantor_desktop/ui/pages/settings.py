@@ -1,17 +1,21 @@
 """Settings: every node.toml key from the registry, the node address + token, the folders.
 
 Fields are generated from :data:`cantor_desktop.config.OPTIONS` and checked with each
-option's own validator as you type. Save goes through :func:`config.update` (locked, atomic,
-comments kept). The file is polled every 500 ms, so an edit made by the CLI or an editor
-shows within a second; a malformed file is shown with its line and column and Save is off,
-so it is never overwritten.
+option's own validator as you type. Save goes through the link (:meth:`NodeLink.set_settings`):
+for this home's node, :func:`config.update` on our node.toml (locked, atomic, comments kept);
+for a node that is not this home's, the node's own settings are shown and saved over its API,
+and the keys that may be set only on its machine (what runs, where files go, who may talk
+to it) are shown read-only with the command to use there. The app's own keys (``app.*``) are
+always ours. The file is polled every 500 ms, so an edit made by the CLI or an editor shows
+within a second; a malformed file is shown with its line and column and Save is off, so it is
+never overwritten.
 """
 
 from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QTimer, QUrl, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea,
@@ -43,11 +47,13 @@ class SettingsPage(QWidget):
     saved_keys = Signal(list)   # the keys the last save changed
     file_changed = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, link=None, parent=None):
         super().__init__(parent)
+        self.link = link
         self.path = paths().config_file
         self.fields: dict[str, QWidget] = {}
         self.errors: dict[str, QLabel] = {}
+        self.notes: dict[str, QLabel] = {}
         self._loaded: dict[str, object] = {}
         self._stamp = None
 
@@ -82,6 +88,12 @@ class SettingsPage(QWidget):
             err.setWordWrap(True)
             err.hide()
             self.errors[opt.key] = err
+            note = QLabel()
+            note.setStyleSheet("color:#666;")
+            note.setWordWrap(True)
+            note.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            note.hide()
+            self.notes[opt.key] = note
             cell = QWidget()
             v = QVBoxLayout(cell)
             v.setContentsMargins(0, 0, 0, 0)
@@ -92,6 +104,7 @@ class SettingsPage(QWidget):
                 browse.clicked.connect(self._choose_songs_dir)
                 row.addWidget(browse)
             v.addLayout(row)
+            v.addWidget(note)
             v.addWidget(err)
             label = QLabel(LABELS.get(opt.key, opt.key))
             label.setToolTip(f"{opt.key}: {opt.help}")
@@ -138,7 +151,41 @@ class SettingsPage(QWidget):
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self._poll)
         self.timer.start()
+        self._remote_shown = False
+        if link is not None:
+            link.config_loaded.connect(lambda _values: self.reload())
+            link.state_changed.connect(self._node_changed)
         self.reload(force=True)
+        self._node_changed()
+
+    # -- whose settings -----------------------------------------------------------------------
+    @property
+    def remote(self) -> bool:
+        """The node we drive is not this home's: its settings are its own."""
+        return self.link is not None and self.link.state in ("idle", "generating") \
+            and self.link.remote
+
+    def _node_changed(self, *_) -> None:
+        if self.remote != self._remote_shown:
+            self._remote_shown = self.remote
+            self._lock_local_only()
+            if self.remote:
+                self.link.refresh_config()
+            self.reload(force=True)
+
+    def _lock_local_only(self) -> None:
+        """Keys that only the node's machine may set are read-only for a remote node."""
+        for key, widget in self.fields.items():
+            opt = config.OPTIONS[key]
+            locked = self.remote and opt.local_only and not key.startswith("app.")
+            widget.setEnabled(not locked)
+            hint = (f"Set on the node's machine: cantor config set {key} VALUE"
+                    if locked else "")
+            widget.setToolTip((hint + "\n" if hint else "") +
+                              f"{opt.help}\nnode.toml key: {key}")
+            note = self.notes[key]
+            note.setText(hint)
+            note.setVisible(bool(hint))
 
     # -- editors ------------------------------------------------------------------------------
     def _editor(self, opt: config.Option) -> QWidget:
@@ -160,6 +207,8 @@ class SettingsPage(QWidget):
 
     def value(self, key: str):
         w = self.fields[key]
+        if config.OPTIONS[key].kind is list:
+            return config.split_list(w.text())
         if isinstance(w, QCheckBox):
             return w.isChecked()
         if isinstance(w, QComboBox):
@@ -177,6 +226,8 @@ class SettingsPage(QWidget):
             w.setCurrentText(str(value))
         elif isinstance(w, QSpinBox):
             w.setValue(int(value))
+        elif isinstance(value, list):
+            w.setText(", ".join(value))
         else:
             w.setText("" if value is None else str(value))
         w.blockSignals(False)
@@ -228,6 +279,9 @@ class SettingsPage(QWidget):
         self.banner.hide()
         pending = {} if force else self.changes()
         values = cfg.as_dict()
+        if self.remote:            # the node's own settings; only app.* are ours
+            values.update({k: v for k, v in self.link.node_config.items()
+                           if k in values and not k.startswith("app.")})
         for key, value in values.items():
             if key not in pending:
                 self.set_value(key, value)
@@ -254,16 +308,29 @@ class SettingsPage(QWidget):
         if not self._check():
             return False
         changes = self.changes()
-        try:
-            config.update(changes, self.path)
-        except config.ConfigError as exc:
-            self.status.setText(f"Not saved: {exc}")
-            return False
-        self.status.setText("Saved")
+        if self.link is None:
+            try:
+                config.update(changes, self.path)
+            except config.ConfigError as exc:
+                self.status.setText(f"Not saved: {exc}")
+                return False
+            self._saved(changes)
+            return True
+        failed: list[str] = []
+
+        def refused(text: str) -> None:
+            failed.append(text)
+            self.status.setText(f"Not saved: {text}")
+
+        self.link.set_settings(changes, on_error=refused,
+                               on_done=lambda: self._saved(changes))
+        return not failed
+
+    def _saved(self, changes: dict) -> None:
+        self.status.setText("Saved" + (" on the node" if self.remote else ""))
         self.reload(force=True)
         self.saved.emit()
         self.saved_keys.emit(sorted(changes))
-        return True
 
     def _choose_songs_dir(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Songs folder", self.value("songs.dir"))
