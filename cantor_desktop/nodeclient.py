@@ -11,7 +11,6 @@ before its final event, so its HTTP response is closed by the task that opened i
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, AsyncIterator
 from urllib.parse import urlsplit
@@ -19,9 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from . import access, config
+from .song import FINAL_EVENTS, check_song_id, safe_file_name
 
 DEFAULT_TIMEOUT = 30.0
-FINAL_SONG_EVENTS = ("done", "failed", "cancelled")
 
 
 class NodeError(Exception):
@@ -59,17 +58,6 @@ def local_token() -> str | None:
         return access.read_token()
     except access.TokenError:
         return None
-
-
-SONG_ID = re.compile(r"[0-9a-f]{16}")
-
-
-def check_song_id(song_id: Any) -> str:
-    """A song id in the node's format (16 lower-case hex digits), else ValueError: an id is
-    a name in URLs and cache files, never a path."""
-    if not isinstance(song_id, str) or not SONG_ID.fullmatch(song_id):
-        raise ValueError(f"not a song id: {str(song_id)[:40]!r}")
-    return song_id
 
 
 class NodeAuth(httpx.Auth):
@@ -263,7 +251,7 @@ class NodeClient:
     def events(self, song_id: str) -> AsyncIterator[tuple[str, Any]]:
         """The song's events, its current state first; ends after done/failed/cancelled."""
         return self._stream("GET", f"/v1/songs/{check_song_id(song_id)}/events",
-                            final=FINAL_SONG_EVENTS)
+                            final=FINAL_EVENTS)
 
     async def audio(self, song_id: str, dest: Path | str, take: int = 1) -> Path:
         """Download a take to ``dest`` (a file, or a folder to keep the node's file name)."""
@@ -287,6 +275,21 @@ class NodeClient:
         except httpx.TransportError as exc:
             raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         return dest
+
+    def all_events(self) -> AsyncIterator[tuple[str, Any]]:
+        """Every song's events for as long as the node runs (``hello`` first): see
+        :class:`cantor_desktop.song.SongEvent`."""
+        return self._stream("GET", "/v1/events")
+
+    async def change_song(self, song_id: str, *, title: str | None = None,
+                          favourite: bool | None = None) -> dict[str, Any]:
+        """Rename a song ("" gives it back its caption) or mark it; the song as it is now."""
+        body: dict[str, Any] = {}
+        if title is not None:
+            body["title"] = title
+        if favourite is not None:
+            body["favourite"] = favourite
+        return await self._json("PATCH", f"/v1/songs/{check_song_id(song_id)}", json=body)
 
     async def cancel(self, song_id: str) -> dict[str, Any]:
         return await self._json("POST", f"/v1/songs/{check_song_id(song_id)}/cancel")
@@ -358,16 +361,6 @@ def _loop_closes_async_generators() -> None:
     finalizer = getattr(loop, "_asyncgen_finalizer_hook", None)
     if firstiter is not None and finalizer is not None:
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
-
-
-def safe_file_name(name: str, fallback: str = "") -> str:
-    """A file name the node sent (its path may be another OS's) as a plain name in one of
-    our folders: the last part only; nothing that could name a parent, a drive or a device
-    (``..``, ``C:x``, NUL), else ``fallback``."""
-    last = (name or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
-    if last in ("", ".", "..") or any(ch in last for ch in ':\x00') or last.endswith("."):
-        return fallback
-    return last
 
 
 def _filename(response: httpx.Response) -> str:

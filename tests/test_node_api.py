@@ -61,20 +61,20 @@ def test_lyrics_take_two_stages_instrumental_one_and_files_are_written(home):
     assert inst_stages == ["synth", "saving"]
     _check_progress(inst_events)
 
-    assert vocal["state"] == "done" and len(vocal["files"]) == 1
-    audio = Path(vocal["files"][0]["audio"])
+    assert vocal["state"] == "done" and len(vocal["takes"]) == 1
+    audio = Path(vocal["takes"][0]["audio"])
     assert audio.parent == home / "songs" and audio.suffix == ".wav"
     assert "lofi-piano-rain" in audio.name and "seed7" in audio.name
     assert sf.info(str(audio)).subtype == "PCM_16" and sf.info(str(audio)).samplerate == 48000
-    sidecar = json.loads(Path(vocal["files"][0]["sidecar"]).read_text())
+    sidecar = json.loads(Path(vocal["takes"][0]["sidecar"]).read_text())
     assert sidecar["seed"] == 7 and sidecar["request"]["key"] == "A minor"
     assert sidecar["engine_request"]["lm_model"] == "sketch-lm.gguf"
     assert sidecar["engine_request"]["synth_model"] == "sketch-dit.gguf"
     assert sidecar["backend"] == "sketch" and sidecar["engine_version"].startswith("sketch-")
     assert sidecar["timings"]["engine_s"] > 0
 
-    assert len(inst["files"]) == 2                      # batch 2 → two takes
-    for take in inst["files"]:
+    assert len(inst["takes"]) == 2                      # batch 2 → two takes
+    for take in inst["takes"]:
         assert Path(take["audio"]).suffix == ".flac" and Path(take["audio"]).read_bytes()[:4] == b"fLaC"
         meta = json.loads(Path(take["sidecar"]).read_text())
         assert meta["engine_request"]["lyrics"] == "[Instrumental]"
@@ -313,8 +313,8 @@ def test_sidecar_records_what_the_lm_filled_in(home):
             await node.stop()
 
     vocal, inst = run(main())
-    assert vocal["state"] == "done" and len(vocal["files"]) == 2
-    for take in vocal["files"]:
+    assert vocal["state"] == "done" and len(vocal["takes"]) == 2
+    for take in vocal["takes"]:
         sidecar = json.loads(Path(take["sidecar"]).read_text())
         assert sidecar["request"]["bpm"] is None and sidecar["request"]["key"] is None
         assert sidecar["request"]["duration"] == 10
@@ -322,5 +322,5 @@ def test_sidecar_records_what_the_lm_filled_in(home):
         assert lm["bpm"] == 140 and lm["key"] == "F# minor" and lm["time_signature"] == 3
         assert lm["duration"] == 10.0 and lm["language"] == "en"
         assert lm["caption"]
-    sidecar = json.loads(Path(inst["files"][0]["sidecar"]).read_text())
+    sidecar = json.loads(Path(inst["takes"][0]["sidecar"]).read_text())
     assert "lm_metadata" in sidecar and sidecar["lm_metadata"] is None

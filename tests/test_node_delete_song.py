@@ -3,6 +3,8 @@ optionally with its files; 409 while queued or running; the queue file follows."
 
 from __future__ import annotations
 
+from cantor_desktop.song import Take
+
 import asyncio
 import json
 from pathlib import Path
@@ -74,11 +76,11 @@ def test_delete_finished_songs_with_and_without_files_and_refuse_live_ones(canto
     assert unknown.status == 404
 
     assert kept == {"id": keep, "forgotten": True, "files_deleted": [], "files_kept": []}
-    for take in keep_song["files"]:                        # without delete_files: still there
+    for take in keep_song["takes"]:                        # without delete_files: still there
         assert Path(take["audio"]).is_file() and Path(take["sidecar"]).is_file()
 
-    assert len(wipe_song["files"]) == 2
-    expected = {p for take in wipe_song["files"] for p in (take["audio"], take["sidecar"])}
+    assert len(wipe_song["takes"]) == 2
+    expected = {p for take in wipe_song["takes"] for p in (take["audio"], take["sidecar"])}
     assert set(wiped["files_deleted"]) == expected and wiped["files_kept"] == []
     assert not any(Path(p).exists() for p in expected)
 
@@ -99,7 +101,7 @@ def test_files_now_belonging_to_another_song_are_kept(tmp_path):
     sidecar = audio.with_suffix(".json")
     audio.write_bytes(b"RIFF new song")
     sidecar.write_text(json.dumps({"id": "newer", "take": 1}))
-    old = [{"take": 1, "audio": str(audio), "sidecar": str(sidecar)}]
+    old = [Take(n=1, audio=str(audio), sidecar=str(sidecar))]
     assert delete_takes("older", old) == {"deleted": [], "kept": [str(audio), str(sidecar)]}
     assert audio.exists() and sidecar.exists()
     assert delete_takes("newer", old) == {"deleted": [str(audio), str(sidecar)], "kept": []}

@@ -90,7 +90,7 @@ def test_pull_sing_on_the_exact_files_and_remove(cantor_home, tmp_path, hub):
 
     assert song["state"] == "done", song
     assert [d["stage"] for e, d in events if e == "stage"] == ["lm", "synth", "saving"]
-    sidecar = json.loads(Path(song["files"][0]["sidecar"]).read_text())
+    sidecar = json.loads(Path(song["takes"][0]["sidecar"]).read_text())
     assert sidecar["engine_request"]["synth_model"] == DIT2      # not the first DiT by name
     assert sidecar["engine_request"]["lm_model"] == LM
     assert sidecar["model"]["files"]["dit"] == DIT2

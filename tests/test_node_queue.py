@@ -54,21 +54,23 @@ def test_late_subscriber_snapshot_and_live_events(tmp_path):
     async def main():
         q = SongQueue(tmp_path / "q.json")
         song = q.add({"caption": "x"})
-        assert q.snapshot_events(song) == [("queued", {"id": song.id, "position": 0})]
+        assert [e.to_sse() for e in q.snapshot_events(song)] == [
+            ("queued", {"id": song.id, "position": 0})]
         sub = q.hub.subscribe(song.id)
         q.start(song)
         q.set_stage(song, "synth", 0.0)
         q.set_progress(song, 0.5, 3.0)
         q.set_progress(song, 0.4, 3.0)       # never backwards: no event
         snap = q.snapshot_events(song)
-        assert snap[0] == ("stage", {"stage": "synth"})
-        assert snap[1][1]["progress"] == 0.5
+        assert (snap[0].kind, snap[0].stage) == ("stage", "synth")
+        assert snap[1].to_sse()[1]["progress"] == 0.5
         q.finish_cancelled(song)
         events = []
         while not sub.empty():
             events.append(sub.get_nowait())
-        assert [e for e, _ in events] == ["stage", "progress", "progress", CANCELLED]
-        assert q.snapshot_events(song) == [(CANCELLED, {"id": song.id})]
+        assert [e.kind for e in events] == ["stage", "progress", "progress", CANCELLED]
+        final = q.snapshot_events(song)
+        assert [e.kind for e in final] == [CANCELLED] and final[0].song is song
         assert song.state not in (QUEUED, RUNNING)
     asyncio.run(main())
 
@@ -150,7 +152,7 @@ def test_waiting_subscribers_hear_their_new_position(tmp_path):
         await q.flush()
         got = []
         while not sub.empty():
-            got.append(sub.get_nowait())
+            got.append(sub.get_nowait().to_sse())
         return got, third.id
     got, third_id = asyncio.run(main())
     assert got == [("queued", {"id": third_id, "position": 1}),

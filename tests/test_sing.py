@@ -106,14 +106,21 @@ def test_every_stage_received_is_shown_and_done_ends_at_100(monkeypatch):
     terminal: one line per stage); a stream that only says ``done`` (a late subscriber)
     still ends on 100%."""
     from cantor_desktop.cli.sing_cmd import EventShower, ProgressBar
+    from cantor_desktop.song import Song, SongEvent
 
     out = io.StringIO()
     show = EventShower(ProgressBar(out))
     events = [("queued", {"position": 0}), ("stage", {"stage": "lm"}),
               ("stage", {"stage": "synth"}), ("stage", {"stage": "saving"}),
               ("progress", {"stage": "saving", "progress": 1.0, "eta": 0.0}),
-              ("done", {"files": []})]
-    ended = [show(e, d) for e, d in events]
+              ("done", {})]
+    song = Song(id="0123456789abcdef", request={})
+
+    def fold(kind, data, record=song):
+        record.apply(SongEvent.from_sse(kind, data, record.id))
+        return record
+
+    ended = [show(fold(e, d)) for e, d in events]
     assert ended == [False] * 5 + [True]
     lines = out.getvalue().splitlines()
     assert [BAR_LINE.match(line).group(2) for line in lines] == [
@@ -121,5 +128,6 @@ def test_every_stage_received_is_shown_and_done_ends_at_100(monkeypatch):
     assert lines[-1].startswith("[" + "#" * 28 + "] 100.0%")
 
     late = io.StringIO()
-    assert EventShower(ProgressBar(late))("done", {"files": []}) is True
+    assert EventShower(ProgressBar(late))(fold("done", {}, Song(id="0123456789abcdef",
+                                                              request={}))) is True
     assert late.getvalue().splitlines() == ["[" + "#" * 28 + "] 100.0%  done"]

@@ -28,7 +28,7 @@ def test_invalid_fields_block_generate_with_the_reason(qtbot, qloop):
     assert page.generate.isEnabled() and page.problem.text() == ""
     page.bpm.setText("400")
     assert not page.generate.isEnabled()
-    assert "Bpm must be from 30 to 300" in page.problem.text()
+    assert "BPM must be from 30 to 300" in page.problem.text()   # the label's own name
     page.bpm.setText("92")
     page.key.setCurrentText("H minor")
     assert not page.generate.isEnabled() and "Key" in page.problem.text()

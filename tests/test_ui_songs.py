@@ -12,14 +12,16 @@ from test_ui_helpers import make_wav, node, qloop, run, until  # noqa: F401
 from cantor_desktop.ui import waveform
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.songs import SongsPage
-from cantor_desktop.ui.song_records import SongRecord
+from cantor_desktop.song import Song
 
 
-def record(i: int, path: str | None = None) -> SongRecord:
-    return SongRecord.from_node({
+def record(i: int, path: str | None = None, *more: str) -> Song:
+    return Song.from_json({
         "id": f"{i:016x}", "state": "done", "created": 1_700_000_000 + i,
-        "request": {"caption": f"song {i}", "model": "sketch", "seed": -1},
-        "files": [{"audio": path, "seed": 1000 + i, "duration": 12.5}] if path else []})
+        "request": {"caption": f"song {i}", "model": "sketch", "seed": -1, "bpm": 90 + i % 100,
+                    "lyrics": "[Instrumental]"},
+        "takes": [{"n": n + 1, "audio": a, "seed": 1000 + i + n, "duration": 12.5}
+                  for n, a in enumerate([path, *more]) if a]})
 
 
 def page(qtbot) -> SongsPage:
@@ -34,13 +36,13 @@ def test_songs_are_newest_first_and_a_drag_carries_file_urls_with_copy(qtbot, tm
     b = make_wav(tmp_path / "b.wav")
     p = page(qtbot)
     p.model.set_songs([record(1, a), record(2, b)])
-    assert p.model.record(0).caption == "song 2" and p.model.record(0).seed == 1002
-    p.view.selectionModel().select(p.model.index(1), QItemSelectionModel.ClearAndSelect)
+    assert p.model.row(0).song.caption == "song 2" and p.model.row(0).take.seed == 1002
+    p.view.selectionModel().select(p.model.index(1, 0), QItemSelectionModel.ClearAndSelect)
     mime = p.view.drag_mime_data()
     assert [u.toLocalFile() for u in mime.urls()] == [os.path.abspath(a)]
     assert all(u.isLocalFile() for u in mime.urls())
     assert p.view.defaultDropAction() == Qt.CopyAction
-    assert p.model.flags(p.model.index(0)) & Qt.ItemIsDragEnabled
+    assert p.model.flags(p.model.index(0, 0)) & Qt.ItemIsDragEnabled
 
 
 def test_waveform_peaks_are_computed_in_the_background_once_and_cached(qtbot, qloop, tmp_path):
@@ -82,7 +84,7 @@ def test_move_to_trash_removes_the_song(qtbot, tmp_path, monkeypatch):
     path = make_wav(tmp_path / "t.wav")
     p = page(qtbot)
     p.model.set_songs([record(1, path)])
-    p.view.selectionModel().select(p.model.index(0), QItemSelectionModel.ClearAndSelect)
+    p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
     moved = p.trash_selected(confirm=False)
     assert moved == [record(1).id]
     assert not os.path.exists(path) and p.model.rowCount() == 0
@@ -92,7 +94,7 @@ def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
     from PySide6.QtMultimedia import QMediaDevices
     p = page(qtbot)
     p.model.set_songs([record(1, make_wav(tmp_path / "p.wav"))])
-    p.view.selectionModel().select(p.model.index(0), QItemSelectionModel.ClearAndSelect)
+    p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
     p.toggle_play()
     if QMediaDevices.audioOutputs():
         assert p.play.text() == "Pause"
@@ -147,12 +149,14 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     run(qloop, until(lambda: link.songs[made.id].state == "done", timeout=60, what="the song"))
     original = link.songs[made.id].path
     name = os.path.basename(original)
-    far = dataclasses.replace(link.songs[made.id], files=[f"/no/such/node/disk/{name}"])
+    song = link.songs[made.id]
+    far = dataclasses.replace(song, takes=[dataclasses.replace(song.takes[0],
+                                                               audio=f"/no/such/node/disk/{name}")])
     p.model.set_songs([far])
-    p.view.selectionModel().select(p.model.index(0), QItemSelectionModel.ClearAndSelect)
+    p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
     assert p.play.isEnabled() and p.trash.isEnabled() and not p.reveal.isEnabled()
     assert p.view.drag_mime_data() is None  # nothing here yet: the fetch starts
-    assert p.files.fetching(far.id)
+    assert p.files.fetching(far)
     cached = paths().remote_songs_dir / name
     run(qloop, until(lambda: p.files.local(far), what="the fetched audio"))
     assert p.files.local(far) == str(cached)
@@ -170,8 +174,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
 
     async def node_forgot():
         while True:
-            raw = await link.client.songs()
-            items = raw.get("songs", []) if isinstance(raw, dict) else raw
+            items = await link.client.songs()
             if not any(d.get("id") == far.id for d in items):
                 return True
             await asyncio.sleep(0.05)
@@ -179,3 +182,69 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     assert not os.path.exists(original)
     p.shutdown()
     run(qloop, link.shutdown())
+
+
+def test_every_take_has_its_row_plays_drags_and_trash_takes_them_all(qtbot, tmp_path):
+    """Takes 2 wrote _take1 and _take2, but Songs showed take 1 only, and trash left take 2."""
+    os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)      # the trash lives there
+    one, two = make_wav(tmp_path / "s_take1.wav"), make_wav(tmp_path / "s_take2.wav")
+    for wav in (one, two):
+        open(os.path.splitext(wav)[0] + ".json", "w").write("{}")
+    other = make_wav(tmp_path / "other.wav")
+    p = page(qtbot)
+    p.model.set_songs([record(1, one, two), record(2, other)])
+    rows = [p.model.row(n) for n in range(p.model.rowCount())]
+    assert [(r.song.caption, r.take.n, r.first) for r in rows] == [
+        ("song 2", 1, True), ("song 1", 1, True), ("song 1", 2, False)]
+    assert rows[2].label == "Take 2" and rows[2].take.seed == 1002
+    # the second take drags its own file
+    p.view.selectionModel().select(p.model.index(2, 0), QItemSelectionModel.ClearAndSelect)
+    assert [u.toLocalFile() for u in p.view.drag_mime_data().urls()] == [os.path.abspath(two)]
+    # trash from the second take's row takes the whole song: both takes and both sidecars
+    assert p.trash_selected(confirm=False) == [record(1).id]
+    assert not any(os.path.exists(f) for f in (one, two, one[:-4] + ".json", two[:-4] + ".json"))
+    assert os.path.exists(other) and p.model.rowCount() == 1
+
+
+def test_search_as_you_type_and_favourites(qtbot):
+    p = page(qtbot)
+    songs = [record(i) for i in range(5)]
+    songs[3].request["caption"] = "dusty boom bap with vinyl crackle"
+    songs[1].favourite = True
+    p.model.set_songs(songs)
+    qtbot.keyClicks(p.search, "VINYL  boom")
+    assert [p.model.row(n).song.id for n in range(p.model.rowCount())] == [songs[3].id]
+    assert p.count.text() == "1 of 5 songs"
+    p.search.clear()
+    qtbot.keyClicks(p.search, "93bpm")            # the tempo is searchable too
+    assert [p.model.row(n).song.id for n in range(p.model.rowCount())] == [songs[3].id]
+    p.search.clear()
+    p.favourites.setChecked(True)
+    assert [p.model.row(n).song.id for n in range(p.model.rowCount())] == [songs[1].id]
+    p.favourites.setChecked(False)
+    assert p.model.rowCount() == 5
+
+
+def test_search_over_ten_thousand_songs_keeps_each_keystroke_short(qtbot):
+    p = page(qtbot)
+    p.model.set_songs([record(i) for i in range(10_000)])
+    p.show()
+    qtbot.waitExposed(p)
+    worst = 0.0
+    for text in ("s", "so", "son", "song", "song 9", "song 99", "song 999", "song 9999"):
+        start = time.perf_counter()
+        p.search.setText(text)
+        p.view.viewport().repaint()
+        worst = max(worst, time.perf_counter() - start)
+    assert [p.model.row(n).song.caption for n in range(p.model.rowCount())] == ["song 9999"]
+    assert worst < 0.1, f"{worst * 1000:.1f} ms"   # the figure itself is in bench/app.py
+
+
+def test_rows_show_tempo_key_length_instrumental_and_model():
+    from cantor_desktop.ui.song_records import facts
+    song = record(3, "/x/a.wav")
+    song.request["key"] = "F# minor"
+    assert facts(song, song.takes[0]) == ["93 BPM", "F# minor", "12 s", "instrumental", "sketch",
+                                          "seed 1003"]
+    song.takes[0].bpm, song.takes[0].key = 120.0, "A minor"      # measured or filled by the LM
+    assert facts(song, song.takes[0])[:2] == ["120 BPM", "A minor"]

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..song import Song, SongEvent, SongState
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -184,23 +186,22 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
                           file=sys.stderr)
                 return EXIT_USAGE if exc.status in (400, 404, 413, 415, 422) else EXIT_FAILED
             try:
-                final, data = await _follow(node, song_id, bar)
+                song = await _follow(node, Song(id=song_id, request=request), bar)
             except asyncio.CancelledError:
                 raise
             bar.end()
-            if final == "done":
-                files = data.get("files") or (await node.song(song_id)).get("files", [])
-                for item in files:
-                    path = Path(item["audio"])
+            if song.state == SongState.DONE:
+                for take in song.takes:
+                    path = Path(take.audio)
                     if output:
                         dest = Path(output).expanduser()
-                        if len(files) > 1 and not dest.is_dir():
-                            dest = dest.with_name(f"{dest.stem}_take{item['take']}{dest.suffix}")
-                        path = await node.audio(song_id, dest, take=item["take"])
+                        if len(song.takes) > 1 and not dest.is_dir():
+                            dest = dest.with_name(f"{dest.stem}_take{take.n}{dest.suffix}")
+                        path = await node.audio(song_id, dest, take=take.n)
                     print(path)
                 return EXIT_OK
-            if final == "failed":
-                print(f"cantor sing: the song failed: {data.get('error')}", file=sys.stderr)
+            if song.state == SongState.FAILED:
+                print(f"cantor sing: the song failed: {song.error}", file=sys.stderr)
             else:
                 print("cantor sing: the song was cancelled", file=sys.stderr)
             return EXIT_FAILED
@@ -223,53 +224,42 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
 
 
 class EventShower:
-    """Song events → the progress bar. Every stage the CLI receives gets drawn (a line of its
-    own when stderr is not a terminal), even when no progress event follows it: a short
+    """A song's record → the progress bar. Every stage the CLI receives gets drawn (a line of
+    its own when stderr is not a terminal), even when no progress event follows it: a short
     song can pass a stage in milliseconds, or be past it before the stream connects (a late
     subscriber gets the current state only). ``done`` always ends on a 100% line."""
 
     def __init__(self, bar: ProgressBar):
         self.bar = bar
-        self.stage: str | None = None
-        self.progress = 0.0
 
-    def __call__(self, event: str, data) -> bool:
-        """Show one event; True when it ends the song."""
-        data = data if isinstance(data, dict) else {}
-        if event == "stage":
-            self.stage = data.get("stage") or self.stage
-            self.bar.show(self.stage, self.progress, None)
-        elif event == "progress":
-            self.stage = data.get("stage") or self.stage
-            self.progress = max(self.progress, float(data.get("progress") or 0.0))
-            self.bar.show(self.stage, self.progress, data.get("eta"))
-        elif event == "queued":
-            self.bar.show(None, 0.0, None)
-        elif event == "done":
-            self.progress = 1.0
+    def __call__(self, song: "Song") -> bool:
+        """Show the song as it is now; True when it has ended."""
+        if song.state == SongState.DONE:
             self.bar.show("done", 1.0, None)
-            return True
-        elif event in ("failed", "cancelled"):
-            return True
-        return False
+        elif song.state == SongState.QUEUED:
+            self.bar.show(None, 0.0, None)
+        elif song.state == SongState.RUNNING:
+            self.bar.show(song.stage, song.progress, song.eta)
+        return song.is_finished
 
 
-async def _follow(node, song_id: str, bar: ProgressBar) -> tuple[str, dict]:
-    """Show events until the song ends; reconnects if the stream drops."""
+async def _follow(node, song: "Song", bar: ProgressBar) -> "Song":
+    """Fold the song's events into its record until it ends; reconnects if the stream
+    drops, and asks for the song itself if it never ends on the stream."""
     from ..nodeclient import NodeError
 
     shower = EventShower(bar)
     for _attempt in range(5):
         try:
-            async with contextlib.aclosing(node.events(song_id)) as events:
-                async for event, data in events:
-                    if shower(event, data):
-                        return event, data
+            async with contextlib.aclosing(node.events(song.id)) as events:
+                async for kind, data in events:
+                    song.apply(SongEvent.from_sse(kind, data, song.id))
+                    if shower(song):
+                        return song
         except NodeError as exc:
             if exc.status:
                 raise
             await asyncio.sleep(0.5)
-    song = await node.song(song_id)
-    if song["state"] == "done":
-        shower("done", song)
-    return song["state"], song
+    song = Song.from_json(await node.song(song.id))
+    shower(song)
+    return song

@@ -25,7 +25,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__, config
 from ..song_request import RequestError, validate
 from .guard import BodyStalled, BodyTooLarge
-from .queue import FAILED, CANCELLED, FINISHED, Song, SongQueue
+from ..song import Song
+from .queue import ALL, CANCELLED, FAILED, SongQueue
 from .runner import SKETCH, Runner, model_name
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ class NodeState:
 
     def check_room(self, cap: int) -> None:
         """429 when ``cap`` songs are already waiting or running."""
-        waiting = sum(1 for s in self.queue.newest_first() if not s.is_finished)
+        waiting = self.queue.waiting_count()
         if waiting >= cap:
             raise ApiError(429, f"the queue is full: {waiting} songs are waiting or running "
                                 f"(node.max_queue = {cap}); try again when some have finished",
@@ -275,17 +276,23 @@ def _song(n: NodeState, song_id: str) -> Song:
     return song
 
 
-async def event_stream(n: NodeState, song: Song, request: Request) -> AsyncIterator[bytes]:
-    q = n.queue.hub.subscribe(song.id)
+async def event_stream(n: NodeState, song: Song | None, request: Request) -> AsyncIterator[bytes]:
+    """One song's events (its current state first, ending with its final event), or with
+    ``song`` None every song's, for as long as the client stays (the node-wide stream)."""
+    key = ALL if song is None else song.id
+    q = n.queue.hub.subscribe(key)
     try:
-        for event, data in n.queue.snapshot_events(song):
-            yield sse(event, data)
-            if event in FINISHED:
-                return
+        if song is not None:
+            for event in n.queue.snapshot_events(song):
+                yield sse(*event.to_sse())
+                if event.is_final:
+                    return
+        else:
+            yield sse("hello", {"songs": len(n.queue.songs)})
         quiet = 0.0
         while True:
             try:
-                event, data = await asyncio.wait_for(q.get(), STREAM_CHECK_S)
+                event = await asyncio.wait_for(q.get(), STREAM_CHECK_S)
             except asyncio.TimeoutError:
                 # a stopping node ends its streams at once instead of holding shutdown up
                 if n.exiting() or n.shutting_down.is_set() or await request.is_disconnected():
@@ -296,11 +303,11 @@ async def event_stream(n: NodeState, song: Song, request: Request) -> AsyncItera
                     yield b": keep-alive\n\n"
                 continue
             quiet = 0.0
-            yield sse(event, data)
-            if event in FINISHED:
+            yield sse(*event.to_sse())
+            if song is not None and event.is_final:
                 return
     finally:
-        n.queue.hub.unsubscribe(song.id, q)
+        n.queue.hub.unsubscribe(key, q)
 
 
 TERMINAL_EVENTS = ("done", "error")
@@ -430,6 +437,11 @@ GENERATION_SCHEMA: dict[str, Any] = {
         "response_format": {"type": "string", "enum": list(LEMONADE_FORMATS)},
         "bpm": {"type": "integer", "minimum": 30, "maximum": 300}, "key": {"type": "string"},
         "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]}}}
+TITLE_MAX = 200
+SONG_PATCH_SCHEMA: dict[str, Any] = {
+    "type": "object", "minProperties": 1, "additionalProperties": False,
+    "properties": {"title": {"type": "string", "maxLength": TITLE_MAX},
+                   "favourite": {"type": "boolean"}}}
 PULL_SCHEMA = {"type": "object", "required": ["name"],
                "properties": {"name": {"type": "string", "minLength": 1}}}
 BACKEND_SCHEMA = {"type": "object", "required": ["backend"], "properties": {
@@ -532,7 +544,7 @@ def _routes(app: FastAPI) -> None:
         song = n.queue.add(data)
         n.runner.wake()
         await n.queue.flush()          # on disk before the 202: it survives a crash
-        return JSONResponse({"id": song.id, "state": song.state}, status_code=202)
+        return JSONResponse({"id": song.id, "state": str(song.state)}, status_code=202)
 
     @app.get("/v1/songs")
     async def list_songs(request: Request, state: str | None = None, limit: int = 500):
@@ -540,15 +552,43 @@ def _routes(app: FastAPI) -> None:
         songs = n.queue.newest_first()
         if state:
             songs = [s for s in songs if s.state == state]
-        return {"songs": [s.public() for s in songs[: max(limit, 0)]]}
+        return {"songs": [n.queue.public(s) for s in songs[: max(limit, 0)]]}
 
     @app.get("/v1/songs/{song_id}", responses=ERRORS)
     async def get_song(request: Request, song_id: str):
         n = node(request)
+        return n.queue.public(_song(n, song_id))
+
+    @app.get("/v1/events", responses=SSE)
+    async def all_events(request: Request):
+        """Every song's events, whoever asked for it: ``added``, ``changed``, ``removed``
+        (the whole song, or its id) besides each song's own; starts with ``hello``."""
+        return StreamingResponse(event_stream(node(request), None, request),
+                                 media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @app.patch("/v1/songs/{song_id}", openapi_extra=_json_body(SONG_PATCH_SCHEMA),
+               responses=ERRORS)
+    async def change_song(request: Request, song_id: str):
+        """Rename a song (``title``; "" gives it back its caption) or mark it a favourite."""
+        n = node(request)
         song = _song(n, song_id)
-        data = song.public()
-        data["position"] = n.queue.position(song) if song.state == "queued" else None
-        return data
+        body = await json_body(request)
+        if not isinstance(body, dict) or not body:
+            raise ApiError(422, "body: give title and/or favourite", field="body")
+        for key in body:
+            if key not in ("title", "favourite"):
+                raise ApiError(422, f"{key}: unknown field; known: title, favourite", field=key)
+        title = body.get("title")
+        if title is not None and (not isinstance(title, str) or len(title) > TITLE_MAX
+                                  or "\n" in title):
+            raise ApiError(422, f"title: must be one line of at most {TITLE_MAX} characters",
+                           field="title")
+        favourite = body.get("favourite")
+        if favourite is not None and not isinstance(favourite, bool):
+            raise ApiError(422, "favourite: must be true or false", field="favourite")
+        n.queue.change(song, title=None if title is None else title.strip(), favourite=favourite)
+        await n.queue.flush()
+        return n.queue.public(song)
 
     @app.get("/v1/songs/{song_id}/events", responses={**SSE, **ERRORS})
     async def events(request: Request, song_id: str):
@@ -564,12 +604,13 @@ def _routes(app: FastAPI) -> None:
     async def audio(request: Request, song_id: str, take: int = 1):
         n = node(request)
         song = _song(n, song_id)
-        if song.state != "done" or not song.files:
+        if song.state != "done" or not song.takes:
             raise ApiError(409, f"song {song_id} has no audio (it is {song.state})",
                            "not_ready", "id")
-        if not 1 <= take <= len(song.files):
-            raise ApiError(422, f"take: must be from 1 to {len(song.files)}", field="take")
-        path = Path(song.files[take - 1]["audio"])
+        found = song.take(take)
+        if found is None:
+            raise ApiError(422, f"take: must be from 1 to {len(song.takes)}", field="take")
+        path = Path(found.audio)
         if not path.is_file():
             raise ApiError(410, f"the audio file {path} is gone", "gone", "id")
         from .songs import CONTENT_TYPES
@@ -596,9 +637,9 @@ def _routes(app: FastAPI) -> None:
                            "not_finished", "id", state=song.state)
         n.queue.forget(song)
         removed: dict[str, list[str]] = {"deleted": [], "kept": []}
-        if delete_files and song.files:
+        if delete_files and song.takes:
             from .songs import delete_takes
-            removed = await asyncio.to_thread(delete_takes, song.id, song.files)
+            removed = await asyncio.to_thread(delete_takes, song.id, song.takes)
         await n.queue.flush()          # gone from the file before the answer
         return {"id": song.id, "forgotten": True, "files_deleted": removed["deleted"],
                 "files_kept": removed["kept"]}
@@ -617,7 +658,7 @@ def _routes(app: FastAPI) -> None:
         n.queue.retry(song)
         n.runner.wake()
         await n.queue.flush()
-        return JSONResponse({"id": song.id, "state": song.state}, status_code=202)
+        return JSONResponse({"id": song.id, "state": str(song.state)}, status_code=202)
 
     # -- Lemonade / OpenAI style ---------------------------------------------------------
 
@@ -655,7 +696,7 @@ def _routes(app: FastAPI) -> None:
         finally:
             n.queue.hub.unsubscribe(song.id, q)
         if song.state == "done":
-            path = Path(song.files[0]["audio"])
+            path = Path(song.takes[0].audio)
             from .songs import CONTENT_TYPES
             # streamed from the file by a worker thread: a long wav32 is hundreds of MB,
             # which read_bytes() would have read on the node's event loop

@@ -20,6 +20,7 @@ from typing import Callable
 import httpx
 
 from .. import access, config
+from ..link_state import LinkState
 from ..paths import paths
 from ..selfexec import self_argv
 
@@ -172,10 +173,12 @@ class NodeProcess:
                     await asyncio.sleep(0.02)
         return proc.returncode
 
-    async def watch(self, on_state: Callable[[str, str], None] | None = None) -> None:
+    async def watch(self, on_state: Callable[[LinkState, str], None] | None = None) -> None:
         """Keep the node running until :meth:`stop`: restart it with back-off when it dies.
 
-        ``on_state(state, detail)`` hears "exited", "restarting", "running", "failed".
+        ``on_state(state, detail)`` hears the link's own states: STARTING when the child
+        died (the detail says how) and while it is restarted, IDLE once it answers again,
+        ERROR when a restart failed (the next one follows after the back-off).
         """
         delay = BACKOFF_FIRST
         while not self._stopping:
@@ -188,11 +191,11 @@ class NodeProcess:
                 detail = f"exit code {proc.returncode}"
                 log.warning("node pid %d died (%s)", proc.pid, detail)
                 if on_state:
-                    on_state("exited", detail)
+                    on_state(LinkState.STARTING, f"the node stopped ({detail}); restarting it")
                 if time.monotonic() - self._started_at > BACKOFF_RESET_AFTER:
                     delay = BACKOFF_FIRST
             if on_state:
-                on_state("restarting", f"in {delay:g} s")
+                on_state(LinkState.STARTING, f"restarting the node in {delay:g} s")
             await asyncio.sleep(delay)
             if self._stopping:
                 return
@@ -200,11 +203,11 @@ class NodeProcess:
                 await self.start()
                 self.restarts += 1
                 if on_state:
-                    on_state("running", self.url)
+                    on_state(LinkState.IDLE, "")
             except NodeStartError as exc:
                 log.warning("node restart failed: %s", exc)
                 if on_state:
-                    on_state("failed", str(exc))
+                    on_state(LinkState.ERROR, str(exc))
             delay = min(delay * 2, BACKOFF_MAX)
 
 

@@ -22,62 +22,30 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..config import write_atomic
+from ..song import FINISHED, NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
 
 log = logging.getLogger(__name__)
 
-QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
-STATES = (QUEUED, RUNNING, DONE, FAILED, CANCELLED)
-FINISHED = (DONE, FAILED, CANCELLED)
-NODE_STOPPED = "node stopped"
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = (SongState.QUEUED, SongState.RUNNING, SongState.DONE,
+                                           SongState.FAILED, SongState.CANCELLED)
 KEEP_FINISHED = 2000          # history kept on disk; the oldest finished songs drop off
-FILE_VERSION = 1
-
-
-@dataclass
-class Song:
-    """One song request and everything that happened to it."""
-
-    id: str
-    request: dict[str, Any]
-    state: str = QUEUED
-    stage: str | None = None
-    progress: float = 0.0
-    eta: float | None = None
-    error: str | None = None
-    files: list[dict[str, Any]] = field(default_factory=list)
-    created: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    engine: dict[str, Any] | None = None
-    attempts: int = 0
-    seq: int = 0                   # submission order (FIFO), stable across restarts
-
-    @property
-    def is_finished(self) -> bool:
-        return self.state in FINISHED
-
-    def public(self) -> dict[str, Any]:
-        """The JSON the API returns for a song."""
-        data = _record(self)
-        data.pop("seq")
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Song":
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+FILE_VERSION = 2              # 1: takes were called "files"
 
 
 def _record(song: Song) -> dict[str, Any]:
-    return {name: getattr(song, name) for name in Song.__dataclass_fields__}
+    return song.to_json(private=True)
 
 
 def new_id() -> str:
     return secrets.token_hex(8)
 
 
+ALL = "*"
+"""Subscribe to this key for every song's events (the node-wide stream)."""
+
+
 class EventHub:
-    """Per-song subscribers: each gets an asyncio.Queue of (event, data) pairs."""
+    """Subscribers per song (or :data:`ALL`): each gets an asyncio.Queue of SongEvents."""
 
     def __init__(self) -> None:
         self._subs: dict[str, set[asyncio.Queue]] = {}
@@ -94,12 +62,13 @@ class EventHub:
             if not subs:
                 self._subs.pop(song_id, None)
 
-    def publish(self, song_id: str, event: str, data: dict[str, Any]) -> None:
-        for q in list(self._subs.get(song_id, ())):
-            q.put_nowait((event, data))
+    def publish(self, event: SongEvent) -> None:
+        for key in (event.song_id, ALL):
+            for q in list(self._subs.get(key, ())):
+                q.put_nowait(event)
 
     def subscriber_count(self, song_id: str) -> int:
-        return len(self._subs.get(song_id, ()))
+        return len(self._subs.get(song_id, ())) + len(self._subs.get(ALL, ()))
 
 
 class SongQueue:
@@ -127,7 +96,12 @@ class SongQueue:
         try:
             data = json.loads(self.path.read_text("utf-8"))
             records = data["songs"] if isinstance(data, dict) else data
-            songs = [Song.from_json(r) for r in records]
+            songs = []
+            for record in records:
+                try:
+                    songs.append(Song.from_json(record))
+                except (ValueError, TypeError) as exc:      # one bad record costs only itself
+                    log.error("queue file %s: a record was skipped: %s", self.path, exc)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             aside = self.path.with_suffix(".damaged")
             log.error("queue file %s unreadable (%s); kept as %s", self.path, exc, aside)
@@ -215,7 +189,9 @@ class SongQueue:
             song.id = new_id()
         self.songs[song.id] = song
         self.save()
-        self.hub.publish(song.id, QUEUED, {"id": song.id, "position": self.position(song)})
+        song.position = self.position(song)
+        self.hub.publish(SongEvent("added", song.id, song=song))
+        self.hub.publish(self._queued_event(song))
         return song
 
     def get(self, song_id: str) -> Song | None:
@@ -232,15 +208,27 @@ class SongQueue:
     def running(self) -> list[Song]:
         return [s for s in self.songs.values() if s.state == RUNNING]
 
+    def waiting_count(self) -> int:
+        """Songs queued or running."""
+        return sum(1 for s in self.songs.values() if not s.is_finished)
+
     def position(self, song: Song) -> int:
         """0 = next to run."""
         return sum(1 for s in self.songs.values() if s.state == QUEUED and s.seq < song.seq)
 
+    def public(self, song: Song) -> dict[str, Any]:
+        """The song as the API sends it (with its place in the queue while it waits)."""
+        song.position = self.position(song) if song.state == QUEUED else None
+        return song.to_json()
+
     # -- transitions (each persisted and published) --------------------------------------
+
+    def _queued_event(self, song: Song) -> SongEvent:
+        return SongEvent("queued", song.id, position=self.position(song))
 
     def start(self, song: Song, engine: dict[str, Any] | None = None) -> None:
         song.state, song.stage, song.progress, song.eta = RUNNING, None, 0.0, None
-        song.error, song.started, song.finished = None, time.time(), None
+        song.error, song.started, song.finished, song.position = None, time.time(), None, None
         song.attempts += 1
         song.engine = engine
         self.save()
@@ -250,8 +238,7 @@ class SongQueue:
         """Songs still waiting moved up: tell their subscribers where they stand now."""
         for waiting in self.queued():
             if self.hub.subscriber_count(waiting.id):
-                self.hub.publish(waiting.id, QUEUED,
-                                 {"id": waiting.id, "position": self.position(waiting)})
+                self.hub.publish(self._queued_event(waiting))
 
     def set_engine(self, song: Song, engine: dict[str, Any]) -> None:
         """In memory; saved with the song's next state change."""
@@ -259,10 +246,10 @@ class SongQueue:
 
     def set_stage(self, song: Song, stage: str, progress: float) -> None:
         """In memory (a running song comes back as failed after a crash anyway)."""
-        song.stage, song.eta = stage, None
+        song.stage, song.eta = Stage(stage), None
         song.progress = max(song.progress, progress)
-        self.hub.publish(song.id, "stage", {"stage": stage})
-        self.hub.publish(song.id, "progress", self.progress_data(song))
+        self.hub.publish(SongEvent("stage", song.id, stage=song.stage, progress=song.progress))
+        self.hub.publish(self.progress_event(song))
 
     def set_progress(self, song: Song, progress: float, eta: float | None) -> None:
         """In memory only; progress never goes backwards."""
@@ -270,40 +257,52 @@ class SongQueue:
         if progress == song.progress and eta == song.eta:
             return
         song.progress, song.eta = progress, eta
-        self.hub.publish(song.id, "progress", self.progress_data(song))
+        self.hub.publish(self.progress_event(song))
 
     @staticmethod
-    def progress_data(song: Song) -> dict[str, Any]:
-        return {"stage": song.stage, "progress": round(song.progress, 4),
-                "eta": None if song.eta is None else round(song.eta, 2)}
+    def progress_event(song: Song) -> SongEvent:
+        return SongEvent("progress", song.id, stage=song.stage, progress=song.progress,
+                         eta=song.eta)
 
     def finish_done(self, song: Song, files: list[dict[str, Any]]) -> None:
         if song.progress < 1.0:
             song.progress, song.eta = 1.0, 0.0
-            self.hub.publish(song.id, "progress", self.progress_data(song))
-        song.state, song.files, song.finished = DONE, files, time.time()
-        song.eta = None
+            self.hub.publish(self.progress_event(song))
+        song.takes = [Take.from_json(f, i + 1) for i, f in enumerate(files)]
+        song.state, song.finished, song.eta = DONE, time.time(), None
         self.save()
-        self.hub.publish(song.id, DONE, self.terminal_data(song))
+        self.hub.publish(self.final_event(song))
 
     def finish_failed(self, song: Song, error: str) -> None:
         song.state, song.error, song.finished, song.eta = FAILED, error, time.time(), None
         self.save()
-        self.hub.publish(song.id, FAILED, self.terminal_data(song))
+        self.hub.publish(self.final_event(song))
 
     def finish_cancelled(self, song: Song) -> None:
         song.state, song.finished, song.eta = CANCELLED, time.time(), None
         self.save()
-        self.hub.publish(song.id, CANCELLED, self.terminal_data(song))
+        self.hub.publish(self.final_event(song))
 
     def retry(self, song: Song) -> None:
         """A failed or cancelled song goes back to the end of the queue, same id."""
         self._seq += 1
         song.state, song.stage, song.progress, song.eta = QUEUED, None, 0.0, None
-        song.error, song.started, song.finished, song.files = None, None, None, []
+        song.error, song.started, song.finished, song.takes = None, None, None, []
         song.seq = self._seq
+        song.position = self.position(song)
         self.save()
-        self.hub.publish(song.id, QUEUED, {"id": song.id, "position": self.position(song)})
+        self.hub.publish(SongEvent("changed", song.id, song=song))
+        self.hub.publish(self._queued_event(song))
+
+    def change(self, song: Song, *, title: str | None = None,
+               favourite: bool | None = None) -> None:
+        """The musician renamed a song or marked it (saved and published)."""
+        if title is not None:
+            song.title = title
+        if favourite is not None:
+            song.favourite = favourite
+        self.save()
+        self.hub.publish(SongEvent("changed", song.id, song=song))
 
     def forget(self, song: Song) -> None:
         """Drop a finished song from the history (saved like every other change). Only
@@ -312,23 +311,22 @@ class SongQueue:
             raise ValueError(f"song {song.id} is {song.state}; cancel it first")
         self.songs.pop(song.id, None)
         self.save()
+        self.hub.publish(SongEvent("removed", song.id))
 
     @staticmethod
-    def terminal_data(song: Song) -> dict[str, Any]:
-        if song.state == DONE:
-            return {"id": song.id, "files": song.files}
-        if song.state == FAILED:
-            return {"id": song.id, "error": song.error}
-        return {"id": song.id}
+    def final_event(song: Song) -> SongEvent:
+        """``done``, ``failed`` or ``cancelled``, carrying the song as it ended."""
+        return SongEvent(str(song.state), song.id, error=song.error, song=song)
 
-    def snapshot_events(self, song: Song) -> list[tuple[str, dict[str, Any]]]:
+    def snapshot_events(self, song: Song) -> list[SongEvent]:
         """What a late subscriber gets first: the song's current state as events."""
         if song.state == QUEUED:
-            return [(QUEUED, {"id": song.id, "position": self.position(song)})]
+            return [self._queued_event(song)]
         if song.state == RUNNING:
-            events: list[tuple[str, dict[str, Any]]] = []
+            events: list[SongEvent] = []
             if song.stage:
-                events.append(("stage", {"stage": song.stage}))
-            events.append(("progress", self.progress_data(song)))
+                events.append(SongEvent("stage", song.id, stage=song.stage,
+                                        progress=song.progress))
+            events.append(self.progress_event(song))
             return events
-        return [(song.state, self.terminal_data(song))]
+        return [self.final_event(song)]

@@ -215,16 +215,16 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
     return files
 
 
-def delete_takes(song_id: str, files: list[dict[str, Any]]) -> dict[str, list[str]]:
+def delete_takes(song_id: str, takes: list[Any]) -> dict[str, list[str]]:
     """Delete a song's audio files and sidecars. A take is deleted only when its sidecar
     still names this song (the user may have moved the files, and a newer song may since
     have been written under the same name); otherwise its files are kept and listed.
     Returns ``{"deleted": [...], "kept": [...]}`` (paths)."""
     deleted: list[str] = []
     kept: list[str] = []
-    for take in files:
-        audio = Path(take.get("audio") or "")
-        sidecar = Path(take.get("sidecar") or audio.with_suffix(".json"))
+    for take in takes:
+        audio = Path(take.audio)
+        sidecar = Path(take.sidecar or audio.with_suffix(".json"))
         try:
             meta = json.loads(sidecar.read_text("utf-8"))
             ours = isinstance(meta, dict) and meta.get("id") == song_id

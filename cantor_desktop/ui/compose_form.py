@@ -7,7 +7,7 @@ blocks Generate here is exactly what the node would refuse.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from .. import song_request
@@ -37,7 +37,6 @@ class ComposeForm:
     model: str = SKETCH_MODEL
     format: str = "wav24"
     takes: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def request(self) -> dict[str, Any]:
         """The JSON body for ``POST /v1/songs`` (auto fields left out)."""
@@ -57,11 +56,28 @@ class ComposeForm:
 
     def problem(self) -> RequestError | None:
         """The first field the node would refuse, or None when Generate may go."""
-        try:
-            self.validated()
-        except RequestError as exc:
-            return exc
-        return None
+        found = self.problems()
+        return found[0] if found else None
+
+    def problems(self) -> list[RequestError]:
+        """Every field the node would refuse, each once, in the form's order (the node's own
+        rules, asked again without each refused field until the rest passes)."""
+        body = self.request()
+        found: list[RequestError] = []
+        for _ in range(len(song_request.FIELDS) + 1):
+            try:
+                song_request.validate(body)
+                break
+            except RequestError as exc:
+                found.append(exc)
+                if exc.field == "caption":
+                    body["caption"] = "caption"          # check the others all the same
+                elif exc.field in body:
+                    del body[exc.field]
+                else:
+                    break
+        order = {name: i for i, name in enumerate(song_request.FIELDS)}
+        return sorted(found, key=lambda e: order.get(e.field, len(order)))
 
     def validated(self) -> dict[str, Any]:
         """The request as the node will receive it, typed and normalised; RequestError if not."""
@@ -76,6 +92,20 @@ class ComposeForm:
         self.seed = str(seed)
         self.seed_locked = True
         return seed
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ComposeForm":
+        """A saved draft back (unknown or mistyped fields are left at their defaults)."""
+        form = cls()
+        for f in fields(cls):
+            value = data.get(f.name)
+            default = getattr(form, f.name)
+            if value is not None and type(value) is type(default):
+                setattr(form, f.name, value)
+        return form
 
     @classmethod
     def from_settings(cls, params: Mapping[str, Any], seed: int | None = None) -> "ComposeForm":

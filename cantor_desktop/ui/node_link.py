@@ -1,10 +1,16 @@
-"""The app's one connection to the node: start/stop the child node, follow songs, pull models.
+"""The app's one connection to the node: start/stop the child node, follow every song, pull
+models, drive backends and settings.
 
 A QObject shell over :class:`cantor_desktop.nodeclient.NodeClient` and
 :class:`cantor_desktop.node.launcher.NodeProcess`. Every network or process step runs as an
 asyncio task on the Qt loop (see :mod:`.tasks`); pages only call methods and listen to
-signals. The node's state for the tray and the status bar is one of
-``stopped, starting, idle, generating, error``.
+signals. The connection's state is one :class:`~cantor_desktop.link_state.LinkState`, moved
+by one machine (:class:`~cantor_desktop.link_state.LinkMachine`) that the child supervisor,
+the health check and the song stream all report to.
+
+Songs: one node-wide event stream (``GET /v1/events``) keeps :attr:`songs` current — songs
+made by this app, the CLI, another app or the API alike, their progress, their ends, renames
+and deletions — without polling; it is read again from the start after a drop.
 """
 
 from __future__ import annotations
@@ -12,18 +18,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from .. import access, config
-from .song_records import SongRecord
+from ..link_state import LinkMachine, LinkState
+from ..song import Song, SongEvent, SongState
 from .tasks import Tasks, describe_error
 
 log = logging.getLogger(__name__)
 
-STATES = ("stopped", "starting", "idle", "generating", "error")
-HEALTH_EVERY = 1.0
+HEALTH_EVERY = 2.0
+STREAM_RETRY_S = 1.0
 
 
 def node_url(cfg: config.Config) -> str:
@@ -31,12 +39,8 @@ def node_url(cfg: config.Config) -> str:
     url = cfg.get("app.node_url").strip()
     if url:
         return url.rstrip("/")
-    host = cfg.get("node.host")
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{cfg.get('node.port')}"
+    from ..nodeclient import local_url
+    return local_url(cfg)
 
 
 REMOTE_TOKEN = "remote-node-token"
@@ -52,12 +56,13 @@ def remote_token() -> str | None:
 
 
 class NodeLink(QObject):
-    state_changed = Signal(str)
+    state_changed = Signal(str)       # a LinkState
     status_changed = Signal(str)      # one line: backend, loaded model, current song
     error = Signal(str)               # something the user should read
-    song_updated = Signal(object)     # SongRecord
-    song_finished = Signal(object)    # SongRecord that just reached done
-    songs_loaded = Signal(list)       # [SongRecord] newest first
+    song_updated = Signal(object)     # Song: new, or changed
+    song_finished = Signal(object)    # Song that just reached done
+    song_removed = Signal(str)        # song id: forgotten by the node (whoever asked)
+    songs_loaded = Signal(list)       # [Song] newest first
     system_loaded = Signal(dict)
     models_loaded = Signal(list)
     pull_event = Signal(str, dict)    # model name, progress event (or {"state": ...})
@@ -68,20 +73,27 @@ class NodeLink(QObject):
                  start_child: bool = True):
         super().__init__(parent)
         self.tasks = Tasks(on_error=lambda key, text: self.error.emit(text))
-        self.state = "stopped"
-        self.detail = ""
+        self.machine = LinkMachine()
         self.client = None
         self.process = None            # the NodeProcess we started, if any
-        self.songs: dict[str, SongRecord] = {}
+        self.songs: dict[str, Song] = {}
         self.system: dict[str, Any] = {}
         self.models: list[dict[str, Any]] = []
         self.node_config: dict[str, Any] = {}
         self._url_override = url
-        self.home: str | None = None     # the home the node serves (its /v1/health)
         self._start_child = start_child
-        self._following: set[str] = set()
+        self.home: str | None = None     # the home the node serves (its /v1/health)
+        self._streaming = asyncio.Event()
 
     # -- state ----------------------------------------------------------------------------
+    @property
+    def state(self) -> LinkState:
+        return self.machine.state
+
+    @property
+    def detail(self) -> str:
+        return self.machine.detail
+
     @property
     def url(self) -> str:
         return self._url_override or node_url(config.load_or_defaults()[0])
@@ -90,19 +102,17 @@ class NodeLink(QObject):
     def owns_node(self) -> bool:
         return self.process is not None
 
-    def _set_state(self, state: str, detail: str = "") -> None:
-        changed = state != self.state or detail != self.detail
-        self.state, self.detail = state, detail
-        if changed:
-            self.state_changed.emit(state)
+    def _set_state(self, state: LinkState, detail: str = "") -> None:
+        if self.machine.move(state, detail):
+            self.state_changed.emit(str(state))
             self.status_changed.emit(self.status_line())
 
     def status_line(self) -> str:
-        if self.state == "stopped":
+        if self.state == LinkState.STOPPED:
             return "Node stopped"
-        if self.state == "starting":
+        if self.state == LinkState.STARTING:
             return "Node starting…"
-        if self.state == "error":
+        if self.state == LinkState.ERROR:
             return f"Node error: {self.detail}" if self.detail else "Node error"
         bits = []
         fam = (self.system.get("families") or {}).get("acestep") or {}
@@ -119,18 +129,24 @@ class NodeLink(QObject):
             loaded = ", ".join(str(x.get("model", x) if isinstance(x, dict) else x) for x in loaded)
         if loaded:
             bits.append(f"loaded {loaded}")
-        running = [s for s in self.songs.values() if s.state == "running"]
+        running = [s for s in self.songs.values() if s.state == SongState.RUNNING]
         if running:
             song = running[0]
-            bits.append(f"“{song.caption[:30]}” {int(song.progress * 100)}%")
-        head = "Generating" if self.state == "generating" else "Node ready"
+            bits.append(f"“{song.name[:30]}” {int(song.progress * 100)}%")
+        head = "Generating" if self.state == LinkState.GENERATING else "Node ready"
         return head + (" — " + ", ".join(bits) if bits else "")
 
     def _recount(self) -> None:
-        if self.state in ("idle", "generating"):
-            busy = any(s.state in ("running",) for s in self.songs.values())
-            self._set_state("generating" if busy else "idle")
+        """Connected: generating while a song runs, idle otherwise."""
+        if self.state.connected:
+            busy = any(s.state == SongState.RUNNING for s in self.songs.values())
+            self._set_state(LinkState.GENERATING if busy else LinkState.IDLE)
             self.status_changed.emit(self.status_line())
+
+    def _connected(self) -> None:
+        """The node answers: idle or generating, whichever the songs say."""
+        busy = any(s.state == SongState.RUNNING for s in self.songs.values())
+        self._set_state(LinkState.GENERATING if busy else LinkState.IDLE)
 
     @property
     def remote(self) -> bool:
@@ -168,14 +184,15 @@ class NodeLink(QObject):
                 on_done()
         self.tasks.start("config:" + ",".join(sorted(theirs)), patch(), on_error=on_error)
 
+    async def read_config(self) -> None:
+        """The node's settings as the node reads them (``config_loaded``)."""
+        answer = await self.client.config()
+        self.node_config = dict(answer.get("values") or {})
+        self.config_loaded.emit(self.node_config)
+
     def refresh_config(self) -> None:
-        """Read the settings of a node that is not this home's (``config_loaded``)."""
-        async def read():
-            answer = await self.client.config()
-            self.node_config = dict(answer.get("values") or {})
-            self.config_loaded.emit(self.node_config)
         if self.client is not None:
-            self.tasks.start("config:read", read())
+            self.tasks.start("config:read", self.read_config())
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
@@ -216,22 +233,24 @@ class NodeLink(QObject):
         return True
 
     async def _connect(self) -> None:
-        self._set_state("starting")
+        self._set_state(LinkState.STARTING)
         try:
             if self.client is None:
                 self.client = self._new_client()
             if not await self._answers():
                 if not (self._start_child and config.is_loopback_host(_host_of(self.url))):
-                    self._set_state("error", f"no node answers at {self.url}")
+                    self._set_state(LinkState.ERROR, f"no node answers at {self.url}")
                     return
                 await self._start_process()
-            self._set_state("idle")
+                await self._answers()
+            self._connected()
             await self.refresh()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._set_state("error", describe_error(exc))
+            self._set_state(LinkState.ERROR, describe_error(exc))
             return
+        self.tasks.start("events", self._stream_songs())
         self.tasks.start("watch", self._watch())
 
     async def _start_process(self) -> None:
@@ -245,24 +264,16 @@ class NodeLink(QObject):
         await self.process.start()
         self.tasks.start("supervise", self.process.watch(on_state=self._on_child))
 
-    def _on_child(self, state: str, detail: str) -> None:
-        """The supervisor's news about our child: exited, restarting, running, failed."""
-        if state == "exited":
-            self._set_state("starting", f"the node stopped ({detail}); restarting it")
-        elif state == "restarting":
-            self._set_state("starting", f"restarting the node {detail}")
-        elif state == "running":
-            self._set_state("idle")
+    def _on_child(self, state: LinkState, detail: str) -> None:
+        """The supervisor's news about our child, in the link's own states."""
+        self._set_state(state, detail)
+        if state.connected:
+            self._connected()
             self.refresh_later("all")
-        elif state == "failed":
-            self._set_state("error", detail)
 
     async def _stop(self) -> None:
-        self.tasks.cancel("watch")
-        self.tasks.cancel("supervise")
-        for key in [k for k in self.tasks.keys() if k.startswith("song:")]:
+        for key in ("watch", "events", "supervise"):
             self.tasks.cancel(key)
-        self._following.clear()
         process, self.process = self.process, None
         if process is not None:
             try:
@@ -272,58 +283,46 @@ class NodeLink(QObject):
         client, self.client = self.client, None
         self.home = None
         if client is not None:
-            close = getattr(client, "aclose", None) or getattr(client, "close", None)
-            if close is not None:
-                try:
-                    await close()
-                except Exception:
-                    pass
-        self._set_state("stopped")
+            try:
+                await client.aclose()
+            except Exception:
+                pass
+        self._set_state(LinkState.STOPPED)
 
     async def _watch(self) -> None:
-        """Health every second; a child that died is restarted by its supervisor — show it."""
-        misses = 0
+        """Health every few seconds: a node that stopped answering is shown (and a child of
+        ours is restarted by its supervisor meanwhile); one that came back is read again."""
         while True:
             await asyncio.sleep(HEALTH_EVERY)
             if await self._answers():
-                if misses or self.state in ("starting", "error"):
-                    misses = 0
-                    self._set_state("idle")
+                if not self.state.connected:
+                    self._connected()
                     await self.refresh()
-                    for rec in list(self.songs.values()):
-                        if not rec.finished:
-                            self.follow(rec.id)
-                else:
-                    self._recount()
                 continue
-            misses += 1
             if self.process is None:
-                self._set_state("error", f"no node answers at {self.url}")
-            elif self.state not in ("starting", "error"):
-                self._set_state("starting", "the node does not answer; waiting for it")
+                self._set_state(LinkState.ERROR, f"no node answers at {self.url}")
+            elif self.state.connected:
+                self._set_state(LinkState.STARTING, "the node does not answer; waiting for it")
 
     # -- data -----------------------------------------------------------------------------
     async def refresh(self) -> None:
         results = await asyncio.gather(self.refresh_songs(), self.refresh_system(),
-                                       self.refresh_models(), return_exceptions=True)
+                                       self.refresh_models(), self.read_config(),
+                                       return_exceptions=True)
         for result in results:
             if isinstance(result, Exception):
                 self.error.emit(describe_error(result))
 
     async def refresh_songs(self) -> None:
-        raw = await self.client.songs()
-        items = raw.get("songs", []) if isinstance(raw, dict) else raw
+        items = await self.client.songs()
         records = []
         for data in items:
             try:
-                records.append(SongRecord.from_node(data))
-            except ValueError as exc:       # an id that is not the node's: never a path
+                records.append(Song.from_json(data))
+            except ValueError as exc:       # not one of the node's songs: never a path
                 log.warning("skipping a song the node listed: %s", exc)
         self.songs = {r.id: r for r in records}
         self.songs_loaded.emit(sorted(records, key=lambda r: r.created, reverse=True))
-        for rec in records:
-            if not rec.finished:
-                self.follow(rec.id)
         self._recount()
 
     async def refresh_system(self) -> None:
@@ -343,63 +342,86 @@ class NodeLink(QObject):
             self.tasks.start(f"refresh:{what}", coro())
 
     # -- songs ----------------------------------------------------------------------------
-    async def submit(self, body: dict[str, Any]) -> SongRecord:
+    async def _stream_songs(self) -> None:
+        """Follow every song the node has for as long as we are connected. After a drop the
+        list is read afresh (what happened meanwhile), then the stream again."""
+        first = True
+        while True:
+            try:
+                if not first:
+                    await self.refresh_songs()
+                first = False
+                async with contextlib.aclosing(self.client.all_events()) as events:
+                    async for kind, data in events:
+                        if kind == "hello":
+                            self._streaming.set()
+                            continue
+                        try:
+                            event = SongEvent.from_sse(kind, data)
+                        except ValueError as exc:
+                            log.warning("an event the app does not know: %s", exc)
+                            continue
+                        self._fold(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("the song stream dropped: %s", exc)
+            self._streaming.clear()
+            await asyncio.sleep(STREAM_RETRY_S)
+
+    def _fold(self, event: SongEvent) -> None:
+        """One event of any song into :attr:`songs`, and out as signals."""
+        if event.kind == "removed":
+            if self.songs.pop(event.song_id, None) is not None:
+                self.song_removed.emit(event.song_id)
+            self._recount()
+            return
+        song = self.songs.get(event.song_id)
+        if song is None:
+            if event.song is None:
+                return              # progress of a song we have not seen added: the list has it
+            song = self.songs[event.song_id] = event.song
+        else:
+            song.apply(event)
+        self.song_updated.emit(song)
+        if event.kind == "done":
+            self.song_finished.emit(song)
+        self._recount()
+
+    async def submit(self, body: dict[str, Any]) -> Song:
         if self.client is None:
             raise RuntimeError("The node is not running; start it from the tray or the status bar")
         song_id = await self.client.submit_song(body)
-        rec = SongRecord(id=song_id, caption=body.get("caption", ""), params=dict(body),
-                         model=body.get("model") or "")
-        import time
-        rec.created = time.time()
-        self.songs[song_id] = rec
-        self.song_updated.emit(rec)
-        self.follow(song_id)
-        return rec
+        song = self.songs.get(song_id)       # the stream may have told us already
+        if song is None:
+            song = self.songs[song_id] = Song(id=song_id, request=dict(body),
+                                              created=time.time())
+            self.song_updated.emit(song)
+        return song
 
-    def follow(self, song_id: str) -> None:
-        if song_id in self._following:
-            return
-        self._following.add(song_id)
-        self.tasks.start(f"song:{song_id}", self._follow(song_id))
-
-    async def _follow(self, song_id: str) -> None:
-        try:
-            async with contextlib.aclosing(self.client.events(song_id)) as events:
-                async for event, data in events:
-                    if self._fold(song_id, event, data or {}):
-                        break
-            rec = self.songs.get(song_id)
-            if rec is not None and rec.state == "done":
-                try:
-                    rec = SongRecord.from_node(await self.client.song(song_id))
-                    self.songs[song_id] = rec
-                    self.song_updated.emit(rec)
-                except Exception:
-                    pass
-                self.song_finished.emit(rec)
-        finally:
-            self._following.discard(song_id)
-
-    def _fold(self, song_id: str, event: str, data: dict) -> bool:
-        """Apply one event; True when the song reached its end."""
-        rec = self.songs.get(song_id) or SongRecord(id=song_id)
-        self.songs[song_id] = rec
-        rec.apply_event(event, data)
-        self.song_updated.emit(rec)
-        self._recount()
-        return rec.finished
+    def change_song(self, song_id: str, *, title: str | None = None,
+                    favourite: bool | None = None, on_error=None) -> None:
+        """Rename a song or mark it a favourite, on the node (the stream brings it back)."""
+        async def change():
+            data = await self.client.change_song(song_id, title=title, favourite=favourite)
+            self._fold(SongEvent("changed", song_id, song=Song.from_json(data)))
+        self.tasks.start(f"change:{song_id}", change(), on_error=on_error)
 
     def forget_song(self, song_id: str, on_error=None, delete_files: bool = False) -> None:
         """The song's file went to the trash: the node forgets it too, so it stays gone
         (``delete_files``: the node deletes its files too — a song made on another machine)."""
         self.songs.pop(song_id, None)
-        self._following.discard(song_id)
         if self.client is None:
             return
 
         async def forget():
             await self.client.delete_song(song_id, delete_files=delete_files)
         self.tasks.start(f"forget:{song_id}", forget(), on_error=on_error)
+
+    def retry_song(self, song_id: str) -> None:
+        async def retry():
+            await self.client.retry(song_id)
+        self.tasks.start(f"retry:{song_id}", retry())
 
     def cancel_song(self, song_id: str) -> None:
         async def cancel():

@@ -9,9 +9,11 @@ work on that buffer. Without an output device, ``load`` says so in ``problem``.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import asyncio
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, QTimer, Signal
+
+from .tasks import Tasks
 
 
 class Pcm:
@@ -96,14 +98,12 @@ class Player(QObject):
         self._bytes = QByteArray()
         self._base_ms = 0
         self._play_when_loaded = False
-        self._pool: ThreadPoolExecutor | None = None
+        self._seek_when_loaded = 0
+        self.tasks = Tasks()
         self._closed = False
         self._timer = QTimer(self)
         self._timer.setInterval(50)
         self._timer.timeout.connect(self._tick)
-        self._decoded.connect(self._on_decoded)
-
-    _decoded = Signal(str, object)   # path, Pcm or an error text (from the worker thread)
 
     # -- state ------------------------------------------------------------------------------
     def _set_state(self, state: str) -> None:
@@ -126,8 +126,9 @@ class Player(QObject):
         return int(min(played, self.duration_ms))
 
     # -- loading ----------------------------------------------------------------------------
-    def load(self, path: str, *, play: bool = False) -> bool:
-        """Decode ``path`` off the GUI thread; False (and ``problem``) without a device."""
+    def load(self, path: str, *, play: bool = False, at_ms: int = 0) -> bool:
+        """Decode ``path`` off the GUI thread (then play it from ``at_ms`` when ``play``);
+        False (and ``problem``) without a device."""
         self.stop()
         device = output_device()
         if device is None:
@@ -136,6 +137,7 @@ class Player(QObject):
         self.problem = ""
         self.path, self.pcm = path, None
         self._play_when_loaded = play
+        self._seek_when_loaded = at_ms
         self._set_state("loading")
         import soundfile as sf
         try:
@@ -146,17 +148,9 @@ class Player(QObject):
             return False
         fmt = device_format(device, info.samplerate, info.channels)
         rate, channels = fmt.sampleRate(), fmt.channelCount()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audio-decode")
-
-        def work():
-            try:
-                result = decode(path, rate, channels)
-            except Exception as exc:  # noqa: BLE001
-                result = f"Cannot play {path}: {exc}"
-            if not self._closed:
-                self._decoded.emit(path, result)
-        self._pool.submit(work)
+        self.tasks.start("decode", asyncio.to_thread(decode, path, rate, channels),
+                         on_done=lambda pcm: self._on_decoded(path, pcm),
+                         on_error=lambda text: self._on_decoded(path, f"Cannot play {path}: {text}"))
         return True
 
     def _on_decoded(self, path: str, result) -> None:
@@ -175,6 +169,9 @@ class Player(QObject):
         self._base_ms = 0
         self._set_state("stopped")
         self.loaded.emit(path)
+        if self._seek_when_loaded:
+            at, self._seek_when_loaded = self._seek_when_loaded, 0
+            self.seek(at)
         if self._play_when_loaded:
             self.play()
 
@@ -281,6 +278,4 @@ class Player(QObject):
         self._closed = True
         self._timer.stop()
         self._drop_sink()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self.tasks.cancel_all()

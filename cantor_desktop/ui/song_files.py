@@ -14,19 +14,21 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from ..nodeclient import check_song_id, safe_file_name
 from ..paths import paths
-from .song_records import SongRecord
+from ..song import Song, SongState, Take, check_song_id, safe_file_name
 
 
-def node_file_name(rec: SongRecord) -> str:
-    """The node's file name (its path may be another OS's), else the song id (checked when
-    the record was made: never a path)."""
-    return safe_file_name(rec.path or "", f"{check_song_id(rec.id)}.wav")
+def node_file_name(song: Song, take: Take | None = None) -> str:
+    """The node's file name of a take (its path may be another OS's), else one made of the
+    song id (checked when the record was made: never a path)."""
+    take = take or (song.takes[0] if song.takes else None)
+    n = take.n if take is not None else 1
+    return safe_file_name(take.audio if take is not None else "",
+                          f"{check_song_id(song.id)}_take{n}.wav")
 
 
 class SongFiles(QObject):
-    fetched = Signal(str)        # song id: its audio is now in the cache
+    fetched = Signal(str)        # song id: a take's audio is now in the cache
     failed = Signal(str, str)    # song id, the reason in words
 
     TTL = 5.0  # seconds an existence check is trusted (painting asks often)
@@ -35,8 +37,8 @@ class SongFiles(QObject):
         super().__init__(parent)
         self.link = link
         self._seen: dict[str, tuple[bool, float]] = {}
-        self._fetching: set[str] = set()
-        self._failed: dict[str, str] = {}
+        self._fetching: set[tuple[str, int]] = set()
+        self._failed: dict[tuple[str, int], str] = {}
         self._remote: tuple[bool, float] | None = None
 
     def _exists(self, path: str) -> bool:
@@ -47,72 +49,77 @@ class SongFiles(QObject):
             self._seen[path] = known
         return known[0]
 
-    def cached_path(self, rec: SongRecord) -> Path:
-        return paths().remote_songs_dir / node_file_name(rec)
+    def cached_path(self, song: Song, take: Take) -> Path:
+        return paths().remote_songs_dir / node_file_name(song, take)
 
-    def is_remote(self, rec: SongRecord) -> bool:
+    def is_remote(self, song: Song, take: Take | None) -> bool:
         """The node's file is not on this machine: a remote node, or a path not here."""
-        if not rec.path:
+        if take is None:
             return False
-        return self._link_remote() or not self._exists(rec.path)
+        return self._link_remote() or not self._exists(take.audio)
 
     def _link_remote(self) -> bool:
-        """``link.remote`` reads node.toml: asked once per TTL, not once per painted row."""
+        """``link.remote`` may read node.toml: asked once per TTL, not once per painted row."""
         now = time.monotonic()
         if self._remote is None or now - self._remote[1] > self.TTL:
             self._remote = (bool(getattr(self.link, "remote", False)), now)
         return self._remote[0]
 
-    def local(self, rec: SongRecord | None) -> str | None:
-        """The file to play, draw and drag, if it is on this machine now."""
-        if rec is None or not rec.path or rec.state != "done":
+    def local(self, song: Song | None, take: Take | None = None) -> str | None:
+        """The file of ``take`` (take 1 when not given) to play, draw and drag, if it is on
+        this machine now."""
+        if song is None or song.state != SongState.DONE or not song.takes:
             return None
-        if not self.is_remote(rec):
-            return rec.path
-        cached = str(self.cached_path(rec))
+        take = take or song.takes[0]
+        if not self.is_remote(song, take):
+            return take.audio
+        cached = str(self.cached_path(song, take))
         return cached if self._exists(cached) else None
 
-    def fetching(self, song_id: str) -> bool:
-        return song_id in self._fetching
+    def fetching(self, song: Song, take: Take | None = None) -> bool:
+        return (song.id, take.n if take else 1) in self._fetching
 
-    def problem(self, song_id: str) -> str | None:
-        return self._failed.get(song_id)
+    def problem(self, song: Song, take: Take | None = None) -> str | None:
+        return self._failed.get((song.id, take.n if take else 1))
 
-    def ensure(self, rec: SongRecord | None) -> str | None:
+    def ensure(self, song: Song | None, take: Take | None = None) -> str | None:
         """The local file, or None after starting its fetch (once) when the node has it."""
-        found = self.local(rec)
-        if found is not None or rec is None or not rec.path or rec.state != "done":
+        found = self.local(song, take)
+        if found is not None or song is None or song.state != SongState.DONE or not song.takes:
             return found
-        if (rec.id in self._fetching or rec.id in self._failed
-                or getattr(self.link, "client", None) is None):
+        take = take or song.takes[0]
+        key = (song.id, take.n)
+        if key in self._fetching or key in self._failed or \
+                getattr(self.link, "client", None) is None:
             return None
-        self._fetching.add(rec.id)
-        dest = self.cached_path(rec)
+        self._fetching.add(key)
+        dest = self.cached_path(song, take)
 
         async def fetch():
-            return await self.link.client.audio(rec.id, dest, take=1)
+            return await self.link.client.audio(song.id, dest, take=take.n)
 
         def done(path) -> None:
-            self._fetching.discard(rec.id)
+            self._fetching.discard(key)
             self._seen.pop(str(dest), None)
-            self.fetched.emit(rec.id)
+            self.fetched.emit(song.id)
 
         def failed(text: str) -> None:
-            self._fetching.discard(rec.id)
-            self._failed[rec.id] = text
-            self.failed.emit(rec.id, text)
+            self._fetching.discard(key)
+            self._failed[key] = text
+            self.failed.emit(song.id, text)
 
-        self.link.tasks.start(f"audio:{rec.id}", fetch(), on_error=failed, on_done=done)
+        self.link.tasks.start(f"audio:{song.id}:{take.n}", fetch(), on_error=failed,
+                              on_done=done)
         return None
 
-    def drop_cached(self, rec: SongRecord) -> None:
-        """Delete the cached copy of a remote song (it was moved to the trash)."""
-        self.link.tasks.cancel(f"audio:{rec.id}")
-        self._fetching.discard(rec.id)
-        path = self.cached_path(rec)
-        for p in (path, path.with_name(path.name + ".part")):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
-        self._seen.pop(str(path), None)
+    def drop_cached(self, song: Song) -> None:
+        """Delete the cached copies of a remote song's takes (it was moved to the trash)."""
+        for take in song.takes:
+            self.link.tasks.cancel(f"audio:{song.id}:{take.n}")
+            self._fetching.discard((song.id, take.n))
+            path = self.cached_path(song, take)
+            for p in (path, path.with_name(path.name + ".part")):
+                try:
+                    p.unlink()
+                except FileNotFoundError:
+                    pass

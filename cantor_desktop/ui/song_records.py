@@ -1,135 +1,104 @@
-"""Songs as the app shows them, without Qt: one tolerant reader of the node's song JSON."""
+"""How a song reads in the app, without Qt: its time, its status in words, its facts, and
+the rows it makes in the Songs list (one per take). The record itself is the one everybody
+shares, :class:`cantor_desktop.song.Song`."""
 
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass
 
-from ..nodeclient import check_song_id
+from ..song import Song, SongState, Stage, Take
+from ..song_request import is_instrumental
+from .transfer import human_duration
 
-FINAL_STATES = ("done", "failed", "cancelled")
-
-
-def _epoch(value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            return _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return 0.0
-    return 0.0
+STAGE_WORDS = {Stage.LM: "Writing the arrangement", Stage.SYNTH: "Rendering audio",
+               Stage.SAVING: "Saving"}
 
 
-def _files(value: Any) -> list[str]:
-    out: list[str] = []
-    for item in value or []:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            path = item.get("audio") or item.get("path") or item.get("file")
-            if path:
-                out.append(str(path))
-    return out
+def when(song: Song) -> str:
+    if not song.created:
+        return ""
+    return _dt.datetime.fromtimestamp(song.created).strftime("%Y-%m-%d %H:%M")
+
+
+def status_text(song: Song) -> str:
+    if song.state == SongState.QUEUED:
+        return "Queued" if song.position in (None, 0) else f"Queued (#{song.position + 1})"
+    if song.state == SongState.RUNNING:
+        return f"{STAGE_WORDS.get(song.stage, 'Working')} — {int(song.progress * 100)}%"
+    if song.state == SongState.FAILED:
+        return f"Failed: {song.error or 'no reason given'}"
+    return str(song.state).capitalize()
+
+
+def instrumental(song: Song) -> bool:
+    lyrics = song.request.get("lyrics")
+    return lyrics is None or is_instrumental(str(lyrics))
+
+
+def duration(song: Song, take: Take | None = None) -> float | None:
+    take = take or (song.takes[0] if song.takes else None)
+    if take is not None and take.duration:
+        return take.duration
+    asked = song.request.get("duration")
+    return float(asked) if isinstance(asked, (int, float)) else None
+
+
+def tempo_and_key(song: Song, take: Take | None = None) -> tuple[float | None, str | None]:
+    """The take's own facts (asked, filled by the LM or measured), else what was asked."""
+    take = take or (song.takes[0] if song.takes else None)
+    bpm = take.bpm if take is not None and take.bpm else song.request.get("bpm")
+    key = take.key if take is not None and take.key else song.request.get("key")
+    return (float(bpm) if isinstance(bpm, (int, float)) else None,
+            key if isinstance(key, str) and key else None)
+
+
+def facts(song: Song, take: Take | None = None) -> list[str]:
+    """The short facts a row shows: tempo, key, length, instrumental, model, seed."""
+    bpm, key = tempo_and_key(song, take)
+    seconds = duration(song, take)
+    seed = take.seed if take is not None else None
+    return [b for b in (
+        f"{bpm:.0f} BPM" if bpm else "", key or "",
+        human_duration(seconds) if seconds else "",
+        "instrumental" if instrumental(song) else "vocals",
+        song.model, f"seed {seed}" if seed is not None else "") if b]
+
+
+def search_text(song: Song) -> str:
+    """What a search matches: title, caption, lyrics, model, key (lower case)."""
+    bpm, key = tempo_and_key(song)
+    return " ".join(str(x) for x in (song.title, song.caption, song.request.get("lyrics") or "",
+                                     song.model, key or "", f"{bpm:.0f}bpm" if bpm else "")
+                    ).lower()
 
 
 @dataclass
-class SongRecord:
-    id: str
-    state: str = "queued"
-    stage: str | None = None
-    progress: float = 0.0
-    eta: float | None = None
-    error: str | None = None
-    caption: str = ""
-    created: float = 0.0
-    duration: float | None = None
-    model: str = ""
-    seed: int | None = None
-    files: list[str] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
+class Row:
+    """One row of the Songs list: a take of a song (or the song while it has none yet)."""
+
+    song: Song
+    take: Take | None = None
+    first: bool = True            # the first row of its song (shows the song's name)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.song.id, self.take.n if self.take is not None else 0
 
     @property
     def path(self) -> str | None:
-        return self.files[0] if self.files else None
+        return self.take.audio if self.take is not None else None
 
     @property
-    def finished(self) -> bool:
-        return self.state in FINAL_STATES
+    def label(self) -> str:
+        name = self.song.name or "(no caption)"
+        if self.take is not None and len(self.song.takes) > 1:
+            return name if self.first else f"Take {self.take.n}"
+        return name
 
-    @classmethod
-    def from_node(cls, data: Mapping[str, Any]) -> "SongRecord":
-        params = dict(data.get("request") or data.get("params") or {})
-        first = (data.get("files") or [{}])[0]
-        first = first if isinstance(first, Mapping) else {}
-        seed = first.get("seed", data.get("seed"))
-        if seed is None:
-            seed = params.get("seed")
-        duration = first.get("duration", data.get("duration"))
-        if duration is None:
-            duration = params.get("duration")
-        return cls(
-            id=check_song_id(data.get("id")),
-            state=str(data.get("state") or "queued"),
-            stage=data.get("stage"),
-            progress=float(data.get("progress") or 0.0),
-            eta=data.get("eta"),
-            error=(data.get("error") or {}).get("message") if isinstance(data.get("error"), Mapping)
-            else data.get("error"),
-            caption=str(data.get("caption") or params.get("caption") or ""),
-            created=_epoch(data.get("created") or data.get("created_at")
-                           or data.get("queued_at") or data.get("finished_at")),
-            duration=float(duration) if isinstance(duration, (int, float)) else None,
-            model=str(data.get("model") or params.get("model") or ""),
-            seed=seed if isinstance(seed, int) and seed >= 0 else None,
-            files=_files(data.get("files")),
-            params=params,
-        )
 
-    def apply_event(self, event: str, data: Mapping[str, Any]) -> None:
-        """Fold one SSE event (queued, stage, progress, done, failed, cancelled) into the record."""
-        if event == "queued":
-            self.state = "queued"
-        elif event == "stage":
-            self.state = "running"
-            self.stage = data.get("stage", self.stage)
-        elif event == "progress":
-            self.state = "running"
-            self.stage = data.get("stage", self.stage)
-            value = data.get("progress")
-            if isinstance(value, (int, float)):
-                self.progress = max(self.progress if self.stage == data.get("stage") else 0.0,
-                                    float(value))
-            self.eta = data.get("eta")
-        elif event == "done":
-            self.state, self.progress, self.eta = "done", 1.0, 0.0
-            if data.get("files"):
-                self.files = _files(data.get("files"))
-                first = data["files"][0] if isinstance(data["files"][0], Mapping) else {}
-                if isinstance(first.get("seed"), int) and first["seed"] >= 0:
-                    self.seed = first["seed"]
-                if isinstance(first.get("duration"), (int, float)):
-                    self.duration = float(first["duration"])
-        elif event == "failed":
-            err = data.get("error")
-            self.state = "failed"
-            self.error = err.get("message") if isinstance(err, Mapping) else (err or "failed")
-        elif event == "cancelled":
-            self.state = "cancelled"
-
-    def when(self) -> str:
-        if not self.created:
-            return ""
-        return _dt.datetime.fromtimestamp(self.created).strftime("%Y-%m-%d %H:%M")
-
-    def status_text(self) -> str:
-        if self.state == "queued":
-            return "Queued"
-        if self.state == "running":
-            stage = {"lm": "Writing the arrangement", "synth": "Rendering audio",
-                     "saving": "Saving"}.get(self.stage or "", "Working")
-            return f"{stage} — {int(self.progress * 100)}%"
-        if self.state == "failed":
-            return f"Failed: {self.error or 'no reason given'}"
-        return self.state.capitalize()
+def rows_of(song: Song) -> list[Row]:
+    """A song's rows: one per take, or one for the song until it has takes."""
+    if not song.takes:
+        return [Row(song)]
+    return [Row(song, take, i == 0) for i, take in enumerate(song.takes)]

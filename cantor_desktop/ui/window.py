@@ -137,6 +137,9 @@ class MainWindow(QMainWindow):
                 widget.saved.connect(self.tray_sync)
                 widget.saved_keys.connect(self._settings_saved)
                 widget.file_changed.connect(self.tray_sync)
+                widget.file_changed.connect(self.link.refresh_config)
+            elif name == "Compose":
+                widget.play_song.connect(lambda sid: self.open_song(sid, play=True))
         return self._built[name]
 
     def _show_row(self, row: int) -> None:
@@ -161,10 +164,13 @@ class MainWindow(QMainWindow):
         super().paintEvent(e)
 
     def _settings_saved(self, keys: list) -> None:
-        """A new node address (or our node's host/port) means connecting afresh."""
+        """A new node address (or our node's host/port) means connecting afresh; any other
+        change reaches every page at once (the node's settings are read again)."""
         if {"app.node_url", "node.host", "node.port"} & set(keys):
             self.statusBar().showMessage("Connecting to the node at its new address…", 5000)
             self.link.restart()
+        else:
+            self.link.refresh_config()
 
     def tray_sync(self) -> None:
         if self.tray is not None:
@@ -191,15 +197,18 @@ class MainWindow(QMainWindow):
         if hardware.running_key is None:
             hardware.find_best()     # without a node it says so in the page's log
 
-    def use_settings(self, rec) -> None:
+    def use_settings(self, song) -> None:
         from .compose_form import ComposeForm
-        self.compose.set_form(ComposeForm.from_settings(rec.params, rec.seed))
+        seed = song.takes[0].seed if song.takes else None
+        self.compose.set_form(ComposeForm.from_settings(song.request, seed))
         self.show_page("Compose")
 
-    def open_song(self, song_id: str) -> None:
+    def open_song(self, song_id: str, play: bool = False) -> None:
         self.bring_up()
         self.show_page("Songs")
         self.songs.select(song_id)
+        if play:
+            self.songs.toggle_play()
 
     def bring_up(self) -> None:
         self.show()

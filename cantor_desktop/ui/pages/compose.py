@@ -1,28 +1,54 @@
-"""Compose: the song form (checked as you type with the node's rules) and the live queue."""
+"""Compose: the song form (checked as you type with the node's rules) and the live queue.
+
+Every field the node would refuse is named at once (with the field's own label) and
+outlined; Ctrl+Enter generates. What is typed is kept as a draft across restarts. The queue
+shows the songs in flight; one that finished offers Play (in Songs), one that failed or was
+cancelled offers Retry.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+import asyncio
+import json
+import logging
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGridLayout, QGroupBox,
                                QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from ... import config, song_request
+from ...paths import paths
+from ...song import Song, SongState
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
-from ..song_records import SongRecord
+from ..song_records import status_text
 from ..transfer import human_duration
 
+log = logging.getLogger(__name__)
+
 SKETCH_LABEL = "Sketch — built-in, no AI model"
+LABELS = {"caption": "Caption", "lyrics": "Lyrics", "duration": "Duration", "bpm": "BPM",
+          "key": "Key", "time_signature": "Time signature", "language": "Language",
+          "seed": "Seed", "model": "Model", "format": "Format", "batch": "Takes"}
+BAD_FIELD = "border: 1px solid #c0392b; border-radius: 3px;"
+DRAFT_SAVE_MS = 600
+
+
+def draft_file():
+    return paths().state_dir / "compose-draft.json"
 
 
 class ComposePage(QWidget):
     generated = Signal(str)  # song id
+    play_song = Signal(str)  # song id: open it in Songs and play it
 
     def __init__(self, link, parent=None):
         super().__init__(parent)
         self.link = link
         self._rows: dict[str, QTreeWidgetItem] = {}
+        self._format_chosen = False
         outer = QVBoxLayout(self)
         title = QLabel("<h2>Compose</h2>")
         outer.addWidget(title)
@@ -113,9 +139,24 @@ class ComposePage(QWidget):
             header.resizeSection(col, width)
         outer.addWidget(self.queue, 2)
 
+        self.fields = {"caption": self.caption, "lyrics": self.lyrics,
+                       "duration": self.duration, "bpm": self.bpm, "key": self.key,
+                       "time_signature": self.time_signature, "language": self.language,
+                       "seed": self.seed, "model": self.model, "format": self.format,
+                       "batch": self.takes}
         self.set_models([])
-        fmt = config.load_or_defaults()[0].get("songs.format")
-        self.format.setCurrentText(fmt)
+        self.format.setCurrentText(self._node_format())
+        self.format.activated.connect(lambda _i: setattr(self, "_format_chosen", True))
+        link.config_loaded.connect(self._node_settings)
+        self._draft_timer = QTimer(self)
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_SAVE_MS)
+        self._draft_timer.timeout.connect(self.save_draft)
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            shortcut = QShortcut(QKeySequence(keys), self)
+            shortcut.setContext(Qt.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(self.on_generate)
+        self.generate.setToolTip("Generate (Ctrl+Enter)")
         for w in (self.caption, self.lyrics):
             w.textChanged.connect(self.check)
         for w in (self.duration, self.bpm, self.seed):
@@ -129,6 +170,7 @@ class ComposePage(QWidget):
         self.generate.clicked.connect(self.on_generate)
         link.song_updated.connect(self.show_song)
         link.models_loaded.connect(self.set_models)
+        self.load_draft()
         self.check()
 
     # -- the form ---------------------------------------------------------------------------
@@ -166,18 +208,63 @@ class ComposePage(QWidget):
         self.check()
 
     def check(self) -> bool:
-        problem = self.form().problem()
+        """Name every field the node would refuse (all at once), outline them, and allow
+        Generate only when there is none."""
+        problems = self.form().problems()
         self.seed.setEnabled(self.seed_lock.isChecked())
-        if problem is None:
+        bad = {p.field for p in problems}
+        for name, widget in self.fields.items():
+            widget.setStyleSheet(BAD_FIELD if name in bad else "")
+        if self._draft_timer is not None:
+            self._draft_timer.start()
+        if not problems:
             self.problem.setText("")
             self.generate.setEnabled(True)
-            self.generate.setToolTip("")
+            self.generate.setToolTip("Generate (Ctrl+Enter)")
             return True
-        text = f"{problem.field.replace('_', ' ').capitalize()} {problem.message}"
+        text = "\n".join(f"{LABELS.get(p.field, p.field)} {p.message}" for p in problems)
         self.problem.setText(text)
         self.generate.setEnabled(False)
         self.generate.setToolTip(text)
         return False
+
+    # -- the node's default format, live ----------------------------------------------------
+    def _node_format(self) -> str:
+        values = getattr(self.link, "node_config", None) or {}
+        fmt = values.get("songs.format")
+        if fmt in config.SONG_FORMATS:
+            return fmt
+        return config.load_or_defaults()[0].get("songs.format")
+
+    def _node_settings(self, values: dict) -> None:
+        """A changed default format reaches the form at once, unless one was chosen here."""
+        fmt = values.get("songs.format")
+        if fmt in config.SONG_FORMATS and not self._format_chosen:
+            self.format.setCurrentText(fmt)
+
+    # -- the draft ----------------------------------------------------------------------------
+    _draft_timer = None
+
+    def save_draft(self) -> None:
+        """Keep what is typed (written off the GUI thread: an fsync can take a while)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:        # no loop (a bare widget in a test): nothing to keep
+            return
+        data = json.dumps(self.form().to_json()).encode("utf-8")
+        self.link.tasks.start("draft", asyncio.to_thread(config.write_atomic, draft_file(), data),
+                              on_error=lambda text: log.warning(
+                                  "the compose draft could not be kept: %s", text))
+
+    def load_draft(self) -> None:
+        try:
+            data = json.loads(draft_file().read_text("utf-8"))
+        except (OSError, ValueError):
+            return
+        if isinstance(data, dict):
+            form = ComposeForm.from_json(data)
+            self._format_chosen = form.format != self._node_format()
+            self.set_form(form)
 
     def _instrumental_toggled(self, on: bool) -> None:
         self.lyrics.setEnabled(not on)  # kept, greyed
@@ -214,38 +301,59 @@ class ComposePage(QWidget):
             self.problem.setText(f"Could not queue the song: {text}")
             self.generate.setEnabled(True)
 
-        def done(rec: SongRecord) -> None:
+        def done(song: Song) -> None:
             self.check()
-            self.generated.emit(rec.id)
+            self.generated.emit(song.id)
 
         self.link.tasks.start("submit", self.link.submit(body), on_error=failed, on_done=done)
 
-    def show_song(self, rec: SongRecord) -> None:
-        item = self._rows.get(rec.id)
+    def show_song(self, song: Song) -> None:
+        item = self._rows.get(song.id)
         if item is None:
-            if rec.finished and rec.id not in self._rows:
+            if song.is_finished:
                 return  # history belongs to Songs; the queue shows what is in flight
-            item = QTreeWidgetItem([rec.caption or rec.id])
+            item = QTreeWidgetItem([song.name or song.id])
             self.queue.insertTopLevelItem(0, item)
             bar = QProgressBar()
             bar.setRange(0, 1000)
             bar.setTextVisible(True)
-            cancel = QPushButton("Cancel")
-            cancel.clicked.connect(lambda _=False, sid=rec.id: self.link.cancel_song(sid))
+            action = QPushButton("Cancel")
+            action.clicked.connect(lambda _=False, sid=song.id: self._row_action(sid))
             self.queue.setItemWidget(item, 2, bar)
-            self.queue.setItemWidget(item, 4, cancel)
-            self._rows[rec.id] = item
+            self.queue.setItemWidget(item, 4, action)
+            self._rows[song.id] = item
         bar: QProgressBar = self.queue.itemWidget(item, 2)
-        cancel: QPushButton = self.queue.itemWidget(item, 4)
-        item.setText(1, rec.status_text().split(" — ")[0] if rec.state == "running"
-                     else rec.status_text())
-        item.setToolTip(1, rec.error or "")
-        bar.setValue(int(rec.progress * 1000))
-        bar.setFormat(f"{int(rec.progress * 100)}%")
-        item.setText(3, human_duration(rec.eta) if rec.state == "running" else "")
-        cancel.setEnabled(not rec.finished)
-        if rec.state == "done" and rec.seed is not None:
-            item.setText(1, f"Done · seed {rec.seed}")
+        action: QPushButton = self.queue.itemWidget(item, 4)
+        item.setText(0, song.name or song.id)
+        text = status_text(song)
+        item.setText(1, text.split(" — ")[0] if song.state == SongState.RUNNING else text)
+        item.setToolTip(1, song.error or "")
+        bar.setValue(int(song.progress * 1000))
+        bar.setFormat(f"{int(song.progress * 100)}%")
+        item.setText(3, human_duration(song.eta) if song.state == SongState.RUNNING and
+                     song.eta is not None else "")
+        seed = song.takes[0].seed if song.takes else None
+        if song.state == SongState.DONE:
+            item.setText(1, f"Done · seed {seed}" if seed is not None else "Done")
+            action.setText("Play")
+            action.setToolTip("Open it in Songs and play it")
+        elif song.state in (SongState.FAILED, SongState.CANCELLED):
+            action.setText("Retry")
+            action.setToolTip("Queue it again with the same settings")
+        else:
+            action.setText("Cancel")
+            action.setToolTip("")
+
+    def _row_action(self, song_id: str) -> None:
+        song = self.link.songs.get(song_id)
+        if song is None:
+            return
+        if song.state == SongState.DONE:
+            self.play_song.emit(song_id)
+        elif song.state in (SongState.FAILED, SongState.CANCELLED):
+            self.link.retry_song(song_id)
+        else:
+            self.link.cancel_song(song_id)
 
     def queue_progress(self, song_id: str) -> float:
         item = self._rows.get(song_id)

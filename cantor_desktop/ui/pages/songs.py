@@ -1,4 +1,9 @@
-"""Songs: every song made, newest first, with waveform, player, reveal, re-use, trash, drag out."""
+"""Songs: every song the node has, newest first, one row per take — waveform, play, A/B,
+search, favourites, rename, reveal, re-use, trash, drag out.
+
+Keys: Space plays or pauses the selected take, B switches between the two takes heard last
+at the same point (A/B), Delete moves the selection to the trash, Ctrl+F searches.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +12,92 @@ import subprocess
 import sys
 
 from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QDrag, QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QLabel, QListView,
-                               QMenu, QMessageBox, QPushButton, QSlider, QVBoxLayout, QWidget)
+from PySide6.QtGui import QDesktopServices, QDrag, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QInputDialog,
+                               QLabel, QLineEdit, QListView, QMenu, QMessageBox, QPushButton,
+                               QSlider, QVBoxLayout, QWidget)
 
-from ..song_records import SongRecord
+from ...song import Song, SongState, Take
 from ..player import Player
 from ..song_files import SongFiles, node_file_name
-from ..songs_model import RecordRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
-from . import page_header
+from ..song_records import Row
+from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
 from ..transfer import human_duration
+from . import page_header
 
 
 class SongsView(QListView):
-    """A list whose drag carries the song files as URLs with the copy action only.
+    """A list whose drag carries the takes' files as URLs with the copy action only, and
+    whose rows have a play button and a favourite star.
 
     The drag starts from this synchronous mouse handler (never from a coroutine): QDrag.exec
-    runs its own loop and blocks.
+    runs its own loop and blocks. What the drop target answers (even "move") is never acted
+    on: the song's file stays where it is.
     """
+
+    play_clicked = Signal(object)      # Row
+    star_clicked = Signal(object)      # Row
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._press: QPoint | None = None
-        self.files: SongFiles | None = None  # set by the page: where each song's audio is here
+        self.files: SongFiles | None = None  # set by the page: where each take's audio is here
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.setUniformItemSizes(True)
+        self.setUniformItemSizes(True)       # 10,000 rows lay out in no time
         self.setDragEnabled(True)
         self.setDragDropMode(QAbstractItemView.DragOnly)
         self.setDefaultDropAction(Qt.CopyAction)
+        self.last_drag_result = None
 
-    def selected_records(self) -> list[SongRecord]:
-        return [i.data(RecordRole) for i in self.selectionModel().selectedRows()]
+    def selected_rows(self) -> list[Row]:
+        rows = [i.data(RowRole) for i in self.selectionModel().selectedRows()]
+        return sorted(rows, key=lambda r: self.model().row_of(r.song.id, r.take.n if r.take else None))
+
+    def drag_paths(self) -> list[str]:
+        paths = []
+        for row in self.selected_rows():
+            if row.take is None:
+                continue
+            if self.files is not None:    # a remote take drags its fetched copy
+                found = self.files.ensure(row.song, row.take)
+            else:
+                found = row.take.audio if os.path.exists(row.take.audio) else None
+            if found:
+                paths.append(found)
+        return paths
 
     def drag_mime_data(self):
-        if self.files is not None:  # a remote song drags its fetched copy (fetch if missing)
-            found = [self.files.ensure(r) for r in self.selected_records()]
-            paths = [p for p in found if p]
-        else:
-            paths = [r.path for r in self.selected_records() if r.path and os.path.exists(r.path)]
+        paths = self.drag_paths()
         return song_mime_data(paths) if paths else None
+
+    def _drag(self) -> None:
+        mime = self.drag_mime_data()
+        if mime is not None:
+            drag = QDrag(self)
+            drag.setMimeData(mime)
+            self.last_drag_result = drag.exec(Qt.CopyAction)   # the answer is never acted on
+
+    def _hit(self, pos: QPoint) -> tuple[str, Row] | None:
+        index = self.indexAt(pos)
+        if not index.isValid():
+            return None
+        row: Row = index.data(RowRole)
+        rect = self.visualRect(index)
+        delegate = self.itemDelegate()
+        if row.take is not None and delegate.play_rect(rect).contains(pos):
+            return "play", row
+        if row.first and delegate.star_rect(rect, delegate.indent(row)).contains(pos):
+            return "star", row
+        return None
 
     def mousePressEvent(self, event):  # noqa: N802
         if event.button() == Qt.LeftButton:
+            hit = self._hit(event.position().toPoint())
+            if hit is not None:
+                what, row = hit
+                self.setCurrentIndex(self.indexAt(event.position().toPoint()))
+                (self.play_clicked if what == "play" else self.star_clicked).emit(row)
+                return
             self._press = event.position().toPoint()
         super().mousePressEvent(event)
 
@@ -57,24 +106,16 @@ class SongsView(QListView):
                 (event.position().toPoint() - self._press).manhattanLength()
                 >= QApplication.startDragDistance()):
             self._press = None
-            mime = self.drag_mime_data()
-            if mime is not None:
-                drag = QDrag(self)
-                drag.setMimeData(mime)
-                drag.exec(Qt.CopyAction)
+            self._drag()
             return
         super().mouseMoveEvent(event)
 
     def startDrag(self, actions):  # noqa: N802 — Qt's own drag would offer a move
-        mime = self.drag_mime_data()
-        if mime is not None:
-            drag = QDrag(self)
-            drag.setMimeData(mime)
-            drag.exec(Qt.CopyAction)
+        self._drag()
 
 
 class SongsPage(QWidget):
-    use_settings = Signal(object)  # SongRecord
+    use_settings = Signal(object)  # Song
 
     def __init__(self, link, parent=None):
         super().__init__(parent)
@@ -83,15 +124,26 @@ class SongsPage(QWidget):
         self.store = WaveformStore(self)
         self.files = SongFiles(link, self)
         self.delegate = SongDelegate(self.store, self, files=self.files)
-        self._play_when_fetched: str | None = None
-        self.playing: SongRecord | None = None
+        self._play_when_fetched: tuple[str, int] | None = None
+        self.playing: Row | None = None
+        self.heard: list[tuple[tuple[str, int], int]] = []   # A/B: the last two (take, ms)
         self._player = Player(self)
         self._player.position_changed.connect(self._position)
         self._player.state_changed.connect(self._player_state)
 
         layout = QVBoxLayout(self)
         self.count = QLabel()
-        layout.addLayout(page_header("Songs", self.count))
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search titles, captions, lyrics, keys…  (Ctrl+F)")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(280)
+        self.favourites = QPushButton("★ Favourites")
+        self.favourites.setCheckable(True)
+        self.favourites.setToolTip("Show only the songs marked with a star")
+        header = page_header("Songs", self.count)
+        header.addWidget(self.favourites)
+        header.addWidget(self.search)
+        layout.addLayout(header)
         self.empty = QLabel("No songs yet. Make one on the Compose page — the built-in "
                             "Sketch engine works right away.")
         self.empty.setStyleSheet("color: #6b7280; padding: 24px;")
@@ -106,18 +158,25 @@ class SongsPage(QWidget):
 
         bar = QHBoxLayout()
         self.play = QPushButton("Play")
+        self.play.setToolTip("Play or pause the selected take (Space)")
         self.seek = QSlider(Qt.Horizontal)
         self.seek.setRange(0, 1000)
         self.time = QLabel("")
+        self.time.setMinimumWidth(90)
         self.reveal = QPushButton("Show in folder")
         self.copy = QPushButton("Copy path")
         self.reuse = QPushButton("Use these settings")
+        self.rename = QPushButton("Rename…")
         self.trash = QPushButton("Move to trash")
-        for w in (self.play, self.seek, self.time, self.reveal, self.copy, self.reuse, self.trash):
+        self.trash.setToolTip("Move the selected songs' files to the trash (Delete)")
+        for w in (self.play, self.seek, self.time, self.reveal, self.copy, self.reuse,
+                  self.rename, self.trash):
             bar.addWidget(w, 1 if w is self.seek else 0)
         layout.addLayout(bar)
         self.note = QLabel("")
         self.note.setStyleSheet("color: #6b7280;")
+        self.note.setWordWrap(True)
+        self.note.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.note)
 
         self._player.failed.connect(self.note.setText)
@@ -126,107 +185,178 @@ class SongsPage(QWidget):
         self.files.failed.connect(lambda _id, text: self.note.setText(
             f"Could not fetch the song from the node: {text}"))
         self.view.doubleClicked.connect(lambda _i: self.toggle_play())
+        self.view.play_clicked.connect(self.play_row)
+        self.view.star_clicked.connect(self.toggle_favourite)
         self.view.customContextMenuRequested.connect(self._menu)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
+        self.search.textChanged.connect(self._filter)
+        self.favourites.toggled.connect(self._filter)
         self.play.clicked.connect(self.toggle_play)
         self.seek.sliderMoved.connect(self._seek)
         self.reveal.clicked.connect(self.reveal_selected)
         self.copy.clicked.connect(self.copy_path)
         self.reuse.clicked.connect(self._reuse)
+        self.rename.clicked.connect(self.rename_selected)
         self.trash.clicked.connect(self.trash_selected)
         self.model.modelReset.connect(self._update_count)
-        self.model.rowsInserted.connect(self._update_count)
-        self.model.rowsRemoved.connect(self._update_count)
         link.songs_loaded.connect(self.model.set_songs)
-        link.song_updated.connect(self.model.upsert)
+        link.song_updated.connect(self._song_changed)
+        link.song_removed.connect(self._song_removed)
         if link.songs:
             self.model.set_songs(list(link.songs.values()))
+
+        for keys, slot, widget in (("Space", self.toggle_play, self.view),
+                                   ("B", self.switch_ab, self.view),
+                                   (QKeySequence.Delete, self.trash_selected, self.view),
+                                   (QKeySequence.Find, self.focus_search, self)):
+            shortcut = QShortcut(QKeySequence(keys), widget)
+            shortcut.setContext(Qt.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(slot)
         self._update_count()
         self._update_buttons()
 
     # -- helpers ----------------------------------------------------------------------------
     def _update_count(self, *_):
-        n = self.model.rowCount()
-        self.count.setText(f"{n} song{'s' if n != 1 else ''}")
-        self.empty.setVisible(n == 0)
-        self.view.setVisible(n > 0)
+        shown = self.model.shown_songs()
+        total = len(self.model.songs())
+        if shown == total:
+            self.count.setText(f"{total} song{'s' if total != 1 else ''}")
+        else:
+            self.count.setText(f"{shown} of {total} songs")
+        self.empty.setVisible(total == 0)
+        self.view.setVisible(total > 0)
 
-    def current(self) -> SongRecord | None:
-        recs = self.view.selected_records()
-        if recs:
-            return recs[0]
+    def _filter(self, *_) -> None:
+        self.model.set_filter(self.search.text(), self.favourites.isChecked())
+        self._update_count()
+        self._update_buttons()
+
+    def focus_search(self) -> None:
+        self.search.setFocus()
+        self.search.selectAll()
+
+    def current_row(self) -> Row | None:
+        rows = self.view.selected_rows()
+        if rows:
+            return rows[0]
         idx = self.view.currentIndex()
-        return idx.data(RecordRole) if idx.isValid() else None
+        return idx.data(RowRole) if idx.isValid() else None
 
-    def select(self, song_id: str) -> None:
-        row = self.model.row_of(song_id)
+    def current(self) -> Song | None:
+        row = self.current_row()
+        return row.song if row is not None else None
+
+    def select(self, song_id: str, take: int | None = None) -> None:
+        row = self.model.row_of(song_id, take)
         if row >= 0:
-            idx = self.model.index(row)
+            idx = self.model.index(row, 0)
             self.view.setCurrentIndex(idx)
             self.view.scrollTo(idx)
 
     def _update_buttons(self):
-        rec = self.current()
-        has_file = self.files.local(rec) is not None
-        remote = bool(rec and rec.state == "done" and self.files.is_remote(rec))
+        row = self.current_row()
+        song = row.song if row is not None else None
+        playable = row is not None and row.take is not None and song.state == SongState.DONE
+        has_file = playable and self.files.local(song, row.take) is not None
+        remote = playable and self.files.is_remote(song, row.take)
         for w in (self.reveal, self.copy):
             w.setEnabled(has_file)
-        for w in (self.play, self.trash):
-            w.setEnabled(has_file or remote)
-        self.reuse.setEnabled(rec is not None)
+        self.play.setEnabled(has_file or remote)
+        self.trash.setEnabled(any(r.song.is_finished for r in self.view.selected_rows())
+                              or (song is not None and song.is_finished))
+        self.reuse.setEnabled(song is not None)
+        self.rename.setEnabled(song is not None)
+
+    def _song_changed(self, song: Song) -> None:
+        known = self.model.song(song.id) is not None
+        self.model.upsert(song)
+        if not known:
+            self._update_count()
+        self._update_buttons()
+
+    def _song_removed(self, song_id: str) -> None:
+        if self.playing is not None and self.playing.song.id == song_id:
+            self._player.stop()
+            self.playing = None
+        self.model.remove(song_id)
+        self._update_count()
 
     def _wave_ready(self, path: str) -> None:
-        name = os.path.basename(path)
-        for row, rec in enumerate(self.model._rows):
-            if rec.path == path or (rec.path and node_file_name(rec) == name):
-                idx = self.model.index(row)
-                self.view.update(idx)
+        self.view.viewport().update()
 
     def _fetched(self, song_id: str) -> None:
-        row = self.model.row_of(song_id)
-        if row >= 0:
-            self.view.update(self.model.index(row))
+        self.view.viewport().update()
         self._update_buttons()
-        if self._play_when_fetched == song_id:
-            self._play_when_fetched = None
-            rec = self.current()
-            if rec is not None and rec.id == song_id:
-                self.toggle_play()
+        if self._play_when_fetched and self._play_when_fetched[0] == song_id:
+            key, self._play_when_fetched = self._play_when_fetched, None
+            row = self.model.row(self.model.row_of(*key))
+            if row is not None:
+                self.play_row(row)
 
     def _menu(self, pos):
-        rec = self.current()
-        if rec is None:
+        row = self.current_row()
+        if row is None:
             return
         menu = QMenu(self)
-        menu.addAction("Play / Pause", self.toggle_play)
-        menu.addAction("Show in folder", self.reveal_selected)
-        menu.addAction("Copy path", self.copy_path)
+        if row.take is not None:
+            menu.addAction("Play / Pause  (Space)", self.toggle_play)
+            menu.addAction("Show in folder", self.reveal_selected)
+            menu.addAction("Copy path", self.copy_path)
+        menu.addAction("Unmark favourite" if row.song.favourite else "Mark favourite",
+                       lambda: self.toggle_favourite(row))
+        menu.addAction("Rename…", self.rename_selected)
         menu.addAction("Use these settings", self._reuse)
         menu.addSeparator()
-        menu.addAction("Move to trash", self.trash_selected)
+        menu.addAction("Move to trash  (Delete)", self.trash_selected)
         menu.exec(self.view.viewport().mapToGlobal(pos))
 
-    # -- actions ----------------------------------------------------------------------------
+    # -- playing ----------------------------------------------------------------------------
     def toggle_play(self) -> None:
-        rec = self.current()
-        if rec is None or not rec.path:
+        row = self.current_row()
+        if row is not None:
+            self.play_row(row)
+
+    def play_row(self, row: Row, at_ms: int = 0) -> None:
+        """Play a take (or pause/resume it when it is the one playing)."""
+        song, take = row.song, row.take
+        if take is None or song.state != SongState.DONE:
             return
-        path = self.files.ensure(rec)
+        path = self.files.ensure(song, take)
         if path is None:
-            if self.files.fetching(rec.id):
-                self._play_when_fetched = rec.id
-                self.note.setText(f"Downloading {node_file_name(rec)} from the node…")
+            if self.files.fetching(song, take):
+                self._play_when_fetched = row.key
+                self.note.setText(f"Downloading {node_file_name(song, take)} from the node…")
             return
         player = self._player
-        if self.playing is not None and self.playing.id == rec.id and player.path == path:
+        if self.playing is not None and self.playing.key == row.key and player.path == path:
             player.toggle()
             return
-        if not player.load(path, play=True):
+        if self.playing is not None:
+            self._remember(self.playing.key, player.position_ms())
+        if not player.load(path, play=True, at_ms=at_ms):
             self.note.setText(player.problem)
             return
-        self.playing = rec
-        self.delegate.playing_id = rec.id
-        self.play.setText("Pause")
+        self.playing = row
+        self._remember(row.key, at_ms)
+        self.delegate.playing = row.key
+        self.view.viewport().update()
+
+    def _remember(self, key: tuple[str, int], ms: int) -> None:
+        self.heard = [item for item in self.heard if item[0] != key][-1:] + [(key, ms)]
+
+    def switch_ab(self) -> None:
+        """B: jump to the other of the two takes heard last, at the same point."""
+        if self.playing is None or len(self.heard) < 2:
+            self.note.setText("A/B: play two takes (or versions) first, then press B to "
+                              "switch between them")
+            return
+        other = next((key for key, _ms in self.heard if key != self.playing.key), None)
+        row = self.model.row(self.model.row_of(*other)) if other else None
+        if row is None:
+            return
+        self.play_row(row, at_ms=self._player.position_ms())
+        self.select(*other)
 
     def stop_playback(self) -> None:
         """Stop the sound (the page is left or the app quits)."""
@@ -237,7 +367,10 @@ class SongsPage(QWidget):
         self.store.shutdown()
 
     def _player_state(self, state: str) -> None:
-        self.play.setText("Pause" if state in ("playing", "loading") else "Play")
+        sounding = state in ("playing", "loading")
+        self.play.setText("Pause" if sounding else "Play")
+        self.delegate.sounding = sounding
+        self.view.viewport().update()
 
     def _position(self, ms: int) -> None:
         total = max(1, self._player.duration_ms)
@@ -247,78 +380,130 @@ class SongsPage(QWidget):
             self.seek.setValue(int(frac * 1000))
         self.time.setText(f"{human_duration(ms / 1000)} / {human_duration(total / 1000)}")
         if self.playing is not None:
-            row = self.model.row_of(self.playing.id)
+            row = self.model.row_of(*self.playing.key)
             if row >= 0:
-                self.view.update(self.model.index(row))
+                self.view.update(self.model.index(row, 0))
 
     def _seek(self, value: int) -> None:
         self._player.seek(int(self._player.duration_ms * value / 1000))
 
-    def reveal_selected(self) -> None:
-        local = self.files.local(self.current())
-        if local is None:
+    # -- the rest ---------------------------------------------------------------------------
+    def toggle_favourite(self, row: Row) -> None:
+        song = row.song
+        self.link.change_song(song.id, favourite=not song.favourite,
+                              on_error=lambda text: self.note.setText(
+                                  f"Could not mark {song.name!r}: {text}"))
+
+    def rename_selected(self) -> None:
+        song = self.current()
+        if song is None:
             return
+        title, ok = QInputDialog.getText(self, "Rename song", "Title (empty: the caption):",
+                                         QLineEdit.Normal, song.title or song.caption)
+        if ok:
+            self.link.change_song(song.id, title=title.strip(),
+                                  on_error=lambda text: self.note.setText(
+                                      f"Could not rename the song: {text}"))
+
+    def _local_selected(self) -> str | None:
+        row = self.current_row()
+        if row is None or row.take is None:
+            return None
+        return self.files.local(row.song, row.take)
+
+    def reveal_selected(self) -> bool:
+        """Show the take's file in the file manager; say so when none answers."""
+        local = self._local_selected()
+        if local is None:
+            return False
         path = os.path.abspath(local)
-        if sys.platform == "darwin":
-            subprocess.Popen(["open", "-R", path])
-        elif sys.platform == "win32":
-            subprocess.Popen(["explorer", "/select,", path])
-        else:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(os.path.dirname(path)))
+        try:
+            if sys.platform == "darwin":
+                subprocess.Popen(["open", "-R", path])
+                ok = True
+            elif sys.platform == "win32":
+                subprocess.Popen(["explorer", "/select,", path])
+                ok = True
+            else:
+                ok = QDesktopServices.openUrl(QUrl.fromLocalFile(os.path.dirname(path)))
+        except OSError:
+            ok = False
+        if not ok:
+            self.note.setText(f"No file manager answered. The file is {path} "
+                              f"(Copy path puts it on the clipboard).")
+        return ok
 
     def copy_path(self) -> None:
-        local = self.files.local(self.current())
+        local = self._local_selected()
         if local is not None:
             QGuiApplication.clipboard().setText(os.path.abspath(local))
             self.note.setText(f"Copied {local}")
 
     def _reuse(self) -> None:
-        rec = self.current()
-        if rec is not None:
-            self.use_settings.emit(rec)
+        song = self.current()
+        if song is not None:
+            self.use_settings.emit(song)
 
     def trash_selected(self, confirm: bool = True) -> list[str]:
-        recs = [r for r in self.view.selected_records() if r.path]
-        if not recs:
+        """Move every file of the selected songs (all their takes and sidecars) to the
+        trash; the node forgets them. Returns the ids of the songs removed."""
+        songs: dict[str, Song] = {}
+        for row in self.view.selected_rows() or ([self.current_row()] if self.current_row() else []):
+            if row.song.is_finished:
+                songs[row.song.id] = row.song
+        if not songs:
             return []
+        files = [(song, take) for song in songs.values() for take in song.takes]
         if confirm:
-            names = "\n".join(node_file_name(r) for r in recs[:5])
-            answer = QMessageBox.question(self, "Move to trash",
-                                          f"Move {len(recs)} song file(s) to the trash?\n\n{names}")
+            names = [node_file_name(s, t) for s, t in files]
+            shown = "\n".join(names[:8]) + (f"\n… and {len(names) - 8} more" if len(names) > 8 else "")
+            answer = QMessageBox.question(
+                self, "Move to trash",
+                f"Move {len(songs)} song(s) — {len(files)} audio file(s) and their sidecars — "
+                f"to the trash?\n\n{shown}" if files else
+                f"Forget {len(songs)} song(s) that made no file?")
             if answer != QMessageBox.Yes:
                 return []
         moved = []
-        for rec in recs:
-            if self.files.is_remote(rec):  # the node's file: it deletes it; drop our copy
-                moved.append(rec.id)
-                self._drop_row(rec)
-                self.files.drop_cached(rec)
-                self.link.forget_song(rec.id, delete_files=True, on_error=lambda text, r=rec:
+        for song in songs.values():
+            if song.takes and self.files.is_remote(song, song.takes[0]):
+                # the node's files: the node deletes them; drop our copies
+                moved.append(song.id)
+                self._drop(song)
+                self.files.drop_cached(song)
+                self.link.forget_song(song.id, delete_files=True, on_error=lambda text, s=song:
                                       self.note.setText(f"The node could not delete "
-                                                        f"{node_file_name(r)}: {text}"))
+                                                        f"{s.name!r}: {text}"))
                 continue
-            ok = _trash(rec.path)
-            _trash(os.path.splitext(rec.path)[0] + ".json")
-            if ok:
-                moved.append(rec.id)
-                self._drop_row(rec)
-                self.link.forget_song(rec.id, on_error=lambda text, path=rec.path: self.note.setText(
-                    f"Moved {os.path.basename(path)} to the trash, but the node still lists "
-                    f"it: {text}"))
-            else:
-                self.note.setText(f"Could not move {rec.path} to the trash")
+            problems = [p for take in song.takes for p in _trash_take(take)]
+            if problems:
+                self.note.setText(f"Could not move to the trash: {', '.join(problems)}")
+                continue
+            moved.append(song.id)
+            self._drop(song)
+            self.link.forget_song(song.id, on_error=lambda text, s=song: self.note.setText(
+                f"Moved {s.name!r} to the trash, but the node still lists it: {text}"))
         return moved
 
-    def _drop_row(self, rec: SongRecord) -> None:
-        self.model.remove(rec.id)
-        if self.playing is not None and self.playing.id == rec.id:
+    def _drop(self, song: Song) -> None:
+        if self.playing is not None and self.playing.song.id == song.id:
             self._player.stop()
             self.playing = None
+            self.delegate.playing = None
+        self.model.remove(song.id)
+        self._update_count()
+
+
+def _trash_take(take: Take) -> list[str]:
+    """Move a take's audio and sidecar to the trash; the paths that could not be moved."""
+    problems = []
+    sidecar = take.sidecar or os.path.splitext(take.audio)[0] + ".json"
+    for path in (take.audio, sidecar):
+        if os.path.exists(path) and not _trash(path):
+            problems.append(path)
+    return problems
 
 
 def _trash(path: str) -> bool:
-    if not os.path.exists(path):
-        return False
     result = QFile.moveToTrash(path)
-    ok = result[0] if isinstance(result, tuple) else bool(result)
-    return ok
+    return result[0] if isinstance(result, tuple) else bool(result)
