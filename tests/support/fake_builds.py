@@ -11,8 +11,8 @@ Builds are real tar.gz/zip archives holding an executable ``ace-server`` shell s
 - ``never_ready``: sleeps; never answers /health.
 - ``fallback``: the sketch engine forced to the CPU whatever it is asked (a silent fall-back).
 
-Unsafe archives (absolute path, ``..``, symlink out, hard link out, zip bomb) are made by
-:func:`unsafe_archive`.
+Unsafe archives (absolute path, ``..``, symlink out, hard link out, zip bomb, a link chain
+out, setuid modes, too many entries, a huge zip link) are made by :func:`unsafe_archive`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 from cantor_desktop import selfexec
 
 from .http_files import FileServer
+from .signed_manifests import serve_signed
 
 GPU_ENGINE = r'''
 import json, os, secrets, sys, threading
@@ -198,7 +199,8 @@ def sha256_of(path: Path) -> str:
 
 @dataclass
 class BuildServer:
-    """A FileServer on 127.0.0.1 publishing test builds and a manifest at /manifest.json."""
+    """A FileServer on 127.0.0.1 publishing test builds and a manifest at /manifest.json,
+    signed by the tests' key (/manifest.json.sig)."""
 
     folder: Path
     server: FileServer = field(default_factory=FileServer)
@@ -252,8 +254,8 @@ class BuildServer:
         for e in self.entries:
             body = {k: v for k, v in e.items() if k != "family"}
             fams.setdefault(e["family"], {"builds": []})["builds"].append(body)
-        self.server.add_json("/manifest.json", {"schema": 1, "published": "test",
-                                                "families": fams})
+        serve_signed(self.server, "/manifest.json",
+                     {"schema": 1, "published": "test", "families": fams})
 
     def downloads(self, archive: Path) -> int:
         return sum(1 for r in self.server.requests_for("/builds/" + archive.name)
