@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 import sys
 import tarfile
 import tempfile
@@ -46,6 +47,7 @@ RATIO_FREE = 64 * 2**20    # below this many unpacked bytes the ratio is not che
 MAX_ENTRIES = 4096         # an engine build holds tens of files; more is an inode bomb
 MODE_MASK = 0o755          # no setuid/setgid/sticky, nothing group- or world-writable
 MAX_LINK_TARGET = 4096     # bytes of a link's target (a zip "symlink" entry's content)
+MAX_ZIP_DIRECTORY_ENTRY = 1024   # bytes per entry of a zip's central directory, at most
 
 
 class StoreError(Exception):
@@ -188,6 +190,27 @@ def _write_stream(src, path: Path, mode: int, budget: _Budget, rel: str) -> None
     os.chmod(path, (mode & MODE_MASK) | 0o600)
 
 
+def _zip_directory(archive: Path) -> tuple[int, int]:
+    """(entries, bytes) of a zip's central directory as its end record states them (zip64
+    too), read before zipfile loads the directory: a huge one is refused without loading it."""
+    with open(archive, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        tail_len = min(size, 22 + 0xFFFF)
+        fh.seek(size - tail_len)
+        tail = fh.read(tail_len)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            raise StoreError(f"{archive.name}: not a readable zip archive (no end record)")
+        entries, cd_size = struct.unpack("<HI", tail[at + 10:at + 16])
+        locator = tail[at - 20:at] if at >= 20 else b""
+        if locator[:4] == b"PK\x06\x07":
+            fh.seek(struct.unpack("<Q", locator[8:16])[0])
+            record = fh.read(56)
+            if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                entries, cd_size = struct.unpack("<QQ", record[32:48])
+    return entries, cd_size
+
+
 def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKED,
            max_ratio: float = MAX_RATIO, max_entries: int = MAX_ENTRIES) -> list[str]:
     """Unpack ``archive`` ("tar.gz" or "zip") into the empty folder ``dest``.
@@ -215,6 +238,10 @@ def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKE
                 raise
             raise StoreError(f"{archive.name}: not a readable tar.gz archive ({exc})") from None
     elif kind == "zip":
+        entries, cd_size = _zip_directory(archive)
+        if entries > max_entries or cd_size > max_entries * MAX_ZIP_DIRECTORY_ENTRY:
+            raise UnsafeArchive(f"refused: the archive has {entries} entries ({cd_size} bytes "
+                                f"of directory), more than {max_entries}")
         try:
             with zipfile.ZipFile(archive) as zf:
                 infos = zf.infolist()

@@ -273,3 +273,20 @@ def test_zip_link_target_just_over_the_cap_refused(tmp_path):
         zf.writestr(info, b"x" * (engine_store.MAX_LINK_TARGET + 10))
     with pytest.raises(engine_store.UnsafeArchive, match="target"):
         engine_store.unpack(archive, "zip", tmp_path / "dest")
+
+
+def test_zip64_directory_count_is_read_from_the_zip64_record(tmp_path, monkeypatch):
+    """A zip64 archive says 0xFFFF in the plain end record; the real count is in the zip64
+    record. Built with a lowered zip64 threshold so 20 entries make one."""
+    import zipfile
+    archive = tmp_path / "z64.zip"
+    with monkeypatch.context() as m:
+        m.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 10)
+        with zipfile.ZipFile(archive, "w") as zf:
+            for i in range(20):
+                zf.writestr(f"f{i}", b"x")
+    assert b"PK\x06\x06" in archive.read_bytes()           # a zip64 end record is there
+    assert engine_store._zip_directory(archive)[0] == 20
+    assert len(engine_store.unpack(archive, "zip", tmp_path / "ok", max_entries=30)) == 20
+    with pytest.raises(engine_store.UnsafeArchive, match="20 entries"):
+        engine_store.unpack(archive, "zip", tmp_path / "no", max_entries=15)
