@@ -276,7 +276,7 @@ async def _get_capped(client: httpx.AsyncClient, url: str, cap: int, what: str) 
                 problem = config.check_download_url(str(nxt.url))
                 if problem:
                     raise ManifestRefused(f"{what} {url}: refused, it redirects to {nxt.url}, "
-                                          f"which is not allowed ({problem})")
+                                          f"which is not allowed; expected {problem}")
                 request = nxt
                 continue
             if resp.status_code != 200:

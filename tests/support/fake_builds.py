@@ -300,8 +300,8 @@ class BuildServer:
         for e in self.entries:
             body = {k: v for k, v in e.items() if k != "family"}
             fams.setdefault(e["family"], {"builds": []})["builds"].append(body)
-        serve_signed(self.server, "/manifest.json",
-                     {"schema": 1, "published": "test", "families": fams})
+        self.manifest_raw = serve_signed(self.server, "/manifest.json",
+                                         {"schema": 1, "published": "test", "families": fams})
 
     def downloads(self, archive: Path) -> int:
         return sum(1 for r in self.server.requests_for("/builds/" + archive.name)
