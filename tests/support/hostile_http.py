@@ -24,6 +24,15 @@ from urllib.parse import urlsplit
 CHUNK = 64 * 1024
 
 
+class _Quiet(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        import sys
+        if not isinstance(sys.exc_info()[1], ConnectionError):   # hang-ups are expected
+            super().handle_error(request, client_address)
+
+
 class HostileServer:
     def __init__(self):
         self._routes: dict[str, tuple] = {}
@@ -56,8 +65,7 @@ class HostileServer:
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> "HostileServer":
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _Quiet(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
