@@ -85,9 +85,11 @@ def test_tool_never_signs_a_manifest_cantor_would_refuse(tmp_path):
 # -- the real peer: OpenSSL's ed25519 ---------------------------------------------------------
 
 openssl = shutil.which("openssl")
+OPENSSL3 = openssl is not None and subprocess.run(
+    [openssl, "version"], capture_output=True, text=True).stdout.startswith("OpenSSL 3")
 
 
-@pytest.mark.skipif(openssl is None, reason="no openssl on this machine")
+@pytest.mark.skipif(not OPENSSL3, reason="no OpenSSL 3 (pkeyutl -rawin) on this machine")
 def test_openssl_signature_accepted_and_ours_verified_by_openssl(tmp_path):
     raw = (ROOT / "cantor_desktop" / "data" / "engines.json").read_bytes()
     data = tmp_path / "engines.json"
