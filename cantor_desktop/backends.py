@@ -413,11 +413,18 @@ async def update(on_event: EventSink = None, *,
                  hw: hardware.Hardware | None = None) -> list[InstalledBuild]:
     """Fetch the newer builds the published manifest names for the backends in use:
     verified, unpacked, made current — not loaded. A running node keeps its build; the new
-    one is used from its next start. Raises BackendError if the manifest cannot be fetched."""
-    try:
-        m = await manifest.fetch()
-    except manifest.ManifestError as exc:
-        raise BackendError(f"cannot check for updates: {exc}") from None
+    one is used from its next start. With no published manifest set, the built-in one is the
+    reference (new builds come with new versions of Cantor). Raises BackendError if the
+    published manifest cannot be fetched or is refused (unsigned, tampered, wrong key)."""
+    if not manifest.manifest_url():
+        m = manifest.load_builtin()
+        _emit(on_event, "note", None, manifest.NO_PUBLISHED_MANIFEST)
+    else:
+        try:
+            m = await manifest.fetch()
+        except manifest.ManifestError as exc:
+            raise BackendError(f"cannot check for updates: {exc}. The manifest built into "
+                               f"Cantor stays in use.") from None
     hw = hw or hardware.probe_from_env()
     done: list[InstalledBuild] = []
     for fam in config.FAMILIES:

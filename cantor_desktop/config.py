@@ -34,10 +34,6 @@ BACKENDS = ("cuda12", "metal", "vulkan", "cpu")
 
 FAMILIES = ("acestep",)
 SONG_FORMATS = ("wav16", "wav24", "wav32", "flac", "mp3")
-DEFAULT_MANIFEST_URL = (
-    "https://raw.githubusercontent.com/cantor-music/cantor-desktop/main/"
-    "cantor_desktop/data/engines.json"
-)
 MANIFEST_ENV = "CANTOR_MANIFEST_URL"
 BOM = "\ufeff"
 
@@ -168,6 +164,13 @@ def check_download_url(value: str) -> str | None:
     return "an https:// URL (plain http only to 127.0.0.1 or localhost)"
 
 
+def _check_manifest_url(value: str) -> str | None:
+    if value == "":
+        return None
+    problem = check_download_url(value)
+    return f"empty (the manifest built into Cantor) or {problem}" if problem else None
+
+
 def _check_node_url(value: str) -> str | None:
     if value == "":
         return None
@@ -205,9 +208,9 @@ OPTIONS: dict[str, Option] = {o.key: o for o in [
     *[Option(f"backends.{fam}", str, lambda: "auto",
              f"Backend for {fam}: auto, or a pinned one.", choices=("auto",) + BACKENDS)
       for fam in FAMILIES],
-    Option("engines.manifest", str, lambda: DEFAULT_MANIFEST_URL,
-           "Where the published engine manifest lives.", check=check_download_url,
-           local_only=True),
+    Option("engines.manifest", str, lambda: "",
+           "A published engine manifest, used only when signed by a trusted key (empty: the "
+           "one built into Cantor).", check=_check_manifest_url, local_only=True),
     *[Option(f"engines.{fam}.path", str, lambda: "",
              f"An ace-server executable you supply for {fam}; used as is, never replaced.",
              optional=True, local_only=True) for fam in FAMILIES],

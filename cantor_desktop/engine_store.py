@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import posixpath
 import re
 import shutil
 import stat
+import struct
 import sys
 import tarfile
 import tempfile
@@ -44,6 +44,10 @@ STORE_FORMAT = 1
 MAX_UNPACKED = 4 * 2**30
 MAX_RATIO = 200
 RATIO_FREE = 64 * 2**20    # below this many unpacked bytes the ratio is not checked
+MAX_ENTRIES = 4096         # an engine build holds tens of files; more is an inode bomb
+MODE_MASK = 0o755          # no setuid/setgid/sticky, nothing group- or world-writable
+MAX_LINK_TARGET = 4096     # bytes of a link's target (a zip "symlink" entry's content)
+MAX_ZIP_DIRECTORY_ENTRY = 1024   # bytes per entry of a zip's central directory, at most
 
 
 class StoreError(Exception):
@@ -85,6 +89,11 @@ class StoreEntry:
 
 
 # -- archive safety ---------------------------------------------------------------------------
+# Every name is checked as text (no absolute path, no '..'), every write goes through a parent
+# folder whose real path is inside the destination, and a link may only point inside its own
+# folder: its target is relative without '..', and once made it must resolve (through any
+# links made before it) to its own real folder or below. By induction no link leads out, also
+# not a chain like `a -> .` then `a/a/esc -> ../../etc`; a last sweep checks every link again.
 
 def _check_name(name: str) -> str:
     """An archive member name → a safe relative "/"-path, or UnsafeArchive."""
@@ -98,24 +107,52 @@ def _check_name(name: str) -> str:
 
 
 def _check_link_target(name: str, target: str) -> None:
-    if not target or target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target):
-        raise UnsafeArchive(f"refused: link {name!r} points to {target!r}, outside the folder")
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(name), target.replace("\\", "/")))
-    if joined == ".." or joined.startswith("../") or joined.startswith("/"):
-        raise UnsafeArchive(f"refused: link {name!r} points to {target!r}, outside the folder")
+    """A link's target as text: relative, without '..' (it stays in the link's folder)."""
+    if (not target or target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target)
+            or ".." in re.split(r"[\\/]", target) or "\0" in target):
+        raise UnsafeArchive(f"refused: link {name!r} points to {target!r}; a link may only "
+                            f"point inside its own folder")
 
 
-def _inside(dest_real: str, path: Path) -> bool:
+def _inside(dest_real: str, path: Path | str) -> bool:
     real = os.path.realpath(path)
     return real == dest_real or real.startswith(dest_real + os.sep)
 
 
+def _make_link(target: str, path: Path, rel: str) -> None:
+    """Make the link, then judge it by where it resolves: inside its own real folder."""
+    os.symlink(target, path)
+    if not _inside(os.path.realpath(path.parent), path):
+        path.unlink()
+        raise UnsafeArchive(f"refused: link {rel!r} -> {target!r} resolves to "
+                            f"{os.path.realpath(path)}, outside its folder")
+
+
+def _sweep_links(dest: Path, dest_real: str) -> None:
+    """Every link in the unpacked tree, judged again by where it resolves now."""
+    for root, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            path = Path(root) / name
+            if path.is_symlink() and not _inside(dest_real, path):
+                raise UnsafeArchive(f"refused: link {path.relative_to(dest)} resolves to "
+                                    f"{os.path.realpath(path)}, outside the folder")
+
+
 class _Budget:
-    def __init__(self, archive_size: int, max_total: int, max_ratio: float):
+    def __init__(self, archive_size: int, max_total: int, max_ratio: float,
+                 max_entries: int = MAX_ENTRIES):
         self.archive_size = max(1, archive_size)
         self.max_total = max_total
         self.max_ratio = max_ratio
+        self.max_entries = max_entries
         self.total = 0
+        self.entries = 0
+
+    def entry(self, name: str) -> None:
+        self.entries += 1
+        if self.entries > self.max_entries:
+            raise UnsafeArchive(f"refused: the archive has more than {self.max_entries} "
+                                f"entries (at {name!r})")
 
     def take(self, n: int, name: str) -> None:
         self.total += n
@@ -150,36 +187,67 @@ def _write_stream(src, path: Path, mode: int, budget: _Budget, rel: str) -> None
                 break
             budget.take(len(buf), rel)
             out.write(buf)
-    os.chmod(path, (mode & 0o777) | 0o600)
+    os.chmod(path, (mode & MODE_MASK) | 0o600)
+
+
+def _zip_directory(archive: Path) -> tuple[int, int]:
+    """(entries, bytes) of a zip's central directory as its end record states them (zip64
+    too), read before zipfile loads the directory: a huge one is refused without loading it."""
+    with open(archive, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        tail_len = min(size, 22 + 0xFFFF)
+        fh.seek(size - tail_len)
+        tail = fh.read(tail_len)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            raise StoreError(f"{archive.name}: not a readable zip archive (no end record)")
+        entries, cd_size = struct.unpack("<HI", tail[at + 10:at + 16])
+        locator = tail[at - 20:at] if at >= 20 else b""
+        if locator[:4] == b"PK\x06\x07":
+            fh.seek(struct.unpack("<Q", locator[8:16])[0])
+            record = fh.read(56)
+            if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                entries, cd_size = struct.unpack("<QQ", record[32:48])
+    return entries, cd_size
 
 
 def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKED,
-           max_ratio: float = MAX_RATIO) -> list[str]:
+           max_ratio: float = MAX_RATIO, max_entries: int = MAX_ENTRIES) -> list[str]:
     """Unpack ``archive`` ("tar.gz" or "zip") into the empty folder ``dest``.
 
-    Refuses (UnsafeArchive) absolute names, ``..``, links leading outside ``dest``, device
-    files, and more than ``max_total`` bytes or ``max_ratio`` × the archive's size. Sizes are
-    checked from each entry's header before its data is read, and counted again while writing.
-    Returns the relative names written. On refusal the caller removes ``dest``.
+    Refuses (UnsafeArchive) absolute names, ``..``, links that do not stay inside their own
+    folder, device files, more than ``max_entries`` entries, and more than ``max_total``
+    bytes or ``max_ratio`` × the archive's size. Sizes are checked from each entry's header
+    before its data is read, and counted again while writing; no entry is read whole into
+    memory. Modes are masked to 0o755. Returns the relative names written. On refusal the
+    caller removes ``dest``.
     """
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     dest_real = os.path.realpath(dest)
-    budget = _Budget(archive.stat().st_size, max_total, max_ratio)
+    budget = _Budget(archive.stat().st_size, max_total, max_ratio, max_entries)
     written: list[str] = []
     if kind == "tar.gz":
         try:
             with tarfile.open(archive, "r:gz") as tf:
                 for member in tf:
+                    budget.entry(member.name)
                     _unpack_tar_member(tf, member, dest, dest_real, budget, written)
         except (tarfile.TarError, EOFError, OSError) as exc:
             if isinstance(exc, UnsafeArchive):
                 raise
             raise StoreError(f"{archive.name}: not a readable tar.gz archive ({exc})") from None
     elif kind == "zip":
+        entries, cd_size = _zip_directory(archive)
+        if entries > max_entries or cd_size > max_entries * MAX_ZIP_DIRECTORY_ENTRY:
+            raise UnsafeArchive(f"refused: the archive has {entries} entries ({cd_size} bytes "
+                                f"of directory), more than {max_entries}")
         try:
             with zipfile.ZipFile(archive) as zf:
                 infos = zf.infolist()
+                if len(infos) > max_entries:
+                    raise UnsafeArchive(f"refused: the archive has {len(infos)} entries, more "
+                                        f"than {max_entries}")
                 declared = 0
                 for info in infos:
                     _check_name(info.filename)
@@ -197,6 +265,7 @@ def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKE
             raise StoreError(f"{archive.name}: not a readable zip archive ({exc})") from None
     else:
         raise StoreError(f"unknown archive kind {kind!r}")
+    _sweep_links(dest, dest_real)
     return written
 
 
@@ -231,7 +300,7 @@ def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
                             f"{budget.max_ratio:g}× the archive's size (a zip bomb?)")
     path = _target(dest, dest_real, rel)
     if member.issym():
-        os.symlink(member.linkname, path)
+        _make_link(member.linkname, path, rel)
     elif member.islnk():
         source = dest / _check_name(member.linkname)
         if not source.is_file() or source.is_symlink() or not _inside(dest_real, source):
@@ -248,12 +317,29 @@ def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
     written.append(rel)
 
 
+def _zip_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, rel: str) -> str:
+    """A zip "symlink" entry's content (its target), read with a cap: never whole."""
+    if info.file_size > MAX_LINK_TARGET:
+        raise UnsafeArchive(f"refused: link {rel!r} has a {info.file_size}-byte target "
+                            f"(more than {MAX_LINK_TARGET})")
+    with zf.open(info) as src:
+        raw = src.read(MAX_LINK_TARGET + 1)
+    if len(raw) > MAX_LINK_TARGET:
+        raise UnsafeArchive(f"refused: link {rel!r} has a target longer than "
+                            f"{MAX_LINK_TARGET} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnsafeArchive(f"refused: link {rel!r} has a target that is not UTF-8") from None
+
+
 def _unpack_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, dest_real: str,
                        budget: _Budget, written: list[str]) -> None:
     rel = _check_name(info.filename)
     if not rel:
         return
-    mode = info.external_attr >> 16
+    # Unix mode and file type only when the zip says it was made on Unix; no type = a file
+    mode = info.external_attr >> 16 if info.create_system == 3 else 0
     if info.is_dir():
         path = dest / rel
         path.mkdir(parents=True, exist_ok=True)
@@ -261,13 +347,13 @@ def _unpack_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, d
             raise UnsafeArchive(f"refused: folder {rel!r} leads outside the folder")
         return
     if stat.S_ISLNK(mode):
-        target = zf.read(info)[:4096].decode("utf-8", "replace")
+        target = _zip_link_target(zf, info, rel)
         _check_link_target(rel, target)
         path = _target(dest, dest_real, rel)
-        os.symlink(target, path)
+        _make_link(target, path, rel)
         written.append(rel)
         return
-    if mode and not stat.S_ISREG(mode):
+    if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
         raise UnsafeArchive(f"refused: entry {rel!r} is a device, fifo or other special file")
     path = _target(dest, dest_real, rel)
     with zf.open(info) as src:

@@ -1,16 +1,24 @@
 """The engine manifest: which engine builds exist, per family, backend, OS and architecture.
 
-Format: docs/manifest.md. A copy ships in the package (``data/engines.json``) so the app
-works offline; the published one lives at ``CANTOR_MANIFEST_URL`` or node.toml
-``engines.manifest`` and is fetched only by install, ``--use`` and ``--update``. The last
-published copy fetched is kept in the cache so ``cantor backends`` can show
-``update_available`` without a network round trip.
+Format: docs/manifest.md. The copy shipped in the package (``data/engines.json``) is the
+default and needs no network. A published one (``CANTOR_MANIFEST_URL``, else node.toml
+``engines.manifest``; empty = none) is fetched only by install, ``--use`` and ``--update``,
+and is used only when ``<URL>.sig`` holds a valid ed25519 signature of its exact bytes by a
+trusted key (:mod:`.manifest_keys`); an unsigned, tampered or wrongly-keyed one is refused
+(:class:`ManifestRefused`) and the built-in one stays in force. Every redirect hop of the
+fetch must be an allowed URL, and the body and the signature are streamed with a size cap.
+The last published copy verified is kept in the cache (with its signature, checked again on
+every read) so ``cantor backends`` can show ``update_available`` without the network.
 
-Every build must carry a sha256: a build without one is refused (:class:`ManifestError`).
+Every build must carry a sha256 (a build without one is refused, :class:`UnverifiedBuild`)
+and be hosted where the shipped manifest's builds are (the engine's own release host) or on
+loopback (tests).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import json
 import re
@@ -18,10 +26,11 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 
-from . import config
+from . import config, manifest_keys
 from .paths import paths
 
 SCHEMA = 1
@@ -31,11 +40,25 @@ ARCHIVES = ("tar.gz", "zip")
 DEVICE_ENV = {"cuda12": "CUDA0", "vulkan": "Vulkan0", "metal": "MTL0", "cpu": "CPU"}
 """The GGML_BACKEND value that selects each backend's device (ggml's device names)."""
 MAX_MANIFEST_BYTES = 4 * 2**20
+MAX_SIGNATURE_BYTES = 1024
+MAX_REDIRECTS = 5
 FETCH_TIMEOUT = 20.0
+BUILTIN_SOURCE = "builtin"
+NO_PUBLISHED_MANIFEST = ("No signed engine manifest is published: new engine builds come with "
+                         "new versions of Cantor. Checked against the manifest built into "
+                         "this version.")
 
 
 class ManifestError(Exception):
     """The manifest cannot be read, or one of its builds is not acceptable."""
+
+
+class ManifestUnreachable(ManifestError):
+    """The published manifest or its signature could not be fetched (network, HTTP status)."""
+
+
+class ManifestRefused(ManifestError):
+    """A fetched manifest without a valid signature by a trusted key: never used."""
 
 
 class UnverifiedBuild(ManifestError):
@@ -129,7 +152,7 @@ def _parse_build(family: str, index: int, entry: Any) -> Build:
     if arch not in ARCHES:
         raise ManifestError(f"{where}: unknown arch {arch!r}; one of {', '.join(ARCHES)}")
     url = _need(entry, "url", where)
-    problem = config.check_download_url(url)
+    problem = config.check_download_url(url) or _check_build_host(url)
     if problem:
         raise ManifestError(f"{where}: url {url!r} is not allowed: {problem}")
     size = entry.get("size")
@@ -153,6 +176,27 @@ def _parse_build(family: str, index: int, entry: Any) -> Build:
     return Build(family=family, backend=backend, os=os_name, arch=arch, version=version,
                  url=url, sha256=sha.lower(), size=size, archive=archive,
                  executable="/".join(parts), env=dict(env))
+
+
+def _builtin_bytes() -> bytes:
+    return resources.files("cantor_desktop").joinpath("data/engines.json").read_bytes()
+
+
+@functools.lru_cache(maxsize=1)
+def build_hosts() -> tuple[str, ...]:
+    """The hosts the shipped manifest downloads builds from (the engine's release host)."""
+    data = json.loads(_builtin_bytes().decode("utf-8-sig"))
+    hosts = {urlparse(b["url"]).hostname.lower()
+             for fam in data["families"].values() for b in fam["builds"]}
+    return tuple(sorted(hosts))
+
+
+def _check_build_host(url: str) -> str | None:
+    host = (urlparse(url).hostname or "").lower()
+    if host in build_hosts() or config.is_loopback_host(host):
+        return None
+    return (f"builds are downloaded only from {', '.join(build_hosts())} (the hosts the "
+            f"manifest shipped with Cantor names) or loopback, not {host}")
 
 
 def parse(data: Any, source: str) -> Manifest:
@@ -193,8 +237,7 @@ def parse_bytes(raw: bytes, source: str) -> Manifest:
 
 def load_builtin() -> Manifest:
     """The copy shipped inside the package."""
-    raw = resources.files("cantor_desktop").joinpath("data/engines.json").read_bytes()
-    return parse_bytes(raw, "builtin")
+    return parse_bytes(_builtin_bytes(), BUILTIN_SOURCE)
 
 
 def builds_for(family: str, backend: str, os: str, arch: str,
@@ -205,7 +248,8 @@ def builds_for(family: str, backend: str, os: str, arch: str,
 
 
 def manifest_url() -> str:
-    """CANTOR_MANIFEST_URL, else node.toml engines.manifest (a broken node.toml: the default)."""
+    """CANTOR_MANIFEST_URL, else node.toml engines.manifest; "" = the built-in manifest only
+    (also when node.toml is broken)."""
     cfg, _problem = config.load_or_defaults()
     return cfg.manifest_url()
 
@@ -214,43 +258,107 @@ def _cache_file(url: str) -> Path:
     return paths().manifest_cache_file(hashlib.sha256(url.encode()).hexdigest()[:16])
 
 
+def _sig_file(cache: Path) -> Path:
+    return cache.with_name(cache.name + ".sig")
+
+
+async def _get_capped(client: httpx.AsyncClient, url: str, cap: int, what: str) -> bytes:
+    """GET ``url``, checking every redirect hop, streaming the body and stopping past ``cap``
+    bytes: memory stays bounded whatever the server sends."""
+    request = client.build_request("GET", url, headers={"Accept-Encoding": "identity"})
+    for _hop in range(MAX_REDIRECTS + 1):
+        resp = await client.send(request, stream=True, follow_redirects=False)
+        try:
+            if resp.is_redirect:
+                nxt = resp.next_request
+                if nxt is None:
+                    raise ManifestUnreachable(f"{what} {url}: a redirect without a Location")
+                problem = config.check_download_url(str(nxt.url))
+                if problem:
+                    raise ManifestRefused(f"{what} {url}: refused, it redirects to {nxt.url}, "
+                                          f"which is not allowed; expected {problem}")
+                request = nxt
+                continue
+            if resp.status_code != 200:
+                raise ManifestUnreachable(f"{what} {url}: HTTP {resp.status_code}")
+            encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise ManifestRefused(f"{what} {url}: refused, it is sent {encoding}-encoded; "
+                                      f"serve it as is")
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise ManifestRefused(f"{what} {url}: refused, it is larger than {cap} bytes "
+                                      f"({declared} declared)")
+            body = bytearray()
+            async for chunk in resp.aiter_raw():
+                body += chunk
+                if len(body) > cap:
+                    raise ManifestRefused(f"{what} {url}: refused, it is larger than {cap} "
+                                          f"bytes (cut off while streaming)")
+            return bytes(body)
+        finally:
+            await resp.aclose()
+    raise ManifestUnreachable(f"{what} {url}: more than {MAX_REDIRECTS} redirects")
+
+
+def _verified(raw: bytes, sig: bytes, url: str) -> Manifest:
+    try:
+        manifest_keys.verify(raw, sig)
+    except manifest_keys.SignatureRefused as exc:
+        raise ManifestRefused(f"manifest {url}: refused, {exc}") from None
+    return parse_bytes(raw, url)
+
+
 async def fetch(url: str | None = None, *, client: httpx.AsyncClient | None = None,
                 timeout: float = FETCH_TIMEOUT) -> Manifest:
-    """Fetch and validate the published manifest; keep a copy for offline status."""
-    url = url or manifest_url()
+    """Fetch the published manifest and its signature, verify and validate it; keep a copy
+    (with the signature) for offline status. ManifestRefused when it is not signed by a
+    trusted key, ManifestUnreachable when it cannot be fetched."""
+    url = url if url is not None else manifest_url()
+    if not url:
+        raise ManifestError("no engine manifest URL is set (node.toml engines.manifest, "
+                            "CANTOR_MANIFEST_URL): " + NO_PUBLISHED_MANIFEST)
     problem = config.check_download_url(url)
     if problem:
         raise ManifestError(f"manifest URL {url!r} is not allowed: {problem}")
     own = client is None
-    client = client or httpx.AsyncClient(follow_redirects=True, timeout=timeout)
+    client = client or httpx.AsyncClient(timeout=timeout)
     try:
-        resp = await client.get(url)
-        if resp.status_code != 200:
-            raise ManifestError(f"manifest {url}: HTTP {resp.status_code}")
-        if len(resp.content) > MAX_MANIFEST_BYTES:
-            raise ManifestError(f"manifest {url}: larger than {MAX_MANIFEST_BYTES} bytes")
-        final = str(resp.url)
-        if config.check_download_url(final):
-            raise ManifestError(f"manifest {url}: redirected to {final}, which is not allowed")
-        manifest = parse_bytes(resp.content, url)
+        async with asyncio.timeout(3 * timeout):     # a server dripping bytes ends too
+            raw = await _get_capped(client, url, MAX_MANIFEST_BYTES, "manifest")
+            try:
+                sig = await _get_capped(client, url + ".sig", MAX_SIGNATURE_BYTES, "signature")
+            except ManifestUnreachable as exc:
+                raise ManifestRefused(f"manifest {url}: refused, it has no signature ({exc}); "
+                                      f"an unsigned manifest is never used") from None
     except httpx.HTTPError as exc:
-        raise ManifestError(f"manifest {url}: cannot fetch it ({exc or type(exc).__name__})") \
+        raise ManifestUnreachable(f"manifest {url}: cannot fetch it "
+                                  f"({exc or type(exc).__name__})") from None
+    except TimeoutError:
+        raise ManifestUnreachable(f"manifest {url}: not fetched within {3 * timeout:g} s") \
             from None
     finally:
         if own:
             await client.aclose()
+    manifest = _verified(raw, sig, url)
+    cache = _cache_file(url)
     try:
-        config.write_atomic(_cache_file(url), resp.content)
+        config.write_atomic(_sig_file(cache), sig)
+        config.write_atomic(cache, raw)
     except OSError:
         pass
     return manifest
 
 
 def cached(url: str | None = None) -> Manifest | None:
-    """The last published manifest fetched from ``url``, if one is on disk and valid."""
-    path = _cache_file(url or manifest_url())
+    """The last published manifest fetched from ``url``, if one is on disk and still verifies
+    with today's trusted keys."""
+    url = url if url is not None else manifest_url()
+    if not url:
+        return None
+    path = _cache_file(url)
     try:
-        return parse_bytes(path.read_bytes(), url or manifest_url())
+        return _verified(path.read_bytes(), _sig_file(path).read_bytes(), url)
     except (OSError, ManifestError):
         return None
 
@@ -261,13 +369,18 @@ def current() -> Manifest:
 
 
 async def fetch_or_fallback() -> tuple[Manifest, str]:
-    """For install and --use: the published manifest, or (offline) the last copy or the
-    builtin one, with a note saying which."""
+    """For install and --use: the published manifest, or the built-in one (no published
+    one set, or the published one refused), or offline the last verified copy, with a note
+    saying which."""
     url = manifest_url()
+    if not url:
+        return load_builtin(), ""
     try:
         return await fetch(url), ""
-    except ManifestError as exc:
+    except ManifestUnreachable as exc:
         fallback = cached(url)
         if fallback is not None:
             return fallback, f"{exc}; using the copy fetched earlier"
+        return load_builtin(), f"{exc}; using the manifest built into Cantor"
+    except ManifestError as exc:
         return load_builtin(), f"{exc}; using the manifest built into Cantor"

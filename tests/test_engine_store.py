@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
+import stat
+import tracemalloc
 
 import pytest
 
 from cantor_desktop import config, download, engine_store, manifest
 from cantor_desktop.paths import paths
-from support.fake_builds import BuildServer, never_ready_script, unsafe_archive
+from support.fake_builds import HUGE_LINK, BuildServer, never_ready_script, unsafe_archive
 
 
 def _build(srv: BuildServer, backend: str, **kw) -> manifest.Build:
@@ -142,3 +145,148 @@ def test_two_installs_at_once_download_once(tmp_path):
         (a, fa), (b, fb) = asyncio.run(both())
         assert srv.downloads(archive) == 1 and [fa, fb].count(True) == 1
     assert (a.path / "lib.so").read_bytes() == (b.path / "lib.so").read_bytes()
+
+
+# -- hostile archives: links, modes, entry counts, zip links (real archives, built here) ------
+
+def _links_outside(dest) -> list[str]:
+    real = os.path.realpath(dest)
+    return [str(p) for p in dest.rglob("*") if p.is_symlink()
+            and not (os.path.realpath(p) + os.sep).startswith(real + os.sep)]
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+@pytest.mark.parametrize("how", ["link_chain", "link_chain_write"])
+def test_link_chain_through_dot_is_refused(tmp_path, kind, how):
+    """`a -> .` then `a/a/esc -> ../../etc`: each link looks harmless as text once joined to
+    its name; judged by where it resolves, the second leads out."""
+    dest = tmp_path / "x" / "y" / "dest"
+    (tmp_path / "x" / "etc").mkdir(parents=True)
+    archive = unsafe_archive(tmp_path / f"bad.{kind}", how, kind)
+    with pytest.raises(engine_store.UnsafeArchive, match="esc"):
+        engine_store.unpack(archive, kind, dest)
+    assert _links_outside(dest) == []
+    assert list((tmp_path / "x" / "etc").iterdir()) == []
+
+
+def test_link_chain_install_leaves_nothing(tmp_path):
+    with BuildServer(tmp_path / "srv") as srv:
+        srv.add("cpu", unsafe_archive(srv.folder / "chain.tar.gz", "link_chain_write"))
+        with pytest.raises(engine_store.UnsafeArchive):
+            asyncio.run(engine_store.install(_build(srv, "cpu")))
+    folder = paths().engine_backend_dir("acestep", "cpu")
+    assert engine_store.installed("acestep", "cpu") is None
+    assert not list(folder.glob(".staging-*")) and not (folder.parent / "etc").exists()
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_links_inside_their_folder_still_work(tmp_path, kind):
+    """What engine archives really hold: versioned .so links, a folder link, even `a -> .`."""
+    import tarfile
+    import zipfile
+    archive = tmp_path / f"ok.{kind}"
+    links = {"lib/libggml.so": "libggml.so.1", "current": "lib", "a": ".",
+             "lib/self": "./libggml.so.1"}
+    if kind == "tar.gz":
+        with tarfile.open(archive, "w:gz") as tf:
+            info = tarfile.TarInfo("lib/libggml.so.1")
+            info.size = 3
+            tf.addfile(info, io.BytesIO(b"elf"))
+            for name, target in links.items():
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = tarfile.SYMTYPE, target
+                tf.addfile(info)
+    else:
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("lib/libggml.so.1", b"elf")
+            for name, target in links.items():
+                info = zipfile.ZipInfo(name)
+                info.create_system = 3
+                info.external_attr = (stat.S_IFLNK | 0o777) << 16
+                zf.writestr(info, target)
+    dest = tmp_path / "dest"
+    engine_store.unpack(archive, kind, dest)
+    assert (dest / "lib" / "libggml.so").read_bytes() == b"elf"
+    assert (dest / "current" / "libggml.so.1").read_bytes() == b"elf"
+    assert (dest / "a" / "a" / "lib" / "self").read_bytes() == b"elf"
+    assert os.readlink(dest / "lib" / "libggml.so") == "libggml.so.1"
+
+
+@pytest.mark.parametrize("target", ["..", "../lib", "sub/../../x", "/etc", "C:/x", "\\\\srv\\x"])
+def test_link_targets_with_dotdot_or_absolute_refused(tmp_path, target):
+    import tarfile
+    archive = tmp_path / "l.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        info = tarfile.TarInfo("d/link")
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        tf.addfile(info)
+    with pytest.raises(engine_store.UnsafeArchive, match="only point inside its own folder"):
+        engine_store.unpack(archive, "tar.gz", tmp_path / "dest")
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_setuid_and_world_writable_modes_masked(tmp_path, kind):
+    archive = unsafe_archive(tmp_path / f"suid.{kind}", "setuid", kind)
+    dest = tmp_path / "dest"
+    names = engine_store.unpack(archive, kind, dest)
+    assert {"suid", "lib/sgid"} <= set(names)
+    for name in ("suid", "lib/sgid"):
+        mode = stat.S_IMODE((dest / name).stat().st_mode)
+        assert mode == 0o755, oct(mode)           # executable kept; 0o6777 → 0o755
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_twenty_thousand_tiny_entries_refused(tmp_path, kind):
+    archive = unsafe_archive(tmp_path / f"many.{kind}", "many", kind)
+    assert archive.stat().st_size < 3 * 2**20
+    dest = tmp_path / "dest"
+    with pytest.raises(engine_store.UnsafeArchive, match="more than 4096"):
+        engine_store.unpack(archive, kind, dest)
+    written = sum(1 for _ in dest.rglob("*"))
+    if kind == "zip":
+        assert written == 0                       # counted from the directory, before writing
+    else:
+        assert written <= engine_store.MAX_ENTRIES + 1   # a stream: stopped at the cap
+
+
+def test_huge_zip_link_entry_is_never_read_whole(tmp_path):
+    archive = unsafe_archive(tmp_path / "link.zip", "huge_link", "zip")
+    assert archive.stat().st_size < 2**20 < HUGE_LINK
+    tracemalloc.start()
+    try:
+        with pytest.raises(engine_store.UnsafeArchive, match="target"):
+            engine_store.unpack(archive, "zip", tmp_path / "dest")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, f"{peak} bytes held for a {HUGE_LINK}-byte link entry"
+    assert not (tmp_path / "dest" / "lib").exists()
+
+
+def test_zip_link_target_just_over_the_cap_refused(tmp_path):
+    import zipfile
+    archive = tmp_path / "lie.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        info = zipfile.ZipInfo("lib")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(info, b"x" * (engine_store.MAX_LINK_TARGET + 10))
+    with pytest.raises(engine_store.UnsafeArchive, match="target"):
+        engine_store.unpack(archive, "zip", tmp_path / "dest")
+
+
+def test_zip64_directory_count_is_read_from_the_zip64_record(tmp_path, monkeypatch):
+    """A zip64 archive says 0xFFFF in the plain end record; the real count is in the zip64
+    record. Built with a lowered zip64 threshold so 20 entries make one."""
+    import zipfile
+    archive = tmp_path / "z64.zip"
+    with monkeypatch.context() as m:
+        m.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 10)
+        with zipfile.ZipFile(archive, "w") as zf:
+            for i in range(20):
+                zf.writestr(f"f{i}", b"x")
+    assert b"PK\x06\x06" in archive.read_bytes()           # a zip64 end record is there
+    assert engine_store._zip_directory(archive)[0] == 20
+    assert len(engine_store.unpack(archive, "zip", tmp_path / "ok", max_entries=30)) == 20
+    with pytest.raises(engine_store.UnsafeArchive, match="20 entries"):
+        engine_store.unpack(archive, "zip", tmp_path / "no", max_entries=15)

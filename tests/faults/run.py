@@ -126,7 +126,18 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "cut at 50 random offsets resumes byte-identical; a flipped byte is refused and never "
         "installed; a full disk (tmpfs) is a clear error that keeps the partial file.",
         "- **archives** (`test_archive_faults.py`): absolute paths, `..`, links out, hard links, "
-        "zip bombs are refused and nothing is written outside.",
+        "zip bombs, the link chain `a -> .` then `a/a/esc -> ../../etc` (tar and zip), 20 000 "
+        "tiny entries and a 48 MiB zip \"symlink\" entry are refused, nothing is written "
+        "outside, no link leads out and memory stays under 8 MiB; setuid/setgid 0o6777 files "
+        "are unpacked as 0o755.",
+        "- **manifests** (`test_manifest_faults.py`): unsigned, tampered (a byte, a build "
+        "added, line endings), wrongly keyed and malformed signatures, a signature of another "
+        "manifest, signed builds on a foreign, look-alike or plain-http host, a forbidden "
+        "middle redirect hop (manifest and .sig; evil.example is never asked), file:// and "
+        "endless redirects, endless, 1 GB-declared and gzip bodies, an endless .sig: each "
+        "refused with the reason, the built-in manifest kept, nothing cached, memory under "
+        "16 MiB; a signed manifest, direct and through loopback redirects, is accepted (the "
+        "control).",
         "- **node.toml** (`test_config_faults.py`): 40 malformed or hostile files (bad types, "
         "1e400, 10**30, NaN, dates, 10000-deep arrays, tables where values belong and back, "
         "duplicate keys, BOMs, UTF-16, Latin-1, NUL bytes, lone CR, 1 MB strings, random "

@@ -11,8 +11,8 @@ Builds are real tar.gz/zip archives holding an executable ``ace-server`` shell s
 - ``never_ready``: sleeps; never answers /health.
 - ``fallback``: the sketch engine forced to the CPU whatever it is asked (a silent fall-back).
 
-Unsafe archives (absolute path, ``..``, symlink out, hard link out, zip bomb) are made by
-:func:`unsafe_archive`.
+Unsafe archives (absolute path, ``..``, symlink out, hard link out, zip bomb, a link chain
+out, setuid modes, too many entries, a huge zip link) are made by :func:`unsafe_archive`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 from cantor_desktop import selfexec
 
 from .http_files import FileServer
+from .signed_manifests import serve_signed
 
 GPU_ENGINE = r'''
 import json, os, secrets, sys, threading
@@ -129,14 +130,29 @@ def make_archive(path: Path, files: dict[str, bytes], kind: str = "tar.gz",
     return path
 
 
+MANY_ENTRIES = 20_000
+HUGE_LINK = 48 * 2**20      # under the ratio check's free allowance: only the link cap stops it
+
+
 def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
     """An archive that tries to write outside its folder (or a bomb). ``how`` ∈ absolute,
-    dotdot, symlink_out, symlink_abs, hardlink_out, bomb, symlink_then_write."""
+    dotdot, symlink_out, symlink_abs, hardlink_out, bomb, symlink_then_write (tar only),
+    link_chain (``a -> .`` then ``a/a/esc -> ../../etc``), link_chain_write (the same, then a
+    file written through ``esc``), setuid (mode 0o6777 files: unpacked, masked to 0o755),
+    many (20 000 empty files), huge_link (zip only: a 48 MiB "symlink" entry)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = b"escaped\n"
     if kind == "zip":
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("ace-server", working_script())
+
+            def link(name: str, target: bytes | str) -> None:
+                info = zipfile.ZipInfo(name)
+                info.create_system = 3
+                info.external_attr = (stat.S_IFLNK | 0o777) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, target)
+
             if how == "absolute":
                 info = zipfile.ZipInfo("placeholder")
                 info.filename = "/tmp/cantor-escape-abs"
@@ -149,6 +165,22 @@ def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
                 zf.writestr(info, "../.." if how == "symlink_out" else "/etc")
             elif how == "bomb":
                 zf.writestr("zeros.bin", b"\0" * (80 * 2**20))
+            elif how in ("link_chain", "link_chain_write"):
+                link("a", ".")
+                link("a/a/esc", "../../etc")
+                if how == "link_chain_write":
+                    zf.writestr("a/a/esc/escaped.txt", payload)
+            elif how == "setuid":
+                for name in ("suid", "lib/sgid"):
+                    info = zipfile.ZipInfo(name)
+                    info.create_system = 3
+                    info.external_attr = (stat.S_IFREG | 0o6777) << 16
+                    zf.writestr(info, payload)
+            elif how == "many":
+                for i in range(MANY_ENTRIES):
+                    zf.writestr(f"f/{i}", b"")
+            elif how == "huge_link":
+                link("lib", b"a" * HUGE_LINK)
             else:
                 raise ValueError(how)
         return path
@@ -177,6 +209,21 @@ def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
             add("passwd", type_=tarfile.LNKTYPE, linkname="../../etc/passwd")
         elif how == "bomb":
             add("zeros.bin", fileobj=_Zeros(80 * 2**20), size=80 * 2**20)
+        elif how in ("link_chain", "link_chain_write"):
+            add("a", type_=tarfile.SYMTYPE, linkname=".")
+            add("a/a/esc", type_=tarfile.SYMTYPE, linkname="../../etc")
+            if how == "link_chain_write":
+                add("a/a/esc/escaped.txt", payload)
+        elif how == "setuid":
+            for name in ("suid", "lib/sgid"):
+                info = tarfile.TarInfo(name)
+                info.mode = 0o6777
+                info.size = len(payload)
+                tf.addfile(info, io.BytesIO(payload))
+        elif how == "many":
+            for i in range(MANY_ENTRIES):
+                info = tarfile.TarInfo(f"f/{i}")
+                tf.addfile(info, io.BytesIO(b""))
         else:
             raise ValueError(how)
     return path
@@ -198,7 +245,8 @@ def sha256_of(path: Path) -> str:
 
 @dataclass
 class BuildServer:
-    """A FileServer on 127.0.0.1 publishing test builds and a manifest at /manifest.json."""
+    """A FileServer on 127.0.0.1 publishing test builds and a manifest at /manifest.json,
+    signed by the tests' key (/manifest.json.sig)."""
 
     folder: Path
     server: FileServer = field(default_factory=FileServer)
@@ -252,8 +300,8 @@ class BuildServer:
         for e in self.entries:
             body = {k: v for k, v in e.items() if k != "family"}
             fams.setdefault(e["family"], {"builds": []})["builds"].append(body)
-        self.server.add_json("/manifest.json", {"schema": 1, "published": "test",
-                                                "families": fams})
+        self.manifest_raw = serve_signed(self.server, "/manifest.json",
+                                         {"schema": 1, "published": "test", "families": fams})
 
     def downloads(self, archive: Path) -> int:
         return sum(1 for r in self.server.requests_for("/builds/" + archive.name)
