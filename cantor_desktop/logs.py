@@ -10,6 +10,10 @@ from pathlib import Path
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 5
+QUIET = ("httpx", "httpcore", "uvicorn", "uvicorn.error", "uvicorn.access", "hpack",
+         "urllib3", "keyring", "asyncio", "qasync")
+"""Libraries whose INFO lines are one per request or per poll (the app's health check every
+few seconds was 5 of every 6 lines of app.log): warnings and worse only."""
 
 
 def rotating_handler(path: Path) -> logging.Handler:
@@ -31,6 +35,8 @@ def setup(log_file: Path, *, stderr_level: int | None = None, level: int = loggi
     file_handler = rotating_handler(log_file)
     file_handler._cantor = True  # type: ignore[attr-defined]
     root.addHandler(file_handler)
+    for chatty in QUIET:
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     if stderr_level is not None:
         err = logging.StreamHandler(sys.stderr)
         err.setLevel(stderr_level)

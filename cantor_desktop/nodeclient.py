@@ -238,8 +238,15 @@ class NodeClient:
 
     # -- songs ---------------------------------------------------------------------------
 
+    async def queue_song(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Queue a song: ``{"id", "state", "model"[, "note"]}`` — a note when the node chose
+        for the user (the Sketch on a machine with no ACE-Step model yet)."""
+        answer = await self._json("POST", "/v1/songs", json=request)
+        check_song_id(answer.get("id"))
+        return answer
+
     async def submit_song(self, request: dict[str, Any]) -> str:
-        return check_song_id((await self._json("POST", "/v1/songs", json=request))["id"])
+        return (await self.queue_song(request))["id"]
 
     async def songs(self, state: str | None = None) -> list[dict[str, Any]]:
         params = {"state": state} if state else None

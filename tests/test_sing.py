@@ -131,3 +131,23 @@ def test_every_stage_received_is_shown_and_done_ends_at_100(monkeypatch):
     assert EventShower(ProgressBar(late))(fold("done", {}, Song(id="0123456789abcdef",
                                                               request={}))) is True
     assert late.getvalue().splitlines() == ["[" + "#" * 28 + "] 100.0%  done"]
+
+
+def test_a_fresh_machine_sings_the_readme_example_with_the_sketch_and_says_so(cantor_home, tmp_path):
+    """No node.toml, no model: `cantor sing "lofi"` (the README's first example) fails no
+    more; the node makes it with the Sketch and the CLI names both next steps."""
+    port = free_port()
+    (cantor_home / "node.toml").write_text(f'[node]\nport = {port}\n[songs]\n'
+                                           f'dir = "{cantor_home / "songs"}"\n')
+    folder = tmp_path / "Desktop" / "new"              # no extension: a folder, made
+    result = sing(cantor_home, "lofi", "--duration", "10", "-o", str(folder))
+    assert result.returncode == 0, result.stderr
+    printed = Path(result.stdout.strip())
+    assert printed.parent == folder and printed.suffix == ".wav" and printed.is_file()
+    assert "no ACE-Step model is installed" in result.stderr
+    assert "cantor pull acestep-v15-turbo" in result.stderr and "--model sketch" in result.stderr
+    # a named file without the format's extension gets it
+    named = sing(cantor_home, "lofi", "--duration", "10", "--format", "flac",
+                 "-o", str(tmp_path / "take.song"))
+    assert named.returncode == 0, named.stderr
+    assert Path(named.stdout.strip()) == tmp_path / "take.song.flac"

@@ -202,3 +202,21 @@ def _answers(url: str) -> bool:
         return httpx.get(url + "/v1/health", timeout=0.5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_the_first_close_to_the_tray_says_so_once(qapp, qloop):
+    s = shell(qapp, start_child=False)
+    told: list[str] = []
+    s.tray.tell = lambda title, text: told.append(text)
+    s.window.keep_in_tray = True
+    for _ in range(3):
+        s.window.show()
+        s.window.close()
+        assert not s.window.isVisible()            # still running, in the tray
+    assert len(told) == 1 and "Quit from the tray" in told[0]
+    again = shell(qapp, start_child=False)         # a later start of the app: not again
+    again.tray.tell = lambda title, text: told.append(text)
+    again.window.keep_in_tray = True
+    again.window.show()
+    again.window.close()
+    assert len(told) == 1

@@ -96,3 +96,52 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
     finally:
         secrets.set_secret = real_set
     assert threads and threading.main_thread().name not in threads
+
+
+def test_the_wheel_scrolls_the_page_and_changes_no_value_it_was_not_given(qtbot):
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    page.resize(700, 300)
+    page.show()
+    qtbot.waitExposed(page)
+    combo, spin = page.fields["songs.format"], page.fields["node.port"]
+    before = (combo.currentText(), spin.value())
+
+    def wheel(widget) -> None:
+        pos = QPointF(widget.rect().center())
+        event = QWheelEvent(pos, QPointF(widget.mapToGlobal(pos.toPoint())), QPoint(0, 0),
+                            QPoint(0, -120), Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)
+        QApplication.sendEvent(widget, event)
+
+    page.save_button.setFocus()
+    wheel(combo)
+    wheel(spin)
+    assert (combo.currentText(), spin.value()) == before       # unfocused: nothing changed
+    page.activateWindow()
+    spin.setFocus()
+    qtbot.waitUntil(spin.hasFocus, timeout=2000)
+    wheel(spin)
+    assert spin.value() != before[1]                            # focused: the wheel works
+
+
+def test_the_default_model_is_a_choice_of_installed_models(qtbot, qloop):
+    from cantor_desktop.ui.node_link import NodeLink
+    config.update({"models.default": "acestep-v15-xl-base-Q8_0"})
+    link = NodeLink(start_child=False)
+    page = SettingsPage(link)
+    qtbot.addWidget(page)
+    link.models = [{"name": "sketch", "state": "ready"},          # as the node lists them
+                   {"name": "acestep-v15-turbo-Q8_0", "state": "ready"},
+                   {"name": "acestep-v15-sft-Q8_0", "state": "available"}]
+    link.models_loaded.emit(link.models)
+    combo = page.fields["models.default"]
+    items = [combo.itemData(i) for i in range(combo.count())]
+    assert items == ["sketch", "acestep-v15-turbo-Q8_0", "acestep-v15-xl-base-Q8_0"]
+    assert combo.currentText() == "acestep-v15-xl-base-Q8_0 (not installed)"   # kept, named
+    combo.setCurrentIndex(1)
+    page.save()
+    assert config.load().get("models.default") == "acestep-v15-turbo-Q8_0"

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..song import Song, SongEvent, SongState
+from ..song import Song, SongEvent, SongState, Take
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -28,7 +28,8 @@ def register(sub) -> None:
     lyr = p.add_mutually_exclusive_group()
     lyr.add_argument("--lyrics", metavar="TEXT|@FILE",
                      help="the words to sing, or @FILE to read them from a file")
-    lyr.add_argument("--instrumental", action="store_true", help="no vocals (the default)")
+    lyr.add_argument("--instrumental", action="store_true",
+                     help="no vocals (also what a song without --lyrics gets)")
     p.add_argument("--duration", metavar="S", help="length in seconds (10-600; default: the model's choice)")
     p.add_argument("--bpm", metavar="N", help="tempo (30-300)")
     p.add_argument("--key", metavar="K", help='key, e.g. "F# minor"')
@@ -41,7 +42,9 @@ def register(sub) -> None:
     p.add_argument("--format", metavar="F", choices=SONG_FORMATS,
                    help=f"audio format: {', '.join(SONG_FORMATS)} (default: songs.format)")
     p.add_argument("-o", "--output", metavar="PATH",
-                   help="also copy the song to PATH (a file, or a folder)")
+                   help="also copy the song to PATH: a folder (made if missing; a path "
+                        "without an extension is one), or a file name (the format's "
+                        "extension is added when it has another)")
     add_node_option(p)
     p.set_defaults(func=run)
 
@@ -145,6 +148,21 @@ class ProgressBar:
             self.last = ""
 
 
+def output_path(dest: Path, take: "Take", *, many: bool) -> Path:
+    """Where ``-o`` puts a take: into a folder (an existing one, or a path without an
+    extension, made now), or as a file named by the user with the take's own extension
+    (``_takeN`` added when the song has several)."""
+    ext = Path(take.file_name).suffix
+    if dest.is_dir() or not dest.suffix:
+        dest.mkdir(parents=True, exist_ok=True)
+        return dest
+    if dest.suffix.lower() != ext.lower():
+        dest = dest.with_name(dest.name + ext)
+    if many:
+        dest = dest.with_name(f"{dest.stem}_take{take.n}{dest.suffix}")
+    return dest
+
+
 def given_token() -> str | None:
     """The token the user gave for a node (CANTOR_NODE_TOKEN); None lets the client find this
     home's own."""
@@ -177,7 +195,10 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
     try:
         async with NodeClient(url, token=private.token if private else given_token()) as node:
             try:
-                song_id = await node.submit_song(request)
+                answer = await node.queue_song(request)
+                song_id = answer["id"]
+                if answer.get("note"):
+                    print(f"cantor sing: {answer['note']}", file=sys.stderr)
             except NodeError as exc:
                 print(f"cantor sing: {exc.message}", file=sys.stderr)
                 if exc.type == "model_not_found" and request.get("model") != "sketch":
@@ -194,9 +215,8 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
                 for take in song.takes:
                     path = Path(take.audio)
                     if output:
-                        dest = Path(output).expanduser()
-                        if len(song.takes) > 1 and not dest.is_dir():
-                            dest = dest.with_name(f"{dest.stem}_take{take.n}{dest.suffix}")
+                        dest = output_path(Path(output).expanduser(), take,
+                                           many=len(song.takes) > 1)
                         path = await node.audio(song_id, dest, take=take.n)
                     print(path)
                 return EXIT_OK

@@ -99,6 +99,7 @@ class NodeState:
                            running=self.backend_action)
         self.backend_action = what
         released = False
+        log.info("backend %s started", what)
 
         def release() -> None:
             nonlocal released
@@ -108,10 +109,16 @@ class NodeState:
                 self._hardware = None          # an install can change what the probe sees
 
         async def stream():
+            ended = "ended before it finished (the client went away)"
             try:
                 async for chunk in progress_stream(work):
+                    if chunk.startswith(b"event: done"):
+                        ended = "done"
+                    elif chunk.startswith(b"event: error"):
+                        ended = "failed: " + _sse_message(chunk)
                     yield chunk
             finally:
+                log.info("backend %s %s", what, ended)
                 release()
 
         body = stream()
@@ -237,9 +244,10 @@ def _model_json(m: Any) -> dict[str, Any]:
     return {"name": str(m)}
 
 
-def installed_names() -> list[str]:
+def installed_names(acestep_only: bool = False) -> list[str]:
     from ..models.library import READY
-    return [m["name"] for m in library_models() if m.get("state") == READY]
+    return [m["name"] for m in library_models() if m.get("state") == READY
+            and not (acestep_only and m["name"] == SKETCH)]
 
 
 def check_model(name: str) -> None:
@@ -257,16 +265,27 @@ def check_model(name: str) -> None:
                         f"{', '.join(names)}", "model_not_found", "model", installed=names)
 
 
-def _validated(body: Any, cfg: config.Config) -> dict[str, Any]:
+NO_MODEL_YET = ("no ACE-Step model is installed yet, so this song is made by the built-in "
+                "Sketch (procedural, no AI). For ACE-Step: `cantor pull acestep-v15-turbo` "
+                "(or Library → Download in the app); to choose the Sketch on purpose: "
+                "--model sketch")
+
+
+def _validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | None]:
+    """The checked request, and a note for the user when the node chose for them: a song
+    that names no model on a machine without any ACE-Step model is made by the Sketch."""
     try:
         req = validate(body, default_format=cfg.get("songs.format"))
     except RequestError as exc:
         raise ApiError(422, exc.message if exc.message.startswith(exc.field)
                        else f"{exc.field}: {exc.message}", field=exc.field) from None
     data = req.to_dict()
+    note = None
     data["model"] = model_name(data, cfg)
+    if req.model is None and data["model"] != SKETCH and not installed_names(acestep_only=True):
+        data["model"], note = SKETCH, NO_MODEL_YET
     check_model(data["model"])
-    return data
+    return data, note
 
 
 def _song(n: NodeState, song_id: str) -> Song:
@@ -364,6 +383,15 @@ async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable
     finally:
         if not task.done():
             task.cancel()
+
+
+def _sse_message(chunk: bytes) -> str:
+    """The message of one ``error`` SSE event (for the log)."""
+    _, _, data = chunk.decode("utf-8", "replace").partition("\ndata: ")
+    try:
+        return str(json.loads(data).get("message") or data.strip())
+    except (ValueError, AttributeError):
+        return data.strip()
 
 
 def _jsonable(value: Any) -> Any:
@@ -513,7 +541,18 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(404, f"name: {exc}", "model_not_found", "name") from None
 
         async def work(emit):
-            return await pull_model(name.strip(), on_event=lambda ev: emit(*_event_json(ev)))
+            log.info("download of %s started", name.strip())
+            try:
+                result = await pull_model(name.strip(),
+                                          on_event=lambda ev: emit(*_event_json(ev)))
+            except asyncio.CancelledError:
+                log.info("download of %s stopped (its .part files are kept)", name.strip())
+                raise
+            except Exception as exc:
+                log.warning("download of %s failed: %s", name.strip(), exc)
+                raise
+            log.info("download of %s done", name.strip())
+            return result
 
         return StreamingResponse(progress_stream(work), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
@@ -539,12 +578,15 @@ def _routes(app: FastAPI) -> None:
         n = node(request)
         body = await json_body(request)
         cfg = _cfg()
-        data = await asyncio.to_thread(_validated, body, cfg)  # lists the model folder
+        data, note = await asyncio.to_thread(_validated, body, cfg)  # lists the model folder
         n.check_room(cfg.get("node.max_queue"))
         song = n.queue.add(data)
         n.runner.wake()
         await n.queue.flush()          # on disk before the 202: it survives a crash
-        return JSONResponse({"id": song.id, "state": str(song.state)}, status_code=202)
+        answer = {"id": song.id, "state": str(song.state), "model": data["model"]}
+        if note:
+            answer["note"] = note
+        return JSONResponse(answer, status_code=202)
 
     @app.get("/v1/songs")
     async def list_songs(request: Request, state: str | None = None, limit: int = 500):
@@ -673,7 +715,7 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(422, "body: must be a JSON object", field="body")
         data, steps = lemonade_request(body)
         try:
-            validated = await asyncio.to_thread(_validated, data, _cfg())
+            validated, _note = await asyncio.to_thread(_validated, data, _cfg())
         except ApiError as exc:
             if exc.field in LEMONADE_NAMES:
                 old, exc.field = exc.field, LEMONADE_NAMES[exc.field]

@@ -32,6 +32,18 @@ KEEP_FINISHED = 2000          # history kept on disk; the oldest finished songs 
 FILE_VERSION = 2              # 1: takes were called "files"
 
 
+def _brief(song: Song) -> str:
+    """A song request in one log line: model, length, caption (cut)."""
+    req = song.request
+    bits = [str(req.get("model") or "?")]
+    if req.get("duration"):
+        bits.append(f"{req['duration']:g} s")
+    if req.get("batch", 1) != 1:
+        bits.append(f"{req['batch']} takes")
+    caption = song.caption if len(song.caption) <= 60 else song.caption[:57] + "…"
+    return f"{', '.join(bits)}, “{caption}”"
+
+
 def _record(song: Song) -> dict[str, Any]:
     return song.to_json(private=True)
 
@@ -190,6 +202,7 @@ class SongQueue:
         self.songs[song.id] = song
         self.save()
         song.position = self.position(song)
+        log.info("song %s queued (#%d): %s", song.id, song.position + 1, _brief(song))
         self.hub.publish(SongEvent("added", song.id, song=song))
         self.hub.publish(self._queued_event(song))
         return song
@@ -227,6 +240,8 @@ class SongQueue:
         return SongEvent("queued", song.id, position=self.position(song))
 
     def start(self, song: Song, engine: dict[str, Any] | None = None) -> None:
+        log.info("song %s running (attempt %d): %s", song.id, song.attempts + 1,
+                 _brief(song))
         song.state, song.stage, song.progress, song.eta = RUNNING, None, 0.0, None
         song.error, song.started, song.finished, song.position = None, time.time(), None, None
         song.attempts += 1
@@ -270,15 +285,20 @@ class SongQueue:
             self.hub.publish(self.progress_event(song))
         song.takes = [Take.from_json(f, i + 1) for i, f in enumerate(files)]
         song.state, song.finished, song.eta = DONE, time.time(), None
+        log.info("song %s done in %.1f s: %s", song.id, song.finished - (song.started or
+                                                                        song.finished),
+                 ", ".join(t.file_name for t in song.takes))
         self.save()
         self.hub.publish(self.final_event(song))
 
     def finish_failed(self, song: Song, error: str) -> None:
+        log.warning("song %s failed: %s", song.id, error)
         song.state, song.error, song.finished, song.eta = FAILED, error, time.time(), None
         self.save()
         self.hub.publish(self.final_event(song))
 
     def finish_cancelled(self, song: Song) -> None:
+        log.info("song %s cancelled", song.id)
         song.state, song.finished, song.eta = CANCELLED, time.time(), None
         self.save()
         self.hub.publish(self.final_event(song))

@@ -88,6 +88,11 @@ class Tray(QObject):
             self.link.error.emit(f"Keep model loaded not saved: {text}")
         self.link.set_settings({"node.keep_loaded": on}, on_error=failed)
 
+    def tell(self, title: str, text: str) -> None:
+        """A message from the tray icon (where the system shows them)."""
+        if self.icon is not None:
+            self.icon.showMessage(title, text, self.icon.icon(), 8000)
+
     def notify_done(self, rec) -> None:
         self._last_song = rec.id
         if self.icon is not None and QSystemTrayIcon.supportsMessages():

@@ -273,5 +273,10 @@ class MainWindow(QMainWindow):
             event.ignore()
             self.hide()
             self.statusBar().showMessage("Cantor keeps running in the tray")
+            from . import app_state
+            if self.tray is not None and app_state.once("told_close_to_tray"):
+                self.tray.tell("Cantor is still running",
+                               "Closing the window keeps Cantor and its songs going in the "
+                               "tray. Quit from the tray icon's menu.")
             return
         super().closeEvent(event)

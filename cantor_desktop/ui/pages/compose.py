@@ -25,6 +25,7 @@ from ...song import Song, SongState
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
 from ..song_records import status_text
 from ..transfer import human_duration
+from ..widgets import ComboBox, SpinBox
 
 log = logging.getLogger(__name__)
 
@@ -81,15 +82,15 @@ class ComposePage(QWidget):
         self.duration.setPlaceholderText("auto (10–600 s)")
         self.bpm = QLineEdit()
         self.bpm.setPlaceholderText("auto (30–300)")
-        self.key = QComboBox()
+        self.key = ComboBox()
         self.key.setEditable(True)
         self.key.addItem("auto")
         self.key.addItems(KEYS)
-        self.time_signature = QComboBox()
+        self.time_signature = ComboBox()
         self.time_signature.addItem("auto", "")
         for ts in song_request.TIME_SIGNATURES:
             self.time_signature.addItem(f"{ts}/4", str(ts))
-        self.language = QComboBox()
+        self.language = ComboBox()
         self.language.addItem("auto", "")
         for code in song_request.LANGUAGES:
             if code != "unknown":
@@ -101,10 +102,10 @@ class ComposePage(QWidget):
         self.seed_lock.setToolTip("Lock: reuse this seed for every take; unlocked: a new random seed")
         seed_row.addWidget(self.seed, 1)
         seed_row.addWidget(self.seed_lock)
-        self.model = QComboBox()
-        self.format = QComboBox()
+        self.model = ComboBox()
+        self.format = ComboBox()
         self.format.addItems(config.SONG_FORMATS)
-        self.takes = QSpinBox()
+        self.takes = SpinBox()
         self.takes.setRange(*song_request.BATCH_RANGE)
         grid.addRow("Duration (s)", self.duration)
         grid.addRow("BPM", self.bpm)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QSpinBox, QVBoxLayout, QWidget)
 
 from ... import config
+from ..widgets import ComboBox, SpinBox
 from ...paths import paths
 
 POLL_MS = 500
@@ -155,6 +156,7 @@ class SettingsPage(QWidget):
         if link is not None:
             link.config_loaded.connect(lambda _values: self.reload())
             link.state_changed.connect(self._node_changed)
+            link.models_loaded.connect(lambda _models: self._model_choices())
         self.reload(force=True)
         self._node_changed()
 
@@ -193,11 +195,14 @@ class SettingsPage(QWidget):
             w = QCheckBox()
             w.toggled.connect(self._check)
         elif opt.choices:
-            w = QComboBox()
+            w = ComboBox()
             w.addItems(list(opt.choices))
             w.currentIndexChanged.connect(self._check)
+        elif opt.key == "models.default":           # a choice of what is installed
+            w = ComboBox()
+            w.currentIndexChanged.connect(self._check)
         elif opt.kind is int:
-            w = QSpinBox()
+            w = SpinBox()
             w.setRange(opt.minimum, opt.maximum)
             w.valueChanged.connect(self._check)
         else:
@@ -212,7 +217,7 @@ class SettingsPage(QWidget):
         if isinstance(w, QCheckBox):
             return w.isChecked()
         if isinstance(w, QComboBox):
-            return w.currentText()
+            return w.currentData() if w.currentData() is not None else w.currentText()
         if isinstance(w, QSpinBox):
             return w.value()
         return w.text()
@@ -222,6 +227,8 @@ class SettingsPage(QWidget):
         w.blockSignals(True)
         if isinstance(w, QCheckBox):
             w.setChecked(bool(value))
+        elif isinstance(w, QComboBox) and key == "models.default":
+            self._model_choices(str(value))
         elif isinstance(w, QComboBox):
             w.setCurrentText(str(value))
         elif isinstance(w, QSpinBox):
@@ -259,6 +266,23 @@ class SettingsPage(QWidget):
         self.save_button.setEnabled(ok and bool(self.changes()) and self.banner.isHidden())
         self.revert_button.setEnabled(bool(self.changes()))
         return ok
+
+    def _model_choices(self, current: str | None = None) -> None:
+        """The default model is chosen among the installed ones (and the Sketch); one set in
+        node.toml that is not installed is shown as such, never silently replaced."""
+        combo = self.fields["models.default"]
+        current = current if current is not None else self.value("models.default")
+        models = list(getattr(self.link, "models", None) or [])
+        names = ["sketch"] + [m["name"] for m in models if isinstance(m, dict)
+                              and m.get("state") == "ready" and m.get("name") != "sketch"]
+        combo.blockSignals(True)
+        combo.clear()
+        for name in names:
+            combo.addItem("Sketch — built-in, no AI model" if name == "sketch" else name, name)
+        if current and current not in names:
+            combo.addItem(f"{current} (not installed)", current)
+        combo.setCurrentIndex(max(0, combo.findData(current)))
+        combo.blockSignals(False)
 
     # -- file ---------------------------------------------------------------------------------
     def _poll(self) -> None:

@@ -1,0 +1,49 @@
+"""Logs that help: one node.log line per song state change (with the reason of a failure),
+per download and per backend action; no line per health poll in the app's log."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from test_node_support import SHORT, Node, until_state, write_config
+
+
+def test_node_log_tells_each_song_s_story(cantor_home):
+    write_config(cantor_home)
+
+    async def main():
+        node = await Node(cantor_home, env={"CANTOR_MANIFEST_URL": ""}).start()
+        try:
+            async with node.client() as c:
+                ok = await c.submit_song(SHORT)
+                await until_state(c, ok, ("done",))
+                bad = await c.submit_song({**SHORT, "model": "sketch", "format": "mp3",
+                                           "duration": 600})
+                await c.cancel(bad)
+                await until_state(c, bad, ("cancelled",))
+                async with node.http(timeout=30) as http:
+                    async with http.stream("POST", "/v1/backends/update") as r:
+                        async for _ in r.aiter_lines():
+                            pass
+            return ok, bad
+        finally:
+            await node.stop()
+
+    ok, bad = asyncio.run(main())
+    text = (cantor_home / "logs" / "node.log").read_text()
+    for needle in (f"song {ok} queued", f"song {ok} running", f"song {ok} done",
+                   f"song {bad} cancelled", "backend update started", "backend update "):
+        assert needle in text, needle
+    assert "uvicorn.error" not in text          # start-up lines are the node's own
+
+
+def test_health_polls_are_not_logged_at_info(tmp_path):
+    from cantor_desktop import logs
+    logs.setup(tmp_path / "app.log")
+    logging.getLogger("httpx").info('HTTP Request: GET http://127.0.0.1:7823/v1/health "200 OK"')
+    logging.getLogger("cantor_desktop.ui").info("a line of our own")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    text = (tmp_path / "app.log").read_text()
+    assert "a line of our own" in text and "/v1/health" not in text
