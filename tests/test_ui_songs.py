@@ -248,3 +248,23 @@ def test_rows_show_tempo_key_length_instrumental_and_model():
                                           "seed 1003"]
     song.takes[0].bpm, song.takes[0].key = 120.0, "A minor"      # measured or filled by the LM
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "A minor"]
+
+
+def test_a_drop_target_that_answers_move_costs_the_user_nothing(qtbot, tmp_path, monkeypatch):
+    """Drag-out offers copy only, and whatever the target answers (a raw XDND target may
+    answer "move") is never acted on: the song's file stays, and so does its row."""
+    from PySide6.QtGui import QDrag
+    path = make_wav(tmp_path / "keep.wav")
+    original = open(path, "rb").read()
+    p = page(qtbot)
+    p.model.set_songs([record(1, path)])
+    p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
+    offered = []
+
+    def exec_(self, actions=Qt.CopyAction, *rest):   # Qt's drag loop cannot run offscreen:
+        offered.append(actions)                       # here the target answers "move"
+        return Qt.MoveAction
+    monkeypatch.setattr(QDrag, "exec", exec_)
+    p.view._drag()
+    assert offered == [Qt.CopyAction] and p.view.last_drag_result == Qt.MoveAction
+    assert open(path, "rb").read() == original and p.model.rowCount() == 1

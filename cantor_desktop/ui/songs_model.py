@@ -248,8 +248,9 @@ class SongDelegate(QStyledItemDelegate):
         return QRect(rect.left() + 6, rect.center().y() - 13, 26, 26)
 
     def star_rect(self, rect: QRect, indent: int) -> QRect:
-        return QRect(rect.left() + self.PLAY_W + 10 + indent, rect.top() + 6, self.STAR_W,
-                     18)
+        """Level with the title line (the row's upper half, inside its 4-px margin)."""
+        return QRect(rect.left() + self.PLAY_W + 10 + indent, rect.top() + 4, self.STAR_W,
+                     (rect.height() - 8) // 2)
 
     @staticmethod
     def indent(row: Row) -> int:

@@ -331,8 +331,8 @@ class ComposePage(QWidget):
         item.setToolTip(1, song.error or "")
         bar.setValue(int(song.progress * 1000))
         bar.setFormat(f"{int(song.progress * 100)}%")
-        item.setText(3, human_duration(song.eta) if song.state == SongState.RUNNING and
-                     song.eta is not None else "")
+        eta = song.eta if song.state == SongState.RUNNING else None
+        item.setText(3, "" if eta is None else "under 1 s" if eta < 1 else human_duration(eta))
         seed = song.takes[0].seed if song.takes else None
         if song.state == SongState.DONE:
             item.setText(1, f"Done · seed {seed}" if seed is not None else "Done")
