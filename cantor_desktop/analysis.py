@@ -27,9 +27,10 @@ else what the LM filled in, else measures, and says where each value came from.
 from __future__ import annotations
 
 import io
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 NOTE_NAMES = ("C", "C#", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B")
 # how a key on a black key is usually spelt (the sketch engine and the LM spell them so)
@@ -38,10 +39,10 @@ _MINOR_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "Bb", "B")
 
 # Albrecht & Shanahan (2013), "The use of large corpora to train a new type of key-finding
 # algorithm", Music Perception 31(1): pitch-class distributions of major and minor pieces
-MAJOR_PROFILE = np.array([0.238, 0.006, 0.111, 0.006, 0.137, 0.094, 0.016, 0.214, 0.009,
-                          0.080, 0.008, 0.081])
-MINOR_PROFILE = np.array([0.220, 0.006, 0.104, 0.123, 0.019, 0.103, 0.012, 0.214, 0.062,
-                          0.022, 0.061, 0.052])
+MAJOR_PROFILE = (0.238, 0.006, 0.111, 0.006, 0.137, 0.094, 0.016, 0.214, 0.009,
+                          0.080, 0.008, 0.081)
+MINOR_PROFILE = (0.220, 0.006, 0.104, 0.123, 0.019, 0.103, 0.012, 0.214, 0.062,
+                          0.022, 0.061, 0.052)
 
 FPS = 200                      # onset frames per second
 BPM_RANGE = (50.0, 220.0)      # where a beat is looked for
@@ -53,6 +54,7 @@ RATE = 12000                   # both measures work on a 12 kHz mono copy
 
 
 def _mono(audio: np.ndarray) -> np.ndarray:
+    import numpy as np
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim == 1:
         return audio
@@ -64,6 +66,7 @@ def _mono(audio: np.ndarray) -> np.ndarray:
 
 def prepare(audio: np.ndarray, rate: int) -> np.ndarray:
     """Mono at 12 kHz (soxr: the content up to 6 kHz is all either measure needs)."""
+    import numpy as np
     import soxr
 
     mono = np.ascontiguousarray(_mono(audio))
@@ -71,6 +74,7 @@ def prepare(audio: np.ndarray, rate: int) -> np.ndarray:
 
 
 def _frames(x: np.ndarray, size: int, hop: int) -> np.ndarray:
+    import numpy as np
     if len(x) < size:
         x = np.pad(x, (0, size - len(x)))
     count = 1 + (len(x) - size) // hop
@@ -81,6 +85,7 @@ def _frames(x: np.ndarray, size: int, hop: int) -> np.ndarray:
 
 def onset_envelope(x: np.ndarray) -> np.ndarray:
     """Half-wave rectified log-spectral flux of 12 kHz mono audio, FPS frames a second."""
+    import numpy as np
     hop = RATE // FPS
     size = 256
     window = np.hanning(size).astype(np.float32)
@@ -98,6 +103,7 @@ def onset_envelope(x: np.ndarray) -> np.ndarray:
 
 
 def _autocorrelation(env: np.ndarray) -> np.ndarray:
+    import numpy as np
     n = len(env)
     size = 1 << int(np.ceil(np.log2(2 * n)))
     spec = np.fft.rfft(env, size)
@@ -106,6 +112,7 @@ def _autocorrelation(env: np.ndarray) -> np.ndarray:
 
 
 def _peak_near(acf: np.ndarray, lag: float, reach: int) -> float | None:
+    import numpy as np
     lo, hi = int(np.floor(lag - reach)), int(np.ceil(lag + reach))
     if lo < 1 or hi + 1 >= len(acf):
         return None
@@ -122,6 +129,7 @@ MULTIPLES = (1.0,)
 
 def estimate_tempo(audio: np.ndarray, rate: int, *, prepared: bool = False) -> float | None:
     """The tempo in BPM (a float), or None for audio with no beat (silence, a drone)."""
+    import numpy as np
     x = audio if prepared else prepare(audio, rate)
     if len(x) < RATE * 4 or not np.any(x):
         return None
@@ -168,6 +176,7 @@ def estimate_tempo(audio: np.ndarray, rate: int, *, prepared: bool = False) -> f
 def _chroma_weights(size: int, lo_hz: float, hi_hz: float) -> np.ndarray:
     """(bins, 12): each spectrum bin's share of each pitch class (triangular over ±1/2
     semitone around the bin's pitch)."""
+    import numpy as np
     freqs = np.fft.rfftfreq(size, 1.0 / RATE)
     weights = np.zeros((len(freqs), 12), dtype=np.float32)
     ok = (freqs >= lo_hz) & (freqs <= hi_hz)
@@ -187,6 +196,7 @@ def chromas(x: np.ndarray, beat: float | None) -> dict[str, np.ndarray]:
     phrase starts ("first": the first bar of every 16 beats from the
     first sound, or the first 8 seconds without a tempo). Frames are each normalised to
     their own total, so loud bars do not outvote quiet ones."""
+    import numpy as np
     size, hop = CHROMA_SIZE, CHROMA_SIZE // 4
     weights = np.hstack([_chroma_weights(size, *BANDS[name]) for name in BANDS])
     window = np.hanning(size).astype(np.float32)
@@ -216,6 +226,7 @@ def chromas(x: np.ndarray, beat: float | None) -> dict[str, np.ndarray]:
 
 
 def _zscore(v: np.ndarray) -> np.ndarray:
+    import numpy as np
     v = np.asarray(v, dtype=float)
     sd = v.std()
     return (v - v.mean()) / sd if sd > 0 else v * 0.0
@@ -226,6 +237,7 @@ START = 2.0                    # weight of the tonic triad at phrase starts
 
 def key_scores(x: np.ndarray, bpm: float | None = None) -> np.ndarray | None:
     """(2, 12) scores of 12 kHz mono audio: row 0 major, row 1 minor, column = tonic."""
+    import numpy as np
     parts = chromas(x, 60.0 / bpm if bpm else None)
     if not np.any(parts["whole"]):
         return None
@@ -247,6 +259,7 @@ def estimate_key(audio: np.ndarray, rate: int, *, prepared: bool = False,
                  bpm: float | None = None) -> str | None:
     """"A minor", "Bb major", … or None for audio without pitched content. ``bpm`` (when
     known) lets the phrase starts be found."""
+    import numpy as np
     x = audio if prepared else prepare(audio, rate)
     if len(x) < RATE or not np.any(x):
         return None
