@@ -80,7 +80,9 @@ def safe_name(text: str, fallback: str = "song") -> str:
         cat = unicodedata.category(ch)
         if ch in _KEEP_PUNCT or cat[0] in "LN" or (cat[0] == "M" and out):
             out.append(ch)
-        elif ch.isspace() or cat[0] in "PZ" or ch in "/\\:|":
+        elif ch.isspace():
+            out.append(" ")
+        elif cat[0] in "PZ" or ch in "/\\:|":
             out.append("-")              # a separator stays a separator
         # everything else (control characters, emoji and other symbols) is dropped
     name = "".join(out)
