@@ -288,20 +288,24 @@ def decode(data: bytes) -> tuple[np.ndarray, int]:
 
 def tempo_key(request: Mapping[str, Any] | None, lm: Mapping[str, Any] | None,
               audio: bytes | np.ndarray | None, rate: int | None = None) -> dict[str, Any]:
-    """A song's tempo and key with where each came from: what the request asked, else what
-    the LM filled in, else measured from ``audio`` (the file's bytes, or an array and its
-    ``rate``). Returns ``{"bpm", "bpm_source", "key", "key_source"}``; a value that could not
-    be measured (silence) is None with source "measured"."""
+    """A song's tempo, key (and time signature when asked or given by the LM) with where
+    each came from: what the request asked, else what the LM filled in, else measured from
+    ``audio`` (the file's bytes, or an array and its ``rate``). Returns the fields of a
+    take (:class:`cantor_desktop.song.Take`): ``{"bpm", "key", "time_signature",
+    "facts_from": {"bpm": "asked" | "lm" | "measured", …}}``; a value that could not be
+    measured (silence) is None, from "measured". The time signature is never measured."""
     request, lm = request or {}, lm or {}
-    out: dict[str, Any] = {}
-    for field, source_key in (("bpm", "bpm_source"), ("key", "key_source")):
+    out: dict[str, Any] = {"bpm": None, "key": None, "time_signature": None}
+    sources: dict[str, str] = {}
+    for field in ("bpm", "key", "time_signature"):
         if request.get(field):
-            out[field], out[source_key] = request[field], "asked"
+            out[field], sources[field] = request[field], "asked"
         elif lm.get(field):
-            out[field], out[source_key] = lm[field], "lm"
-        else:
-            out[field], out[source_key] = None, "measured"
-    if "measured" in (out["bpm_source"], out["key_source"]) and audio is not None:
+            out[field], sources[field] = lm[field], "lm"
+        elif field != "time_signature":
+            sources[field] = "measured"
+    out["facts_from"] = sources
+    if "measured" in sources.values() and audio is not None:
         if isinstance(audio, (bytes, bytearray, memoryview)):
             try:
                 samples, rate = decode(bytes(audio))
@@ -311,8 +315,8 @@ def tempo_key(request: Mapping[str, Any] | None, lm: Mapping[str, Any] | None,
             samples = audio
         x = prepare(samples, rate)
         bpm = estimate_tempo(x, RATE, prepared=True)      # the key's phrase starts need it
-        if out["bpm_source"] == "measured":
+        if sources["bpm"] == "measured":
             out["bpm"] = int(round(bpm)) if bpm else None
-        if out["key_source"] == "measured":
+        if sources["key"] == "measured":
             out["key"] = estimate_key(x, RATE, prepared=True, bpm=bpm or 0.0)
     return out

@@ -41,8 +41,8 @@ def test_a_three_minute_song_is_measured_fast_and_exactly():
     t0 = time.process_time()
     found = analysis.tempo_key({}, None, audio, SR)
     cpu = time.process_time() - t0
-    assert found == {"bpm": 92, "bpm_source": "measured", "key": "A minor",
-                     "key_source": "measured"}
+    assert found == {"bpm": 92, "key": "A minor", "time_signature": None,
+                     "facts_from": {"bpm": "measured", "key": "measured"}}
     assert abs(analysis.estimate_tempo(audio, SR) - 92) < 0.05
     assert cpu < 3.0, cpu                      # ≈ 0.5 s of CPU on this machine
 
@@ -52,11 +52,14 @@ def test_silence_and_noise_have_no_tempo_and_asked_values_are_kept():
     assert analysis.estimate_tempo(silence, SR) is None
     assert analysis.estimate_key(silence, SR) is None
     assert analysis.tempo_key({}, None, silence, SR) == {
-        "bpm": None, "bpm_source": "measured", "key": None, "key_source": "measured"}
+        "bpm": None, "key": None, "time_signature": None,
+        "facts_from": {"bpm": "measured", "key": "measured"}}
     # asked beats the LM, the LM beats measuring; nothing is measured when both are known
-    assert analysis.tempo_key({"bpm": 90, "key": None}, {"bpm": 120, "key": "D minor"},
-                              b"not audio") == {"bpm": 90, "bpm_source": "asked",
-                                                "key": "D minor", "key_source": "lm"}
+    assert analysis.tempo_key({"bpm": 90, "key": None}, {"bpm": 120, "key": "D minor",
+                                                          "time_signature": 3},
+                              b"not audio") == {
+        "bpm": 90, "key": "D minor", "time_signature": 3,
+        "facts_from": {"bpm": "asked", "key": "lm", "time_signature": "lm"}}
 
 
 def test_every_song_of_a_real_node_records_its_tempo_and_key(cantor_home):
@@ -79,12 +82,16 @@ def test_every_song_of_a_real_node_records_its_tempo_and_key(cantor_home):
 
     instrumental, vocal = asyncio.run(main())
     assert instrumental["state"] == vocal["state"] == "done"
-    entry = instrumental["files"][0]
-    sidecar = json.loads(Path(entry["sidecar"]).read_text("utf-8"))
+    take = instrumental["takes"][0]
+    sidecar = json.loads(Path(take["sidecar"]).read_text("utf-8"))
     assert sidecar["lm_metadata"] is None
-    assert (sidecar["bpm"], sidecar["bpm_source"]) == (124, "measured")
-    assert (sidecar["key"], sidecar["key_source"]) == ("G minor", "measured")
-    assert (entry["bpm"], entry["key"]) == (124, "G minor")        # in the song JSON too
-    sidecar = json.loads(Path(vocal["files"][0]["sidecar"]).read_text("utf-8"))
-    assert (sidecar["bpm"], sidecar["bpm_source"]) == (100, "asked")
-    assert sidecar["key_source"] == "lm" and sidecar["key"] == sidecar["lm_metadata"]["key"]
+    assert (sidecar["bpm"], sidecar["key"]) == (124, "G minor")
+    assert sidecar["facts_from"] == {"bpm": "measured", "key": "measured"}
+    # in the node's song JSON too (the take's facts)
+    assert (take["bpm"], take["key"], take["facts_from"]) == (124, "G minor",
+                                                              sidecar["facts_from"])
+    take = vocal["takes"][0]
+    sidecar = json.loads(Path(take["sidecar"]).read_text("utf-8"))
+    assert sidecar["bpm"] == 100 and sidecar["key"] == sidecar["lm_metadata"]["key"]
+    assert sidecar["facts_from"]["bpm"] == "asked" and sidecar["facts_from"]["key"] == "lm"
+    assert take["facts_from"] == sidecar["facts_from"] and take["bpm"] == 100

@@ -55,8 +55,8 @@ SIDECAR = {"cantor_song": 1, "id": "0123456789abcdef", "take": 2, "takes": 2,
            "request": {"caption": "lofi piano groove, rain on the window", "lyrics":
                        "[Instrumental]", "bpm": None, "key": None, "seed": 5,
                        "model": "sketch"},
-           "lm_metadata": None, "seed": 5, "bpm": 92, "bpm_source": "measured",
-           "key": "A minor", "key_source": "measured",
+           "lm_metadata": None, "seed": 5, "bpm": 92, "key": "A minor",
+           "facts_from": {"bpm": "measured", "key": "measured"},
            "model": {"name": "sketch", "family": "sketch"},
            "timings": {"queued_at": 1796040000.0}}
 

@@ -42,7 +42,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
                                                "duration": 20, "bpm": 110, "key": "F# minor",
                                                "seed": 7, "batch": 2, "model": "sketch"})
                 song = await until_state(c, song_id, ("done", "failed"), 120)
-                originals = {f["audio"]: sha(f["audio"]) for f in song["files"]}
+                originals = {f["audio"]: sha(f["audio"]) for f in song["takes"]}
                 runs = {}
                 runs["all"] = await asyncio.to_thread(
                     cli, cantor_home, song_id, "--format", "flac", "--rate", "44100",
@@ -59,7 +59,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
                 runs["bad_rate"] = await asyncio.to_thread(
                     cli, cantor_home, song_id, "--rate", "96000", "-o", str(out))
                 runs["file"] = await asyncio.to_thread(
-                    cli, cantor_home, song["files"][0]["audio"], "--format", "wav24",
+                    cli, cantor_home, song["takes"][0]["audio"], "--format", "wav24",
                     "--loudness", "off", "-o", str(out / "direct"))
                 after = {path: sha(path) for path in originals}
                 return song, originals, after, runs, node.proc.running
@@ -67,7 +67,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
             await node.stop()
 
     song, originals, after, runs, running = asyncio.run(main())
-    assert song["state"] == "done" and len(song["files"]) == 2
+    assert song["state"] == "done" and len(song["takes"]) == 2
     assert after == originals                               # the node's files untouched
     assert running                                          # the running node was used
 
@@ -85,7 +85,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
         assert lu.true_peak(audio, rate) <= -1.0 + 0.01
         tags = FLAC(str(path))
         assert tags["BPM"] == ["110"] and tags["KEY"] == ["F#m"]
-        assert tags["CANTOR_SEED"] == [str(song["files"][take - 1]["seed"])]
+        assert tags["CANTOR_SEED"] == [str(song["takes"][take - 1]["seed"])]
         assert tags["CANTOR_TAKE"] == [f"{take}/2"] and tags["CANTOR_BPM_SOURCE"] == ["asked"]
     assert not list(out.rglob("*.part"))
 

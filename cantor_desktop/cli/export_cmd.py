@@ -178,8 +178,9 @@ async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
                 print(f"cantor export: song {song_id} has no audio (it is {song.get('state')})",
                       file=sys.stderr)
                 return EXIT_FAILED
-            files = [f for f in song.get("files") or [] if isinstance(f, dict)]
-            numbers = [int(f.get("take") or i + 1) for i, f in enumerate(files)]
+            files = [f for f in song.get("takes") or song.get("files") or []
+                     if isinstance(f, dict)]
+            numbers = [_take_number(f, i + 1) for i, f in enumerate(files)]
             if take is not None and take not in numbers:
                 print(f"cantor export: take: song {song_id} has takes "
                       f"{', '.join(map(str, numbers)) or 'none'}, not {take}", file=sys.stderr)
@@ -201,13 +202,20 @@ async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
             await private.stop()
 
 
+def _take_number(item: dict, default: int) -> int:
+    try:
+        return int(item.get("n") or item.get("take") or default)
+    except (TypeError, ValueError):
+        return default
+
+
 def _sidecar(files: list[dict], take: int) -> dict | None:
     """The take's sidecar when this machine can read it (a local node): the LM's values
     live only there. None for another machine's node (its song JSON says the rest)."""
     import json
 
-    for item in files:
-        if int(item.get("take") or 0) == take and item.get("sidecar"):
+    for index, item in enumerate(files):
+        if _take_number(item, index + 1) == take and item.get("sidecar"):
             try:
                 data = json.loads(Path(item["sidecar"]).read_text("utf-8"))
             except (OSError, ValueError):

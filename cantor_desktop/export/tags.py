@@ -64,8 +64,8 @@ class SongMeta:
                    take=_int(data.get("take")) or 1, takes=_int(data.get("takes")) or 1,
                    song_id=str(data.get("id") or ""),
                    created=_float(timings.get("queued_at")),
-                   time_signature=_int(request.get("time_signature"))
-                   or _int(lm.get("time_signature")))
+                   time_signature=_int(data.get("time_signature"))
+                   or _int(request.get("time_signature")) or _int(lm.get("time_signature")))
         meta._tempo_key(data, request, lm)
         return meta
 
@@ -74,8 +74,9 @@ class SongMeta:
                   sidecar: Mapping[str, Any] | None = None) -> "SongMeta":
         """The node's song JSON (``GET /v1/songs/{id}``) for one take, completed by that
         take's sidecar when it can be read (the LM's values live only there)."""
-        files = [f for f in song.get("files") or [] if isinstance(f, Mapping)]
-        entry = next((f for f in files if _int(f.get("take")) == take), {})
+        files = [f for f in song.get("takes") or song.get("files") or []
+                 if isinstance(f, Mapping)]
+        entry = next((f for f in files if _int(f.get("n", f.get("take"))) == take), {})
         request = song.get("request") if isinstance(song.get("request"), Mapping) else {}
         base = dict(sidecar or {})
         base.setdefault("id", song.get("id"))
@@ -86,8 +87,8 @@ class SongMeta:
         engine = song.get("engine") if isinstance(song.get("engine"), Mapping) else {}
         base.setdefault("model", engine.get("model") or request.get("model"))
         base.setdefault("timings", {"queued_at": song.get("created")})
-        for name in ("bpm", "key", "bpm_source", "key_source", "title"):
-            if entry.get(name) is not None and base.get(name) is None:
+        for name in ("bpm", "key", "time_signature", "facts_from"):
+            if entry.get(name) and not base.get(name):
                 base[name] = entry[name]
         if song.get("title") and not base.get("title"):
             base["title"] = song["title"]
@@ -106,11 +107,11 @@ class SongMeta:
 
     def _tempo_key(self, data: Mapping[str, Any], request: Mapping[str, Any],
                    lm: Mapping[str, Any]) -> None:
-        """The sidecar's own tempo and key (recorded at saving), else the request's, else
-        the LM's; still unknown ones are measured by the export."""
+        """The sidecar's own tempo and key (recorded at saving, with ``facts_from``), else
+        the request's, else the LM's; still unknown ones are measured by the export."""
+        facts = data.get("facts_from") if isinstance(data.get("facts_from"), Mapping) else {}
         for name in ("bpm", "key"):
-            for where, source in ((data, data.get(f"{name}_source")), (request, "asked"),
-                                  (lm, "lm")):
+            for where, source in ((data, facts.get(name)), (request, "asked"), (lm, "lm")):
                 value = where.get(name)
                 if value:
                     setattr(self, name, float(value) if name == "bpm" else str(value))
