@@ -7,6 +7,7 @@ Each figure is set against a baseline measured in the same run (A/B alternated w
 can be run one after the other), over several runs: the table shows the median and the
 spread (min–max over the runs). The figures come from the scripts beside this one, run as
 subprocesses and read from what they print (bench/app.py, download.py, node.py, sketch.py,
+export.py,
 packaging/measure_startup.py); idle memory and the idle-loop baseline for the stall are
 measured here.
 """
@@ -285,6 +286,23 @@ def sketch_figure(plan: Plan) -> list[Row]:
                 "≥ 30×", w >= 30,
                 note=f"slower of instrumental ({median(inst):.1f}×) and with lyrics "
                      f"({median(lyr):.1f}×); CPU seconds")]
+
+
+def export_figure(plan: Plan) -> list[Row]:
+    duration = 60 if plan.quick else 180
+    cpu, wall, base = [], [], []
+    for i in range(plan.repeats):
+        out = run_script(plan, ["bench/export.py", "--runs", "2" if plan.quick else "3",
+                                "--duration", str(duration)], f"export {i + 1}/{plan.repeats}")
+        m = grab(r"export: FLAC.*?\s([\d.]+)x\s+([\d.]+)x", out, "export speed")
+        b = grab(r"baseline: soundfile.*?\s([\d.]+)x\s+[\d.]+x", out, "baseline speed")
+        cpu.append(float(m.group(1))), wall.append(float(m.group(2))), base.append(float(b.group(1)))
+    c = median(cpu)
+    return [Row(f"Export {duration // 60:.0f}-min song to FLAC, -14 LUFS, 44.1 kHz (1 core)",
+                f"{c:.1f}× real time", f"{median(base):.1f}× (soundfile WAV→FLAC alone)",
+                f"{median(base) / c:.1f}× slower", spread(cpu, "{:.1f}×"), "≥ 20×", c >= 20,
+                note=f"CPU seconds; wall {median(wall):.1f}× (pinned to one core); every "
+                     f"counted file decoded and checked (rate, ±0.5 LU, true peak, tags)")]
 
 
 # -- measured here: idle memory, idle loop ---------------------------------------------------
@@ -567,6 +585,10 @@ def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
         - **Sketch real-time factor**: `bench/sketch.py`, seconds of audio per CPU second for a
           60-s song on one core (plan, render, mix, master, latent, WAV), the slower of an
           instrumental and a song with lyrics; baseline real time (1×).
+        - **Export**: `bench/export.py`, a 3-minute Sketch song (saved as the node saves it)
+          to FLAC at -14 LUFS / -1 dBTP, 44.1 kHz, audio seconds per CPU second on one core;
+          baseline soundfile's WAV→FLAC alone on the same file; a file that fails its checks
+          (decode, rate, loudness ±0.5 LU, true peak, tags) is not counted.
         - **Bundle size**: the unpacked PyInstaller folder `dist/cantor/`, against the size of
           the PySide6 wheel it carries; frozen start against the unfrozen app
           (`packaging/measure_startup.py`).
@@ -583,11 +605,11 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write docs/performance.md even with --quick")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", default="",
-                    help="comma list of groups: app,idle,download,node,sketch,bundle")
+                    help="comma list of groups: app,idle,download,node,sketch,export,bundle")
     args = ap.parse_args()
     plan = plan_for(args.quick)
     groups = set(filter(None, args.only.split(","))) or {"app", "idle", "download", "node",
-                                                          "sketch", "bundle"}
+                                                          "sketch", "export", "bundle"}
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
     rows: list[Row] = []
@@ -627,6 +649,11 @@ def main() -> int:
             rows += sketch_figure(plan)
         except Exception as exc:  # noqa: BLE001
             rows += error_rows(["Sketch engine real-time factor"], exc)
+    if "export" in groups:
+        try:
+            rows += export_figure(plan)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(["Export to FLAC, -14 LUFS, 44.1 kHz"], exc)
     if "bundle" in groups:
         try:
             rows += bundle_figures(plan)

@@ -191,6 +191,23 @@ def _check_host_names(names: list[str]) -> str | None:
     return None
 
 
+def _export_formats() -> tuple[str, ...]:
+    from .export import FORMATS
+    return tuple(FORMATS)
+
+
+def _export_check(field: str) -> Callable[[Any], str | None]:
+    """The export module's own rule for one [export] field (imported when used: it is light)."""
+    def check(value: Any) -> str | None:
+        from . import export
+        try:
+            export.ExportOptions.parse(**{field: value})
+        except export.ExportError as exc:
+            return exc.message
+        return None
+    return check
+
+
 OPTIONS: dict[str, Option] = {o.key: o for o in [
     Option("node.host", str, lambda: "127.0.0.1",
            "Address the node listens on; anything but loopback requires a token.",
@@ -222,6 +239,19 @@ OPTIONS: dict[str, Option] = {o.key: o for o in [
            "Folder for finished songs.", check=_check_nonempty, local_only=True),
     Option("songs.format", str, lambda: "wav24", "Audio format of new songs.",
            choices=SONG_FORMATS),
+    Option("export.format", str, lambda: "wav24", "Format of exported songs.",
+           choices=tuple(_export_formats())),
+    Option("export.rate", int, lambda: 48000, "Sample rate of exported songs: 48000 or 44100.",
+           minimum=44100, maximum=48000, check=_export_check("rate")),
+    Option("export.loudness", str, lambda: "off",
+           "Loudness of exported songs: off, or a target in LUFS such as -14 (streaming).",
+           check=_export_check("loudness")),
+    Option("export.peak", str, lambda: "-1",
+           "True-peak ceiling of exported songs in dBTP (with a loudness target), e.g. -1.",
+           check=_export_check("peak")),
+    Option("export.pattern", str, lambda: "{title}_{bpm}bpm_{key}_take{n}",
+           "File name of exported songs: {title} {bpm} {key} {n} {seed} {model} {date} …",
+           check=_export_check("pattern")),
     Option("app.node_url", str, lambda: "",
            "Node the app drives: empty for the local one, or http://host:port.",
            check=_check_node_url, local_only=True),

@@ -32,6 +32,14 @@ def test_run_all_reads_a_real_sketch_run():
     assert table.count("\n") == 2 and "pass" in table
 
 
+def test_run_all_reads_a_real_export_run():
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    plan = run_all.plan_for(quick=True)
+    [row] = run_all.export_figure(plan)
+    assert not row.error and row.ok is True, row
+    assert float(row.ours.split("×")[0]) >= 20
+
+
 def test_fault_runner_reads_both_line_formats():
     run = _load(ROOT / "tests" / "faults" / "run.py", "faults_run")
     m = run.LINE_RE.match("[faults] node.toml: 40 files: tried 40 / survived 39 / lost 1 — x")

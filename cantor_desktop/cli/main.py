@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "sketch_cmd",
     "node_cmd",
     "sing_cmd",
+    "export_cmd",
     "upgrade_cmd",
     "backends_cmd",
     "pull_cmd",

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..analysis import tempo_key
 from ..config import write_atomic
 
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sidecar")
@@ -191,6 +192,9 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
         encoded = encode(audio, fmt)
         path = unique_path(folder, base_name(request.get("caption", ""), seed, when, take), ext)
         info = audio_info(encoded)
+        lm = lm_metadata[index] if lm_metadata and index < len(lm_metadata) else None
+        # tempo and key: asked, else the LM's, else measured from the audio (with source)
+        music = tempo_key(request, lm, audio)
         sidecar = {
             "cantor_song": 1,
             "id": song_id,
@@ -198,9 +202,9 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
             "takes": len(audios),
             "audio": {"file": path.name, "format": fmt, **info},
             "request": request,
-            "lm_metadata": lm_metadata[index] if lm_metadata and index < len(lm_metadata)
-            else None,
+            "lm_metadata": lm,
             "seed": seed,
+            **music,
             **meta,
         }
         # audio and sidecar are written (each atomically, with fsync) side by side
@@ -211,7 +215,7 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
         for done in (path, path.with_suffix(".json")):
             _readable(done)
         files.append({"take": index + 1, "audio": str(path), "sidecar": str(path.with_suffix(".json")),
-                      "format": fmt, "seed": seed, "bytes": len(encoded), **info})
+                      "format": fmt, "seed": seed, "bytes": len(encoded), **info, **music})
     return files
 
 
