@@ -252,10 +252,22 @@ OPTIONS: dict[str, Option] = {o.key: o for o in [
     Option("export.pattern", str, lambda: "{title}_{bpm}bpm_{key}_take{n}",
            "File name of exported songs: {title} {bpm} {key} {n} {seed} {model} {date} …",
            check=_export_check("pattern")),
+    Option("export.drag", bool, lambda: False,
+           "Songs dragged out of the app are exported with these choices (false: the files "
+           "as the node made them)."),
     Option("app.node_url", str, lambda: "",
            "Node the app drives: empty for the local one, or http://host:port.",
            check=_check_node_url, local_only=True),
 ]}
+
+
+APP_TABLES = ("app", "export")
+"""Tables of the app's own settings: kept in the app's node.toml even when it drives a node
+on another machine (the export runs where the app runs)."""
+
+
+def is_app_key(key: str) -> bool:
+    return key.split(".", 1)[0] in APP_TABLES
 
 
 def option(key: str) -> Option:
@@ -412,6 +424,26 @@ def load_or_defaults(path: Path | None = None) -> tuple[Config, ConfigError | No
         return load(path), None
     except ConfigError as exc:
         return Config(path=path), exc
+
+
+_CURRENT: dict[str, tuple[tuple, Config, ConfigError | None]] = {}
+
+
+def current(path: Path | None = None) -> tuple[Config, ConfigError | None]:
+    """node.toml as it is now, parsed again only when the file changed (tomlkit parsing
+    costs milliseconds; the node reads its settings for every song, the app on clicks)."""
+    path = path or paths().config_file
+    try:
+        st = path.stat()
+        key: tuple = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        key = (None, None, None)
+    hit = _CURRENT.get(str(path))
+    if hit is not None and hit[0] == key:
+        return hit[1], hit[2]
+    cfg, err = load_or_defaults(path)
+    _CURRENT[str(path)] = (key, cfg, err)
+    return cfg, err
 
 
 def _lock(path: Path) -> FileLock:

@@ -268,3 +268,41 @@ def test_a_drop_target_that_answers_move_costs_the_user_nothing(qtbot, tmp_path,
     p.view._drag()
     assert offered == [Qt.CopyAction] and p.view.last_drag_result == Qt.MoveAction
     assert open(path, "rb").read() == original and p.model.rowCount() == 1
+
+
+def test_export_from_the_songs_page_with_choices_remembered(qtbot, qloop, tmp_path):
+    """Export… a take to FLAC at 44.1 kHz and −14 LUFS; the original untouched; the choices
+    kept; and with "dragged out exported" on, a drag hands out the exported file."""
+    import soundfile as sf
+
+    from cantor_desktop import config
+    path = make_wav(tmp_path / "song.wav", seconds=4.0, rate=48000)
+    original = open(path, "rb").read()
+    p = page(qtbot)
+    p.model.set_songs([record(1, path)])
+    p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
+    assert p.export.isEnabled()
+    dialog = p.export_selected()
+    dialog.format.setCurrentIndex(dialog.format.findData("flac"))
+    dialog.rate.setCurrentIndex(dialog.rate.findData(44100))
+    dialog.loudness.setCurrentIndex(1)                         # −14 LUFS
+    out = tmp_path / "exports"
+    dialog.folder.setText(str(out))
+    dialog.drag.setChecked(True)
+    dialog.start()
+    run(qloop, until(lambda: dialog.results, timeout=60, what="the export"))
+    made = dialog.results[0].path
+    info = sf.info(str(made))
+    assert made.parent == out and made.suffix == ".flac" and info.samplerate == 44100
+    assert made.name.startswith("song-1_91bpm_") and made.name.endswith("_take1.flac")
+    assert abs(dialog.results[0].loudness + 14) < 0.5
+    assert open(path, "rb").read() == original
+    cfg = config.load()
+    assert (cfg.get("export.format"), cfg.get("export.rate"), cfg.get("export.drag")) == \
+        ("flac", 44100, True)
+    dialog.close()
+    # dragging now hands out the exported file once it is ready (prepared on selection)
+    p._update_buttons()
+    run(qloop, until(lambda: p.view.drag_paths() and p.view.drag_paths()[0].endswith(".flac"),
+                     timeout=60, what="the exported file for the drag"))
+    assert open(path, "rb").read() == original

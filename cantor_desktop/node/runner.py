@@ -560,24 +560,11 @@ def _with_files(used: EnginePlan, asked: EnginePlan) -> EnginePlan:
                       version=used.version, files=asked.files)
 
 
-_CONFIG_CACHE: dict[str, tuple] = {}
 
 
 def current_config() -> tuple[config.Config, config.ConfigError | None]:
-    """node.toml as it is now (re-read only when the file changed: tomlkit parsing costs
-    milliseconds, and every song reads its settings afresh)."""
-    path = paths().config_file
-    try:
-        st = path.stat()
-        key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
-    except OSError:
-        key = (str(path), None, None, None)
-    hit = _CONFIG_CACHE.get("node.toml")
-    if hit is not None and hit[0] == key:
-        return hit[1], hit[2]
-    cfg, err = config.load_or_defaults(path)
-    _CONFIG_CACHE["node.toml"] = (key, cfg, err)
-    return cfg, err
+    """node.toml as it is now (:func:`config.current`: re-read only when it changed)."""
+    return config.current()
 
 
 def _config() -> config.Config:

@@ -96,7 +96,7 @@ class NodeLink(QObject):
 
     @property
     def url(self) -> str:
-        return self._url_override or node_url(config.load_or_defaults()[0])
+        return self._url_override or node_url(config.current()[0])
 
     @property
     def owns_node(self) -> bool:
@@ -162,7 +162,7 @@ class NodeLink(QObject):
         the node's ``PATCH /v1/config`` for another (which refuses the keys that may be set
         only on its own machine, with the command to use there). The app's own keys
         (``app.*``) always stay in our file."""
-        mine = {k: v for k, v in changes.items() if k.startswith("app.") or not self.remote}
+        mine = {k: v for k, v in changes.items() if config.is_app_key(k) or not self.remote}
         theirs = {k: v for k, v in changes.items() if k not in mine}
         if mine:
             try:

@@ -235,7 +235,7 @@ class ComposePage(QWidget):
         fmt = values.get("songs.format")
         if fmt in config.SONG_FORMATS:
             return fmt
-        return config.load_or_defaults()[0].get("songs.format")
+        return config.current()[0].get("songs.format")
 
     def _node_settings(self, values: dict) -> None:
         """A changed default format reaches the form at once, unless one was chosen here."""

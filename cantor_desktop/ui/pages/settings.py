@@ -31,7 +31,11 @@ LABELS = {
     "backends.acestep": "ACE-Step backend", "engines.manifest": "Engine manifest URL",
     "engines.acestep.path": "Own ace-server executable", "models.default": "Default model",
     "models.lm": "Language model size", "songs.dir": "Songs folder", "songs.format": "Song format",
-    "app.node_url": "Node address (remote)",
+    "app.node_url": "Node address (remote)", "node.allowed_hosts": "Allowed host names",
+    "node.max_queue": "Most songs waiting", "export.format": "Format",
+    "export.rate": "Sample rate", "export.loudness": "Loudness (LUFS or off)",
+    "export.peak": "True-peak ceiling (dBTP)", "export.pattern": "File names",
+    "export.drag": "Drag out exported files",
 }
 
 
@@ -78,6 +82,7 @@ class SettingsPage(QWidget):
             if table not in groups:
                 box = QGroupBox({"node": "Node", "backends": "Backends", "engines": "Engines",
                                  "models": "Models", "songs": "Songs",
+                                 "export": "Export (this app)",
                                  "app": "This app"}.get(table, table))
                 form = QFormLayout(box)
                 col.addWidget(box)
@@ -179,7 +184,7 @@ class SettingsPage(QWidget):
         """Keys that only the node's machine may set are read-only for a remote node."""
         for key, widget in self.fields.items():
             opt = config.OPTIONS[key]
-            locked = self.remote and opt.local_only and not key.startswith("app.")
+            locked = self.remote and opt.local_only and not config.is_app_key(key)
             widget.setEnabled(not locked)
             hint = (f"Set on the node's machine: cantor config set {key} VALUE"
                     if locked else "")
@@ -305,7 +310,7 @@ class SettingsPage(QWidget):
         values = cfg.as_dict()
         if self.remote:            # the node's own settings; only app.* are ours
             values.update({k: v for k, v in self.link.node_config.items()
-                           if k in values and not k.startswith("app.")})
+                           if k in values and not config.is_app_key(k)})
         for key, value in values.items():
             if key not in pending:
                 self.set_value(key, value)

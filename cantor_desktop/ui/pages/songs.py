@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QIn
 
 from ...song import Song, SongState, Take
 from ..player import Player
+from ..drag_exports import DragExports
 from ..song_files import SongFiles, node_file_name
 from ..song_records import Row
 from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
@@ -37,11 +38,14 @@ class SongsView(QListView):
 
     play_clicked = Signal(object)      # Row
     star_clicked = Signal(object)      # Row
+    drag_note = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._press: QPoint | None = None
         self.files: SongFiles | None = None  # set by the page: where each take's audio is here
+        self.exports = None                  # DragExports, set by the page
+        self.waiting_exports = 0
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.setUniformItemSizes(True)       # 10,000 rows lay out in no time
         self.setDragEnabled(True)
@@ -54,16 +58,27 @@ class SongsView(QListView):
         return sorted(rows, key=lambda r: self.model().row_of(r.song.id, r.take.n if r.take else None))
 
     def drag_paths(self) -> list[str]:
-        paths = []
+        """The files of the selected takes: exported with the remembered choices when the
+        musician asked for that and they are ready; else the files as made (a remote take:
+        its fetched copy)."""
+        exported = self.exports is not None and self.exports.wanted()
+        paths, waiting = [], 0
         for row in self.selected_rows():
             if row.take is None:
                 continue
+            if exported:
+                found = self.exports.path(row.song, row.take)
+                if found:
+                    paths.append(found)
+                    continue
+                waiting += 1
             if self.files is not None:    # a remote take drags its fetched copy
                 found = self.files.ensure(row.song, row.take)
             else:
                 found = row.take.audio if os.path.exists(row.take.audio) else None
             if found:
                 paths.append(found)
+        self.waiting_exports = waiting
         return paths
 
     def drag_mime_data(self):
@@ -72,6 +87,9 @@ class SongsView(QListView):
 
     def _drag(self) -> None:
         mime = self.drag_mime_data()
+        if self.waiting_exports:
+            self.drag_note.emit("The exported file is still being made: this drag handed out "
+                                "the song as made; drag again in a moment for the export")
         if mime is not None:
             drag = QDrag(self)
             drag.setMimeData(mime)
@@ -151,6 +169,8 @@ class SongsPage(QWidget):
         layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
         self.view = SongsView()
         self.view.files = self.files
+        self.drag_exports = DragExports(self.files, self)
+        self.view.exports = self.drag_exports
         self.view.setModel(self.model)
         self.view.setItemDelegate(self.delegate)
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
@@ -167,10 +187,14 @@ class SongsPage(QWidget):
         self.copy = QPushButton("Copy path")
         self.reuse = QPushButton("Use these settings")
         self.rename = QPushButton("Rename…")
+        self.export = QPushButton("Export…")
+        self.export.setToolTip("Save the selected takes as WAV, FLAC, AIFF or MP3 at 48 or "
+                               "44.1 kHz, at a loudness of your choice, tagged with tempo and "
+                               "key")
         self.trash = QPushButton("Move to trash")
         self.trash.setToolTip("Move the selected songs' files to the trash (Delete)")
         for w in (self.play, self.seek, self.time, self.reveal, self.copy, self.reuse,
-                  self.rename, self.trash):
+                  self.rename, self.export, self.trash):
             bar.addWidget(w, 1 if w is self.seek else 0)
         layout.addLayout(bar)
         self.note = QLabel("")
@@ -187,6 +211,7 @@ class SongsPage(QWidget):
         self.view.doubleClicked.connect(lambda _i: self.toggle_play())
         self.view.play_clicked.connect(self.play_row)
         self.view.star_clicked.connect(self.toggle_favourite)
+        self.view.drag_note.connect(self.note.setText)
         self.view.customContextMenuRequested.connect(self._menu)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
@@ -198,6 +223,7 @@ class SongsPage(QWidget):
         self.copy.clicked.connect(self.copy_path)
         self.reuse.clicked.connect(self._reuse)
         self.rename.clicked.connect(self.rename_selected)
+        self.export.clicked.connect(self.export_selected)
         self.trash.clicked.connect(self.trash_selected)
         self.model.modelReset.connect(self._update_count)
         link.songs_loaded.connect(self.model.set_songs)
@@ -256,6 +282,9 @@ class SongsPage(QWidget):
 
     def _update_buttons(self):
         row = self.current_row()
+        if row is not None and row.take is not None and row.song.state == SongState.DONE \
+                and self.drag_exports.wanted():
+            self.drag_exports.prepare(row.song, row.take)
         song = row.song if row is not None else None
         playable = row is not None and row.take is not None and song.state == SongState.DONE
         has_file = playable and self.files.local(song, row.take) is not None
@@ -267,6 +296,7 @@ class SongsPage(QWidget):
                               or (song is not None and song.is_finished))
         self.reuse.setEnabled(song is not None)
         self.rename.setEnabled(song is not None)
+        self.export.setEnabled(playable)
 
     def _song_changed(self, song: Song) -> None:
         known = self.model.song(song.id) is not None
@@ -306,6 +336,8 @@ class SongsPage(QWidget):
         menu.addAction("Unmark favourite" if row.song.favourite else "Mark favourite",
                        lambda: self.toggle_favourite(row))
         menu.addAction("Rename…", self.rename_selected)
+        if row.take is not None:
+            menu.addAction("Export…", self.export_selected)
         menu.addAction("Use these settings", self._reuse)
         menu.addSeparator()
         menu.addAction("Move to trash  (Delete)", self.trash_selected)
@@ -365,6 +397,7 @@ class SongsPage(QWidget):
     def shutdown(self) -> None:
         self._player.shutdown()
         self.store.shutdown()
+        self.drag_exports.shutdown()
 
     def _player_state(self, state: str) -> None:
         sounding = state in ("playing", "loading")
@@ -393,6 +426,12 @@ class SongsPage(QWidget):
         self.link.change_song(song.id, favourite=not song.favourite,
                               on_error=lambda text: self.note.setText(
                                   f"Could not mark {song.name!r}: {text}"))
+
+    def export_selected(self):
+        """Export… for the selected takes (the dialog and the export module load now, not
+        with the page)."""
+        from ..export_dialog import open_for
+        return open_for(self)
 
     def rename_selected(self) -> None:
         song = self.current()
