@@ -283,6 +283,19 @@ class NodeClient:
             raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         return dest
 
+    async def upload(self, path: Path | str, name: str | None = None) -> dict[str, Any]:
+        """Send an audio file to the node (to edit or to learn from); its upload record."""
+        path = Path(path)
+        timeout = httpx.Timeout(None, connect=5.0)
+
+        async def body():
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    yield chunk
+        return await self._json("POST", "/v1/uploads", content=body(), timeout=timeout,
+                                params={"name": name or path.name},
+                                headers={"Content-Type": "application/octet-stream"})
+
     def all_events(self) -> AsyncIterator[tuple[str, Any]]:
         """Every song's events for as long as the node runs (``hello`` first): see
         :class:`cantor_desktop.song.SongEvent`."""

@@ -601,6 +601,52 @@ def _routes(app: FastAPI) -> None:
         n = node(request)
         return n.queue.public(_song(n, song_id))
 
+    # -- uploads -------------------------------------------------------------------------
+
+    @app.post("/v1/uploads", status_code=201, openapi_extra={"requestBody": {
+        "required": True, "content": {"audio/*": {"schema": {"type": "string",
+                                                            "format": "binary"}},
+                                      "application/octet-stream": {"schema": {
+                                          "type": "string", "format": "binary"}}}}},
+              responses={201: {"description": "kept: the upload's id and facts"}, **ERRORS})
+    async def upload(request: Request, name: str = "upload"):
+        """Audio to edit or to learn from (WAV, FLAC, MP3, AIFF or OGG, at most 10 minutes),
+        as the raw body; ``name`` is the file's name for people. 422 naming the problem when
+        it is not such audio, with nothing kept."""
+        from . import uploads
+        upload_id, part = uploads.new_part()
+        try:
+            with open(part, "wb") as out:
+                async for chunk in request.stream():
+                    if chunk:
+                        await asyncio.to_thread(out.write, chunk)
+            kept = await asyncio.to_thread(uploads.keep, upload_id, part, name)
+        except uploads.UploadError as exc:
+            raise ApiError(422, f"body: {exc}", "not_audio", "body") from None
+        finally:
+            part.unlink(missing_ok=True)
+        log.info("upload %s kept: %s, %s, %.1f s", kept.id, kept.name, kept.format,
+                 kept.duration)
+        return JSONResponse(kept.to_json(), status_code=201)
+
+    @app.get("/v1/uploads/{upload_id}", responses=ERRORS)
+    async def get_upload(upload_id: str):
+        from . import uploads
+        try:
+            return (await asyncio.to_thread(uploads.get, upload_id)).to_json()
+        except (uploads.UploadError, LookupError) as exc:
+            raise ApiError(404, str(exc), "not_found", "upload_id") from None
+
+    @app.delete("/v1/uploads/{upload_id}", responses=ERRORS)
+    async def delete_upload(upload_id: str):
+        from . import uploads
+        try:
+            if not await asyncio.to_thread(uploads.remove, upload_id):
+                raise LookupError(f"no upload with id {upload_id!r}")
+        except (uploads.UploadError, LookupError) as exc:
+            raise ApiError(404, str(exc), "not_found", "upload_id") from None
+        return {"id": upload_id, "removed": True}
+
     @app.get("/v1/events", responses=SSE)
     async def all_events(request: Request):
         """Every song's events, whoever asked for it: ``added``, ``changed``, ``removed``

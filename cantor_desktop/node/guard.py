@@ -49,7 +49,9 @@ class BodyRule:
         return path == self.path or (self.path.endswith("/") and path.startswith(self.path))
 
 
-BODY_RULES: list[BodyRule] = []
+BODY_RULES: list[BodyRule] = [
+    BodyRule("/v1/uploads", ("audio/*", "application/octet-stream"), 256 * 2**20),
+]
 """Endpoints that take something other than JSON (uploads) declare it here."""
 
 

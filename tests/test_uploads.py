@@ -1,0 +1,98 @@
+"""POST /v1/uploads on a real node: audio to edit or learn from is kept with its facts;
+anything else is refused with the reason and nothing is kept."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from test_node_support import Node, write_config
+
+
+@pytest.fixture
+def home(cantor_home):
+    write_config(cantor_home)
+    return cantor_home
+
+
+def audio(fmt: str, seconds: float = 2.0, rate: int = 48000, subtype: str | None = None) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    tone = (0.3 * np.sin(2 * np.pi * 330 * t)).astype("float32")
+    out = io.BytesIO()
+    sf.write(out, np.stack([tone, tone], axis=1), rate, format=fmt, subtype=subtype)
+    return out.getvalue()
+
+
+def test_audio_is_kept_with_its_facts_and_everything_else_is_refused(home, tmp_path):
+    good = {"song.wav": audio("WAV"), "song.flac": audio("FLAC"),
+            "song.mp3": audio("MP3"), "song.aiff": audio("AIFF"), "song.ogg": audio("OGG")}
+    wav = audio("WAV", seconds=3.0)
+    bad = {"not audio": b"hello, this is text" * 100,
+           "a program renamed .wav": open("/bin/ls", "rb").read(),
+           "truncated": wav[: len(wav) // 2],
+           "eleven minutes": audio("WAV", seconds=660, rate=8000, subtype="PCM_16"),
+           "empty": b""}
+
+    async def main():
+        node = await Node(home).start()
+        try:
+            kept, refused = {}, {}
+            async with node.client() as c:
+                for name, data in good.items():
+                    path = tmp_path / name
+                    path.write_bytes(data)
+                    kept[name] = await c.upload(path)
+            async with node.http(timeout=60) as http:
+                for label, data in bad.items():
+                    r = await http.post("/v1/uploads", content=data, params={"name": label},
+                                        headers={"Content-Type": "audio/wav"})
+                    refused[label] = (r.status_code, r.json()["error"])
+                as_json = await http.post("/v1/uploads", json={"audio": "no"})
+                again = await http.get(f"/v1/uploads/{kept['song.flac']['id']}")
+                gone = await http.delete(f"/v1/uploads/{kept['song.ogg']['id']}")
+                missing = await http.get(f"/v1/uploads/{kept['song.ogg']['id']}")
+            return kept, refused, as_json, again.json(), gone.status_code, missing.status_code
+        finally:
+            await node.stop()
+
+    kept, refused, as_json, again, gone, missing = asyncio.run(main())
+    for name, record in kept.items():
+        assert record["format"] == name.rsplit(".", 1)[1].upper().replace("AIFF", "AIFF")
+        assert abs(record["duration"] - 2.0) < 0.1 and record["channels"] == 2
+        assert record["name"] == name
+    assert again["id"] == kept["song.flac"]["id"] and gone == 200 and missing == 404
+    for label, (status, error) in refused.items():
+        assert status == 422 and error["field"] == "body", (label, error)
+    assert "minutes" in refused["eleven minutes"][1]["message"]
+    assert "cut short" in refused["truncated"][1]["message"] or \
+        "decoded" in refused["truncated"][1]["message"]
+    assert as_json.status_code == 415                     # uploads take audio, not JSON
+    stored = sorted(p.name for p in (home / "state" / "uploads").iterdir())
+    expected = sorted(f"{r['id']}{ext}" for n, r in kept.items() if n != "song.ogg"
+                      for ext in ("." + n.rsplit(".", 1)[1], ".json"))
+    assert stored == expected                             # nothing of what was refused
+
+
+def test_an_upload_past_its_cap_is_refused_while_it_streams(home):
+    from cantor_desktop.node.uploads import MAX_BYTES
+
+    async def main():
+        node = await Node(home).start()
+        try:
+            async with node.http(timeout=120) as http:
+                async def body():
+                    chunk = b"\0" * 2**20
+                    for _ in range(MAX_BYTES // 2**20 + 8):
+                        yield chunk
+                r = await http.post("/v1/uploads", content=body(),
+                                    headers={"Content-Type": "application/octet-stream"})
+                return r.status_code
+        finally:
+            await node.stop()
+
+    assert asyncio.run(main()) == 413
+    assert not list((home / "state" / "uploads").glob("*"))
