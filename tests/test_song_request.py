@@ -71,3 +71,68 @@ def test_error_messages_quote_long_values_briefly():
     with pytest.raises(RequestError) as err:
         validate({"caption": "x", "key": "Q" * 100_000})
     assert len(str(err.value)) < 300
+
+
+SONG = "0123456789abcdef"
+
+
+def test_editing_fields_in_shape_and_range_and_what_each_task_needs():
+    from cantor_desktop.song_request import RequestError, validate
+    ok = [
+        {"task": "cover", "source": {"song": SONG, "take": 2}, "strength": 0.6, "noise": 0.2},
+        {"task": "cover", "source": {"upload": "fedcba9876543210"}, "faithful": True},
+        {"task": "repaint", "source": {"song": SONG}, "region": {"start": 20, "end": 30}},
+        {"task": "extend", "source": {"song": SONG}, "extend": {"after": 30}},
+        {"task": "extract", "source": {"song": SONG}, "track": "Drums"},
+        {"task": "lego", "source": {"song": SONG}, "track": "guitar",
+         "region": {"start": 0, "end": 12.5}},
+        {"task": "complete", "source": {"song": SONG}, "track": "vocals | bass"},
+        {"reference": {"upload": "fedcba9876543210"}, "adapter": "my-style",
+         "adapter_scale": 0.8, "steps": 12, "guidance": 3.5, "shift": 2, "solver": "sde",
+         "lm_temperature": 0.9, "lm_cfg": 2.5, "lm_top_p": 0.95, "lm_top_k": 40,
+         "lm_negative_prompt": "muddy mix", "lock_caption": True,
+         "codes_from": {"song": SONG, "take": 1}},
+    ]
+    for extra in ok:
+        req = validate({"caption": "x", **extra})
+        assert req.to_dict()["caption"] == "x"
+    assert validate({"caption": "x", "task": "extract", "source": {"song": SONG},
+                     "track": "Drums"}).track == "drums"
+    plain = validate({"caption": "x"}).to_dict()
+    assert "task" not in plain and "source" not in plain      # text to music reads as before
+    bad = [
+        ({"task": "remix"}, "task"),
+        ({"task": "cover"}, "source"),
+        ({"source": {"song": SONG}}, "source"),                       # text2music: no source
+        ({"task": "cover", "source": {"song": "../../etc"}}, "source"),
+        ({"task": "cover", "source": {"upload": "x", "song": SONG}}, "source"),
+        ({"task": "cover", "source": {"song": SONG, "take": 9}}, "source.take"),
+        ({"task": "cover", "source": {"song": SONG}, "strength": 1.5}, "strength"),
+        ({"task": "cover", "source": {"song": SONG}, "noise": -0.1}, "noise"),
+        ({"task": "repaint", "source": {"song": SONG, "take": 1}}, "region"),
+        ({"task": "repaint", "source": {"song": SONG}, "region": {"start": 20, "end": 20.5}},
+         "region"),
+        ({"task": "repaint", "source": {"song": SONG}, "region": {"start": 20}}, "region"),
+        ({"task": "extend", "source": {"song": SONG}}, "extend"),
+        ({"task": "extend", "source": {"song": SONG}, "extend": {"after": 0.2}}, "extend"),
+        ({"task": "extend", "source": {"song": SONG}, "extend": {"after": 700}}, "extend.after"),
+        ({"strength": 0.5}, "strength"),
+        ({"task": "extract", "source": {"song": SONG}}, "track"),
+        ({"task": "extract", "source": {"song": SONG}, "track": "kazoo"}, "track"),
+        ({"task": "lego", "source": {"song": SONG}, "track": "bass | drums"}, "track"),
+        ({"track": "drums"}, "track"),
+        ({"adapter_scale": 1.0}, "adapter_scale"),
+        ({"adapter": "x", "adapter_scale": 3}, "adapter_scale"),
+        ({"steps": 0}, "steps"), ({"steps": 2.5}, "steps"), ({"guidance": 99}, "guidance"),
+        ({"solver": "rk4"}, "solver"), ({"lm_top_p": 1.2}, "lm_top_p"),
+        ({"lm_top_k": -1}, "lm_top_k"), ({"lock_caption": "yes"}, "lock_caption"),
+        ({"lm_negative_prompt": "x" * 3000}, "lm_negative_prompt"),
+        ({"codes_from": {"upload": "fedcba9876543210"}}, "codes_from"),
+    ]
+    for extra, field in bad:
+        try:
+            validate({"caption": "x", **extra})
+        except RequestError as exc:
+            assert exc.field == field, (extra, exc.field, exc.message)
+        else:
+            raise AssertionError(f"accepted {extra}")

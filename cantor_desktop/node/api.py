@@ -759,7 +759,7 @@ def _routes(app: FastAPI) -> None:
         body = await json_body(request)
         if not isinstance(body, dict):
             raise ApiError(422, "body: must be a JSON object", field="body")
-        data, steps = lemonade_request(body)
+        data = lemonade_request(body)
         try:
             validated, _note = await asyncio.to_thread(_validated, data, _cfg())
         except ApiError as exc:
@@ -767,8 +767,6 @@ def _routes(app: FastAPI) -> None:
                 old, exc.field = exc.field, LEMONADE_NAMES[exc.field]
                 exc.message = exc.message.replace(f"{old}:", f"{exc.field}:", 1)
             raise
-        if steps is not None:
-            validated["extra"] = {"inference_steps": steps}
         n.check_room(_cfg().get("node.max_queue"))
         song = n.queue.add(validated)
         n.runner.wake()
@@ -912,24 +910,19 @@ def _family_backend(body: Any, *, allow_auto: bool) -> tuple[str, str]:
 LEMONADE_NAMES = {"caption": "prompt", "language": "vocal_language", "format": "response_format"}
 
 
-def lemonade_request(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
-    """Lemonade's fields → a song request (unknown fields are refused by name)."""
+def lemonade_request(body: dict[str, Any]) -> dict[str, Any]:
+    """Lemonade's fields → a song request (unknown fields are refused by name; the song
+    request's own rules check the values, with Lemonade's names in the errors)."""
     mapping = {"model": "model", "prompt": "caption", "lyrics": "lyrics",
                "vocal_language": "language", "duration": "duration", "seed": "seed",
                "response_format": "format", "bpm": "bpm", "key": "key",
-               "time_signature": "time_signature"}
+               "time_signature": "time_signature", "steps": "steps"}
     out: dict[str, Any] = {}
-    steps = None
     for k, v in body.items():
-        if k == "steps":
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 200):
-                raise ApiError(422, "steps: must be a whole number from 1 to 200", field="steps")
-            steps = v
-            continue
         if k not in mapping:
-            raise ApiError(422, f"{k}: unknown field; known: {', '.join(list(mapping) + ['steps'])}",
-                           field=k)
-        out[mapping[k]] = v
+            raise ApiError(422, f"{k}: unknown field; known: {', '.join(mapping)}", field=k)
+        if v is not None:
+            out[mapping[k]] = v
     if "caption" not in out:
         raise ApiError(422, "prompt: is required: describe the song", field="prompt")
     fmt = out.get("format")
@@ -938,7 +931,7 @@ def lemonade_request(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
             raise ApiError(422, f"response_format: {fmt!r} is not a format; one of "
                                 f"{', '.join(LEMONADE_FORMATS)}", field="response_format")
         out["format"] = LEMONADE_FORMATS[fmt]
-    return out, steps
+    return out
 
 
 def _cfg() -> config.Config:

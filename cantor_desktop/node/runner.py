@@ -269,9 +269,8 @@ class Runner:
         engine_req = engine_request(request, synth_model=plan.files.get("dit"),
                                     lm_model=None if request.instrumental else plan.files.get("lm"),
                                     output_format=song_files.engine_format(fmt))
-        steps = (request.extra or {}).get("inference_steps")
-        if steps:
-            engine_req["inference_steps"] = int(steps)
+        if request.steps:
+            engine_req["inference_steps"] = request.steps
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
         expect = getattr(sup, "expect_duration", None)
