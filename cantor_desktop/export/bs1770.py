@@ -112,13 +112,10 @@ def k_weighting(rate: int) -> tuple:
     return tuple(biquad(prototype(b, a), rate) for b, a in (PRE_FILTER_48K, RLB_48K))
 
 
-def response(rate: int, n: int) -> np.ndarray:
-    """H(e^jω) of the K-weighting at the ``n // 2 + 1`` bins of a real FFT of ``n``."""
-    return _response(rate, n).copy()
-
-
 @functools.lru_cache(maxsize=8)
 def _response(rate: int, n: int) -> np.ndarray:
+    """H(e^jω) of the K-weighting at the ``n // 2 + 1`` bins of a real FFT of ``n``
+    (read-only: shared by every caller)."""
     z1 = np.exp(-2j * np.pi * np.arange(n // 2 + 1) / n)       # z^-1 on the unit circle
     h = np.ones(n // 2 + 1, dtype=np.complex128)
     for b, a in k_weighting(rate):
