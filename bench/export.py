@@ -5,8 +5,12 @@ node/songs.write_takes, so its tempo and key are measured there as for any instr
 Each run exports it with cantor_desktop.export (read, resample 48 -> 44.1 kHz with soxr VHQ,
 BS.1770 loudness to -14 LUFS with a -1 dBTP true-peak ceiling, FLAC 24-bit, tags, .part then
 rename) and checks the file: it decodes, at 44.1 kHz, the whole length, loudness within
-±0.5 LU of -14, true peak at or under -1 dBTP, BPM/KEY/seed tags present. A run whose file
-fails a check does not count.
+±0.5 LU of -14 (read by pyloudnorm, the test extra's reference, when installed; else by the
+export's own meter), true peak at or under -1 dBTP, BPM/KEY/seed tags present. A run whose
+file fails a check does not count.
+
+The loudness meter alone (export/bs1770.py, numpy FFT) is timed too on the exported file,
+against pyloudnorm (scipy's lfilter) when installed: the readings and the CPU seconds.
 
 Baseline, measured in the same run (alternated with the export): the same WAV decoded and
 written as FLAC by soundfile alone (no resampling, loudness or tags): the floor of any FLAC
@@ -73,7 +77,7 @@ def check(path: Path, duration: float) -> list[str]:
         problems.append(f"rate {rate}")
     if abs(len(audio) / rate - duration) > 0.01:
         problems.append(f"length {len(audio) / rate:.3f} s")
-    loud = lu.integrated_loudness(audio, rate)
+    loud = reference_loudness(audio, rate)
     if abs(loud - TARGET) > 0.5:
         problems.append(f"loudness {loud:.2f} LUFS")
     tp = lu.true_peak(audio, rate)
@@ -84,6 +88,36 @@ def check(path: Path, duration: float) -> list[str]:
         if not tags.get(key):
             problems.append(f"no {key} tag")
     return problems
+
+
+def reference_loudness(audio, rate: int) -> float:
+    """pyloudnorm's reading with the standard's coefficients, else the export's own."""
+    try:
+        import pyloudnorm
+    except ImportError:
+        return lu.integrated_loudness(audio, rate)
+    return float(pyloudnorm.Meter(rate, filter_class="DeMan").integrated_loudness(audio))
+
+
+def time_meters(path: Path, runs: int) -> None:
+    """CPU seconds (median) and reading of the export's meter and of pyloudnorm on ``path``."""
+    audio, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    meters = {"bs1770 (numpy FFT)": lambda: lu.integrated_loudness(audio, rate)}
+    try:
+        import pyloudnorm
+        meters["pyloudnorm (scipy lfilter)"] = \
+            lambda: pyloudnorm.Meter(rate).integrated_loudness(audio)
+    except ImportError:
+        pass
+    for name, meter in meters.items():
+        meter()
+        cpu, reading = [], 0.0
+        for _ in range(runs):
+            c0 = time.process_time()
+            reading = meter()
+            cpu.append(time.process_time() - c0)
+        print(f"meter {name:<28} {statistics.median(cpu):.3f} s cpu, {reading:.3f} LUFS "
+              f"({len(audio) / rate:.0f} s, {audio.shape[1]} ch, {rate} Hz)")
 
 
 def timed(fn) -> tuple[float, float]:
@@ -116,7 +150,7 @@ def main() -> int:
 
         baseline(), ours()                                   # warm-up (imports, caches)
         base_cpu, base_wall, our_cpu, our_wall, failed = [], [], [], [], 0
-        for _ in range(args.runs):
+        for run in range(args.runs):
             c, w = timed(baseline)
             base_cpu.append(c), base_wall.append(w)
             c, w = timed(ours)
@@ -126,7 +160,9 @@ def main() -> int:
                 print(f"  run not counted: {results[-1].path.name}: {'; '.join(problems)}")
             else:
                 our_cpu.append(c), our_wall.append(w)
-            results[-1].path.unlink()
+            if run < args.runs - 1:                          # the last is timed below
+                results[-1].path.unlink()
+        time_meters(results[-1].path, args.runs)
         if not our_cpu:
             print("no export passed its checks")
             return 1

@@ -9,9 +9,14 @@ In a fresh temporary CANTOR_HOME, offscreen, it
    built-in sketch engine (the node starts the engine as its own child, again through
    selfexec), through the app's client (``nodeclient.NodeClient``: submit, events, audio);
 3. checks both files: present, decodable WAV, the asked duration (± 0.5 s), not silent;
-4. opens the main window once, offscreen, through the app's own start-up
+4. exports a few seconds of the instrumental song as the app and ``cantor export`` do: MP3
+   (soundfile's libsndfile with LAME), 44.1 kHz (soxr), −14 LUFS with a −1 dBTP ceiling
+   (the numpy BS.1770 meter, soxr's oversampled true peak), ID3 tags (mutagen); decodes the
+   file and checks rate, length, loudness, true peak and tags;
+5. opens the main window once, offscreen, through the app's own start-up
    (``cantor_desktop.ui.main.main``), and waits for its first paint;
-5. prints a summary and stops the node.
+6. checks that no scipy module was loaded by any of it (the bundle leaves scipy out);
+7. prints a summary and stops the node.
 
 Runs unfrozen too: ``python -m cantor_desktop.frozen_main --self-test``.
 """
@@ -46,6 +51,8 @@ SONGS = (
 )
 DURATION_TOLERANCE = 0.5      # seconds
 MIN_RMS = 1e-3                # full scale = 1.0; the sketch engine plays at ~0.1..0.3
+EXPORT_SECONDS = 4.0          # of the instrumental song (LAME at 320 kbps is the slow part)
+EXPORT_TARGET, EXPORT_CEILING = -14.0, -1.0
 
 
 class SelfTestError(Exception):
@@ -192,6 +199,64 @@ def check_audio(path: Path, duration: float) -> str:
     if rms < MIN_RMS:
         raise SelfTestError(f"{path.name}: silent (RMS {rms:.2e})")
     return f"{seconds:.2f} s, {rate} Hz, {data.shape[1]} ch, RMS {rms:.3f}"
+
+
+# --- the export ---------------------------------------------------------------------------------
+
+def check_export(song: Path, out: Path, request: dict) -> str:
+    """Export the first EXPORT_SECONDS of ``song`` to MP3, 44.1 kHz, EXPORT_TARGET LUFS with
+    an EXPORT_CEILING dBTP ceiling, through ``export.export_file``; decode it and check it."""
+    import soundfile as sf
+
+    from . import export
+    from .export import loudness as lu
+
+    t = time.perf_counter()
+    try:
+        audio, rate = sf.read(str(song), dtype="float32", always_2d=True,
+                              frames=int(EXPORT_SECONDS * 48000))
+        excerpt = out / "export-source.wav"
+        sf.write(str(excerpt), audio, rate, subtype="PCM_24")
+        meta = export.SongMeta(title="self-test", caption=request["caption"],
+                               bpm=request["bpm"], key=request["key"], seed=request["seed"],
+                               model=request["model"])
+        options = export.ExportOptions(format="mp3", rate=44100, loudness=EXPORT_TARGET,
+                                       peak=EXPORT_CEILING)
+        result = export.export_file(excerpt, out / "export", options, meta=meta)
+        decoded, got_rate = sf.read(str(result.path), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise SelfTestError(f"the export failed: {type(exc).__name__}: {exc}") from None
+    seconds = len(decoded) / got_rate
+    loudness = lu.integrated_loudness(decoded, got_rate)
+    peak = lu.true_peak(decoded, got_rate)
+    problems = []
+    if got_rate != 44100:
+        problems.append(f"rate {got_rate} Hz")
+    if abs(seconds - len(audio) / rate) > 0.1:
+        problems.append(f"{seconds:.2f} s long, the source {len(audio) / rate:.2f} s")
+    if not abs(loudness - EXPORT_TARGET) <= 0.5:
+        problems.append(f"{loudness:.2f} LUFS, asked {EXPORT_TARGET:g}")
+    if not peak <= EXPORT_CEILING + 0.01:
+        problems.append(f"true peak {peak:.2f} dBTP over {EXPORT_CEILING:g}")
+    from mutagen.mp3 import MP3
+
+    tags = MP3(str(result.path)).tags
+    bpm = str(tags.get("TBPM")) if tags is not None else None
+    if bpm != f"{request['bpm']}":
+        problems.append(f"TBPM tag {bpm!r}")
+    if problems:
+        raise SelfTestError(f"the exported {result.path.name}: {'; '.join(problems)}")
+    return (f"{result.path.name}, {seconds:.2f} s, {got_rate} Hz, {loudness:.1f} LUFS, "
+            f"{peak:.1f} dBTP, TBPM {bpm}, {time.perf_counter() - t:.1f} s")
+
+
+def check_no_scipy() -> str:
+    """No scipy (nor pyloudnorm, which needs it) was loaded in this process."""
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "pyloudnorm"))
+    if loaded:
+        raise SelfTestError(f"scipy is loaded ({', '.join(loaded[:5])}…): the export's "
+                            f"loudness must need numpy alone")
+    return f"{len(sys.modules)} modules loaded, none of scipy"
 
 
 # --- Qt parts the app loads late: playback, keyring ---------------------------------------------
@@ -353,11 +418,14 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
         out.mkdir()
         node = asyncio.run(start_node(report))
         asyncio.run(render_songs(report, node, out, timeout))
+        report.ok("export (MP3, soxr, BS.1770, mutagen)",
+                  check_export(out / "instrumental.wav", out, SONGS[0][1]))
         report.ok("playback (soundfile + QAudioSink)",
                   check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]))
         report.ok("keyring backend", check_keyring())
         seconds = open_main_window_once()
         report.ok("main window painted offscreen", f"{seconds:.2f} s")
+        report.ok("no scipy", check_no_scipy())
     except SelfTestError as exc:
         failed = True
         report.fail("self-test", str(exc))

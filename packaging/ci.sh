@@ -4,8 +4,9 @@
 #      start-up figures);
 #   2. unpack the .deb into a scratch root with dpkg-deb -x and check its files (.desktop
 #      entry, icons, /usr/bin wrappers);
-#   3. run the self-test from there: the frozen executable starts its own node and sketch
-#      engine, renders two songs and checks them, opens the main window offscreen;
+#   3. check that scipy is not in the bundle; run the self-test from there: the frozen
+#      executable starts its own node and sketch engine, renders two songs and checks them,
+#      exports one to MP3 at -14 LUFS, opens the main window offscreen;
 #   4. start the app once on X11 (xvfb-run, when installed) to load the xcb platform plugin.
 # A missing hidden import, a Qt library the filter dropped or a broken wrapper fails it.
 # Exits non-zero on any failure.
@@ -34,6 +35,12 @@ grep -q '^Exec=cantor-desktop' "$scratch/usr/share/applications/cantor.desktop" 
 grep -q '^Icon=cantor$' "$scratch/usr/share/applications/cantor.desktop" || fail "cantor.desktop: Icon"
 if command -v desktop-file-validate >/dev/null 2>&1; then
   desktop-file-validate "$scratch/usr/share/applications/cantor.desktop"
+fi
+# the export's loudness is numpy alone: scipy (pulled in by pyloudnorm, the tests'
+# reference) must be neither a folder of the bundle nor a module of its archive
+if [ -n "$(find dist/cantor -type d \( -name scipy -o -name scipy.libs -o -name pyloudnorm \) -print -quit)" ] ||
+   grep -q "'scipy\|'pyloudnorm" build/pyinstaller/cantor/PYZ-00.toc; then
+  fail "scipy or pyloudnorm is in the bundle (packaging/cantor.spec excludes them)"
 fi
 version="$("$scratch/usr/bin/cantor" --version)" || fail "/usr/bin/cantor --version failed"
 echo "ci.sh: $deb: $version"

@@ -34,7 +34,8 @@ song does not record are measured from the audio (:mod:`cantor_desktop.analysis`
 Resampling is soxr (libsoxr's "very high quality": 28-bit precision, linear phase, pass band
 to 91 % of Nyquist, alias rejection far below 24-bit's floor) rather than scipy's
 resample_poly, whose default Kaiser (β = 5) filter stops aliases at only about −50 dB and
-which is slower; loudness is pyloudnorm (ITU-R BS.1770-4); tags are mutagen; encoding is
+which is slower; loudness is ITU-R BS.1770-4 with numpy alone (:mod:`.bs1770`: K-weighting by
+FFT, gating), so scipy stays out of the app; tags are mutagen; encoding is
 soundfile (libsndfile ≥ 1.1 writes MP3 with LAME, and soundfile's wheels carry that
 libsndfile on Linux, macOS and Windows, the bundle included).
 """

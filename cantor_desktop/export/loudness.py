@@ -1,9 +1,12 @@
 """Loudness to a target with a true-peak ceiling.
 
 - Integrated loudness per ITU-R BS.1770-4 (K-weighting, 400 ms blocks, absolute and
-  relative gates) with pyloudnorm.
+  relative gates): :mod:`.bs1770`, numpy alone.
 - True peak per BS.1770-4 Annex 2: the largest sample of the signal oversampled 4× (soxr,
-  a linear-phase high-quality interpolator), in dBTP.
+  a linear-phase high-quality interpolator, rather than the Annex's 48-tap example FIR),
+  in dBTP.
+
+Neither needs scipy (the bundle leaves it out).
 - The gain that reaches the target; where it would push a true peak over the ceiling, a
   look-ahead limiter lowers the gain around that peak only: the gain each sample needs is
   taken as a moving minimum and smoothed by a moving mean of the same (centred) window —
@@ -39,14 +42,11 @@ def gain(db_value: float) -> float:
     return float(10.0 ** (db_value / 20.0))
 
 
-def integrated_loudness(audio: np.ndarray, rate: int) -> float:
+def integrated_loudness(audio: np.ndarray, rate: int, check: Check | None = None) -> float:
     """LUFS (−inf for silence or audio shorter than one 400 ms block)."""
-    import pyloudnorm
+    from . import bs1770
 
-    if len(audio) < int(0.4 * rate) + 1:
-        return float("-inf")
-    with np.errstate(divide="ignore"):
-        return float(pyloudnorm.Meter(rate).integrated_loudness(audio))
+    return bs1770.integrated_loudness(audio, rate, check)
 
 
 def peak_envelope(audio: np.ndarray, rate: int, check: Check | None = None) -> np.ndarray:
@@ -166,7 +166,7 @@ def normalise(audio: np.ndarray, rate: int, target: float, ceiling_db: float,
         if check:
             check()
 
-    measured = integrated_loudness(audio, rate)
+    measured = integrated_loudness(audio, rate, check)
     step(0.25)
     if not np.isfinite(measured):             # silence: nothing to bring up
         tp = true_peak(audio, rate, check)
@@ -185,7 +185,7 @@ def normalise(audio: np.ndarray, rate: int, target: float, ceiling_db: float,
             break
         out *= lim[:, None]
         limited = db(float(lim.min()))
-        loudness = integrated_loudness(out, rate)
+        loudness = integrated_loudness(out, rate, check)
         step(0.45 + 0.35 * (round_ + 1) / ROUNDS)
         if abs(loudness - target) <= TOLERANCE_LU:
             break
