@@ -306,3 +306,26 @@ def test_export_from_the_songs_page_with_choices_remembered(qtbot, qloop, tmp_pa
     run(qloop, until(lambda: p.view.drag_paths() and p.view.drag_paths()[0].endswith(".flac"),
                      timeout=60, what="the exported file for the drag"))
     assert open(path, "rb").read() == original
+
+
+def test_versions_stay_with_their_song_newest_first_and_say_what_they_did(qtbot):
+    p = page(qtbot)
+    root, other = record(1, "/x/root.wav"), record(2, "/x/other.wav")
+    repaint = record(3, "/x/repaint.wav")
+    repaint.request.update(task="repaint", source={"song": root.id, "take": 1},
+                           region={"start": 20.0, "end": 30.0})
+    extended = record(5, "/x/longer.wav")
+    extended.request.update(task="extend", source={"song": repaint.id, "take": 1},
+                            extend={"after": 30.0})
+    p.model.set_songs([root, other, repaint, extended])
+    rows = [p.model.row(n) for n in range(p.model.rowCount())]
+    assert [(r.song.id, r.depth) for r in rows] == [
+        (root.id, 0), (repaint.id, 1), (extended.id, 2), (other.id, 0)]
+    assert rows[1].label == "Repainted 20–30 s — song 3"
+    assert rows[2].label.startswith("Extended +30 s after")
+    cover = record(6, "/x/cover.wav")
+    cover.request.update(task="cover", source={"song": other.id, "take": 1}, strength=0.5)
+    p.model.upsert(cover)                   # made now: its family comes first, with it
+    rows = [p.model.row(n) for n in range(p.model.rowCount())]
+    assert [(r.song.id, r.depth) for r in rows][:2] == [(other.id, 0), (cover.id, 1)]
+    assert rows[1].label == "Cover (strength 0.5) — song 6"

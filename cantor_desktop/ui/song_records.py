@@ -73,6 +73,66 @@ def search_text(song: Song) -> str:
                     ).lower()
 
 
+def parent_of(song: Song) -> str | None:
+    """The song this one was made from (an edit, a version, a stem), by its request."""
+    source = song.request.get("source")
+    if isinstance(source, dict) and isinstance(source.get("song"), str):
+        return source["song"]
+    return None
+
+
+def edit_words(song: Song) -> str:
+    """What an edit did, in a few words ("" for a song made from text)."""
+    req = song.request
+    task = req.get("task") or "text2music"
+    take = (req.get("source") or {}).get("take")
+    of = f" of take {take}" if take and take != 1 else ""
+    if task == "repaint":
+        region = req.get("region") or {}
+        return f"Repainted {region.get('start', 0):g}–{region.get('end', 0):g} s{of}"
+    if task == "extend":
+        ext = req.get("extend") or {}
+        bits = [f"+{ext['before']:g} s before" if ext.get("before") else "",
+                f"+{ext['after']:g} s after" if ext.get("after") else ""]
+        return f"Extended {' and '.join(b for b in bits if b)}{of}"
+    if task == "cover":
+        strength = req.get("strength")
+        return "Cover" + (f" (strength {strength:g})" if strength is not None else "") + of
+    if task == "extract":
+        return f"Stem: {req.get('track')}{of}"
+    if task == "lego":
+        return f"Added {req.get('track')}{of}"
+    if task == "complete":
+        return f"Completed around {req.get('track')}{of}"
+    return ""
+
+
+def family_order(songs: dict[str, Song]) -> list[tuple[Song, int]]:
+    """Songs with their versions together: each family (a song and everything made from it,
+    at any depth) in the order of its newest member, newest first; in a family the original
+    comes first, then its versions newest first. Returns (song, depth)."""
+    children: dict[str, list[Song]] = {}
+    roots: list[Song] = []
+    for song in songs.values():
+        parent = parent_of(song)
+        if parent is not None and parent in songs and parent != song.id:
+            children.setdefault(parent, []).append(song)
+        else:
+            roots.append(song)
+
+    def members(song: Song, depth: int, seen: set[str]) -> list[tuple[Song, int]]:
+        seen.add(song.id)
+        out = [(song, depth)]
+        for child in sorted(children.get(song.id, ()), key=lambda s: s.created, reverse=True):
+            if child.id not in seen:
+                out.extend(members(child, depth + 1, seen))
+        return out
+
+    families = [members(root, 0, set()) for root in roots]
+    families.sort(key=lambda fam: max(s.created for s, _ in fam), reverse=True)
+    return [item for fam in families for item in fam]
+
+
 @dataclass
 class Row:
     """One row of the Songs list: a take of a song (or the song while it has none yet)."""
@@ -80,6 +140,7 @@ class Row:
     song: Song
     take: Take | None = None
     first: bool = True            # the first row of its song (shows the song's name)
+    depth: int = 0                # 0: a song; 1…: a version of the one above it
 
     @property
     def key(self) -> tuple[str, int]:
@@ -92,13 +153,16 @@ class Row:
     @property
     def label(self) -> str:
         name = self.song.name or "(no caption)"
+        if self.depth and self.first:
+            words = edit_words(self.song)
+            name = f"{words} — {name}" if words else name
         if self.take is not None and len(self.song.takes) > 1:
             return name if self.first else f"Take {self.take.n}"
         return name
 
 
-def rows_of(song: Song) -> list[Row]:
+def rows_of(song: Song, depth: int = 0) -> list[Row]:
     """A song's rows: one per take, or one for the song until it has takes."""
     if not song.takes:
-        return [Row(song)]
-    return [Row(song, take, i == 0) for i, take in enumerate(song.takes)]
+        return [Row(song, depth=depth)]
+    return [Row(song, take, i == 0, depth) for i, take in enumerate(song.takes)]

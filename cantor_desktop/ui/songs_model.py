@@ -20,7 +20,8 @@ from PySide6.QtGui import (QColor, QFont, QPainter, QPen, QPolygonF, QStandardIt
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
 from ..song import Song, SongState
-from .song_records import Row, facts, rows_of, search_text, status_text, when
+from .song_records import (Row, facts, family_order, parent_of, rows_of, search_text,
+                           status_text, when)
 from .tasks import Tasks
 
 RowRole = Qt.UserRole + 1
@@ -102,15 +103,16 @@ class SongsModel(QSortFilterProxyModel):
 
     # -- changing ------------------------------------------------------------------------
     def set_songs(self, songs: Iterable[Song]) -> None:
-        ordered = sorted(songs, key=lambda s: s.created, reverse=True)
-        self._songs = {s.id: s for s in ordered}
+        """All songs, each family together (a song, then its versions newest first)."""
+        self._songs = {s.id: s for s in songs}
         self._texts = {}
-        self._items = {s.id: self._make_items(s) for s in ordered}
+        ordered = family_order(self._songs)
+        self._items = {s.id: self._make_items(s, depth) for s, depth in ordered}
         self.beginResetModel()
         self.rows.blockSignals(True)
         self.rows.clear()
         root = self.rows.invisibleRootItem()
-        for song in ordered:
+        for song, _depth in ordered:
             for item in self._items[song.id]:
                 root.appendRow(item)
         self.rows.blockSignals(False)
@@ -119,7 +121,11 @@ class SongsModel(QSortFilterProxyModel):
     def upsert(self, song: Song) -> None:
         old = self._items.get(song.id)
         self._songs[song.id] = song
-        fresh = rows_of(song)
+        if old is None and parent_of(song) in self._songs:
+            self.set_songs(list(self._songs.values()))     # a new version joins its family
+            return
+        depth = old[0].data(RowRole).depth if old else 0
+        fresh = rows_of(song, depth)
         if old is not None and len(old) == len(fresh):       # same rows, new content
             text = self._texts[song.id] = self._search_text(song)
             for item, row in zip(old, fresh):
@@ -130,7 +136,7 @@ class SongsModel(QSortFilterProxyModel):
         at = old[0].row() if old else 0                      # a new song: the newest
         if old:
             self.rows.removeRows(at, len(old))
-        items = self._make_items(song)
+        items = self._make_items(song, depth)
         for offset, item in enumerate(items):
             self.rows.insertRow(at + offset, item)
         self._items[song.id] = items
@@ -161,10 +167,10 @@ class SongsModel(QSortFilterProxyModel):
     def _search_text(self, song: Song) -> str:
         return search_text(song) + (f" {self.FAVOURITE}" if song.favourite else "")
 
-    def _make_items(self, song: Song) -> list[QStandardItem]:
+    def _make_items(self, song: Song, depth: int = 0) -> list[QStandardItem]:
         text = self._texts[song.id] = self._search_text(song)
         items = []
-        for row in rows_of(song):
+        for row in rows_of(song, depth):
             item = QStandardItem(row.label)
             item.setData(row, RowRole)
             item.setData(text, SearchRole)
@@ -254,7 +260,8 @@ class SongDelegate(QStyledItemDelegate):
 
     @staticmethod
     def indent(row: Row) -> int:
-        return 0 if row.first else 18
+        """Versions sit under their song, takes under their version."""
+        return 28 * row.depth + (0 if row.first else 18)
 
     def paint(self, painter: QPainter, option, index) -> None:
         row: Row = index.data(RowRole)
