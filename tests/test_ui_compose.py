@@ -108,3 +108,21 @@ def test_status_line_does_not_call_an_uninstalled_backend_ready(qtbot, qloop, no
         row["installed"] = row["name"] == fam["default"]
     assert f"backend {fam['default']}" in link.status_line()
     run(qloop, link.shutdown())
+
+
+def test_a_cover_carries_its_source_and_strength_explained(qtbot, qloop):
+    link, page = make_page(qtbot)
+    page.caption.setPlainText("the same song as a string quartet")
+    page.set_cover({"song": "0123456789abcdef", "take": 2}, "dusty boom bap")
+    assert page.starting.isVisibleTo(page) and "dusty boom bap" in page.cover_label.text()
+    page.strength.setValue(40)
+    assert "40 % of the steps hear the source" in page.strength_words.text()
+    body = page.form().validated()
+    assert body["task"] == "cover" and body["source"] == {"song": "0123456789abcdef",
+                                                          "take": 2}
+    assert body["strength"] == 0.4
+    page.set_reference({"upload": "fedcba9876543210"}, "my guitar.wav")
+    assert page.form().validated()["reference"] == {"upload": "fedcba9876543210"}
+    page.cover_clear.click()
+    body = page.form().validated()
+    assert "task" not in body and "source" not in body and "reference" in body

@@ -329,3 +329,38 @@ def test_versions_stay_with_their_song_newest_first_and_say_what_they_did(qtbot)
     rows = [p.model.row(n) for n in range(p.model.rowCount())]
     assert [(r.song.id, r.depth) for r in rows][:2] == [(other.id, 0), (cover.id, 1)]
     assert rows[1].label == "Cover (strength 0.5) — song 6"
+
+
+def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
+    from PySide6.QtCore import QPoint
+    path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
+    song = record(1, path)
+    song.takes[0].duration = 60.0
+    p = page(qtbot)
+    p.resize(1000, 700)
+    p.model.set_songs([song])
+    p.show()
+    qtbot.waitExposed(p)
+    p.select(song.id, 1)
+    editor = p.editor
+    assert editor.duration == 60.0 and not p.repaint.isEnabled()
+    x20, x30 = int(editor.x_of(20.0)), int(editor.x_of(30.0))
+    qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(x20, 40))
+    qtbot.mouseMove(editor, QPoint(x30, 40))
+    qtbot.mouseRelease(editor, Qt.LeftButton, pos=QPoint(x30, 40))
+    start, end = editor.region
+    assert abs(start - 20) <= 0.3 and abs(end - 30) <= 0.3 and p.repaint.isEnabled()
+    req = p.edit_request("repaint", region={"start": start, "end": end})
+    assert req["source"] == {"song": song.id, "take": 1} and req["task"] == "repaint"
+    from cantor_desktop.song_request import validate
+    assert validate(req).region == {"start": start, "end": end}   # what the node will take
+    # a click without a drag selects nothing to repaint
+    qtbot.mouseClick(editor, Qt.LeftButton, pos=QPoint(x20, 40))
+    assert not p.repaint.isEnabled()
+    # dragging from inside to past the end is an extension, not a region
+    right = int(editor.x_of(60.0)) + 40
+    qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(int(editor.x_of(59.0)), 40))
+    qtbot.mouseRelease(editor, Qt.LeftButton, pos=QPoint(right, 40))
+    assert editor.region is None and editor.after > 1 and p.extend.isEnabled()
+    ext = p.edit_request("extend", extend={"after": editor.after})
+    assert validate(ext).extend["after"] == editor.after

@@ -37,6 +37,13 @@ class ComposeForm:
     model: str = SKETCH_MODEL
     format: str = "wav24"
     takes: int = 1
+    # a cover of a song or an upload, and a reference sound (their names for people)
+    cover_of: dict[str, Any] | None = None     # {"song": id, "take": n} or {"upload": id}
+    cover_name: str = ""
+    strength: float = 1.0                      # share of the steps that hear the source
+    faithful: bool = False
+    reference: dict[str, Any] | None = None
+    reference_name: str = ""
 
     def request(self) -> dict[str, Any]:
         """The JSON body for ``POST /v1/songs`` (auto fields left out)."""
@@ -52,6 +59,12 @@ class ComposeForm:
         if self.format:
             body["format"] = self.format
         body["batch"] = self.takes
+        if self.cover_of:
+            body.update(task="cover", source=self.cover_of, strength=round(self.strength, 2))
+            if self.faithful:
+                body["faithful"] = True
+        if self.reference:
+            body["reference"] = self.reference
         return body
 
     def problem(self) -> RequestError | None:
@@ -103,8 +116,13 @@ class ComposeForm:
         for f in fields(cls):
             value = data.get(f.name)
             default = getattr(form, f.name)
-            if value is not None and type(value) is type(default):
+            if value is None:
+                continue
+            if type(value) is type(default) or (default is None and isinstance(value, dict)):
                 setattr(form, f.name, value)
+            elif isinstance(default, float) and isinstance(value, int) and \
+                    not isinstance(value, bool):
+                setattr(form, f.name, float(value))
         return form
 
     @classmethod

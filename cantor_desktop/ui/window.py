@@ -133,6 +133,8 @@ class MainWindow(QMainWindow):
             self._built[name] = widget
             if name == "Songs":
                 widget.use_settings.connect(self.use_settings)
+                widget.cover_requested.connect(self.make_cover)
+                widget.reference_requested.connect(self.use_reference)
             elif name == "Settings":
                 widget.saved.connect(self.tray_sync)
                 widget.saved_keys.connect(self._settings_saved)
@@ -201,6 +203,16 @@ class MainWindow(QMainWindow):
         from .compose_form import ComposeForm
         seed = song.takes[0].seed if song.takes else None
         self.compose.set_form(ComposeForm.from_settings(song.request, seed))
+        self.show_page("Compose")
+
+    def make_cover(self, source: dict, name: str) -> None:
+        """Compose, set to make a cover of ``source`` (the caption is the musician's)."""
+        self.compose.set_cover(source, name)
+        self.show_page("Compose")
+        self.compose.caption.setFocus()
+
+    def use_reference(self, source: dict, name: str) -> None:
+        self.compose.set_reference(source, name)
         self.show_page("Compose")
 
     def open_song(self, song_id: str, play: bool = False) -> None:

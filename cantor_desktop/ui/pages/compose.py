@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGridLayout, QGroupBox,
                                QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
-                               QProgressBar, QPushButton, QSpinBox, QTreeWidget,
+                               QProgressBar, QPushButton, QSlider, QSpinBox, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from ... import config, song_request
@@ -39,6 +39,21 @@ DRAFT_SAVE_MS = 600
 
 def draft_file():
     return paths().state_dir / "compose-draft.json"
+
+
+def strength_words(strength: float) -> str:
+    """What a cover's strength does, in a sentence (it is the share of the steps that hear
+    the source)."""
+    pct = int(round(strength * 100))
+    if strength >= 0.85:
+        how = "keeps the source's structure, melody and timing; the caption restyles its sound"
+    elif strength >= 0.5:
+        how = "follows the source's outline; the caption changes its sound and details"
+    elif strength >= 0.2:
+        how = "only the source's broad shape survives; mostly a new song in its tempo"
+    else:
+        how = "barely hears the source: close to a new song from the caption"
+    return f"{pct} % of the steps hear the source: it {how}."
 
 
 class ComposePage(QWidget):
@@ -117,6 +132,42 @@ class ComposePage(QWidget):
         grid.addRow("Format", self.format)
         grid.addRow("Takes", self.takes)
 
+        # what the song starts from: a cover of a song, a reference sound
+        self._cover: tuple[dict, str] | None = None
+        self._reference: tuple[dict, str] | None = None
+        self.starting = QGroupBox("Starting from")
+        grid_s = QGridLayout(self.starting)
+        self.cover_label = QLabel()
+        self.strength = QSlider(Qt.Horizontal)
+        self.strength.setRange(0, 100)
+        self.strength.setValue(100)
+        self.strength_words = QLabel()
+        self.strength_words.setWordWrap(True)
+        self.strength_words.setStyleSheet("color: #6b7280;")
+        self.faithful = QCheckBox("Faithful")
+        self.faithful.setToolTip("Hear the source exactly, not through the model's codes: "
+                                 "closer to the original, less room for the new caption")
+        self.cover_clear = QPushButton("×")
+        self.cover_clear.setFixedWidth(28)
+        self.cover_clear.setToolTip("Make a new song instead of a cover")
+        self.reference_label = QLabel()
+        self.reference_clear = QPushButton("×")
+        self.reference_clear.setFixedWidth(28)
+        self.reference_clear.setToolTip("No reference sound")
+        grid_s.addWidget(self.cover_label, 0, 0)
+        grid_s.addWidget(self.strength, 0, 1)
+        grid_s.addWidget(self.faithful, 0, 2)
+        grid_s.addWidget(self.cover_clear, 0, 3)
+        grid_s.addWidget(self.strength_words, 1, 0, 1, 4)
+        grid_s.addWidget(self.reference_label, 2, 0, 1, 3)
+        grid_s.addWidget(self.reference_clear, 2, 3)
+        self.strength.valueChanged.connect(self._strength_changed)
+        self.faithful.toggled.connect(self.check)
+        self.cover_clear.clicked.connect(lambda: self.set_cover(None))
+        self.reference_clear.clicked.connect(lambda: self.set_reference(None))
+        outer.addWidget(self.starting)
+        self._show_starting()
+
         action = QHBoxLayout()
         self.problem = QLabel()
         self.problem.setWordWrap(True)
@@ -184,7 +235,12 @@ class ComposePage(QWidget):
             time_signature=self.time_signature.currentData() or "",
             language=self.language.currentData() or "", seed=self.seed.text(),
             seed_locked=self.seed_lock.isChecked(), model=self.model.currentData() or SKETCH_MODEL,
-            format=self.format.currentText(), takes=self.takes.value())
+            format=self.format.currentText(), takes=self.takes.value(),
+            cover_of=self._cover[0] if self._cover else None,
+            cover_name=self._cover[1] if self._cover else "",
+            strength=self.strength.value() / 100, faithful=self.faithful.isChecked(),
+            reference=self._reference[0] if self._reference else None,
+            reference_name=self._reference[1] if self._reference else "")
 
     def set_form(self, form: ComposeForm) -> None:
         self.caption.setPlainText(form.caption)
@@ -206,7 +262,43 @@ class ComposePage(QWidget):
         self.model.setCurrentIndex(idx)
         self.format.setCurrentText(form.format)
         self.takes.setValue(form.takes)
+        self._cover = (form.cover_of, form.cover_name) if form.cover_of else None
+        self._reference = (form.reference, form.reference_name) if form.reference else None
+        self.strength.setValue(int(round(form.strength * 100)))
+        self.faithful.setChecked(form.faithful)
+        self._show_starting()
         self.check()
+
+    # -- covers and references --------------------------------------------------------------
+    def set_cover(self, source: dict | None, name: str = "") -> None:
+        """Make the next song a cover of ``source`` (a take of a song, or an upload)."""
+        self._cover = (source, name) if source else None
+        self._show_starting()
+        self.check()
+
+    def set_reference(self, source: dict | None, name: str = "") -> None:
+        """Borrow the sound (timbre) of ``source`` for the next song."""
+        self._reference = (source, name) if source else None
+        self._show_starting()
+        self.check()
+
+    def _strength_changed(self, value: int) -> None:
+        self.strength_words.setText(strength_words(value / 100))
+        self.check()
+
+    def _show_starting(self) -> None:
+        self.starting.setVisible(bool(self._cover or self._reference))
+        for w in (self.cover_label, self.strength, self.faithful, self.cover_clear,
+                  self.strength_words):
+            w.setVisible(self._cover is not None)
+        for w in (self.reference_label, self.reference_clear):
+            w.setVisible(self._reference is not None)
+        if self._cover:
+            self.cover_label.setText(f"Cover of “{self._cover[1]}” — strength")
+            self.strength_words.setText(strength_words(self.strength.value() / 100))
+        if self._reference:
+            self.reference_label.setText(f"Reference sound: “{self._reference[1]}” (its timbre "
+                                         f"is borrowed; the song is still your caption's)")
 
     def check(self) -> bool:
         """Name every field the node would refuse (all at once), outline them, and allow

@@ -24,6 +24,7 @@ from ..song_files import SongFiles, node_file_name
 from ..song_records import Row
 from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
 from ..transfer import human_duration
+from ..waveform_editor import WaveformEditor
 from . import page_header
 
 
@@ -134,6 +135,8 @@ class SongsView(QListView):
 
 class SongsPage(QWidget):
     use_settings = Signal(object)  # Song
+    cover_requested = Signal(dict, str)       # source, its name: Compose makes a cover
+    reference_requested = Signal(dict, str)   # source, its name: Compose borrows its sound
 
     def __init__(self, link, parent=None):
         super().__init__(parent)
@@ -175,6 +178,31 @@ class SongsPage(QWidget):
         self.view.setItemDelegate(self.delegate)
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         layout.addWidget(self.view, 1)
+
+        # editing the selected take: a region to repaint, an end to extend, a cover
+        self.editor = WaveformEditor()
+        self.edit_words = QLabel()
+        self.edit_words.setStyleSheet("color: #6b7280;")
+        self.repaint = QPushButton("Repaint…")
+        self.repaint.setToolTip("Make the selected part again (the rest is kept)")
+        self.extend = QPushButton("Extend")
+        self.extend.setToolTip("Add music before or after, in the song's tempo and key "
+                               "(drag past an end of the waveform)")
+        self.cover = QPushButton("Cover…")
+        self.cover.setToolTip("A new song in another style that follows this one")
+        self.as_reference = QPushButton("Use as reference")
+        self.as_reference.setToolTip("Borrow this take's sound for a new song")
+        edit_bar = QHBoxLayout()
+        edit_bar.addWidget(self.edit_words, 1)
+        for w in (self.repaint, self.extend, self.cover, self.as_reference):
+            edit_bar.addWidget(w)
+        layout.addWidget(self.editor)
+        layout.addLayout(edit_bar)
+        self.editor.selection_changed.connect(self._edit_buttons)
+        self.repaint.clicked.connect(self.repaint_selection)
+        self.extend.clicked.connect(self.extend_selection)
+        self.cover.clicked.connect(self._cover_clicked)
+        self.as_reference.clicked.connect(self._reference_clicked)
 
         bar = QHBoxLayout()
         self.play = QPushButton("Play")
@@ -297,6 +325,7 @@ class SongsPage(QWidget):
         self.reuse.setEnabled(song is not None)
         self.rename.setEnabled(song is not None)
         self.export.setEnabled(playable)
+        self._editor_take(row if playable else None)
 
     def _song_changed(self, song: Song) -> None:
         known = self.model.song(song.id) is not None
@@ -314,6 +343,99 @@ class SongsPage(QWidget):
 
     def _wave_ready(self, path: str) -> None:
         self.view.viewport().update()
+        row = self.current_row()
+        if row is not None and row.take is not None and \
+                self.files.local(row.song, row.take) == path:
+            self.editor.set_peaks(self.store.get(path))
+
+    # -- editing ----------------------------------------------------------------------------
+    def _editor_take(self, row: Row | None) -> None:
+        key = row.key if row is not None else None
+        if key == getattr(self, "_edit_key", None):
+            return
+        self._edit_key = key
+        if row is None:
+            self.editor.set_take(None, 0)
+        else:
+            local = self.files.local(row.song, row.take)
+            self.editor.set_take(self.store.get(local) if local else None,
+                                 row.take.duration)
+        self._edit_buttons()
+
+    def _edit_buttons(self) -> None:
+        row = self.current_row()
+        ready = row is not None and row.take is not None and row.song.state == SongState.DONE
+        self.edit_words.setText(self.editor.describe() if ready else "")
+        self.repaint.setEnabled(ready and self.editor.repaintable)
+        self.extend.setEnabled(ready and self.editor.extendable)
+        for w in (self.cover, self.as_reference):
+            w.setEnabled(ready)
+
+    def _edit_base(self, row: Row) -> dict:
+        """The edit's request: the song's own caption, lyrics, model and format."""
+        keep = ("caption", "lyrics", "model", "format", "language", "key", "bpm",
+                "time_signature")
+        base = {k: row.song.request[k] for k in keep if row.song.request.get(k) is not None}
+        base["source"] = {"song": row.song.id, "take": row.take.n}
+        return base
+
+    def edit_request(self, task: str, **fields) -> dict | None:
+        row = self.current_row()
+        if row is None or row.take is None:
+            return None
+        return {**self._edit_base(row), "task": task, **fields}
+
+    def repaint_selection(self, caption: str | None = None, lyrics: str | None = None) -> None:
+        """Repaint the selected region (asked for a caption and lyrics for it, prefilled)."""
+        row = self.current_row()
+        if row is None or not self.editor.repaintable:
+            return
+        start, end = self.editor.region
+        if caption is None:
+            caption, ok = QInputDialog.getText(
+                self, "Repaint", f"Caption for {start:.1f}–{end:.1f} s (the rest is kept):",
+                QLineEdit.Normal, row.song.caption)
+            if not ok:
+                return
+        request = self.edit_request("repaint", region={"start": start, "end": end},
+                                    caption=caption or row.song.caption)
+        if lyrics is not None:
+            request["lyrics"] = lyrics
+        self._submit_edit(request, f"Repainting {start:.1f}–{end:.1f} s")
+
+    def extend_selection(self) -> None:
+        if not self.editor.extendable:
+            return
+        ext = {k: v for k, v in (("before", self.editor.before),
+                                 ("after", self.editor.after)) if v}
+        self._submit_edit(self.edit_request("extend", extend=ext), self.editor.describe())
+
+    def _submit_edit(self, request: dict | None, what: str) -> None:
+        if request is None:
+            return
+        self.note.setText(f"{what}… the new version will appear under the song")
+
+        def failed(text: str) -> None:
+            self.note.setText(f"{what} was refused: {text}")
+        self.link.tasks.start("edit", self.link.submit(request), on_error=failed)
+        self.editor.clear()
+
+    def _source_of_current(self) -> tuple[dict, str] | None:
+        row = self.current_row()
+        if row is None or row.take is None:
+            return None
+        name = row.song.name + (f" (take {row.take.n})" if len(row.song.takes) > 1 else "")
+        return {"song": row.song.id, "take": row.take.n}, name
+
+    def _cover_clicked(self) -> None:
+        found = self._source_of_current()
+        if found:
+            self.cover_requested.emit(*found)
+
+    def _reference_clicked(self) -> None:
+        found = self._source_of_current()
+        if found:
+            self.reference_requested.emit(*found)
 
     def _fetched(self, song_id: str) -> None:
         self.view.viewport().update()
@@ -338,6 +460,8 @@ class SongsPage(QWidget):
         menu.addAction("Rename…", self.rename_selected)
         if row.take is not None:
             menu.addAction("Export…", self.export_selected)
+            menu.addAction("Cover…", self._cover_clicked)
+            menu.addAction("Use as reference", self._reference_clicked)
         menu.addAction("Use these settings", self._reuse)
         menu.addSeparator()
         menu.addAction("Move to trash  (Delete)", self.trash_selected)

@@ -1,0 +1,183 @@
+"""A take's waveform to edit on: drag across it to select a region (to repaint), drag past
+either end to extend the song there. The selection is in seconds of the take, snapped to a
+tenth of a second; nothing is sent anywhere from here (the page builds the request)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+MIN_REGION = 1.0          # seconds (the node's own rule for a repainted region)
+MAX_SONG = 600.0          # seconds: a song and its extension together
+SNAP = 0.1
+MARGIN = 60               # px of room beyond each end to drag an extension into
+
+
+class WaveformEditor(QWidget):
+    selection_changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setMinimumHeight(96)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setMouseTracking(True)
+        self.peaks = None
+        self.duration = 0.0
+        self.region: tuple[float, float] | None = None
+        self.before = 0.0
+        self.after = 0.0
+        self._press: float | None = None
+        self.setToolTip("Drag across the waveform to select a part to repaint; drag past "
+                        "either end to extend the song there")
+
+    # -- what is shown -----------------------------------------------------------------------
+    def set_take(self, peaks, duration: float | None) -> None:
+        self.peaks, self.duration = peaks, float(duration or 0.0)
+        self.clear()
+
+    def set_peaks(self, peaks) -> None:
+        self.peaks = peaks
+        self.update()
+
+    def clear(self) -> None:
+        self.region, self.before, self.after = None, 0.0, 0.0
+        self.update()
+        self.selection_changed.emit()
+
+    # -- geometry ---------------------------------------------------------------------------
+    def _wave_rect(self) -> QRect:
+        return self.rect().adjusted(MARGIN, 8, -MARGIN, -18)
+
+    def _room(self) -> float:
+        return max(0.0, MAX_SONG - self.duration)
+
+    def seconds_at(self, x: float) -> float:
+        """Seconds of the take under ``x``: below 0 or past the end means an extension (the
+        margins stand for the room a song has left to grow, up to 10 minutes in all)."""
+        r = self._wave_rect()
+        if self.duration <= 0 or r.width() <= 0:
+            return 0.0
+        if x < r.left():
+            return -self._room() * min(1.0, (r.left() - x) / MARGIN)
+        if x > r.right():
+            return self.duration + self._room() * min(1.0, (x - r.right()) / MARGIN)
+        return (x - r.left()) / r.width() * self.duration
+
+    def x_of(self, seconds: float) -> float:
+        r = self._wave_rect()
+        if seconds < 0:
+            return r.left() - MARGIN * (-seconds / max(self._room(), 1e-9))
+        if seconds > self.duration:
+            return r.right() + MARGIN * ((seconds - self.duration) / max(self._room(), 1e-9))
+        return r.left() + seconds / max(self.duration, 1e-9) * r.width()
+
+    @staticmethod
+    def _snap(seconds: float) -> float:
+        return round(round(seconds / SNAP) * SNAP, 3)
+
+    # -- mouse ------------------------------------------------------------------------------
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        if event.button() == Qt.LeftButton and self.duration > 0:
+            self._press = self.seconds_at(event.position().x())
+            self._drag_to(self._press)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+        if self._press is not None:
+            self._drag_to(self.seconds_at(event.position().x()))
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802
+        if self._press is not None:
+            self._drag_to(self.seconds_at(event.position().x()))
+            self._press = None
+
+    def _drag_to(self, seconds: float) -> None:
+        a, b = sorted((self._press, seconds))
+        self.before = self._snap(-a) if a < 0 else 0.0
+        self.after = self._snap(b - self.duration) if b > self.duration else 0.0
+        if self.before or self.after:
+            self.region = None              # an extension, not a region to repaint
+        else:
+            a, b = self._snap(max(0.0, a)), self._snap(min(self.duration, b))
+            self.region = (a, b) if b > a else None
+        self.update()
+        self.selection_changed.emit()
+
+    def select(self, start: float, end: float) -> None:
+        """Select a region by its times (also for tests and keyboard use)."""
+        start, end = sorted((max(0.0, start), min(self.duration, end)))
+        self.region = (self._snap(start), self._snap(end))
+        self.before = self.after = 0.0
+        self.update()
+        self.selection_changed.emit()
+
+    def extend_by(self, before: float = 0.0, after: float = 0.0) -> None:
+        room = self._room()
+        self.before = self._snap(min(max(before, 0.0), room))
+        self.after = self._snap(min(max(after, 0.0), room - self.before))
+        self.region = None
+        self.update()
+        self.selection_changed.emit()
+
+    @property
+    def repaintable(self) -> bool:
+        return self.region is not None and self.region[1] - self.region[0] >= MIN_REGION
+
+    @property
+    def extendable(self) -> bool:
+        return self.before + self.after >= MIN_REGION
+
+    def describe(self) -> str:
+        if self.region is not None:
+            a, b = self.region
+            short = "" if self.repaintable else f" (at least {MIN_REGION:g} s to repaint)"
+            return f"Selected {a:.1f}–{b:.1f} s ({b - a:.1f} s){short}"
+        if self.before or self.after:
+            bits = [f"{self.before:.1f} s before" if self.before else "",
+                    f"{self.after:.1f} s after" if self.after else ""]
+            return "Extend by " + " and ".join(b for b in bits if b)
+        return "Drag across the waveform to select a part to repaint, or past an end to extend"
+
+    # -- painting ---------------------------------------------------------------------------
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        r = self._wave_rect()
+        p.fillRect(self.rect(), self.palette().base())
+        mid = r.center().y()
+        if self.before:
+            p.fillRect(QRectF(self.x_of(-self.before), r.top(), r.left() - self.x_of(-self.before),
+                              r.height()), QBrush(QColor("#d1fae5"), Qt.BDiagPattern))
+        if self.after:
+            p.fillRect(QRectF(r.right(), r.top(), self.x_of(self.duration + self.after) - r.right(),
+                              r.height()), QBrush(QColor("#10b981"), Qt.BDiagPattern))
+        if self.peaks is not None and len(self.peaks):
+            n = len(self.peaks)
+            half = r.height() / 2
+            step = max(1, n // max(1, r.width() // 2))
+            top, bottom = [], []
+            for i in range(0, n, step):
+                x = r.left() + r.width() * i / n
+                h = max(0.5, float(self.peaks[i:i + step].max()) * half)
+                top.append(QPointF(x, mid - h))
+                bottom.append(QPointF(x, mid + h))
+            p.setPen(Qt.NoPen)
+            p.setBrush(QColor("#93b4e0"))
+            p.drawPolygon(QPolygonF(top + list(reversed(bottom))))
+        else:
+            p.setPen(QPen(QColor("#d1d5db"), 1))
+            p.drawLine(r.left(), mid, r.right(), mid)
+        if self.region is not None:
+            a, b = self.region
+            sel = QRectF(self.x_of(a), r.top(), max(1.0, self.x_of(b) - self.x_of(a)), r.height())
+            p.fillRect(sel, QColor(47, 127, 216, 60))
+            p.setPen(QPen(QColor("#2f7fd8"), 2))
+            p.drawLine(sel.topLeft(), sel.bottomLeft())
+            p.drawLine(sel.topRight(), sel.bottomRight())
+        p.setPen(QColor("#6b7280"))
+        p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignLeft, "0:00")
+        if self.duration:
+            total = int(round(self.duration))
+            p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignRight,
+                       f"{total // 60}:{total % 60:02d}")
+        p.end()
