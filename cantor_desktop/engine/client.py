@@ -171,11 +171,16 @@ def tracks_from_response(content_type: str, params: dict[str, str], body: bytes)
     raise EngineError(f"the engine answered an unexpected result type {content_type or 'none'!r}")
 
 
-def join_reasons(lines: list[str], most: int = 3) -> str | None:
-    """The engine's error lines for one job as one reason (the first is usually the cause,
-    e.g. "DiT not found: x.gguf" before "FATAL: synth load failed")."""
+def join_reasons(lines: list[str]) -> str | None:
+    """The engine's error lines for one job as one reason: the first whole (the cause, e.g.
+    ``[Load] FATAL: invalid DiT config in X``) and the last (the symptom, ``[Server] FATAL:
+    synth load failed``); an ellipsis stands for the links of the chain in between."""
     unique = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
-    return "; ".join(unique[-most:]) if unique else None
+    if not unique:
+        return None
+    if len(unique) <= 2:
+        return "; ".join(unique)
+    return f"{unique[0]}; …; {unique[-1]}"
 
 
 def _error_message(response: httpx.Response) -> str:
