@@ -71,7 +71,7 @@ def test_start_serve_and_stop_with_the_engine_log_written(models):
     assert "[Store] Created (policy=STRICT)" in sup.recent_lines(500)
 
 
-def test_an_early_exit_is_reported_at_once_with_the_first_error_line(tmp_path, models):
+def test_an_early_exit_is_reported_at_once_with_the_first_and_last_error_line(tmp_path, models):
     empty = tmp_path / "empty"
     empty.mkdir()
     sup = EngineSupervisor("acestep", engine_argv(), {}, empty, ready_timeout=30)
@@ -87,7 +87,7 @@ def test_an_early_exit_is_reported_at_once_with_the_first_error_line(tmp_path, m
     sup = supervisor(models, {"exit_at_start": {"lines": lines, "code": 3}})
     with pytest.raises(EngineStartError) as err:
         run(sup.start())
-    assert err.value.reason == lines[1]
+    assert err.value.reason == f"{lines[1]}; {lines[2]}"     # the cause first, whole
     assert lines[1] in str(err.value) and "exit code 3" in str(err.value)
 
 

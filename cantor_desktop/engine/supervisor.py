@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import os
+import re
 import signal
 import socket
 from pathlib import Path
@@ -24,13 +26,18 @@ from .. import logs
 from ..paths import paths
 from .client import EngineClient, join_reasons
 from .process_options import engine_environment, engine_process_kwargs
-from .progress import ProgressEvent, ProgressParser, is_error_line
+from .progress import LineClassifier, ProgressEvent, ProgressParser, is_error_line
 
 log = logging.getLogger(__name__)
 
 RING_LINES = 200
+ERROR_LINES = 200            # error lines kept per process (with their position)
+JOB_MARKS = 64               # "Job ID created" positions kept
 _LINE_LIMIT = 1024 * 1024   # longest stderr line read whole
-_JOB_CREATED = "[Server] Job "
+_JOB_CREATED = re.compile(r"^\[Server\] Job (\S+) created ")
+_GENERATIONS = itertools.count(1)
+describe_exit_pattern = re.compile(r"exit code -?\d+|killed by signal \d+ \([\w ]+\)|"
+                                   r"still running")
 
 
 class EngineStartError(RuntimeError):
@@ -87,7 +94,14 @@ class EngineSupervisor:
         self._exit_code: int | None = None
         self._lines: collections.deque[str] = collections.deque(maxlen=RING_LINES)
         self._launch_lines: list[str] = []      # first lines of the current process
-        self._job_errors: list[str] = []        # error lines since the last job was created
+        # this process's lines by position: errors, the last ones, where each job began
+        self._generation = 0
+        self._count = 0
+        self._errors: collections.deque[tuple[int, str]] = collections.deque(maxlen=ERROR_LINES)
+        self._recent: collections.deque[tuple[int, str]] = collections.deque(maxlen=RING_LINES)
+        self._job_starts: dict[str, int] = {}
+        self._last_created = 0
+        self._classifier = LineClassifier()
         self._last_error: str | None = None
         self._parser = ProgressParser()
         self._subscribers: list[Callable[[ProgressEvent], None]] = []
@@ -120,21 +134,49 @@ class EngineSupervisor:
         """The engine's most recent ERROR/FATAL/"not found" line."""
         return self._last_error
 
-    def failure_reason(self) -> str | None:
-        """Why the current job failed: the engine's error lines since the job was created,
-        and how the process ended if it died."""
-        reason = join_reasons(self._job_errors)
+    def mark(self) -> tuple[int, int]:
+        """Where the log is now; a client takes it just before it sends a job, so nothing
+        read before (an earlier job's lines) is ever taken for that job's."""
+        return (self._generation, self._count)
+
+    def _job_start(self, job_id: str | None, since) -> int | None:
+        """Position of the first line that belongs to the job: its "created" line when it
+        arrived, else the mark taken when it was sent, else the last "created" line."""
+        if job_id and job_id in self._job_starts:
+            return self._job_starts[job_id]
+        if since is not None:
+            generation, position = since
+            return position if generation == self._generation else None
+        return self._last_created
+
+    def failure_reason(self, job_id: str | None = None, since=None) -> str | None:
+        """Why the job failed: its error lines (the first whole, and the last), and how the
+        process ended if it died. Without ``job_id`` and ``since``: the latest job's."""
+        start = self._job_start(job_id, since)
+        ended = None
         if self._proc is not None and self._exit_code is not None and not self._stopping:
             ended = describe_exit(self._exit_code)
+        if start is None:     # sent to an earlier process: none of these lines are its
+            return ended
+        reason = join_reasons([line for pos, line in self._errors if pos >= start])
+        if ended:
             return f"{reason} ({ended})" if reason else ended
         return reason
+
+    def last_words(self, job_id: str | None = None, since=None) -> str | None:
+        """The last line the engine printed for the job (the request it echoes aside)."""
+        start = self._job_start(job_id, since)
+        if start is None:
+            return None
+        return next((line.strip() for pos, line in reversed(self._recent)
+                     if pos >= start and line.strip()), None)
 
     def recent_lines(self, n: int = 20) -> list[str]:
         return list(self._lines)[-n:] if n > 0 else []
 
     def client(self, **kwargs) -> EngineClient:
         """A client for this engine whose failures carry the engine's own reason."""
-        return EngineClient(self.base_url, failure_reason=self.failure_reason, **kwargs)
+        return EngineClient(self.base_url, log=self, **kwargs)
 
     def subscribe(self, callback: Callable[[ProgressEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -198,7 +240,13 @@ class EngineSupervisor:
         self._stopping = False
         self._exit_code = None
         self._launch_lines = []
-        self._job_errors = []
+        self._generation = next(_GENERATIONS)
+        self._count = 0
+        self._errors.clear()
+        self._recent.clear()
+        self._job_starts = {}
+        self._last_created = 0
+        self._classifier = LineClassifier()
         self._parser = ProgressParser()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -246,7 +294,7 @@ class EngineSupervisor:
         lines = list(self._launch_lines)
         if any("cannot bind" in line for line in lines):
             return _PortTaken()
-        first_error = next((line for line in lines if is_error_line(line)), None)
+        first_error = join_reasons([line for line in lines if is_error_line(line)])
         if first_error:
             message = f"the {self.family} engine stopped at start ({describe_exit(code)}): {first_error}"
         elif lines:
@@ -298,11 +346,20 @@ class EngineSupervisor:
         self._lines.append(line)
         if len(self._launch_lines) < RING_LINES:
             self._launch_lines.append(line)
-        if line.startswith(_JOB_CREATED) and " created " in line:
-            self._job_errors = []
-        if is_error_line(line):
+        position = self._count
+        self._count += 1
+        kind = self._classifier.classify(line)
+        if kind != "echo":
+            self._recent.append((position, line))
+            found = _JOB_CREATED.match(line)
+            if found:
+                self._job_starts[found.group(1)] = position
+                self._last_created = position
+                while len(self._job_starts) > JOB_MARKS:
+                    del self._job_starts[next(iter(self._job_starts))]
+        if kind == "error":
             self._last_error = line
-            self._job_errors.append(line)
+            self._errors.append((position, line))
         event = self._parser.feed(line)
         if event is not None:
             for callback in list(self._subscribers):
