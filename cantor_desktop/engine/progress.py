@@ -16,7 +16,8 @@ Which lines explain a failure is decided here too (:func:`is_error_line` for one
 not warnings, not ``ERROR … skipping`` (the engine goes on), and never the YAML dump of the
 request the LM prints after ``[LM-Phase2] N=…, CoT[0]:`` — the user's caption can say
 "ERROR" or "not found" and is not the engine speaking. Line formats: shared/reference/
-ace-server.md, and ``tests/fixtures/ace_server_lines.txt`` recorded from the real binary.
+ace-server.md; ``tests/fixtures/ace_server_recorded.txt`` (recorded from the real binary) and
+``ace_server_formats.txt`` (the lines that need weights) are fed through here by the tests.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ _FATAL_OR_ERROR = re.compile(r"\b(FATAL|ERROR)\b")
 _WARNING = re.compile(r"\bWARNING\b")
 _SKIPPING = re.compile(r"\bERROR\b.*\bskipping\b")
 _LOADER_ERRORS = ("error while loading shared libraries", "ggml_cuda_init: failed",
-                  "failed to initialize")
+                  "failed to initialize", "Unknown option:")
 _DUMP_MAX_LINES = 400     # a dump never runs longer than this (the caption is capped)
 
 
