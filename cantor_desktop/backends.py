@@ -80,7 +80,7 @@ class BackendStatus:
     evidence: list[str] = field(default_factory=list)
     message: str = ""
     version: str | None = None       # installed version, else the one that can be fetched
-    installed: bool = False
+    installed: bool = False          # a build for this backend is here (not one rejected)
     pinned: bool = False
     trial: dict | None = None        # the last trial of the build that counts (a record)
     staged: str | None = None        # the version --update fetched, not trial-loaded yet
@@ -190,6 +190,7 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
                           f"Run: cantor config set engines.{family}.path /path/to/ace-server")
         elif record is not None and record.rejected:
             st.state = REJECTED
+            st.installed = False        # not for this backend: it did not load here
             st.message = _rejected_text(record, name)
         else:
             st.state = "installed"
@@ -223,6 +224,7 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
                                f"{newest.reason}")
         if record is not None and record.rejected:
             st.state = REJECTED
+            st.installed = False
             st.message = _rejected_text(record, name)
         elif is_newer(build, inst) and not refused and not (
                 waiting is not None and engine_store.build_key(waiting)
