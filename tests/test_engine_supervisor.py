@@ -333,3 +333,55 @@ def test_sketch_early_exit_and_a_missing_device_give_the_engines_first_line(tmp_
 
     failed = run(go())
     assert "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU" in failed.reason
+
+
+LM_FILE = "acestep-5Hz-lm-0.6B-Q8_0.gguf"
+
+
+def test_an_engine_that_dies_with_its_last_lines_says_what_is_known(models):
+    """The real engine loses its last lines at an exit: the reason then names the stage, the
+    model file and the last line that did arrive, never a bare exit code."""
+    sup = supervisor(models, {"header_only": True, "drop_last_lines": 3})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.song({"caption": "x", "lyrics": "la la", "lm_model": LM_FILE,
+                                   "output_format": "wav16"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value.reason
+
+    reason = run(go())
+    assert reason.startswith("engine stopped: exit code 1, during the LM stage "
+                             f"(LM {LM_FILE}); its last line: [Load] LM backend: CPU"), reason
+    assert "FATAL" not in reason          # it never arrived: nothing is made up
+
+
+def test_an_earlier_jobs_error_is_never_this_jobs_reason(models):
+    """Job 1 fails and stays up; job 2 kills the engine and its own lines are lost, job 1's
+    error lines arriving late: job 2's reason does not take them."""
+    sup = supervisor(models, {"header_only": True, "drop_last_lines": 8,
+                              "fail": {"/synth": ["[Server] DiT not found: nope.gguf",
+                                                  "[Server] FATAL: synth load failed"]}})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as first:
+                await client.synth({"caption": "x", "synth_model": "nope.gguf",
+                                    "output_format": "wav16"})
+            with pytest.raises(JobFailed) as second:
+                await client.lm({"caption": "y", "lyrics": "la", "lm_model": LM_FILE})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return first.value.reason, second.value.reason
+
+    first, second = run(go())
+    assert "nope.gguf" not in second and "synth load failed" not in second, second
+    assert second.startswith("engine stopped: exit code 1, during the LM stage")

@@ -97,10 +97,12 @@ class EngineSupervisor:
         # this process's lines by position: errors, the last ones, where each job began
         self._generation = 0
         self._count = 0
-        self._errors: collections.deque[tuple[int, str]] = collections.deque(maxlen=ERROR_LINES)
-        self._recent: collections.deque[tuple[int, str]] = collections.deque(maxlen=RING_LINES)
+        self._errors: collections.deque[tuple[int, str, str | None]] = collections.deque(
+            maxlen=ERROR_LINES)                 # (position, line, owning job)
+        self._recent: collections.deque[tuple[int, str, str | None]] = collections.deque(
+            maxlen=RING_LINES)
         self._job_starts: dict[str, int] = {}
-        self._last_created = 0
+        self._latest_job: str | None = None
         self._classifier = LineClassifier()
         self._last_error: str | None = None
         self._parser = ProgressParser()
@@ -139,37 +141,44 @@ class EngineSupervisor:
         read before (an earlier job's lines) is ever taken for that job's."""
         return (self._generation, self._count)
 
-    def _job_start(self, job_id: str | None, since) -> int | None:
-        """Position of the first line that belongs to the job: its "created" line when it
-        arrived, else the mark taken when it was sent, else the last "created" line."""
-        if job_id and job_id in self._job_starts:
-            return self._job_starts[job_id]
-        if since is not None:
-            generation, position = since
-            return position if generation == self._generation else None
-        return self._last_created
+    def _belongs(self, job_id: str | None, since):
+        """A test ``(position, owner) -> bool`` for the lines of one job, or None when it went
+        to an earlier process. A line's owner is the job whose "Job ID created" line came
+        last before it. Lines arrive in order and only a tail is ever lost, so a job whose
+        "created" line has not arrived has no line here yet: earlier jobs' late lines are
+        never taken for its own."""
+        if since is not None and since[0] != self._generation:
+            return None
+        if job_id:
+            return lambda _pos, owner: owner == job_id
+        if since is None:         # the latest job
+            latest = self._latest_job
+            return lambda _pos, owner: owner == latest
+        mark = since[1]           # a job whose id never came back: one created after the mark
+        return lambda _pos, owner: (owner is not None
+                                    and self._job_starts.get(owner, -1) >= mark)
 
     def failure_reason(self, job_id: str | None = None, since=None) -> str | None:
-        """Why the job failed: its error lines (the first whole, and the last), and how the
-        process ended if it died. Without ``job_id`` and ``since``: the latest job's."""
-        start = self._job_start(job_id, since)
+        """Why the job failed: its own error lines (the first whole, and the last), and how
+        the process ended if it died. Without ``job_id`` and ``since``: the latest job's."""
         ended = None
         if self._proc is not None and self._exit_code is not None and not self._stopping:
             ended = describe_exit(self._exit_code)
-        if start is None:     # sent to an earlier process: none of these lines are its
+        belongs = self._belongs(job_id, since)
+        if belongs is None:
             return ended
-        reason = join_reasons([line for pos, line in self._errors if pos >= start])
+        reason = join_reasons([line for pos, line, owner in self._errors if belongs(pos, owner)])
         if ended:
             return f"{reason} ({ended})" if reason else ended
         return reason
 
     def last_words(self, job_id: str | None = None, since=None) -> str | None:
         """The last line the engine printed for the job (the request it echoes aside)."""
-        start = self._job_start(job_id, since)
-        if start is None:
+        belongs = self._belongs(job_id, since)
+        if belongs is None:
             return None
-        return next((line.strip() for pos, line in reversed(self._recent)
-                     if pos >= start and line.strip()), None)
+        return next((line.strip() for pos, line, owner in reversed(self._recent)
+                     if belongs(pos, owner) and line.strip()), None)
 
     def recent_lines(self, n: int = 20) -> list[str]:
         return list(self._lines)[-n:] if n > 0 else []
@@ -245,7 +254,7 @@ class EngineSupervisor:
         self._errors.clear()
         self._recent.clear()
         self._job_starts = {}
-        self._last_created = 0
+        self._latest_job = None
         self._classifier = LineClassifier()
         self._parser = ProgressParser()
         try:
@@ -350,16 +359,16 @@ class EngineSupervisor:
         self._count += 1
         kind = self._classifier.classify(line)
         if kind != "echo":
-            self._recent.append((position, line))
             found = _JOB_CREATED.match(line)
             if found:
                 self._job_starts[found.group(1)] = position
-                self._last_created = position
+                self._latest_job = found.group(1)
                 while len(self._job_starts) > JOB_MARKS:
                     del self._job_starts[next(iter(self._job_starts))]
+            self._recent.append((position, line, self._latest_job))
         if kind == "error":
             self._last_error = line
-            self._errors.append((position, line))
+            self._errors.append((position, line, self._latest_job))
         event = self._parser.feed(line)
         if event is not None:
             for callback in list(self._subscribers):
