@@ -463,7 +463,7 @@ class EngineClient:
             text += f"; its last line: {words}"
         elif self._log is not None:
             text += "; it printed nothing for this job"
-        if self._log is not None:
+        if self._log is not None and "killed by signal" not in ended:
             text += " — it did not say why (the engine can lose its last lines when it exits)"
         return JobFailed(text)
 
