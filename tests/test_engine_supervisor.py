@@ -385,3 +385,25 @@ def test_an_earlier_jobs_error_is_never_this_jobs_reason(models):
     first, second = run(go())
     assert "nope.gguf" not in second and "synth load failed" not in second, second
     assert second.startswith("engine stopped: exit code 1, during the LM stage")
+
+
+def test_a_job_not_found_by_a_dying_engine_is_its_death_with_the_reason(models):
+    """The real engine answers "Job not found" while it exits (its job table is gone
+    first): the song fails with the engine's own reason, not "the engine lost job"."""
+    fatal = "[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found"
+    sup = supervisor(models, {"fatal": {"/lm": {"lines": [fatal], "code": 1}},
+                              "dying_404": 0.5, "lm_delay": 0.05})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.lm({"caption": "x", "lyrics": "la"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value.reason
+
+    reason = run(go())
+    assert reason == f"engine stopped: {fatal} (exit code 1)", reason

@@ -25,6 +25,7 @@ FIRST_POLL = 0.05        # seconds; the first status checks are quick (short LM 
 MAX_POLL = 1.0           # never slower than this
 POLL_GROWTH = 1.5
 STAGE_TIMEOUT = 1200.0   # 20 minutes per stage
+DYING_WITHIN = 1.5       # a job "not found" by an engine that is gone this soon died with it
 # Song formats the engine does not write itself: ask for 24-bit PCM (peak-normalised, and
 # FLAC's deepest depth) and let the node convert.
 _CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}
@@ -312,6 +313,10 @@ class EngineClient:
                 continue
             except EngineError as exc:
                 if exc.status == 404:
+                    # a dying engine still answers while its job table is torn down (the
+                    # real one exits from its worker thread): that is a death, not a loss
+                    if await self._dying():
+                        raise await self._engine_gone(exc, job_id) from None
                     raise JobFailed(f"the engine lost job {job_id}: {exc.message}",
                                     exc.status) from None
                 raise
@@ -466,6 +471,19 @@ class EngineClient:
         if self._log is not None and "killed by signal" not in ended:
             text += " — it did not say why (the engine can lose its last lines when it exits)"
         return JobFailed(text)
+
+    async def _dying(self, within: float = DYING_WITHIN) -> bool:
+        """Does the engine stop answering within ``within`` seconds?"""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                await self._http.get("/health", timeout=0.3)
+            except httpx.TransportError:
+                return True
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.05)
+        return False
 
     def _last_words(self, job_id: str) -> str | None:
         if self._log is None:

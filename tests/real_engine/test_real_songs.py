@@ -170,6 +170,7 @@ def test_kill_9_of_the_real_engine_mid_job(cantor_home, tmp_path, hub, monkeypat
            len(outcomes), f"the kill landed mid-job in {len(landed)} of 10 tries")
     for vocal, how, state, reason in outcomes:
         assert state == "failed" and names_more_than_an_exit_code(reason), (how, reason)
+        assert "lost job" not in reason, reason      # a dying engine's "Job not found"
         if how == "no kill":
             assert "SIGKILL" not in reason, reason          # never an earlier song's
         if "SIGKILL" in reason:       # its own FATAL line arrived first, or what is known

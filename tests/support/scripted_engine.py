@@ -31,6 +31,8 @@ stderr. Tests steer it with ``SCRIPTED_ENGINE`` — JSON text, or a path to a JS
     drop_runs     only the first K processes lose lines (counted in ``runs_file``)
     skip_entry    true: every synth job prints a "[Resolve-T] ERROR: … skipping" line (the
                   real engine goes on after it) and a "[DiT] WARNING: … not found" line
+    dying_404     seconds: a fatal exit first forgets every job and keeps answering (404
+                  "Job not found") this long, as the real engine does while it exits
 
 Lines follow the real binary's formats (tests/fixtures/ace_server_*.txt): the LM prints
 the request it got back as YAML after "[LM-Phase2] N=1, CoT[0]:"; a song up to 40.96 s
@@ -236,6 +238,10 @@ class Engine:
         if fatal:
             for line in fatal.get("lines", []):
                 say(line)
+            if self.script.get("dying_404"):
+                with self.lock:
+                    self.jobs.clear()
+                time.sleep(float(self.script["dying_404"]))
             exit_now(int(fatal.get("code", 1)))
         lines = self.script.get("fail", {}).get(endpoint)
         if lines is None:
