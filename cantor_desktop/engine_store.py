@@ -605,19 +605,6 @@ def record_trial(build: InstalledBuild, *, ok: bool, reason: str = "", device: s
     return record
 
 
-def forget_trials(family: str, backend: str) -> None:
-    """Forget every trial of ``backend`` (an explicit --install / --use tries it again)."""
-    _trials_path(family, backend).unlink(missing_ok=True)
-
-
-def last_trial(build: InstalledBuild) -> str:
-    """"trial load: came up on CUDA0 (2026-11-30 03:12 UTC)", or "" when never tried."""
-    record = trial_record(build.family, build.backend, build_key(build))
-    if record is None or record.rejected:
-        return ""
-    return f"trial load: came up on {record.device} ({record.when()} UTC)"
-
-
 def installed(family: str, backend: str) -> InstalledBuild | None:
     """The build to run for family × backend: the user-supplied one, else the store's."""
     return user_build(family, backend) or inspect(family, backend).build
