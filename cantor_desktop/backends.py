@@ -6,16 +6,26 @@ CLI is a thin shell over them). States and the auto rule follow Lemonade:
 - states per family × backend: ``unsupported`` (wrong OS/arch, no matching device, or no
   build published for this machine), ``installable``, ``installed``, ``update_available``
   (the manifest names a newer build), ``update_required`` (the installed build's version file
-  is missing or from another Cantor);
+  is missing or from another Cantor), ``rejected`` (its build was trial-loaded here and did
+  not come up; the message says "rejected: <the engine's reason>");
 - auto: a pin in node.toml wins; else the first supported backend in preference order, unless
   a later supported one is already installed while the earlier ones are merely installable —
   then the first installed one (no surprise multi-GB download when a working build is on disk).
+  A rejected backend is skipped, until an explicit ``--install`` / ``--use`` or a change in
+  its hardware evidence (a new driver) tries it again.
+
+Every trial is recorded (engine_store.record_trial) with the evidence it ran on. A user's own
+build (``engines.<family>.path``) is trial-loaded for each backend it is used for and counts
+only where it loaded; a build ``--update`` staged is trial-loaded by the node before it takes
+over (:func:`settle_staged`), and one that fails is never offered again.
 
 Long operations report :class:`BackendEvent` objects to ``on_event`` as they happen.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +38,12 @@ from .manifest import Build, Manifest
 BACKENDS = config.BACKENDS
 GPU_BACKENDS = ("cuda12", "metal", "vulkan")
 INSTALLED_STATES = ("installed", "update_available", "update_required")
+REJECTED = "rejected"
 TRIAL_TIMEOUT_ENV = "CANTOR_TRIAL_TIMEOUT"
 DEFAULT_TRIAL_TIMEOUT = 60.0
 LABELS = {"cuda12": "CUDA 12 (NVIDIA)", "metal": "Metal (Apple Silicon)",
           "vulkan": "Vulkan (any GPU)", "cpu": "CPU"}
+DEVICE_NAMES = {"cuda12": "CUDA", "metal": "Metal", "vulkan": "Vulkan", "cpu": "the CPU"}
 
 
 class BackendError(Exception):
@@ -43,7 +55,7 @@ class BackendEvent:
     """One step of a long operation, for a progress line or a log."""
 
     kind: str            # note, skipped, no_build, download, unpack, trial, rejected,
-                         # fallback, kept, failed, saved, updated, up_to_date
+                         # fallback, kept, failed, saved, updated, up_to_date, rolled_back
     backend: str | None
     message: str
     progress: float | None = None    # 0..1 during a download, when the size is known
@@ -58,6 +70,7 @@ class BackendEvent:
 
 
 EventSink = Callable[[BackendEvent], None] | None
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -67,13 +80,21 @@ class BackendStatus:
     evidence: list[str] = field(default_factory=list)
     message: str = ""
     version: str | None = None       # installed version, else the one that can be fetched
-    installed: bool = False
+    installed: bool = False          # a build for this backend is here (not one rejected)
     pinned: bool = False
+    trial: dict | None = None        # the last trial of the build that counts (a record)
+    staged: str | None = None        # the version --update fetched, not trial-loaded yet
+
+    @property
+    def works(self) -> bool:
+        """Installed and not rejected: a build the node can start for this backend."""
+        return self.installed and self.state in INSTALLED_STATES
 
     def to_dict(self) -> dict:
         return {"name": self.name, "state": self.state, "evidence": list(self.evidence),
                 "message": self.message, "version": self.version,
-                "installed": self.installed, "pinned": self.pinned}
+                "installed": self.installed, "pinned": self.pinned, "trial": self.trial,
+                "staged": self.staged}
 
 
 @dataclass
@@ -126,7 +147,22 @@ def is_newer(build: Build | None, inst: InstalledBuild) -> bool:
     return new > old or (new == old and build.sha256 != inst.sha256)
 
 
-# -- status and the auto rule -----------------------------------------------------------------
+def applicable_record(family: str, backend: str, build: InstalledBuild | Build | None,
+                      hw: hardware.Hardware) -> engine_store.TrialRecord | None:
+    """The last trial of ``build`` on ``backend`` if it still holds on this machine (ran on
+    the same hardware evidence), else None."""
+    if build is None:
+        return None
+    record = engine_store.trial_record(family, backend, engine_store.build_key(build))
+    if record is None or not record.applies(hw.backends[backend].evidence):
+        return None
+    return record
+
+
+def _rejected_text(record: engine_store.TrialRecord, name: str) -> str:
+    return (f"rejected: {record.reason} (trial load of {record.version}, {record.when()} UTC). "
+            f"Run: cantor backends --use {name} to try it again")
+
 
 def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
                     pinned: str | None) -> BackendStatus:
@@ -146,29 +182,66 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
     if user is not None:
         st.version, st.installed = user.version, True
         st.evidence.append(f"your build: {user.path} (node.toml engines.{family}.path)")
+        record = applicable_record(family, name, user, hw)
+        st.trial = record.to_dict() if record else None
         if not Path(user.argv[0]).is_file():
             st.state = "update_required"
             st.message = (f"The build named in node.toml does not exist: {user.argv[0]}. "
                           f"Run: cantor config set engines.{family}.path /path/to/ace-server")
+        elif record is not None and record.rejected:
+            st.state = REJECTED
+            st.installed = False        # not for this backend: it did not load here
+            st.message = _rejected_text(record, name)
         else:
             st.state = "installed"
-            st.message = (f"Uses your own build; Cantor never replaces it. "
+            if record is not None:
+                st.evidence.append(f"trial load: came up on {record.device} "
+                                   f"({record.when()} UTC)")
+                tried = ""
+            else:
+                tried = (f"Not trial-loaded on {DEVICE_NAMES.get(name, name)} yet: the node "
+                         f"does that before its first song. ")
+            st.message = (f"Uses your own build; Cantor never replaces it. {tried}"
                           + _use_hint(name, pinned))
         return st
     if entry.build is not None:
         inst = entry.build
         st.version, st.installed = inst.version, True
         st.evidence.append(f"installed {inst.version} in {inst.path}")
-        tried = engine_store.last_trial(inst)
-        if tried:
-            st.evidence.append(tried)
-        if is_newer(build, inst):
+        record = applicable_record(family, name, inst, hw)
+        st.trial = record.to_dict() if record else None
+        if record is not None and not record.rejected:
+            st.evidence.append(f"trial load: came up on {record.device} ({record.when()} UTC)")
+        waiting = engine_store.staged(family, name)
+        if waiting is not None:
+            st.staged = waiting.version
+            st.evidence.append(f"staged: {waiting.version} (fetched by --update; trial-loaded "
+                               f"when the node next starts, before it takes over)")
+        newest = applicable_record(family, name, build, hw) if build is not None else None
+        refused = newest is not None and newest.rejected and is_newer(build, inst)
+        if refused:
+            st.evidence.append(f"update {build.version} rejected here ({newest.when()} UTC): "
+                               f"{newest.reason}")
+        if record is not None and record.rejected:
+            st.state = REJECTED
+            st.installed = False
+            st.message = _rejected_text(record, name)
+        elif is_newer(build, inst) and not refused and not (
+                waiting is not None and engine_store.build_key(waiting)
+                == engine_store.build_key(build)):
             st.state = "update_available"
             st.message = (f"{build.version} is published (installed: {inst.version}). "
                           f"Run: cantor backends --update")
         else:
             st.state = "installed"
-            st.message = f"Installed {inst.version}. " + _use_hint(name, pinned)
+            st.message = f"Installed {inst.version}. "
+            if waiting is not None:
+                st.message += (f"{waiting.version} is staged: the node tries it at its next "
+                               f"start and keeps {inst.version} if it fails. ")
+            elif refused:
+                st.message += (f"The update to {build.version} was rejected here and is not "
+                               f"offered again: {newest.reason}. ")
+            st.message += _use_hint(name, pinned)
         return st
     if entry.problem:
         st.state = "update_required"
@@ -180,8 +253,14 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         refusal = m.refusal(family, name, hw.os, hw.arch)
         st.message = refusal or no_build_text(name, hw.os, hw.arch)
         return st
-    st.state = "installable"
     st.version = build.version
+    record = applicable_record(family, name, build, hw)
+    if record is not None and record.rejected:
+        st.state = REJECTED
+        st.trial = record.to_dict()
+        st.message = _rejected_text(record, name)
+        return st
+    st.state = "installable"
     size = f", {download.human_size(build.size)}" if build.size else ""
     st.message = (f"Not installed; {build.version}{size} can be fetched and tried. "
                   f"Run: cantor backends --install")
@@ -198,7 +277,7 @@ def choose_default(backends: list[BackendStatus], pinned: str | None) -> str | N
     """Lemonade's rule (see the module doc). None when nothing is supported here."""
     if pinned:
         return pinned
-    supported = [b for b in backends if b.state != "unsupported"]
+    supported = [b for b in backends if b.state not in ("unsupported", REJECTED)]
     if not supported:
         return None
     installed = next((b for b in supported if b.state in INSTALLED_STATES), None)
@@ -263,14 +342,14 @@ def _progress_sink(on_event: EventSink, family: str, backend: str, what: str):
 
 
 async def _fetch(family: str, backend: str, build: Build, m: Manifest, hw: hardware.Hardware,
-                 on_event: EventSink) -> InstalledBuild:
+                 on_event: EventSink, *, stage: bool = False) -> InstalledBuild:
     cached = engine_store.archive_cache_path(build).exists()
     _emit(on_event, "download", backend,
           f"{backend}: fetching {build.version} ({build.url.rsplit('/', 1)[-1]})"
           + (" from the download cache" if cached else ""), family, progress=0.0)
     inst, _fetched = await engine_store.install(
         build, on_progress=_progress_sink(on_event, family, backend, build.version),
-        keep_archive=_archive_needed_later(build, m, hw))
+        keep_archive=_archive_needed_later(build, m, hw), stage=stage)
     _emit(on_event, "unpack", backend, f"{backend}: {build.version} verified (sha256) and "
           f"unpacked in {inst.path}", family, progress=1.0)
     return inst
@@ -284,19 +363,41 @@ class _Tried:
     no_build: bool = False
 
 
+def _source_text(inst: InstalledBuild) -> str:
+    return "your build" if inst.source == "user" else inst.version
+
+
+async def _trial(family: str, backend: str, inst: InstalledBuild, hw: hardware.Hardware,
+                 on_event: EventSink, what: str = "") -> trial.TrialResult:
+    """Trial-load ``inst`` on ``backend`` and remember the outcome with its evidence."""
+    _emit(on_event, "trial", backend, f"{backend}: trying {what or _source_text(inst)} on "
+          f"{trial.expected_device(inst, backend)} …", family)
+    result = await trial.trial_load(inst, backend, timeout=_trial_timeout())
+    if inst.source in ("store", "user"):
+        engine_store.record_trial(inst, ok=result.ok, reason=result.reason,
+                                  device=result.device, seconds=result.seconds,
+                                  probes=result.probes,
+                                  evidence=hw.backends[backend].evidence)
+    return result
+
+
 async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.Hardware,
                            on_event: EventSink) -> _Tried:
-    """Make sure a build for backend is on disk, then trial-load it. A store build that
-    fails is removed again (the previous one, if any, takes over): only builds that work
-    are kept."""
+    """Make sure a build for backend is on disk, then trial-load it (an explicit --install or
+    --use: a backend rejected before is tried again). A store build that fails is removed
+    again (the previous one, if any, takes over and is tried in its turn): only builds that
+    work are kept. A user's own build is tried on this backend and never touched."""
+    await settle_staged(family, hw=hw, on_event=on_event, only=backend)
     user = engine_store.user_build(family, backend)
     existing = engine_store.inspect(family, backend).build
     build = m.best(family, backend, hw.os, hw.arch)
+    newest = applicable_record(family, backend, build, hw)
     fresh = False
     if user is not None:
         inst = user
-    elif existing is not None and not is_newer(build, existing):
-        inst = existing
+    elif existing is not None and (not is_newer(build, existing)
+                                   or (newest is not None and newest.rejected)):
+        inst = existing        # a newer build rejected here is not fetched again
     elif build is None:
         text = m.refusal(family, backend, hw.os, hw.arch) or no_build_text(backend, hw.os,
                                                                             hw.arch)
@@ -307,15 +408,21 @@ async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.
         except (download.DownloadError, engine_store.StoreError, OSError) as exc:
             return _Tried(False, reason=f"could not fetch {build.describe()}: {exc}")
         fresh = True
-    _emit(on_event, "trial", backend, f"{backend}: trying {inst.version} on "
-          f"{trial.expected_device(inst, backend)} …", family)
-    result = await trial.trial_load(inst, backend, timeout=_trial_timeout())
+    result = await _trial(family, backend, inst, hw, on_event)
     if result.ok:
-        if inst.source == "store" and inst.path is not None:
-            engine_store.record_trial(inst, result.device, result.seconds)
         return _Tried(True, build=inst)
     if inst.source == "store" and (fresh or existing is not None):
         engine_store.remove_current(family, backend)
+        back = engine_store.inspect(family, backend).build
+        if fresh and back is not None:
+            _emit(on_event, "note", backend, f"{backend}: {inst.version} was rejected "
+                  f"({result.reason}); trying the build installed before, {back.version}.",
+                  family)
+            again = await _trial(family, backend, back, hw, on_event)
+            if again.ok:
+                return _Tried(True, build=back)
+            engine_store.remove_current(family, backend)
+            return _Tried(False, build=back, reason=again.reason)
     return _Tried(False, build=inst, reason=result.reason)
 
 
@@ -323,6 +430,17 @@ def rejected_text(backend: str, reason: str) -> str:
     first = (reason.strip().splitlines() or [""])[0]
     kind = "GPU backend" if backend in GPU_BACKENDS else "Backend"
     return f"{kind} rejected: {first}"
+
+
+def in_use_text(family: str, hw: hardware.Hardware, m: Manifest | None = None) -> str:
+    """What the node runs for ``family`` now, named only when it is installed and working:
+    "the node keeps using cpu", or that nothing but the sketch engine runs."""
+    st = status(family, hw, m)
+    current = st.default
+    if current and st.backend(current).works:
+        return f"the node keeps using {current}"
+    return ("no engine backend is installed and working here yet; only the built-in sketch "
+            "engine runs. Run: cantor backends --install")
 
 
 async def install(family: str = "acestep", on_event: EventSink = None, *,
@@ -345,8 +463,8 @@ async def install(family: str = "acestep", on_event: EventSink = None, *,
         outcome = await _fetch_and_trial(family, name, m, hw, on_event)
         if outcome.ok:
             _emit(on_event, "kept", name,
-                  f"{name}: works — kept ({outcome.build.version}). The node uses it from "
-                  f"its next start.", family)
+                  f"{name}: works — kept ({_source_text(outcome.build)}). The node uses it "
+                  f"from its next start.", family)
             return outcome.build
         if outcome.no_build:
             _emit(on_event, "no_build", name, outcome.reason, family)
@@ -398,9 +516,7 @@ async def use(backend: str, on_event: EventSink = None, *,
         if not outcome.ok:
             text = outcome.reason if outcome.no_build else rejected_text(backend, outcome.reason)
             _emit(on_event, "no_build" if outcome.no_build else "rejected", backend, text, fam)
-            current = default_backend(fam, hw, m)
-            stays = f"; the node keeps using {current}" if current else ""
-            raise BackendError(f"{text} (node.toml is unchanged{stays})")
+            raise BackendError(f"{text} (node.toml is unchanged; {in_use_text(fam, hw, m)})")
         builds.append(outcome.build)
     config.update({f"backends.{fam}": backend for fam in config.FAMILIES})
     _emit(on_event, "saved", backend, f"Saved: {backend} is now the backend for "
@@ -412,8 +528,9 @@ async def use(backend: str, on_event: EventSink = None, *,
 async def update(on_event: EventSink = None, *,
                  hw: hardware.Hardware | None = None) -> list[InstalledBuild]:
     """Fetch the newer builds the published manifest names for the backends in use:
-    verified, unpacked, made current — not loaded. A running node keeps its build; the new
-    one is used from its next start. With no published manifest set, the built-in one is the
+    verified, unpacked and staged — not loaded. A running node keeps its build; the node
+    trial-loads a staged build at its next start and lets it take over only if it works
+    (:func:`settle_staged`). With no published manifest set, the built-in one is the
     reference (new builds come with new versions of Cantor). Raises BackendError if the
     published manifest cannot be fetched or is refused (unsigned, tampered, wrong key)."""
     if not manifest.manifest_url():
@@ -441,23 +558,156 @@ async def update(on_event: EventSink = None, *,
                 if build is None:
                     _emit(on_event, "failed", name, no_build_text(name, hw.os, hw.arch), fam)
                     continue
+                current = engine_store.inspect(fam, name).build
+                stage = item.state == "update_available" and current is not None
                 try:
-                    inst = await _fetch(fam, name, build, m, hw, on_event)
+                    inst = await _fetch(fam, name, build, m, hw, on_event, stage=stage)
                 except (download.DownloadError, engine_store.StoreError, OSError) as exc:
                     raise BackendError(f"{name}: could not fetch {build.version}: {exc}. "
                                        f"The installed build stays in use.") from None
                 done.append(inst)
-                _emit(on_event, "updated", name, f"{name}: {build.version} fetched and "
-                      f"verified. A running node keeps the build it has; the new one is used "
-                      f"from its next start.", fam)
+                if stage:
+                    text = (f"{name}: {build.version} fetched and verified. A running node "
+                            f"keeps the build it has; at its next start the node trial-loads "
+                            f"{build.version} and uses it only if it works ({current.version} "
+                            f"stays otherwise).")
+                else:
+                    text = (f"{name}: {build.version} fetched and verified. A running node "
+                            f"keeps the build it has; the new one is trial-loaded and used "
+                            f"from its next start.")
+                _emit(on_event, "updated", name, text, fam)
             elif item.state == "installed":
-                _emit(on_event, "up_to_date", name, f"{name}: {item.version} is the newest "
-                      f"published build.", fam)
+                if item.staged:
+                    text = (f"{name}: {item.staged} is already fetched; the node trial-loads "
+                            f"it at its next start.")
+                else:
+                    text = f"{name}: {item.version} is the newest published build."
+                    newest = m.best(fam, name, hw.os, hw.arch)
+                    refused = applicable_record(fam, name, newest, hw)
+                    if refused is not None and refused.rejected \
+                            and newest.version != item.version:
+                        text = (f"{name}: {item.version} stays; {newest.version} was "
+                                f"rejected here and is not offered again "
+                                f"({refused.reason}).")
+                _emit(on_event, "up_to_date", name, text, fam)
             elif item.state == "installable":
                 _emit(on_event, "note", name, f"{name}: not installed, nothing to update. "
                       f"Run: cantor backends --install", fam)
             else:
                 _emit(on_event, "note", name, f"{name}: {item.message}", fam)
+    return done
+
+
+async def settle_staged(family: str = "acestep", *, hw: hardware.Hardware | None = None,
+                        on_event: EventSink = None, only: str | None = None) -> list[BackendEvent]:
+    """Trial-load every build ``--update`` staged for ``family`` (or only ``only``'s) before
+    it takes over: one that works replaces the current build (which stays as the previous
+    one, for --rollback); one that fails is deleted, recorded as rejected with the engine's
+    reason — ``--update`` will not offer it again — and the current build stays in use.
+    The node calls this when it starts. Returns the events it emitted."""
+    told: list[BackendEvent] = []
+
+    def tell(event: BackendEvent) -> None:
+        told.append(event)
+        if on_event is not None:
+            on_event(event)
+
+    names = [only] if only else list(BACKENDS)
+    waiting = [(name, engine_store.staged(family, name)) for name in names]
+    waiting = [(name, build) for name, build in waiting if build is not None]
+    if not waiting:
+        return told
+    hw = hw or hardware.probe_from_env()
+    for name, build in waiting:
+        if not hw.backends[name].supported:
+            continue
+        current = engine_store.inspect(family, name).build
+        result = await _trial(family, name, build, hw, tell,
+                              what=f"the update to {build.version}")
+        if result.ok:
+            engine_store.promote_staged(family, name)
+            was = f" (was {current.version}; cantor backends --rollback returns to it)" \
+                if current is not None else ""
+            _emit(tell, "updated", name, f"{name}: {build.version} works on {result.device} "
+                  f"and is now in use{was}.", family)
+        else:
+            engine_store.drop_staged(family, name)
+            stays = (f"{current.version} stays in use" if current is not None
+                     else f"no {name} build is installed")
+            _emit(tell, "rejected", name, f"{name}: the update to {build.version} was "
+                  f"rejected: {result.reason}. {stays}; --update will not offer "
+                  f"{build.version} again.", family)
+    return told
+
+
+async def engine_for(family: str = "acestep", *, hw: hardware.Hardware | None = None,
+                     on_event: EventSink = None) -> InstalledBuild:
+    """The build the node runs for ``family``: the pinned backend, else the auto rule's,
+    trial-loaded first when no trial of it holds on this machine (a user's own build on a
+    backend it was never tried on, a build tried before a driver changed). In auto mode a
+    backend rejected now is skipped for the next one. Raises BackendError saying why no
+    engine can run (never naming as in use one that is not installed and working)."""
+    hw = hw or await asyncio.to_thread(hardware.probe_from_env)
+    await settle_staged(family, hw=hw, on_event=on_event)
+    for _round in range(len(BACKENDS) + 1):
+        st = await asyncio.to_thread(status, family, hw)
+        chosen = st.default
+        if not chosen:
+            raise BackendError(f"no {family} engine has a build for this machine; only the "
+                               f"sketch engine can run here")
+        item = st.backend(chosen)
+        how = "pinned in node.toml" if st.pinned else "chosen automatically"
+        if item.state == REJECTED:
+            raise BackendError(f"the {chosen} engine ({how}) was {item.message}; or run: "
+                               f"cantor backends --use auto")
+        build = engine_store.installed(family, chosen)
+        if build is None or not item.works:
+            raise BackendError(f"the {chosen} engine ({how}) is not installed for {family}; "
+                               f"run `cantor backends --install`")
+        if item.trial is not None:
+            return build
+        result = await _trial(family, chosen, build, hw, on_event)
+        if result.ok:
+            return build
+        log.warning("the %s engine for %s was rejected: %s", chosen, family, result.reason)
+        if st.pinned:
+            raise BackendError(f"the {chosen} engine ({how}) was rejected: {result.reason}. "
+                               f"Run: cantor backends --use auto")
+    raise BackendError(f"no {family} engine works on this machine; only the sketch engine "
+                       f"can run here")
+
+
+def rollback(on_event: EventSink = None, *, hw: hardware.Hardware | None = None
+             ) -> list[InstalledBuild]:
+    """``cantor backends --rollback``: for each backend in use, drop a staged update, or make
+    the previous build current again. Raises BackendError when there is nothing to return
+    to. A running node keeps the build it started with until it restarts."""
+    hw = hw or hardware.probe_from_env()
+    done: list[InstalledBuild] = []
+    for fam in config.FAMILIES:
+        st = status(fam, hw)
+        for name in dict.fromkeys(b for b in (st.pinned, st.default) if b):
+            current = engine_store.inspect(fam, name).build
+            waiting = engine_store.staged(fam, name)
+            if waiting is not None:
+                engine_store.drop_staged(fam, name)
+                keep = f"{current.version} stays in use" if current else "nothing else is installed"
+                _emit(on_event, "rolled_back", name, f"{name}: the staged {waiting.version} "
+                      f"is dropped; {keep}.", fam)
+                if current is not None:
+                    done.append(current)
+                continue
+            before = engine_store.previous(fam, name)
+            if current is None or before is None:
+                continue
+            back = engine_store.rollback(fam, name)
+            if back is not None:
+                done.append(back)
+                _emit(on_event, "rolled_back", name, f"{name}: back to {back.version} (was "
+                      f"{current.version}). The node uses it from its next start.", fam)
+    if not done:
+        raise BackendError("nothing to roll back: no backend in use has a previous or a "
+                           "staged build")
     return done
 
 

@@ -10,6 +10,15 @@ stays in force; a failure on the way leaves it untouched.
 Builds that share one download (the Vulkan archive also serves the CPU) are fetched once: the
 cache is keyed by sha256. A build the user supplies in node.toml (``[engines.acestep] path``)
 is used as is and never replaced.
+
+``--update`` installs a build *staged* (the ``staged`` marker) instead of current: it takes
+over only after the node trial-loaded it (:func:`promote_staged`), and a staged build that
+fails is dropped (:func:`drop_staged`) while ``current`` never moved.
+
+Trial results are kept per backend in ``trials.json`` beside the builds, keyed by the build
+(version + sha256, or a user build's path, size and mtime): state, reason, when, and the
+hardware evidence the trial ran on, so a rejected backend stays rejected until something
+changes (:func:`trial_record`, :func:`record_trial`).
 """
 
 from __future__ import annotations
@@ -39,6 +48,9 @@ from .paths import paths
 VERSION_FILE = "cantor-build.json"
 CURRENT = "current"
 PREVIOUS = "previous"
+STAGED = "staged"
+TRIALS_FILE = "trials.json"
+TRIALS_KEPT = 32          # records per backend (the newest)
 STORE_FORMAT = 1
 """Bumped when the layout of an unpacked build changes; older builds become update_required."""
 MAX_UNPACKED = 4 * 2**30
@@ -389,9 +401,11 @@ def user_build(family: str, backend: str) -> InstalledBuild | None:
     if not value:
         return None
     exe = Path(value).expanduser()
+    # a release archive unpacked by hand has its libggml* beside the binary and no rpath:
+    # the loader path is set as for the store's builds
+    env = {"GGML_BACKEND": DEVICE_ENV[backend], **library_env(exe.parent)}
     return InstalledBuild(family=family, backend=backend, version="user-supplied",
-                          argv=[str(exe)], env={"GGML_BACKEND": DEVICE_ENV[backend]},
-                          path=exe, source="user")
+                          argv=[str(exe)], env=env, path=exe, source="user")
 
 
 def inspect(family: str, backend: str) -> StoreEntry:
@@ -404,34 +418,83 @@ def inspect(family: str, backend: str) -> StoreEntry:
                             if p.is_dir() and not p.name.startswith("."))
     name = _read_marker(folder, CURRENT)
     if not name:
-        if entry.versions:
+        if entry.versions and set(entry.versions) != {_read_marker(folder, STAGED)}:
             entry.problem = f"{folder} holds builds but no '{CURRENT}' marker"
         return entry
-    build_dir = folder / name
+    entry.build, entry.problem = _read_build(family, backend, folder / name)
+    return entry
+
+
+def _read_build(family: str, backend: str, build_dir: Path) -> tuple[InstalledBuild | None, str]:
+    """The build unpacked in ``build_dir``, or (None, what is wrong with it)."""
     info_path = build_dir / VERSION_FILE
     try:
         info = json.loads(info_path.read_text())
     except FileNotFoundError:
-        entry.problem = f"{info_path} is missing"
-        return entry
+        return None, f"{info_path} is missing"
     except (OSError, ValueError) as exc:
-        entry.problem = f"{info_path} cannot be read ({exc})"
-        return entry
+        return None, f"{info_path} cannot be read ({exc})"
     if not isinstance(info, dict) or info.get("store_format") != STORE_FORMAT:
-        entry.problem = f"{info_path} is from another version of Cantor"
-        return entry
+        return None, f"{info_path} is from another version of Cantor"
     exe = _executable(build_dir, str(info.get("executable", "")))
     if not info.get("executable") or not exe.is_file():
-        entry.problem = f"the executable {exe} is missing"
-        return entry
+        return None, f"the executable {exe} is missing"
     env = {str(k): str(v) for k, v in (info.get("env") or {}).items()}
     env.update(library_env(exe.parent))
-    entry.build = InstalledBuild(
+    return InstalledBuild(
         family=family, backend=backend, version=str(info.get("version", "")),
         argv=[str(exe)], env=env,
         path=build_dir, source="store", sha256=str(info.get("sha256", "")),
-        url=str(info.get("url", "")))
-    return entry
+        url=str(info.get("url", ""))), ""
+
+
+def staged(family: str, backend: str) -> InstalledBuild | None:
+    """The build ``--update`` fetched and the node has not trial-loaded yet, if any."""
+    folder = _backend_dir(family, backend)
+    name = _read_marker(folder, STAGED)
+    if not name or not (folder / name).is_dir():
+        return None
+    build, _problem = _read_build(family, backend, folder / name)
+    return build
+
+
+def previous(family: str, backend: str) -> InstalledBuild | None:
+    """The build that was current before the current one (what a rollback returns to)."""
+    folder = _backend_dir(family, backend)
+    name = _read_marker(folder, PREVIOUS)
+    if not name or name == _read_marker(folder, CURRENT) or not (folder / name).is_dir():
+        return None
+    build, _problem = _read_build(family, backend, folder / name)
+    return build
+
+
+def promote_staged(family: str, backend: str) -> InstalledBuild | None:
+    """The staged build passed its trial: make it current (the old one becomes previous)."""
+    folder = _backend_dir(family, backend)
+    with FileLock(str(folder / ".lock"), timeout=600):
+        name = _read_marker(folder, STAGED)
+        if not name or not (folder / name).is_dir():
+            return None
+        old = _read_marker(folder, CURRENT)
+        config.write_atomic(folder / CURRENT, (name + "\n").encode())
+        if old and old != name:
+            config.write_atomic(folder / PREVIOUS, (old + "\n").encode())
+        (folder / STAGED).unlink(missing_ok=True)
+        _prune(folder)
+    return inspect(family, backend).build
+
+
+def drop_staged(family: str, backend: str) -> None:
+    """The staged build failed its trial (or the user rolled it back): delete it; the
+    current build was never touched."""
+    folder = _backend_dir(family, backend)
+    if not folder.is_dir():
+        return
+    with FileLock(str(folder / ".lock"), timeout=600):
+        name = _read_marker(folder, STAGED)
+        (folder / STAGED).unlink(missing_ok=True)
+        if name and name not in (_read_marker(folder, CURRENT), _read_marker(folder, PREVIOUS)):
+            shutil.rmtree(folder / name, ignore_errors=True)
 
 
 def library_env(folder: Path) -> dict[str, str]:
@@ -443,30 +506,103 @@ def library_env(folder: Path) -> dict[str, str]:
     return {"LD_LIBRARY_PATH": str(folder) + (os.pathsep + existing if existing else "")}
 
 
-TRIAL_FILE = "cantor-trial.json"
+@dataclass
+class TrialRecord:
+    """What one trial load of one build on one backend showed."""
+
+    key: str                    # the build (see build_key)
+    version: str
+    state: str                  # "works" | "rejected"
+    reason: str = ""            # rejected: the engine's words (first and last error line)
+    device: str = ""            # works: the device it came up on
+    at: str = ""                # when, UTC, ISO 8601
+    evidence: list[str] = field(default_factory=list)   # the hardware evidence it ran on
+    seconds: float = 0.0
+    probes: int = 1
+
+    @property
+    def rejected(self) -> bool:
+        return self.state == "rejected"
+
+    def applies(self, evidence: list[str]) -> bool:
+        """Still true of this machine: the evidence it ran on has not changed (a new driver,
+        another GPU: then the backend is tried again)."""
+        return list(self.evidence) == list(evidence)
+
+    def when(self) -> str:
+        return self.at.replace("T", " ")[:16] if self.at else "?"
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "version": self.version, "state": self.state,
+                "reason": self.reason, "device": self.device, "at": self.at,
+                "evidence": list(self.evidence), "seconds": self.seconds,
+                "probes": self.probes}
 
 
-def record_trial(build: InstalledBuild, device: str, seconds: float) -> None:
-    """Remember that this build loaded on ``device`` (shown as evidence by the status)."""
-    if build.path is None or build.source != "store":
-        return
-    data = {"device": device, "seconds": round(seconds, 2),
-            "at": time.strftime("%Y-%m-%d %H:%M", time.localtime())}
+def build_key(build: InstalledBuild | Build) -> str:
+    """A build's identity for trial records: version and sha256 for the store's (and the
+    manifest's) builds; path, size and mtime for a user's own binary (rebuilt = new)."""
+    if isinstance(build, InstalledBuild) and build.source == "user":
+        exe = Path(build.argv[0])
+        try:
+            st = exe.stat()
+            return f"user:{exe}:{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            return f"user:{exe}:missing"
+    if isinstance(build, InstalledBuild) and build.source == "sketch":
+        return f"sketch:{build.version}"
+    return f"{build.version}+{(build.sha256 or '')[:16]}"
+
+
+def _trials_path(family: str, backend: str) -> Path:
+    return _backend_dir(family, backend) / TRIALS_FILE
+
+
+def _read_trials(family: str, backend: str) -> dict[str, dict]:
     try:
-        config.write_atomic(build.path / TRIAL_FILE, (json.dumps(data) + "\n").encode())
-    except OSError:
-        pass
+        data = json.loads(_trials_path(family, backend).read_text())
+        records = data.get("records") if isinstance(data, dict) else None
+        return records if isinstance(records, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
-def last_trial(build: InstalledBuild) -> str:
-    """"trial load: came up on CUDA0 (2026-11-30 03:12)", or "" when never trial-loaded."""
-    if build.path is None:
-        return ""
+def trial_record(family: str, backend: str, key: str) -> TrialRecord | None:
+    """The last trial of the build ``key`` on ``backend``, or None when never tried."""
+    raw = _read_trials(family, backend).get(key)
+    if not isinstance(raw, dict):
+        return None
     try:
-        data = json.loads((build.path / TRIAL_FILE).read_text())
-        return f"trial load: came up on {data['device']} ({data['at']})"
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
+        return TrialRecord(key=key, version=str(raw.get("version", "")),
+                           state=str(raw["state"]), reason=str(raw.get("reason", "")),
+                           device=str(raw.get("device", "")), at=str(raw.get("at", "")),
+                           evidence=[str(e) for e in raw.get("evidence") or []],
+                           seconds=float(raw.get("seconds") or 0.0),
+                           probes=int(raw.get("probes") or 1))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def record_trial(build: InstalledBuild, *, ok: bool, reason: str = "", device: str = "",
+                 seconds: float = 0.0, probes: int = 1,
+                 evidence: list[str] | None = None) -> TrialRecord:
+    """Remember a trial of ``build`` on its backend (kept across restarts, newest last)."""
+    record = TrialRecord(key=build_key(build), version=build.version,
+                         state="works" if ok else "rejected", reason=reason, device=device,
+                         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                         evidence=list(evidence or []), seconds=round(seconds, 3),
+                         probes=probes)
+    folder = _backend_dir(build.family, build.backend)
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / ".trials.lock"), timeout=60):
+        records = _read_trials(build.family, build.backend)
+        records.pop(record.key, None)
+        records[record.key] = record.to_dict()
+        for old in list(records)[:-TRIALS_KEPT]:
+            del records[old]
+        config.write_atomic(_trials_path(build.family, build.backend),
+                            (json.dumps({"records": records}, indent=1) + "\n").encode())
+    return record
 
 
 def installed(family: str, backend: str) -> InstalledBuild | None:
@@ -523,8 +659,9 @@ def _dir_name(folder: Path, build: Build) -> str:
     return name
 
 
-def install_archive(build: Build, archive: Path) -> InstalledBuild:
-    """Unpack a verified archive as the current build of its family × backend (see module doc).
+def install_archive(build: Build, archive: Path, *, stage: bool = False) -> InstalledBuild:
+    """Unpack a verified archive as the current build of its family × backend (see module doc),
+    or, with ``stage``, as the staged one (``current`` stays as it is).
 
     Raises StoreError / UnsafeArchive; then nothing changed: the previous build stays current.
     """
@@ -556,10 +693,15 @@ def install_archive(build: Build, archive: Path) -> InstalledBuild:
                     shutil.rmtree(aside)
                 target.rename(aside)
             staging.rename(target)
-            old = _read_marker(folder, CURRENT)
-            config.write_atomic(folder / CURRENT, (name + "\n").encode())
-            if old and old != name:
-                config.write_atomic(folder / PREVIOUS, (old + "\n").encode())
+            if stage:
+                config.write_atomic(folder / STAGED, (name + "\n").encode())
+            else:
+                old = _read_marker(folder, CURRENT)
+                config.write_atomic(folder / CURRENT, (name + "\n").encode())
+                if old and old != name:
+                    config.write_atomic(folder / PREVIOUS, (old + "\n").encode())
+                if _read_marker(folder, STAGED) == name:
+                    (folder / STAGED).unlink(missing_ok=True)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             if aside is not None and target is not None and aside.exists():
@@ -571,7 +713,8 @@ def install_archive(build: Build, archive: Path) -> InstalledBuild:
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
         _prune(folder)
-    result = inspect(build.family, build.backend).build
+    result = staged(build.family, build.backend) if stage else inspect(build.family,
+                                                                         build.backend).build
     if result is None:
         raise StoreError(f"{build.describe()}: installed but cannot be read back")
     return result
@@ -579,20 +722,21 @@ def install_archive(build: Build, archive: Path) -> InstalledBuild:
 
 def _prune(folder: Path) -> None:
     """Keep only the current and previous builds (and nothing half-written)."""
-    keep = {_read_marker(folder, CURRENT), _read_marker(folder, PREVIOUS)}
+    keep = {_read_marker(folder, CURRENT), _read_marker(folder, PREVIOUS),
+            _read_marker(folder, STAGED)}
     for child in folder.iterdir():
         if child.is_dir() and child.name not in keep:
             shutil.rmtree(child, ignore_errors=True)
 
 
 async def install(build: Build, *, on_progress: Callable | None = None, client=None,
-                  keep_archive: bool = False) -> tuple[InstalledBuild, bool]:
-    """Download (or reuse the cached archive), verify, unpack and make current.
+                  keep_archive: bool = False, stage: bool = False) -> tuple[InstalledBuild, bool]:
+    """Download (or reuse the cached archive), verify, unpack and make current (or staged).
     Returns (build, downloaded now?)."""
     archive, fetched = await fetch_archive(build, on_progress=on_progress, client=client)
     try:
         # unpacking is long, blocking work: keep it off the event loop (the app's Qt loop)
-        result = await asyncio.to_thread(install_archive, build, archive)
+        result = await asyncio.to_thread(install_archive, build, archive, stage=stage)
     finally:
         if not keep_archive:
             archive.unlink(missing_ok=True)
@@ -619,6 +763,8 @@ def remove_current(family: str, backend: str) -> None:
 def rollback(family: str, backend: str) -> InstalledBuild | None:
     """Make the previous build current again (a failed update); returns it, or None."""
     folder = _backend_dir(family, backend)
+    if not folder.is_dir():
+        return None
     with FileLock(str(folder / ".lock"), timeout=600):
         name = _read_marker(folder, CURRENT)
         previous = _read_marker(folder, PREVIOUS)

@@ -83,6 +83,24 @@ class NodeAuth(httpx.Auth):
                 yield request
 
 
+OURS, OTHER_HOME, NO_NODE = "ours", "other home", "none"
+
+
+async def which_node(url: str, timeout: float = 1.0) -> str:
+    """Who answers ``GET /v1/health`` at ``url``: :data:`OURS` (a node serving this Cantor
+    home), :data:`OTHER_HOME` (a Cantor node of another home — or one too old to say — which
+    the CLI must never use), or :data:`NO_NODE`."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
+            response = await http.get(url.rstrip("/") + "/v1/health")
+            body = response.json()
+    except (httpx.HTTPError, ValueError):
+        return NO_NODE
+    if response.status_code != 200 or not isinstance(body, dict) or body.get("status") != "ok":
+        return NO_NODE
+    return OURS if body.get("home") == access.home_key() else OTHER_HOME
+
+
 def _error_from(response: httpx.Response) -> NodeError:
     try:
         body = response.json()

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,10 +64,14 @@ def test_install_rejects_broken_cuda_and_keeps_vulkan(nvidia, builds):
     assert not any(ln.startswith("cpu:") for ln in lines[kept:])      # stopped at the first
     st = json.loads(cli("--json").stdout)
     states = {b["name"]: b["state"] for b in st["backends"]}
-    assert states == {"cuda12": "installable", "metal": "unsupported", "vulkan": "installed",
+    assert states == {"cuda12": "rejected", "metal": "unsupported", "vulkan": "installed",
                       "cpu": "installable"}
+    cuda = next(b for b in st["backends"] if b["name"] == "cuda12")
+    assert cuda["message"].startswith(f"rejected: {CUDA_LINE} (trial load of v0.1.1, ")
+    assert cuda["trial"]["state"] == "rejected" and cuda["trial"]["evidence"]
     assert st["default"] == "vulkan" and st["pinned"] is None      # the auto rule
     assert engine_store.installed("acestep", "cuda12") is None     # a rejected build is not kept
+    assert "cuda12  rejected v0.1.1" in cli().stdout
 
 
 def test_use_cuda_fails_and_node_toml_is_byte_identical(nvidia, builds):
@@ -192,12 +197,84 @@ def test_user_supplied_build_never_replaced(nvidia, builds, tmp_path):
     assert upd.returncode == 0 and "never replaces it" in upd.stdout
     assert builds.downloads(builds.cuda) == builds.downloads(builds.shared) == 0
     assert exe.read_bytes() == before
-    assert not paths().engine_backend_dir("acestep", "cpu").exists()
+    assert engine_store.inspect("acestep", "cpu").versions == []     # nothing in the store
+    # it was tried on each backend and counts only where it loaded
+    rejected = [e.message for e in events if e.kind == "rejected"]
+    assert rejected[0].startswith("GPU backend rejected: ")
+    assert "GGML_BACKEND=CUDA0" in rejected[0] and "GGML_BACKEND=Vulkan0" in rejected[1]
+    assert events[-1].message.startswith("cpu: works — kept (your build)")
+    st = json.loads(cli("--json").stdout)
+    states = {b["name"]: b["state"] for b in st["backends"]}
+    assert states == {"cuda12": "rejected", "metal": "unsupported", "vulkan": "rejected",
+                      "cpu": "installed"}
+    assert st["default"] == "cpu"
 
 
-def test_update_fetches_newer_build_without_loading(nvidia, builds):
+def test_a_user_build_untried_on_a_backend_is_trial_loaded_before_use(nvidia, tmp_path):
+    """A CPU-only build of the user's on an NVIDIA machine never becomes cuda12: the node
+    tries it there first, records the rejection and takes the next backend that loads."""
+    exe = tmp_path / "my" / "ace-server"
+    exe.parent.mkdir()
+    exe.write_bytes(working_script())
+    exe.chmod(0o755)
+    config.update({"engines.acestep.path": str(exe)})
+    st = backends.status("acestep")
+    cuda = st.backend("cuda12")
+    assert cuda.state == "installed" and "Not trial-loaded on CUDA yet" in cuda.message
+    events: list[backends.BackendEvent] = []
+    build = asyncio.run(backends.engine_for("acestep", on_event=events.append))
+    assert build.backend == "cpu" and build.source == "user"
+    assert build.env["GGML_BACKEND"] == "CPU"
+    assert [e.message.split(" on ")[-1] for e in events if e.kind == "trial"] == [
+        "CUDA0 …", "Vulkan0 …", "CPU …"]
+    st = backends.status("acestep")
+    assert [st.backend(n).state for n in ("cuda12", "vulkan", "cpu")] == [
+        "rejected", "rejected", "installed"]
+    assert st.default == "cpu"
+    assert st.backend("cuda12").message.startswith("rejected: ")
+    # the records hold: the next node start tries nothing
+    events.clear()
+    assert asyncio.run(backends.engine_for("acestep", on_event=events.append)).backend == "cpu"
+    assert not events
+    # pinned to a backend it was rejected on: the node says so instead of running it
+    config.update({"backends.acestep": "cuda12"})
+    with pytest.raises(backends.BackendError, match=r"cuda12 engine \(pinned in node.toml\) "
+                                                    r"was rejected: "):
+        asyncio.run(backends.engine_for("acestep"))
+
+
+def test_a_rejected_backend_is_tried_again_when_its_evidence_changes(nvidia, builds):
+    assert cli("--install").returncode == 0
+    assert backends.status("acestep").backend("cuda12").state == "rejected"
+    # a new driver: the record no longer holds; the auto rule may pick cuda12 again
+    smi = next(p for p in os.environ["PATH"].split(os.pathsep)
+               if (Path(p) / "nvidia-smi").exists())
+    (Path(smi) / "nvidia-smi").write_text("#!/bin/sh\necho '0, NVIDIA GeForce RTX 4070, "
+                                          "560.10.01, 12282, 8.9'\n")
+    assert backends.status("acestep").backend("cuda12").state == "installable"
+
+
+def test_use_never_names_a_backend_that_is_not_installed_as_in_use(nvidia, builds):
+    done = cli("--use", "cuda12")
+    assert done.returncode == 1
+    assert "node keeps using" not in done.stderr
+    assert "no engine backend is installed and working here yet" in done.stderr
+    assert cli("--use", "vulkan").returncode == 0
+    done = cli("--use", "cuda12")
+    assert "node.toml is unchanged; the node keeps using vulkan" in done.stderr
+
+
+MISSING_LIB = ("ace-server: error while loading shared libraries: libggml-base.so.0: cannot "
+               "open shared object file: No such file or directory")
+
+
+def missing_library_script() -> bytes:
+    return f"#!/bin/sh\necho '{MISSING_LIB}' >&2\nexit 127\n".encode()
+
+
+def test_update_stages_a_newer_build_and_a_broken_one_never_takes_over(nvidia, builds):
     assert cli("--use", "cpu").returncode == 0
-    new = builds.archive("cpu2.tar.gz", never_ready_script())   # would fail any trial
+    new = builds.archive("cpu2.tar.gz", missing_library_script())   # fails any trial
     builds.add("cpu", new, version="v0.2.0")
     st = json.loads(cli("--json").stdout)
     assert next(b for b in st["backends"] if b["name"] == "cpu")["state"] == "installed"
@@ -208,8 +285,57 @@ def test_update_fetches_newer_build_without_loading(nvidia, builds):
     done = cli("--update")
     assert done.returncode == 0, done.stderr
     assert "v0.2.0 fetched and verified" in done.stdout and "next start" in done.stdout
+    # fetched, not loaded: staged; the working build stays current
+    assert engine_store.installed("acestep", "cpu").version == "v0.1.1"
+    assert engine_store.staged("acestep", "cpu").version == "v0.2.0"
+    cpu = backends.status("acestep").backend("cpu")
+    assert cpu.state == "installed" and cpu.staged == "v0.2.0"
+    assert "v0.2.0 is staged" in cpu.message
+    # the node's start: the staged build is trial-loaded before it takes over, and fails
+    told = asyncio.run(backends.settle_staged("acestep"))
+    rejected = [e.message for e in told if e.kind == "rejected"]
+    assert rejected == [f"cpu: the update to v0.2.0 was rejected: {MISSING_LIB}. v0.1.1 "
+                        f"stays in use; --update will not offer v0.2.0 again."]
+    assert engine_store.installed("acestep", "cpu").version == "v0.1.1"
+    assert engine_store.staged("acestep", "cpu") is None
+    cpu = backends.status("acestep").backend("cpu")
+    assert cpu.state == "installed"
+    assert f"The update to v0.2.0 was rejected here and is not offered again: {MISSING_LIB}" \
+        in cpu.message
+    again = cli("--update")
+    assert again.returncode == 0 and "v0.2.0 was rejected here and is not offered" in again.stdout
+    assert builds.downloads(new) == 1
+    # --use cpu keeps the working build and says nothing of switching
+    done = cli("--use", "cpu")
+    assert done.returncode == 0 and "Saved: cpu" in done.stdout
+    assert engine_store.installed("acestep", "cpu").version == "v0.1.1"
+    assert builds.downloads(new) == 1
+
+
+def test_a_staged_build_that_works_takes_over_and_rollback_returns(nvidia, builds):
+    assert cli("--use", "cpu").returncode == 0
+    builds.add("cpu", builds.archive("cpu2.tar.gz", working_script()), version="v0.2.0")
+    assert cli("--update").returncode == 0
+    assert engine_store.installed("acestep", "cpu").version == "v0.1.1"
+    told = asyncio.run(backends.settle_staged("acestep"))
+    assert [e.kind for e in told] == ["trial", "updated"]
+    assert "v0.2.0 works on CPU and is now in use (was v0.1.1;" in told[-1].message
     assert engine_store.installed("acestep", "cpu").version == "v0.2.0"
-    assert engine_store.rollback("acestep", "cpu").version == "v0.1.1"
+    done = cli("--rollback")
+    assert done.returncode == 0, done.stderr
+    assert "cpu: back to v0.1.1 (was v0.2.0)" in done.stdout
+    assert engine_store.installed("acestep", "cpu").version == "v0.1.1"
+    # a staged update is dropped by --rollback without ever running
+    assert cli("--update").returncode == 0
+    assert engine_store.staged("acestep", "cpu") is not None
+    done = cli("--rollback")
+    assert "the staged v0.2.0 is dropped; v0.1.1 stays in use" in done.stdout
+    assert engine_store.staged("acestep", "cpu") is None
+
+
+def test_rollback_with_nothing_to_return_to(nvidia):
+    done = cli("--rollback")
+    assert done.returncode == 1 and "nothing to roll back" in done.stderr
 
 
 def test_keep_loaded_saved(nvidia):
@@ -246,8 +372,9 @@ def test_trial_exit_without_device_line(tmp_path):
     script.chmod(0o755)
     build = engine_store.InstalledBuild("acestep", "cpu", "t", [str(script)], {}, script)
     r = asyncio.run(trial.trial_load(build, "cpu", timeout=10))
-    assert not r.ok and r.exit_code == 3
-    assert r.reason == "exited with code 3 before initialising a device (last line: starting up)"
+    assert not r.ok and r.exit_code == 3 and r.probes == trial.MAX_PROBES
+    assert r.reason == ("exited (exit code 3) before initialising a device (last line: "
+                        f"starting up); the same in all {trial.MAX_PROBES} tries")
 
 
 def test_sketch_build_trial_loads():

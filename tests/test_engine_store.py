@@ -119,7 +119,27 @@ def test_user_supplied_build_used_as_is(tmp_path):
     config.update({"engines.acestep.path": str(exe)})
     inst = engine_store.installed("acestep", "vulkan")
     assert inst.source == "user" and inst.argv == [str(exe)]
-    assert inst.env == {"GGML_BACKEND": "Vulkan0"}
+    assert inst.env["GGML_BACKEND"] == "Vulkan0"
+    # libraries beside the binary (a release archive unpacked by hand) are found
+    assert inst.env["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(tmp_path)
+
+
+def test_trial_records_are_kept_per_build_and_evidence(tmp_path):
+    exe = tmp_path / "my-ace-server"
+    exe.write_text("#!/bin/sh\n")
+    config.update({"engines.acestep.path": str(exe)})
+    user = engine_store.installed("acestep", "cuda12")
+    key = engine_store.build_key(user)
+    assert engine_store.trial_record("acestep", "cuda12", key) is None
+    engine_store.record_trial(user, ok=False, reason="[Load] FATAL: x", probes=3,
+                              evidence=["nvidia-smi: RTX, driver 550"])
+    got = engine_store.trial_record("acestep", "cuda12", key)
+    assert got.rejected and got.reason == "[Load] FATAL: x" and got.probes == 3
+    assert got.applies(["nvidia-smi: RTX, driver 550"])
+    assert not got.applies(["nvidia-smi: RTX, driver 560"])     # a new driver: try again
+    assert engine_store.trial_record("acestep", "cpu", key) is None   # per backend
+    exe.write_text("#!/bin/sh\n# rebuilt\n")                     # a new binary: a new build
+    assert engine_store.build_key(user) != key
 
 
 def test_missing_version_file_is_a_problem(tmp_path):

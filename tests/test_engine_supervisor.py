@@ -71,7 +71,7 @@ def test_start_serve_and_stop_with_the_engine_log_written(models):
     assert "[Store] Created (policy=STRICT)" in sup.recent_lines(500)
 
 
-def test_an_early_exit_is_reported_at_once_with_the_first_error_line(tmp_path, models):
+def test_an_early_exit_is_reported_at_once_with_the_first_and_last_error_line(tmp_path, models):
     empty = tmp_path / "empty"
     empty.mkdir()
     sup = EngineSupervisor("acestep", engine_argv(), {}, empty, ready_timeout=30)
@@ -87,7 +87,7 @@ def test_an_early_exit_is_reported_at_once_with_the_first_error_line(tmp_path, m
     sup = supervisor(models, {"exit_at_start": {"lines": lines, "code": 3}})
     with pytest.raises(EngineStartError) as err:
         run(sup.start())
-    assert err.value.reason == lines[1]
+    assert err.value.reason == f"{lines[1]}; {lines[2]}"     # the cause first, whole
     assert lines[1] in str(err.value) and "exit code 3" in str(err.value)
 
 
@@ -333,3 +333,77 @@ def test_sketch_early_exit_and_a_missing_device_give_the_engines_first_line(tmp_
 
     failed = run(go())
     assert "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU" in failed.reason
+
+
+LM_FILE = "acestep-5Hz-lm-0.6B-Q8_0.gguf"
+
+
+def test_an_engine_that_dies_with_its_last_lines_says_what_is_known(models):
+    """The real engine loses its last lines at an exit: the reason then names the stage, the
+    model file and the last line that did arrive, never a bare exit code."""
+    sup = supervisor(models, {"header_only": True, "drop_last_lines": 3})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.song({"caption": "x", "lyrics": "la la", "lm_model": LM_FILE,
+                                   "output_format": "wav16"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value.reason
+
+    reason = run(go())
+    assert reason.startswith("engine stopped: exit code 1, during the LM stage "
+                             f"(LM {LM_FILE}); its last line: [Load] LM backend: CPU"), reason
+    assert "FATAL" not in reason          # it never arrived: nothing is made up
+
+
+def test_an_earlier_jobs_error_is_never_this_jobs_reason(models):
+    """Job 1 fails and stays up; job 2 kills the engine and its own lines are lost, job 1's
+    error lines arriving late: job 2's reason does not take them."""
+    sup = supervisor(models, {"header_only": True, "drop_last_lines": 8,
+                              "fail": {"/synth": ["[Server] DiT not found: nope.gguf",
+                                                  "[Server] FATAL: synth load failed"]}})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as first:
+                await client.synth({"caption": "x", "synth_model": "nope.gguf",
+                                    "output_format": "wav16"})
+            with pytest.raises(JobFailed) as second:
+                await client.lm({"caption": "y", "lyrics": "la", "lm_model": LM_FILE})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return first.value.reason, second.value.reason
+
+    first, second = run(go())
+    assert "nope.gguf" not in second and "synth load failed" not in second, second
+    assert second.startswith("engine stopped: exit code 1, during the LM stage")
+
+
+def test_a_job_not_found_by_a_dying_engine_is_its_death_with_the_reason(models):
+    """The real engine answers "Job not found" while it exits (its job table is gone
+    first): the song fails with the engine's own reason, not "the engine lost job"."""
+    fatal = "[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found"
+    sup = supervisor(models, {"fatal": {"/lm": {"lines": [fatal], "code": 1}},
+                              "dying_404": 0.5, "lm_delay": 0.05})
+
+    async def go():
+        await sup.start()
+        client = sup.client()
+        try:
+            with pytest.raises(JobFailed) as failed:
+                await client.lm({"caption": "x", "lyrics": "la"})
+        finally:
+            await client.aclose()
+            await sup.aclose()
+        return failed.value.reason
+
+    reason = run(go())
+    assert reason == f"engine stopped: {fatal} (exit code 1)", reason

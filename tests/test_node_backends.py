@@ -65,11 +65,20 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
                         return False
                 await wait_for(back, 60, 0.1)       # restarted once the song ended
                 song = await c.song(sid)
-                after = (await c.backends())["backends"]["acestep"]
+                staged = next(b for b in (await c.backends())["backends"]["acestep"]["backends"]
+                              if b["name"] == "cpu")
+
+                async def settled():
+                    after = (await c.backends())["backends"]["acestep"]
+                    cpu = next(b for b in after["backends"] if b["name"] == "cpu")
+                    return after if cpu["staged"] is None else None
+                # the restarted node trial-loads the staged build before it takes over
+                after = await wait_for(settled, 30, 0.1)
                 assert pinned[-1][0] == "done" and pin_cfg == "cpu"
                 assert unpinned[-1][0] == "done"
                 assert bad.value.status == 422 and bad.value.field == "backend"
                 assert audio[:4] == b"RIFF" and kind == "audio/wav"
+                assert staged["version"] == "v0.1.1" or staged["staged"] is None
                 return installed, before, upgrade, song, after, node.proc.pid == pid
         finally:
             await node.stop()
@@ -87,7 +96,8 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
     assert same_pid                                    # restarted in place (exec)
     assert "restarting the node (upgrade)" in (cantor_home / "logs" / "node.log").read_text()
     cpu = next(b for b in after["backends"] if b["name"] == "cpu")
-    assert cpu["version"] == "v0.1.2"
+    assert cpu["version"] == "v0.1.2" and cpu["state"] == "installed"
+    assert cpu["trial"]["state"] == "works" and cpu["trial"]["version"] == "v0.1.2"
 
 
 def test_upgrade_with_an_unreachable_manifest_says_why_once_and_exits_1(cantor_home):

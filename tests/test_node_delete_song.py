@@ -121,3 +121,36 @@ def test_forget_only_finished_songs_and_save(tmp_path):
     again = SongQueue(path)
     again.load()
     assert [s.id for s in again.newest_first()] == [b.id]
+
+
+def test_a_deleted_song_leaves_the_list_only_once_its_files_are_gone(cantor_home):
+    """Whoever sees the song gone (the list, the answer) finds its files gone too."""
+    write_config(cantor_home)
+
+    async def main():
+        node = await Node(cantor_home).start()
+        seen_with_files = []
+        try:
+            async with node.client() as c:
+                for seed in range(5):
+                    sid = await c.submit_song({**SHORT, "seed": seed, "batch": 4})
+                    await collect(c, sid)
+                    files = [p for take in (await c.song(sid))["takes"]
+                             for p in (take["audio"], take["sidecar"])]
+
+                    async def watch():
+                        while True:
+                            if not any(s["id"] == sid for s in await c.songs()):
+                                return [f for f in files if Path(f).exists()]
+
+                    watcher = asyncio.create_task(watch())
+                    await asyncio.sleep(0)
+                    answer = await c.delete_song(sid, delete_files=True)
+                    seen_with_files.append(await asyncio.wait_for(watcher, 10))
+                    assert sorted(answer["files_deleted"]) == sorted(files)
+                    assert not any(Path(f).exists() for f in files)
+        finally:
+            await node.stop()
+        return seen_with_files
+
+    assert asyncio.run(main()) == [[]] * 5

@@ -132,8 +132,10 @@ def test_an_engine_that_cannot_start_fails_the_song_with_its_first_error_and_kee
 
     song, sketch_song, cfg = asyncio.run(main())
     assert song["state"] == "failed"
-    assert "FATAL: GGML_BACKEND=CUDA0 not found" in song["error"]
-    assert "second complaint" not in song["error"]
+    # the build was trial-loaded before the song: rejected, with the cause first, whole
+    assert song["error"].startswith("the cpu engine (pinned in node.toml) was rejected: "
+                                    "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: "
+                                    "CPU; [Server] ERROR: second complaint")
     assert cfg["values"]["backends.acestep"] == "cpu"          # never switched
     assert sketch_song["state"] == "done"                     # the other engine still works
 

@@ -151,3 +151,35 @@ def test_a_fresh_machine_sings_the_readme_example_with_the_sketch_and_says_so(ca
                  "-o", str(tmp_path / "take.song"))
     assert named.returncode == 0, named.stderr
     assert Path(named.stdout.strip()) == tmp_path / "take.song.flac"
+
+
+def test_sing_never_uses_a_node_of_another_home(cantor_home, tmp_path):
+    """A node of another CANTOR_HOME answers on the configured port: `cantor sing` leaves it
+    alone, says so, and sings on a private node of its own home."""
+    other = tmp_path / "other-home"
+    other.mkdir()
+    port = free_port()
+    for home in (cantor_home, other):
+        write_config(home)
+        with open(home / "node.toml", "a") as fh:
+            fh.write(f"\n[node]\nport = {port}\n")
+
+    async def main():
+        node = await Node(other, port=port).start()
+        try:
+            async with node.client() as c:
+                theirs = (await c.health())["home"]
+                result = await asyncio.to_thread(sing, cantor_home, "lofi piano", "--model",
+                                                 "sketch", "--duration", "10")
+                return theirs, result, await c.songs()
+        finally:
+            await node.stop()
+
+    theirs, result, their_songs = asyncio.run(main())
+    from cantor_desktop import access
+    assert theirs != access.home_key() and len(theirs) == 16   # opaque, and not ours
+    assert result.returncode == 0, result.stderr
+    assert f"the node at http://127.0.0.1:{port} serves another Cantor home" in result.stderr
+    assert Path(result.stdout.strip()).parent == cantor_home / "songs"
+    assert their_songs == []                                     # nothing sent to theirs
+

@@ -70,3 +70,28 @@ def test_a_refused_find_ends_on_one_plain_line(qtbot):
     assert lines == ["No backend works on this machine: cpu: offline.", "Failed."]
     page.on_event("k", {"state": "failed", "error": "the node went away"})
     assert page.log.item(page.log.count() - 1).text() == "Failed: the node went away"
+
+
+def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbot):
+    from conftest import free_port
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.pages.hardware import HardwarePage
+    reason = ("rejected: [Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU (trial "
+              "load of v0.1.1, 2026-11-30 03:12 UTC). Run: cantor backends --use cuda12 to "
+              "try it again")
+    system = {"hardware": {"backends": {"cuda12": {"supported": True,
+                                                   "evidence": ["nvidia-smi: RTX 4070"]},
+                                        "cpu": {"supported": True}}},
+              "families": {"acestep": {"default": "cpu", "backends": [
+                  {"name": "cuda12", "state": "rejected", "installed": False,
+                   "message": reason, "evidence": ["nvidia-smi: RTX 4070"]},
+                  {"name": "cpu", "state": "installed", "installed": True}]}}}
+    rows = {r["name"]: r for r in backend_rows(system)}
+    assert rows["cuda12"]["state"] == "rejected" and rows["cuda12"]["reason"] == reason
+    page = HardwarePage(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
+    qtbot.addWidget(page)
+    page.set_system(system)
+    assert page.table.item(0, 1).text() == "rejected"
+    assert page.table.item(0, 2).text().startswith("rejected: [Load] FATAL: GGML_BACKEND=CUDA0")
+    assert page.table.cellWidget(0, 3).findChildren(type(page.find))[0].text() == "Try again"
+    assert page.table.item(0, 0).text() == "cuda12"          # not the auto choice

@@ -1,4 +1,5 @@
-"""`cantor backends [--json] [--install | --use X | --update | --keep-loaded on|off]`.
+"""`cantor backends [--json] [--install | --use X | --update | --rollback |
+--keep-loaded on|off]`.
 
 A thin shell over :mod:`cantor_desktop.backends`. For tests and support, the hardware probe
 honours ``CANTOR_HW_ROOT`` (a root for /proc, /sys, /dev), ``PATH`` (where nvidia-smi and
@@ -32,7 +33,10 @@ def register(sub) -> None:
                      help="fetch BACKEND, check it loads, then pin it "
                           "(cuda12, metal, vulkan, cpu, or auto)")
     act.add_argument("--update", action="store_true",
-                     help="fetch newer engine builds for the backends in use (not loaded)")
+                     help="fetch newer engine builds for the backends in use (not loaded: "
+                          "the node tries them at its next start)")
+    act.add_argument("--rollback", action="store_true",
+                     help="return to the previous engine build (or drop a staged update)")
     act.add_argument("--keep-loaded", metavar="on|off", choices=("on", "off"),
                      help="keep the last model loaded between songs")
     p.add_argument("--json", action="store_true", help="print the status as one JSON object")
@@ -77,8 +81,10 @@ def _print_status(st: backends.SystemStatus) -> None:
     if st.config_problem:
         print(f"Note: node.toml cannot be read ({st.config_problem}); showing defaults.")
     pin = st.pinned or "none (auto)"
-    print(f"\nBackends for {st.family}, in order (default: {st.default or 'none'}; "
-          f"pinned: {pin}):")
+    default = st.default or "none"
+    if st.default and not st.backend(st.default).works:
+        default += f" ({st.backend(st.default).state})"
+    print(f"\nBackends for {st.family}, in order (default: {default}; pinned: {pin}):")
     for b in st.backends:
         tags = [b.state]
         if b.pinned:
@@ -107,6 +113,8 @@ def run(args) -> int:
             asyncio.run(backends.use(args.use, printer))
         elif args.update:
             asyncio.run(backends.update(printer))
+        elif args.rollback:
+            backends.rollback(printer)
         st = backends.status(family)
     except backends.BackendError as exc:
         print(f"cantor backends: {exc}", file=sys.stderr)
@@ -119,6 +127,6 @@ def run(args) -> int:
         return EXIT_FAILED
     if args.json:
         print(json.dumps(st.to_dict(), indent=2))
-    elif not (args.install or args.use or args.update):
+    elif not (args.install or args.use or args.update or args.rollback):
         _print_status(st)
     return EXIT_OK

@@ -191,6 +191,8 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
         except NodeStartError as exc:
             print(f"cantor sing: {exc}", file=sys.stderr)
             return EXIT_FAILED
+    if private is not None and private.note:
+        print(f"cantor sing: {private.note}", file=sys.stderr)
     song_id = None
     try:
         async with NodeClient(url, token=private.token if private else given_token()) as node:

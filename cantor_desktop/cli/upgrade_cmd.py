@@ -34,14 +34,18 @@ def _describe(event, data) -> str:
 
 async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
     from ..node.launcher import answers
-    from ..nodeclient import NodeClient, NodeError, local_url
+    from ..nodeclient import OTHER_HOME, OURS, NodeClient, NodeError, local_url, which_node
     from .sing_cmd import given_token
 
     url = (node_url or local_url()).rstrip("/")
     if node_url and not await answers(url):
         print(f"cantor upgrade: no node answers at {url}", file=sys.stderr)
         return 1
-    if await answers(url):
+    found = OURS if node_url else await which_node(url)     # --node: the one asked for
+    if found == OTHER_HOME:
+        print(f"cantor upgrade: the node at {url} serves another Cantor home; it is left "
+              f"alone", file=sys.stderr)
+    if found == OURS:
         async with NodeClient(url, given_token()) as node:
             try:
                 async with contextlib.aclosing(node.update_backends()) as events:

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import httpx
 
@@ -25,6 +25,7 @@ FIRST_POLL = 0.05        # seconds; the first status checks are quick (short LM 
 MAX_POLL = 1.0           # never slower than this
 POLL_GROWTH = 1.5
 STAGE_TIMEOUT = 1200.0   # 20 minutes per stage
+DYING_WITHIN = 1.5       # a job "not found" by an engine that is gone this soon died with it
 # Song formats the engine does not write itself: ask for 24-bit PCM (peak-normalised, and
 # FLAC's deepest depth) and let the node convert.
 _CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}
@@ -49,6 +50,23 @@ class JobFailed(EngineError):
 
 class JobCancelled(EngineError):
     """The job was cancelled at the engine."""
+
+
+class EngineUnreachable(EngineError):
+    """The engine refused the connection when a song's first job was sent: it is not
+    running, and nothing of the song reached it (the caller may start it and send again)."""
+
+
+class JobLog(Protocol):
+    """What the one reading an engine's stderr (the supervisor) tells a client about a job.
+    ``since`` is :meth:`mark` taken just before the job was sent: lines before it belong to
+    earlier jobs and never explain this one."""
+
+    def mark(self) -> Any: ...
+
+    def failure_reason(self, job_id: str | None = None, since: Any = None) -> str | None: ...
+
+    def last_words(self, job_id: str | None = None, since: Any = None) -> str | None: ...
 
 
 @dataclass
@@ -171,11 +189,37 @@ def tracks_from_response(content_type: str, params: dict[str, str], body: bytes)
     raise EngineError(f"the engine answered an unexpected result type {content_type or 'none'!r}")
 
 
-def join_reasons(lines: list[str], most: int = 3) -> str | None:
-    """The engine's error lines for one job as one reason (the first is usually the cause,
-    e.g. "DiT not found: x.gguf" before "FATAL: synth load failed")."""
+def join_reasons(lines: list[str]) -> str | None:
+    """The engine's error lines for one job as one reason: the first whole (the cause, e.g.
+    ``[Load] FATAL: invalid DiT config in X``) and the last (the symptom, ``[Server] FATAL:
+    synth load failed``); an ellipsis stands for the links of the chain in between."""
     unique = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
-    return "; ".join(unique[-most:]) if unique else None
+    if not unique:
+        return None
+    if len(unique) <= 2:
+        return "; ".join(unique)
+    return f"{unique[0]}; …; {unique[-1]}"
+
+
+def _names_a_cause(reason: str) -> bool:
+    """More than how the process ended ("exit code 1", "killed by signal 9 (SIGKILL)")."""
+    from .supervisor import describe_exit_pattern
+    return not describe_exit_pattern.fullmatch(reason.strip())
+
+
+def _files(path: str, body: Any) -> str:
+    """The model files a job names: "LM acestep-5Hz-lm-0.6B-Q8_0.gguf" / "DiT x.gguf"."""
+    first = body[0] if isinstance(body, list) and body else body
+    if not isinstance(first, dict):
+        return ""
+    names = []
+    if path == "/lm" and first.get("lm_model"):
+        names.append(f"LM {first['lm_model']}")
+    if path == "/synth":
+        for key, label in (("synth_model", "DiT"), ("vae", "VAE")):
+            if first.get(key):
+                names.append(f"{label} {first[key]}")
+    return ", ".join(names)
 
 
 def _error_message(response: httpx.Response) -> str:
@@ -192,14 +236,16 @@ def _error_message(response: httpx.Response) -> str:
 
 
 class EngineClient:
-    """One engine at ``base_url``. ``failure_reason`` (from the supervisor reading the engine's
-    stderr) explains failed jobs and a dead engine; without it the reason is looked up in the
+    """One engine at ``base_url``. ``log`` (the supervisor reading the engine's stderr)
+    explains failed jobs and a dead engine; without it the reason is looked up in the
     engine's ``/logs`` replay."""
 
-    def __init__(self, base_url: str, *, failure_reason: Callable[[], str | None] | None = None,
+    def __init__(self, base_url: str, *, log: JobLog | None = None,
                  stage_timeout: float = STAGE_TIMEOUT):
         self.base_url = base_url.rstrip("/")
-        self._failure_reason = failure_reason
+        self._log = log
+        self._marks: dict[str, Any] = {}      # job id → the log's mark when it was sent
+        self._jobs: dict[str, tuple[str, Any]] = {}   # job id → (path, body) while it runs
         self.stage_timeout = stage_timeout
         self._http = httpx.AsyncClient(base_url=self.base_url,
                                        timeout=httpx.Timeout(30.0, connect=5.0))
@@ -267,6 +313,10 @@ class EngineClient:
                 continue
             except EngineError as exc:
                 if exc.status == 404:
+                    # a dying engine still answers while its job table is torn down (the
+                    # real one exits from its worker thread): that is a death, not a loss
+                    if await self._dying():
+                        raise await self._engine_gone(exc, job_id) from None
                     raise JobFailed(f"the engine lost job {job_id}: {exc.message}",
                                     exc.status) from None
                 raise
@@ -274,7 +324,11 @@ class EngineClient:
                 return state
             if state == "failed":
                 reason = await self._reason(job_id, wait=True)
-                raise JobFailed(reason or "the engine did not say why the job failed")
+                if not reason:
+                    words = self._last_words(job_id)
+                    reason = "the engine did not say why the job failed" + (
+                        f" (its last line: {words})" if words else "")
+                raise JobFailed(reason)
             if state == "cancelled":
                 raise JobCancelled("the job was cancelled")
             if time.monotonic() >= deadline:
@@ -304,13 +358,24 @@ class EngineClient:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    async def run(self, path: str, body: dict | list) -> Any:
-        """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too."""
+    async def run(self, path: str, body: dict | list, *,
+                  wake: asyncio.Event | None = None) -> Any:
+        """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too.
+        ``wake``: see :meth:`wait`. Raises EngineUnreachable when the engine refused the
+        connection (nothing was sent), JobFailed with the engine's reason otherwise."""
+        since = self._log.mark() if self._log is not None else None
         posting = asyncio.ensure_future(self.submit(path, body))
         try:
             job_id = await asyncio.shield(posting)
+        except httpx.ConnectError as exc:
+            raise EngineUnreachable(f"{type(exc).__name__}: {exc}") from None
         except httpx.TransportError as exc:
-            raise await self._engine_gone(exc, None) from None
+            # sent, and the engine died while answering: its log says why
+            self._marks[""] = since
+            try:
+                raise await self._engine_gone(exc, "", path, body) from None
+            finally:
+                self._marks.pop("", None)
         except asyncio.CancelledError:
             # the engine may queue the job all the same: cancel it once its id arrives
             try:
@@ -319,42 +384,58 @@ class EngineClient:
                 raise asyncio.CancelledError() from None
             await self._cancel_quietly(job_id)
             raise
+        self._marks[job_id] = since
+        self._jobs[job_id] = (path, body)
         try:
-            await self.wait(job_id)
+            await self.wait(job_id, wake=wake)
             return await self.result(job_id)
         except httpx.TransportError as exc:
-            raise await self._engine_gone(exc, job_id) from None
+            raise await self._engine_gone(exc, job_id, path, body) from None
         except asyncio.CancelledError:
             await self._cancel_quietly(job_id)
             raise
+        finally:
+            self._marks.pop(job_id, None)
+            self._jobs.pop(job_id, None)
 
-    async def lm(self, request: dict) -> list[dict]:
-        result = await self.run("/lm", request)
+    async def lm(self, request: dict, *, wake: asyncio.Event | None = None) -> list[dict]:
+        result = await self.run("/lm", request, wake=wake)
         if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
             raise EngineError(f"the engine's /lm result is not an array of requests: "
                               f"{json.dumps(result)[:200]}")
         return result
 
-    async def synth(self, body: dict | list) -> list[Track]:
-        result = await self.run("/synth", body)
+    async def synth(self, body: dict | list, *,
+                    wake: asyncio.Event | None = None) -> list[Track]:
+        result = await self.run("/synth", body, wake=wake)
         if not isinstance(result, list) or not all(isinstance(t, Track) for t in result):
             raise EngineError("the engine's /synth result is not audio")
         return result
 
     async def song(self, request: dict, *,
-                   on_stage: Callable[[str], None] | None = None) -> list[Track]:
+                   on_stage: Callable[[str], None] | None = None,
+                   on_lm_result: Callable[[list[dict]], None] | None = None,
+                   wake: asyncio.Event | None = None) -> list[Track]:
         """A whole song. With lyrics: ``/lm`` (generate) then its array to ``/synth`` as it
-        came. Instrumental: ``/synth`` alone, with the sentinel lyrics sent explicitly."""
+        came. Instrumental: ``/synth`` alone, with the sentinel lyrics sent explicitly.
+        ``on_lm_result`` hears the LM's array; ``wake`` ends each wait early (see
+        :meth:`wait`). EngineUnreachable only when the song's first job could not be sent."""
         if is_instrumental(request.get("lyrics")):
             if on_stage:
                 on_stage("synth")
-            return await self.synth({**request, "lyrics": INSTRUMENTAL})
+            return await self.synth({**request, "lyrics": INSTRUMENTAL}, wake=wake)
         if on_stage:
             on_stage("lm")
-        enriched = await self.lm({**request, "lm_mode": "generate"})
+        enriched = await self.lm({**request, "lm_mode": "generate"}, wake=wake)
+        if on_lm_result:
+            on_lm_result(enriched)
         if on_stage:
             on_stage("synth")
-        return await self.synth(enriched)
+        try:
+            return await self.synth(enriched, wake=wake)
+        except EngineUnreachable as exc:
+            # half a song is not "nothing sent": the engine died after the LM
+            raise await self._engine_gone(exc, "", "/synth", enriched) from None
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -364,12 +445,53 @@ class EngineClient:
             raise EngineError(_error_message(response), response.status_code)
         return response
 
-    async def _engine_gone(self, exc: Exception, job_id: str | None) -> JobFailed:
-        """The engine stopped answering mid-job: it died; say why if its log knows."""
+    async def _engine_gone(self, exc: Exception, job_id: str | None, path: str = "",
+                           body: Any = None) -> JobFailed:
+        """The engine stopped answering mid-job: it died. Say why in its own words when its
+        log has them; when it lost them (the real engine drops its last lines at an exit),
+        say what is known: how it ended, the stage, the model files, its last line."""
+        if not path and job_id in self._jobs:
+            path, body = self._jobs[job_id]
         reason = None
-        if self._failure_reason is not None:
+        if self._log is not None:
             reason = await self._reason(job_id or "", wait=True)
-        return JobFailed(f"engine stopped: {reason or f'{type(exc).__name__}: {exc}'}")
+        if reason and _names_a_cause(reason):
+            return JobFailed(f"engine stopped: {reason}")
+        ended = reason or f"{type(exc).__name__}: {exc}".rstrip(": ")
+        stage = {"/lm": "the LM stage", "/synth": "the synth stage"}.get(path, "a job")
+        text = f"engine stopped: {ended}, during {stage}"
+        files = _files(path, body)
+        if files:
+            text += f" ({files})"
+        words = self._last_words(job_id or "")
+        if words:
+            text += f"; its last line: {words}"
+        elif self._log is not None:
+            text += "; it printed nothing for this job"
+        if self._log is not None and "killed by signal" not in ended:
+            text += " — it did not say why (the engine can lose its last lines when it exits)"
+        return JobFailed(text)
+
+    async def _dying(self, within: float = DYING_WITHIN) -> bool:
+        """Does the engine stop answering within ``within`` seconds?"""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                await self._http.get("/health", timeout=0.3)
+            except httpx.TransportError:
+                return True
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.05)
+        return False
+
+    def _last_words(self, job_id: str) -> str | None:
+        if self._log is None:
+            return None
+        try:
+            return self._log.last_words(job_id or None, self._marks.get(job_id))
+        except Exception:  # noqa: BLE001 - a reason is best effort
+            return None
 
     async def _cancel_quietly(self, job_id: str) -> None:
         """Best effort, and it survives the caller's own cancellation."""
@@ -381,14 +503,15 @@ class EngineClient:
             log.exception("cancel of job %s failed", job_id)
 
     async def _reason(self, job_id: str, *, wait: bool) -> str | None:
-        """Why the last job failed, from the engine's log. The supervisor reads stderr a
-        moment behind the engine, so give it up to half a second to catch up."""
-        if self._failure_reason is None:
+        """Why the job failed, from the engine's log (only lines since it was sent). The
+        supervisor reads stderr a moment behind, so give it up to half a second to catch up."""
+        if self._log is None:
             return await self._reason_from_logs(job_id)
+        since = self._marks.get(job_id)
         deadline = time.monotonic() + (0.5 if wait else 0.0)
         while True:
-            reason = self._failure_reason()
-            if reason or time.monotonic() >= deadline:
+            reason = self._log.failure_reason(job_id or None, since)
+            if (reason and _names_a_cause(reason)) or time.monotonic() >= deadline:
                 return reason
             await asyncio.sleep(0.05)
 

@@ -10,6 +10,14 @@ The overall fraction covers a whole song. A song with lyrics is two engine jobs 
 
 A synth job that follows a finished LM job continues the same song; any other new job starts
 a new song (the fraction resets). Within a song the fraction never goes down.
+
+Which lines explain a failure is decided here too (:func:`is_error_line` for one line,
+:class:`LineClassifier` for a stream): ``FATAL``/``ERROR`` lines and things ``not found``, but
+not warnings, not ``ERROR … skipping`` (the engine goes on), and never the YAML dump of the
+request the LM prints after ``[LM-Phase2] N=…, CoT[0]:`` — the user's caption can say
+"ERROR" or "not found" and is not the engine speaking. Line formats: shared/reference/
+ace-server.md; ``tests/fixtures/ace_server_recorded.txt`` (recorded from the real binary) and
+``ace_server_formats.txt`` (the lines that need weights) are fed through here by the tests.
 """
 
 from __future__ import annotations
@@ -35,18 +43,69 @@ _JOB_CREATED = re.compile(r"^\[Server\] Job (\S+) created \((LM)?")
 _JOB_DONE = re.compile(r"^\[Server\] Job (\S+) done \((LM)?")
 _LM1_STEP = re.compile(r"^\[LM-Phase1\] Step (\d+)")
 _LM2_MAX = re.compile(r"^\[LM-Phase2\] max_tokens:\s*(\d+)(?:.*?\bN=(\d+))?")
+_LM2_DUMP = re.compile(r"^\[LM-Phase2\] N=(\d+), CoT\[0\]:")
 _LM2_STEP = re.compile(r"^\[LM-Phase2\] Step (\d+), (\d+) active, (\d+) total codes")
 _RESOLVE_T = re.compile(r"^\[Resolve-T\] .*?\bsteps=(\d+).*?\bduration=([\d.]+)s")
 _DIT_STEP = re.compile(r"^\[DiT\] Step (\d+)/(\d+)")
 _VAE_START = re.compile(r"^\[VAE\] Tiled decode: (\d+) tiles")
 _VAE_DONE = re.compile(r"^\[VAE\] Tiled decode done")
+_VAE_DECODED = re.compile(r"^\[VAE\] Decoded:")    # a song up to ~41 s: one piece, no tiles
 _MP3 = re.compile(r"^\[MP3\] Encoding")
+
+
+_FATAL_OR_ERROR = re.compile(r"\b(FATAL|ERROR)\b")
+_WARNING = re.compile(r"\bWARNING\b")
+_SKIPPING = re.compile(r"\bERROR\b.*\bskipping\b")
+_LOADER_ERRORS = ("error while loading shared libraries", "ggml_cuda_init: failed",
+                  "failed to initialize", "Unknown option:")
+_DUMP_MAX_LINES = 400     # a dump never runs longer than this (the caption is capped)
 
 
 def is_error_line(line: str) -> bool:
     """A line that can explain a failure: it says ERROR or FATAL, or that something was
-    ``not found`` (ace-server prints no "job failed" line; the reason is such a line)."""
-    return "ERROR" in line or "FATAL" in line or "not found" in line
+    ``not found`` (ace-server prints no "job failed" line; the reason is such a line), or it
+    is the loader's or a GPU runtime's complaint. Warnings (``[DiT] WARNING: …
+    null_condition_emb not found. Disabling CFG.``) and ``ERROR … skipping`` are not: the
+    engine carries on after them."""
+    if _WARNING.search(line) or _SKIPPING.search(line):
+        return False
+    return bool(_FATAL_OR_ERROR.search(line) or "not found" in line
+                or any(text in line for text in _LOADER_ERRORS))
+
+
+def is_fatal_line(line: str) -> bool:
+    """An error line after which the engine gives up on the job (or the process)."""
+    return is_error_line(line) and "FATAL" in line
+
+
+class LineClassifier:
+    """Sorts one engine's stderr, line by line, into ``error``, ``warning``, ``echo`` (the
+    request the LM prints back) and ``info``. One instance per engine process: the echo
+    state spans lines."""
+
+    def __init__(self) -> None:
+        self._echo_left = 0
+
+    def classify(self, line: str) -> str:
+        line = line.rstrip("\r\n")
+        if self._echo_left:
+            if _LM2_MAX.match(line):
+                self._echo_left = 0          # the dump is over; this line is the engine's
+            else:
+                self._echo_left -= 1
+                return "echo"
+        if _LM2_DUMP.match(line):
+            self._echo_left = _DUMP_MAX_LINES
+            return "info"
+        if is_error_line(line):
+            return "error"
+        if _WARNING.search(line) or _SKIPPING.search(line):
+            return "warning"
+        return "info"
+
+    @property
+    def in_echo(self) -> bool:
+        return self._echo_left > 0
 
 
 @dataclass(frozen=True)
@@ -64,6 +123,7 @@ class ProgressParser:
 
     def __init__(self, *, clock=time.monotonic):
         self._clock = clock
+        self._lines = LineClassifier()
         self._bands = _BANDS_INSTRUMENTAL
         self._job_id: str | None = None
         self._job_is_lm = False
@@ -91,6 +151,8 @@ class ProgressParser:
         says nothing about progress."""
         line = line.rstrip("\r\n")
         now = self._clock() if now is None else now
+        if self._lines.classify(line) == "echo":
+            return None          # the request the LM prints back: the user's words
 
         found = _JOB_CREATED.match(line)
         if found:
@@ -125,10 +187,17 @@ class ProgressParser:
             part = min(step / _LM_PHASE1_TYPICAL_TOKENS, 1.0) * _LM_PHASE1_SHARE
             return self._emit("lm", part, line, now, units=None)
 
+        found = _LM2_DUMP.match(line)
+        if found:
+            # the LM's batch; the request dump follows (no progress in it)
+            self._lm_batch = max(int(found.group(1)), 1)
+            return None
+
         found = _LM2_MAX.match(line)
         if found:
             self._lm_budget = int(found.group(1))
-            self._lm_batch = max(int(found.group(2) or 1), 1)
+            if found.group(2):
+                self._lm_batch = max(int(found.group(2)), 1)
             self._rate_start = None
             return self._emit("lm", _LM_PHASE1_SHARE, line, now)
 
@@ -160,7 +229,7 @@ class ProgressParser:
         found = _VAE_START.match(line)
         if found:
             return self._emit("decode", 0.0, line, now)
-        if _VAE_DONE.match(line):
+        if _VAE_DONE.match(line) or _VAE_DECODED.match(line):
             return self._emit("decode", 1.0, line, now)
         if _MP3.match(line):
             return self._emit("encode", 0.0, line, now)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import os
+import re
 import signal
 import socket
 from pathlib import Path
@@ -24,13 +26,18 @@ from .. import logs
 from ..paths import paths
 from .client import EngineClient, join_reasons
 from .process_options import engine_environment, engine_process_kwargs
-from .progress import ProgressEvent, ProgressParser, is_error_line
+from .progress import LineClassifier, ProgressEvent, ProgressParser, is_error_line
 
 log = logging.getLogger(__name__)
 
 RING_LINES = 200
+ERROR_LINES = 200            # error lines kept per process (with their position)
+JOB_MARKS = 64               # "Job ID created" positions kept
 _LINE_LIMIT = 1024 * 1024   # longest stderr line read whole
-_JOB_CREATED = "[Server] Job "
+_JOB_CREATED = re.compile(r"^\[Server\] Job (\S+) created ")
+_GENERATIONS = itertools.count(1)
+describe_exit_pattern = re.compile(r"exit code -?\d+|killed by signal \d+ \([\w ]+\)|"
+                                   r"still running")
 
 
 class EngineStartError(RuntimeError):
@@ -87,7 +94,16 @@ class EngineSupervisor:
         self._exit_code: int | None = None
         self._lines: collections.deque[str] = collections.deque(maxlen=RING_LINES)
         self._launch_lines: list[str] = []      # first lines of the current process
-        self._job_errors: list[str] = []        # error lines since the last job was created
+        # this process's lines by position: errors, the last ones, where each job began
+        self._generation = 0
+        self._count = 0
+        self._errors: collections.deque[tuple[int, str, str | None]] = collections.deque(
+            maxlen=ERROR_LINES)                 # (position, line, owning job)
+        self._recent: collections.deque[tuple[int, str, str | None]] = collections.deque(
+            maxlen=RING_LINES)
+        self._job_starts: dict[str, int] = {}
+        self._latest_job: str | None = None
+        self._classifier = LineClassifier()
         self._last_error: str | None = None
         self._parser = ProgressParser()
         self._subscribers: list[Callable[[ProgressEvent], None]] = []
@@ -120,21 +136,56 @@ class EngineSupervisor:
         """The engine's most recent ERROR/FATAL/"not found" line."""
         return self._last_error
 
-    def failure_reason(self) -> str | None:
-        """Why the current job failed: the engine's error lines since the job was created,
-        and how the process ended if it died."""
-        reason = join_reasons(self._job_errors)
+    def mark(self) -> tuple[int, int]:
+        """Where the log is now; a client takes it just before it sends a job, so nothing
+        read before (an earlier job's lines) is ever taken for that job's."""
+        return (self._generation, self._count)
+
+    def _belongs(self, job_id: str | None, since):
+        """A test ``(position, owner) -> bool`` for the lines of one job, or None when it went
+        to an earlier process. A line's owner is the job whose "Job ID created" line came
+        last before it. Lines arrive in order and only a tail is ever lost, so a job whose
+        "created" line has not arrived has no line here yet: earlier jobs' late lines are
+        never taken for its own."""
+        if since is not None and since[0] != self._generation:
+            return None
+        if job_id:
+            return lambda _pos, owner: owner == job_id
+        if since is None:         # the latest job
+            latest = self._latest_job
+            return lambda _pos, owner: owner == latest
+        mark = since[1]           # a job whose id never came back: one created after the mark
+        return lambda _pos, owner: (owner is not None
+                                    and self._job_starts.get(owner, -1) >= mark)
+
+    def failure_reason(self, job_id: str | None = None, since=None) -> str | None:
+        """Why the job failed: its own error lines (the first whole, and the last), and how
+        the process ended if it died. Without ``job_id`` and ``since``: the latest job's."""
+        ended = None
         if self._proc is not None and self._exit_code is not None and not self._stopping:
             ended = describe_exit(self._exit_code)
+        belongs = self._belongs(job_id, since)
+        if belongs is None:
+            return ended
+        reason = join_reasons([line for pos, line, owner in self._errors if belongs(pos, owner)])
+        if ended:
             return f"{reason} ({ended})" if reason else ended
         return reason
+
+    def last_words(self, job_id: str | None = None, since=None) -> str | None:
+        """The last line the engine printed for the job (the request it echoes aside)."""
+        belongs = self._belongs(job_id, since)
+        if belongs is None:
+            return None
+        return next((line.strip() for pos, line, owner in reversed(self._recent)
+                     if belongs(pos, owner) and line.strip()), None)
 
     def recent_lines(self, n: int = 20) -> list[str]:
         return list(self._lines)[-n:] if n > 0 else []
 
     def client(self, **kwargs) -> EngineClient:
         """A client for this engine whose failures carry the engine's own reason."""
-        return EngineClient(self.base_url, failure_reason=self.failure_reason, **kwargs)
+        return EngineClient(self.base_url, log=self, **kwargs)
 
     def subscribe(self, callback: Callable[[ProgressEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -198,7 +249,13 @@ class EngineSupervisor:
         self._stopping = False
         self._exit_code = None
         self._launch_lines = []
-        self._job_errors = []
+        self._generation = next(_GENERATIONS)
+        self._count = 0
+        self._errors.clear()
+        self._recent.clear()
+        self._job_starts = {}
+        self._latest_job = None
+        self._classifier = LineClassifier()
         self._parser = ProgressParser()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -246,7 +303,7 @@ class EngineSupervisor:
         lines = list(self._launch_lines)
         if any("cannot bind" in line for line in lines):
             return _PortTaken()
-        first_error = next((line for line in lines if is_error_line(line)), None)
+        first_error = join_reasons([line for line in lines if is_error_line(line)])
         if first_error:
             message = f"the {self.family} engine stopped at start ({describe_exit(code)}): {first_error}"
         elif lines:
@@ -298,11 +355,20 @@ class EngineSupervisor:
         self._lines.append(line)
         if len(self._launch_lines) < RING_LINES:
             self._launch_lines.append(line)
-        if line.startswith(_JOB_CREATED) and " created " in line:
-            self._job_errors = []
-        if is_error_line(line):
+        position = self._count
+        self._count += 1
+        kind = self._classifier.classify(line)
+        if kind != "echo":
+            found = _JOB_CREATED.match(line)
+            if found:
+                self._job_starts[found.group(1)] = position
+                self._latest_job = found.group(1)
+                while len(self._job_starts) > JOB_MARKS:
+                    del self._job_starts[next(iter(self._job_starts))]
+            self._recent.append((position, line, self._latest_job))
+        if kind == "error":
             self._last_error = line
-            self._job_errors.append(line)
+            self._errors.append((position, line, self._latest_job))
         event = self._parser.feed(line)
         if event is not None:
             for callback in list(self._subscribers):

@@ -723,11 +723,11 @@ def _routes(app: FastAPI) -> None:
         if not song.is_finished:
             raise ApiError(409, f"song {song_id} is {song.state}; cancel it first",
                            "not_finished", "id", state=song.state)
-        n.queue.forget(song)
         removed: dict[str, list[str]] = {"deleted": [], "kept": []}
         if delete_files and song.takes:
             from .songs import delete_takes
             removed = await asyncio.to_thread(delete_takes, song.id, song.takes)
+        n.queue.forget(song)           # only once its files are gone: no one sees it half done
         await n.queue.flush()          # gone from the file before the answer
         return {"id": song.id, "forgotten": True, "files_deleted": removed["deleted"],
                 "files_kept": removed["kept"]}

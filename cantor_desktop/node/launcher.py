@@ -73,6 +73,7 @@ class NodeProcess:
         self._stopping = False
         self._log_offset = 0
         self._started_at = 0.0
+        self.note = ""          # why this node was started (told to the user)
 
     @property
     def url(self) -> str:
@@ -215,23 +216,29 @@ async def ensure_node(host: str | None = None, port: int | None = None) -> tuple
     """A node to talk to: the configured one if it answers, else a private one started now.
 
     Returns ``(url, process)``; ``process`` is None when the node was already running (not
-    ours to stop). Either way this home's token is the one it wants.
+    ours to stop). Either way this home's token is the one it wants. A node that serves
+    another Cantor home is never used: a private one is started on a free port instead, and
+    ``process.note`` says so.
     """
-    from ..nodeclient import local_url
+    from ..nodeclient import OTHER_HOME, OURS, local_url, which_node
 
     cfg, _err = config.load_or_defaults()
     url = local_url(cfg)
-    if host is None and port is None and await answers(url):
+    if host is None and port is None and await which_node(url) == OURS:
         return url, None
     host = host or cfg.get("node.host")
     port = port if port is not None else cfg.get("node.port")
     url = f"http://{_connect_host(host)}:{port}"
-    if await answers(url):
+    found = await which_node(url)
+    if found == OURS:
         return url, None
-    if _port_taken(_connect_host(host).strip("[]"), port):
+    note = (f"the node at {url} serves another Cantor home; this call uses a private node"
+            if found == OTHER_HOME else "")
+    if found == OTHER_HOME or _port_taken(_connect_host(host).strip("[]"), port):
         port = _free_port()
     try:
         proc = NodeProcess(host, port)
+        proc.note = note
         return await proc.start(), proc
     except access.TokenError as exc:
         raise NodeStartError(f"the node needs a token: {exc}") from None

@@ -7,7 +7,11 @@ for every song), send the request naming the exact DiT and LM files, turn the en
 events into song progress, and write the audio and its sidecar.
 
 The node keeps the engine build it started with until it restarts: one supervisor per engine
-key ("sketch" or a family), created at that key's first song.
+key ("sketch" or a family), created at that key's first song. Which build that is comes from
+:func:`backends.engine_for`: builds ``--update`` staged are trial-loaded when the node starts,
+before they take over, and a build never tried on its backend here is tried before its first
+song. Every engine job goes through :class:`EngineClient` (the one engine protocol), woken by
+the engine's own "Job … done" line.
 """
 
 from __future__ import annotations
@@ -85,9 +89,11 @@ def plan_sketch() -> EnginePlan:
                       version=build.version, files=dict(files))
 
 
-def plan_model(name: str, cfg: config.Config) -> EnginePlan:
-    """An installed model on its family's engine, on the pinned or the automatically chosen
-    backend. Never switches backends: a pinned backend that is not installed is an error."""
+def plan_model(name: str, cfg: config.Config, build=None) -> EnginePlan:
+    """An installed model on its family's engine. ``build`` is the engine build to run it on
+    (:func:`backends.engine_for` chooses it, trying what needs a trial); without one, the
+    installed build of the pinned or automatically chosen backend, as it is. Never switches
+    a pinned backend: a pinned backend that is not installed is an error."""
     from .. import backends, engine_store
     from ..models.library import resolve
 
@@ -96,16 +102,17 @@ def plan_model(name: str, cfg: config.Config) -> EnginePlan:
     except Exception as exc:
         raise PlanError(f"model {name!r} cannot be used: {exc}") from None
     family = files.family
-    pinned = cfg.pinned_backend(family)
-    chosen = pinned or backends.default_backend(family)
-    if not chosen:
-        raise PlanError(f"no {family} engine has a build for this machine; only the sketch "
-                        f"engine can run here")
-    build = engine_store.installed(family, chosen)
     if build is None:
-        how = "pinned in node.toml" if pinned else "chosen automatically"
-        raise PlanError(f"the {chosen} engine ({how}) is not installed for {family}; "
-                        f"run `cantor backends --install`")
+        pinned = cfg.pinned_backend(family)
+        chosen = pinned or backends.default_backend(family)
+        if not chosen:
+            raise PlanError(f"no {family} engine has a build for this machine; only the "
+                            f"sketch engine can run here")
+        build = engine_store.installed(family, chosen)
+        if build is None:
+            how = "pinned in node.toml" if pinned else "chosen automatically"
+            raise PlanError(f"the {chosen} engine ({how}) is not installed for {family}; "
+                            f"run `cantor backends --install`")
     return EnginePlan(key=family, family=family, model=files.name, argv=list(build.argv),
                       env=dict(build.env), models_dir=Path(files.models_dir),
                       backend=build.backend, version=str(build.version),
@@ -115,11 +122,6 @@ def plan_model(name: str, cfg: config.Config) -> EnginePlan:
 
 def _fname(value) -> str | None:
     return None if value is None else Path(value).name
-
-
-def plan_for(request: dict[str, Any], cfg: config.Config) -> EnginePlan:
-    name = model_name(request, cfg)
-    return plan_sketch() if name == SKETCH else plan_model(name, cfg)
 
 
 class Runner:
@@ -140,11 +142,32 @@ class Runner:
         self._versions: dict[int, tuple[int | None, str | None]] = {}
         self._recorded: dict[str, dict] | None = None
         self._clients: dict[str, tuple[int | None, Any]] = {}
+        self._builds: dict[str, Any] = {}          # family → the build chosen this run
+        self._choosing = asyncio.Lock()
+        self._settling: asyncio.Task | None = None
 
     # -- life ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._loop_task = asyncio.get_running_loop().create_task(self._loop(), name="runner")
+        loop = asyncio.get_running_loop()
+        self._settling = loop.create_task(self._settle_staged(), name="settle-staged")
+        self._loop_task = loop.create_task(self._loop(), name="runner")
+
+    async def _settle_staged(self) -> None:
+        """At start, before any engine of this run: trial-load the builds ``--update``
+        staged; each takes over only if it works (the user hears of a rejection in the
+        node's log and in the backends' status)."""
+        from .. import backends
+
+        def tell(event) -> None:
+            if event.kind in ("rejected", "updated"):
+                (log.warning if event.kind == "rejected" else log.info)("%s", event.message)
+
+        for family in config.FAMILIES:
+            try:
+                await backends.settle_staged(family, on_event=tell)
+            except Exception:
+                log.exception("trying the staged %s builds", family)
 
     def wake(self) -> None:
         self._wake.set()
@@ -154,6 +177,8 @@ class Runner:
         self._stopping = True
         if self._loop_task:
             self._loop_task.cancel()
+        if self._settling is not None and not self._settling.done():
+            self._settling.cancel()
         for task in list(self.tasks.values()):
             task.cancel()
         if self.tasks:
@@ -239,7 +264,7 @@ class Runner:
     async def _run_song(self, song: Song) -> None:
         cfg = _config()
         try:
-            plan = await asyncio.to_thread(plan_for, song.request, cfg)
+            plan = await self._plan(song.request, cfg)
         except PlanError as exc:
             self.queue.finish_failed(song, str(exc))
             return
@@ -264,11 +289,12 @@ class Runner:
             plan = _with_files(used, plan)
             self.queue.set_engine(song, plan.describe())
 
-        from ..engine.client import JobCancelled, JobFailed, engine_request
+        from ..engine.client import (EngineUnreachable, JobCancelled, JobFailed,
+                                     engine_request)
 
         engine_req = engine_request(request, synth_model=plan.files.get("dit"),
                                     lm_model=None if request.instrumental else plan.files.get("lm"),
-                                    output_format=song_files.engine_format(fmt))
+                                    output_format=fmt)
         if request.steps:
             engine_req["inference_steps"] = request.steps
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
@@ -280,16 +306,20 @@ class Runner:
         self.queue.set_stage(song, first_stage, song.progress)
         t1 = time.monotonic()
         client = self._client(plan.key, sup)
+
+        async def sing(client):
+            return await client.song(engine_req, on_stage=watcher.on_stage,
+                                     on_lm_result=watcher.keep_lm_result, wake=watcher.wake)
         try:
             version = await self._engine_version(sup, client)
             if version and version != plan.version:
                 plan.version = version
                 self.queue.set_engine(song, plan.describe())
             try:
-                tracks = await run_song(client, sup, engine_req, watcher)
+                tracks = await sing(client)
             except EngineUnreachable as exc:
                 # the engine died between songs and its supervisor had not seen it yet:
-                # start it again and send the song once more
+                # start it again and send the song once more (nothing of it was sent)
                 log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
                 await asyncio.sleep(0.2)
                 try:
@@ -300,7 +330,7 @@ class Runner:
                     return
                 self._record_engines()
                 client = self._client(plan.key, sup)
-                tracks = await run_song(client, sup, engine_req, watcher)
+                tracks = await sing(client)
         except JobCancelled:
             self.queue.finish_cancelled(song)
             return
@@ -310,8 +340,7 @@ class Runner:
         except asyncio.CancelledError:
             raise
         except EngineUnreachable as exc:
-            self.queue.finish_failed(song, _engine_reason(sup, exc) or
-                                     f"the engine is not reachable: {exc}")
+            self.queue.finish_failed(song, f"the engine is not reachable: {exc}")
             return
         except Exception as exc:
             self.queue.finish_failed(song, _engine_reason(sup, exc))
@@ -341,6 +370,27 @@ class Runner:
             lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)))
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+
+    async def _plan(self, request: dict[str, Any], cfg: config.Config) -> EnginePlan:
+        """The song's plan. A family's build is chosen once per node run (the node keeps the
+        build it started with), after the staged builds were settled, trial-loading what
+        needs it; a model family without a build says why."""
+        name = model_name(request, cfg)
+        if name == SKETCH:
+            return await asyncio.to_thread(plan_sketch)
+        family = await asyncio.to_thread(engine_key, name)
+        if self._settling is not None:
+            await asyncio.shield(self._settling)
+        async with self._choosing:
+            build = self._builds.get(family)
+            if build is None:
+                from .. import backends
+                try:
+                    build = await backends.engine_for(family)
+                except backends.BackendError as exc:
+                    raise PlanError(str(exc)) from None
+                self._builds[family] = build
+        return await asyncio.to_thread(plan_model, name, cfg, build)
 
     def _client(self, key: str, sup):
         """One engine client per engine process (an httpx client costs ~30 ms to make)."""
@@ -427,73 +477,7 @@ class Runner:
         return out
 
 
-# -- engine jobs, woken by the engine's own "done" line ----------------------------------------
-
 _JOB_DONE_RE = re.compile(r"^\[Server\] Job (\S+) done")
-
-
-async def run_song(client, sup, body: dict[str, Any], watcher: "_ProgressWatcher") -> list:
-    """The two-stage song (``/lm`` then its array to ``/synth`` unchanged) or ``/synth``
-    alone for an instrumental — the same protocol as EngineClient.song, but each wait ends
-    the moment the engine prints "Job ID done" (the node reads its stderr) instead of at the
-    next poll; polling stays as the fallback and for failures."""
-    from ..engine.client import EngineError, Track
-    from ..song_request import INSTRUMENTAL, is_instrumental
-
-    if is_instrumental(body.get("lyrics")):
-        watcher.on_stage("synth")
-        return await run_job(client, sup, "/synth", {**body, "lyrics": INSTRUMENTAL}, watcher)
-    watcher.on_stage("lm")
-    enriched = await run_job(client, sup, "/lm", {**body, "lm_mode": "generate"}, watcher)
-    if not isinstance(enriched, list) or not all(isinstance(r, dict) for r in enriched):
-        raise EngineError("the engine's /lm result is not an array of requests")
-    watcher.lm_result = enriched
-    watcher.on_stage("synth")
-    tracks = await run_job(client, sup, "/synth", enriched, watcher)
-    if not isinstance(tracks, list) or not all(isinstance(t, Track) for t in tracks):
-        raise EngineError("the engine's /synth result is not audio")
-    return tracks
-
-
-class EngineUnreachable(Exception):
-    """The engine refused the connection when a job was sent: it is not running."""
-
-
-async def run_job(client, sup, path: str, body, watcher: "_ProgressWatcher"):
-    import httpx
-
-    from ..engine.client import JobFailed
-
-    try:
-        job_id = await client.submit(path, body)
-    except httpx.TransportError as exc:
-        raise EngineUnreachable(f"{type(exc).__name__}: {exc}") from None
-    try:
-        await client.wait(job_id, wake=watcher.wake)
-        return await client.result(job_id)
-    except httpx.TransportError as exc:
-        # the engine went away while the result was read: say how, in its own words
-        reason = await _reason_soon(sup, 2.0) or f"{type(exc).__name__}: {exc}"
-        raise JobFailed(f"engine stopped: {reason}") from None
-    except asyncio.CancelledError:
-        try:
-            await asyncio.shield(asyncio.wait_for(client.cancel(job_id), 3.0))
-        except BaseException:  # noqa: BLE001 - best effort; the song is cancelled anyway
-            pass
-        raise
-
-
-async def _reason_soon(sup, wait: float = 0.5) -> str | None:
-    """The engine's reason; its stderr is read a moment behind, so allow it to catch up."""
-    deadline = asyncio.get_running_loop().time() + wait
-    while True:
-        try:
-            reason = sup.failure_reason()
-        except Exception:
-            reason = None
-        if reason or asyncio.get_running_loop().time() >= deadline:
-            return reason
-        await asyncio.sleep(0.05)
 
 
 class _ProgressWatcher:
@@ -519,6 +503,9 @@ class _ProgressWatcher:
 
     def on_stage(self, stage: str, *_: Any) -> None:
         self.on_event(("stage", stage))
+
+    def keep_lm_result(self, enriched: list[dict]) -> None:
+        self.lm_result = enriched
 
     def _apply(self, event) -> None:
         song = self.song

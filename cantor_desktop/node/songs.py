@@ -30,11 +30,6 @@ SLUG_MAX = 60               # characters: file names stay far below every file s
 WAV_SUBTYPES = {"wav16": "PCM_16", "wav24": "PCM_24", "wav32": "FLOAT"}
 
 
-def engine_format(fmt: str) -> str:
-    """What to ask the engine for: WAV as requested, 24-bit WAV to encode flac or mp3 from."""
-    return fmt if fmt.startswith("wav") else "wav24"
-
-
 def slug(caption: str, words: int = CAPTION_WORDS) -> str:
     text = unicodedata.normalize("NFKD", caption)
     text = "".join(ch for ch in text if not unicodedata.combining(ch))

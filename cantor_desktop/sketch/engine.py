@@ -277,7 +277,11 @@ class Engine:
             self.log(f"[LM-Phase1] Step 1, {len(results)} active, 0.0 tok/s")
         codes = sum(r.get("audio_codes", "").count("<|audio_code_") for r in results)
         if codes:
-            self.log(f"[LM-Phase2] max_tokens: {codes}, seed={seed}")
+            from .log import lm_request_dump
+            for line in lm_request_dump(results[0], len(results)):
+                self.log(line)
+            self.log(f"[LM-Phase2] max_tokens: {codes}, CFG: {req['lm_cfg_scale']:.2f}, "
+                     f"seeds: {seed}..{seed + len(results) - 1}")
             for step in range(50, codes, 50):
                 if job.cancel.is_set():
                     raise Cancelled
@@ -290,6 +294,7 @@ class Engine:
 
     def _run_synth(self, job: Job) -> tuple[bytes, str, int]:
         from . import encode, render
+        from .log import vae_lines
 
         first = job.requests[0]
         dit = self.registry.pick("dit", first["synth_model"])
@@ -332,14 +337,14 @@ class Engine:
         for (req, _), r in zip(tracks, renderers):
             if job.cancel.is_set():
                 raise Cancelled
-            t0 = time.perf_counter()
-            tiles = max(1, -(-r.total // (render.SR * 10)))
-            self.log(f"[VAE] Tiled decode: {tiles} tiles (chunk=10.0s, overlap=0.0s)")
+            before, after = vae_lines(r.total)
+            for line in before:
+                self.log(line)
             fmt = req["output_format"]
             audio = render.master(r.finish(), normalise=fmt != "wav32")
             latent = render.latent(audio)
-            self.log(f"[VAE] Tiled decode done: {len(audio)} samples, "
-                     f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+            for line in after:
+                self.log(line)
             if fmt == "mp3":
                 self.log(f"[MP3] Encoding {len(audio) / render.SR:.1f}s at "
                          f"{req['mp3_bitrate']} kbps")

@@ -1,4 +1,9 @@
-"""The engine's log: every line to stderr (like ace-server), kept for /logs replay, streamed."""
+"""The engine's log: every line to stderr (like ace-server), kept for /logs replay, streamed.
+
+Stage lines follow the real binary's formats (shared/reference/ace-server.md): the LM prints
+the request back as YAML after ``[LM-Phase2] N=…, CoT[0]:`` (:func:`lm_request_dump`); a
+song up to 40.96 s is decoded in one piece (``[VAE] Decoded: …``), a longer one in tiles
+(:func:`vae_lines`)."""
 
 from __future__ import annotations
 
@@ -51,3 +56,46 @@ class EngineLog:
         with self._lock:
             if q in self._subscribers:
                 self._subscribers.remove(q)
+
+
+VAE_CHUNK = 1024                # latent frames decoded in one piece (--vae-chunk's default)
+VAE_OVERLAP = 64
+LATENT_RATE = 25                # latent frames per second
+SAMPLES_PER_FRAME = 1920        # 48 kHz / 25
+
+
+def lm_request_dump(req: dict, batch: int = 1) -> list[str]:
+    """``[LM-Phase2] N=…, CoT[0]:`` and the request as YAML: sorted keys, the caption
+    wrapped past column 80 with two-space continuation lines (the user's own words)."""
+    text = ""
+    if int(req.get("bpm") or 0) > 0:
+        text += f"bpm: {int(req['bpm'])}\n"
+    caption = str(req.get("caption") or "")
+    if caption:
+        text, col = text + "caption:", len("caption:")
+        for word in caption.split(" "):
+            text, col = (text + "\n  ", 2) if col > 80 else (text + " ", col + 1)
+            text, col = text + word, col + len(word)
+        text += "\n"
+    if float(req.get("duration") or 0) > 0:
+        text += f"duration: {int(float(req['duration']))}\n"
+    for key, name in (("keyscale", "keyscale"), ("vocal_language", "language"),
+                      ("timesignature", "timesignature")):
+        if req.get(key):
+            text += f"{name}: {req[key]}\n"
+    return [f"[LM-Phase2] N={batch}, CoT[0]:"] + text.splitlines()
+
+
+def vae_lines(samples: int) -> tuple[list[str], list[str]]:
+    """The decode lines for a song of ``samples`` (48 kHz): (before, after) the decode."""
+    frames = -(-samples // SAMPLES_PER_FRAME)
+    seconds = samples / 48000
+    if frames <= VAE_CHUNK:
+        return [], [f"[VAE] Decoded: T_latent={frames} -> T_audio={samples} "
+                    f"({seconds:.2f}s @ 48kHz)"]
+    stride = VAE_CHUNK - 2 * VAE_OVERLAP
+    tiles = -(-frames // stride)
+    return ([f"[VAE] Tiled decode: {tiles} tiles (chunk={VAE_CHUNK}, overlap={VAE_OVERLAP}, "
+             f"stride={stride})"],
+            [f"[VAE] Tiled decode done: {tiles} tiles -> T_audio={samples} "
+             f"({seconds:.2f}s @ 48kHz)"])

@@ -161,8 +161,20 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "",
     ]
     DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text("\n".join(parts), "utf-8")
+    DOC.write_text("\n".join(parts) + _kept_sections(), "utf-8")
     print(f"\nwrote {DOC.relative_to(ROOT)}")
+
+
+KEPT_FROM = "\n## The real engine"     # written by hand from tests/real_engine: kept
+
+
+def _kept_sections() -> str:
+    try:
+        text = DOC.read_text("utf-8")
+    except OSError:
+        return ""
+    at = text.find(KEPT_FROM)
+    return text[at:] if at >= 0 else ""
 
 
 def main() -> int:

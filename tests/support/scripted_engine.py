@@ -19,6 +19,24 @@ stderr. Tests steer it with ``SCRIPTED_ENGINE`` — JSON text, or a path to a JS
     submit_delay  seconds between queueing a job and answering its POST
     record        a file: every accepted /lm and /synth body is appended as a JSON line
     fail_lines_after  true: print the fail lines only after the job is already "failed"
+    devices       the devices it has (default "CPU"): an LM job asking GGML_BACKEND for
+                  another prints "[Load] FATAL: GGML_BACKEND=X not found. Available: …" and
+                  the process exits 1, as ace-server does
+    header_only   true: the models have no weights, like a trial's probe model: the LM
+                  job prints the device line, then "[GGUF] FATAL: tensor … not found", exit 1
+    drop_last_lines  N: lines are written N behind, and the last N before an exit are lost
+                  (the real engine loses its last lines: its stderr goes through a thread)
+    cut_last_line true (with drop_last_lines): half of the first lost line still arrives,
+                  without its newline
+    drop_runs     only the first K processes lose lines (counted in ``runs_file``)
+    skip_entry    true: every synth job prints a "[Resolve-T] ERROR: … skipping" line (the
+                  real engine goes on after it) and a "[DiT] WARNING: … not found" line
+    dying_404     seconds: a fatal exit first forgets every job and keeps answering (404
+                  "Job not found") this long, as the real engine does while it exits
+
+Lines follow the real binary's formats (tests/fixtures/ace_server_*.txt): the LM prints
+the request it got back as YAML after "[LM-Phase2] N=1, CoT[0]:"; a song up to 40.96 s
+(1024 latent frames) is decoded in one piece ("[VAE] Decoded: …"), a longer one in tiles.
 
     python scripted_engine.py --models DIR [--host H] [--port P] [--keep-loaded]
 """
@@ -88,16 +106,56 @@ def read_architecture(path: Path) -> str | None:
 _LOG: list[str] = []          # the last 512 lines, replayed by /logs
 _LOG_TOTAL = [0]               # lines printed so far
 _LOG_COND = threading.Condition()
+_HELD: list[str] = []          # drop_last_lines: written this many lines behind
+_DROP = [0, False]             # [N, cut the first lost line]
 
 
 def say(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    with _LOG_COND:
+        _HELD.append(line)
+        while len(_HELD) > _DROP[0]:
+            sys.stderr.write(_HELD.pop(0) + "\n")
+        sys.stderr.flush()
     with _LOG_COND:
         _LOG.append(line)
         del _LOG[:-512]
         _LOG_TOTAL[0] += 1
         _LOG_COND.notify_all()
+
+
+def exit_now(code: int) -> None:
+    """The process ends here; with drop_last_lines its last lines never arrive (one may be
+    cut in half)."""
+    with _LOG_COND:
+        if _HELD and _DROP[1]:
+            sys.stderr.write(_HELD[0][: max(1, len(_HELD[0]) // 2)])
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def cot_yaml(req: dict) -> list[str]:
+    """The request as the LM prints it back (sorted keys; the caption wrapped past column 80,
+    continuation lines indented two spaces)."""
+    text = ""
+    if int(req.get("bpm") or 0) > 0:
+        text += f"bpm: {int(req['bpm'])}\n"
+    caption = str(req.get("caption") or "")
+    if caption:
+        text, col = text + "caption:", len("caption:")
+        for word in caption.split(" "):
+            if col > 80:
+                text, col = text + "\n  ", 2
+            else:
+                text, col = text + " ", col + 1
+            text, col = text + word, col + len(word)
+        text += "\n"
+    if float(req.get("duration") or 0) > 0:
+        text += f"duration: {int(float(req['duration']))}\n"
+    for key, name in (("keyscale", "keyscale"), ("vocal_language", "language"),
+                      ("timesignature", "timesignature")):
+        if req.get(key):
+            text += f"{name}: {req[key]}\n"
+    return text.splitlines()
 
 
 # -- audio --------------------------------------------------------------------------------------
@@ -180,8 +238,11 @@ class Engine:
         if fatal:
             for line in fatal.get("lines", []):
                 say(line)
-            sys.stderr.flush()
-            os._exit(int(fatal.get("code", 1)))
+            if self.script.get("dying_404"):
+                with self.lock:
+                    self.jobs.clear()
+                time.sleep(float(self.script["dying_404"]))
+            exit_now(int(fatal.get("code", 1)))
         lines = self.script.get("fail", {}).get(endpoint)
         if lines is None:
             return False
@@ -206,7 +267,17 @@ class Engine:
         req = job["body"]
         say("[Ace-LM] Ready: path=" + self.models["LM"][0] + ", max_seq=8192, max_batch=1, "
             "fa=yes, fsm=yes")
-        say("[Load] LM backend: CPU (CPU threads: 1)")
+        devices = str(self.script.get("devices", "CPU")).split(",")
+        want = os.environ.get("GGML_BACKEND") or devices[0]
+        if want not in devices:
+            say(f"[Load] FATAL: GGML_BACKEND={want} not found. Available: {', '.join(devices)}")
+            exit_now(1)
+        say(f"[Load] LM backend: {want} (CPU threads: 1)")
+        if self.script.get("header_only"):
+            say(f"[GGUF] {self.models['LM'][0]}: 0 tensors, data at offset 74")
+            say("[LM-Config] No acestep.config_json, using 0.6B defaults")
+            say("[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found")
+            exit_now(1)
         say("[Store] Load LM: 12 ms")
         if self._scripted_failure(job, "/lm"):
             return
@@ -216,15 +287,19 @@ class Engine:
             say(f"[LM-Phase1] Step {step}, 1 active, 55.0 tok/s")
         duration = float(req.get("duration") or 30.0)
         codes = int(duration * 5)
-        say(f"[LM-Phase2] max_tokens: {codes + 8}, CFG: 2.00, N=1, prompts=1")
+        seed = int(req.get("lm_seed", -1))
+        seed = seed if seed >= 0 else 1234
+        say("[LM-Phase2] N=1, CoT[0]:")
+        for line in cot_yaml({**req, "duration": duration}):
+            say(line)
+        say(f"[LM-Phase2] max_tokens: {codes + 100}, CFG: 2.00, seeds: {seed}..{seed}")
         for step in range(50, codes + 1, 50):
             if job["cancel"]:
                 return
             time.sleep(delay)
             say(f"[LM-Phase2] Step {step}, 1 active, {step} total codes, 80.0 tok/s")
         say("[LM-Phase2] Decode 9ms")
-        seed = int(req.get("lm_seed", -1))
-        say(f"[LM-Phase2 Batch0] seed={seed if seed >= 0 else 1234}, {codes} codes")
+        say(f"[LM-Phase2 Batch0] seed={seed}, {codes} codes")
         if not self.keep_loaded:
             say("[Store] Unload LM (700.0 MB)")
         result = self.script.get("lm_result")
@@ -252,6 +327,11 @@ class Engine:
             seed = int(req.get("seed", -1))
             seed = seed if seed >= 0 else 42
             duration = float(req.get("duration") or 30.0)
+            if self.script.get("skip_entry"):
+                say(f"[Resolve-T] ERROR: T={int(duration * 25) + 15000} exceeds silence_latent "
+                    f"max 15000, skipping")
+                say("[DiT] WARNING: guidance_scale=7.0 but null_condition_emb not found. "
+                    "Disabling CFG.")
             say(f"[Resolve-T] seed={seed}, steps={steps}, guidance=1.0, shift=3.0, "
                 f"duration={duration:.1f}s")
             for k in range(1, steps + 1):
@@ -260,8 +340,15 @@ class Engine:
                     return
                 time.sleep(delay)
                 say(f"[DiT] Step {k}/{steps} t={1 - (k - 1) / steps:.3f}")
-            say("[VAE] Tiled decode: 4 tiles (chunk=256, overlap=64, stride=192)")
-            say("[VAE] Tiled decode done: 3 ms")
+            frames = int(round(duration * 25))
+            if frames <= 1024:       # the --vae-chunk default: one piece
+                say(f"[VAE] Decoded: T_latent={frames} -> T_audio={frames * 1920} "
+                    f"({frames * 1920 / 48000:.2f}s @ 48kHz)")
+            else:
+                tiles = -(-frames // 896)
+                say(f"[VAE] Tiled decode: {tiles} tiles (chunk=1024, overlap=64, stride=896)")
+                say(f"[VAE] Tiled decode done: {tiles} tiles -> T_audio={frames * 1920} "
+                    f"({frames * 1920 / 48000:.2f}s @ 48kHz)")
             fmt = req.get("output_format", "mp3")
             for _ in range(max(1, min(int(req.get("synth_batch_size", 1)), 9))):
                 tracks.append(wav_bytes(fmt if fmt != "mp3" else "wav16", freq=220 + 110 * len(tracks)))
@@ -513,11 +600,20 @@ def main(argv: list[str]) -> int:
         say("[Server] ERROR: --models is required")
         return 1
     script = load_script()
+    _DROP[1] = bool(script.get("cut_last_line"))
+    if script.get("drop_last_lines"):
+        runs = 1
+        if script.get("runs_file"):
+            counter = Path(script["runs_file"])
+            runs = int(counter.read_text() or 0) + 1 if counter.exists() else 1
+            counter.write_text(str(runs))
+        if runs <= int(script.get("drop_runs", 10**9)):
+            _DROP[0] = int(script["drop_last_lines"])
     start = script.get("exit_at_start")
     if start:
         for line in start.get("lines", []):
             say(line)
-        return int(start.get("code", 1))
+        exit_now(int(start.get("code", 1)))
 
     say(f"[Server] Scanning models in {models_dir}")
     models: dict[str, list[str]] = {"LM": [], "DiT": [], "Text-Enc": [], "VAE": []}
@@ -562,6 +658,10 @@ def main(argv: list[str]) -> int:
     while Handler.engine.busy.is_set():  # let the running job finish
         time.sleep(0.02)
     say("[Server] Done")
+    with _LOG_COND:                      # an orderly exit writes everything
+        for line in _HELD:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
     return 0
 
 

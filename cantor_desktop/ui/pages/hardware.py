@@ -147,10 +147,12 @@ class HardwarePage(QWidget):
             state = QTableWidgetItem(r["state"] + (f" {r['version']}" if r["version"] and
                                                    r["installed"] else ""))
             self.table.setItem(i, 1, state)
-            ev = QTableWidgetItem(r["evidence"] if r["supported"] and r["evidence"]
-                                  else (r["reason"] or r["evidence"]
-                                        or ("waiting for the node" if r["state"] == "unknown"
-                                            else "")))
+            shown = r["evidence"] if r["supported"] and r["evidence"] else (
+                r["reason"] or r["evidence"]
+                or ("waiting for the node" if r["state"] == "unknown" else ""))
+            if r["state"] == "rejected":           # the engine's own reason, first
+                shown = r["reason"]
+            ev = QTableWidgetItem(shown)
             ev.setToolTip(r["evidence"] + ("\n" + r["reason"] if r["reason"] else ""))
             self.table.setItem(i, 2, ev)
             self.table.setCellWidget(i, 3, self._actions(r))
@@ -164,6 +166,11 @@ class HardwarePage(QWidget):
         if r["pinned"]:
             use = QPushButton("Unpin (auto)")
             use.clicked.connect(lambda: self.run("use", None))
+        elif r["state"] == "rejected":
+            use = QPushButton("Try again")
+            use.setToolTip("Fetch this backend again, trial-load it, and pin it if it works")
+            use.clicked.connect(lambda: self.run("use", r["name"]))
+            use.setEnabled(r["supported"])
         else:
             use = QPushButton("Use" if installed else "Install && use")
             use.setToolTip("Fetch this backend if needed, check that it loads, and pin it")

@@ -1,0 +1,34 @@
+"""The real-engine checks: tests that run the real ace-server a developer built (named by
+``CANTOR_REAL_ACE_SERVER``; see real_build.py). Skipped without it; the long ones are also
+marked ``slow``:
+
+    CANTOR_REAL_ACE_SERVER=/tmp/ace/build/ace-server ./run-tests -m slow tests/real_engine -s
+
+Each long test prints one ``[real-engine] …`` line with its figures (docs/reliability.md).
+
+pytest imports this file under the module name ``conftest`` (like tests/conftest.py), so
+``from conftest import free_port`` in a helper module may resolve here: keep ``free_port``.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+
+def figure(what: str, count: int, of: int, extra: str = "") -> str:
+    """The one line a long real-engine test prints (read into docs/reliability.md)."""
+    line = f"[real-engine] {what}: {count}/{of}" + (f" — {extra}" if extra else "")
+    print(line, flush=True)
+    return line
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
