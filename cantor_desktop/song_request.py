@@ -242,7 +242,7 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
                        **_editing(data), **_style(data))
 
 
-def _ref(name: str, value: Any, *, songs: bool = True, uploads: bool = True) -> dict[str, Any]:
+def check_ref(name: str, value: Any, *, songs: bool = True, uploads: bool = True) -> dict[str, Any]:
     """``{"song": id, "take": n}`` or ``{"upload": id}`` (the ids' existence is the node's
     to check)."""
     from .song import check_song_id
@@ -293,9 +293,9 @@ def _editing(data: Mapping[str, Any]) -> dict[str, Any]:
         if task not in SOURCE_TASKS:
             raise RequestError("source", f"is not used by {task}; a source goes with "
                                          f"{', '.join(SOURCE_TASKS)}")
-        out["source"] = _ref("source", source)
+        out["source"] = check_ref("source", source)
     if data.get("reference") is not None:
-        out["reference"] = _ref("reference", data["reference"])
+        out["reference"] = check_ref("reference", data["reference"])
     region = data.get("region")
     if region is not None:
         if task not in ("repaint", "lego"):
@@ -382,5 +382,5 @@ def _style(data: Mapping[str, Any]) -> dict[str, Any]:
     out["lm_negative_prompt"] = negative or None
     out["lock_caption"] = _flag("lock_caption", data.get("lock_caption"))
     codes = data.get("codes_from")
-    out["codes_from"] = None if codes is None else _ref("codes_from", codes, uploads=False)
+    out["codes_from"] = None if codes is None else check_ref("codes_from", codes, uploads=False)
     return out

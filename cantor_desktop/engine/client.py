@@ -76,6 +76,40 @@ class Track:
     latent: bytes | None = None
 
 
+@dataclass(frozen=True)
+class Part:
+    """A file part of a multipart job: audio (WAV or MP3) or a latent (float32 [T, 64])."""
+    filename: str
+    data: bytes
+    content_type: str = "application/octet-stream"
+
+
+ENDPOINTS = ("/lm", "/synth", "/understand", "/vae")
+LATENT_FRAME_BYTES = 64 * 4      # one latent frame: 64 float32 channels; 25 frames a second
+
+
+def understood(content_type: str, params: dict[str, str], body: bytes) -> tuple[dict, bytes | None]:
+    """An ``/understand`` result: the request the engine heard in the audio (the JSON part,
+    an array of one) and the source's latent when it came along."""
+    if content_type == "application/json":
+        found, latent = json.loads(body), None
+    elif content_type.startswith("multipart/"):
+        found, latent = None, None
+        for headers, content in parse_multipart(body, params.get("boundary", "")):
+            part_type = headers.get("content-type", "").split(";")[0].strip().lower()
+            if part_type == "application/json" and found is None:
+                found = json.loads(content)
+            elif part_type == "application/octet-stream":
+                latent = content
+    else:
+        raise EngineError(f"the engine answered /understand with {content_type or 'nothing'}")
+    if isinstance(found, list):
+        found = found[0] if found else None
+    if not isinstance(found, dict):
+        raise EngineError("the engine's /understand result holds no request")
+    return found, latent
+
+
 def engine_format(song_format: str | None) -> str:
     """The ``output_format`` to ask the engine for, given the song's file format."""
     fmt = (song_format or "wav24").lower()
@@ -86,11 +120,25 @@ def engine_format(song_format: str | None) -> str:
     raise ValueError(f"format: {song_format!r} is not a song format")
 
 
+STYLE_NAMES = {"steps": "inference_steps", "guidance": "guidance_scale", "shift": "shift",
+               "solver": "solver", "lm_temperature": "lm_temperature", "lm_cfg": "lm_cfg_scale",
+               "lm_top_p": "lm_top_p", "lm_top_k": "lm_top_k",
+               "lm_negative_prompt": "lm_negative_prompt", "adapter": "adapter",
+               "adapter_scale": "adapter_scale"}
+"""The song request's style fields → the engine's names (None: the engine's default)."""
+
+
 def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str | None,
-                   output_format: str) -> dict[str, Any]:
+                   output_format: str, source_duration: float | None = None,
+                   audio_codes: str | None = None) -> dict[str, Any]:
     """A validated song request in the engine's field names. Fields the user left to the
     model are omitted (the engine's defaults mean "choose"). ``output_format`` is the song's
-    format; flac and mp3 are rendered as wav24 for the node to convert."""
+    format; flac and mp3 are rendered as wav24 for the node to convert.
+
+    Edits name their task: cover (``cover-nofsq`` when faithful) with its strengths,
+    repaint with its region, extend as the engine's outpainting (a repaint that starts
+    before 0 or ends past the source's ``source_duration``), extract / lego / complete with
+    their track. ``audio_codes`` (a take's own) re-render it without the LM."""
     body: dict[str, Any] = {
         "caption": song.caption,
         "lyrics": INSTRUMENTAL if song.instrumental else song.lyrics,
@@ -98,7 +146,36 @@ def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str 
         "output_format": engine_format(output_format),
         "synth_batch_size": int(song.batch),
     }
-    if song.duration is not None:
+    task = song.task
+    if task == "cover":
+        body["task_type"] = "cover-nofsq" if song.faithful else "cover"
+        if song.strength is not None:
+            body["audio_cover_strength"] = float(song.strength)
+        if song.noise is not None:
+            body["cover_noise_strength"] = float(song.noise)
+    elif task == "repaint":
+        body.update(task_type="repaint", repainting_start=float(song.region["start"]),
+                    repainting_end=float(song.region["end"]))
+    elif task == "extend":
+        if source_duration is None:
+            raise ValueError("extend needs the source's duration")
+        body.update(task_type="repaint",
+                    repainting_start=-float(song.extend.get("before", 0.0)),
+                    repainting_end=float(source_duration) + float(song.extend.get("after", 0.0)))
+    elif task in ("extract", "lego", "complete"):
+        body.update(task_type=task, track=song.track)
+        if task == "lego" and song.region:
+            body.update(repainting_start=float(song.region["start"]),
+                        repainting_end=float(song.region["end"]))
+    for field, name in STYLE_NAMES.items():
+        value = getattr(song, field)
+        if value is not None:
+            body[name] = value
+    if song.lock_caption:
+        body["use_cot_caption"] = False
+    if audio_codes:
+        body["audio_codes"] = audio_codes
+    if song.duration is not None and task in ("text2music", "lego", "complete"):
         body["duration"] = float(song.duration)
     if song.bpm is not None:
         body["bpm"] = int(song.bpm)
@@ -272,11 +349,22 @@ class EngineClient:
         response = await self._request("GET", "/props")
         return response.json()
 
-    async def submit(self, path: str, body: dict | list) -> str:
-        """Queue a job at ``/lm`` or ``/synth``; the id is an opaque string."""
-        if path not in ("/lm", "/synth"):
-            raise ValueError(f"path must be /lm or /synth, not {path!r}")
-        response = await self._request("POST", path, json=body)
+    async def submit(self, path: str, body: dict | list,
+                     parts: dict[str, "Part"] | None = None) -> str:
+        """Queue a job at ``/lm``, ``/synth``, ``/understand`` or ``/vae``; the id is an
+        opaque string. With ``parts`` (audio or latents) the body goes as multipart
+        form data: a ``request`` field holding one request, and each part as a file."""
+        if path not in ENDPOINTS:
+            raise ValueError(f"path must be one of {', '.join(ENDPOINTS)}, not {path!r}")
+        if parts is not None or path in ("/understand", "/vae"):
+            if not isinstance(body, dict):
+                raise ValueError("a multipart job takes one request, not an array")
+            files = {name: (part.filename, part.data, part.content_type)
+                     for name, part in (parts or {}).items()}
+            response = await self._request("POST", path, data={"request": json.dumps(body)},
+                                           files=files)
+        else:
+            response = await self._request("POST", path, json=body)
         try:
             job_id = response.json()["id"]
         except (ValueError, KeyError, TypeError):
@@ -344,10 +432,15 @@ class EngineClient:
                     pass
             delay = min(delay * POLL_GROWTH, MAX_POLL)
 
-    async def result(self, job_id: str) -> Any:
-        """The finished job's result, parsed: JSON (``/lm``) or a list of Tracks (``/synth``)."""
+    async def result(self, job_id: str, path: str = "/synth") -> Any:
+        """The finished job's result, parsed: JSON (``/lm``), Tracks (``/synth``), the heard
+        request and latent (``/understand``), latent bytes (``/vae`` encode)."""
         response = await self._request("GET", "/job", params={"id": job_id, "result": "1"})
         kind, params = _content_type(response.headers)
+        if path == "/understand":
+            return understood(kind, params, response.content)
+        if path == "/vae":
+            return response.content
         if kind == "application/json":
             return response.json()
         return tracks_from_response(kind, params, response.content)
@@ -359,12 +452,14 @@ class EngineClient:
     # -- jobs ---------------------------------------------------------------------------------
 
     async def run(self, path: str, body: dict | list, *,
-                  wake: asyncio.Event | None = None) -> Any:
+                  wake: asyncio.Event | None = None,
+                  parts: dict[str, Part] | None = None) -> Any:
         """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too.
-        ``wake``: see :meth:`wait`. Raises EngineUnreachable when the engine refused the
-        connection (nothing was sent), JobFailed with the engine's reason otherwise."""
+        ``wake``: see :meth:`wait`; ``parts``: see :meth:`submit`. Raises EngineUnreachable
+        when the engine refused the connection (nothing was sent), JobFailed with the
+        engine's reason otherwise."""
         since = self._log.mark() if self._log is not None else None
-        posting = asyncio.ensure_future(self.submit(path, body))
+        posting = asyncio.ensure_future(self.submit(path, body, parts))
         try:
             job_id = await asyncio.shield(posting)
         except httpx.ConnectError as exc:
@@ -388,7 +483,7 @@ class EngineClient:
         self._jobs[job_id] = (path, body)
         try:
             await self.wait(job_id, wake=wake)
-            return await self.result(job_id)
+            return await self.result(job_id, path)
         except httpx.TransportError as exc:
             raise await self._engine_gone(exc, job_id, path, body) from None
         except asyncio.CancelledError:
@@ -405,9 +500,9 @@ class EngineClient:
                               f"{json.dumps(result)[:200]}")
         return result
 
-    async def synth(self, body: dict | list, *,
-                    wake: asyncio.Event | None = None) -> list[Track]:
-        result = await self.run("/synth", body, wake=wake)
+    async def synth(self, body: dict | list, *, wake: asyncio.Event | None = None,
+                    parts: dict[str, Part] | None = None) -> list[Track]:
+        result = await self.run("/synth", body, wake=wake, parts=parts)
         if not isinstance(result, list) or not all(isinstance(t, Track) for t in result):
             raise EngineError("the engine's /synth result is not audio")
         return result
@@ -415,15 +510,24 @@ class EngineClient:
     async def song(self, request: dict, *,
                    on_stage: Callable[[str], None] | None = None,
                    on_lm_result: Callable[[list[dict]], None] | None = None,
-                   wake: asyncio.Event | None = None) -> list[Track]:
+                   wake: asyncio.Event | None = None,
+                   parts: dict[str, Part] | None = None) -> list[Track]:
         """A whole song. With lyrics: ``/lm`` (generate) then its array to ``/synth`` as it
         came. Instrumental: ``/synth`` alone, with the sentinel lyrics sent explicitly.
         ``on_lm_result`` hears the LM's array; ``wake`` ends each wait early (see
-        :meth:`wait`). EngineUnreachable only when the song's first job could not be sent."""
-        if is_instrumental(request.get("lyrics")):
+        :meth:`wait`). EngineUnreachable only when the song's first job could not be sent.
+
+        ``parts`` (a source to edit, a reference sound: see :meth:`submit`) send ``/synth``
+        as multipart, which takes one request: the LM's first one, its takes kept. Tasks
+        that only re-render their source (cover, repaint, extend, extract) and songs whose
+        audio codes are given skip the LM."""
+        skip_lm = (is_instrumental(request.get("lyrics")) or bool(request.get("audio_codes"))
+                   or request.get("task_type") in ("cover", "cover-nofsq", "repaint", "extract"))
+        if skip_lm:
             if on_stage:
                 on_stage("synth")
-            return await self.synth({**request, "lyrics": INSTRUMENTAL}, wake=wake)
+            lyrics = INSTRUMENTAL if is_instrumental(request.get("lyrics")) else request["lyrics"]
+            return await self.synth({**request, "lyrics": lyrics}, wake=wake, parts=parts)
         if on_stage:
             on_stage("lm")
         enriched = await self.lm({**request, "lm_mode": "generate"}, wake=wake)
@@ -431,11 +535,29 @@ class EngineClient:
             on_lm_result(enriched)
         if on_stage:
             on_stage("synth")
+        body: dict | list = enriched
+        if parts is not None:
+            body = {**enriched[0], "synth_batch_size": request.get("synth_batch_size", 1)}
         try:
-            return await self.synth(enriched, wake=wake)
+            return await self.synth(body, wake=wake, parts=parts)
         except EngineUnreachable as exc:
             # half a song is not "nothing sent": the engine died after the LM
             raise await self._engine_gone(exc, "", "/synth", enriched) from None
+
+    async def understand(self, parts: dict[str, Part], request: dict | None = None, *,
+                         wake: asyncio.Event | None = None) -> tuple[dict, bytes | None]:
+        """What the engine hears in audio (``audio`` or ``src_latents``): a request with
+        caption, lyrics, bpm, keyscale, timesignature, duration, vocal_language; and the
+        source's latent."""
+        return await self.run("/understand", request or {}, wake=wake, parts=parts)
+
+    async def encode(self, audio: Part, *, wake: asyncio.Event | None = None) -> bytes:
+        """The VAE latent of ``audio`` (float32 [T, 64]): encoded once, sent as
+        ``src_latents`` to every later job on the same source."""
+        latent = await self.run("/vae", {}, wake=wake, parts={"audio": audio})
+        if not isinstance(latent, (bytes, bytearray)) or len(latent) % LATENT_FRAME_BYTES:
+            raise EngineError("the engine's /vae result is not a latent")
+        return bytes(latent)
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -288,6 +288,51 @@ def _validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | Non
     return data, note
 
 
+def check_sources(data: dict[str, Any], songs: dict[str, Song]) -> None:
+    """What an edit names exists and fits: its source (a finished take, or an upload), its
+    region inside the source, its extension within 10 minutes, a base model for the tasks
+    that need one. 4xx naming the field; nothing reaches an engine otherwise."""
+    from ..song_request import BASE_TASKS, DURATION_RANGE
+    from . import sources
+
+    found: dict[str, sources.Source] = {}
+    for field in ("source", "reference", "codes_from"):
+        if data.get(field):
+            try:
+                found[field] = sources.resolve(field, data[field], songs)
+            except sources.SourceError as exc:
+                raise ApiError(404 if "no song" in exc.message or "no upload" in exc.message
+                               else 422, str(exc), "not_found" if "no " in exc.message
+                               else "invalid_request", exc.field) from None
+    source = found.get("source")
+    region = data.get("region")
+    if source is not None and region and region["end"] > source.duration + 0.05:
+        raise ApiError(422, f"region: ends at {region['end']:g} s, past the end of the source "
+                            f"({source.duration:.1f} s)", field="region")
+    extend = data.get("extend")
+    if source is not None and extend:
+        total = source.duration + extend.get("before", 0) + extend.get("after", 0)
+        if total > DURATION_RANGE[1]:
+            raise ApiError(422, f"extend: the song would be {total:.0f} s long; at most "
+                                f"{DURATION_RANGE[1]:.0f} s (10 minutes)", field="extend")
+    codes = found.get("codes_from")
+    if codes is not None and not codes.codes:
+        raise ApiError(422, f"codes_from: {codes.name} has no audio codes (a song made "
+                            f"without the language model, or by the Sketch before it kept "
+                            f"them)", field="codes_from")
+    model = data.get("model") or ""
+    if data.get("task") in BASE_TASKS and model != SKETCH and "base" not in model:
+        base = next((m for m in library_models(include_catalogue=True)
+                     if m["name"] == "acestep-v15-base-Q8_0"), None)
+        size = ""
+        if base and base.get("download_bytes"):
+            from ..units import human_size
+            size = f" ({human_size(base['download_bytes'])})"
+        raise ApiError(422, f"model: {data['task']} needs a base model (it renders noise on "
+                            f"{model or 'this model'}): `cantor pull acestep-v15-base`{size}, "
+                            f"then model acestep-v15-base-Q8_0", field="model")
+
+
 def _song(n: NodeState, song_id: str) -> Song:
     song = n.queue.get(song_id)
     if song is None:
@@ -439,21 +484,57 @@ ERRORS = {code: {"description": what, "content": {"application/json": {"schema":
                              (409, "not in a state that allows it"),
                              (413, "body too large"), (415, "body is not JSON"),
                              (422, "a field is not allowed (named in error.field)"),
-                             (429, "the queue is full"), (500, "failed"))}
-SONG_SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["caption"], "additionalProperties": False,
-    "properties": {
-        "caption": {"type": "string", "minLength": 1, "maxLength": 2000},
-        "lyrics": {"type": "string", "description": "text, or [Instrumental] (the default)"},
-        "duration": {"type": "number", "minimum": 10, "maximum": 600},
-        "bpm": {"type": "integer", "minimum": 30, "maximum": 300},
-        "key": {"type": "string", "example": "F# minor"},
-        "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]},
-        "language": {"type": "string", "example": "en"},
-        "seed": {"type": "integer", "minimum": -1, "maximum": 2**32 - 1},
-        "model": {"type": "string", "example": "sketch"},
-        "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
-        "batch": {"type": "integer", "minimum": 1, "maximum": 4}}}
+                             (429, "the queue is full"), (500, "failed"),
+                             (502, "the engine failed"))}
+def song_schema() -> dict[str, Any]:
+    """The song request's JSON schema, from the song request's own constants."""
+    from .. import song_request as r
+
+    def number(lo, hi, integer=False):
+        return {"type": "integer" if integer else "number", "minimum": lo, "maximum": hi}
+
+    ref = {"type": "object", "description": '{"song": id, "take": n} or {"upload": id}',
+           "properties": {"song": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+                          "take": number(1, r.BATCH_RANGE[1], True),
+                          "upload": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}}
+    span = {"type": "object", "properties": {
+        "start": number(0, r.DURATION_RANGE[1]), "end": number(0, r.DURATION_RANGE[1])}}
+    return {"type": "object", "required": ["caption"], "additionalProperties": False,
+            "properties": {
+                "caption": {"type": "string", "minLength": 1, "maxLength": r.CAPTION_MAX},
+                "lyrics": {"type": "string", "maxLength": r.LYRICS_MAX,
+                           "description": "text, or [Instrumental] (the default)"},
+                "duration": number(*r.DURATION_RANGE),
+                "bpm": number(*r.BPM_RANGE, True),
+                "key": {"type": "string", "example": "F# minor"},
+                "time_signature": {"type": "integer", "enum": list(r.TIME_SIGNATURES)},
+                "language": {"type": "string", "enum": list(r.LANGUAGES)},
+                "seed": number(-1, r.SEED_MAX, True),
+                "model": {"type": "string", "example": "sketch"},
+                "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
+                "batch": number(*r.BATCH_RANGE, True),
+                "task": {"type": "string", "enum": list(r.TASKS)},
+                "source": ref, "reference": ref, "codes_from": ref,
+                "region": span,
+                "extend": {"type": "object", "properties": {
+                    "before": number(0, r.DURATION_RANGE[1]),
+                    "after": number(0, r.DURATION_RANGE[1])}},
+                "strength": number(0, 1), "noise": number(0, 1),
+                "faithful": {"type": "boolean"},
+                "track": {"type": "string", "example": "drums"},
+                "adapter": {"type": "string"},
+                "adapter_scale": number(*r.ADAPTER_SCALE_RANGE),
+                "steps": number(*r.STEPS_RANGE, True), "guidance": number(*r.GUIDANCE_RANGE),
+                "shift": number(*r.SHIFT_RANGE),
+                "solver": {"type": "string", "enum": list(r.SOLVERS)},
+                "lm_temperature": number(*r.LM_TEMPERATURE_RANGE),
+                "lm_cfg": number(*r.LM_CFG_RANGE), "lm_top_p": number(0, 1),
+                "lm_top_k": number(*r.LM_TOP_K_RANGE, True),
+                "lm_negative_prompt": {"type": "string", "maxLength": r.NEGATIVE_MAX},
+                "lock_caption": {"type": "boolean"}}}
+
+
+SONG_SCHEMA = song_schema()
 GENERATION_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["prompt"], "additionalProperties": False,
     "properties": {
@@ -465,6 +546,9 @@ GENERATION_SCHEMA: dict[str, Any] = {
         "response_format": {"type": "string", "enum": list(LEMONADE_FORMATS)},
         "bpm": {"type": "integer", "minimum": 30, "maximum": 300}, "key": {"type": "string"},
         "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]}}}
+UNDERSTAND_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["source"], "additionalProperties": False,
+    "properties": {"source": {"type": "object"}, "model": {"type": "string"}}}
 TITLE_MAX = 200
 SONG_PATCH_SCHEMA: dict[str, Any] = {
     "type": "object", "minProperties": 1, "additionalProperties": False,
@@ -579,6 +663,7 @@ def _routes(app: FastAPI) -> None:
         body = await json_body(request)
         cfg = _cfg()
         data, note = await asyncio.to_thread(_validated, body, cfg)  # lists the model folder
+        await asyncio.to_thread(check_sources, data, n.queue.songs)
         n.check_room(cfg.get("node.max_queue"))
         song = n.queue.add(data)
         n.runner.wake()
@@ -646,6 +731,43 @@ def _routes(app: FastAPI) -> None:
         except (uploads.UploadError, LookupError) as exc:
             raise ApiError(404, str(exc), "not_found", "upload_id") from None
         return {"id": upload_id, "removed": True}
+
+    @app.post("/v1/understand", openapi_extra=_json_body(UNDERSTAND_SCHEMA),
+              responses=ERRORS)
+    async def understand(request: Request):
+        """Read caption, lyrics, BPM, key, time signature, duration and language out of a
+        take (``{"source": {"song": id, "take": n}}``) or an upload (``{"source":
+        {"upload": id}}``), with ``model`` (default: the default model; the Sketch on a
+        machine without an ACE-Step model)."""
+        n = node(request)
+        body = await json_body(request)
+        if not isinstance(body, dict) or set(body) - {"source", "model"} or "source" not in body:
+            raise ApiError(422, "body: give {\"source\": {\"song\": ID, \"take\": N}} or "
+                                "{\"source\": {\"upload\": ID}}, and a model if you like",
+                           field="body")
+        from ..song_request import check_ref
+        try:
+            ref = check_ref("source", body["source"])
+        except RequestError as exc:
+            raise ApiError(422, str(exc), field=exc.field) from None
+        cfg = _cfg()
+        model = body.get("model")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise ApiError(422, "model: must be a model name", field="model")
+        if model is None:
+            model = cfg.get("models.default")
+            if not installed_names(acestep_only=True):
+                model = SKETCH
+        await asyncio.to_thread(check_model, model)
+        await asyncio.to_thread(check_sources, {"source": ref}, n.queue.songs)
+        from ..engine.client import EngineError
+        from .runner import PlanError
+        try:
+            heard = await n.runner.understand(ref, model)
+        except (EngineError, PlanError) as exc:
+            raise ApiError(502, f"the engine could not read the audio: {exc}",
+                           "engine_failed") from None
+        return {"source": ref, "model": model, **heard}
 
     @app.get("/v1/events", responses=SSE)
     async def all_events(request: Request):
@@ -727,6 +849,9 @@ def _routes(app: FastAPI) -> None:
         if delete_files and song.takes:
             from .songs import delete_takes
             removed = await asyncio.to_thread(delete_takes, song.id, song.takes)
+        from . import sources
+        for take in song.takes:           # a forgotten song is edited no more
+            sources.take_latent_file(song.id, take.n).unlink(missing_ok=True)
         n.queue.forget(song)           # only once its files are gone: no one sees it half done
         await n.queue.flush()          # gone from the file before the answer
         return {"id": song.id, "forgotten": True, "files_deleted": removed["deleted"],

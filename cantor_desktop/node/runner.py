@@ -289,14 +289,22 @@ class Runner:
             plan = _with_files(used, plan)
             self.queue.set_engine(song, plan.describe())
 
-        from ..engine.client import (EngineUnreachable, JobCancelled, JobFailed,
+        from ..engine.client import (EngineError, EngineUnreachable, JobCancelled, JobFailed,
                                      engine_request)
+        from . import sources as song_sources
 
+        try:
+            found = await asyncio.to_thread(self._sources, request)
+        except song_sources.SourceError as exc:
+            self.queue.finish_failed(song, str(exc))
+            return
+        source = found.get("source")
+        codes = found["codes_from"].codes if "codes_from" in found else None
         engine_req = engine_request(request, synth_model=plan.files.get("dit"),
                                     lm_model=None if request.instrumental else plan.files.get("lm"),
-                                    output_format=fmt)
-        if request.steps:
-            engine_req["inference_steps"] = request.steps
+                                    output_format=fmt,
+                                    source_duration=source.duration if source else None,
+                                    audio_codes=codes)
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
         expect = getattr(sup, "expect_duration", None)
@@ -308,8 +316,10 @@ class Runner:
         client = self._client(plan.key, sup)
 
         async def sing(client):
+            parts = await self._parts(client, found, watcher.wake)
             return await client.song(engine_req, on_stage=watcher.on_stage,
-                                     on_lm_result=watcher.keep_lm_result, wake=watcher.wake)
+                                     on_lm_result=watcher.keep_lm_result, wake=watcher.wake,
+                                     parts=parts)
         try:
             version = await self._engine_version(sup, client)
             if version and version != plan.version:
@@ -356,7 +366,9 @@ class Runner:
         self.queue.set_stage(song, "saving", SAVING_FROM)
         t2 = time.monotonic()
         seeds = watcher.seeds_for(len(tracks), request.seed)
+        await asyncio.to_thread(self._keep_latents, song.id, tracks)
         meta = {
+            "parent": dict(source.ref) if source is not None and "song" in source.ref else None,
             "model": {"name": plan.model, "family": plan.family, "files": plan.files},
             "backend": plan.backend,
             "engine_version": version or plan.version,
@@ -370,6 +382,66 @@ class Runner:
             lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)))
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+
+    def _sources(self, request: SongRequest) -> dict[str, Any]:
+        """The request's source, reference and codes, checked again now (a file may have
+        gone since the song was queued)."""
+        from . import sources as song_sources
+        found = {}
+        for field in ("source", "reference", "codes_from"):
+            ref = getattr(request, field)
+            if ref:
+                found[field] = song_sources.resolve(field, ref, self.queue.songs)
+        return found
+
+    async def _parts(self, client, found: dict[str, Any], wake) -> dict | None:
+        """The multipart parts of an edit: the source's latent when kept (a Cantor take, or
+        an upload encoded once before), else its audio; likewise the reference."""
+        from ..engine.client import EngineError
+        from . import sources as song_sources
+        parts: dict = {}
+        for field, audio_name, latent_name in (("source", "audio", "src_latents"),
+                                               ("reference", "ref_audio", "ref_latents")):
+            src = found.get(field)
+            if src is None:
+                continue
+            if src.latent is None and "upload" in src.ref:
+                # encode an upload once: every later edit of it sends the latent
+                audio = await asyncio.to_thread(song_sources.engine_audio, src.audio_path)
+                try:
+                    src.latent = await client.encode(audio, wake=wake)
+                    await asyncio.to_thread(song_sources.keep_latent,
+                                            song_sources.upload_latent_file(src.ref["upload"]),
+                                            src.latent)
+                except EngineError as exc:      # an engine without /vae: the audio, then
+                    log.info("%s could not be encoded once (%s); sending its audio", src.name,
+                             exc)
+            parts.update(await asyncio.to_thread(src.parts, audio_name, latent_name))
+        return parts or None
+
+    async def understand(self, ref: dict[str, Any], model: str) -> dict[str, Any]:
+        """What the engine of ``model`` hears in a take or an upload: caption, lyrics, bpm,
+        key, time signature, duration and language (the engine's /understand)."""
+        from . import sources as song_sources
+        cfg = _config()
+        plan = await self._plan({"model": model}, cfg)
+        source = await asyncio.to_thread(song_sources.resolve, "source", ref, self.queue.songs)
+        sup = self._supervisor(plan)
+        await sup.ensure_running(bool(cfg.get("node.keep_loaded")))
+        self._record_engines()
+        client = self._client(plan.key, sup)
+        parts = await asyncio.to_thread(source.parts, "audio", "src_latents")
+        heard, latent = await client.understand(parts)
+        if latent is not None and source.latent is None and "upload" in ref:
+            await asyncio.to_thread(song_sources.keep_latent,
+                                    song_sources.upload_latent_file(ref["upload"]), latent)
+        return understood_fields(heard)
+
+    @staticmethod
+    def _keep_latents(song_id: str, tracks) -> None:
+        from . import sources as song_sources
+        for n, track in enumerate(tracks, start=1):
+            song_sources.keep_latent(song_sources.take_latent_file(song_id, n), track.latent)
 
     async def _plan(self, request: dict[str, Any], cfg: config.Config) -> EnginePlan:
         """The song's plan. A family's build is chosen once per node run (the node keeps the
@@ -537,6 +609,15 @@ class _ProgressWatcher:
                 else list(self.seeds) + [None] * (takes - len(self.seeds))
             return seeds
         return [asked if asked >= 0 else None] * takes
+
+
+def understood_fields(heard: dict[str, Any]) -> dict[str, Any]:
+    """The engine's heard request in the song request's names (None where it heard none)."""
+    meta = song_files.lm_metadata(heard)
+    lyrics = str(heard.get("lyrics") or "").strip() or None
+    return {"caption": str(heard.get("caption") or "").strip() or None, "lyrics": lyrics,
+            "bpm": meta["bpm"], "key": meta["key"], "time_signature": meta["time_signature"],
+            "duration": meta["duration"], "language": meta["language"]}
 
 
 def _with_files(used: EnginePlan, asked: EnginePlan) -> EnginePlan:

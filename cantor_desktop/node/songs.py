@@ -149,7 +149,9 @@ def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
             "time_signature": int(ts) if ts.isdigit() and int(ts) > 0 else None,
             "duration": number(enriched.get("duration"), float),
             "language": str(enriched.get("vocal_language") or "").strip() or None,
-            "caption": str(enriched.get("caption") or "").strip() or None}
+            "caption": str(enriched.get("caption") or "").strip() or None,
+            # the 5 Hz codes the DiT rendered: "same song, new render" sends them back
+            "audio_codes": str(enriched.get("audio_codes") or "").strip() or None}
 
 
 def lm_metadata_per_take(enriched: list[dict[str, Any]] | None, takes: int

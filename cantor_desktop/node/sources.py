@@ -1,0 +1,132 @@
+"""What an edit starts from: a take of a Cantor song or an uploaded file, as the engine wants
+it — the latent the take's own render left (so the source is never encoded again), or audio
+the engine decodes (WAV or MP3; FLAC, AIFF and OGG are converted here).
+
+Latents of every take are kept in ``state/latents/<song>_take<n>.f32`` when the song is
+saved, and an upload's in ``state/uploads/<id>.f32`` once the engine has encoded it.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import write_atomic
+from ..engine.client import LATENT_FRAME_BYTES, Part
+from ..paths import paths
+from ..song import Song, SongState
+from . import uploads
+
+LATENT_FPS = 25.0
+ENGINE_DECODES = (".wav", ".mp3")
+
+
+class SourceError(LookupError):
+    """A source or reference that cannot be used; ``field`` names the request's field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass
+class Source:
+    """One source (or reference) ready for the engine."""
+
+    ref: dict[str, Any]             # as the request named it
+    duration: float                 # seconds
+    audio_path: Path                # the audio on this machine
+    latent: bytes | None            # the kept latent, when there is one
+    name: str                       # for people and the logs
+    codes: str | None = None        # a take's own audio codes (songs with lyrics)
+
+    def parts(self, audio_name: str, latent_name: str) -> dict[str, Part]:
+        """The multipart parts for the engine: the latent when kept, else the audio."""
+        if self.latent is not None:
+            return {latent_name: Part(f"{latent_name}.f32", self.latent)}
+        return {audio_name: engine_audio(self.audio_path)}
+
+
+def latents_dir() -> Path:
+    return paths().state_dir / "latents"
+
+
+def take_latent_file(song_id: str, take: int) -> Path:
+    return latents_dir() / f"{song_id}_take{take}.f32"
+
+
+def upload_latent_file(upload_id: str) -> Path:
+    return uploads.folder() / f"{upload_id}.f32"
+
+
+def keep_latent(path: Path, latent: bytes | None) -> None:
+    if latent and len(latent) % LATENT_FRAME_BYTES == 0:
+        write_atomic(path, latent)
+
+
+def _read_latent(path: Path) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if data and len(data) % LATENT_FRAME_BYTES == 0 else None
+
+
+def engine_audio(path: Path) -> Part:
+    """Audio the engine decodes: WAV and MP3 as they are, the rest converted to WAV."""
+    if path.suffix.lower() in ENGINE_DECODES:
+        return Part(path.name, path.read_bytes(),
+                    "audio/mpeg" if path.suffix.lower() == ".mp3" else "audio/wav")
+    import soundfile as sf
+    data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    out = io.BytesIO()
+    sf.write(out, data, rate, format="WAV", subtype="PCM_24")
+    return Part(path.with_suffix(".wav").name, out.getvalue(), "audio/wav")
+
+
+def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song]) -> Source:
+    """The source a request names, checked: the song is done and has that take, or the
+    upload exists. SourceError naming ``field`` otherwise."""
+    if "song" in ref:
+        song = songs.get(ref["song"])
+        if song is None:
+            raise SourceError(field, f"no song with id {ref['song']!r} on this node")
+        if song.state != SongState.DONE:
+            raise SourceError(field, f"song {song.id} is {song.state}: only a finished song "
+                                     f"can be a source")
+        take = song.take(int(ref.get("take") or 1))
+        if take is None:
+            raise SourceError(field, f"song {song.id} has {len(song.takes)} take(s), not "
+                                     f"take {ref.get('take')}")
+        audio = Path(take.audio)
+        if not audio.is_file():
+            raise SourceError(field, f"the audio of song {song.id} take {take.n} is gone "
+                                     f"({audio})")
+        latent = _read_latent(take_latent_file(song.id, take.n))
+        duration = take.duration or (len(latent) / LATENT_FRAME_BYTES / LATENT_FPS
+                                     if latent else 0.0)
+        return Source(ref, float(duration), audio, latent,
+                      f"“{song.name[:40]}” take {take.n}", codes=_codes(take.sidecar))
+    try:
+        upload = uploads.get(ref["upload"])
+    except (uploads.UploadError, LookupError) as exc:
+        raise SourceError(field, str(exc)) from None
+    return Source(ref, upload.duration, upload.path,
+                  _read_latent(upload_latent_file(upload.id)), f"upload “{upload.name}”")
+
+
+def _codes(sidecar: str) -> str | None:
+    """A take's audio codes, as its sidecar kept them (songs made through the LM)."""
+    import json
+    if not sidecar:
+        return None
+    try:
+        data = json.loads(Path(sidecar).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    lm = data.get("lm_metadata") if isinstance(data, dict) else None
+    codes = lm.get("audio_codes") if isinstance(lm, dict) else None
+    return codes if isinstance(codes, str) and codes.strip() else None
