@@ -314,6 +314,25 @@ class NodeClient:
                                 params={"name": name or path.name},
                                 headers={"Content-Type": "application/octet-stream"})
 
+    async def lm(self, *, mode: str, caption: str, lyrics: str = "",
+                 model: str | None = None) -> dict[str, Any]:
+        """The language model's help: ``inspire`` or ``format`` (see the node's /v1/lm)."""
+        body = {"mode": mode, "caption": caption, "lyrics": lyrics}
+        if model:
+            body["model"] = model
+        return await self._json("POST", "/v1/lm", json=body,
+                                timeout=httpx.Timeout(None, connect=5.0))
+
+    async def understand(self, source: dict[str, Any],
+                         model: str | None = None) -> dict[str, Any]:
+        """Caption, lyrics, BPM, key, time signature, duration and language of a take
+        (``{"song": id, "take": n}``) or an upload (``{"upload": id}``)."""
+        body: dict[str, Any] = {"source": source}
+        if model:
+            body["model"] = model
+        return await self._json("POST", "/v1/understand", json=body,
+                                timeout=httpx.Timeout(None, connect=5.0))
+
     def all_events(self) -> AsyncIterator[tuple[str, Any]]:
         """Every song's events for as long as the node runs (``hello`` first): see
         :class:`cantor_desktop.song.SongEvent`."""

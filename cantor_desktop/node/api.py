@@ -333,6 +333,19 @@ def check_sources(data: dict[str, Any], songs: dict[str, Song]) -> None:
                             f"then model acestep-v15-base-Q8_0", field="model")
 
 
+def _helper_model(model: Any, cfg: config.Config) -> str:
+    """The model for a helper job (understand, inspire, format): the one asked, else the
+    default, else the Sketch on a machine without an ACE-Step model; it must be installed."""
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ApiError(422, "model: must be a model name", field="model")
+    if model is None:
+        model = cfg.get("models.default")
+        if not installed_names(acestep_only=True):
+            model = SKETCH
+    check_model(model)
+    return model
+
+
 def _song(n: NodeState, song_id: str) -> Song:
     song = n.queue.get(song_id)
     if song is None:
@@ -546,6 +559,12 @@ GENERATION_SCHEMA: dict[str, Any] = {
         "response_format": {"type": "string", "enum": list(LEMONADE_FORMATS)},
         "bpm": {"type": "integer", "minimum": 30, "maximum": 300}, "key": {"type": "string"},
         "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]}}}
+LM_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["mode", "caption"], "additionalProperties": False,
+    "properties": {"mode": {"type": "string", "enum": ["inspire", "format"]},
+                   "caption": {"type": "string", "minLength": 1, "maxLength": 2000},
+                   "lyrics": {"type": "string", "maxLength": 20000},
+                   "model": {"type": "string"}}}
 UNDERSTAND_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["source"], "additionalProperties": False,
     "properties": {"source": {"type": "object"}, "model": {"type": "string"}}}
@@ -732,6 +751,40 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(404, str(exc), "not_found", "upload_id") from None
         return {"id": upload_id, "removed": True}
 
+    @app.post("/v1/lm", openapi_extra=_json_body(LM_SCHEMA), responses=ERRORS)
+    async def lm_help(request: Request):
+        """The language model's help for the form: ``inspire`` writes a caption and lyrics
+        from a short idea (in ``caption``); ``format`` tidies the caption and lyrics given.
+        Returns caption, lyrics and what it filled in (bpm, key, duration …)."""
+        n = node(request)
+        body = await json_body(request)
+        if not isinstance(body, dict):
+            raise ApiError(422, "body: must be a JSON object", field="body")
+        unknown = sorted(set(body) - {"mode", "caption", "lyrics", "model"})
+        if unknown:
+            raise ApiError(422, f"{unknown[0]}: unknown field; known: mode, caption, lyrics, "
+                                f"model", field=unknown[0])
+        mode = body.get("mode")
+        if mode not in ("inspire", "format"):
+            raise ApiError(422, "mode: inspire (an idea → caption and lyrics) or format "
+                                "(tidy them)", field="mode")
+        caption, lyrics = body.get("caption") or "", body.get("lyrics") or ""
+        for name, value, cap in (("caption", caption, 2000), ("lyrics", lyrics, 20000)):
+            if not isinstance(value, str) or len(value) > cap:
+                raise ApiError(422, f"{name}: text of at most {cap} characters", field=name)
+        if not caption.strip():
+            raise ApiError(422, "caption: write the idea (inspire) or the caption (format)",
+                           field="caption")
+        model = await asyncio.to_thread(_helper_model, body.get("model"), _cfg())
+        from ..engine.client import EngineError
+        from .runner import PlanError
+        try:
+            return {"mode": mode, "model": model,
+                    **await n.runner.lm(mode, caption, lyrics, model)}
+        except (EngineError, PlanError) as exc:
+            raise ApiError(502, f"the language model could not help: {exc}",
+                           "engine_failed") from None
+
     @app.post("/v1/understand", openapi_extra=_json_body(UNDERSTAND_SCHEMA),
               responses=ERRORS)
     async def understand(request: Request):
@@ -750,15 +803,7 @@ def _routes(app: FastAPI) -> None:
             ref = check_ref("source", body["source"])
         except RequestError as exc:
             raise ApiError(422, str(exc), field=exc.field) from None
-        cfg = _cfg()
-        model = body.get("model")
-        if model is not None and (not isinstance(model, str) or not model.strip()):
-            raise ApiError(422, "model: must be a model name", field="model")
-        if model is None:
-            model = cfg.get("models.default")
-            if not installed_names(acestep_only=True):
-                model = SKETCH
-        await asyncio.to_thread(check_model, model)
+        model = await asyncio.to_thread(_helper_model, body.get("model"), _cfg())
         await asyncio.to_thread(check_sources, {"source": ref}, n.queue.songs)
         from ..engine.client import EngineError
         from .runner import PlanError

@@ -419,17 +419,33 @@ class Runner:
             parts.update(await asyncio.to_thread(src.parts, audio_name, latent_name))
         return parts or None
 
+    async def _engine_for(self, model: str):
+        """A running engine for ``model`` and its client (for jobs outside the song queue:
+        the engine runs them in turn with the songs)."""
+        cfg = _config()
+        plan = await self._plan({"model": model}, cfg)
+        sup = self._supervisor(plan)
+        await sup.ensure_running(bool(cfg.get("node.keep_loaded")))
+        self._record_engines()
+        return plan, self._client(plan.key, sup)
+
+    async def lm(self, mode: str, caption: str, lyrics: str, model: str) -> dict[str, Any]:
+        """The language model's help: ``inspire`` (a short idea → caption and lyrics) or
+        ``format`` (tidy the user's caption and lyrics); the first request it writes, in
+        the song request's names."""
+        plan, client = await self._engine_for(model)
+        body = {"caption": caption, "lyrics": lyrics, "lm_mode": mode}
+        if plan.files.get("lm"):
+            body["lm_model"] = plan.files["lm"]
+        found = await client.lm(body)
+        return understood_fields(found[0] if found else {})
+
     async def understand(self, ref: dict[str, Any], model: str) -> dict[str, Any]:
         """What the engine of ``model`` hears in a take or an upload: caption, lyrics, bpm,
         key, time signature, duration and language (the engine's /understand)."""
         from . import sources as song_sources
-        cfg = _config()
-        plan = await self._plan({"model": model}, cfg)
         source = await asyncio.to_thread(song_sources.resolve, "source", ref, self.queue.songs)
-        sup = self._supervisor(plan)
-        await sup.ensure_running(bool(cfg.get("node.keep_loaded")))
-        self._record_engines()
-        client = self._client(plan.key, sup)
+        _plan, client = await self._engine_for(model)
         parts = await asyncio.to_thread(source.parts, "audio", "src_latents")
         heard, latent = await client.understand(parts)
         if latent is not None and source.latent is None and "upload" in ref:

@@ -14,6 +14,8 @@ from .. import song_request
 from ..song_request import INSTRUMENTAL, RequestError
 
 SKETCH_MODEL = "sketch"
+ADVANCED_TEXT = ("steps", "guidance", "shift", "solver", "lm_temperature", "lm_cfg",
+                 "lm_top_p", "lm_top_k", "adapter", "adapter_scale")
 LYRICS_HINT = ("[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
                "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]")
 KEYS = tuple(f"{n} {m}" for m in ("major", "minor")
@@ -44,6 +46,19 @@ class ComposeForm:
     faithful: bool = False
     reference: dict[str, Any] | None = None
     reference_name: str = ""
+    # Advanced: "" is auto (the engine's default for the model)
+    steps: str = ""
+    guidance: str = ""
+    shift: str = ""
+    solver: str = ""
+    lm_temperature: str = ""
+    lm_cfg: str = ""
+    lm_top_p: str = ""
+    lm_top_k: str = ""
+    lm_negative_prompt: str = ""
+    lock_caption: bool = False
+    adapter: str = ""
+    adapter_scale: str = ""
 
     def request(self) -> dict[str, Any]:
         """The JSON body for ``POST /v1/songs`` (auto fields left out)."""
@@ -65,7 +80,22 @@ class ComposeForm:
                 body["faithful"] = True
         if self.reference:
             body["reference"] = self.reference
+        for name in ADVANCED_TEXT:
+            text = str(getattr(self, name)).strip()
+            if text and text.lower() != "auto":
+                body[name] = text
+        if self.lm_negative_prompt.strip():
+            body["lm_negative_prompt"] = self.lm_negative_prompt.strip()
+        if self.lock_caption:
+            body["lock_caption"] = True
         return body
+
+    @property
+    def advanced_set(self) -> int:
+        """How many advanced controls are not auto (shown on the folded section)."""
+        return sum(1 for n in ADVANCED_TEXT + ("lm_negative_prompt",)
+                   if str(getattr(self, n)).strip() and str(getattr(self, n)).lower() != "auto") \
+            + int(self.lock_caption)
 
     def problem(self) -> RequestError | None:
         """The first field the node would refuse, or None when Generate may go."""
@@ -146,6 +176,9 @@ class ComposeForm:
                    model=str(params.get("model") or SKETCH_MODEL),
                    format=str(params.get("format") or "wav24"),
                    takes=int(params.get("batch") or 1))
+        for name in ADVANCED_TEXT + ("lm_negative_prompt",):
+            setattr(form, name, text(name))
+        form.lock_caption = bool(params.get("lock_caption"))
         if isinstance(used_seed, int) and used_seed >= 0:
             form.seed, form.seed_locked = str(used_seed), True
         return form

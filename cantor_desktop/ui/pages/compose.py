@@ -34,6 +34,22 @@ LABELS = {"caption": "Caption", "lyrics": "Lyrics", "duration": "Duration", "bpm
           "key": "Key", "time_signature": "Time signature", "language": "Language",
           "seed": "Seed", "model": "Model", "format": "Format", "batch": "Takes"}
 BAD_FIELD = "border: 1px solid #c0392b; border-radius: 3px;"
+ADVANCED_ROWS = (
+    ("steps", "Steps", "Diffusion steps: turbo models use 8, SFT and base 50; more is slower"),
+    ("guidance", "Guidance", "How closely the audio follows the caption (ignored above 1 on "
+                             "turbo models)"),
+    ("shift", "Shift", "Where the steps spend their effort: turbo 3, others 1"),
+    ("solver", "Solver", "The sampler: euler (default), sde, dpm3m, stork4"),
+    ("lm_temperature", "LM temperature", "How adventurous the language model is (0.85)"),
+    ("lm_cfg", "LM CFG", "How closely the language model follows the caption (2.0)"),
+    ("lm_top_p", "LM top-p", "Nucleus sampling of the language model (0.9)"),
+    ("lm_top_k", "LM top-k", "Only the k likeliest tokens (0: off)"),
+    ("lm_negative_prompt", "Negative prompt", "What the language model should steer away from"),
+    ("lock_caption", "Lock my caption", "Keep the caption exactly as written"),
+)
+PRESETS = {"turbo": {"steps": 8, "guidance": 1.0, "shift": 3.0},
+           "sft": {"steps": 50, "guidance": 1.0, "shift": 1.0}}
+"""ace-server's own presets (its /props); the engine's defaults for its models."""
 DRAFT_SAVE_MS = 600
 
 
@@ -84,6 +100,14 @@ class ComposePage(QWidget):
         lyr_head.addStretch(1)
         self.instrumental = QCheckBox("Instrumental")
         self.instrumental.setToolTip("Sends [Instrumental]; your lyrics are kept for later")
+        self.inspire = QPushButton("Inspire me")
+        self.inspire.setToolTip("Write a caption and lyrics from the short idea in Caption "
+                                "(the language model; you edit the result)")
+        self.tidy = QPushButton("Tidy my lyrics")
+        self.tidy.setToolTip("The language model puts your caption and lyrics in the shape "
+                             "ACE-Step sings best (you edit the result)")
+        lyr_head.addWidget(self.inspire)
+        lyr_head.addWidget(self.tidy)
         lyr_head.addWidget(self.instrumental)
         left.addLayout(lyr_head)
         self.lyrics = QPlainTextEdit()
@@ -132,6 +156,46 @@ class ComposePage(QWidget):
         grid.addRow("Format", self.format)
         grid.addRow("Takes", self.takes)
 
+        # Advanced, folded away (and remembered so)
+        self.advanced_toggle = QPushButton("Advanced ▸")
+        self.advanced_toggle.setCheckable(True)
+        self.advanced_toggle.setFlat(True)
+        self.advanced_toggle.setStyleSheet("text-align: left;")
+        self.advanced = QGroupBox()
+        adv = QFormLayout(self.advanced)
+        self.adv_fields: dict[str, QWidget] = {}
+        for name, label, tip in ADVANCED_ROWS:
+            if name == "solver":
+                w = ComboBox()
+                w.addItem("auto", "")
+                for solver in song_request.SOLVERS:
+                    w.addItem(solver, solver)
+                w.currentIndexChanged.connect(self.check)
+            elif name == "lock_caption":
+                w = QCheckBox("the language model may not rewrite it")
+                w.toggled.connect(self.check)
+            else:
+                w = QLineEdit()
+                w.setPlaceholderText("auto" if name != "lm_negative_prompt" else "none")
+                w.textChanged.connect(self.check)
+            w.setToolTip(tip)
+            adv.addRow(label, w)
+            self.adv_fields[name] = w
+        self.preset = ComboBox()
+        self.preset.addItem("—", None)
+        for name, values in PRESETS.items():
+            self.preset.addItem(f"{name}: {values['steps']} steps, guidance "
+                                f"{values['guidance']:g}, shift {values['shift']:g}", name)
+        self.preset.setToolTip("The engine's own settings for turbo and SFT/base models")
+        self.preset.activated.connect(self._apply_preset)
+        adv.insertRow(0, "Preset", self.preset)
+        grid.addRow(self.advanced_toggle)
+        grid.addRow(self.advanced)
+        from .. import app_state
+        self.advanced_toggle.setChecked(bool(app_state.load().get("compose_advanced_open")))
+        self.advanced.setVisible(self.advanced_toggle.isChecked())
+        self.advanced_toggle.toggled.connect(self._fold)
+
         # what the song starts from: a cover of a song, a reference sound
         self._cover: tuple[dict, str] | None = None
         self._reference: tuple[dict, str] | None = None
@@ -176,6 +240,11 @@ class ComposePage(QWidget):
         self.generate.setDefault(True)
         self.generate.setMinimumWidth(140)
         action.addWidget(self.problem, 1)
+        self.cover_file = QPushButton("Cover this file")
+        self.cover_file.hide()
+        self._dropped: tuple[dict, str] | None = None
+        self.cover_file.clicked.connect(lambda: self._dropped and self.set_cover(*self._dropped))
+        action.addWidget(self.cover_file)
         action.addWidget(self.generate)
         outer.addLayout(action)
 
@@ -191,6 +260,7 @@ class ComposePage(QWidget):
             header.resizeSection(col, width)
         outer.addWidget(self.queue, 2)
 
+        self.adv_fields = getattr(self, "adv_fields", {})
         self.fields = {"caption": self.caption, "lyrics": self.lyrics,
                        "duration": self.duration, "bpm": self.bpm, "key": self.key,
                        "time_signature": self.time_signature, "language": self.language,
@@ -218,6 +288,9 @@ class ComposePage(QWidget):
             w.currentIndexChanged.connect(self.check)
         self.takes.valueChanged.connect(self.check)
         self.instrumental.toggled.connect(self._instrumental_toggled)
+        self.setAcceptDrops(True)
+        self.inspire.clicked.connect(lambda: self.ask_lm("inspire"))
+        self.tidy.clicked.connect(lambda: self.ask_lm("format"))
         self.seed_lock.toggled.connect(self._seed_lock_toggled)
         self.generate.clicked.connect(self.on_generate)
         link.song_updated.connect(self.show_song)
@@ -240,7 +313,8 @@ class ComposePage(QWidget):
             cover_name=self._cover[1] if self._cover else "",
             strength=self.strength.value() / 100, faithful=self.faithful.isChecked(),
             reference=self._reference[0] if self._reference else None,
-            reference_name=self._reference[1] if self._reference else "")
+            reference_name=self._reference[1] if self._reference else "",
+            **self._advanced_values())
 
     def set_form(self, form: ComposeForm) -> None:
         self.caption.setPlainText(form.caption)
@@ -262,12 +336,154 @@ class ComposePage(QWidget):
         self.model.setCurrentIndex(idx)
         self.format.setCurrentText(form.format)
         self.takes.setValue(form.takes)
+        for name, w in self.adv_fields.items():
+            value = getattr(form, name)
+            if isinstance(w, QCheckBox):
+                w.setChecked(bool(value))
+            elif isinstance(w, QComboBox):
+                w.setCurrentIndex(max(0, w.findData(value)))
+            else:
+                w.setText(str(value))
         self._cover = (form.cover_of, form.cover_name) if form.cover_of else None
         self._reference = (form.reference, form.reference_name) if form.reference else None
         self.strength.setValue(int(round(form.strength * 100)))
         self.faithful.setChecked(form.faithful)
         self._show_starting()
         self.check()
+
+    # -- advanced -----------------------------------------------------------------------------
+    def _advanced_values(self) -> dict:
+        out = {}
+        for name, w in getattr(self, "adv_fields", {}).items():
+            if isinstance(w, QCheckBox):
+                out[name] = w.isChecked()
+            elif isinstance(w, QComboBox):
+                out[name] = w.currentData() or ""
+            else:
+                out[name] = w.text()
+        return out
+
+    def _fold(self, open_: bool) -> None:
+        from .. import app_state
+        self.advanced.setVisible(open_)
+        self._advanced_title()
+        try:
+            app_state.remember("compose_advanced_open", open_)
+        except OSError:
+            pass
+
+    def _advanced_title(self) -> None:
+        count = self.form().advanced_set if hasattr(self, "adv_fields") else 0
+        arrow = "▾" if self.advanced_toggle.isChecked() else "▸"
+        self.advanced_toggle.setText(f"Advanced {arrow}" + (f"  ({count} set)" if count else ""))
+
+    def _apply_preset(self, _index: int) -> None:
+        values = PRESETS.get(self.preset.currentData() or "")
+        if values:
+            for name in ("steps", "guidance", "shift"):
+                self.adv_fields[name].setText(f"{values[name]:g}")
+
+    # -- the language model's helpers -----------------------------------------------------
+    def ask_lm(self, mode: str) -> None:
+        """Inspire me (``inspire``: a short idea → caption and lyrics) or Tidy my lyrics
+        (``format``): the node's language model fills the form for the musician to edit."""
+        form = self.form()
+        if not form.caption.strip() and mode == "inspire":
+            self.problem.setText("Inspire me: write a short idea in Caption first")
+            return
+        body = {"mode": mode, "caption": form.caption,
+                "lyrics": "" if form.instrumental else form.lyrics,
+                "model": form.model}
+        button = self.inspire if mode == "inspire" else self.tidy
+        button.setEnabled(False)
+        words = {"inspire": "Writing a song from your idea…", "format": "Tidying…"}[mode]
+        self.problem.setText(words)
+
+        def done(answer: dict) -> None:
+            button.setEnabled(True)
+            self.problem.setText("")
+            if answer.get("caption"):
+                self.caption.setPlainText(answer["caption"])
+            if answer.get("lyrics") and not song_request.is_instrumental(answer["lyrics"]):
+                self.instrumental.setChecked(False)
+                self.lyrics.setPlainText(answer["lyrics"])
+            for name, w in (("bpm", self.bpm), ("duration", self.duration)):
+                if answer.get(name) and not w.text().strip():
+                    w.setText(f"{answer[name]:g}")
+            if answer.get("key") and self.key.currentText() == "auto":
+                self.key.setCurrentText(answer["key"])
+            self.check()
+
+        def failed(text: str) -> None:
+            button.setEnabled(True)
+            self.problem.setText(f"The language model could not help: {text}")
+
+        self.link.tasks.start(f"lm:{mode}", self.link.client.lm(**body), on_done=done,
+                              on_error=failed)
+
+    # -- a dropped audio file: understood, then the form filled from it -----------------------
+    AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".aiff", ".aif", ".ogg")
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if self._dropped_audio(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        path = self._dropped_audio(event.mimeData())
+        if path:
+            event.acceptProposedAction()
+            self.fill_from_file(path)
+
+    def _dropped_audio(self, mime) -> str | None:
+        for url in mime.urls() if mime.hasUrls() else ():
+            if url.isLocalFile() and url.toLocalFile().lower().endswith(self.AUDIO_EXTENSIONS):
+                return url.toLocalFile()
+        return None
+
+    def fill_from_file(self, path: str) -> None:
+        """Send the file to the node, let its model read it (caption, lyrics, tempo, key,
+        time signature, length, language) and fill the form for the musician to edit."""
+        import os
+        name = os.path.basename(path)
+        self.problem.setText(f"Listening to {name}…")
+
+        async def understand():
+            upload = await self.link.client.upload(path)
+            heard = await self.link.client.understand({"upload": upload["id"]})
+            return upload, heard
+
+        def done(result) -> None:
+            upload, heard = result
+            self.heard_from = (upload, heard)
+            if heard.get("caption"):
+                self.caption.setPlainText(heard["caption"])
+            lyrics = heard.get("lyrics")
+            if lyrics and not song_request.is_instrumental(lyrics):
+                self.instrumental.setChecked(False)
+                self.lyrics.setPlainText(lyrics)
+            else:
+                self.instrumental.setChecked(True)
+            for key, widget in (("bpm", self.bpm), ("duration", self.duration)):
+                if heard.get(key):
+                    widget.setText(f"{heard[key]:g}")
+            if heard.get("key"):
+                self.key.setCurrentText(heard["key"])
+            if heard.get("time_signature"):
+                idx = self.time_signature.findData(str(heard["time_signature"]))
+                self.time_signature.setCurrentIndex(max(0, idx))
+            if heard.get("language"):
+                idx = self.language.findData(heard["language"])
+                self.language.setCurrentIndex(max(0, idx))
+            self.set_reference(None)
+            self.check()
+            self.problem.setText(f"Filled from {name}: edit it, or make a cover of the file "
+                                 f"(Cover this file)")
+            self._dropped = ({"upload": upload["id"]}, name)
+            self.cover_file.setVisible(True)
+
+        self.link.tasks.start("understand", understand(), on_done=done,
+                              on_error=lambda text: self.problem.setText(
+                                  f"Could not read {name}: {text}"))
 
     # -- covers and references --------------------------------------------------------------
     def set_cover(self, source: dict | None, name: str = "") -> None:
@@ -306,8 +522,9 @@ class ComposePage(QWidget):
         problems = self.form().problems()
         self.seed.setEnabled(self.seed_lock.isChecked())
         bad = {p.field for p in problems}
-        for name, widget in self.fields.items():
+        for name, widget in {**self.fields, **self.adv_fields}.items():
             widget.setStyleSheet(BAD_FIELD if name in bad else "")
+        self._advanced_title()
         if self._draft_timer is not None:
             self._draft_timer.start()
         if not problems:

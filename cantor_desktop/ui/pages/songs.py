@@ -427,6 +427,17 @@ class SongsPage(QWidget):
         name = row.song.name + (f" (take {row.take.n})" if len(row.song.takes) > 1 else "")
         return {"song": row.song.id, "take": row.take.n}, name
 
+    def render_again(self) -> None:
+        """Render the take again from its own audio codes (the language model's part kept):
+        another performance of the same song, with a new seed."""
+        row = self.current_row()
+        if row is None or row.take is None:
+            return
+        base = self._edit_base(row)
+        base.pop("source")
+        base.update(codes_from={"song": row.song.id, "take": row.take.n}, seed=-1)
+        self._submit_edit(base, "Rendering the same song again")
+
     def _cover_clicked(self) -> None:
         found = self._source_of_current()
         if found:
@@ -462,6 +473,7 @@ class SongsPage(QWidget):
             menu.addAction("Export…", self.export_selected)
             menu.addAction("Cover…", self._cover_clicked)
             menu.addAction("Use as reference", self._reference_clicked)
+            menu.addAction("Same song, new render", self.render_again)
         menu.addAction("Use these settings", self._reuse)
         menu.addSeparator()
         menu.addAction("Move to trash  (Delete)", self.trash_selected)
