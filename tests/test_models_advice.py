@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cantor_desktop.models import catalogue as cat
-from cantor_desktop.models.advice import (Machine, describe, family_sentence, quant_sentence,
-                                          recommend)
+from cantor_desktop.models.advice import (Machine, describe, family_sentence, family_words,
+                                          quant_sentence, recommend)
 
 GIB = 2**30
 ALL = [f.stem for f in cat.builtin().dits()]
@@ -61,6 +61,7 @@ def test_every_catalogue_model_is_explained():
     for entry in cat.builtin().dits():
         text = describe(entry.variant, entry.quant)
         assert family_sentence(entry.variant) and quant_sentence(entry.quant), entry.name
+        assert 0 < len(family_words(entry.variant)) <= 64, entry.variant   # fits a row
         assert text.count(".") >= 2, text
     assert "8 steps" in family_sentence("turbo") and "usual choice" in family_sentence("turbo")
     assert "50 steps" in family_sentence("sft") and "detail" in family_sentence("sft")

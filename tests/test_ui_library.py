@@ -282,7 +282,8 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     expected = recommend(Machine.from_system(link.system), [n for n in page.rows if n != "sketch"])
     assert page.recommended == expected
     row = page.rows[expected.name]
-    assert "★ recommended" in page.table.item(row, 0).text()
+    assert page.table.item(row, 0).text().startswith("★ ")
+    assert "Recommended for this machine" in page.table.item(row, 0).toolTip()
     assert page.table.item(row, 0).font().bold()
     assert expected.reason in page.advice_text.text() and page.advice.isVisibleTo(page)
     assert not page.table.isRowHidden(row)
@@ -298,7 +299,7 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     link.system = gpu
     link.system_loaded.emit(gpu)
     assert page.recommended.name == "acestep-v15-xl-turbo-Q8_0"
-    assert "★ recommended" in page.table.item(page.rows["acestep-v15-xl-turbo-Q8_0"], 0).text()
+    assert page.table.item(page.rows["acestep-v15-xl-turbo-Q8_0"], 0).text().startswith("★ ")
     assert "★" not in page.table.item(row, 0).text()
     # quantisations other than Q8_0 are folded away until asked for
     q4 = page.rows["acestep-v15-turbo-Q4_K_M"]

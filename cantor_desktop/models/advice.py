@@ -39,6 +39,12 @@ FAMILIES = {
                         "Turbo.",
 }
 XL = "XL, the 4B model: better quality, needs about twice the memory."
+SHORT = {"turbo": "8 steps, fastest — the usual choice", "sft": "50 steps, more detail",
+         "base": "for editing (stems, layers) · 50 steps",
+         "turbo-shift1": "a Turbo variant (shift 1) to try", "turbo-shift3":
+         "a Turbo variant (shift 3) to try", "turbo-continuous":
+         "a Turbo variant (any shift) to try"}
+"""The same, in a few words (a table row's second line)."""
 QUANTS = {
     "BF16": "BF16: full precision — the largest file, nothing lost.",
     "F16": "F16: full precision — the largest file, nothing lost.",
@@ -57,6 +63,16 @@ def family_sentence(variant: str | None) -> str:
         rest = FAMILIES.get(variant[3:], "")
         return f"{XL} {rest}".strip()
     return FAMILIES.get(variant, "")
+
+
+def family_words(variant: str | None) -> str:
+    """A few words on a DiT variant, for a row: "8 steps, fastest — the usual choice"."""
+    if not variant:
+        return ""
+    if variant.startswith("xl-"):
+        rest = SHORT.get(variant[3:], "")
+        return f"4B: better, 2× memory · {rest}" if rest else "4B: better, 2× memory"
+    return SHORT.get(variant, "")
 
 
 def quant_sentence(quant: str | None) -> str:

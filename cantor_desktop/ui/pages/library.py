@@ -8,13 +8,15 @@ and says the outcome of every action, failures included.
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ...models.advice import Machine, Recommendation, describe, family_sentence, recommend
+from ...models.advice import Machine, Recommendation, describe, family_words, recommend
 from ...models.events import PullEvent, PullStep
 from . import page_header
 from ..transfer import TransferMeter, human_bytes, human_duration
@@ -23,13 +25,14 @@ COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
 # Fixed column widths (Size … actions); the Model column takes the rest. Below WIDE_AT px of
 # table the narrow set hides Speed and Time left (the progress bar's tooltip has them) so the
 # action column stays in view and the model name keeps room.
-WIDE = ((1, 108), (2, 130), (3, 150), (4, 75), (5, 65), (6, 180))
-NARROW = ((1, 84), (2, 96), (3, 120), (4, 0), (5, 0), (6, 176))
+WIDE = ((1, 114), (2, 118), (3, 140), (4, 72), (5, 62), (6, 174))
+NARROW = ((1, 84), (2, 96), (3, 120), (4, 0), (5, 0), (6, 174))
 WIDE_AT = 880
 READY = "ready"
 DEFAULT_QUANT = "Q8_0"
 RED, AMBER = "color: #c0392b;", "color: #b45309;"
 STAR = "★"
+KINDS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
 
 
 def done_message(name: str, event: PullEvent) -> str:
@@ -42,7 +45,10 @@ def done_message(name: str, event: PullEvent) -> str:
 
 
 def failed_message(name: str, event: PullEvent) -> str:
-    text = f"Download of {name} failed: {event.message.rstrip('.')}."
+    """The page's line for a failed pull; addresses shortened to the file they name (the
+    row's tooltip keeps the node's whole message)."""
+    reason = re.sub(r"https?://\S+/([^/\s]+?):", r"\1:", event.message).rstrip(".")
+    text = f"Download of {name} failed: {reason}."
     if event.error_type == "NeedsToken":
         text += " Save a Hugging Face token below (it is kept on the node's machine), then Retry."
     return text
@@ -76,6 +82,8 @@ class LibraryPage(QWidget):
         self.failed: dict[str, str] = {}           # model → why its last pull failed
         self.paused: set[str] = set()
         self.recommended: Recommendation | None = None
+        self._kinds: dict[str, str] = {}           # file name → kind, from pull plans
+        self._received: dict[str, int] = {}        # model → bytes its running pull got
         self._models: dict[str, dict] = {}
         self._shown: dict[str, dict] = {}
         self._token_client = None
@@ -143,7 +151,8 @@ class LibraryPage(QWidget):
         tools.addWidget(QLabel("Hugging Face token"))
         self.hf_token = QLineEdit()
         self.hf_token.setEchoMode(QLineEdit.Password)
-        self.hf_token.setPlaceholderText("only for gated models (kept on the node's machine)")
+        self.hf_token.setPlaceholderText("for gated models only")
+        self.hf_token.setToolTip("Kept in the keyring of the node's machine; never shown again")
         self.hf_token.setMinimumWidth(240)
         self.hf_state = QLabel("")
         self.hf_state.setStyleSheet("color: #4b5563;")
@@ -226,20 +235,18 @@ class LibraryPage(QWidget):
         self.disk.setText(f"Models use {human_bytes(used)}{where}"
                           + (f" · {folder}" if folder else ""))
 
-    def _title(self, name: str, m: dict) -> str:
-        title = m.get("display_name") or name
-        if self.recommended is not None and self.recommended.name == name:
-            title += f"  {STAR} recommended"
-        return title
-
     def _fill_row(self, row: int, name: str, m: dict) -> None:
-        title = self._title(name, m)
-        about = ("Built in: makes real arrangements with no download — a sketch, not "
-                 "ACE-Step." if m.get("builtin") else family_sentence(m.get("variant")))
+        title = m.get("display_name") or name
+        marked = self.recommended is not None and self.recommended.name == name
+        if marked:
+            title = f"{STAR} {title}"
+        about = ("for trying things out: no download" if m.get("builtin")
+                 else family_words(m.get("variant")))
         item = QTableWidgetItem(f"{title}\n{about}" if about else title)
-        item.setToolTip("\n".join(x for x in (name, describe(m.get("variant"), m.get("quant"))
-                                              or about) if x))
-        if STAR in title:
+        item.setToolTip("\n".join(x for x in (
+            name, "Recommended for this machine." if marked else "",
+            describe(m.get("variant"), m.get("quant")) or about) if x))
+        if marked:
             font = QFont(item.font())
             font.setBold(True)
             item.setFont(font)
@@ -369,6 +376,7 @@ class LibraryPage(QWidget):
         self.failed.pop(name, None)
         self.paused.discard(name)
         self.pulling.add(name)
+        self._received[name] = 0
         self.link.pull(name)
         self._refresh_actions(name)
         self._update_advice()
@@ -421,6 +429,9 @@ class LibraryPage(QWidget):
             if row is not None:
                 self.table.item(row, 4).setText("")
                 self.table.item(row, 5).setText("")
+                if step is PullStep.FAILED and not self._received.get(name) \
+                        and not self._models.get(name, {}).get("size_bytes"):
+                    self.table.removeCellWidget(row, 3)      # nothing arrived: no bar
                 if step is PullStep.DONE and name in self._models:
                     self._models[name] = {**self._models[name], "state": READY}
             self._refresh_actions(name)
@@ -439,6 +450,7 @@ class LibraryPage(QWidget):
             state.setText("engine…")
             state.setToolTip(event.message)
         elif step is PullStep.PLAN:
+            self._kinds.update({f.get("name"): f.get("kind") for f in event.files})
             self._bar(row).setFormat(f"0 / {human_bytes(event.total)}")
         elif step in (PullStep.FILE_START, PullStep.PROGRESS, PullStep.FILE_DONE):
             self._progress(name, row, event)
@@ -447,6 +459,7 @@ class LibraryPage(QWidget):
         meter = self.meters.setdefault(name, TransferMeter())
         bar = self._bar(row)
         meter.add(event.received)
+        self._received[name] = event.received
         if event.total:
             bar.setValue(int(1000 * (event.fraction or 0)))
             bar.setFormat(f"{human_bytes(event.received)} / {human_bytes(event.total)}")
@@ -460,7 +473,8 @@ class LibraryPage(QWidget):
                    f"{human_bytes(event.file_total)} — {tip}")
             pct = (f" {int(100 * event.file_received / event.file_total)}%"
                    if event.file_total else "")
-            self.table.item(row, 2).setText(f"{event.file}{pct}")  # this file; the bar: all
+            what = KINDS.get(self._kinds.get(event.file, ""), event.file)
+            self.table.item(row, 2).setText(f"{what}{pct}")  # this file; the bar: all of them
             self.table.item(row, 2).setToolTip(tip)
         bar.setToolTip(tip)
 
@@ -509,8 +523,7 @@ class LibraryPage(QWidget):
         self.hf_state.setToolTip(status.get("note") or "")
         self.hf_remove.setEnabled(on and source == "keyring")
         self.hf_token.setPlaceholderText(
-            "a token is set on the node — type a new one to replace it" if on
-            else "only for gated models (kept on the node's machine)")
+            "type a new one to replace it" if on else "for gated models only")
 
     def _save_hf_token(self) -> None:
         token = self.hf_token.text().strip()
