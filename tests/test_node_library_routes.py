@@ -300,3 +300,18 @@ def test_the_nodes_catalogue_lists_the_xl_dits_the_hub_lists_with_their_sizes(ca
         assert models[stem]["display_name"].startswith("ACE-Step 1.5 XL")
         assert models[stem]["download_bytes"] > dit["size"]          # + its companions
     assert "acestep-v15-sft-Q8_0" not in models                     # the hub does not list it
+
+
+def test_a_path_is_taken_only_from_a_client_on_the_nodes_machine():
+    from starlette.requests import Request
+
+    from cantor_desktop.node.library_routes import _from_this_machine
+
+    def request(client: str, server: str) -> Request:
+        return Request({"type": "http", "client": (client, 5000), "server": (server, 7823),
+                        "headers": [], "method": "POST", "path": "/v1/models/import"})
+    assert _from_this_machine(request("127.0.0.1", "127.0.0.1"))
+    assert _from_this_machine(request("::1", "::1"))
+    assert _from_this_machine(request("192.168.1.20", "192.168.1.20"))   # its own address
+    assert not _from_this_machine(request("192.168.1.31", "192.168.1.20"))
+    assert not _from_this_machine(request("not-an-ip", "192.168.1.20"))

@@ -49,11 +49,15 @@ def _refused(exc: importer.ImportRefused) -> ApiError:
 
 
 def _from_this_machine(request: Request) -> bool:
+    """A loopback client, or one whose address is the one it reached the node on (the same
+    machine through its own network address)."""
     host = request.client.host if request.client else ""
+    server = (request.scope.get("server") or ("",))[0] or ""
     try:
-        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         return False
+    return ip.is_loopback or host == server
 
 
 @router.post("/v1/models/import", openapi_extra=_json_body(IMPORT_SCHEMA), responses=ERRORS)
