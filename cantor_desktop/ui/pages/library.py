@@ -9,6 +9,7 @@ and says the outcome of every action, failures included.
 from __future__ import annotations
 
 import re
+from html import escape
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
@@ -89,6 +90,7 @@ class LibraryPage(QWidget):
         self._token_client = None
         layout = QVBoxLayout(self)
         self.disk = QLabel()
+        self.disk.setTextFormat(Qt.PlainText)
         self.disk.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addLayout(page_header("Library", self.disk))
 
@@ -141,6 +143,7 @@ class LibraryPage(QWidget):
         layout.addLayout(under)
         self.message = QLabel()
         self.message.setWordWrap(True)
+        self.message.setTextFormat(Qt.PlainText)      # node messages are text, never markup
         layout.addWidget(self.message)
 
         tools = QHBoxLayout()
@@ -343,8 +346,8 @@ class LibraryPage(QWidget):
             self.details.clear()
             return
         text = describe(m.get("variant"), m.get("quant"))
-        self.details.setText(f"<b>{m.get('display_name') or name}</b> ({name}) — "
-                             f"{text or 'a model file you brought'}")
+        self.details.setText(f"<b>{escape(m.get('display_name') or name)}</b> "
+                             f"({escape(name)}) — {text or 'a model file you brought'}")
 
     # -- the recommendation ---------------------------------------------------------------
     def _update_advice(self, refill: bool = True) -> bool:
@@ -359,7 +362,7 @@ class LibraryPage(QWidget):
         m = self._models[rec.name]
         ready = m.get("state") == READY
         self.advice_text.setText(f"{STAR} <b>Recommended for this machine: "
-                                 f"{m.get('display_name') or rec.name}</b>"
+                                 f"{escape(m.get('display_name') or rec.name)}</b>"
                                  f"{' (downloaded)' if ready else ''} — {rec.reason}")
         self.advice_button.setVisible(not ready and rec.name not in self.pulling)
         to_get = int(m.get("download_bytes") or 0)
