@@ -296,10 +296,13 @@ class NodeClient:
                         on_progress(sent, total)
 
         timeout = httpx.Timeout(None, connect=5.0)
-        response = await self._request(
-            "POST", "/v1/models/upload", params={"name": name or path.name}, content=body(),
-            headers={"Content-Type": "application/octet-stream",
-                     "Content-Length": str(total)}, timeout=timeout)
+        # closed here, even when the node answers before reading it all (a refusal)
+        async with contextlib.aclosing(body()) as content:
+            response = await self._request(
+                "POST", "/v1/models/upload", params={"name": name or path.name},
+                content=content, timeout=timeout,
+                headers={"Content-Type": "application/octet-stream",
+                         "Content-Length": str(total)})
         return response.json()["imported"]
 
     async def hf_token(self) -> dict[str, Any]:
