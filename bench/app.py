@@ -203,10 +203,10 @@ def bench_stall(app, pull_mib: int) -> dict:
             gc_pauses.append(time.perf_counter() - gc_start[0])
     gc.callbacks.append(gc_watch)
     model = big.removesuffix(".gguf")
-    pulled: list[dict] = []
+    pulled: list = []                 # PullEvents
     marks: list[tuple[float, str]] = []
     shell.link.pull_event.connect(lambda n, e: (pulled.append(e), marks.append(
-        (time.perf_counter(), "pull " + str(e.get("type") or e.get("state"))))))
+        (time.perf_counter(), f"pull {e.type}"))))
     shell.link.song_updated.connect(lambda r: marks.append(
         (time.perf_counter(), f"song {r.state} {r.progress:.2f}")))
     t0 = time.perf_counter()
@@ -217,12 +217,11 @@ def bench_stall(app, pull_mib: int) -> dict:
                                                   "duration": 60, "model": "sketch"}))
     wait(fut.done, 30)
     song = fut.result()
-    wait(lambda: shell.link.songs[song.id].finished and any(
-        e.get("state") in ("done", "failed") for e in pulled), 600)
+    wait(lambda: shell.link.songs[song.id].finished and any(e.is_terminal for e in pulled), 600)
     timer.stop()
     gc.callbacks.remove(gc_watch)
     elapsed = time.perf_counter() - t0
-    end_state = next((e for e in pulled if e.get("state")), {})
+    final = next((e for e in pulled if e.is_terminal), None)
     if os.environ.get("CANTOR_BENCH_VERBOSE"):
         worst = sorted(range(2, len(gaps)), key=lambda i: gaps[i], reverse=True)[:6]
         for i in worst:
@@ -231,9 +230,11 @@ def bench_stall(app, pull_mib: int) -> dict:
             print(f"  gap {gaps[i] * 1000:.1f} ms at {end - t0:.2f} s: {near}")
     result = {"worst_ms": max(gaps[2:]) * 1000, "p99_ms": sorted(gaps)[int(len(gaps) * 0.99)] * 1000,
               "beats": len(gaps), "seconds": elapsed, "song": shell.link.songs[song.id].state,
-              "pull": end_state.get("state"), "pull_error": end_state.get("error"),
+              "pull": str(final.type) if final else None,
+              "pull_error": final.message if final is not None and final.type == "failed"
+              else None,
               "events": len(pulled),
-              "received_mib": max((e.get("received") or 0) for e in pulled) / 2**20 if pulled else 0,
+              "received_mib": max(e.received for e in pulled) / 2**20 if pulled else 0,
               "idle_worst_ms": idle, "idle_p99_ms": idle_p99,
               "gc_worst_ms": max(gc_pauses, default=0) * 1000}
     fut = asyncio.ensure_future(shell.link.shutdown())

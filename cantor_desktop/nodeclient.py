@@ -10,14 +10,17 @@ before its final event, so its HTTP response is closed by the task that opened i
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import httpx
 
 from . import access, config
+from .models.events import PullEvent
 from .song import FINAL_EVENTS, check_song_id, safe_file_name
 
 DEFAULT_TIMEOUT = 30.0
@@ -246,13 +249,71 @@ class NodeClient:
         """The library; ``all=True`` also lists catalogue models that can be pulled."""
         return await self._json("GET", "/v1/models", params={"all": "true"} if all else None)
 
-    def pull(self, name: str) -> AsyncIterator[tuple[str, Any]]:
-        """Progress of a model download; ends with ``done`` or ``error``."""
-        return self._stream("POST", "/v1/models/pull", json={"name": name},
-                            final=("done", "error"))
+    async def pull(self, name: str) -> AsyncIterator[PullEvent]:
+        """A model download's progress as :class:`PullEvent`; ends with ``done`` or
+        ``failed`` (the node's own failure, e.g. the hub refused)."""
+        stream = self._stream("POST", "/v1/models/pull", json={"name": name},
+                              final=("done", "error"))
+        async with contextlib.aclosing(stream) as events:
+            async for event, data in events:
+                try:
+                    yield PullEvent.from_sse(event, data, model=name)
+                except ValueError:
+                    continue            # a step a newer node knows and this client does not
 
     async def delete_model(self, name: str) -> dict[str, Any]:
         return await self._json("DELETE", f"/v1/models/{name}")
+
+    async def discard_parts(self, name: str) -> dict[str, Any]:
+        """Delete what a failed or stopped download left (``.part`` files):
+        ``{"name", "deleted", "freed_bytes"}``; NodeError 409 while it still downloads."""
+        return await self._json("DELETE", f"/v1/models/{name}/parts")
+
+    async def import_model(self, path: str | os.PathLike) -> dict[str, Any]:
+        """Adopt a .gguf file on the node's own machine (a node of this machine only)."""
+        return (await self._json("POST", "/v1/models/import",
+                                 json={"path": os.fspath(path)}))["imported"]
+
+    async def upload_model(self, path: str | os.PathLike, *, name: str | None = None,
+                           on_progress: Callable[[int, int], None] | None = None,
+                           chunk: int = 1 << 20) -> dict[str, Any]:
+        """Send a .gguf file to the node, which keeps it in its library folder (for a node
+        on another machine). ``on_progress(sent, total)`` after each chunk."""
+        import asyncio
+        path = Path(path)
+        total = path.stat().st_size
+
+        async def body():
+            sent = 0
+            with open(path, "rb") as fh:
+                while True:
+                    data = await asyncio.to_thread(fh.read, chunk)
+                    if not data:
+                        return
+                    sent += len(data)
+                    yield data
+                    if on_progress is not None:
+                        on_progress(sent, total)
+
+        timeout = httpx.Timeout(None, connect=5.0)
+        # closed here, even when the node answers before reading it all (a refusal)
+        async with contextlib.aclosing(body()) as content:
+            response = await self._request(
+                "POST", "/v1/models/upload", params={"name": name or path.name},
+                content=content, timeout=timeout,
+                headers={"Content-Type": "application/octet-stream",
+                         "Content-Length": str(total)})
+        return response.json()["imported"]
+
+    async def hf_token(self) -> dict[str, Any]:
+        """Whether the node's machine has a Hugging Face token (never the token itself)."""
+        return await self._json("GET", "/v1/hub/token")
+
+    async def set_hf_token(self, token: str) -> dict[str, Any]:
+        return await self._json("PUT", "/v1/hub/token", json={"token": token})
+
+    async def remove_hf_token(self) -> dict[str, Any]:
+        return await self._json("DELETE", "/v1/hub/token")
 
     # -- songs ---------------------------------------------------------------------------
 

@@ -92,3 +92,46 @@ def test_bad_endpoint_refused(monkeypatch):
     with pytest.raises(hub.HubError, match="HF_ENDPOINT"):
         hub.endpoint()
     assert json.loads(json.dumps(cat.builtin().to_json()))["files"]
+
+
+XL = ("acestep-v15-xl-turbo-Q8_0.gguf", "acestep-v15-xl-sft-Q8_0.gguf",
+      "acestep-v15-xl-base-Q8_0.gguf")
+
+
+def test_the_listing_catalogue_shows_what_the_hub_lists_and_asks_again_when_old(monkeypatch):
+    """XL DiTs appear where the hub lists them, with the hub's sizes; the tree is asked once
+    an hour, and a hub that does not answer is not asked again at every listing."""
+    monkeypatch.setattr(cat, "_failed_at", {})
+    with ModelHub() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.base_url)
+        tree = f"/api/models/{hub.repo}/tree/main"
+        for name in XL + ("acestep-v15-turbo-Q8_0.gguf",):
+            hub.add(name, 4096)
+            hub.advertise(name, size=5_310_000_000 if "xl" in name else 2_550_000_000)
+        first = asyncio.run(cat.fresh())
+        assert first.source == "hub"
+        assert {f.variant for f in first.dits()} == {"xl-turbo", "xl-sft", "xl-base", "turbo"}
+        assert all(first.get(n).size == 5_310_000_000 and not first.get(n).approximate
+                   for n in XL)
+        assert asyncio.run(cat.fresh()).source == "cache"              # young: not asked
+        assert len(hub.server.requests_for(tree)) == 1
+        assert asyncio.run(cat.fresh(max_age=0)).source == "hub"       # old: asked again
+        assert len(hub.server.requests_for(tree)) == 2
+        hub.server.fail(tree, 503, times=None)
+        for _ in range(3):
+            assert asyncio.run(cat.fresh(max_age=0)).source == "cache"
+        assert len(hub.server.requests_for(tree)) == 3                 # once, then left alone
+    # a hub without XL: the listing has none (nothing offered that cannot be pulled)
+    monkeypatch.setattr(cat, "_failed_at", {})
+    with ModelHub() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.base_url)
+        hub.add_set()
+        live = asyncio.run(cat.fresh(max_age=0))
+        assert live.source == "hub" and not [f for f in live.dits() if "xl" in f.variant]
+
+
+def test_the_builtin_xl_sizes_are_the_published_ones():
+    c = cat.builtin()
+    for name in XL:
+        assert c.get(name).size == 5_310_000_000, name
+        assert c.get(name.replace("Q8_0", "BF16")).size == 9_980_000_000, name

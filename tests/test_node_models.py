@@ -77,13 +77,13 @@ def test_pull_sing_on_the_exact_files_and_remove(cantor_home, tmp_path, hub):
 
     (pulled, pulled2, models, events, song, system, removed, after, unknown, builtin,
      bad_pull) = asyncio.run(main())
-    kinds = [e for e, _ in pulled]
+    kinds = [e.type for e in pulled]              # typed PullEvents, rebuilt by the client
     assert "plan" in kinds and "progress" in kinds and kinds[-1] == "done", kinds
-    assert kinds.count("done") == 1 and "error" not in kinds          # one terminal event
-    done = pulled[-1][1]
-    assert done["engine_ready"] is True and done["engine_error"] is None
-    assert done["backend"] == "cpu" and done["model"] == "acestep-v15-turbo-Q8_0"
-    assert pulled2[-1][0] == "done"
+    assert kinds.count("done") == 1 and "failed" not in kinds         # one terminal event
+    done = pulled[-1]
+    assert done.engine_ready is True and done.engine_error is None
+    assert done.backend == "cpu" and done.model == "acestep-v15-turbo-Q8_0"
+    assert pulled2[-1].type == "done"
     names = {m["name"]: m for m in models}
     assert names["acestep-v15-turbo-Q8_0"]["state"] == "ready"
     assert names["acestep-v15-sft-Q8_0"]["state"] == "ready"
@@ -168,11 +168,11 @@ def test_pull_through_the_node_without_an_engine_download_is_ready(cantor_home, 
         entry["url"] = builds.server.url("/builds/gone.tar.gz")       # not served: 404
         builds.publish()
         pulled, models = asyncio.run(main(builds))
-    kinds = [e for e, _ in pulled]
-    assert kinds[-1] == "done" and kinds.count("done") == 1 and "error" not in kinds, kinds
-    done = pulled[-1][1]
-    assert done["engine_ready"] is False
-    assert "could not fetch" in done["engine_error"]
-    assert done["message"].startswith("Model ready. No engine yet:")
+    kinds = [e.type for e in pulled]
+    assert kinds[-1] == "done" and kinds.count("done") == 1 and "failed" not in kinds, kinds
+    done = pulled[-1]
+    assert done.engine_ready is False
+    assert "could not fetch" in done.engine_error
+    assert done.message.startswith("Model ready. No engine yet:")
     names = {m["name"]: m for m in models}
     assert names["acestep-v15-turbo-Q8_0"]["state"] == "ready"

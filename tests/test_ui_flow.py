@@ -166,21 +166,21 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     timer.timeout.connect(beat)
     timer.start()
     rec = run(qloop, s.link.submit({"caption": "march, brass", "duration": 30, "model": "sketch"}))
-    events: list[dict] = []
+    events: list = []                   # PullEvents
     s.link.pull_event.connect(lambda name, e: events.append(e))
     library.pull("acestep-v15-turbo-Q8_0")
     s.window.show_page("Songs")
     def downloaded():
-        plan = next((e for e in events if e.get("type") == "plan"), None)
-        done = sum(1 for e in events if e.get("type") == "file_done")
-        return plan is not None and done == len(plan["files"]) and plan["total"] > 0
+        plan = next((e for e in events if e.type == "plan"), None)
+        done = sum(1 for e in events if e.type == "file_done")
+        return plan is not None and done == len(plan.files) and plan.total > 0
 
     run(qloop, until(lambda: s.link.songs[rec.id].state == "done" and downloaded(),
                      timeout=90, what="the song and the download"), timeout=100)
     timer.stop()
     gc.callbacks.remove(gc_watch)
-    plan = next(e for e in events if e.get("type") == "plan")
-    assert max(e.get("received") or 0 for e in events) == plan["total"] >= 24 * 1024 * 1024
+    plan = next(e for e in events if e.type == "plan")
+    assert max(e.received for e in events) == plan.total >= 24 * 1024 * 1024
     assert s.link.songs[rec.id].state == "done"
     worst = max(gaps[3:])
     assert worst < 0.050, (f"the loop stalled {worst * 1000:.1f} ms (longest GC pause "

@@ -1,12 +1,19 @@
-"""Library: the catalogue from a real node, a pull with live progress, pause and resume
-(the node's downloader carries on from the .part file), cancel, and the disk line."""
+"""Library against real nodes: the catalogue, a pull with live typed progress, pause and
+resume (the node's downloader carries on from the .part file), a failed download offering
+Retry, discarding partial files through the node, import by path (this home's node) and by
+upload (a node of another home), the Hugging Face token kept by the node, the model
+recommended for the node's machine."""
 
 from __future__ import annotations
+
+import base64
 
 import pytest
 
 from test_ui_helpers import node, qloop, run, until  # noqa: F401
 
+from cantor_desktop import gguf
+from cantor_desktop.models.events import PullEvent
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.library import LibraryPage
 
@@ -16,7 +23,13 @@ SIZE = 8 * 1024 * 1024
 
 
 @pytest.fixture
-def hub(monkeypatch):
+def small_lm(cantor_home):
+    """The hub's set has the 0.6B language model: the node picks that size (not by RAM)."""
+    (cantor_home / "node.toml").write_text('[models]\nlm = "0.6B"\n')
+
+
+@pytest.fixture
+def hub(monkeypatch, small_lm):
     from support.hub import ModelHub
     with ModelHub() as h:
         for name in h.add_set(size=SIZE):
@@ -25,52 +38,128 @@ def hub(monkeypatch):
         yield h
 
 
-def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node):
-    link = NodeLink(url=node.url, start_child=False)
+def _page(qtbot, qloop, url: str) -> tuple[NodeLink, LibraryPage]:
+    link = NodeLink(url=url, start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
     run(qloop, link._connect())
-    run(qloop, until(lambda: MODEL in page.rows, what="the catalogue"))
+    run(qloop, until(lambda: MODEL in page.rows or len(page.rows) > 1, what="the catalogue"))
+    return link, page
+
+
+def _buttons(page: LibraryPage, name: str) -> list[str]:
+    from PySide6.QtWidgets import QPushButton
+    cell = page.table.cellWidget(page.rows[name], 6)
+    return [b.text() for b in cell.findChildren(QPushButton)]
+
+
+def _click(page: LibraryPage, name: str, label: str) -> None:
+    from PySide6.QtWidgets import QPushButton
+    cell = page.table.cellWidget(page.rows[name], 6)
+    next(b for b in cell.findChildren(QPushButton) if b.text() == label).click()
+
+
+def _parts(home) -> list[str]:
+    folder = home / "models" / "acestep"
+    return sorted(p.name for p in folder.glob("*.part")) if folder.exists() else []
+
+
+def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_home):
+    link, page = _page(qtbot, qloop, node.url)
     row = page.rows[MODEL]
     assert "to get" in page.table.item(row, 1).text()
-    events: list[dict] = []
+    events: list[PullEvent] = []
     link.pull_event.connect(lambda name, e: events.append(e))
     page.pull(MODEL)
-    run(qloop, until(lambda: any(e.get("file") == DIT and (e.get("file_received") or 0) > SIZE // 4
-                                 for e in events), what="a quarter of the first file"))
+    assert _buttons(page, MODEL) == ["Pause", "Cancel"]
+    run(qloop, until(lambda: any(e.file == DIT and e.file_received > SIZE // 4 for e in events),
+                     what="a quarter of the first file"))
+    assert all(isinstance(e, PullEvent) for e in events)          # typed, node to page
+    assert [e.type for e in events][:2] == ["catalogue", "plan"]
     assert "MiB /" in page._bar(row).format() and page.table.item(row, 4).text().endswith("/s")
     page.pause(MODEL)
-    run(qloop, until(lambda: any(e.get("state") == "paused" for e in events), what="pause"))
-    run(qloop, until(lambda: page.table.item(row, 2).text() == "partial", what="partial state"))
-    assert page.table.cellWidget(row, 6).findChildren(type(page.hf_save))[0].text() == "Resume"
+    run(qloop, until(lambda: any(e.type == "paused" for e in events), what="pause"))
+    run(qloop, until(lambda: page.table.item(row, 2).text() == "paused", what="paused state"))
+    run(qloop, until(lambda: _buttons(page, MODEL) == ["Resume", "Discard"], what="Resume"))
+    assert _parts(cantor_home)
     before = len(hub.server.requests_for(hub.cdn_path(DIT)))
     events.clear()
-    page.pull(MODEL)  # resume: pulling again continues the .part file
-    run(qloop, until(lambda: sum(1 for e in events if e.get("type") == "file_done") >= 3,
-                     timeout=60, what="the files"), timeout=70)
+    _click(page, MODEL, "Resume")  # pulling again continues the .part file
+    run(qloop, until(lambda: any(e.type == "done" for e in events), timeout=60,
+                     what="the files"), timeout=70)
+    assert sum(e.type == "file_done" for e in events) == 4     # DiT, text encoder, VAE, LM
     ranges = [r.header("range") for r in hub.server.requests_for(hub.cdn_path(DIT))[before:]]
     assert any(r and r.startswith("bytes=") and r != "bytes=0-" for r in ranges), ranges
+    run(qloop, until(lambda: _buttons(page, MODEL) == ["Remove"], what="Remove"))
+    assert page.table.item(row, 2).text() == "ready"
+    run(qloop, link.shutdown())
+
+
+def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub, node,
+                                                              cantor_home):
+    hub.server.fail(hub.cdn_path(DIT), 404, times=1)           # the hub fails once
+    link, page = _page(qtbot, qloop, node.url)
+    events: list[PullEvent] = []
+    link.pull_event.connect(lambda name, e: events.append(e))
+    reloads: list[int] = []
+    link.models_loaded.connect(lambda _m: reloads.append(len(events)))
+    page.pull(MODEL)
+    run(qloop, until(lambda: any(e.type == "failed" for e in events), what="the failure"))
+    row = page.rows[MODEL]
+    assert page.table.item(row, 2).text() == "failed"
+    assert "HTTP 404" in page.table.item(row, 2).toolTip()
+    assert _buttons(page, MODEL) == ["Retry"]                  # no Pause, no Cancel
+    assert page.message.text().startswith(f"Download of {MODEL} failed") \
+        and "c0392b" in page.message.styleSheet()
+    run(qloop, until(lambda: any(n == len(events) for n in reloads), what="the list again"))
+    assert _buttons(page, MODEL) == ["Retry"]                  # still, after the list reloads
+    events.clear()
+    _click(page, MODEL, "Retry")
+    run(qloop, until(lambda: any(e.is_terminal for e in events), timeout=60, what="the retry"),
+        timeout=70)
+    assert events[-1].type == "done", events[-1]
+    run(qloop, until(lambda: _buttons(page, MODEL) == ["Remove"], what="Remove"))
+    assert not _parts(cantor_home)
+    run(qloop, link.shutdown())
+
+
+def test_discard_removes_the_partial_files_through_the_node(qtbot, qloop, hub, node,
+                                                            cantor_home):
+    link, page = _page(qtbot, qloop, node.url)
+    events: list[PullEvent] = []
+    link.pull_event.connect(lambda name, e: events.append(e))
+    page.pull(MODEL)
+    run(qloop, until(lambda: any(e.file_received > SIZE // 4 for e in events), what="bytes"))
+    _click(page, MODEL, "Cancel")          # stop, then delete what arrived
+    run(qloop, until(lambda: "partly downloaded file" in page.message.text(),
+                     what="the discard"), timeout=30)
+    assert not _parts(cantor_home)
+    assert (cantor_home / "models" / "acestep").exists()
+    run(qloop, until(lambda: _buttons(page, MODEL) == ["Download"], what="Download again"))
+    page.cancel(MODEL)                     # nothing left: it says so, nothing fails
+    run(qloop, until(lambda: "nothing partly downloaded" in page.message.text(),
+                     what="nothing to discard"))
     run(qloop, link.shutdown())
 
 
 def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qtbot, qloop):
-    """The node's final ``done`` event with engine_ready false: the row reads installed and
+    """The node's final ``done`` event with engine_ready false: the row reads ready and
     the page says what is missing and where to go next."""
     from cantor_desktop.ui.pages.library import done_message
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
-    page.set_models([{"name": MODEL, "state": "available", "size": SIZE}])
-    event = {"state": "done", "engine_ready": False,
-             "engine_error": "no backend runs on this machine."}
+    page.set_models([{"name": MODEL, "state": "not downloaded", "size_bytes": 0,
+                      "download_bytes": SIZE, "variant": "turbo", "quant": "Q8_0"}])
+    event = PullEvent("done", MODEL, engine_ready=False,
+                      engine_error="no backend runs on this machine.")
     page.on_pull_event(MODEL, event)
-    assert page.table.item(page.rows[MODEL], 2).text() == "installed"
+    assert page.table.item(page.rows[MODEL], 2).text() == "ready"
     assert page.message.text() == done_message(MODEL, event)
-    text = done_message(MODEL, {"state": "done", "engine_ready": False,
-                                "engine_error": "no backend runs on this machine."})
-    assert text == (f"{MODEL}: Model ready. No engine yet: no backend runs on this machine "
-                    "— Hardware & Backends → Find the best backend")
-    assert done_message(MODEL, {"state": "done", "engine_ready": True}).endswith("ready.")
+    assert done_message(MODEL, event) == (
+        f"{MODEL}: Model ready. No engine yet: no backend runs on this machine "
+        "— Hardware & Backends → Find the best backend")
+    assert done_message(MODEL, PullEvent("done", MODEL, engine_ready=True)).endswith("ready.")
 
 
 @pytest.mark.parametrize("width", [680, 1000])
@@ -80,9 +169,9 @@ def test_the_action_column_stays_in_view_and_long_names_elide(qtbot, qloop, widt
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
-    page.set_models([{"name": f"{MODEL}-with-a-very-long-suffix-{i}", "state": "available",
-                      "size": SIZE, "display_name": "ACE-Step 1.5 Turbo, a long title"}
-                     for i in range(3)])
+    page.set_models([{"name": f"{MODEL}-with-a-very-long-suffix-{i}", "state": "partial",
+                      "size_bytes": SIZE, "download_bytes": SIZE,
+                      "display_name": "ACE-Step 1.5 Turbo, a long title"} for i in range(3)])
     page.resize(width, 500)
     page.show()
     qtbot.waitExposed(page)
@@ -94,3 +183,127 @@ def test_the_action_column_stays_in_view_and_long_names_elide(qtbot, qloop, widt
     assert table.textElideMode() == Qt.ElideRight and not table.wordWrap()
     assert h.isSectionHidden(4) == (table.width() < 880)  # Speed hidden only when narrow
     assert table.item(0, 0).toolTip().startswith(f"{MODEL}-with-a-very-long-suffix-0")
+    # both buttons of a stopped download fit in the action column
+    cell = table.cellWidget(0, 6)
+    assert cell.sizeHint().width() <= h.sectionSize(6)
+
+
+def test_import_by_path_through_this_homes_node(qtbot, qloop, node, cantor_home, tmp_path):
+    dit = gguf.write_header_only(tmp_path / "my-dit.gguf", gguf.ARCH_DIT)
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF\x03")
+    link, page = _page(qtbot, qloop, node.url)
+    assert not link.remote
+    page.import_files([str(dit), str(tmp_path / "broken.gguf")])
+    run(qloop, until(lambda: "my-dit" in page.rows, what="the imported model"))
+    run(qloop, until(lambda: page.message.text().startswith("Imported 1 of 2"), what="outcome"))
+    assert "broken.gguf: " in page.message.text() and "GGUF" in page.message.text()
+    registry = (cantor_home / "models" / "library.json").read_text()
+    assert str(dit) in registry                                  # adopted where it is
+    assert not (cantor_home / "models" / "acestep" / "my-dit.gguf").exists()
+    run(qloop, link.shutdown())
+
+
+def test_import_to_a_remote_node_uploads_into_its_models_folder(qtbot, qloop, cantor_home,
+                                                                tmp_path):
+    from cantor_desktop.secrets import set_secret
+    from cantor_desktop.ui.node_link import REMOTE_TOKEN
+    from support.hub import model_bytes
+    from test_node_library_routes import their_node
+
+    theirs = their_node(tmp_path)
+    run(qloop, theirs.start())
+    try:
+        set_secret(REMOTE_TOKEN, theirs.proc.token)
+        mine = tmp_path / "mine"
+        mine.mkdir()
+        (mine / DIT).write_bytes(model_bytes(DIT, 2 * 1024 * 1024))
+        (mine / "photo.gguf").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 5000)
+        link, page = _page(qtbot, qloop, theirs.url)
+        assert link.remote
+        page.import_files([str(mine / DIT), str(mine / "photo.gguf")])
+        run(qloop, until(lambda: page.message.text().startswith("Imported"), what="outcome"),
+            timeout=30)
+        text = page.message.text()
+        assert text.startswith("Imported 1 of 2 file(s) into the node's models folder"), text
+        assert "photo.gguf: " in text and "not a GGUF" in text
+        landed = theirs.home / "models" / "acestep" / DIT
+        assert landed.read_bytes() == (mine / DIT).read_bytes()
+        assert sorted(p.name for p in landed.parent.iterdir()) == [DIT]   # photo never sent
+        assert not (cantor_home / "models").exists() or \
+            not any(p.is_file() for p in (cantor_home / "models").rglob("*"))
+        assert "on the node's machine" in page.disk.text()
+        run(qloop, link.shutdown())
+    finally:
+        run(qloop, theirs.stop())
+
+
+def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(qtbot, qloop, cantor_home,
+                                                                  tmp_path):
+    from cantor_desktop import secrets
+    from cantor_desktop.ui.node_link import REMOTE_TOKEN
+    from test_node_library_routes import their_node
+
+    secret = "hf_" + "x7" * 20
+    theirs = their_node(tmp_path)
+    run(qloop, theirs.start())
+    try:
+        secrets.set_secret(REMOTE_TOKEN, theirs.proc.token)
+        link, page = _page(qtbot, qloop, theirs.url)
+        run(qloop, until(lambda: page.hf_state.text() == "not set", what="the token state"))
+        assert page.hf_token.text() == "" and not page.hf_remove.isEnabled()
+        page.hf_token.setText(secret)
+        page.hf_save.click()
+        run(qloop, until(lambda: page.hf_state.text() == "✓ set", what="saved"))
+        assert page.hf_token.text() == "" and page.hf_remove.isEnabled()
+        assert "node's machine" in page.message.text()
+        status = run(qloop, link.client.hf_token())
+        assert status == {"set": True, "source": "keyring", "note": ""}
+        assert secrets.get_secret(secrets.HF_TOKEN) is None      # not in this machine's keyring
+        stored = (tmp_path / "their-xdg" / "python_keyring" / "keyring_pass.cfg").read_text()
+        assert base64.b64encode(secret.encode()).decode() in stored   # in the node's keyring
+        page.hf_remove.click()
+        run(qloop, until(lambda: page.hf_state.text() == "not set", what="removed"))
+        page.hf_token.setText("bad token with spaces")
+        page.hf_save.click()
+        run(qloop, until(lambda: page.message.text().startswith("Token not saved"),
+                         what="the refusal"))
+        assert "c0392b" in page.message.styleSheet()
+        run(qloop, link.shutdown())
+    finally:
+        run(qloop, theirs.stop())
+
+
+def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, node):
+    """The node's /v1/system of this machine (no GPU here): Turbo Q8_0 is marked and the
+    banner says why; a machine with a large GPU moves the mark to XL Turbo."""
+    from cantor_desktop.models.advice import Machine, recommend
+    link, page = _page(qtbot, qloop, node.url)
+    run(qloop, until(lambda: link.system and page.recommended, what="the recommendation"))
+    expected = recommend(Machine.from_system(link.system), [n for n in page.rows if n != "sketch"])
+    assert page.recommended == expected
+    row = page.rows[expected.name]
+    assert page.table.item(row, 0).text().startswith("★ ")
+    assert "Recommended for this machine" in page.table.item(row, 0).toolTip()
+    assert page.table.item(row, 0).font().bold()
+    assert expected.reason in page.advice_text.text() and page.advice.isVisibleTo(page)
+    assert not page.table.isRowHidden(row)
+    others = [n for n in page.rows if n not in (expected.name, "sketch")]
+    assert all("★" not in page.table.item(page.rows[n], 0).text() for n in others)
+    # every row says what it is for
+    turbo = page.table.item(page.rows[MODEL], 0)
+    assert "8 steps" in turbo.text() and "Q8_0" in turbo.toolTip()
+    # a machine with a 24 GiB GPU (the same answer, another machine)
+    gpu = {**link.system, "hardware": {**link.system["hardware"], "gpus": [
+        {"name": "big", "vendor": "nvidia", "vram_mib": 24576}]},
+        "families": {"acestep": {"pinned": "cuda12", "default": "cuda12"}}}
+    link.system = gpu
+    link.system_loaded.emit(gpu)
+    assert page.recommended.name == "acestep-v15-xl-turbo-Q8_0"
+    assert page.table.item(page.rows["acestep-v15-xl-turbo-Q8_0"], 0).text().startswith("★ ")
+    assert "★" not in page.table.item(row, 0).text()
+    # quantisations other than Q8_0 are folded away until asked for
+    q4 = page.rows["acestep-v15-turbo-Q4_K_M"]
+    assert page.table.isRowHidden(q4)
+    page.every_quant.setChecked(True)
+    assert not page.table.isRowHidden(q4)
+    run(qloop, link.shutdown())

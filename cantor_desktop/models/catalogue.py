@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -273,3 +274,31 @@ async def refresh(*, timeout: float = hub.TREE_TIMEOUT) -> Catalogue:
     doc["sizes_approximate"] = False
     config.write_atomic(cache_file(), (json.dumps(doc, indent=1) + "\n").encode("utf-8"))
     return live
+
+
+REFRESH_EVERY_S = 3600.0
+RETRY_AFTER_S = 600.0
+_failed_at: dict[str, float] = {}      # endpoint → when asking it last failed (monotonic)
+
+
+async def fresh(*, max_age: float = REFRESH_EVERY_S, timeout: float = 3.0) -> Catalogue:
+    """The catalogue to list what can be pulled: the saved live tree while it is younger
+    than ``max_age``, else the hub is asked again (briefly; a hub that did not answer is
+    not asked again for :data:`RETRY_AFTER_S`), so the models the hub lists — the XL DiTs
+    among them — show with their real sizes."""
+    endpoint = _endpoint_or_none()
+    saved = cached()
+    if saved is not None:
+        try:
+            if time.time() - cache_file().stat().st_mtime < max_age:
+                return saved
+        except OSError:
+            pass
+    if endpoint is None or time.monotonic() - _failed_at.get(endpoint, -RETRY_AFTER_S) \
+            < RETRY_AFTER_S:
+        return load()
+    _failed_at[endpoint] = time.monotonic()
+    found = await refresh(timeout=timeout)
+    if found.source == "hub":
+        _failed_at.pop(endpoint, None)
+    return found

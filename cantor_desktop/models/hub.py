@@ -46,6 +46,37 @@ def token() -> str | None:
         return None
 
 
+TOKEN_SHAPE = re.compile(r"[\x21-\x7e]{8,512}")
+"""What a Hugging Face token looks like here: 8 to 512 printable characters, no spaces."""
+
+
+def token_status() -> dict:
+    """Whether a token is set (never the token): ``{"set", "source", "note"}``; ``source`` is
+    "environment" (HF_TOKEN, which wins), "keyring" or None."""
+    if os.environ.get(TOKEN_ENV, "").strip():
+        return {"set": True, "source": "environment",
+                "note": f"{TOKEN_ENV} is set in the node's environment; it wins over the keyring"}
+    try:
+        stored = secrets.get_secret(secrets.HF_TOKEN) is not None
+    except secrets.NoKeyringError as exc:
+        return {"set": False, "source": None, "note": str(exc)}
+    return {"set": stored, "source": "keyring" if stored else None, "note": ""}
+
+
+def store_token(value: str) -> None:
+    """Keep ``value`` as the token in this machine's keyring. ValueError when it does not
+    look like a token; secrets.NoKeyringError when no keyring can hold it."""
+    if not isinstance(value, str) or not TOKEN_SHAPE.fullmatch(value.strip()):
+        raise ValueError("token: a Hugging Face token is 8 to 512 printable characters "
+                         "without spaces (hf_…)")
+    secrets.set_secret(secrets.HF_TOKEN, value.strip())
+
+
+def forget_token() -> bool:
+    """Remove the keyring's token; True when there was one."""
+    return secrets.delete_secret(secrets.HF_TOKEN)
+
+
 def auth_headers() -> dict[str, str]:
     tok = token()
     return {"Authorization": f"Bearer {tok}"} if tok else {}

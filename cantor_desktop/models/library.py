@@ -597,6 +597,35 @@ def remove(name: str) -> RemoveResult:
     return result
 
 
+def remove_parts(name: str, *, companions: bool = True) -> RemoveResult:
+    """Delete the ``.part`` files a download of ``name`` left in the library folder (one that
+    failed or was stopped), never a complete file. ``companions`` False keeps the partial
+    companions (text encoder, VAE, LM), which another model's download may be writing.
+
+    Raises UnknownModel, or LibraryError for the built-in sketch and imported models (they
+    are never downloaded)."""
+    model = find(name)
+    if model.builtin:
+        raise LibraryError("the sketch engine is built in: nothing is downloaded for it")
+    if model.imported:
+        raise LibraryError(f"{model.name} was imported from {model.folder}; it has no "
+                           f"partial downloads")
+    result = RemoveResult(name=model.name)
+    folder = family_dir()
+    for f in model.files:
+        if f.kind != "dit" and not companions:
+            continue
+        part = part_path(folder / f.name)
+        try:
+            size = part.stat().st_size
+            part.unlink()
+        except FileNotFoundError:
+            continue
+        result.deleted.append(str(part))
+        result.freed_bytes += size
+    return result
+
+
 # --------------------------------------------------------------------------- import
 
 @dataclass

@@ -7,14 +7,14 @@ the total still to download (minus what ``.part`` files already hold) is checked
 free disk space. Cancelling (Ctrl-C, the app's Cancel) keeps the ``.part`` files: the next
 pull resumes them.
 
-Progress goes to ``on_event(PullEvent)``; the same events feed the CLI's progress lines,
-the node's SSE stream and the app's Library page.
+Progress goes to ``on_event(PullEvent)`` (:mod:`.events`); the same events feed the CLI's
+progress lines, the node's SSE stream and the app's Library page.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any, Callable
 
 from filelock import FileLock, Timeout
@@ -24,6 +24,7 @@ from ..paths import paths
 from . import catalogue as cat
 from . import hub, library
 from .catalogue import FAMILY, SKETCH, UnknownModel
+from .events import PullEvent
 from .library import LibraryError, ModelFiles
 
 TOKEN_MESSAGE = ("This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN")
@@ -41,49 +42,8 @@ class BadModelName(PullError, ValueError):
     """Unknown model or language model size (bad input: CLI exit 2, HTTP 400)."""
 
 
-@dataclass
-class PullEvent:
-    """One step of a pull.
-
-    ``type``:
-    - ``catalogue``: asking the hub for the file list (``message``)
-    - ``plan``: what will be downloaded: ``files`` [{name, kind, size, to_get, state}],
-      ``total`` (bytes still to get), ``approximate`` (sizes from the built-in copy)
-    - ``file_start`` / ``progress`` / ``file_done``: ``file``, ``file_received``,
-      ``file_total``, ``received`` (bytes of this pull so far), ``total``, ``speed`` (bytes/s),
-      ``eta`` (seconds left for the whole pull, None when unknown); ``file_done`` has
-      ``verified`` (False: no sha256 was known, only the size was checked)
-    - ``engine``: the engine step (``message``, ``engine`` = the backends event as a dict)
-    - ``done``: the model is ready (``message``), the only terminal event of a pull that
-      worked. ``engine_ready``: True with ``backend`` and ``version`` when an engine is
-      installed for it; False with ``engine_error`` (the reason) when the engine step failed
-      — the model is still complete and usable once an engine is installed (`cantor
-      backends --install`); None when the engine step was not asked for (``with_engine``
-      False)
-    """
-
-    type: str
-    model: str
-    message: str = ""
-    file: str | None = None
-    file_received: int = 0
-    file_total: int | None = None
-    received: int = 0
-    total: int = 0
-    speed: float = 0.0
-    eta: float | None = None
-    approximate: bool = False
-    verified: bool | None = None
-    files: list[dict] = field(default_factory=list)
-    engine: dict | None = None
-    engine_ready: bool | None = None
-    engine_error: str | None = None
-    backend: str | None = None
-    version: str | None = None
-
-    def to_dict(self) -> dict:
-        """JSON-able; ``event`` repeats ``type`` (the node's SSE event name)."""
-        return {"event": self.type, **asdict(self)}
+class PullRunning(PullError):
+    """The model is being downloaded right now (its files cannot be discarded yet)."""
 
 
 def _as_dict(event: Any) -> dict:
@@ -102,10 +62,44 @@ def _as_dict(event: Any) -> dict:
     return {"message": str(event)}
 
 
-def _lock_for(name: str) -> FileLock:
+def lock_for(name: str, timeout: float = 0) -> FileLock:
+    """The lock a pull of ``name`` holds while it writes that model's files (a second pull,
+    or removing its ``.part`` files, waits for it or is refused)."""
     folder = paths().locks_dir
     folder.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(folder / f"{name}.lock"), timeout=0)
+    return FileLock(str(folder / f"{name}.lock"), timeout=timeout)
+
+
+def discard(name: str, *, wait: float = 5.0) -> library.RemoveResult:
+    """Delete what a failed or stopped pull of ``name`` left (its ``.part`` files), never a
+    complete file. A pull of it that is still stopping is waited for up to ``wait`` seconds
+    (PullRunning after that); partial companions are kept while another model's pull runs,
+    since it may be writing them. Raises UnknownModel / LibraryError as
+    :func:`library.remove_parts` does."""
+    model = library.find(name)
+    lock = lock_for(model.name, timeout=wait)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise PullRunning(f"{model.name} is still downloading; pause it first") from None
+    try:
+        return library.remove_parts(model.name, companions=not _other_pulls(model.name))
+    finally:
+        lock.release()
+
+
+def _other_pulls(name: str) -> bool:
+    """Is a pull of another model running now (holding its lock)?"""
+    for path in sorted(paths().locks_dir.glob("*.lock")):
+        if path.stem == name:
+            continue
+        lock = FileLock(str(path), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return True
+        lock.release()
+    return False
 
 
 async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None,
@@ -162,7 +156,7 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
                            "state": f.state} for f in todo]))
 
     folder = library.family_dir()
-    lock = _lock_for(model_name)
+    lock = lock_for(model_name)
     try:
         lock.acquire()
     except Timeout:

@@ -587,6 +587,8 @@ SSE = {200: {"description": "Server-Sent Events", "content": {"text/event-stream
 
 
 def _routes(app: FastAPI) -> None:
+    from .library_routes import router as library_router   # import, upload, HF token
+    app.include_router(library_router)
 
     @app.get("/v1/health")
     async def health(request: Request):
@@ -622,7 +624,11 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/v1/models")
     async def models(all: bool = False):
-        """``?all=true`` also lists the catalogue models that are not downloaded."""
+        """``?all=true`` also lists the catalogue models that are not downloaded (the hub's
+        list, asked again when the saved one is old)."""
+        if all:
+            from ..models.catalogue import fresh
+            await fresh()
         return {"models": await asyncio.to_thread(library_models, all),
                 "default": _cfg().get("models.default")}
 
@@ -647,7 +653,7 @@ def _routes(app: FastAPI) -> None:
             log.info("download of %s started", name.strip())
             try:
                 result = await pull_model(name.strip(),
-                                          on_event=lambda ev: emit(*_event_json(ev)))
+                                          on_event=lambda ev: emit(str(ev.type), ev.to_json()))
             except asyncio.CancelledError:
                 log.info("download of %s stopped (its .part files are kept)", name.strip())
                 raise

@@ -65,7 +65,7 @@ class NodeLink(QObject):
     songs_loaded = Signal(list)       # [Song] newest first
     system_loaded = Signal(dict)
     models_loaded = Signal(list)
-    pull_event = Signal(str, dict)    # model name, progress event (or {"state": ...})
+    pull_event = Signal(str, object)  # model name, PullEvent (the node's, or paused/failed)
     backend_event = Signal(str, dict) # action key, event
     config_loaded = Signal(dict)      # the settings of a node that is not this home's
 
@@ -430,39 +430,99 @@ class NodeLink(QObject):
 
     # -- models ---------------------------------------------------------------------------
     def pull(self, name: str) -> None:
+        """Download a model on the node; every step goes out on ``pull_event`` as a
+        PullEvent, ending with ``done``, ``failed`` or ``paused``."""
+        from ..models.events import PullEvent
+
         async def pull():
+            ended = False
             try:
                 async with contextlib.aclosing(self.client.pull(name)) as stream:
-                    async for event, data in stream:
-                        data = data if isinstance(data, dict) else {"message": data}
-                        if event == "error":
-                            self.pull_event.emit(name, {"state": "failed",
-                                                        "error": data.get("message") or "failed"})
+                    async for event in stream:
+                        ended = event.is_terminal
+                        self.pull_event.emit(name, event)
+                        if ended:
                             return
-                        if event == "done":  # engine_ready / engine_error ride along
-                            self.pull_event.emit(name, {**data, "state": "done"})
-                            return
-                        self.pull_event.emit(name, {"event": event, **data})
-                self.pull_event.emit(name, {"state": "done"})
+                self.pull_event.emit(name, PullEvent.failed(
+                    name, "the node ended the download without finishing it"))
             except asyncio.CancelledError:
-                self.pull_event.emit(name, {"state": "paused"})
+                if not ended:
+                    self.pull_event.emit(name, PullEvent.paused(name))
                 raise
             except Exception as exc:
-                self.pull_event.emit(name, {"state": "failed", "error": describe_error(exc)})
-                raise
+                self.pull_event.emit(name, PullEvent.failed(name, describe_error(exc),
+                                                            type(exc).__name__))
             finally:
                 self.refresh_later("models")
+        if self.client is None:
+            self.pull_event.emit(name, PullEvent.failed(name, "the node is not running"))
+            return
         self.tasks.start(f"pull:{name}", pull())
 
     def pause_pull(self, name: str) -> None:
         """Stop the transfer; the .part files stay and pulling again resumes them."""
         self.tasks.cancel(f"pull:{name}")
 
-    def remove_model(self, name: str) -> None:
+    def discard_pull(self, name: str, on_done=None, on_error=None) -> None:
+        """Stop a pull and delete what it left on the node (its .part files);
+        ``on_done(answer)`` with what was deleted, ``on_error(text)`` with why not."""
+        self.pause_pull(name)
+
+        async def discard():
+            try:
+                return await self.client.discard_parts(name)
+            finally:
+                await self.refresh_models()
+        self._model_task(f"discard:{name}", discard(), on_done, on_error)
+
+    def remove_model(self, name: str, on_done=None, on_error=None) -> None:
         async def remove():
-            await self.client.delete_model(name)
-            await self.refresh_models()
-        self.tasks.start(f"remove:{name}", remove())
+            try:
+                return await self.client.delete_model(name)
+            finally:
+                await self.refresh_models()
+        self._model_task(f"remove:{name}", remove(), on_done, on_error)
+
+    def import_models(self, files: list[str], on_done=None, on_error=None,
+                      on_progress=None) -> None:
+        """Bring .gguf files to the node's library: this home's node adopts them where they
+        are; a remote node gets each file uploaded (checked here first, so a file that is
+        not a model is never sent). ``on_done([(path, answer or None, error or "")])``;
+        ``on_progress(path, sent, total)`` while uploading."""
+        remote = self.remote
+
+        async def one(path: str) -> dict:
+            if not remote:
+                return await self.client.import_model(path)
+            from ..models.importer import check_file
+            await asyncio.to_thread(check_file, path)
+            report = (lambda sent, total: on_progress(path, sent, total)) if on_progress \
+                else None
+            return await self.client.upload_model(path, on_progress=report)
+
+        async def run() -> list:
+            outcomes = []
+            try:
+                for path in files:
+                    try:
+                        outcomes.append((path, await one(path), ""))
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        from ..models.library import LibraryError
+                        why = str(exc) if isinstance(exc, LibraryError) else describe_error(exc)
+                        outcomes.append((path, None, why))
+            finally:
+                await self.refresh_models()
+            return outcomes
+        self._model_task("import", run(), on_done, on_error)
+
+    def _model_task(self, key: str, coro, on_done, on_error) -> None:
+        if self.client is None:
+            coro.close()
+            (on_error or self.error.emit)("the node is not running")
+            return
+        self.tasks.start(key, coro, on_done=on_done, on_error=on_error)
 
     # -- backends and settings ------------------------------------------------------------
     def backend_action(self, action: str, backend: str | None = None) -> str:

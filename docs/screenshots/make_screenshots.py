@@ -56,11 +56,19 @@ def main() -> int:
     app = QApplication(sys.argv)
     loop = new_loop(app, already_running=True)
     config.update({"node.port": free_port()})
+    config.update({"models.lm": "0.6B"})      # the language model the hub's set has
     hub = ModelHub()
-    hub.add_set(size=48 * 1024 * 1024)
+    pulled = hub.add_set(size=48 * 1024 * 1024)
+    from cantor_desktop.models import catalogue
+    for entry in catalogue.builtin().files.values():   # the hub lists the whole catalogue
+        if entry.name not in hub.files:
+            hub.add(entry.name, 4096)
+            hub.advertise(entry.name, size=entry.size)
     hub.__enter__()
-    for name in list(hub.files):
+    for name in pulled:
         hub.server.throttle(hub.cdn_path(name), 6 * 1024 * 1024)
+    failing = "acestep-v15-sft-Q8_0"               # a download that fails (Retry offered)
+    hub.server.fail(hub.cdn_path(f"{failing}.gguf"), 404, times=None)
     os.environ["HF_ENDPOINT"] = hub.base_url
 
     from cantor_desktop.ui.main import Shell
@@ -119,10 +127,15 @@ def main() -> int:
         if not rec.is_finished:
             shell.link.cancel_song(rec.id)
     w.show_page("Library")
+    lib = w.library
     name = "acestep-v15-turbo-Q8_0"
-    wait(lambda: name in w.library.rows, 20)
-    w.library.pull(name)
-    wait(lambda: " / " in w.library._bar(w.library.rows[name]).format(), 30)
+    wait(lambda: name in lib.rows and lib.recommended is not None, 20)
+    lib.table.selectRow(lib.rows[lib.recommended.name])
+    shot(w, "library-recommended")
+    lib.pull(failing)
+    wait(lambda: failing in lib.failed, 20)
+    lib.pull(name)
+    wait(lambda: " / " in lib._bar(lib.rows[name]).format(), 30)
     spin(1500)
     shot(w, "library-busy")
     w.show_page("Hardware & Backends")

@@ -1,15 +1,24 @@
-"""Library: the model catalogue with sizes and state, pulls with live progress, removal."""
+"""Library: the node's models with what each is for, the one suited to the node's machine,
+pulls with live progress (retry, pause, discard), removal, import and the Hugging Face token.
+
+Everything acts on the node (its files, its keyring), whether it runs here or elsewhere; the
+page reads the node's typed pull events (:class:`~cantor_desktop.models.events.PullEvent`)
+and says the outcome of every action, failures included.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import re
+from html import escape
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QMessageBox, QProgressBar, QPushButton, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (QCheckBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView,
+                               QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ...paths import paths
+from ...models.advice import Machine, Recommendation, describe, family_words, recommend
+from ...models.events import PullEvent, PullStep
 from . import page_header
 from ..transfer import TransferMeter, human_bytes, human_duration
 
@@ -17,75 +26,51 @@ COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
 # Fixed column widths (Size … actions); the Model column takes the rest. Below WIDE_AT px of
 # table the narrow set hides Speed and Time left (the progress bar's tooltip has them) so the
 # action column stays in view and the model name keeps room.
-WIDE = ((1, 108), (2, 150), (3, 150), (4, 75), (5, 65), (6, 165))
-NARROW = ((1, 92), (2, 104), (3, 150), (4, 0), (5, 0), (6, 130))
+WIDE = ((1, 114), (2, 118), (3, 140), (4, 72), (5, 62), (6, 174))
+NARROW = ((1, 84), (2, 96), (3, 120), (4, 0), (5, 0), (6, 174))
 WIDE_AT = 880
+READY = "ready"
+DEFAULT_QUANT = "Q8_0"
+RED, AMBER = "color: #c0392b;", "color: #b45309;"
+STAR = "★"
+KINDS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
 
 
-async def read_secret(name: str) -> str | None:
-    import asyncio
-
-    def read():
-        from ...secrets import get_secret
-        try:
-            return get_secret(name)
-        except Exception:
-            return None
-    return await asyncio.to_thread(read)
-
-
-async def write_secret(name: str, value: str) -> None:
-    """Store ``value`` in the OS keyring (an empty value deletes it), off the GUI thread."""
-    import asyncio
-
-    def write():
-        from ...secrets import delete_secret, set_secret
-        set_secret(name, value) if value else delete_secret(name)
-    await asyncio.to_thread(write)
-
-
-def save_secret_later(name: str, value: str, show: Callable[[str], None], what: str) -> None:
-    """Save a token from a page's button; ``show`` gets the outcome in words."""
-    import asyncio
-    try:
-        loop = asyncio.get_running_loop()  # qasync's loop counts as running all along
-    except RuntimeError:
-        show(f"{what} not saved: no event loop")
-        return
-    task = loop.create_task(write_secret(name, value))
-
-    def done(t) -> None:
-        if t.cancelled():
-            return
-        exc = t.exception()
-        show(f"{what} not saved: {exc}" if exc is not None
-             else f"{what} saved in the keyring" if value else f"{what} removed from the keyring")
-    task.add_done_callback(done)
-
-
-def done_message(name: str, event: dict) -> str:
+def done_message(name: str, event: PullEvent) -> str:
     """What a finished pull says: ready, or downloaded with the engine problem and what to do."""
-    if event.get("engine_ready") is False:
-        reason = (event.get("engine_error") or "the engine step failed").strip().rstrip(".")
+    if event.engine_ready is False:
+        reason = (event.engine_error or "the engine step failed").strip().rstrip(".")
         return (f"{name}: Model ready. No engine yet: {reason} — "
                 f"Hardware & Backends → Find the best backend")
     return f"{name} is downloaded and ready."
 
 
-def pull_numbers(event: dict) -> tuple[int | None, int | None, str | None, int | None, int | None]:
-    """(done, total, file, file_done, file_total) from a pull progress event, whatever its keys."""
-    def first(*names):
-        for n in names:
-            v = event.get(n)
-            if isinstance(v, (int, float)):
-                return int(v)
-        return None
-    done = first("total_done", "completed", "received", "done", "bytes_done")
-    total = first("total_bytes", "total", "size")
-    file = event.get("file") or event.get("path") or event.get("name_file")
-    fdone = first("file_done", "file_received", "file_completed")
-    ftotal = first("file_total", "file_size")
-    return done, total, file, fdone, ftotal
+def failed_message(name: str, event: PullEvent) -> str:
+    """The page's line for a failed pull; addresses shortened to the file they name (the
+    row's tooltip keeps the node's whole message)."""
+    reason = re.sub(r"https?://\S+/([^/\s]+?):", r"\1:", event.message).rstrip(".")
+    text = f"Download of {name} failed: {reason}."
+    if event.error_type == "NeedsToken":
+        text += " Save a Hugging Face token below (it is kept on the node's machine), then Retry."
+    return text
+
+
+def row_actions(state: str, *, builtin: bool, pulling: bool, failed: bool,
+                partial: bool) -> list[str]:
+    """The buttons a row offers, by what the model is doing (no Qt)."""
+    if builtin:
+        return []
+    if pulling:
+        return ["Pause", "Cancel"]
+    if failed:
+        return ["Retry", "Discard"] if partial else ["Retry"]
+    if state == READY:
+        return ["Remove"]
+    if state in ("partial", "paused"):
+        return ["Resume", "Discard"]
+    if state in ("corrupt", "missing companion"):
+        return ["Repair"]
+    return ["Download"]
 
 
 class LibraryPage(QWidget):
@@ -94,15 +79,43 @@ class LibraryPage(QWidget):
         self.link = link
         self.meters: dict[str, TransferMeter] = {}
         self.rows: dict[str, int] = {}
+        self.pulling: set[str] = set()              # models whose pull is running
+        self.failed: dict[str, str] = {}           # model → why its last pull failed
+        self.paused: set[str] = set()
+        self.recommended: Recommendation | None = None
+        self._kinds: dict[str, str] = {}           # file name → kind, from pull plans
+        self._received: dict[str, int] = {}        # model → bytes its running pull got
+        self._models: dict[str, dict] = {}
         self._shown: dict[str, dict] = {}
+        self._token_client = None
         layout = QVBoxLayout(self)
         self.disk = QLabel()
+        self.disk.setTextFormat(Qt.PlainText)
+        self.disk.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addLayout(page_header("Library", self.disk))
+
+        self.advice = QFrame()
+        self.advice.setObjectName("advice")
+        self.advice.setStyleSheet("#advice { background:#eef7ee; border:1px solid #bcdcbc; "
+                                  "border-radius:4px; }")
+        row = QHBoxLayout(self.advice)
+        row.setContentsMargins(10, 6, 10, 6)
+        self.advice_text = QLabel()
+        self.advice_text.setWordWrap(True)
+        row.addWidget(self.advice_text, 1)
+        self.advice_button = QPushButton("Download")
+        self.advice_button.clicked.connect(lambda: self.recommended and
+                                           self.pull(self.recommended.name))
+        row.addWidget(self.advice_button)
+        self.advice.hide()
+        layout.addWidget(self.advice)
+
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
+        self.table.setSelectionMode(QTableWidget.SingleSelection)
         self.table.setWordWrap(False)  # long names end in "…", the full name is the tooltip
         self.table.setTextElideMode(Qt.ElideRight)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
@@ -114,9 +127,23 @@ class LibraryPage(QWidget):
         self.narrow: bool | None = None
         self._fit_columns(self.table.width())
         self.table.installEventFilter(self)
+        self.table.itemSelectionChanged.connect(self._show_details)
         layout.addWidget(self.table, 1)
+
+        under = QHBoxLayout()
+        self.details = QLabel()
+        self.details.setWordWrap(True)
+        self.details.setStyleSheet("color: #4b5563;")
+        under.addWidget(self.details, 1)
+        self.every_quant = QCheckBox("Show every quantisation")
+        self.every_quant.setToolTip("Off: one size (Q8_0) of each model, plus the recommended "
+                                    "one and whatever is on the node already")
+        self.every_quant.toggled.connect(lambda _on: self._filter_rows())
+        under.addWidget(self.every_quant, 0, Qt.AlignTop)
+        layout.addLayout(under)
         self.message = QLabel()
         self.message.setWordWrap(True)
+        self.message.setTextFormat(Qt.PlainText)      # node messages are text, never markup
         layout.addWidget(self.message)
 
         tools = QHBoxLayout()
@@ -127,22 +154,26 @@ class LibraryPage(QWidget):
         tools.addWidget(QLabel("Hugging Face token"))
         self.hf_token = QLineEdit()
         self.hf_token.setEchoMode(QLineEdit.Password)
-        self.hf_token.setPlaceholderText("only for gated models (kept in the OS keyring)")
-        self.hf_token.setMinimumWidth(260)
+        self.hf_token.setPlaceholderText("for gated models only")
+        self.hf_token.setToolTip("Kept in the keyring of the node's machine; never shown again")
+        self.hf_token.setMinimumWidth(240)
+        self.hf_state = QLabel("")
+        self.hf_state.setStyleSheet("color: #4b5563;")
         self.hf_save = QPushButton("Save token")
         self.hf_save.clicked.connect(self._save_hf_token)
-        tools.addWidget(self.hf_token)
-        tools.addWidget(self.hf_save)
+        self.hf_remove = QPushButton("Remove")
+        self.hf_remove.clicked.connect(self._remove_hf_token)
+        self.hf_remove.setEnabled(False)
+        for w in (self.hf_token, self.hf_state, self.hf_save, self.hf_remove):
+            tools.addWidget(w)
         layout.addLayout(tools)
-        # the OS keyring can be slow (D-Bus): read it off the GUI thread
-        self.link.tasks.start("read:hf_token", read_secret("hf_token"),
-                              on_done=lambda v: self.hf_token.setText(v or ""),
-                              on_error=lambda _t: None)
 
         link.models_loaded.connect(self.set_models)
+        link.system_loaded.connect(lambda _s: self._update_advice())
         link.pull_event.connect(self.on_pull_event)
         self.set_models(link.models)
 
+    # -- layout ---------------------------------------------------------------------------
     def eventFilter(self, obj, event):  # noqa: N802 — fit the columns to the table's width
         if obj is self.table and event.type() == QEvent.Resize:
             self._fit_columns(event.size().width())
@@ -159,60 +190,89 @@ class LibraryPage(QWidget):
             if w:
                 h.resizeSection(col, w)
 
+    def _say(self, text: str, style: str = "") -> None:
+        self.message.setStyleSheet(style)
+        self.message.setText(text)
+
+    # -- the models -----------------------------------------------------------------------
     def set_models(self, models: list) -> None:
-        """Show the library; rows whose model did not change are left alone (no stall)."""
+        """Show the node's library; rows whose model did not change are left alone."""
         unique: dict[str, dict] = {}
         for m in models:
-            unique.setdefault(m.get("name", "?"), m)
+            unique.setdefault(m["name"], m)
+        self._models = unique
+        changed_advice = self._update_advice(refill=False)
         names = list(unique)
         if names != list(self.rows):
             self.table.setRowCount(0)
             self.rows.clear()
-            self._shown: dict[str, dict] = {}
+            self._shown = {}
             self.table.setRowCount(len(names))
             for row, name in enumerate(names):
                 self.rows[name] = row
                 self.table.setRowHeight(row, 44)
-        used = 0
+        elif changed_advice:
+            self._shown = {}
         for name, m in unique.items():
-            if not m.get("builtin"):
-                used += int(m.get("size_bytes") or m.get("size") or 0)
             if self._shown.get(name) != m:
                 self._fill_row(self.rows[name], name, m)
                 self._shown[name] = m
-        self.disk.setText(f"Models use {human_bytes(used)} · {paths().models_dir}")
+        self._filter_rows()
+        self._disk_line()
         waiting = "The catalogue shows here once the node answers (Start node, bottom right)."
         if not unique:
-            self.message.setText(waiting)
+            self._say(waiting)
         elif self.message.text() == waiting:
-            self.message.clear()
+            self._say("")
+        if self.link.client is not None and self._token_client is not self.link.client:
+            self._token_client = self.link.client
+            self._read_hf_token()
+
+    def _disk_line(self) -> None:
+        used = sum(int(m.get("size_bytes") or 0) for m in self._models.values()
+                   if not m.get("builtin"))
+        folder = next((m.get("folder") for m in self._models.values()
+                       if m.get("folder") and not m.get("builtin") and not m.get("imported")),
+                      None)
+        where = " on the node's machine" if self.link.remote else ""
+        self.disk.setText(f"Models use {human_bytes(used)}{where}"
+                          + (f" · {folder}" if folder else ""))
 
     def _fill_row(self, row: int, name: str, m: dict) -> None:
-        title = m.get("display_name") or m.get("description") or m.get("title") or ""
-        item = QTableWidgetItem(f"{name}\n{title}" if title and title != name else name)
-        item.setToolTip(f"{name}\n{title}" if title and title != name else name)
+        title = m.get("display_name") or name
+        marked = self.recommended is not None and self.recommended.name == name
+        if marked:
+            title = f"{STAR} {title}"
+        about = ("for trying things out: no download" if m.get("builtin")
+                 else family_words(m.get("variant")))
+        item = QTableWidgetItem(f"{title}\n{about}" if about else title)
+        item.setToolTip("\n".join(x for x in (
+            name, "Recommended for this machine." if marked else "",
+            describe(m.get("variant"), m.get("quant")) or about) if x))
+        if marked:
+            font = QFont(item.font())
+            font.setBold(True)
+            item.setFont(font)
         self.table.setItem(row, 0, item)
-        size = m.get("size_bytes") or m.get("size") or 0
-        to_get = m.get("download_bytes") or 0
-        state = m.get("state", "available")
+        state = m.get("state", "")
+        size, to_get = int(m.get("size_bytes") or 0), int(m.get("download_bytes") or 0)
         if m.get("builtin"):
             size_text = "built in"
-        elif state in ("installed", "ready"):
+        elif state == READY or not to_get:
             size_text = human_bytes(size)
         else:
-            size_text = f"{human_bytes(to_get)} to get" if to_get else human_bytes(size)
+            size_text = f"{human_bytes(to_get)} to get"
         self.table.setItem(row, 1, QTableWidgetItem(size_text))
-        self.table.setItem(row, 2, QTableWidgetItem(state.replace("_", " ")))
+        self.table.setItem(row, 2, QTableWidgetItem(""))
         self.table.removeCellWidget(row, 3)
-        if not m.get("builtin") and (size or self.link.tasks.running(f"pull:{name}")):
-            ready = state in ("installed", "ready")
+        if not m.get("builtin") and (size or name in self.pulling):
             bar = self._bar(row)
-            bar.setValue(1000 if ready else int(1000 * (size or 0) / max(1, (size or 0) + to_get)))
-            bar.setFormat("ready" if ready else f"{human_bytes(size)} of "
-                          f"{human_bytes((size or 0) + to_get)}")
+            bar.setValue(1000 if state == READY else int(1000 * size / max(1, size + to_get)))
+            bar.setFormat(READY if state == READY else
+                          f"{human_bytes(size)} of {human_bytes(size + to_get)}")
         self.table.setItem(row, 4, QTableWidgetItem(""))
         self.table.setItem(row, 5, QTableWidgetItem(""))
-        self.table.setCellWidget(row, 6, self._actions(name, m))
+        self._refresh_actions(name)
 
     def _bar(self, row: int) -> QProgressBar:
         """The row's progress bar, made when first needed (rows without one stay light)."""
@@ -223,56 +283,126 @@ class LibraryPage(QWidget):
             self.table.setCellWidget(row, 3, bar)
         return bar
 
-    def _actions(self, name: str, m: dict) -> QWidget:
+    def _state(self, name: str) -> str:
+        """What the row's State column says now."""
+        m = self._models.get(name, {})
+        if name in self.pulling:
+            return "downloading"
+        if name in self.failed:
+            return "failed"
+        state = m.get("state", "")
+        if state == "partial" and name in self.paused:
+            return "paused"
+        return state
+
+    def _refresh_actions(self, name: str) -> None:
+        row = self.rows.get(name)
+        if row is None:
+            return
+        m = self._models.get(name, {})
+        state = self._state(name)
+        cell = self.table.item(row, 2)
+        cell.setText("" if m.get("builtin") else state)
+        cell.setToolTip(self.failed.get(name, ""))
+        cell.setData(Qt.ForegroundRole, QColor("#c0392b") if state == "failed" else None)
+        buttons = row_actions(state, builtin=bool(m.get("builtin")),
+                              pulling=state == "downloading", failed=state == "failed",
+                              partial=int(m.get("size_bytes") or 0) > 0)
         w = QWidget()
-        row = QHBoxLayout(w)
-        row.setContentsMargins(2, 2, 2, 2)
+        box = QHBoxLayout(w)
+        box.setContentsMargins(2, 2, 2, 2)
         if m.get("builtin"):
-            row.addWidget(QLabel("always ready"))
-            return w
-        state = m.get("state", "available")
-        pulling = self.link.tasks.running(f"pull:{name}")
-        if state in ("installed", "ready"):
-            b = QPushButton("Remove")
-            b.clicked.connect(lambda: self.remove(name))
-            row.addWidget(b)
-        elif pulling:
-            p = QPushButton("Pause")
-            p.clicked.connect(lambda: self.pause(name))
-            c = QPushButton("Cancel")
-            c.clicked.connect(lambda: self.cancel(name))
-            row.addWidget(p)
-            row.addWidget(c)
-        else:
-            label = "Resume" if state in ("partial", "paused") else "Download"
-            if state in ("corrupt", "missing companion"):
-                label = "Repair"
+            box.addWidget(QLabel("always ready"))
+        handlers = {"Pause": self.pause, "Cancel": self.cancel, "Retry": self.pull,
+                    "Discard": self.cancel, "Remove": self.remove, "Resume": self.pull,
+                    "Repair": self.pull, "Download": self.pull}
+        tips = {"Discard": "delete the partly downloaded files on the node",
+                "Cancel": "stop and delete the partly downloaded files on the node",
+                "Pause": "stop; Resume carries on where it stopped",
+                "Retry": "try the download again (what arrived is kept)"}
+        for label in buttons:
             b = QPushButton(label)
-            b.clicked.connect(lambda: self.pull(name))
-            row.addWidget(b)
-        return w
+            b.setToolTip(tips.get(label, ""))
+            b.clicked.connect(lambda _c=False, f=handlers[label]: f(name))
+            box.addWidget(b)
+        self.table.setCellWidget(row, 6, w)
+
+    def _filter_rows(self) -> None:
+        every = self.every_quant.isChecked()
+        rec = self.recommended.name if self.recommended else None
+        for name, row in self.rows.items():
+            m = self._models.get(name, {})
+            keep = (every or m.get("builtin") or name == rec or name in self.failed
+                    or m.get("quant") in (None, DEFAULT_QUANT)
+                    or m.get("state") not in ("not downloaded", None)
+                    or name in self.pulling)
+            self.table.setRowHidden(row, not keep)
+
+    def _show_details(self) -> None:
+        rows = {i.row() for i in self.table.selectedItems()}
+        name = next((n for n, r in self.rows.items() if r in rows), None)
+        m = self._models.get(name or "", {})
+        if not m:
+            self.details.clear()
+            return
+        text = describe(m.get("variant"), m.get("quant"))
+        self.details.setText(f"<b>{escape(m.get('display_name') or name)}</b> "
+                             f"({escape(name)}) — {text or 'a model file you brought'}")
+
+    # -- the recommendation ---------------------------------------------------------------
+    def _update_advice(self, refill: bool = True) -> bool:
+        """Recompute the model suggested for the node's machine; True when it changed."""
+        names = [n for n, m in self._models.items() if not m.get("builtin")]
+        rec = recommend(Machine.from_system(self.link.system), names) if names else None
+        changed = rec != self.recommended
+        self.recommended = rec
+        if rec is None or rec.name not in self._models:
+            self.advice.hide()
+            return changed
+        m = self._models[rec.name]
+        ready = m.get("state") == READY
+        self.advice_text.setText(f"{STAR} <b>Recommended for this machine: "
+                                 f"{escape(m.get('display_name') or rec.name)}</b>"
+                                 f"{' (downloaded)' if ready else ''} — {rec.reason}")
+        self.advice_button.setVisible(not ready and rec.name not in self.pulling)
+        to_get = int(m.get("download_bytes") or 0)
+        self.advice_button.setText(f"Download ({human_bytes(to_get)})" if to_get else "Download")
+        self.advice.show()
+        if changed and refill:
+            self._shown = {}
+            self.set_models(list(self._models.values()))
+        return changed
 
     # -- actions --------------------------------------------------------------------------
     def pull(self, name: str) -> None:
         self.meters[name] = TransferMeter()
+        self.failed.pop(name, None)
+        self.paused.discard(name)
+        self.pulling.add(name)
+        self._received[name] = 0
         self.link.pull(name)
-        self._refresh_actions(name, "downloading")
+        self._refresh_actions(name)
+        self._update_advice()
 
     def pause(self, name: str) -> None:
+        self.paused.add(name)
         self.link.pause_pull(name)
-        self._refresh_actions(name, "paused")
+        self._refresh_actions(name)
 
     def cancel(self, name: str) -> None:
-        """Stop and forget: the pull stops; the partial files are removed by the node."""
-        self.link.pause_pull(name)
-        self.link.tasks.start(f"remove:{name}", self._discard(name))
+        """Stop (if running) and delete the partly downloaded files on the node."""
+        def done(answer: dict) -> None:
+            self.failed.pop(name, None)
+            self.paused.discard(name)
+            gone = answer.get("deleted") or []
+            self._say(f"{name}: deleted {len(gone)} partly downloaded file(s), "
+                      f"{human_bytes(answer.get('freed_bytes') or 0)}." if gone
+                      else f"{name}: nothing partly downloaded was left to delete.")
+            self._refresh_actions(name)
 
-    async def _discard(self, name: str) -> None:
-        try:
-            await self.link.client.delete_model(name)
-        except Exception:
-            pass
-        await self.link.refresh_models()
+        self.link.discard_pull(name, on_done=done, on_error=lambda text: self._say(
+            f"Could not delete the partial files of {name}: {text}", RED))
+        self._refresh_actions(name)
 
     def remove(self, name: str, confirm: bool = True) -> None:
         if confirm:
@@ -280,73 +410,149 @@ class LibraryPage(QWidget):
                                           f"Remove {name} and delete its files?")
             if answer != QMessageBox.Yes:
                 return
-        self.link.remove_model(name)
+        self.link.remove_model(
+            name, on_done=lambda _a: self._say(f"{name} removed."),
+            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED))
 
-    def _refresh_actions(self, name: str, state: str) -> None:
+    def on_pull_event(self, name: str, event: PullEvent) -> None:
         row = self.rows.get(name)
+        step = event.type
+        if event.is_terminal:
+            self.pulling.discard(name)
+            if step is PullStep.DONE:
+                self.failed.pop(name, None)
+                self._say(done_message(name, event),
+                          AMBER if event.engine_ready is False else "")
+            elif step is PullStep.FAILED:
+                self.failed[name] = event.message
+                self._say(failed_message(name, event), RED)
+            else:
+                self.paused.add(name)
+                self._say(f"{name}: paused. Resume carries on where it stopped.")
+            if row is not None:
+                self.table.item(row, 4).setText("")
+                self.table.item(row, 5).setText("")
+                if step is PullStep.FAILED and not self._received.get(name) \
+                        and not self._models.get(name, {}).get("size_bytes"):
+                    self.table.removeCellWidget(row, 3)      # nothing arrived: no bar
+                if step is PullStep.DONE and name in self._models:
+                    self._models[name] = {**self._models[name], "state": READY}
+            self._refresh_actions(name)
+            self._filter_rows()
+            self._update_advice()
+            return
+        if name not in self.pulling:       # a pull started elsewhere (the first-run banner)
+            self.pulling.add(name)
+            self._refresh_actions(name)
         if row is None:
             return
-        self.table.item(row, 2).setText(state)
-        self.table.setCellWidget(row, 6, self._actions(name, {"state": state}))
+        state = self.table.item(row, 2)
+        if step is PullStep.CATALOGUE:
+            state.setText("asking the hub…")
+        elif step is PullStep.ENGINE:
+            state.setText("engine…")
+            state.setToolTip(event.message)
+        elif step is PullStep.PLAN:
+            self._kinds.update({f.get("name"): f.get("kind") for f in event.files})
+            self._bar(row).setFormat(f"0 / {human_bytes(event.total)}")
+        elif step in (PullStep.FILE_START, PullStep.PROGRESS, PullStep.FILE_DONE):
+            self._progress(name, row, event)
 
-    def on_pull_event(self, name: str, event: dict) -> None:
-        row = self.rows.get(name)
-        if row is None:
-            return
-        state = event.get("state")
-        if state in ("done", "paused", "failed"):
-            self.table.item(row, 4).setText("")
-            self.table.item(row, 5).setText("")
-            if state == "failed":
-                self.message.setStyleSheet("color: #c0392b;")
-                self.message.setText(f"Download of {name} failed: {event.get('error')}")
-            elif state == "done":
-                self.message.setText(done_message(name, event))
-                self.message.setStyleSheet("color: #b45309;" if event.get("engine_ready") is False
-                                           else "")
-            self._refresh_actions(name, {"done": "installed", "paused": "paused",
-                                         "failed": "failed"}[state])
-            return
-        done, total, file, fdone, ftotal = pull_numbers(event)
+    def _progress(self, name: str, row: int, event: PullEvent) -> None:
         meter = self.meters.setdefault(name, TransferMeter())
         bar = self._bar(row)
-        if event.get("type") == "plan" and total is not None:
-            bar.setFormat(f"0 / {human_bytes(total)}")
-        elif done is not None:
-            meter.add(done)
-            if total:
-                bar.setValue(int(1000 * done / total))
-                bar.setFormat(f"{human_bytes(done)} / {human_bytes(total)}")
-            speed = event.get("speed") if isinstance(event.get("speed"), (int, float)) \
-                else meter.speed()
-            eta = event.get("eta") if isinstance(event.get("eta"), (int, float)) \
-                else meter.eta(total)
-            self.table.item(row, 4).setText(f"{human_bytes(speed)}/s")
-            self.table.item(row, 5).setText(human_duration(eta))
-            bar.setToolTip(f"{human_bytes(speed)}/s, {human_duration(eta)} left")
-        if file:
-            tip = f"{file}: {human_bytes(fdone)} / {human_bytes(ftotal)}" if fdone is not None else file
-            bar.setToolTip(tip)
-            pct = f" {int(100 * fdone / ftotal)}%" if fdone is not None and ftotal else ""
-            self.table.item(row, 2).setText(f"{file}{pct}")  # this file; the bar is the total
+        meter.add(event.received)
+        self._received[name] = event.received
+        if event.total:
+            bar.setValue(int(1000 * (event.fraction or 0)))
+            bar.setFormat(f"{human_bytes(event.received)} / {human_bytes(event.total)}")
+        speed = event.speed or meter.speed()
+        eta = event.eta if event.eta is not None else meter.eta(event.total)
+        self.table.item(row, 4).setText(f"{human_bytes(speed)}/s")
+        self.table.item(row, 5).setText(human_duration(eta))
+        tip = f"{human_bytes(speed)}/s, {human_duration(eta)} left"
+        if event.file:
+            tip = (f"{event.file}: {human_bytes(event.file_received)} / "
+                   f"{human_bytes(event.file_total)} — {tip}")
+            pct = (f" {int(100 * event.file_received / event.file_total)}%"
+                   if event.file_total else "")
+            what = KINDS.get(self._kinds.get(event.file, ""), event.file)
+            self.table.item(row, 2).setText(f"{what}{pct}")  # this file; the bar: all of them
             self.table.item(row, 2).setToolTip(tip)
+        bar.setToolTip(tip)
 
+    # -- import ---------------------------------------------------------------------------
     def import_gguf(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(self, "Import GGUF model files", "",
                                                 "GGUF models (*.gguf)")
         if files:
-            self.link.tasks.start("import", self._import(files),
-                                  on_error=lambda t: self.message.setText(f"Import failed: {t}"))
+            self.import_files(files)
 
-    async def _import(self, files: list[str]) -> None:
-        import asyncio
-        from ...models import library
-        for f in files:  # adopted in place: nothing is moved or copied
-            await asyncio.to_thread(library.import_path, f)
-        self.message.setText(f"Imported {len(files)} file(s)")
-        await self.link.refresh_models()
+    def import_files(self, files: list[str]) -> None:
+        """This home's node adopts the files where they are; a node elsewhere gets them
+        uploaded into its models folder."""
+        self._say(f"Sending {len(files)} file(s) to the node…" if self.link.remote
+                  else f"Importing {len(files)} file(s)…")
+        self.link.import_models(files, on_done=self._imported,
+                                on_error=lambda text: self._say(f"Import failed: {text}", RED),
+                                on_progress=self._upload_progress)
+
+    def _upload_progress(self, path: str, sent: int, total: int) -> None:
+        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        self._say(f"Sending {name} to the node: {human_bytes(sent)} of {human_bytes(total)}")
+
+    def _imported(self, outcomes: list) -> None:
+        good = [p for p, answer, _e in outcomes if answer is not None]
+        bad = [(p, e) for p, answer, e in outcomes if answer is None]
+        text = f"Imported {len(good)} of {len(outcomes)} file(s)"
+        if self.link.remote and good:
+            text += " into the node's models folder"
+        if bad:
+            text += ". Not imported: " + "; ".join(
+                f"{p.replace(chr(92), '/').rsplit('/', 1)[-1]}: {e}" for p, e in bad)
+        self._say(text + ".", RED if bad else "")
+
+    # -- the Hugging Face token (on the node's machine) -----------------------------------
+    def _read_hf_token(self) -> None:
+        self.link.tasks.start("hf_token", self.link.client.hf_token(),
+                              on_done=self._show_hf_token,
+                              on_error=lambda text: self.hf_state.setText("unknown"))
+
+    def _show_hf_token(self, status: dict) -> None:
+        on = bool(status.get("set"))
+        source = status.get("source")
+        self.hf_state.setText("✓ set" + (" (HF_TOKEN)" if source == "environment" else "")
+                              if on else "not set")
+        self.hf_state.setToolTip(status.get("note") or "")
+        self.hf_remove.setEnabled(on and source == "keyring")
+        self.hf_token.setPlaceholderText(
+            "type a new one to replace it" if on else "for gated models only")
 
     def _save_hf_token(self) -> None:
-        from ...secrets import HF_TOKEN
-        save_secret_later(HF_TOKEN, self.hf_token.text().strip(), self.message.setText,
-                          "Hugging Face token")
+        token = self.hf_token.text().strip()
+        if not token:
+            self._say("Type the token first (huggingface.co → Settings → Access Tokens).")
+            return
+        if self.link.client is None:
+            self._say("Token not saved: the node is not running.", RED)
+            return
+
+        def saved(status: dict) -> None:
+            self.hf_token.clear()
+            self._show_hf_token(status)
+            self._say("Hugging Face token saved on the node's machine (its keyring).")
+        self.link.tasks.start("hf_token", self.link.client.set_hf_token(token), on_done=saved,
+                              on_error=lambda text: self._say(f"Token not saved: {text}", RED))
+
+    def _remove_hf_token(self) -> None:
+        if self.link.client is None:
+            self._say("Token not removed: the node is not running.", RED)
+            return
+
+        def removed(status: dict) -> None:
+            self._show_hf_token(status)
+            self._say("Hugging Face token removed from the node's machine."
+                      if status.get("removed") else "No token was stored on the node.")
+        self.link.tasks.start("hf_token", self.link.client.remove_hf_token(), on_done=removed,
+                              on_error=lambda text: self._say(f"Token not removed: {text}",
+                                                              RED))

@@ -324,7 +324,7 @@ class SettingsPage(QWidget):
         import asyncio
 
         from ..node_link import REMOTE_TOKEN
-        from .library import read_secret
+        from ..secret_store import read_secret
         try:
             loop = asyncio.get_running_loop()  # qasync's loop counts as running all along
         except RuntimeError:  # no event loop (a bare widget in a test): leave the field
@@ -369,5 +369,5 @@ class SettingsPage(QWidget):
 
     def _save_token(self) -> None:
         from ..node_link import REMOTE_TOKEN
-        from .library import save_secret_later
+        from ..secret_store import save_secret_later
         save_secret_later(REMOTE_TOKEN, self.token.text().strip(), self.status.setText, "Token")
