@@ -49,9 +49,14 @@ class BodyRule:
         return path == self.path or (self.path.endswith("/") and path.startswith(self.path))
 
 
-BODY_RULES: list[BodyRule] = [
-    BodyRule("/v1/uploads", ("audio/*", "application/octet-stream"), 256 * 2**20),
-]
+def _body_rules() -> list[BodyRule]:
+    from ..models.importer import UPLOAD_CAP
+    from .uploads import CONTENT_TYPES, MAX_BYTES
+    return [BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
+            BodyRule("/v1/models/upload", ("application/octet-stream",), UPLOAD_CAP)]
+
+
+BODY_RULES: list[BodyRule] = _body_rules()
 """Endpoints that take something other than JSON (uploads) declare it here."""
 
 

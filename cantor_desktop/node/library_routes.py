@@ -25,13 +25,9 @@ from ..models import hub, importer
 from ..models.catalogue import SKETCH, UnknownModel
 from ..models.library import LibraryError
 from .api import ERRORS, ApiError, _json_body, json_body
-from .guard import BODY_RULES, BodyRule
 
 UPLOAD_PATH = "/v1/models/upload"
-UPLOAD_TYPE = "application/octet-stream"
-
-if not any(rule.path == UPLOAD_PATH for rule in BODY_RULES):
-    BODY_RULES.append(BodyRule(UPLOAD_PATH, (UPLOAD_TYPE,), importer.UPLOAD_CAP))
+UPLOAD_TYPE = "application/octet-stream"       # the guard's BODY_RULES says so, with its cap
 
 IMPORT_SCHEMA = {"type": "object", "required": ["path"], "additionalProperties": False,
                  "properties": {"path": {"type": "string", "minLength": 1,
