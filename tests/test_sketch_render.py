@@ -97,7 +97,7 @@ def test_bars_follow_time_signature_and_tempo(beats, bpm):
     assert len(p.chords) == len(p.degrees) == bars
     assert sum(s.bars for s in p.sections) == bars
     downbeats = {e.start for e in p.events}
-    assert all(int(i * song.bar_seconds * SR) in downbeats for i in range(bars))
+    assert all(round(i * song.bar_seconds * SR) in downbeats for i in range(bars))
     for part in ("drums", "bass"):
         starts = [e.start for e in p.events if e.part == part]
         assert starts, part

@@ -27,7 +27,7 @@ BRIDGE = {"major": [(5, 3, 0, 4), (3, 4, 5, 4), (1, 4, 0, 5)],
 PRE = {"major": [(5, 3, 1, 4), (3, 5, 3, 4), (1, 3, 5, 4)],
        "minor": [(3, 5, 6, 4), (5, 6, 3, 4), (5, 3, 5, 6)]}
 # where each instrument's melody sits: the MIDI note its tonic is placed at or above
-LEAD_LOW = {"piano": 62, "epiano": 62, "synth": 64, "strings": 62, "brass": 55, "flute": 70,
+LEAD_LOW = {"piano": 62, "epiano": 62, "synth": 64, "strings": 62, "brass": 58, "flute": 70,
             "bells": 72, "guitar": 57, "eguitar": 59, "organ": 60, "pad": 60, "arp": 64,
             "choir": 60}
 # melody register per section, in scale degrees above the verse
@@ -92,14 +92,17 @@ class Arranger:
     # ------------------------------------------------------------ helpers
 
     def at(self, bar: int, slot: float = 0.0) -> int:
-        return int((bar * self.bar_s + slot * self.half) * SR)
+        return round((bar * self.bar_s + slot * self.half) * SR)
 
     def length(self, slots: float, legato: float = 0.95) -> int:
         return max(64, int(slots * self.half * legato * SR))
 
     def add(self, start: int, part: str, key: tuple, gain: float = 1.0) -> None:
+        """An event; its gain scaled by how full its section is played (a chorus is
+        louder than a verse)."""
         if 0 <= start < self.total:
-            self.events.append(Event(start, part, key, gain))
+            bar = min(self.bars - 1, max(0, int(start / (self.bar_s * SR) + 1e-9)))
+            self.events.append(Event(start, part, key, gain * self.loudness[bar]))
 
     def pcs(self, degree: int) -> list[int]:
         """The pitch classes of the chord on a scale degree, root first."""
@@ -126,6 +129,10 @@ class Arranger:
         else:
             sections = form.generated(self.bars, song.seed)
         self.sections = sections
+        self.loudness = [1.0] * self.bars
+        for s in sections:
+            for b in range(s.start, min(s.end, self.bars)):
+                self.loudness[b] = 0.4 + 0.6 * s.energy
         self.degrees = self._progressions(sections)
         self.sung = {s.start for s in sections if any(
             s.start * self.bar_s - 1e-6 <= ln.start < s.end * self.bar_s for ln in lines)}
@@ -184,10 +191,9 @@ class Arranger:
         quarters = [(i, 0.7) for i in range(0, slots, 2)]
         if b != 4:                                        # 2/4, 3/4, 6/8: simple and clear
             back = {2: [2], 3: [2, 4], 6: [6]}[b]
-            g = {kick: [(0, 1.0)] + ([(8, 0.8)] if b == 6 and level == "full" else []),
+            g = {kick: [(0, 0.85)] + ([(8, 0.7)] if b == 6 and level == "full" else []),
                  "hat": quarters if level == "light" else eighths}
-            if level != "light":
-                g[snare] = [(p, 0.95) for p in back]
+            g[snare] = [(p, 1.0 if level != "light" else 0.85) for p in back]
             if kit == "orchestral":
                 g = {"taiko": [(0, 1.0)], "taikohi": [(p, 0.6) for p in back]}
             return g
@@ -216,7 +222,7 @@ class Arranger:
             g = {"kick": [(0, 1.0), (2, 0.95), (4, 1.0), (6, 0.95)],
                  "hat": [(1, 0.7), (3, 0.7), (5, 0.7), (7, 0.7)]}
             if level == "light":
-                return {"kick": [(0, 1.0), (4, 1.0)], "hat": g["hat"]}
+                return {"kick": [(0, 1.0), (4, 1.0)], "hat": g["hat"], "clap": [(6, 0.8)]}
             g["clap"] = [(2, 0.9), (6, 0.9)]
             if level == "full":
                 g["hat"] = eighths
@@ -225,6 +231,7 @@ class Arranger:
         if kit == "trap":
             g = {"kick": [(0, 1.0)], "hat": [(i, 0.6 if i % 2 else 0.75) for i in range(slots)]}
             if level == "light":
+                g["clap"] = [(4, 0.85)]
                 return g
             g["kick"] += [(p, 0.9) for p in rng.choice([[3], [5], [3, 7], [5, 7]])]
             g["clap"] = [(4, 1.0)]
@@ -233,11 +240,9 @@ class Arranger:
             return g
         # acoustic, rock, soft, lofi, synthwave: a backbeat
         g = {"kick": [(0, 1.0), (4, 0.9)], "hat": eighths}
-        if level == "light":
-            g["kick"] = [(0, 0.9)]
+        if level == "light":                          # kick, a softer backbeat, quarter hats
             g["hat"] = quarters if kit != "rock" else eighths
-            if kit in ("soft", "lofi", "acoustic"):
-                g["rim"] = [(4, 0.6)]
+            g["snare"] = [(2, 0.75), (6, 0.8)]
             return g
         extra = rng.choice([[], [3], [5], [5, 7] if kit == "rock" else [3]])
         g["kick"] += [(p, 0.75) for p in extra]
@@ -296,10 +301,15 @@ class Arranger:
         if drum in ("kick", "taiko"):
             self.kicks.add(start)
         part = "percussion" if drum in ("taiko", "taikohi", "timpani", "shaker") else "drums"
-        if drum == "taikohi":
-            key = ("drum", kit, "taiko", 1)
+        tonic = self.song.tonic
+        if drum == "taikohi":                        # big drums and kicks tuned to the key
+            key = ("drum", kit, "taiko", 1, self.place(tonic + 7, 38))
+        elif drum == "taiko":
+            key = ("drum", kit, "taiko", 0, self.place(tonic, 31))
+        elif drum == "kick":
+            key = ("drum", kit, "kick", self.place(tonic, 28))
         elif drum == "tom":
-            key = ("drum", kit, "tom", 45)
+            key = ("drum", kit, "tom", self.place(tonic + 7, 43))
         else:
             key = ("drum", kit, drum)
         self.add(start, part, key, gain)
@@ -409,6 +419,8 @@ class Arranger:
     def _comp_sustain(self, inst, pcs, e, up, slots, final, rng, s):
         """Strings, pads, choir, organ: the chord held through the bar."""
         low = {"strings": 55, "pad": 55, "choir": 57, "organ": 55}.get(inst, 55) + up
+        if self.style.genre in ("trailer", "orchestral") and inst == "strings":
+            low += 7                                          # the violins on top
         notes = self.voicing(pcs, low)
         if e >= 0.85 and inst in ("strings", "pad", "choir"):
             notes = notes + (notes[0] + 12,)                   # a wider chorus voicing
@@ -421,6 +433,8 @@ class Arranger:
                          0.55 if p % 2 else 0.7) for p in range(slots)]   # an ostinato
             return out
         if inst == "pad":
+            if self.style.bass == "none":                     # the pad holds the low end
+                notes = (self.place(pcs[0], 43),) + notes
             return [(0, ("pad", notes, n, self.style.genre in ("synthwave", "edm", "trap")),
                      1.0)]
         if inst == "choir":
@@ -655,7 +669,7 @@ class Arranger:
                     degree = _nearest_degree(midi - base, sc) - lift
                 length = line.slot * (2 if last else 1) * 0.92
                 vowel = vowels[i] if i < len(vowels) else "a"
-                self.add(int(t * SR), "vocals", ("voice", midi, int(length * SR), vowel),
+                self.add(round(t * SR), "vocals", ("voice", midi, int(length * SR), vowel),
                          0.85 + 0.15 * rng.random())
                 t += line.slot
 
@@ -672,7 +686,8 @@ class Arranger:
                 pcs = self.pcs(self.degrees[bar])[:3]
                 notes = self.voicing(pcs, 52) + self.voicing(pcs, 64)
                 self.add(self.at(bar), "fx", ("hit", notes, int(1.2 * SR)), 0.9)
-            self.add(self.at(s.start), "fx", ("boom", int(2.5 * SR)), 1.0)
+            self.add(self.at(s.start), "fx",
+                     ("boom", int(2.5 * SR), self.place(self.song.tonic, 24)), 1.0)
             if self.style.drums == "orchestral":
                 timp = self.place(self.song.tonic, 38)
                 self.add(self.at(s.start), "percussion", ("drum", "orchestral", "timpani", timp),
@@ -688,10 +703,14 @@ class Arranger:
             for b in range(s.start, min(s.end, self.bars)):
                 energy[b] = s.energy
         n = self.at(seg_bars) + xfade
+        named = self.style.genre in ("ambient",) or len(self.style.textures) > 1
         for name in self.style.textures:
+            # a texture the caption asks for (or an ambient one) is part of the music; the
+            # lo-fi vinyl is a backdrop
+            lift = 2.2 if named or name not in ("vinyl",) else 1.0
             for i, bar in enumerate(range(0, self.bars, seg_bars)):
                 self.add(self.at(bar), "fx", ("texture", name, n, i % 3, xfade),
-                         1.0 if energy[bar] < 0.5 else 0.6)
+                         lift * (1.0 if energy[bar] < 0.5 else 0.6))
 
 
 def _nearest_degree(semis: int, sc: tuple[int, ...]) -> int:

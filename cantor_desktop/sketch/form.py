@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from . import music
 
 # how full each kind of section is played (0 silent … 1 everything)
-ENERGY = {"intro": 0.3, "verse": 0.55, "pre": 0.72, "chorus": 0.9, "bridge": 0.45,
-          "solo": 0.8, "breakdown": 0.22, "outro": 0.3}
+ENERGY = {"intro": 0.3, "verse": 0.45, "pre": 0.65, "chorus": 0.9, "bridge": 0.4,
+          "solo": 0.75, "breakdown": 0.2, "outro": 0.3}
 EMPTY_BARS = 4                  # an instrumental section named by a tag with no lines
 
 

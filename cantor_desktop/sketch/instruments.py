@@ -32,11 +32,12 @@ def midi_hz(m: float) -> float:
 
 
 def harmonic_table(amps) -> np.ndarray:
-    """One cycle (TABLE samples) of the harmonics 1…K with amplitudes ``amps``, peak 1."""
-    amps = np.asarray(amps, dtype=np.float64)
-    k = np.arange(1, len(amps) + 1)[:, None]
-    x = np.arange(TABLE)[None, :] * (_TWO_PI / TABLE)
-    table = (amps[:, None] * np.sin(k * x)).sum(axis=0)
+    """One cycle (TABLE samples) of the harmonics 1…K with amplitudes ``amps``, peak 1
+    (an inverse FFT: sine phases)."""
+    amps = np.asarray(amps, dtype=np.float64)[:TABLE // 2 - 1]
+    spec = np.zeros(TABLE // 2 + 1, dtype=np.complex128)
+    spec[1:len(amps) + 1] = -0.5j * TABLE * amps
+    table = np.fft.irfft(spec, TABLE)
     return (table / max(np.abs(table).max(), 1e-9)).astype(np.float32)
 
 
@@ -145,8 +146,13 @@ class Voices:
 
     def noise(self, n: int, lo: float, hi: float, *what, tilt: float = 0.0) -> np.ndarray:
         """Noise with its energy between ``lo`` and ``hi`` Hz (soft edges), unit RMS;
-        ``tilt`` dB per octave above ``lo``. Made in the frequency domain: one FFT."""
+        ``tilt`` dB per octave above ``lo``. Made in the frequency domain: one FFT.
+        The same arguments give the same (cached, read-only) noise."""
         n = max(n, 16)
+        key = ("noise", n, lo, hi, tilt) + what
+        x = self.cache.get(key)
+        if x is not None:
+            return x
         rng = self.rng("noise", n, lo, hi, tilt, *what)
         bins = n // 2 + 1
         f = np.fft.rfftfreq(n, 1 / SR)
@@ -155,7 +161,10 @@ class Voices:
             shape *= (np.maximum(f, lo) / lo) ** (tilt / 6.02)
         spec = (rng.standard_normal(bins) + 1j * rng.standard_normal(bins)) * shape
         x = np.fft.irfft(spec, n).astype(np.float32)
-        return x / max(float(np.sqrt(np.mean(x * x))), 1e-12)
+        x /= max(float(np.sqrt(np.dot(x, x) / n)), 1e-12)
+        x.flags.writeable = False
+        self.cache[key] = x
+        return x
 
     # ------------------------------------------------------------ keyboards
 
@@ -182,7 +191,7 @@ class Voices:
         w *= np.float32(0.5) * np.exp(t * np.float32(-6.0 / tau)) + \
             np.float32(0.5) * np.exp(t * np.float32(-1.0 / tau))
         k = min(n, 480)
-        w[:k] += 0.08 * self.noise(k, 300, 3500, "hammer", m) * np.exp(-t[:k] * 600)
+        w[:k] += 0.08 * self.noise(480, 300, 3500, "hammer")[:k] * np.exp(-t[:k] * 600)
         return w * _fade(n, 0.002, min(0.12, n / SR / 3))
 
     def _epiano(self, notes: tuple, n: int) -> np.ndarray:
@@ -254,7 +263,7 @@ class Voices:
         tau = min(2.5, max(0.35, 1.3 * (110 / f) ** 0.5))
         w *= np.exp(t * np.float32(-1.0 / tau))
         k = min(n, 240)
-        w[:k] += 0.15 * self.noise(k, 800, 6000, "pick", m) * np.exp(-t[:k] * 900)
+        w[:k] += 0.15 * self.noise(240, 800, 6000, "pick")[:k] * np.exp(-t[:k] * 900)
         return w * _fade(n, 0.001, min(0.05, n / SR / 3))
 
     def _eguitar(self, notes: tuple, n: int, muted: bool = False) -> np.ndarray:
@@ -280,24 +289,26 @@ class Voices:
     # ------------------------------------------------------------ ensembles
 
     def _strings(self, notes: tuple, n: int, attack: float = 0.2) -> np.ndarray:
-        """A string section: each note twice, detuned, each copy with its own vibrato."""
+        """A string section: a bright bowed tone per note with a slow vibrato. (One copy
+        per note: detuned copies beat against each other, and that beating reads as
+        attacks that are not there.)"""
         def saw(f0):
             h = _harmonics(f0, 10000, 40)
             fh = h * f0
-            body = 1.0 / (1.0 + (fh / 3500.0) ** 2) * (1 + 0.5 * np.exp(-((fh - 700) / 400) ** 2))
+            body = 1.0 / (1.0 + (fh / 6000.0) ** 2) * (1 + 0.5 * np.exp(-((fh - 700) / 400) ** 2)
+                                                        + 0.8 * np.exp(-((fh - 2800) / 900) ** 2))
             return harmonic_table(body / h)
 
         out = np.zeros(n, dtype=np.float32)
         for m in notes:
             tab = self.table("strings", m, saw)
             f = midi_hz(m)
-            out += tab[self.warped(f * 0.9995, n, 0.004, 5.3, 0.15)]
-            out += tab[self.warped(f * 1.0005, n, 0.0045, 5.9, 0.2)]
+            out += tab[self.warped(f, n, 0.0015, 5.4, 0.3)]
         env = _fade(n, min(attack, n / SR / 3), min(0.3, n / SR / 3))
-        return out * env / np.float32(2 * math.sqrt(len(notes)))
+        return out * env / np.float32(math.sqrt(len(notes)))
 
     def _pad(self, notes: tuple, n: int, bright: bool = False) -> np.ndarray:
-        """A synth pad: two detuned saws per note, filtered, slow in and out."""
+        """A synth pad: a filtered saw per note, drifting slowly, slow in and out."""
         top = 5000.0 if bright else 1600.0
 
         def make(f0):
@@ -308,10 +319,9 @@ class Voices:
         for m in notes:
             tab = self.table(f"pad{int(top)}", m, make)
             f = midi_hz(m)
-            out += tab[self.warped(f * 0.9995, n, 0.003, 0.7)]
-            out += tab[self.warped(f * 1.0005, n, 0.003, 0.9)]
+            out += tab[self.warped(f, n, 0.0015, 5.4, 0.3)]
         env = _fade(n, min(0.35, n / SR / 4), min(0.45, n / SR / 3))
-        return out * env / np.float32(2 * math.sqrt(len(notes)))
+        return out * env / np.float32(math.sqrt(len(notes)))
 
     def _brass(self, notes: tuple, n: int, stab: bool = False) -> np.ndarray:
         """Brass: the tone brightens as the note swells (a dark table into a bright one)."""
@@ -324,35 +334,32 @@ class Voices:
         for m in notes:
             d = self.table("brass_d", m, lambda f0: harmonic_table(_harmonics(f0, 6000, 20) ** -2.5))
             b = self.table("brass_b", m, lambda f0: harmonic_table(
-                _harmonics(f0, 9000, 30) ** -0.9 / (1 + (_harmonics(f0, 9000, 30) * f0 / 3000) ** 2)))
-            for detune, rate in ((0.9995, 4.8), (1.0005, 5.4)):
-                idx = self.warped(midi_hz(m) * detune, n, 0.003, rate, 0.35)
-                out += d[idx] + shine * (b[idx] - d[idx])
+                _harmonics(f0, 10000, 40) ** -0.7 / (1 + (_harmonics(f0, 10000, 40) * f0 / 5000) ** 2)))
+            idx = self.warped(midi_hz(m), n, 0.0015, 5.4, 0.3)
+            out += d[idx] + shine * (b[idx] - d[idx])
         env = _fade(n, 0.01 if stab else 0.05, min(0.1, n / SR / 3))
         if stab:
             env *= np.exp(t * np.float32(-1 / 0.35))
-        return out * env / np.float32(2 * math.sqrt(len(notes)))
+        return out * env / np.float32(math.sqrt(len(notes)))
 
     def _choir(self, notes: tuple, n: int, vowel: str = "a") -> np.ndarray:
         out = np.zeros(n, dtype=np.float32)
         for m in notes:
             tab = self.table(f"choir_{vowel}", m, lambda f0: vowel_table(f0, vowel))
             f = midi_hz(m)
-            out += tab[self.warped(f * 0.9995, n, 0.006, 5.1, 0.2)]
-            out += tab[self.warped(f * 1.0005, n, 0.006, 5.7, 0.25)]
+            out += tab[self.warped(f, n, 0.0015, 5.4, 0.3)]
         env = _fade(n, min(0.3, n / SR / 3), min(0.35, n / SR / 3))
-        return out * env / np.float32(2 * math.sqrt(len(notes)))
+        return out * env / np.float32(math.sqrt(len(notes)))
 
     # ------------------------------------------------------------ leads
 
     def _synth(self, m: int, n: int) -> np.ndarray:
-        """A synth lead: two detuned saws, a little filtered, vibrato after the attack."""
+        """A synth lead: a saw, a little filtered, vibrato after the attack."""
         tab = self.table("lead", m, lambda f0: harmonic_table(
             1.0 / _harmonics(f0, 12000, 50) / (1 + (_harmonics(f0, 12000, 50) * f0 / 4500) ** 2)))
         f = midi_hz(m)
-        w = tab[self.warped(f, n, 0.006, 5.5, 0.25)] + \
-            tab[self.warped(f * 1.0008, n, 0.005, 4.7, 0.25)]
-        return w * np.float32(0.5) * _fade(n, 0.006, min(0.06, n / SR / 3))
+        w = tab[self.warped(f, n, 0.006, 5.5, 0.25)]
+        return w * _fade(n, 0.006, min(0.06, n / SR / 3))
 
     def _arp(self, m: int, n: int) -> np.ndarray:
         """A plucked synth: a bright saw closing to a dark one."""
@@ -426,16 +433,19 @@ class Voices:
 
     # ------------------------------------------------------------ drums
 
-    def _drum(self, kit: str, name: str, arg: int = 0) -> np.ndarray:
-        return getattr(self, "_d_" + name)(kit, arg)
+    def _drum(self, kit: str, name: str, *args) -> np.ndarray:
+        return getattr(self, "_d_" + name)(kit, *args)
 
-    def _d_kick(self, kit: str, _=0) -> np.ndarray:
+    def _d_kick(self, kit: str, midi: int = 0) -> np.ndarray:
+        """A kick: a sine sweeping down onto its pitch (``midi``: tuned to the song's key)."""
         top, low, length, click = {"electronic": (160, 48, 0.45, 0.45),
                                    "synthwave": (150, 50, 0.4, 0.35),
                                    "trap": (190, 55, 0.28, 0.5),
                                    "lofi": (110, 50, 0.3, 0.1),
                                    "jazz": (100, 55, 0.25, 0.1),
                                    "soft": (110, 52, 0.3, 0.1)}.get(kit, (130, 48, 0.35, 0.3))
+        if midi:
+            low = midi_hz(midi)
         n = int(length * SR)
         t = self.t(n).astype(np.float64)
         freq = low + (top - low) * np.exp(-t * 28)
@@ -516,11 +526,11 @@ class Voices:
         w[:480] += 0.2 * self.noise(480, 500, 5000, "tom", kit, midi) * np.exp(-t[:480] * 300)
         return w * _fade(n, 0.0005, 0.05)
 
-    def _d_taiko(self, kit: str, high: int = 0) -> np.ndarray:
-        """A big drum: a deep pitch-dropping boom with a skin slap."""
+    def _d_taiko(self, kit: str, high: int = 0, midi: int = 0) -> np.ndarray:
+        """A big drum: a deep pitch-dropping boom with a skin slap (tuned by ``midi``)."""
         n = int((0.5 if high else 1.0) * SR)
         t = self.t(n).astype(np.float64)
-        f = 95.0 if high else 58.0
+        f = midi_hz(midi) if midi else (95.0 if high else 58.0)
         freq = f * (1 + 0.6 * np.exp(-t / 0.04))
         w = np.sin(np.cumsum(freq) * (_TWO_PI / SR)) * np.exp(-t / (0.12 if high else 0.3))
         slap = self.noise(n, 150, 2500, "taiko", high) * np.exp(-t / 0.03)
@@ -545,11 +555,13 @@ class Voices:
     # ------------------------------------------------------------ effects and textures
 
     def _hit(self, notes: tuple, n: int) -> np.ndarray:
-        """An orchestral hit: strings and brass on one short chord over a low boom."""
+        """An orchestral hit: strings and brass on one short chord over a low boom on the
+        chord's root."""
         t = self.t(n)
         w = self._brass(notes, n, stab=True) + 0.8 * self._strings(notes, n, 0.005) * \
             np.exp(t * np.float32(-1 / 0.3))
-        boom = np.sin(t * np.float32(_TWO_PI * 45)) * np.exp(t * np.float32(-1 / 0.5))
+        root = midi_hz(28 + (notes[0] - 28) % 12)
+        boom = np.sin(t * np.float32(_TWO_PI * root)) * np.exp(t * np.float32(-1 / 0.5))
         return w + 0.7 * boom + 0.2 * self.noise(n, 200, 6000, "hit") * \
             np.exp(t * np.float32(-1 / 0.05))
 
@@ -559,9 +571,10 @@ class Voices:
         rise = np.exp((t - t[-1]) * np.float32(1 / max(0.2, n / SR / 4)))
         return self.noise(n, 2500, 14000, "swell", tilt=-1.0) * rise * np.float32(0.4)
 
-    def _boom(self, n: int) -> np.ndarray:
+    def _boom(self, n: int, midi: int = 24) -> np.ndarray:
+        """A trailer's boom: a very low sine falling onto its pitch."""
         t = self.t(n).astype(np.float64)
-        freq = 32 + 60 * np.exp(-t / 0.15)
+        freq = midi_hz(midi) + 60 * np.exp(-t / 0.15)
         w = np.sin(np.cumsum(freq) * (_TWO_PI / SR)) * np.exp(-t / 0.9)
         return w * _fade(n, 0.001, 0.3)
 
@@ -576,31 +589,47 @@ class Voices:
         return out
 
     def _tx_rain(self, n: int, variant: int, ch: int) -> np.ndarray:
-        rng = self.rng("rain", n, variant, ch)
-        bins = n // 2 + 1
-        f = np.fft.rfftfreq(n, 1 / SR)
-        drops = np.zeros(n)
-        k = int(90 * n / SR)                            # drops per second
-        drops[rng.integers(0, n, k)] = rng.exponential(1.0, k) * 6
-        hiss = rng.standard_normal(n) * 0.6
-        spec = np.fft.rfft(drops + hiss)
-        spec *= 1 / (1 + (500 / np.maximum(f, 1)) ** 2) / (1 + (f / 9000) ** 2)
-        spec[:bins] *= (np.maximum(f, 500) / 500) ** -0.35
-        x = np.fft.irfft(spec, n).astype(np.float32)
-        return x / max(float(np.sqrt(np.mean(x * x))), 1e-9) * np.float32(0.5)
+        """Rain: a bright hiss and, on it, drops (short falling chirps) at random times."""
+        x = self.noise(n, 600, 9000, "rain", variant, ch, tilt=-2.0) * np.float32(0.35)
+        rng = self.rng("drops", n, variant, ch)
+        drops = self._drops()
+        k = int(60 * n / SR)                            # drops per second
+        for pos, amp, which in zip(rng.integers(0, max(1, n - 512), k),
+                                   rng.exponential(0.5, k), rng.integers(0, len(drops), k)):
+            d = drops[which]
+            x[pos:pos + len(d)] += np.float32(amp) * d
+        return x
+
+    def _drops(self) -> list[np.ndarray]:
+        out = self.cache.get(("drops",))
+        if out is None:
+            t = self.t(480).astype(np.float64)
+            out = []
+            for f in (2200.0, 2900.0, 3600.0, 4500.0, 5500.0):
+                ph = _TWO_PI * np.cumsum(f * (1 - 0.35 * t / t[-1])) / SR
+                out.append((np.sin(ph) * np.exp(-t / 0.0025)).astype(np.float32))
+            self.cache[("drops",)] = out
+        return out
 
     def _tx_vinyl(self, n: int, variant: int, ch: int) -> np.ndarray:
-        rng = self.rng("vinyl", n, variant)            # the crackle is the same on both sides
-        f = np.fft.rfftfreq(n, 1 / SR)
-        clicks = np.zeros(n)
-        k = int(14 * n / SR)
-        clicks[rng.integers(0, n, k)] = rng.choice([-1, 1], k) * rng.exponential(1.0, k) ** 2
-        spec = np.fft.rfft(clicks * 8)
-        spec *= 1 / (1 + (900 / np.maximum(f, 1)) ** 2) / (1 + (f / 7000) ** 2)
-        crackle = np.fft.irfft(spec, n).astype(np.float32)
-        hiss = self.noise(n, 3000, 12000, "hiss", variant, ch) * np.float32(0.06)
-        hum = np.sin(self.t(n) * np.float32(_TWO_PI * 50)) * np.float32(0.02)
-        return crackle + hiss + hum
+        """A record's surface: crackle (clicks, the same on both sides), hiss and hum."""
+        x = self.noise(n, 3000, 12000, "hiss", variant, ch) * np.float32(0.05)
+        x += np.sin(self.t(n) * np.float32(_TWO_PI * 50)) * np.float32(0.015)
+        rng = self.rng("vinyl", n, variant)
+        click = self._click()
+        k = int(12 * n / SR)
+        for pos, amp in zip(rng.integers(0, max(1, n - len(click)), k),
+                            rng.choice([-1, 1], k) * rng.exponential(0.5, k) ** 2):
+            x[pos:pos + len(click)] += np.float32(amp) * click
+        return x
+
+    def _click(self) -> np.ndarray:
+        c = self.cache.get(("click",))
+        if c is None:
+            t = self.t(96)
+            c = self.cache[("click",)] = (np.sin(t * np.float32(_TWO_PI * 3100)) *
+                                          np.exp(t * np.float32(-1 / 0.0004))).astype(np.float32)
+        return c
 
     def _tx_wind(self, n: int, variant: int, ch: int) -> np.ndarray:
         t = self.t(n)

@@ -43,11 +43,11 @@ MIX: dict[str, tuple[float, float, float, float, bool]] = {
     "clap": (0.75, 0.0, 0, 0.15, False), "rim": (0.35, 0.1, 0, 0.1, False),
     "hat": (0.3, 0.25, 0, 0.0, False), "openhat": (0.3, 0.25, 0, 0.05, False),
     "ride": (0.3, 0.3, 0, 0.05, False), "crash": (0.4, -0.2, 0, 0.1, False),
-    "tom": (0.55, -0.15, 0, 0.1, False), "taiko": (0.95, 0.0, 0, 0.25, False),
+    "tom": (0.55, -0.15, 0, 0.1, False), "taiko": (0.42, 0.0, 0, 0.25, False),
     "timpani": (0.6, 0.0, 0, 0.3, False), "shaker": (0.3, 0.3, 0, 0.05, False),
     "bass": (0.42, 0.0, 0, 0.0, False), "ebass": (0.45, 0.0, 0, 0.0, False),
-    "808": (0.5, 0.0, 0, 0.0, False), "sub": (0.3, 0.0, 0, 0.0, False),
-    "lowstrings": (0.3, 0.0, 6, 0.25, False),
+    "808": (0.5, 0.0, 0, 0.0, False), "sub": (0.16, 0.0, 0, 0.0, False),
+    "lowstrings": (0.2, 0.0, 6, 0.25, False),
     "piano": (0.38, -0.1, 0, 0.22, False), "epiano": (0.32, 0.1, 0, 0.2, False),
     "organ": (0.16, 0.15, 8, 0.15, False), "bells": (0.3, 0.3, 0, 0.35, False),
     "guitar": (0.36, -0.35, 0, 0.15, False), "pluck": (0.34, -0.3, 0, 0.18, False),
@@ -57,7 +57,7 @@ MIX: dict[str, tuple[float, float, float, float, bool]] = {
     "synth": (0.3, 0.1, 0, 0.2, True), "arp": (0.2, -0.25, 0, 0.2, False),
     "flute": (0.32, 0.2, 0, 0.3, False), "voice": (0.36, 0.08, 0, 0.2, True),
     "hit": (0.45, 0.0, 11, 0.5, False), "swell": (0.3, 0.0, 11, 0.2, False),
-    "boom": (0.6, 0.0, 0, 0.3, False), "texture": (0.14, 0.0, 0, 0.0, False),
+    "boom": (0.35, 0.0, 0, 0.3, False), "texture": (0.14, 0.0, 0, 0.0, False),
 }
 # how long the room rings (RT60, s) per genre
 ROOM = {"ambient": 3.2, "trailer": 2.8, "orchestral": 2.6, "ballad": 2.0, "waltz": 2.0,
@@ -131,9 +131,13 @@ class Renderer:
         dkey = ("decimated",) + key
         d = self.voices.cache.get(dkey)
         if d is None:
-            mono = w.mean(axis=1) if w.ndim == 2 else w
+            mono = (w[:, 0] + w[:, 1]) * np.float32(0.5) if w.ndim == 2 else w
             m = len(mono) // DECIMATE
-            d = self.voices.cache[dkey] = mono[:m * DECIMATE].reshape(m, DECIMATE).mean(axis=1)
+            d = mono[0:m * DECIMATE:DECIMATE].copy()
+            for k in range(1, DECIMATE):
+                d += mono[k:m * DECIMATE:DECIMATE]
+            d *= np.float32(1 / DECIMATE)
+            self.voices.cache[dkey] = d
         return d
 
     def step(self, k: int) -> None:
@@ -175,8 +179,8 @@ class Renderer:
         spec *= 1 / (1 + (f / 4000.0) ** 2)                   # a darker tail
         ir = np.fft.irfft(spec, n_ir, axis=1)
         ir /= np.sqrt((ir ** 2).sum(axis=1, keepdims=True))
-        block = 1 << 15
-        nfft = 1 << (block + n_ir - 1).bit_length()
+        nfft = 1 << 17
+        block = nfft - n_ir + 1                               # overlap-add, no bin wasted
         irs = np.fft.rfft(ir.astype(np.float32), nfft, axis=1)
         m = len(self.send)
         wet = np.zeros((m + n_ir, 2), dtype=np.float32)
@@ -205,7 +209,8 @@ class Renderer:
         n = self.total
         out = self.buf[:n]
         if n:
-            out -= out.mean(axis=0, dtype=np.float64).astype(np.float32)
+            out -= np.array([out[:, c].sum(dtype=np.float64) / n for c in (0, 1)],
+                            dtype=np.float32)
         fade_in = min(n, int(0.01 * SR))
         fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR))
         if fade_in:
@@ -260,7 +265,8 @@ def latent(audio: np.ndarray, chunk_frames: int = 500) -> np.ndarray:
         f1 = min(frames, f0 + chunk_frames)
         block = np.zeros((f1 - f0) * hop, dtype=np.float32)
         part = audio[f0 * hop:f1 * hop]
-        block[:len(part)] = part.mean(axis=1) if part.ndim == 2 else part
+        block[:len(part)] = (part[:, 0] + part[:, 1]) * np.float32(0.5) if part.ndim == 2 \
+            else part
         spec = np.abs(np.fft.rfft(block.reshape(f1 - f0, hop), axis=1)) ** 2
         bands = np.add.reduceat(spec, edges, axis=1)[:, :LATENT_DIM]
         out[f0:f1, :bands.shape[1]] = np.log1p(bands)

@@ -85,7 +85,7 @@ GENRES: list[Genre] = [
     Genre("edm", r"\bedm\b|house|techno|trance|electro|dance|club|dubstep|rave|drum\s*(?:and|&|n'?)"
           r"\s*bass|\bdnb\b|jungle|future bass", "electronic", "synth", ("pad", "arp"), "synth"),
     Genre("ambient", r"ambient|meditat|\bspa\b|sleep|calm|drone|new age|soundscape", "none",
-          "sub", ("pad", "bells"), "bells"),
+          "none", ("pad", "bells"), "bells"),
     Genre("rock", r"\brock\b|metal|punk|grunge|\bindie\b|alt(?:ernative)?\b", "rock",
           "electric", ("eguitar", "organ"), "eguitar"),
     Genre("jazz", r"\bjazz|swing|bebop|lounge|\bbossa|samba|neo[\s-]?soul", "jazz", "upright",
