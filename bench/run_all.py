@@ -34,6 +34,7 @@ from common import (ROOT, dir_size, free_port, machine_facts, median, rss_mb,  #
 PY = sys.executable
 DOC = ROOT / "docs" / "performance.md"
 COMMAND = ".venv/bin/python bench/run_all.py"
+KEPT = "<!-- kept when run_all.py rewrites this page -->"
 BUNDLE = ROOT / "dist" / "cantor"
 BUILD_COMMAND = "packaging/build.sh"
 # Benchmarks never reach the internet: any client that honours proxy variables gets a closed
@@ -598,6 +599,9 @@ def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
           (`packaging/measure_startup.py`).
         """)
     text += "\nSteps of this run:\n\n" + "\n".join(f"- {s}" for s in plan.log) + "\n"
+    old = DOC.read_text("utf-8") if DOC.exists() else ""
+    if KEPT in old:                      # hand-written sections below the marker stay
+        text += "\n" + old[old.index(KEPT):]
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(text, "utf-8")
     print(f"\nwrote {DOC.relative_to(ROOT)}")
