@@ -40,9 +40,12 @@ def band_shares(audio: np.ndarray, sr: int = render.SR, edges=EDGES) -> np.ndarr
     return bands / max(spec.sum(), 1e-30)
 
 
-def render_caption(caption: str, duration: float, seed: int) -> np.ndarray:
+OCTAVES = [20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240, 20480]
+
+
+def render_caption(caption: str, duration: float, seed: int, **fixed) -> np.ndarray:
     req = normalise({"caption": caption, "lyrics": "[Instrumental]", "duration": duration,
-                     "seed": seed, "output_format": "wav32"})
+                     "seed": seed, "output_format": "wav32", **fixed})
     r = render.Renderer(song_from_request(req, seed), 8)
     for k in range(8):
         r.step(k)
@@ -65,6 +68,18 @@ def main() -> int:
         mid = shares[2] + shares[3]
         print(f"{caption:<26}" + "".join(f"{100 * s:>9.1f}%" for s in shares)
               + f"{100 * mid:>8.1f}%")
+    # how alike two captions sound: cosine similarity of the energy in ten octave bands, at
+    # one tempo and key (100 bpm, A minor) so only what the caption chooses can differ
+    vecs = {c: band_shares(render_caption(c, args.duration, args.seed, bpm=100,
+                                          keyscale="A minor"), edges=OCTAVES)
+            for c in args.captions}
+    print("\ncosine similarity of octave-band energy (100 bpm, A minor; 1.00 = the same "
+          "spectrum)")
+    print(f"{'':<26}" + "".join(f"{c[:12]:>14}" for c in args.captions))
+    for a in args.captions:
+        row = [vecs[a] @ vecs[b] / (np.linalg.norm(vecs[a]) * np.linalg.norm(vecs[b]))
+               for b in args.captions]
+        print(f"{a:<26}" + "".join(f"{v:>14.2f}" for v in row))
     return 0
 
 

@@ -43,7 +43,7 @@ MIX: dict[str, tuple[float, float, float, float, bool]] = {
     "clap": (0.75, 0.0, 0, 0.15, False), "rim": (0.35, 0.1, 0, 0.1, False),
     "hat": (0.3, 0.25, 0, 0.0, False), "openhat": (0.3, 0.25, 0, 0.05, False),
     "ride": (0.3, 0.3, 0, 0.05, False), "crash": (0.4, -0.2, 0, 0.1, False),
-    "tom": (0.55, -0.15, 0, 0.1, False), "taiko": (0.42, 0.0, 0, 0.25, False),
+    "tom": (0.55, -0.15, 0, 0.1, False), "taiko": (0.52, 0.0, 0, 0.25, False),
     "timpani": (0.6, 0.0, 0, 0.3, False), "shaker": (0.3, 0.3, 0, 0.05, False),
     "bass": (0.42, 0.0, 0, 0.0, False), "ebass": (0.36, 0.0, 0, 0.0, False),
     "808": (0.5, 0.0, 0, 0.0, False), "sub": (0.16, 0.0, 0, 0.0, False),
@@ -57,7 +57,7 @@ MIX: dict[str, tuple[float, float, float, float, bool]] = {
     "synth": (0.3, 0.1, 0, 0.2, True), "arp": (0.2, -0.25, 0, 0.2, False),
     "flute": (0.32, 0.2, 0, 0.3, False), "voice": (0.36, 0.08, 0, 0.2, True),
     "hit": (0.45, 0.0, 11, 0.5, False), "swell": (0.3, 0.0, 11, 0.2, False),
-    "boom": (0.35, 0.0, 0, 0.3, False), "texture": (0.14, 0.0, 0, 0.0, False),
+    "boom": (0.45, 0.0, 0, 0.3, False), "texture": (0.14, 0.0, 0, 0.0, False),
 }
 # how long the room rings (RT60, s) per genre
 ROOM = {"ambient": 3.2, "trailer": 2.8, "orchestral": 2.6, "ballad": 2.0, "waltz": 2.0,
