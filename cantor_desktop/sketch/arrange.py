@@ -317,6 +317,9 @@ class Arranger:
     # ------------------------------------------------------------ bass
 
     def _bass(self, s: form.Section) -> None:
+        """The bass line: longer notes when the section is quiet, a pattern in the middle,
+        driving eighths when it is loud (synthwave from the verse on); an 808 follows the
+        kick; an upright walks in jazz; a note that starts with a kick ducks under it."""
         kind = self.style.bass
         if kind == "none":
             return
@@ -324,55 +327,53 @@ class Arranger:
         if s.kind in ("intro", "breakdown") and kind not in ("sub", "lowstrings"):
             return
         rng = _rng(self.song, f"bass{s.kind}{s.number}")
-        slots = self.slots
+        slots, e, genre = self.slots, s.energy, self.style.genre
         low = {"808": 29, "sub": 31}.get(kind, 36)
-        e = s.energy
-        if kind in ("sub", "lowstrings") and e < 0.7 or s.kind == "outro":
+        walking = kind == "upright" and genre == "jazz" and e >= 0.5 and slots == 8
+        eighths = False
+        if s.kind == "outro" or (kind in ("sub", "lowstrings") and e < 0.7):
             steps = [(0, slots)]
-        elif kind == "808":
-            kicks = sorted({0} | {int(p) for p, _ in self._groove("groove", rng).get("kick", [])})
-            steps = [(p, (kicks[i + 1] if i + 1 < len(kicks) else slots) - p)
-                     for i, p in enumerate(kicks)]
-        elif kind == "upright" and self.style.genre == "jazz" and e >= 0.5:
+        elif walking:
             steps = [(p, 2) for p in range(0, slots, 2)]          # walking quarters
         elif kind == "lowstrings":
             steps = [(p, 1) for p in range(slots)]                # driving eighths
         elif e < 0.5:
             steps = [(p, min(4, slots - p)) for p in range(0, slots, 4)]
-        elif e >= 0.85 and self.style.genre in ("synthwave", "edm", "rock", "pop") or \
-                self.style.genre in ("synthwave",) and e >= 0.5:
-            steps = [(p, 1) for p in range(slots)]
+        elif (e >= 0.85 and genre in ("synthwave", "edm", "rock", "pop")) or \
+                genre == "synthwave":
+            steps, eighths = [(p, 1) for p in range(slots)], True
         elif slots == 8:
             steps = rng.choice([[(0, 2), (2, 2), (4, 2), (6, 2)],
                                 [(0, 3), (3, 1), (4, 2), (6, 2)],
                                 [(0, 3), (3, 3), (6, 2)]])
         else:
             steps = [(p, 2) for p in range(0, slots, 2)]
-        kicks = self.kicks
         for bar in range(s.start, min(s.end, self.bars)):
             deg = self.degrees[bar]
             root = self.place(self.pcs(deg)[0], low)
             nxt_root = self.place(self.pcs(self.degrees[min(bar + 1, self.bars - 1)])[0], low)
             if bar == self.bars - 1:
                 self.add(self.at(bar), "bass", self._bass_key(
-                    voice, root, slots, 0.98, self.at(bar) in kicks), 1.0)
+                    voice, root, slots, 0.98, self.at(bar) in self.kicks), 1.0)
                 continue
-            walking = kind == "upright" and len(steps) == slots // 2 and slots == 8
+            if kind == "808" and s.kind != "outro":         # a long note from each kick
+                hits = [p for p in range(slots) if self.at(bar, p) in self.kicks] or [0]
+                steps = [(p, (hits[i + 1] if i + 1 < len(hits) else slots) - p)
+                         for i, p in enumerate(hits)]
             for i, (pos, dur) in enumerate(steps):
                 note = root
                 if walking and i > 0:
                     chord = [self.place(pc, low) for pc in self.pcs(deg)]
                     note = chord[i % len(chord)] if i < 3 else nxt_root + rng.choice([-1, 1, 2])
                     note = self._in_scale(note)
+                elif eighths and i % 2 == 1 and genre in ("synthwave", "edm"):
+                    note = root + 12                             # octave eighths
                 elif i == len(steps) - 1 and len(steps) > 2 and rng.random() < 0.4:
                     note = root + 7                              # a fifth into the next bar
-                elif len(steps) == slots and i % 2 == 1 and self.style.genre in ("synthwave",
-                                                                                 "edm"):
-                    note = root + 12                             # octave eighths
                 vel = (0.85 + 0.15 * rng.random()) * (1.0 if i == 0 else 0.9)
                 start = self.at(bar, pos)
                 self.add(start, "bass",
-                         self._bass_key(voice, note, dur, 0.9, start in kicks), vel)
+                         self._bass_key(voice, note, dur, 0.9, start in self.kicks), vel)
 
     def _bass_key(self, voice: str, note: int, slots: float, legato: float,
                   ducked: bool) -> tuple:
@@ -557,7 +558,8 @@ class Arranger:
         slots = self.slots
         motif_rng = random.Random(zlib.crc32(f"{self.melody_seed}\0motif\0{s.kind}".encode()))
         lengths, weights = RHYTHM[s.kind]
-        ra, rb = self._rhythm(motif_rng, lengths, weights), self._rhythm(motif_rng, lengths, weights)
+        ra = self._rhythm(motif_rng, lengths, weights)
+        rb = self._rhythm(motif_rng, lengths, weights)
         walk = [motif_rng.choice([0, 2, 4])]
         for _ in range(len(ra) + len(rb)):
             walk.append(max(-2, min(9, walk[-1] + motif_rng.choice([-2, -1, -1, 1, 1, 2, 0]))))

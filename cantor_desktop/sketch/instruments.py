@@ -331,10 +331,14 @@ class Voices:
         if stab:
             shine *= np.exp(t * np.float32(-1 / 0.25))
         out = np.zeros(n, dtype=np.float32)
+        def bright(f0):
+            h = _harmonics(f0, 10000, 40)
+            return harmonic_table(h ** -0.7 / (1 + (h * f0 / 5000) ** 2))
+
         for m in notes:
-            d = self.table("brass_d", m, lambda f0: harmonic_table(_harmonics(f0, 6000, 20) ** -2.5))
-            b = self.table("brass_b", m, lambda f0: harmonic_table(
-                _harmonics(f0, 10000, 40) ** -0.7 / (1 + (_harmonics(f0, 10000, 40) * f0 / 5000) ** 2)))
+            d = self.table("brass_d", m,
+                           lambda f0: harmonic_table(_harmonics(f0, 6000, 20) ** -2.5))
+            b = self.table("brass_b", m, bright)
             idx = self.warped(midi_hz(m), n, 0.0015, 5.4, 0.3)
             out += d[idx] + shine * (b[idx] - d[idx])
         env = _fade(n, 0.01 if stab else 0.05, min(0.1, n / SR / 3))

@@ -76,8 +76,8 @@ GENRES: list[Genre] = [
     Genre("orchestral", r"orchestra|symphon|classical|film score|soundtrack|string quartet",
           "orchestral", "lowstrings", ("strings", "brass", "flute"), "strings"),
     Genre("trap", r"\btrap\b|\bdrill\b|\b808s?\b", "trap", "808", ("pad", "bells"), "bells"),
-    Genre("lofi", r"lo-?fi|chill[\s-]?hop|chill beat|study beat", "lofi", "electric", ("epiano", "pad"),
-          "epiano", ("vinyl",), sevenths=True),
+    Genre("lofi", r"lo-?fi|chill[\s-]?hop|chill beat|study beat", "lofi", "electric",
+          ("epiano", "pad"), "epiano", ("vinyl",), sevenths=True),
     Genre("hiphop", r"hip[\s-]?hop|boom[\s-]?bap|\brap\b", "lofi", "electric",
           ("piano", "strings"), "piano", ("vinyl",), sevenths=True),
     Genre("synthwave", r"synthwave|retrowave|outrun|80s|eighties|vaporwave|darkwave",
@@ -109,9 +109,11 @@ DEFAULT_GENRES = ("pop", "ballad", "folk", "synthwave", "soul")
 _FAMILY = {"piano": "keys", "epiano": "keys", "organ": "keys", "guitar": "guitar",
            "eguitar": "guitar"}
 
-# words that turn parts off
-_SOLO = re.compile(r"\bsolo\b|\balone\b|\bonly\b|\bjust\b|unaccompanied|a cappella|by itself",
-                   re.IGNORECASE)
+# words that leave the named instruments alone ("solo" only where no genre is named: "a
+# rock song with a guitar solo" keeps its band)
+_ALONE = re.compile(r"\balone\b|\bonly\b|\bjust\b|unaccompanied|a cappella|by itself",
+                    re.IGNORECASE)
+_SOLO = re.compile(r"\bsolo\b", re.IGNORECASE)
 
 
 def _negated(caption: str, what: str) -> bool:
@@ -163,6 +165,11 @@ def style_for(caption: str, seed: int = 0) -> Style:
                                                                   caption, re.IGNORECASE):
         named.remove("piano")
     genre = genre_of(caption)
+    if genre is not None and genre.name == "rock" and "guitar" in named and \
+            not re.search(r"acoustic", caption, re.IGNORECASE):
+        named[named.index("guitar")] = "eguitar"          # a rock guitar is electric
+    solo = bool(named) and bool(_ALONE.search(caption) or (_SOLO.search(caption) and
+                                                           genre is None))
     if genre is None:
         if named:                    # "piano and strings": a gentle acoustic default
             genre = next(g for g in GENRES if g.name == "ballad")
@@ -180,13 +187,12 @@ def style_for(caption: str, seed: int = 0) -> Style:
         lead = next((n for n in named if n in LEADS), genre.lead)
         # a genre's colour stays behind a named instrument, entering later ("lo-fi piano":
         # the piano leads and comps, the lo-fi pad comes in for the choruses)
-        if not _SOLO.search(caption):
+        if not solo:
             taken = {_FAMILY.get(n, n) for n in named}
             for extra in genre.chords:
                 if _FAMILY.get(extra, extra) not in taken and len(chords) < 3:
                     chords.append(extra)
                     taken.add(_FAMILY.get(extra, extra))
-    solo = bool(_SOLO.search(caption)) and bool(named)
     if solo:
         lead = lead if lead in named else named[0]
         drums, bass, textures = "none", "none", [t for t in textures if t in
