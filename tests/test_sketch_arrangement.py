@@ -10,10 +10,12 @@ import math
 import numpy as np
 import pytest
 
+from conftest import free_port
 from sketch_analysis import (band_energy, cosine, grid_fit, in_key_share, onsets,
                              render_song, share_between)
+from test_sketch_support import EngineProcess, parse_multipart, read_wav
 
-from cantor_desktop.sketch import music, render
+from cantor_desktop.sketch import ensure_sketch_models, music, render
 from cantor_desktop.sketch.engine import song_from_request
 from cantor_desktop.sketch.request import normalise
 from cantor_desktop.sketch.style import style_for
@@ -59,6 +61,26 @@ def test_captions_naming_other_instruments_sound_different():
         assert sim < 0.85 and sim < min(same[a], same[b]) - 0.1, (a, b, sim, same)
 
 
+def test_the_engine_plays_the_caption(tmp_path):
+    """Through the real engine process and its HTTP API: the caption reaches the render."""
+    ensure_sketch_models(tmp_path / "models")
+    engine = EngineProcess(tmp_path / "models", free_port(), tmp_path / "engine.log")
+    try:
+        engine.wait_ready()
+        audio = {}
+        for caption in ("solo piano", "808 trap"):
+            r = engine.result(engine.submit("/synth", {
+                "caption": caption, "lyrics": "[Instrumental]", "duration": 20, "seed": 4,
+                "bpm": 100, "keyscale": "A minor", "output_format": "wav16"}))
+            [(_, wav), _] = parse_multipart(r.headers["content-type"], r.content)
+            audio[caption] = read_wav(wav)[1]
+    finally:
+        engine.stop()
+    assert share_between(audio["solo piano"], 250, 4000) >= 0.40
+    assert share_between(audio["808 trap"], 250, 4000) < 0.35
+    assert cosine(band_energy(audio["solo piano"]), band_energy(audio["808 trap"])) < 0.6
+
+
 @pytest.mark.parametrize("caption,present,absent", [
     ("solo piano", {"keyboard"}, {"drums", "bass", "fx", "strings", "synth"}),
     ("808 trap", {"drums", "bass"}, {"strings", "guitar"}),
@@ -71,6 +93,8 @@ def test_captions_naming_other_instruments_sound_different():
     ("acoustic guitar and strings", {"guitar", "strings"}, {"synth"}),
     ("choir and brass", {"backing_vocals", "brass"}, {"guitar"}),
     ("flute over rain", {"woodwinds", "fx"}, set()),
+    ("rock song with a guitar solo", {"guitar", "drums", "bass"}, {"strings"}),
+    ("cello solo", {"strings"}, {"drums", "bass", "keyboard"}),
 ])
 def test_the_caption_chooses_the_parts(caption, present, absent):
     p = render.plan(_song(caption, duration=60.0))
