@@ -24,8 +24,8 @@ from .style import PART_OF, Style, style_for
 # chord progressions as scale degrees (0-based), one chord per bar
 BRIDGE = {"major": [(5, 3, 0, 4), (3, 4, 5, 4), (1, 4, 0, 5)],
           "minor": [(5, 6, 0, 4), (3, 6, 2, 4), (5, 3, 6, 4)]}
-PRE = {"major": [(5, 3, 1, 4), (3, 5, 3, 4), (1, 3, 5, 4)],
-       "minor": [(3, 5, 6, 4), (5, 6, 3, 4), (5, 3, 5, 6)]}
+PRE = {"major": [(3, 4, 3, 4), (3, 5, 3, 4), (1, 3, 1, 4)],
+       "minor": [(3, 5, 6, 4), (3, 6, 3, 4), (3, 4, 5, 6)]}
 # where each instrument's melody sits: the MIDI note its tonic is placed at or above
 LEAD_LOW = {"piano": 62, "epiano": 62, "synth": 64, "strings": 62, "brass": 58, "flute": 70,
             "bells": 72, "guitar": 57, "eguitar": 59, "organ": 60, "pad": 60, "arp": 64,
@@ -152,9 +152,11 @@ class Arranger:
 
     def _progressions(self, sections: list[form.Section]) -> list[int]:
         rng = _rng(self.song, "chords")
-        pool = music.PROGRESSIONS[self.mode]
-        verse = rng.choice(pool)
-        chorus = rng.choice([p for p in pool if p != verse])
+        # verses and choruses start home, so every phrase says which key it is in (vi-IV-I-V
+        # alone is the relative minor's i-VI-III-VII, note for note); the bridge may not
+        home = [p for p in music.PROGRESSIONS[self.mode] if p[0] == 0]
+        verse = rng.choice(home)
+        chorus = rng.choice([p for p in home if p != verse])
         by_kind = {"verse": verse, "chorus": chorus, "intro": chorus, "outro": chorus,
                    "solo": verse, "breakdown": chorus, "bridge": rng.choice(BRIDGE[self.mode]),
                    "pre": rng.choice(PRE[self.mode])}
@@ -183,7 +185,24 @@ class Arranger:
         return "light" if e < 0.5 else ("groove" if e < 0.85 else "full")
 
     def _groove(self, level: str, rng: random.Random) -> dict[str, list[tuple[float, float]]]:
-        """One bar of hits (half-beat slot, velocity) per drum for the kit and level."""
+        """One bar of hits (half-beat slot, velocity) per drum for the kit and level. From
+        135 bpm in 4/4 every beat gets a kick and the backbeat is lighter: a fast song keeps
+        its pulse on the beat instead of sounding half as fast."""
+        g = self._pattern(level, rng)
+        kit = self.style.drums
+        if self.song.beats_per_bar == 4 and self.song.bpm >= 135 and level != "half" and \
+                kit not in ("trap", "orchestral", "jazz"):
+            kicks = dict(g.get("kick", []))
+            for p in (0, 2, 4, 6):
+                kicks.setdefault(p, 0.85)
+            g["kick"] = sorted(kicks.items())
+            for back in ("snare", "clap"):
+                if back in g:
+                    g[back] = [(p, v * 0.6) for p, v in g[back]]
+            g["hat"] = [(p, 0.8 if p % 2 == 0 else 0.6) for p in range(8)]
+        return g
+
+    def _pattern(self, level: str, rng: random.Random) -> dict[str, list[tuple[float, float]]]:
         kit, slots, b = self.style.drums, self.slots, self.song.beats_per_bar
         snare = {"trap": "clap", "electronic": "clap"}.get(kit, "snare")
         kick = "taiko" if kit == "orchestral" else "kick"
@@ -222,7 +241,8 @@ class Arranger:
             g = {"kick": [(0, 1.0), (2, 0.95), (4, 1.0), (6, 0.95)],
                  "hat": [(1, 0.7), (3, 0.7), (5, 0.7), (7, 0.7)]}
             if level == "light":
-                return {"kick": [(0, 1.0), (4, 1.0)], "hat": g["hat"], "clap": [(6, 0.8)]}
+                return {"kick": [(0, 1.0), (4, 1.0)], "hat": g["hat"],
+                        "clap": [(2, 0.75), (6, 0.8)]}
             g["clap"] = [(2, 0.9), (6, 0.9)]
             if level == "full":
                 g["hat"] = eighths

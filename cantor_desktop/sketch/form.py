@@ -82,11 +82,13 @@ def generated(bars: int, seed: int) -> list[Section]:
         return _number([["verse", 0, bars]]) if bars > 0 else []
     if bars < 8:
         return _number([["intro", 0, 1], ["verse", 1, bars - 1]])
-    intro = 4 if bars >= 40 else 2
+    # four-bar phrases throughout (an intro of four bars once there is room), so phrases
+    # start where a listener counts them from the first sound
+    intro = 4 if bars >= 16 else 2
     outro = 4 if bars >= 40 else (2 if bars >= 12 else 1)
     middle = bars - intro - outro
     unit = 8 if middle >= 40 else 4
-    half = max(2, unit // 2)
+    half = 4
     plan: list[tuple[str, int]] = []
     left = middle
     for block in _blocks(rng, unit, half):
@@ -96,7 +98,7 @@ def generated(bars: int, seed: int) -> list[Section]:
             left -= size
             continue
         if left >= 8:                                   # a shortened verse and chorus
-            v = (left // 2) // 2 * 2
+            v = (left // 2) // 4 * 4 or 4
             plan += [("verse", v), ("chorus", left - v)]
         elif left and plan:                             # a longer last section
             plan[-1] = (plan[-1][0], plan[-1][1] + left)

@@ -494,14 +494,14 @@ class Voices:
         length = 0.03 if kit == "trap" else 0.06
         n = int(length * SR)
         t = self.t(n)
-        lo, hi = (5000, 9000) if kit == "lofi" else (7000, 16000)
+        lo, hi = (3500, 9000) if kit == "lofi" else (4500, 16000)
         return self.noise(n, lo, hi, "hat", kit) * np.exp(t * np.float32(-1 / (length / 4))) * \
             np.float32(0.5)
 
     def _d_openhat(self, kit: str, _=0) -> np.ndarray:
         n = int(0.35 * SR)
         t = self.t(n)
-        return self.noise(n, 6500, 16000, "openhat", kit) * \
+        return self.noise(n, 5000, 16000, "openhat", kit) * \
             np.exp(t * np.float32(-1 / 0.1)) * _fade(n, 0.001, 0.05) * np.float32(0.4)
 
     def _d_crash(self, kit: str, _=0) -> np.ndarray:
