@@ -1,8 +1,9 @@
 """The built-in sketch engine: a small procedural music engine speaking ace-server's protocol.
 
-It renders a real arrangement (drums, bass, chords, a lead line on the lyrics' syllables)
-with numpy, so Cantor works on a fresh machine with no model download and no GPU, and the
-test suite can drive the whole song path end to end. It is never presented as ACE-Step.
+It renders a procedural arrangement with numpy — the caption's instruments and genre, the
+lyrics' sections, a melody, a wordless voice on the lyrics' syllables (render.py) — so
+Cantor works on a fresh machine with no model download and no GPU, and the test suite can
+drive the whole song path end to end. It is never presented as ACE-Step.
 
 Run it with ``python -m cantor_desktop.sketch --models DIR [--port P] …`` or
 ``cantor sketch-server …`` (the same command line as ace-server). This module stays light:

@@ -405,4 +405,4 @@ def song_from_request(req: dict, seed: int):
     codes = req.get("audio_codes") or ""
     return Song(bpm=max(30, min(300, int(bpm))), beats_per_bar=ts, tonic=key[0], minor=key[1],
                 duration=float(max(1.0, min(600.0, duration))), seed=seed, lyrics=lyrics,
-                melody_seed=zlib.crc32(codes.encode()) if codes else None)
+                melody_seed=zlib.crc32(codes.encode()) if codes else None, caption=caption)

@@ -132,30 +132,102 @@ def line_vowels(text: str) -> list[str]:
     return out
 
 
+# a structure tag's words -> its kind; the first pattern that matches wins ("pre-chorus"
+# before "chorus", "post-chorus" is more chorus)
+SECTION_KINDS: list[tuple[str, str]] = [
+    (r"\bpre[\s_-]*chorus|\bprechorus|\bpre\b|\bbuild[\s-]*up|\bbuild\b|\blift\b|\bclimb",
+     "pre"),
+    (r"\bintro|\bopening|\bprelude", "intro"),
+    (r"\boutro|\bending\b|\bend\b|\bcoda\b|\bfade[\s-]*out|\bfinale?\b|\bclosing", "outro"),
+    (r"\bbridge|\bmiddle[\s-]*(?:8|eight)", "bridge"),
+    (r"\bchorus|\bhook|\brefrain|\bdrop\b|\bpost[\s-]*chorus", "chorus"),
+    (r"\bverse|\bstrophe|\bcouplet|\brap\b", "verse"),
+    (r"\bbreak[\s-]*down|\bbreak\b|\bstop", "breakdown"),
+    (r"\bsolo|\binstrumental|\binterlude|\briff|\bjam", "solo"),
+]
+SECTION_NAMES = ("intro", "verse", "pre", "chorus", "bridge", "solo", "breakdown", "outro")
+
+
+def section_kind(tag: str) -> str | None:
+    """The kind of a structure tag's text ("Verse 2", "Pre-Chorus", "hook", "Middle 8")
+    as one of :data:`SECTION_NAMES`, or None when it names no section."""
+    low = (tag or "").strip().lower()
+    for pattern, kind in SECTION_KINDS:
+        if re.search(pattern, low):
+            return kind
+    return None
+
+
 _SECTION = re.compile(r"^\s*\[([^\]]*)\]")
+# a line that is only a tag: "(Chorus)", "Verse 1:", "CHORUS"
+_BARE_TAG = re.compile(r"^\s*(?:\(([^)]*)\)|([A-Za-z][A-Za-z0-9 \-]{0,20}):?)\s*$")
 
 
-def lyric_phrases(lyrics: str) -> list[tuple[str, str, list[int]]]:
-    """Sung lines as (section, text, syllables per word). The section is the last structure
-    tag seen ("verse", "chorus", … lower case, "" before any); tags are not sung."""
-    phrases = []
-    section = ""
+def _line_tag(raw: str) -> str | None:
+    """The section a lyric line opens: a [tag] at its start, or a line holding nothing but a
+    section name ("(Chorus)", "Verse 1:", "CHORUS")."""
+    m = _SECTION.match(raw)
+    if m:
+        return section_kind(m.group(1)) or "verse"
+    m = _BARE_TAG.match(raw)
+    if not m:
+        return None
+    text = m.group(1) if m.group(1) is not None else m.group(2)
+    marked = m.group(1) is not None or raw.rstrip().endswith(":")
+    bare = re.sub(r"[\s\d]+$", "", text.strip().lower()) in _BARE_NAMES
+    return section_kind(text) if marked or bare else None
+
+
+_BARE_NAMES = {"intro", "verse", "pre-chorus", "prechorus", "chorus", "hook", "refrain",
+               "bridge", "interlude", "solo", "breakdown", "outro"}
+
+
+def lyric_blocks(lyrics: str) -> list[tuple[str, list[tuple[str, list[int]]]]]:
+    """The lyrics as sections: (kind, [(line text, syllables per word), …]) in order. A tag
+    opens a section (a tag with no sung line under it is an instrumental section of that
+    kind); untagged lyrics are split into stanzas at blank lines, a stanza sung again being
+    the chorus and the others verses. Kinds are :data:`SECTION_NAMES`."""
+    blocks: list[tuple[str, list]] = []
+    tagged = False
+    current: tuple[str, list] | None = None
+    stanza_break = False
     for raw in (lyrics or "").splitlines():
-        m = _SECTION.match(raw)
-        if m:
-            section = re.sub(r"[\s\d:]+$", "", m.group(1).strip().lower())
+        kind = _line_tag(raw)
+        if kind is not None:
+            tagged = True
+            current = (kind, [])
+            blocks.append(current)
+            rest = _TAG.sub(" ", _SECTION.sub("", raw, count=1)) if _SECTION.match(raw) else ""
+            raw = rest
+            if not raw.strip():
+                continue
         text = _TAG.sub(" ", raw).strip()
-        if not text:
-            continue
         words = []
         for token in _WORD.findall(text):
             if _CJK.search(token):
                 words.extend([1] * len(_CJK.findall(token)))
             else:
                 words.append(word_syllables(token))
-        if words:
-            phrases.append((section, text, words))
-    return phrases
+        if not words:
+            if not raw.strip():
+                stanza_break = True
+            continue
+        if current is None or (stanza_break and not tagged):
+            current = ("verse", [])
+            blocks.append(current)
+        stanza_break = False
+        current[1].append((text, words))
+    if not tagged:
+        texts = [" ".join(t.lower() for t, _ in lines) for _, lines in blocks]
+        blocks = [("chorus" if texts.count(texts[i]) > 1 else "verse", lines)
+                  for i, (_, lines) in enumerate(blocks)]
+    return blocks
+
+
+def lyric_phrases(lyrics: str) -> list[tuple[str, str, list[int]]]:
+    """Sung lines as (section kind, text, syllables per word); tags are not sung."""
+    return [(kind, text, words) for kind, lines in lyric_blocks(lyrics)
+            for text, words in lines]
 
 
 def lyric_lines(lyrics: str) -> list[list[int]]:
