@@ -46,6 +46,7 @@ class SingleInstance(QObject):
         super().__init__(parent)
         self.name = name or instance_name()
         self.server: QLocalServer | None = None
+        self._clients: list[QLocalSocket] = []
 
     def claim(self) -> bool:
         from ..paths import paths
@@ -93,19 +94,28 @@ class SingleInstance(QObject):
 
     def _on_connection(self) -> None:
         while self.server is not None and self.server.hasPendingConnections():
-            sock = self.server.nextPendingConnection()
-            sock.setParent(self)
+            sock = self.server.nextPendingConnection()     # the server owns it
+            self._clients.append(sock)
+            sock.readyRead.connect(self._read_all)
+            sock.disconnected.connect(self._read_all)
+        self._read_all()
 
-            def read(sock=sock) -> None:
-                if sock.canReadLine() and bytes(sock.readLine().data()) == SHOW:
+    def _read_all(self) -> None:
+        """Read ``show`` from every connected launch (a socket is read here, in this
+        object's slot, and let go once its peer has gone)."""
+        for sock in list(self._clients):
+            while sock.canReadLine():
+                if bytes(sock.readLine().data()) == SHOW:
                     log.info("another launch asked for the window")
                     self.activated.emit()
-                    sock.disconnectFromServer()
-            sock.readyRead.connect(read)
-            sock.disconnected.connect(sock.deleteLater)
-            read()
+            if sock.state() == QLocalSocket.UnconnectedState:
+                self._clients.remove(sock)
+                sock.deleteLater()
 
     def release(self) -> None:
+        for sock in self._clients:
+            sock.abort()
+        self._clients.clear()
         if self.server is not None:
             self.server.close()
             self.server = None
