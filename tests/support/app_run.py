@@ -4,7 +4,8 @@ tests of how it starts, quits and dies. (No tests here.)
 The child makes its QApplication first and then runs the app's own ``main`` — exactly what
 the cantor-desktop entry point runs — with two additions of the test's: it counts the main
 windows it shows, and when the file ``quit_file`` appears it sends the application a
-``QEvent.Quit``, which is what macOS sends for Cmd+Q and the Dock's Quit.
+``QEvent.Quit``, which is what macOS sends for Cmd+Q and the Dock's Quit. A test that kills
+the node again and again may cap the app's restart back-off (``backoff_max``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from PySide6.QtWidgets import QApplication, QMainWindow
 
 app = QApplication(sys.argv[:1])
 quit_file = sys.argv[1]
+if len(sys.argv) > 2:       # a test that kills the node over and over: a shorter back-off
+    from cantor_desktop.node import launcher
+    launcher.BACKOFF_MAX = float(sys.argv[2])
 shown = set()
 
 class Shown(QObject):
@@ -60,9 +64,10 @@ sys.exit(code)
 
 
 class AppUnderTest:
-    def __init__(self, home: Path, port: int):
+    def __init__(self, home: Path, port: int, *, backoff_max: float | None = None):
         self.home = home
         self.port = port
+        self.backoff_max = backoff_max
         self.url = f"http://127.0.0.1:{port}"
         self.quit_file = home / "quit-now"
         self.proc: subprocess.Popen | None = None
@@ -70,7 +75,8 @@ class AppUnderTest:
     def start(self) -> "AppUnderTest":
         env = {**os.environ, "CANTOR_HOME": str(self.home), "QT_QPA_PLATFORM": "offscreen",
                "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen([sys.executable, "-c", APP, str(self.quit_file)],
+        extra = [] if self.backoff_max is None else [str(self.backoff_max)]
+        self.proc = subprocess.Popen([sys.executable, "-c", APP, str(self.quit_file), *extra],
                                      env=env, cwd=str(ROOT), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         return self
