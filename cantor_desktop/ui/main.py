@@ -97,11 +97,16 @@ def _app_events(shell):
     """An event filter on the application: ``QEvent.Quit`` (Cmd+Q, Dock → Quit, a quit a
     platform asks for) becomes :meth:`Shell.quit`; ``QEvent.ApplicationActivate`` (a click
     on the Dock icon) reopens a hidden window on macOS."""
+    import weakref
+
     from PySide6.QtCore import QEvent, QObject
+
+    ref = weakref.ref(shell)          # the filter lives with the application, not the shell
 
     class AppEvents(QObject):
         def eventFilter(self, obj, event):  # noqa: N802 - Qt's name
-            if obj is not shell.app:
+            shell = ref()
+            if shell is None or obj is not shell.app:
                 return False
             kind = event.type()
             if kind == QEvent.Quit and not shell.done:
