@@ -121,7 +121,8 @@ def shell(qapp, qloop):
 
     s = Shell(qapp, NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
     yield s
-    qapp.removeEventFilter(s._events)
+    if s._events is not None:
+        qapp.removeEventFilter(s._events)
     s.window.close()
 
 
@@ -145,8 +146,21 @@ def test_a_quit_event_is_taken_over_by_the_one_quit_path(shell, qapp):
     QCoreApplication.sendEvent(qapp, event)
     assert not event.isAccepted() and shell._quit.done()
     shell.done = True                                  # once quit, a Quit passes to Qt
-    later = QEvent(QEvent.Quit)
-    assert shell._events.eventFilter(qapp, later) is False
+    assert shell.app_event(QEvent(QEvent.Quit)) is False
+
+
+def test_our_application_class_hands_its_own_events_to_the_shell():
+    from PySide6.QtCore import QEvent
+
+    from cantor_desktop.ui.main import application_class
+
+    seen = []
+    cls = application_class()
+    assert cls is application_class()
+    # the override, called as Qt calls it for an event sent to the application
+    app_like = type("App", (), {"on_event": lambda self, e: seen.append(e.type()) or True})()
+    assert cls.event(app_like, QEvent(QEvent.Quit)) is True
+    assert seen == [QEvent.Quit]
 
 
 def test_logout_takes_the_same_quit_path(shell):

@@ -13,6 +13,7 @@ loop end first anyway, :meth:`Shell.finish_now` stops the node before the proces
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
 
-    app = QApplication.instance() or QApplication(argv)
+    app = QApplication.instance() or application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
     from .instance import SingleInstance
@@ -93,13 +94,33 @@ def quit_on_signals(quit) -> None:
     wake.start(200)
 
 
+@functools.lru_cache(maxsize=None)
+def application_class():
+    """QApplication whose own events go to the shell first (:meth:`Shell.app_event`):
+    ``QEvent.Quit`` (Cmd+Q, Dock → Quit, a quit a platform asks for) and
+    ``QEvent.ApplicationActivate`` (a click on the Dock icon). Overriding ``event()`` sees
+    only the events sent to the application object; an application-wide event filter would
+    run Python for every event of every widget."""
+    from PySide6.QtWidgets import QApplication
+
+    class CantorApplication(QApplication):
+        on_event = None
+
+        def event(self, event):  # noqa: A003 - Qt's name
+            handler = self.on_event
+            if handler is not None and handler(event):
+                return True
+            return super().event(event)
+
+    return CantorApplication
+
+
 def _app_events(shell):
-    """An event filter on the application: ``QEvent.Quit`` (Cmd+Q, Dock → Quit, a quit a
-    platform asks for) becomes :meth:`Shell.quit`; ``QEvent.ApplicationActivate`` (a click
-    on the Dock icon) reopens a hidden window on macOS."""
+    """The same as an event filter, for an application this module did not make (the
+    self-test and the benchmarks make their own QApplication first)."""
     import weakref
 
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QObject
 
     ref = weakref.ref(shell)          # the filter lives with the application, not the shell
 
@@ -108,14 +129,7 @@ def _app_events(shell):
             shell = ref()
             if shell is None or obj is not shell.app:
                 return False
-            kind = event.type()
-            if kind == QEvent.Quit and not shell.done:
-                event.ignore()            # refused for now: we quit in order, then end
-                shell.quit()
-                return True
-            if kind == QEvent.ApplicationActivate and shell.reopen_on_activate:
-                shell.reopen_if_hidden()
-            return False
+            return shell.app_event(event)
 
     return AppEvents(shell.app)
 
@@ -149,8 +163,12 @@ class Shell:
         self.done = False
         """True once the shutdown path has run (a QEvent.Quit then passes)."""
         self.reopen_on_activate = sys.platform == "darwin"
-        self._events = _app_events(self)
-        app.installEventFilter(self._events)
+        self._events = None
+        if hasattr(app, "on_event"):          # our own application class
+            app.on_event = self.app_event
+        else:
+            self._events = _app_events(self)
+            app.installEventFilter(self._events)
         app.commitDataRequest.connect(self._session_ending)
         app.aboutToQuit.connect(self.finish_now)
         self._held = []
@@ -176,6 +194,21 @@ class Shell:
         else:
             self.window.first_painted.connect(go)
             QTimer.singleShot(500, go)
+
+    def app_event(self, event) -> bool:
+        """An event sent to the application: True when it is taken here. A Quit is refused
+        for now (it is accepted by Qt only once :meth:`until_quit` is done) and becomes
+        :meth:`quit`; an activation reopens a hidden window where that is the custom."""
+        from PySide6.QtCore import QEvent
+
+        kind = event.type()
+        if kind == QEvent.Quit and not self.done:
+            event.ignore()                # refused for now: we quit in order, then end
+            self.quit()
+            return True
+        if kind == QEvent.ApplicationActivate and self.reopen_on_activate:
+            self.reopen_if_hidden()
+        return False
 
     def reopen(self) -> None:
         """Another launch, or a click on the Dock: show the window."""

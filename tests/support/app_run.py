@@ -1,8 +1,8 @@
 """The real app (``cantor_desktop.ui.main.main``, offscreen) as a child process, for the
 tests of how it starts, quits and dies. (No tests here.)
 
-The child makes its QApplication first and then runs the app's own ``main`` — exactly what
-the cantor-desktop entry point runs — with two additions of the test's: it counts the main
+The child makes the app's own QApplication class first and then runs the app's own ``main``
+— exactly what the cantor-desktop entry point runs — with two additions of the test's: it counts the main
 windows it shows, and when the file ``quit_file`` appears it sends the application a
 ``QEvent.Quit``, which is what macOS sends for Cmd+Q and the Dock's Quit. A test that kills
 the node again and again may cap the app's restart back-off (``backoff_max``).
@@ -28,9 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = r"""
 import os, sys
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
-from PySide6.QtWidgets import QApplication, QMainWindow
+from PySide6.QtWidgets import QMainWindow
+from cantor_desktop.ui.main import application_class, main
 
-app = QApplication(sys.argv[:1])
+app = application_class()(sys.argv[:1])      # the application main() itself would make
 quit_file = sys.argv[1]
 if len(sys.argv) > 2:       # a test that kills the node over and over: a shorter back-off
     from cantor_desktop.node import launcher
@@ -55,7 +56,6 @@ def poll():
     QTimer.singleShot(50, poll)
 
 QTimer.singleShot(50, poll)
-from cantor_desktop.ui.main import main
 code = main(sys.argv[:1])
 print("main windows shown:", len(shown), flush=True)
 print("main returned", code, flush=True)
