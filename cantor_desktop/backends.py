@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import config, download, engine_store, hardware, manifest, selfexec, trial
+from . import config, download, engine_store, hardware, manifest, procs, selfexec, trial
 from .engine_store import InstalledBuild
 from .manifest import Build, Manifest
 
@@ -131,10 +131,14 @@ def _emit(on_event: EventSink, kind: str, backend: str | None, message: str,
                               **extra))
 
 
-def no_build_text(backend: str, os_name: str, arch: str) -> str:
-    if backend == "cpu":
-        return (f"No build for this machine: no cpu engine is published for {os_name} {arch}. "
-                f"The built-in sketch engine still works.")
+def no_build_text(backend: str, os_name: str, arch: str, cpu_build: bool = True) -> str:
+    """Why ``backend`` has nothing to install here; ``cpu_build``: whether the manifest has
+    a CPU build for this machine (macOS has none today: never point the user at one)."""
+    if backend == "cpu" or not cpu_build:
+        what = "no cpu engine" if backend == "cpu" else f"neither a {backend} nor a cpu engine"
+        return (f"No build for this machine: {what} is published for {os_name} {arch}. The "
+                f"built-in sketch engine still works, and so does an ace-server you build "
+                f"yourself: cantor config set engines.acestep.path /path/to/ace-server")
     return (f"No build for this machine: no {backend} engine is published for {os_name} "
             f"{arch}. Use another backend; the CPU always has one.")
 
@@ -184,10 +188,14 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         st.evidence.append(f"your build: {user.path} (node.toml engines.{family}.path)")
         record = applicable_record(family, name, user, hw)
         st.trial = record.to_dict() if record else None
+        quarantine = hw.os == "macos" and procs.macos.quarantine_note(user.argv[0])
         if not Path(user.argv[0]).is_file():
             st.state = "update_required"
             st.message = (f"The build named in node.toml does not exist: {user.argv[0]}. "
                           f"Run: cantor config set engines.{family}.path /path/to/ace-server")
+        elif quarantine:
+            st.state = "update_required"
+            st.message = quarantine
         elif record is not None and record.rejected:
             st.state = REJECTED
             st.installed = False        # not for this backend: it did not load here
@@ -251,7 +259,8 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         return st
     if build is None:
         refusal = m.refusal(family, name, hw.os, hw.arch)
-        st.message = refusal or no_build_text(name, hw.os, hw.arch)
+        st.message = refusal or no_build_text(name, hw.os, hw.arch,
+                                              m.best(family, "cpu", hw.os, hw.arch) is not None)
         return st
     st.version = build.version
     record = applicable_record(family, name, build, hw)
@@ -399,8 +408,8 @@ async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.
                                    or (newest is not None and newest.rejected)):
         inst = existing        # a newer build rejected here is not fetched again
     elif build is None:
-        text = m.refusal(family, backend, hw.os, hw.arch) or no_build_text(backend, hw.os,
-                                                                            hw.arch)
+        text = m.refusal(family, backend, hw.os, hw.arch) or no_build_text(
+            backend, hw.os, hw.arch, m.best(family, "cpu", hw.os, hw.arch) is not None)
         return _Tried(False, reason=text, no_build=True)
     else:
         try:
@@ -556,7 +565,8 @@ async def update(on_event: EventSink = None, *,
             if item.state in ("update_available", "update_required"):
                 build = m.best(fam, name, hw.os, hw.arch)
                 if build is None:
-                    _emit(on_event, "failed", name, no_build_text(name, hw.os, hw.arch), fam)
+                    _emit(on_event, "failed", name, no_build_text(
+                        name, hw.os, hw.arch, m.best(fam, "cpu", hw.os, hw.arch) is not None), fam)
                     continue
                 current = engine_store.inspect(fam, name).build
                 stage = item.state == "update_available" and current is not None

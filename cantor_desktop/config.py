@@ -17,6 +17,7 @@ import ipaddress
 import os
 import re
 import tempfile
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -465,6 +466,31 @@ def _set_in(doc: tomlkit.TOMLDocument, key: str, value: Any) -> None:
         node[parts[-1]] = value
 
 
+REPLACE_WAITS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
+"""Pauses between tries of :func:`replace_file` (about 2 s in all)."""
+
+
+def replace_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """``os.replace``, tried again for a while when Windows refuses because another process
+    (the app reading node.toml, a virus scanner, an indexer) has ``dst`` open: that is
+    PermissionError (WinError 5 or 32) there, and it passes in milliseconds."""
+    for wait in REPLACE_WAITS:
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError as exc:
+            if not _held_open(exc):
+                raise
+            time.sleep(wait)
+    os.replace(src, dst)
+
+
+def _held_open(exc: PermissionError) -> bool:
+    """Windows says "access denied" or "sharing violation" for a file held open; on POSIX
+    a PermissionError from rename is a real permission problem, not worth waiting for."""
+    return getattr(exc, "winerror", None) in (5, 32) or os.name == "nt"
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write data to path so readers see the old or the new file, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -479,7 +505,7 @@ def write_atomic(path: Path, data: bytes) -> None:
                 os.chmod(tmp, path.stat().st_mode & 0o777)
             except OSError:
                 pass
-        os.replace(tmp, path)
+        replace_file(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

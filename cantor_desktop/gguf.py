@@ -85,20 +85,14 @@ def write_header_only(path: str | os.PathLike, architecture: str,
                       extra: dict[str, str | int] | None = None) -> Path:
     """Write a minimal GGUF (no tensors) with ``general.architecture`` and ``extra`` keys.
 
-    Written to a temp file in the same folder and renamed, so a reader never sees half.
+    Written to a temp file of its own in the same folder and renamed, so a reader never sees
+    half, and two threads writing the same file at once (two songs planned together on a
+    fresh home) never share a temp file.
     """
+    from .config import write_atomic
+
     path = Path(path)
-    data = header_bytes(architecture, extra)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_atomic(path, header_bytes(architecture, extra))
     return path
 
 

@@ -21,6 +21,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import procs
+
 ROOT_ENV = "CANTOR_HW_ROOT"
 OS_ENV = "CANTOR_HW_OS"
 ARCH_ENV = "CANTOR_HW_ARCH"
@@ -101,7 +103,8 @@ def _run(argv: list[str]) -> tuple[int | None, str, str]:
     """Run a probe command; (exit code or None when it could not run, stdout, problem)."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
-                              errors="replace", stdin=subprocess.DEVNULL)
+                              errors="replace", stdin=subprocess.DEVNULL,
+                              **procs.probe_kwargs())       # no console window flashing up
     except subprocess.TimeoutExpired:
         return None, "", f"timed out after {COMMAND_TIMEOUT:.0f} s"
     except OSError as exc:
@@ -375,7 +378,14 @@ def probe(root: Path = Path("/"), env_path: str | None = None, *, os_name: str |
     root = Path(root)
     os_name = normalise_os(os_name or platform.system())
     arch = normalise_arch(arch or platform.machine())
+    rosetta = os_name == "macos" and arch == "x86_64" and root == Path("/") and \
+        procs.macos.under_rosetta(run=lambda argv: _run(argv)[:2])
+    if rosetta:          # an Intel Cantor translated on Apple Silicon: the machine is arm64
+        arch = "arm64"
     hw = Hardware(os=os_name, arch=arch)
+    if rosetta:
+        hw.notes.append("Cantor runs under Rosetta (its Intel build) on Apple Silicon; "
+                        "engines run natively for arm64.")
     hw.cpu_name, hw.cpu_features, cpu_source = _cpu(root, os_name, arch)
     hw.ram_bytes = _ram(root)
 

@@ -243,6 +243,10 @@ class NodeClient:
         """Ask the node to restart once its running songs end."""
         return await self._json("POST", "/v1/node/restart")
 
+    async def shutdown(self) -> dict[str, Any]:
+        """Ask the node to stop now: it ends its songs and engines and exits."""
+        return await self._json("POST", "/v1/node/shutdown")
+
     # -- models --------------------------------------------------------------------------
 
     async def models(self, all: bool = False) -> dict[str, Any]:

@@ -175,8 +175,14 @@ def test_no_build_for_this_machine(tmp_path, monkeypatch):
     st = json.loads(cli("--json").stdout)
     metal = next(b for b in st["backends"] if b["name"] == "metal")
     assert metal["state"] == "unsupported"
-    assert metal["message"] == ("No build for this machine: no metal engine is published for "
-                                "macos arm64. Use another backend; the CPU always has one.")
+    # no engine of any kind is published for the Mac: never send the user to a CPU build
+    assert metal["message"] == ("No build for this machine: neither a metal nor a cpu engine is "
+                                "published for macos arm64. The built-in sketch engine still "
+                                "works, and so does an ace-server you build yourself: cantor "
+                                "config set engines.acestep.path /path/to/ace-server")
+    cpu = next(b for b in st["backends"] if b["name"] == "cpu")
+    assert "no cpu engine is published for macos arm64" in cpu["message"]
+    assert "always" not in json.dumps(st)
     assert metal["evidence"] == ["macOS on Apple Silicon (arm64)"]
     assert st["default"] is None
     done = cli("--use", "metal")

@@ -121,3 +121,29 @@ def test_error_is_value_error():
 def test_kinds():
     assert gguf.KIND_BY_ARCH == {"acestep-lm": "lm", "acestep-dit": "dit",
                                  "acestep-text-enc": "text-enc", "acestep-vae": "vae"}
+
+
+def test_threads_writing_the_same_header_never_share_a_temp_file(tmp_path):
+    # two songs planned at once on a fresh home both write the sketch model's files
+    import threading
+
+    from cantor_desktop import gguf
+
+    errors = []
+    folder = tmp_path / "sketch-models"
+    folder.mkdir()
+
+    def write():
+        try:
+            for _ in range(100):
+                gguf.write_header_only(folder / "sketch-lm.gguf", gguf.ARCH_LM)
+        except OSError as exc:
+            errors.append(exc)
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [p.name for p in folder.iterdir()] == ["sketch-lm.gguf"]
+    assert gguf.read_architecture(folder / "sketch-lm.gguf") == gguf.ARCH_LM

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -78,7 +82,7 @@ def test_watch_restarts_a_node_that_died_and_its_queue_goes_on(cantor_home):
     song, done, restarts = asyncio.run(main())
     # the link's own states: starting (it died, and while it restarts), then idle again
     assert [s for s, _ in states[:3]] == ["starting", "starting", "idle"]
-    assert "exit code -9" in states[0][1]
+    assert "killed by signal 9 (SIGKILL)" in states[0][1]
     assert restarts == 1
     assert song["state"] in ("done", "failed")      # queued → done; running at death → failed
     if song["state"] == "failed":
@@ -128,3 +132,163 @@ def test_ensure_node_makes_the_token_the_node_and_its_clients_share(cantor_home)
     token, listed, status, again = asyncio.run(main())
     assert token and token == local_token()
     assert listed == [] and status == 401 and again is None
+
+
+def _node_children() -> list[int]:
+    """Our child processes that are Cantor nodes."""
+    import psutil
+
+    from cantor_desktop.node.leftovers import is_node_command
+    out = []
+    for child in psutil.Process().children():
+        try:
+            if is_node_command(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def test_stop_asks_the_node_with_its_token_and_the_node_cleans_up_its_engines(cantor_home):
+    import httpx
+
+    from cantor_desktop import procs
+    from cantor_desktop.nodeclient import NodeClient
+
+    port = free_port()
+    _config_port(cantor_home, port)
+
+    async def main():
+        proc = NodeProcess("127.0.0.1", port)
+        await proc.start()
+        async with NodeClient(proc.url) as c:
+            sid = await c.submit_song(SHORT)
+            await until_state(c, sid, ("done",), 30)
+            engine = await engine_pid(c)
+        recorded = json.loads((cantor_home / "state" / "engines.json").read_text())
+        async with httpx.AsyncClient(trust_env=False) as http:
+            stranger = await http.post(proc.url + "/v1/node/shutdown")   # no token
+        still = await answers(proc.url)
+        code = await proc.stop()
+        return engine, recorded, stranger.status_code, still, code
+
+    engine, recorded, stranger, still, code = asyncio.run(main())
+    assert recorded["sketch"]["pid"] == engine
+    assert stranger == 401 and still                    # only its token stops it
+    assert code == 0                 # stopped through the API (a SIGTERM would give -15)
+    assert not procs.alive(engine)
+    assert json.loads((cantor_home / "state" / "engines.json").read_text()) == {}
+    # its stderr has its own file; node.log is the node's own rotated log
+    assert "cantor node: listening on" in (cantor_home / "logs" / "node-stderr.log").read_text()
+    assert "cantor node: listening on" not in (cantor_home / "logs" / "node.log").read_text()
+
+
+def test_a_hung_node_is_signalled_then_killed_and_its_engine_ends_too(cantor_home):
+    from cantor_desktop import procs
+    from cantor_desktop.nodeclient import NodeClient
+
+    port = free_port()
+    _config_port(cantor_home, port)
+
+    async def main():
+        proc = NodeProcess("127.0.0.1", port)
+        await proc.start()
+        async with NodeClient(proc.url) as c:
+            sid = await c.submit_song(SHORT)
+            await until_state(c, sid, ("done",), 30)
+            engine = await engine_pid(c)
+        os.kill(proc.pid, signal.SIGSTOP)            # it answers nothing, ends nothing
+        code = await proc.stop(timeout=1.0)
+        return engine, code
+
+    engine, code = asyncio.run(main())
+    assert code == -signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while procs.alive(engine) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not procs.alive(engine)
+
+
+def test_an_upgrade_restart_is_one_new_node_started_by_its_supervisor_at_once(cantor_home):
+    from cantor_desktop.nodeclient import NodeClient
+
+    port = free_port()
+    _config_port(cantor_home, port)
+    states: list[tuple[str, str]] = []
+    most = []
+
+    async def main():
+        proc = NodeProcess("127.0.0.1", port, supervised=True)
+        await proc.start()
+        first = proc.pid
+        watcher = asyncio.create_task(proc.watch(lambda s, d: states.append((s, d))))
+        try:
+            async with NodeClient(proc.url) as c:
+                sid = await c.submit_song(SHORT)
+                await until_state(c, sid, ("done",), 30)
+                await c.restart()                    # what `cantor upgrade` sends
+            deadline = time.monotonic() + 30
+            while (proc.pid == first or not await answers(proc.url)) and \
+                    time.monotonic() < deadline:
+                most.append(len(_node_children()))
+                await asyncio.sleep(0.05)
+            async with NodeClient(proc.url) as c:
+                history = [s["id"] for s in await c.songs()]
+            return first, proc.pid, proc.restarts, history, sid
+        finally:
+            await proc.stop()
+            await asyncio.wait_for(watcher, 5)
+
+    first, second, restarts, history, sid = asyncio.run(main())
+    assert second != first and restarts == 1
+    assert states[:2] == [("starting", "restarting the node after an upgrade"), ("idle", "")]
+    assert not any("stopped" in d for _, d in states)      # not taken for a crash
+    assert max(most) <= 1                                  # never two nodes at once
+    assert sid in history                                  # the queue went on
+    log = (cantor_home / "logs" / "node.log").read_text()
+    assert "restarting the node (upgrade)" in log
+
+
+def test_cantor_node_stop_stops_this_homes_node(cantor_home):
+    from cantor_desktop.selfexec import self_argv
+
+    port = free_port()
+    _config_port(cantor_home, port)
+
+    async def main():
+        proc = NodeProcess("127.0.0.1", port)
+        await proc.start()
+        try:
+            stop = await asyncio.to_thread(
+                subprocess.run, self_argv("cli") + ["node", "stop"], capture_output=True,
+                text=True, timeout=60)
+            for _ in range(100):
+                if not proc.running:
+                    break
+                await asyncio.sleep(0.05)
+            return stop, proc.proc.returncode
+        finally:
+            await proc.stop()
+
+    stop, code = asyncio.run(main())
+    assert stop.returncode == 0 and "has stopped" in stop.stderr, stop.stderr
+    assert code == 0
+    again = subprocess.run(self_argv("cli") + ["node", "stop"], capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 0 and "no node answers" in again.stderr
+
+
+def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path):
+    """Windows' restart for a node run in a terminal: this process stays, the node runs as
+    its child, again while it asks (here a real child that asks once)."""
+    from cantor_desktop import procs
+    from cantor_desktop.cli.node_cmd import restart_node, run_restarting
+
+    runs = tmp_path / "runs"
+    script = ("import os, pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+              "n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); "
+              f"assert os.environ.get({procs.SUPERVISED_ENV!r}) == '1'; "
+              f"sys.exit({procs.RESTART_EXIT_CODE} if n == 0 else 3)")
+    assert run_restarting([sys.executable, "-c", script, str(runs)]) == 3
+    assert runs.read_text() == "xx"
+    assert restart_node(["never-run"], supervised=True) == procs.RESTART_EXIT_CODE

@@ -176,3 +176,56 @@ def test_pull_through_the_node_without_an_engine_download_is_ready(cantor_home, 
     assert done.message.startswith("Model ready. No engine yet:")
     names = {m["name"]: m for m in models}
     assert names["acestep-v15-turbo-Q8_0"]["state"] == "ready"
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    """chattr ±i: the way to make unlink fail on Linux, even for root (as a file an engine
+    holds open fails on Windows). False where the file system or the user cannot."""
+    import shutil
+    import subprocess
+    if shutil.which("chattr") is None:
+        return False
+    done = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+def test_removing_a_model_in_use_is_409_never_500(cantor_home, tmp_path, hub):
+    engine = _script(tmp_path / "ace-server", f'exec {shlex.join(self_argv("sketch-server"))} "$@"')
+    _config(cantor_home, engine)
+    dit2 = cantor_home / "models" / "acestep" / DIT2
+
+    async def main():
+        node = await Node(cantor_home, env={"HF_ENDPOINT": hub.base_url}).start()
+        try:
+            async with node.client() as c:
+                [item async for item in c.pull("acestep-v15-turbo")]
+                [item async for item in c.pull("acestep-v15-sft")]
+                sid = await c.submit_song({"caption": "long", "duration": 600,
+                                           "model": "acestep-v15-turbo"})
+                await until_state(c, sid, ("running",), 30)
+                async with node.http() as http:
+                    busy = await http.delete("/v1/models/acestep-v15-turbo")
+                    await c.cancel(sid)
+                    await until_state(c, sid, ("cancelled",), 30)
+                    freed = await http.delete("/v1/models/acestep-v15-turbo")
+                    locked = held = None
+                    if _immutable(dit2, True):
+                        try:
+                            held = await http.delete("/v1/models/acestep-v15-sft")
+                        finally:
+                            _immutable(dit2, False)
+                        locked = await http.delete("/v1/models/acestep-v15-sft")
+                return busy, freed, held, locked, sid
+        finally:
+            await node.stop()
+
+    busy, freed, held, locked, sid = asyncio.run(main())
+    assert busy.status_code == 409
+    err = busy.json()["error"]
+    assert err["type"] == "in_use" and err["songs"] == [sid] and "cancel it" in err["message"]
+    assert freed.status_code == 200
+    if held is None:
+        pytest.skip("chattr +i is not available here; the running-song case was checked")
+    assert held.status_code == 409, held.text        # a file that cannot go: in use, not 500
+    assert held.json()["error"]["type"] == "in_use" and DIT2 in held.json()["error"]["message"]
+    assert locked.status_code == 200

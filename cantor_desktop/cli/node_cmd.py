@@ -1,4 +1,5 @@
-"""`cantor node [--host H] [--port P]` runs the node; `cantor node token` prints its token."""
+"""`cantor node [--host H] [--port P]` runs the node; `cantor node token` prints its token;
+`cantor node stop` stops this home's running node (it stops its engines first)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ def register(sub) -> None:
                                    "HTTP API. Every request needs the node's token; the app and "
                                    "the CLI on this machine find it themselves, and `cantor "
                                    "node token` prints it for another machine.")
-    p.add_argument("action", nargs="?", choices=("serve", "token"), default="serve",
-                   help="serve (default) or token")
+    p.add_argument("action", nargs="?", choices=("serve", "token", "stop"), default="serve",
+                   help="serve (default), token, or stop (this home's running node)")
     p.add_argument("--host", help="address to listen on (default: node.host in node.toml)")
     p.add_argument("--port", type=int, help="port (default: node.port in node.toml)")
     p.set_defaults(func=run)
@@ -30,6 +31,10 @@ def run(args) -> int:
             print(f"cantor node token: {exc}", file=sys.stderr)
             return 1
         return 0
+
+    if args.action == "stop":
+        import asyncio
+        return asyncio.run(stop_node(args.host, args.port))
 
     try:
         cfg = config.load()
@@ -48,13 +53,52 @@ def run(args) -> int:
     return serve_forever(host, port)
 
 
+STOP_WAIT = 15.0
+
+
+async def stop_node(host: str | None = None, port: int | None = None) -> int:
+    """Ask this home's node to stop (``POST /v1/node/shutdown``) and wait until it is gone:
+    0 when it stopped or none ran, 1 when it would not."""
+    import asyncio
+    import time
+
+    from .. import config
+    from ..node.launcher import _connect_host, answers
+    from ..nodeclient import NodeClient, NodeError, local_url
+
+    cfg, _err = config.load_or_defaults()
+    url = local_url(cfg) if host is None and port is None else (
+        f"http://{_connect_host(host or cfg.get('node.host'))}:"
+        f"{port if port is not None else cfg.get('node.port')}")
+    if not await answers(url):
+        print(f"cantor node stop: no node answers at {url}", file=sys.stderr)
+        return 0
+    try:
+        async with NodeClient(url) as node:
+            await node.shutdown()
+    except NodeError as exc:
+        print(f"cantor node stop: {exc.message}", file=sys.stderr)
+        return 1
+    deadline = time.monotonic() + STOP_WAIT
+    while await answers(url, timeout=0.5):
+        if time.monotonic() > deadline:
+            print(f"cantor node stop: the node at {url} is still running after "
+                  f"{STOP_WAIT:g} s", file=sys.stderr)
+            return 1
+        await asyncio.sleep(0.1)
+    print(f"cantor node stop: the node at {url} has stopped", file=sys.stderr)
+    return 0
+
+
 def serve_forever(host: str, port: int) -> int:
-    from .. import logs
+    from .. import logs, procs
     from ..access import TokenError
     from ..node.server import serve
     from ..paths import paths
     from ..selfexec import self_argv
 
+    supervised = os.environ.pop(procs.SUPERVISED_ENV, None) == "1"
+    procs.watch_owner()          # started by the app: stop when the app is gone
     logs.setup(paths().node_log, stderr_level=logging.WARNING)
 
     def listening() -> None:
@@ -73,8 +117,55 @@ def serve_forever(host: str, port: int) -> int:
         return 1
     if restart:
         logging.getLogger(__name__).info("restarting the node (upgrade)")
-        argv = self_argv("node") + ["--host", host, "--port", str(port)]
+        return restart_node(self_argv("node") + ["--host", host, "--port", str(port)],
+                            supervised)
+    return 0
+
+
+def restart_node(argv: list[str], supervised: bool, *, os_name: str | None = None) -> int:
+    """Start the node again after an upgrade.
+
+    - Supervised (the app started it and watches it): exit with
+      :data:`procs.RESTART_EXIT_CODE`; the app starts it again at once, and no one else does.
+    - Run by hand on POSIX: ``os.execv`` — the same pid, terminal and owner pipe.
+    - Run by hand on Windows, where ``execv`` would start a second process with a new pid
+      and split ``C:\\Program Files\\…`` at the space: stay as a thin parent and run the node
+      as its child, again each time it asks (:func:`run_restarting`).
+    """
+    from .. import procs
+
+    if supervised:
+        return procs.RESTART_EXIT_CODE
+    if (os_name or os.name) != "nt":
+        from ..procs.owner import keep_across_exec
+        keep_across_exec()
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(argv[0], argv)
-    return 0
+    return run_restarting(argv)
+
+
+def run_restarting(argv: list[str]) -> int:
+    """Run ``argv`` (a node) as a child until it exits with anything but the restart code;
+    returns that code. This process lets go of the node's log first (the child rotates it)
+    and leaves Ctrl-C to the child, which stops gracefully and exits 0."""
+    import signal
+    import subprocess
+
+    from .. import procs
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_cantor", False):
+            root.removeHandler(handler)
+            handler.close()
+    # a handler, not SIG_IGN: an ignored signal would stay ignored in the child too
+    previous = signal.signal(signal.SIGINT, lambda *_: None)
+    env = {**os.environ, procs.SUPERVISED_ENV: "1"}
+    try:
+        while True:
+            code = subprocess.call(argv, env=env)
+            if code != procs.RESTART_EXIT_CODE:
+                return code
+    finally:
+        signal.signal(signal.SIGINT, previous)

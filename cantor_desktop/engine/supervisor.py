@@ -15,7 +15,6 @@ import itertools
 import logging
 import os
 import re
-import signal
 import socket
 from pathlib import Path
 from typing import Callable
@@ -51,17 +50,7 @@ class EngineStartError(RuntimeError):
         self.lines = lines or []
 
 
-def describe_exit(code: int | None) -> str:
-    """"exit code 1" / "killed by signal 9 (SIGKILL)"."""
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = "unknown signal"
-        return f"killed by signal {-code} ({name})"
-    return f"exit code {code}"
+from ..procs import describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
 
 
 def _free_port() -> int:

@@ -667,13 +667,24 @@ def _routes(app: FastAPI) -> None:
                                  headers=SSE_HEADERS)
 
     @app.delete("/v1/models/{name}", responses=ERRORS)
-    async def delete_model(name: str):
+    async def delete_model(request: Request, name: str):
         if name == SKETCH:
             raise ApiError(400, "the sketch model is built in and cannot be removed",
                            field="name")
+        cfg = _cfg()
+        running = [s.id for s in node(request).queue.running()
+                   if model_name(s.request, cfg) == name]
+        if running:
+            raise ApiError(409, f"model {name!r} is in use: song {running[0]} is running on "
+                                f"it; cancel it or wait until it ends", "in_use", "name",
+                           songs=running)
         from ..models.library import LibraryError, remove
         try:
             result = await asyncio.to_thread(remove, name)
+        except PermissionError as exc:     # Windows: an engine or another program has it open
+            raise ApiError(409, f"model {name!r} is in use: {exc.filename or 'a file'} is open "
+                                f"in another program (an engine?); stop it and try again",
+                           "in_use", "name") from None
         except (ValueError, LibraryError, LookupError, FileNotFoundError) as exc:
             raise ApiError(404, f"model {name!r} is not installed: {exc}", "model_not_found",
                            "name", installed=installed_names()) from None
@@ -1066,6 +1077,17 @@ def _routes(app: FastAPI) -> None:
         asyncio.get_running_loop().create_task(when_idle())
         return JSONResponse({"status": "restarting",
                              "after": [s.id for s in n.queue.running()]}, status_code=202)
+
+
+    @app.post("/v1/node/shutdown", status_code=202,
+              responses={202: {"description": "stopping: songs end, engines stop, it exits"}})
+    async def shutdown(request: Request):
+        """Stop the node now (the app's Quit): running songs end as "node stopped", engines
+        stop and their records are cleared, then the process exits."""
+        n = node(request)
+        running = [s.id for s in n.queue.running()]
+        asyncio.get_running_loop().call_later(0.05, n.request_exit)   # after this answer
+        return JSONResponse({"status": "stopping", "running": running}, status_code=202)
 
 
 def _family_backend(body: Any, *, allow_auto: bool) -> tuple[str, str]:

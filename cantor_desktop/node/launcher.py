@@ -2,8 +2,15 @@
 use it).
 
 :func:`ensure_node` returns the URL of a node that answers, starting a private one only when
-none does. A :class:`NodeProcess` stops only the process it started (SIGTERM, then kill),
-and :meth:`NodeProcess.watch` restarts it with back-off if it dies.
+none does. A :class:`NodeProcess` starts its child windowless and tied to this process
+(:mod:`cantor_desktop.procs`: it ends when we end, however we end), and stops only the
+process it started: ``POST /v1/node/shutdown`` with its token (the node stops its engines and
+clears its records), then a signal where there is one, then a kill — and any engine of it
+still running after that. :meth:`NodeProcess.watch` restarts it with back-off if it dies,
+and at once, as no crash, when it exits asking to be restarted (``cantor upgrade``).
+
+The child's stderr goes to its own file (``node-stderr.log``), never into ``node.log``,
+which the node rotates itself: Windows cannot rename a file another process holds open.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Callable
 
 import httpx
 
-from .. import access, config
+from .. import access, config, procs
 from ..link_state import LinkState
 from ..paths import paths
 from ..selfexec import self_argv
@@ -27,7 +34,10 @@ from ..selfexec import self_argv
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 20.0
-STOP_TIMEOUT = 8.0
+STOP_TIMEOUT = 8.0          # for the node to stop after it was asked
+SIGNAL_GRACE = 5.0          # then after SIGTERM, before a kill
+STDERR_FILE = "node-stderr.log"
+STDERR_KEEP = 1024 * 1024   # a longer stderr file is set aside (.1) at the next start
 BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 0.5, 30.0, 60.0
 
 
@@ -58,7 +68,7 @@ class NodeProcess:
 
     def __init__(self, host: str = "127.0.0.1", port: int | None = None, *,
                  token: str | None = None, env: dict[str, str] | None = None,
-                 log_path: Path | None = None):
+                 log_path: Path | None = None, supervised: bool = False):
         if port is None:
             port = config.load_or_defaults()[0].get("node.port")
         self.host = host
@@ -67,7 +77,11 @@ class NodeProcess:
         """The child's token: given, else its home's (made now when it has none), handed to
         the child in its environment so that both are sure to hold the same one."""
         self.env = env
-        self.log_path = log_path or paths(self._child_env()).node_log
+        self.log_path = log_path or paths(self._child_env()).logs_dir / STDERR_FILE
+        """Where the child's stderr goes (its last words when it fails to start)."""
+        self.supervised = supervised
+        """True when :meth:`watch` will run: the child then exits with
+        :data:`procs.RESTART_EXIT_CODE` to be restarted, instead of replacing itself."""
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self._stopping = False
@@ -99,6 +113,7 @@ class NodeProcess:
             return self.url
         self._stopping = False
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        _set_aside(self.log_path)
         try:
             self._log_offset = self.log_path.stat().st_size
         except OSError:
@@ -107,14 +122,15 @@ class NodeProcess:
         if self.token is None:
             self.token = access.node_token(create=True, state_dir=paths(env).state_dir)
         env[access.TOKEN_ENV] = self.token
+        env.pop(procs.SUPERVISED_ENV, None)
+        if self.supervised:
+            env[procs.SUPERVISED_ENV] = "1"
+        procs.child_environment(env)
         with open(self.log_path, "ab") as err:
-            kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
-                            "stderr": err, "env": env}
-            if os.name == "nt":
-                kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-            else:
-                kwargs["start_new_session"] = True
-            self.proc = subprocess.Popen(self.argv(), **kwargs)
+            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                         **procs.node_kwargs())
+        procs.tie_child(self.proc.pid)
         self._started_at = time.monotonic()
         log.info("started node pid %d on %s", self.proc.pid, self.url)
         await self.wait_ready(timeout)
@@ -151,28 +167,51 @@ class NodeProcess:
         return " | ".join(lines[-3:])
 
     async def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """Stop the child this object started: SIGTERM, then kill after ``timeout``."""
+        """Stop the child this object started and everything it started: ask it
+        (``POST /v1/node/shutdown``), wait ``timeout`` s, then SIGTERM (POSIX), then kill;
+        engines of it still running after that are ended too. Returns its exit code."""
         self._stopping = True
         proc = self.proc
         if proc is None:
             return None
         if proc.poll() is None:
-            try:
-                if os.name == "nt":
-                    proc.terminate()
-                else:
+            tree = procs.descendants(proc.pid)
+            if await self._ask_to_shut_down():
+                await self._wait_exit(proc, timeout)
+            if proc.poll() is None and os.name != "nt":
+                log.warning("node pid %d did not stop when asked; sending SIGTERM", proc.pid)
+                try:
                     proc.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + timeout
-            while proc.poll() is None and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+                except ProcessLookupError:
+                    pass
+                await self._wait_exit(proc, SIGNAL_GRACE)
             if proc.poll() is None:
-                log.warning("node pid %d did not stop within %g s; killing it", proc.pid, timeout)
+                log.warning("node pid %d did not stop; killing it", proc.pid)
                 proc.kill()
-                while proc.poll() is None:
-                    await asyncio.sleep(0.02)
+                await self._wait_exit(proc, None)
+            left = [pid for pid in tree if procs.alive(pid)]
+            if left:
+                log.warning("the node left %d process(es) running; ending them", len(left))
+                await asyncio.to_thread(procs.end, left, grace=2.0)
         return proc.returncode
+
+    async def _ask_to_shut_down(self) -> bool:
+        """``POST /v1/node/shutdown`` with the child's token; False when it did not take."""
+        from ..nodeclient import NodeClient
+
+        try:
+            async with NodeClient(self.url, token=self.token, timeout=3.0) as client:
+                await client.shutdown()
+            return True
+        except Exception as exc:  # noqa: BLE001 - any failure: the signals come next
+            log.info("node pid %s did not take the shutdown request: %s", self.pid, exc)
+            return False
+
+    @staticmethod
+    async def _wait_exit(proc: subprocess.Popen, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while proc.poll() is None and (deadline is None or time.monotonic() < deadline):
+            await asyncio.sleep(0.05)
 
     async def watch(self, on_state: Callable[[LinkState, str], None] | None = None) -> None:
         """Keep the node running until :meth:`stop`: restart it with back-off when it dies.
@@ -189,7 +228,11 @@ class NodeProcess:
                     await asyncio.sleep(0.2)
                 if self._stopping:
                     return
-                detail = f"exit code {proc.returncode}"
+                if proc.returncode == procs.RESTART_EXIT_CODE and self.supervised:
+                    if await self._restart_now(on_state):
+                        delay = BACKOFF_FIRST
+                        continue
+                detail = procs.describe_exit(proc.returncode)
                 log.warning("node pid %d died (%s)", proc.pid, detail)
                 if on_state:
                     on_state(LinkState.STARTING, f"the node stopped ({detail}); restarting it")
@@ -210,6 +253,34 @@ class NodeProcess:
                 if on_state:
                     on_state(LinkState.ERROR, str(exc))
             delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _restart_now(self, on_state: Callable[[LinkState, str], None] | None) -> bool:
+        """The child exited asking to be started again (an upgrade): start it now. Only this
+        supervisor starts it, so no second node competes for the port meanwhile."""
+        log.info("node pid %d exited to be restarted (upgrade); starting it again", self.pid)
+        if on_state:
+            on_state(LinkState.STARTING, "restarting the node after an upgrade")
+        try:
+            await self.start()
+        except NodeStartError as exc:
+            log.warning("node restart after an upgrade failed: %s", exc)
+            if on_state:
+                on_state(LinkState.ERROR, str(exc))
+            return False
+        self.restarts += 1
+        if on_state:
+            on_state(LinkState.IDLE, "")
+        return True
+
+
+def _set_aside(path: Path) -> None:
+    """Keep the stderr file short: past :data:`STDERR_KEEP` it becomes ``….1`` (best effort:
+    on Windows a leftover process may still hold it, and then it simply grows on)."""
+    try:
+        if path.stat().st_size > STDERR_KEEP:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except OSError:
+        pass
 
 
 async def ensure_node(host: str | None = None, port: int | None = None) -> tuple[str, NodeProcess | None]:

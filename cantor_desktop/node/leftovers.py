@@ -1,10 +1,18 @@
-"""Engines a killed node left behind.
+"""Engines a dead node left behind.
 
-Engines run in their own session (so a Ctrl-C meant for the node does not kill a song
-half-way), which means a node killed with ``kill -9`` leaves its engine running. The node
-records each engine it starts (pid and models folder) in ``paths().node_engines_file``; the
-next node ends the recorded processes that are still alive *and* still the same program (its
-command line names that models folder), so a recycled pid is never touched.
+An engine is tied to its node (:mod:`cantor_desktop.procs`), but where the tie cannot hold —
+macOS, where ace-server cannot watch a pipe; a Windows that refused the job object — a node
+killed outright leaves its engine running, with its port and gigabytes of weights. The node
+records each engine it starts in ``paths().node_engines_file`` (pid, models folder, and the
+executable it runs); the next node ends:
+
+- the recorded processes that still run the same program (image path and a command line
+  naming that models folder), so a recycled pid is never touched;
+- any other engine of this home that lost its node: a process whose command line has
+  ``--models`` one of this home's model folders, whose image is an engine of this home (or
+  Cantor's own sketch engine), and whose parent is no longer a Cantor node.
+
+An engine whose node is alive (another node of the same home) is never touched.
 """
 
 from __future__ import annotations
@@ -12,12 +20,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
+from .. import procs
 from ..config import write_atomic
 from ..paths import paths
 
@@ -29,72 +35,104 @@ def _file() -> Path:
 
 
 def record(engines: dict[str, dict]) -> None:
-    """Save ``{key: {"pid": int, "models_dir": str}}`` for the engines running now."""
-    write_atomic(_file(), json.dumps(engines, indent=1).encode("utf-8"))
+    """Save ``{key: {"pid": int, "models_dir": str}}`` for the engines running now; the
+    executable of each is looked up and saved with it."""
+    out = {}
+    for key, item in engines.items():
+        item = dict(item)
+        if "exe" not in item and item.get("pid"):
+            exe = procs.image_path(int(item["pid"]))
+            if exe:
+                item["exe"] = exe
+        out[key] = item
+    write_atomic(_file(), json.dumps(out, indent=1).encode("utf-8"))
 
 
-def _command_line(pid: int) -> str | None:
-    proc = Path(f"/proc/{pid}/cmdline")
-    if proc.parent.exists():
-        try:
-            return proc.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            return None
-    if sys.platform == "win32":
-        return None
-    try:
-        out = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
+def is_node_command(argv: list[str] | None) -> bool:
+    """A Cantor node's command line (``… cantor_desktop node …``, ``cantor-desktop --mode
+    node …``, ``cantor node …``)."""
+    if not argv or "node" not in argv:
         return False
-    except PermissionError:
-        return True
+    return any("cantor" in Path(part).name.lower() for part in argv[: argv.index("node")])
 
 
-def end_leftovers(timeout: float = 3.0) -> list[int]:
-    """End the recorded engines that outlived their node; returns the pids ended."""
+def _node_is_alive(ppid: int | None, *, ps=None) -> bool:
+    if not ppid or ppid <= 1 or not procs.alive(ppid, ps=ps):
+        return False
+    return is_node_command(procs.command_line(ppid, ps=ps))
+
+
+def _models_folders() -> list[Path]:
+    p = paths()
+    folders = [p.sketch_models_dir, p.probe_models_dir]
     try:
-        engines = json.loads(_file().read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    ended = []
-    for key, item in (engines or {}).items():
+        folders += [d for d in p.models_dir.iterdir() if d.is_dir()]
+    except OSError:
+        pass
+    return folders
+
+
+def _is_engine_image(found: procs.Found, recorded_exe: str | None) -> bool:
+    if recorded_exe:
+        return procs.same_path(found.exe, recorded_exe)
+    if procs.path_under(found.exe, paths().engines_dir):
+        return True
+    # the built-in sketch engine is Cantor itself in its sketch-server mode
+    return "sketch-server" in found.cmdline and (
+        procs.same_path(found.exe, sys.executable)
+        or any("cantor" in Path(a).name.lower() for a in found.cmdline[:3]))
+
+
+def _models_dir_of(found: procs.Found) -> str | None:
+    return found.argument_after("--models")
+
+
+def find_leftovers(recorded: dict[str, dict] | None = None, *, ps=None) -> list[procs.Found]:
+    """The engines of this home that outlived their node (see the module's doc)."""
+    recorded = recorded or {}
+    by_pid = {}
+    for item in recorded.values():
         try:
-            pid, folder = int(item["pid"]), str(item["models_dir"])
+            by_pid[int(item["pid"])] = (str(item["models_dir"]), item.get("exe"))
         except (KeyError, TypeError, ValueError):
             continue
-        if pid == os.getpid() or not _alive(pid):
-            continue
-        command = _command_line(pid)
-        if not command or "--models" not in command or folder not in command:
-            continue
-        log.warning("ending the %s engine (pid %d) a previous node left running", key, pid)
-        try:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-                _reap(pid)
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        ended.append(pid)
-    record({})
-    return ended
+    folders = _models_folders()
+    me = os.getpid()
+
+    def match(found: procs.Found) -> bool:
+        if found.pid == me or found.ppid == me:
+            return False
+        models = _models_dir_of(found)
+        if not models:
+            return False
+        if found.pid in by_pid:
+            folder, exe = by_pid[found.pid]
+            if not procs.same_path(models, folder) or (exe and not procs.same_path(found.exe,
+                                                                                   exe)):
+                return False                    # the pid now belongs to another program
+        elif not (any(procs.same_path(models, f) for f in folders)
+                  and _is_engine_image(found, None)):
+            return False
+        return not _node_is_alive(found.ppid, ps=ps)
+
+    return procs.find(match, ps=ps)
 
 
-def _reap(pid: int) -> None:
+def end_leftovers(timeout: float = 3.0, *, ps=None) -> list[int]:
+    """End the engines that outlived their node; returns the pids ended."""
     try:
-        os.waitpid(pid, os.WNOHANG)
-    except (ChildProcessError, OSError):
-        pass
+        recorded = json.loads(_file().read_text("utf-8"))
+        if not isinstance(recorded, dict):
+            recorded = {}
+    except (OSError, ValueError):
+        recorded = {}
+    found = find_leftovers(recorded, ps=ps)
+    for item in found:
+        log.warning("ending an engine a previous node left running: pid %d (%s)", item.pid,
+                    " ".join(item.cmdline[:6]))
+    ended = procs.end([f.pid for f in found], grace=timeout, ps=ps) if found else []
+    try:
+        record({})
+    except OSError:
+        log.warning("cannot clear %s", _file())
+    return ended

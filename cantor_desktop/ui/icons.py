@@ -70,6 +70,73 @@ def state_icon(state: str) -> QIcon:
     return icon
 
 
+TEMPLATE_BADGES = {"stopped": "ring", "starting": "half", "idle": "", "generating": "dot",
+                   "error": "cross"}
+"""A template image has one colour, so its state shows as a shape: a ring when stopped, a
+half-filled ring while starting, nothing when idle, a dot while generating, a cross on error."""
+
+
+def template_pixmap(size: int, state: str) -> QPixmap:
+    """The tray icon for macOS's menu bar: black on transparent (the system tints it for a
+    light or dark bar and for a highlighted item), the state as a badge shape."""
+    pm = QPixmap(size, size)
+    pm.fill(Qt.transparent)
+    p = QPainter(pm)
+    p.setRenderHint(QPainter.Antialiasing)
+    black = QColor("black")
+    _note(p, size, black)
+    badge = TEMPLATE_BADGES.get(state, "ring")
+    if badge:
+        r = size * 0.40
+        box = QRectF(size - r - 0.5, size - r - 0.5, r, r)
+        p.setCompositionMode(QPainter.CompositionMode_Clear)   # a gap around the badge
+        p.setPen(Qt.NoPen)
+        p.setBrush(black)
+        grow = max(1.0, size / 16)
+        p.drawEllipse(box.adjusted(-grow, -grow, grow, grow))
+        p.setCompositionMode(QPainter.CompositionMode_SourceOver)
+        line = max(1.0, size / 14)
+        if badge == "dot":
+            p.drawEllipse(box)
+        elif badge in ("ring", "half"):
+            p.setPen(QPen(black, line))
+            p.setBrush(Qt.NoBrush)
+            inner = box.adjusted(line / 2, line / 2, -line / 2, -line / 2)
+            p.drawEllipse(inner)
+            if badge == "half":
+                p.setPen(Qt.NoPen)
+                p.setBrush(black)
+                p.drawPie(inner, 90 * 16, 180 * 16)
+        elif badge == "cross":
+            p.setPen(QPen(black, line * 1.3, Qt.SolidLine, Qt.RoundCap))
+            m = r * 0.22
+            p.drawLine(QPointF(box.left() + m, box.top() + m), QPointF(box.right() - m,
+                                                                       box.bottom() - m))
+            p.drawLine(QPointF(box.right() - m, box.top() + m), QPointF(box.left() + m,
+                                                                        box.bottom() - m))
+    p.end()
+    return pm
+
+
+@lru_cache(maxsize=None)
+def template_icon(state: str) -> QIcon:
+    """:func:`template_pixmap` at the menu bar's sizes (22 pt, and 44 px for Retina),
+    marked as a mask: on macOS that makes it a template image."""
+    icon = QIcon()
+    for size in (16, 18, 22, 32, 36, 44):
+        icon.addPixmap(template_pixmap(size, state))
+    icon.setIsMask(True)
+    return icon
+
+
+def tray_icon(state: str, *, template: bool | None = None) -> QIcon:
+    """The tray's icon for a node state: a template image on macOS, colours elsewhere."""
+    import sys
+    if template is None:
+        template = sys.platform == "darwin"
+    return template_icon(state) if template else state_icon(state)
+
+
 def dot_pixmap(state: str, size: int = 12) -> QPixmap:
     pm = QPixmap(size, size)
     pm.fill(Qt.transparent)

@@ -1,22 +1,44 @@
-"""`cantor-desktop`: start Qt, the qasync loop, the node link, the window and the tray."""
+"""`cantor-desktop`: start Qt, the qasync loop, the node link, the window and the tray.
+
+One app per user and home (:mod:`.instance`): a second launch shows the first one's window
+and exits 0 before it paints anything.
+
+Every way to quit takes one path, :meth:`Shell.quit`: the tray's Quit; Cmd+Q and the Dock's
+Quit (a ``QEvent.Quit`` to the application, which is taken over here so Qt does not end the
+loop under us); logout and the installer's Restart Manager (``commitDataRequest``); closing
+the window when there is no tray; Ctrl-C and SIGTERM. It hides the window, asks the node we
+started to stop (the node stops its engines), and only then lets the loop end. Should the
+loop end first anyway, :meth:`Shell.finish_now` stops the node before the process exits.
+"""
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import sys
 
 os.environ.setdefault("QT_API", "pyside6")  # qasync must pick PySide6
+
+log = logging.getLogger(__name__)
+
+LOOP_STOPPED_EARLY = "Event loop stopped before Future completed"
+FINISH_TIMEOUT = 20.0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
 
-    from .window import MainWindow
-
-    app = QApplication.instance() or QApplication(argv)
+    app = QApplication.instance() or application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
+    from .instance import SingleInstance
+    instance = SingleInstance()
+    if not instance.claim():          # another Cantor of this user and home shows itself
+        return 0
+
+    from .window import MainWindow
     # the frame first, painted before anything else is imported or read
     window = MainWindow(skeleton=True)
     window.show()
@@ -32,10 +54,19 @@ def main(argv: list[str] | None = None) -> int:
     from .tasks import new_loop
     loop = new_loop(app)
     shell = Shell(app, window=window)
+    instance.activated.connect(shell.reopen)
     shell.start_node_soon()  # never waits: the window is up first
     quit_on_signals(shell.quit)
-    with loop:
-        loop.run_until_complete(shell.until_quit())
+    try:
+        with loop:
+            loop.run_until_complete(shell.until_quit())
+    except RuntimeError as exc:
+        if LOOP_STOPPED_EARLY not in str(exc):
+            raise
+        log.warning("the event loop ended before Cantor had quit; stopping the node now")
+    finally:
+        shell.finish_now()
+        instance.release()
     return 0
 
 
@@ -52,7 +83,7 @@ def quit_on_signals(quit) -> None:
     def handler(signum, _frame):
         QTimer.singleShot(0, quit)
 
-    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK"):
         sig = getattr(signal, name, None)
         if sig is not None:
             signal.signal(sig, handler)
@@ -61,6 +92,46 @@ def quit_on_signals(quit) -> None:
     wake.setObjectName("cantor-signal-wake")
     wake.timeout.connect(lambda: None)
     wake.start(200)
+
+
+@functools.lru_cache(maxsize=None)
+def application_class():
+    """QApplication whose own events go to the shell first (:meth:`Shell.app_event`):
+    ``QEvent.Quit`` (Cmd+Q, Dock → Quit, a quit a platform asks for) and
+    ``QEvent.ApplicationActivate`` (a click on the Dock icon). Overriding ``event()`` sees
+    only the events sent to the application object; an application-wide event filter would
+    run Python for every event of every widget."""
+    from PySide6.QtWidgets import QApplication
+
+    class CantorApplication(QApplication):
+        on_event = None
+
+        def event(self, event):  # noqa: A003 - Qt's name
+            handler = self.on_event
+            if handler is not None and handler(event):
+                return True
+            return super().event(event)
+
+    return CantorApplication
+
+
+def _app_events(shell):
+    """The same as an event filter, for an application this module did not make (the
+    self-test and the benchmarks make their own QApplication first)."""
+    import weakref
+
+    from PySide6.QtCore import QObject
+
+    ref = weakref.ref(shell)          # the filter lives with the application, not the shell
+
+    class AppEvents(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 - Qt's name
+            shell = ref()
+            if shell is None or obj is not shell.app:
+                return False
+            return shell.app_event(event)
+
+    return AppEvents(shell.app)
 
 
 class Shell:
@@ -89,6 +160,21 @@ class Shell:
         self.tray.quit_requested.connect(self.quit)
         import asyncio
         self._quit = asyncio.get_event_loop().create_future()
+        self.done = False
+        """True once the shutdown path has run (a QEvent.Quit then passes)."""
+        self.reopen_on_activate = sys.platform == "darwin"
+        self._events = None
+        if hasattr(app, "on_event"):          # our own application class
+            app.on_event = self.app_event
+        else:
+            self._events = _app_events(self)
+            app.installEventFilter(self._events)
+        app.commitDataRequest.connect(self._session_ending)
+        app.aboutToQuit.connect(self.finish_now)
+        self._held = []
+        if sys.platform == "win32":     # the installer's AppMutex: Setup waits while we run
+            from ..procs import windows
+            self._held = windows.app_mutex()
         if not self.tray.available:
             # without a tray, closing the window is the only way out: it quits
             self.window.destroyed.connect(self.quit)
@@ -109,16 +195,68 @@ class Shell:
             self.window.first_painted.connect(go)
             QTimer.singleShot(500, go)
 
+    def app_event(self, event) -> bool:
+        """An event sent to the application: True when it is taken here. A Quit is refused
+        for now (it is accepted by Qt only once :meth:`until_quit` is done) and becomes
+        :meth:`quit`; an activation reopens a hidden window where that is the custom."""
+        from PySide6.QtCore import QEvent
+
+        kind = event.type()
+        if kind == QEvent.Quit and not self.done:
+            event.ignore()                # refused for now: we quit in order, then end
+            self.quit()
+            return True
+        if kind == QEvent.ApplicationActivate and self.reopen_on_activate:
+            self.reopen_if_hidden()
+        return False
+
+    def reopen(self) -> None:
+        """Another launch, or a click on the Dock: show the window."""
+        self.window.bring_up()
+
+    def reopen_if_hidden(self) -> None:
+        if not self.window.isVisible() and not self._quit.done():
+            self.window.bring_up()
+
     def quit(self, *_):
         if not self._quit.done():
             self._quit.set_result(True)
+
+    def _session_ending(self, manager) -> None:
+        """Logout or shutdown (the installer's Restart Manager too): quit now. Qt's default
+        would only close the windows, which keeps us in the tray."""
+        log.info("the session is ending; quitting")
+        self.quit()
 
     async def until_quit(self) -> None:
         await self._quit
         self.window.hide()
         await self.link.shutdown()
         self.window.shutdown()
-        self.app.quit()
+        if self.tray.icon is not None:
+            self.tray.icon.hide()
+        self.done = True
+        # returning ends the loop (run_until_complete): no app.quit(), whose QEvent.Quit would
+        # first ask every window to close, and the window refuses while it keeps to the tray
+
+    def finish_now(self) -> None:
+        """Last resort when the loop ended before :meth:`until_quit` had (a quit that got
+        past us, a session ending): stop the node we started, synchronously."""
+        if self.done:
+            return
+        self.done = True
+        process = getattr(self.link, "process", None)
+        if process is None or not process.running:
+            return
+        import asyncio
+        import threading
+
+        log.warning("stopping the node before exiting")
+        # the Qt loop may still count as this thread's running loop: stop it on another
+        worker = threading.Thread(target=lambda: asyncio.run(process.stop()),
+                                  name="stop-node", daemon=True)
+        worker.start()
+        worker.join(FINISH_TIMEOUT)
 
 
 def build(app, link=None) -> Shell:

@@ -260,7 +260,8 @@ class NodeLink(QObject):
         from ..node.launcher import NodeProcess
         if self.process is None:
             parsed = urlparse(self.url)
-            self.process = NodeProcess(parsed.hostname or "127.0.0.1", parsed.port or 7823)
+            self.process = NodeProcess(parsed.hostname or "127.0.0.1", parsed.port or 7823,
+                                       supervised=True)     # watched: restarts on upgrade
         await self.process.start()
         self.tasks.start("supervise", self.process.watch(on_state=self._on_child))
 

@@ -1,7 +1,8 @@
 """The tray: node state as the icon, a status line, node controls, keep-loaded, open, quit.
 
 The menu and its actions exist even where no system tray does (offscreen, some desktops), so
-they stay testable; the QSystemTrayIcon is only shown when ``isSystemTrayAvailable``.
+they stay testable; the QSystemTrayIcon is only shown when ``isSystemTrayAvailable``. On
+macOS the icon is a template image (black, tinted by the system for the menu bar).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from .. import config
-from .icons import state_icon
+from .icons import tray_icon
 
 
 class Tray(QObject):
@@ -45,7 +46,7 @@ class Tray(QObject):
         self.icon: QSystemTrayIcon | None = None
         self._last_song: str | None = None
         if QSystemTrayIcon.isSystemTrayAvailable():
-            self.icon = QSystemTrayIcon(state_icon("stopped"), self)
+            self.icon = QSystemTrayIcon(tray_icon("stopped"), self)
             self.icon.setContextMenu(self.menu)
             self.icon.activated.connect(self._activated)
             self.icon.messageClicked.connect(self._message_clicked)
@@ -66,7 +67,7 @@ class Tray(QObject):
         self.stop.setEnabled(running or self.link.owns_node)
         self.restart.setEnabled(state != "starting")
         if self.icon is not None:
-            self.icon.setIcon(state_icon(state))
+            self.icon.setIcon(tray_icon(state))
         self.on_status(self.link.status_line())
 
     def on_status(self, line: str) -> None:

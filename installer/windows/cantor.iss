@@ -6,9 +6,18 @@
 ;
 ; Installs dist\cantor\ (cantor-desktop.exe = the app, cantor.exe = the console CLI, and
 ; _internal\) into Program Files (or the user's own programs folder when not admin), with a
-; Start-menu entry, an optional desktop shortcut and an optional `cantor` on PATH. The
-; uninstaller removes the program and keeps the user's songs, models and settings unless the
-; user ticks "Also delete my songs, models and settings".
+; Start-menu entry, an optional desktop shortcut and an optional `cantor` on PATH (the
+; machine's PATH for an all-users install, the user's for a per-user one). The uninstaller
+; removes the program and keeps the user's songs, models and settings unless the user ticks
+; "Also delete my songs, models and settings".
+;
+; Upgrading while Cantor runs: the app holds the mutex named in AppMutex (cantor_desktop/
+; procs/windows.py APP_MUTEX), so Setup asks the user to quit it first; Restart Manager
+; (CloseApplications) can close its window the way a logout does, which takes the app's own
+; quit path (it stops its node, and the node its engines). The node and engines have no
+; window, so PrepareToInstall asks the node to stop (`cantor node stop`) and then ends any
+; process still running from the install folder. The old _internal folder is removed before
+; the new files go in ([InstallDelete]): nothing of an older build is left to be loaded.
 
 #if VER < EncodeVer(6, 6, 0)
   #error Cantor's installer needs Inno Setup 6.6 or newer (CreateCustomForm with a size)
@@ -46,6 +55,7 @@ WizardStyle=modern
 ChangesEnvironment=yes
 CloseApplications=yes
 RestartApplications=no
+AppMutex=CantorDesktopRunning,Global\CantorDesktopRunning
 
 [Languages]
 Name: "english"; MessagesFile: "compiler:Default.isl"
@@ -56,6 +66,11 @@ Name: "addtopath"; Description: "Add the cantor command to PATH (for terminals)"
 
 [Files]
 Source: "{#Dist}\*"; DestDir: "{app}"; Flags: ignoreversion recursesubdirs createallsubdirs
+
+[InstallDelete]
+; files of the build being replaced: a DLL or module the new build no longer ships must not
+; stay beside it to be loaded
+Type: filesandordirs; Name: "{app}\_internal"
 
 [Icons]
 Name: "{autoprograms}\{#AppName}"; Filename: "{app}\{#AppExe}"; WorkingDir: "{app}"
@@ -79,13 +94,32 @@ const
 var
   DeleteUserData: Boolean;
 
-{ --- `cantor` on the user's PATH (HKCU\Environment) --- }
+{ --- `cantor` on PATH: the machine's for an all-users install, the user's otherwise --- }
+
+const
+  MachineEnvKey = 'SYSTEM\CurrentControlSet\Control\Session Manager\Environment';
+
+function PathRoot(): Integer;
+begin
+  if IsAdminInstallMode() then
+    Result := HKEY_LOCAL_MACHINE
+  else
+    Result := HKEY_CURRENT_USER;
+end;
+
+function PathKey(): String;
+begin
+  if IsAdminInstallMode() then
+    Result := MachineEnvKey
+  else
+    Result := EnvKey;
+end;
 
 function PaddedPath(): String;
 var
   Path: String;
 begin
-  if not RegQueryStringValue(HKEY_CURRENT_USER, EnvKey, 'Path', Path) then
+  if not RegQueryStringValue(PathRoot(), PathKey(), 'Path', Path) then
     Path := '';
   Result := ';' + Path + ';';
 end;
@@ -96,11 +130,11 @@ var
 begin
   if Pos(';' + Uppercase(Dir) + ';', Uppercase(PaddedPath())) > 0 then
     Exit;
-  if not RegQueryStringValue(HKEY_CURRENT_USER, EnvKey, 'Path', Path) then
+  if not RegQueryStringValue(PathRoot(), PathKey(), 'Path', Path) then
     Path := '';
   if (Path <> '') and (Copy(Path, Length(Path), 1) <> ';') then
     Path := Path + ';';
-  RegWriteExpandStringValue(HKEY_CURRENT_USER, EnvKey, 'Path', Path + Dir);
+  RegWriteExpandStringValue(PathRoot(), PathKey(), 'Path', Path + Dir);
 end;
 
 procedure RemoveFromPath(Dir: String);
@@ -113,7 +147,7 @@ begin
   if P = 0 then
     Exit;
   Delete(Padded, P, Length(Dir) + 1);
-  RegWriteExpandStringValue(HKEY_CURRENT_USER, EnvKey, 'Path',
+  RegWriteExpandStringValue(PathRoot(), PathKey(), 'Path',
                             Copy(Padded, 2, Length(Padded) - 2));
 end;
 
@@ -121,6 +155,38 @@ procedure CurStepChanged(CurStep: TSetupStep);
 begin
   if (CurStep = ssPostInstall) and WizardIsTaskSelected('addtopath') then
     AddToPath(ExpandConstant('{app}'));
+end;
+
+{ --- before files are replaced: nothing may run from the install folder --- }
+
+procedure EndProcessesUnder(Dir: String);
+var
+  ResultCode: Integer;
+  Script: String;
+begin
+  { every process whose executable lives in Dir (the app, a headless node, the CLI), found
+    by path: another program's process with the same name is never touched }
+  Script := 'Get-CimInstance Win32_Process | Where-Object { $_.ExecutablePath -and ' +
+            '$_.ExecutablePath.StartsWith(''' + AddBackslash(Dir) + ''', ' +
+            '[StringComparison]::OrdinalIgnoreCase) } | ForEach-Object { ' +
+            'Stop-Process -Id $_.ProcessId -Force -ErrorAction SilentlyContinue }';
+  Exec(ExpandConstant('{sys}\WindowsPowerShell\v1.0\powershell.exe'),
+       '-NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "' + Script + '"',
+       '', SW_HIDE, ewWaitUntilTerminated, ResultCode);
+end;
+
+function PrepareToInstall(var NeedsRestart: Boolean): String;
+var
+  ResultCode: Integer;
+  Cli: String;
+begin
+  Result := '';
+  Cli := ExpandConstant('{app}\cantor.exe');
+  if FileExists(Cli) then
+    { as the user who started Setup: their node, found with their token, stops its engines
+      and exits (an older build without this command only says so) }
+    ExecAsOriginalUser(Cli, 'node stop', '', SW_HIDE, ewWaitUntilTerminated, ResultCode);
+  EndProcessesUnder(ExpandConstant('{app}'));
 end;
 
 { --- the uninstaller keeps the user's data unless asked --- }

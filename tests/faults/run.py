@@ -122,6 +122,13 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "done.",
         "- **node kill -9 with a queue** (`test_node_faults.py`): the node is killed 10 times "
         "with songs queued; after the restart no song is lost.",
+        "- **leftover processes** (`test_process_faults.py`, Linux): the real app (offscreen) "
+        "with its node and the sketch engine; kill -9 the app 20 times (each time a new app "
+        "that made a song: its node and engine must end with it), then under one app kill -9 "
+        "the node 20 times (its engine must end, the app starts one new node, never two, and "
+        "the next song is done) and the engine 20 times (nothing of it stays, not even a "
+        "zombie). A round is lost when any process is left; the goal is 0. Windows and macOS: "
+        "packaging/README.md, \"Process life on Windows and macOS\".",
         "- **download cuts, flipped bytes, disk full** (`test_download_faults.py`): a download "
         "cut at 50 random offsets resumes byte-identical; a flipped byte is refused and never "
         "installed; a full disk (tmpfs) is a clear error that keeps the partial file.",

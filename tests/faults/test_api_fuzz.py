@@ -7,8 +7,8 @@ Every operation gets valid (positive) and invalid (negative) examples — a boun
 minutes. A "lost" example is a 5xx answer, no answer at all, or a node that stopped answering.
 
 Left out: the operations that download from the internet (model pull; backend install, use,
-update — the node's bundled manifest names real URLs) and POST /v1/node/restart (it ends the
-node on purpose). The node's manifest and Hugging Face addresses point at a closed local port
+update — the node's bundled manifest names real URLs) and POST /v1/node/restart and
+/v1/node/shutdown (they end the node on purpose). The node's manifest and Hugging Face addresses point at a closed local port
 anyway.
 """
 
@@ -33,6 +33,7 @@ LEFT_OUT = {
     ("POST", "/v1/backends/use"): "downloads an engine build",
     ("POST", "/v1/backends/update"): "fetches the published manifest",
     ("POST", "/v1/node/restart"): "ends the node on purpose",
+    ("POST", "/v1/node/shutdown"): "ends the node on purpose",
 }
 
 

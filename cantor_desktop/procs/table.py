@@ -1,0 +1,178 @@
+"""What runs, on every OS, through psutil: liveness, command line, image path, descendants,
+ending a process tree (asked first, then forced), finding processes by image and command line.
+
+Nothing here sends a raw signal or reads /proc: ``os.kill(pid, 0)`` is Ctrl-C on Windows
+(GenerateConsoleCtrlEvent) and SIGKILL does not exist there. Every function takes ``ps``,
+the psutil module by default, so tests run the same code against a fake process table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+POLL = 0.05
+
+
+def _ps(ps):
+    return psutil if ps is None else ps
+
+
+def _process(pid: int, ps):
+    """The process ``pid`` or None when there is none (or only a zombie of it)."""
+    try:
+        proc = ps.Process(pid)
+        if proc.status() == ps.STATUS_ZOMBIE:
+            return None
+        return proc
+    except ps.NoSuchProcess:          # psutil.ZombieProcess is one too
+        return None
+
+
+def alive(pid: int | None, *, ps=None) -> bool:
+    """True while ``pid`` runs; a zombie waiting to be reaped counts as ended."""
+    if not pid or pid <= 0:
+        return False
+    ps = _ps(ps)
+    try:
+        return _process(pid, ps) is not None
+    except ps.AccessDenied:          # someone else's process: it runs
+        return True
+
+
+def command_line(pid: int, *, ps=None) -> list[str] | None:
+    """The argument list of ``pid``, or None when it is gone or not ours to read."""
+    ps = _ps(ps)
+    try:
+        proc = _process(pid, ps)
+        return list(proc.cmdline()) if proc is not None else None
+    except (ps.NoSuchProcess, ps.AccessDenied):
+        return None
+
+
+def image_path(pid: int, *, ps=None) -> str | None:
+    """The executable file of ``pid`` (its image), or None."""
+    ps = _ps(ps)
+    try:
+        proc = _process(pid, ps)
+        return (proc.exe() or None) if proc is not None else None
+    except (ps.NoSuchProcess, ps.AccessDenied):
+        return None
+
+
+def descendants(pid: int, *, ps=None) -> list[int]:
+    """Children, grandchildren … of ``pid``, found now (once a parent is gone its children
+    belong to someone else, so gather a tree before ending any of it)."""
+    ps = _ps(ps)
+    try:
+        proc = _process(pid, ps)
+        return [c.pid for c in proc.children(recursive=True)] if proc is not None else []
+    except (ps.NoSuchProcess, ps.AccessDenied):
+        return []
+
+
+def same_path(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
+    """Two paths name the same file (case-insensitively where the OS is)."""
+    if not a or not b:
+        return False
+    return _norm(a) == _norm(b)
+
+
+def _norm(path: str | os.PathLike) -> str:
+    """Absolute, links resolved (macOS's /var is /private/var), case folded on Windows."""
+    return os.path.normcase(os.path.realpath(os.fspath(path)))
+
+
+def path_under(path: str | os.PathLike | None, folder: str | os.PathLike) -> bool:
+    if not path:
+        return False
+    p, f = _norm(path), _norm(folder)
+    return p == f or p.startswith(f.rstrip(os.sep) + os.sep)
+
+
+def end(pids: Iterable[int], *, grace: float = 3.0, ps=None) -> list[int]:
+    """End these processes: ask each to stop (SIGTERM on POSIX; on Windows a windowless
+    process has no such request, so this is TerminateProcess), wait up to ``grace`` s, then
+    kill the ones left. Returns the pids that were running. A pid reused by another program
+    since it was looked up is never touched (psutil checks the process's start time)."""
+    ps = _ps(ps)
+    procs = []
+    for pid in dict.fromkeys(pids):
+        if pid == os.getpid():
+            continue
+        try:
+            proc = _process(pid, ps)
+            if proc is None:
+                continue
+            proc.terminate()
+            procs.append(proc)
+        except ps.NoSuchProcess:
+            continue
+        except ps.AccessDenied:
+            log.warning("not allowed to end process %d", pid)
+    _wait_gone(procs, grace, ps)
+    for proc in procs:
+        if alive(proc.pid, ps=ps):
+            log.warning("process %d did not stop within %g s; killing it", proc.pid, grace)
+            try:
+                proc.kill()
+            except (ps.NoSuchProcess, ps.AccessDenied):
+                pass
+    _wait_gone(procs, 2.0, ps)
+    return [p.pid for p in procs]
+
+
+def end_tree(pid: int, *, grace: float = 3.0, ps=None) -> list[int]:
+    """End ``pid`` and all its descendants (gathered before anything is ended)."""
+    return end([pid, *descendants(pid, ps=ps)], grace=grace, ps=ps)
+
+
+def _wait_gone(procs, timeout: float, ps) -> None:
+    deadline = time.monotonic() + timeout
+    while any(alive(p.pid, ps=ps) for p in procs) and time.monotonic() < deadline:
+        time.sleep(POLL)
+
+
+@dataclass
+class Found:
+    """A running process as :func:`find` saw it."""
+
+    pid: int
+    exe: str | None
+    cmdline: list[str] = field(default_factory=list)
+    ppid: int | None = None
+
+    def argument_after(self, flag: str) -> str | None:
+        """The value given to ``flag`` on its command line (``--models DIR``)."""
+        for i, arg in enumerate(self.cmdline[:-1]):
+            if arg == flag:
+                return self.cmdline[i + 1]
+        for arg in self.cmdline:
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+        return None
+
+
+def find(match: Callable[[Found], bool], *, ps=None) -> list[Found]:
+    """Every running process (readable by us) for which ``match`` is true."""
+    ps = _ps(ps)
+    found = []
+    for proc in ps.process_iter(["pid", "exe", "cmdline", "ppid", "status"]):
+        info = getattr(proc, "info", None) or {}
+        if info.get("status") == ps.STATUS_ZOMBIE or info.get("pid") == os.getpid():
+            continue
+        item = Found(pid=info.get("pid", proc.pid), exe=info.get("exe") or None,
+                     cmdline=list(info.get("cmdline") or []), ppid=info.get("ppid"))
+        try:
+            if match(item):
+                found.append(item)
+        except Exception:  # noqa: BLE001 - one odd process must not stop the search
+            log.debug("matching process %s failed", item.pid, exc_info=True)
+    return found

@@ -1,0 +1,121 @@
+"""One Cantor app per user and home: a second launch brings the first window up and exits.
+
+The first app listens on a local socket (QLocalServer: a Unix socket, a named pipe on
+Windows) named after the user and the home; a later launch connects, says ``show`` and exits
+0 before it makes a window or starts anything. A lock file around the check-then-listen step
+keeps two launches at the same moment from both becoming the first; a socket left by an app
+that was killed is removed when nobody answers on it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import logging
+
+from PySide6.QtCore import QLockFile, QObject, Signal
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+log = logging.getLogger(__name__)
+
+CONNECT_MS = 1000
+SHOW = b"show\n"
+
+
+def instance_name(user: str | None = None, home: str | None = None) -> str:
+    """``cantor-<16 hex>`` from the user and the home's key (short: a Unix socket path has
+    a ~100-byte limit, and macOS's temporary folder is long)."""
+    if user is None:
+        try:
+            user = getpass.getuser()
+        except Exception:  # noqa: BLE001 - no login name (some containers)
+            user = "?"
+    if home is None:
+        from ..access import home_key
+        home = home_key()
+    return "cantor-" + hashlib.sha256(f"{user}\0{home}".encode()).hexdigest()[:16]
+
+
+class SingleInstance(QObject):
+    """``claim()`` → True: we are the app (``activated`` fires when a later launch asks for
+    the window); False: another app got our request to show itself — exit 0."""
+
+    activated = Signal()
+
+    def __init__(self, name: str | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.name = name or instance_name()
+        self.server: QLocalServer | None = None
+        self._clients: list[QLocalSocket] = []
+
+    def claim(self) -> bool:
+        from ..paths import paths
+        folder = paths().state_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = QLockFile(str(folder / f"{self.name}.lock"))
+        lock.setStaleLockTime(0)            # stale only when its owner is gone
+        locked = lock.tryLock(5000)
+        try:
+            if self._hand_over():
+                log.info("Cantor already runs for this user and home; asked it to show itself")
+                return False
+            return self._listen()
+        finally:
+            if locked:
+                lock.unlock()
+
+    def _hand_over(self) -> bool:
+        sock = QLocalSocket()
+        sock.connectToServer(self.name)
+        if not sock.waitForConnected(CONNECT_MS):
+            return False
+        sock.write(SHOW)
+        sock.flush()
+        if sock.bytesToWrite():
+            sock.waitForBytesWritten(CONNECT_MS)
+        sock.disconnectFromServer()
+        if sock.state() != QLocalSocket.UnconnectedState:
+            sock.waitForDisconnected(CONNECT_MS)
+        return True                     # an app answers: it is the one, even if deaf
+
+    def _listen(self) -> bool:
+        server = QLocalServer(self)
+        server.setSocketOptions(QLocalServer.UserAccessOption)
+        if not server.listen(self.name):
+            # nobody answered above, so this is a socket left by an app that was killed
+            QLocalServer.removeServer(self.name)
+            if not server.listen(self.name):
+                log.warning("cannot listen as the single Cantor app (%s): %s", self.name,
+                            server.errorString())
+                return True                 # run anyway: better two windows than none
+        server.newConnection.connect(self._on_connection)
+        self.server = server
+        return True
+
+    def _on_connection(self) -> None:
+        while self.server is not None and self.server.hasPendingConnections():
+            sock = self.server.nextPendingConnection()     # the server owns it
+            self._clients.append(sock)
+            sock.readyRead.connect(self._read_all)
+            sock.disconnected.connect(self._read_all)
+        self._read_all()
+
+    def _read_all(self) -> None:
+        """Read ``show`` from every connected launch (a socket is read here, in this
+        object's slot, and let go once its peer has gone)."""
+        for sock in list(self._clients):
+            while sock.canReadLine():
+                if bytes(sock.readLine().data()) == SHOW:
+                    log.info("another launch asked for the window")
+                    self.activated.emit()
+            if sock.state() == QLocalSocket.UnconnectedState:
+                self._clients.remove(sock)
+                sock.deleteLater()
+
+    def release(self) -> None:
+        for sock in self._clients:
+            sock.abort()
+        self._clients.clear()
+        if self.server is not None:
+            self.server.close()
+            self.server = None

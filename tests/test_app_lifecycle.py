@@ -1,0 +1,187 @@
+"""The app as a musician runs it: quit by Cmd+Q (QEvent.Quit) leaves no process, a second
+launch shows the first window and exits 0, a killed app takes its node and engine with it,
+a Dock click reopens a hidden window, and the macOS tray icon is a template image."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import free_port  # noqa: E402
+from support.app_run import AppUnderTest, still_running  # noqa: E402
+from test_node_support import write_config  # noqa: E402
+from test_ui_helpers import qloop  # noqa: E402,F401
+
+
+@pytest.fixture
+def app_home(cantor_home):
+    write_config(cantor_home)
+    port = free_port()
+    with open(cantor_home / "node.toml", "a") as fh:
+        fh.write(f"\n[node]\nport = {port}\n")
+    return cantor_home, port
+
+
+def test_cmd_q_quits_in_order_and_leaves_no_process(app_home):
+    home, port = app_home
+    app = AppUnderTest(home, port).start()
+    try:
+        assert app.node_up(), app.finish(5)
+        assert app.song()["state"] == "done"
+        engine = app.engine_pid()
+        tree = app.tree()
+        assert engine in tree and app.node_pid() in tree
+        assert app.engines_record()["sketch"]["pid"] == engine
+        app.quit_by_event()
+        code, out, err = app.finish()
+    finally:
+        if app.proc.poll() is None:
+            app.proc.kill()
+    assert code == 0, err
+    assert "quit-event accepted: False" in out      # taken over, then quit in order
+    assert "main returned 0" in out
+    assert "Traceback" not in err and "Event loop stopped" not in err, err
+    assert still_running(tree, 5) == []
+    assert app.engines_record() == {}                # the node cleaned up after its engine
+
+
+def test_a_second_launch_shows_the_first_window_and_exits_0(app_home):
+    home, port = app_home
+    first = AppUnderTest(home, port).start()
+    second = None
+    try:
+        assert first.node_up(), first.finish(5)
+        node = first.node_pid()
+        second = AppUnderTest(home, port).start()
+        code, out, err = second.finish(30)
+        assert code == 0, err
+        assert "main windows shown: 0" in out           # it never made a window
+        assert first.node_pid() == node and first.proc.poll() is None
+        log = (home / "logs" / "app.log").read_text()
+        assert "another launch asked for the window" in log
+        tree = first.tree()
+        first.proc.terminate()                           # SIGTERM: the same quit path
+        code, out, err = first.finish()
+        assert code == 0 and "main windows shown: 1" in out, err
+        assert still_running(tree, 5) == []
+    finally:
+        for app in (first, second):
+            if app is not None and app.proc.poll() is None:
+                app.proc.kill()
+
+
+def test_a_killed_app_takes_its_node_and_engine_and_the_next_launch_is_the_app(app_home):
+    home, port = app_home
+    app = AppUnderTest(home, port).start()
+    try:
+        assert app.node_up(), app.finish(5)
+        app.song()
+        tree = app.tree()
+        assert len(tree) >= 2
+        app.kill9()
+        assert still_running(tree, 10) == []             # node and engine ended with it
+        again = AppUnderTest(home, port).start()        # its socket was left behind
+        try:
+            assert again.node_up(), again.finish(5)
+            again.proc.terminate()
+            code, out, err = again.finish()
+            assert code == 0 and "main windows shown: 1" in out, err
+        finally:
+            if again.proc.poll() is None:
+                again.proc.kill()
+    finally:
+        if app.proc.poll() is None:
+            app.proc.kill()
+
+
+# -- in this process ---------------------------------------------------------------------
+
+def test_single_instance_hands_over_to_the_first(qtbot, qapp):
+    from cantor_desktop.ui.instance import SingleInstance, instance_name
+
+    name = instance_name("someone", "home-1")
+    assert name != instance_name("someone", "home-2") != instance_name("other", "home-1")
+    first = SingleInstance(name)
+    assert first.claim()
+    try:
+        with qtbot.waitSignal(first.activated, timeout=5000):
+            assert SingleInstance(name).claim() is False
+    finally:
+        first.release()
+    assert SingleInstance(name).claim()                  # released: the next one is first
+
+
+@pytest.fixture
+def shell(qapp, qloop):
+    from cantor_desktop.ui.main import Shell
+    from cantor_desktop.ui.node_link import NodeLink
+
+    s = Shell(qapp, NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
+    yield s
+    if s._events is not None:
+        qapp.removeEventFilter(s._events)
+    s.window.close()
+
+
+def test_a_dock_click_reopens_a_hidden_window_on_macos(shell, qapp):
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    shell.reopen_on_activate = True                   # what sys.platform == "darwin" sets
+    shell.window.hide()
+    QCoreApplication.sendEvent(qapp, QEvent(QEvent.ApplicationActivate))
+    assert shell.window.isVisible()
+    shell.reopen_on_activate = False                  # elsewhere an activation is a focus change
+    shell.window.hide()
+    QCoreApplication.sendEvent(qapp, QEvent(QEvent.ApplicationActivate))
+    assert not shell.window.isVisible()
+
+
+def test_a_quit_event_is_taken_over_by_the_one_quit_path(shell, qapp):
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    event = QEvent(QEvent.Quit)
+    QCoreApplication.sendEvent(qapp, event)
+    assert not event.isAccepted() and shell._quit.done()
+    shell.done = True                                  # once quit, a Quit passes to Qt
+    assert shell.app_event(QEvent(QEvent.Quit)) is False
+
+
+def test_our_application_class_hands_its_own_events_to_the_shell():
+    from PySide6.QtCore import QEvent
+
+    from cantor_desktop.ui.main import application_class
+
+    seen = []
+    cls = application_class()
+    assert cls is application_class()
+    # the override, called as Qt calls it for an event sent to the application
+    app_like = type("App", (), {"on_event": lambda self, e: seen.append(e.type()) or True})()
+    assert cls.event(app_like, QEvent(QEvent.Quit)) is True
+    assert seen == [QEvent.Quit]
+
+
+def test_logout_takes_the_same_quit_path(shell):
+    shell._session_ending(None)
+    assert shell._quit.done()
+
+
+def test_the_macos_tray_icon_is_a_template_image(qapp):
+    from cantor_desktop.ui.icons import state_icon, template_icon, template_pixmap, tray_icon
+
+    images = {}
+    for state in ("stopped", "starting", "idle", "generating", "error"):
+        icon = template_icon(state)
+        assert icon.isMask()                            # NSImage.template on macOS
+        image = template_pixmap(44, state).toImage()
+        colours = {(image.pixelColor(x, y).red(), image.pixelColor(x, y).green(),
+                    image.pixelColor(x, y).blue())
+                   for x in range(44) for y in range(44) if image.pixelColor(x, y).alpha()}
+        assert colours == {(0, 0, 0)}, state            # black only: the system tints it
+        images[state] = bytes(image.constBits())
+    assert len(set(images.values())) == 5               # each state its own shape
+    assert tray_icon("idle", template=True) is template_icon("idle")
+    assert tray_icon("idle", template=False) is state_icon("idle")
+    assert not state_icon("idle").isMask()
