@@ -138,6 +138,26 @@ def _adopt_legacy(state_dir: Path | None) -> str | None:
     return _keyring_get(LEGACY_KEYRING_NAME)
 
 
+REPORT_ENV = "CANTOR_REPORT_TOKEN"
+REPORT_PREFIX = "cantor-node-token "
+"""A node started with ``REPORT_ENV=1`` writes ``REPORT_PREFIX + token`` as the one line on
+its standard output (a pipe to its parent): the app that starts its node learns the token
+without opening the OS keyring itself."""
+
+
+def report_token(token: str) -> None:
+    """Tell the parent the token on stdout, then leave stdout to nothing (nobody reads it
+    after this line; a full pipe must never block the node)."""
+    import sys
+    if os.environ.pop(REPORT_ENV, None) != "1":
+        return
+    sys.stdout.write(REPORT_PREFIX + token + "\n")
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def matches(given: str | None, expected: str) -> bool:
     """Constant-time comparison of a presented token with the node's."""
     if not given:

@@ -10,6 +10,7 @@ before its final event, so its HTTP response is closed by the task that opened i
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from . import access, config
+from .net import http_url
 from .models.events import PullEvent
 from .song import FINAL_EVENTS, check_song_id, safe_file_name
 
@@ -46,13 +48,8 @@ class NodeError(Exception):
 def local_url(cfg: config.Config | None = None) -> str:
     """The URL of this machine's node as node.toml configures it."""
     if cfg is None:
-        cfg, _err = config.load_or_defaults()
-    host = cfg.get("node.host")
-    if host in ("0.0.0.0", "", "::", "[::]"):
-        host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{cfg.get('node.port')}"
+        cfg, _err = config.current()
+    return http_url(cfg.get("node.host"), cfg.get("node.port"))
 
 
 def local_token() -> str | None:
@@ -72,7 +69,13 @@ class NodeAuth(httpx.Auth):
         self.token = token
         self.discover = discover
 
-    def auth_flow(self, request: httpx.Request):
+    OPEN = ("/v1/health",)
+    """Answered without a token: no need to look one up (nor open the keyring) for them."""
+
+    def sync_auth_flow(self, request: httpx.Request):
+        if request.url.path in self.OPEN and self.token is None:
+            yield request
+            return
         if self.token is None and self.discover:
             self.token = local_token()
         if self.token:
@@ -80,6 +83,24 @@ class NodeAuth(httpx.Auth):
         response = yield request
         if response.status_code == 401 and self.discover:
             fresh = local_token()
+            if fresh and fresh != self.token:
+                self.token = fresh
+                request.headers["Authorization"] = f"Bearer {fresh}"
+                yield request
+
+    async def async_auth_flow(self, request: httpx.Request):
+        """The same, with the lookup off the event loop: the OS keyring can take a while
+        (D-Bus, an unlock prompt), and the app's window must not wait for it."""
+        if request.url.path in self.OPEN and self.token is None:
+            yield request
+            return
+        if self.token is None and self.discover:
+            self.token = await asyncio.to_thread(local_token)
+        if self.token:
+            request.headers["Authorization"] = f"Bearer {self.token}"
+        response = yield request
+        if response.status_code == 401 and self.discover:
+            fresh = await asyncio.to_thread(local_token)
             if fresh and fresh != self.token:
                 self.token = fresh
                 request.headers["Authorization"] = f"Bearer {fresh}"
@@ -166,6 +187,10 @@ class NodeClient:
     @property
     def token(self) -> str | None:
         return self._auth.token
+
+    def use_token(self, token: str) -> None:
+        """The node's token, learnt after this client was made (a child node reports it)."""
+        self._auth.token = token
 
     async def __aenter__(self) -> "NodeClient":
         return self

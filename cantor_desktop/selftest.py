@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .net import free_port
+
 SONGS = (
     ("instrumental", {
         "caption": "bright synth-pop groove, punchy drums, warm bass",
@@ -71,12 +73,6 @@ class Report:
     def fail(self, what: str, why: str) -> None:
         self.lines.append(f"  FAIL  {what}: {why}")
         print(self.lines[-1], flush=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def processes_with_home(home: Path | str) -> list[int]:
@@ -118,7 +114,7 @@ async def start_node(report: Report):
     from . import config
     from .node.launcher import NodeProcess
 
-    port = _free_port()
+    port = free_port()
     config.update({"node.host": "127.0.0.1", "node.port": port})
     node = NodeProcess("127.0.0.1", port)
     t = time.perf_counter()

@@ -36,6 +36,7 @@ from pathlib import Path
 import httpx
 
 from . import gguf
+from .net import free_port
 from .engine.client import join_reasons
 from .engine.process_options import engine_environment, engine_process_kwargs
 from .engine.progress import is_error_line, is_fatal_line
@@ -85,12 +86,6 @@ def probe_models_dir() -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     gguf.write_header_only(target, "acestep-lm")
     return folder
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def expected_device(build: InstalledBuild, backend: str) -> str:

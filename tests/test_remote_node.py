@@ -85,3 +85,25 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
     now = (cantor_home / "node.toml").read_bytes() if (cantor_home / "node.toml").exists() else None
     assert now == mine                      # nothing landed in this home's node.toml
     assert songs == []
+
+
+def test_the_app_runs_its_own_node_beside_another_home_s_on_its_address(qapp, qloop, cantor_home,
+                                                                       tmp_path):
+    """Another install's node on this home's port is not ours: the app starts its own on a
+    free port instead of sending our token to it (or theirs to us)."""
+    from cantor_desktop import config
+    from cantor_desktop.ui.node_link import NodeLink
+
+    theirs = _their_node(tmp_path)
+    run(qloop, theirs.start())
+    config.update({"node.port": theirs.proc.port, "models.default": "sketch"})
+    link = NodeLink()                         # this home's link, its own node wanted
+    try:
+        run(qloop, link._connect(), timeout=60)
+        assert link.state in ("idle", "generating") and link.owns_node and not link.remote
+        assert link.process.port != theirs.proc.port
+        songs = run(qloop, link.client.songs())
+        assert songs == []
+    finally:
+        run(qloop, link.shutdown())
+        run(qloop, theirs.stop())

@@ -63,13 +63,13 @@ async def stop_node(host: str | None = None, port: int | None = None) -> int:
     import time
 
     from .. import config
-    from ..node.launcher import _connect_host, answers
+    from ..net import http_url
+    from ..node.launcher import answers
     from ..nodeclient import NodeClient, NodeError, local_url
 
     cfg, _err = config.load_or_defaults()
-    url = local_url(cfg) if host is None and port is None else (
-        f"http://{_connect_host(host or cfg.get('node.host'))}:"
-        f"{port if port is not None else cfg.get('node.port')}")
+    url = local_url(cfg) if host is None and port is None else http_url(
+        host or cfg.get("node.host"), port if port is not None else cfg.get("node.port"))
     if not await answers(url):
         print(f"cantor node stop: no node answers at {url}", file=sys.stderr)
         return 0

@@ -22,6 +22,7 @@ from typing import Callable
 import httpx
 
 from .. import logs
+from ..net import free_port
 from ..paths import paths
 from .client import EngineClient, join_reasons
 from .process_options import engine_environment, engine_process_kwargs
@@ -51,12 +52,6 @@ class EngineStartError(RuntimeError):
 
 
 from ..procs import describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class EngineSupervisor:
@@ -217,7 +212,7 @@ class EngineSupervisor:
 
     async def _start(self) -> None:
         for attempt in range(3):
-            port = _free_port()
+            port = free_port()
             try:
                 await self._launch(port)
                 return

@@ -28,6 +28,7 @@ import httpx
 
 from .. import access, config, procs
 from ..link_state import LinkState
+from ..net import connect_host, free_port, http_url
 from ..paths import paths
 from ..selfexec import self_argv
 
@@ -43,14 +44,6 @@ BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 0.5, 30.0, 60.0
 
 class NodeStartError(RuntimeError):
     """The node child did not come up; the message carries its own last words."""
-
-
-def _connect_host(host: str) -> str:
-    if host in ("0.0.0.0", "", "::", "[::]"):
-        return "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        return f"[{host}]"
-    return host
 
 
 async def answers(url: str, timeout: float = 1.0) -> bool:
@@ -91,7 +84,7 @@ class NodeProcess:
 
     @property
     def url(self) -> str:
-        return f"http://{_connect_host(self.host)}:{self.port}"
+        return http_url(self.host, self.port)
 
     @property
     def pid(self) -> int | None:
@@ -119,22 +112,43 @@ class NodeProcess:
         except OSError:
             self._log_offset = 0
         env = self._child_env()
-        if self.token is None:
-            self.token = access.node_token(create=True, state_dir=paths(env).state_dir)
-        env[access.TOKEN_ENV] = self.token
+        report = self.token is None       # the child makes or finds its home's token, and
+        if report:                        # tells us on stdout (no keyring in this process)
+            env[access.REPORT_ENV] = "1"
+            env.pop(access.TOKEN_ENV, None)
+        else:
+            env[access.TOKEN_ENV] = self.token
         env.pop(procs.SUPERVISED_ENV, None)
         if self.supervised:
             env[procs.SUPERVISED_ENV] = "1"
         procs.child_environment(env)
         with open(self.log_path, "ab") as err:
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=err, env=env,
-                                         **procs.node_kwargs())
+                                         stdout=subprocess.PIPE if report else subprocess.DEVNULL,
+                                         stderr=err, env=env, **procs.node_kwargs())
         procs.tie_child(self.proc.pid)
         self._started_at = time.monotonic()
         log.info("started node pid %d on %s", self.proc.pid, self.url)
+        if report:
+            await self._read_token(timeout)
         await self.wait_ready(timeout)
         return self.url
+
+    async def _read_token(self, timeout: float) -> None:
+        """The one line the child writes on stdout: its token (see access.report_token)."""
+        proc = self.proc
+        try:
+            line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), timeout)
+        except asyncio.TimeoutError:
+            line = b""
+        finally:
+            proc.stdout.close()
+        text = line.decode("utf-8", "replace").strip()
+        if not text.startswith(access.REPORT_PREFIX.strip()):
+            await self.stop()
+            raise NodeStartError(f"the node did not say its token "
+                                 f"({self._last_words() or 'no output'})")
+        self.token = text[len(access.REPORT_PREFIX.strip()):].strip()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
@@ -299,14 +313,14 @@ async def ensure_node(host: str | None = None, port: int | None = None) -> tuple
         return url, None
     host = host or cfg.get("node.host")
     port = port if port is not None else cfg.get("node.port")
-    url = f"http://{_connect_host(host)}:{port}"
+    url = http_url(host, port)
     found = await which_node(url)
     if found == OURS:
         return url, None
     note = (f"the node at {url} serves another Cantor home; this call uses a private node"
             if found == OTHER_HOME else "")
-    if found == OTHER_HOME or _port_taken(_connect_host(host).strip("[]"), port):
-        port = _free_port()
+    if found == OTHER_HOME or _port_taken(connect_host(host).strip("[]"), port):
+        port = free_port()
     try:
         proc = NodeProcess(host, port)
         proc.note = note
@@ -323,11 +337,3 @@ def _port_taken(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

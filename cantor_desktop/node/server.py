@@ -108,6 +108,7 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
     token = access.node_token(create=True)
     if not token:
         raise TokenError("no node token could be made")
+    access.report_token(token)
     limit = raise_open_file_limit()
     logging.getLogger("httpx").setLevel(logging.WARNING)   # one line per engine poll is noise
     holder: dict[str, uvicorn.Server] = {}

@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, Signal
 
 from .. import access, config
 from ..link_state import LinkMachine, LinkState
+from ..net import free_port
 from ..song import Song, SongEvent, SongState
 from .tasks import Tasks, describe_error
 
@@ -212,11 +213,21 @@ class NodeLink(QObject):
         await self.tasks.cancel_and_wait()
         await self._stop()
 
-    def _new_client(self):
-        """A client of the node we drive: this home's node is found with its own token;
-        another node needs the token the user gave for it (kept in the keyring)."""
+    def _own_address(self) -> bool:
+        """The app drives this machine's node at node.toml's address (not one it was given)."""
+        return (self._start_child and self._url_override is None
+                and not config.current()[0].get("app.node_url").strip())
+
+    async def _new_client(self):
+        """A client of the node we drive: our own child's token is the one it reported;
+        this home's other node is found with its own token; another node needs the token the
+        user gave for it (kept in the keyring, read off the GUI thread)."""
         from ..nodeclient import NodeClient
-        return NodeClient(self.url, token=remote_token() if self.remote else None)
+        if self.remote:
+            token = await asyncio.to_thread(remote_token)
+        else:
+            token = self.process.token if self.process is not None else None
+        return NodeClient(self.url, token=token)
 
     async def _answers(self) -> bool:
         try:
@@ -228,7 +239,7 @@ class NodeLink(QObject):
             was_remote = self.remote
             self.home = home
             if self.remote != was_remote:         # the token it wants is another one
-                old, self.client = self.client, self._new_client()
+                old, self.client = self.client, await self._new_client()
                 await old.aclose()
         return True
 
@@ -236,8 +247,19 @@ class NodeLink(QObject):
         self._set_state(LinkState.STARTING)
         try:
             if self.client is None:
-                self.client = self._new_client()
-            if not await self._answers():
+                self.client = await self._new_client()
+            answered = await self._answers()
+            if answered and self.remote and self._own_address():
+                # the address we would use holds another home's node (another install, a
+                # portable copy): ours runs beside it, on a free port
+                log.info("a node of another home answers at %s; starting ours on a free port",
+                         self.url)
+                self._url_override = f"http://127.0.0.1:{free_port()}"
+                self.home = None
+                await self.client.aclose()
+                self.client = await self._new_client()
+                answered = False
+            if not answered:
                 if not (self._start_child and config.is_loopback_host(_host_of(self.url))):
                     self._set_state(LinkState.ERROR, f"no node answers at {self.url}")
                     return
@@ -263,6 +285,8 @@ class NodeLink(QObject):
             self.process = NodeProcess(parsed.hostname or "127.0.0.1", parsed.port or 7823,
                                        supervised=True)     # watched: restarts on upgrade
         await self.process.start()
+        if self.client is not None and self.process.token:
+            self.client.use_token(self.process.token)   # the token our child reported
         self.tasks.start("supervise", self.process.watch(on_state=self._on_child))
 
     def _on_child(self, state: LinkState, detail: str) -> None:
