@@ -20,8 +20,6 @@ import os
 import secrets as _random
 from pathlib import Path
 
-from filelock import FileLock
-
 from .paths import HOME_ENV, paths
 
 TOKEN_ENV = "CANTOR_NODE_TOKEN"
@@ -115,6 +113,7 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
     token = read_token(state_dir)
     if token or not create:
         return token
+    from filelock import FileLock
     folder = state_dir or paths().state_dir
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ from urllib.parse import urlparse
 
 import tomlkit
 import tomlkit.exceptions
-from filelock import FileLock
 
 from .paths import paths
 
@@ -447,7 +446,9 @@ def current(path: Path | None = None) -> tuple[Config, ConfigError | None]:
     return cfg, err
 
 
-def _lock(path: Path) -> FileLock:
+def _lock(path: Path):
+    """The file lock of a save (imported here: reading settings needs none)."""
+    from filelock import FileLock
     return FileLock(str(path) + ".lock", timeout=30)
 
 
