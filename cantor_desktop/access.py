@@ -20,6 +20,7 @@ import os
 import secrets as _random
 from pathlib import Path
 
+from .errors import CantorError
 from .paths import HOME_ENV, paths
 
 TOKEN_ENV = "CANTOR_NODE_TOKEN"
@@ -29,7 +30,7 @@ LEGACY_KEYRING_NAME = "node-token"       # the one token of the first release (b
 TOKEN_BYTES = 32
 
 
-class TokenError(RuntimeError):
+class TokenError(CantorError, RuntimeError):
     """No token can be read or made here."""
 
 

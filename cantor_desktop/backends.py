@@ -33,6 +33,7 @@ from typing import Callable
 
 from . import config, download, engine_store, hardware, manifest, procs, selfexec, trial
 from .engine_store import InstalledBuild
+from .errors import CantorError
 from .manifest import Build, Manifest
 
 BACKENDS = config.BACKENDS
@@ -46,7 +47,7 @@ LABELS = {"cuda12": "CUDA 12 (NVIDIA)", "metal": "Metal (Apple Silicon)",
 DEVICE_NAMES = {"cuda12": "CUDA", "metal": "Metal", "vulkan": "Vulkan", "cpu": "the CPU"}
 
 
-class BackendError(Exception):
+class BackendError(CantorError):
     """An install, --use or --update could not be done; the message says why."""
 
 

@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 import tomlkit
 import tomlkit.exceptions
 
+from .errors import CantorError
 from .paths import paths
 
 BACKENDS = ("cuda12", "metal", "vulkan", "cpu")
@@ -38,7 +39,7 @@ MANIFEST_ENV = "CANTOR_MANIFEST_URL"
 BOM = "\ufeff"
 
 
-class ConfigError(Exception):
+class ConfigError(CantorError):
     """node.toml cannot be read or a value is not allowed. The message says where and why."""
 
     def __init__(self, message: str, *, key: str | None = None, line: int | None = None,

@@ -44,6 +44,7 @@ from typing import Callable
 import httpx
 
 from . import config
+from .errors import CantorError
 from .units import human_size  # noqa: F401 - the CLI and models import it from here
 
 __all__ = [
@@ -77,7 +78,7 @@ class Progress:
         return self.received / self.total if self.total else None
 
 
-class DownloadError(Exception):
+class DownloadError(CantorError):
     """A download failed; the message names the URL or file and the reason."""
 
     def __init__(self, message: str, *, url: str | None = None, dest: Path | None = None):

@@ -42,6 +42,7 @@ from typing import Callable
 from filelock import FileLock, Timeout
 
 from . import config, download
+from .errors import CantorError
 from .manifest import DEVICE_ENV, Build
 from .paths import paths
 
@@ -62,7 +63,7 @@ MAX_LINK_TARGET = 4096     # bytes of a link's target (a zip "symlink" entry's c
 MAX_ZIP_DIRECTORY_ENTRY = 1024   # bytes per entry of a zip's central directory, at most
 
 
-class StoreError(Exception):
+class StoreError(CantorError):
     """An engine build could not be installed or read; the message says which and why."""
 
 

@@ -14,6 +14,8 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import CantorError
+
 ARCH_LM = "acestep-lm"
 ARCH_DIT = "acestep-dit"
 ARCH_TEXT_ENC = "acestep-text-enc"
@@ -42,7 +44,7 @@ _MAX_STRING = 1 << 30
 _MAX_KV = 1 << 24
 
 
-class GGUFError(ValueError):
+class GGUFError(CantorError, ValueError):
     """The file is not a GGUF, is truncated, or lacks what was asked for."""
 
 

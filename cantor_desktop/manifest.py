@@ -31,6 +31,7 @@ from urllib.parse import urlparse
 import httpx
 
 from . import config, manifest_keys
+from .errors import CantorError
 from .paths import paths
 
 SCHEMA = 1
@@ -49,7 +50,7 @@ NO_PUBLISHED_MANIFEST = ("No signed engine manifest is published: new engine bui
                          "this version.")
 
 
-class ManifestError(Exception):
+class ManifestError(CantorError):
     """The manifest cannot be read, or one of its builds is not acceptable."""
 
 

@@ -24,13 +24,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
                                                                Ed25519PublicKey)
 
+from .errors import CantorError
+
 PUBKEY_ENV = "CANTOR_MANIFEST_PUBKEY"
 KEYS_FILE = "data/manifest_keys.json"
 SIGNATURE_BYTES = 64
 PUBLIC_KEY_BYTES = 32
 
 
-class SignatureRefused(Exception):
+class SignatureRefused(CantorError):
     """A signature is missing, malformed, or not by a trusted key; the message says which."""
 
 

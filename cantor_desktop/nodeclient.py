@@ -21,14 +21,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from . import access, config
-from .net import http_url
+from .errors import CantorError
 from .models.events import PullEvent
+from .net import http_url
 from .song import FINAL_EVENTS, check_song_id, safe_file_name
 
 DEFAULT_TIMEOUT = 30.0
 
 
-class NodeError(Exception):
+class NodeError(CantorError):
     """The node refused or failed a request, or could not be reached (status 0)."""
 
     def __init__(self, message: str, status: int = 0, field: str | None = None,

@@ -11,6 +11,8 @@ import keyring
 import keyring.backends.fail
 import keyring.errors
 
+from .errors import CantorError
+
 SERVICE = "cantor"
 
 HF_TOKEN = "hf_token"
@@ -21,7 +23,7 @@ ENV_HINTS = {HF_TOKEN: "HF_TOKEN", "node-token": "CANTOR_NODE_TOKEN"}
 """The environment variable that replaces a secret where no keyring exists."""
 
 
-class NoKeyringError(RuntimeError):
+class NoKeyringError(CantorError, RuntimeError):
     """No OS keyring can store secrets here."""
 
     def __init__(self, detail: str = "", env_hint: str | None = "HF_TOKEN"):

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 from .config import SONG_FORMATS, short_repr
+from .errors import CantorError
 
 INSTRUMENTAL = "[Instrumental]"
 DURATION_RANGE = (10.0, 600.0)
@@ -60,7 +61,7 @@ LM_TOP_K_RANGE = (0, 200)
 NEGATIVE_MAX = 2000
 
 
-class RequestError(ValueError):
+class RequestError(CantorError, ValueError):
     """A field of a song request is not allowed; ``field`` names it."""
 
     def __init__(self, field_name: str, message: str):

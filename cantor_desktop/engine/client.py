@@ -17,6 +17,7 @@ from typing import Any, Callable, Protocol
 
 import httpx
 
+from ..errors import CantorError
 from ..song_request import INSTRUMENTAL, SongRequest, is_instrumental
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ DYING_WITHIN = 1.5       # a job "not found" by an engine that is gone this soon
 _CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}
 
 
-class EngineError(Exception):
+class EngineError(CantorError):
     """The engine refused or failed a request; ``message`` is the engine's own words."""
 
     def __init__(self, message: str, status: int | None = None):

@@ -22,6 +22,7 @@ from typing import Callable
 import httpx
 
 from .. import logs
+from ..errors import CantorError
 from ..net import free_port
 from ..paths import paths
 from .client import EngineClient, join_reasons
@@ -40,7 +41,7 @@ describe_exit_pattern = re.compile(r"exit code -?\d+|killed by signal \d+ \([\w 
                                    r"still running")
 
 
-class EngineStartError(RuntimeError):
+class EngineStartError(CantorError, RuntimeError):
     """The engine did not come up. ``reason`` is the engine's own line when it gave one."""
 
     def __init__(self, message: str, *, reason: str | None = None, code: int | None = None,

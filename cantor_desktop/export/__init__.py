@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..errors import CantorError
 from .naming import DEFAULT_PATTERN, pattern_problem, render, safe_name
 from .tags import SongMeta
 
@@ -72,7 +73,7 @@ PEAK_RANGE = (-9.0, 0.0)            # dBTP
 MP3_ROUNDS = 3                      # re-encodes when the codec's overshoot passes the ceiling
 
 
-class ExportError(ValueError):
+class ExportError(CantorError, ValueError):
     """An option or an input is not usable; ``field`` names it."""
 
     def __init__(self, field: str, message: str):

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from .. import config, secrets
+from ..errors import CantorError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 ENDPOINT_ENV = "HF_ENDPOINT"
@@ -22,7 +23,7 @@ TREE_TIMEOUT = 5.0
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class HubError(Exception):
+class HubError(CantorError):
     """The hub could not be asked (bad endpoint, network, unexpected answer)."""
 
 

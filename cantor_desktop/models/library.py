@@ -24,6 +24,7 @@ from filelock import FileLock
 
 from .. import config, gguf
 from ..download import sha256_file
+from ..errors import CantorError
 from ..paths import paths
 from . import catalogue as cat
 from .catalogue import FAMILY, SKETCH, SKETCH_DISPLAY, FileEntry, UnknownModel
@@ -42,7 +43,7 @@ _KIND_FROM_GGUF = {"dit": "dit", "lm": "lm", "text-enc": "text_enc", "vae": "vae
 _LM_ORDER = {size: i for i, size in enumerate(cat.LM_SIZES)}
 
 
-class LibraryError(Exception):
+class LibraryError(CantorError):
     """A library operation cannot be done; the message says why and what to do."""
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from filelock import FileLock, Timeout
 
 from .. import download as dl
+from ..errors import CantorError
 from ..paths import paths
 from . import catalogue as cat
 from . import hub, library
@@ -30,7 +31,7 @@ from .library import LibraryError, ModelFiles
 TOKEN_MESSAGE = ("This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN")
 
 
-class PullError(Exception):
+class PullError(CantorError):
     """A pull failed; the message is meant for the user."""
 
 

@@ -27,6 +27,7 @@ from typing import Callable
 import httpx
 
 from .. import access, config, procs
+from ..errors import CantorError
 from ..link_state import LinkState
 from ..net import connect_host, free_port, http_url
 from ..paths import paths
@@ -42,7 +43,7 @@ STDERR_KEEP = 1024 * 1024   # a longer stderr file is set aside (.1) at the next
 BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 0.5, 30.0, 60.0
 
 
-class NodeStartError(RuntimeError):
+class NodeStartError(CantorError, RuntimeError):
     """The node child did not come up; the message carries its own last words."""
 
 

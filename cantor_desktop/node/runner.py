@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..errors import CantorError
 from ..paths import paths
 from ..song_request import SongRequest
 from . import songs as song_files
@@ -37,7 +38,7 @@ SAVING_FROM = 0.95          # engine work fills 0..0.95 of a song's progress, sa
 _SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
 
 
-class PlanError(Exception):
+class PlanError(CantorError):
     """The song cannot be run as asked (model gone, no engine installed, …)."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import write_atomic
 from ..engine.client import LATENT_FRAME_BYTES, Part
+from ..errors import CantorError
 from ..paths import paths
 from ..song import Song, SongState
 from . import uploads
@@ -23,7 +24,7 @@ LATENT_FPS = 25.0
 ENGINE_DECODES = (".wav", ".mp3")
 
 
-class SourceError(LookupError):
+class SourceError(CantorError, LookupError):
     """A source or reference that cannot be used; ``field`` names the request's field."""
 
     def __init__(self, field: str, message: str):

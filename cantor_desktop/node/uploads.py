@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import write_atomic
+from ..errors import CantorError
 from ..paths import paths
 
 MAX_BYTES = 256 * 2**20        # ace-server's own limit on a request with audio
@@ -30,7 +31,7 @@ UPLOAD_ID = re.compile(r"[0-9a-f]{16}")
 CHUNK_FRAMES = 1 << 16
 
 
-class UploadError(ValueError):
+class UploadError(CantorError, ValueError):
     """The upload is not audio this node keeps; the message says why."""
 
 

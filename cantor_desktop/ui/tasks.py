@@ -15,15 +15,19 @@ log = logging.getLogger(__name__)
 
 
 def describe_error(exc: BaseException) -> str:
-    """A short sentence for the user: the message of our own errors, else type and text."""
+    """A short sentence for the user: the message of our own errors (written for them), the
+    network's in words, anything else as its type and text."""
+    import httpx
+
+    from ..errors import CantorError
+    if isinstance(exc, CantorError):
+        return exc.user_message
+    if isinstance(exc, httpx.ConnectError):
+        return "The node does not answer (is it running?)"
+    if isinstance(exc, httpx.TimeoutException):
+        return "The node took too long to answer"
     message = str(exc).strip()
     name = type(exc).__name__
-    if name in ("NodeError", "RequestError", "ConfigError") and message:
-        return message
-    if name in ("ConnectError", "ConnectTimeout"):
-        return "The node does not answer (is it running?)"
-    if name in ("ReadTimeout", "TimeoutException", "PoolTimeout"):
-        return "The node took too long to answer"
     return f"{name}: {message}" if message else name
 
 
