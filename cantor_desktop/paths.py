@@ -90,9 +90,6 @@ class Paths:
         """The model hub's file tree for a family, saved for offline use."""
         return self.models_dir / f"catalogue-{family}.json"
 
-    def engine_family_dir(self, family: str) -> Path:
-        return self.engines_dir / family
-
     def engine_backend_dir(self, family: str, backend: str) -> Path:
         return self.engines_dir / family / backend
 

@@ -92,7 +92,6 @@ class EngineSupervisor:
         self._last_error: str | None = None
         self._parser = ProgressParser()
         self._subscribers: list[Callable[[ProgressEvent], None]] = []
-        self._exit_callbacks: list[Callable[[int], None]] = []
         self._lock = asyncio.Lock()
         self._engine_log = logging.Logger(f"cantor.engine.{family}")  # unregistered: ours only
         self._log_handler: logging.Handler | None = None
@@ -165,9 +164,6 @@ class EngineSupervisor:
         return next((line.strip() for pos, line, owner in reversed(self._recent)
                      if belongs(pos, owner) and line.strip()), None)
 
-    def recent_lines(self, n: int = 20) -> list[str]:
-        return list(self._lines)[-n:] if n > 0 else []
-
     def client(self, **kwargs) -> EngineClient:
         """A client for this engine whose failures carry the engine's own reason."""
         return EngineClient(self.base_url, log=self, **kwargs)
@@ -175,12 +171,6 @@ class EngineSupervisor:
     def subscribe(self, callback: Callable[[ProgressEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
-
-    def on_exit(self, callback: Callable[[int], None]) -> Callable[[], None]:
-        """``callback(code)`` when the process dies without being asked to."""
-        self._exit_callbacks.append(callback)
-        return lambda: (self._exit_callbacks.remove(callback)
-                        if callback in self._exit_callbacks else None)
 
     def expect_duration(self, seconds: float | None) -> None:
         """Tell the progress parser the next song's duration (LM progress counts codes)."""
@@ -378,11 +368,6 @@ class EngineSupervisor:
         if was_ready:
             log.warning("%s engine exited unexpectedly (%s); last error: %s", self.family,
                         describe_exit(code), self._last_error)
-            for callback in list(self._exit_callbacks):
-                try:
-                    callback(code)
-                except Exception:  # noqa: BLE001
-                    log.exception("engine exit callback failed")
 
     def _open_log(self) -> None:
         if self._log_handler is None:
