@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QSpinBox, QVBoxLayout, QWidget)
 
 from ... import config
+from ..tasks import Tasks
 from ..widgets import ComboBox, SpinBox
 from ...paths import paths
 
@@ -55,6 +56,7 @@ class SettingsPage(QWidget):
     def __init__(self, link=None, parent=None):
         super().__init__(parent)
         self.link = link
+        self.tasks = Tasks()
         self.path = paths().config_file
         self.fields: dict[str, QWidget] = {}
         self.errors: dict[str, QLabel] = {}
@@ -326,12 +328,12 @@ class SettingsPage(QWidget):
         from ..node_link import REMOTE_TOKEN
         from ..secret_store import read_secret
         try:
-            loop = asyncio.get_running_loop()  # qasync's loop counts as running all along
+            asyncio.get_running_loop()  # qasync's loop counts as running all along
         except RuntimeError:  # no event loop (a bare widget in a test): leave the field
             return
-        task = loop.create_task(read_secret(REMOTE_TOKEN))
-        task.add_done_callback(lambda t: t.cancelled() or t.exception() or
-                               self.token.setText(t.result() or ""))
+        self.tasks.start("read:remote-token", read_secret(REMOTE_TOKEN),
+                         on_done=lambda value: self.token.setText(value or ""),
+                         on_error=lambda _text: None)
 
     def save(self) -> bool:
         if not self._check():
