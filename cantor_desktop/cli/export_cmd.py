@@ -14,7 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .sing_cmd import ProgressBar, add_node_option, given_token
+from .node_session import NodeUnavailable, add_node_option, node_client
+from .sing_cmd import ProgressBar
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -150,8 +151,7 @@ def _export_files(items, out_dir: Path, options) -> int:
 async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
                        node_url: str | None) -> int:
     from ..export import SongMeta
-    from ..node.launcher import NodeStartError, ensure_node
-    from ..nodeclient import NodeClient, NodeError, check_song_id
+    from ..nodeclient import NodeError, check_song_id
 
     try:
         check_song_id(song_id)
@@ -159,16 +159,8 @@ async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
         print(f"cantor export: song: {song_id!r} is neither a song id nor an audio file",
               file=sys.stderr)
         return EXIT_USAGE
-    if node_url:
-        url, private = node_url.rstrip("/"), None
-    else:
-        try:
-            url, private = await ensure_node()
-        except NodeStartError as exc:
-            print(f"cantor export: {exc}", file=sys.stderr)
-            return EXIT_FAILED
     try:
-        async with NodeClient(url, token=private.token if private else given_token()) as node:
+        async with node_client("export", node_url) as node:
             try:
                 song = await node.song(song_id)
             except NodeError as exc:
@@ -194,12 +186,12 @@ async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
                     path = await node.audio(song_id, Path(tmp) / f"take{n}", take=n)
                     items.append((path, SongMeta.from_song(song, n, _sidecar(files, n))))
                 return await asyncio.to_thread(_export_files, items, out_dir, options)
+    except NodeUnavailable as exc:
+        print(f"cantor export: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except NodeError as exc:
         print(f"cantor export: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        if private is not None:
-            await private.stop()
 
 
 def _take_number(item: dict, default: int) -> int:

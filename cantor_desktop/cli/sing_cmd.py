@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..song import Song, SongEvent, SongState, Take
+from .node_session import NodeUnavailable, add_node_option, node_client
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -47,15 +48,6 @@ def register(sub) -> None:
                         "extension is added when it has another)")
     add_node_option(p)
     p.set_defaults(func=run)
-
-
-def add_node_option(p) -> None:
-    """``--node URL``: drive another machine's node (its token in CANTOR_NODE_TOKEN)."""
-    import os
-    p.add_argument("--node", metavar="URL", default=os.environ.get("CANTOR_NODE_URL") or None,
-                   help="use the node at URL (e.g. http://studio:7823) instead of this "
-                        "machine's; give its token (`cantor node token` there) in "
-                        "CANTOR_NODE_TOKEN. Default: CANTOR_NODE_URL, else this machine's")
 
 
 def build_request(args) -> dict:
@@ -163,14 +155,6 @@ def output_path(dest: Path, take: "Take", *, many: bool) -> Path:
     return dest
 
 
-def given_token() -> str | None:
-    """The token the user gave for a node (CANTOR_NODE_TOKEN); None lets the client find this
-    home's own."""
-    import os
-    from ..access import TOKEN_ENV
-    return os.environ.get(TOKEN_ENV, "").strip() or None
-
-
 def _clock(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -179,28 +163,13 @@ def _clock(seconds: float | None) -> str:
 
 
 async def sing(request: dict, output: str | None, node_url: str | None = None) -> int:
-    from ..node.launcher import NodeStartError, ensure_node
-    from ..nodeclient import NodeClient, NodeError
+    from ..nodeclient import NodeError
 
     bar = ProgressBar()
-    if node_url:
-        url, private = node_url.rstrip("/"), None
-    else:
-        try:
-            url, private = await ensure_node()
-        except NodeStartError as exc:
-            print(f"cantor sing: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-    if private is not None and private.note:
-        print(f"cantor sing: {private.note}", file=sys.stderr)
-    song_id = None
     try:
-        async with NodeClient(url, token=private.token if private else given_token()) as node:
+        async with node_client("sing", node_url) as node:
             try:
                 answer = await node.queue_song(request)
-                song_id = answer["id"]
-                if answer.get("note"):
-                    print(f"cantor sing: {answer['note']}", file=sys.stderr)
             except NodeError as exc:
                 print(f"cantor sing: {exc.message}", file=sys.stderr)
                 if exc.type == "model_not_found" and request.get("model") != "sketch":
@@ -208,9 +177,15 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
                           "--model sketch (the built-in Sketch engine, no AI model)",
                           file=sys.stderr)
                 return EXIT_USAGE if exc.status in (400, 404, 413, 415, 422) else EXIT_FAILED
+            if answer.get("note"):
+                print(f"cantor sing: {answer['note']}", file=sys.stderr)
+            song_id = answer["id"]
             try:
                 song = await _follow(node, Song(id=song_id, request=request), bar)
-            except asyncio.CancelledError:
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                bar.note("cancelling…")
+                with contextlib.suppress(NodeError):
+                    await node.cancel(song_id)
                 raise
             bar.end()
             if song.state == SongState.DONE:
@@ -227,22 +202,13 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
             else:
                 print("cantor sing: the song was cancelled", file=sys.stderr)
             return EXIT_FAILED
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        bar.note("cancelling…")
-        if song_id:
-            try:
-                async with NodeClient(url, token=private.token if private else given_token()) as node:
-                    await node.cancel(song_id)
-            except NodeError:
-                pass
-        raise
+    except NodeUnavailable as exc:
+        print(f"cantor sing: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except NodeError as exc:
         bar.end()
         print(f"cantor sing: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        if private is not None:
-            await private.stop()
 
 
 class EventShower:

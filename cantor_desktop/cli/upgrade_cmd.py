@@ -19,7 +19,7 @@ def register(sub) -> None:
                                    "then restart a running node after its current song.")
     p.add_argument("--no-restart", action="store_true",
                    help="update only; the node picks the new build up at its next restart")
-    from .sing_cmd import add_node_option
+    from .node_session import add_node_option
     add_node_option(p)
     p.set_defaults(func=run)
 
@@ -35,7 +35,7 @@ def _describe(event, data) -> str:
 async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
     from ..node.launcher import answers
     from ..nodeclient import OTHER_HOME, OURS, NodeClient, NodeError, local_url, which_node
-    from .sing_cmd import given_token
+    from .node_session import given_token
 
     url = (node_url or local_url()).rstrip("/")
     if node_url and not await answers(url):

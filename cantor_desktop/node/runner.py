@@ -277,14 +277,9 @@ class Runner:
 
         sup = self._supervisor(plan)
         t0 = time.monotonic()
-        try:
-            await sup.ensure_running(keep_loaded)
-        except Exception as exc:
-            reason = _first_line(sup, exc)
-            self.queue.finish_failed(song, f"the engine did not start: {reason}")
+        if not await self._engine_up(song, sup, keep_loaded):
             return
         timings["engine_start_s"] = round(time.monotonic() - t0, 3)
-        self._record_engines()
         used = self.plans[plan.key]
         if used is not plan:       # the node keeps the build it started with
             plan = _with_files(used, plan)
@@ -333,13 +328,8 @@ class Runner:
                 # start it again and send the song once more (nothing of it was sent)
                 log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
                 await asyncio.sleep(0.2)
-                try:
-                    await sup.ensure_running(keep_loaded)
-                except Exception as start_exc:
-                    reason = _first_line(sup, start_exc)
-                    self.queue.finish_failed(song, f"the engine did not start: {reason}")
+                if not await self._engine_up(song, sup, keep_loaded):
                     return
-                self._record_engines()
                 client = self._client(plan.key, sup)
                 tracks = await sing(client)
         except JobCancelled:
@@ -383,6 +373,17 @@ class Runner:
             lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)))
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+
+    async def _engine_up(self, song: Song, sup, keep_loaded: bool) -> bool:
+        """Start the song's engine if it is not running; a start that fails ends the song
+        with the engine's own first words."""
+        try:
+            await sup.ensure_running(keep_loaded)
+        except Exception as exc:
+            self.queue.finish_failed(song, f"the engine did not start: {_first_line(sup, exc)}")
+            return False
+        self._record_engines()
+        return True
 
     def _sources(self, request: SongRequest) -> dict[str, Any]:
         """The request's source, reference and codes, checked again now (a file may have
