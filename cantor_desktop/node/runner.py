@@ -146,6 +146,7 @@ class Runner:
         self._builds: dict[str, Any] = {}          # family → the build chosen this run
         self._choosing = asyncio.Lock()
         self._settling: asyncio.Task | None = None
+        self._adapters_seen: dict[str, tuple[int | None, tuple]] = {}  # key → (pid, adapters)
 
     # -- life ----------------------------------------------------------------------------
 
@@ -275,10 +276,18 @@ class Runner:
         keep_loaded = bool(cfg.get("node.keep_loaded"))
         timings: dict[str, float] = {"queued_at": song.created, "started_at": time.time()}
 
+        adapter = None
+        if request.adapter:
+            from ..models import adapters
+            try:
+                adapter = await asyncio.to_thread(adapters.store().get, request.adapter)
+            except adapters.AdapterError as exc:
+                self.queue.finish_failed(song, str(exc))
+                return
         sup = self._supervisor(plan)
         t0 = time.monotonic()
         try:
-            await sup.ensure_running(keep_loaded)
+            await self._ensure_engine(plan.key, sup, keep_loaded, adapters=adapter is not None)
         except Exception as exc:
             reason = _first_line(sup, exc)
             self.queue.finish_failed(song, f"the engine did not start: {reason}")
@@ -306,6 +315,8 @@ class Runner:
                                     output_format=fmt,
                                     source_duration=source.duration if source else None,
                                     audio_codes=codes)
+        if adapter is not None:
+            engine_req["adapter"] = adapter.engine_name     # its name in the engine's folder
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
         expect = getattr(sup, "expect_duration", None)
@@ -334,7 +345,8 @@ class Runner:
                 log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
                 await asyncio.sleep(0.2)
                 try:
-                    await sup.ensure_running(keep_loaded)
+                    await self._ensure_engine(plan.key, sup, keep_loaded,
+                                              adapters=adapter is not None)
                 except Exception as start_exc:
                     reason = _first_line(sup, start_exc)
                     self.queue.finish_failed(song, f"the engine did not start: {reason}")
@@ -426,9 +438,27 @@ class Runner:
         cfg = _config()
         plan = await self._plan({"model": model}, cfg)
         sup = self._supervisor(plan)
-        await sup.ensure_running(bool(cfg.get("node.keep_loaded")))
+        await self._ensure_engine(plan.key, sup, bool(cfg.get("node.keep_loaded")))
         self._record_engines()
         return plan, self._client(plan.key, sup)
+
+    async def _ensure_engine(self, key: str, sup, keep_loaded: bool, *,
+                             adapters: bool = False) -> None:
+        """Make sure ``key``'s engine runs. ace-server scans ``--adapters`` only when it
+        starts: for a song that names an adapter (``adapters``), an engine started before
+        the adapters changed is restarted first. A song calls this before its first job and
+        runs alone on its engine, so no song is ever cut by the restart."""
+        from ..models.adapters import store
+        seen = await asyncio.to_thread(store().fingerprint)
+        started = self._adapters_seen.get(key)
+        if (adapters and started is not None and started[1] != seen
+                and getattr(sup, "running", False) and started[0] == sup.pid):
+            log.info("the adapters changed since the %s engine started: restarting it", key)
+            await sup.stop()
+        await sup.ensure_running(keep_loaded)
+        pid = getattr(sup, "pid", None)
+        if started is None or started[0] != pid:      # (re)started now: it saw ``seen``
+            self._adapters_seen[key] = (pid, seen)
 
     async def lm(self, mode: str, caption: str, lyrics: str, model: str) -> dict[str, Any]:
         """The language model's help: ``inspire`` (a short idea → caption and lyrics) or
@@ -528,8 +558,10 @@ class Runner:
         if sup is None:
             from ..engine.supervisor import EngineSupervisor
 
+            from ..models import adapters
             sup = EngineSupervisor(plan.family, plan.argv, plan.env, plan.models_dir,
-                                   log_path=paths().engine_log(plan.key))
+                                   log_path=paths().engine_log(plan.key),
+                                   adapters_dir=adapters.store().ensure())
             self.supervisors[plan.key] = sup
             self.plans[plan.key] = plan
         return sup
