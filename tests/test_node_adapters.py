@@ -224,3 +224,43 @@ def test_an_adapter_for_the_other_dit_size_is_refused_for_the_song(cantor_home, 
         check_song_adapter({"adapter": "big", "model": "acestep-v15-turbo-Q8_0"})
     assert caught.value.status == 422 and caught.value.field == "adapter"
     assert "made for the XL DiT" in caught.value.message
+
+
+def test_an_upload_cut_short_or_of_another_type_keeps_nothing(cantor_home, tmp_path):
+    import socket
+    write_config(cantor_home)
+    data = comfyui_file(tmp_path / "tape.safetensors").read_bytes()
+
+    async def main():
+        node = await Node(cantor_home).start()
+        try:
+            port = int(node.url.rsplit(":", 1)[1])
+            head = (f"POST /v1/adapters/upload?name=tape HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    f"Authorization: Bearer {node.proc.token}\r\n"
+                    f"Content-Type: application/octet-stream\r\n"
+                    f"Content-Length: {len(data)}\r\n\r\n").encode()
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(head + data[: len(data) // 2])     # half, then the client is gone
+                await asyncio.sleep(0.5)
+            async with node.http() as http:
+                typed = await http.post("/v1/adapters/upload", params={"name": "tape"},
+                                        content=data, headers={"Content-Type": "text/plain"})
+
+                async def settled():
+                    staging = cantor_home / "models" / ".adapters-staging"
+                    return not staging.exists() or not any(staging.iterdir())
+                from test_node_support import wait_for
+                await wait_for(settled, 10)
+                listed = (await http.get("/v1/adapters")).json()["adapters"]
+                whole = await http.post("/v1/adapters/upload", params={"name": "tape"},
+                                        content=data,
+                                        headers={"Content-Type": "application/octet-stream"})
+            return typed, listed, whole
+        finally:
+            await node.stop()
+
+    typed, listed, whole = asyncio.run(main())
+    assert typed.status_code == 415
+    assert listed == []                       # nothing of the cut upload was kept
+    assert whole.status_code == 201           # and nothing of it stands in the way
+    assert _tree(cantor_home / "models" / "adapters") == ["tape.safetensors"]

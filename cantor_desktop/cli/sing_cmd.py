@@ -111,7 +111,8 @@ def run(args) -> int:
         print(f"cantor sing: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except RequestError as exc:
-        print(f"cantor sing: {exc}", file=sys.stderr)
+        flag = {"adapter_scale": "--scale"}.get(exc.field)      # a flag not named as its field
+        print(f"cantor sing: {f'{flag}: {exc.message}' if flag else exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         return asyncio.run(sing(request, args.output, args.node))

@@ -19,12 +19,14 @@ HIDDEN = {"2B": 2048, "XL": 2560}
 
 
 def write_safetensors(path: Path, tensors: dict[str, np.ndarray],
-                      metadata: dict[str, str] | None = None) -> Path:
+                      metadata: dict[str, str] | None = None, *, by_hand: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        from safetensors.numpy import save_file
-    except ImportError:
-        save_file = None
+    save_file = None
+    if not by_hand:
+        try:
+            from safetensors.numpy import save_file
+        except ImportError:
+            pass
     if save_file is not None:
         save_file(tensors, str(path), metadata=metadata)
         return path
