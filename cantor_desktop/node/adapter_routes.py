@@ -155,5 +155,6 @@ def check_song_adapter(data: dict[str, Any]) -> None:
         if (adapter.dit == "XL") != xl:
             raise ApiError(422, f"adapter: {name} was made for the {adapter.dit} DiT and "
                                 f"{model} is {'an XL' if xl else 'a 2B'} model; it would "
-                                f"change nothing (choose a {adapter.dit} model)",
+                                f"change nothing (choose {'an' if adapter.dit == 'XL' else 'a'} "
+                                f"{adapter.dit} model)",
                            field="adapter")
