@@ -77,6 +77,11 @@ def row_actions(state: str, *, builtin: bool, pulling: bool, failed: bool,
     return ["Download"]
 
 
+def _named(name: str, why: str) -> str:
+    """"name: why", unless the reason already starts with the name."""
+    return why if why.startswith(name) else f"{name}: {why}"
+
+
 class LibraryPage(QWidget):
     def __init__(self, link, parent=None):
         super().__init__(parent)
@@ -679,8 +684,9 @@ class LibraryPage(QWidget):
         text = "; ".join(f"Added {a['name']} (made for {a.get('made_for')})" for a in good)
         if bad:
             text += ("; " if text else "") + "Not added: " + "; ".join(
-                f"{p.replace(chr(92), '/').rstrip('/').rsplit('/', 1)[-1]}: {e}" for p, e in bad)
-        self._say(text + ".", RED if bad else "")
+                _named(p.replace(chr(92), "/").rstrip("/").rsplit("/", 1)[-1], e)
+                for p, e in bad)
+        self._say(text.rstrip(".") + ".", RED if bad else "")
 
     def remove_adapter(self, name: str, confirm: bool = True) -> None:
         if confirm:
