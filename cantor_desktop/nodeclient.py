@@ -361,10 +361,10 @@ class NodeClient:
                              on_progress: Callable[[int, int], None] | None = None
                              ) -> dict[str, Any]:
         """Send a .safetensors adapter to a node on another machine (``name``: default the
-        file's name without .safetensors)."""
+        file's name, without .safetensors and made acceptable)."""
+        from .models.adapters import name_from
         path = Path(path)
-        response = await self._send_file("/v1/adapters/upload", path,
-                                         name or path.name.removesuffix(".safetensors"),
+        response = await self._send_file("/v1/adapters/upload", path, name or name_from(path),
                                          on_progress)
         return response.json()["added"]
 
