@@ -114,6 +114,11 @@ def _raw(path: Path, header: bytes, data: bytes = b"") -> Path:
     (lambda d: (d / "bin").mkdir() or (d / "bin" / "adapter_model.bin").write_bytes(b"\0")
      and d / "bin", "a PyTorch pickle"),
     (lambda d: (d / "emptydir").mkdir() or d / "emptydir", "has no adapter_model.safetensors"),
+    (lambda d: write_safetensors(d / "mixed.safetensors", {
+        **lora_tensors(modules=("self_attn.q_proj",)),
+        **lora_tensors(size="XL", layers=(5,), modules=("self_attn.o_proj",))}),
+     "inconsistent: layers.0.self_attn.q_proj works on 2048 features, "
+     "layers.5.self_attn.o_proj works on 2560"),
 ])
 def test_files_that_are_no_adapter_say_what_is_wrong(tmp_path, make, words):
     path = make(tmp_path)

@@ -32,8 +32,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
-from filelock import FileLock
-
 from ..paths import paths
 
 FOLDER = "adapters"
@@ -212,8 +210,6 @@ class Facts:
     alpha: float | None = None
     targets: list[str] = field(default_factory=list)   # module kinds, e.g. self_attn.q_proj
     modules: int = 0                 # DiT modules it changes
-    ignored: int = 0                 # modules the DiT does not have (the engine skips them)
-    tensors: int = 0
 
 
 def _module_of(key: str) -> tuple[str, str] | None:
@@ -291,61 +287,60 @@ def _base_verdict(base: str, where: str) -> tuple[bool, str] | None:
     return True, f"{base} ({where})"
 
 
-def examine(tensors: dict[str, Tensor], metadata: dict[str, str], config: dict[str, Any],
-            *, fmt: str, shown: str, alphas: list[float] | None = None) -> Facts:
-    """What the adapter is for, from its tensors, its metadata and its PEFT config (and
-    the per-module ``alphas`` a single file bakes in); MadeForAnotherModel when they say it
-    is not for ACE-Step 1.5's DiT."""
-    verdicts = []
+def _declared_base(config: dict[str, Any], metadata: dict[str, str], shown: str) -> str | None:
+    """The base model the files name (PEFT's config, a trainer's metadata); refused with
+    the reason when that is another model than ACE-Step 1.5."""
+    found = []
     base = config.get("base_model_name_or_path")
     if isinstance(base, str):
-        verdicts.append(_base_verdict(base, f"{PEFT_CONFIG}'s base_model_name_or_path"))
+        found.append((base, f"{PEFT_CONFIG}'s base_model_name_or_path"))
     for key in ("modelspec.architecture", "ss_base_model_version", "ss_sd_model_name",
                 "base_model", "base_model_name_or_path"):
         if metadata.get(key):
-            verdicts.append(_base_verdict(metadata[key], f"its metadata's {key}"))
-    for verdict in verdicts:
+            found.append((metadata[key], f"its metadata's {key}"))
+    for value, where in found:
+        verdict = _base_verdict(value, where)
         if verdict is not None and verdict[0]:
             raise MadeForAnotherModel(f"{shown} was made for {verdict[1]}, not ACE-Step 1.5's "
                                       f"DiT: refused", verdict[1])
-    peft_type = config.get("peft_type")
-    if isinstance(peft_type, str) and peft_type.upper() not in PEFT_TYPES:
-        raise NotAnAdapter(f"{shown} is a PEFT {peft_type} adapter; the engine applies LoRA "
-                           f"and LoKr adapters only")
+    named = [value.strip() for value, where in found
+             if where.endswith("base_model_name_or_path") or where.endswith("base_model")]
+    return next((v for v in named if v), None)
 
+
+def _dit_modules(tensors: dict[str, Tensor], shown: str) -> dict[str, dict[str, Tensor]]:
+    """The adapter's tensors by the DiT module they change (``layers.3.self_attn.q_proj``)
+    and part; refused when none of its modules is the DiT's."""
     modules: dict[str, dict[str, Tensor]] = {}
-    other = 0
     for name, tensor in tensors.items():
         found = _module_of(name)
-        if found is None:
-            other += 1
-            continue
-        modules.setdefault(found[0], {})[found[1]] = tensor
+        if found is not None:
+            modules.setdefault(found[0], {})[found[1]] = tensor
+    what, sample = _looks_like(tensors), next(iter(tensors))
     if not modules:
-        what, sample = _looks_like(tensors), next(iter(tensors))
         if what == "another model":
             raise NotAnAdapter(f"{shown} holds no LoRA or LoKr tensors (e.g. {sample!r}): it "
                                f"is not an adapter (a whole model's weights?)")
         raise MadeForAnotherModel(f"{shown} holds no LoRA or LoKr tensors, and its tensors "
                                   f"(e.g. {sample!r}) are those of {what}: refused", what)
-    dit_modules = {m: parts for m, parts in modules.items() if _is_dit_module(m)}
-    if not dit_modules:
-        sample = next(iter(modules))
-        what = _looks_like(tensors)
+    dit = {m: parts for m, parts in modules.items() if _is_dit_module(m)}
+    if not dit:
         raise MadeForAnotherModel(
             f"{shown} was made for {what}: none of its {len(modules)} modules (e.g. "
-            f"{sample!r}) is in ACE-Step 1.5's DiT, whose layers are "
+            f"{next(iter(modules))!r}) is in ACE-Step 1.5's DiT, whose layers are "
             f"'layers.N.self_attn.q_proj' and the like: refused", what)
+    return dit
 
-    # the DiT's width, from the modules that must take or give it
+
+def _dit_size(modules: dict[str, dict[str, Tensor]], shown: str) -> tuple[str | None, set[int]]:
+    """Which DiT the shapes fit ("2B", "XL", or None when they do not say) and the ranks;
+    refused when a width or a layer no ACE-Step 1.5 DiT has is changed."""
     widths: dict[int, str] = {}
     dtypes: set[str] = set()
     ranks: set[int] = set()
-    for module, parts in dit_modules.items():
+    for module, parts in modules.items():
         a, b = parts.get("A"), parts.get("B")
-        for t in (a, b):
-            if t is not None:
-                dtypes.add(t.dtype)
+        dtypes.update(t.dtype for t in (a, b) if t is not None)
         if a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
             continue
         rank, fan_in, fan_out = a.shape[0], a.shape[1], b.shape[0]
@@ -357,44 +352,53 @@ def examine(tensors: dict[str, Tensor], metadata: dict[str, str], config: dict[s
         width = fan_in if kind in _TAKES_HIDDEN else fan_out if kind in _GIVES_HIDDEN else None
         if width is not None:
             widths.setdefault(width, module)
-    bad = [w for w in widths if w not in DIT_SIZES]
-    if bad or len(widths) > 1:
-        width = bad[0] if bad else sorted(widths)[-1]
-        what = f"a model {width} features wide"
-        raise MadeForAnotherModel(
-            f"{shown} was made for {what}: its {widths[width]} works on {width} features, "
-            f"ACE-Step 1.5's DiT on 2048 (2B) or 2560 (XL): refused", what)
-    layers = [int(m.group(1)) for m in map(_LAYER_MODULE.fullmatch, dit_modules) if m]
-    deepest = max(layers) if layers else -1
-    dit = DIT_SIZES[next(iter(widths))][0] if widths else None
-    if deepest >= 32 or (dit == "2B" and deepest >= 24):
-        limit = "24 layers (2B) or 32 (XL)" if dit is None else \
-            f"{DIT_SIZES[next(iter(widths))][1]} layers ({dit})"
-        what = "a deeper model than ACE-Step 1.5's DiT"
-        raise MadeForAnotherModel(f"{shown} was made for {what}: it changes layer {deepest}, "
-                                  f"the DiT has {limit}: refused", what)
-    if dit is None and deepest >= 24:
-        dit = "XL"
+    for width, module in widths.items():
+        if width not in DIT_SIZES:
+            what = f"a model {width} features wide"
+            raise MadeForAnotherModel(
+                f"{shown} was made for {what}: its {module} works on {width} features, "
+                f"ACE-Step 1.5's DiT on 2048 (2B) or 2560 (XL): refused", what)
+    if len(widths) > 1:
+        raise NotAnAdapter(f"{shown} is inconsistent: " + ", ".join(
+            f"{m} works on {w} features" for w, m in widths.items()))
     if dtypes and not dtypes & set(ENGINE_DTYPES):
         raise NotAnAdapter(f"{shown} stores its weights as {', '.join(sorted(dtypes))}; "
                            f"the engine reads {', '.join(ENGINE_DTYPES)}")
+    size, depth = DIT_SIZES[next(iter(widths))] if widths else (None, 32)
+    layers = [int(m.group(1)) for m in map(_LAYER_MODULE.fullmatch, modules) if m]
+    deepest = max(layers, default=-1)
+    if deepest >= depth:
+        limit = f"{depth} layers ({size})" if size else "24 layers (2B) or 32 (XL)"
+        what = "a deeper model than ACE-Step 1.5's DiT"
+        raise MadeForAnotherModel(f"{shown} was made for {what}: it changes layer {deepest}, "
+                                  f"the DiT has {limit}: refused", what)
+    if size is None and deepest >= 24:
+        size = "XL"                     # only the XL DiT has layers 24 to 31
+    return size, ranks
 
-    kinds = sorted({_kind(m) for m in dit_modules})
+
+def examine(tensors: dict[str, Tensor], metadata: dict[str, str], config: dict[str, Any],
+            *, fmt: str, shown: str, alphas: list[float] | None = None) -> Facts:
+    """What the adapter is for, from its tensors, its metadata and its PEFT config (and
+    the per-module ``alphas`` a single file bakes in); MadeForAnotherModel when they say it
+    is not for ACE-Step 1.5's DiT."""
+    base = _declared_base(config, metadata, shown)
+    peft_type = config.get("peft_type")
+    if isinstance(peft_type, str) and peft_type.upper() not in PEFT_TYPES:
+        raise NotAnAdapter(f"{shown} is a PEFT {peft_type} adapter; the engine applies LoRA "
+                           f"and LoKr adapters only")
+    modules = _dit_modules(tensors, shown)
+    dit, ranks = _dit_size(modules, shown)
     alpha = config.get("lora_alpha")
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
         alpha = alphas[0] if alphas and len(set(alphas)) == 1 else None
-    rank = config.get("r") if isinstance(config.get("r"), int) else (
-        next(iter(ranks)) if len(ranks) == 1 else max(ranks) if ranks else None)
-    made_for = f"ACE-Step 1.5 ({dit} DiT)" if dit else "ACE-Step 1.5 (DiT)"
-    if any(parts.get("lokr") is not None for parts in dit_modules.values()):
-        fmt = "lycoris" if fmt == "comfyui" else fmt
-    return Facts(format=fmt, made_for=made_for, dit=dit,
-                 base_model=base if isinstance(base, str) and base else
-                 next((metadata[k] for k in ("base_model", "base_model_name_or_path")
-                       if metadata.get(k)), None),
-                 rank=rank, alpha=float(alpha) if alpha is not None else None,
-                 targets=kinds, modules=len(dit_modules),
-                 ignored=len(modules) - len(dit_modules), tensors=len(tensors))
+    rank = config.get("r") if isinstance(config.get("r"), int) else max(ranks, default=None)
+    if fmt == "comfyui" and any("lokr" in parts for parts in modules.values()):
+        fmt = "lycoris"
+    return Facts(format=fmt, made_for=f"ACE-Step 1.5 ({dit} DiT)" if dit else "ACE-Step 1.5 (DiT)",
+                 dit=dit, base_model=base, rank=rank,
+                 alpha=float(alpha) if alpha is not None else None,
+                 targets=sorted({_kind(m) for m in modules}), modules=len(modules))
 
 
 def inspect(path: Path, shown: str | None = None) -> Facts:
@@ -504,7 +508,9 @@ class AdapterStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         return self.folder
 
-    def _lock(self) -> FileLock:
+    def _lock(self):
+        """The store's lock (between the node's threads, and a CLI or node of this home)."""
+        from filelock import FileLock
         locks = paths().locks_dir
         locks.mkdir(parents=True, exist_ok=True)
         return FileLock(str(locks / "adapters.lock"), timeout=60)
