@@ -452,7 +452,7 @@ class Runner:
         seen = await asyncio.to_thread(store().fingerprint)
         started = self._adapters_seen.get(key)
         if (adapters and started is not None and started[1] != seen
-                and getattr(sup, "running", False) and started[0] == sup.pid):
+                and getattr(sup, "running", False) and started[0] == getattr(sup, "pid", None)):
             log.info("the adapters changed since the %s engine started: restarting it", key)
             await sup.stop()
         await sup.ensure_running(keep_loaded)
