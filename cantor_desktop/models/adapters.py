@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
+from ..errors import CantorError
 from ..paths import paths
 
 FOLDER = "adapters"
@@ -83,7 +84,7 @@ _LOOKS_LIKE = (
 )
 
 
-class AdapterError(Exception):
+class AdapterError(CantorError):
     """An adapter cannot be added, found or removed; the message says why. ``field`` names
     the request's part at fault; ``status`` is the HTTP status the node answers with."""
 

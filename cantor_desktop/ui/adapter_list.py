@@ -75,11 +75,11 @@ class AdapterList(QObject):
         async def one(path: str) -> dict:
             if not remote:
                 return await self.link.client.add_adapter(path)
+            from ..models.adapters import AdapterError, inspect
             if Path(path).is_dir():
-                raise ValueError("a PEFT folder can be added only on the node's own machine "
-                                 "(there: Library → Add adapter…, or `cantor adapters add`); "
-                                 "a .safetensors file can be sent from here")
-            from ..models.adapters import inspect
+                raise AdapterError("a PEFT folder can be added only on the node's own machine "
+                                   "(there: Library → Add adapter…, or `cantor adapters add`); "
+                                   "a .safetensors file can be sent from here")
             await asyncio.to_thread(inspect, Path(path))
             report = (lambda sent, total: on_progress(path, sent, total)) if on_progress \
                 else None
@@ -94,10 +94,7 @@ class AdapterList(QObject):
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:
-                        from ..models.adapters import AdapterError
-                        why = str(exc) if isinstance(exc, (AdapterError, ValueError)) \
-                            else describe_error(exc)
-                        outcomes.append((path, None, why))
+                        outcomes.append((path, None, describe_error(exc)))
             finally:
                 await self.read()
             return outcomes
