@@ -309,8 +309,16 @@ class NodeClient:
                            chunk: int = 1 << 20) -> dict[str, Any]:
         """Send a .gguf file to the node, which keeps it in its library folder (for a node
         on another machine). ``on_progress(sent, total)`` after each chunk."""
-        import asyncio
         path = Path(path)
+        response = await self._send_file("/v1/models/upload", path, name or path.name,
+                                         on_progress, chunk)
+        return response.json()["imported"]
+
+    async def _send_file(self, endpoint: str, path: Path, name: str,
+                         on_progress: Callable[[int, int], None] | None,
+                         chunk: int = 1 << 20) -> httpx.Response:
+        """POST a file's bytes (``application/octet-stream``, ``?name=``), read as it goes."""
+        import asyncio
         total = path.stat().st_size
 
         async def body():
@@ -328,12 +336,42 @@ class NodeClient:
         timeout = httpx.Timeout(None, connect=5.0)
         # closed here, even when the node answers before reading it all (a refusal)
         async with contextlib.aclosing(body()) as content:
-            response = await self._request(
-                "POST", "/v1/models/upload", params={"name": name or path.name},
-                content=content, timeout=timeout,
+            return await self._request(
+                "POST", endpoint, params={"name": name}, content=content, timeout=timeout,
                 headers={"Content-Type": "application/octet-stream",
                          "Content-Length": str(total)})
-        return response.json()["imported"]
+
+    # -- adapters ------------------------------------------------------------------------
+
+    async def adapters(self) -> dict[str, Any]:
+        """The node's LoRA adapters: ``{"adapters": [...], "folder"}``."""
+        return await self._json("GET", "/v1/adapters")
+
+    async def add_adapter(self, path: str | os.PathLike,
+                          name: str | None = None) -> dict[str, Any]:
+        """Copy a .safetensors adapter or a PEFT folder on the node's own machine into its
+        adapters (a node of this machine only); the adapter as the node keeps it."""
+        body: dict[str, Any] = {"path": os.fspath(path)}
+        if name:
+            body["name"] = name
+        return (await self._json("POST", "/v1/adapters", json=body,
+                                 timeout=httpx.Timeout(None, connect=5.0)))["added"]
+
+    async def upload_adapter(self, path: str | os.PathLike, *, name: str | None = None,
+                             on_progress: Callable[[int, int], None] | None = None
+                             ) -> dict[str, Any]:
+        """Send a .safetensors adapter to a node on another machine (``name``: default the
+        file's name, without .safetensors and made acceptable)."""
+        from .models.adapters import name_from
+        path = Path(path)
+        response = await self._send_file("/v1/adapters/upload", path, name or name_from(path),
+                                         on_progress)
+        return response.json()["added"]
+
+    async def remove_adapter(self, name: str) -> dict[str, Any]:
+        """Delete an adapter on the node; NodeError 409 while a song uses it."""
+        from urllib.parse import quote
+        return await self._json("DELETE", f"/v1/adapters/{quote(name, safe='')}")
 
     async def hf_token(self) -> dict[str, Any]:
         """Whether the node's machine has a Hugging Face token (never the token itself)."""

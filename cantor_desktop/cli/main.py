@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "backends_cmd",
     "pull_cmd",
     "models_cmd",
+    "adapters_cmd",
     "login_cmd",
 ]
 

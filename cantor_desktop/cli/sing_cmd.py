@@ -22,6 +22,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def register(sub) -> None:
     from ..config import SONG_FORMATS
+    from ..song_request import (ADAPTER_SCALE_RANGE, GUIDANCE_RANGE, SHIFT_RANGE, SOLVERS,
+                                STEPS_RANGE)
 
     p = sub.add_parser("sing", help="make one song",
                        description="Make one song: a caption, and lyrics or --instrumental.")
@@ -42,6 +44,19 @@ def register(sub) -> None:
                                                 "sketch = the built-in engine)")
     p.add_argument("--format", metavar="F", choices=SONG_FORMATS,
                    help=f"audio format: {', '.join(SONG_FORMATS)} (default: songs.format)")
+    p.add_argument("--adapter", metavar="NAME",
+                   help="a LoRA adapter of the node (`cantor adapters` lists them)")
+    p.add_argument("--scale", metavar="S", dest="adapter_scale",
+                   help="how strongly the adapter applies ({:g}-{:g}; default 1.0)".format(
+                       *ADAPTER_SCALE_RANGE))
+    p.add_argument("--steps", metavar="N", help="diffusion steps ({}-{}; default: the "
+                   "model's, turbo 8, sft/base 50)".format(*STEPS_RANGE))
+    p.add_argument("--guidance", metavar="G", help="how closely the audio follows the caption "
+                   "({:g}-{:g}; ignored above 1 on turbo models)".format(*GUIDANCE_RANGE))
+    p.add_argument("--shift", metavar="X", help="where the steps spend their effort "
+                   "({:g}-{:g}; default: turbo 3, others 1)".format(*SHIFT_RANGE))
+    p.add_argument("--solver", metavar="S", choices=SOLVERS,
+                   help=f"the sampler: {', '.join(SOLVERS)} (default euler)")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="also copy the song to PATH: a folder (made if missing; a path "
                         "without an extension is one), or a file name (the format's "
@@ -65,8 +80,8 @@ def build_request(args) -> dict:
     else:
         request["lyrics"] = "[Instrumental]"
     for name in ("duration", "bpm", "key", "time_signature", "language", "seed", "model",
-                 "format"):
-        value = getattr(args, name)
+                 "format", "adapter", "adapter_scale", "steps", "guidance", "shift", "solver"):
+        value = getattr(args, name, None)
         if value is not None:
             request[name] = value
     return request
@@ -88,7 +103,8 @@ def run(args) -> int:
         print(f"cantor sing: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except RequestError as exc:
-        print(f"cantor sing: {exc}", file=sys.stderr)
+        flag = {"adapter_scale": "--scale"}.get(exc.field)      # a flag not named as its field
+        print(f"cantor sing: {f'{flag}: {exc.message}' if flag else exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         return asyncio.run(sing(request, args.output, args.node))

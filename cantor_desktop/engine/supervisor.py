@@ -60,7 +60,7 @@ class EngineSupervisor:
 
     def __init__(self, family: str, argv: list[str], env: dict[str, str], models_dir: Path, *,
                  keep_loaded: bool = False, log_path: Path | None = None,
-                 ready_timeout: float = 60.0):
+                 ready_timeout: float = 60.0, adapters_dir: Path | None = None):
         if not argv:
             raise ValueError("argv: the engine's command is empty")
         self.family = family
@@ -68,6 +68,7 @@ class EngineSupervisor:
         self.env = dict(env)
         self.models_dir = Path(models_dir)
         self.keep_loaded = keep_loaded
+        self.adapters_dir = adapters_dir      # ace-server --adapters: scanned at each start
         self.log_path = log_path if log_path is not None else paths().engine_log(family)
         self.ready_timeout = ready_timeout
         self.port: int | None = None
@@ -216,6 +217,8 @@ class EngineSupervisor:
                             "--port", str(port)]
         if self.keep_loaded:
             argv.append("--keep-loaded")
+        if self.adapters_dir is not None:
+            argv += ["--adapters", str(self.adapters_dir)]
         env = engine_environment(self.env)
         self._open_log()
         self._engine_log.info("---- starting: %s", " ".join(argv))

@@ -285,6 +285,8 @@ def _validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | Non
     if req.model is None and data["model"] != SKETCH and not installed_names(acestep_only=True):
         data["model"], note = SKETCH, NO_MODEL_YET
     check_model(data["model"])
+    from .adapter_routes import check_song_adapter
+    check_song_adapter(data)
     return data, note
 
 
@@ -589,6 +591,8 @@ SSE = {200: {"description": "Server-Sent Events", "content": {"text/event-stream
 def _routes(app: FastAPI) -> None:
     from .library_routes import router as library_router   # import, upload, HF token
     app.include_router(library_router)
+    from .adapter_routes import router as adapter_router   # LoRA adapters
+    app.include_router(adapter_router)
 
     @app.get("/v1/health")
     async def health(request: Request):

@@ -50,10 +50,13 @@ class BodyRule:
 
 
 def _body_rules() -> list[BodyRule]:
+    from ..models import adapters
     from ..models.importer import UPLOAD_CAP
     from .uploads import CONTENT_TYPES, MAX_BYTES
     return [BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
-            BodyRule("/v1/models/upload", ("application/octet-stream",), UPLOAD_CAP)]
+            BodyRule("/v1/models/upload", ("application/octet-stream",), UPLOAD_CAP),
+            BodyRule("/v1/adapters/upload", ("application/octet-stream",),
+                     adapters.UPLOAD_CAP)]
 
 
 BODY_RULES: list[BodyRule] = _body_rules()

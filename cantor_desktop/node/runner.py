@@ -146,6 +146,7 @@ class Runner:
         self._builds: dict[str, Any] = {}          # family → the build chosen this run
         self._choosing = asyncio.Lock()
         self._settling: asyncio.Task | None = None
+        self._adapters_seen: dict[str, tuple[int | None, tuple]] = {}  # key → (pid, adapters)
 
     # -- life ----------------------------------------------------------------------------
 
@@ -275,9 +276,18 @@ class Runner:
         keep_loaded = bool(cfg.get("node.keep_loaded"))
         timings: dict[str, float] = {"queued_at": song.created, "started_at": time.time()}
 
+        adapter = None
+        if request.adapter:
+            from ..models import adapters
+            try:
+                adapter = await asyncio.to_thread(adapters.store().get, request.adapter)
+            except adapters.AdapterError as exc:
+                self.queue.finish_failed(song, str(exc))
+                return
         sup = self._supervisor(plan)
         t0 = time.monotonic()
-        if not await self._engine_up(song, sup, keep_loaded):
+        if not await self._engine_up(song, plan.key, sup, keep_loaded,
+                                     adapters=adapter is not None):
             return
         timings["engine_start_s"] = round(time.monotonic() - t0, 3)
         used = self.plans[plan.key]
@@ -301,6 +311,8 @@ class Runner:
                                     output_format=fmt,
                                     source_duration=source.duration if source else None,
                                     audio_codes=codes)
+        if adapter is not None:
+            engine_req["adapter"] = adapter.engine_name     # its name in the engine's folder
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
         expect = getattr(sup, "expect_duration", None)
@@ -328,7 +340,8 @@ class Runner:
                 # start it again and send the song once more (nothing of it was sent)
                 log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
                 await asyncio.sleep(0.2)
-                if not await self._engine_up(song, sup, keep_loaded):
+                if not await self._engine_up(song, plan.key, sup, keep_loaded,
+                                             adapters=adapter is not None):
                     return
                 client = self._client(plan.key, sup)
                 tracks = await sing(client)
@@ -374,11 +387,12 @@ class Runner:
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
 
-    async def _engine_up(self, song: Song, sup, keep_loaded: bool) -> bool:
-        """Start the song's engine if it is not running; a start that fails ends the song
-        with the engine's own first words."""
+    async def _engine_up(self, song: Song, key: str, sup, keep_loaded: bool, *,
+                         adapters: bool = False) -> bool:
+        """Start the song's engine if it is not running (again, when the adapters it needs
+        changed); a start that fails ends the song with the engine's own first words."""
         try:
-            await sup.ensure_running(keep_loaded)
+            await self._ensure_engine(key, sup, keep_loaded, adapters=adapters)
         except Exception as exc:
             self.queue.finish_failed(song, f"the engine did not start: {_first_line(sup, exc)}")
             return False
@@ -427,9 +441,27 @@ class Runner:
         cfg = _config()
         plan = await self._plan({"model": model}, cfg)
         sup = self._supervisor(plan)
-        await sup.ensure_running(bool(cfg.get("node.keep_loaded")))
+        await self._ensure_engine(plan.key, sup, bool(cfg.get("node.keep_loaded")))
         self._record_engines()
         return plan, self._client(plan.key, sup)
+
+    async def _ensure_engine(self, key: str, sup, keep_loaded: bool, *,
+                             adapters: bool = False) -> None:
+        """Make sure ``key``'s engine runs. ace-server scans ``--adapters`` only when it
+        starts: for a song that names an adapter (``adapters``), an engine started before
+        the adapters changed is restarted first. A song calls this before its first job and
+        runs alone on its engine, so no song is ever cut by the restart."""
+        from ..models.adapters import store
+        seen = await asyncio.to_thread(store().fingerprint)
+        started = self._adapters_seen.get(key)
+        if (adapters and started is not None and started[1] != seen
+                and getattr(sup, "running", False) and started[0] == getattr(sup, "pid", None)):
+            log.info("the adapters changed since the %s engine started: restarting it", key)
+            await sup.stop()
+        await sup.ensure_running(keep_loaded)
+        pid = getattr(sup, "pid", None)
+        if started is None or started[0] != pid:      # (re)started now: it saw ``seen``
+            self._adapters_seen[key] = (pid, seen)
 
     async def lm(self, mode: str, caption: str, lyrics: str, model: str) -> dict[str, Any]:
         """The language model's help: ``inspire`` (a short idea → caption and lyrics) or
@@ -529,8 +561,10 @@ class Runner:
         if sup is None:
             from ..engine.supervisor import EngineSupervisor
 
+            from ..models import adapters
             sup = EngineSupervisor(plan.family, plan.argv, plan.env, plan.models_dir,
-                                   log_path=paths().engine_log(plan.key))
+                                   log_path=paths().engine_log(plan.key),
+                                   adapters_dir=adapters.store().ensure())
             self.supervisors[plan.key] = sup
             self.plans[plan.key] = plan
         return sup

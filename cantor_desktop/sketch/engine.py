@@ -45,6 +45,7 @@ class Registry:
     def __init__(self, directory: Path, log: EngineLog):
         self.directory = directory
         self.by_kind: dict[str, list[str]] = {k: [] for k in LABEL}
+        self.adapters: list[str] = []       # --adapters: noted, never applied
         log(f"[Server] Scanning models in {directory}")
         try:
             files = sorted(p for p in directory.iterdir()
@@ -85,7 +86,7 @@ class Registry:
     def summary(self) -> str:
         b = self.by_kind
         return (f"{len(b['lm'])} LM, {len(b['text-enc'])} Text-Enc, {len(b['dit'])} DiT, "
-                f"{len(b['vae'])} VAE, 0 Adapter")
+                f"{len(b['vae'])} VAE, {len(self.adapters)} Adapter")
 
 
 # ---------------------------------------------------------------- jobs
@@ -309,6 +310,17 @@ class Engine:
         if vae is None or text_enc is None:
             self.log("[Server] Missing Text-Enc or VAE in registry")
             raise JobFailed
+        adapter = str(first.get("adapter") or "")
+        if adapter and adapter not in self.registry.adapters:
+            self.log(f"[Server] Adapter not found: {adapter}")
+            raise JobFailed
+        self.log(f"[Server] Loading synth: DiT={dit} VAE={vae}"
+                 + (f" Adapter={adapter}" if adapter else ""))
+        if adapter:
+            scale = first.get("adapter_scale", 1.0)
+            scale = float(scale) if isinstance(scale, (int, float)) else 1.0
+            self.log(f"[Adapter] {adapter}: scale={scale:.2f} noted (the sketch plays its own "
+                     f"arrangement; adapters change nothing)")
         self._load("DiT", dit)
         self._load("Text-Enc", text_enc)
         self._load("VAE", vae)
@@ -368,7 +380,7 @@ class Engine:
             "version": f"{SKETCH_VERSION} ({SKETCH_DATE})",
             "models": {"lm": b["lm"], "embedding": b["text-enc"], "dit": b["dit"],
                        "vae": b["vae"]},
-            "adapters": [],
+            "adapters": list(self.registry.adapters),
             "cli": {"max_batch": self.opts.max_batch},
             "default": dict(DEFAULTS),
             "presets": {"turbo": {"inference_steps": 8, "guidance_scale": 1.0, "shift": 3.0},

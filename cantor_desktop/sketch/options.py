@@ -14,7 +14,7 @@ The built-in sketch engine (no AI model) with ace-server's command line.
   --host ADDR        address to listen on (default 127.0.0.1)
   --port N           port (default 8080)
   --max-batch N      largest batch (default 1)
-  --adapters DIR     accepted, unused by the sketch
+  --adapters DIR     folder of LoRA adapters (listed and noted, never applied)
   --vae-chunk N      accepted, unused by the sketch
   --vae-overlap N    accepted, unused by the sketch
   --max-seq N        accepted, unused by the sketch

@@ -241,6 +241,24 @@ class _Server(ThreadingHTTPServer):
         super().__init__(addr, handler)
 
 
+def scan_adapters(directory: Path, log) -> list[str]:
+    """ace-server's ``--adapters`` scan: ``*.safetensors`` files (ComfyUI), then folders
+    holding ``adapter_model.safetensors`` (PEFT), each sorted; named as the engine names them."""
+    log(f"[Server] Scanning adapters in {directory}")
+    try:
+        entries = sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
+    files = [p.name for p in entries if p.is_file() and p.name.endswith(".safetensors")]
+    folders = [p.name for p in entries
+               if p.is_dir() and (p / "adapter_model.safetensors").is_file()]
+    for name in files:
+        log(f"[Registry] Adapter: {name} (ComfyUI)")
+    for name in folders:
+        log(f"[Registry] Adapter: {name} (PEFT)")
+    return files + folders
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the sketch engine with ace-server's command line; returns the exit code."""
     import sys
@@ -254,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     if registry.empty:
         log(f"[Server] ERROR: no GGUF models found in {directory}")
         return 1
+    if opts.adapters:
+        registry.adapters = scan_adapters(Path(opts.adapters), log)
     if not registry.has_lm and not registry.has_synth:
         log(f"[Server] ERROR: no usable pipeline in {directory} "
             "(need an LM, or DiT + Text-Enc + VAE)")

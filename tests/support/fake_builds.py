@@ -44,7 +44,7 @@ args = sys.argv[2:]
 opts = {}
 i = 0
 while i < len(args):
-    if args[i] in ("--models", "--host", "--port"):
+    if args[i] in ("--models", "--host", "--port", "--adapters"):
         opts[args[i]] = args[i + 1]; i += 2
     elif args[i] == "--keep-loaded":
         i += 1

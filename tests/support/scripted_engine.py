@@ -39,6 +39,7 @@ the request it got back as YAML after "[LM-Phase2] N=1, CoT[0]:"; a song up to 4
 (1024 latent frames) is decoded in one piece ("[VAE] Decoded: …"), a longer one in tiles.
 
     python scripted_engine.py --models DIR [--host H] [--port P] [--keep-loaded]
+                              [--adapters DIR]
 """
 
 from __future__ import annotations
@@ -592,9 +593,12 @@ def main(argv: list[str]) -> int:
             port = int(args.pop(0))
         elif opt == "--keep-loaded":
             keep_loaded = True
+        elif opt == "--adapters" and args:
+            args.pop(0)             # accepted, as ace-server does; this engine has none
         else:
             say(f"Unknown option: {opt}")
-            say("Usage: ace-server --models DIR [--keep-loaded] [--host H] [--port P]")
+            say("Usage: ace-server --models DIR [--keep-loaded] [--host H] [--port P] "
+                "[--adapters DIR]")
             return 1
     if not models_dir:
         say("[Server] ERROR: --models is required")

@@ -14,10 +14,10 @@ import logging
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGridLayout, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
-                               QProgressBar, QPushButton, QSlider, QSpinBox, QTreeWidget,
-                               QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
+                               QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSlider,
+                               QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from ... import config, song_request
 from ...paths import paths
@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 SKETCH_LABEL = "Sketch — built-in, no AI model"
 LABELS = {"caption": "Caption", "lyrics": "Lyrics", "duration": "Duration", "bpm": "BPM",
           "key": "Key", "time_signature": "Time signature", "language": "Language",
-          "seed": "Seed", "model": "Model", "format": "Format", "batch": "Takes"}
+          "seed": "Seed", "model": "Model", "format": "Format", "batch": "Takes",
+          "adapter": "Adapter", "adapter_scale": "Adapter scale"}
 BAD_FIELD = "border: 1px solid #c0392b; border-radius: 3px;"
 ADVANCED_ROWS = (
     ("steps", "Steps", "Diffusion steps: turbo models use 8, SFT and base 50; more is slower"),
@@ -46,7 +47,12 @@ ADVANCED_ROWS = (
     ("lm_top_k", "LM top-k", "Only the k likeliest tokens (0: off)"),
     ("lm_negative_prompt", "Negative prompt", "What the language model should steer away from"),
     ("lock_caption", "Lock my caption", "Keep the caption exactly as written"),
+    ("adapter", "Adapter", "A LoRA adapter of the node: a style or a voice of its own "
+                           "(Library → Add adapter…)"),
+    ("adapter_scale", "Adapter scale", "How strongly the adapter applies: 0 not at all, "
+                                       "1 as trained, up to 2"),
 )
+NO_ADAPTER = "none"
 PRESETS = {"turbo": {"steps": 8, "guidance": 1.0, "shift": 3.0},
            "sft": {"steps": 50, "guidance": 1.0, "shift": 1.0}}
 """ace-server's own presets (its /props); the engine's defaults for its models."""
@@ -174,6 +180,18 @@ class ComposePage(QWidget):
             elif name == "lock_caption":
                 w = QCheckBox("the language model may not rewrite it")
                 w.toggled.connect(self.check)
+            elif name == "adapter":
+                w = ComboBox()
+                w.addItem(NO_ADAPTER, "")
+                w.currentIndexChanged.connect(self._adapter_chosen)
+            elif name == "adapter_scale":
+                w = QDoubleSpinBox()
+                w.setRange(*song_request.ADAPTER_SCALE_RANGE)
+                w.setSingleStep(0.05)
+                w.setDecimals(2)
+                w.setValue(1.0)
+                w.setEnabled(False)
+                w.valueChanged.connect(self.check)
             else:
                 w = QLineEdit()
                 w.setPlaceholderText("auto" if name != "lm_negative_prompt" else "none")
@@ -295,6 +313,9 @@ class ComposePage(QWidget):
         self.generate.clicked.connect(self.on_generate)
         link.song_updated.connect(self.show_song)
         link.models_loaded.connect(self.set_models)
+        from ..adapter_list import AdapterList
+        self.adapter_list = AdapterList.of(link)
+        self.adapter_list.changed.connect(self.set_adapters)
         self.load_draft()
         self.check()
 
@@ -340,6 +361,13 @@ class ComposePage(QWidget):
             value = getattr(form, name)
             if isinstance(w, QCheckBox):
                 w.setChecked(bool(value))
+            elif name == "adapter":
+                self._choose_adapter(str(value))
+            elif isinstance(w, QDoubleSpinBox):
+                try:
+                    w.setValue(float(value) if str(value).strip() else 1.0)
+                except ValueError:
+                    w.setValue(1.0)
             elif isinstance(w, QComboBox):
                 w.setCurrentIndex(max(0, w.findData(value)))
             else:
@@ -354,9 +382,12 @@ class ComposePage(QWidget):
     # -- advanced -----------------------------------------------------------------------------
     def _advanced_values(self) -> dict:
         out = {}
-        for name, w in getattr(self, "adv_fields", {}).items():
+        fields = getattr(self, "adv_fields", {})
+        for name, w in fields.items():
             if isinstance(w, QCheckBox):
                 out[name] = w.isChecked()
+            elif isinstance(w, QDoubleSpinBox):     # the scale goes with an adapter only
+                out[name] = f"{w.value():g}" if fields["adapter"].currentData() else ""
             elif isinstance(w, QComboBox):
                 out[name] = w.currentData() or ""
             else:
@@ -376,6 +407,58 @@ class ComposePage(QWidget):
         count = self.form().advanced_set if hasattr(self, "adv_fields") else 0
         arrow = "▾" if self.advanced_toggle.isChecked() else "▸"
         self.advanced_toggle.setText(f"Advanced {arrow}" + (f"  ({count} set)" if count else ""))
+
+    def set_adapters(self, adapters: list) -> None:
+        """The node's adapters in the combo (the choice kept; one no longer installed is
+        kept too, marked, and Generate says why it cannot go)."""
+        combo = self.adv_fields["adapter"]
+        current = combo.currentData() or ""
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem(NO_ADAPTER, "")
+        for a in adapters:
+            combo.addItem(a["name"], a["name"])
+            tip = a.get("made_for") or f"cannot be used: {a.get('problem')}"
+            combo.setItemData(combo.count() - 1, tip, Qt.ToolTipRole)
+        combo.blockSignals(False)
+        self._choose_adapter(current)
+        self.check()
+
+    def _choose_adapter(self, name: str) -> None:
+        combo = self.adv_fields["adapter"]
+        combo.blockSignals(True)
+        idx = combo.findData(name) if name else 0
+        if idx < 0:
+            combo.addItem(f"{name} (not installed)", name)
+            idx = combo.count() - 1
+        combo.setCurrentIndex(idx)
+        combo.blockSignals(False)
+        self.adv_fields["adapter_scale"].setEnabled(bool(name))
+
+    def _adapter_chosen(self, _index: int) -> None:
+        self.adv_fields["adapter_scale"].setEnabled(bool(self.adv_fields["adapter"].currentData()))
+        self.check()
+
+    def _adapter_problem(self, form: ComposeForm) -> song_request.RequestError | None:
+        """What the node would say about the chosen adapter: not installed, or made for
+        the other size of DiT than the chosen model's."""
+        name = form.adapter.strip()
+        listed = getattr(self, "adapter_list", None)
+        if not name or listed is None or not listed.loaded:
+            return None
+        found = listed.get(name)
+        if found is None:
+            return song_request.RequestError(
+                "adapter", f"{name} is not installed on the node (Library → Add adapter…)")
+        if found.get("problem"):
+            return song_request.RequestError("adapter", f"{name} cannot be used: "
+                                                        f"{found['problem']}")
+        dit, model = found.get("dit"), form.model
+        if dit and model and model != SKETCH_MODEL and (dit == "XL") != ("xl" in model.lower()):
+            article = "an" if dit == "XL" else "a"
+            return song_request.RequestError(
+                "adapter", f"{name} was made for the {dit} DiT; choose {article} {dit} model")
+        return None
 
     def _apply_preset(self, _index: int) -> None:
         values = PRESETS.get(self.preset.currentData() or "")
@@ -519,7 +602,11 @@ class ComposePage(QWidget):
     def check(self) -> bool:
         """Name every field the node would refuse (all at once), outline them, and allow
         Generate only when there is none."""
-        problems = self.form().problems()
+        form = self.form()
+        problems = form.problems()
+        adapter = self._adapter_problem(form)
+        if adapter is not None and all(p.field != "adapter" for p in problems):
+            problems.append(adapter)
         self.seed.setEnabled(self.seed_lock.isChecked())
         bad = {p.field for p in problems}
         for name, widget in {**self.fields, **self.adv_fields}.items():

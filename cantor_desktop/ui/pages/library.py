@@ -1,5 +1,6 @@
 """Library: the node's models with what each is for, the one suited to the node's machine,
-pulls with live progress (retry, pause, discard), removal, import and the Hugging Face token.
+pulls with live progress (retry, pause, discard), removal, import and the Hugging Face token;
+the node's LoRA adapters (what each was made for, add, remove).
 
 Everything acts on the node (its files, its keyring), whether it runs here or elsewhere; the
 page reads the node's typed pull events (:class:`~cantor_desktop.models.events.PullEvent`)
@@ -14,8 +15,9 @@ from html import escape
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QMenu, QMessageBox, QProgressBar,
+                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from ...models.advice import Machine, Recommendation, describe, family_words, recommend
 from ...models.events import PullEvent, PullStep
@@ -34,6 +36,8 @@ DEFAULT_QUANT = "Q8_0"
 RED, AMBER = "color: #c0392b;", "color: #b45309;"
 STAR = "★"
 KINDS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
+ADAPTER_COLUMNS = ["Adapter", "Size", "Made for", ""]
+ADAPTER_ROWS_SHOWN = 4          # the adapter table's height, in rows (it scrolls past that)
 
 
 def done_message(name: str, event: PullEvent) -> str:
@@ -71,6 +75,11 @@ def row_actions(state: str, *, builtin: bool, pulling: bool, failed: bool,
     if state in ("corrupt", "missing companion"):
         return ["Repair"]
     return ["Download"]
+
+
+def _named(name: str, why: str) -> str:
+    """"name: why", unless the reason already starts with the name."""
+    return why if why.startswith(name) else f"{name}: {why}"
 
 
 class LibraryPage(QWidget):
@@ -141,6 +150,7 @@ class LibraryPage(QWidget):
         self.every_quant.toggled.connect(lambda _on: self._filter_rows())
         under.addWidget(self.every_quant, 0, Qt.AlignTop)
         layout.addLayout(under)
+        self._adapter_section(layout)
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setTextFormat(Qt.PlainText)      # node messages are text, never markup
@@ -172,6 +182,10 @@ class LibraryPage(QWidget):
         link.system_loaded.connect(lambda _s: self._update_advice())
         link.pull_event.connect(self.on_pull_event)
         self.set_models(link.models)
+        from ..adapter_list import AdapterList
+        self.adapter_list = AdapterList.of(link)
+        self.adapter_list.changed.connect(self.set_adapters)
+        self.set_adapters(self.adapter_list.adapters)
 
     # -- layout ---------------------------------------------------------------------------
     def eventFilter(self, obj, event):  # noqa: N802 — fit the columns to the table's width
@@ -556,3 +570,131 @@ class LibraryPage(QWidget):
         self.link.tasks.start("hf_token", self.link.client.remove_hf_token(), on_done=removed,
                               on_error=lambda text: self._say(f"Token not removed: {text}",
                                                               RED))
+
+    # -- adapters (LoRA) ------------------------------------------------------------------
+    def _adapter_section(self, layout: QVBoxLayout) -> None:
+        head = QHBoxLayout()
+        head.addWidget(QLabel("<b>Adapters (LoRA)</b>"))
+        self.adapters_note = QLabel()
+        self.adapters_note.setTextFormat(Qt.PlainText)
+        self.adapters_note.setStyleSheet("color: #4b5563;")
+        head.addWidget(self.adapters_note, 1)
+        self.add_adapter_button = QPushButton("Add adapter…")
+        self.add_adapter_button.setToolTip("A .safetensors LoRA (ComfyUI) or a PEFT folder, "
+                                           "made for ACE-Step 1.5; Compose → Advanced uses it")
+        self.add_adapter_button.clicked.connect(self.choose_adapters)
+        head.addWidget(self.add_adapter_button)
+        layout.addLayout(head)
+        t = self.adapter_table = QTableWidget(0, len(ADAPTER_COLUMNS))
+        t.setHorizontalHeaderLabels(ADAPTER_COLUMNS)
+        t.verticalHeader().hide()
+        t.setEditTriggers(QTableWidget.NoEditTriggers)
+        t.setSelectionMode(QTableWidget.NoSelection)
+        t.setWordWrap(False)
+        t.setTextElideMode(Qt.ElideRight)
+        t.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        h = t.horizontalHeader()
+        h.setSectionResizeMode(0, QHeaderView.Stretch)
+        h.setSectionResizeMode(2, QHeaderView.Stretch)
+        for col, width in ((1, 90), (3, 96)):
+            h.setSectionResizeMode(col, QHeaderView.Fixed)
+            h.resizeSection(col, width)
+        t.verticalHeader().setDefaultSectionSize(34)
+        t.setFixedHeight(h.height() + 34 * ADAPTER_ROWS_SHOWN + 4)
+        layout.addWidget(t)
+
+    def set_adapters(self, adapters: list) -> None:
+        """One row per adapter on the node: name, size, what it was made for, Remove."""
+        self.adapter_rows = {}
+        t = self.adapter_table
+        t.setRowCount(len(adapters))
+        for row, a in enumerate(adapters):
+            name = a["name"]
+            self.adapter_rows[name] = row
+            item = QTableWidgetItem(name)
+            facts = [f"{a.get('engine_name') or name} ({(a.get('format') or '?').upper()})",
+                     a.get("path") or ""]
+            if a.get("base_model"):
+                facts.append(f"base model: {a['base_model']}")
+            if a.get("rank"):
+                facts.append(f"rank {a['rank']}" + (f", alpha {a['alpha']:g}"
+                                                    if a.get("alpha") else ""))
+            if a.get("targets"):
+                facts.append("changes " + ", ".join(a["targets"]))
+            item.setToolTip("\n".join(f for f in facts if f))
+            t.setItem(row, 0, item)
+            t.setItem(row, 1, QTableWidgetItem(human_bytes(int(a.get("size") or 0))))
+            made_for = QTableWidgetItem(a.get("made_for") or
+                                        f"cannot be used: {a.get('problem')}")
+            made_for.setToolTip(made_for.text())
+            if a.get("problem"):
+                made_for.setData(Qt.ForegroundRole, QColor("#c0392b"))
+            t.setItem(row, 2, made_for)
+            cell = QWidget()
+            box = QHBoxLayout(cell)
+            box.setContentsMargins(2, 2, 2, 2)
+            remove = QPushButton("Remove")
+            remove.setToolTip("delete the adapter on the node")
+            remove.clicked.connect(lambda _c=False, n=name: self.remove_adapter(n))
+            box.addWidget(remove)
+            t.setCellWidget(row, 3, cell)
+        where = " on the node's machine" if self.link.remote else ""
+        if adapters:
+            used = sum(int(a.get("size") or 0) for a in adapters)
+            self.adapters_note.setText(f"{len(adapters)} adapter(s), {human_bytes(used)}{where}"
+                                       f" · Compose → Advanced → Adapter uses one")
+        elif self.adapter_list.loaded:
+            self.adapters_note.setText(f"none yet{where}: add a .safetensors LoRA or a PEFT "
+                                       f"folder made for ACE-Step 1.5")
+        else:
+            self.adapters_note.setText("")
+
+    def choose_adapters(self) -> None:
+        """A file (a node elsewhere: uploaded), or on this home's node a PEFT folder too."""
+        def files() -> None:
+            chosen, _ = QFileDialog.getOpenFileNames(self, "Add LoRA adapters", "",
+                                                     "LoRA adapters (*.safetensors)")
+            if chosen:
+                self.add_adapters(chosen)
+
+        def folder() -> None:
+            chosen = QFileDialog.getExistingDirectory(self, "Add a PEFT adapter folder")
+            if chosen:
+                self.add_adapters([chosen])
+
+        if self.link.remote:
+            files()
+            return
+        menu = QMenu(self)
+        menu.addAction("A .safetensors file…", files)
+        menu.addAction("A PEFT folder (adapter_model.safetensors)…", folder)
+        menu.exec(self.add_adapter_button.mapToGlobal(
+            self.add_adapter_button.rect().bottomLeft()))
+
+    def add_adapters(self, paths: list[str]) -> None:
+        self._say(f"Sending {len(paths)} adapter(s) to the node…" if self.link.remote
+                  else f"Adding {len(paths)} adapter(s)…")
+        self.adapter_list.add(paths, on_done=self._adapters_added,
+                              on_error=lambda text: self._say(f"Adding failed: {text}", RED),
+                              on_progress=self._upload_progress)
+
+    def _adapters_added(self, outcomes: list) -> None:
+        good = [answer for _p, answer, _e in outcomes if answer is not None]
+        bad = [(p, e) for p, answer, e in outcomes if answer is None]
+        text = "; ".join(f"Added {a['name']} (made for {a.get('made_for')})" for a in good)
+        if bad:
+            text += ("; " if text else "") + "Not added: " + "; ".join(
+                _named(p.replace(chr(92), "/").rstrip("/").rsplit("/", 1)[-1], e)
+                for p, e in bad)
+        self._say(text.rstrip(".") + ".", RED if bad else "")
+
+    def remove_adapter(self, name: str, confirm: bool = True) -> None:
+        if confirm:
+            answer = QMessageBox.question(self, "Remove adapter",
+                                          f"Remove the adapter {name} and delete its files?")
+            if answer != QMessageBox.Yes:
+                return
+        self.adapter_list.remove(
+            name, on_done=lambda a: self._say(
+                f"{name} removed, {human_bytes(int(a.get('freed_bytes') or 0))} freed."),
+            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED))
