@@ -16,7 +16,6 @@ import io
 import json
 import os
 import re
-import shlex
 import socket
 import subprocess
 from pathlib import Path
@@ -307,27 +306,15 @@ def test_the_node_refusing_an_edit_is_exit_2_with_its_reason(cantor_home, tmp_pa
 
 # -- stems need a base model: the node's refusal with the size, the pull, then the stems -------
 
-def turbo_node_config(home: Path, port: int, tmp_path: Path) -> None:
-    """A node whose ACE-Step engine is the Sketch behind ace-server's command line (a
-    user-supplied build), so a "turbo" song renders here without a download."""
-    engine = tmp_path / "ace-server"
-    engine.write_text(f'#!/bin/sh\nexec {shlex.join(self_argv("sketch-server"))} "$@"\n')
-    engine.chmod(0o755)
-    (home / "node.toml").write_text(
-        f'[backends]\nacestep = "cpu"\n\n[engines.acestep]\npath = "{engine}"\n\n'
-        f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
-        f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n\n[node]\nport = {port}\n')
-
-
 def test_stems_without_a_base_model_name_it_with_its_size_then_after_the_pull_are_made(
         cantor_home, tmp_path):
+    from support.edit_nodes import hub_with_turbo_and_base, sketch_as_acestep
     from support.hub import ModelHub
 
     port = free_port()
-    turbo_node_config(cantor_home, port, tmp_path)
+    sketch_as_acestep(cantor_home, tmp_path, port)
     with ModelHub() as hub:
-        hub.add_set("acestep-v15-turbo-Q8_0.gguf", "acestep-5Hz-lm-0.6B-Q8_0.gguf")
-        hub.add("acestep-v15-base-Q8_0.gguf", size=3 * 1024 * 1024)
+        hub_with_turbo_and_base(hub)
         env = {"HF_ENDPOINT": hub.base_url}
         run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a, env=env)  # noqa: E731
 
