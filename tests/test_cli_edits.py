@@ -547,3 +547,39 @@ def test_songs_on_a_private_node_and_on_another_machines_node_with_its_token(can
     assert [s["id"] for s in json.loads(listed.stdout)] == [song["id"]]
     assert refused.returncode == 1 and refused.stdout == ""
     assert "token" in refused.stderr.lower(), refused.stderr
+
+
+def test_ctrl_c_cancels_the_stems_not_yet_made(cantor_home):
+    import signal
+
+    port = free_port()
+    node_config(cantor_home, port)
+
+    async def main():
+        node = await Node(cantor_home, port=port).start()
+        try:
+            async with node.client() as c:
+                root = await sketch_song(c, 240)
+                proc = subprocess.Popen(self_argv("cli") + ["stems", root["id"]],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env={**os.environ,
+                                                        "CANTOR_HOME": str(cantor_home)})
+                first = await asyncio.to_thread(proc.stderr.readline)
+                proc.send_signal(signal.SIGINT)
+                code = await asyncio.to_thread(proc.wait, 30)
+
+                async def settled():
+                    stems = [s for s in await c.songs() if s["request"].get("task") == "extract"]
+                    return stems if all(s["state"] in ("done", "cancelled", "failed")
+                                        for s in stems) else None
+                from test_node_support import wait_for
+                return first, code, await wait_for(settled, timeout=20)
+        finally:
+            await node.stop()
+
+    first, code, stems = asyncio.run(main())
+    assert first.startswith("vocals (1/12)"), first
+    assert code == 130
+    assert len(stems) == 12                            # all were queued at once …
+    states = [s["state"] for s in stems]
+    assert states.count("cancelled") >= 10, states     # … and what was not made is cancelled
