@@ -202,6 +202,8 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
                                        "--strength", "0.4", "-o", str(tmp_path / "cover")),
                     "stems": await run("stems", root["id"], "--tracks", "bass,drums", "-o",
                                        str(tmp_path / "stems")),
+                    "file stems": await run("stems", str(file), "--tracks", "bass", "-o",
+                                            str(tmp_path / "file stems")),
                     "layer": await run("layer", root["id"], "--track", "guitar",
                                        "funky guitar", "--from", "1", "--to", "4"),
                     "complete": await run("complete", str(file), "--track", "vocals, drums",
@@ -237,7 +239,10 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
     assert set(cover["request"]["source"]) == {"upload"} and cover["request"]["strength"] == 0.4
     assert cover["request"]["caption"] == "fast drum and bass"
     assert Path(results["cover"].stdout.strip()).parent == tmp_path / "cover"
-    stems = sorted((s for s in songs.values() if s["request"].get("task") == "extract"),
+    (file_stem,) = [s for s in made["extract"] if "upload" in s["request"]["source"]]
+    assert file_stem["title"] == "my song_bass" and file_stem["request"]["track"] == "bass"
+    assert [p.name for p in (tmp_path / "file stems").iterdir()] == ["my song_bass.wav"]
+    stems = sorted((s for s in made["extract"] if s is not file_stem),
                    key=lambda s: s["request"]["track"])
     assert [s["request"]["track"] for s in stems] == ["bass", "drums"]
     assert all(s["request"]["source"] == source and s["request"]["model"] == "sketch"

@@ -161,7 +161,8 @@ async def resolve_source(node, arg: SongArg, bar: ProgressBar | None = None) -> 
             raise
         except OSError as exc:
             raise CliError(f"{arg.label}: cannot read {arg.path}: {exc}") from None
-        return Source({"upload": record["id"]}, name=arg.path.stem, caption=arg.path.stem)
+        return Source({"upload": record["id"]}, name=arg.path.stem, title=arg.path.stem,
+                      caption=arg.path.stem)
     song = await find_song(node, arg)
     if song.state != SongState.DONE:
         why = f" ({song.error})" if song.error else ""
@@ -335,8 +336,15 @@ async def hear(node, source: Source, bar: ProgressBar) -> None:
         raise CliError(f"CAPTION: none given, and the engine could not hear one in "
                        f"{source.name} ({exc.message}); give a caption",
                        EXIT_USAGE if exc.status in INPUT_STATUSES else EXIT_FAILED) from None
-    facts = {k: heard.get(k) for k in ("caption", "bpm", "key", "time_signature", "language")}
-    source.request.update({k: v for k, v in facts.items() if v not in (None, "")})
+    from ..song_request import validate
+    for name in ("caption", "bpm", "key", "time_signature", "language"):
+        value = heard.get(name)
+        try:                                  # only what a request may carry
+            validate({"caption": "x", name: value})
+        except RequestError:
+            continue
+        if value not in (None, ""):
+            source.request[name] = value
     if source.request.get("caption"):
         source.caption = source.request["caption"]
     shown = ", ".join(str(v) for v in (source.request.get("caption"), source.request.get("bpm")

@@ -80,8 +80,8 @@ class BaseModelNotice(QWidget):
             size = human_size(offer["download_bytes"]) if offer.get("download_bytes") else ""
             name = offer.get("display_name") or offer["name"]
             self.problem = said or (f"{what} need{'s' if what != 'Stems' else ''} a base "
-                                    f"model, and none is installed: {name} is "
-                                    f"{size or 'a download'}.")
+                                    f"model, and none is installed: {name}, a "
+                                    f"{size + ' ' if size else ''}download.")
             self.pull.setText(f"Download it{f' ({size})' if size else ''}")
             self.pull.setEnabled(True)
             self.pull.show()
