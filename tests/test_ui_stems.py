@@ -194,6 +194,7 @@ def test_a_refusal_the_app_could_not_foresee_is_shown_with_the_pull_offer(qtbot,
     assert dialog.result() != QDialog.Accepted and not dialog.make.isEnabled()
     run(qloop, until(lambda: not dialog.notice.pull.isHidden(), what="the pull offer"))
     assert dialog.notice.pull.text().startswith("Download it (")
+    assert "needs a base model" in dialog.notice.text.text()      # the node's words stay
     assert not [s for s in _node_songs(qloop, link).values()
                 if s["request"].get("task") == "extract"]         # nothing was queued
     page.shutdown()

@@ -25,6 +25,7 @@ class BaseModelNotice(QWidget):
         self.source_model = source_model or None
         self.pulling: str | None = None       # the model being pulled from here
         self.problem = ""                      # why nothing can be sent yet ("" = it can)
+        self.refusal: str | None = None        # the node's own words, kept until it changes
         self.text = QLabel()
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.PlainText)
@@ -59,10 +60,12 @@ class BaseModelNotice(QWidget):
 
     def update_state(self) -> None:
         offer = self.offer
-        if self.pulling is None and self._missing():
-            self._say_missing(offer)
+        if self.pulling is None and (self._missing() or
+                                     (self.refusal is not None and not self.link.models)):
+            self._say_missing(offer, said=self.refusal)
         elif self.pulling is None:
             self.problem = ""
+            self.refusal = None
             model = self.model
             if model == "sketch":
                 self.text.setText("The Sketch makes this from its own arrangement.")
@@ -93,6 +96,7 @@ class BaseModelNotice(QWidget):
     def refused(self, message: str) -> None:
         """The node refused the edit for want of a base model: its words, and the pull
         (the models are read again: the app's list was older than the node's answer)."""
+        self.refusal = message
         self._say_missing(self.offer, said=message)
         self.changed.emit()
         self.link.refresh_later("models")
@@ -103,6 +107,7 @@ class BaseModelNotice(QWidget):
         if offer is None:
             return
         self.pulling = offer["name"]
+        self.refusal = None
         self.pull.setEnabled(False)
         self.pull.setText("Downloading…")
         self.text.setText(f"Downloading {offer.get('display_name') or offer['name']}… "
