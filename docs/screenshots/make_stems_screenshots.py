@@ -15,7 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
@@ -26,9 +25,9 @@ from make_screenshots import OUT, shot, spin, wait  # noqa: E402
 
 def main() -> int:
     from cantor_desktop import config
+    from cantor_desktop.net import free_port
     from cantor_desktop.ui.main import Shell
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop
-    from conftest import free_port
 
     app = QApplication(sys.argv)
     loop = new_loop(app, already_running=True)
