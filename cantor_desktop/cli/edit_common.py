@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CantorError
 from ..song import Song, SongState
 from ..song_request import RequestError
 from .sing_cmd import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ProgressBar, _follow, given_token
@@ -34,7 +35,7 @@ OPTION_OF = {"region": "--from/--to", "region.start": "--from", "region.end": "-
              "format": "--format", "seed": "--seed"}
 
 
-class CliError(Exception):
+class CliError(CantorError):
     """Stop the command: print ``message`` (prefixed with the command) and exit ``code``."""
 
     def __init__(self, message: str, code: int = EXIT_USAGE):
