@@ -15,6 +15,13 @@ COMMAND_MODULES = [
     "sketch_cmd",
     "node_cmd",
     "sing_cmd",
+    "songs_cmd",        # editing what was made: songs, repaint, extend, understand,
+    "repaint_cmd",      # stems, layer, complete (and sing --cover)
+    "extend_cmd",
+    "understand_cmd",
+    "stems_cmd",
+    "layer_cmd",
+    "complete_cmd",
     "export_cmd",
     "upgrade_cmd",
     "backends_cmd",

@@ -33,6 +33,12 @@ def register(sub) -> None:
                      help="the words to sing, or @FILE to read them from a file")
     lyr.add_argument("--instrumental", action="store_true",
                      help="no vocals (also what a song without --lyrics gets)")
+    p.add_argument("--cover", metavar="SONG|FILE",
+                   help="a cover: a new song in CAPTION's style that follows SONG (a song "
+                        "id from `cantor songs`, ID:TAKE, or an audio file)")
+    p.add_argument("--strength", metavar="S",
+                   help="with --cover: how much of the song it hears, 0-1 (1 keeps closest "
+                        "to it; default: the engine's)")
     p.add_argument("--duration", metavar="S", help="length in seconds (10-600; default: the model's choice)")
     p.add_argument("--bpm", metavar="N", help="tempo (30-300)")
     p.add_argument("--key", metavar="K", help='key, e.g. "F# minor"')
@@ -96,6 +102,9 @@ class _BadInput(Exception):
 def run(args) -> int:
     from ..song_request import RequestError, validate
 
+    if args.cover is not None or args.strength is not None:
+        from .cover import run_cover
+        return run_cover(args, build_request, _BadInput)
     try:
         request = build_request(args)
         validate(request)

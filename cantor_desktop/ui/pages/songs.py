@@ -46,6 +46,7 @@ class SongsView(QListView):
         self._press: QPoint | None = None
         self.files: SongFiles | None = None  # set by the page: where each take's audio is here
         self.exports = None                  # DragExports, set by the page
+        self.stem_names = None               # StemNames, set by the page: {title}_{track}
         self.waiting_exports = 0
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.setUniformItemSizes(True)       # 10,000 rows lay out in no time
@@ -77,6 +78,8 @@ class SongsView(QListView):
                 found = self.files.ensure(row.song, row.take)
             else:
                 found = row.take.audio if os.path.exists(row.take.audio) else None
+            if found and self.stem_names is not None:
+                found = self.stem_names.named(row.song, row.take, found)
             if found:
                 paths.append(found)
         self.waiting_exports = waiting
@@ -174,6 +177,8 @@ class SongsPage(QWidget):
         self.view.files = self.files
         self.drag_exports = DragExports(self.files, self)
         self.view.exports = self.drag_exports
+        from ..stem_set import StemNames
+        self.view.stem_names = StemNames()
         self.view.setModel(self.model)
         self.view.setItemDelegate(self.delegate)
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
@@ -192,9 +197,14 @@ class SongsPage(QWidget):
         self.cover.setToolTip("A new song in another style that follows this one")
         self.as_reference = QPushButton("Use as reference")
         self.as_reference.setToolTip("Borrow this take's sound for a new song")
+        self.layer = QPushButton("Add a layer…")
+        self.layer.setToolTip("Add an instrument, over the selected part or the whole song")
+        self.stems = QPushButton("Stems…")
+        self.stems.setToolTip("Pull out drums, bass, vocals… as stems (one song each)")
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
-        for w in (self.repaint, self.extend, self.cover, self.as_reference):
+        for w in (self.repaint, self.extend, self.cover, self.as_reference, self.layer,
+                  self.stems):
             edit_bar.addWidget(w)
         layout.addWidget(self.editor)
         layout.addLayout(edit_bar)
@@ -203,6 +213,8 @@ class SongsPage(QWidget):
         self.extend.clicked.connect(self.extend_selection)
         self.cover.clicked.connect(self._cover_clicked)
         self.as_reference.clicked.connect(self._reference_clicked)
+        self.layer.clicked.connect(lambda: self.open_part("lego"))
+        self.stems.clicked.connect(self.open_stems)
 
         bar = QHBoxLayout()
         self.play = QPushButton("Play")
@@ -368,7 +380,7 @@ class SongsPage(QWidget):
         self.edit_words.setText(self.editor.describe() if ready else "")
         self.repaint.setEnabled(ready and self.editor.repaintable)
         self.extend.setEnabled(ready and self.editor.extendable)
-        for w in (self.cover, self.as_reference):
+        for w in (self.cover, self.as_reference, self.layer, self.stems):
             w.setEnabled(ready)
 
     def _edit_base(self, row: Row) -> dict:
@@ -448,6 +460,34 @@ class SongsPage(QWidget):
         if found:
             self.reference_requested.emit(*found)
 
+    # stems, layers, completions: their dialogs load when asked
+    def open_stems(self):
+        from ..stems_dialog import open_for
+        return open_for(self, self.current_row())
+
+    def open_part(self, task: str):
+        from ..part_dialog import open_for
+        return open_for(self, self.current_row(), task)
+
+    def select_stems(self) -> int:
+        """Select every take of the current song's stems (or of a stem's siblings), so one
+        drag hands them all out, named {title}_{track}."""
+        from PySide6.QtCore import QItemSelectionModel as Sel
+        from ..stem_set import stems_of
+        song = self.current()
+        stems = stems_of(self.model.songs(), song) if song is not None else []
+        rows = [self.model.row_of(s.id, t.n) for s in stems for t in s.takes]
+        rows = [r for r in rows if r >= 0]
+        if not rows:
+            return 0
+        selection = self.view.selectionModel()
+        selection.clear()
+        for r in rows:
+            selection.select(self.model.index(r, 0), Sel.Select | Sel.Rows)
+        selection.setCurrentIndex(self.model.index(rows[0], 0), Sel.NoUpdate)
+        self.note.setText(f"{len(stems)} stems selected: drag them into your DAW together")
+        return len(stems)
+
     def _fetched(self, song_id: str) -> None:
         self.view.viewport().update()
         self._update_buttons()
@@ -474,6 +514,12 @@ class SongsPage(QWidget):
             menu.addAction("Cover…", self._cover_clicked)
             menu.addAction("Use as reference", self._reference_clicked)
             menu.addAction("Same song, new render", self.render_again)
+            menu.addAction("Stems…", self.open_stems)
+            menu.addAction("Add a layer…", lambda: self.open_part("lego"))
+            menu.addAction("Complete…", lambda: self.open_part("complete"))
+        from ..stem_set import stems_of
+        if stems_of(self.model.songs(), row.song):
+            menu.addAction("Select stems (to drag them out together)", self.select_stems)
         menu.addAction("Use these settings", self._reuse)
         menu.addSeparator()
         menu.addAction("Move to trash  (Delete)", self.trash_selected)

@@ -1,0 +1,50 @@
+"""`cantor complete SONG --track vocals "CAPTION"`: write the rest of a song around the part
+given (the engine's ``complete`` task, on a base model). Exit codes as `cantor sing`."""
+
+from __future__ import annotations
+
+from .edit_common import add_model_option, add_output_option, read_lyrics, run_edit
+from .sing_cmd import add_node_option
+
+
+def register(sub) -> None:
+    from ..song_request import TRACKS
+
+    p = sub.add_parser("complete", help="write a song around a part you have",
+                       description="SONG is a part (a vocal, a drum loop…): write the rest "
+                                   "of the song around it, as CAPTION says. Needs a base "
+                                   "model (`cantor pull acestep-v15-base`).")
+    p.add_argument("song", metavar="SONG",
+                   help="the part: an audio file, or a song id from `cantor songs` "
+                        "(ID:TAKE for another take)")
+    p.add_argument("caption", metavar="CAPTION", help="the song to make around it")
+    p.add_argument("--track", required=True, metavar="T[,T]",
+                   help=f"what the part is: {', '.join(TRACKS)} (several: vocals,drums)")
+    p.add_argument("--lyrics", metavar="TEXT|@FILE", help="the words (for a vocal part)")
+    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
+    add_model_option(p, "a base model that is installed")
+    add_output_option(p)
+    add_node_option(p)
+    p.set_defaults(func=run)
+
+
+def make_request(args):
+    from ..edits import edit_request, model_for
+
+    lyrics = read_lyrics(args.lyrics)
+    track = " | ".join(t.strip() for t in args.track.replace("|", ",").split(",") if t.strip())
+
+    def make(source, models):
+        return edit_request("complete", source.ref, source.request, caption=args.caption,
+                            lyrics=lyrics, track=track or args.track, seed=args.seed,
+                            model=model_for("complete", source.model, models, args.model))
+    return make
+
+
+def run(args) -> int:
+    from .edit_common import CliError, report
+    try:
+        make = make_request(args)
+    except CliError as exc:
+        return report("cantor complete", exc)
+    return run_edit("cantor complete", args, make, needs_models=True)

@@ -1,0 +1,50 @@
+"""`cantor extend SONG --after S [--before S] ["CAPTION"]`: more music before and/or after a
+song, in its tempo and key; the song itself is kept. Exit codes as `cantor sing`."""
+
+from __future__ import annotations
+
+from .edit_common import add_model_option, add_output_option, intermixed, run_edit
+from .sing_cmd import add_node_option
+
+
+def register(sub) -> None:
+    p = sub.add_parser("extend", help="add music before or after a song",
+                       description="Add seconds of music after (and/or before) a song, "
+                                   "continuing its tempo and key; the song is kept. The "
+                                   "result is a new version of the song.")
+    intermixed(p)
+    p.add_argument("song", metavar="SONG",
+                   help="a song id from `cantor songs` (ID:TAKE for another take), or an "
+                        "audio file")
+    p.add_argument("caption", nargs="?", metavar="CAPTION",
+                   help="the style of what is added (default: the song's caption; a file's "
+                        "is heard by the engine)")
+    p.add_argument("--after", metavar="S", help="seconds to add at the end")
+    p.add_argument("--before", metavar="S", help="seconds to add at the start")
+    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
+    add_model_option(p, "the song's own")
+    add_output_option(p)
+    add_node_option(p)
+    p.set_defaults(func=run)
+
+
+def make_request(args):
+    from ..edits import edit_request, parse_seconds
+
+    def make(source, _models):
+        extend = {}
+        if args.before is not None:
+            extend["before"] = parse_seconds(args.before, "extend.before")
+        if args.after is not None:
+            extend["after"] = parse_seconds(args.after, "extend.after")
+        if not extend:
+            from ..song_request import RequestError
+            raise RequestError("extend", "give --after S and/or --before S (seconds to add)")
+        return edit_request("extend", source.ref, source.request,
+                            caption=args.caption or source.caption, extend=extend,
+                            model=args.model, seed=args.seed)
+    return make
+
+
+def run(args) -> int:
+    return run_edit("cantor extend", args, make_request(args), hear_file=not args.caption)

@@ -1,0 +1,62 @@
+"""`cantor layer SONG --track guitar "CAPTION" [--from A --to B]`: add one instrument to a
+song (the engine's ``lego`` task, on a base model), optionally only in a part of it. Exit
+codes as `cantor sing`."""
+
+from __future__ import annotations
+
+from .edit_common import add_model_option, add_output_option, read_lyrics, run_edit
+from .sing_cmd import add_node_option
+
+
+def register(sub) -> None:
+    from ..song_request import TRACKS
+
+    p = sub.add_parser("layer", help="add an instrument to a song",
+                       description="Add one track (an instrument) to a song, in its tempo "
+                                   "and key, optionally only from A to B. Needs a base model "
+                                   "(`cantor pull acestep-v15-base`); a Sketch song is "
+                                   "layered by the Sketch.")
+    p.add_argument("song", metavar="SONG",
+                   help="a song id from `cantor songs` (ID:TAKE for another take), or an "
+                        "audio file")
+    p.add_argument("caption", metavar="CAPTION", help="how the new part should sound")
+    p.add_argument("--track", required=True, metavar="T",
+                   help=f"the instrument: {', '.join(TRACKS)}")
+    p.add_argument("--from", dest="start", metavar="A",
+                   help="only from A (seconds or minutes:seconds; give --to too)")
+    p.add_argument("--to", dest="end", metavar="B", help="… to B")
+    p.add_argument("--lyrics", metavar="TEXT|@FILE", help="words, for a vocal layer")
+    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
+    add_model_option(p, "a base model that is installed")
+    add_output_option(p)
+    add_node_option(p)
+    p.set_defaults(func=run)
+
+
+def make_request(args):
+    from ..edits import edit_request, model_for, parse_seconds
+    from ..song_request import RequestError
+
+    lyrics = read_lyrics(args.lyrics)
+
+    def make(source, models):
+        region = None
+        if (args.start is None) != (args.end is None):
+            raise RequestError("region", "give both --from and --to, or neither (the whole "
+                                         "song)")
+        if args.start is not None:
+            region = {"start": parse_seconds(args.start, "region.start"),
+                      "end": parse_seconds(args.end, "region.end")}
+        return edit_request("lego", source.ref, source.request, caption=args.caption,
+                            lyrics=lyrics, track=args.track, region=region, seed=args.seed,
+                            model=model_for("lego", source.model, models, args.model))
+    return make
+
+
+def run(args) -> int:
+    from .edit_common import CliError, report
+    try:
+        make = make_request(args)
+    except CliError as exc:
+        return report("cantor layer", exc)
+    return run_edit("cantor layer", args, make, needs_models=True)

@@ -1,0 +1,139 @@
+"""Add a layer… (``lego``: one instrument added to a take, in the waveform's selected region
+or over the whole song) and Complete… (``complete``: the take is a part — a vocal, a drum
+loop — and the rest of the song is written around it). Each sends one request, a version of
+the take; both need a base model (:class:`.base_model_notice.BaseModelNotice`)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel,
+                               QLineEdit, QVBoxLayout)
+
+from ..edits import TRACK_WORDS, edit_request
+from ..song import Song, Take
+from ..song_request import TRACKS
+from .base_model_notice import BaseModelNotice
+from .tasks import Tasks
+from .widgets import ComboBox
+
+WORDS = {
+    "lego": ("Add a layer", "Add one instrument to “{name}”, in its tempo and key.",
+             "Instrument", "How it should sound, e.g. clean funk guitar, off-beat chops",
+             "Add it"),
+    "complete": ("Complete", "“{name}” is a part: write the rest of the song around it.",
+                 "This part is", "The song to make around it, e.g. warm indie pop, "
+                                 "drums, bass, piano", "Complete it"),
+}
+
+
+class PartDialog(QDialog):
+    def __init__(self, link, song: Song, take: Take, task: str,
+                 region: tuple[float, float] | None = None, parent=None):
+        super().__init__(parent)
+        if task not in WORDS:
+            raise ValueError(f"not a part task: {task}")
+        self.link, self.song, self.take, self.task = link, song, take, task
+        self.tasks = Tasks()
+        self.sent: Song | None = None
+        title, intro, track_label, placeholder, button = WORDS[task]
+        self.setWindowTitle(title)
+        layout = QVBoxLayout(self)
+        name = song.name + (f" (take {take.n})" if len(song.takes) > 1 else "")
+        text = QLabel(intro.format(name=name))
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.PlainText)
+        layout.addWidget(text)
+        form = QFormLayout()
+        self.track = ComboBox()
+        for track in TRACKS:
+            self.track.addItem(TRACK_WORDS[track].capitalize(), track)
+        self.track.setCurrentIndex(TRACKS.index("guitar" if task == "lego" else "vocals"))
+        form.addRow(track_label, self.track)
+        self.caption = QLineEdit(song.caption if task == "complete" else "")
+        self.caption.setPlaceholderText(placeholder)
+        form.addRow("Caption", self.caption)
+        self.region = None
+        if task == "lego":
+            self.region = QCheckBox()
+            if region is not None:
+                self.region.setText(f"Only from {region[0]:.1f} s to {region[1]:.1f} s "
+                                    f"(the selection)")
+                self.region.setChecked(True)
+                self.region_seconds = region
+            else:
+                self.region.setText("Over the whole song (select a part of the waveform "
+                                    "first to add it only there)")
+                self.region.setEnabled(False)
+            form.addRow("Where", self.region)
+        layout.addLayout(form)
+        self.notice = BaseModelNotice(link, task, song.model, self)
+        self.notice.changed.connect(self._update)
+        layout.addWidget(self.notice)
+        self.note = QLabel("")
+        self.note.setWordWrap(True)
+        self.note.setTextFormat(Qt.PlainText)
+        layout.addWidget(self.note)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
+        self.go = self.buttons.addButton(button, QDialogButtonBox.AcceptRole)
+        self.buttons.accepted.connect(self.submit)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        self.caption.textChanged.connect(self._update)
+        self._update()
+
+    def _update(self, *_) -> None:
+        self.go.setEnabled(bool(self.caption.text().strip()) and self.notice.ready
+                           and not self.tasks.running("part"))
+
+    def request(self) -> dict:
+        fields = {"caption": self.caption.text().strip(), "track": self.track.currentData(),
+                  "model": self.notice.model}
+        if self.region is not None and self.region.isChecked():
+            start, end = self.region_seconds
+            fields["region"] = {"start": start, "end": end}
+        return edit_request(self.task, {"song": self.song.id, "take": self.take.n},
+                            self.song.request, **fields)
+
+    def submit(self) -> None:
+        from ..song_request import RequestError, validate
+        request = self.request()
+        try:
+            validate(request)
+        except RequestError as exc:
+            self.note.setText(str(exc))
+            return
+        self.note.setText("Sending it to the node…")
+        self.tasks.start("part", self.link.submit(request), on_done=self._sent,
+                         on_error=self._failed)
+        self._update()
+
+    def _sent(self, song: Song) -> None:
+        self.sent = song
+        self.note.setText(f"{self.windowTitle()}: queued; the new version appears under "
+                          f"the song.")
+        self.accept()
+
+    def _failed(self, text: str) -> None:
+        if "base model" in text:
+            self.notice.refused(text)
+            self.note.setText("The node refused it.")
+        else:
+            self.note.setText(f"The node refused it: {text}")
+        self._update()
+
+    def done(self, result: int) -> None:  # noqa: A003 — QDialog API
+        if result != QDialog.Accepted:
+            self.tasks.cancel_all()
+        super().done(result)
+
+
+def open_for(page, row, task: str) -> PartDialog | None:
+    """Add a layer… / Complete… for a row of the Songs page (a finished take); a layer
+    takes the waveform's selected region."""
+    if row is None or row.take is None:
+        return None
+    region = page.editor.region if task == "lego" and page.editor.repaintable else None
+    dialog = PartDialog(page.link, row.song, row.take, task, region, page)
+    dialog.accepted.connect(lambda: page.note.setText(dialog.note.text()))
+    dialog.open()
+    return dialog
