@@ -4,7 +4,7 @@ given (the engine's ``complete`` task, on a base model). Exit codes as `cantor s
 from __future__ import annotations
 
 from .edit_common import add_model_option, add_output_option, read_lyrics, run_edit
-from .sing_cmd import add_node_option
+from .node_session import add_node_option
 
 
 def register(sub) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import CantorError
 from ..song import Song, SongState
 from ..song_request import RequestError
-from .sing_cmd import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ProgressBar, _follow, given_token
+from .sing_cmd import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ProgressBar, _follow
 
 INPUT_STATUSES = (400, 404, 409, 413, 415, 422)
 _SONG_ARG = re.compile(r"([0-9a-f]{4,16})(?::(\d+))?")
@@ -187,34 +187,26 @@ class Session:
     def __init__(self, prog: str, node_url: str | None):
         self.prog = prog
         self.node_url = node_url
-        self.private = None
         self.client = None
         self.queued: list[str] = []
         self.finished: set[str] = set()
+        self._node = None
 
     async def __aenter__(self):
-        from ..node.launcher import NodeStartError, ensure_node
-        from ..nodeclient import NodeClient
-        if self.node_url:
-            url = self.node_url.rstrip("/")
-        else:
-            try:
-                url, self.private = await ensure_node()
-            except NodeStartError as exc:
-                raise CliError(str(exc), EXIT_FAILED) from None
-            if self.private is not None and self.private.note:
-                print(f"{self.prog}: {self.private.note}", file=sys.stderr)
-        self.client = NodeClient(url, token=self.private.token if self.private else given_token())
+        from .node_session import NodeUnavailable, node_client
+        self._node = node_client(self.prog.removeprefix("cantor "), self.node_url)
+        try:
+            self.client = await self._node.__aenter__()
+        except NodeUnavailable as exc:
+            raise CliError(str(exc), EXIT_FAILED) from None
         return self
 
     async def __aexit__(self, kind, exc, tb) -> None:
         try:
             if kind is not None:     # interrupted, or stopped by an error: nothing left behind
                 await self._cancel_unfinished()
-            await self.client.aclose()
         finally:
-            if self.private is not None:
-                await self.private.stop()
+            await self._node.__aexit__(kind, exc, tb)
 
     async def _cancel_unfinished(self) -> None:
         from ..nodeclient import NodeError

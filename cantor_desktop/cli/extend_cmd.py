@@ -4,7 +4,7 @@ song, in its tempo and key; the song itself is kept. Exit codes as `cantor sing`
 from __future__ import annotations
 
 from .edit_common import add_model_option, add_output_option, intermixed, run_edit
-from .sing_cmd import add_node_option
+from .node_session import add_node_option
 
 
 def register(sub) -> None:

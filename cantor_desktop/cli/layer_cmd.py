@@ -5,7 +5,7 @@ codes as `cantor sing`."""
 from __future__ import annotations
 
 from .edit_common import add_model_option, add_output_option, read_lyrics, run_edit
-from .sing_cmd import add_node_option
+from .node_session import add_node_option
 
 
 def register(sub) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .edit_common import (add_model_option, add_output_option, intermixed, read_lyrics,
                           run_edit)
-from .sing_cmd import add_node_option
+from .node_session import add_node_option
 
 
 def register(sub) -> None:

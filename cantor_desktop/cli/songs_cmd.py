@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from .edit_common import EXIT_OK, Session, run_async
-from .sing_cmd import add_node_option
+from .node_session import add_node_option
 
 PROG = "cantor songs"
 

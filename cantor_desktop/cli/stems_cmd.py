@@ -16,7 +16,8 @@ from pathlib import Path
 from .edit_common import (EXIT_FAILED, EXIT_OK, CliError, Session, add_model_option,
                           bad_input, parse_song_arg, precheck, report, resolve_source,
                           run_async)
-from .sing_cmd import ProgressBar, add_node_option
+from .node_session import add_node_option
+from .sing_cmd import ProgressBar
 
 PROG = "cantor stems"
 

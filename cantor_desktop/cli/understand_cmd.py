@@ -8,7 +8,7 @@ import json
 
 from .edit_common import (EXIT_OK, CliError, Session, bad_input, parse_song_arg, report,
                           resolve_source, run_async)
-from .sing_cmd import add_node_option
+from .node_session import add_node_option
 
 PROG = "cantor understand"
 FIELDS = (("caption", "caption"), ("bpm", "BPM"), ("key", "key"),
