@@ -229,3 +229,40 @@ def test_removing_a_model_in_use_is_409_never_500(cantor_home, tmp_path, hub):
     assert held.status_code == 409, held.text        # a file that cannot go: in use, not 500
     assert held.json()["error"]["type"] == "in_use" and DIT2 in held.json()["error"]["message"]
     assert locked.status_code == 200
+
+
+def test_a_model_pulled_while_the_engine_runs_is_used_after_a_restart(cantor_home, tmp_path,
+                                                                      hub):
+    """ace-server scans ``--models`` once, when it starts: the next song naming a model
+    pulled since then restarts it between songs; a song on files it saw does not."""
+    engine = _script(tmp_path / "ace-server", f'exec {shlex.join(self_argv("sketch-server"))} "$@"')
+    _config(cantor_home, engine)
+
+    async def main():
+        node = await Node(cantor_home, env={"HF_ENDPOINT": hub.base_url}).start()
+        try:
+            async with node.client() as c:
+                [item async for item in c.pull("acestep-v15-turbo")]
+                songs = []
+                for model in ("acestep-v15-turbo", None, "acestep-v15-sft",
+                              "acestep-v15-turbo"):
+                    if model is None:          # the engine runs; another DiT arrives
+                        pulled = [item async for item in c.pull("acestep-v15-sft")]
+                        assert pulled[-1].type == "done"
+                        continue
+                    sid = await c.submit_song({"caption": "restart test", "duration": 10,
+                                               "lyrics": "[Verse]\nla", "model": model})
+                    songs.append(await until_state(c, sid, ("done", "failed")))
+                return songs
+        finally:
+            await node.stop()
+
+    songs = asyncio.run(main())
+    assert [s["state"] for s in songs] == ["done"] * 3, [s.get("error") for s in songs]
+    dits = [json.loads(Path(s["takes"][0]["sidecar"]).read_text())["engine_request"]
+            ["synth_model"] for s in songs]
+    assert dits == [DIT, DIT2, DIT]
+    log = (cantor_home / "logs" / "engine-acestep.log").read_text()
+    starts = [line for line in log.splitlines() if "---- starting:" in line]
+    assert len(starts) == 2, starts              # once at first, once for the new DiT
+    assert f"DiT not found" not in log

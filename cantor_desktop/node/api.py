@@ -916,8 +916,7 @@ def _routes(app: FastAPI) -> None:
             from .songs import delete_takes
             removed = await asyncio.to_thread(delete_takes, song.id, song.takes)
         from . import sources
-        for take in song.takes:           # a forgotten song is edited no more
-            sources.take_latent_file(song.id, take.n).unlink(missing_ok=True)
+        await asyncio.to_thread(sources.forget_latents, song.id)
         n.queue.forget(song)           # only once its files are gone: no one sees it half done
         await n.queue.flush()          # gone from the file before the answer
         return {"id": song.id, "forgotten": True, "files_deleted": removed["deleted"],

@@ -146,7 +146,8 @@ class Runner:
         self._builds: dict[str, Any] = {}          # family → the build chosen this run
         self._choosing = asyncio.Lock()
         self._settling: asyncio.Task | None = None
-        self._adapters_seen: dict[str, tuple[int | None, tuple]] = {}  # key → (pid, adapters)
+        # key → (engine pid, the adapters and the model files it started with)
+        self._engine_saw: dict[str, tuple[int | None, tuple, frozenset[str]]] = {}
 
     # -- life ----------------------------------------------------------------------------
 
@@ -287,7 +288,8 @@ class Runner:
         sup = self._supervisor(plan)
         t0 = time.monotonic()
         if not await self._engine_up(song, plan.key, sup, keep_loaded,
-                                     adapters=adapter is not None):
+                                     adapters=adapter is not None,
+                                     needs=tuple(plan.files.values())):
             return
         timings["engine_start_s"] = round(time.monotonic() - t0, 3)
         used = self.plans[plan.key]
@@ -300,7 +302,7 @@ class Runner:
         from . import sources as song_sources
 
         try:
-            found = await asyncio.to_thread(self._sources, request)
+            found = await asyncio.to_thread(self._sources, request, plan.key)
         except song_sources.SourceError as exc:
             self.queue.finish_failed(song, str(exc))
             return
@@ -324,7 +326,7 @@ class Runner:
         client = self._client(plan.key, sup)
 
         async def sing(client):
-            parts = await self._parts(client, found, watcher.wake)
+            parts = await self._parts(client, found, watcher.wake, plan.key)
             return await client.song(engine_req, on_stage=watcher.on_stage,
                                      on_lm_result=watcher.keep_lm_result, wake=watcher.wake,
                                      parts=parts)
@@ -341,7 +343,8 @@ class Runner:
                 log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
                 await asyncio.sleep(0.2)
                 if not await self._engine_up(song, plan.key, sup, keep_loaded,
-                                             adapters=adapter is not None):
+                                             adapters=adapter is not None,
+                                             needs=tuple(plan.files.values())):
                     return
                 client = self._client(plan.key, sup)
                 tracks = await sing(client)
@@ -370,7 +373,7 @@ class Runner:
         self.queue.set_stage(song, "saving", SAVING_FROM)
         t2 = time.monotonic()
         seeds = watcher.seeds_for(len(tracks), request.seed)
-        await asyncio.to_thread(self._keep_latents, song.id, tracks)
+        await asyncio.to_thread(self._keep_latents, song.id, tracks, plan.key)
         meta = {
             "parent": dict(source.ref) if source is not None and "song" in source.ref else None,
             "model": {"name": plan.model, "family": plan.family, "files": plan.files},
@@ -388,18 +391,19 @@ class Runner:
         self.queue.finish_done(song, files)
 
     async def _engine_up(self, song: Song, key: str, sup, keep_loaded: bool, *,
-                         adapters: bool = False) -> bool:
-        """Start the song's engine if it is not running (again, when the adapters it needs
-        changed); a start that fails ends the song with the engine's own first words."""
+                         adapters: bool = False, needs: tuple[str, ...] = ()) -> bool:
+        """Start the song's engine if it is not running (again, when the adapters or model
+        files it needs came after it started); a start that fails ends the song with the
+        engine's own first words."""
         try:
-            await self._ensure_engine(key, sup, keep_loaded, adapters=adapters)
+            await self._ensure_engine(key, sup, keep_loaded, adapters=adapters, needs=needs)
         except Exception as exc:
             self.queue.finish_failed(song, f"the engine did not start: {_first_line(sup, exc)}")
             return False
         self._record_engines()
         return True
 
-    def _sources(self, request: SongRequest) -> dict[str, Any]:
+    def _sources(self, request: SongRequest, engine: str) -> dict[str, Any]:
         """The request's source, reference and codes, checked again now (a file may have
         gone since the song was queued)."""
         from . import sources as song_sources
@@ -407,10 +411,10 @@ class Runner:
         for field in ("source", "reference", "codes_from"):
             ref = getattr(request, field)
             if ref:
-                found[field] = song_sources.resolve(field, ref, self.queue.songs)
+                found[field] = song_sources.resolve(field, ref, self.queue.songs, engine)
         return found
 
-    async def _parts(self, client, found: dict[str, Any], wake) -> dict | None:
+    async def _parts(self, client, found: dict[str, Any], wake, engine: str) -> dict | None:
         """The multipart parts of an edit: the source's latent when kept (a Cantor take, or
         an upload encoded once before), else its audio; likewise the reference."""
         from ..engine.client import EngineError
@@ -427,7 +431,8 @@ class Runner:
                 try:
                     src.latent = await client.encode(audio, wake=wake)
                     await asyncio.to_thread(song_sources.keep_latent,
-                                            song_sources.upload_latent_file(src.ref["upload"]),
+                                            song_sources.upload_latent_file(src.ref["upload"],
+                                                                            engine),
                                             src.latent)
                 except EngineError as exc:      # an engine without /vae: the audio, then
                     log.info("%s could not be encoded once (%s); sending its audio", src.name,
@@ -441,27 +446,35 @@ class Runner:
         cfg = _config()
         plan = await self._plan({"model": model}, cfg)
         sup = self._supervisor(plan)
-        await self._ensure_engine(plan.key, sup, bool(cfg.get("node.keep_loaded")))
+        await self._ensure_engine(plan.key, sup, bool(cfg.get("node.keep_loaded")),
+                                  needs=tuple(plan.files.values()))
         self._record_engines()
         return plan, self._client(plan.key, sup)
 
     async def _ensure_engine(self, key: str, sup, keep_loaded: bool, *,
-                             adapters: bool = False) -> None:
-        """Make sure ``key``'s engine runs. ace-server scans ``--adapters`` only when it
-        starts: for a song that names an adapter (``adapters``), an engine started before
-        the adapters changed is restarted first. A song calls this before its first job and
-        runs alone on its engine, so no song is ever cut by the restart."""
+                             adapters: bool = False, needs: tuple[str, ...] = ()) -> None:
+        """Make sure ``key``'s engine runs. ace-server scans ``--models`` and ``--adapters``
+        only when it starts: an engine started before a model file it now ``needs`` was
+        pulled (a base model for stems, say), or before the adapters changed for a song that
+        names one (``adapters``), is restarted first. A song calls this before its first job
+        and runs alone on its engine, so no song is ever cut by the restart."""
         from ..models.adapters import store
         seen = await asyncio.to_thread(store().fingerprint)
-        started = self._adapters_seen.get(key)
-        if (adapters and started is not None and started[1] != seen
-                and getattr(sup, "running", False) and started[0] == getattr(sup, "pid", None)):
+        started = self._engine_saw.get(key)
+        running = (started is not None and getattr(sup, "running", False)
+                   and started[0] == getattr(sup, "pid", None))
+        if running and adapters and started[1] != seen:
             log.info("the adapters changed since the %s engine started: restarting it", key)
+            await sup.stop()
+        elif running and any(name not in started[2] for name in needs if name):
+            log.info("the %s engine started before %s was there: restarting it", key,
+                     ", ".join(n for n in needs if n and n not in started[2]))
             await sup.stop()
         await sup.ensure_running(keep_loaded)
         pid = getattr(sup, "pid", None)
-        if started is None or started[0] != pid:      # (re)started now: it saw ``seen``
-            self._adapters_seen[key] = (pid, seen)
+        if started is None or started[0] != pid:      # (re)started now: it saw these
+            files = await asyncio.to_thread(_listing, getattr(sup, "models_dir", None))
+            self._engine_saw[key] = (pid, seen, files)
 
     async def lm(self, mode: str, caption: str, lyrics: str, model: str) -> dict[str, Any]:
         """The language model's help: ``inspire`` (a short idea → caption and lyrics) or
@@ -478,20 +491,23 @@ class Runner:
         """What the engine of ``model`` hears in a take or an upload: caption, lyrics, bpm,
         key, time signature, duration and language (the engine's /understand)."""
         from . import sources as song_sources
-        source = await asyncio.to_thread(song_sources.resolve, "source", ref, self.queue.songs)
-        _plan, client = await self._engine_for(model)
+        plan, client = await self._engine_for(model)
+        source = await asyncio.to_thread(song_sources.resolve, "source", ref, self.queue.songs,
+                                         plan.key)
         parts = await asyncio.to_thread(source.parts, "audio", "src_latents")
         heard, latent = await client.understand(parts)
         if latent is not None and source.latent is None and "upload" in ref:
             await asyncio.to_thread(song_sources.keep_latent,
-                                    song_sources.upload_latent_file(ref["upload"]), latent)
+                                    song_sources.upload_latent_file(ref["upload"], plan.key),
+                                    latent)
         return understood_fields(heard)
 
     @staticmethod
-    def _keep_latents(song_id: str, tracks) -> None:
+    def _keep_latents(song_id: str, tracks, engine: str) -> None:
         from . import sources as song_sources
         for n, track in enumerate(tracks, start=1):
-            song_sources.keep_latent(song_sources.take_latent_file(song_id, n), track.latent)
+            song_sources.keep_latent(song_sources.take_latent_file(song_id, n, engine),
+                                     track.latent)
 
     async def _plan(self, request: dict[str, Any], cfg: config.Config) -> EnginePlan:
         """The song's plan. A family's build is chosen once per node run (the node keeps the
@@ -661,6 +677,14 @@ class _ProgressWatcher:
                 else list(self.seeds) + [None] * (takes - len(self.seeds))
             return seeds
         return [asked if asked >= 0 else None] * takes
+
+
+def _listing(folder: Path | None) -> frozenset[str]:
+    """The model files an engine sees in its ``--models`` folder."""
+    try:
+        return frozenset(p.name for p in Path(folder).iterdir()) if folder else frozenset()
+    except OSError:
+        return frozenset()
 
 
 def understood_fields(heard: dict[str, Any]) -> dict[str, Any]:

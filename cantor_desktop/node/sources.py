@@ -2,8 +2,10 @@
 it — the latent the take's own render left (so the source is never encoded again), or audio
 the engine decodes (WAV or MP3; FLAC, AIFF and OGG are converted here).
 
-Latents of every take are kept in ``state/latents/<song>_take<n>.f32`` when the song is
-saved, and an upload's in ``state/uploads/<id>.f32`` once the engine has encoded it.
+Latents of every take are kept in ``state/latents/<song>_take<n>.<engine>.f32`` when the
+song is saved, and an upload's in ``state/uploads/<id>.<engine>.f32`` once an engine has
+encoded it. A latent is an engine's own (the Sketch's says nothing to ACE-Step's VAE): it is
+sent only to the kind of engine that made it, else the audio goes.
 """
 
 from __future__ import annotations
@@ -55,12 +57,18 @@ def latents_dir() -> Path:
     return paths().state_dir / "latents"
 
 
-def take_latent_file(song_id: str, take: int) -> Path:
-    return latents_dir() / f"{song_id}_take{take}.f32"
+def take_latent_file(song_id: str, take: int, engine: str) -> Path:
+    return latents_dir() / f"{song_id}_take{take}.{engine}.f32"
 
 
-def upload_latent_file(upload_id: str) -> Path:
-    return uploads.folder() / f"{upload_id}.f32"
+def upload_latent_file(upload_id: str, engine: str) -> Path:
+    return uploads.folder() / f"{upload_id}.{engine}.f32"
+
+
+def forget_latents(song_id: str) -> None:
+    """A forgotten song is edited no more: its kept latents go."""
+    for path in latents_dir().glob(f"{song_id}_take*.f32"):
+        path.unlink(missing_ok=True)
 
 
 def keep_latent(path: Path, latent: bytes | None) -> None:
@@ -88,9 +96,11 @@ def engine_audio(path: Path) -> Part:
     return Part(path.with_suffix(".wav").name, out.getvalue(), "audio/wav")
 
 
-def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song]) -> Source:
+def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song],
+            engine: str | None = None) -> Source:
     """The source a request names, checked: the song is done and has that take, or the
-    upload exists. SourceError naming ``field`` otherwise."""
+    upload exists. SourceError naming ``field`` otherwise. With ``engine`` (the kind that
+    will read it: "sketch", "acestep"), the latent that kind kept for it comes along."""
     if "song" in ref:
         song = songs.get(ref["song"])
         if song is None:
@@ -106,7 +116,7 @@ def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song]) -> Source:
         if not audio.is_file():
             raise SourceError(field, f"the audio of song {song.id} take {take.n} is gone "
                                      f"({audio})")
-        latent = _read_latent(take_latent_file(song.id, take.n))
+        latent = _read_latent(take_latent_file(song.id, take.n, engine)) if engine else None
         duration = take.duration or (len(latent) / LATENT_FRAME_BYTES / LATENT_FPS
                                      if latent else 0.0)
         return Source(ref, float(duration), audio, latent,
@@ -115,8 +125,8 @@ def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song]) -> Source:
         upload = uploads.get(ref["upload"])
     except (uploads.UploadError, LookupError) as exc:
         raise SourceError(field, str(exc)) from None
-    return Source(ref, upload.duration, upload.path,
-                  _read_latent(upload_latent_file(upload.id)), f"upload “{upload.name}”")
+    latent = _read_latent(upload_latent_file(upload.id, engine)) if engine else None
+    return Source(ref, upload.duration, upload.path, latent, f"upload “{upload.name}”")
 
 
 def _codes(sidecar: str) -> str | None:

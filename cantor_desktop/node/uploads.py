@@ -178,6 +178,8 @@ def remove(upload_id: str) -> bool:
         if p.exists():
             p.unlink()
             found = True
+    for latent in folder().glob(f"{upload_id}.*.f32"):     # what engines encoded of it
+        latent.unlink(missing_ok=True)
     return found
 
 
