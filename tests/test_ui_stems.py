@@ -72,8 +72,8 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     # under their song, saying what they are
     rows = [page.model.row(n) for n in range(page.model.rowCount())]
     assert [(r.song.id, r.depth) for r in rows][0] == (song.id, 0)
-    assert sorted(r.label for r in rows[1:]) == ["Stem: bass — lofi-piano-rain_bass",
-                                                 "Stem: drums — lofi-piano-rain_drums"]
+    assert sorted(r.label for r in rows[1:]) == ["Stem: bass",
+                                                 "Stem: drums"]
     assert all(r.depth == 1 for r in rows[1:])
     # one action selects them all; one drag hands them out as {title}_{track}
     page.select(song.id, 1)

@@ -155,7 +155,11 @@ class Row:
         name = self.song.name or "(no caption)"
         if self.depth and self.first:
             words = edit_words(self.song)
-            name = f"{words} — {name}" if words else name
+            track = str(self.song.request.get("track") or "").lower()
+            if words and track and name.lower().endswith(track):
+                name = words       # "Stem: drums", not "Stem: drums — Song_drums"
+            elif words:
+                name = f"{words} — {name}"
         if self.take is not None and len(self.song.takes) > 1:
             return name if self.first else f"Take {self.take.n}"
         return name
