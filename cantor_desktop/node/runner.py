@@ -22,7 +22,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import CantorError
@@ -30,6 +30,9 @@ from ..paths import paths
 from ..song_request import SongRequest
 from . import songs as song_files
 from .queue import FINISHED, NODE_STOPPED, QUEUED, RUNNING, Song, SongQueue
+
+if TYPE_CHECKING:
+    from ..engine.supervisor import EngineSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +133,7 @@ class Runner:
 
     def __init__(self, queue: SongQueue):
         self.queue = queue
-        self.supervisors: dict[str, Any] = {}      # engine key → EngineSupervisor
+        self.supervisors: dict[str, EngineSupervisor] = {}
         self.plans: dict[str, EnginePlan] = {}     # engine key → the plan it started with
         self.tasks: dict[str, asyncio.Task] = {}   # song id → its task
         self.busy: dict[str, str] = {}             # engine key → song id running on it
@@ -317,9 +320,7 @@ class Runner:
             engine_req["adapter"] = adapter.engine_name     # its name in the engine's folder
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
-        expect = getattr(sup, "expect_duration", None)
-        if callable(expect):
-            expect(request.duration)
+        sup.expect_duration(request.duration)
         first_stage = "synth" if request.instrumental else "lm"
         self.queue.set_stage(song, first_stage, song.progress)
         t1 = time.monotonic()
@@ -390,7 +391,7 @@ class Runner:
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
 
-    async def _engine_up(self, song: Song, key: str, sup, keep_loaded: bool, *,
+    async def _engine_up(self, song: Song, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
                          adapters: bool = False, needs: tuple[str, ...] = ()) -> bool:
         """Start the song's engine if it is not running (again, when the adapters or model
         files it needs came after it started); a start that fails ends the song with the
@@ -451,7 +452,7 @@ class Runner:
         self._record_engines()
         return plan, self._client(plan.key, sup)
 
-    async def _ensure_engine(self, key: str, sup, keep_loaded: bool, *,
+    async def _ensure_engine(self, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
                              adapters: bool = False, needs: tuple[str, ...] = ()) -> None:
         """Make sure ``key``'s engine runs. ace-server scans ``--models`` and ``--adapters``
         only when it starts: an engine started before a model file it now ``needs`` was
@@ -461,8 +462,8 @@ class Runner:
         from ..models.adapters import store
         seen = await asyncio.to_thread(store().fingerprint)
         started = self._engine_saw.get(key)
-        running = (started is not None and getattr(sup, "running", False)
-                   and started[0] == getattr(sup, "pid", None))
+        running = (started is not None and sup.running
+                   and started[0] == sup.pid)
         if running and adapters and started[1] != seen:
             log.info("the adapters changed since the %s engine started: restarting it", key)
             await sup.stop()
@@ -471,9 +472,9 @@ class Runner:
                      ", ".join(n for n in needs if n and n not in started[2]))
             await sup.stop()
         await sup.ensure_running(keep_loaded)
-        pid = getattr(sup, "pid", None)
+        pid = sup.pid
         if started is None or started[0] != pid:      # (re)started now: it saw these
-            files = await asyncio.to_thread(_listing, getattr(sup, "models_dir", None))
+            files = await asyncio.to_thread(_listing, sup.models_dir)
             self._engine_saw[key] = (pid, seen, files)
 
     async def lm(self, mode: str, caption: str, lyrics: str, model: str) -> dict[str, Any]:
@@ -530,9 +531,9 @@ class Runner:
                 self._builds[family] = build
         return await asyncio.to_thread(plan_model, name, cfg, build)
 
-    def _client(self, key: str, sup):
+    def _client(self, key: str, sup: EngineSupervisor):
         """One engine client per engine process (an httpx client costs ~30 ms to make)."""
-        port = getattr(sup, "port", None)
+        port = sup.port
         held = self._clients.get(key)
         if held is not None and held[0] == port:
             return held[1]
@@ -548,8 +549,8 @@ class Runner:
 
         running = {}
         for key, sup in self.supervisors.items():
-            pid = getattr(sup, "pid", None)
-            if pid and getattr(sup, "running", False):
+            pid = sup.pid
+            if pid and sup.running:
                 running[key] = {"pid": pid, "models_dir": str(self.plans[key].models_dir)}
         if running != self._recorded:
             try:
@@ -558,9 +559,9 @@ class Runner:
             except OSError:
                 log.exception("recording engine pids")
 
-    async def _engine_version(self, sup, client) -> str | None:
+    async def _engine_version(self, sup: EngineSupervisor, client) -> str | None:
         """The running engine's own version (``/props``), asked once per process."""
-        pid = getattr(sup, "pid", None)
+        pid = sup.pid
         cached = self._versions.get(id(sup))
         if cached and cached[0] == pid:
             return cached[1]
@@ -606,13 +607,13 @@ class Runner:
         out = []
         for key, sup in self.supervisors.items():
             plan = self.plans[key]
-            running = bool(getattr(sup, "running", False))
+            running = bool(sup.running)
             out.append({"engine": key, "family": plan.family, "backend": plan.backend,
                         "version": (self._versions.get(id(sup)) or (None, None))[1] or plan.version,
                         "model": plan.model, "files": plan.files, "running": running,
-                        "pid": getattr(sup, "pid", None) if running else None,
-                        "url": getattr(sup, "base_url", None) if running else None,
-                        "keep_loaded": getattr(sup, "keep_loaded", None),
+                        "pid": sup.pid if running else None,
+                        "url": sup.base_url if running else None,
+                        "keep_loaded": sup.keep_loaded,
                         "song": self.busy.get(key)})
         return out
 
