@@ -44,8 +44,7 @@ def decode(data: bytes) -> np.ndarray | None:
         return None
     import soundfile as sf
     try:
-        audio, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True,
-                              format="WAV" if kind == "wav" else "MP3")
+        audio, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
     except Exception:      # noqa: BLE001 - libsndfile's many ways to say "not audio"
         return None
     if not len(audio) or not np.all(np.isfinite(audio)):

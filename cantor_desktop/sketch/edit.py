@@ -27,8 +27,9 @@ and a stem of it is its own part. The kinds:
 - ``extract``: the named part of the source's own arrangement, rendered again from its plan
   in the mix's scale (the parts of a Sketch take add up to the take); of outside audio a
   band-limited stand-in (stems.py); an unknown track is silence.
-- ``lego``: a part of the named instrument (:data:`TRACK_WORDS` added to the caption) on the
-  source's grid, in its key, chords and sections, added to the source over its whole length
+- ``lego``: a part of the named instrument (:data:`TRACK_WORDS` put first in the caption,
+  which is the source's own when the request has none, so that instrument plays in every
+  section) on the source's grid, in its key, chords and sections, added to the source over its whole length
   or the region (faded in and out); ``complete``: every other part of a new arrangement
   around the given track(s). Both at the source's level; the sum is brought down only if it
   would pass -1 dBFS.
@@ -504,10 +505,10 @@ def lego(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
     if track not in PARTS:
         log(f"[Lego] WARNING: '{track}' is not a standard track name")
     words = TRACK_WORDS.get(track, "")
-    caption = caption_of(req, ref)
+    caption = caption_of(req, ref) or src.frame.caption     # the source's genre by default
     if track == "guitar" and ("electric" in caption.lower() or "rock" in caption.lower()):
         words = "electric guitar"
-    caption = f"{caption}, {words}" if caption else words
+    caption = f"{words}, {caption}" if caption else words   # named first: it always plays
     lyrics = lyrics_of(req) or (VOCAL_FILL if track == "vocals" else "")
     at, bars = _whole(src)
     song = _local_song(src.frame, 0, bars, seed=seed, caption=caption, lyrics=lyrics,

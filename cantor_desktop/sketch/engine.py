@@ -333,12 +333,21 @@ class Engine:
         """The language model's sampling fields, as received (the Sketch's LM is rules, not
         sampling: they are noted, not used)."""
         neg = req["lm_negative_prompt"]
-        self.log(f"[Sketch] LM fields: temperature={req['lm_temperature']:g}, "
-                 f"cfg_scale={req['lm_cfg_scale']:g}, top_p={req['lm_top_p']:g}, "
-                 f"top_k={req['lm_top_k']}, use_cot_caption="
+        self.log(f"[Sketch] LM fields: lm_temperature={req['lm_temperature']!r}, "
+                 f"lm_cfg_scale={req['lm_cfg_scale']!r}, lm_top_p={req['lm_top_p']!r}, "
+                 f"lm_top_k={req['lm_top_k']!r}, use_cot_caption="
                  f"{'true' if req['use_cot_caption'] else 'false'}, "
                  f"negative_prompt={len(neg)} chars (crc32 {zlib.crc32(neg.encode()):08x}) "
                  "— noted, the Sketch's LM does not sample")
+
+    def _note_dit(self, req: dict) -> None:
+        """The sampler's fields, as received (the Sketch renders notes, not noise: they are
+        noted; the steps pace its work)."""
+        fields = ("inference_steps", "guidance_scale", "shift", "solver", "stork_substeps",
+                  "custom_timesteps", "dcw_mode", "dcw_scaler", "dcw_high_scaler",
+                  "latent_shift", "latent_rescale", "peak_clip")
+        self.log("[Sketch] DiT fields: " + ", ".join(f"{k}={req[k]!r}" for k in fields)
+                 + " — noted")
 
     # ------------------------------------------------------------ /synth
 
@@ -388,6 +397,7 @@ class Engine:
         steps = max(1, min(100, steps))
         guidance = first["guidance_scale"] or 1.0
         shift = first["shift"] or 3.0
+        self._note_dit(first)
         ctx = edit.Context(self.memory, self.log)
         src = ref = None
         if task in SOURCE_TASKS:

@@ -140,13 +140,16 @@ def enrich(req: dict, seed: int) -> dict:
     out = dict(req)
     caption = req["caption"]
     lyrics = req["lyrics"]
+    locked = not req["use_cot_caption"]           # "lock my caption": never rewritten
     if req["lm_mode"] == "inspire":
-        caption, written = words.inspire(caption, rng)
-        out["caption"] = caption
+        written_caption, written = words.inspire(caption, rng)
+        if not locked:
+            caption = out["caption"] = written_caption
         if not lyrics.strip():
             lyrics = out["lyrics"] = written
     elif req["lm_mode"] == "format":
-        caption = out["caption"] = words.tidy_caption(caption) or caption
+        if not locked:
+            caption = out["caption"] = words.tidy_caption(caption) or caption
         lyrics = out["lyrics"] = words.tidy_lyrics(lyrics)
     bpm = int(req["bpm"]) if req["bpm"] > 0 else caption_bpm(caption)
     if not bpm:
