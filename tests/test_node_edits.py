@@ -213,6 +213,9 @@ def test_stems_are_the_parts_the_sketch_rendered(node, source):
         sent_the_latent(log, 1500)
         assert "[Synth-Run] task=extract" in log
         assert sidecar(stem)["engine_request"]["track"] == track
+        take = stem["takes"][0]              # a stem has its song's tempo and key, not measured
+        assert (take["bpm"], take["key"], take["facts_from"]) == \
+            (100, "A minor", {"bpm": "source", "key": "source"})
     assert "(vae encode" not in node.log()[before:]          # a Cantor song: never encoded
 
 

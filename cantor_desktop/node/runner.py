@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 SKETCH = "sketch"
 SAVING_FROM = 0.95          # engine work fills 0..0.95 of a song's progress, saving the rest
+KEEPS_TEMPO = ("repaint", "extend", "extract", "lego", "complete")
+"""Tasks whose result has its source's tempo, key and metre (a cover may not)."""
 _SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
 
 
@@ -383,10 +385,13 @@ class Runner:
             "keep_loaded": keep_loaded,
             "timings": timings,
         }
+        # an edit that keeps its source's tempo and key takes them from the source's take
+        kept = source.facts if source is not None and request.task in KEEPS_TEMPO else None
         files = await asyncio.to_thread(
             song_files.write_takes, cfg.songs_dir(), song_id=song.id, request=song.request,
             fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta,
-            lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)))
+            lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)),
+            source_facts=kept)
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
 
