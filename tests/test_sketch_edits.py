@@ -394,6 +394,18 @@ def test_vae_encode_is_remembered_and_decode_gives_the_take_back(engine, take):
     r = post(engine, "/vae", {"output_format": "wav16"}, src_latents=lat_file(env))
     noise = read_wav(engine.result(r.json()["id"]).content)[1]
     assert len(noise) == 300 * 1920 and np.abs(noise).max() > 0.5
+    # another engine process never held the upload: the envelope stands in, the edit works
+    other = EngineProcess(engine.log_path.parent / "models", free_port(),
+                          engine.log_path.parent / "other-engine.log")
+    try:
+        other.wait_ready()
+        (out, _), = synth(other, {"caption": "piano", "task_type": "repaint", "seed": 1,
+                                  "repainting_start": 4, "repainting_end": 6,
+                                  "output_format": "wav32"}, src_latents=lat_file(enc))
+        assert len(out) == 12 * SR and np.abs(out[:3 * SR]).max() > 0.05
+        assert "spectral envelope stands in" in other.log()
+    finally:
+        other.stop()
     big = wav_bytes(np.zeros((8000 * 601, 1), dtype=np.float32), "wav16", sample_rate=8000)
     r = post(engine, "/vae", None, audio=("long.wav", big))
     assert (r.status_code, r.json()) == (413, {"error": "audio exceeds max duration (10 min)"})

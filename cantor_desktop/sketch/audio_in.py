@@ -22,7 +22,7 @@ import numpy as np
 
 from .instruments import SR
 
-BUDGET = 768 * 1024 * 1024
+BUDGET = 256 * 1024 * 1024       # 16-bit stereo: about 23 minutes of audio
 
 
 def sniff(data: bytes) -> str | None:
@@ -76,9 +76,11 @@ class Remembered:
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def keep(self, audio: np.ndarray) -> str:
+    def keep(self, audio: np.ndarray, key: str | None = None) -> str:
+        """Remember ``audio`` under its fingerprint (or ``key``: what stands in for the
+        audio a latent names when that audio is gone); returns the key."""
         samples = to_int16(audio)
-        key = hashlib.sha256(samples.tobytes()).hexdigest()[:16]
+        key = key or hashlib.sha256(samples.tobytes()).hexdigest()[:16]
         with self._lock:
             self._items[key] = samples
             self._items.move_to_end(key)

@@ -489,6 +489,14 @@ class Engine:
 
         if incoming.latent is not None:
             recipe, head = latent.read(incoming.latent)
+            if recipe is not None and recipe.get("t") == "audio" and \
+                    self.memory.get(str(recipe.get("fp"))) is None and side == "src":
+                # outside audio this engine no longer holds: its envelope stands in for it
+                self.log(f"[Sketch] WARNING: the audio of src_latents {recipe.get('fp')} is "
+                         "not held by this engine (it was encoded before a restart): their "
+                         "spectral envelope stands in")
+                self.memory.keep(latent.stand_in(incoming.latent, skip=head),
+                                 key=str(recipe.get("fp")))
             if recipe is not None:
                 try:
                     if side == "ref":
@@ -591,6 +599,9 @@ class Engine:
         lat = job.source.latent
         recipe, head = latent.read(lat)
         audio = None
+        if recipe is not None and recipe.get("t") == "audio" and \
+                self.memory.get(str(recipe.get("fp"))) is None:
+            recipe = None                       # outside audio no longer held: the envelope
         if recipe is not None:
             try:
                 audio = edit.render_now(recipe, edit_context(self))
