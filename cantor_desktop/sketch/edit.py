@@ -459,11 +459,10 @@ def cover(req: dict, seed: int, src: Source, ref: Source | None, log, *, steps: 
     if noise > 0:
         log(f"[Init-Noise] cover_noise_strength={noise:.2f} -> noise_level={1 - noise:.4f}, "
             f"nearest_t={1 - noise:.4f}, remaining_steps={max(1, round(steps * (1 - noise)))}")
-    at = int(round(f.offset * SR))
-    bars = max(1, math.ceil((src.samples - at) / SR / f.bar - 1e-9))
+    first, at, bars = _whole(src)
     lyrics = lyrics_of(req) or f.lyrics
     keep_melody = faithful or strength >= 0.75
-    song = _local_song(f, 0, bars, seed=seed, caption=caption_of(req, ref), lyrics=lyrics,
+    song = _local_song(f, first, bars, seed=seed, caption=caption_of(req, ref), lyrics=lyrics,
                        duration=(src.samples - at) / SR, fade_in=True, fade_out=True,
                        keep_chords=faithful or strength >= 0.5,
                        plan_seed=f.plan_seed if faithful else None,
@@ -484,10 +483,14 @@ def extract(req: dict, src: Source, log) -> dict:
     return {"t": "extract", "src": src.recipe, "track": track}
 
 
-def _whole(src: Source) -> tuple[int, int]:
-    at = int(round(src.frame.offset * SR))
-    bars = max(1, math.ceil((src.samples - at) / SR / src.frame.bar - 1e-9))
-    return at, bars
+def _whole(src: Source) -> tuple[int, int, int]:
+    """(first bar, its start in samples, bar count) of a song over all of ``src``: from the
+    bar that holds its first sample (it may start before it: a pickup)."""
+    f = src.frame
+    first = f.bar_at(0.0)
+    at = int(round(f.bar_start(first) * SR))
+    bars = max(1, math.ceil((src.samples - at) / SR / f.bar - 1e-9))
+    return first, at, bars
 
 
 def _region(req: dict, n: int) -> dict:
@@ -510,8 +513,8 @@ def lego(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
         words = "electric guitar"
     caption = f"{words}, {caption}" if caption else words   # named first: it always plays
     lyrics = lyrics_of(req) or (VOCAL_FILL if track == "vocals" else "")
-    at, bars = _whole(src)
-    song = _local_song(src.frame, 0, bars, seed=seed, caption=caption, lyrics=lyrics,
+    first, at, bars = _whole(src)
+    song = _local_song(src.frame, first, bars, seed=seed, caption=caption, lyrics=lyrics,
                        duration=(src.samples - at) / SR, fade_in=True, fade_out=True)
     recipe = {"t": "lego", "src": src.recipe, "track": track, "song": song.to_json(),
               "at": at, "gain": None, "post": None, **_region(req, src.samples)}
@@ -526,8 +529,8 @@ def complete(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict
     for t in tracks:
         if t not in PARTS:
             log(f"[Complete] WARNING: '{t}' is not a standard track name")
-    at, bars = _whole(src)
-    song = _local_song(src.frame, 0, bars, seed=seed, caption=caption_of(req, ref),
+    first, at, bars = _whole(src)
+    song = _local_song(src.frame, first, bars, seed=seed, caption=caption_of(req, ref),
                        lyrics=lyrics_of(req), duration=(src.samples - at) / SR,
                        fade_in=True, fade_out=True)
     return {"t": "complete", "src": src.recipe, "tracks": tracks, "song": song.to_json(),
