@@ -301,3 +301,17 @@ def test_bad_edits_are_refused_naming_the_field(node, source):
     want = [(status, field) for _, status, field in cases] + [(404, "source"), (422, "source")]
     assert got == want
     assert "created" not in node.log()[before:]               # nothing reached the engine
+
+
+# ---------------------------------------------------------------- the LM's help
+
+def test_inspire_and_format_through_the_node(node):
+    inspired = node.run(lambda c: c.lm(mode="inspire", caption="a sad song about the sea"))
+    assert inspired["caption"].startswith("piano ballad") and "melancholic" in inspired["caption"]
+    tags = [ln for ln in inspired["lyrics"].splitlines() if ln.startswith("[")]
+    assert tags[:2] == ["[Verse 1]", "[Chorus]"] and "sea" in inspired["lyrics"].lower()
+    assert inspired["bpm"] and inspired["key"] and inspired["duration"] >= 10
+    tidy = node.run(lambda c: c.lm(mode="format", caption="Lofi , piano,PIANO",
+                                   lyrics="verse:\n  hello   world\n\n\n(CHORUS)\noh yeah"))
+    assert tidy["caption"] == "Lofi, piano"
+    assert tidy["lyrics"] == "[Verse]\nHello world\n\n[Chorus]\nOh yeah"

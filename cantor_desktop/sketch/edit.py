@@ -50,7 +50,7 @@ from . import form, frame as frames, render, stems
 from .frame import Frame
 from .instruments import SR
 from .render import HEADROOM, PARTS, Renderer, Song
-from .request import INSTRUMENTAL, is_instrumental
+from .request import is_instrumental
 
 FADE = 0.05                     # seconds: the cross-fade inside a region's edges
 # words that make a layer's instrument play (added to the caption of a lego layer)
@@ -539,4 +539,4 @@ def complete(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict
 
 __all__ = ["Build", "Context", "EditFailed", "Source", "build", "cover", "complete",
            "extract", "frame_of", "length_of", "lego", "level_of", "render_now", "repaint",
-           "text2music", "INSTRUMENTAL"]
+           "text2music"]

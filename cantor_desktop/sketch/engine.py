@@ -16,7 +16,6 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import Any
 
 from .. import gguf
@@ -414,7 +413,6 @@ class Engine:
                      "request(s)")
         takes = []
         for b, (req, seed) in enumerate(tracks):
-            fmt = req["output_format"]
             try:
                 recipe = self._recipe(task, req, seed, src, ref, steps)
             except edit.EditFailed:
