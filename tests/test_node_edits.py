@@ -181,10 +181,12 @@ def test_an_upload_is_encoded_once_then_sent_as_its_latent(node, source, tmp_pat
                           "format": "wav24"})
     second, _ = node.edit({"caption": "synthwave", "task": "cover", "source": ref, "seed": 1,
                            "model": "sketch", "format": "wav24"})
+    stem, _ = node.edit({"caption": "stem", "task": "extract", "source": ref, "track": "bass",
+                         "model": "sketch", "format": "wav24"})
     heard = node.run(lambda c: c.understand(ref))
     log = node.log()[before:]
     assert log.count("(vae encode, 30.00s audio)") == 1, log
-    assert log.count("[Server] Source latents: 750 frames (30.00s), VAE encode skipped") == 2
+    assert log.count("[Server] Source latents: 750 frames (30.00s), VAE encode skipped") == 3
     assert "[Server] Understand source: 750 latent frames (30.00s)" in log
     assert "[Server] Source audio:" not in log
     assert (Path(node.home) / "state" / "uploads" / f"{upload['id']}.f32").is_file()
@@ -192,6 +194,9 @@ def test_an_upload_is_encoded_once_then_sent_as_its_latent(node, source, tmp_pat
     assert db(out[:int(9.9 * SR)], mine[:int(9.9 * SR)]) < -60       # the upload's own audio
     assert db(out[int(15.1 * SR):], mine[int(15.1 * SR):]) < -60
     assert second["takes"][0]["bpm"] == 100
+    low = audio_of(stem)                                   # the bass band's stand-in
+    spec = np.abs(np.fft.rfft(low[:, 0])) ** 2
+    assert spec[:int(300 * len(low) / SR)].sum() / spec.sum() > 0.95
     assert abs(heard["bpm"] - 100) <= 1 and heard["key"] == "A minor"
 
 

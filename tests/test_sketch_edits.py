@@ -12,7 +12,7 @@ import pytest
 from conftest import free_port
 from test_sketch_support import EngineProcess, parse_multipart, read_wav
 
-from cantor_desktop import analysis
+from cantor_desktop import analysis, gguf
 from cantor_desktop.sketch import ensure_sketch_models, latent
 from cantor_desktop.sketch.encode import wav_bytes
 
@@ -127,6 +127,20 @@ def test_multipart_errors_are_ace_servers(engine, take):
     (stem, _), = synth(engine, {"task_type": "extract", "track": "bass", "seed": 1,
                                 "output_format": "wav16"}, src_latents=lat_file(lat))
     assert len(stem) == 30 * SR
+
+
+def test_an_lm_only_folder_answers_501_for_understand_and_vae(tmp_path):
+    gguf.write_header_only(tmp_path / "probe-lm.gguf", gguf.ARCH_LM)
+    e = EngineProcess(tmp_path, free_port(), tmp_path / "log")
+    try:
+        e.wait_ready()
+        assert "[Server] Pipelines: /lm\n" in e.log()
+        for path, message in (("/understand", "Understand requires LM, DiT and VAE models"),
+                              ("/vae", "VAE endpoint requires a VAE in the registry")):
+            r = e.client.post(path, content=b"{}")           # checked before anything else
+            assert (r.status_code, r.json()) == (501, {"error": message})
+    finally:
+        e.stop()
 
 
 def test_a_part_counts_only_as_a_file_and_the_job_fails_without_a_source(engine, take):

@@ -12,7 +12,6 @@ import pytest
 
 from cantor_desktop.sketch import codes, edit, latent, lm, multipart, render, words
 from cantor_desktop.sketch.audio_in import Remembered, decode, sniff
-from cantor_desktop.sketch.encode import wav_bytes
 from cantor_desktop.sketch.engine import song_from_request
 from cantor_desktop.sketch.request import BadRequest, normalise
 
