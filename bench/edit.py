@@ -220,7 +220,7 @@ async def main_async(args) -> dict:
             async for event, _ in client.events(sid):
                 if event in ("done", "failed", "cancelled"):
                     break
-            latent = (home / "state" / "latents" / f"{sid}_take1.f32").read_bytes()
+            latent = (home / "state" / "latents" / f"{sid}_take1.sketch.f32").read_bytes()
             parts = {"src_latents": Part("src_latents.f32", latent)}
             source = {"song": sid, "take": 1}
             repaint = {"caption": "jazz trumpet solo", "task": "repaint", "source": source,

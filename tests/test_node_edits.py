@@ -189,7 +189,7 @@ def test_an_upload_is_encoded_once_then_sent_as_its_latent(node, source, tmp_pat
     assert log.count("[Server] Source latents: 750 frames (30.00s), VAE encode skipped") == 3
     assert "[Server] Understand source: 750 latent frames (30.00s)" in log
     assert "[Server] Source audio:" not in log
-    assert (Path(node.home) / "state" / "uploads" / f"{upload['id']}.f32").is_file()
+    assert (Path(node.home) / "state" / "uploads" / f"{upload['id']}.sketch.f32").is_file()
     mine, out = audio_of(source)[:30 * SR], audio_of(first)
     assert db(out[:int(9.9 * SR)], mine[:int(9.9 * SR)]) < -60       # the upload's own audio
     assert db(out[int(15.1 * SR):], mine[int(15.1 * SR):]) < -60
@@ -203,7 +203,8 @@ def test_an_upload_is_encoded_once_then_sent_as_its_latent(node, source, tmp_pat
 # ---------------------------------------------------------------- stems, a layer
 
 def test_stems_are_the_parts_the_sketch_rendered(node, source):
-    lat = (Path(node.home) / "state" / "latents" / f"{source['id']}_take1.f32").read_bytes()
+    lat = (Path(node.home) / "state" / "latents" /
+           f"{source['id']}_take1.sketch.f32").read_bytes()
     recipe, _ = latent.read(latent.from_bytes(lat))
     song = render.Song.from_json(recipe["song"])
     parts = render.render_parts(song, ["drums", "bass"])
@@ -251,7 +252,8 @@ def test_same_song_new_render_keeps_the_arrangement(node):
     assert "[LM-" not in log                                  # the LM was skipped
     plans = []
     for song in (first, again):
-        lat = (Path(node.home) / "state" / "latents" / f"{song['id']}_take1.f32").read_bytes()
+        lat = (Path(node.home) / "state" / "latents" /
+               f"{song['id']}_take1.sketch.f32").read_bytes()
         recipe, _ = latent.read(latent.from_bytes(lat))
         plans.append((recipe["song"]["seed"], render.plan(render.Song.from_json(
             recipe["song"]))))

@@ -430,15 +430,12 @@ def test_a_reference_and_the_fields_are_noted(engine, take):
     before = engine.log()
     (out, _), = synth(engine, {"caption": "ambient", "lyrics": "[Instrumental]", "duration": 10,
                                "seed": 3, "output_format": "wav16", "inference_steps": 12,
-                               "guidance_scale": 4.5, "shift": 2.25, "solver": "dpm3m",
-                               "adapter": "my-style.safetensors", "adapter_scale": 0.7},
+                               "guidance_scale": 4.5, "shift": 2.25, "solver": "dpm3m"},
                       ref_latents=lat_file(lat))
     log = new_lines(engine, before)
     assert "[Server] Reference latents: 750 frames (30.00s), VAE encode skipped" in log
     assert "[Encode-Timbre] Latents in: 750 frames (30.0s), VAE encode skipped" in log
-    assert "[Server] Loading synth: DiT=sketch-dit.gguf VAE=sketch-vae.gguf " \
-           "Adapter=my-style.safetensors" in log
-    assert "[Synth-Load] Adapter: my-style.safetensors (scale=0.70)" in log
+    assert "[Server] Loading synth: DiT=sketch-dit.gguf VAE=sketch-vae.gguf" in log
     assert "inference_steps=12, guidance_scale=4.5, shift=2.25, solver='dpm3m'" in log
     assert "[Resolve-T] seed=3, steps=12, guidance=4.5, shift=2.2, duration=10.0s" in log
     assert "[DiT] Step 12/12" in log and len(out) == 10 * SR
