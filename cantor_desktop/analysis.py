@@ -47,7 +47,7 @@ MINOR_PROFILE = (0.220, 0.006, 0.104, 0.123, 0.019, 0.103, 0.012, 0.214, 0.062,
 FPS = 200                      # onset frames per second
 BPM_RANGE = (50.0, 220.0)      # where a beat is looked for
 PRIOR_BPM, PRIOR_OCTAVES = 120.0, 1.0
-SOURCES = ("asked", "lm", "measured")
+SOURCES = ("asked", "lm", "source", "measured")
 
 
 RATE = 12000                   # both measures work on a 12 kHz mono copy
@@ -287,14 +287,17 @@ def decode(data: bytes) -> tuple[np.ndarray, int]:
 
 
 def tempo_key(request: Mapping[str, Any] | None, lm: Mapping[str, Any] | None,
-              audio: bytes | np.ndarray | None, rate: int | None = None) -> dict[str, Any]:
+              audio: bytes | np.ndarray | None, rate: int | None = None,
+              source: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A song's tempo, key (and time signature when asked or given by the LM) with where
-    each came from: what the request asked, else what the LM filled in, else measured from
+    each came from: what the request asked, else what the LM filled in, else the facts of
+    the ``source`` an edit keeps them from (repaint, extend, a stem …), else measured from
     ``audio`` (the file's bytes, or an array and its ``rate``). Returns the fields of a
     take (:class:`cantor_desktop.song.Take`): ``{"bpm", "key", "time_signature",
-    "facts_from": {"bpm": "asked" | "lm" | "measured", …}}``; a value that could not be
-    measured (silence) is None, from "measured". The time signature is never measured."""
-    request, lm = request or {}, lm or {}
+    "facts_from": {"bpm": "asked" | "lm" | "source" | "measured", …}}``; a value that could
+    not be measured (silence) is None, from "measured". The time signature is never
+    measured."""
+    request, lm, source = request or {}, lm or {}, source or {}
     out: dict[str, Any] = {"bpm": None, "key": None, "time_signature": None}
     sources: dict[str, str] = {}
     for field in ("bpm", "key", "time_signature"):
@@ -302,6 +305,8 @@ def tempo_key(request: Mapping[str, Any] | None, lm: Mapping[str, Any] | None,
             out[field], sources[field] = request[field], "asked"
         elif lm.get(field):
             out[field], sources[field] = lm[field], "lm"
+        elif source.get(field):
+            out[field], sources[field] = source[field], "source"
         elif field != "time_signature":
             sources[field] = "measured"
     out["facts_from"] = sources

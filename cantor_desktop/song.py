@@ -86,7 +86,8 @@ class Take:
     key: str | None = None
     time_signature: int | None = None
     facts_from: dict[str, str] = field(default_factory=dict)
-    """Where each musical fact came from: ``"asked"``, ``"lm"`` or ``"measured"``."""
+    """Where each musical fact came from: ``"asked"``, ``"lm"``, ``"source"`` (an edit
+    keeps its source's) or ``"measured"``."""
 
     @property
     def file_name(self) -> str:

@@ -40,6 +40,18 @@ def test_run_all_reads_a_real_export_run():
     assert float(row.ours.split("×")[0]) >= 20
 
 
+def test_run_all_reads_a_real_edit_run():
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    plan = run_all.plan_for(quick=True)
+    rows = run_all.edit_figures(plan)
+    assert [r.figure for r in rows] == ["Edit of a 20-s song through the node",
+                                        "50 MB WAV upload on loopback",
+                                        "12 stems of a 20-s song through the node"]
+    assert not any(r.error for r in rows), rows
+    assert rows[1].ok is True and float(rows[1].ours.split()[0]) < 1000
+    assert all(r.ours.endswith("ms") and r.compare.endswith(("ms", "×", "stem")) for r in rows)
+
+
 def test_fault_runner_reads_both_line_formats():
     run = _load(ROOT / "tests" / "faults" / "run.py", "faults_run")
     m = run.LINE_RE.match("[faults] node.toml: 40 files: tried 40 / survived 39 / lost 1 — x")

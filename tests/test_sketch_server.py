@@ -223,8 +223,10 @@ def test_lm_modes_and_nulls(engine):
     out = engine.result(engine.submit("/lm", {"caption": "summer road trip", "lyrics": "",
                                               "lm_mode": "inspire", "seed": 3,
                                               "bpm": None, "duration": None})).json()[0]
-    assert "[Verse]" in out["lyrics"] and out["lm_mode"] == "inspire"
-    assert out["audio_codes"] and out["vocal_language"] == "en"
+    assert "[Verse 1]" in out["lyrics"] and "[Chorus]" in out["lyrics"]
+    assert out["lm_mode"] == "inspire" and out["caption"] != "summer road trip"
+    # like ace-server's inspire mode: metadata and lyrics, no audio codes
+    assert "audio_codes" not in out and out["vocal_language"] == "en"
     out = engine.result(engine.submit("/lm", {"caption": "x at 128 bpm", "lyrics": "la la",
                                               "lm_mode": "format"})).json()[0]
     assert out["bpm"] == 128 and "audio_codes" not in out
@@ -316,9 +318,13 @@ def test_multipart_form_request(engine):
     req = {"caption": "x", "lyrics": "[Instrumental]", "output_format": "wav16",
            "duration": 10, "seed": 8}
     job = engine.client.post("/synth", files={
-        "request": (None, json.dumps(req), "application/json"),
-        "audio": ("ref.wav", b"RIFF....", "audio/wav")}).json()["id"]
+        "request": (None, json.dumps(req), "application/json")}).json()["id"]
     assert engine.wait_job(job) == "done"
+    # an audio part is decoded as ace-server decodes it (tests/test_sketch_edits.py has more)
+    r = engine.client.post("/synth", files={
+        "request": (None, json.dumps(req), "application/json"),
+        "audio": ("ref.wav", b"RIFF....", "audio/wav")})
+    assert (r.status_code, r.json()) == (400, {"error": "Failed to decode audio"})
 
 
 def test_chunked_and_oversized_bodies(engine):
@@ -330,7 +336,7 @@ def test_chunked_and_oversized_bodies(engine):
     port = int(engine.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:   # the length alone
         s.sendall(b"POST /synth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: " + str(65 * 2**20).encode() + b"\r\n\r\n{}")
+                  b"Content-Length: " + str(257 * 2**20).encode() + b"\r\n\r\n{}")
         answer = b""
         while b"}" not in answer:
             chunk = s.recv(4096)

@@ -160,9 +160,18 @@ def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str 
     elif task == "extend":
         if source_duration is None:
             raise ValueError("extend needs the source's duration")
-        body.update(task_type="repaint",
-                    repainting_start=-float(song.extend.get("before", 0.0)),
-                    repainting_end=float(source_duration) + float(song.extend.get("after", 0.0)))
+        # the repainted region is only what is added: [D, D + after] after the source,
+        # [-before, 0] before it (ace-server keeps everything outside the region); both at
+        # once can only be one region over the whole canvas, which re-makes the source too
+        before = float(song.extend.get("before", 0.0))
+        after = float(song.extend.get("after", 0.0))
+        if before and after:
+            start, end = -before, float(source_duration) + after
+        elif before:
+            start, end = -before, 0.0
+        else:
+            start, end = float(source_duration), float(source_duration) + after
+        body.update(task_type="repaint", repainting_start=start, repainting_end=end)
     elif task in ("extract", "lego", "complete"):
         body.update(task_type=task, track=song.track)
         if task == "lego" and song.region:

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 SKETCH = "sketch"
 SAVING_FROM = 0.95          # engine work fills 0..0.95 of a song's progress, saving the rest
+KEEPS_TEMPO = ("repaint", "extend", "extract", "lego", "complete")
+"""Tasks whose result has its source's tempo, key and metre (a cover may not)."""
 _SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
 
 
@@ -374,7 +376,9 @@ class Runner:
         self.queue.set_stage(song, "saving", SAVING_FROM)
         t2 = time.monotonic()
         seeds = watcher.seeds_for(len(tracks), request.seed)
-        await asyncio.to_thread(self._keep_latents, song.id, tracks, plan.key)
+        # the latents are written beside the takes (each write waits for its own fsync)
+        keeping = asyncio.ensure_future(asyncio.to_thread(self._keep_latents, song.id, tracks,
+                                                          plan.key))
         meta = {
             "parent": dict(source.ref) if source is not None and "song" in source.ref else None,
             "model": {"name": plan.model, "family": plan.family, "files": plan.files},
@@ -384,10 +388,16 @@ class Runner:
             "keep_loaded": keep_loaded,
             "timings": timings,
         }
-        files = await asyncio.to_thread(
-            song_files.write_takes, cfg.songs_dir(), song_id=song.id, request=song.request,
-            fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta,
-            lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)))
+        # an edit that keeps its source's tempo and key takes them from the source's take
+        kept = source.facts if source is not None and request.task in KEEPS_TEMPO else None
+        try:
+            files = await asyncio.to_thread(
+                song_files.write_takes, cfg.songs_dir(), song_id=song.id, request=song.request,
+                fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta,
+                lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)),
+                source_facts=kept)
+        finally:
+            await keeping
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
 

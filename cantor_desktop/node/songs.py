@@ -173,11 +173,14 @@ def lm_metadata_per_take(enriched: list[dict[str, Any]] | None, takes: int
 def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str,
                 audios: list[bytes], seeds: list[int | None], meta: dict[str, Any],
                 when: float | None = None,
-                lm_metadata: list[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
+                lm_metadata: list[dict[str, Any] | None] | None = None,
+                source_facts: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Write every take and its sidecar; returns one entry per take for the song record.
 
     ``lm_metadata``: per take, what the LM filled in (bpm, key, time signature, duration,
-    language, caption), recorded next to the request's own values; None without /lm."""
+    language, caption), recorded next to the request's own values; None without /lm.
+    ``source_facts``: the tempo, key and time signature of the source an edit keeps them
+    from (not measured again)."""
     folder.mkdir(parents=True, exist_ok=True)
     when = when or time.time()
     ext = EXTENSIONS[fmt]
@@ -191,7 +194,7 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
         info = audio_info(encoded)
         lm = lm_metadata[index] if lm_metadata and index < len(lm_metadata) else None
         # tempo and key: asked, else the LM's, else measured from the audio (with source)
-        music = tempo_key(request, lm, audio)
+        music = tempo_key(request, lm, audio, source=source_facts)
         sidecar = {
             "cantor_song": 1,
             "id": song_id,

@@ -45,6 +45,7 @@ class Source:
     latent: bytes | None            # the kept latent, when there is one
     name: str                       # for people and the logs
     codes: str | None = None        # a take's own audio codes (songs with lyrics)
+    facts: dict[str, Any] | None = None     # a take's bpm, key and time signature
 
     def parts(self, audio_name: str, latent_name: str) -> dict[str, Part]:
         """The multipart parts for the engine: the latent when kept, else the audio."""
@@ -120,7 +121,9 @@ def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song],
         duration = take.duration or (len(latent) / LATENT_FRAME_BYTES / LATENT_FPS
                                      if latent else 0.0)
         return Source(ref, float(duration), audio, latent,
-                      f"“{song.name[:40]}” take {take.n}", codes=_codes(take.sidecar))
+                      f"“{song.name[:40]}” take {take.n}", codes=_codes(take.sidecar),
+                      facts={"bpm": take.bpm, "key": take.key,
+                             "time_signature": take.time_signature})
     try:
         upload = uploads.get(ref["upload"])
     except (uploads.UploadError, LookupError) as exc:

@@ -71,13 +71,13 @@ class Plan:
 
 
 def _rng(song, what: str) -> random.Random:
-    return random.Random(zlib.crc32(f"{song.seed}\0{what}".encode()))
+    return random.Random(zlib.crc32(f"{song.arrangement_seed}\0{what}".encode()))
 
 
 class Arranger:
     def __init__(self, song):
         self.song = song
-        self.style = style_for(song.caption, song.seed)
+        self.style = style_for(song.caption, song.arrangement_seed)
         self.half = song.beat_seconds / 2
         self.slots = song.beats_per_bar * 2
         self.bar_s = song.bar_seconds
@@ -87,7 +87,8 @@ class Arranger:
         self.mode = "minor" if song.minor else "major"
         self.events: list[Event] = []
         self.kicks: set[int] = set()             # where a kick (or a taiko) lands
-        self.melody_seed = song.melody_seed if song.melody_seed is not None else song.seed
+        self.melody_seed = (song.melody_seed if song.melody_seed is not None
+                            else song.arrangement_seed)
 
     # ------------------------------------------------------------ helpers
 
@@ -126,8 +127,10 @@ class Arranger:
         if song.lyrics:
             sections, lines = form.from_lyrics(song.lyrics, self.bars, self.bar_s, self.slots,
                                                song.duration)
+        elif song.sections is not None:
+            sections = form.fitted(song.sections, self.bars)
         else:
-            sections = form.generated(self.bars, song.seed)
+            sections = form.generated(self.bars, song.arrangement_seed)
         self.sections = sections
         self.loudness = [1.0] * self.bars
         for s in sections:
@@ -170,6 +173,9 @@ class Arranger:
         degrees = (degrees + [0] * self.bars)[:self.bars]
         if self.bars > 2:
             degrees[-1] = 0               # the song ends home
+        for bar, degree in enumerate((self.song.degrees or ())[:self.bars]):
+            if degree is not None:        # chords given (an edit keeps its source's)
+                degrees[bar] = int(degree)
         return degrees
 
     # ------------------------------------------------------------ drums

@@ -12,7 +12,7 @@ bridge, solo or breakdown between later choruses, then an outro.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import music
 
@@ -131,6 +131,61 @@ def _blocks(rng: random.Random, unit: int, half: int):
         block = rng.choice([b for b in options if b is not last])
         last = block
         yield block
+
+
+# ---------------------------------------------------------------- given (edits)
+
+def fitted(sections, bars: int) -> list[Section]:
+    """Given sections cut or stretched to exactly ``bars`` bars (the last one takes up the
+    rest)."""
+    out = [replace(s, bars=min(s.bars, bars - s.start)) for s in sections if s.start < bars]
+    if not out:
+        return generated(bars, 0)
+    if out[-1].end < bars:
+        out[-1] = replace(out[-1], bars=bars - out[-1].start)
+    return out
+
+
+def from_kinds(kinds: list[tuple[str, float]]) -> list[Section]:
+    """Sections from one (kind, energy) per bar: a new section where either changes;
+    numbered by kind in order, the last of each kind marked."""
+    runs: list[list] = []
+    for bar, (kind, energy) in enumerate(kinds):
+        if runs and (runs[-1][0], runs[-1][3]) == (kind, energy):
+            runs[-1][2] += 1
+        else:
+            runs.append([kind, bar, 1, energy])
+    counts: dict[str, int] = {}
+    total = {r[0]: sum(1 for x in runs if x[0] == r[0]) for r in runs}
+    out = []
+    for kind, start, n, energy in runs:
+        counts[kind] = counts.get(kind, 0) + 1
+        out.append(Section(kind, start, n, counts[kind], energy, counts[kind] == total[kind]))
+    return out
+
+
+def continuation(bars: int, seed: int) -> list[tuple[str, float]]:
+    """(kind, energy) per bar for music that goes on after a song ends: verse and chorus
+    in fours (a chorus first when the song ended quietly is not guessed: a verse), an outro
+    to close."""
+    if bars <= 2:
+        return [("outro", ENERGY["outro"])] * bars
+    outro = 4 if bars >= 16 else (2 if bars >= 6 else 1)
+    rng = random.Random(f"continue\0{seed}")
+    body: list[str] = []
+    kinds = ["verse", "chorus"] if rng.random() < 0.5 else ["verse", "pre", "chorus"]
+    while len(body) < bars - outro:
+        for kind in kinds:
+            body += [kind] * 4
+    body = body[:bars - outro]
+    return [(k, ENERGY[k]) for k in body] + [("outro", ENERGY["outro"])] * outro
+
+
+def lead_in(bars: int) -> list[tuple[str, float]]:
+    """(kind, energy) per bar for music put before a song: an intro, then a verse when
+    there are more than four bars."""
+    intro = bars if bars <= 4 else 4
+    return [("intro", ENERGY["intro"])] * intro + [("verse", ENERGY["verse"])] * (bars - intro)
 
 
 # ---------------------------------------------------------------- with lyrics

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 import random
 import re
-import zlib
 
-from . import music
+from . import music, words
 from .request import is_instrumental, sparse, time_signature
 
 # (pattern, bpm, time signature or None); the first match in the caption wins
@@ -130,41 +129,28 @@ def song_duration(lyrics: str, bpm: int, ts: int, rng: random.Random) -> float:
     return float(bars * bar)
 
 
-INSPIRE_WORDS = ["light", "night", "road", "heart", "sky", "river", "home", "fire", "rain",
-                 "morning", "echo", "shadow", "dream", "ocean", "city", "summer"]
-
-
-def inspire_lyrics(caption: str, rng: random.Random) -> str:
-    words = [w for w in re.findall(r"[A-Za-z]{3,}", caption)] or ["song"]
-    lines = []
-    for section in ("[Verse]", "[Chorus]"):
-        lines.append(section)
-        for _ in range(4):
-            a, b = rng.choice(words), rng.choice(INSPIRE_WORDS)
-            lines.append(f"{a} in the {b}, {rng.choice(INSPIRE_WORDS)} and {a}".capitalize())
-    return "\n".join(lines)
-
-
-def audio_codes(lyrics: str, seed: int, duration: float) -> str:
-    """ACE-Step-shaped codes (5 per second of audio), derived from the lyrics and the seed.
-    The sketch synth takes its melody seed from them, so the LM stage shapes the song."""
-    n = max(1, int(round(duration * 5)))
-    h = zlib.crc32(f"{seed}\0{lyrics}".encode())
-    out = []
-    for i in range(n):
-        h = (h * 1103515245 + 12345 + i) & 0x7FFFFFFF
-        out.append(f"<|audio_code_{h % 64000}|>")
-    return "".join(out)
-
-
 def enrich(req: dict, seed: int) -> dict:
-    """One enriched request (full field set) for ``lm_mode`` generate/inspire/format."""
+    """One enriched request (full field set) for ``lm_mode`` generate/inspire/format.
+
+    generate: the metadata and the audio codes of the song's plan (codes.py), made from
+    ``seed`` (the LM's seed: the arrangement's); inspire: a caption and lyrics from the
+    short idea in the caption (words.py), and the metadata, no codes; format: the caption
+    and lyrics tidied, and the metadata, no codes (as ace-server's LM modes)."""
     rng = random.Random(seed)
     out = dict(req)
     caption = req["caption"]
     lyrics = req["lyrics"]
-    if req["lm_mode"] == "inspire" and not lyrics.strip():
-        lyrics = out["lyrics"] = inspire_lyrics(caption, rng)
+    locked = not req["use_cot_caption"]           # "lock my caption": never rewritten
+    if req["lm_mode"] == "inspire":
+        written_caption, written = words.inspire(caption, rng)
+        if not locked:
+            caption = out["caption"] = written_caption
+        if not lyrics.strip():
+            lyrics = out["lyrics"] = written
+    elif req["lm_mode"] == "format":
+        if not locked:
+            caption = out["caption"] = words.tidy_caption(caption) or caption
+        lyrics = out["lyrics"] = words.tidy_lyrics(lyrics)
     bpm = int(req["bpm"]) if req["bpm"] > 0 else caption_bpm(caption)
     if not bpm:
         bpm = rng.randrange(80, 141, 2)
@@ -185,9 +171,22 @@ def enrich(req: dict, seed: int) -> dict:
         out["duration"] = float(max(10.0, min(600.0, math.ceil(duration * 10 - 1e-9) / 10)))
     if not is_instrumental(lyrics):
         out["vocal_language"] = req["vocal_language"] or caption_language(caption, lyrics)
-    if req["lm_mode"] != "format":
-        out["audio_codes"] = audio_codes(lyrics, seed, out["duration"])
+    if req["lm_mode"] == "generate":
+        out["audio_codes"] = plan_codes(out, seed)
     return out
+
+
+def plan_codes(enriched: dict, seed: int) -> str:
+    """The codes of the song the synth makes of ``enriched`` with the arrangement of
+    ``seed`` (the same Song the synth builds: engine.song_from_request)."""
+    from . import codes, render
+    key = music.parse_key(enriched["keyscale"]) or (0, False)
+    song = render.Song(bpm=max(30, min(300, int(enriched["bpm"]))),
+                       beats_per_bar=time_signature(enriched["timesignature"]), tonic=key[0],
+                       minor=key[1], duration=float(max(1.0, min(600.0, enriched["duration"]))),
+                       seed=seed, lyrics="" if is_instrumental(enriched["lyrics"])
+                       else enriched["lyrics"], caption=enriched["caption"], plan_seed=seed)
+    return codes.encode(song, render.plan(song))
 
 
 def run_lm(req: dict, seed: int) -> list[dict]:

@@ -68,8 +68,14 @@ ROOM = {"ambient": 3.2, "trailer": 2.8, "orchestral": 2.6, "ballad": 2.0, "waltz
 @dataclass
 class Song:
     """Everything that decides the audio. Built from a request by
-    ``engine.song_from_request``; ``caption`` chooses the style (style.py)."""
-    bpm: int
+    ``engine.song_from_request``; ``caption`` chooses the style (style.py).
+
+    ``seed`` is the render's (the voices' noise, the room); the arrangement (style, form,
+    chords, patterns, melody) follows ``plan_seed`` when given (audio codes carry it, so a
+    new render of the same codes keeps the arrangement), else ``seed``. Edits give the form
+    (``sections``: form.Section tuples) and the chords per bar (``degrees``, None where
+    free) of their source, and leave out the fades where the audio goes on."""
+    bpm: float
     beats_per_bar: int
     tonic: int
     minor: bool
@@ -78,6 +84,15 @@ class Song:
     lyrics: str = ""
     melody_seed: int | None = None
     caption: str = ""
+    plan_seed: int | None = None
+    sections: tuple | None = None
+    degrees: tuple | None = None
+    fade_in: bool = True
+    fade_out: bool = True
+
+    @property
+    def arrangement_seed(self) -> int:
+        return self.seed if self.plan_seed is None else self.plan_seed
 
     @property
     def beat_seconds(self) -> float:
@@ -86,6 +101,31 @@ class Song:
     @property
     def bar_seconds(self) -> float:
         return self.beat_seconds * self.beats_per_bar
+
+    def to_json(self) -> dict:
+        """The song as JSON values (a recipe's; :meth:`from_json` gives it back exactly)."""
+        out = {k: getattr(self, k) for k in SONG_FIELDS}
+        if self.sections is not None:
+            out["sections"] = [[s.kind, s.start, s.bars, s.number, s.energy, s.last]
+                               for s in self.sections]
+        if self.degrees is not None:
+            out["degrees"] = list(self.degrees)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Song":
+        from .form import Section
+        kw = {k: data[k] for k in SONG_FIELDS if k in data}
+        if data.get("sections") is not None:
+            kw["sections"] = tuple(Section(str(k), int(a), int(n), int(num), float(e), bool(last))
+                                   for k, a, n, num, e, last in data["sections"])
+        if data.get("degrees") is not None:
+            kw["degrees"] = tuple(None if d is None else int(d) for d in data["degrees"])
+        return cls(**kw)
+
+
+SONG_FIELDS = ("bpm", "beats_per_bar", "tonic", "minor", "duration", "seed", "lyrics",
+               "melody_seed", "caption", "plan_seed", "fade_in", "fade_out")
 
 
 def plan(song: Song) -> Plan:
@@ -211,8 +251,9 @@ class Renderer:
         if n:
             out -= np.array([out[:, c].sum(dtype=np.float64) / n for c in (0, 1)],
                             dtype=np.float32)
-        fade_in = min(n, int(0.01 * SR))
-        fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR))
+        fade_in = min(n, int(0.01 * SR)) if self.song.fade_in else 0
+        fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR)) \
+            if self.song.fade_out else 0
         if fade_in:
             out[:fade_in] *= np.linspace(0, 1, fade_in, dtype=np.float32)[:, None]
         if fade_out:

@@ -11,12 +11,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from . import SKETCH_DATE, SKETCH_DISPLAY_NAME, SKETCH_VERSION, options
-from .engine import Engine, Registry
+from . import SKETCH_DATE, SKETCH_DISPLAY_NAME, SKETCH_VERSION, multipart, options
+from .engine import Engine, Incoming, Registry
 from .log import EngineLog
-from .request import BadRequest, normalise, parse_json
+from .request import BadRequest, check_caption, normalise, parse_json
 
-MAX_BODY = 64 * 1024 * 1024
+MAX_BODY = 256 * 1024 * 1024        # ace-server's request body limit
+SECONDS_PER_FRAME = 1920 / 48000
 _MP3_OK: bool | None = None
 
 
@@ -33,24 +34,6 @@ def mp3_available() -> bool:
         except (EncodeError, ImportError):
             _MP3_OK = False
     return _MP3_OK
-
-
-def _multipart_request(body: bytes, content_type: str) -> bytes:
-    """The ``request`` part of a multipart/form-data body (audio parts are not used)."""
-    boundary = ""
-    for item in content_type.split(";")[1:]:
-        k, _, v = item.strip().partition("=")
-        if k.lower() == "boundary":
-            boundary = v.strip().strip('"')
-    if not boundary:
-        raise BadRequest("Invalid multipart body (no boundary)")
-    for part in body.split(b"--" + boundary.encode()):
-        head, sep, data = part.partition(b"\r\n\r\n")
-        if not sep:
-            continue
-        if b'name="request"' in head:
-            return data[:-2] if data.endswith(b"\r\n") else data
-    raise BadRequest("Missing request part")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -141,6 +124,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._lm(body)
             elif route == ("POST", "/synth"):
                 self._synth(body)
+            elif route == ("POST", "/understand"):
+                self._understand(body)
+            elif route == ("POST", "/vae"):
+                self._vae(body)
             elif url.path == "/job":
                 self._job(method, query)
             elif route == ("GET", "/logs"):
@@ -168,23 +155,149 @@ class Handler(BaseHTTPRequestHandler):
     def _synth(self, body: bytes) -> None:
         if not self.engine.registry.has_synth:
             raise BadRequest("No synth models in registry (need dit + text-encoder + vae)", 501)
-        ctype = self.headers.get("Content-Type", "")
-        if ctype.lower().startswith("multipart/form-data"):
-            body = _multipart_request(body, ctype)
-        obj = parse_json(body)
-        items = obj if isinstance(obj, list) else [obj]
-        if not items:
-            raise BadRequest("Invalid JSON")
-        reqs = [normalise(item) for item in items]
+        source = reference = None
+        if self._is_form():
+            parts = multipart.parse(body, self.headers.get("Content-Type", ""))
+            obj = self._form_request(parts, required=True)
+            source = self._latents(parts, "src_latents", "Source")
+            audio = self._audio(parts, "audio", "Source audio")
+            if source is None and audio is not None:
+                source = Incoming(audio=audio)
+            reference = self._latents(parts, "ref_latents", "Reference")
+            ref_part = multipart.file(parts, "ref_audio")
+            if ref_part is not None and ref_part.data:
+                from .audio_in import decode
+                ref_audio = decode(ref_part.data)
+                if ref_audio is None:
+                    self.engine.log("[Server] WARNING: failed to decode ref_audio, ignoring")
+                else:
+                    self.engine.log(f"[Server] Reference audio: {len(ref_audio) / 48000:.2f}s "
+                                    "@ 48kHz")
+                    if reference is None:
+                        reference = Incoming(audio=ref_audio)
+            items = [obj]
+        else:
+            obj = parse_json(body)
+            items = obj if isinstance(obj, list) else [obj]
+            if not items:
+                raise BadRequest("Invalid JSON")
+        reqs = [normalise(item, caption_required=False) for item in items]
+        check_caption(reqs[0], synth=True)
         if any(r["output_format"] == "mp3" for r in reqs) and not mp3_available():
             raise BadRequest("MP3 encoding is not available in this sketch engine "
                              "(libsndfile without MP3); use output_format wav16, wav24 or "
                              "wav32")
-        job = self.engine.submit("synth", reqs)
+        job = self.engine.submit("synth", reqs, source=source, reference=reference)
         try:
             self._json(200, {"id": job.id})
         finally:
             self.engine.enqueue(job)
+
+    def _understand(self, body: bytes) -> None:
+        reg = self.engine.registry
+        if not (reg.has_lm and reg.by_kind["dit"] and reg.by_kind["vae"]):
+            raise BadRequest("Understand requires LM, DiT and VAE models", 501)
+        if not self._is_form():
+            raise BadRequest("Understand requires multipart/form-data")
+        parts = multipart.parse(body, self.headers.get("Content-Type", ""))
+        obj = self._form_request(parts, required=False)
+        obj = {"lm_temperature": 0.3, "lm_top_p": 1.0, **obj}   # understand's own defaults
+        lat = self._latents(parts, "src_latents", "Understand source")
+        audio = self._audio(parts, "audio", "Understand source")
+        if lat is None and audio is None:
+            raise BadRequest("Multipart: missing 'audio' or 'src_latents' part")
+        req = normalise(obj, caption_required=False)
+        job = self.engine.submit("understand", [req], source=lat or Incoming(audio=audio))
+        try:
+            self._json(200, {"id": job.id})
+        finally:
+            self.engine.enqueue(job)
+
+    def _vae(self, body: bytes) -> None:
+        if not self.engine.registry.by_kind["vae"]:
+            raise BadRequest("VAE endpoint requires a VAE in the registry", 501)
+        if not self._is_form():
+            raise BadRequest("VAE endpoint requires multipart/form-data")
+        parts = multipart.parse(body, self.headers.get("Content-Type", ""))
+        obj = self._form_request(parts, required=False)
+        has_audio = multipart.file(parts, "audio") is not None
+        has_latents = multipart.file(parts, "src_latents") is not None
+        if has_audio == has_latents:
+            raise BadRequest("Multipart: provide exactly one of 'audio' (encode) or "
+                             "'src_latents' (decode)")
+        if has_audio:
+            audio = self._audio(parts, "audio", None)
+            if len(audio) // 1920 >= 15000:
+                raise BadRequest("audio exceeds max duration (10 min)", 413)
+            req = normalise(obj, caption_required=False)
+            job = self.engine.submit("encode", [req], source=Incoming(audio=audio))
+        else:
+            source = self._latents(parts, "src_latents", None)
+            req = normalise(obj, caption_required=False)
+            if req["output_format"] == "mp3" and not mp3_available():
+                raise BadRequest("MP3 encoding is not available in this sketch engine "
+                                 "(libsndfile without MP3); use output_format wav16, wav24 "
+                                 "or wav32")
+            job = self.engine.submit("decode", [req], source=source)
+        try:
+            self._json(200, {"id": job.id})
+        finally:
+            self.engine.enqueue(job)
+
+    # ------------------------------------------------------------ multipart parts
+
+    def _is_form(self) -> bool:
+        return self.headers.get("Content-Type", "").lower().startswith("multipart/form-data")
+
+    @staticmethod
+    def _form_request(parts: dict, *, required: bool) -> dict:
+        """The ``request`` part (a field or a file) as a JSON object."""
+        raw = multipart.field_or_file(parts, "request")
+        if raw is None:
+            if required:
+                raise BadRequest("Multipart: missing 'request' part")
+            return {}
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            obj = None
+        if not isinstance(obj, dict):
+            raise BadRequest("Multipart: invalid JSON in 'request' part")
+        return obj
+
+    def _latents(self, parts: dict, name: str, label: str | None) -> Incoming | None:
+        """A latent file part, checked as ace-server checks it (and its line logged)."""
+        from . import latent
+        part = multipart.file(parts, name)
+        if part is None:
+            return None
+        try:
+            frames = latent.frames_of(len(part.data), name)
+        except latent.LatentError as e:
+            raise BadRequest(str(e), e.status) from None
+        seconds = frames * SECONDS_PER_FRAME
+        if label == "Understand source":
+            self.engine.log(f"[Server] Understand source: {frames} latent frames "
+                            f"({seconds:.2f}s)")
+        elif label is not None:
+            self.engine.log(f"[Server] {label} latents: {frames} frames ({seconds:.2f}s), "
+                            "VAE encode skipped")
+        return Incoming(latent=latent.from_bytes(part.data))
+
+    def _audio(self, parts: dict, name: str, label: str | None):
+        """An audio file part decoded to 48 kHz stereo (WAV or MP3, as ace-server)."""
+        from .audio_in import decode
+        part = multipart.file(parts, name)
+        if part is None:
+            return None
+        if not part.data:
+            raise BadRequest(f"Multipart: empty '{name}' part")
+        audio = decode(part.data)
+        if audio is None:
+            raise BadRequest("Failed to decode audio")
+        if label is not None:
+            self.engine.log(f"[Server] {label}: {len(audio) / 48000:.2f}s @ 48kHz")
+        return audio
 
     def _job(self, method: str, query: dict) -> None:
         job_id = query.get("id", "")
@@ -281,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     log(f"[Store] Created (policy={'NEVER' if opts.keep_loaded else 'STRICT'})")
     log(f"[Server] {SKETCH_DISPLAY_NAME}: {SKETCH_VERSION} ({SKETCH_DATE})")
     log(f"[Server] Listening on {opts.host}:{opts.port}")
-    pipes = " ".join(p for p, ok in (("/lm", registry.has_lm), ("/synth", registry.has_synth))
-                     if ok)
+    understand = registry.has_lm and registry.by_kind["dit"] and registry.by_kind["vae"]
+    pipes = " ".join(p for p, ok in (("/lm", registry.has_lm), ("/synth", registry.has_synth),
+                                     ("/understand", understand)) if ok)
     log(f"[Server] Pipelines: {pipes}")
     log(f"[Server] Models: {registry.summary()}")
 
