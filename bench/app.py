@@ -111,7 +111,7 @@ def paint_times(code: str, env: dict) -> dict[str, float]:
 def bench_start(runs: int) -> tuple[float, float, float]:
     home = tempfile.mkdtemp(prefix="cantor-bench-")
     env = {**os.environ, "CANTOR_HOME": home, "PYTHONPATH": str(ROOT)}
-    from conftest import free_port
+    from support.procs import free_port
     Path(home, "node.toml").write_text(f"[node]\nport = {free_port()}\n")
     bare, cantor, ready = [], [], []
     first_paint(CHILD_BARE, env)  # warm the OS file cache for both
@@ -148,7 +148,7 @@ def bench_stall(app, pull_mib: int) -> dict:
     from PySide6.QtCore import QTimer
 
     from cantor_desktop import config
-    from conftest import free_port
+    from support.procs import free_port
     home = tempfile.mkdtemp(prefix="cantor-bench-")
     os.environ["CANTOR_HOME"] = home
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"

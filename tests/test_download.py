@@ -305,7 +305,7 @@ def test_unresolvable_host_fails_at_once_with_a_clear_reason(tmp_path):
 
 
 def test_refused_connection_is_still_retried(tmp_path):
-    from conftest import free_port
+    from support.procs import free_port
     url = f"http://127.0.0.1:{free_port()}/f.bin"     # nothing listens there
     with pytest.raises(DownloadError) as err:
         fetch(url, tmp_path / "f.bin", sha256="0" * 64, retries=2)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from support.procs import free_port
 from support.scripted_engine import RunningEngine, make_models
 
 from cantor_desktop.engine.client import (EngineClient, EngineError, JobCancelled, JobFailed,

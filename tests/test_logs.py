@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from test_node_support import SHORT, Node, until_state, write_config
+from support.node import SHORT, Node, until_state, write_config
 
 
 def test_node_log_tells_each_song_s_story(cantor_home):

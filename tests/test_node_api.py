@@ -13,7 +13,7 @@ import soundfile as sf
 
 from cantor_desktop.nodeclient import NodeError
 
-from test_node_support import LONG, SHORT, Node, collect, until_state, write_config
+from support.node import LONG, SHORT, Node, collect, until_state, write_config
 
 
 @pytest.fixture
@@ -245,7 +245,7 @@ def test_config_system_models_and_restart_through_the_api(home):
                         return (await c.health())["status"] == "ok"
                     except NodeError:
                         return False
-                from test_node_support import wait_for
+                from support.node import wait_for
                 await wait_for(back, 15, 0.1)
                 again = await c.songs()
                 return (patched, models, system, system2, restart, again, node.proc.pid == pid,

@@ -12,8 +12,7 @@ import httpx
 
 from cantor_desktop.nodeclient import NodeClient
 
-from test_node_support import LONG, SHORT, Node, write_config
-from test_ui_helpers import qloop  # noqa: F401  (fixture)
+from support.node import LONG, SHORT, Node, write_config
 
 
 class RecordingTransport(httpx.AsyncHTTPTransport):
@@ -161,7 +160,7 @@ def test_early_stops_on_the_qt_loop_leave_no_generator_behind(cantor_home, qloop
     """qasync's loop installs no async-generator hooks: without the client's care, httpx's
     inner generators were closed by the garbage collector ("async generator ignored
     GeneratorExit")."""
-    from test_ui_helpers import run as run_on_qt
+    from support.ui import run as run_on_qt
 
     write_config(cantor_home)
     seen, old_hook = _watch_unraisable()

@@ -10,8 +10,8 @@ import subprocess
 
 from cantor_desktop.selfexec import self_argv
 
-from test_node_support import Node, write_config
-from test_ui_helpers import qloop, run, until  # noqa: F401 (fixtures)
+from support.node import Node, write_config
+from support.ui import run, until
 
 
 def _their_node(tmp_path) -> Node:

@@ -14,8 +14,8 @@ import soundfile as sf
 
 from cantor_desktop.selfexec import self_argv
 
-from conftest import free_port
-from test_node_support import Node, write_config
+from support.procs import free_port
+from support.node import Node, write_config
 
 
 BAR_LINE = re.compile(r"^\[[#-]{28}\] +(\d+\.\d)%  (queued|lm|synth|saving|done)\b")

@@ -6,7 +6,7 @@ import httpx
 
 from cantor_desktop.access import bearer, read_token
 
-from test_ui_helpers import node, qloop, run, until  # noqa: F401 (fixtures)
+from support.ui import run, until
 
 from cantor_desktop.ui.compose_form import ComposeForm
 from cantor_desktop.ui.node_link import NodeLink
@@ -82,7 +82,7 @@ def test_use_these_settings_round_trip():
 
 
 def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
-    from conftest import free_port
+    from support.procs import free_port
     url = f"http://127.0.0.1:{free_port()}"
     link = NodeLink(url=url, start_child=False)
     run(qloop, link._connect())

@@ -10,7 +10,7 @@ import base64
 
 import pytest
 
-from test_ui_helpers import node, qloop, run, until  # noqa: F401
+from support.ui import run, until
 
 from cantor_desktop import gguf
 from cantor_desktop.models.events import PullEvent
@@ -307,3 +307,13 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     page.every_quant.setChecked(True)
     assert not page.table.isRowHidden(q4)
     run(qloop, link.shutdown())
+
+
+def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
+    # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
+    # said "23.5 GiB": the same figure, named correctly in both
+    from cantor_desktop.download import human_size
+    from cantor_desktop.ui.transfer import human_bytes
+    assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
+    assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"
+    assert human_bytes(512) == "512 B" and human_bytes(None) == "?"

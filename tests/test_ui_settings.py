@@ -7,7 +7,6 @@ import time
 from cantor_desktop import config
 from cantor_desktop.paths import paths
 from cantor_desktop.ui.pages.settings import SettingsPage
-from test_ui_helpers import qloop  # noqa: F401 (fixture)
 
 
 def test_every_key_has_a_field_and_save_writes_node_toml(qtbot):
@@ -61,11 +60,11 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
     Library's Hugging Face token belongs to the node's machine: with no node it is not
     saved here, and the page says why (tests/test_ui_library.py saves it on a node)."""
     import threading
-    from test_ui_helpers import run, until
+    from support.ui import run, until
     from cantor_desktop import secrets
     from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
     from cantor_desktop.ui.pages.library import LibraryPage
-    from conftest import free_port
+    from support.procs import free_port
     threads: list[str] = []
     real_set = secrets.set_secret
 

@@ -7,7 +7,7 @@ import time
 
 from PySide6.QtCore import QItemSelectionModel, Qt
 
-from test_ui_helpers import make_wav, node, qloop, run, until  # noqa: F401
+from support.ui import make_wav, run, until
 
 from cantor_desktop.ui import waveform
 from cantor_desktop.ui.node_link import NodeLink

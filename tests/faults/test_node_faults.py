@@ -21,8 +21,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conftest import free_port  # noqa: E402
-from test_node_support import Node, engine_pid, until_state, write_config  # noqa: E402
+from support.procs import free_port
+from support.node import Node, engine_pid, until_state, write_config  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
