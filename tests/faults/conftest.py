@@ -23,7 +23,7 @@ def tally(capsys):
     yield make
     with capsys.disabled():
         for t in made:
-            print("\n" + t.line("; ".join(t.lost)), flush=True)
+            print("\n" + t.line(), flush=True)
 
 
 @pytest.fixture(scope="module")

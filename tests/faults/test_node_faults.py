@@ -134,7 +134,7 @@ def test_engine_killed_mid_song_twenty_times(cantor_home, tally):
             f"landed mid-song: {', '.join(sorted(set(missed))) or 'none'}); after a landed "
             f"kill {outcomes['failed']} failed with the signal, {outcomes['done']} were done "
             f"with a whole file")
-    t.what = f"engine kill -9 mid-song ({note})"
+    t.note(note)
     assert t.tried >= LANDED_KILLS, f"only {t.tried} kills landed mid-song: {note}"
     assert not t.lost, t.lost
 
@@ -187,5 +187,5 @@ def test_node_killed_ten_times_with_a_queue(cantor_home, tally):
             await round_()
 
     asyncio.run(main())
-    t.what = f"node kill -9 with a queue ({submitted} songs)"
+    t.note(f"{submitted} songs submitted")
     assert t.tried == 10 and not t.lost, t.lost

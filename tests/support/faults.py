@@ -37,6 +37,7 @@ class Tally:
     tried: int = 0
     survived: int = 0
     lost: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)     # what was seen, besides the counts
 
     def ok(self) -> None:
         self.tried += 1
@@ -44,10 +45,14 @@ class Tally:
 
     def fail(self, reason: str) -> None:
         self.tried += 1
-        self.lost.append(reason)
+        self.lost.append(" ".join(reason.split()))      # one line in the report
 
-    def line(self, extra: str = "") -> str:
-        return report_line(self.what, self.tried, self.survived, len(self.lost), extra)
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def line(self) -> str:
+        return report_line(self.what, self.tried, self.survived, len(self.lost),
+                           "; ".join(self.lost + self.notes))
 
 
 # -- a real node for the API fault tests ------------------------------------------------
