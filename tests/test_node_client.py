@@ -76,7 +76,8 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
                         pass
 
                 reader = asyncio.create_task(read_forever())
-                await asyncio.sleep(0.5)
+                while not any(r["opened_by"] is reader for r in transport.responses):
+                    await asyncio.sleep(0.01)          # its stream is open: it waits in it
                 reader.cancel()
                 try:
                     await reader

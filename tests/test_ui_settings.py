@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from cantor_desktop import config
 from cantor_desktop.paths import paths
 from cantor_desktop.ui.pages.settings import SettingsPage
@@ -30,16 +28,24 @@ def test_invalid_value_is_refused_with_the_registry_reason(qtbot):
 
 
 def test_an_edit_on_disk_shows_within_a_second(qtbot):
+    """The page looks at node.toml every POLL_MS (at most a second) and shows an edit at the
+    first look after it: counted in looks, not in wall-clock time (a loaded machine may run
+    the timer late, which is not the page's doing)."""
+    from cantor_desktop.ui.pages.settings import POLL_MS
+    assert POLL_MS <= 1000
     page = SettingsPage()
     qtbot.addWidget(page)
+    looks = [0]
+    page.timer.timeout.connect(lambda: looks.__setitem__(0, looks[0] + 1))  # after _poll
     path = paths().config_file
-    path.write_text("# mine\n[node]\nkeep_loaded = true\nport = 9001\n")
-    start = time.monotonic()
-    qtbot.waitUntil(lambda: page.value("node.port") == 9001, timeout=1500)
-    assert time.monotonic() - start < 1.2
+    for edit, port in ((lambda: path.write_text("# mine\n[node]\nkeep_loaded = true\n"
+                                                "port = 9001\n"), 9001),
+                       (lambda: config.update({"node.port": 9002}), 9002)):   # a rename, as the CLI
+        edit()
+        looks[0] = 0
+        qtbot.waitUntil(lambda: looks[0] >= 1, timeout=30_000)
+        assert page.value("node.port") == port          # shown at the first look after it
     assert page.value("node.keep_loaded") is True
-    config.update({"node.port": 9002})  # atomic rename, like the CLI does
-    qtbot.waitUntil(lambda: page.value("node.port") == 9002, timeout=1500)
 
 
 def test_a_malformed_file_is_shown_and_never_overwritten(qtbot):
@@ -47,7 +53,7 @@ def test_a_malformed_file_is_shown_and_never_overwritten(qtbot):
     qtbot.addWidget(page)
     path = paths().config_file
     path.write_text("[node\nport = 1\n")
-    qtbot.waitUntil(lambda: not page.banner.isHidden(), timeout=1500)
+    qtbot.waitUntil(lambda: not page.banner.isHidden(), timeout=30_000)  # at its next look
     assert "line 1" in page.banner.text()
     page.fields["node.port"].setValue(7000)
     assert not page.save_button.isEnabled()
@@ -118,7 +124,7 @@ def test_the_wheel_scrolls_the_page_and_changes_no_value_it_was_not_given(qtbot)
     assert (combo.currentText(), spin.value()) == before       # unfocused: nothing changed
     page.activateWindow()
     spin.setFocus()
-    qtbot.waitUntil(spin.hasFocus, timeout=2000)
+    qtbot.waitUntil(spin.hasFocus, timeout=30_000)
     wheel(spin)
     assert spin.value() != before[1]                            # focused: the wheel works
 
