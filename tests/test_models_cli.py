@@ -62,7 +62,10 @@ def test_import_and_verify(tmp_path, capsys):
     gguf.write_header_only(tmp_path / "b.gguf", "llama")
     assert main(["models", "import", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "dit" in out and "skipped" in out
+    adopted, skipped = out.splitlines()
+    assert adopted == f"dit      {tmp_path / 'a.gguf'}"
+    assert skipped.startswith(f"skipped  {tmp_path / 'b.gguf'}: ")
+    assert "llama" in skipped                           # why: not an ACE-Step architecture
     assert main(["models", "import", str(tmp_path / "missing")]) == 2
     assert main(["models", "verify"]) == 0
     assert "unverified" in capsys.readouterr().out

@@ -91,7 +91,10 @@ def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
     page.caption.setPlainText("anything")
     page.generate.click()
     run(qloop, until(lambda: "Could not queue" in page.problem.text(), what="the reason"))
-    assert "not running" in page.problem.text() or "node" in page.problem.text().lower()
+    problem = page.problem.text()
+    assert problem.startswith("Could not queue the song")
+    # what is wrong and what to do about it
+    assert problem.endswith("The node is not running; start it from the tray or the status bar")
 
 
 def test_status_line_does_not_call_an_uninstalled_backend_ready(qtbot, qloop, node):

@@ -103,7 +103,8 @@ def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
     s.link.start()
     run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="the child node"))
     assert s.link.owns_node and s.tray.stop.isEnabled() and not s.tray.start.isEnabled()
-    assert "ready" in s.tray.status.text().lower()
+    assert s.tray.status.text() == s.link.status_line()   # the tray says the link's state
+    assert s.tray.status.text().startswith("Node ready")
     killed = s.link.process.pid
     os.kill(killed, signal.SIGKILL)
     run(qloop, until(lambda: s.link.process is not None and s.link.process.pid != killed
