@@ -132,7 +132,7 @@ def hub(monkeypatch):
     from support.hub import ModelHub
     with ModelHub() as h:
         for name in h.add_set(size=8 * 1024 * 1024):
-            h.server.throttle(h.cdn_path(name), 8 * 1024 * 1024)
+            h.cdn.throttle(h.cdn_path(name), 8 * 1024 * 1024)
         monkeypatch.setenv("HF_ENDPOINT", h.base_url)
         yield h
 
