@@ -89,3 +89,23 @@ def dir_size(path: Path) -> int:
             if not os.path.islink(p):
                 total += os.lstat(p).st_size
     return total
+
+
+# -- figures as JSON (bench/run_all.py reads them; the printed table stays for people) -----
+
+JSON_ENV = "CANTOR_BENCH_JSON"
+
+
+def add_json_option(parser) -> None:
+    """``--json PATH``: also write the figures there (default: $CANTOR_BENCH_JSON, which
+    bench/run_all.py sets for every script it runs)."""
+    parser.add_argument("--json", type=Path, default=os.environ.get(JSON_ENV) or None,
+                        metavar="PATH", help="also write the figures as JSON to PATH")
+
+
+def write_json(path: Path | None, script: str, figures: dict) -> None:
+    if path is None:
+        return
+    import json
+    Path(path).write_text(json.dumps({"script": script, "machine": machine_facts(),
+                                      **figures}, indent=1, default=float), "utf-8")
