@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import time
 from pathlib import Path
+
+from cantor_desktop.net import free_port  # noqa: F401 - re-exported for the benches
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,12 +41,6 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return float("nan")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:

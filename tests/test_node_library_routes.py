@@ -13,7 +13,7 @@ from pathlib import Path
 from cantor_desktop import gguf
 from cantor_desktop.models.events import PullEvent
 from support.hub import ModelHub, model_bytes
-from test_node_support import Node, write_config
+from support.node import Node, write_config
 
 DIT = "acestep-v15-turbo-Q8_0.gguf"
 

@@ -73,7 +73,7 @@ def test_a_refused_find_ends_on_one_plain_line(qtbot):
 
 
 def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbot):
-    from conftest import free_port
+    from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.hardware import HardwarePage
     reason = ("rejected: [Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU (trial "

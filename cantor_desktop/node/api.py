@@ -842,7 +842,10 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(404, str(exc), "not_found", "upload_id") from None
         return {"id": upload_id, "removed": True}
 
-    @app.post("/v1/lm", openapi_extra=_json_body(LM_SCHEMA), responses=ERRORS)
+    @app.post("/v1/lm", openapi_extra=_json_body(LM_SCHEMA), responses={
+        **_ok(_obj({"mode": _STR, "model": _STR, "caption": _STR},
+                   {"lyrics": {"type": ["string", "null"]}}),
+              "what the language model wrote"), **ERRORS})
     async def lm_help(request: Request):
         """The language model's help for the form: ``inspire`` writes a caption and lyrics
         from a short idea (in ``caption``); ``format`` tidies the caption and lyrics given.
@@ -877,7 +880,8 @@ def _routes(app: FastAPI) -> None:
                            "engine_failed") from None
 
     @app.post("/v1/understand", openapi_extra=_json_body(UNDERSTAND_SCHEMA),
-              responses=ERRORS)
+              responses={**_ok(_obj({"source": _OBJ, "model": _STR}), "what the engine heard"),
+                         **ERRORS})
     async def understand(request: Request):
         """Read caption, lyrics, BPM, key, time signature, duration and language out of a
         take (``{"source": {"song": id, "take": n}}``) or an upload (``{"source":
@@ -1160,8 +1164,9 @@ def _routes(app: FastAPI) -> None:
                              "after": [s.id for s in n.queue.running()]}, status_code=202)
 
 
-    @app.post("/v1/node/shutdown", status_code=202,
-              responses={202: {"description": "stopping: songs end, engines stop, it exits"}})
+    @app.post("/v1/node/shutdown", status_code=202, responses={
+        **_ok(_obj({"status": {"const": "stopping"}, "running": _LIST}),
+              "stopping: songs end, engines stop, it exits", 202), **GUARDED})
     async def shutdown(request: Request):
         """Stop the node now (the app's Quit): running songs end as "node stopped", engines
         stop and their records are cleared, then the process exits."""

@@ -156,6 +156,7 @@ class World:
         self.wav = _wav()
         self.done = node.make_song()
         self.upload_id = self.upload()
+        self.uploads = 0
 
     def close(self) -> None:
         self.http.close()
@@ -193,6 +194,29 @@ class World:
         folder.mkdir(parents=True, exist_ok=True)
         gguf.write_header_only(folder / f"{MODEL_TO_DELETE}.gguf", gguf.ARCH_DIT)
 
+    def leave_parts(self) -> None:
+        """What a stopped download of MODEL_TO_DELETE leaves: a .part file."""
+        folder = self.node.home / "models" / "acestep"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{MODEL_TO_DELETE}.gguf.part").write_bytes(b"GGUF" + bytes(1000))
+
+    def gguf_file(self) -> str:
+        """A GGUF on the node's machine, outside its library (to import where it is)."""
+        path = self.node.home / "elsewhere" / "my-dit-Q8_0.gguf"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            gguf.write_header_only(path, gguf.ARCH_DIT)
+        return str(path)
+
+    def gguf_upload(self) -> tuple[str, bytes]:
+        """A GGUF to upload, under a name the library does not have yet."""
+        self.uploads += 1
+        name = f"fuzz-upload-{self.uploads}-Q8_0.gguf"
+        path = self.node.home / "to-upload" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        gguf.write_header_only(path, gguf.ARCH_DIT)
+        return name, path.read_bytes()
+
     def config_text(self) -> str:
         return (self.node.home / "node.toml").read_text("utf-8")
 
@@ -218,6 +242,25 @@ def _enrich(doc: dict, world: World, positive: bool) -> dict:
         patch = paths["/v1/songs/{song_id}"]["patch"]["requestBody"]["content"]
         patch["application/json"]["schema"]["properties"]["title"]["pattern"] = "^[^\\n\\r]*$"
         body("/v1/config", "patch", _settings_schema())
+        body("/v1/models/import", "post", {"type": "object", "required": ["path"],
+                                           "additionalProperties": False, "properties": {
+                                               "path": {"enum": [world.gguf_file()]}}})
+        body("/v1/hub/token", "put", {"type": "object", "required": ["token"],
+                                      "additionalProperties": False, "properties": {
+                                          "token": {"type": "string",   # printable, no space
+                                                    "pattern": "^hf_[!-~]{8,60}$"}}})
+        body("/v1/lm", "post", {"type": "object", "required": ["mode", "caption"],
+                                "additionalProperties": False, "properties": {
+                                    "mode": {"enum": ["inspire", "format"]},
+                                    "caption": _song_body_schema()["properties"]["caption"],
+                                    "lyrics": {"type": "string", "maxLength": 200},
+                                    "model": {"enum": ["sketch"]}}})
+        body("/v1/understand", "post", {"type": "object", "required": ["source"],
+                                        "additionalProperties": False, "properties": {
+                                            "source": {"enum": [
+                                                {"song": world.done["id"], "take": 1},
+                                                {"upload": world.upload_id}]},
+                                            "model": {"enum": ["sketch"]}}})
     takes = len(world.done["takes"])
     for item in paths.values():
         for op in item.values():
@@ -248,8 +291,14 @@ def _prepare(key: tuple[str, str], case, world: World, positive: bool) -> None:
         params["upload_id"] = world.upload()
     if key == ("DELETE", "/v1/models/{name}"):
         world.install_model()
+    if key == ("DELETE", "/v1/models/{name}/parts"):
+        world.leave_parts()
     if key == ("POST", "/v1/uploads") and positive:
         case.body, case.media_type = world.wav, "application/octet-stream"   # documented
+    if key == ("POST", "/v1/models/upload") and positive:
+        name, data = world.gguf_upload()
+        case.query = {**(case.query or {}), "name": name}
+        case.body, case.media_type = data, "application/octet-stream"
 
 
 def _call(key: tuple[str, str], case, node) -> requests.Response | httpx.Response:
@@ -329,7 +378,7 @@ def test_openapi_fuzz_answers_as_documented(node_under_test, tally):
                         failures = list(getattr(exc, "exceptions", [exc]))
                         why = "; ".join(" / ".join(x for x in str(f).strip().splitlines()
                                                    if x.strip())[:400] for f in failures)
-                        sent = case.body if key != ("POST", "/v1/uploads") else "(audio)"
+                        sent = case.body if isinstance(case.body, (dict, list, str)) else "(bytes)"
                         t.fail(f"{label}: {status} {response.text[:160]!r} — {why} — sent "
                                f"{case.path_parameters or ''} {case.query or ''} {sent!r:.200}")
                     else:

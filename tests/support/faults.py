@@ -71,6 +71,9 @@ class NodeUnderTest:
             f'[models]\ndefault = "sketch"\n\n[songs]\ndir = "{home / "songs"}"\n'
             f'format = "wav16"\n\n[engines]\nmanifest = "{UNREACHABLE}/engines.json"\n', "utf-8")
         env = {"CANTOR_HOME": str(home), "CANTOR_MANIFEST_URL": f"{UNREACHABLE}/engines.json",
+               # the node's keyring is a file in its own home, never the user's
+               "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+               "XDG_DATA_HOME": str(home / "xdg-data"),
                "HF_ENDPOINT": UNREACHABLE, "HTTPS_PROXY": UNREACHABLE,
                "HTTP_PROXY": UNREACHABLE, "NO_PROXY": "127.0.0.1,localhost"}
         self.proc = NodeProcess("127.0.0.1", free_port(), env=env,

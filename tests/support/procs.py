@@ -8,7 +8,6 @@ whether a node answers, and waiting for such a condition (never a fixed sleep).
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -16,14 +15,9 @@ from typing import TypeVar
 import httpx
 import psutil
 
+from cantor_desktop.net import free_port  # noqa: F401 - the one free_port, for the tests too
+
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def alive(pid: int | None) -> bool:
