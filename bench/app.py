@@ -4,10 +4,13 @@
 2. Longest event-loop stall while a model pull and a song run (goal ≤ 16 ms).
 3. Songs page open with 10,000 songs (goal ≤ 300 ms).
 
-    .venv/bin/python bench/app.py [--runs 3] [--pull-mib 1024]
+    .venv/bin/python bench/app.py [--runs 3] [--pull-mib 1024] [--json out.json]
 
 Runs offscreen unless a display is set. Everything is local: a real node child with the
-sketch engine, and the test suite's model hub on 127.0.0.1 as the download source.
+sketch engine, and the test suite's model hub on 127.0.0.1 as the download source. The stall
+counts only when the song was done and the pull received every byte; each gap is also split
+into the app's own part and the time the machine kept the GUI thread waiting for a CPU
+(tests/support/heartbeat.py). ``--json`` writes the figures for bench/run_all.py.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+from common import add_json_option, free_port, write_json  # noqa: E402
 os.environ.setdefault("QT_API", "pyside6")
 if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -111,7 +116,6 @@ def paint_times(code: str, env: dict) -> dict[str, float]:
 def bench_start(runs: int) -> tuple[float, float, float]:
     home = tempfile.mkdtemp(prefix="cantor-bench-")
     env = {**os.environ, "CANTOR_HOME": home, "PYTHONPATH": str(ROOT)}
-    from conftest import free_port
     Path(home, "node.toml").write_text(f"[node]\nport = {free_port()}\n")
     bare, cantor, ready = [], [], []
     first_paint(CHILD_BARE, env)  # warm the OS file cache for both
@@ -124,7 +128,7 @@ def bench_start(runs: int) -> tuple[float, float, float]:
     print(f"  start, fastest of {runs}: bare {min(bare) * 1000:.0f} ms, Cantor {min(cantor) * 1000:.0f} ms"
           f" → {min(cantor) / min(bare):.2f}× (the medians below carry this busy machine's noise)",
           flush=True)
-    return statistics.median(bare), statistics.median(cantor), statistics.median(ready)
+    return bare, cantor, ready
 
 
 def spin(ms: int) -> None:
@@ -148,7 +152,7 @@ def bench_stall(app, pull_mib: int) -> dict:
     from PySide6.QtCore import QTimer
 
     from cantor_desktop import config
-    from conftest import free_port
+    from support.heartbeat import Heartbeat
     home = tempfile.mkdtemp(prefix="cantor-bench-")
     os.environ["CANTOR_HOME"] = home
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
@@ -169,29 +173,11 @@ def bench_stall(app, pull_mib: int) -> dict:
     wait(lambda: shell.link.models, 20)
     spin(300)
     shell.window.show_page("Library")
-    gaps: list[float] = []
-    last = [time.perf_counter()]
-
-    stamps: list[float] = []
-
-    def beat():
-        now = time.perf_counter()
-        gaps.append(now - last[0])
-        stamps.append(now)
-        last[0] = now
-
-    timer = QTimer()
-    timer.setInterval(2)
-    timer.timeout.connect(beat)
     # baseline: the same heartbeat, same app, nothing running (the machine's own noise)
-    last[0] = time.perf_counter()
-    timer.start()
+    idle = Heartbeat(2, skip=2)
+    idle.start()
     spin(5000)
-    timer.stop()
-    idle = max(gaps[2:]) * 1000
-    idle_p99 = sorted(gaps)[int(len(gaps) * 0.99)] * 1000
-    gaps.clear()
-    stamps.clear()
+    idle.stop()
     import gc
     gc_pauses: list[float] = []
     gc_start = [0.0]
@@ -210,33 +196,50 @@ def bench_stall(app, pull_mib: int) -> dict:
     shell.link.song_updated.connect(lambda r: marks.append(
         (time.perf_counter(), f"song {r.state} {r.progress:.2f}")))
     t0 = time.perf_counter()
-    last[0] = t0
-    timer.start()
+    busy = Heartbeat(2, skip=2)
+    busy.start()
     shell.window.library.pull(model)
     fut = asyncio.ensure_future(shell.link.submit({"caption": "bench: steady funk groove",
                                                   "duration": 60, "model": "sketch"}))
     wait(fut.done, 30)
     song = fut.result()
     wait(lambda: shell.link.songs[song.id].finished and any(e.is_terminal for e in pulled), 600)
-    timer.stop()
+    busy.stop()
     gc.callbacks.remove(gc_watch)
     elapsed = time.perf_counter() - t0
     final = next((e for e in pulled if e.is_terminal), None)
+    received = max((e.received for e in pulled), default=0)
+    plan = next((e for e in pulled if e.type == "plan"), None)
+    problems = []
+    if shell.link.songs[song.id].state != "done":
+        problems.append(f"the song is {shell.link.songs[song.id].state}")
+    if final is None or final.type != "done" or plan is None or received != plan.total:
+        problems.append(f"the pull is {final.type if final else 'unfinished'} with {received} "
+                        f"of {plan.total if plan else '?'} bytes")
     if os.environ.get("CANTOR_BENCH_VERBOSE"):
-        worst = sorted(range(2, len(gaps)), key=lambda i: gaps[i], reverse=True)[:6]
+        gaps = busy.counted()
+        stamps = []
+        for g in busy.gaps:
+            stamps.append((stamps[-1] if stamps else t0) + g.wall_s)
+        worst = sorted(range(len(gaps)), key=lambda i: gaps[i].wall_s, reverse=True)[:6]
         for i in worst:
-            end = stamps[i]
-            near = [m for t, m in marks if end - gaps[i] - 0.005 <= t <= end + 0.005]
-            print(f"  gap {gaps[i] * 1000:.1f} ms at {end - t0:.2f} s: {near}")
-    result = {"worst_ms": max(gaps[2:]) * 1000, "p99_ms": sorted(gaps)[int(len(gaps) * 0.99)] * 1000,
-              "beats": len(gaps), "seconds": elapsed, "song": shell.link.songs[song.id].state,
+            end = stamps[i + busy.skip]
+            near = [m for t, m in marks if end - gaps[i].wall_s - 0.005 <= t <= end + 0.005]
+            print(f"  gap {gaps[i].wall_s * 1000:.1f} ms at {end - t0:.2f} s: {near}")
+
+    def p99(beat):
+        walls = sorted(g.wall_s for g in beat.counted())
+        return walls[int(len(walls) * 0.99)] * 1000 if walls else float("nan")
+    result = {"worst_ms": busy.worst_wall_ms(), "app_worst_ms": busy.worst_app_ms(),
+              "p99_ms": p99(busy), "beats": len(busy.counted()), "seconds": elapsed,
+              "song": shell.link.songs[song.id].state,
               "pull": str(final.type) if final else None,
               "pull_error": final.message if final is not None and final.type == "failed"
               else None,
-              "events": len(pulled),
-              "received_mib": max(e.received for e in pulled) / 2**20 if pulled else 0,
-              "idle_worst_ms": idle, "idle_p99_ms": idle_p99,
-              "gc_worst_ms": max(gc_pauses, default=0) * 1000}
+              "events": len(pulled), "received_mib": received / 2**20,
+              "idle_worst_ms": idle.worst_wall_ms(), "idle_app_worst_ms": idle.worst_app_ms(),
+              "idle_p99_ms": p99(idle), "gc_worst_ms": max(gc_pauses, default=0) * 1000,
+              "counted": not problems, "problems": problems}
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
     shell.window.shutdown()
@@ -248,14 +251,16 @@ def bench_stall(app, pull_mib: int) -> dict:
 
 def bench_songs_page(app, n: int = 10_000) -> tuple[float, float]:
     """Open the Songs page with n songs: model reset + first paint. Baseline: 100 songs."""
+    from PySide6.QtWidgets import QWidget
+
+    from cantor_desktop.song import Song
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.songs import SongsPage
-    from cantor_desktop.ui.song_records import SongRecord
 
     def make(count):
         return [{"id": f"{i:016x}", "state": "done", "created": 1.7e9 + i,
                  "request": {"caption": f"song number {i}, warm keys", "model": "sketch"},
-                 "files": [{"audio": f"/nonexistent/{i}.wav", "seed": i, "duration": 30.0}]}
+                 "takes": [{"audio": f"/nonexistent/{i}.wav", "seed": i, "duration": 30.0}]}
                 for i in range(count)]
 
     def timed(raw):
@@ -264,18 +269,19 @@ def bench_songs_page(app, n: int = 10_000) -> tuple[float, float]:
         page.show()
         spin(50)
         t0 = time.perf_counter()
-        page.model.set_songs([SongRecord.from_node(d) for d in raw])
-        page.repaint()
+        page.model.set_songs([Song.from_json(d) for d in raw])
+        QWidget.repaint(page)           # the page's own `repaint` is its Repaint… button
         page.view.viewport().repaint()
         took = time.perf_counter() - t0
+        assert page.model.rowCount() == len(raw)     # every song is a row
         page.shutdown()
         page.close()
         return took
 
     small, big = make(100), make(n)
     timed(small)
-    base = statistics.median(timed(small) for _ in range(3))
-    full = statistics.median(timed(big) for _ in range(3))
+    base = [timed(small) for _ in range(3)]
+    full = [timed(big) for _ in range(3)]
     return base, full
 
 
@@ -283,9 +289,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--pull-mib", type=int, default=1024)
+    add_json_option(parser)
     args = parser.parse_args()
 
-    bare, cantor, ready = bench_start(args.runs)
+    bare_runs, cantor_runs, ready_runs = bench_start(args.runs)
+    bare, cantor = statistics.median(bare_runs), statistics.median(cantor_runs)
+    ready = statistics.median(ready_runs)
     print(f"start to first painted window: bare PySide6 {bare * 1000:.0f} ms, Cantor "
           f"{cantor * 1000:.0f} ms → {cantor / bare:.2f}× (goal ≤ 1.30×); Compose page painted "
           f"and usable at {ready * 1000:.0f} ms ({ready / bare:.2f}×)", flush=True)
@@ -297,7 +306,8 @@ def main() -> int:
     app.setQuitOnLastWindowClosed(False)
     loop = new_loop(app, already_running=True)  # the app's loop: its worker threads are joined
 
-    base, full = bench_songs_page(app)
+    base_runs, full_runs = bench_songs_page(app)
+    base, full = statistics.median(base_runs), statistics.median(full_runs)
     print(f"Songs page with 10,000 songs: {full * 1000:.0f} ms (100 songs: {base * 1000:.0f} ms,"
           f" {full / base:.1f}×; goal ≤ 300 ms)", flush=True)
 
@@ -308,9 +318,19 @@ def main() -> int:
           f"(p99 {r['idle_p99_ms']:.1f} ms) → {r['worst_ms'] / max(r['idle_worst_ms'], 0.1):.2f}× "
           f"idle, {r['worst_ms'] / 16:.2f}× the 16 ms goal; longest GC pause "
           f"{r['gc_worst_ms']:.1f} ms", flush=True)
+    print(f"  of the worst gaps, the app's own part (run-queue wait taken out): busy "
+          f"{r['app_worst_ms']:.1f} ms, idle {r['idle_app_worst_ms']:.1f} ms", flush=True)
     print(f"  song {r['song']}; pull {r['pull']}"
           f"{' (' + str(r['pull_error'])[:160] + ')' if r['pull_error'] else ''}; "
-          f"{r['events']} pull events, {r['received_mib']:.0f} MiB received", flush=True)
+          f"{r['events']} pull events, {r['received_mib']:.0f} MiB received"
+          f"{'' if r['counted'] else '; NOT COUNTED: ' + '; '.join(r['problems'])}", flush=True)
+    write_json(args.json, "app", {
+        "start": {"bare_ms": [x * 1000 for x in bare_runs],
+                  "cantor_ms": [x * 1000 for x in cantor_runs],
+                  "ready_ms": [x * 1000 for x in ready_runs]},
+        "songs_page": {"songs_100_ms": [x * 1000 for x in base_runs],
+                       "songs_10000_ms": [x * 1000 for x in full_runs]},
+        "stall": {**r, "pull_mib": args.pull_mib}})
     close_loop_executor(loop)
     asyncio.events._set_running_loop(None)
     return 0

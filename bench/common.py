@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import time
 from pathlib import Path
+
+from cantor_desktop.net import free_port  # noqa: F401 - re-exported for the benches
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,12 +41,6 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return float("nan")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
@@ -89,3 +84,23 @@ def dir_size(path: Path) -> int:
             if not os.path.islink(p):
                 total += os.lstat(p).st_size
     return total
+
+
+# -- figures as JSON (bench/run_all.py reads them; the printed table stays for people) -----
+
+JSON_ENV = "CANTOR_BENCH_JSON"
+
+
+def add_json_option(parser) -> None:
+    """``--json PATH``: also write the figures there (default: $CANTOR_BENCH_JSON, which
+    bench/run_all.py sets for every script it runs)."""
+    parser.add_argument("--json", type=Path, default=os.environ.get(JSON_ENV) or None,
+                        metavar="PATH", help="also write the figures as JSON to PATH")
+
+
+def write_json(path: Path | None, script: str, figures: dict) -> None:
+    if path is None:
+        return
+    import json
+    Path(path).write_text(json.dumps({"script": script, "machine": machine_facts(),
+                                      **figures}, indent=1, default=float), "utf-8")

@@ -1,7 +1,7 @@
 """Figure: Cantor's downloader vs `curl -s -o` for the same file on loopback.
 
     .venv/bin/python bench/download.py                # 1 GiB, 3 runs each
-    .venv/bin/python bench/download.py --size-mib 64 --runs 5
+    .venv/bin/python bench/download.py --size-mib 64 --runs 5 --json out.json
 
 Both clients fetch from the same server: a small sendfile(2) server in its own process
 (`--serve`), so the server is not the bottleneck. Runs are A/B alternated (ABBA order per
@@ -12,7 +12,9 @@ goal is ≥ 0.9), and, for honesty, curl followed by `openssl dgst -sha256` (or 
 which is the same work ours does, and the CPU time each client used per GiB (user +
 system; ours includes its hash and write threads and the final fsync, which curl does not
 do). On a machine with few cores the CPU column explains the ratio: hashing costs CPU that
-curl does not spend.
+curl does not spend. Every run's file is checked (its size, and its sha256 where the client
+hashes); a run whose file is wrong stops the benchmark. ``--json`` writes the figures for
+bench/run_all.py.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import add_json_option, write_json  # noqa: E402
 
 
 # ----------------------------------------------------------------- the server process
@@ -70,6 +75,13 @@ def run_curl(url: str, out: Path) -> float:
     t = time.perf_counter()
     subprocess.run(["curl", "-s", "-f", "-o", str(out), url], check=True)
     return time.perf_counter() - t
+
+
+def check_file(out: Path, size: int, name: str) -> None:
+    """A run counts only when its file is all there (the hashing clients check the bytes)."""
+    got = out.stat().st_size if out.exists() else -1
+    if got != size:
+        raise SystemExit(f"{name} wrote {got} bytes, not {size}: the run does not count")
 
 
 # The fastest hasher at hand for the "curl then hash" baseline: OpenSSL uses the CPU's SHA
@@ -126,6 +138,7 @@ def main() -> int:
     ap.add_argument("--no-sha-baseline", action="store_true",
                     help="skip the curl + hash baseline")
     ap.add_argument("--serve", nargs=2, metavar=("FILE", "PORT_FILE"), help=argparse.SUPPRESS)
+    add_json_option(ap)
     args = ap.parse_args()
     if args.serve:
         serve(Path(args.serve[0]), Path(args.serve[1]))
@@ -171,8 +184,7 @@ def main() -> int:
                     c0 = _cpu_seconds(who)
                     dt = clients[name]()
                     cpu[name].append(_cpu_seconds(who) - c0)
-                    if name == "cantor":
-                        assert out.stat().st_size == size
+                    check_file(out, size, name)
                     out.unlink(missing_ok=True)
                     times[name].append(dt)
                     print(f"  run {r + 1} {name:15s} {size / dt / 2**20:8.0f} MiB/s", flush=True)
@@ -200,9 +212,16 @@ def main() -> int:
     print(f"ratio cantor (sha256 on) / curl (no hash): {ours / curl:.2f}  (goal ≥ 0.90); "
           f"per-round ratios median {statistics.median(paired):.2f}, "
           f"min {min(paired):.2f}, max {max(paired):.2f}")
+    same_work = None
     if "curl+hash" in times:
-        print(f"ratio cantor / (curl then hash):      "
-              f"{ours / statistics.median(mibs('curl+hash')):.2f}")
+        same_work = ours / statistics.median(mibs("curl+hash"))
+        print(f"ratio cantor / (curl then hash):      {same_work:.2f}")
+    write_json(args.json, "download", {
+        "size_mib": args.size_mib, "runs": len(times["cantor"]),
+        "mib_s": {name: mibs(name) for name in names},
+        "cpu_s_per_gib": {name: statistics.median(cpu[name]) / (size / 2**30) for name in names},
+        "ratio": ours / curl, "paired_ratios": paired, "ratio_same_work": same_work,
+        "files_checked": True})
     return 0
 
 

@@ -1,20 +1,21 @@
-"""Shared fixtures: every test gets its own CANTOR_HOME; Qt runs offscreen."""
+"""Shared fixtures: every test gets its own CANTOR_HOME; Qt runs offscreen.
+
+The helpers the tests share live in tests/support/ (``support.procs``: free_port, alive,
+gone, answers, wait_until; ``support.node``: a node process; ``support.ui``: the qasync
+loop and waits); the fixtures among them are loaded here, for every test."""
 
 from __future__ import annotations
 
 import os
-import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-from support.signed_manifests import TEST_PUBLIC   # tests/ is on sys.path (rootdir conftest)
-
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.signed_manifests import TEST_PUBLIC  # noqa: E402 - tests/ is on sys.path
+from support.ui import node, qloop  # noqa: E402,F401 - fixtures for every test module
 
 
 @pytest.fixture(autouse=True)
@@ -30,14 +31,3 @@ def cantor_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     return home
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def python_exe() -> str:
-    return sys.executable

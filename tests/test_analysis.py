@@ -14,7 +14,7 @@ import pytest
 from cantor_desktop import analysis
 
 from test_export import sketch_audio
-from test_node_support import Node, until_state, write_config
+from support.node import Node, until_state, write_config
 
 SR = 48000
 

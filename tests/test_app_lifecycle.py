@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import free_port  # noqa: E402
+from support.procs import free_port  # noqa: E402
 from support.app_run import AppUnderTest, still_running  # noqa: E402
-from test_node_support import write_config  # noqa: E402
-from test_ui_helpers import qloop  # noqa: E402,F401
+from support.node import write_config  # noqa: E402
 
 
 @pytest.fixture

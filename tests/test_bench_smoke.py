@@ -62,3 +62,48 @@ def test_fault_runner_reads_both_line_formats():
     assert run.LINE_RE.match("tests/faults/test_x.py .") is None
     md = run.table([{"what": "a", "tried": 2, "survived": 1, "lost": 1, "note": ""}])
     assert "| **overall**" in md and md.splitlines()[-1].split("|")[2].strip() == "2"
+
+
+def test_run_all_reads_the_json_of_a_real_download_run():
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    plan = run_all.plan_for(quick=True)
+    plan.dl_mib, plan.dl_runs = 8, 3
+    [row] = run_all.download_figure(plan)
+    assert not row.error, row
+    assert float(row.compare.rstrip("×")) > 0 and row.ours.endswith("MiB/s")
+    assert "every file checked" in row.note and "(n=3)" in row.spread
+
+
+def test_run_all_reads_the_json_of_a_real_node_run():
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    plan = run_all.plan_for(quick=True)
+    plan.node_songs, plan.latency_songs = 1, 1
+    rows, after_songs = run_all.node_figures(plan)
+    overhead, latency = rows
+    assert not overhead.error and not latency.error, rows
+    assert overhead.baseline.endswith("(engine alone)") and "(n=1)" in overhead.spread
+    assert "a second client of the engine's log" in latency.baseline
+    assert ", 0 without their progress event (lost)" in latency.note   # every step matched
+    assert after_songs > 0
+
+
+def test_a_script_that_fails_gives_no_figures(tmp_path):
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    plan = run_all.plan_for(quick=True)
+    script = tmp_path / "half.py"
+    script.write_text("import json, os, sys\n"
+                      "json.dump({'ratio': 1.0}, open(os.environ['CANTOR_BENCH_JSON'], 'w'))\n"
+                      "sys.exit('failed after writing')\n")
+    out = run_all.run_script(plan, [str(script)], "half", check=False)
+    assert out.figures is None and "SCRIPT-ERROR" in out
+    ok = tmp_path / "ok.py"
+    ok.write_text("import json, os\n"
+                  "json.dump({'ratio': 2.0}, open(os.environ['CANTOR_BENCH_JSON'], 'w'))\n")
+    assert run_all.run_script(plan, [str(ok)], "ok").figures == {"ratio": 2.0}
+
+
+def test_the_app_bench_songs_page_runs_on_the_song_record_of_today(qapp):
+    """bench/app.py's Songs-page figure, in this process (the whole bench takes minutes)."""
+    app_bench = _load(ROOT / "bench" / "app.py", "bench_app")
+    small, big = app_bench.bench_songs_page(qapp, n=1000)
+    assert len(small) == len(big) == 3 and all(t > 0 for t in small + big)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -148,3 +149,49 @@ def test_verbose_works_before_and_after_the_command(cantor_home):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == str(cantor_home / "node.toml")
+
+
+def _cantor(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cantor_desktop", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_config_unset_gives_the_default_back_and_keeps_the_rest(cantor_home):
+    path = paths().config_file
+    path.write_text(USER_FILE)
+    assert _cantor("config", "get", "node.port").stdout.strip() == "7900"
+    done = _cantor("config", "unset", "node.port")
+    assert done.returncode == 0, done.stderr
+    text = path.read_text()
+    assert "port = " not in text                          # gone from the file …
+    assert _cantor("config", "get", "node.port").stdout.strip() == "7823"   # … the default
+    assert "# my settings, by hand" in text and 'mystery = "kept"' in text
+    assert "[extra_table]\nanswer = 42" in text
+    before = path.read_bytes()
+    again = _cantor("config", "unset", "node.port")          # not set: nothing to do
+    assert again.returncode == 0 and path.read_bytes() == before
+    unknown = _cantor("config", "unset", "node.nope")
+    assert unknown.returncode == 2 and "node.nope" in unknown.stderr
+    assert path.read_bytes() == before
+
+
+def test_cli_config_show_lists_every_setting_with_its_value_and_what_is_allowed(cantor_home):
+    paths().config_file.write_text(USER_FILE)
+    assert _cantor("config", "set", "songs.format", "flac").returncode == 0
+    shown = _cantor("config", "show")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert [line.split(" = ", 1)[0] for line in lines] == list(config.OPTIONS)
+    values = {}
+    for line in lines:
+        key, rest = line.split(" = ", 1)
+        value, allowed = rest.split("    # ", 1)
+        values[key] = json.loads(value)
+        assert allowed == config.OPTIONS[key].allowed()
+    cfg = config.load()
+    assert values == {key: cfg.get(key) for key in config.OPTIONS}
+    assert values["node.port"] == 7900 and values["songs.format"] == "flac"   # the file's
+    assert values["node.keep_loaded"] is False                                 # a default
+    paths().config_file.write_text("[node\n")
+    broken = _cantor("config", "show")
+    assert broken.returncode == 2 and "line 1" in broken.stderr and not broken.stdout

@@ -295,17 +295,16 @@ def test_unresolvable_host_fails_at_once_with_a_clear_reason(tmp_path):
     # An offline machine: the host name does not resolve (.invalid never does). The default
     # backoff would retry for ~30 s; the user gets the reason at once instead.
     dest = tmp_path / "f.bin"
-    started = time.monotonic()
     with pytest.raises(DownloadError) as err:
         run(download("https://cantor-offline-test.invalid/f.bin", dest, sha256="0" * 64))
-    assert time.monotonic() - started < 10
     assert "cantor-offline-test.invalid" in str(err.value)
+    # one attempt: a retried download says "gave up after N attempts in a row"
     assert "does not resolve" in str(err.value) and "attempts" not in str(err.value)
     assert not dest.exists() and not dl.part_path(dest).exists()
 
 
 def test_refused_connection_is_still_retried(tmp_path):
-    from conftest import free_port
+    from support.procs import free_port
     url = f"http://127.0.0.1:{free_port()}/f.bin"     # nothing listens there
     with pytest.raises(DownloadError) as err:
         fetch(url, tmp_path / "f.bin", sha256="0" * 64, retries=2)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+
+from support.procs import alive, gone, wait_until
 
 OWNER = r"""
 import asyncio, sys, time
@@ -28,31 +28,17 @@ asyncio.run(main())
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie waiting for init to reap it counts as gone
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return True
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
 def test_engine_ends_when_its_owner_is_killed(tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "models")],
                              stdout=subprocess.PIPE, text=True)
     try:
         engine_pid = int(owner.stdout.readline())
-        assert _alive(engine_pid)
+        assert alive(engine_pid)
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
-        deadline = time.monotonic() + 10
-        while _alive(engine_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(engine_pid), "the engine outlived the process that started it"
+        wait_until(lambda: gone(engine_pid), "the engine to end with the process that "
+                   "started it", timeout=10)
     finally:
         owner.kill()
         owner.wait()

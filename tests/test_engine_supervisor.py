@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from support.procs import alive
 from support.scripted_engine import engine_argv, make_models
 
 from cantor_desktop.engine.client import JobFailed
@@ -29,19 +30,6 @@ def models(tmp_path):
 def supervisor(models, script=None, **kwargs) -> EngineSupervisor:
     env = {"SCRIPTED_ENGINE": json.dumps(script or {})}
     return EngineSupervisor("acestep", engine_argv(), env, models, **kwargs)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is not alive either
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except OSError:
-        return True
 
 
 def test_start_serve_and_stop_with_the_engine_log_written(models):
@@ -74,11 +62,10 @@ def test_start_serve_and_stop_with_the_engine_log_written(models):
 def test_an_early_exit_is_reported_at_once_with_the_first_and_last_error_line(tmp_path, models):
     empty = tmp_path / "empty"
     empty.mkdir()
-    sup = EngineSupervisor("acestep", engine_argv(), {}, empty, ready_timeout=30)
-    started = time.monotonic()
+    # a ready timeout far longer than the test may run: only the exit itself can end start()
+    sup = EngineSupervisor("acestep", engine_argv(), {}, empty, ready_timeout=3600)
     with pytest.raises(EngineStartError) as err:
-        run(sup.start())
-    assert time.monotonic() - started < 5            # not the 30 s ready timeout
+        run(sup.start(), limit=3600)
     assert f"[Server] ERROR: no GGUF models found in {empty}" in str(err.value)
     assert err.value.code == 1
 
@@ -242,8 +229,8 @@ def test_stop_kills_an_engine_that_does_not_finish_after_sigterm(models):
         return time.monotonic() - started
 
     elapsed = run(go())
-    assert 0.4 < elapsed < 3.0
-    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)
+    assert elapsed > 0.4             # SIGTERM had its grace; the 20-s job would have ended
+    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)   # 0, had it waited
 
 
 # -- the built-in sketch engine, started as the node starts it ----------------------------------

@@ -14,9 +14,9 @@ from cantor_desktop import config
 from cantor_desktop.export import loudness as lu
 from cantor_desktop.selfexec import self_argv
 
-from conftest import free_port
+from support.procs import free_port
 from test_export import reference_loudness
-from test_node_support import Node, until_state, write_config
+from support.node import Node, until_state, write_config
 
 
 def cli(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

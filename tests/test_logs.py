@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from test_node_support import SHORT, Node, until_state, write_config
+from support.node import SHORT, Node, until_state, write_config
 
 
 def test_node_log_tells_each_song_s_story(cantor_home):
@@ -47,3 +47,46 @@ def test_health_polls_are_not_logged_at_info(tmp_path):
         handler.flush()
     text = (tmp_path / "app.log").read_text()
     assert "a line of our own" in text and "/v1/health" not in text
+
+
+def _fill(folder, name: str, size: int) -> dict[str, bytes]:
+    """``name`` grown to ``size`` bytes of old lines, and its five backups, each marked."""
+    from cantor_desktop import logs
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for n in range(logs.BACKUPS + 1):
+        path = folder / (name if n == 0 else f"{name}.{n}")
+        mark = f"OLD {name} #{n}\n".encode()
+        files[path.name] = mark + b"x" * (size - len(mark) - 1) + b"\n"
+        path.write_bytes(files[path.name])
+    return files
+
+
+def test_node_and_engine_logs_rotate_when_full_and_keep_five(cantor_home):
+    """A node started over a full node.log, and an engine over a full engine log: each file
+    moves up one (x.log → x.log.1 … x.log.4 → x.log.5), the fifth backup goes, the new lines
+    start a fresh file, and no file grows past the limit."""
+    from cantor_desktop import logs
+    write_config(cantor_home)
+    folder = cantor_home / "logs"
+    old = {**_fill(folder, "node.log", logs.MAX_BYTES - 10),
+           **_fill(folder, "engine-sketch.log", logs.MAX_BYTES - 10)}
+
+    async def main():
+        node = await Node(cantor_home).start()
+        try:
+            async with node.client() as c:
+                await until_state(c, await c.submit_song(SHORT), ("done",))
+        finally:
+            await node.stop()
+
+    asyncio.run(main())
+    for name in ("node.log", "engine-sketch.log"):
+        for n in range(1, logs.BACKUPS + 1):
+            assert (folder / f"{name}.{n}").read_bytes() == old[name if n == 1 else f"{name}.{n - 1}"]
+        assert not (folder / f"{name}.{logs.BACKUPS + 1}").exists()
+        fresh = (folder / name).read_text()
+        assert not fresh.startswith("OLD") and fresh.strip()
+        assert all((folder / f).stat().st_size <= logs.MAX_BYTES for f in old)
+    assert "song " in (folder / "node.log").read_text()             # the node's own lines
+    assert "---- starting" in (folder / "engine-sketch.log").read_text()

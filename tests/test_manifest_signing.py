@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOL = [sys.executable, str(ROOT / "packaging" / "manifest_key.py")]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_node_support import Node, write_config  # noqa: E402
+from support.node import Node, write_config  # noqa: E402
 
 
 def tool(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -62,7 +62,10 @@ def test_import_and_verify(tmp_path, capsys):
     gguf.write_header_only(tmp_path / "b.gguf", "llama")
     assert main(["models", "import", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "dit" in out and "skipped" in out
+    adopted, skipped = out.splitlines()
+    assert adopted == f"dit      {tmp_path / 'a.gguf'}"
+    assert skipped.startswith(f"skipped  {tmp_path / 'b.gguf'}: ")
+    assert "llama" in skipped                           # why: not an ACE-Step architecture
     assert main(["models", "import", str(tmp_path / "missing")]) == 2
     assert main(["models", "verify"]) == 0
     assert "unverified" in capsys.readouterr().out
@@ -81,7 +84,7 @@ def test_login_status_logout(monkeypatch, capsys):
 def test_ctrl_c_keeps_part_and_next_pull_resumes(hub, cantor_home):
     big = 4 * 1024 * 1024
     hub.add(DIT, size=big)
-    hub.server.throttle(hub.cdn_path(DIT), 2_000_000, times=1)
+    hub.cdn.throttle(hub.cdn_path(DIT), 2_000_000, times=1)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "cantor_desktop", "pull", "acestep-v15-turbo",
                              "--lm-size", "0.6B", "--no-engine"], stdout=subprocess.PIPE,
@@ -103,4 +106,43 @@ def test_ctrl_c_keeps_part_and_next_pull_resumes(hub, cantor_home):
     assert done.returncode == 0, done.stderr
     assert "(resuming)" in done.stdout
     assert (library.family_dir() / DIT).read_bytes() == hub.files[DIT]
-    assert hub.server.requests_for(hub.cdn_path(DIT))[-1].header("range") == f"bytes={have}-"
+    assert hub.cdn.requests_for(hub.cdn_path(DIT))[-1].header("range") == f"bytes={have}-"
+
+
+def test_models_all_lists_what_can_be_pulled_besides_what_is_here(hub, capsys):
+    from cantor_desktop.models import catalogue
+
+    pullable = {e.name.removesuffix(".gguf") for e in catalogue.load().dits()}
+    assert len(pullable) >= 3                  # the built-in catalogue: nothing fetched yet
+    assert main(["models", "--json"]) == 0
+    assert [m["name"] for m in json.loads(capsys.readouterr().out)] == ["sketch"]
+    assert main(["models", "--all", "--json"]) == 0
+    listed = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
+    assert set(listed) == {"sketch"} | pullable
+    for name in pullable:
+        assert listed[name]["state"] == library.NOT_DOWNLOADED, listed[name]
+        assert listed[name]["size_bytes"] == 0 and listed[name]["download_bytes"] > 0
+    # the table: without --all it says how to see the rest; with it, the rest is there
+    assert main(["models"]) == 0
+    plain = capsys.readouterr().out
+    assert "`cantor models --all` lists every model you can pull." in plain
+    assert not any(line.split()[0] in pullable for line in plain.splitlines() if line.strip())
+    assert main(["models", "--all"]) == 0
+    table = capsys.readouterr().out
+    assert "--all` lists" not in table
+    rows = {line.split()[0]: line for line in table.splitlines() if line.strip()}
+    for name in pullable:
+        assert library.NOT_DOWNLOADED in rows[name], table
+    # one pulled: listed with or without --all, once; the pull read the hub's live file
+    # list, so the catalogue is now what this hub has
+    assert main(["pull", "acestep-v15-turbo", "--lm-size", "0.6B", "--no-engine"]) == 0
+    capsys.readouterr()
+    assert main(["models", "--json"]) == 0
+    here = [m["name"] for m in json.loads(capsys.readouterr().out)]
+    assert here == ["sketch", "acestep-v15-turbo-Q8_0"]
+    live = {e.name.removesuffix(".gguf") for e in catalogue.load().dits()}
+    assert catalogue.load().source != "builtin" and live == {"acestep-v15-turbo-Q8_0"}
+    assert main(["models", "--all", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in listed] == ["sketch", "acestep-v15-turbo-Q8_0"]
+    assert listed[1]["state"] != library.NOT_DOWNLOADED and listed[1]["size_bytes"] > 0

@@ -13,7 +13,7 @@ import soundfile as sf
 
 from cantor_desktop.nodeclient import NodeError
 
-from test_node_support import LONG, SHORT, Node, collect, until_state, write_config
+from support.node import LONG, SHORT, Node, collect, until_state, write_config
 
 
 @pytest.fixture
@@ -238,15 +238,14 @@ def test_config_system_models_and_restart_through_the_api(home):
                 await until_state(c, sid2, ("done",))
                 system2 = await c.system()
                 restart = await c.restart()
-                await asyncio.sleep(0.3)
 
-                async def back():
+                async def back():       # the old process says "restarting" until it ends
                     try:
-                        return (await c.health())["status"] == "ok"
+                        return (await c.system())["restarting"] is False
                     except NodeError:
                         return False
-                from test_node_support import wait_for
-                await wait_for(back, 15, 0.1)
+                from support.node import wait_for
+                await wait_for(back, 60, 0.1)
                 again = await c.songs()
                 return (patched, models, system, system2, restart, again, node.proc.pid == pid,
                         node.proc.running)

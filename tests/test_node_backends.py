@@ -15,9 +15,9 @@ from cantor_desktop.nodeclient import NodeError
 from cantor_desktop.selfexec import self_argv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import free_port  # noqa: E402
+from support.procs import free_port
 from support.fake_builds import BuildServer, working_script  # noqa: E402
-from test_node_support import LONG, Node, until_state, wait_for, write_config  # noqa: E402
+from support.node import LONG, Node, until_state, wait_for, write_config  # noqa: E402
 
 
 @pytest.fixture

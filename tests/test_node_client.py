@@ -12,8 +12,7 @@ import httpx
 
 from cantor_desktop.nodeclient import NodeClient
 
-from test_node_support import LONG, SHORT, Node, write_config
-from test_ui_helpers import qloop  # noqa: F401  (fixture)
+from support.node import LONG, SHORT, Node, write_config
 
 
 class RecordingTransport(httpx.AsyncHTTPTransport):
@@ -77,7 +76,8 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
                         pass
 
                 reader = asyncio.create_task(read_forever())
-                await asyncio.sleep(0.5)
+                while not any(r["opened_by"] is reader for r in transport.responses):
+                    await asyncio.sleep(0.01)          # its stream is open: it waits in it
                 reader.cancel()
                 try:
                     await reader
@@ -161,7 +161,7 @@ def test_early_stops_on_the_qt_loop_leave_no_generator_behind(cantor_home, qloop
     """qasync's loop installs no async-generator hooks: without the client's care, httpx's
     inner generators were closed by the garbage collector ("async generator ignored
     GeneratorExit")."""
-    from test_ui_helpers import run as run_on_qt
+    from support.ui import run as run_on_qt
 
     write_config(cantor_home)
     seen, old_hook = _watch_unraisable()

@@ -14,7 +14,7 @@ import pytest
 from cantor_desktop.node.queue import SongQueue
 from cantor_desktop.nodeclient import NodeError
 
-from test_node_support import LONG, SHORT, Node, collect, until_state, write_config
+from support.node import LONG, SHORT, Node, collect, until_state, write_config
 
 
 def on_disk(home: Path) -> set[str]:

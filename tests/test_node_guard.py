@@ -17,7 +17,7 @@ import pytest
 from cantor_desktop.node.guard import host_allowed, origin_allowed, split_host
 
 from support.http_files import FileServer
-from test_node_support import SHORT, LONG, Node, until_state, write_config
+from support.node import SHORT, LONG, Node, until_state, write_config
 
 
 @pytest.fixture

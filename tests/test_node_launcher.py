@@ -15,8 +15,8 @@ import pytest
 
 from cantor_desktop.node.launcher import NodeProcess, NodeStartError, answers, ensure_node
 
-from conftest import free_port
-from test_node_support import SHORT, engine_pid, until_state, wait_for, write_config
+from support.procs import free_port
+from support.node import SHORT, engine_pid, until_state, wait_for, write_config
 
 
 def _config_port(home, port: int) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from cantor_desktop import gguf
 from cantor_desktop.models.events import PullEvent
 from support.hub import ModelHub, model_bytes
-from test_node_support import Node, write_config
+from support.node import Node, write_config
 
 DIT = "acestep-v15-turbo-Q8_0.gguf"
 
@@ -255,7 +255,7 @@ def test_a_failed_pull_is_one_typed_failed_event(cantor_home, status=404):
     write_config(cantor_home)
     with ModelHub() as hub:
         hub.add_set(DIT, "acestep-5Hz-lm-0.6B-Q8_0.gguf")
-        hub.server.fail(hub.cdn_path(DIT), status, times=1)
+        hub.cdn.fail(hub.cdn_path(DIT), status, times=1)     # the CDN refuses it once
 
         async def main():
             node = await Node(cantor_home, env={"HF_ENDPOINT": hub.base_url}).start()

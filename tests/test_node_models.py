@@ -20,7 +20,7 @@ from cantor_desktop.selfexec import self_argv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.hub import ModelHub  # noqa: E402
-from test_node_support import Node, collect, until_state  # noqa: E402
+from support.node import Node, collect, until_state  # noqa: E402
 
 DIT = "acestep-v15-turbo-Q8_0.gguf"
 DIT2 = "acestep-v15-sft-Q8_0.gguf"

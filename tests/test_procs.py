@@ -316,7 +316,7 @@ def test_leftovers_a_real_orphaned_sketch_engine_is_found_and_ended(tmp_path):
     from cantor_desktop.paths import paths
     from cantor_desktop.selfexec import self_argv
     from cantor_desktop.sketch import ensure_sketch_models
-    from conftest import free_port
+    from support.procs import free_port
 
     p = paths().ensure()
     ensure_sketch_models(p.sketch_models_dir)

@@ -63,14 +63,14 @@ def test_pull_downloads_the_set_with_progress_and_resolves(hub):
     run(pull.pull("acestep-v15-turbo-Q8_0", lm_size="0.6B", with_engine=False,
                   on_event=events.append))
     assert next(e for e in events if e.type == "plan").total == 0
-    assert not hub.server.requests_for(hub.cdn_path(DIT))[1:]
+    assert not hub.cdn.requests_for(hub.cdn_path(DIT))[1:]
 
 
 def test_cut_connection_resumes_to_identical_file(hub):
-    hub.server.cut(hub.cdn_path(DIT), after=100_000)
+    hub.cdn.cut(hub.cdn_path(DIT), after=100_000)
     run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
     assert family_file(DIT).read_bytes() == hub.files[DIT]
-    ranges = [r.header("range") for r in hub.server.requests_for(hub.cdn_path(DIT))]
+    ranges = [r.header("range") for r in hub.cdn.requests_for(hub.cdn_path(DIT))]
     assert ranges[0] is None and ranges[-1] == "bytes=100000-"
 
 
@@ -86,7 +86,7 @@ def test_wrong_hash_is_refused_and_never_ready(hub):
 
 
 def test_corrupted_bytes_in_transit_are_refused(hub):
-    hub.server.corrupt(hub.cdn_path(TE))
+    hub.cdn.corrupt(hub.cdn_path(TE))
     with pytest.raises(dl.HashMismatch):
         run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, retries=0))
     assert not family_file(TE).exists()
@@ -104,8 +104,13 @@ def test_gated_file_needs_a_token(hub, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_sesame")
     run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
     assert family_file(DIT).read_bytes() == hub.files[DIT]
-    auth = hub.server.requests_for(hub.cdn_path(DIT))[-1].header("authorization")
-    assert auth == "Bearer hf_sesame"
+    # the token went to the hub, which gates /resolve …
+    resolved = hub.server.requests_for(hub.resolve_path(DIT))
+    assert resolved[-1].status == 302 and resolved[-1].header("authorization") == "Bearer hf_sesame"
+    # … and never to the CDN on another server it redirected to (which would refuse it)
+    fetched = hub.cdn.requests_for(hub.cdn_path(DIT))
+    assert fetched and all(r.status in (200, 206) for r in fetched)
+    assert all(r.header("authorization") is None for r in hub.cdn.requests)
 
 
 def test_keyring_token_is_used_when_no_env(hub):
@@ -119,7 +124,7 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
     # the downloader writes in 1 MiB batches: a DiT of a few MiB leaves a real .part
     big = 3 * 1024 * 1024
     hub.add(DIT, size=big)
-    hub.server.throttle(hub.cdn_path(DIT), 3_000_000, times=1)
+    hub.cdn.throttle(hub.cdn_path(DIT), 3_000_000, times=1)
 
     async def interrupted():
         got_bytes = asyncio.Event()
@@ -158,8 +163,7 @@ def test_not_enough_disk_refused_before_first_byte(hub):
     with pytest.raises(dl.NotEnoughSpace) as err:
         run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
     assert "disk space" in str(err.value)
-    gets = [r for r in hub.server.requests if r.path.startswith("/cdn/")]
-    assert gets == []
+    assert hub.cdn.requests == []                       # not one byte asked for
     assert not list(library.family_dir().glob("*.gguf*"))
 
 
@@ -186,7 +190,7 @@ def test_hash_from_etag_when_tree_is_unreachable(hub, monkeypatch):
 def test_sketch_needs_nothing(hub):
     files = run(pull.pull("sketch", with_engine=False))
     assert files.builtin and files.name == "sketch"
-    assert hub.server.requests == []
+    assert hub.server.requests == [] and hub.cdn.requests == []
 
 
 def test_pull_fetches_an_engine_when_none_is_installed(hub, tmp_path, monkeypatch):
@@ -251,7 +255,10 @@ def test_model_is_ready_when_the_engine_cannot_be_fetched(hub, tmp_path, monkeyp
     assert [e.type for e in events].count("done") == 1 and events[-1].type == "done"
     done = events[-1]
     assert done.engine_ready is False
-    assert "could not fetch" in done.engine_error and "cpu" in done.engine_error
+    assert done.engine_error.startswith("No backend works on this machine: cpu: could not "
+                                        "fetch acestep cpu")
+    assert "gone.tar.gz: HTTP 404" in done.engine_error
+    assert done.engine_error.endswith("The built-in sketch engine still works")
     assert done.message.startswith("Model ready. No engine yet:")
     assert engine_store.installed("acestep", "cpu") is None
     model = library.find("acestep-v15-turbo", lm_size="0.6B")
@@ -281,3 +288,22 @@ def test_cli_pull_offline_says_model_ready_no_engine_and_exits_1(hub, tmp_path, 
     assert "Traceback" not in result.stderr
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
     assert "Exit status" in helped.stdout and "no engine" in " ".join(helped.stdout.split())
+
+
+def test_the_hub_gates_resolve_and_its_cdn_would_refuse_a_forwarded_token(hub):
+    """The stand-in has teeth where huggingface.co has them: /resolve is the gate, the CDN is
+    another origin whose signed URL must not come with the hub's token."""
+    import httpx
+    hub.gate(DIT, "hf_sesame")
+    url = hub.base_url + hub.resolve_path(DIT)
+    with httpx.Client(trust_env=False) as c:
+        assert c.head(url).status_code == 401
+        assert c.head(url, headers={"Authorization": "Bearer hf_wrong"}).status_code == 403
+        hop = c.head(url, headers={"Authorization": "Bearer hf_sesame"})
+        assert hop.status_code == 302
+        assert hop.headers["x-linked-etag"] == f'"{hub.sha256(DIT)}"'
+        cdn = hop.headers["location"]
+        assert cdn.startswith(hub.cdn.base_url + "/") and hub.cdn.base_url != hub.base_url
+        assert c.get(cdn).content == hub.files[DIT]                      # signed URL alone
+        assert c.get(cdn, headers={"Authorization": "Bearer hf_sesame"}).status_code == 400
+        assert c.get(cdn.split("?")[0]).status_code == 403               # unsigned

@@ -14,8 +14,8 @@ import soundfile as sf
 
 from cantor_desktop.selfexec import self_argv
 
-from conftest import free_port
-from test_node_support import Node, write_config
+from support.procs import free_port
+from support.node import Node, write_config
 
 
 BAR_LINE = re.compile(r"^\[[#-]{28}\] +(\d+\.\d)%  (queued|lm|synth|saving|done)\b")
@@ -83,10 +83,15 @@ def test_sing_uses_the_running_node_and_exit_codes(cantor_home):
     assert path.exists() and path.parent == cantor_home / "songs"
     assert [s["state"] for s in songs] == ["done"]          # the running node made it
     assert still_running                                    # and was not stopped
-    assert bad.returncode == 2 and "bpm" in bad.stderr
-    assert unknown.returncode == 2 and "sketch" in unknown.stderr
-    assert "add --model sketch" in unknown.stderr       # the next action for a newcomer
-    assert missing.returncode == 2 and "lyrics" in missing.stderr
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "cantor sing: bpm: must be from 30 to 300, not '500'"
+    assert unknown.returncode == 2
+    reason, hint = unknown.stderr.strip().splitlines()
+    assert reason.startswith("cantor sing: model 'nope' is not installed")
+    assert reason.endswith("installed: sketch")           # what there is instead
+    assert "add --model sketch" in hint                  # the next action for a newcomer
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("cantor sing: lyrics: cannot read /no/such/file")
 
 
 def test_sing_reports_a_failed_song_with_exit_1(cantor_home):
@@ -98,7 +103,9 @@ def test_sing_reports_a_failed_song_with_exit_1(cantor_home):
         f'[node]\nport = {port}\n[models]\ndefault = "sketch"\n[songs]\ndir = "{blocker / "songs"}"\n')
     result = sing(cantor_home, "doomed song", "--duration", "10")
     assert result.returncode == 1
-    assert "failed" in result.stderr and "blocked" in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("cantor sing: the song failed: ")
+    assert last.endswith(f"Not a directory: '{blocker / 'songs'}'")   # the node's reason
 
 
 def test_every_stage_received_is_shown_and_done_ends_at_100(monkeypatch):

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import free_port
+from support.procs import free_port
 from sketch_analysis import (band_energy, cosine, grid_fit, in_key_share, onsets,
                              render_song, share_between)
 from test_sketch_support import EngineProcess, parse_multipart, read_wav

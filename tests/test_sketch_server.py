@@ -14,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from conftest import free_port
+from support.procs import free_port
 from test_sketch_support import EngineProcess, assert_on_the_beat, parse_multipart, read_wav
 
 from cantor_desktop import gguf

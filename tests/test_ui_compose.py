@@ -6,7 +6,7 @@ import httpx
 
 from cantor_desktop.access import bearer, read_token
 
-from test_ui_helpers import node, qloop, run, until  # noqa: F401 (fixtures)
+from support.ui import run, until
 
 from cantor_desktop.ui.compose_form import ComposeForm
 from cantor_desktop.ui.node_link import NodeLink
@@ -82,7 +82,7 @@ def test_use_these_settings_round_trip():
 
 
 def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
-    from conftest import free_port
+    from support.procs import free_port
     url = f"http://127.0.0.1:{free_port()}"
     link = NodeLink(url=url, start_child=False)
     run(qloop, link._connect())
@@ -91,7 +91,10 @@ def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
     page.caption.setPlainText("anything")
     page.generate.click()
     run(qloop, until(lambda: "Could not queue" in page.problem.text(), what="the reason"))
-    assert "not running" in page.problem.text() or "node" in page.problem.text().lower()
+    problem = page.problem.text()
+    assert problem.startswith("Could not queue the song")
+    # what is wrong and what to do about it
+    assert problem.endswith("The node is not running; start it from the tray or the status bar")
 
 
 def test_status_line_does_not_call_an_uninstalled_backend_ready(qtbot, qloop, node):

@@ -9,17 +9,15 @@ import signal
 import time
 
 import httpx
-
-from cantor_desktop.access import bearer, read_token
 import pytest
-from PySide6.QtCore import QTimer
-
-from test_ui_helpers import node, qloop, run, until  # noqa: F401
 
 from cantor_desktop import config
+from cantor_desktop.access import bearer, read_token
 from cantor_desktop.ui.main import Shell
 from cantor_desktop.ui.node_link import NodeLink
-from conftest import free_port
+from support.heartbeat import Heartbeat
+from support.procs import answers, free_port, gone
+from support.ui import run, until
 
 
 def shell(qapp, url=None, start_child=True) -> Shell:
@@ -105,23 +103,27 @@ def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
     s.link.start()
     run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="the child node"))
     assert s.link.owns_node and s.tray.stop.isEnabled() and not s.tray.start.isEnabled()
-    assert "ready" in s.tray.status.text().lower()
-    pid = s.link.process.pid
-    os.kill(pid, signal.SIGKILL)
-    run(qloop, until(lambda: s.link.process is not None and s.link.process.pid != pid
+    assert s.tray.status.text() == s.link.status_line()   # the tray says the link's state
+    assert s.tray.status.text().startswith("Node ready")
+    killed = s.link.process.pid
+    os.kill(killed, signal.SIGKILL)
+    run(qloop, until(lambda: s.link.process is not None and s.link.process.pid != killed
                      and s.link.state == "idle", timeout=30, what="the restart"))
+    restarted = s.link.process.pid            # the node the tray is about to stop
+    assert answers(s.link.url)
     s.tray.stop.trigger()
     run(qloop, until(lambda: s.link.state == "stopped", timeout=15, what="stop"))
     assert not s.link.owns_node and s.tray.start.isEnabled()
-    time.sleep(0.2)
-    assert _gone(pid) and not _answers(s.link.url)
+    # "stopped" is said once the child has exited (the link waited for it): the process
+    # the tray stopped is gone, not merely on its way out, and nothing answers any more
+    assert gone(restarted) and not answers(s.link.url)
     s.tray.start.trigger()
     run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="start again"))
-    assert _answers(s.link.url)
+    assert answers(s.link.url) and s.link.process.pid not in (killed, restarted)
     s.tray.keep_loaded.trigger()
     assert config.load().get("node.keep_loaded") is True
     run(qloop, s.link.shutdown())
-    assert not _answers(s.link.url)
+    assert not answers(s.link.url)
 
 
 @pytest.fixture
@@ -130,7 +132,7 @@ def hub(monkeypatch):
     from support.hub import ModelHub
     with ModelHub() as h:
         for name in h.add_set(size=8 * 1024 * 1024):
-            h.server.throttle(h.cdn_path(name), 8 * 1024 * 1024)
+            h.cdn.throttle(h.cdn_path(name), 8 * 1024 * 1024)
         monkeypatch.setenv("HF_ENDPOINT", h.base_url)
         yield h
 
@@ -142,14 +144,6 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     library = s.window.library  # the pages are open before the heartbeat starts: building
     s.window.songs              # one is a UI action of its own, not the song or the pull
     run(qloop, until(lambda: "acestep-v15-turbo-Q8_0" in library.rows, what="the catalogue"))
-    gaps: list[float] = []
-    last = [time.perf_counter()]
-
-    def beat():
-        now = time.perf_counter()
-        gaps.append(now - last[0])
-        last[0] = now
-
     import gc
     gc_pauses: list[float] = []
     gc_start = [0.0]
@@ -161,47 +155,33 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
             gc_pauses.append(time.perf_counter() - gc_start[0])
 
     gc.callbacks.append(gc_watch)
-    timer = QTimer()
-    timer.setInterval(5)
-    timer.timeout.connect(beat)
-    timer.start()
+    beat = Heartbeat(5)
+    beat.start()
     rec = run(qloop, s.link.submit({"caption": "march, brass", "duration": 30, "model": "sketch"}))
     events: list = []                   # PullEvents
     s.link.pull_event.connect(lambda name, e: events.append(e))
     library.pull("acestep-v15-turbo-Q8_0")
     s.window.show_page("Songs")
+
     def downloaded():
         plan = next((e for e in events if e.type == "plan"), None)
         done = sum(1 for e in events if e.type == "file_done")
         return plan is not None and done == len(plan.files) and plan.total > 0
 
     run(qloop, until(lambda: s.link.songs[rec.id].state == "done" and downloaded(),
-                     timeout=90, what="the song and the download"), timeout=100)
-    timer.stop()
+                     timeout=120, what="the song and the download"))
+    beat.stop()
     gc.callbacks.remove(gc_watch)
     plan = next(e for e in events if e.type == "plan")
     assert max(e.received for e in events) == plan.total >= 24 * 1024 * 1024
     assert s.link.songs[rec.id].state == "done"
-    worst = max(gaps[3:])
-    assert worst < 0.050, (f"the loop stalled {worst * 1000:.1f} ms (longest GC pause "
-                           f"{max(gc_pauses, default=0) * 1000:.1f} ms; next gaps "
-                           f"{[round(g * 1000, 1) for g in sorted(gaps)[-5:-1]]} ms)")
+    assert len(beat.counted()) > 100                      # the loop was watched all along
+    # The product's figure: the app never holds its loop for 50 ms (three frames) while a
+    # song and a pull run. Time the machine made the GUI thread wait for a CPU (other
+    # processes on a loaded machine) is not the app's and is taken out of each gap.
+    assert beat.worst_app_ms() < 50, (f"the loop stalled: {beat.describe()}; longest GC "
+                                      f"pause {max(gc_pauses, default=0) * 1000:.1f} ms")
     run(qloop, s.link.shutdown())
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url + "/v1/health", timeout=0.5).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_the_first_close_to_the_tray_says_so_once(qapp, qloop):

@@ -1,7 +1,7 @@
 """Hardware & Backends rows: nothing guessed before the node answers; a backend this machine
 can run but has not installed reads "installable"."""
 
-from test_ui_helpers import qloop, run  # noqa: F401 (fixture)
+from support.ui import run
 
 from cantor_desktop.ui.pages.hardware import backend_rows
 
@@ -29,7 +29,7 @@ def test_first_run_set_up_does_the_next_step(qtbot, qloop):
     """The banner's set-up button starts "Find the best backend" (not only shows a page);
     once a backend is there it reads "Download…" and opens the Library; a find that ends
     says what comes next."""
-    from conftest import free_port
+    from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.window import MainWindow
     link = NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False)
@@ -57,7 +57,7 @@ def test_first_run_set_up_does_the_next_step(qtbot, qloop):
 
 def test_a_refused_find_ends_on_one_plain_line(qtbot):
     # the reason is logged as its own event; the end said "Failed: failed" after it
-    from conftest import free_port
+    from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.hardware import HardwarePage
     page = HardwarePage(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
@@ -73,7 +73,7 @@ def test_a_refused_find_ends_on_one_plain_line(qtbot):
 
 
 def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbot):
-    from conftest import free_port
+    from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.hardware import HardwarePage
     reason = ("rejected: [Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU (trial "

@@ -10,7 +10,7 @@ import base64
 
 import pytest
 
-from test_ui_helpers import node, qloop, run, until  # noqa: F401
+from support.ui import run, until
 
 from cantor_desktop import gguf
 from cantor_desktop.models.events import PullEvent
@@ -33,7 +33,7 @@ def hub(monkeypatch, small_lm):
     from support.hub import ModelHub
     with ModelHub() as h:
         for name in h.add_set(size=SIZE):
-            h.server.throttle(h.cdn_path(name), 4 * 1024 * 1024)
+            h.cdn.throttle(h.cdn_path(name), 4 * 1024 * 1024)
         monkeypatch.setenv("HF_ENDPOINT", h.base_url)
         yield h
 
@@ -82,13 +82,13 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_ho
     run(qloop, until(lambda: page.table.item(row, 2).text() == "paused", what="paused state"))
     run(qloop, until(lambda: _buttons(page, MODEL) == ["Resume", "Discard"], what="Resume"))
     assert _parts(cantor_home)
-    before = len(hub.server.requests_for(hub.cdn_path(DIT)))
+    before = len(hub.cdn.requests_for(hub.cdn_path(DIT)))
     events.clear()
     _click(page, MODEL, "Resume")  # pulling again continues the .part file
     run(qloop, until(lambda: any(e.type == "done" for e in events), timeout=60,
-                     what="the files"), timeout=70)
+                     what="the files"))
     assert sum(e.type == "file_done" for e in events) == 4     # DiT, text encoder, VAE, LM
-    ranges = [r.header("range") for r in hub.server.requests_for(hub.cdn_path(DIT))[before:]]
+    ranges = [r.header("range") for r in hub.cdn.requests_for(hub.cdn_path(DIT))[before:]]
     assert any(r and r.startswith("bytes=") and r != "bytes=0-" for r in ranges), ranges
     run(qloop, until(lambda: _buttons(page, MODEL) == ["Remove"], what="Remove"))
     assert page.table.item(row, 2).text() == "ready"
@@ -97,7 +97,7 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_ho
 
 def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub, node,
                                                               cantor_home):
-    hub.server.fail(hub.cdn_path(DIT), 404, times=1)           # the hub fails once
+    hub.cdn.fail(hub.cdn_path(DIT), 404, times=1)              # the CDN fails once
     link, page = _page(qtbot, qloop, node.url)
     events: list[PullEvent] = []
     link.pull_event.connect(lambda name, e: events.append(e))
@@ -307,3 +307,13 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     page.every_quant.setChecked(True)
     assert not page.table.isRowHidden(q4)
     run(qloop, link.shutdown())
+
+
+def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
+    # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
+    # said "23.5 GiB": the same figure, named correctly in both
+    from cantor_desktop.download import human_size
+    from cantor_desktop.ui.transfer import human_bytes
+    assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
+    assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"
+    assert human_bytes(512) == "512 B" and human_bytes(None) == "?"

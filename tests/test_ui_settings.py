@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 from cantor_desktop import config
 from cantor_desktop.paths import paths
 from cantor_desktop.ui.pages.settings import SettingsPage
-from test_ui_helpers import qloop  # noqa: F401 (fixture)
 
 
 def test_every_key_has_a_field_and_save_writes_node_toml(qtbot):
@@ -31,16 +28,24 @@ def test_invalid_value_is_refused_with_the_registry_reason(qtbot):
 
 
 def test_an_edit_on_disk_shows_within_a_second(qtbot):
+    """The page looks at node.toml every POLL_MS (at most a second) and shows an edit at the
+    first look after it: counted in looks, not in wall-clock time (a loaded machine may run
+    the timer late, which is not the page's doing)."""
+    from cantor_desktop.ui.pages.settings import POLL_MS
+    assert POLL_MS <= 1000
     page = SettingsPage()
     qtbot.addWidget(page)
+    looks = [0]
+    page.timer.timeout.connect(lambda: looks.__setitem__(0, looks[0] + 1))  # after _poll
     path = paths().config_file
-    path.write_text("# mine\n[node]\nkeep_loaded = true\nport = 9001\n")
-    start = time.monotonic()
-    qtbot.waitUntil(lambda: page.value("node.port") == 9001, timeout=1500)
-    assert time.monotonic() - start < 1.2
+    for edit, port in ((lambda: path.write_text("# mine\n[node]\nkeep_loaded = true\n"
+                                                "port = 9001\n"), 9001),
+                       (lambda: config.update({"node.port": 9002}), 9002)):   # a rename, as the CLI
+        edit()
+        looks[0] = 0
+        qtbot.waitUntil(lambda: looks[0] >= 1, timeout=30_000)
+        assert page.value("node.port") == port          # shown at the first look after it
     assert page.value("node.keep_loaded") is True
-    config.update({"node.port": 9002})  # atomic rename, like the CLI does
-    qtbot.waitUntil(lambda: page.value("node.port") == 9002, timeout=1500)
 
 
 def test_a_malformed_file_is_shown_and_never_overwritten(qtbot):
@@ -48,7 +53,7 @@ def test_a_malformed_file_is_shown_and_never_overwritten(qtbot):
     qtbot.addWidget(page)
     path = paths().config_file
     path.write_text("[node\nport = 1\n")
-    qtbot.waitUntil(lambda: not page.banner.isHidden(), timeout=1500)
+    qtbot.waitUntil(lambda: not page.banner.isHidden(), timeout=30_000)  # at its next look
     assert "line 1" in page.banner.text()
     page.fields["node.port"].setValue(7000)
     assert not page.save_button.isEnabled()
@@ -61,11 +66,11 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
     Library's Hugging Face token belongs to the node's machine: with no node it is not
     saved here, and the page says why (tests/test_ui_library.py saves it on a node)."""
     import threading
-    from test_ui_helpers import run, until
+    from support.ui import run, until
     from cantor_desktop import secrets
     from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
     from cantor_desktop.ui.pages.library import LibraryPage
-    from conftest import free_port
+    from support.procs import free_port
     threads: list[str] = []
     real_set = secrets.set_secret
 
@@ -119,7 +124,7 @@ def test_the_wheel_scrolls_the_page_and_changes_no_value_it_was_not_given(qtbot)
     assert (combo.currentText(), spin.value()) == before       # unfocused: nothing changed
     page.activateWindow()
     spin.setFocus()
-    qtbot.waitUntil(spin.hasFocus, timeout=2000)
+    qtbot.waitUntil(spin.hasFocus, timeout=30_000)
     wheel(spin)
     assert spin.value() != before[1]                            # focused: the wheel works
 

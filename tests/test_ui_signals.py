@@ -1,7 +1,7 @@
 """SIGTERM or Ctrl-C (SIGINT) to the app quits it like the tray's Quit: its child node stops.
 
 A real app process (offscreen, its own CANTOR_HOME) starts its node child; the test finds
-the child by its parent pid, signals the app, and checks that both are gone.
+the child among the app's children, signals the app, and checks that both are gone.
 """
 
 from __future__ import annotations
@@ -10,46 +10,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
-import httpx
+import psutil
 import pytest
 
-from conftest import free_port
+from support.procs import alive, answers, free_port, gone, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="finds the child node through /proc")
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:  # fields: state, ppid, ...
-            found.append(int(entry))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url + "/v1/health", timeout=0.5).status_code == 200
-    except httpx.HTTPError:
-        return False
+                                reason="SIGTERM and SIGINT as a POSIX app gets them")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -63,21 +31,18 @@ def test_signal_quits_the_app_and_stops_its_node(signum):
     app = subprocess.Popen([sys.executable, "-m", "cantor_desktop.ui.main"], env=env,
                            stdout=out, stderr=subprocess.STDOUT)
     try:
-        end = time.monotonic() + 30
-        while not _answers(url):
+        def node_up() -> bool:
             assert app.poll() is None, f"the app exited with {app.returncode}"
-            assert time.monotonic() < end, "the app's node never answered"
-            time.sleep(0.1)
-        nodes = [p for p in _children(app.pid) if _alive(p)]
+            return answers(url)
+        wait_until(node_up, "the app's node to answer", timeout=60, every=0.1)
+        # the signal handler is installed before the node starts: the app is ready for it
+        nodes = [c.pid for c in psutil.Process(app.pid).children() if alive(c.pid)]
         assert nodes, "the node that answers is not the app's child"
-        time.sleep(0.3)  # past start-up: the handler is installed before the node starts
         app.send_signal(signum)
         assert app.wait(20) == 0
-        end = time.monotonic() + 5
-        while any(_alive(p) for p in nodes) and time.monotonic() < end:
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in nodes), "the app's node outlived the app"
-        assert not _answers(url)
+        # the app stops its node before it exits: nothing of it is left, at once
+        assert all(gone(p) for p in nodes), "the app's node outlived the app"
+        assert not answers(url)
     finally:
         if app.poll() is None:
             app.kill()

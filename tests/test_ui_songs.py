@@ -7,7 +7,7 @@ import time
 
 from PySide6.QtCore import QItemSelectionModel, Qt
 
-from test_ui_helpers import make_wav, node, qloop, run, until  # noqa: F401
+from support.ui import make_wav, run, until
 
 from cantor_desktop.ui import waveform
 from cantor_desktop.ui.node_link import NodeLink
@@ -70,12 +70,14 @@ def test_ten_thousand_songs_load_and_paint_fast(qtbot):
     records = [record(i) for i in range(10_000)]
     p.show()
     qtbot.waitExposed(p)
-    start = time.perf_counter()
+    # CPU time of this (the GUI) thread: the work the page does, not how long a loaded
+    # machine kept the thread off its CPU
+    start = time.thread_time()
     p.model.set_songs(records)
     p.view.viewport().repaint()
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert p.model.rowCount() == 10_000
-    assert elapsed < 1.0, f"{elapsed:.3f} s"
+    assert elapsed < 1.0, f"{elapsed:.3f} s of CPU"
 
 
 def test_move_to_trash_removes_the_song(qtbot, tmp_path, monkeypatch):
@@ -99,7 +101,8 @@ def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
     if QMediaDevices.audioOutputs():
         assert p.play.text() == "Pause"
     else:
-        assert "audio" in p.note.text().lower() and p.play.text() == "Play"
+        assert p.note.text() == "No audio output device: playback is off"
+        assert p.play.text() == "Play"
 
 
 def test_decode_for_the_audio_sink_keeps_the_length(tmp_path):
@@ -145,8 +148,13 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     qtbot.addWidget(p)
     p.resize(900, 600)
     run(qloop, link._connect())
+    finished: list[str] = []
+    link.song_finished.connect(lambda song: finished.append(song.id))
     made = run(qloop, link.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
-    run(qloop, until(lambda: link.songs[made.id].state == "done", timeout=60, what="the song"))
+    # the song's own "done" event has been folded in (and its song_updated sent): nothing
+    # about this song follows that could overwrite the row planted below. Its state alone
+    # can read "done" earlier, from a list refresh, with the done event still to come.
+    run(qloop, until(lambda: made.id in finished, timeout=60, what="the song's done event"))
     original = link.songs[made.id].path
     name = os.path.basename(original)
     song = link.songs[made.id]
@@ -232,12 +240,12 @@ def test_search_over_ten_thousand_songs_keeps_each_keystroke_short(qtbot):
     qtbot.waitExposed(p)
     worst = 0.0
     for text in ("s", "so", "son", "song", "song 9", "song 99", "song 999", "song 9999"):
-        start = time.perf_counter()
+        start = time.thread_time()          # the GUI thread's own work (see above)
         p.search.setText(text)
         p.view.viewport().repaint()
-        worst = max(worst, time.perf_counter() - start)
+        worst = max(worst, time.thread_time() - start)
     assert [p.model.row(n).song.caption for n in range(p.model.rowCount())] == ["song 9999"]
-    assert worst < 0.1, f"{worst * 1000:.1f} ms"   # the figure itself is in bench/app.py
+    assert worst < 0.1, f"{worst * 1000:.1f} ms of CPU"   # the figure itself: bench/app.py
 
 
 def test_rows_show_tempo_key_length_instrumental_and_model():

@@ -501,6 +501,19 @@ ERRORS = {code: {"description": what, "content": {"application/json": {"schema":
                              (422, "a field is not allowed (named in error.field)"),
                              (429, "the queue is full"), (500, "failed"),
                              (502, "the engine failed"))}
+_AUTO = [{"type": "null"}, {"type": "string", "pattern": "^\\s*([Aa][Uu][Tt][Oo])?\\s*$"}]
+
+
+def _or_auto(schema: dict[str, Any]) -> dict[str, Any]:
+    """A field the node or the engine may choose: null, "" or "auto" (song_request._auto)."""
+    return {"anyOf": [schema, *_AUTO]}
+
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """An optional field: null is the same as leaving it out."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
 def song_schema() -> dict[str, Any]:
     """The song request's JSON schema, from the song request's own constants."""
     from .. import song_request as r
@@ -514,53 +527,60 @@ def song_schema() -> dict[str, Any]:
                           "upload": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}}
     span = {"type": "object", "properties": {
         "start": number(0, r.DURATION_RANGE[1]), "end": number(0, r.DURATION_RANGE[1])}}
+    props: dict[str, Any] = {
+        "caption": {"type": "string", "minLength": 1, "maxLength": r.CAPTION_MAX},
+        "lyrics": {"type": "string", "maxLength": r.LYRICS_MAX,
+                   "description": "text, or [Instrumental] (the default)"},
+        "duration": number(*r.DURATION_RANGE),
+        "bpm": number(*r.BPM_RANGE, True),
+        "key": {"type": "string", "example": "F# minor"},
+        "time_signature": {"type": "integer", "enum": list(r.TIME_SIGNATURES)},
+        "language": {"type": "string", "enum": list(r.LANGUAGES)},
+        "seed": number(-1, r.SEED_MAX, True),
+        "model": {"type": "string", "example": "sketch"},
+        "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
+        "batch": number(*r.BATCH_RANGE, True),
+        "task": {"type": "string", "enum": list(r.TASKS)},
+        "source": ref, "reference": ref, "codes_from": ref,
+        "region": span,
+        "extend": {"type": "object", "properties": {
+            "before": number(0, r.DURATION_RANGE[1]),
+            "after": number(0, r.DURATION_RANGE[1])}},
+        "strength": number(0, 1), "noise": number(0, 1),
+        "faithful": {"type": "boolean"},
+        "track": {"type": "string", "example": "drums"},
+        "adapter": {"type": "string"},
+        "adapter_scale": number(*r.ADAPTER_SCALE_RANGE),
+        "steps": number(*r.STEPS_RANGE, True), "guidance": number(*r.GUIDANCE_RANGE),
+        "shift": number(*r.SHIFT_RANGE),
+        "solver": {"type": "string", "enum": list(r.SOLVERS)},
+        "lm_temperature": number(*r.LM_TEMPERATURE_RANGE),
+        "lm_cfg": number(*r.LM_CFG_RANGE), "lm_top_p": number(0, 1),
+        "lm_top_k": number(*r.LM_TOP_K_RANGE, True),
+        "lm_negative_prompt": {"type": "string", "maxLength": r.NEGATIVE_MAX},
+        "lock_caption": {"type": "boolean"}}
+    # what the node lets be chosen for you (null, "" or "auto"), and null for "not given"
+    auto = ("duration", "bpm", "key", "time_signature", "language")
+    props["time_signature"] = {"anyOf": [props["time_signature"], {
+        "type": "string", "pattern": "^\\s*[2346](\\.0*)?\\s*/", "example": "3/4"}]}
+    props["format"] = {"anyOf": [props["format"], {"type": "string", "pattern": "^\\s*$"}],
+                       "description": "null or \"\": the node's songs.format"}
+    props = {k: v if k == "caption" else _or_auto(v) if k in auto else _or_null(v)
+             for k, v in props.items()}
     return {"type": "object", "required": ["caption"], "additionalProperties": False,
-            "properties": {
-                "caption": {"type": "string", "minLength": 1, "maxLength": r.CAPTION_MAX},
-                "lyrics": {"type": "string", "maxLength": r.LYRICS_MAX,
-                           "description": "text, or [Instrumental] (the default)"},
-                "duration": number(*r.DURATION_RANGE),
-                "bpm": number(*r.BPM_RANGE, True),
-                "key": {"type": "string", "example": "F# minor"},
-                "time_signature": {"type": "integer", "enum": list(r.TIME_SIGNATURES)},
-                "language": {"type": "string", "enum": list(r.LANGUAGES)},
-                "seed": number(-1, r.SEED_MAX, True),
-                "model": {"type": "string", "example": "sketch"},
-                "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
-                "batch": number(*r.BATCH_RANGE, True),
-                "task": {"type": "string", "enum": list(r.TASKS)},
-                "source": ref, "reference": ref, "codes_from": ref,
-                "region": span,
-                "extend": {"type": "object", "properties": {
-                    "before": number(0, r.DURATION_RANGE[1]),
-                    "after": number(0, r.DURATION_RANGE[1])}},
-                "strength": number(0, 1), "noise": number(0, 1),
-                "faithful": {"type": "boolean"},
-                "track": {"type": "string", "example": "drums"},
-                "adapter": {"type": "string"},
-                "adapter_scale": number(*r.ADAPTER_SCALE_RANGE),
-                "steps": number(*r.STEPS_RANGE, True), "guidance": number(*r.GUIDANCE_RANGE),
-                "shift": number(*r.SHIFT_RANGE),
-                "solver": {"type": "string", "enum": list(r.SOLVERS)},
-                "lm_temperature": number(*r.LM_TEMPERATURE_RANGE),
-                "lm_cfg": number(*r.LM_CFG_RANGE), "lm_top_p": number(0, 1),
-                "lm_top_k": number(*r.LM_TOP_K_RANGE, True),
-                "lm_negative_prompt": {"type": "string", "maxLength": r.NEGATIVE_MAX},
-                "lock_caption": {"type": "boolean"}}}
+            "properties": props}
 
 
 SONG_SCHEMA = song_schema()
-GENERATION_SCHEMA: dict[str, Any] = {
+_SONG = SONG_SCHEMA["properties"]
+GENERATION_SCHEMA: dict[str, Any] = {       # null leaves a field out (lemonade_request)
     "type": "object", "required": ["prompt"], "additionalProperties": False,
     "properties": {
-        "model": {"type": "string"}, "prompt": {"type": "string", "minLength": 1},
-        "lyrics": {"type": "string"}, "vocal_language": {"type": "string"},
-        "duration": {"type": "number", "minimum": 10, "maximum": 600},
-        "steps": {"type": "integer", "minimum": 1, "maximum": 200},
-        "seed": {"type": "integer", "minimum": -1, "maximum": 2**32 - 1},
-        "response_format": {"type": "string", "enum": list(LEMONADE_FORMATS)},
-        "bpm": {"type": "integer", "minimum": 30, "maximum": 300}, "key": {"type": "string"},
-        "time_signature": {"type": "integer", "enum": [2, 3, 4, 6]}}}
+        "model": _SONG["model"], "prompt": {"type": "string", "minLength": 1},
+        "lyrics": _SONG["lyrics"], "vocal_language": _SONG["language"],
+        "duration": _SONG["duration"], "steps": _SONG["steps"], "seed": _SONG["seed"],
+        "response_format": _or_null({"type": "string", "enum": list(LEMONADE_FORMATS)}),
+        "bpm": _SONG["bpm"], "key": _SONG["key"], "time_signature": _SONG["time_signature"]}}
 LM_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["mode", "caption"], "additionalProperties": False,
     "properties": {"mode": {"type": "string", "enum": ["inspire", "format"]},
@@ -588,20 +608,68 @@ CONFIG_SCHEMA = {"type": "object", "minProperties": 1,
 SSE = {200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}}}
 
 
+# -- what each route answers (documented so a client, and the API fuzz, can check it) -------
+
+def _obj(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "object", "required": list(required),
+            "properties": {**required, **(optional or {})}}
+
+
+def _ok(schema: dict[str, Any], what: str = "done", status: int = 200) -> dict[int, Any]:
+    return {status: {"description": what, "content": {"application/json": {"schema": schema}}}}
+
+
+_STR, _INT, _NUM, _BOOL = ({"type": t} for t in ("string", "integer", "number", "boolean"))
+_OBJ, _LIST = {"type": "object"}, {"type": "array"}
+GUARDED = {code: ERRORS[code] for code in (401, 403, 422)}   # every route but health
+TAKE_JSON = _obj({"n": _INT, "audio": _STR, "sidecar": _STR, "format": _STR,
+                  "seed": {"type": ["integer", "null"]}, "duration": {"type": ["number", "null"]},
+                  "sample_rate": {"type": ["integer", "null"]},
+                  "channels": {"type": ["integer", "null"]},
+                  "bytes": {"type": ["integer", "null"]}, "bpm": {"type": ["number", "null"]},
+                  "key": {"type": ["string", "null"]},
+                  "time_signature": {"type": ["integer", "null"]}, "facts_from": _OBJ})
+SONG_JSON = _obj({
+    "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}, "request": _OBJ,
+    "state": {"enum": ["queued", "running", "done", "failed", "cancelled"]},
+    "stage": {"enum": ["lm", "synth", "saving", None]},
+    "progress": {"type": "number", "minimum": 0, "maximum": 1},
+    "eta": {"type": ["number", "null"]}, "error": {"type": ["string", "null"]},
+    "takes": {"type": "array", "items": TAKE_JSON}, "created": _NUM,
+    "started": {"type": ["number", "null"]}, "finished": {"type": ["number", "null"]},
+    "engine": {"type": ["object", "null"]}, "attempts": _INT,
+    "position": {"type": ["integer", "null"]}, "title": _STR, "favourite": _BOOL})
+SONG_STATE = _obj({"id": _STR, "state": SONG_JSON["properties"]["state"]})
+MODEL_JSON = _obj({"name": _STR, "family": _STR, "display_name": _STR, "state": _STR,
+                   "files": _LIST, "size_bytes": _INT, "download_bytes": _INT,
+                   "builtin": _BOOL, "imported": _BOOL})
+UPLOAD_JSON = _obj({"id": _STR, "name": _STR, "format": _STR, "duration": _NUM,
+                    "sample_rate": _INT, "channels": _INT, "bytes": _INT, "created": _NUM})
+HEALTH_JSON = _obj({"status": {"const": "ok"}, "version": _STR, "home": _STR})
+SYSTEM_JSON = _obj({"version": _STR, "keep_loaded": _BOOL, "uptime": _NUM,
+                    "restarting": _BOOL, "hardware": _OBJ, "families": _OBJ,
+                    "loaded": {"type": "array", "items": _obj(
+                        {"engine": _STR, "running": _BOOL, "pid": {"type": ["integer", "null"]},
+                         "song": {"type": ["string", "null"]}})}})
+CONFIG_JSON = _obj({"values": _OBJ, "path": _STR},
+                   {"options": _LIST, "error": {"type": ["string", "null"]}})
+
+
 def _routes(app: FastAPI) -> None:
     from .library_routes import router as library_router   # import, upload, HF token
     app.include_router(library_router)
     from .adapter_routes import router as adapter_router   # LoRA adapters
     app.include_router(adapter_router)
 
-    @app.get("/v1/health")
+    @app.get("/v1/health", responses={**_ok(HEALTH_JSON, "a node is up"), 403: ERRORS[403]})
     async def health(request: Request):
         """Open to all (no token): says that a node is up, and which home it serves (an
         opaque key) so that a client never takes another home's node for its own."""
         from .. import access
         return {"status": "ok", "version": __version__, "home": access.home_key()}
 
-    @app.get("/v1/system")
+    @app.get("/v1/system", responses={**_ok(SYSTEM_JSON, "hardware, backends, engines"),
+                                      **GUARDED})
     async def system(request: Request):
         """Hardware with evidence, each family's backends with state, the pinned and the
         default backend, keep_loaded, and what each engine has loaded now."""
@@ -626,7 +694,9 @@ def _routes(app: FastAPI) -> None:
 
     # -- models --------------------------------------------------------------------------
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses={**_ok(_obj({"models": {"type": "array", "items": MODEL_JSON},
+                                                   "default": {"type": ["string", "null"]}}),
+                                              "the library"), **GUARDED})
     async def models(all: bool = False):
         """``?all=true`` also lists the catalogue models that are not downloaded (the hub's
         list, asked again when the saved one is old)."""
@@ -670,7 +740,8 @@ def _routes(app: FastAPI) -> None:
         return StreamingResponse(progress_stream(work), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
 
-    @app.delete("/v1/models/{name}", responses=ERRORS)
+    @app.delete("/v1/models/{name}", responses={**_ok(_obj({"removed": _STR, "result": _OBJ})),
+                                                **ERRORS})
     async def delete_model(request: Request, name: str):
         if name == SKETCH:
             raise ApiError(400, "the sketch model is built in and cannot be removed",
@@ -697,7 +768,8 @@ def _routes(app: FastAPI) -> None:
     # -- songs ---------------------------------------------------------------------------
 
     @app.post("/v1/songs", status_code=202, openapi_extra=_json_body(SONG_SCHEMA),
-              responses={202: {"description": "queued: {\"id\": …}"}, **ERRORS})
+              responses={**_ok(_obj({"id": _STR, "state": _STR, "model": _STR},
+                                    {"note": _STR}), "queued", 202), **ERRORS})
     async def submit(request: Request):
         n = node(request)
         body = await json_body(request)
@@ -713,7 +785,8 @@ def _routes(app: FastAPI) -> None:
             answer["note"] = note
         return JSONResponse(answer, status_code=202)
 
-    @app.get("/v1/songs")
+    @app.get("/v1/songs", responses={**_ok(_obj({"songs": {"type": "array", "items": SONG_JSON}}),
+                                             "newest first"), **GUARDED})
     async def list_songs(request: Request, state: str | None = None, limit: int = 500):
         n = node(request)
         songs = n.queue.newest_first()
@@ -721,7 +794,7 @@ def _routes(app: FastAPI) -> None:
             songs = [s for s in songs if s.state == state]
         return {"songs": [n.queue.public(s) for s in songs[: max(limit, 0)]]}
 
-    @app.get("/v1/songs/{song_id}", responses=ERRORS)
+    @app.get("/v1/songs/{song_id}", responses={**_ok(SONG_JSON, "the song"), **ERRORS})
     async def get_song(request: Request, song_id: str):
         n = node(request)
         return n.queue.public(_song(n, song_id))
@@ -733,7 +806,7 @@ def _routes(app: FastAPI) -> None:
                                                             "format": "binary"}},
                                       "application/octet-stream": {"schema": {
                                           "type": "string", "format": "binary"}}}}},
-              responses={201: {"description": "kept: the upload's id and facts"}, **ERRORS})
+              responses={**_ok(UPLOAD_JSON, "kept: the upload's id and facts", 201), **ERRORS})
     async def upload(request: Request, name: str = "upload"):
         """Audio to edit or to learn from (WAV, FLAC, MP3, AIFF or OGG, at most 10 minutes),
         as the raw body; ``name`` is the file's name for people. 422 naming the problem when
@@ -754,7 +827,7 @@ def _routes(app: FastAPI) -> None:
                  kept.duration)
         return JSONResponse(kept.to_json(), status_code=201)
 
-    @app.get("/v1/uploads/{upload_id}", responses=ERRORS)
+    @app.get("/v1/uploads/{upload_id}", responses={**_ok(UPLOAD_JSON, "the upload"), **ERRORS})
     async def get_upload(upload_id: str):
         from . import uploads
         try:
@@ -762,7 +835,8 @@ def _routes(app: FastAPI) -> None:
         except (uploads.UploadError, LookupError) as exc:
             raise ApiError(404, str(exc), "not_found", "upload_id") from None
 
-    @app.delete("/v1/uploads/{upload_id}", responses=ERRORS)
+    @app.delete("/v1/uploads/{upload_id}",
+                responses={**_ok(_obj({"id": _STR, "removed": {"const": True}})), **ERRORS})
     async def delete_upload(upload_id: str):
         from . import uploads
         try:
@@ -772,7 +846,10 @@ def _routes(app: FastAPI) -> None:
             raise ApiError(404, str(exc), "not_found", "upload_id") from None
         return {"id": upload_id, "removed": True}
 
-    @app.post("/v1/lm", openapi_extra=_json_body(LM_SCHEMA), responses=ERRORS)
+    @app.post("/v1/lm", openapi_extra=_json_body(LM_SCHEMA), responses={
+        **_ok(_obj({"mode": _STR, "model": _STR, "caption": _STR},
+                   {"lyrics": {"type": ["string", "null"]}}),
+              "what the language model wrote"), **ERRORS})
     async def lm_help(request: Request):
         """The language model's help for the form: ``inspire`` writes a caption and lyrics
         from a short idea (in ``caption``); ``format`` tidies the caption and lyrics given.
@@ -807,7 +884,8 @@ def _routes(app: FastAPI) -> None:
                            "engine_failed") from None
 
     @app.post("/v1/understand", openapi_extra=_json_body(UNDERSTAND_SCHEMA),
-              responses=ERRORS)
+              responses={**_ok(_obj({"source": _OBJ, "model": _STR}), "what the engine heard"),
+                         **ERRORS})
     async def understand(request: Request):
         """Read caption, lyrics, BPM, key, time signature, duration and language out of a
         take (``{"source": {"song": id, "take": n}}``) or an upload (``{"source":
@@ -835,7 +913,7 @@ def _routes(app: FastAPI) -> None:
                            "engine_failed") from None
         return {"source": ref, "model": model, **heard}
 
-    @app.get("/v1/events", responses=SSE)
+    @app.get("/v1/events", responses={**SSE, **GUARDED})
     async def all_events(request: Request):
         """Every song's events, whoever asked for it: ``added``, ``changed``, ``removed``
         (the whole song, or its id) besides each song's own; starts with ``hello``."""
@@ -843,7 +921,7 @@ def _routes(app: FastAPI) -> None:
                                  media_type="text/event-stream", headers=SSE_HEADERS)
 
     @app.patch("/v1/songs/{song_id}", openapi_extra=_json_body(SONG_PATCH_SCHEMA),
-               responses=ERRORS)
+               responses={**_ok(SONG_JSON, "the song, changed"), **ERRORS})
     async def change_song(request: Request, song_id: str):
         """Rename a song (``title``; "" gives it back its caption) or mark it a favourite."""
         n = node(request)
@@ -893,7 +971,7 @@ def _routes(app: FastAPI) -> None:
         return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
                             filename=path.name)
 
-    @app.post("/v1/songs/{song_id}/cancel", responses=ERRORS)
+    @app.post("/v1/songs/{song_id}/cancel", responses={**_ok(SONG_STATE, "cancelled"), **ERRORS})
     async def cancel(request: Request, song_id: str):
         n = node(request)
         song = _song(n, song_id)
@@ -902,7 +980,9 @@ def _routes(app: FastAPI) -> None:
                            "id", state=song.state)
         return {"id": song.id, "state": song.state}
 
-    @app.delete("/v1/songs/{song_id}", responses=ERRORS)
+    @app.delete("/v1/songs/{song_id}", responses={**_ok(_obj({
+        "id": _STR, "forgotten": {"const": True}, "files_deleted": {"type": "array", "items": _STR},
+        "files_kept": {"type": "array", "items": _STR}}), "forgotten"), **ERRORS})
     async def delete_song(request: Request, song_id: str, delete_files: bool = False):
         """Forget a done, failed or cancelled song (409 while it is queued or running:
         cancel it first); ``delete_files=true`` also deletes its audio files and sidecars."""
@@ -923,7 +1003,7 @@ def _routes(app: FastAPI) -> None:
                 "files_kept": removed["kept"]}
 
     @app.post("/v1/songs/{song_id}/retry", status_code=202,
-              responses={202: {"description": "queued again"}, **ERRORS})
+              responses={**_ok(SONG_STATE, "queued again", 202), **ERRORS})
     async def retry(request: Request, song_id: str):
         n = node(request)
         song = _song(n, song_id)
@@ -985,7 +1065,7 @@ def _routes(app: FastAPI) -> None:
 
     # -- backends ------------------------------------------------------------------------
 
-    @app.get("/v1/backends")
+    @app.get("/v1/backends", responses={**_ok(_obj({"backends": _OBJ})), **GUARDED})
     async def backends_status(request: Request):
         from .. import backends
         hw = await node(request).hardware()
@@ -1039,20 +1119,24 @@ def _routes(app: FastAPI) -> None:
 
     # -- config --------------------------------------------------------------------------
 
-    @app.get("/v1/config")
+    @app.get("/v1/config", responses={**_ok(CONFIG_JSON, "the settings"), **GUARDED})
     async def get_config():
         cfg, err = config.load_or_defaults()
         return {"values": cfg.as_dict(), "options": config.describe(), "path": str(cfg.path),
                 "error": str(err) if err else None}
 
-    @app.patch("/v1/config", openapi_extra=_json_body(CONFIG_SCHEMA), responses=ERRORS)
+    @app.patch("/v1/config", openapi_extra=_json_body(CONFIG_SCHEMA),
+               responses={**_ok(CONFIG_JSON, "the settings, changed"), **ERRORS})
     async def patch_config(request: Request):
         body = await json_body(request)
         if not isinstance(body, dict) or not body:
             raise ApiError(422, "body: give an object of settings to change, "
                                 "e.g. {\"node.keep_loaded\": true}", field="body")
-        for key in body:
+        for key, value in list(body.items()):
             opt = config.OPTIONS.get(key)
+            if opt is not None and opt.kind is int and isinstance(value, float) \
+                    and value.is_integer():
+                body[key] = int(value)      # JSON has one number type: 8000.0 is 8000
             if opt is not None and opt.local_only:
                 raise ApiError(403, f"{key} can be changed only on the node's own machine: "
                                     f"`cantor config set {key} VALUE` there, or edit its "
@@ -1066,7 +1150,8 @@ def _routes(app: FastAPI) -> None:
     # -- node ----------------------------------------------------------------------------
 
     @app.post("/v1/node/restart", status_code=202,
-              responses={202: {"description": "restarting once the running songs end"}})
+              responses={**_ok(_obj({"status": {"const": "restarting"}, "after": _LIST}),
+                               "restarting once the running songs end", 202), **GUARDED})
     async def restart(request: Request):
         """Restart the node once the running songs end (``cantor upgrade`` uses this)."""
         n = node(request)
@@ -1082,8 +1167,9 @@ def _routes(app: FastAPI) -> None:
                              "after": [s.id for s in n.queue.running()]}, status_code=202)
 
 
-    @app.post("/v1/node/shutdown", status_code=202,
-              responses={202: {"description": "stopping: songs end, engines stop, it exits"}})
+    @app.post("/v1/node/shutdown", status_code=202, responses={
+        **_ok(_obj({"status": {"const": "stopping"}, "running": _LIST}),
+              "stopping: songs end, engines stop, it exits", 202), **GUARDED})
     async def shutdown(request: Request):
         """Stop the node now (the app's Quit): running songs end as "node stopped", engines
         stop and their records are cleared, then the process exits."""

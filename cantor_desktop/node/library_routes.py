@@ -24,7 +24,7 @@ from .. import secrets
 from ..models import hub, importer
 from ..models.catalogue import SKETCH, UnknownModel
 from ..models.library import LibraryError
-from .api import ERRORS, ApiError, _json_body, json_body
+from .api import ERRORS, GUARDED, _LIST, _OBJ, _STR, ApiError, _json_body, _obj, _ok, json_body
 
 UPLOAD_PATH = "/v1/models/upload"
 UPLOAD_TYPE = "application/octet-stream"       # the guard's BODY_RULES says so, with its cap
@@ -38,6 +38,9 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {
     UPLOAD_TYPE: {"schema": {"type": "string", "format": "binary"}}}}}
 
 router = APIRouter()
+IMPORTED = _obj({"imported": _OBJ})
+TOKEN_STATUS = _obj({"set": {"type": "boolean"}, "source": {"type": ["string", "null"]},
+                     "note": _STR})
 
 
 def _refused(exc: importer.ImportRefused) -> ApiError:
@@ -56,7 +59,8 @@ def _from_this_machine(request: Request) -> bool:
     return ip.is_loopback or host == server
 
 
-@router.post("/v1/models/import", openapi_extra=_json_body(IMPORT_SCHEMA), responses=ERRORS)
+@router.post("/v1/models/import", openapi_extra=_json_body(IMPORT_SCHEMA),
+             responses={**_ok(IMPORTED, "adopted where it is"), **ERRORS})
 async def import_model(request: Request):
     """Adopt a GGUF file on the node's machine where it is (nothing moved or copied)."""
     body = await json_body(request)
@@ -80,7 +84,7 @@ async def import_model(request: Request):
 
 
 @router.post(UPLOAD_PATH, status_code=201, openapi_extra=UPLOAD_BODY,
-             responses={201: {"description": "kept in the node's library folder"}, **ERRORS})
+             responses={**_ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS})
 async def upload_model(request: Request, name: str):
     """A GGUF file sent from another machine: kept as ``name`` in the library folder once
     whole and checked (a GGUF header with an ACE-Step architecture)."""
@@ -98,7 +102,8 @@ async def upload_model(request: Request, name: str):
     return JSONResponse({"imported": imported.to_json()}, status_code=201)
 
 
-@router.delete("/v1/models/{name}/parts", responses=ERRORS)
+@router.delete("/v1/models/{name}/parts", responses={**_ok(_obj({
+    "name": _STR, "deleted": _LIST, "freed_bytes": {"type": "integer"}})), **ERRORS})
 async def discard_parts(name: str):
     """Delete the ``.part`` files a failed or stopped download of ``name`` left."""
     from ..models import pull
@@ -124,13 +129,14 @@ async def _keyring(call) -> Any:
                        "no_keyring") from None
 
 
-@router.get("/v1/hub/token")
+@router.get("/v1/hub/token", responses={**_ok(TOKEN_STATUS, "set or not"), **GUARDED})
 async def token_status():
     """Whether a Hugging Face token is set on the node's machine — never the token."""
     return await asyncio.to_thread(hub.token_status)
 
 
-@router.put("/v1/hub/token", openapi_extra=_json_body(TOKEN_SCHEMA), responses=ERRORS)
+@router.put("/v1/hub/token", openapi_extra=_json_body(TOKEN_SCHEMA),
+            responses={**_ok(TOKEN_STATUS, "kept"), **ERRORS})
 async def store_token(request: Request):
     """Keep a Hugging Face token in the node's keyring (for gated models)."""
     body = await json_body(request)
@@ -143,7 +149,8 @@ async def store_token(request: Request):
     return await asyncio.to_thread(hub.token_status)
 
 
-@router.delete("/v1/hub/token", responses=ERRORS)
+@router.delete("/v1/hub/token", responses={**_ok(_obj(
+    {**TOKEN_STATUS["properties"], "removed": {"type": "boolean"}})), **ERRORS})
 async def forget_token():
     removed = await _keyring(hub.forget_token)
     return {**await asyncio.to_thread(hub.token_status), "removed": bool(removed)}

@@ -27,7 +27,8 @@ import httpx
 import psutil
 import pytest
 
-from conftest import NodeUnderTest, free_port
+from support.faults import NodeUnderTest
+from support.procs import free_port
 
 pytestmark = pytest.mark.slow
 

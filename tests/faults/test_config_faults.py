@@ -166,62 +166,91 @@ def test_known_config_bug(name, tmp_path, request):
 
 
 WRITER = textwrap.dedent("""
-    import sys
+    import sys, time
     from pathlib import Path
     from cantor_desktop import config
     path, key, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     sys.stdout.write("go\\n"); sys.stdout.flush()
     sys.stdin.readline()
+    started = time.monotonic()
     for i in range(n):
         value = 2000 + i if key == "node.port" else f"model-{i}"
         config.update({key: value}, path)
+    print(started, time.monotonic())
 """)
 
 READER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from cantor_desktop import config
-    path, seconds = Path(sys.argv[1]), float(sys.argv[2])
-    end, reads = time.monotonic() + seconds, 0
-    while time.monotonic() < end:
+    path = Path(sys.argv[1])
+    config.load(path)
+    sys.stdout.write("reading\\n"); sys.stdout.flush()
+    import select
+    stamps = []
+    while not select.select([sys.stdin], [], [], 0)[0]:
         config.load(path)   # a ConfigError here means a reader saw half a file
-        reads += 1
-    print(reads)
+        stamps.append(time.monotonic())
+    start, end = map(float, sys.stdin.readline().split())
+    print(len(stamps), sum(1 for t in stamps if start <= t <= end))
 """)
 
+MIN_READS = 20       # reads while both writers were writing: the reader really overlapped
 
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the reader polls its stdin with select")
 def test_two_writers_at_once_lose_no_key(tmp_path, tally):
     """Two processes update different keys 40 times each, released at the same moment,
-    while a third reads all along: both last values and the user's comment and unknown key
-    are in the file, and no read ever failed."""
-    t = tally("node.toml: two writers at once, 3 rounds x 40 updates each")
+    while a third, started first, reads all along: both last values and the user's comment
+    and unknown key are in the file, no read ever failed, the writers overlapped each other
+    and the reader read at least MIN_READS times while both wrote."""
+    t = tally(f"node.toml: two writers at once, 3 rounds x 40 updates each, a reader "
+              f"throughout (≥ {MIN_READS} reads while both wrote)")
     n = 40
+    env = {**os.environ, "PYTHONPATH": str(Path(config.__file__).parent.parent)}
+    overlaps: list[str] = []
     for rnd in range(3):
         path = tmp_path / f"r{rnd}" / "node.toml"
         path.parent.mkdir()
         path.write_text("# my settings\n[node]\nport = 7823\n\n[mine]\nkeep = \"me\"\n")
-        env = {**os.environ, "PYTHONPATH": str(Path(config.__file__).parent.parent)}
+        reader = subprocess.Popen([sys.executable, "-c", READER, str(path)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        assert reader.stdout.readline().strip() == "reading", reader.stderr.read()
         writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), key, str(n)],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, env=env)
                    for key in ("node.port", "models.default")]
         for w in writers:
             assert w.stdout.readline().strip() == "go"
-        reader = subprocess.Popen([sys.executable, "-c", READER, str(path), "2.0"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=env)
         for w in writers:
             w.stdin.write("\n")
             w.stdin.flush()
-        errors = []
-        for w in writers + [reader]:
+        errors, spans = [], []
+        for w in writers:
             out, err = w.communicate(timeout=120)
             if w.returncode != 0:
                 errors.append(err.strip().splitlines()[-1] if err.strip() else f"exit {w.returncode}")
+            else:
+                spans.append(tuple(map(float, out.split())))
+        both = (max(a for a, _ in spans), min(b for _, b in spans)) if len(spans) == 2 else (0, 0)
+        out, err = reader.communicate(f"{both[0]} {both[1]}\n", timeout=120)
+        if reader.returncode != 0:
+            errors.append("reader: " + (err.strip().splitlines()[-1] if err.strip()
+                                        else f"exit {reader.returncode}"))
+            reads = during = 0
+        else:
+            reads, during = map(int, out.split())
+        overlaps.append(f"{during} of {reads} reads in {(both[1] - both[0]) * 1000:.0f} ms "
+                        "of both writing")
         text = path.read_text()
         cfg = config.load(path)
         if errors:
             t.fail(f"round {rnd}: {errors[0]}")
+        elif both[1] <= both[0]:
+            t.fail(f"round {rnd}: the writers did not overlap")
+        elif during < MIN_READS:
+            t.fail(f"round {rnd}: the reader read only {during} times while both wrote")
         elif cfg.get("node.port") != 2000 + n - 1 or cfg.get("models.default") != f"model-{n - 1}":
             t.fail(f"round {rnd}: lost a key: port {cfg.get('node.port')}, "
                    f"default {cfg.get('models.default')}")
@@ -229,4 +258,5 @@ def test_two_writers_at_once_lose_no_key(tmp_path, tally):
             t.fail(f"round {rnd}: lost the user's comment or unknown key")
         else:
             t.ok()
+    t.note("; ".join(overlaps))
     assert not t.lost, t.lost

@@ -26,9 +26,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conftest import free_port  # noqa: E402
+from support.procs import free_port  # noqa: E402
 from support.app_run import AppUnderTest, still_running  # noqa: E402
-from test_node_support import write_config  # noqa: E402
+from support.node import write_config  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"),

@@ -18,7 +18,7 @@ import pytest
 from real_engine.conftest import figure
 from real_engine.real_build import needs_real_engine, unpack_beside
 from support.hub import ModelHub
-from test_node_support import Node, until_state
+from support.node import Node, until_state
 
 from cantor_desktop.selfexec import self_argv
 

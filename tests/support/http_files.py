@@ -18,11 +18,15 @@ Content
 - ``add_file(path, data)``, ``remove_file(path)``, ``add_json(path, obj)``.
   JSON routes match the full path with query first (``/api/x?recursive=true``), then the path
   without the query. File paths are matched without the query.
-- ``redirect(src, dst, status=302)``: a request whose path starts with ``src`` is redirected
-  to ``dst`` + the rest of the path (``redirect("/resolve/", "/cdn/")`` sends
-  ``/resolve/m/f.bin`` to ``/cdn/m/f.bin``). ``dst`` may be a full URL (another host).
+- ``redirect(src, dst, status=302, headers=None)``: a request whose path starts with ``src``
+  is redirected to ``dst`` + the rest of the path (``redirect("/resolve/", "/cdn/")`` sends
+  ``/resolve/m/f.bin`` to ``/cdn/m/f.bin``). ``dst`` may be a full URL (another host), or
+  ``dst(rest) -> URL``; ``headers(path)`` gives extra headers of the redirect answer.
 - ``require_token(path_prefix, token)``: requests under that prefix need
-  ``Authorization: Bearer <token>``: none → 401, a wrong one → 403.
+  ``Authorization: Bearer <token>``: none → 401, a wrong one → 403 (checked before any
+  redirect, as a gated resolve URL does).
+- ``guard = callable(Request) -> (status, body) | None``: asked first about every request;
+  an answer is sent instead of anything else (a CDN that refuses what it must not get).
 
 Every file response carries ``ETag`` (stable per content), ``Accept-Ranges: bytes`` and
 ``Content-Length``. HEAD answers the headers only. ``Range: bytes=N-`` and ``bytes=N-M``
@@ -143,7 +147,8 @@ class FileServer:
             self.add_file(path, data)
         self.folder = Path(folder) if folder is not None else None
         self._json: dict[str, Any] = dict(json_routes or {})
-        self._redirects: list[tuple[str, str, int]] = []
+        self._redirects: list[tuple[str, str, int, Any]] = []
+        self.guard: Any = None
         self._tokens: list[tuple[str, str]] = []
         self._faults: dict[str, list[_Fault]] = {}
         self.requests: list[Request] = []
@@ -206,9 +211,9 @@ class FileServer:
         with self._lock:
             self._json[path] = obj
 
-    def redirect(self, src: str, dst: str, status: int = 302) -> None:
+    def redirect(self, src: str, dst: Any, status: int = 302, headers: Any = None) -> None:
         with self._lock:
-            self._redirects.append((src, dst, status))
+            self._redirects.append((src, dst, status, headers))
 
     def require_token(self, path_prefix: str, token: str) -> None:
         with self._lock:
@@ -331,12 +336,11 @@ def _make_handler(server: FileServer):
                 redirects = list(server._redirects)
                 tokens = list(server._tokens)
                 json_obj = server._json.get(full, server._json.get(path, _MISSING))
-            for src, dst, status in redirects:
-                if path.startswith(src):
-                    rest = full[len(src):]
-                    target = dst + rest
-                    self._simple(req, status, b"", extra={"Location": target})
-                    return
+            guard = server.guard
+            refused = guard(req) if guard is not None else None
+            if refused is not None:
+                self._simple(req, refused[0], refused[1])
+                return
             for prefix, token in tokens:
                 if path.startswith(prefix):
                     auth = self.headers.get("Authorization")
@@ -347,6 +351,13 @@ def _make_handler(server: FileServer):
                     if auth != f"Bearer {token}":
                         self._simple(req, 403, b"forbidden\n")
                         return
+            for src, dst, status, extra in redirects:
+                if path.startswith(src):
+                    rest = full[len(src):]
+                    target = dst(rest) if callable(dst) else dst + rest
+                    self._simple(req, status, b"", extra={"Location": target,
+                                                          **(extra(path) if extra else {})})
+                    return
             if self.command == "GET":
                 fails = server._take_faults(path, {"fail"})
                 if fails:

@@ -1,9 +1,19 @@
-"""A Hugging Face hub on 127.0.0.1 for model-library tests (built on FileServer).
+"""A Hugging Face hub on 127.0.0.1 for model-library tests, and its CDN on another server.
 
-Serves what Cantor asks a hub for:
-- ``GET /api/models/{repo}/tree/main``: the file list, with ``size`` and ``lfs.oid`` (sha256);
-- ``GET|HEAD /{repo}/resolve/main/{file}``: a 302 to ``/cdn/{repo}/{file}``, which serves the
-  bytes with Range support and ``ETag: "<sha256>"`` like the real CDN.
+It behaves as huggingface.co does for what Cantor asks of it:
+
+- ``GET /api/models/{repo}/tree/main`` (the hub): the file list, with ``size`` and
+  ``lfs.oid`` (sha256). Public, gated repository or not.
+- ``GET|HEAD /{repo}/resolve/main/{file}`` (the hub): where a gated file is gated — 401
+  without ``Authorization: Bearer <token>``, 403 with a wrong one — and then a 302 to the
+  CDN, carrying ``X-Linked-Etag: "<sha256>"`` and ``X-Linked-Size`` as the hub does for
+  LFS files. The CDN is another server (another port: another origin), and the redirect
+  is a signed URL: the token stays with the hub.
+- ``GET|HEAD /{repo}/{file}?X-Amz-Signature=…`` (the CDN, ``hub.cdn``): the bytes with
+  Range support and ``ETag: "<sha256>"``. Like a signed S3/CloudFront URL it refuses a
+  request without the signature (403) and one that also carries an ``Authorization``
+  header (400: one way to authenticate only), so a client that forwarded the hub token
+  would fail here, and every request the CDN saw is in ``hub.cdn.requests``.
 
 Files are small header-only GGUFs (the architecture follows from the file name) padded with
 random bytes so downloads have some size. Point Cantor at it with ``HF_ENDPOINT=hub.base_url``.
@@ -12,21 +22,24 @@ random bytes so downloads have some size. Point Cantor at it with ``HF_ENDPOINT=
         hub.add("acestep-v15-turbo-Q8_0.gguf")
         hub.gate("acestep-v15-turbo-Q8_0.gguf", token="hf_secret")   # 401/403 without it
         hub.advertise("vae-BF16.gguf", size=10**15)                     # lie in the tree
+        hub.cdn.throttle(hub.cdn_path("vae-BF16.gguf"), 1_000_000)     # faults: on the CDN
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+from urllib.parse import parse_qs, urlsplit
 
 from cantor_desktop import gguf
 from cantor_desktop.models import catalogue
 
-from .http_files import FileServer
+from .http_files import FileServer, Request
 
 REPO = catalogue.REPO
 _ARCH = {"dit": gguf.ARCH_DIT, "lm": gguf.ARCH_LM, "text_enc": gguf.ARCH_TEXT_ENC,
          "vae": gguf.ARCH_VAE}
+SIGNATURE = "X-Amz-Signature"
 
 
 def model_bytes(name: str, size: int = 64 * 1024, seed: int | None = None) -> bytes:
@@ -38,32 +51,63 @@ def model_bytes(name: str, size: int = 64 * 1024, seed: int | None = None) -> by
     return head + rng.randbytes(max(0, size - len(head)))
 
 
+def _cdn_guard(req: Request) -> tuple[int, bytes] | None:
+    """What a signed-URL CDN refuses: no signature, or a second way to authenticate."""
+    if req.header("authorization") is not None:
+        return 400, b"Only one auth mechanism allowed\n"
+    if not parse_qs(urlsplit(req.path).query).get(SIGNATURE):
+        return 403, b"Access Denied: no signature\n"
+    return None
+
+
 class ModelHub:
     def __init__(self, repo: str = REPO):
         self.repo = repo
-        self.server = FileServer()
+        self.server = FileServer()          # huggingface.co: the API and /resolve
+        self.cdn = FileServer()             # the CDN: another server, another origin
+        self.cdn.guard = _cdn_guard
         self.files: dict[str, bytes] = {}
         self._advertised: dict[str, dict] = {}
         self.server.add_json(f"/api/models/{repo}/tree/main", lambda req: self.tree())
-        self.server.redirect(f"/{repo}/resolve/main/", f"/cdn/{repo}/")
 
     # lifecycle
     def __enter__(self) -> "ModelHub":
+        self.cdn.start()
         self.server.start()
+        self.server.redirect(f"/{self.repo}/resolve/main/", self._signed_url,
+                             headers=self._linked)
         return self
 
     def __exit__(self, *exc) -> None:
         self.server.stop()
+        self.cdn.stop()
 
     @property
     def base_url(self) -> str:
         return self.server.base_url
 
     def cdn_path(self, name: str) -> str:
-        return f"/cdn/{self.repo}/{name}"
+        """The file's path on the CDN (``hub.cdn``): for its faults and its request log."""
+        return f"/{self.repo}/{name}"
 
     def resolve_path(self, name: str) -> str:
+        """The file's path on the hub (``hub.server``)."""
         return f"/{self.repo}/resolve/main/{name}"
+
+    def _signed_url(self, rest: str) -> str:
+        """Where /resolve sends a client: the file on the CDN, signed in the query."""
+        name = urlsplit(rest).path
+        sig = hashlib.sha256(f"{self.repo}/{name}".encode()).hexdigest()
+        return f"{self.cdn.base_url}/{self.repo}/{name}?{SIGNATURE}={sig}&Expires=3600"
+
+    def _linked(self, path: str) -> dict[str, str]:
+        """The redirect's LFS headers, as the hub sends them."""
+        name = path.rsplit("/", 1)[-1]
+        data = self.files.get(name)
+        if data is None:
+            return {}
+        return {"X-Linked-Etag": f'"{hashlib.sha256(data).hexdigest()}"',
+                "X-Linked-Size": str(len(data))}
 
     # content
     def add(self, name: str, size: int = 64 * 1024, data: bytes | None = None) -> str:
@@ -71,10 +115,10 @@ class ModelHub:
         data = data if data is not None else model_bytes(name, size)
         self.files[name] = data
         path = self.cdn_path(name)
-        self.server.add_file(path, data)
+        self.cdn.add_file(path, data)
         sha = hashlib.sha256(data).hexdigest()
         # the CDN's ETag of an LFS file is its sha256
-        self.server._files[path].etag = f'"{sha}"'
+        self.cdn._files[path].etag = f'"{sha}"'
         return sha
 
     def add_set(self, dit: str = "acestep-v15-turbo-Q8_0.gguf",
@@ -94,8 +138,9 @@ class ModelHub:
         self._advertised[name] = {"size": size, "sha256": sha256, "no_lfs": no_lfs}
 
     def gate(self, name: str, token: str) -> None:
-        """The file needs ``Authorization: Bearer <token>`` (401 without, 403 wrong)."""
-        self.server.require_token(self.cdn_path(name), token)
+        """Resolving the file needs ``Authorization: Bearer <token>`` (401 without, 403
+        wrong), at the hub; the CDN it then sends the client to never wants the token."""
+        self.server.require_token(self.resolve_path(name), token)
 
     def tree(self) -> list[dict]:
         out = []

@@ -1,4 +1,5 @@
-"""Shared pieces of the UI tests (no tests here): a qasync loop, a real node process."""
+"""Shared pieces of the UI tests: a qasync loop and a real node process (fixtures, loaded by
+tests/conftest.py), and :func:`run` / :func:`until` to wait on that loop."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import os
 import subprocess
 import time
 
-import httpx
 import pytest
 
-os.environ.setdefault("QT_API", "pyside6")
+from .procs import answers, free_port, wait_until
 
-from conftest import free_port  # noqa: E402
+os.environ.setdefault("QT_API", "pyside6")
 
 
 @pytest.fixture
@@ -35,14 +35,20 @@ def qloop(qapp):
     asyncio.set_event_loop(None)
 
 
-def run(loop, coro, timeout: float = 30.0):
-    """Run a coroutine to its end on the qasync loop by spinning Qt; its result or error."""
+def run(loop, coro, timeout: float | None = None):
+    """Run a coroutine to its end on the qasync loop by spinning Qt; its result or error.
+
+    Without ``timeout`` it waits as long as the coroutine runs: the coroutine's own waits
+    (:func:`until`, ``wait_for``) say how long is too long, and pytest-timeout ends a test
+    that hangs. A ``timeout`` given here is a limit of its own, never a silent cap on a
+    longer wait inside."""
     from PySide6.QtCore import QEventLoop, QTimer
     future = asyncio.ensure_future(coro)
     if not future.done():
         spin = QEventLoop()
         future.add_done_callback(lambda _f: spin.quit())
-        QTimer.singleShot(int(timeout * 1000), spin.quit)
+        if timeout is not None:
+            QTimer.singleShot(int(timeout * 1000), spin.quit)
         spin.exec()
     if not future.done():
         future.cancel()
@@ -82,18 +88,17 @@ def start_node(port: int | None = None) -> NodeProc:
     proc = subprocess.Popen(self_argv("node") + ["serve", "--host", "127.0.0.1", "--port",
                                                  str(port)], stdout=log, stderr=log)
     node = NodeProc(port, proc)
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
+
+    def up() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"node exited with {proc.returncode}")
-        try:
-            if httpx.get(node.url + "/v1/health", timeout=1).status_code == 200:
-                return node
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    node.stop()
-    raise RuntimeError("node did not answer")
+        return answers(node.url)
+    try:
+        wait_until(up, "the node to answer", timeout=60, every=0.1)
+    except AssertionError:
+        node.stop()
+        raise
+    return node
 
 
 @pytest.fixture
@@ -111,35 +116,3 @@ def make_wav(path, seconds: float = 2.0, rate: int = 44100):
     data = (0.5 * env * np.sin(2 * np.pi * 220 * t)).astype("float32")
     sf.write(str(path), np.stack([data, data], axis=1), rate, subtype="PCM_24")
     return str(path)
-
-
-def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
-    # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
-    # said "23.5 GiB": the same figure, named correctly in both
-    from cantor_desktop.download import human_size
-    from cantor_desktop.ui.transfer import human_bytes
-    assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
-    assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"
-    assert human_bytes(512) == "512 B" and human_bytes(None) == "?"
-
-
-def test_errors_reach_the_user_by_their_kind_not_their_class_name():
-    import httpx
-
-    from cantor_desktop.config import ConfigError
-    from cantor_desktop.nodeclient import NodeError
-    from cantor_desktop.song_request import RequestError
-    from cantor_desktop.ui.tasks import describe_error
-
-    class Subclassed(NodeError):          # a name describe_error has never heard of
-        pass
-
-    assert describe_error(Subclassed("the queue is full (node.max_queue = 2)", 429)) == \
-        "the queue is full (node.max_queue = 2)"
-    assert describe_error(RequestError("bpm", "must be from 30 to 300")) == \
-        "bpm: must be from 30 to 300"
-    assert describe_error(ConfigError("node.toml: line 2, column 6: …")).startswith("node.toml")
-    assert describe_error(httpx.ConnectError("refused")) == \
-        "The node does not answer (is it running?)"
-    assert describe_error(httpx.ReadTimeout("slow")) == "The node took too long to answer"
-    assert describe_error(KeyError("x")) == "KeyError: 'x'"

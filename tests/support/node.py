@@ -1,5 +1,5 @@
-"""Helpers for the node tests: a real node process on 127.0.0.1 with its own CANTOR_HOME,
-its default model set to the built-in sketch engine. (No tests here.)"""
+"""A real node process on 127.0.0.1 with its own CANTOR_HOME, its default model set to the
+built-in sketch engine, and the waits the node tests share."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cantor_desktop.access import bearer
 from cantor_desktop.node.launcher import NodeProcess
 from cantor_desktop.nodeclient import NodeClient
 
-from conftest import free_port
+from .procs import free_port
 
 
 def write_config(home: Path, **extra: str) -> None:
