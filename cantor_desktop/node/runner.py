@@ -243,31 +243,36 @@ class Runner:
             self.idle.clear()
             # mark running at once so a second dispatch cannot pick it again
             self.queue.start(song)
-            task = asyncio.get_running_loop().create_task(self._run(song, key),
+            task = asyncio.get_running_loop().create_task(self._run(song),
                                                           name=f"song-{song.id}")
             self.tasks[song.id] = task
+            task.add_done_callback(lambda t, song=song, key=key: self._ran(song, key, t))
 
     # -- one song ------------------------------------------------------------------------
 
-    async def _run(self, song: Song, key: str) -> None:
+    async def _run(self, song: Song) -> None:
         try:
             await self._run_song(song)
-        except asyncio.CancelledError:
-            if self._stopping:
-                self.queue.finish_failed(song, NODE_STOPPED)
-            elif song.state == RUNNING:
-                self.queue.finish_cancelled(song)
         except Exception as exc:
             log.exception("song %s failed", song.id)
             if song.state == RUNNING:
                 self.queue.finish_failed(song, str(exc) or type(exc).__name__)
-        finally:
-            self.tasks.pop(song.id, None)
-            if self.busy.get(key) == song.id:
-                del self.busy[key]
-            if not self.tasks:
-                self.idle.set()
-            self.wake()
+
+    def _ran(self, song: Song, key: str, task: asyncio.Task) -> None:
+        """A song's task ended, however it ended. A done callback and not a ``finally``: a
+        task cancelled before its first step never enters its coroutine, and the song must
+        not stay "running" on an engine no other song could then use."""
+        if task.cancelled() and song.state == RUNNING:
+            if self._stopping:
+                self.queue.finish_failed(song, NODE_STOPPED)
+            else:
+                self.queue.finish_cancelled(song)
+        self.tasks.pop(song.id, None)
+        if self.busy.get(key) == song.id:
+            del self.busy[key]
+        if not self.tasks:
+            self.idle.set()
+        self.wake()
 
     async def _run_song(self, song: Song) -> None:
         cfg = _config()

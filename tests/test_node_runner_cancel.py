@@ -1,0 +1,45 @@
+"""A song cancelled in the instant between being taken off the queue and its first step.
+
+Found by `cantor stems` + Ctrl+C (tests/test_cli_edits.py): twelve stems queued, all
+cancelled at once, and one of them stayed "running" forever with its engine held, so no
+later song on that engine ever ran. A task cancelled before its first step never enters its
+coroutine: what ends a song must not live in the coroutine's ``finally``."""
+
+from __future__ import annotations
+
+import asyncio
+
+from cantor_desktop.node.queue import CANCELLED, DONE, RUNNING, SongQueue
+from cantor_desktop.node.runner import Runner
+from cantor_desktop.song_request import validate
+
+
+def sketch(seconds: int) -> dict:
+    return validate({"caption": "lofi piano", "lyrics": "[Instrumental]", "duration": seconds,
+                     "model": "sketch", "seed": 7}).to_dict()
+
+
+def test_a_song_cancelled_before_its_first_step_ends_cancelled_and_frees_its_engine(tmp_path):
+    async def main():
+        queue = SongQueue(tmp_path / "queue.json")
+        runner = Runner(queue)
+        first, second = queue.add(sketch(30)), queue.add(sketch(10))
+        runner.start()
+        try:
+            await asyncio.sleep(0)          # the runner's loop takes `first` off the queue …
+            assert first.state == RUNNING and first.id in runner.tasks
+            assert runner.cancel(first)     # … and it is cancelled before its task has run
+            await asyncio.wait_for(_until(lambda: second.state == DONE), 60)
+            return first.state, second.state, dict(runner.busy), dict(runner.tasks)
+        finally:
+            await runner.stop()
+
+    first_state, second_state, busy, tasks = asyncio.run(main())
+    assert first_state == CANCELLED
+    assert second_state == DONE          # the engine was free for the next song
+    assert busy == {} and tasks == {}
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.02)
