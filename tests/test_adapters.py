@@ -23,7 +23,7 @@ from cantor_desktop.models.adapters import AdapterError, MadeForAnotherModel, No
 from support.adapter_files import (comfyui_file, llm_peft_folder, lora_tensors, peft_folder,
                                    sd_unet_file, write_safetensors)
 
-from conftest import free_port
+from support.procs import free_port
 
 
 def test_each_layout_is_read_with_what_it_was_made_for(tmp_path):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from cantor_desktop.selfexec import self_argv
 
-from conftest import free_port
+from support.procs import free_port
 from support.adapter_files import comfyui_file, peft_folder, sd_unet_file
-from test_node_support import Node, write_config
+from support.node import Node, write_config
 
 
 def cantor(home: Path, *args: str, env: dict | None = None,

@@ -26,8 +26,8 @@ import soundfile as sf
 
 from cantor_desktop.selfexec import self_argv
 
-from conftest import free_port
-from test_node_support import Node, until_state, write_config
+from support.procs import free_port
+from support.node import Node, until_state, write_config
 
 SONG_ID = re.compile(r"^[0-9a-f]{16}$")
 
@@ -577,7 +577,7 @@ def test_ctrl_c_cancels_the_stems_not_yet_made(cantor_home):
                     stems = [s for s in await c.songs() if s["request"].get("task") == "extract"]
                     return stems if all(s["state"] in ("done", "cancelled", "failed")
                                         for s in stems) else None
-                from test_node_support import wait_for
+                from support.node import wait_for
                 return first, code, await wait_for(settled, timeout=20)
         finally:
             await node.stop()

@@ -13,7 +13,7 @@ from pathlib import Path
 from cantor_desktop.paths import paths
 from support.adapter_files import (comfyui_file, llm_peft_folder, lora_tensors, peft_folder,
                                    sd_unet_file, write_safetensors)
-from test_node_support import LONG, Node, engine_pid, until_state, write_config
+from support.node import LONG, Node, engine_pid, until_state, write_config
 
 
 def _tree(folder: Path) -> list[str]:
@@ -249,7 +249,7 @@ def test_an_upload_cut_short_or_of_another_type_keeps_nothing(cantor_home, tmp_p
                 async def settled():
                     staging = cantor_home / "models" / ".adapters-staging"
                     return not staging.exists() or not any(staging.iterdir())
-                from test_node_support import wait_for
+                from support.node import wait_for
                 await wait_for(settled, 10)
                 listed = (await http.get("/v1/adapters")).json()["adapters"]
                 whole = await http.post("/v1/adapters/upload", params={"name": "tape"},

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.hub import ModelHub  # noqa: E402
-from test_node_support import Node, write_config  # noqa: E402
+from support.node import Node, write_config  # noqa: E402
 
 SCRIPTED = Path(__file__).resolve().parent / "support" / "scripted_engine.py"
 ADVANCED = {"steps": 12, "guidance": 4.5, "shift": 2.25, "solver": "dpm3m",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from test_node_support import Node, write_config
+from support.node import Node, write_config
 
 from cantor_desktop import analysis
 from cantor_desktop.sketch import latent, render

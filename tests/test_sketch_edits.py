@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import free_port
+from support.procs import free_port
 from test_sketch_support import EngineProcess, parse_multipart, read_wav
 
 from cantor_desktop import analysis, gguf

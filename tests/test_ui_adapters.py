@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_ui_helpers import node, qloop, run, until  # noqa: F401 (fixtures)
+from support.ui import run, until
 
 from support.adapter_files import comfyui_file, peft_folder, sd_unet_file
 from cantor_desktop.ui.node_link import NodeLink

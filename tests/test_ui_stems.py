@@ -11,7 +11,7 @@ import os
 import pytest
 from PySide6.QtWidgets import QDialog
 
-from test_ui_helpers import node, qloop, run, start_node, until  # noqa: F401
+from support.ui import run, start_node, until
 
 from cantor_desktop.song_request import TRACKS
 from cantor_desktop.ui.node_link import NodeLink

@@ -5,14 +5,10 @@ marked ``slow``:
     CANTOR_REAL_ACE_SERVER=/tmp/ace/build/ace-server ./run-tests -m slow tests/real_engine -s
 
 Each long test prints one ``[real-engine] …`` line with its figures (docs/reliability.md).
-
-pytest imports this file under the module name ``conftest`` (like tests/conftest.py), so
-``from conftest import free_port`` in a helper module may resolve here: keep ``free_port``.
 """
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
@@ -27,8 +23,3 @@ def figure(what: str, count: int, of: int, extra: str = "") -> str:
     print(line, flush=True)
     return line
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

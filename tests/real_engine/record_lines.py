@@ -30,18 +30,13 @@ sys.path.insert(0, str(HERE.parent.parent))
 from real_engine import real_build  # noqa: E402
 
 from cantor_desktop import gguf  # noqa: E402
+from cantor_desktop.net import free_port  # noqa: E402
 
 OUT = HERE.parent / "fixtures" / "ace_server_recorded.txt"
 LM = "acestep-5Hz-lm-0.6B-Q8_0.gguf"
 DIT = "acestep-v15-turbo-Q8_0.gguf"
 TEXT_ENC = "Qwen3-Embedding-0.6B-Q8_0.gguf"
 VAE = "vae-BF16.gguf"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def models(folder: Path, *, full: bool, junk: bool = False) -> Path:

@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from conftest import free_port
+from support.procs import free_port
 from real_build import binary, needs_real_engine, libs_dir
 
 from cantor_desktop.selfexec import self_argv
