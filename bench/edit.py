@@ -190,7 +190,7 @@ async def upload_node(client, path: Path, seconds: float) -> float:
 async def main_async(args) -> dict:
     from cantor_desktop.engine.client import Part
     from cantor_desktop.engine.supervisor import EngineSupervisor
-    from cantor_desktop.node.launcher import NodeProcess
+    from cantor_desktop.node_process import NodeProcess
     from cantor_desktop.nodeclient import NodeClient
     from cantor_desktop.selfexec import self_argv
     from cantor_desktop.sketch import ensure_sketch_models

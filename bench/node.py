@@ -204,7 +204,7 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
 
 async def main_async(args) -> int:
     from cantor_desktop.engine.supervisor import EngineSupervisor
-    from cantor_desktop.node.launcher import NodeProcess
+    from cantor_desktop.node_process import NodeProcess
     from cantor_desktop.nodeclient import NodeClient
     from cantor_desktop.selfexec import self_argv
     from cantor_desktop.sketch import ensure_sketch_models

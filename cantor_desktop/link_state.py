@@ -1,7 +1,7 @@
 """The app's link to its node as one state machine (no Qt): the states, and which change
 leads where, in one place.
 
-The child-node supervisor (:meth:`node.launcher.NodeProcess.watch`) and the app's health
+The child-node supervisor (:meth:`node_process.NodeProcess.watch`) and the app's health
 checks both report in these states; :class:`LinkMachine` refuses a change the table does not
 allow, so a stale report (a health answer arriving after the user pressed Stop) cannot undo
 a newer state.

@@ -2,7 +2,7 @@
 
 In a fresh temporary CANTOR_HOME, offscreen, it
 
-1. starts its own node as a child with the app's launcher (``node.launcher.NodeProcess``,
+1. starts its own node as a child with the app's launcher (``node_process.NodeProcess``,
    which runs ``selfexec.self_argv("node")``: in a frozen build the frozen executable
    itself, so a missing hidden import in the node fails here);
 2. has the node render a short instrumental song and a short song with lyrics on the
@@ -112,7 +112,7 @@ async def start_node(report: Report):
     """Start a node child with the app's launcher on a free port (written to node.toml, so
     the app's window finds this node later and starts none)."""
     from . import config
-    from .node.launcher import NodeProcess
+    from .node_process import NodeProcess
 
     port = free_port()
     config.update({"node.host": "127.0.0.1", "node.port": port})

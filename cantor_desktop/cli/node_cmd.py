@@ -64,7 +64,7 @@ async def stop_node(host: str | None = None, port: int | None = None) -> int:
 
     from .. import config
     from ..net import http_url
-    from ..node.launcher import answers
+    from ..node_process import answers
     from ..nodeclient import NodeClient, NodeError, local_url
 
     cfg, _err = config.load_or_defaults()

@@ -34,7 +34,7 @@ async def node_client(command: str, node_url: str | None = None) -> AsyncIterato
     """``async with node_client("sing", args.node) as node:`` — a NodeClient of the node this
     command uses; a private node started for it says why (on stderr) and is stopped after.
     NodeUnavailable when none can be had."""
-    from ..node.launcher import NodeStartError, ensure_node
+    from ..node_process import NodeStartError, ensure_node
     from ..nodeclient import NodeClient
 
     private = None

@@ -33,7 +33,7 @@ def _describe(event, data) -> str:
 
 
 async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
-    from ..node.launcher import answers
+    from ..node_process import answers
     from ..nodeclient import OTHER_HOME, OURS, NodeClient, NodeError, local_url, which_node
     from .node_session import given_token
 

@@ -2,7 +2,7 @@
 models, drive backends and settings.
 
 A QObject shell over :class:`cantor_desktop.nodeclient.NodeClient` and
-:class:`cantor_desktop.node.launcher.NodeProcess`. Every network or process step runs as an
+:class:`cantor_desktop.node_process.NodeProcess`. Every network or process step runs as an
 asyncio task on the Qt loop (see :mod:`.tasks`); pages only call methods and listen to
 signals. The connection's state is one :class:`~cantor_desktop.link_state.LinkState`, moved
 by one machine (:class:`~cantor_desktop.link_state.LinkMachine`) that the child supervisor,
@@ -279,7 +279,7 @@ class NodeLink(QObject):
         """Start our own node child on the configured address, supervised with back-off."""
         from urllib.parse import urlparse
 
-        from ..node.launcher import NodeProcess
+        from ..node_process import NodeProcess
         if self.process is None:
             parsed = urlparse(self.url)
             self.process = NodeProcess(parsed.hostname or "127.0.0.1", parsed.port or 7823,

@@ -34,8 +34,8 @@ from cantor_desktop.ui.main import application_class, main
 app = application_class()(sys.argv[:1])      # the application main() itself would make
 quit_file = sys.argv[1]
 if len(sys.argv) > 2:       # a test that kills the node over and over: a shorter back-off
-    from cantor_desktop.node import launcher
-    launcher.BACKOFF_MAX = float(sys.argv[2])
+    from cantor_desktop import node_process
+    node_process.BACKOFF_MAX = float(sys.argv[2])
 shown = set()
 
 class Shown(QObject):

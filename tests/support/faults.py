@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from cantor_desktop.access import bearer
-from cantor_desktop.node.launcher import NodeProcess
+from cantor_desktop.node_process import NodeProcess
 
 from .procs import free_port
 

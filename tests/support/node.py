@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from cantor_desktop.access import bearer
-from cantor_desktop.node.launcher import NodeProcess
+from cantor_desktop.node_process import NodeProcess
 from cantor_desktop.nodeclient import NodeClient
 
 from .procs import free_port

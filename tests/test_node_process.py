@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from cantor_desktop.node.launcher import NodeProcess, NodeStartError, answers, ensure_node
+from cantor_desktop.node_process import NodeProcess, NodeStartError, answers, ensure_node
 
 from support.procs import free_port
 from support.node import SHORT, engine_pid, until_state, wait_for, write_config

@@ -26,12 +26,12 @@ from typing import Callable
 
 import httpx
 
-from .. import access, config, procs
-from ..errors import CantorError
-from ..link_state import LinkState
-from ..net import connect_host, free_port, http_url
-from ..paths import paths
-from ..selfexec import self_argv
+from . import access, config, procs
+from .errors import CantorError
+from .link_state import LinkState
+from .net import connect_host, free_port, http_url
+from .paths import paths
+from .selfexec import self_argv
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ class NodeProcess:
 
     async def _ask_to_shut_down(self) -> bool:
         """``POST /v1/node/shutdown`` with the child's token; False when it did not take."""
-        from ..nodeclient import NodeClient
+        from .nodeclient import NodeClient
 
         try:
             async with NodeClient(self.url, token=self.token, timeout=3.0) as client:
@@ -306,7 +306,7 @@ async def ensure_node(host: str | None = None, port: int | None = None) -> tuple
     another Cantor home is never used: a private one is started on a free port instead, and
     ``process.note`` says so.
     """
-    from ..nodeclient import OTHER_HOME, OURS, local_url, which_node
+    from .nodeclient import OTHER_HOME, OURS, local_url, which_node
 
     cfg, _err = config.load_or_defaults()
     url = local_url(cfg)
