@@ -72,6 +72,34 @@ class Paths:
     def locks_dir(self) -> Path:
         return self.cache_dir / "locks"
 
+    @property
+    def stems_dir(self) -> Path:
+        """Stems under their DAW names (hard links), made when a drag asks for them."""
+        return self.cache_dir / "stems"
+
+    @property
+    def drag_exports_dir(self) -> Path:
+        """A drag's exported files, made with the musician's export choices."""
+        return self.cache_dir / "drag-exports"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Audio sent to the node to be edited, until it is removed."""
+        return self.state_dir / "uploads"
+
+    @property
+    def latents_dir(self) -> Path:
+        """Each take's latent, kept so an edit starts from the take itself."""
+        return self.state_dir / "latents"
+
+    @property
+    def app_state_file(self) -> Path:
+        return self.state_dir / "app-state.json"
+
+    @property
+    def compose_draft_file(self) -> Path:
+        return self.state_dir / "compose-draft.json"
+
     def manifest_cache_file(self, key: str) -> Path:
         """The last engine manifest fetched from one URL (``key`` names the URL)."""
         return self.cache_dir / f"manifest-{key}.json"

@@ -55,7 +55,7 @@ class Source:
 
 
 def latents_dir() -> Path:
-    return paths().state_dir / "latents"
+    return paths().latents_dir
 
 
 def take_latent_file(song_id: str, take: int, engine: str) -> Path:

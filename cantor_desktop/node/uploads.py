@@ -55,7 +55,7 @@ class Upload:
 
 
 def folder() -> Path:
-    return paths().state_dir / "uploads"
+    return paths().uploads_dir
 
 
 def check_id(upload_id: Any) -> str:

@@ -12,7 +12,7 @@ from ..paths import paths
 
 
 def _file():
-    return paths().state_dir / "app-state.json"
+    return paths().app_state_file
 
 
 def load() -> dict[str, Any]:

@@ -71,7 +71,7 @@ class DragExports(QObject):
         except RuntimeError:
             return
         from .export_dialog import export_takes, song_meta
-        folder = paths().cache_dir / "drag-exports" / key
+        folder = paths().drag_exports_dir / key
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.iterdir():          # a stale attempt of the same choices
             old.unlink(missing_ok=True)

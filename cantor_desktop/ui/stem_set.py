@@ -63,7 +63,7 @@ class StemNames:
     instant; the drag handler is synchronous)."""
 
     def folder(self, song: Song, take: Take) -> Path:
-        return paths().cache_dir / "stems" / f"{song.id}_take{take.n}"
+        return paths().stems_dir / f"{song.id}_take{take.n}"
 
     def named(self, song: Song, take: Take, source: str) -> str:
         """The named file for ``source`` (the take's file on this machine); ``source``

@@ -60,7 +60,7 @@ DRAFT_SAVE_MS = 600
 
 
 def draft_file():
-    return paths().state_dir / "compose-draft.json"
+    return paths().compose_draft_file
 
 
 def strength_words(strength: float) -> str:
