@@ -3,8 +3,7 @@ given (the engine's ``complete`` task, on a base model). Exit codes as `cantor s
 
 from __future__ import annotations
 
-from .edit_common import add_model_option, add_output_option, read_lyrics, run_edit
-from .node_session import add_node_option
+from .edit_common import add_edit_options, read_lyrics, run_edit
 
 
 def register(sub) -> None:
@@ -21,10 +20,7 @@ def register(sub) -> None:
     p.add_argument("--track", required=True, metavar="T[,T]",
                    help=f"what the part is: {', '.join(TRACKS)} (several: vocals,drums)")
     p.add_argument("--lyrics", metavar="TEXT|@FILE", help="the words (for a vocal part)")
-    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
-    add_model_option(p, "a base model that is installed")
-    add_output_option(p)
-    add_node_option(p)
+    add_edit_options(p, "a base model that is installed")
     p.set_defaults(func=run)
 
 
@@ -42,9 +38,4 @@ def make_request(args):
 
 
 def run(args) -> int:
-    from .edit_common import CliError, report
-    try:
-        make = make_request(args)
-    except CliError as exc:
-        return report("cantor complete", exc)
-    return run_edit("cantor complete", args, make, needs_models=True)
+    return run_edit("cantor complete", args, make_request, needs_models=True)

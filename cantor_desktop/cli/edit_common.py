@@ -81,6 +81,15 @@ def add_model_option(p, default: str) -> None:
     p.add_argument("--model", metavar="M", help=f"model name (default: {default})")
 
 
+def add_edit_options(p, model_default: str) -> None:
+    """What every one-song edit takes after its own options: --seed, --model, -o, --node."""
+    from .node_session import add_node_option
+    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
+    add_model_option(p, model_default)
+    add_output_option(p)
+    add_node_option(p)
+
+
 # -- SONG ---------------------------------------------------------------------------------
 
 @dataclass
@@ -297,11 +306,13 @@ async def deliver(node, song: Song, output: str | None) -> list[Path]:
     return paths
 
 
-def run_edit(prog: str, args, make_request, *, needs_models: bool = False,
+def run_edit(prog: str, args, request_maker, *, needs_models: bool = False,
              hear_file: bool = False) -> int:
-    """A one-song edit from the command line: SONG and the fields checked first (exit 2
-    before any node is asked), then :func:`edit_one`."""
+    """A one-song edit from the command line: ``request_maker(args)`` (the command's
+    options read, e.g. ``--lyrics @FILE``), SONG and the fields checked first (exit 2 before
+    any node is asked), then :func:`edit_one`."""
     try:
+        make_request = request_maker(args)
         arg = parse_song_arg(args.song)
         precheck(make_request)
     except RequestError as exc:

@@ -3,8 +3,7 @@ song, in its tempo and key; the song itself is kept. Exit codes as `cantor sing`
 
 from __future__ import annotations
 
-from .edit_common import add_model_option, add_output_option, intermixed, run_edit
-from .node_session import add_node_option
+from .edit_common import add_edit_options, intermixed, run_edit
 
 
 def register(sub) -> None:
@@ -21,10 +20,7 @@ def register(sub) -> None:
                         "is heard by the engine)")
     p.add_argument("--after", metavar="S", help="seconds to add at the end")
     p.add_argument("--before", metavar="S", help="seconds to add at the start")
-    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
-    add_model_option(p, "the song's own")
-    add_output_option(p)
-    add_node_option(p)
+    add_edit_options(p, "the song's own")
     p.set_defaults(func=run)
 
 
@@ -47,4 +43,4 @@ def make_request(args):
 
 
 def run(args) -> int:
-    return run_edit("cantor extend", args, make_request(args), hear_file=not args.caption)
+    return run_edit("cantor extend", args, make_request, hear_file=not args.caption)

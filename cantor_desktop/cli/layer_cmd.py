@@ -4,8 +4,7 @@ codes as `cantor sing`."""
 
 from __future__ import annotations
 
-from .edit_common import add_model_option, add_output_option, read_lyrics, run_edit
-from .node_session import add_node_option
+from .edit_common import add_edit_options, read_lyrics, run_edit
 
 
 def register(sub) -> None:
@@ -26,10 +25,7 @@ def register(sub) -> None:
                    help="only from A (seconds or minutes:seconds; give --to too)")
     p.add_argument("--to", dest="end", metavar="B", help="… to B")
     p.add_argument("--lyrics", metavar="TEXT|@FILE", help="words, for a vocal layer")
-    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
-    add_model_option(p, "a base model that is installed")
-    add_output_option(p)
-    add_node_option(p)
+    add_edit_options(p, "a base model that is installed")
     p.set_defaults(func=run)
 
 
@@ -54,9 +50,4 @@ def make_request(args):
 
 
 def run(args) -> int:
-    from .edit_common import CliError, report
-    try:
-        make = make_request(args)
-    except CliError as exc:
-        return report("cantor layer", exc)
-    return run_edit("cantor layer", args, make, needs_models=True)
+    return run_edit("cantor layer", args, make_request, needs_models=True)

@@ -4,9 +4,7 @@ kept. SONG is a song id (``ID:TAKE`` for another take) or an audio file. Exit co
 
 from __future__ import annotations
 
-from .edit_common import (add_model_option, add_output_option, intermixed, read_lyrics,
-                          run_edit)
-from .node_session import add_node_option
+from .edit_common import add_edit_options, intermixed, read_lyrics, run_edit
 
 
 def register(sub) -> None:
@@ -26,10 +24,7 @@ def register(sub) -> None:
     p.add_argument("--to", dest="end", metavar="B", required=True,
                    help="end of the part (at least 1 s after --from)")
     p.add_argument("--lyrics", metavar="TEXT|@FILE", help="the words of that part")
-    p.add_argument("--seed", metavar="N", help="-1 for random (default)")
-    add_model_option(p, "the song's own")
-    add_output_option(p)
-    add_node_option(p)
+    add_edit_options(p, "the song's own")
     p.set_defaults(func=run)
 
 
@@ -48,9 +43,4 @@ def make_request(args):
 
 
 def run(args) -> int:
-    from .edit_common import CliError, report
-    try:
-        make = make_request(args)
-    except CliError as exc:
-        return report("cantor repaint", exc)
-    return run_edit("cantor repaint", args, make, hear_file=not args.caption)
+    return run_edit("cantor repaint", args, make_request, hear_file=not args.caption)

@@ -5,15 +5,12 @@ the take; both need a base model (:class:`.base_model_notice.BaseModelNotice`)."
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel,
-                               QLineEdit, QVBoxLayout)
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit
 
 from ..edits import TRACK_WORDS, edit_request
 from ..song import Song, Take
 from ..song_request import TRACKS
-from .base_model_notice import BaseModelNotice
-from .tasks import Tasks
+from .take_edit_dialog import TakeEditDialog
 from .widgets import ComboBox
 
 WORDS = {
@@ -26,23 +23,16 @@ WORDS = {
 }
 
 
-class PartDialog(QDialog):
+class PartDialog(TakeEditDialog):
     def __init__(self, link, song: Song, take: Take, task: str,
                  region: tuple[float, float] | None = None, parent=None):
-        super().__init__(parent)
         if task not in WORDS:
             raise ValueError(f"not a part task: {task}")
-        self.link, self.song, self.take, self.task = link, song, take, task
-        self.tasks = Tasks()
-        self.sent: Song | None = None
         title, intro, track_label, placeholder, button = WORDS[task]
-        self.setWindowTitle(title)
-        layout = QVBoxLayout(self)
-        name = song.name + (f" (take {take.n})" if len(song.takes) > 1 else "")
-        text = QLabel(intro.format(name=name))
-        text.setWordWrap(True)
-        text.setTextFormat(Qt.PlainText)
-        layout.addWidget(text)
+        super().__init__(link, song, take, title, parent)
+        self.task = task
+        self.sent: Song | None = None
+        self.add_text(intro.format(name=self.take_name))
         form = QFormLayout()
         self.track = ComboBox()
         for track in TRACKS:
@@ -65,19 +55,8 @@ class PartDialog(QDialog):
                                     "first to add it only there)")
                 self.region.setEnabled(False)
             form.addRow("Where", self.region)
-        layout.addLayout(form)
-        self.notice = BaseModelNotice(link, task, song.model, self)
-        self.notice.changed.connect(self._update)
-        layout.addWidget(self.notice)
-        self.note = QLabel("")
-        self.note.setWordWrap(True)
-        self.note.setTextFormat(Qt.PlainText)
-        layout.addWidget(self.note)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        self.go = self.buttons.addButton(button, QDialogButtonBox.AcceptRole)
-        self.buttons.accepted.connect(self.submit)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
+        self.body.addLayout(form)
+        self.go = self.finish(task, button)
         self.caption.textChanged.connect(self._update)
         self._update()
 
@@ -114,17 +93,7 @@ class PartDialog(QDialog):
         self.accept()
 
     def _failed(self, text: str) -> None:
-        if "base model" in text:
-            self.notice.refused(text)
-            self.note.setText("The node refused it.")
-        else:
-            self.note.setText(f"The node refused it: {text}")
-        self._update()
-
-    def done(self, result: int) -> None:  # noqa: A003 — QDialog API
-        if result != QDialog.Accepted:
-            self.tasks.cancel_all()
-        super().done(result)
+        self.refused(text, "it")
 
 
 def open_for(page, row, task: str) -> PartDialog | None:

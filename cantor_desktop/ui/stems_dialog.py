@@ -5,31 +5,22 @@ pull (:class:`.base_model_notice.BaseModelNotice`)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QGridLayout, QLabel,
-                               QVBoxLayout)
+from PySide6.QtWidgets import QCheckBox, QGridLayout
 
 from ..edits import TRACK_WORDS, edit_request, stem_title
 from ..song import Song, Take
 from ..song_request import TRACKS
-from .base_model_notice import BaseModelNotice
-from .tasks import Tasks
+from .take_edit_dialog import TakeEditDialog
 
 
-class StemsDialog(QDialog):
+class StemsDialog(TakeEditDialog):
     def __init__(self, link, song: Song, take: Take, parent=None):
-        super().__init__(parent)
-        self.link, self.song, self.take = link, song, take
-        self.tasks = Tasks()
+        super().__init__(link, song, take, "Stems", parent)
         self.queued: list[Song] = []
-        self.setWindowTitle("Stems")
-        layout = QVBoxLayout(self)
-        name = song.name + (f" (take {take.n})" if len(song.takes) > 1 else "")
-        intro = QLabel(f"Pull tracks out of “{name}” as stems. Each is a new version under "
-                       f"the song, named {stem_title(song.title, song.caption, '<track>')}.")
-        intro.setWordWrap(True)
-        intro.setTextFormat(Qt.PlainText)
-        layout.addWidget(intro)
+        self.add_text(f"Pull tracks out of “{self.take_name}” as stems. Each is a new version "
+                      f"under the song, named "
+                      f"{stem_title(song.title, song.caption, '<track>')}.")
+        layout = self.body
         self.all = QCheckBox("All twelve")
         self.all.setTristate(False)
         layout.addWidget(self.all)
@@ -42,18 +33,7 @@ class StemsDialog(QDialog):
             grid.addWidget(box, i // 3, i % 3)
         layout.addLayout(grid)
         self.all.clicked.connect(self._all_clicked)
-        self.notice = BaseModelNotice(link, "extract", song.model, self)
-        self.notice.changed.connect(self._update)
-        layout.addWidget(self.notice)
-        self.note = QLabel("")
-        self.note.setWordWrap(True)
-        self.note.setTextFormat(Qt.PlainText)
-        layout.addWidget(self.note)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        self.make = self.buttons.addButton("Make stems", QDialogButtonBox.AcceptRole)
-        self.buttons.accepted.connect(self.submit)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
+        self.make = self.finish("extract", "Make stems")
         from .song_records import instrumental
         first = ("drums", "bass") if instrumental(song) else ("vocals", "drums", "bass")
         self.choose(first)                              # a musician's usual first stems
@@ -112,17 +92,7 @@ class StemsDialog(QDialog):
 
     def _failed(self, text: str) -> None:
         done = f" ({len(self.queued)} queued before that)" if self.queued else ""
-        if "base model" in text:
-            self.notice.refused(text)
-            self.note.setText(f"The node refused the stems{done}.")
-        else:
-            self.note.setText(f"The node refused the stems{done}: {text}")
-        self._update()
-
-    def done(self, result: int) -> None:  # noqa: A003 — QDialog API
-        if result != QDialog.Accepted:
-            self.tasks.cancel_all()
-        super().done(result)
+        self.refused(text, f"the stems{done}")
 
 
 def open_for(page, row) -> StemsDialog | None:
