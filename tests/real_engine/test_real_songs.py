@@ -50,7 +50,7 @@ async def started(home: Path, hub: ModelHub) -> Node:
     node = await Node(home, env={"HF_ENDPOINT": hub.base_url}).start()
     async with node.client() as c:
         pulled = [item async for item in c.pull("acestep-v15-turbo")]
-    assert pulled[-1][0] == "done", pulled
+    assert pulled[-1].type == "done", pulled
     return node
 
 
