@@ -69,6 +69,11 @@ class BackendEvent:
                 "progress": self.progress, "family": self.family, "received": self.received,
                 "total": self.total}
 
+    def to_sse(self) -> tuple[str, dict]:
+        """The event as the node streams it (``event: KIND``, its dict as the data), and
+        as a client of the stream reads it back."""
+        return self.kind, self.to_dict()
+
 
 EventSink = Callable[[BackendEvent], None] | None
 log = logging.getLogger(__name__)

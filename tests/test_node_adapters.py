@@ -213,8 +213,8 @@ def test_an_adapter_for_the_other_dit_size_is_refused_for_the_song(cantor_home, 
     import pytest
 
     from cantor_desktop.models.adapters import store
-    from cantor_desktop.node.api import ApiError
     from cantor_desktop.node.adapter_routes import check_song_adapter
+    from cantor_desktop.node.http_common import ApiError
 
     xl = write_safetensors(tmp_path / "big.safetensors", lora_tensors(size="XL", layers=(0, 30)))
     assert store().add(xl).dit == "XL"

@@ -305,13 +305,13 @@ def test_the_nodes_catalogue_lists_the_xl_dits_the_hub_lists_with_their_sizes(ca
 def test_a_path_is_taken_only_from_a_client_on_the_nodes_machine():
     from starlette.requests import Request
 
-    from cantor_desktop.node.library_routes import _from_this_machine
+    from cantor_desktop.node.http_common import from_this_machine
 
     def request(client: str, server: str) -> Request:
         return Request({"type": "http", "client": (client, 5000), "server": (server, 7823),
                         "headers": [], "method": "POST", "path": "/v1/models/import"})
-    assert _from_this_machine(request("127.0.0.1", "127.0.0.1"))
-    assert _from_this_machine(request("::1", "::1"))
-    assert _from_this_machine(request("192.168.1.20", "192.168.1.20"))   # its own address
-    assert not _from_this_machine(request("192.168.1.31", "192.168.1.20"))
-    assert not _from_this_machine(request("not-an-ip", "192.168.1.20"))
+    assert from_this_machine(request("127.0.0.1", "127.0.0.1"))
+    assert from_this_machine(request("::1", "::1"))
+    assert from_this_machine(request("192.168.1.20", "192.168.1.20"))   # its own address
+    assert not from_this_machine(request("192.168.1.31", "192.168.1.20"))
+    assert not from_this_machine(request("not-an-ip", "192.168.1.20"))

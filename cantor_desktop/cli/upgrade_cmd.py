@@ -65,9 +65,8 @@ async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
         return 0
     from .. import backends
 
-    def on_event(ev) -> None:
-        from ..node.api import _event_json
-        print(_describe(*_event_json(ev)), file=sys.stderr)
+    def on_event(ev: backends.BackendEvent) -> None:
+        print(_describe(*ev.to_sse()), file=sys.stderr)
 
     try:
         await backends.update(on_event=on_event)

@@ -21,8 +21,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..models import adapters
-from .api import ERRORS, ApiError, _json_body, json_body, node
-from .library_routes import _from_this_machine
+from .http_common import ApiError, content_length, from_this_machine, json_body
+from .schemas import ERRORS, binary_request, json_request
+from .state import node
 
 UPLOAD_PATH = "/v1/adapters/upload"
 UPLOAD_TYPE = "application/octet-stream"       # the guard's BODY_RULES says so, with its cap
@@ -33,8 +34,6 @@ ADD_SCHEMA = {"type": "object", "required": ["path"], "additionalProperties": Fa
                                           "absolute path on the node's machine"},
                   "name": {"type": "string", "description": "default: the file's or "
                                                             "folder's name"}}}
-UPLOAD_BODY = {"requestBody": {"required": True, "content": {
-    UPLOAD_TYPE: {"schema": {"type": "string", "format": "binary"}}}}}
 
 router = APIRouter()
 
@@ -63,7 +62,7 @@ async def list_adapters():
     return await asyncio.to_thread(listing)
 
 
-@router.post("/v1/adapters", status_code=201, openapi_extra=_json_body(ADD_SCHEMA),
+@router.post("/v1/adapters", status_code=201, openapi_extra=json_request(ADD_SCHEMA),
              responses={201: {"description": "added"}, **ERRORS})
 async def add_adapter(request: Request):
     """Copy a ``.safetensors`` adapter or a PEFT folder on the node's machine into its
@@ -80,7 +79,7 @@ async def add_adapter(request: Request):
                             "adapter folder on the node's machine", field="path")
     if name is not None and not isinstance(name, str):
         raise ApiError(422, "name: must be text", field="name")
-    if not _from_this_machine(request):
+    if not from_this_machine(request):
         raise ApiError(403, f"path: a path names a file on the node's machine; from another "
                             f"machine upload the .safetensors file (POST {UPLOAD_PATH})",
                        "not_local", "path")
@@ -91,20 +90,13 @@ async def add_adapter(request: Request):
     return JSONResponse({"added": added.to_json()}, status_code=201)
 
 
-@router.post(UPLOAD_PATH, status_code=201, openapi_extra=UPLOAD_BODY,
+@router.post(UPLOAD_PATH, status_code=201, openapi_extra=binary_request(UPLOAD_TYPE),
              responses={201: {"description": "added"}, **ERRORS})
 async def upload_adapter(request: Request, name: str):
     """A ``.safetensors`` adapter sent from another machine, kept as ``name`` once whole and
     checked. (A PEFT folder is added by path on its own machine.)"""
-    length: int | None = None
-    announced = request.headers.get("content-length")
-    if announced is not None:
-        try:
-            length = int(announced)
-        except ValueError:
-            raise ApiError(400, "Content-Length is not a number", field="body") from None
     try:
-        added = await adapters.store().receive(name, request.stream(), length)
+        added = await adapters.store().receive(name, request.stream(), content_length(request))
     except adapters.AdapterError as exc:
         raise _refused(exc) from None
     return JSONResponse({"added": added.to_json()}, status_code=201)

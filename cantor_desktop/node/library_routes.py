@@ -14,7 +14,6 @@ app used to do on its own machine, now done where the models live (the node's ma
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -24,7 +23,8 @@ from .. import secrets
 from ..models import hub, importer
 from ..models.catalogue import SKETCH, UnknownModel
 from ..models.library import LibraryError
-from .api import ERRORS, GUARDED, _LIST, _OBJ, _STR, ApiError, _json_body, _obj, _ok, json_body
+from .http_common import ApiError, content_length, from_this_machine, json_body
+from .schemas import ERRORS, GUARDED, LIST, OBJ, STR, binary_request, json_request, obj, ok
 
 UPLOAD_PATH = "/v1/models/upload"
 UPLOAD_TYPE = "application/octet-stream"       # the guard's BODY_RULES says so, with its cap
@@ -34,33 +34,19 @@ IMPORT_SCHEMA = {"type": "object", "required": ["path"], "additionalProperties":
                                          "description": "an absolute path on the node's machine"}}}
 TOKEN_SCHEMA = {"type": "object", "required": ["token"], "additionalProperties": False,
                 "properties": {"token": {"type": "string", "minLength": 8, "maxLength": 512}}}
-UPLOAD_BODY = {"requestBody": {"required": True, "content": {
-    UPLOAD_TYPE: {"schema": {"type": "string", "format": "binary"}}}}}
 
 router = APIRouter()
-IMPORTED = _obj({"imported": _OBJ})
-TOKEN_STATUS = _obj({"set": {"type": "boolean"}, "source": {"type": ["string", "null"]},
-                     "note": _STR})
+IMPORTED = obj({"imported": OBJ})
+TOKEN_STATUS = obj({"set": {"type": "boolean"}, "source": {"type": ["string", "null"]},
+                    "note": STR})
 
 
 def _refused(exc: importer.ImportRefused) -> ApiError:
     return ApiError(exc.status, str(exc), "import_refused", exc.field)
 
 
-def _from_this_machine(request: Request) -> bool:
-    """A loopback client, or one whose address is the one it reached the node on (the same
-    machine through its own network address)."""
-    host = request.client.host if request.client else ""
-    server = (request.scope.get("server") or ("",))[0] or ""
-    try:
-        ip = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return ip.is_loopback or host == server
-
-
-@router.post("/v1/models/import", openapi_extra=_json_body(IMPORT_SCHEMA),
-             responses={**_ok(IMPORTED, "adopted where it is"), **ERRORS})
+@router.post("/v1/models/import", openapi_extra=json_request(IMPORT_SCHEMA),
+             responses={**ok(IMPORTED, "adopted where it is"), **ERRORS})
 async def import_model(request: Request):
     """Adopt a GGUF file on the node's machine where it is (nothing moved or copied)."""
     body = await json_body(request)
@@ -73,7 +59,7 @@ async def import_model(request: Request):
     if not isinstance(path, str) or not path.strip():
         raise ApiError(422, "path: give the absolute path of a .gguf file on the node's "
                             "machine", field="path")
-    if not _from_this_machine(request):
+    if not from_this_machine(request):
         raise ApiError(403, f"path: a path names a file on the node's machine; from another "
                             f"machine upload the file (POST {UPLOAD_PATH})", "not_local", "path")
     try:
@@ -83,27 +69,21 @@ async def import_model(request: Request):
     return {"imported": imported.to_json()}
 
 
-@router.post(UPLOAD_PATH, status_code=201, openapi_extra=UPLOAD_BODY,
-             responses={**_ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS})
+@router.post(UPLOAD_PATH, status_code=201, openapi_extra=binary_request(UPLOAD_TYPE),
+             responses={**ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS})
 async def upload_model(request: Request, name: str):
     """A GGUF file sent from another machine: kept as ``name`` in the library folder once
     whole and checked (a GGUF header with an ACE-Step architecture)."""
-    length: int | None = None
-    announced = request.headers.get("content-length")
-    if announced is not None:
-        try:
-            length = int(announced)
-        except ValueError:
-            raise ApiError(400, "Content-Length is not a number", field="body") from None
     try:
-        imported = await importer.receive_upload(name, request.stream(), length)
+        imported = await importer.receive_upload(name, request.stream(),
+                                                 content_length(request))
     except importer.ImportRefused as exc:
         raise _refused(exc) from None
     return JSONResponse({"imported": imported.to_json()}, status_code=201)
 
 
-@router.delete("/v1/models/{name}/parts", responses={**_ok(_obj({
-    "name": _STR, "deleted": _LIST, "freed_bytes": {"type": "integer"}})), **ERRORS})
+@router.delete("/v1/models/{name}/parts", responses={**ok(obj({
+    "name": STR, "deleted": LIST, "freed_bytes": {"type": "integer"}})), **ERRORS})
 async def discard_parts(name: str):
     """Delete the ``.part`` files a failed or stopped download of ``name`` left."""
     from ..models import pull
@@ -129,14 +109,14 @@ async def _keyring(call) -> Any:
                        "no_keyring") from None
 
 
-@router.get("/v1/hub/token", responses={**_ok(TOKEN_STATUS, "set or not"), **GUARDED})
+@router.get("/v1/hub/token", responses={**ok(TOKEN_STATUS, "set or not"), **GUARDED})
 async def token_status():
     """Whether a Hugging Face token is set on the node's machine — never the token."""
     return await asyncio.to_thread(hub.token_status)
 
 
-@router.put("/v1/hub/token", openapi_extra=_json_body(TOKEN_SCHEMA),
-            responses={**_ok(TOKEN_STATUS, "kept"), **ERRORS})
+@router.put("/v1/hub/token", openapi_extra=json_request(TOKEN_SCHEMA),
+            responses={**ok(TOKEN_STATUS, "kept"), **ERRORS})
 async def store_token(request: Request):
     """Keep a Hugging Face token in the node's keyring (for gated models)."""
     body = await json_body(request)
@@ -149,7 +129,7 @@ async def store_token(request: Request):
     return await asyncio.to_thread(hub.token_status)
 
 
-@router.delete("/v1/hub/token", responses={**_ok(_obj(
+@router.delete("/v1/hub/token", responses={**ok(obj(
     {**TOKEN_STATUS["properties"], "removed": {"type": "boolean"}})), **ERRORS})
 async def forget_token():
     removed = await _keyring(hub.forget_token)
