@@ -104,7 +104,8 @@ def inspire(idea: str, rng: random.Random) -> tuple[str, str]:
                 genre = next(g for g in GENRES if g.name == mood_genre)
             break
     if genre is None:
-        genre = next(g for g in GENRES if g.name == rng.choice(("pop", "folk", "soul")))
+        name = rng.choice(("pop", "folk", "soul"))     # chosen once, not once per genre
+        genre = next(g for g in GENRES if g.name == name)
     if not moods:
         moods = rng.choice([("warm", "hopeful"), ("dreamy", "gentle"), ("driving", "bold")])
     style = style_for(f"{GENRE_CAPTION.get(genre.name, genre.name)}, {idea}", rng.randrange(9))
