@@ -38,6 +38,7 @@ import copy
 import io
 import os
 import time
+from pathlib import Path
 from collections import Counter
 
 import httpx
@@ -73,6 +74,7 @@ LEFT_OUT = {
     ("POST", "/v1/node/shutdown"): "ends the node on purpose",
 }
 MODEL_TO_DELETE = "acestep-v15-turbo-Q8_0"
+ADAPTER_TO_DELETE = "fuzz-style"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 EXPECTED = SchemathesisConfig.from_dict({"checks": {
@@ -157,6 +159,7 @@ class World:
         self.done = node.make_song()
         self.upload_id = self.upload()
         self.uploads = 0
+        self.adapters = 0
 
     def close(self) -> None:
         self.http.close()
@@ -217,6 +220,20 @@ class World:
         gguf.write_header_only(path, gguf.ARCH_DIT)
         return name, path.read_bytes()
 
+    def adapter_file(self) -> Path:
+        """A new ComfyUI LoRA made for ACE-Step, on the node's machine, under a name the
+        node's adapters folder does not have yet."""
+        from support.adapter_files import comfyui_file
+        self.adapters += 1
+        return comfyui_file(self.node.home / "elsewhere" / f"fuzz-lora-{self.adapters}.safetensors")
+
+    def install_adapter(self) -> None:
+        """ADAPTER_TO_DELETE in the node's adapters folder (written there, as a user would)."""
+        from support.adapter_files import comfyui_file
+        folder = self.node.home / "models" / "adapters"
+        folder.mkdir(parents=True, exist_ok=True)
+        comfyui_file(folder / f"{ADAPTER_TO_DELETE}.safetensors")
+
     def config_text(self) -> str:
         return (self.node.home / "node.toml").read_text("utf-8")
 
@@ -271,7 +288,9 @@ def _enrich(doc: dict, world: World, positive: bool) -> dict:
                 elif name == "upload_id":
                     param["schema"] = {"type": "string", "enum": [world.upload_id]}
                 elif name == "name" and param.get("in") == "path":
-                    param["schema"] = {"type": "string", "enum": [MODEL_TO_DELETE]}
+                    param["schema"] = {"type": "string", "enum": [
+                        ADAPTER_TO_DELETE if "adapters" in str(op.get("operationId", ""))
+                        else MODEL_TO_DELETE]}
                 elif name == "take":
                     param["schema"] = {"type": "integer", "minimum": 1, "maximum": takes}
     return doc
@@ -295,6 +314,14 @@ def _prepare(key: tuple[str, str], case, world: World, positive: bool) -> None:
         world.leave_parts()
     if key == ("POST", "/v1/uploads") and positive:
         case.body, case.media_type = world.wav, "application/octet-stream"   # documented
+    if key == ("DELETE", "/v1/adapters/{name}"):
+        world.install_adapter()
+    if key == ("POST", "/v1/adapters") and positive:
+        case.body = {"path": str(world.adapter_file())}
+    if key == ("POST", "/v1/adapters/upload") and positive:
+        path = world.adapter_file()
+        case.query = {**(case.query or {}), "name": path.stem}
+        case.body, case.media_type = path.read_bytes(), "application/octet-stream"
     if key == ("POST", "/v1/models/upload") and positive:
         name, data = world.gguf_upload()
         case.query = {**(case.query or {}), "name": name}
