@@ -376,6 +376,16 @@ class _Tried:
     build: InstalledBuild | None = None
     reason: str = ""
     no_build: bool = False
+    fetched: bool = True         # False: the build never arrived, so nothing was rejected
+
+    def told(self, backend: str) -> tuple[str, str]:
+        """The event kind and the words for a failed outcome: no build for this machine, a
+        build that could not be fetched, or one the trial load rejected."""
+        if self.no_build:
+            return "no_build", self.reason
+        if not self.fetched:
+            return "failed", f"{backend}: {self.reason}"
+        return "rejected", rejected_text(backend, self.reason)
 
 
 def _source_text(inst: InstalledBuild) -> str:
@@ -421,7 +431,8 @@ async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.
         try:
             inst = await _fetch(family, backend, build, m, hw, on_event)
         except (download.DownloadError, engine_store.StoreError, OSError) as exc:
-            return _Tried(False, reason=f"could not fetch {build.describe()}: {exc}")
+            return _Tried(False, reason=f"could not fetch {build.describe()}: {exc}",
+                          fetched=False)
         fresh = True
     result = await _trial(family, backend, inst, hw, on_event)
     if result.ok:
@@ -485,7 +496,8 @@ async def install(family: str = "acestep", on_event: EventSink = None, *,
             _emit(on_event, "no_build", name, outcome.reason, family)
             continue
         tried.append(f"{name}: {outcome.reason}")
-        _emit(on_event, "rejected", name, rejected_text(name, outcome.reason), family)
+        kind, text = outcome.told(name)
+        _emit(on_event, kind, name, text, family)
         nxt = _next_candidate(st, hw, name)
         if nxt:
             _emit(on_event, "fallback", nxt, f"Falling back to {nxt}.", family)
@@ -529,8 +541,8 @@ async def use(backend: str, on_event: EventSink = None, *,
     for fam in config.FAMILIES:
         outcome = await _fetch_and_trial(fam, backend, m, hw, on_event)
         if not outcome.ok:
-            text = outcome.reason if outcome.no_build else rejected_text(backend, outcome.reason)
-            _emit(on_event, "no_build" if outcome.no_build else "rejected", backend, text, fam)
+            kind, text = outcome.told(backend)
+            _emit(on_event, kind, backend, text, fam)
             raise BackendError(f"{text} (node.toml is unchanged; {in_use_text(fam, hw, m)})")
         builds.append(outcome.build)
     config.update({f"backends.{fam}": backend for fam in config.FAMILIES})
@@ -769,8 +781,8 @@ async def ensure_engine(family: str = "acestep", sink_or_backend: EventSink | st
             _emit(on_event, "note", None, note, family)
         outcome = await _fetch_and_trial(family, wanted, m, hw, on_event)
         if not outcome.ok:
-            text = outcome.reason if outcome.no_build else rejected_text(wanted, outcome.reason)
-            _emit(on_event, "no_build" if outcome.no_build else "rejected", wanted, text, family)
+            kind, text = outcome.told(wanted)
+            _emit(on_event, kind, wanted, text, family)
             hint = " Run: cantor backends --use auto" if wanted == st.pinned else ""
             raise BackendError(f"{text}{hint}")
         _emit(on_event, "kept", wanted, f"{wanted}: works — installed "

@@ -143,6 +143,8 @@ def test_wrong_hash_refused(nvidia, tmp_path, monkeypatch):
         monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.manifest_url)
         done = cli("--use", "cpu")
     assert done.returncode == 1 and "sha256" in done.stderr.lower()
+    # a build that never arrived was not rejected: it says it could not be fetched
+    assert "cpu: could not fetch" in done.stderr and "rejected" not in done.stderr
     assert engine_store.installed("acestep", "cpu") is None
     assert config.load().pinned_backend("acestep") is None
 

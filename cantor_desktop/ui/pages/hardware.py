@@ -237,7 +237,7 @@ class HardwarePage(QWidget):
         backend = event.get("backend")
         kind = event.get("kind") or event.get("event") or ""
         if text and kind != "download" or (kind == "download" and event.get("progress") in (None, 0)):
-            label = {"rejected": "✗ ", "skipped": "– ", "chosen": "✓ ", "done": "✓ "}.get(kind, "")
+            label = {"rejected": "✗ ", "failed": "✗ ", "skipped": "– ", "chosen": "✓ ", "done": "✓ "}.get(kind, "")
             prefix = f"{backend}: " if backend and not str(text).startswith(f"{backend}:") else ""
             self.log.addItem(f"{label}{prefix}{text}")
             self.log.scrollToBottom()
