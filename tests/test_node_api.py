@@ -323,3 +323,29 @@ def test_sidecar_records_what_the_lm_filled_in(home):
         assert lm["caption"]
     sidecar = json.loads(Path(inst["takes"][0]["sidecar"]).read_text())
     assert "lm_metadata" in sidecar and sidecar["lm_metadata"] is None
+
+
+def test_a_song_is_renamed_or_marked_and_null_is_refused_not_taken_for_no_change(home):
+    """PATCH /v1/songs/{id} as its schema says: a string title, a boolean favourite; a
+    field left out is left as it is, and null is a 422 naming the field (the fuzz found the
+    node taking null for "unchanged" while its document said string and boolean)."""
+    async def main():
+        node = await Node(home).start()
+        try:
+            async with node.client() as c:
+                song_id = await c.submit_song(SHORT)
+                await until_state(c, song_id, ("done",))
+            async with node.http() as http:
+                path = f"/v1/songs/{song_id}"
+                nulls = [(await http.patch(path, json={k: None})) for k in ("title", "favourite")]
+                renamed = await http.patch(path, json={"title": "  Night drive  "})
+                marked = await http.patch(path, json={"favourite": True})
+            return ([(r.status_code, r.json()["error"]["field"]) for r in nulls],
+                    renamed.json(), marked.json())
+        finally:
+            await node.stop()
+
+    nulls, renamed, marked = run(main())
+    assert nulls == [(422, "title"), (422, "favourite")]
+    assert renamed["title"] == "Night drive" and not renamed["favourite"]
+    assert marked["title"] == "Night drive" and marked["favourite"] is True

@@ -123,13 +123,13 @@ async def change_song(request: Request, song_id: str):
     for key in body:
         if key not in ("title", "favourite"):
             raise ApiError(422, f"{key}: unknown field; known: title, favourite", field=key)
-    title = body.get("title")
-    if title is not None and (not isinstance(title, str) or len(title) > TITLE_MAX
-                              or "\n" in title):
+    title = body.get("title")        # a field left out is left as it is; null is refused
+    if "title" in body and (not isinstance(title, str) or len(title) > TITLE_MAX
+                            or "\n" in title):
         raise ApiError(422, f"title: must be one line of at most {TITLE_MAX} characters",
                        field="title")
     favourite = body.get("favourite")
-    if favourite is not None and not isinstance(favourite, bool):
+    if "favourite" in body and not isinstance(favourite, bool):
         raise ApiError(422, "favourite: must be true or false", field="favourite")
     n.queue.change(song, title=None if title is None else title.strip(), favourite=favourite)
     await n.queue.flush()
