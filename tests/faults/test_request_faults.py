@@ -20,6 +20,7 @@ from cantor_desktop.song_request import CAPTION_MAX, FIELDS, LYRICS_MAX, SEED_MA
 pytestmark = pytest.mark.slow
 
 OK = {"caption": "fault suite", "duration": 10}
+SOME_SONG = "0123456789abcdef"      # an id of the node's form that names no song
 DROP = None.__class__  # a marker: leave this field out of the request
 
 # (field the error must name, the body as raw JSON text or a dict merged over OK)
@@ -60,7 +61,45 @@ BAD: list[tuple[str, object]] = [
     ("format", {"format": False}), ("format", {"format": []}),
     ("batch", {"batch": 0}), ("batch", {"batch": 5}), ("batch", {"batch": 1.5}),
     ("batch", {"batch": "two"}), ("batch", {"batch": True}), ("batch", {"batch": [2]}),
-    ("surprise", {"surprise": 1}), ("steps", {"steps": 8}),
+    ("surprise", {"surprise": 1}),
+    # edits: a task, its source and what goes with it
+    ("task", {"task": "remix"}), ("task", {"task": 5}), ("task", {"task": ["cover"]}),
+    ("source", {"task": "cover"}), ("source", {"source": {"song": SOME_SONG, "take": 1}}),
+    ("source", {"task": "cover", "source": "../../etc/passwd"}),
+    ("source", {"task": "cover", "source": {"song": "../../etc", "take": 1}}),
+    ("source", {"task": "cover", "source": {"song": SOME_SONG, "take": 1}}),   # no such song
+    ("reference", {"reference": "song.wav"}), ("reference", {"reference": {"upload": 5}}),
+    ("region", {"region": {"start": 0, "end": 20}}),
+    ("region", {"task": "repaint", "source": {"song": SOME_SONG, "take": 1}}),
+    ("region", {"task": "repaint", "source": {"song": SOME_SONG, "take": 1},
+                "region": {"start": 5, "end": 5.5}}),
+    ("region", {"task": "repaint", "source": {"song": SOME_SONG, "take": 1},
+                "region": [0, 20]}),
+    ("extend", {"extend": {"after": 30}}),
+    ("extend", {"task": "extend", "source": {"song": SOME_SONG, "take": 1},
+                "extend": {"after": 0}}),
+    ("extend", {"task": "extend", "source": {"song": SOME_SONG, "take": 1},
+                "extend": {"later": 30}}),
+    ("strength", {"strength": 0.5}),
+    ("strength", {"task": "cover", "source": {"song": SOME_SONG, "take": 1}, "strength": 2}),
+    ("noise", {"noise": 0.3}), ("faithful", {"faithful": True}),
+    ("track", {"track": "drums"}),
+    ("track", {"task": "extract", "source": {"song": SOME_SONG, "take": 1}, "track": "kazoo"}),
+    ("track", {"task": "extract", "source": {"song": SOME_SONG, "take": 1}}),
+    # style: an adapter, the sampler and the language model
+    ("adapter", {"adapter": ""}), ("adapter", {"adapter": 5}),
+    ("adapter", {"adapter": "no-such-adapter"}), ("adapter_scale", {"adapter_scale": 1.0}),
+    ("steps", {"steps": 0}), ("steps", {"steps": 201}), ("steps", {"steps": 1.5}),
+    ("steps", {"steps": "many"}), ("guidance", {"guidance": 16}),
+    ("guidance", {"guidance": "x"}), ("shift", {"shift": -1}), ("solver", {"solver": "rk4"}),
+    ("solver", {"solver": 5}), ("lm_temperature", {"lm_temperature": 3}),
+    ("lm_cfg", {"lm_cfg": 11}), ("lm_top_p", {"lm_top_p": 1.5}),
+    ("lm_top_k", {"lm_top_k": 201}), ("lm_top_k", {"lm_top_k": 1.5}),
+    ("lm_negative_prompt", {"lm_negative_prompt": "x" * 2001}),
+    ("lm_negative_prompt", {"lm_negative_prompt": 5}),
+    ("lock_caption", {"lock_caption": "yes"}),
+    ("codes_from", {"codes_from": {"upload": "0123456789abcdef"}}),
+    ("codes_from", {"codes_from": 5}),
     ("body", "not json"), ("body", "[1, 2]"), ("body", '"a string"'), ("body", "null"),
     ("body", ""), ("body", "{"), ("body", b"\xff\xfe\x00{"),
     ("body", "[" * 100_000 + "]" * 100_000),
