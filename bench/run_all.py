@@ -33,6 +33,8 @@ from common import (ROOT, dir_size, free_port, machine_facts, median, rss_mb,  #
                     spread, wait_http)
 from common import p95 as p95_of  # noqa: E402
 
+from cantor_desktop.procs.table import end_child  # noqa: E402
+
 PY = sys.executable
 DOC = ROOT / "docs" / "performance.md"
 COMMAND = ".venv/bin/python bench/run_all.py"
@@ -546,12 +548,7 @@ def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
                     time.sleep(plan.idle_seconds)
                     (node if kind == "node" else bare).append(rss_mb(proc.pid))
                 finally:
-                    proc.terminate()
-                    try:
-                        proc.wait(10)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
+                    end_child(proc, grace=10)
     plan.log.append(f"idle node: {plan.idle_runs} A/B runs, {plan.idle_seconds:g} s idle each")
     n, b = median(node), median(bare)
     note = "fresh node, no engine loaded"
@@ -625,12 +622,7 @@ def _frozen_idle(exe: Path, seconds: float, home: Path) -> float:
             raise RuntimeError(f"the frozen app exited ({proc.returncode})")
         return rss_mb(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_child(proc, grace=30)
 
 
 def frozen_idle_row(plan: Plan, exe: Path) -> Row:

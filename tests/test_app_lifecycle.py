@@ -4,6 +4,7 @@ a Dock click reopens a hidden window, and the macOS tray icon is a template imag
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -111,6 +112,24 @@ def test_single_instance_hands_over_to_the_first(qtbot, qapp):
     finally:
         first.release()
     assert SingleInstance(name).claim()                  # released: the next one is first
+
+
+@pytest.mark.skipif(os.name == "nt", reason="named pipes: the launch claims with Qt there")
+def test_a_launch_asks_the_first_app_before_loading_qts_network_module(qtbot, qapp):
+    """The standard library's question reaches the app Qt's QLocalServer made (same socket
+    path, same words), and finds nobody once it has gone."""
+    from cantor_desktop.ui.instance import SingleInstance, another_app_answers, instance_name
+
+    name = instance_name("someone", "home-early")
+    assert another_app_answers(name) is False                # nobody yet
+    first = SingleInstance(name)
+    assert first.claim()
+    try:
+        with qtbot.waitSignal(first.activated, timeout=5000):
+            assert another_app_answers(name) is True
+    finally:
+        first.release()
+    assert another_app_answers(name) is False
 
 
 @pytest.fixture

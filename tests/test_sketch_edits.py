@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from support.procs import free_port
-from test_sketch_support import EngineProcess, parse_multipart, read_wav
+from test_sketch_support import EngineProcess, parse_multipart, read_wav, started_engine
 
 from cantor_desktop import analysis, gguf
-from cantor_desktop.sketch import ensure_sketch_models, latent
+from cantor_desktop.sketch import latent
 from cantor_desktop.sketch.encode import wav_bytes
 
 SR = 48000
@@ -23,11 +23,7 @@ SONG = {"caption": "lofi piano", "lyrics": "[Instrumental]", "output_format": "w
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    d = tmp_path_factory.mktemp("sketch-edits")
-    models = d / "models"
-    ensure_sketch_models(models)
-    e = EngineProcess(models, free_port(), d / "engine.log")
-    e.wait_ready()
+    e = started_engine(tmp_path_factory.mktemp("sketch-edits"))
     yield e
     e.stop()
 

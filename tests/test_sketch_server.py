@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from support.procs import free_port
-from test_sketch_support import EngineProcess, assert_on_the_beat, parse_multipart, read_wav
+from test_sketch_support import (EngineProcess, assert_on_the_beat, parse_multipart, read_wav,
+                                 started_engine)
 
 from cantor_desktop import gguf
 from cantor_desktop.sketch import ensure_sketch_models
@@ -26,11 +27,7 @@ LYRICS = "[Verse]\nHello darling, can you hear me\nSinging softly through the ni
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    d = tmp_path_factory.mktemp("sketch")
-    models = d / "models"
-    ensure_sketch_models(models)
-    e = EngineProcess(models, free_port(), d / "engine.log")
-    e.wait_ready()
+    e = started_engine(tmp_path_factory.mktemp("sketch"))
     yield e
     e.stop()
 

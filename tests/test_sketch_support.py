@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 
 from cantor_desktop.selfexec import self_argv
+from support.procs import stop
 
 
 class EngineProcess:
@@ -82,13 +83,7 @@ class EngineProcess:
 
     def stop(self) -> int:
         self.client.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         self._log.close()
         return self.proc.returncode
 
@@ -168,3 +163,14 @@ def assert_on_the_beat(audio: np.ndarray, rate: int, bpm: float) -> None:
     assert len(times) >= 8, times
     assert grid_fit(times, bpm) >= 0.7, (bpm, times)
     assert grid_fit(times, bpm * 1.06) <= 0.3 and grid_fit(times, bpm * 0.94) <= 0.3
+
+
+def started_engine(folder: Path) -> EngineProcess:
+    """A Sketch engine on a free port with its models under ``folder``, ready."""
+    from cantor_desktop.sketch import ensure_sketch_models
+    from support.procs import free_port
+    models = folder / "models"
+    ensure_sketch_models(models)
+    engine = EngineProcess(models, free_port(), folder / "engine.log")
+    engine.wait_ready()
+    return engine

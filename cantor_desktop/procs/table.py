@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -127,6 +128,14 @@ def end(pids: Iterable[int], *, grace: float = 3.0, ps=None) -> list[int]:
                 pass
     _wait_gone(procs, 2.0, ps)
     return [p.pid for p in procs]
+
+
+def end_child(proc: subprocess.Popen, *, grace: float = 3.0) -> int | None:
+    """End a child this process started (asked, then killed after ``grace`` s, as
+    :func:`end` does) and reap it; its exit code."""
+    if proc.poll() is None:
+        end([proc.pid], grace=grace)
+    return proc.wait()
 
 
 def end_tree(pid: int, *, grace: float = 3.0, ps=None) -> list[int]:

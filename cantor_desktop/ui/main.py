@@ -37,9 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
-    from .instance import SingleInstance
+    from .instance import SingleInstance, another_app_answers
     instance = SingleInstance()
-    if not instance.claim():          # another Cantor of this user and home shows itself
+    # another Cantor of this user and home shows itself: asked before any window, with the
+    # standard library where it can be (POSIX), else by claiming the name with Qt now
+    early = another_app_answers(instance.name)
+    if early or (early is None and not instance.claim()):
         return 0
 
     from .window import MainWindow
@@ -51,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     while not window._painted and time.monotonic() < deadline:
         app.processEvents()
 
+    if early is False and not instance.claim():   # a launch at the same moment came first
+        window.close()
+        return 0
     from .. import logs
     from ..paths import paths
     paths().ensure()

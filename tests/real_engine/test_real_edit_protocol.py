@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from support.procs import free_port
+from support.procs import free_port, stop
 from real_build import binary, needs_real_engine, libs_dir
 
 from cantor_desktop.selfexec import self_argv
@@ -59,13 +59,7 @@ class Server:
         return r.status_code, r.json()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         self._log.close()
 
 

@@ -1,13 +1,14 @@
 """Real processes and ports for the tests: a free port, whether a process is alive or gone,
 whether a node answers, and waiting for such a condition (never a fixed sleep).
 
-    from support.procs import alive, answers, free_port, gone, wait_until
+    from support.procs import alive, answers, free_port, gone, stop, wait_until
 
 ``alive`` counts a zombie as gone: it has ended and only waits for its parent to reap it.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -16,6 +17,7 @@ import httpx
 import psutil
 
 from cantor_desktop.net import free_port  # noqa: F401 - the one free_port, for the tests too
+from cantor_desktop.procs.table import end_child
 
 T = TypeVar("T")
 
@@ -34,6 +36,11 @@ def alive(pid: int | None) -> bool:
 
 def gone(pid: int | None) -> bool:
     return not alive(pid)
+
+
+def stop(proc: subprocess.Popen, grace: float = 10.0) -> int | None:
+    """End a child this test started and reap it (the app's own ``end_child``)."""
+    return end_child(proc, grace=grace)
 
 
 def answers(url: str, timeout: float = 1.0) -> bool:

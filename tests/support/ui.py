@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from .procs import answers, free_port, wait_until
+from .procs import answers, free_port, stop, wait_until
 
 os.environ.setdefault("QT_API", "pyside6")
 
@@ -72,13 +72,7 @@ class NodeProc:
         self.url = f"http://127.0.0.1:{port}"
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop(self.proc)
 
 
 def start_node(port: int | None = None) -> NodeProc:
