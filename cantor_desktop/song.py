@@ -20,7 +20,8 @@ import re
 import time
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class SongState(StrEnum):
@@ -64,7 +65,10 @@ def safe_file_name(name: str, fallback: str = "") -> str:
 
 
 def _number(value: Any, kind: type) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    cls = type(value)              # JSON's own types first: 10,000 songs read at once
+    if cls is kind:
+        return value
+    if cls is bool or not isinstance(value, (int, float)):
         return None
     return kind(value)
 

@@ -35,6 +35,10 @@ def song_mime_data(paths: Iterable[str]) -> QMimeData:
     return mime
 
 
+# a QStandardItem's own flags less editing and dropping onto it, set in one call (10,000 rows)
+ITEM_FLAGS = Qt.ItemIsSelectable | Qt.ItemIsEnabled | Qt.ItemIsDragEnabled
+
+
 class SongsModel(QSortFilterProxyModel):
     """Every take of every song, newest song first, takes in order under their song.
 
@@ -174,8 +178,7 @@ class SongsModel(QSortFilterProxyModel):
             item = QStandardItem(row.label)
             item.setData(row, RowRole)
             item.setData(text, SearchRole)
-            item.setEditable(False)
-            item.setDropEnabled(False)
+            item.setFlags(ITEM_FLAGS)
             items.append(item)
         return items
 
