@@ -69,6 +69,11 @@ class JobLog(Protocol):
 
     def last_words(self, job_id: str | None = None, since: Any = None) -> str | None: ...
 
+    @property
+    def ended(self) -> bool:
+        """The engine process has exited and its exit is known (and read into reasons)."""
+        ...
+
 
 @dataclass
 class Track:
@@ -586,7 +591,7 @@ class EngineClient:
             path, body = self._jobs[job_id]
         reason = None
         if self._log is not None:
-            reason = await self._reason(job_id or "", wait=True)
+            reason = await self._reason(job_id or "", wait=True, dying=True)
         if reason and _names_a_cause(reason):
             return JobFailed(f"engine stopped: {reason}")
         ended = reason or f"{type(exc).__name__}: {exc}".rstrip(": ")
@@ -634,7 +639,7 @@ class EngineClient:
         except Exception:  # noqa: BLE001 - never mask the caller's error
             log.exception("cancel of job %s failed", job_id)
 
-    async def _reason(self, job_id: str, *, wait: bool) -> str | None:
+    async def _reason(self, job_id: str, *, wait: bool, dying: bool = False) -> str | None:
         """Why the job failed, from the engine's log (only lines since it was sent). The
         supervisor reads stderr a moment behind, so give it up to half a second to catch up."""
         if self._log is None:
@@ -643,7 +648,9 @@ class EngineClient:
         deadline = time.monotonic() + (0.5 if wait else 0.0)
         while True:
             reason = self._log.failure_reason(job_id or None, since)
-            if (reason and _names_a_cause(reason)) or time.monotonic() >= deadline:
+            # a dying engine's exit belongs in the reason too: wait for it as well
+            settled = reason and _names_a_cause(reason) and (not dying or self._log.ended)
+            if settled or time.monotonic() >= deadline:
                 return reason
             await asyncio.sleep(0.05)
 

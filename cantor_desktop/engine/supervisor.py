@@ -110,6 +110,11 @@ class EngineSupervisor:
         return self._ready and self._proc is not None and self._proc.returncode is None
 
     @property
+    def ended(self) -> bool:
+        """The process has exited and its exit code is known (its last lines read first)."""
+        return self._proc is not None and self._exit_code is not None
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
