@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -115,6 +117,7 @@ def paint_times(code: str, env: dict) -> dict[str, float]:
 
 def bench_start(runs: int) -> tuple[float, float, float]:
     home = tempfile.mkdtemp(prefix="cantor-bench-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
     env = {**os.environ, "CANTOR_HOME": home, "PYTHONPATH": str(ROOT)}
     Path(home, "node.toml").write_text(f"[node]\nport = {free_port()}\n")
     bare, cantor, ready = [], [], []
@@ -154,6 +157,7 @@ def bench_stall(app, pull_mib: int) -> dict:
     from cantor_desktop import config
     from support.heartbeat import Heartbeat
     home = tempfile.mkdtemp(prefix="cantor-bench-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
     os.environ["CANTOR_HOME"] = home
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
     config.update({"node.port": free_port()})
@@ -215,7 +219,8 @@ def bench_stall(app, pull_mib: int) -> dict:
         problems.append(f"the song is {shell.link.songs[song.id].state}")
     if final is None or final.type != "done" or plan is None or received != plan.total:
         problems.append(f"the pull is {final.type if final else 'unfinished'} with {received} "
-                        f"of {plan.total if plan else '?'} bytes")
+                        f"of {plan.total if plan else '?'} bytes"
+                        + (f" ({final.message})" if final is not None and final.message else ""))
     if os.environ.get("CANTOR_BENCH_VERBOSE"):
         gaps = busy.counted()
         stamps = []

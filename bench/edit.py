@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -196,6 +198,8 @@ async def main_async(args) -> dict:
     from cantor_desktop.sketch import ensure_sketch_models
 
     home = Path(tempfile.mkdtemp(prefix="cantor-bench-edit-"))
+
+    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
     os.environ["CANTOR_HOME"] = str(home)
     (home / "node.toml").write_text(f'[models]\ndefault = "sketch"\n[songs]\n'
                                     f'dir = "{home / "songs"}"\nformat = "wav24"\n')

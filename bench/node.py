@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -210,6 +212,8 @@ async def main_async(args) -> int:
     from cantor_desktop.sketch import ensure_sketch_models
 
     home = Path(tempfile.mkdtemp(prefix="cantor-bench-node-"))
+
+    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
     os.environ["CANTOR_HOME"] = str(home)
     (home / "node.toml").write_text(f'[models]\ndefault = "sketch"\n[songs]\ndir = "{home / "songs"}"\n'
                                     f'format = "wav16"\n')
