@@ -104,3 +104,30 @@ def write_json(path: Path | None, script: str, figures: dict) -> None:
     import json
     Path(path).write_text(json.dumps({"script": script, "machine": machine_facts(),
                                       **figures}, indent=1, default=float), "utf-8")
+
+
+def sketch_home(prefix: str, song_format: str) -> Path:
+    """A throw-away CANTOR_HOME (removed at exit) whose node makes Sketch songs in
+    ``song_format`` into its own songs folder; set for this process too."""
+    import atexit
+    import shutil
+    import tempfile
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    os.environ["CANTOR_HOME"] = str(home)
+    (home / "node.toml").write_text(f'[models]\ndefault = "sketch"\n[songs]\n'
+                                    f'dir = "{home / "songs"}"\nformat = "{song_format}"\n')
+    return home
+
+
+async def direct_sketch_engine(home: Path):
+    """A Sketch engine of this process's own (the baseline: no node in between), started."""
+    from cantor_desktop.engine.supervisor import EngineSupervisor
+    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.sketch import ensure_sketch_models
+    models = home / "direct-models"
+    ensure_sketch_models(models)
+    sup = EngineSupervisor("sketch", self_argv("sketch-server"), {}, models,
+                           log_path=home / "logs" / "direct-engine.log")
+    await sup.start()
+    return sup

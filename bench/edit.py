@@ -28,14 +28,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import free_port, machine_facts, wait_http  # noqa: E402
+from common import (direct_sketch_engine, free_port, machine_facts, sketch_home,  # noqa: E402
+                    wait_http)
 
 EDIT_GOAL_MS = 50.0
 UPLOAD_GOAL_S = 1.0
@@ -191,25 +189,13 @@ async def upload_node(client, path: Path, seconds: float) -> float:
 
 async def main_async(args) -> dict:
     from cantor_desktop.engine.client import Part
-    from cantor_desktop.engine.supervisor import EngineSupervisor
     from cantor_desktop.node_process import NodeProcess
     from cantor_desktop.nodeclient import NodeClient
-    from cantor_desktop.selfexec import self_argv
-    from cantor_desktop.sketch import ensure_sketch_models
 
-    home = Path(tempfile.mkdtemp(prefix="cantor-bench-edit-"))
-
-    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
-    os.environ["CANTOR_HOME"] = str(home)
-    (home / "node.toml").write_text(f'[models]\ndefault = "sketch"\n[songs]\n'
-                                    f'dir = "{home / "songs"}"\nformat = "wav24"\n')
+    home = sketch_home("cantor-bench-edit-", "wav24")
     node = NodeProcess("127.0.0.1", free_port(), env={"CANTOR_HOME": str(home)})
     await node.start()
-    direct_dir = home / "direct-models"
-    ensure_sketch_models(direct_dir)
-    sup = EngineSupervisor("sketch", self_argv("sketch-server"), {}, direct_dir,
-                           log_path=home / "logs" / "direct-engine.log")
-    await sup.start()
+    sup = await direct_sketch_engine(home)
     engine = Direct(sup)
     bare_port = free_port()
     bare = subprocess.Popen([sys.executable, "-c", BARE_SERVER, str(bare_port),

@@ -25,12 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import add_json_option, write_json  # noqa: E402
+from common import (add_json_option, direct_sketch_engine, free_port, sketch_home,  # noqa: E402
+                    write_json)
 
 OVERHEAD_GOAL_MS = 50.0
 LATENCY_GOAL_MS = 100.0
@@ -205,34 +203,18 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
 
 
 async def main_async(args) -> int:
-    from cantor_desktop.engine.supervisor import EngineSupervisor
     from cantor_desktop.node_process import NodeProcess
     from cantor_desktop.nodeclient import NodeClient
-    from cantor_desktop.selfexec import self_argv
-    from cantor_desktop.sketch import ensure_sketch_models
 
-    home = Path(tempfile.mkdtemp(prefix="cantor-bench-node-"))
-
-    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
-    os.environ["CANTOR_HOME"] = str(home)
-    (home / "node.toml").write_text(f'[models]\ndefault = "sketch"\n[songs]\ndir = "{home / "songs"}"\n'
-                                    f'format = "wav16"\n')
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    node = NodeProcess("127.0.0.1", port, env={"CANTOR_HOME": str(home)})
+    home = sketch_home("cantor-bench-node-", "wav16")
+    node = NodeProcess("127.0.0.1", free_port(), env={"CANTOR_HOME": str(home)})
     t0 = time.perf_counter()
     await node.start()
     ready_s = time.perf_counter() - t0
     await asyncio.sleep(1.0)
     idle_fresh = rss_mb(node.pid)
 
-    direct_dir = home / "direct-models"
-    ensure_sketch_models(direct_dir)
-    sup = EngineSupervisor("sketch", self_argv("sketch-server"), {}, direct_dir,
-                           log_path=home / "logs" / "direct-engine.log")
-    await sup.start()
+    sup = await direct_sketch_engine(home)
     engine = sup.client()
     request = {"caption": "bench lofi piano", "duration": args.duration, "seed": 11,
                "model": "sketch", "format": "wav16", "lyrics": "[Instrumental]"}

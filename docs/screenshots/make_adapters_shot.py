@@ -14,33 +14,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-os.environ.setdefault("QT_API", "pyside6")
-home = tempfile.mkdtemp(prefix="cantor-shots-")
-os.environ["CANTOR_HOME"] = home
-os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-
-def spin(ms: int) -> None:
-    loop = QEventLoop()
-    QTimer.singleShot(ms, loop.quit)
-    loop.exec()
-
-
-def wait(pred, timeout=30.0) -> None:
-    import time
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and not pred():
-        spin(50)
+# its throw-away CANTOR_HOME and keyring are set when it is imported (and the paths to
+# the repository and the tests)
+from make_screenshots import OUT, home, spin, wait  # noqa: E402
 
 
 def adapters(folder: Path) -> list[str]:
