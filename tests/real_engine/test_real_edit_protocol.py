@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from support.procs import free_port, stop
+from support.procs import free_port, stop, wait_until
 from real_build import binary, needs_real_engine, libs_dir
 
 from cantor_desktop.selfexec import self_argv
@@ -136,10 +136,9 @@ def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
     try:
         a, b = real.post(path, **kw), sketch.post(path, **kw)
         assert a[0] == b[0] == 200 and set(a[1]) == set(b[1]) == {"id"}
-        time.sleep(0.3)
-        for text in line:
-            assert text in real.log(), real.log()
-            assert text in sketch.log(), sketch.log()
+        for text in line:        # each engine's line, waited for (a loaded machine is slow)
+            wait_until(lambda: text in real.log(), f"{text!r} in the real engine's log")
+            wait_until(lambda: text in sketch.log(), f"{text!r} in the Sketch's log")
     finally:
         real.stop()
         sketch.stop()
