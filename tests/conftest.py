@@ -7,12 +7,19 @@ loop and waits); the fixtures among them are loaded here, for every test."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
+
+# A shell without job control (a script, `cmd &`, some CI runners) starts its background
+# jobs with SIGINT ignored, and every child inherits that: the CLI children of the Ctrl+C
+# tests would then never see their Ctrl+C. Give them SIGINT as a terminal would.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from support.signed_manifests import TEST_PUBLIC  # noqa: E402 - tests/ is on sys.path
 from support.ui import node, qloop  # noqa: E402,F401 - fixtures for every test module
