@@ -48,13 +48,10 @@ class NodeStartError(CantorError, RuntimeError):
 
 
 async def answers(url: str, timeout: float = 1.0) -> bool:
-    """True when a Cantor node answers ``GET /v1/health`` at ``url`` (no token needed)."""
-    try:
-        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
-            response = await http.get(url.rstrip("/") + "/v1/health")
-            return response.status_code == 200 and response.json().get("status") == "ok"
-    except (httpx.HTTPError, ValueError):
-        return False
+    """True when a Cantor node (of any home) answers ``GET /v1/health`` at ``url``."""
+    from .nodeclient import NO_NODE, which_node
+
+    return await which_node(url, timeout) != NO_NODE
 
 
 class NodeProcess:
@@ -152,8 +149,10 @@ class NodeProcess:
         self.token = text[len(access.REPORT_PREFIX.strip()):].strip()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        from .nodeclient import http_client
+
         deadline = time.monotonic() + timeout
-        async with httpx.AsyncClient(timeout=1.0, trust_env=False) as http:
+        async with http_client(self.url, timeout=1.0) as http:
             while True:
                 if self.proc is None or self.proc.poll() is not None:
                     code = None if self.proc is None else self.proc.returncode

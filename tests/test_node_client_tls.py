@@ -1,0 +1,74 @@
+"""The node client checks certificates for an https:// node (and only loads them there)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ssl
+
+import pytest
+
+from cantor_desktop.nodeclient import NodeClient, NodeError, which_node, NO_NODE
+
+
+def _self_signed(tmp_path):
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def _tls_health_server(tmp_path):
+    """A TLS server answering every request like a node's health (a stranger's certificate)."""
+    cert_file, key_file = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    answered = []
+
+    async def serve(reader, writer):
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            body = b'{"status": "ok", "home": "x"}'
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                         b"content-length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+            answered.append(True)
+        except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+    return server, server.sockets[0].getsockname()[1], answered
+
+
+def test_an_https_node_with_an_unknown_certificate_is_refused(tmp_path):
+    async def go():
+        server, port, answered = await _tls_health_server(tmp_path)
+        async with server:
+            url = f"https://127.0.0.1:{port}"
+            with pytest.raises(NodeError) as caught:
+                async with NodeClient(url, token="t") as client:
+                    await client.health()
+            assert await which_node(url) == NO_NODE
+            return str(caught.value), answered
+    message, answered = asyncio.run(go())
+    assert "certificate" in message.lower() and answered == []
