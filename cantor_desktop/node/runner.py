@@ -28,6 +28,7 @@ from .. import config
 from ..errors import CantorError
 from ..paths import paths
 from ..song_request import SongRequest
+from . import memory
 from . import songs as song_files
 from .queue import FINISHED, NODE_STOPPED, QUEUED, RUNNING, Song, SongQueue
 
@@ -405,6 +406,7 @@ class Runner:
             await keeping
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
+        await asyncio.to_thread(memory.give_back)      # the takes' buffers, back to the system
 
     async def _engine_up(self, song: Song, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
                          adapters: bool = False, needs: tuple[str, ...] = ()) -> bool:

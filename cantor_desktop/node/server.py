@@ -16,6 +16,7 @@ from typing import Callable
 
 from .. import access
 from ..access import TokenError
+from . import memory
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         raise TokenError("no node token could be made")
     access.report_token(token)
     limit = raise_open_file_limit()
+    memory.limit_arenas()     # before uvicorn and the song threads start: see node.memory
     logging.getLogger("httpx").setLevel(logging.WARNING)   # one line per engine poll is noise
     holder: dict[str, uvicorn.Server] = {}
 
