@@ -381,3 +381,80 @@ def test_a_running_engine_holds_no_token(home):
     names = run(main())
     assert "CANTOR_HOME" in names
     assert "CANTOR_NODE_TOKEN" not in names and "HF_TOKEN" not in names
+
+
+# -- the body timer stops with the body -------------------------------------------------------
+
+def _guarded_stream(idle_s: float, stream_s: float):
+    """The Guard over a JSON POST whose answer streams for ``stream_s`` (as a pull does),
+    listening for the client's hang-up meanwhile, as Starlette's StreamingResponse does."""
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+
+    from cantor_desktop.node.guard import Guard
+
+    async def app(scope, receive, send):
+        body = await Request(scope, receive).body()
+
+        async def events():
+            yield b"event: start\n\n"
+            await asyncio.sleep(stream_s)
+            yield b"event: done\ndata: " + body + b"\n\n"
+        await StreamingResponse(events(), media_type="text/event-stream")(scope, receive, send)
+
+    return Guard(app, token=lambda: "t", body_idle_s=idle_s)
+
+
+def _scope(length: int) -> dict:
+    return {"type": "http", "method": "POST", "path": "/v1/models/pull", "query_string": b"",
+            "server": ("127.0.0.1", 7823), "client": ("127.0.0.1", 50000),
+            "headers": [(b"host", b"127.0.0.1:7823"), (b"authorization", b"Bearer t"),
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(length).encode())]}
+
+
+def test_a_streamed_answer_outlives_the_body_timer():
+    """A pull's progress stream lasts minutes; the 30-s body timer once cut it off mid-way
+    (the app's 1 GiB pull ended 'peer closed connection' after every byte had arrived)."""
+    body = b'{"name": "x"}'
+
+    async def go():
+        guard = _guarded_stream(idle_s=0.2, stream_s=0.8)
+        sent: list[dict] = []
+        parts = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive():
+            if parts:
+                return parts.pop(0)
+            await asyncio.Event().wait()           # the client stays connected
+
+        async def send(message):
+            sent.append(message)
+        await asyncio.wait_for(guard(_scope(len(body)), receive, send), 5)
+        return sent
+
+    sent = run(go())
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
+    streamed = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert streamed.endswith(b"event: done\ndata: " + body + b"\n\n")
+
+
+def test_a_body_that_stops_arriving_is_still_dropped():
+    async def go():
+        guard = _guarded_stream(idle_s=0.2, stream_s=0.0)
+        sent: list[dict] = []
+        parts = [{"type": "http.request", "body": b'{"na', "more_body": True}]
+
+        async def receive():
+            if parts:
+                return parts.pop(0)
+            await asyncio.Event().wait()           # the rest never comes
+
+        async def send(message):
+            sent.append(message)
+        await asyncio.wait_for(guard(_scope(13), receive, send), 5)
+        return sent
+
+    sent = run(go())
+    assert sent[0]["status"] == 408
+    assert b"stopped arriving" in sent[1]["body"]

@@ -251,9 +251,14 @@ class Guard:
     async def _with_capped_body(self, scope, receive, send, cap: int) -> None:
         seen = 0
         started = False
+        body_in = False
 
         async def capped_receive():
-            nonlocal seen
+            nonlocal seen, body_in
+            if body_in:
+                # The body is whole: what comes now is the client hanging up, which a
+                # streamed answer (a pull's progress) waits for as long as it runs.
+                return await receive()
             try:
                 message = await asyncio.wait_for(receive(), self.body_idle_s)
             except asyncio.TimeoutError:
@@ -263,6 +268,7 @@ class Guard:
                 if seen > cap:
                     raise BodyTooLarge(f"the body is larger than {cap} bytes, the most "
                                        f"taken here")
+                body_in = not message.get("more_body", False)
             return message
 
         async def tracking_send(message):
