@@ -521,10 +521,8 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
                 spread(cantor), "≤ 1.30×", c / b <= 1.3,
                 note="window shown, its node child up and idle; node not counted"
                      + (f" (the node it started: {median(child):.0f} MiB)" if child else "")
-                     + "; from source, PySide6 reads every module imported after it "
-                       "(inspect.getsource, kept in linecache, about 8 MB) to look for "
-                       "`from __feature__ import`: the frozen app has no sources to read "
-                       "(its row below)")], stall
+                     + "; PySide6's import scan reads each module's file without keeping it "
+                       "(ui/pyside_scan.py: it kept ~9 MiB of sources in linecache)")], stall
 
 
 def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
