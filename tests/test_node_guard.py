@@ -413,48 +413,36 @@ def _scope(length: int) -> dict:
                         (b"content-length", str(length).encode())]}
 
 
-def test_a_streamed_answer_outlives_the_body_timer():
-    """A pull's progress stream lasts minutes; the 30-s body timer once cut it off mid-way
-    (the app's 1 GiB pull ended 'peer closed connection' after every byte had arrived)."""
-    body = b'{"name": "x"}'
-
+def _drive(guard, scope: dict, parts: list[dict]) -> list[dict]:
+    """One request through the Guard: ``parts`` arrive, then the client stays connected."""
     async def go():
-        guard = _guarded_stream(idle_s=0.2, stream_s=0.8)
         sent: list[dict] = []
-        parts = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def receive():
             if parts:
                 return parts.pop(0)
-            await asyncio.Event().wait()           # the client stays connected
+            await asyncio.Event().wait()           # no more: the client just waits
 
         async def send(message):
             sent.append(message)
-        await asyncio.wait_for(guard(_scope(len(body)), receive, send), 5)
+        await asyncio.wait_for(guard(scope, receive, send), 5)
         return sent
+    return run(go())
 
-    sent = run(go())
+
+def test_a_streamed_answer_outlives_the_body_timer():
+    """A pull's progress stream lasts minutes; the 30-s body timer once cut it off mid-way
+    (the app's 1 GiB pull ended 'peer closed connection' after every byte had arrived)."""
+    body = b'{"name": "x"}'
+    sent = _drive(_guarded_stream(idle_s=0.2, stream_s=0.8), _scope(len(body)),
+                  [{"type": "http.request", "body": body, "more_body": False}])
     assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
     streamed = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     assert streamed.endswith(b"event: done\ndata: " + body + b"\n\n")
 
 
 def test_a_body_that_stops_arriving_is_still_dropped():
-    async def go():
-        guard = _guarded_stream(idle_s=0.2, stream_s=0.0)
-        sent: list[dict] = []
-        parts = [{"type": "http.request", "body": b'{"na', "more_body": True}]
-
-        async def receive():
-            if parts:
-                return parts.pop(0)
-            await asyncio.Event().wait()           # the rest never comes
-
-        async def send(message):
-            sent.append(message)
-        await asyncio.wait_for(guard(_scope(13), receive, send), 5)
-        return sent
-
-    sent = run(go())
+    sent = _drive(_guarded_stream(idle_s=0.2, stream_s=0.0), _scope(13),
+                  [{"type": "http.request", "body": b'{"na', "more_body": True}])
     assert sent[0]["status"] == 408
     assert b"stopped arriving" in sent[1]["body"]
