@@ -566,15 +566,19 @@ class Engine:
 
     # ------------------------------------------------------------ /vae
 
+    def _load_vae(self, job: Job, what: str) -> None:
+        """The job's VAE, loaded; a job naming one that is not here fails as the engine's."""
+        name = job.requests[0]["vae"]
+        vae = self.registry.pick("vae", name)
+        if vae is None:
+            self.log(f"[Server] {what}: VAE not found: {name}")
+            raise JobFailed
+        self._load("VAE", vae)
+
     def _run_encode(self, job: Job) -> tuple[list[bytes], str]:
         from . import edit, frame, latent
 
-        req = job.requests[0]
-        vae = self.registry.pick("vae", req["vae"])
-        if vae is None:
-            self.log(f"[Server] encode: VAE not found: {req['vae']}")
-            raise JobFailed
-        self._load("VAE", vae)
+        self._load_vae(job, "encode")
         t0 = time.perf_counter()
         audio = job.source.audio
         fp = self.memory.keep(audio)
@@ -588,11 +592,7 @@ class Engine:
         from . import edit, encode, latent, render
 
         req = job.requests[0]
-        vae = self.registry.pick("vae", req["vae"])
-        if vae is None:
-            self.log(f"[Server] decode: VAE not found: {req['vae']}")
-            raise JobFailed
-        self._load("VAE", vae)
+        self._load_vae(job, "decode")
         t0 = time.perf_counter()
         lat = job.source.latent
         recipe, head = latent.read(lat)
