@@ -12,6 +12,7 @@ say why."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -43,6 +44,20 @@ def node_config(home: Path, port: int, **extra: str) -> None:
     write_config(home, **extra)
     with open(home / "node.toml", "a") as fh:
         fh.write(f"\n[node]\nport = {port}\n")
+
+
+@contextlib.asynccontextmanager
+async def node_and_cli(home: Path):
+    """A node for ``home`` on a free port, its client, and ``run(*args)``: the CLI on it, in a
+    thread (the node keeps answering meanwhile)."""
+    port = free_port()
+    node_config(home, port)
+    node = await Node(home, port=port).start()
+    try:
+        async with node.client() as client:
+            yield client, lambda *a: asyncio.to_thread(cantor, home, *a)
+    finally:
+        await node.stop()
 
 
 async def sketch_song(client, seconds: float = 20, bpm: int = 100, caption: str =
@@ -183,38 +198,31 @@ def test_the_model_of_an_edit():
 # -- what each command sends, as the node records it (the real Sketch renders) ----------------
 
 def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_home, tmp_path):
-    port = free_port()
-    node_config(cantor_home, port)
     file = tmp_path / "my song.wav"
 
     async def main():
-        node = await Node(cantor_home, port=port).start()
-        try:
-            async with node.client() as c:
-                root = await sketch_song(c, 20, lyrics="[Verse]\nla la la")
-                await c.audio(root["id"], file)
-                run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)   # noqa: E731
-                results = {
-                    "repaint": await run("repaint", root["id"][:6] + ":1", "--from", "2",
-                                         "--to", "0:05", "jazzy piano"),
-                    "extend": await run("extend", root["id"], "--after", "5"),
-                    "cover": await run("sing", "fast drum and bass", "--cover", str(file),
-                                       "--strength", "0.4", "-o", str(tmp_path / "cover")),
-                    "stems": await run("stems", root["id"], "--tracks", "bass,drums", "-o",
-                                       str(tmp_path / "stems")),
-                    "file stems": await run("stems", str(file), "--tracks", "bass", "-o",
-                                            str(tmp_path / "file stems")),
-                    "layer": await run("layer", root["id"], "--track", "guitar",
-                                       "funky guitar", "--from", "1", "--to", "4"),
-                    "complete": await run("complete", str(file), "--track", "vocals, drums",
-                                          "a pop song"),
-                }
-                listed = await run("songs", "--json")
-                table = await run("songs")
-                songs = {s["id"]: s for s in await c.songs()}
-            return root, results, json.loads(listed.stdout), table, songs
-        finally:
-            await node.stop()
+        async with node_and_cli(cantor_home) as (c, run):
+            root = await sketch_song(c, 20, lyrics="[Verse]\nla la la")
+            await c.audio(root["id"], file)
+            results = {
+                "repaint": await run("repaint", root["id"][:6] + ":1", "--from", "2",
+                                     "--to", "0:05", "jazzy piano"),
+                "extend": await run("extend", root["id"], "--after", "5"),
+                "cover": await run("sing", "fast drum and bass", "--cover", str(file),
+                                   "--strength", "0.4", "-o", str(tmp_path / "cover")),
+                "stems": await run("stems", root["id"], "--tracks", "bass,drums", "-o",
+                                   str(tmp_path / "stems")),
+                "file stems": await run("stems", str(file), "--tracks", "bass", "-o",
+                                        str(tmp_path / "file stems")),
+                "layer": await run("layer", root["id"], "--track", "guitar",
+                                   "funky guitar", "--from", "1", "--to", "4"),
+                "complete": await run("complete", str(file), "--track", "vocals, drums",
+                                      "a pop song"),
+            }
+            listed = await run("songs", "--json")
+            table = await run("songs")
+            songs = {s["id"]: s for s in await c.songs()}
+        return root, results, json.loads(listed.stdout), table, songs
 
     root, results, listed, table, songs = asyncio.run(main())
     for name, result in results.items():
@@ -277,26 +285,19 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
 def test_the_node_refusing_an_edit_is_exit_2_with_its_reason(cantor_home, tmp_path):
     """What only the node can know: a region past the song's end, an unknown or ambiguous
     id, a song that failed, a file that is not audio (uploaded, refused, nothing kept)."""
-    port = free_port()
-    node_config(cantor_home, port)
     not_audio = tmp_path / "notes.wav"
     not_audio.write_text("these are my notes, not a song\n" * 50)
 
     async def main():
-        node = await Node(cantor_home, port=port).start()
-        try:
-            async with node.client() as c:
-                root = await sketch_song(c, 10)
-                run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)   # noqa: E731
-                return root, [
-                    await run("repaint", root["id"], "--from", "8", "--to", "14"),
-                    await run("extend", "ffffffffffffffff", "--after", "10"),
-                    await run("stems", root["id"] + ":2", "--tracks", "drums"),
-                    await run("understand", str(not_audio)),
-                    await run("sing", "x", "--cover", root["id"][:3]),
-                ], await c.songs()
-        finally:
-            await node.stop()
+        async with node_and_cli(cantor_home) as (c, run):
+            root = await sketch_song(c, 10)
+            return root, [
+                await run("repaint", root["id"], "--from", "8", "--to", "14"),
+                await run("extend", "ffffffffffffffff", "--after", "10"),
+                await run("stems", root["id"] + ":2", "--tracks", "drums"),
+                await run("understand", str(not_audio)),
+                await run("sing", "x", "--cover", root["id"][:3]),
+            ], await c.songs()
 
     root, (past, unknown, take, not_audio_result, short), songs = asyncio.run(main())
     assert past.returncode == 2 and "region" in past.stderr and "past the end" in past.stderr
@@ -402,20 +403,13 @@ def db(x: float) -> float:
 
 def test_repaint_and_extend_keep_the_song_around_what_they_change(sketch_edits, cantor_home,
                                                                   tmp_path):
-    port = free_port()
-    node_config(cantor_home, port)
 
     async def main():
-        node = await Node(cantor_home, port=port).start()
-        try:
-            async with node.client() as c:
-                root = await sketch_song(c, 30)
-                run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)   # noqa: E731
-                return root, (await run("repaint", root["id"], "--from", "10", "--to", "15",
-                                        "glitchy synth solo"),
-                              await run("extend", root["id"], "--after", "10"))
-        finally:
-            await node.stop()
+        async with node_and_cli(cantor_home) as (c, run):
+            root = await sketch_song(c, 30)
+            return root, (await run("repaint", root["id"], "--from", "10", "--to", "15",
+                                    "glitchy synth solo"),
+                          await run("extend", root["id"], "--after", "10"))
 
     root, (repaint, extend) = asyncio.run(main())
     assert repaint.returncode == 0 and extend.returncode == 0, (repaint.stderr, extend.stderr)
@@ -437,23 +431,16 @@ def test_cover_keeps_the_tempo_and_understand_hears_tempo_and_key(sketch_edits, 
                                                                   tmp_path):
     from cantor_desktop import analysis
 
-    port = free_port()
-    node_config(cantor_home, port)
     file = tmp_path / "a song.wav"
 
     async def main():
-        node = await Node(cantor_home, port=port).start()
-        try:
-            async with node.client() as c:
-                root = await sketch_song(c, 30, caption="warm indie pop, piano and drums",
-                                         key="A minor")
-                await c.audio(root["id"], file)
-                run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)   # noqa: E731
-                return (await run("sing", "fast drum and bass", "--cover", str(file)),
-                        await run("understand", str(file)),
-                        await run("understand", str(file), "--json"))
-        finally:
-            await node.stop()
+        async with node_and_cli(cantor_home) as (c, run):
+            root = await sketch_song(c, 30, caption="warm indie pop, piano and drums",
+                                     key="A minor")
+            await c.audio(root["id"], file)
+            return (await run("sing", "fast drum and bass", "--cover", str(file)),
+                    await run("understand", str(file)),
+                    await run("understand", str(file), "--json"))
 
     cover, heard, heard_json = asyncio.run(main())
     assert cover.returncode == 0, cover.stderr
@@ -491,21 +478,14 @@ def test_stems_are_the_parts_and_a_layer_keeps_length_and_tempo(sketch_edits, ca
                                                                 tmp_path):
     from cantor_desktop import analysis
 
-    port = free_port()
-    node_config(cantor_home, port)
 
     async def main():
-        node = await Node(cantor_home, port=port).start()
-        try:
-            async with node.client() as c:
-                root = await sketch_song(c, 30, caption="funk, drums, bass, electric piano")
-                run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)   # noqa: E731
-                return root, (await run("stems", root["id"], "--tracks", "drums,bass", "-o",
-                                        str(tmp_path / "stems")),
-                              await run("layer", root["id"], "--track", "guitar",
-                                        "clean funk guitar"))
-        finally:
-            await node.stop()
+        async with node_and_cli(cantor_home) as (c, run):
+            root = await sketch_song(c, 30, caption="funk, drums, bass, electric piano")
+            return root, (await run("stems", root["id"], "--tracks", "drums,bass", "-o",
+                                    str(tmp_path / "stems")),
+                          await run("layer", root["id"], "--track", "guitar",
+                                    "clean funk guitar"))
 
     root, (stems, layer) = asyncio.run(main())
     assert stems.returncode == 0 and layer.returncode == 0, (stems.stderr, layer.stderr)
@@ -557,30 +537,23 @@ def test_songs_on_a_private_node_and_on_another_machines_node_with_its_token(can
 def test_ctrl_c_cancels_the_stems_not_yet_made(cantor_home):
     import signal
 
-    port = free_port()
-    node_config(cantor_home, port)
-
     async def main():
-        node = await Node(cantor_home, port=port).start()
-        try:
-            async with node.client() as c:
-                root = await sketch_song(c, 240)
-                proc = subprocess.Popen(self_argv("cli") + ["stems", root["id"]],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env={**os.environ,
-                                                        "CANTOR_HOME": str(cantor_home)})
-                first = await asyncio.to_thread(proc.stderr.readline)
-                proc.send_signal(signal.SIGINT)
-                code = await asyncio.to_thread(proc.wait, 30)
+        async with node_and_cli(cantor_home) as (c, _run):
+            root = await sketch_song(c, 240)
+            proc = subprocess.Popen(self_argv("cli") + ["stems", root["id"]],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env={**os.environ,
+                                                    "CANTOR_HOME": str(cantor_home)})
+            first = await asyncio.to_thread(proc.stderr.readline)
+            proc.send_signal(signal.SIGINT)
+            code = await asyncio.to_thread(proc.wait, 30)
 
-                async def settled():
-                    stems = [s for s in await c.songs() if s["request"].get("task") == "extract"]
-                    return stems if all(s["state"] in ("done", "cancelled", "failed")
-                                        for s in stems) else None
-                from support.node import wait_for
-                return first, code, await wait_for(settled, timeout=20)
-        finally:
-            await node.stop()
+            async def settled():
+                stems = [s for s in await c.songs() if s["request"].get("task") == "extract"]
+                return stems if all(s["state"] in ("done", "cancelled", "failed")
+                                    for s in stems) else None
+            from support.node import wait_for
+            return first, code, await wait_for(settled, timeout=20)
 
     first, code, stems = asyncio.run(main())
     assert first.startswith("vocals (1/12)"), first
