@@ -149,22 +149,27 @@ def _node_children() -> list[int]:
     return out
 
 
+async def _node_after_a_song(home) -> tuple[NodeProcess, int]:
+    """A node child on a free port that has made one song: it and its engine's pid."""
+    from cantor_desktop.nodeclient import NodeClient
+
+    port = free_port()
+    _config_port(home, port)
+    proc = NodeProcess("127.0.0.1", port)
+    await proc.start()
+    async with NodeClient(proc.url) as c:
+        sid = await c.submit_song(SHORT)
+        await until_state(c, sid, ("done",), 30)
+        return proc, await engine_pid(c)
+
+
 def test_stop_asks_the_node_with_its_token_and_the_node_cleans_up_its_engines(cantor_home):
     import httpx
 
     from cantor_desktop import procs
-    from cantor_desktop.nodeclient import NodeClient
-
-    port = free_port()
-    _config_port(cantor_home, port)
 
     async def main():
-        proc = NodeProcess("127.0.0.1", port)
-        await proc.start()
-        async with NodeClient(proc.url) as c:
-            sid = await c.submit_song(SHORT)
-            await until_state(c, sid, ("done",), 30)
-            engine = await engine_pid(c)
+        proc, engine = await _node_after_a_song(cantor_home)
         recorded = json.loads((cantor_home / "state" / "engines.json").read_text())
         async with httpx.AsyncClient(trust_env=False) as http:
             stranger = await http.post(proc.url + "/v1/node/shutdown")   # no token
@@ -185,18 +190,9 @@ def test_stop_asks_the_node_with_its_token_and_the_node_cleans_up_its_engines(ca
 
 def test_a_hung_node_is_signalled_then_killed_and_its_engine_ends_too(cantor_home):
     from cantor_desktop import procs
-    from cantor_desktop.nodeclient import NodeClient
-
-    port = free_port()
-    _config_port(cantor_home, port)
 
     async def main():
-        proc = NodeProcess("127.0.0.1", port)
-        await proc.start()
-        async with NodeClient(proc.url) as c:
-            sid = await c.submit_song(SHORT)
-            await until_state(c, sid, ("done",), 30)
-            engine = await engine_pid(c)
+        proc, engine = await _node_after_a_song(cantor_home)
         os.kill(proc.pid, signal.SIGSTOP)            # it answers nothing, ends nothing
         code = await proc.stop(timeout=1.0)
         return engine, code
