@@ -116,7 +116,7 @@ def http_client(url: str, **options: Any) -> httpx.AsyncClient:
     certificate store only for an ``https://`` node. httpx loads its CA bundle for every
     client otherwise (~3 MiB and ~20 ms the first time), which a node on loopback never
     uses; requests go only to ``url`` (redirects are not followed)."""
-    return httpx.AsyncClient(trust_env=False, verify=url.lower().startswith("https://"),
+    return httpx.AsyncClient(trust_env=False, verify=httpx.URL(url).scheme != "http",
                              **options)
 
 

@@ -22,8 +22,8 @@ def rss():
 arenas = memory.limit_arenas()
 start = rss()
 kept = []
-def work():                      # as a song's writer thread: big buffers between small keepers
-    big = []
+def work():                      # as a song's writer thread: big buffers, then freed, with
+    big = []                     # the list that keeps the small ones growing between them
     for _ in range(800):
         big.append(bytearray(64 * 1024))
         kept.append(bytearray(64))

@@ -43,3 +43,31 @@ def test_a_song_cancelled_before_its_first_step_ends_cancelled_and_frees_its_eng
 async def _until(predicate) -> None:
     while not predicate():
         await asyncio.sleep(0.02)
+
+
+def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_path,
+                                                                          monkeypatch):
+    """After a song's takes are written the node trims its heap (node.memory), off the event
+    loop and after the engine is free for the next song."""
+    import threading
+
+    from cantor_desktop.node import memory
+
+    trims: list[str] = []
+    monkeypatch.setattr(memory, "give_back",
+                        lambda: trims.append(threading.current_thread().name) or True)
+
+    async def main():
+        queue = SongQueue(tmp_path / "queue.json")
+        runner = Runner(queue)
+        song = queue.add(sketch(10))
+        runner.start()
+        try:
+            await asyncio.wait_for(_until(lambda: song.state == DONE and trims), 60)
+            return dict(runner.busy)
+        finally:
+            await runner.stop()
+
+    busy = asyncio.run(main())
+    assert busy == {}
+    assert len(trims) == 1 and trims[0] != threading.main_thread().name

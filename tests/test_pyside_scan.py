@@ -54,3 +54,13 @@ def test_an_import_after_pyside6_leaves_no_source_in_linecache(tmp_path, monkeyp
 def test_a_module_without_a_source_file_does_not_use_pyside():
     assert pyside_scan.mentions_pyside(sys) is False
     assert pyside_scan.mentions_pyside(importlib.import_module("_socket")) is False
+
+
+def test_it_never_raises_inside_an_import():
+    """It runs inside every later import: an error here would fail that import instead."""
+    import types
+
+    odd = types.ModuleType("odd")
+    odd.__file__ = "bad\0name.py"                 # open() raises ValueError for this
+    assert pyside_scan.mentions_pyside(odd) is False
+    assert pyside_scan.mentions_pyside(odd, "a later PySide6's argument", more=1) is False

@@ -8,7 +8,6 @@ of it back; what stays is the audio libraries themselves (numpy, libsndfile, sox
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from functools import lru_cache
 
@@ -21,7 +20,7 @@ def _glibc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)           # this process's own C library, whichever it is
         libc.gnu_get_libc_version          # glibc only (musl has no malloc_trim)
         libc.malloc_trim, libc.mallopt
     except (OSError, AttributeError):

@@ -406,7 +406,8 @@ class Runner:
             await keeping
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
-        await asyncio.to_thread(memory.give_back)      # the takes' buffers, back to the system
+        # the takes' buffers back to the system, without holding the engine for it
+        asyncio.get_running_loop().run_in_executor(None, memory.give_back)
 
     async def _engine_up(self, song: Song, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
                          adapters: bool = False, needs: tuple[str, ...] = ()) -> bool:

@@ -17,15 +17,18 @@ import PySide6  # noqa: F401 - installs the scan this module replaces
 SCAN_NAME = "_mod_uses_pyside"
 
 
-def mentions_pyside(module: ModuleType) -> bool:
-    """Whether the module's source file says "PySide6" (as PySide6's own scan answers)."""
-    path = getattr(module, "__file__", None)
-    if not isinstance(path, str) or not path.endswith(".py"):
-        return False
+def mentions_pyside(module: ModuleType, *_more, **_named) -> bool:
+    """Whether the module's source file says "PySide6" (as PySide6's own scan answers).
+
+    It runs inside every import that follows PySide6's: it never raises (an error here
+    would fail that import), and takes whatever else a later PySide6 may pass."""
     try:
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            return False
         with open(path, "rb") as source:
             return b"PySide6" in source.read()
-    except OSError:
+    except Exception:       # unreadable, a NUL in the path, …: no source, as PySide6 says
         return False
 
 
