@@ -406,8 +406,10 @@ class Runner:
             await keeping
         timings["saving_s"] = round(time.monotonic() - t2, 3)
         self.queue.finish_done(song, files)
-        # the takes' buffers back to the system, without holding the engine for it
-        asyncio.get_running_loop().run_in_executor(None, memory.give_back)
+        if self.queue.waiting_count() == 0:
+            # the last song for now: its buffers back to the system, off the loop and after
+            # the engine is free (a trim between songs of a burst cost them ~20 ms each)
+            asyncio.get_running_loop().run_in_executor(None, memory.give_back)
 
     async def _engine_up(self, song: Song, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
                          adapters: bool = False, needs: tuple[str, ...] = ()) -> bool:
