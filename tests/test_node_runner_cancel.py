@@ -20,24 +20,32 @@ def sketch(seconds: int) -> dict:
 
 
 def test_a_song_cancelled_before_its_first_step_ends_cancelled_and_frees_its_engine(tmp_path):
-    async def main():
-        queue = SongQueue(tmp_path / "queue.json")
-        runner = Runner(queue)
-        first, second = queue.add(sketch(30)), queue.add(sketch(10))
-        runner.start()
-        try:
-            await asyncio.sleep(0)          # the runner's loop takes `first` off the queue …
-            assert first.state == RUNNING and first.id in runner.tasks
-            assert runner.cancel(first)     # … and it is cancelled before its task has run
-            await asyncio.wait_for(_until(lambda: second.state == DONE), 60)
-            return first.state, second.state, dict(runner.busy), dict(runner.tasks)
-        finally:
-            await runner.stop()
+    async def steps(runner, first, second):
+        await asyncio.sleep(0)              # the runner's loop takes `first` off the queue …
+        assert first.state == RUNNING and first.id in runner.tasks
+        assert runner.cancel(first)         # … and it is cancelled before its task has run
+        await asyncio.wait_for(_until(lambda: second.state == DONE), 60)
+        return first.state, second.state, dict(runner.busy), dict(runner.tasks)
 
-    first_state, second_state, busy, tasks = asyncio.run(main())
+    first_state, second_state, busy, tasks = _with_runner(tmp_path, [30, 10], steps)
     assert first_state == CANCELLED
     assert second_state == DONE          # the engine was free for the next song
     assert busy == {} and tasks == {}
+
+
+def _with_runner(tmp_path, seconds: list[int], steps):
+    """A queue with a Sketch song of each length and its runner started: ``steps(runner,
+    *songs)``'s answer, the runner stopped after."""
+    async def main():
+        queue = SongQueue(tmp_path / "queue.json")
+        runner = Runner(queue)
+        songs = [queue.add(sketch(n)) for n in seconds]
+        runner.start()
+        try:
+            return await steps(runner, *songs)
+        finally:
+            await runner.stop()
+    return asyncio.run(main())
 
 
 async def _until(predicate) -> None:
@@ -57,18 +65,11 @@ def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_pa
     monkeypatch.setattr(memory, "give_back",
                         lambda: trims.append(threading.current_thread().name) or True)
 
-    async def main():
-        queue = SongQueue(tmp_path / "queue.json")
-        runner = Runner(queue)
-        first, song = queue.add(sketch(10)), queue.add(sketch(10))
-        runner.start()
-        try:
-            await asyncio.wait_for(_until(lambda: song.state == DONE and trims), 60)
-            assert first.state == DONE
-            return dict(runner.busy)
-        finally:
-            await runner.stop()
+    async def steps(runner, first, song):
+        await asyncio.wait_for(_until(lambda: song.state == DONE and trims), 60)
+        assert first.state == DONE
+        return dict(runner.busy)
 
-    busy = asyncio.run(main())
+    busy = _with_runner(tmp_path, [10, 10], steps)
     assert busy == {}
     assert len(trims) == 1 and trims[0] != threading.main_thread().name
