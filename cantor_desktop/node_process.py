@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import httpx
 
 from . import access, config, procs
 from .errors import CantorError
@@ -149,20 +148,20 @@ class NodeProcess:
         self.token = text[len(access.REPORT_PREFIX.strip()):].strip()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        from .nodeclient import http_client
+        from .node_http import NodeHTTP, TransportError
 
         deadline = time.monotonic() + timeout
-        async with http_client(self.url, timeout=1.0) as http:
+        async with NodeHTTP(self.url, timeout=1.0, connect_timeout=1.0) as http:
             while True:
                 if self.proc is None or self.proc.poll() is not None:
                     code = None if self.proc is None else self.proc.returncode
                     raise NodeStartError(f"the node exited (code {code}) before it answered: "
                                          f"{self._last_words() or 'no output'}")
                 try:
-                    response = await http.get(self.url + "/v1/health")
+                    response = await http.request("GET", "/v1/health")
                     if response.status_code == 200:
                         return
-                except httpx.HTTPError:
+                except TransportError:
                     pass
                 if time.monotonic() >= deadline:
                     await self.stop()

@@ -1,4 +1,4 @@
-"""The one HTTP client to a Cantor node (async httpx, SSE included).
+"""The one HTTP client to a Cantor node (HTTP/1.1 over :mod:`.node_http`, SSE included).
 
 The CLI (`cantor sing`, `cantor upgrade`) and the Qt app both talk to the node only through
 :class:`NodeClient`; every method mirrors one endpoint of DESIGN's API table. A node error
@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 from urllib.parse import urlsplit
 
-import httpx
-
-from . import access, config
+from . import __version__, access, config
 from .errors import CantorError
 from .models.events import PullEvent
 from .net import http_url
+from .node_http import NodeHTTP, Response, TransportError
 from .song import FINAL_EVENTS, check_song_id, safe_file_name
 
 DEFAULT_TIMEOUT = 30.0
@@ -61,63 +60,38 @@ def local_token() -> str | None:
         return None
 
 
-class NodeAuth(httpx.Auth):
+class NodeAuth:
     """The bearer token on every request. Without a token given, the token of this home's
     node is looked up when first needed, and again once after a 401 (the node may have made
-    it after this client started: the app's first run)."""
+    it after this client started: the app's first run). The lookups run off the event loop:
+    the OS keyring can take a while (D-Bus, an unlock prompt), and the window must not wait."""
+
+    OPEN = ("/v1/health",)
+    """Answered without a token: no need to look one up (nor open the keyring) for them."""
 
     def __init__(self, token: str | None, discover: bool):
         self.token = token
         self.discover = discover
 
-    OPEN = ("/v1/health",)
-    """Answered without a token: no need to look one up (nor open the keyring) for them."""
-
-    def sync_auth_flow(self, request: httpx.Request):
-        if request.url.path in self.OPEN and self.token is None:
-            yield request
-            return
-        if self.token is None and self.discover:
-            self.token = local_token()
-        if self.token:
-            request.headers["Authorization"] = f"Bearer {self.token}"
-        response = yield request
-        if response.status_code == 401 and self.discover:
-            fresh = local_token()
-            if fresh and fresh != self.token:
-                self.token = fresh
-                request.headers["Authorization"] = f"Bearer {fresh}"
-                yield request
-
-    async def async_auth_flow(self, request: httpx.Request):
-        """The same, with the lookup off the event loop: the OS keyring can take a while
-        (D-Bus, an unlock prompt), and the app's window must not wait for it."""
-        if request.url.path in self.OPEN and self.token is None:
-            yield request
-            return
+    async def headers(self, path: str) -> dict[str, str]:
+        if path in self.OPEN and self.token is None:
+            return {}
         if self.token is None and self.discover:
             self.token = await asyncio.to_thread(local_token)
-        if self.token:
-            request.headers["Authorization"] = f"Bearer {self.token}"
-        response = yield request
-        if response.status_code == 401 and self.discover:
-            fresh = await asyncio.to_thread(local_token)
-            if fresh and fresh != self.token:
-                self.token = fresh
-                request.headers["Authorization"] = f"Bearer {fresh}"
-                yield request
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    async def renewed(self) -> bool:
+        """After a 401: True when this home's node has a token other than the one sent."""
+        if not self.discover:
+            return False
+        fresh = await asyncio.to_thread(local_token)
+        if fresh and fresh != self.token:
+            self.token = fresh
+            return True
+        return False
 
 
 OURS, OTHER_HOME, NO_NODE = "ours", "other home", "none"
-
-
-def http_client(url: str, **options: Any) -> httpx.AsyncClient:
-    """The httpx client for a node at ``url``: no proxies from the environment, and the
-    certificate store only for an ``https://`` node. httpx loads its CA bundle for every
-    client otherwise (~3 MiB and ~20 ms the first time), which a node on loopback never
-    uses; requests go only to ``url`` (redirects are not followed)."""
-    return httpx.AsyncClient(trust_env=False, verify=httpx.URL(url).scheme != "http",
-                             **options)
 
 
 async def which_node(url: str, timeout: float = 1.0) -> str:
@@ -125,17 +99,17 @@ async def which_node(url: str, timeout: float = 1.0) -> str:
     home), :data:`OTHER_HOME` (a Cantor node of another home — or one too old to say — which
     the CLI must never use), or :data:`NO_NODE`."""
     try:
-        async with http_client(url, timeout=timeout) as http:
-            response = await http.get(url.rstrip("/") + "/v1/health")
+        async with NodeHTTP(url, timeout=timeout, connect_timeout=timeout) as http:
+            response = await http.request("GET", "/v1/health")
             body = response.json()
-    except (httpx.HTTPError, ValueError):
+    except (TransportError, ValueError):
         return NO_NODE
     if response.status_code != 200 or not isinstance(body, dict) or body.get("status") != "ok":
         return NO_NODE
     return OURS if body.get("home") == access.home_key() else OTHER_HOME
 
 
-def _error_from(response: httpx.Response) -> NodeError:
+def _error_from(response: Response) -> NodeError:
     try:
         body = response.json()
         err = body.get("error", {}) if isinstance(body, dict) else {}
@@ -186,13 +160,12 @@ class NodeClient:
     the client finds this home's token itself; a node elsewhere needs it given."""
 
     def __init__(self, base_url: str | None = None, token: str | None = None, *,
-                 timeout: float = DEFAULT_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None):
+                 timeout: float = DEFAULT_TIMEOUT):
         self.base_url = (base_url or local_url()).rstrip("/")
         discover = token is None and config.is_loopback_host(urlsplit(self.base_url).hostname or "")
         self._auth = NodeAuth(token, discover)
-        self._http = http_client(self.base_url, base_url=self.base_url, auth=self._auth,
-                                 timeout=httpx.Timeout(timeout, connect=5.0),
-                                 transport=transport)
+        self._http = NodeHTTP(self.base_url, timeout=timeout, connect_timeout=5.0,
+                              user_agent=f"cantor/{__version__}")
 
     @property
     def token(self) -> str | None:
@@ -213,12 +186,42 @@ class NodeClient:
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    async def _send(self, method: str, path: str, *, headers: dict[str, str] | None = None,
+                    **kw: Any) -> Response:
+        """Send with the token, and once more with this home's newer token after a 401 (when
+        the body can be sent again); the response's body is not read yet."""
+        replayable = not hasattr(kw.get("content"), "__aiter__")
+        for attempt in (1, 2):
+            sent = {**(headers or {}), **await self._auth.headers(path)}
+            response = await self._http.send(method, path, headers=sent, **kw)
+            if (response.status_code == 401 and attempt == 1 and replayable
+                    and await self._auth.renewed()):
+                await response.aclose()
+                continue
+            return response
+        raise AssertionError("unreachable")
+
+    @contextlib.asynccontextmanager
+    async def _opened(self, method: str, path: str, **kw: Any) -> AsyncIterator[Response]:
+        """A streamed response, closed when the block ends; a refusal as NodeError."""
+        response = await self._send(method, path, **kw)
         try:
-            response = await self._http.request(method, path, **kw)
-        except httpx.TransportError as exc:
-            raise NodeError(f"cannot reach the node at {self.base_url}: "
-                            f"{exc or type(exc).__name__}") from None
+            if response.status_code >= 400:
+                await response.aread()
+                raise _error_from(response)
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _request(self, method: str, path: str, **kw: Any) -> Response:
+        try:
+            response = await self._send(method, path, **kw)
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+        except TransportError as exc:
+            raise NodeError(f"cannot reach the node at {self.base_url}: {exc}") from None
         if response.status_code >= 400:
             raise _error_from(response)
         return response
@@ -241,14 +244,10 @@ class NodeClient:
         the end must close the generator in their own task:
         ``async with contextlib.aclosing(node.events(id)) as events: async for …``.
         """
-        timeout = httpx.Timeout(None, connect=5.0)
         last: tuple[str, Any] | None = None
         _loop_closes_async_generators()
         try:
-            async with self._http.stream(method, path, timeout=timeout, **kw) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise _error_from(response)
+            async with self._opened(method, path, timeout=None, **kw) as response:
                 lines = response.aiter_lines()
                 events = parse_sse(lines)
                 try:
@@ -260,9 +259,8 @@ class NodeClient:
                 finally:
                     await events.aclose()
                     await lines.aclose()
-        except httpx.TransportError as exc:
-            raise NodeError(f"lost the node at {self.base_url}: "
-                            f"{exc or type(exc).__name__}") from None
+        except TransportError as exc:
+            raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         if last is not None:
             yield last           # the response is already closed: nothing left to leak
 
@@ -325,7 +323,7 @@ class NodeClient:
 
     async def _send_file(self, endpoint: str, path: Path, name: str,
                          on_progress: Callable[[int, int], None] | None,
-                         chunk: int = 1 << 20) -> httpx.Response:
+                         chunk: int = 1 << 20) -> Response:
         """POST a file's bytes (``application/octet-stream``, ``?name=``), read as it goes."""
         import asyncio
         total = path.stat().st_size
@@ -342,11 +340,10 @@ class NodeClient:
                     if on_progress is not None:
                         on_progress(sent, total)
 
-        timeout = httpx.Timeout(None, connect=5.0)
         # closed here, even when the node answers before reading it all (a refusal)
         async with contextlib.aclosing(body()) as content:
             return await self._request(
-                "POST", endpoint, params={"name": name}, content=content, timeout=timeout,
+                "POST", endpoint, params={"name": name}, content=content, timeout=None,
                 headers={"Content-Type": "application/octet-stream",
                          "Content-Length": str(total)})
 
@@ -363,8 +360,7 @@ class NodeClient:
         body: dict[str, Any] = {"path": os.fspath(path)}
         if name:
             body["name"] = name
-        return (await self._json("POST", "/v1/adapters", json=body,
-                                 timeout=httpx.Timeout(None, connect=5.0)))["added"]
+        return (await self._json("POST", "/v1/adapters", json=body, timeout=None))["added"]
 
     async def upload_adapter(self, path: str | os.PathLike, *, name: str | None = None,
                              on_progress: Callable[[int, int], None] | None = None
@@ -420,13 +416,9 @@ class NodeClient:
         """Download a take to ``dest`` (a file, or a folder to keep the node's file name)."""
         check_song_id(song_id)
         dest = Path(dest)
-        timeout = httpx.Timeout(None, connect=5.0)
         try:
-            async with self._http.stream("GET", f"/v1/songs/{song_id}/audio",
-                                         params={"take": take}, timeout=timeout) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise _error_from(response)
+            async with self._opened("GET", f"/v1/songs/{song_id}/audio",
+                                    params={"take": take}, timeout=None) as response:
                 if dest.is_dir():
                     dest = dest / (_filename(response) or song_id)
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -435,20 +427,19 @@ class NodeClient:
                     async for chunk in response.aiter_bytes():
                         fh.write(chunk)
                 part.replace(dest)
-        except httpx.TransportError as exc:
+        except TransportError as exc:
             raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         return dest
 
     async def upload(self, path: Path | str, name: str | None = None) -> dict[str, Any]:
         """Send an audio file to the node (to edit or to learn from); its upload record."""
         path = Path(path)
-        timeout = httpx.Timeout(None, connect=5.0)
 
         async def body():
             with open(path, "rb") as fh:
                 while chunk := fh.read(1 << 20):
                     yield chunk
-        return await self._json("POST", "/v1/uploads", content=body(), timeout=timeout,
+        return await self._json("POST", "/v1/uploads", content=body(), timeout=None,
                                 params={"name": name or path.name},
                                 headers={"Content-Type": "application/octet-stream"})
 
@@ -458,8 +449,7 @@ class NodeClient:
         body = {"mode": mode, "caption": caption, "lyrics": lyrics}
         if model:
             body["model"] = model
-        return await self._json("POST", "/v1/lm", json=body,
-                                timeout=httpx.Timeout(None, connect=5.0))
+        return await self._json("POST", "/v1/lm", json=body, timeout=None)
 
     async def understand(self, source: dict[str, Any],
                          model: str | None = None) -> dict[str, Any]:
@@ -468,8 +458,7 @@ class NodeClient:
         body: dict[str, Any] = {"source": source}
         if model:
             body["model"] = model
-        return await self._json("POST", "/v1/understand", json=body,
-                                timeout=httpx.Timeout(None, connect=5.0))
+        return await self._json("POST", "/v1/understand", json=body, timeout=None)
 
     def all_events(self) -> AsyncIterator[tuple[str, Any]]:
         """Every song's events for as long as the node runs (``hello`` first): see
@@ -501,9 +490,8 @@ class NodeClient:
 
     async def generate(self, **fields: Any) -> tuple[bytes, str]:
         """Lemonade-style one-shot: audio bytes and their content type."""
-        timeout = httpx.Timeout(None, connect=5.0)
         response = await self._request("POST", "/v1/audio/generations", json=fields,
-                                       timeout=timeout)
+                                       timeout=None)
         return response.content, response.headers.get("content-type", "")
 
     # -- config --------------------------------------------------------------------------
@@ -537,11 +525,10 @@ class NodeClient:
 def _loop_closes_async_generators() -> None:
     """Make sure async generators left unfinished are closed on the running loop.
 
-    httpx reads a response through a chain of async generators (its own and httpcore's);
-    closing the outer one leaves the inner ones suspended until garbage collection. asyncio's
-    own loops install hooks that close such generators in a task on the loop; qasync's loop
-    does not, so Python closes them synchronously and httpcore reports "async generator
-    ignored GeneratorExit". When the thread has no hooks (or those of a loop that is closed
+    A stream is read through a chain of async generators (events, lines, bytes); one that a
+    consumer drops without closing stays suspended until garbage collection. asyncio's own
+    loops install hooks that close such generators in a task on the loop; qasync's loop does
+    not, so Python would close them synchronously, outside any task. When the thread has no hooks (or those of a loop that is closed
     now), install the running loop's, as ``asyncio.BaseEventLoop.run_forever`` does."""
     import asyncio
     import sys
@@ -558,7 +545,7 @@ def _loop_closes_async_generators() -> None:
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
 
 
-def _filename(response: httpx.Response) -> str:
+def _filename(response: Response) -> str:
     disposition = response.headers.get("content-disposition", "")
     for part in disposition.split(";"):
         key, _, value = part.strip().partition("=")

@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "cantor_desktop"
 QT = ("PySide6", "qasync", "shiboken6")
 CLIENT_SIDE = ("cantor_desktop.ui", "cantor_desktop.cli", "cantor_desktop.nodeclient",
-               "cantor_desktop.node_process")
+               "cantor_desktop.node_process", "cantor_desktop.node_http")
 # The bundle's self-test checks that Qt's plugins load in the frozen app, and the frozen
 # app's entry point names its .desktop file before the first window: Qt's by design.
 QT_OUTSIDE_UI = {"cantor_desktop.selftest", "cantor_desktop.frozen_main"}

@@ -8,38 +8,36 @@ import contextlib
 import gc
 import sys
 
-import httpx
+import pytest
 
+from cantor_desktop.node_http import NodeHTTP, Response
 from cantor_desktop.nodeclient import NodeClient
 
 from support.node import LONG, SHORT, Node, write_config
 
 
-class RecordingTransport(httpx.AsyncHTTPTransport):
-    """The real transport; notes which task opened and which closed each response."""
+@pytest.fixture
+def recorded(monkeypatch) -> list[dict]:
+    """The real client; notes which task opened and which first closed each response."""
+    responses: list[dict] = []
+    send, aclose = NodeHTTP.send, Response.aclose
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.responses: list[dict] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await super().handle_async_request(request)
-        record = {"path": request.url.path, "opened_by": asyncio.current_task(),
-                  "closed_by": None}
-        self.responses.append(record)
-        inner = response.stream
-
-        class Stream(httpx.AsyncByteStream):
-            async def __aiter__(self):
-                async for chunk in inner:
-                    yield chunk
-
-            async def aclose(self) -> None:
-                record["closed_by"] = asyncio.current_task()
-                await inner.aclose()
-
-        response.stream = Stream()
+    async def recording_send(self, method, path, **kw):
+        response = await send(self, method, path, **kw)
+        response.record = {"path": path, "opened_by": asyncio.current_task(),
+                           "closed_by": None}
+        responses.append(response.record)
         return response
+
+    async def recording_aclose(self):
+        record = getattr(self, "record", None)
+        if record is not None and record["closed_by"] is None:
+            record["closed_by"] = asyncio.current_task()
+        await aclose(self)
+
+    monkeypatch.setattr(NodeHTTP, "send", recording_send)
+    monkeypatch.setattr(Response, "aclose", recording_aclose)
+    return responses
 
 
 def _watch_unraisable():
@@ -50,7 +48,7 @@ def _watch_unraisable():
     return seen, old
 
 
-def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
+def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
     write_config(cantor_home)
     seen, old_hook = _watch_unraisable()
     loop_errors: list[str] = []
@@ -59,9 +57,8 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
         asyncio.get_running_loop().set_exception_handler(
             lambda _loop, ctx: loop_errors.append(str(ctx.get("message"))))
         node = await Node(cantor_home).start()
-        transport = RecordingTransport()
         try:
-            async with NodeClient(node.url, transport=transport) as c:
+            async with NodeClient(node.url) as c:
                 long_id = await c.submit_song(LONG)
 
                 # 1. the reader stops early (aclosing closes the stream in this task)
@@ -76,7 +73,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
                         pass
 
                 reader = asyncio.create_task(read_forever())
-                while not any(r["opened_by"] is reader for r in transport.responses):
+                while not any(r["opened_by"] is reader for r in recorded):
                     await asyncio.sleep(0.01)          # its stream is open: it waits in it
                 reader.cancel()
                 try:
@@ -96,7 +93,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
                 await asyncio.sleep(0.2)
                 gc.collect()
                 await c.health()                 # the client still works
-                return transport.responses, reader, final
+                return recorded, reader, final
         finally:
             await node.stop()
 
@@ -115,20 +112,19 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home):
     assert seen == [] and loop_errors == []
 
 
-def test_the_final_event_comes_after_the_response_is_closed(cantor_home):
+def test_the_final_event_comes_after_the_response_is_closed(cantor_home, recorded):
     """A reader that returns on ``done`` without closing the generator leaves nothing open."""
     write_config(cantor_home)
 
     async def main():
         node = await Node(cantor_home).start()
-        transport = RecordingTransport()
         try:
-            async with NodeClient(node.url, transport=transport) as c:
+            async with NodeClient(node.url) as c:
                 sid = await c.submit_song(SHORT)
                 stream = c.events(sid)
                 async for event, _data in stream:
                     if event == "done":
-                        closed = transport.responses[-1]["closed_by"]
+                        closed = recorded[-1]["closed_by"]
                         break
                 await stream.aclose()
                 return closed
@@ -158,9 +154,9 @@ def test_models_all_lists_the_catalogue(cantor_home):
 
 
 def test_early_stops_on_the_qt_loop_leave_no_generator_behind(cantor_home, qloop):
-    """qasync's loop installs no async-generator hooks: without the client's care, httpx's
+    """qasync's loop installs no async-generator hooks: without the client's care, a stream's
     inner generators were closed by the garbage collector ("async generator ignored
-    GeneratorExit")."""
+    GeneratorExit", when the client was httpx)."""
     from support.ui import run as run_on_qt
 
     write_config(cantor_home)

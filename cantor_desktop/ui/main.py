@@ -19,10 +19,6 @@ import os
 import sys
 
 os.environ.setdefault("QT_API", "pyside6")  # qasync must pick PySide6
-# httpx imports its command line's libraries (click, rich, pygments) whenever they happen to
-# be installed, ~10 MiB the app never uses; an import that finds None falls back at once
-for _unused in ("click", "rich", "pygments"):
-    sys.modules.setdefault(_unused, None)
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,14 @@ log = logging.getLogger(__name__)
 def describe_error(exc: BaseException) -> str:
     """A short sentence for the user: the message of our own errors (written for them), the
     network's in words, anything else as its type and text."""
-    import httpx
-
     from ..errors import CantorError
+    from ..node_http import ConnectError, ReadTimeout
+    if isinstance(exc, ConnectError):
+        return "The node does not answer (is it running?)"
+    if isinstance(exc, ReadTimeout):
+        return "The node took too long to answer"
     if isinstance(exc, CantorError):
         return exc.user_message
-    if isinstance(exc, httpx.ConnectError):
-        return "The node does not answer (is it running?)"
-    if isinstance(exc, httpx.TimeoutException):
-        return "The node took too long to answer"
     message = str(exc).strip()
     name = type(exc).__name__
     return f"{name}: {message}" if message else name

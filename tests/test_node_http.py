@@ -1,0 +1,232 @@
+"""The node's HTTP/1.1 client (h11 over asyncio streams) against real sockets: servers on
+127.0.0.1 that answer the way a node — or a node in trouble — does, and a real node."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import pytest
+
+from cantor_desktop.node_http import (ConnectError, NodeHTTP, ReadTimeout, TransportError)
+
+from support.node import Node, write_config
+
+
+async def _server(handle):
+    """A TCP server on 127.0.0.1 running ``handle(reader, writer)`` per connection; it
+    counts the connections it accepted."""
+    accepted = []
+
+    async def serve(reader, writer):
+        accepted.append(writer)
+        try:
+            await handle(reader, writer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", accepted
+
+
+async def _read_request(reader) -> tuple[bytes, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return head, await reader.readexactly(length) if length else b""
+
+
+def _answer(body: bytes, status: bytes = b"200 OK", extra: bytes = b"") -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n" + extra
+            + b"content-length: %d\r\n\r\n" % len(body) + body)
+
+
+def test_a_kept_alive_connection_serves_the_next_request():
+    async def handle(reader, writer):
+        while True:
+            head, _ = await _read_request(reader)
+            writer.write(_answer(b'{"n": 1}'))
+            await writer.drain()
+
+    async def go():
+        server, url, accepted = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            answers = [(await http.request("GET", "/v1/health")).json() for _ in range(5)]
+        return answers, len(accepted)
+
+    answers, connections = asyncio.run(go())
+    assert answers == [{"n": 1}] * 5 and connections == 1
+
+
+def test_a_connection_the_node_closed_while_idle_is_replaced_not_reported():
+    """uvicorn closes a kept-alive connection after 5 s idle; the next request must not
+    fail for it, even when the close arrives just as the connection is reused."""
+    async def handle(reader, writer):
+        await _read_request(reader)
+        writer.write(_answer(b'{"ok": true}'))       # keep-alive by HTTP/1.1's default…
+        await writer.drain()
+        await reader.read(1)                         # …then hang up at the next request
+
+    async def go():
+        server, url, accepted = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            first = (await http.request("POST", "/v1/songs", json={"a": 1})).json()
+            second = (await http.request("POST", "/v1/songs", json={"a": 2})).json()
+        return first, second, len(accepted)
+
+    first, second, connections = asyncio.run(go())
+    assert first == second == {"ok": True} and connections == 2
+
+
+def test_sse_lines_split_anywhere_arrive_whole():
+    """Chunked, with each line's ending cut between two chunks (\\r here, \\n there)."""
+    events = b"event: progress\r\ndata: {\"p\": 1}\r\n\r\nevent: done\r\ndata: {\"p\": 2}\r\n\r\n"
+    pieces = [events[i:i + 7] for i in range(0, len(events), 7)]
+
+    async def handle(reader, writer):
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")
+        for piece in pieces:
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+            await asyncio.sleep(0.005)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            async with http.stream("GET", "/v1/events", timeout=None) as response:
+                return [line async for line in response.aiter_lines()]
+
+    assert asyncio.run(go()) == ["event: progress", 'data: {"p": 1}', "",
+                                 "event: done", 'data: {"p": 2}', ""]
+
+
+def test_a_refusal_sent_before_the_upload_was_read_is_what_the_caller_sees():
+    """The node's size cap answers 413 and hangs up mid-upload: the answer, not the broken
+    pipe, is what the client reports."""
+    async def handle(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(_answer(b'{"error": {"message": "too big"}}', b"413 Payload Too Large",
+                             b"connection: close\r\n"))
+        await writer.drain()
+
+    async def body():
+        for _ in range(256):
+            yield b"x" * 65536                     # 16 MiB: far more than the socket holds
+            await asyncio.sleep(0)
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            response = await http.request("POST", "/v1/uploads", content=body(),
+                                          headers={"content-length": str(256 * 65536)})
+            return response.status_code, response.json()
+
+    status, answer = asyncio.run(go())
+    assert status == 413 and answer["error"]["message"] == "too big"
+
+
+def test_an_answer_cut_short_is_an_error_and_its_connection_is_not_reused():
+    async def handle(reader, writer):
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n" + b"x" * 10)
+        await writer.drain()
+
+    async def go():
+        server, url, accepted = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            with pytest.raises(TransportError):
+                await http.request("GET", "/v1/songs/x/audio")
+            with pytest.raises(TransportError):
+                await http.request("GET", "/v1/songs/x/audio")
+            return len(accepted)
+
+    assert asyncio.run(go()) == 2
+
+
+def test_silence_past_the_read_timeout_and_a_closed_port_are_named():
+    async def handle(reader, writer):
+        await _read_request(reader)
+        await asyncio.sleep(5)
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server:
+            async with NodeHTTP(url, timeout=0.2) as http:
+                with pytest.raises(ReadTimeout):
+                    await http.request("GET", "/v1/health")
+        async with NodeHTTP(url) as http:      # the server is gone: nothing listens there
+            with pytest.raises(ConnectError):
+                await http.request("GET", "/v1/health")
+
+    asyncio.run(go())
+
+
+def test_the_apps_node_link_loads_no_httpx(cantor_home):
+    """The app's whole conversation with a real node — health, a song queued, its events to
+    the end, its audio — without httpx, httpcore or anyio in the process (~8 MiB of the
+    idle window)."""
+    write_config(cantor_home)
+    code = r"""
+import asyncio, sys, tempfile
+import cantor_desktop.ui.node_link, cantor_desktop.node_process
+from cantor_desktop.nodeclient import NodeClient
+
+async def main(url):
+    async with NodeClient(url) as node:
+        assert (await node.health())["status"] == "ok"
+        sid = await node.submit_song({"caption": "a short test", "lyrics": "[Instrumental]",
+                                      "duration": 10, "model": "sketch", "seed": 1})
+        final = [e async for e, _ in node.events(sid)][-1]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = await node.audio(sid, tmp)
+            size = path.stat().st_size
+    heavy = sorted({m.split(".")[0] for m in sys.modules if sys.modules[m] is not None}
+                   & {"httpx", "httpcore", "anyio", "click", "rich", "pygments"})
+    print(final, size > 1000, heavy)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+    async def go():
+        node = await Node(cantor_home).start()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", code, node.url, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            return out.decode().strip(), err.decode()
+        finally:
+            await node.stop()
+
+    out, err = asyncio.run(go())
+    assert out == "done True []", err
+
+
+def test_a_node_behind_a_path_gets_its_requests_there_with_their_query():
+    seen = []
+
+    async def handle(reader, writer):
+        head, body = await _read_request(reader)
+        seen.append((head.split(b"\r\n")[0], body))
+        writer.write(_answer(b"{}"))
+        await writer.drain()
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server, NodeHTTP(url + "/cantor/") as http:
+            await http.request("DELETE", "/v1/songs/abc", params={"delete_files": True,
+                                                                 "skip": None})
+            await http.request("PATCH", "/v1/config", json={"songs.format": "flac"})
+
+    asyncio.run(go())
+    assert seen == [(b"DELETE /cantor/v1/songs/abc?delete_files=true HTTP/1.1", b""),
+                    (b"PATCH /cantor/v1/config HTTP/1.1", b'{"songs.format":"flac"}')]
