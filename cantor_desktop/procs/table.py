@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-import psutil
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +22,12 @@ POLL = 0.05
 
 
 def _ps(ps):
-    return psutil if ps is None else ps
+    """psutil, imported when first needed: the app looks at processes only when it stops its
+    node, and psutil would stay loaded in its idle window (~2 MiB) all the same."""
+    if ps is None:
+        import psutil
+        return psutil
+    return ps
 
 
 def _process(pid: int, ps):
