@@ -406,11 +406,12 @@ app.exec()
 CANTOR_IDLE = r"""
 import asyncio, os, sys, time
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication
-from cantor_desktop.ui.main import Shell
+from cantor_desktop.ui.main import Shell, application_class
 from cantor_desktop.ui.tasks import new_loop
 idle = float(sys.argv[1])
-app = QApplication(sys.argv); app.setQuitOnLastWindowClosed(False)
+# the app's own application class, as ui.main.main makes it: a plain QApplication would get
+# an application-wide Python event filter instead, and wrappers for every widget type it sees
+app = application_class()(sys.argv); app.setQuitOnLastWindowClosed(False)
 loop = new_loop(app)        # the app's own loop (its worker pool, not qasync's ten QThreads)
 shell = Shell(app); shell.window.show(); shell.start_node_soon()
 
@@ -522,7 +523,8 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
                 note="window shown, its node child up and idle; node not counted"
                      + (f" (the node it started: {median(child):.0f} MiB)" if child else "")
                      + "; PySide6's import scan reads each module's file without keeping it "
-                       "(ui/pyside_scan.py: it kept ~9 MiB of sources in linecache)")], stall
+                       "(ui/pyside_scan.py: it kept ~9 MiB of sources in linecache); the node "
+                       "link is h11 over asyncio (node_http.py: httpx cost ~6 MiB more)")], stall
 
 
 def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
