@@ -132,13 +132,28 @@ def test_the_same_refusals(models, tmp_path):
      ("created (vae decode, 50 latent frames)",)),
 ])
 def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
-    real, sketch = both(models, tmp_path)
-    try:
-        a, b = real.post(path, **kw), sketch.post(path, **kw)
-        assert a[0] == b[0] == 200 and set(a[1]) == set(b[1]) == {"id"}
-        for text in line:        # each engine's line, waited for (a loaded machine is slow)
-            wait_until(lambda: text in real.log(), f"{text!r} in the real engine's log")
-            wait_until(lambda: text in sketch.log(), f"{text!r} in the Sketch's log")
-    finally:
-        real.stop()
-        sketch.stop()
+    """Both accept the request and log the same line for it. The real engine's stderr goes
+    through a pipe its own thread reads, and that thread sometimes stops passing lines on
+    (ace-server.md: lines lost in 10-35 % of probes): a real engine that never shows its
+    line within 15 s is started again, up to three times; the Sketch must show it always."""
+    missing = []
+    for attempt in range(3):
+        run = tmp_path / f"try{attempt}"
+        run.mkdir()
+        real, sketch = both(models, run)
+        try:
+            a, b = real.post(path, **kw), sketch.post(path, **kw)
+            assert a[0] == b[0] == 200 and set(a[1]) == set(b[1]) == {"id"}
+            for text in line:
+                wait_until(lambda: text in sketch.log(), f"{text!r} in the Sketch's log")
+            try:
+                for text in line:
+                    wait_until(lambda: text in real.log(), f"{text!r} in the real engine's "
+                               "log", timeout=15)
+                return
+            except AssertionError as exc:
+                missing.append(f"{exc}; its log ends: {real.log()[-300:]!r}")
+        finally:
+            real.stop()
+            sketch.stop()
+    raise AssertionError("\n".join(missing))
