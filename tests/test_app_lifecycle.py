@@ -132,6 +132,48 @@ def test_a_launch_asks_the_first_app_before_loading_qts_network_module(qtbot, qa
     assert another_app_answers(name) is False
 
 
+@pytest.mark.skipif(os.name == "nt", reason="a Unix socket: Windows uses a named pipe")
+def test_the_first_app_listens_over_a_dead_apps_socket_for_this_user_only(qtbot, qapp):
+    """A killed app leaves its socket file: the next claim listens in its place (not "run
+    anyway" deaf), on a socket no other user may open, and a peer that is not a launch of
+    ours is let go without stopping the next launch from being heard."""
+    import socket
+    import stat
+
+    from cantor_desktop.ui.instance import (SingleInstance, another_app_answers,
+                                            instance_name, socket_path)
+
+    name = instance_name("someone", "home-killed")
+    path = socket_path(name)
+    if os.path.exists(path):
+        os.unlink(path)                              # an earlier run's, stopped midway
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(path)                                  # bound, then gone without unlinking
+    dead.close()
+    first = SingleInstance(name)
+    assert first.claim()
+    try:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stranger.connect(path)
+        stranger.sendall(b"x" * 200)                  # no line: not one of ours
+        stranger.settimeout(0.02)
+
+        def let_go() -> bool:
+            try:
+                return stranger.recv(1) == b""        # the app closed its end
+            except socket.timeout:
+                return False
+
+        qtbot.waitUntil(let_go, timeout=5000)
+        stranger.close()
+        with qtbot.waitSignal(first.activated, timeout=5000):
+            assert another_app_answers(name) is True
+    finally:
+        first.release()
+    assert not os.path.exists(path)                  # released: its socket file is gone
+
+
 @pytest.fixture
 def shell(qapp, qloop):
     from cantor_desktop.ui.main import Shell

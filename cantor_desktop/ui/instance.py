@@ -1,30 +1,35 @@
 """One Cantor app per user and home: a second launch brings the first window up and exits.
 
-The first app listens on a local socket (QLocalServer: a Unix socket, a named pipe on
-Windows) named after the user and the home; a later launch connects, says ``show`` and exits
-0 before it makes a window or starts anything. A lock file around the check-then-listen step
-keeps two launches at the same moment from both becoming the first; a socket left by an app
-that was killed is removed when nobody answers on it.
+The first app listens on a local socket named after the user and the home; a later launch
+connects, says ``show`` and exits 0 before it makes a window or starts anything. A lock file
+around the check-then-listen step keeps two launches at the same moment from both becoming
+the first; a socket left by an app that was killed is removed when nobody answers on it.
 
-On POSIX a launch first asks with the standard library (:func:`another_app_answers`), before
-Qt's network module is loaded (about 30 ms, a fifth of the time to the first paint); the
-window paints, and only then does the app claim its name with Qt. Two launches at the same
-moment still end with one app: the later claim finds the first and exits.
+On POSIX that is a Unix socket from the standard library, readable by this user only and
+watched by a QSocketNotifier: Qt's network module would stay loaded for the life of the app
+for it (about 3 MiB, and 30 ms before the first paint). A launch asks before any window
+(:func:`another_app_answers`); the window paints, and only then does the app claim its
+name. Two launches at the same moment still end with one app: the later claim finds the
+first and exits. On Windows the socket is a named pipe, which only QLocalServer offers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import getpass
 import hashlib
 import logging
 import os
 
-from PySide6.QtCore import QLockFile, QObject, Signal
+from PySide6.QtCore import QLockFile, QObject, QSocketNotifier, Signal
 
 log = logging.getLogger(__name__)
 
 CONNECT_MS = 1000
 SHOW = b"show\n"
+LONGEST_WORD = 64
+"""A peer that sends more than this without a line is not a launch of ours: let it go."""
 
 
 def instance_name(user: str | None = None, home: str | None = None) -> str:
@@ -73,8 +78,14 @@ class SingleInstance(QObject):
     def __init__(self, name: str | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.name = name or instance_name()
-        self.server: QLocalServer | None = None
-        self._clients: list[QLocalSocket] = []
+        self.server = None                 # QLocalServer (Windows)
+        self._clients: list = []           # its QLocalSockets
+        self._listener = None              # (socket, its path, its inode, notifier) (POSIX)
+        self._peers: dict[QSocketNotifier, tuple] = {}
+        self._retired: list[QSocketNotifier] = []
+        """Notifiers of peers let go, freed outside their own signal. They have no Qt parent:
+        Python owns them, so dropping the last reference deletes them (deleteLater on top of
+        that deleted them twice)."""
 
     def claim(self) -> bool:
         from ..paths import paths
@@ -87,12 +98,14 @@ class SingleInstance(QObject):
             if self._hand_over():
                 log.info("Cantor already runs for this user and home; asked it to show itself")
                 return False
-            return self._listen()
+            return self._listen_unix() if os.name != "nt" else self._listen_pipe()
         finally:
             if locked:
                 lock.unlock()
 
     def _hand_over(self) -> bool:
+        if os.name != "nt":
+            return bool(another_app_answers(self.name))
         from PySide6.QtNetwork import QLocalSocket
         sock = QLocalSocket()
         sock.connectToServer(self.name)
@@ -107,12 +120,82 @@ class SingleInstance(QObject):
             sock.waitForDisconnected(CONNECT_MS)
         return True                     # an app answers: it is the one, even if deaf
 
-    def _listen(self) -> bool:
+    # -- POSIX: a Unix socket ------------------------------------------------------------
+
+    def _listen_unix(self) -> bool:
+        import socket
+        path = socket_path(self.name)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                sock.bind(path)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                # nobody answered above, so this is a socket left by an app that was killed
+                os.unlink(path)
+                sock.bind(path)
+            os.chmod(path, 0o600)          # this user only (no other user may connect)
+            sock.listen(8)
+            sock.setblocking(False)
+            inode = os.stat(path).st_ino
+        except OSError as exc:
+            sock.close()
+            log.warning("cannot listen as the single Cantor app (%s): %s", path, exc)
+            return True                     # run anyway: better two windows than none
+        notifier = QSocketNotifier(sock.fileno(), QSocketNotifier.Type.Read)
+        notifier.activated.connect(self._accept)
+        self._listener = (sock, path, inode, notifier)
+        return True
+
+    def _accept(self, *_args) -> None:
+        self._retired.clear()
+        if self._listener is None:
+            return
+        while True:
+            try:
+                conn, _ = self._listener[0].accept()
+            except OSError:              # none waiting (BlockingIOError), or closed
+                return
+            conn.setblocking(False)
+            notifier = QSocketNotifier(conn.fileno(), QSocketNotifier.Type.Read)
+            self._peers[notifier] = (conn, bytearray())
+            notifier.activated.connect(self._read_peer)
+
+    def _read_peer(self, *_args) -> None:
+        notifier = self.sender()
+        if notifier not in self._peers:
+            return
+        conn, pending = self._peers[notifier]
+        try:
+            data = conn.recv(256)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        pending += data
+        while b"\n" in pending:
+            line, _, rest = bytes(pending).partition(b"\n")
+            pending[:] = rest
+            if line + b"\n" == SHOW:
+                log.info("another launch asked for the window")
+                self.activated.emit()
+        if not data or len(pending) > LONGEST_WORD:        # gone, or not one of ours
+            self._drop_peer(notifier)
+
+    def _drop_peer(self, notifier: QSocketNotifier) -> None:
+        conn, _ = self._peers.pop(notifier)
+        notifier.setEnabled(False)
+        self._retired.append(notifier)
+        conn.close()
+
+    # -- Windows: a named pipe -----------------------------------------------------------
+
+    def _listen_pipe(self) -> bool:
         from PySide6.QtNetwork import QLocalServer
         server = QLocalServer(self)
         server.setSocketOptions(QLocalServer.UserAccessOption)
         if not server.listen(self.name):
-            # nobody answered above, so this is a socket left by an app that was killed
             QLocalServer.removeServer(self.name)
             if not server.listen(self.name):
                 log.warning("cannot listen as the single Cantor app (%s): %s", self.name,
@@ -143,6 +226,17 @@ class SingleInstance(QObject):
                 sock.deleteLater()
 
     def release(self) -> None:
+        for notifier in list(self._peers):
+            self._drop_peer(notifier)
+        self._retired.clear()
+        if self._listener is not None:
+            sock, path, inode, notifier = self._listener
+            self._listener = None
+            notifier.setEnabled(False)
+            sock.close()
+            with contextlib.suppress(OSError):     # ours only: never a later app's socket
+                if os.stat(path).st_ino == inode:
+                    os.unlink(path)
         for sock in self._clients:
             sock.abort()
         self._clients.clear()
