@@ -497,21 +497,30 @@ def _idle_child(code: str, seconds: float, home: Path) -> dict:
     return out
 
 
+APP_FROM_SOURCE = [PY, "-c", "import sys; from cantor_desktop.ui.main import main; "
+                             "sys.exit(main())"]
+"""``cantor-desktop`` run from source: the same main() the installed launcher calls."""
+
+
 def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
-    """App idle RSS vs a bare PySide6 window (A/B alternated); the idle-loop stall."""
+    """App idle RSS (the app's own main(), as launched) vs a bare PySide6 window, A/B
+    alternated; the idle-loop stall, from a child that builds the same Shell and times it."""
     bare, cantor, stall, child = [], [], [], []
     for i in range(plan.idle_runs):
         with tempfile.TemporaryDirectory(prefix="cantor-bench-idle-") as tmp:
             home = Path(tmp)
             (home / "node.toml").write_text(
                 f'[node]\nport = {free_port()}\n[models]\ndefault = "sketch"\n', "utf-8")
-            pair = [("bare", BARE_IDLE), ("cantor", CANTOR_IDLE)]
-            for kind, code in (pair if i % 2 == 0 else pair[::-1]):
-                r = _idle_child(code, plan.idle_seconds, home)
+            order = ["bare", "cantor", "stall"]
+            for kind in (order if i % 2 == 0 else order[::-1]):
                 if kind == "bare":
-                    bare.append(r["rss"])
+                    bare.append(_idle_child(BARE_IDLE, plan.idle_seconds, home)["rss"])
+                elif kind == "cantor":
+                    with tempfile.TemporaryDirectory(prefix="cantor-bench-app-") as own:
+                        cantor.append(_app_idle(APP_FROM_SOURCE, plan.idle_seconds + 3,
+                                                Path(own)))
                 else:
-                    cantor.append(r["rss"])
+                    r = _idle_child(CANTOR_IDLE, plan.idle_seconds, home)
                     stall.append(r["stall"])
                     if r.get("child_rss"):
                         child.append(r["child_rss"])
@@ -520,11 +529,14 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
     return [Row("Idle memory (RSS) of the app, run from source", f"{c:.0f} MiB",
                 f"{b:.0f} MiB (bare PySide6 window)", f"{c - b:+.0f} MiB ({c / b:.2f}×)",
                 spread(cantor), "≤ 1.30×", c / b <= 1.3,
-                note="window shown, its node child up and idle; node not counted"
+                note="the app's own main() as cantor-desktop starts it, its node child up "
+                     "and idle; node not counted"
                      + (f" (the node it started: {median(child):.0f} MiB)" if child else "")
                      + "; PySide6's import scan reads each module's file without keeping it "
                        "(ui/pyside_scan.py: it kept ~9 MiB of sources in linecache); the node "
-                       "link is h11 over asyncio (node_http.py: httpx cost ~6 MiB more)")], stall
+                       "link is h11 over asyncio (node_http.py: httpx cost ~6 MiB more); the "
+                       "single-instance socket is the standard library's on POSIX (Qt's "
+                       "network module cost ~3 MiB)")], stall
 
 
 def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
@@ -595,17 +607,17 @@ def bundle_figures(plan: Plan) -> list[Row]:
     return rows
 
 
-def _frozen_idle(exe: Path, seconds: float, home: Path) -> float:
-    """The frozen app as a musician starts it: its RSS once the node it started answers
-    and it has then been idle for ``seconds``."""
+def _app_idle(argv: list[str], seconds: float, home: Path) -> float:
+    """The app as a musician starts it (the frozen one, or ``cantor-desktop`` from source):
+    its RSS once the node it started answers and it has then been idle for ``seconds``."""
     import urllib.request
 
     port = free_port()
     (home / "node.toml").write_text(f"[node]\nport = {port}\n", "utf-8")
-    env = {**os.environ, **OFFLINE, "CANTOR_HOME": str(home),
+    env = {**os.environ, **OFFLINE, "CANTOR_HOME": str(home), "PYTHONPATH": str(ROOT),
            "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}
-    proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -615,11 +627,11 @@ def _frozen_idle(exe: Path, seconds: float, home: Path) -> float:
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the frozen app's node never answered") from None
+                    raise RuntimeError("the app's node never answered") from None
                 time.sleep(0.2)
         time.sleep(seconds)
         if proc.poll() is not None:
-            raise RuntimeError(f"the frozen app exited ({proc.returncode})")
+            raise RuntimeError(f"the app exited ({proc.returncode})")
         return rss_mb(proc.pid)
     finally:
         end_child(proc, grace=30)
@@ -632,7 +644,7 @@ def frozen_idle_row(plan: Plan, exe: Path) -> Row:
         for kind in (("frozen", "bare") if i % 2 == 0 else ("bare", "frozen")):
             with tempfile.TemporaryDirectory(prefix="cantor-bench-frozen-") as tmp:
                 if kind == "frozen":
-                    frozen.append(_frozen_idle(exe, plan.idle_seconds + 3, Path(tmp)))
+                    frozen.append(_app_idle([str(exe)], plan.idle_seconds + 3, Path(tmp)))
                 else:
                     bare.append(_idle_child(BARE_IDLE, plan.idle_seconds, Path(tmp))["rss"])
     f, b = median(frozen), median(bare)
