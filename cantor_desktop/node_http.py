@@ -295,12 +295,14 @@ class Response:
         pending = ""
         async with contextlib.aclosing(self.aiter_bytes()) as chunks:
             async for chunk in chunks:
-                pending += decoder.decode(chunk)
-                while (end := _LINE_END.search(pending)) is not None:
-                    if end.group() == "\r" and end.end() == len(pending):
+                text = pending + decoder.decode(chunk)
+                start = 0                        # one pass: a chunk holds thousands of lines
+                for end in _LINE_END.finditer(text):
+                    if end.group() == "\r" and end.end() == len(text):
                         break                    # maybe the first half of a \r\n
-                    yield pending[:end.start()]
-                    pending = pending[end.end():]
+                    yield text[start:end.start()]
+                    start = end.end()
+                pending = text[start:]
         pending += decoder.decode(b"", final=True)
         for line in _LINE_END.split(pending.removesuffix("\r")) if pending else ():
             yield line
