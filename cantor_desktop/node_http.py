@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import functools
 import json as jsonlib
 import re
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterable, Mapping
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import h11
 
@@ -34,6 +35,11 @@ IDLE_CONNECTIONS = 4
 DEFAULT = object()
 """``timeout=DEFAULT``: the client's own timeout (``None`` means no read timeout at all)."""
 _LINE_END = re.compile(r"\r\n|\r|\n")
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+"""Methods a request may be sent again with (RFC 9110 9.2.2) when its connection failed."""
+PATH_SAFE = "/:@!$&'()*+,;=~%"
+"""Kept as they are in a request's path; everything else is percent-encoded (as httpx did):
+a model named after a file with a space or an accent must still reach the node."""
 
 
 class TransportError(CantorError):
@@ -91,6 +97,7 @@ class Target:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+@functools.lru_cache(maxsize=1)
 def _tls_context():
     """Certificate checks as httpx made them: certifi's authorities when installed (a frozen
     app on macOS has no system store Python can find), else the system's."""
@@ -213,14 +220,30 @@ class Connection:
             self.h11.receive_data(data)
 
     def close(self) -> None:
+        """Drop the connection now (abort: nothing half-sent is flushed to a node that may
+        have stopped reading)."""
         if not self.closed:
             self.closed = True
             if self.wire.transport is not None:
-                self.wire.transport.close()
+                self.wire.transport.abort()
 
 
 def _words(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+async def _write(conn: Connection, event: Any, timeout: float | None) -> BaseException | None:
+    """Send one h11 event; the wire's failure returned (a write timeout as a ReadTimeout:
+    the node stopped taking the request), a misuse of h11 raised."""
+    try:
+        await conn.send(event, timeout)
+    except asyncio.TimeoutError:
+        return ReadTimeout(f"the node took nothing of the request for {timeout:g} s")
+    except OSError as exc:
+        return exc
+    except h11.LocalProtocolError as exc:
+        raise TransportError(f"could not send the request: {exc}") from None
+    return None
 
 
 class Response:
@@ -362,7 +385,8 @@ class NodeHTTP:
     def _head(self, method: str, path: str, params: Mapping[str, Any] | None,
               headers: Mapping[str, str] | None, length: int | None,
               streamed: bool) -> h11.Request:
-        target = self.target.prefix + (path if path.startswith("/") else "/" + path)
+        target = quote(self.target.prefix + (path if path.startswith("/") else "/" + path),
+                       safe=PATH_SAFE)
         if params:
             query = urlencode({k: _param(v) for k, v in params.items() if v is not None})
             if query:
@@ -402,8 +426,10 @@ class NodeHTTP:
             except TransportError as exc:
                 conn.close()
                 # a kept-alive connection the node closed just as it was reused (no answer
-                # began): once more on a new one; a slow node is not asked twice
-                if conn.reused and attempt == 1 and not isinstance(exc, ReadTimeout):
+                # began): once more on a new one, for a request that may be sent twice; a
+                # song queued or cancelled is never sent again, nor a slow node asked twice
+                if (conn.reused and attempt == 1 and method in IDEMPOTENT
+                        and not isinstance(exc, ReadTimeout)):
                     continue
                 raise
             except BaseException:
@@ -413,37 +439,42 @@ class NodeHTTP:
 
     async def _exchange(self, conn: Connection, head: h11.Request, content: Body,
                         timeout: float | None) -> Response:
-        write_error: BaseException | None = None
-        try:
-            await conn.send(head, timeout)
-            if isinstance(content, (bytes, bytearray)):
-                if content:
-                    await conn.send(h11.Data(data=bytes(content)), timeout)
-            elif content is not None:
-                async for chunk in content:
-                    if chunk:
-                        await conn.send(h11.Data(data=chunk), timeout)
-            await conn.send(h11.EndOfMessage(), timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
-            # the node may have answered already (a refusal before it read the body): the
-            # answer, if there is one, says more than the broken pipe
-            write_error = exc
-        except h11.LocalProtocolError as exc:
-            raise TransportError(f"could not send the request: {exc}") from None
+        """Send the request and read the answer's head. A failure to write is kept, not
+        raised: the node may have answered already (a refusal before it read the body), and
+        that answer says more than the broken pipe. A failure of the body's own source (a
+        file that cannot be read) is raised at once: the caller's error, not the wire's."""
+        write_error = await _write(conn, head, timeout)
+        if write_error is None and isinstance(content, (bytes, bytearray)):
+            if content:
+                write_error = await _write(conn, h11.Data(data=bytes(content)), timeout)
+        elif write_error is None and content is not None:
+            chunks = aiter(content)
+            while write_error is None:
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                if chunk:
+                    write_error = await _write(conn, h11.Data(data=chunk), timeout)
+        if write_error is None:
+            write_error = await _write(conn, h11.EndOfMessage(), timeout)
         try:
             while True:
                 event = await conn.next_event(timeout)
                 if isinstance(event, h11.Response):
                     return Response(self, conn, event, timeout)
-                if isinstance(event, h11.ConnectionClosed):
-                    raise TransportError("the node closed the connection without an answer")
                 # an InformationalResponse (100 Continue): read on
         except (OSError, h11.RemoteProtocolError) as exc:
-            cause = write_error or exc
-            raise TransportError(_words(cause)) from None
-        except TransportError:
-            if write_error is not None:
-                raise TransportError(_words(write_error)) from None
+            if isinstance(write_error, TransportError):
+                raise write_error from None
+            if conn.wire.ended:             # no answer began: the node hung up first
+                raise TransportError("the node closed the connection without an answer"
+                                     + (f" ({_words(write_error)})" if write_error else "")
+                                     ) from None
+            raise TransportError(_words(write_error or exc)) from None
+        except ReadTimeout:
+            if isinstance(write_error, TransportError):
+                raise write_error from None
             raise
 
     @contextlib.asynccontextmanager

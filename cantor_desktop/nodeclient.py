@@ -194,10 +194,15 @@ class NodeClient:
         for attempt in (1, 2):
             sent = {**(headers or {}), **await self._auth.headers(path)}
             response = await self._http.send(method, path, headers=sent, **kw)
-            if (response.status_code == 401 and attempt == 1 and replayable
-                    and await self._auth.renewed()):
-                await response.aclose()
-                continue
+            if response.status_code == 401 and attempt == 1 and replayable:
+                try:
+                    renewed = await self._auth.renewed()
+                except BaseException:
+                    await response.aclose()
+                    raise
+                if renewed:
+                    await response.aclose()
+                    continue
             return response
         raise AssertionError("unreachable")
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 
@@ -63,9 +64,9 @@ def test_a_kept_alive_connection_serves_the_next_request():
     assert answers == [{"n": 1}] * 5 and connections == 1
 
 
-def test_a_connection_the_node_closed_while_idle_is_replaced_not_reported():
-    """uvicorn closes a kept-alive connection after 5 s idle; the next request must not
-    fail for it, even when the close arrives just as the connection is reused."""
+def test_a_connection_the_node_closed_as_it_was_reused_is_replaced_for_a_get():
+    """uvicorn closes a kept-alive connection after a while idle; when the close crosses
+    the next request, a request that may be sent twice is sent again on a new connection."""
     async def handle(reader, writer):
         await _read_request(reader)
         writer.write(_answer(b'{"ok": true}'))       # keep-alive by HTTP/1.1's default…
@@ -75,18 +76,71 @@ def test_a_connection_the_node_closed_while_idle_is_replaced_not_reported():
     async def go():
         server, url, accepted = await _server(handle)
         async with server, NodeHTTP(url) as http:
-            first = (await http.request("POST", "/v1/songs", json={"a": 1})).json()
-            second = (await http.request("POST", "/v1/songs", json={"a": 2})).json()
+            first = (await http.request("GET", "/v1/songs")).json()
+            second = (await http.request("GET", "/v1/songs")).json()
         return first, second, len(accepted)
 
     first, second, connections = asyncio.run(go())
     assert first == second == {"ok": True} and connections == 2
 
 
+def test_a_song_is_never_queued_twice_by_a_retry():
+    """The node read the POST and the connection broke before its answer: the client says
+    so; it does not send the song again (the node may have queued it)."""
+    posts = []
+
+    async def handle(reader, writer):
+        while True:
+            head, body = await _read_request(reader)
+            posts.append(body)
+            if len(posts) == 1:
+                writer.write(_answer(b'{"id": "a"}'))
+                await writer.drain()
+            else:
+                return                               # read it, then hang up unanswered
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            await http.request("POST", "/v1/songs", json={"caption": "one"})
+            with pytest.raises(TransportError) as caught:
+                await http.request("POST", "/v1/songs", json={"caption": "two"})
+        return str(caught.value)
+
+    message = asyncio.run(go())
+    assert posts == [b'{"caption":"one"}', b'{"caption":"two"}']     # "two" sent once
+    assert "without an answer" in message
+
+
+def test_a_file_that_cannot_be_read_fails_the_upload_at_once_with_its_own_error():
+    """The body's source fails (a drive unplugged, no permission): its error, now — not the
+    node's 408 thirty seconds later."""
+    async def handle(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        await reader.read()                           # a node waiting for the rest
+
+    async def body():
+        yield b"x" * 1000
+        raise PermissionError(13, "Permission denied", "song.wav")
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server, NodeHTTP(url) as http:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(PermissionError):
+                await http.request("POST", "/v1/uploads", content=body(), timeout=None)
+            return asyncio.get_running_loop().time() - started
+
+    assert asyncio.run(go()) < 5
+
+
 def test_sse_lines_split_anywhere_arrive_whole():
     """Chunked, with each line's ending cut between two chunks (\\r here, \\n there)."""
     events = b"event: progress\r\ndata: {\"p\": 1}\r\n\r\nevent: done\r\ndata: {\"p\": 2}\r\n\r\n"
-    pieces = [events[i:i + 7] for i in range(0, len(events), 7)]
+    # every \r\n cut in two (a piece ends on \r, the next begins with \n), and the
+    # pieces cut again mid-line
+    halves = events.replace(b"\r\n", b"\r\0\n").split(b"\0")
+    pieces = [p for half in halves for p in (half[:5], half[5:]) if p]
 
     async def handle(reader, writer):
         await _read_request(reader)
@@ -134,19 +188,38 @@ def test_a_refusal_sent_before_the_upload_was_read_is_what_the_caller_sees():
     assert status == 413 and answer["error"]["message"] == "too big"
 
 
-def test_an_answer_cut_short_is_an_error_and_its_connection_is_not_reused():
+def test_an_answer_cut_short_is_an_error():
     async def handle(reader, writer):
         await _read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n" + b"x" * 10)
         await writer.drain()
 
     async def go():
-        server, url, accepted = await _server(handle)
+        server, url, _ = await _server(handle)
         async with server, NodeHTTP(url) as http:
             with pytest.raises(TransportError):
                 await http.request("GET", "/v1/songs/x/audio")
-            with pytest.raises(TransportError):
-                await http.request("GET", "/v1/songs/x/audio")
+
+    asyncio.run(go())
+
+
+def test_a_stream_left_before_its_end_takes_its_connection_with_it():
+    """A reader that stops early (an SSE stream closed, a download cancelled) leaves the
+    rest of the answer on the wire: that connection must never carry the next request."""
+    async def handle(reader, writer):
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\n" + b"x" * 10)
+        await writer.drain()
+        await reader.read()                          # open until the client lets go
+
+    async def go():
+        server, url, accepted = await _server(handle)
+        async with server, NodeHTTP(url, timeout=5) as http:
+            for _ in range(2):
+                async with http.stream("GET", "/v1/events") as response:
+                    async for chunk in response.aiter_bytes():
+                        assert chunk == b"x" * 10
+                        break
             return len(accepted)
 
     assert asyncio.run(go()) == 2
@@ -155,7 +228,7 @@ def test_an_answer_cut_short_is_an_error_and_its_connection_is_not_reused():
 def test_silence_past_the_read_timeout_and_a_closed_port_are_named():
     async def handle(reader, writer):
         await _read_request(reader)
-        await asyncio.sleep(5)
+        await reader.read()                          # silent until the client lets go
 
     async def go():
         server, url, _ = await _server(handle)
@@ -226,10 +299,12 @@ def test_a_node_behind_a_path_gets_its_requests_there_with_their_query():
             await http.request("DELETE", "/v1/songs/abc", params={"delete_files": True,
                                                                  "skip": None})
             await http.request("PATCH", "/v1/config", json={"songs.format": "flac"})
+            await http.request("DELETE", "/v1/models/my song é")   # a file's name
 
     asyncio.run(go())
     assert seen == [(b"DELETE /cantor/v1/songs/abc?delete_files=true HTTP/1.1", b""),
-                    (b"PATCH /cantor/v1/config HTTP/1.1", b'{"songs.format":"flac"}')]
+                    (b"PATCH /cantor/v1/config HTTP/1.1", b'{"songs.format":"flac"}'),
+                    (b"DELETE /cantor/v1/models/my%20song%20%C3%A9 HTTP/1.1", b"")]
 
 
 def test_lines_are_split_in_one_pass_however_many_a_chunk_holds():
@@ -262,3 +337,39 @@ def test_lines_are_split_in_one_pass_however_many_a_chunk_holds():
 
     small, large = seconds(8_000), seconds(32_000)
     assert large / small < 8, (small, large)
+
+
+def test_a_401_makes_the_client_look_up_this_homes_newer_token_once(cantor_home, monkeypatch):
+    """The app's first run: its client started before the node made the token. After a
+    401 it looks the token up again and sends the request once more; a node that still
+    refuses gets its 401 through."""
+    from cantor_desktop.access import TOKEN_ENV
+    from cantor_desktop.nodeclient import NodeClient, NodeError
+
+    monkeypatch.setenv(TOKEN_ENV, "old")
+    seen = []
+
+    async def handle(reader, writer):
+        while True:
+            head, _ = await _read_request(reader)
+            token = next((line.split(b" ")[-1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"authorization:")), b"")
+            seen.append(token)
+            if token == b"old":
+                os.environ[TOKEN_ENV] = "new"        # the node made its token meanwhile
+            ok = token == b"new" and b"/v1/system" in head
+            writer.write(_answer(b'{"ok": true}') if ok else _answer(
+                b'{"error": {"message": "a token is needed"}}', b"401 Unauthorized"))
+            await writer.drain()
+
+    async def go():
+        server, url, _ = await _server(handle)
+        async with server, NodeClient(url) as node:
+            first = await node.system()
+            with pytest.raises(NodeError) as refused:
+                await node.config()
+            return first, refused.value.status
+
+    first, status = asyncio.run(go())
+    assert first == {"ok": True} and status == 401
+    assert seen == [b"old", b"new", b"new"]            # once more after the first 401 only
