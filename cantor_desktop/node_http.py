@@ -21,6 +21,7 @@ import contextlib
 import functools
 import json as jsonlib
 import re
+import select
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterable, Mapping
 from urllib.parse import quote, urlencode, urlsplit
@@ -35,6 +36,9 @@ IDLE_CONNECTIONS = 4
 DEFAULT = object()
 """``timeout=DEFAULT``: the client's own timeout (``None`` means no read timeout at all)."""
 _LINE_END = re.compile(r"\r\n|\r|\n")
+# Timeouts are asyncio.timeout(), never wait_for: on Python 3.11 wait_for loses a
+# cancellation that arrives as its inner wait completes, and every read here waits — a
+# cancelled song download or self-test carried on as if nothing had been asked.
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 """Methods a request may be sent again with (RFC 9110 9.2.2) when its connection failed."""
 PATH_SAFE = "/:@!$&'()*+,;=~%"
@@ -154,7 +158,8 @@ class _Wire(asyncio.Protocol):
         """What arrived (waiting up to ``timeout`` for something), b"" at the end."""
         while not self.received and not self.ended:
             self._arrived.clear()
-            await asyncio.wait_for(self._arrived.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._arrived.wait()
         data = bytes(self.received)
         self.received.clear()
         if self.transport is not None and not self.ended:
@@ -165,7 +170,9 @@ class _Wire(asyncio.Protocol):
         if self.lost is not None or self.transport is None or self.transport.is_closing():
             raise self.lost or ConnectionResetError("the connection is closed")
         self.transport.write(data)
-        await asyncio.wait_for(self._writable.wait(), timeout)
+        if not self._writable.is_set():
+            async with asyncio.timeout(timeout):
+                await self._writable.wait()
         if self.lost is not None:
             raise self.lost
 
@@ -184,10 +191,10 @@ class Connection:
         tls = _tls_context() if target.scheme == "https" else None
         loop = asyncio.get_running_loop()
         try:
-            _transport, wire = await asyncio.wait_for(
-                loop.create_connection(_Wire, target.host, target.port, ssl=tls,
-                                       server_hostname=target.host if tls else None),
-                timeout)
+            async with asyncio.timeout(timeout):
+                _transport, wire = await loop.create_connection(
+                    _Wire, target.host, target.port, ssl=tls,
+                    server_hostname=target.host if tls else None)
         except asyncio.TimeoutError:
             raise ConnectTimeout(f"no answer from {target.host}:{target.port} within "
                                  f"{timeout:g} s") from None
@@ -197,8 +204,20 @@ class Connection:
 
     @property
     def can_reuse(self) -> bool:
-        return (not self.closed and not self.wire.ended and self.h11.our_state is h11.IDLE
-                and self.h11.their_state is h11.IDLE)
+        """Idle, and the node has not hung up: asked of the socket itself, since its EOF may
+        not have reached this loop yet (an idle connection the node closed must not carry a
+        POST: that is not sent twice)."""
+        if (self.closed or self.wire.ended or self.h11.our_state is not h11.IDLE
+                or self.h11.their_state is not h11.IDLE):
+            return False
+        sock = self.wire.transport.get_extra_info("socket") if self.wire.transport else None
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable              # an idle connection has nothing to say but EOF
 
     async def send(self, event: Any, timeout: float | None) -> None:
         data = self.h11.send(event)

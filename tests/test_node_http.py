@@ -288,10 +288,11 @@ def test_a_node_behind_a_path_gets_its_requests_there_with_their_query():
     seen = []
 
     async def handle(reader, writer):
-        head, body = await _read_request(reader)
-        seen.append((head.split(b"\r\n")[0], body))
-        writer.write(_answer(b"{}"))
-        await writer.drain()
+        while True:                                  # kept alive, as a node does
+            head, body = await _read_request(reader)
+            seen.append((head.split(b"\r\n")[0], body))
+            writer.write(_answer(b"{}"))
+            await writer.drain()
 
     async def go():
         server, url, _ = await _server(handle)
