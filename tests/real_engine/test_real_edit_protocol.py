@@ -134,15 +134,24 @@ def test_the_same_refusals(models, tmp_path):
 def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
     """Both accept the request and log the same line for it. The real engine's stderr goes
     through a pipe its own thread reads, and that thread sometimes stops passing lines on
-    (ace-server.md: lines lost in 10-35 % of probes): a real engine that never shows its
-    line within 15 s is started again, up to three times; the Sketch must show it always."""
+    (ace-server.md: lines lost in 10-35 % of probes), and with header-only weights it can
+    crash on the job before it answers: such a real engine is started again, up to three
+    times; the Sketch must accept and show its line always."""
     missing = []
     for attempt in range(3):
         run = tmp_path / f"try{attempt}"
         run.mkdir()
         real, sketch = both(models, run)
         try:
-            a, b = real.post(path, **kw), sketch.post(path, **kw)
+            try:
+                a = real.post(path, **kw)
+            except httpx.TransportError as exc:
+                # header-only weights: the real engine's worker can crash on the job before
+                # its HTTP thread has sent the answer; a fresh engine is asked again
+                missing.append(f"the real engine hung up: {exc}; its log ends: "
+                               f"{real.log()[-300:]!r}")
+                continue
+            b = sketch.post(path, **kw)
             assert a[0] == b[0] == 200 and set(a[1]) == set(b[1]) == {"id"}
             for text in line:
                 wait_until(lambda: text in sketch.log(), f"{text!r} in the Sketch's log")
