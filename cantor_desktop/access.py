@@ -14,13 +14,11 @@ code and no Qt.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets as _random
 from pathlib import Path
 
 from .errors import CantorError
+from .openssl_later import sha256_hex
 from .paths import HOME_ENV, paths
 
 TOKEN_ENV = "CANTOR_NODE_TOKEN"
@@ -37,7 +35,7 @@ class TokenError(CantorError, RuntimeError):
 def home_key(state_dir: Path | None = None) -> str:
     """A short stable name for one home (its state folder), for the keyring entry."""
     folder = (state_dir or paths().state_dir).expanduser().resolve()
-    return hashlib.sha256(str(folder).encode("utf-8")).hexdigest()[:16]
+    return sha256_hex(str(folder))[:16]
 
 
 def token_file(state_dir: Path | None = None) -> Path:
@@ -122,13 +120,18 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
             token = read_token(state_dir)
             if token:
                 return token
-            token = _adopt_legacy(state_dir) or _random.token_urlsafe(TOKEN_BYTES)
+            token = _adopt_legacy(state_dir) or _new_token()
             if not _keyring_set(_keyring_name(state_dir), token):
                 _write_file(token_file(state_dir), token)
             return token
     except OSError as exc:
         raise TokenError(f"cannot keep a node token in {folder}: {exc.strerror or exc}; "
                          f"or set {TOKEN_ENV}") from None
+
+
+def _new_token() -> str:
+    import secrets                # the node's (the app needs no OpenSSL: openssl_later)
+    return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def _adopt_legacy(state_dir: Path | None) -> str | None:
@@ -162,6 +165,7 @@ def matches(given: str | None, expected: str) -> bool:
     """Constant-time comparison of a presented token with the node's."""
     if not given:
         return False
+    import hmac                   # the node's (the app needs no OpenSSL: openssl_later)
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
 
 

@@ -29,6 +29,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import h11
 
 from .errors import CantorError
+from .openssl_later import ssl_for_asyncio
 
 READ_SIZE = 64 * 1024
 IDLE_CONNECTIONS = 4
@@ -104,8 +105,9 @@ class Target:
 @functools.lru_cache(maxsize=1)
 def _tls_context():
     """Certificate checks as httpx made them: certifi's authorities when installed (a frozen
-    app on macOS has no system store Python can find), else the system's."""
-    import ssl
+    app on macOS has no system store Python can find), else the system's. The app imports
+    asyncio without ssl (openssl_later): this is where it gets it."""
+    ssl = ssl_for_asyncio()
     try:
         import certifi
         return ssl.create_default_context(cafile=certifi.where())

@@ -72,3 +72,79 @@ def test_an_https_node_with_an_unknown_certificate_is_refused(tmp_path):
             return str(caught.value), answered
     message, answered = asyncio.run(go())
     assert "certificate" in message.lower() and answered == []
+
+
+APP_CLIENT = r"""
+import sys
+from cantor_desktop.openssl_later import import_asyncio_without_ssl
+assert import_asyncio_without_ssl()                     # as the app's main() imports it
+import asyncio
+from cantor_desktop.nodeclient import NodeClient, NodeError
+assert "_ssl" not in sys.modules and asyncio.sslproto.ssl is None
+
+async def main(url, cert_file):
+    try:
+        async with NodeClient(url, token="t") as client:
+            await client.health()
+        print("unknown certificate accepted")
+    except NodeError as exc:
+        print("refused:", "certificate" in str(exc).lower())
+    import ssl                                         # loaded by the client's first TLS
+    trusted = ssl.create_default_context(cafile=cert_file)
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(url.rsplit(":", 1)[1]),
+                                                   ssl=trusted)
+    writer.write(b"GET /v1/health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+    print("answered:", (await reader.readline()).strip().decode())
+    writer.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def test_the_app_gets_tls_when_asyncio_was_imported_without_ssl(tmp_path):
+    """The app imports asyncio without ssl (openssl_later): its first https:// node still
+    gets a real TLS handshake, with the certificate checked, and TLS works from then on."""
+    import subprocess
+    import sys
+
+    async def go():
+        server, port, answered = await _tls_health_server(tmp_path)
+        async with server:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", APP_CLIENT, f"https://127.0.0.1:{port}",
+                str(tmp_path / "cert.pem"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+            return out.decode().split("\n"), err.decode(), answered
+
+    lines, err, answered = asyncio.run(go())
+    assert lines[:2] == ["refused: True", "answered: HTTP/1.1 200 OK"], err
+    assert answered == [True]
+
+
+def test_a_home_keeps_its_key_without_openssl(tmp_path):
+    """home_key names the node's keyring entry: computed without OpenSSL, it is the same
+    SHA-256 the first release stored the token under."""
+    import hashlib
+
+    from cantor_desktop import access
+    from cantor_desktop.openssl_later import sha256_hex
+
+    state = tmp_path / "state é"
+    assert access.home_key(state) == hashlib.sha256(
+        str(state.resolve()).encode("utf-8")).hexdigest()[:16]
+    assert sha256_hex("") == hashlib.sha256(b"").hexdigest()
+
+
+def test_an_asyncio_module_left_without_ssl_that_cantor_does_not_know_fails_loudly():
+    import types
+    import sys
+
+    from cantor_desktop.openssl_later import ssl_for_asyncio
+
+    sys.modules["asyncio.someday"] = stranger = types.ModuleType("asyncio.someday")
+    stranger.ssl = None
+    try:
+        with pytest.raises(RuntimeError, match="asyncio.someday"):
+            ssl_for_asyncio()
+    finally:
+        del sys.modules["asyncio.someday"]

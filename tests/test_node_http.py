@@ -243,18 +243,22 @@ def test_silence_past_the_read_timeout_and_a_closed_port_are_named():
     asyncio.run(go())
 
 
-def test_the_apps_node_link_loads_no_httpx(cantor_home):
+def test_the_apps_node_link_loads_no_httpx_and_no_openssl(cantor_home):
     """The app's whole conversation with a real node — health, a song queued, its events to
     the end, its audio — without httpx, httpcore or anyio in the process (~8 MiB of the
-    idle window)."""
+    idle window), nor OpenSSL (~5 MiB) when asyncio was imported as the app imports it."""
     write_config(cantor_home)
     code = r"""
+from cantor_desktop.openssl_later import import_asyncio_without_ssl
+assert import_asyncio_without_ssl()
 import asyncio, sys, tempfile
-import cantor_desktop.ui.node_link, cantor_desktop.node_process
+import cantor_desktop.ui.node_link, cantor_desktop.node_process, cantor_desktop.ui.instance
+from cantor_desktop.access import home_key
+from cantor_desktop.ui.instance import instance_name
 from cantor_desktop.nodeclient import NodeClient
 
-async def main(url):
-    async with NodeClient(url) as node:
+async def main(url, token):
+    async with NodeClient(url, token=token) as node:     # as the app's child node tells it
         assert (await node.health())["status"] == "ok"
         sid = await node.submit_song({"caption": "a short test", "lyrics": "[Instrumental]",
                                       "duration": 10, "model": "sketch", "seed": 1})
@@ -263,17 +267,18 @@ async def main(url):
             path = await node.audio(sid, tmp)
             size = path.stat().st_size
     heavy = sorted({m.split(".")[0] for m in sys.modules if sys.modules[m] is not None}
-                   & {"httpx", "httpcore", "anyio", "click", "rich", "pygments"})
-    print(final, size > 1000, heavy)
+                   & {"httpx", "httpcore", "anyio", "click", "rich", "pygments", "_ssl",
+                      "_hashlib"})
+    print(final, size > 1000, heavy, len(home_key()), len(instance_name()))
 
-asyncio.run(main(sys.argv[1]))
+asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
     async def go():
         node = await Node(cantor_home).start()
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", code, node.url, stdout=subprocess.PIPE,
+                sys.executable, "-c", code, node.url, node.proc.token, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE)
             out, err = await asyncio.wait_for(proc.communicate(), 120)
             return out.decode().strip(), err.decode()
@@ -281,7 +286,7 @@ asyncio.run(main(sys.argv[1]))
             await node.stop()
 
     out, err = asyncio.run(go())
-    assert out == "done True []", err
+    assert out == "done True [] 16 23", err
 
 
 def test_a_node_behind_a_path_gets_its_requests_there_with_their_query():
