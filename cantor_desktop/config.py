@@ -21,14 +21,15 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import urlparse
-
-import tomlkit
-import tomlkit.exceptions
 
 from .errors import CantorError
 from .paths import paths
+
+if TYPE_CHECKING:
+    import tomlkit
+    import tomlkit.exceptions
 
 BACKENDS = ("cuda12", "metal", "vulkan", "cpu")
 """Every backend, in preference order (GPU-specific first, CPU last)."""
@@ -303,8 +304,25 @@ def _lookup(doc: Mapping[str, Any], key: str) -> tuple[bool, Any]:
     return True, node
 
 
+def read_text_values(text: str, path: Path | None = None) -> dict[str, Any]:
+    """node.toml's values, for reading: the standard library's parser (tomlkit, which keeps
+    comments for a save, is ~1 MiB and milliseconds more); errors worded as :func:`parse_text`
+    words them."""
+    try:
+        return tomllib.loads(text[len(BOM):] if text.startswith(BOM) else text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        parse_text(text, path)         # raises with tomlkit's words and position …
+        name = str(path) if path else "node.toml"
+        line, col = _position_from_tomllib(text)   # … unless only tomllib refuses it
+        raise ConfigError(f"{name}: {exc}", line=line, col=col, path=path) from None
+
+
 def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
-    """Parse node.toml text; a syntax error becomes ConfigError with line and column."""
+    """Parse node.toml text for a save (tomlkit keeps its comments and order); a syntax
+    error becomes ConfigError with line and column."""
+    import tomlkit
+    import tomlkit.exceptions
+
     name = str(path) if path else "node.toml"
     if text.startswith(BOM):
         text = text[len(BOM):]
@@ -375,7 +393,7 @@ class Config:
     """A validated node.toml in memory. Read values with :meth:`get`."""
 
     path: Path
-    doc: tomlkit.TOMLDocument = field(default_factory=tomlkit.document)
+    doc: Mapping[str, Any] = field(default_factory=dict)
     exists: bool = False
 
     def get(self, key: str) -> Any:
@@ -401,6 +419,7 @@ class Config:
         return Path(self.get("songs.dir")).expanduser()
 
     def text(self) -> str:
+        import tomlkit
         return tomlkit.dumps(self.doc)
 
 
@@ -409,7 +428,7 @@ def load(path: Path | None = None) -> Config:
     path = path or paths().config_file
     if not path.exists():
         return Config(path=path)
-    doc = parse_text(_read_text(path), path)
+    doc = read_text_values(_read_text(path), path)
     try:
         validate_document(doc, path)
     except ConfigError as exc:
@@ -458,6 +477,7 @@ def _set_in(doc: tomlkit.TOMLDocument, key: str, value: Any) -> None:
     node: Any = doc
     for part in parts[:-1]:
         if part not in node:
+            import tomlkit
             table = tomlkit.table()
             node[part] = table
         node = node[part]
@@ -531,6 +551,8 @@ def update(changes: Mapping[str, Any], path: Path | None = None) -> Config:
     Raises ConfigError, leaving the file byte-identical, when a value is not allowed or the
     file on disk is malformed.
     """
+    import tomlkit
+
     path = path or paths().config_file
     checked = {key: (None if value is None else option(key).validate(value))
                for key, value in changes.items()}

@@ -195,3 +195,22 @@ def test_cli_config_show_lists_every_setting_with_its_value_and_what_is_allowed(
     paths().config_file.write_text("[node\n")
     broken = _cantor("config", "show")
     assert broken.returncode == 2 and "line 1" in broken.stderr and not broken.stdout
+
+
+def test_reading_settings_leaves_tomlkit_for_a_save(cantor_home):
+    """The app reads node.toml at start-up with the standard library's parser; tomlkit, which
+    keeps comments for a save, is imported only by a save (~1 MiB of the idle window)."""
+    import subprocess
+    import sys
+
+    path = paths().config_file
+    path.write_text('# mine\n[node]\nport = 7900\nkeep_loaded = true\n[songs]\nformat = "flac"\n',
+                    "utf-8")
+    code = ("import sys; from cantor_desktop import config; c = config.load(); "
+            "print(c.get('node.port'), c.get('node.keep_loaded'), c.get('songs.format'), "
+            "'tomlkit' in sys.modules); config.update({'node.port': 7901}); "
+            "print('tomlkit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split("\n")
+    assert out[:2] == ["7900 True flac False", "True"]
+    assert path.read_text("utf-8").startswith("# mine\n[node]\nport = 7901\n")
