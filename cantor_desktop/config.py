@@ -61,6 +61,9 @@ class Option:
     default: Callable[[], Any]
     help: str
     choices: tuple[str, ...] = ()
+    choices_from: Callable[[], tuple[str, ...]] | None = None
+    """Choices another module owns, asked for when first needed (importing that module for
+    the registry would load it into every process that reads a setting)."""
     check: Callable[[Any], str | None] | None = None  # returns a problem, or None
     minimum: int | None = None
     maximum: int | None = None
@@ -69,9 +72,13 @@ class Option:
     """Set only on the node's own machine (node.toml or `cantor config set`), never over
     HTTP: what runs, where files go, and who may talk to the node."""
 
+    def choice_list(self) -> tuple[str, ...]:
+        """The values a string option may take; empty when any string is allowed."""
+        return self.choices or (self.choices_from() if self.choices_from else ())
+
     def allowed(self) -> str:
-        if self.choices:
-            return ", ".join(f'"{c}"' for c in self.choices)
+        if choices := self.choice_list():
+            return ", ".join(f'"{c}"' for c in choices)
         if self.kind is bool:
             return "true or false"
         if self.kind is int:
@@ -104,7 +111,8 @@ class Option:
         else:
             if not isinstance(plain, str):
                 raise bad()
-            if self.choices and plain not in self.choices:
+            choices = self.choice_list()
+            if choices and plain not in choices:
                 raise bad()
         if self.check is not None:
             problem = self.check(plain)
@@ -242,7 +250,7 @@ OPTIONS: dict[str, Option] = {o.key: o for o in [
     Option("songs.format", str, lambda: "wav24", "Audio format of new songs.",
            choices=SONG_FORMATS),
     Option("export.format", str, lambda: "wav24", "Format of exported songs.",
-           choices=tuple(_export_formats())),
+           choices_from=_export_formats),
     Option("export.rate", int, lambda: 48000, "Sample rate of exported songs: 48000 or 44100.",
            minimum=44100, maximum=48000, check=_export_check("rate")),
     Option("export.loudness", str, lambda: "off",
@@ -583,7 +591,7 @@ def describe(keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
     for key in keys or OPTIONS:
         opt = OPTIONS[key]
         out.append({"key": key, "type": opt.kind.__name__, "help": opt.help,
-                    "choices": list(opt.choices), "allowed": opt.allowed(),
+                    "choices": list(opt.choice_list()), "allowed": opt.allowed(),
                     "minimum": opt.minimum, "maximum": opt.maximum,
                     "local_only": opt.local_only})
     return out

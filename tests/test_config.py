@@ -199,7 +199,8 @@ def test_cli_config_show_lists_every_setting_with_its_value_and_what_is_allowed(
 
 def test_reading_settings_leaves_tomlkit_for_a_save(cantor_home):
     """The app reads node.toml at start-up with the standard library's parser; tomlkit, which
-    keeps comments for a save, is imported only by a save (~1 MiB of the idle window)."""
+    keeps comments for a save, is imported only by a save (~1 MiB of the idle window), and
+    the export module only by an [export] setting."""
     import subprocess
     import sys
 
@@ -208,9 +209,19 @@ def test_reading_settings_leaves_tomlkit_for_a_save(cantor_home):
                     "utf-8")
     code = ("import sys; from cantor_desktop import config; c = config.load(); "
             "print(c.get('node.port'), c.get('node.keep_loaded'), c.get('songs.format'), "
-            "'tomlkit' in sys.modules); config.update({'node.port': 7901}); "
-            "print('tomlkit' in sys.modules)")
+            "'tomlkit' in sys.modules, 'cantor_desktop.export' in sys.modules); "
+            "config.update({'node.port': 7901}); print('tomlkit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split("\n")
-    assert out[:2] == ["7900 True flac False", "True"]
+    assert out[:2] == ["7900 True flac False False", "True"]
     assert path.read_text("utf-8").startswith("# mine\n[node]\nport = 7901\n")
+
+
+def test_export_formats_come_from_the_export_module_when_asked(cantor_home):
+    from cantor_desktop import export
+
+    opt = config.option("export.format")
+    assert opt.choice_list() == tuple(export.FORMATS)
+    with pytest.raises(config.ConfigError, match='allowed: "wav24", "wav32"'):
+        config.update({"export.format": "ogg"})
+    assert config.update({"export.format": "flac"}).get("export.format") == "flac"

@@ -124,8 +124,8 @@ def _settings_schema() -> dict:
     for key, opt in config.OPTIONS.items():
         if opt.local_only:
             continue
-        if opt.choices:
-            props[key] = {"type": "string", "enum": list(opt.choices)}
+        if opt.choice_list():
+            props[key] = {"type": "string", "enum": list(opt.choice_list())}
         elif opt.kind is bool:
             props[key] = {"type": "boolean"}
         elif opt.kind is int and opt.check is None:
