@@ -10,11 +10,12 @@ and if even that fails it goes on writing and tries again later. A record is nev
 from __future__ import annotations
 
 import logging
-import logging.handlers
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MAX_BYTES = 2 * 1024 * 1024
@@ -26,35 +27,69 @@ few seconds was 5 of every 6 lines of app.log): warnings and worse only."""
 RETRY_AFTER_S = 60.0
 
 
-class RotatingFile(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler whose rollover survives a file held open elsewhere."""
+class RotatingFile(logging.FileHandler):
+    """A file that rolls over at ``maxBytes`` (``x.log`` → ``x.log.1`` … ``x.log.N``), and
+    whose rollover survives a file held open elsewhere.
 
-    _next_try = 0.0
+    Not logging.handlers' RotatingFileHandler: that module brings pickle and the socket
+    handlers along (~0.6 MiB of the app's idle memory) for nothing Cantor uses. The names
+    ``maxBytes``, ``backupCount`` and ``rotator`` are that handler's."""
 
-    def shouldRollover(self, record) -> bool:  # noqa: N802 - logging's name
-        if time.monotonic() < self._next_try:
+    def __init__(self, filename: Path, maxBytes: int, backupCount: int,  # noqa: N803
+                 encoding: str = "utf-8"):
+        super().__init__(filename, mode="a", encoding=encoding)
+        self.maxBytes = maxBytes
+        self.backupCount = backupCount
+        self.rotator: Callable[[str, str], None] = os.rename
+        self._next_try = 0.0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.shouldRollover(record):
+                self.doRollover()
+        except Exception:  # noqa: BLE001 - logging never raises into its caller
+            self.handleError(record)
+            return
+        super().emit(record)
+
+    def shouldRollover(self, record: logging.LogRecord) -> bool:  # noqa: N802 - logging's name
+        if self.maxBytes <= 0 or time.monotonic() < self._next_try:
             return False
-        return bool(super().shouldRollover(record))
+        if self.stream is None:
+            self.stream = self._open()
+        line = self.format(record) + self.terminator
+        return self.stream.tell() + len(line.encode(self.encoding or "utf-8")) > self.maxBytes
 
     def doRollover(self) -> None:  # noqa: N802
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+        base = self.baseFilename
         try:
-            super().doRollover()
-            return
+            for n in range(self.backupCount - 1, 0, -1):
+                older = f"{base}.{n}"
+                if os.path.exists(older):
+                    newer = f"{base}.{n + 1}"
+                    if os.path.exists(newer):
+                        os.remove(newer)
+                    self.rotator(older, newer)
+            first = f"{base}.1"
+            if os.path.exists(first):
+                os.remove(first)
+            if self.backupCount > 0:
+                self.rotator(base, first)
+            else:
+                open(base, "wb").close()
         except OSError:
-            pass
-        # the rename of the live file failed; the older backups have moved up already
-        try:
-            if self.stream is not None:
-                self.stream.close()
-                self.stream = None
-            shutil.copyfile(self.baseFilename, self.rotation_filename(f"{self.baseFilename}.1"))
-            with open(self.baseFilename, "r+b") as fh:
-                fh.truncate(0)
-        except OSError:
-            self._next_try = time.monotonic() + RETRY_AFTER_S
+            # the rename of the live file failed; the older backups have moved up already
+            try:
+                shutil.copyfile(base, f"{base}.1")
+                with open(base, "r+b") as fh:
+                    fh.truncate(0)
+            except OSError:
+                self._next_try = time.monotonic() + RETRY_AFTER_S
         finally:
-            if self.stream is None:
-                self.stream = self._open()
+            self.stream = self._open()
 
 
 def rotating_handler(path: Path) -> logging.Handler:
