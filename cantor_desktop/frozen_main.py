@@ -90,10 +90,44 @@ def dispatch(argv: list[str]) -> int:
     return _app(argv)
 
 
+MP_WORKER = "--multiprocessing-fork"
+MP_HELPERS = ("from multiprocessing.resource_tracker import main",
+              "from multiprocessing.forkserver import main",
+              "import sys; from multiprocessing.forkserver import main")
+"""How CPython's multiprocessing starts its helpers: ``-c`` and one of these (3.11 to 3.14)."""
+
+
+def multiprocessing_child(argv: list[str]) -> int | None:
+    """Run this process as the multiprocessing child it was started as, if it was one.
+
+    multiprocessing starts its workers (``--multiprocessing-fork``) and, on POSIX, its
+    resource tracker and fork server (``-c "from multiprocessing.… import main; main(…)"``)
+    as ``sys.executable``: in a frozen Cantor that is Cantor, which would open a window.
+    PyInstaller's runtime hook for this imports multiprocessing into every start (~1.2 MiB
+    of the app's idle memory); the spec leaves it out and this does its job when asked.
+    Returns the exit code, or None for an ordinary start."""
+    if argv[:1] == [MP_WORKER]:
+        import multiprocessing.spawn
+        multiprocessing.process.ORIGINAL_DIR = None   # a frozen worker has no script to find
+        multiprocessing.spawn.freeze_support()        # runs the worker and exits
+        return 1                                      # (it did not: not a worker after all)
+    at = argv.index("-c") if "-c" in argv else -1
+    if at >= 0 and all(a.startswith("-") for a in argv[:at]):   # Python's flags, then -c
+        code = argv[at + 1] if at + 1 < len(argv) else ""
+        if not code.startswith(MP_HELPERS):
+            print("cantor: -c runs only multiprocessing's own helpers", file=sys.stderr)
+            return 2
+        sys.argv = [sys.argv[0], *argv[at + 2:]]
+        exec(compile(code, "<multiprocessing helper>", "exec"), {"__name__": "__main__"})
+        return 0
+    return None
+
+
 def main() -> int:
     if getattr(sys, "frozen", False):
-        import multiprocessing
-        multiprocessing.freeze_support()
+        code = multiprocessing_child(sys.argv[1:])
+        if code is not None:
+            return code
     # a windowed executable (Windows, macOS) started without a console has no stdio: give
     # print() and logging somewhere harmless to write instead of failing
     for name in ("stdout", "stderr"):

@@ -112,6 +112,50 @@ def test_mode_switch_reaches_the_cli_and_its_commands():
     assert r.returncode == 2
 
 
+FROZEN_LAUNCHER = """#!{python}
+import sys
+sys.frozen = True                         # as PyInstaller's bootloader sets it
+from cantor_desktop.frozen_main import main
+sys.exit(main())
+"""
+
+SPAWNING_PARENT = """
+import multiprocessing, os, sys
+from multiprocessing import resource_tracker
+if __name__ == "__main__":
+    sys.frozen = True
+    ctx = multiprocessing.get_context("spawn")
+    ctx.set_executable(sys.argv[1])
+    worker = ctx.Process(target=os.makedirs, args=(sys.argv[2],))
+    worker.start()
+    worker.join(60)
+    tracker = resource_tracker._resource_tracker._pid
+    print(worker.exitcode, os.path.isdir(sys.argv[2]), tracker is not None)
+"""
+
+
+def test_a_frozen_cantor_runs_the_multiprocessing_children_it_is_started_as(tmp_path):
+    """The spec leaves PyInstaller's multiprocessing runtime hook out (it imported
+    multiprocessing into every start); a frozen Cantor started as multiprocessing's worker or
+    resource tracker still runs as that, never as the app."""
+    spec = (ROOT / "packaging" / "cantor.spec").read_text()
+    assert 'a.scripts = [s for s in a.scripts if s[0] != "pyi_rth_multiprocessing"]' in spec
+    launcher = tmp_path / "cantor-desktop"
+    launcher.write_text(FROZEN_LAUNCHER.format(python=sys.executable))
+    launcher.chmod(0o755)
+    parent = tmp_path / "parent.py"
+    parent.write_text(SPAWNING_PARENT)
+    made = tmp_path / "made by the worker"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    r = subprocess.run([sys.executable, str(parent), str(launcher), str(made)], env=env,
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.stdout.split() == ["0", "True", "True"], r.stderr
+    r = subprocess.run([str(launcher), "-c", "print('anything else')"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "anything else" not in r.stdout
+    assert "only multiprocessing's own helpers" in r.stderr
+
+
 def test_selfexec_children_of_a_frozen_build_are_the_build_itself(monkeypatch):
     from cantor_desktop import selfexec
 
