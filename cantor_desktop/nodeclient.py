@@ -153,6 +153,15 @@ async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]
             yield event, text
 
 
+def _decoded(response: Response, path: str) -> Any:
+    """A node's JSON answer, or NodeError naming the endpoint that sent something else."""
+    try:
+        return response.json()
+    except ValueError:
+        raise NodeError(f"the node answered {path} with something that is not JSON",
+                        response.status_code) from None
+
+
 class NodeClient:
     """Async client of one node. Use as ``async with NodeClient(url) as node: …``.
 
@@ -232,12 +241,7 @@ class NodeClient:
         return response
 
     async def _json(self, method: str, path: str, **kw: Any) -> Any:
-        response = await self._request(method, path, **kw)
-        try:
-            return response.json()
-        except ValueError:
-            raise NodeError(f"the node answered {path} with something that is not JSON",
-                            response.status_code) from None
+        return _decoded(await self._request(method, path, **kw), path)
 
     async def _stream(self, method: str, path: str, *, final: tuple[str, ...] = (),
                       **kw: Any) -> AsyncIterator[tuple[str, Any]]:
@@ -324,7 +328,7 @@ class NodeClient:
         path = Path(path)
         response = await self._send_file("/v1/models/upload", path, name or path.name,
                                          on_progress, chunk)
-        return response.json()["imported"]
+        return _decoded(response, "/v1/models/upload")["imported"]
 
     async def _send_file(self, endpoint: str, path: Path, name: str,
                          on_progress: Callable[[int, int], None] | None,
@@ -376,7 +380,7 @@ class NodeClient:
         path = Path(path)
         response = await self._send_file("/v1/adapters/upload", path, name or name_from(path),
                                          on_progress)
-        return response.json()["added"]
+        return _decoded(response, "/v1/adapters/upload")["added"]
 
     async def remove_adapter(self, name: str) -> dict[str, Any]:
         """Delete an adapter on the node; NodeError 409 while a song uses it."""
@@ -436,17 +440,12 @@ class NodeClient:
             raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         return dest
 
-    async def upload(self, path: Path | str, name: str | None = None) -> dict[str, Any]:
+    async def upload(self, path: Path | str, name: str | None = None, *,
+                     on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Send an audio file to the node (to edit or to learn from); its upload record."""
         path = Path(path)
-
-        async def body():
-            with open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    yield chunk
-        return await self._json("POST", "/v1/uploads", content=body(), timeout=None,
-                                params={"name": name or path.name},
-                                headers={"Content-Type": "application/octet-stream"})
+        response = await self._send_file("/v1/uploads", path, name or path.name, on_progress)
+        return _decoded(response, "/v1/uploads")
 
     async def lm(self, *, mode: str, caption: str, lyrics: str = "",
                  model: str | None = None) -> dict[str, Any]:

@@ -96,3 +96,38 @@ def test_an_upload_past_its_cap_is_refused_while_it_streams(home):
 
     assert asyncio.run(main()) == 413
     assert not list((home / "state" / "uploads").glob("*"))
+
+
+def test_an_upload_reads_its_file_off_the_event_loop(home, tmp_path, monkeypatch):
+    """The app uploads from its GUI thread's loop: the file is read in a worker thread (a
+    large file on a slow disk must not freeze the window), sent with its length, and its
+    progress reported."""
+    import threading
+
+    from cantor_desktop import nodeclient
+
+    readers, progress = [], []
+
+    class Recorded(io.FileIO):
+        def read(self, size=-1):
+            readers.append(threading.current_thread() is threading.main_thread())
+            return super().read(size)
+
+    monkeypatch.setattr(nodeclient, "open", lambda p, mode: Recorded(p, "r"), raising=False)
+    path = tmp_path / "take.wav"
+    path.write_bytes(audio("WAV", seconds=12.0))
+
+    async def main():
+        node = await Node(home).start()
+        try:
+            async with node.client() as c:
+                return await c.upload(path, on_progress=lambda sent, total:
+                                      progress.append((sent, total)))
+        finally:
+            await node.stop()
+
+    record = asyncio.run(main())
+    assert record["name"] == "take.wav" and abs(record["duration"] - 12.0) < 0.1
+    assert readers and not any(readers)                  # never on the loop's thread
+    size = path.stat().st_size
+    assert progress[-1] == (size, size) and len(progress) == -(-size // (1 << 20))
