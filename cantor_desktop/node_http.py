@@ -227,18 +227,25 @@ class Connection:
             await self.wire.write(data, timeout)
 
     async def next_event(self, timeout: float | None) -> Any:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            try:
-                data = await self.wire.read(timeout)
-            except asyncio.TimeoutError:
-                raise ReadTimeout(f"the node sent nothing for {timeout:g} s") from None
-            if not data and self.wire.lost is not None and not isinstance(
-                    self.wire.lost, ConnectionResetError):
-                raise self.wire.lost
-            self.h11.receive_data(data)
+        """The answer's next h11 event; the wire's failures as TransportError (the one place
+        they are put in words)."""
+        try:
+            while True:
+                event = self.h11.next_event()
+                if event is not h11.NEED_DATA:
+                    return event
+                try:
+                    data = await self.wire.read(timeout)
+                except asyncio.TimeoutError:
+                    raise ReadTimeout(f"the node sent nothing for {timeout:g} s") from None
+                if not data and self.wire.lost is not None and not isinstance(
+                        self.wire.lost, ConnectionResetError):
+                    raise self.wire.lost
+                self.h11.receive_data(data)
+        except h11.RemoteProtocolError as exc:
+            raise TransportError(f"the node's answer broke off: {exc}") from None
+        except OSError as exc:
+            raise TransportError(_words(exc)) from None
 
     def close(self) -> None:
         """Drop the connection now (abort: nothing half-sent is flushed to a node that may
@@ -317,12 +324,7 @@ class Response:
             return
         try:
             while True:
-                try:
-                    event = await conn.next_event(self._timeout)
-                except h11.RemoteProtocolError as exc:
-                    raise TransportError(f"the node's answer broke off: {exc}") from None
-                except OSError as exc:
-                    raise TransportError(_words(exc)) from None
+                event = await conn.next_event(self._timeout)
                 if isinstance(event, h11.Data):
                     if event.data:
                         yield bytes(event.data)
@@ -485,18 +487,16 @@ class NodeHTTP:
                 if isinstance(event, h11.Response):
                     return Response(self, conn, event, timeout)
                 # an InformationalResponse (100 Continue): read on
-        except (OSError, h11.RemoteProtocolError) as exc:
+        except TransportError as exc:
             if isinstance(write_error, TransportError):
                 raise write_error from None
+            if isinstance(exc, ReadTimeout):
+                raise
             if conn.wire.ended:             # no answer began: the node hung up first
                 raise TransportError("the node closed the connection without an answer"
                                      + (f" ({_words(write_error)})" if write_error else "")
                                      ) from None
             raise TransportError(_words(write_error or exc)) from None
-        except ReadTimeout:
-            if isinstance(write_error, TransportError):
-                raise write_error from None
-            raise
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, **kw: Any) -> AsyncIterator[Response]:
