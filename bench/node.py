@@ -125,7 +125,15 @@ class LogReader:
         self.jobs: list[str] = []                                 # in "created" order
         self.done: set[str] = set()
         self.connected = asyncio.Event()
+        self.last_line = self.connected_at = 0.0
         self.task: asyncio.Task | None = None
+
+    async def replayed(self, quiet: float = 0.3) -> None:
+        """Connected, and the replay of older lines over (/logs marks no end to it: the
+        engine is idle between songs, so the replay is over when the lines stop)."""
+        await self.connected.wait()
+        while time.perf_counter() - max(self.last_line, self.connected_at) < quiet:
+            await asyncio.sleep(quiet / 3)
 
     def start(self) -> None:
         self.task = asyncio.create_task(self._read())
@@ -145,9 +153,10 @@ class LogReader:
         parser = ProgressParser()
         async with httpx.AsyncClient(timeout=None, trust_env=False) as http:
             async with http.stream("GET", self.url) as response:
+                self.connected_at = time.perf_counter()
                 self.connected.set()
                 async for _event, data in parse_sse(response.aiter_lines()):
-                    now = time.perf_counter()
+                    now = self.last_line = time.perf_counter()
                     line = data if isinstance(data, str) else str(data)
                     ev = parser.feed(line)
                     if line.startswith("[Server] Job ") and " created" in line:
@@ -169,8 +178,8 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
         readers = [LogReader(engine_url), LogReader(engine_url)]
         for r in readers:
             r.start()
-        await asyncio.wait_for(asyncio.gather(*(r.connected.wait() for r in readers)), 30)
-        known = set(readers[0].jobs)
+        await asyncio.wait_for(asyncio.gather(*(r.replayed() for r in readers)), 30)
+        known = set(readers[0].jobs)            # the replayed jobs: none of them the song's
         events: dict[float, float] = {}
         sid = await client.submit_song(request)
         async for event, data in client.events(sid):
