@@ -4,7 +4,8 @@ Rotation renames ``x.log`` to ``x.log.1``. On Windows that rename fails while an
 process holds the file open (WinError 32) — a viewer, a virus scanner, a leftover process.
 Python's handler then loses every later record and the file grows without bound; ours copies
 the file to ``x.log.1`` and empties it in place instead (what logrotate calls copytruncate),
-and if even that fails it goes on writing and tries again later. A record is never dropped.
+and if even that fails it goes on writing and tries again later. No record is dropped for a
+rollover that fails; a record that cannot be written at all goes to logging's handleError.
 """
 
 from __future__ import annotations
@@ -47,16 +48,16 @@ class RotatingFile(logging.FileHandler):
         try:
             if self.shouldRollover(record):
                 self.doRollover()
+            logging.FileHandler.emit(self, record)
         except Exception:  # noqa: BLE001 - logging never raises into its caller
             self.handleError(record)
-            return
-        super().emit(record)
 
     def shouldRollover(self, record: logging.LogRecord) -> bool:  # noqa: N802 - logging's name
         if self.maxBytes <= 0 or time.monotonic() < self._next_try:
             return False
         if self.stream is None:
             self.stream = self._open()
+        self.stream.seek(0, os.SEEK_END)     # another process may have emptied the file
         line = self.format(record) + self.terminator
         return self.stream.tell() + len(line.encode(self.encoding or "utf-8")) > self.maxBytes
 
@@ -66,30 +67,41 @@ class RotatingFile(logging.FileHandler):
             self.stream = None
         base = self.baseFilename
         try:
-            for n in range(self.backupCount - 1, 0, -1):
-                older = f"{base}.{n}"
-                if os.path.exists(older):
-                    newer = f"{base}.{n + 1}"
-                    if os.path.exists(newer):
-                        os.remove(newer)
-                    self.rotator(older, newer)
-            first = f"{base}.1"
-            if os.path.exists(first):
-                os.remove(first)
-            if self.backupCount > 0:
-                self.rotator(base, first)
-            else:
-                open(base, "wb").close()
-        except OSError:
-            # the rename of the live file failed; the older backups have moved up already
             try:
-                shutil.copyfile(base, f"{base}.1")
-                with open(base, "r+b") as fh:
-                    fh.truncate(0)
-            except OSError:
+                self._move_backups_up(base)
+            except OSError:       # an older backup is held open: the live file grows a while
                 self._next_try = time.monotonic() + RETRY_AFTER_S
+                return
+            try:
+                if self.backupCount > 0:
+                    self.rotator(base, f"{base}.1")
+                else:
+                    open(base, "wb").close()
+            except OSError:
+                # the live file is held open elsewhere (Windows: WinError 32); x.log.1 is
+                # free (moved up): copy the file there and empty it in place
+                try:
+                    shutil.copyfile(base, f"{base}.1")
+                    with open(base, "r+b") as fh:
+                        fh.truncate(0)
+                except OSError:
+                    self._next_try = time.monotonic() + RETRY_AFTER_S
         finally:
-            self.stream = self._open()
+            try:
+                self.stream = self._open()
+            except OSError:
+                self.stream = None          # emit opens it again, or reports why not
+
+    def _move_backups_up(self, base: str) -> None:
+        """x.log.N-1 → x.log.N … x.log.1 → x.log.2 (the oldest is replaced)."""
+        for n in range(self.backupCount - 1, 0, -1):
+            older, newer = f"{base}.{n}", f"{base}.{n + 1}"
+            if os.path.exists(older):
+                if os.path.exists(newer):
+                    os.remove(newer)
+                self.rotator(older, newer)
+        if os.path.exists(f"{base}.1"):     # a single backup: the old one goes
+            os.remove(f"{base}.1")
 
 
 def rotating_handler(path: Path) -> logging.Handler:

@@ -90,3 +90,59 @@ def test_node_and_engine_logs_rotate_when_full_and_keep_five(cantor_home):
         assert all((folder / f).stat().st_size <= logs.MAX_BYTES for f in old)
     assert "song " in (folder / "node.log").read_text()             # the node's own lines
     assert "---- starting" in (folder / "engine-sketch.log").read_text()
+
+
+def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_path):
+    """Rollover failed (the live file held open) and reopening failed too (the folder gone,
+    or a program holding the file without sharing it): each record goes to handleError and
+    the code that logged carries on."""
+    import logging
+
+    from cantor_desktop import logs
+
+    handler = logs.rotating_handler(tmp_path / "app.log")
+    handler.maxBytes = 300
+    handler.rotator = lambda source, dest: (_ for _ in ()).throw(PermissionError(13, "held"))
+    failed = []
+    handler.handleError = lambda record: failed.append(record.getMessage())
+    logger = logging.Logger("t")
+    logger.addHandler(handler)
+    logger.info("x" * 200)
+
+    def refuse():
+        raise PermissionError(13, "held by another program")
+    handler._open = refuse
+    import shutil
+    real_copy = shutil.copyfile
+    shutil.copyfile = lambda *a, **k: refuse()
+    try:
+        for i in range(5):
+            logger.info("record %d %s", i, "y" * 200)        # must not raise
+    finally:
+        shutil.copyfile = real_copy
+        handler.close()
+    assert failed and all(m.startswith("record") for m in failed)
+
+
+def test_a_log_emptied_by_another_process_is_not_rolled_over_again(tmp_path):
+    """Two processes write one log; when one empties it in place (its copy-and-truncate),
+    the other measures the file as it is now, not where its own writes ended: no backup of
+    one line pushes real history out."""
+    import logging
+
+    from cantor_desktop import logs
+
+    path = tmp_path / "cli.log"
+    handler = logs.rotating_handler(path)
+    handler.maxBytes = 2000
+    logger = logging.Logger("t")
+    logger.addHandler(handler)
+    for i in range(7):
+        logger.info("record %d %s", i, "x" * 200)
+    assert 1500 < path.stat().st_size < 2000 and not (tmp_path / "cli.log.1").exists()
+    with open(path, "r+b") as other:                    # the other process's copytruncate
+        other.truncate(0)
+    logger.info("after %s", "y" * 400)
+    handler.close()
+    assert not (tmp_path / "cli.log.1").exists()
+    assert path.read_text().count("after") == 1
