@@ -312,17 +312,17 @@ def _lookup(doc: Mapping[str, Any], key: str) -> tuple[bool, Any]:
     return True, node
 
 
-def read_text_values(text: str, path: Path | None = None) -> dict[str, Any]:
+def read_text_values(text: str, path: Path | None = None) -> Mapping[str, Any]:
     """node.toml's values, for reading: the standard library's parser (tomlkit, which keeps
-    comments for a save, is ~1 MiB and milliseconds more); errors worded as :func:`parse_text`
-    words them."""
+    comments for a save, is ~1 MiB and milliseconds more). What only tomllib refuses (TOML
+    1.1, which tomlkit reads: a trailing comma or a line break in an inline table, ``\\e``)
+    is read by tomlkit as before; what both refuse gets tomlkit's words and position."""
+    if text.startswith(BOM):
+        text = text[len(BOM):]
     try:
-        return tomllib.loads(text[len(BOM):] if text.startswith(BOM) else text)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:
-        parse_text(text, path)         # raises with tomlkit's words and position …
-        name = str(path) if path else "node.toml"
-        line, col = _position_from_tomllib(text)   # … unless only tomllib refuses it
-        raise ConfigError(f"{name}: {exc}", line=line, col=col, path=path) from None
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return parse_text(text, path)
 
 
 def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
@@ -425,10 +425,6 @@ class Config:
 
     def songs_dir(self) -> Path:
         return Path(self.get("songs.dir")).expanduser()
-
-    def text(self) -> str:
-        import tomlkit
-        return tomlkit.dumps(self.doc)
 
 
 def load(path: Path | None = None) -> Config:

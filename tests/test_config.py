@@ -225,3 +225,23 @@ def test_export_formats_come_from_the_export_module_when_asked(cantor_home):
     with pytest.raises(config.ConfigError, match='allowed: "wav24", "wav32"'):
         config.update({"export.format": "ogg"})
     assert config.update({"export.format": "flac"}).get("export.format") == "flac"
+
+
+def test_what_tomlkit_read_before_is_still_read(cantor_home):
+    """tomllib reads TOML 1.0; tomlkit, which read node.toml before, also takes TOML 1.1 (a
+    trailing comma or a line break in an inline table). Such a file still loads, and saves."""
+    path = paths().config_file
+    path.write_text('[node]\nport = 7900\n[engines]\nacestep = { path = "/opt/ace",\n }\n',
+                    "utf-8")
+    cfg = config.load()
+    assert cfg.get("node.port") == 7900
+    assert config.update({"node.port": 7901}).get("node.port") == 7901
+    assert config.load().get("node.port") == 7901
+
+
+def test_a_file_with_a_byte_order_mark_gets_the_position_of_its_error(cantor_home):
+    path = paths().config_file
+    path.write_bytes("\ufeff[node]\nport = 7900\nhost = \n".encode("utf-8"))
+    with pytest.raises(config.ConfigError) as err:
+        config.load()
+    assert (err.value.line, err.value.col) == (3, 8) and "line 3, column 8" in str(err.value)
