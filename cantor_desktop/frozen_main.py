@@ -91,36 +91,85 @@ def dispatch(argv: list[str]) -> int:
 
 
 MP_WORKER = "--multiprocessing-fork"
-MP_HELPERS = ("from multiprocessing.resource_tracker import main",
-              "from multiprocessing.forkserver import main",
-              "import sys; from multiprocessing.forkserver import main")
-"""How CPython's multiprocessing starts its helpers: ``-c`` and one of these (3.11 to 3.14)."""
+MP_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+"""The helpers multiprocessing starts as ``-c "[import sys; ]from multiprocessing.<helper>
+import main; main(<literals>)"`` (CPython 3.11 to 3.14)."""
+
+
+def _python_flags_only(args: list[str]) -> bool:
+    """Python's own flags, as multiprocessing passes them (``-X opt`` and ``-W arg`` take a
+    value)."""
+    value_next = False
+    for arg in args:
+        if value_next:
+            value_next = False
+            continue
+        if not arg.startswith("-"):
+            return False
+        value_next = arg in ("-X", "-W")
+    return True
+
+
+def _helper_call(code: str) -> tuple[str, list, dict] | None:
+    """(module, args, keywords) when ``code`` is exactly one of multiprocessing's helper
+    command lines, with literal arguments only; None for any other code."""
+    import ast
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return None
+    if body and isinstance(body[0], ast.Import) and [a.name for a in body[0].names] == ["sys"]:
+        body = body[1:]
+    if len(body) != 2:
+        return None
+    imp, call = body[0], getattr(body[1], "value", None)
+    if not (isinstance(imp, ast.ImportFrom) and imp.level == 0 and imp.module in MP_HELPERS
+            and [(a.name, a.asname) for a in imp.names] == [("main", None)]
+            and isinstance(body[1], ast.Expr) and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name) and call.func.id == "main"):
+        return None
+    try:
+        args = [ast.literal_eval(a) for a in call.args]
+        keywords: dict = {}
+        for kw in call.keywords:
+            value = ast.literal_eval(kw.value)
+            if kw.arg is not None:
+                keywords[kw.arg] = value
+            elif isinstance(value, dict):
+                keywords.update(value)
+            else:
+                return None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return imp.module, args, keywords
 
 
 def multiprocessing_child(argv: list[str]) -> int | None:
     """Run this process as the multiprocessing child it was started as, if it was one.
 
     multiprocessing starts its workers (``--multiprocessing-fork``) and, on POSIX, its
-    resource tracker and fork server (``-c "from multiprocessing.… import main; main(…)"``)
-    as ``sys.executable``: in a frozen Cantor that is Cantor, which would open a window.
-    PyInstaller's runtime hook for this imports multiprocessing into every start (~1.2 MiB
-    of the app's idle memory); the spec leaves it out and this does its job when asked.
+    resource tracker and fork server (``-c`` and a line of code) as ``sys.executable``: in a
+    frozen Cantor that is Cantor, which would open a window. PyInstaller's runtime hook for
+    this imports multiprocessing into every start (~1.2 MiB of the app's idle memory); the
+    spec leaves it out and this does its job when asked. Only those helpers' own command
+    lines run: any other ``-c`` after Python's flags is refused, never executed.
     Returns the exit code, or None for an ordinary start."""
     if argv[:1] == [MP_WORKER]:
         import multiprocessing.spawn
-        multiprocessing.process.ORIGINAL_DIR = None   # a frozen worker has no script to find
         multiprocessing.spawn.freeze_support()        # runs the worker and exits
         return 1                                      # (it did not: not a worker after all)
     at = argv.index("-c") if "-c" in argv else -1
-    if at >= 0 and all(a.startswith("-") for a in argv[:at]):   # Python's flags, then -c
-        code = argv[at + 1] if at + 1 < len(argv) else ""
-        if not code.startswith(MP_HELPERS):
-            print("cantor: -c runs only multiprocessing's own helpers", file=sys.stderr)
-            return 2
-        sys.argv = [sys.argv[0], *argv[at + 2:]]
-        exec(compile(code, "<multiprocessing helper>", "exec"), {"__name__": "__main__"})
-        return 0
-    return None
+    if at < 0 or not _python_flags_only(argv[:at]):
+        return None
+    helper = _helper_call(argv[at + 1] if at + 1 < len(argv) else "")
+    if helper is None:
+        print("cantor: -c runs only multiprocessing's own helpers", file=sys.stderr)
+        return 2
+    module, args, keywords = helper
+    sys.argv = [sys.argv[0], *argv[at + 2:]]
+    import importlib
+    importlib.import_module(module).main(*args, **keywords)
+    return 0
 
 
 def main() -> int:

@@ -150,10 +150,29 @@ def test_a_frozen_cantor_runs_the_multiprocessing_children_it_is_started_as(tmp_
     r = subprocess.run([sys.executable, str(parent), str(launcher), str(made)], env=env,
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.stdout.split() == ["0", "True", "True"], r.stderr
-    r = subprocess.run([str(launcher), "-c", "print('anything else')"], env=env,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "anything else" not in r.stdout
-    assert "only multiprocessing's own helpers" in r.stderr
+    for code in ("print('anything else')",
+                 "from multiprocessing.resource_tracker import main;main(0); print('anything else')",
+                 "from multiprocessing.resource_tracker import main;main(print('anything else'))",
+                 "from multiprocessing.resource_tracker import main as m;m(0)"):
+        r = subprocess.run([str(launcher), "-X", "utf8", "-c", code], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "anything else" not in r.stdout, code
+        assert "only multiprocessing's own helpers" in r.stderr
+
+
+def test_multiprocessing_helper_lines_are_read_as_literal_calls_only():
+    from cantor_desktop.frozen_main import _helper_call, _python_flags_only
+
+    assert _helper_call("from multiprocessing.resource_tracker import main;main(7)") == (
+        "multiprocessing.resource_tracker", [7], {})
+    forkserver = ("import sys; from multiprocessing.forkserver import main; "
+                  "main(5, 6, ['__main__'], **{'sys_path': ['/x'], 'main_path': None})")
+    assert _helper_call(forkserver) == ("multiprocessing.forkserver", [5, 6, ["__main__"]],
+                                        {"sys_path": ["/x"], "main_path": None})
+    assert _helper_call("from multiprocessing.spawn import main; main(1)") is None
+    assert _helper_call("from multiprocessing.forkserver import main; main(*x)") is None
+    assert _python_flags_only(["-B", "-X", "utf8", "-W", "ignore", "-s"])
+    assert not _python_flags_only(["sing", "-X", "utf8"])
 
 
 def test_selfexec_children_of_a_frozen_build_are_the_build_itself(monkeypatch):
