@@ -404,21 +404,26 @@ app.exec()
 """
 
 BARE_LOOP_IDLE = r"""
-import asyncio, os, sys
+import os, sys
+from cantor_desktop.openssl_later import import_asyncio_without_ssl
+import_asyncio_without_ssl()                 # asyncio as the app imports it
+import asyncio
 import qasync
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
 app = QApplication(sys.argv)
 loop = qasync.QEventLoop(app)
 w = QMainWindow(); w.setCentralWidget(QLabel("hello")); w.resize(1180, 760); w.show()
 async def done():
+    await loop.run_in_executor(None, int)    # the worker thread that reads stdin, started
     await asyncio.sleep(float(sys.argv[1]))
     print("RSS", os.getpid(), flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)
 with loop:
     loop.run_until_complete(done())
 """
-"""The bare window with the framework Cantor's window runs on (asyncio, as Python imports
-it, under qasync): a reference for where the app's memory goes, not the goal's baseline."""
+"""The bare window with the framework Cantor's window runs on (asyncio as the app imports
+it, without ssl, under qasync): a reference for where the app's memory goes, not the goal's
+baseline."""
 
 CANTOR_IDLE = r"""
 import asyncio, os, sys, time
@@ -523,8 +528,7 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
     """App idle RSS (the app's own main(), as launched) vs a bare PySide6 window, A/B
     alternated; the idle-loop stall, from a child that builds the same Shell and times it."""
     bare, framework, cantor, stall, child = [], [], [], [], []
-    pycache = tempfile.TemporaryDirectory(prefix="cantor-bench-pyc-")
-    installed = compiled_sources(Path(pycache.name))
+    installed = compiled_sources()
     for i in range(plan.idle_runs):
         with tempfile.TemporaryDirectory(prefix="cantor-bench-idle-") as tmp:
             home = Path(tmp)
@@ -546,7 +550,6 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
                     stall.append(r["stall"])
                     if r.get("child_rss"):
                         child.append(r["child_rss"])
-    pycache.cleanup()
     plan.log.append(f"idle app: {plan.idle_runs} A/B runs, {plan.idle_seconds:g} s idle each")
     c, b, f = median(cantor), median(bare), median(framework)
     return [Row("Idle memory (RSS) of the app, run from source", f"{c:.0f} MiB",
@@ -554,7 +557,8 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
                 spread(cantor), "≤ 1.30×", c / b <= 1.3,
                 note="the app's own main() as cantor-desktop starts it, from bytecode as "
                      "installed, its node child up and idle; node not counted; for "
-                     f"reference, the bare window under an asyncio loop (qasync): {f:.0f} MiB "
+                     "reference, the bare window under an asyncio loop (qasync; asyncio "
+                     f"imported as the app imports it): {f:.0f} MiB "
                      f"(the app {c / f:.2f}× that)"
                      + (f" (the node it started: {median(child):.0f} MiB)" if child else "")
                      + "; PySide6's import scan reads each module's file without keeping it "
@@ -635,12 +639,12 @@ def bundle_figures(plan: Plan) -> list[Row]:
     return rows
 
 
-def compiled_sources(pycache: Path) -> dict[str, str]:
+def compiled_sources() -> dict[str, str]:
     """The environment that runs Cantor's sources from bytecode, as an installed app runs
     (pip writes it at install; a checkout with PYTHONDONTWRITEBYTECODE would compile every
-    module at every start, ~1 MiB more): compiled here into ``pycache`` first."""
+    module at every start, ~1 MiB more): compiled here first, next to the sources, where
+    Python looks for it (a private cache prefix would hide the standard library's too)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(pycache)
     subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "cantor_desktop")], env=env,
                    check=True, stdout=subprocess.DEVNULL)
     return env
