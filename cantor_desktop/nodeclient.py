@@ -153,15 +153,6 @@ async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]
             yield event, text
 
 
-def _decoded(response: Response, path: str) -> Any:
-    """A node's JSON answer, or NodeError naming the endpoint that sent something else."""
-    try:
-        return response.json()
-    except ValueError:
-        raise NodeError(f"the node answered {path} with something that is not JSON",
-                        response.status_code) from None
-
-
 class NodeClient:
     """Async client of one node. Use as ``async with NodeClient(url) as node: …``.
 
@@ -241,7 +232,12 @@ class NodeClient:
         return response
 
     async def _json(self, method: str, path: str, **kw: Any) -> Any:
-        return _decoded(await self._request(method, path, **kw), path)
+        response = await self._request(method, path, **kw)
+        try:
+            return response.json()
+        except ValueError:
+            raise NodeError(f"the node answered {path} with something that is not JSON",
+                            response.status_code) from None
 
     async def _stream(self, method: str, path: str, *, final: tuple[str, ...] = (),
                       **kw: Any) -> AsyncIterator[tuple[str, Any]]:
@@ -326,15 +322,14 @@ class NodeClient:
         """Send a .gguf file to the node, which keeps it in its library folder (for a node
         on another machine). ``on_progress(sent, total)`` after each chunk."""
         path = Path(path)
-        response = await self._send_file("/v1/models/upload", path, name or path.name,
-                                         on_progress, chunk)
-        return _decoded(response, "/v1/models/upload")["imported"]
+        return (await self._send_file("/v1/models/upload", path, name or path.name,
+                                      on_progress, chunk))["imported"]
 
     async def _send_file(self, endpoint: str, path: Path, name: str,
                          on_progress: Callable[[int, int], None] | None,
-                         chunk: int = 1 << 20) -> Response:
-        """POST a file's bytes (``application/octet-stream``, ``?name=``), read as it goes."""
-        import asyncio
+                         chunk: int = 1 << 20) -> Any:
+        """POST a file's bytes (``application/octet-stream``, ``?name=``), read in a worker
+        thread as it goes; the node's JSON answer."""
         total = path.stat().st_size
 
         async def body():
@@ -351,7 +346,7 @@ class NodeClient:
 
         # closed here, even when the node answers before reading it all (a refusal)
         async with contextlib.aclosing(body()) as content:
-            return await self._request(
+            return await self._json(
                 "POST", endpoint, params={"name": name}, content=content, timeout=None,
                 headers={"Content-Type": "application/octet-stream",
                          "Content-Length": str(total)})
@@ -378,9 +373,8 @@ class NodeClient:
         file's name, without .safetensors and made acceptable)."""
         from .models.adapters import name_from
         path = Path(path)
-        response = await self._send_file("/v1/adapters/upload", path, name or name_from(path),
-                                         on_progress)
-        return _decoded(response, "/v1/adapters/upload")["added"]
+        return (await self._send_file("/v1/adapters/upload", path,
+                                      name or name_from(path), on_progress))["added"]
 
     async def remove_adapter(self, name: str) -> dict[str, Any]:
         """Delete an adapter on the node; NodeError 409 while a song uses it."""
@@ -444,8 +438,7 @@ class NodeClient:
                      on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Send an audio file to the node (to edit or to learn from); its upload record."""
         path = Path(path)
-        response = await self._send_file("/v1/uploads", path, name or path.name, on_progress)
-        return _decoded(response, "/v1/uploads")
+        return await self._send_file("/v1/uploads", path, name or path.name, on_progress)
 
     async def lm(self, *, mode: str, caption: str, lyrics: str = "",
                  model: str | None = None) -> dict[str, Any]:

@@ -201,9 +201,9 @@ class SettingsPage(QWidget):
         if opt.kind is bool:
             w = QCheckBox()
             w.toggled.connect(self._check)
-        elif opt.choice_list():
+        elif choices := opt.choice_list():
             w = ComboBox()
-            w.addItems(list(opt.choice_list()))
+            w.addItems(list(choices))
             w.currentIndexChanged.connect(self._check)
         elif opt.key == "models.default":           # a choice of what is installed
             w = ComboBox()
