@@ -317,12 +317,10 @@ def read_text_values(text: str, path: Path | None = None) -> Mapping[str, Any]:
     comments for a save, is ~1 MiB and milliseconds more). What only tomllib refuses (TOML
     1.1, which tomlkit reads: a trailing comma or a line break in an inline table, ``\\e``)
     is read by tomlkit as before; what both refuse gets tomlkit's words and position."""
-    if text.startswith(BOM):
-        text = text[len(BOM):]
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text.removeprefix(BOM))
     except (tomllib.TOMLDecodeError, RecursionError):
-        return parse_text(text, path)
+        return parse_text(text, path)           # the text as read: it strips one BOM too
 
 
 def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
