@@ -177,6 +177,14 @@ class _Budget:
                                 f"its size at {name!r} (a zip bomb?)")
 
 
+def _make_dir(dest: Path, dest_real: str, rel: str) -> None:
+    """A folder entry (tar or zip): made, then judged by where it resolves."""
+    path = dest / rel
+    path.mkdir(parents=True, exist_ok=True)
+    if not _inside(dest_real, path):
+        raise UnsafeArchive(f"refused: folder {rel!r} leads outside the folder")
+
+
 def _target(dest: Path, dest_real: str, rel: str) -> Path:
     path = dest / rel
     parent = path.parent
@@ -299,10 +307,7 @@ def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
     if not rel:
         return
     if member.isdir():
-        path = dest / rel
-        path.mkdir(parents=True, exist_ok=True)
-        if not _inside(dest_real, path):
-            raise UnsafeArchive(f"refused: folder {rel!r} leads outside the folder")
+        _make_dir(dest, dest_real, rel)
         return
     if member.isreg() and budget.total + member.size > budget.max_total:
         raise UnsafeArchive(f"refused: unpacking {rel!r} ({member.size} bytes) would pass "
@@ -354,10 +359,7 @@ def _unpack_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, d
     # Unix mode and file type only when the zip says it was made on Unix; no type = a file
     mode = info.external_attr >> 16 if info.create_system == 3 else 0
     if info.is_dir():
-        path = dest / rel
-        path.mkdir(parents=True, exist_ok=True)
-        if not _inside(dest_real, path):
-            raise UnsafeArchive(f"refused: folder {rel!r} leads outside the folder")
+        _make_dir(dest, dest_real, rel)
         return
     if stat.S_ISLNK(mode):
         target = _zip_link_target(zf, info, rel)

@@ -3,7 +3,7 @@ given (the engine's ``complete`` task, on a base model). Exit codes as `cantor s
 
 from __future__ import annotations
 
-from .edit_common import add_edit_options, read_lyrics, run_edit
+from .edit_common import add_edit_options, add_song_argument, read_lyrics, run_edit
 
 
 def register(sub) -> None:
@@ -13,9 +13,8 @@ def register(sub) -> None:
                        description="SONG is a part (a vocal, a drum loop…): write the rest "
                                    "of the song around it, as CAPTION says. Needs a base "
                                    "model (`cantor pull acestep-v15-base`).")
-    p.add_argument("song", metavar="SONG",
-                   help="the part: an audio file, or a song id from `cantor songs` "
-                        "(ID:TAKE for another take)")
+    add_song_argument(p, "the part: an audio file, or a song id from `cantor songs` "
+                         "(ID:TAKE for another take)")
     p.add_argument("caption", metavar="CAPTION", help="the song to make around it")
     p.add_argument("--track", required=True, metavar="T[,T]",
                    help=f"what the part is: {', '.join(TRACKS)} (several: vocals,drums)")

@@ -71,6 +71,14 @@ def intermixed(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
+SONG_HELP = "a song id from `cantor songs` (ID:TAKE for another take), or an audio file"
+
+
+def add_song_argument(p, help: str = SONG_HELP) -> None:  # noqa: A002 - argparse's name
+    """The SONG an edit starts from (read with :func:`parse_song_arg`)."""
+    p.add_argument("song", metavar="SONG", help=help)
+
+
 def add_output_option(p, what: str = "the result") -> None:
     p.add_argument("-o", "--output", metavar="PATH",
                    help=f"also copy {what} to PATH: a folder (made if missing; a path "

@@ -3,7 +3,7 @@ song, in its tempo and key; the song itself is kept. Exit codes as `cantor sing`
 
 from __future__ import annotations
 
-from .edit_common import add_edit_options, intermixed, run_edit
+from .edit_common import add_edit_options, add_song_argument, intermixed, run_edit
 
 
 def register(sub) -> None:
@@ -12,9 +12,7 @@ def register(sub) -> None:
                                    "continuing its tempo and key; the song is kept. The "
                                    "result is a new version of the song.")
     intermixed(p)
-    p.add_argument("song", metavar="SONG",
-                   help="a song id from `cantor songs` (ID:TAKE for another take), or an "
-                        "audio file")
+    add_song_argument(p)
     p.add_argument("caption", nargs="?", metavar="CAPTION",
                    help="the style of what is added (default: the song's caption; a file's "
                         "is heard by the engine)")

@@ -4,7 +4,7 @@ codes as `cantor sing`."""
 
 from __future__ import annotations
 
-from .edit_common import add_edit_options, read_lyrics, run_edit
+from .edit_common import add_edit_options, add_song_argument, read_lyrics, run_edit
 
 
 def register(sub) -> None:
@@ -15,9 +15,7 @@ def register(sub) -> None:
                                    "and key, optionally only from A to B. Needs a base model "
                                    "(`cantor pull acestep-v15-base`); a Sketch song is "
                                    "layered by the Sketch.")
-    p.add_argument("song", metavar="SONG",
-                   help="a song id from `cantor songs` (ID:TAKE for another take), or an "
-                        "audio file")
+    add_song_argument(p)
     p.add_argument("caption", metavar="CAPTION", help="how the new part should sound")
     p.add_argument("--track", required=True, metavar="T",
                    help=f"the instrument: {', '.join(TRACKS)}")

@@ -4,7 +4,8 @@ kept. SONG is a song id (``ID:TAKE`` for another take) or an audio file. Exit co
 
 from __future__ import annotations
 
-from .edit_common import add_edit_options, intermixed, read_lyrics, run_edit
+from .edit_common import (add_edit_options, add_song_argument, intermixed, read_lyrics,
+                          run_edit)
 
 
 def register(sub) -> None:
@@ -13,9 +14,7 @@ def register(sub) -> None:
                                    "lyrics) for that part; the rest of the song is kept. "
                                    "The result is a new version of the song.")
     intermixed(p)
-    p.add_argument("song", metavar="SONG",
-                   help="a song id from `cantor songs` (ID:TAKE for another take), or an "
-                        "audio file")
+    add_song_argument(p)
     p.add_argument("caption", nargs="?", metavar="CAPTION",
                    help="the style of the new part (default: the song's caption; a file's "
                         "is heard by the engine)")

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from .edit_common import (EXIT_FAILED, EXIT_OK, CliError, Session, add_model_option,
-                          bad_input, parse_song_arg, precheck, report, resolve_source,
-                          run_async)
+                          add_song_argument, bad_input, parse_song_arg, precheck, report,
+                          resolve_source, run_async)
 from .node_session import add_node_option
 from .sing_cmd import ProgressBar
 
@@ -30,9 +30,7 @@ def register(sub) -> None:
                                    "version of it titled {title}_{track}. Needs a base model "
                                    "(`cantor pull acestep-v15-base`); a Sketch song's stems "
                                    "come from the Sketch.")
-    p.add_argument("song", metavar="SONG",
-                   help="a song id from `cantor songs` (ID:TAKE for another take), or an "
-                        "audio file")
+    add_song_argument(p)
     p.add_argument("--tracks", default="all", metavar="T,T|all",
                    help=f"which stems (default all): {', '.join(TRACKS)}")
     add_model_option(p, "a base model that is installed")

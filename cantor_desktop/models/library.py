@@ -583,17 +583,8 @@ def remove(name: str) -> RemoveResult:
         result.forgotten = sorted(gone)
         _forget_hashes([Path(p) for p in gone])
         return result
-    removed_paths = []
-    for f in targets:
-        for p in (f.path, part_path(f.path)):
-            try:
-                size = p.stat().st_size
-                p.unlink()
-            except FileNotFoundError:
-                continue
-            result.deleted.append(str(p))
-            result.freed_bytes += size
-            removed_paths.append(p)
+    removed_paths = [p for f in targets for p in (f.path, part_path(f.path))
+                     if _delete_counted(p, result)]
     _forget_hashes(removed_paths)
     return result
 
@@ -616,15 +607,20 @@ def remove_parts(name: str, *, companions: bool = True) -> RemoveResult:
     for f in model.files:
         if f.kind != "dit" and not companions:
             continue
-        part = part_path(folder / f.name)
-        try:
-            size = part.stat().st_size
-            part.unlink()
-        except FileNotFoundError:
-            continue
-        result.deleted.append(str(part))
-        result.freed_bytes += size
+        _delete_counted(part_path(folder / f.name), result)
     return result
+
+
+def _delete_counted(path: Path, result: RemoveResult) -> bool:
+    """Delete ``path`` and count it in ``result``; False when it was not there."""
+    try:
+        size = path.stat().st_size
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    result.deleted.append(str(path))
+    result.freed_bytes += size
+    return True
 
 
 # --------------------------------------------------------------------------- import
