@@ -84,10 +84,7 @@ def run(args) -> int:
     try:
         options, given = _options(args)
         take = _takes(args.take)
-    except ExportError as exc:
-        print(f"cantor export: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ValueError as exc:
+    except (ExportError, ValueError) as exc:
         print(f"cantor export: {exc}", file=sys.stderr)
         return EXIT_USAGE
     out_dir = Path(args.output).expanduser()
