@@ -153,6 +153,40 @@ def test_a_child_that_will_not_stop_ends_its_own_children_and_exits_after_the_gr
         owner.kill()
 
 
+DEATH_SIGNAL_OWNER = r"""
+import subprocess, sys, time
+from cantor_desktop.procs import owner
+hook = owner.DIE_WITH_PARENT if sys.argv[1] == "tied" else None
+# a child that does not watch the owner's pipe (a third-party engine): only the signal ties it
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], preexec_fn=hook)
+print(child.pid, "ctypes.util" in sys.modules, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's parent-death signal")
+@pytest.mark.parametrize("tie", ["tied", "untied"])
+def test_linux_a_child_that_does_not_watch_gets_the_parent_death_signal(tie):
+    """The pre-exec hook ends a child when its owner is killed; without it (the control) the
+    same child lives on. The hook finds prctl without a library search (ctypes.util runs
+    ``ldconfig -p`` at every start)."""
+    owner = subprocess.Popen([sys.executable, "-c", DEATH_SIGNAL_OWNER, tie], env=ENV,
+                             stdout=subprocess.PIPE, text=True)
+    pid, searched = owner.stdout.readline().split()
+    child = int(pid)
+    try:
+        assert searched == "False"
+        assert procs.alive(child)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(5)
+        left = _wait_gone([child], 5 if tie == "tied" else 1)
+        assert left == (set() if tie == "tied" else {child})
+    finally:
+        owner.kill()
+        if procs.alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
 def test_the_environment_carries_the_pipe_and_never_an_inherited_number(monkeypatch):
     monkeypatch.setenv(procs.OWNER_FD_ENV, "99")    # our own owner's pipe: not for our children
     env = procs.child_environment({procs.OWNER_FD_ENV: "99", "A": "1"})

@@ -16,7 +16,6 @@ is ended by its node (its graceful stop, or the leftovers check at the node's ne
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import signal
@@ -48,12 +47,14 @@ def owner_fd() -> int | None:
 
 
 def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux for SIGTERM when the parent thread dies. libc is
-    resolved here, in the parent, so the forked child makes only one system call."""
+    """A pre-exec hook asking Linux for SIGTERM when the parent thread dies. prctl is
+    resolved here, in the parent, so the forked child makes only one system call; from this
+    process's own C library (``CDLL(None)``): no library search, which on Linux runs
+    ``ldconfig -p`` as a subprocess at every start of the app and the node."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
