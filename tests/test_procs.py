@@ -4,6 +4,7 @@ the user reads."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -183,8 +184,11 @@ def test_linux_a_child_that_does_not_watch_gets_the_parent_death_signal(tie):
         assert left == (set() if tie == "tied" else {child})
     finally:
         owner.kill()
+        owner.wait(5)
+        owner.stdout.close()
         if procs.alive(child):
-            os.kill(child, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
 
 
 def test_the_environment_carries_the_pipe_and_never_an_inherited_number(monkeypatch):
