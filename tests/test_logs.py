@@ -92,7 +92,8 @@ def test_node_and_engine_logs_rotate_when_full_and_keep_five(cantor_home):
     assert "---- starting" in (folder / "engine-sketch.log").read_text()
 
 
-def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_path):
+def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_path,
+                                                                          monkeypatch):
     """Rollover failed (the live file held open) and reopening failed too (the folder gone,
     or a program holding the file without sharing it): each record goes to handleError and
     the code that logged carries on."""
@@ -112,14 +113,11 @@ def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_
     def refuse():
         raise PermissionError(13, "held by another program")
     handler._open = refuse
-    import shutil
-    real_copy = shutil.copyfile
-    shutil.copyfile = lambda *a, **k: refuse()
+    monkeypatch.setattr(logs.shutil, "copyfile", lambda *a, **k: refuse())
     try:
         for i in range(5):
             logger.info("record %d %s", i, "y" * 200)        # must not raise
     finally:
-        shutil.copyfile = real_copy
         handler.close()
     assert failed and all(m.startswith("record") for m in failed)
 
