@@ -129,3 +129,50 @@ def test_a_cover_carries_its_source_and_strength_explained(qtbot, qloop):
     page.cover_clear.click()
     body = page.form().validated()
     assert "task" not in body and "source" not in body and "reference" in body
+
+
+def test_fields_are_outlined_when_they_hold_something_wrong_or_generate_was_asked(qtbot, qloop):
+    from cantor_desktop.ui.pages.compose import BAD_FIELD
+
+    link, page = make_page(qtbot)
+    assert "Caption" in page.problem.text()             # said at once, under the form …
+    assert page.caption.styleSheet() == ""              # … but an empty field is not red yet
+    page.bpm.setText("400")
+    assert page.bpm.styleSheet() == BAD_FIELD           # something wrong in it: outlined now
+    page.on_generate()                                  # Generate (Ctrl+Enter) asked for
+    assert page.caption.styleSheet() == BAD_FIELD and not page.generate.isEnabled()
+    page.caption.setPlainText("dusty boom bap")
+    page.bpm.setText("92")
+    assert page.caption.styleSheet() == "" and page.bpm.styleSheet() == ""
+
+
+def test_the_advanced_section_is_built_when_first_needed_and_loses_nothing(qtbot, qloop):
+    link, page = make_page(qtbot)
+    assert page._advanced is None                       # folded at start: not built
+    assert page.form().steps == "" and page.form().advanced_set == 0
+    page.set_adapters([{"name": "tape", "made_for": "the 2B DiT", "dit": "2B"}])
+    assert page._advanced is None                       # kept for when it is built
+    form = page.form()
+    form.steps, form.adapter = "12", "tape"
+    page.set_form(form)                                 # "Use these settings": built to show them
+    assert page._advanced is not None
+    combo = page.adv_fields["adapter"]
+    assert [combo.itemText(i) for i in range(combo.count())] == ["none", "tape"]
+    assert page.form().steps == "12" and page.form().adapter == "tape"
+    assert "(3 set)" in page.advanced_toggle.text()       # steps, the adapter and its scale
+    page.advanced_toggle.setChecked(True)               # unfolded: the same section shows
+    assert page.adv_fields["steps"].isVisibleTo(page)
+
+
+def test_the_queue_is_a_line_until_the_first_song_then_a_row_each(qtbot, qloop):
+    from cantor_desktop.song import Song, SongState
+
+    link, page = make_page(qtbot)
+    assert page.queue.tree is None and page.queue.empty.isVisibleTo(page)
+    page.show_song(Song(id="old", request={"caption": "an old song"}, state=SongState.DONE))
+    assert page.queue.tree is None                      # history is the Songs page's
+    page.show_song(Song(id="s1", request={"caption": "first"}, state=SongState.RUNNING, progress=0.25))
+    assert page.queue.row_count() == 1 and not page.queue.empty.isVisibleTo(page)
+    assert page.queue_progress("s1") == 0.25
+    page.show_song(Song(id="s1", request={"caption": "first"}, state=SongState.FAILED, progress=0.25))
+    assert page.queue.tree.itemWidget(page.queue._rows["s1"], 4).text() == "Retry"

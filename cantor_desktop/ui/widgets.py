@@ -36,3 +36,13 @@ class DoubleSpinBox(_WheelOnlyWhenFocused, QDoubleSpinBox):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._setup()
+
+
+def set_text_colour(label, colour: str) -> None:
+    """Colour a label's text through its palette. A style sheet would do the same, but the
+    first one in a window loads Qt's style-sheet engine for it (~0.4 MiB)."""
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = label.palette()
+    palette.setColor(QPalette.WindowText, QColor(colour))
+    label.setPalette(palette)

@@ -14,18 +14,16 @@ import logging
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
-                               QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSlider,
-                               QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
+                               QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSlider,
+                               QVBoxLayout, QWidget)
 
 from ... import config, song_request
 from ...paths import paths
 from ...song import Song, SongState
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
-from ..song_records import status_text
-from ..transfer import human_duration
-from ..widgets import ComboBox, SpinBox
+from ..song_queue import SongQueue
+from ..widgets import ComboBox, SpinBox, set_text_colour
 
 log = logging.getLogger(__name__)
 
@@ -35,32 +33,21 @@ LABELS = {"caption": "Caption", "lyrics": "Lyrics", "duration": "Duration", "bpm
           "seed": "Seed", "model": "Model", "format": "Format", "batch": "Takes",
           "adapter": "Adapter", "adapter_scale": "Adapter scale"}
 BAD_FIELD = "border: 1px solid #c0392b; border-radius: 3px;"
-ADVANCED_ROWS = (
-    ("steps", "Steps", "Diffusion steps: turbo models use 8, SFT and base 50; more is slower"),
-    ("guidance", "Guidance", "How closely the audio follows the caption (ignored above 1 on "
-                             "turbo models)"),
-    ("shift", "Shift", "Where the steps spend their effort: turbo 3, others 1"),
-    ("solver", "Solver", "The sampler: euler (default), sde, dpm3m, stork4"),
-    ("lm_temperature", "LM temperature", "How adventurous the language model is (0.85)"),
-    ("lm_cfg", "LM CFG", "How closely the language model follows the caption (2.0)"),
-    ("lm_top_p", "LM top-p", "Nucleus sampling of the language model (0.9)"),
-    ("lm_top_k", "LM top-k", "Only the k likeliest tokens (0: off)"),
-    ("lm_negative_prompt", "Negative prompt", "What the language model should steer away from"),
-    ("lock_caption", "Lock my caption", "Keep the caption exactly as written"),
-    ("adapter", "Adapter", "A LoRA adapter of the node: a style or a voice of its own "
-                           "(Library → Add adapter…)"),
-    ("adapter_scale", "Adapter scale", "How strongly the adapter applies: 0 not at all, "
-                                       "1 as trained, up to 2"),
-)
-NO_ADAPTER = "none"
-PRESETS = {"turbo": {"steps": 8, "guidance": 1.0, "shift": 3.0},
-           "sft": {"steps": 50, "guidance": 1.0, "shift": 1.0}}
-"""ace-server's own presets (its /props); the engine's defaults for its models."""
 DRAFT_SAVE_MS = 600
 
 
 def draft_file():
     return paths().compose_draft_file
+
+
+def _holds_input(field: QWidget) -> bool:
+    """Whether a field holds something (or a line was edited): an empty required field is
+    not outlined (the line under the form says what it needs) until Generate is asked for."""
+    if isinstance(field, QPlainTextEdit):
+        return bool(field.toPlainText())
+    if isinstance(field, QLineEdit):
+        return bool(field.text()) or field.isModified()
+    return True
 
 
 def strength_words(strength: float) -> str:
@@ -85,7 +72,6 @@ class ComposePage(QWidget):
     def __init__(self, link, parent=None):
         super().__init__(parent)
         self.link = link
-        self._rows: dict[str, QTreeWidgetItem] = {}
         self._format_chosen = False
         outer = QVBoxLayout(self)
         title = QLabel("<h2>Compose</h2>")
@@ -162,56 +148,22 @@ class ComposePage(QWidget):
         grid.addRow("Format", self.format)
         grid.addRow("Takes", self.takes)
 
-        # Advanced, folded away (and remembered so)
+        # Advanced, folded away (and remembered so); built when first needed
         self.advanced_toggle = QPushButton("Advanced ▸")
         self.advanced_toggle.setCheckable(True)
         self.advanced_toggle.setFlat(True)
-        self.advanced_toggle.setStyleSheet("text-align: left;")
-        self.advanced = QGroupBox()
-        adv = QFormLayout(self.advanced)
-        self.adv_fields: dict[str, QWidget] = {}
-        for name, label, tip in ADVANCED_ROWS:
-            if name == "solver":
-                w = ComboBox()
-                w.addItem("auto", "")
-                for solver in song_request.SOLVERS:
-                    w.addItem(solver, solver)
-                w.currentIndexChanged.connect(self.check)
-            elif name == "lock_caption":
-                w = QCheckBox("the language model may not rewrite it")
-                w.toggled.connect(self.check)
-            elif name == "adapter":
-                w = ComboBox()
-                w.addItem(NO_ADAPTER, "")
-                w.currentIndexChanged.connect(self._adapter_chosen)
-            elif name == "adapter_scale":
-                w = QDoubleSpinBox()
-                w.setRange(*song_request.ADAPTER_SCALE_RANGE)
-                w.setSingleStep(0.05)
-                w.setDecimals(2)
-                w.setValue(1.0)
-                w.setEnabled(False)
-                w.valueChanged.connect(self.check)
-            else:
-                w = QLineEdit()
-                w.setPlaceholderText("auto" if name != "lm_negative_prompt" else "none")
-                w.textChanged.connect(self.check)
-            w.setToolTip(tip)
-            adv.addRow(label, w)
-            self.adv_fields[name] = w
-        self.preset = ComboBox()
-        self.preset.addItem("—", None)
-        for name, values in PRESETS.items():
-            self.preset.addItem(f"{name}: {values['steps']} steps, guidance "
-                                f"{values['guidance']:g}, shift {values['shift']:g}", name)
-        self.preset.setToolTip("The engine's own settings for turbo and SFT/base models")
-        self.preset.activated.connect(self._apply_preset)
-        adv.insertRow(0, "Preset", self.preset)
-        grid.addRow(self.advanced_toggle)
-        grid.addRow(self.advanced)
+        self._advanced = None
+        self._adapters: list | None = None
+        self._song_grid = grid
+        self._advanced_row = grid.rowCount()
+        toggle_row = QHBoxLayout()                  # the toggle at the left, as wide as its text
+        toggle_row.addWidget(self.advanced_toggle)
+        toggle_row.addStretch(1)
+        grid.addRow(toggle_row)
         from .. import app_state
-        self.advanced_toggle.setChecked(bool(app_state.load().get("compose_advanced_open")))
-        self.advanced.setVisible(self.advanced_toggle.isChecked())
+        if app_state.load().get("compose_advanced_open"):
+            self.advanced_toggle.setChecked(True)
+            self.advanced_fields()
         self.advanced_toggle.toggled.connect(self._fold)
 
         # what the song starts from: a cover of a song, a reference sound
@@ -225,7 +177,7 @@ class ComposePage(QWidget):
         self.strength.setValue(100)
         self.strength_words = QLabel()
         self.strength_words.setWordWrap(True)
-        self.strength_words.setStyleSheet("color: #6b7280;")
+        set_text_colour(self.strength_words, "#6b7280")
         self.faithful = QCheckBox("Faithful")
         self.faithful.setToolTip("Hear the source exactly, not through the model's codes: "
                                  "closer to the original, less room for the new caption")
@@ -253,7 +205,8 @@ class ComposePage(QWidget):
         action = QHBoxLayout()
         self.problem = QLabel()
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet("color: #c0392b;")
+        set_text_colour(self.problem, "#c0392b")
+        self._tried = False     # Generate asked for: empty required fields are outlined too
         self.generate = QPushButton("Generate")
         self.generate.setDefault(True)
         self.generate.setMinimumWidth(140)
@@ -267,18 +220,10 @@ class ComposePage(QWidget):
         outer.addLayout(action)
 
         outer.addWidget(QLabel("<b>Queue</b>"))
-        self.queue = QTreeWidget()
-        self.queue.setColumnCount(5)
-        self.queue.setHeaderLabels(["Song", "Stage", "Progress", "Time left", ""])
-        self.queue.setRootIsDecorated(False)
-        header = self.queue.header()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
-        for col, width in ((1, 170), (2, 160), (3, 80), (4, 90)):
-            header.setSectionResizeMode(col, QHeaderView.Fixed)
-            header.resizeSection(col, width)
+        self.queue = SongQueue()
+        self.queue.action.connect(self._row_action)
         outer.addWidget(self.queue, 2)
 
-        self.adv_fields = getattr(self, "adv_fields", {})
         self.fields = {"caption": self.caption, "lyrics": self.lyrics,
                        "duration": self.duration, "bpm": self.bpm, "key": self.key,
                        "time_signature": self.time_signature, "language": self.language,
@@ -357,21 +302,8 @@ class ComposePage(QWidget):
         self.model.setCurrentIndex(idx)
         self.format.setCurrentText(form.format)
         self.takes.setValue(form.takes)
-        for name, w in self.adv_fields.items():
-            value = getattr(form, name)
-            if isinstance(w, QCheckBox):
-                w.setChecked(bool(value))
-            elif name == "adapter":
-                self._choose_adapter(str(value))
-            elif isinstance(w, QDoubleSpinBox):
-                try:
-                    w.setValue(float(value) if str(value).strip() else 1.0)
-                except ValueError:
-                    w.setValue(1.0)
-            elif isinstance(w, QComboBox):
-                w.setCurrentIndex(max(0, w.findData(value)))
-            else:
-                w.setText(str(value))
+        if self._advanced is not None or form.advanced_set:
+            self.advanced_fields().set_values(form)
         self._cover = (form.cover_of, form.cover_name) if form.cover_of else None
         self._reference = (form.reference, form.reference_name) if form.reference else None
         self.strength.setValue(int(round(form.strength * 100)))
@@ -380,23 +312,30 @@ class ComposePage(QWidget):
         self.check()
 
     # -- advanced -----------------------------------------------------------------------------
+    def advanced_fields(self):
+        """The Advanced section, built now if this is its first use."""
+        if self._advanced is None:
+            from ..compose_advanced import AdvancedFields
+            self._advanced = AdvancedFields()
+            self._advanced.setVisible(self.advanced_toggle.isChecked())
+            if self._adapters is not None:
+                self._advanced.set_adapters(self._adapters)
+            self._advanced.changed.connect(self.check)
+            self._song_grid.insertRow(self._advanced_row + 1, self._advanced)
+        return self._advanced
+
+    @property
+    def adv_fields(self) -> dict:
+        """The Advanced section's fields by name (building the section)."""
+        return self.advanced_fields().fields
+
     def _advanced_values(self) -> dict:
-        out = {}
-        fields = getattr(self, "adv_fields", {})
-        for name, w in fields.items():
-            if isinstance(w, QCheckBox):
-                out[name] = w.isChecked()
-            elif isinstance(w, QDoubleSpinBox):     # the scale goes with an adapter only
-                out[name] = f"{w.value():g}" if fields["adapter"].currentData() else ""
-            elif isinstance(w, QComboBox):
-                out[name] = w.currentData() or ""
-            else:
-                out[name] = w.text()
-        return out
+        """The Advanced section's values; none (every one "auto") until it is built."""
+        return self._advanced.values() if self._advanced is not None else {}
 
     def _fold(self, open_: bool) -> None:
         from .. import app_state
-        self.advanced.setVisible(open_)
+        self.advanced_fields().setVisible(open_)
         self._advanced_title()
         try:
             app_state.remember("compose_advanced_open", open_)
@@ -404,39 +343,15 @@ class ComposePage(QWidget):
             pass
 
     def _advanced_title(self) -> None:
-        count = self.form().advanced_set if hasattr(self, "adv_fields") else 0
+        count = self.form().advanced_set
         arrow = "▾" if self.advanced_toggle.isChecked() else "▸"
         self.advanced_toggle.setText(f"Advanced {arrow}" + (f"  ({count} set)" if count else ""))
 
     def set_adapters(self, adapters: list) -> None:
-        """The node's adapters in the combo (the choice kept; one no longer installed is
-        kept too, marked, and Generate says why it cannot go)."""
-        combo = self.adv_fields["adapter"]
-        current = combo.currentData() or ""
-        combo.blockSignals(True)
-        combo.clear()
-        combo.addItem(NO_ADAPTER, "")
-        for a in adapters:
-            combo.addItem(a["name"], a["name"])
-            tip = a.get("made_for") or f"cannot be used: {a.get('problem')}"
-            combo.setItemData(combo.count() - 1, tip, Qt.ToolTipRole)
-        combo.blockSignals(False)
-        self._choose_adapter(current)
-        self.check()
-
-    def _choose_adapter(self, name: str) -> None:
-        combo = self.adv_fields["adapter"]
-        combo.blockSignals(True)
-        idx = combo.findData(name) if name else 0
-        if idx < 0:
-            combo.addItem(f"{name} (not installed)", name)
-            idx = combo.count() - 1
-        combo.setCurrentIndex(idx)
-        combo.blockSignals(False)
-        self.adv_fields["adapter_scale"].setEnabled(bool(name))
-
-    def _adapter_chosen(self, _index: int) -> None:
-        self.adv_fields["adapter_scale"].setEnabled(bool(self.adv_fields["adapter"].currentData()))
+        """The node's adapters, for the Advanced section's combo (kept until it is built)."""
+        self._adapters = list(adapters)
+        if self._advanced is not None:
+            self._advanced.set_adapters(self._adapters)
         self.check()
 
     def _adapter_problem(self, form: ComposeForm) -> song_request.RequestError | None:
@@ -459,12 +374,6 @@ class ComposePage(QWidget):
             return song_request.RequestError(
                 "adapter", f"{name} was made for the {dit} DiT; choose {article} {dit} model")
         return None
-
-    def _apply_preset(self, _index: int) -> None:
-        values = PRESETS.get(self.preset.currentData() or "")
-        if values:
-            for name in ("steps", "guidance", "shift"):
-                self.adv_fields[name].setText(f"{values[name]:g}")
 
     # -- the language model's helpers -----------------------------------------------------
     def ask_lm(self, mode: str) -> None:
@@ -609,8 +518,10 @@ class ComposePage(QWidget):
             problems.append(adapter)
         self.seed.setEnabled(self.seed_lock.isChecked())
         bad = {p.field for p in problems}
-        for name, widget in {**self.fields, **self.adv_fields}.items():
-            widget.setStyleSheet(BAD_FIELD if name in bad else "")
+        advanced = self._advanced.fields if self._advanced is not None else {}
+        for name, widget in {**self.fields, **advanced}.items():
+            outline = name in bad and (self._tried or _holds_input(widget))
+            widget.setStyleSheet(BAD_FIELD if outline else "")
         self._advanced_title()
         if self._draft_timer is not None:
             self._draft_timer.start()
@@ -689,6 +600,7 @@ class ComposePage(QWidget):
 
     # -- generate and the queue ---------------------------------------------------------------
     def on_generate(self) -> None:
+        self._tried = True
         if not self.check():
             return
         body = self.form().validated()
@@ -699,47 +611,14 @@ class ComposePage(QWidget):
             self.generate.setEnabled(True)
 
         def done(song: Song) -> None:
+            self._tried = False
             self.check()
             self.generated.emit(song.id)
 
         self.link.tasks.start("submit", self.link.submit(body), on_error=failed, on_done=done)
 
     def show_song(self, song: Song) -> None:
-        item = self._rows.get(song.id)
-        if item is None:
-            if song.is_finished:
-                return  # history belongs to Songs; the queue shows what is in flight
-            item = QTreeWidgetItem([song.name or song.id])
-            self.queue.insertTopLevelItem(0, item)
-            bar = QProgressBar()
-            bar.setRange(0, 1000)
-            bar.setTextVisible(True)
-            action = QPushButton("Cancel")
-            action.clicked.connect(lambda _=False, sid=song.id: self._row_action(sid))
-            self.queue.setItemWidget(item, 2, bar)
-            self.queue.setItemWidget(item, 4, action)
-            self._rows[song.id] = item
-        bar: QProgressBar = self.queue.itemWidget(item, 2)
-        action: QPushButton = self.queue.itemWidget(item, 4)
-        item.setText(0, song.name or song.id)
-        text = status_text(song)
-        item.setText(1, text.split(" — ")[0] if song.state == SongState.RUNNING else text)
-        item.setToolTip(1, song.error or "")
-        bar.setValue(int(song.progress * 1000))
-        bar.setFormat(f"{int(song.progress * 100)}%")
-        eta = song.eta if song.state == SongState.RUNNING else None
-        item.setText(3, "" if eta is None else "under 1 s" if eta < 1 else human_duration(eta))
-        seed = song.takes[0].seed if song.takes else None
-        if song.state == SongState.DONE:
-            item.setText(1, f"Done · seed {seed}" if seed is not None else "Done")
-            action.setText("Play")
-            action.setToolTip("Open it in Songs and play it")
-        elif song.state in (SongState.FAILED, SongState.CANCELLED):
-            action.setText("Retry")
-            action.setToolTip("Queue it again with the same settings")
-        else:
-            action.setText("Cancel")
-            action.setToolTip("")
+        self.queue.show_song(song)
 
     def _row_action(self, song_id: str) -> None:
         song = self.link.songs.get(song_id)
@@ -753,5 +632,4 @@ class ComposePage(QWidget):
             self.link.cancel_song(song_id)
 
     def queue_progress(self, song_id: str) -> float:
-        item = self._rows.get(song_id)
-        return self.queue.itemWidget(item, 2).value() / 1000 if item else 0.0
+        return self.queue.progress(song_id)
