@@ -25,9 +25,10 @@ def app_home(cantor_home):
     return cantor_home, port
 
 
-def test_cmd_q_quits_in_order_and_leaves_no_process(app_home):
-    home, port = app_home
-    app = AppUnderTest(home, port).start()
+def quit_by_event_after_a_song(home, port, *, app_events: bool):
+    """Start the app, make a song (its engine then runs), send the application a
+    ``QEvent.Quit``; the app's exit code, output and the processes it had."""
+    app = AppUnderTest(home, port, app_events=app_events).start()
     try:
         assert app.node_up(), app.finish(5)
         assert app.song()["state"] == "done"
@@ -40,12 +41,28 @@ def test_cmd_q_quits_in_order_and_leaves_no_process(app_home):
     finally:
         if app.proc.poll() is None:
             app.proc.kill()
+    return app, code, out, err, tree
+
+
+def test_cmd_q_quits_in_order_and_leaves_no_process(app_home):
+    app, code, out, err, tree = quit_by_event_after_a_song(*app_home, app_events=True)  # macOS
     assert code == 0, err
     assert "quit-event accepted: False" in out      # taken over, then quit in order
     assert "main returned 0" in out
     assert "Traceback" not in err and "Event loop stopped" not in err, err
     assert still_running(tree, 5) == []
     assert app.engines_record() == {}                # the node cleaned up after its engine
+
+
+def test_elsewhere_a_quit_event_ends_the_loop_and_the_node_still_stops(app_home):
+    """Off macOS the application's events stay in Qt: a QEvent.Quit (Windows sends one as a
+    session ends) ends Qt's loop, and the app stops its node before it exits, cleanly."""
+    app, code, out, err, tree = quit_by_event_after_a_song(*app_home, app_events=False)
+    assert code == 0, err
+    assert "quit-event accepted: True" in out        # Qt's own: its loop ends
+    assert "main returned 0" in out and "Traceback" not in err, err
+    assert still_running(tree, 5) == []
+    assert app.engines_record() == {}
 
 
 def test_a_second_launch_shows_the_first_window_and_exits_0(app_home):
@@ -209,14 +226,18 @@ def test_a_quit_event_is_taken_over_by_the_one_quit_path(shell, qapp):
     assert shell.app_event(QEvent(QEvent.Quit)) is False
 
 
-def test_our_application_class_hands_its_own_events_to_the_shell():
+def test_our_application_class_hands_its_own_events_to_the_shell(monkeypatch):
     from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
 
-    from cantor_desktop.ui.main import application_class
+    from cantor_desktop.ui import main
 
+    monkeypatch.setattr(main, "APP_EVENTS", False)       # Windows and Linux: no Python event()
+    assert main.application_class().event is QApplication.event
+    monkeypatch.setattr(main, "APP_EVENTS", True)        # macOS
     seen = []
-    cls = application_class()
-    assert cls is application_class()
+    cls = main.application_class()
+    assert cls is main.application_class()
     # the override, called as Qt calls it for an event sent to the application
     app_like = type("App", (), {"on_event": lambda self, e: seen.append(e.type()) or True})()
     assert cls.event(app_like, QEvent(QEvent.Quit)) is True
@@ -245,3 +266,21 @@ def test_the_macos_tray_icon_is_a_template_image(qapp):
     assert tray_icon("idle", template=True) is template_icon("idle")
     assert tray_icon("idle", template=False) is state_icon("idle")
     assert not state_icon("idle").isMask()
+
+
+def test_without_a_system_tray_its_menu_is_built_only_when_asked_for(qapp):
+    from PySide6.QtWidgets import QSystemTrayIcon
+
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.tray import Tray
+
+    assert not QSystemTrayIcon.isSystemTrayAvailable()      # offscreen, like GNOME's default
+    link = NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False)
+    tray = Tray(link)
+    tray.on_state("idle")
+    assert not tray.available and tray._menu is None
+    menu = tray.menu                                        # built in the link's present state
+    assert menu is tray.menu and menu.status.text() == link.status_line()
+    assert menu.start.isEnabled() == (link.state not in ("idle", "generating", "starting"))
+    tray.on_state("idle")                                   # and follows it from then on
+    assert not menu.start.isEnabled() and menu.stop.isEnabled()

@@ -100,27 +100,29 @@ def test_cancel_a_running_song(qapp, qloop, node):
 def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
     config.update({"node.port": free_port()})
     s = shell(qapp)
+    menu = s.tray.menu          # built before the node starts: it follows the link from here
+    assert menu.start.isEnabled() and menu.status.text() == s.link.status_line()
     s.link.start()
     run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="the child node"))
-    assert s.link.owns_node and s.tray.stop.isEnabled() and not s.tray.start.isEnabled()
-    assert s.tray.status.text() == s.link.status_line()   # the tray says the link's state
-    assert s.tray.status.text().startswith("Node ready")
+    assert s.link.owns_node and menu.stop.isEnabled() and not menu.start.isEnabled()
+    assert menu.status.text() == s.link.status_line()   # the tray says the link's state
+    assert menu.status.text().startswith("Node ready")
     killed = s.link.process.pid
     os.kill(killed, signal.SIGKILL)
     run(qloop, until(lambda: s.link.process is not None and s.link.process.pid != killed
                      and s.link.state == "idle", timeout=30, what="the restart"))
     restarted = s.link.process.pid            # the node the tray is about to stop
     assert answers(s.link.url)
-    s.tray.stop.trigger()
+    menu.stop.trigger()
     run(qloop, until(lambda: s.link.state == "stopped", timeout=15, what="stop"))
-    assert not s.link.owns_node and s.tray.start.isEnabled()
+    assert not s.link.owns_node and menu.start.isEnabled()
     # "stopped" is said once the child has exited (the link waited for it): the process
     # the tray stopped is gone, not merely on its way out, and nothing answers any more
     assert gone(restarted) and not answers(s.link.url)
-    s.tray.start.trigger()
+    menu.start.trigger()
     run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="start again"))
     assert answers(s.link.url) and s.link.process.pid not in (killed, restarted)
-    s.tray.keep_loaded.trigger()
+    menu.keep_loaded.trigger()
     assert config.load().get("node.keep_loaded") is True
     run(qloop, s.link.shutdown())
     assert not answers(s.link.url)

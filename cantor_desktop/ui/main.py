@@ -3,10 +3,11 @@
 One app per user and home (:mod:`.instance`): a second launch shows the first one's window
 and exits 0 before it paints anything.
 
-Every way to quit takes one path, :meth:`Shell.quit`: the tray's Quit; Cmd+Q and the Dock's
-Quit (a ``QEvent.Quit`` to the application, which is taken over here so Qt does not end the
-loop under us); logout and the installer's Restart Manager (``commitDataRequest``); closing
-the window when there is no tray; Ctrl-C and SIGTERM. It hides the window, asks the node we
+Every way to quit takes one path, :meth:`Shell.quit`: the tray's Quit; on macOS Cmd+Q and
+the Dock's Quit (a ``QEvent.Quit`` to the application, which is taken over here so Qt does
+not end the loop under us: see :data:`APP_EVENTS`); logout and the installer's Restart
+Manager (``commitDataRequest``); closing the window when there is no tray; Ctrl-C and
+SIGTERM. It hides the window, asks the node we
 started to stop (the node stops its engines), and only then lets the loop end. Should the
 loop end first anyway, :meth:`Shell.finish_now` stops the node before the process exits.
 """
@@ -22,7 +23,6 @@ os.environ.setdefault("QT_API", "pyside6")  # qasync must pick PySide6
 
 log = logging.getLogger(__name__)
 
-LOOP_STOPPED_EARLY = "Event loop stopped before Future completed"
 FINISH_TIMEOUT = 20.0
 
 
@@ -69,9 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         with loop:
             loop.run_until_complete(shell.until_quit())
     except RuntimeError as exc:
-        if LOOP_STOPPED_EARLY not in str(exc):
+        if not shell.ended_early:
             raise
-        log.warning("the event loop ended before Cantor had quit; stopping the node now")
+        # Qt's loop ended first (Qt's own quit), and qasync ran the loop's last callbacks
+        # after it: the quit path, cut short, says "Event loop stopped before Future
+        # completed" or "no running event loop". The node was stopped (finish_now).
+        log.warning("the event loop ended before Cantor had quit (%s); the node was stopped",
+                    exc)
     finally:
         shell.finish_now()
         instance.release()
@@ -102,16 +106,34 @@ def quit_on_signals(quit) -> None:
     wake.start(200)
 
 
-@functools.lru_cache(maxsize=None)
+APP_EVENTS = sys.platform == "darwin"
+"""Whether the application's own events come to Python (:meth:`Shell.app_event`). Only
+macOS sends the ones Cantor takes over: Cmd+Q and the Dock's Quit (``QEvent.Quit``) and a
+click on the Dock icon (``ApplicationActivate``). Elsewhere they stay in C++: an ``event()``
+in Python makes PySide build a wrapper type for every kind of QEvent (~50) when the first
+one arrives, ~0.7 MiB. A ``QEvent.Quit`` that reaches Qt there (Windows sends one at the end
+of a session, after ``commitDataRequest`` has started the quit path) ends the loop, and
+:meth:`Shell.finish_now` stops the node before the process exits."""
+
+
 def application_class():
-    """QApplication whose own events go to the shell first (:meth:`Shell.app_event`):
-    ``QEvent.Quit`` (Cmd+Q, Dock → Quit, a quit a platform asks for) and
-    ``QEvent.ApplicationActivate`` (a click on the Dock icon). Overriding ``event()`` sees
-    only the events sent to the application object; an application-wide event filter would
-    run Python for every event of every widget."""
+    """The app's QApplication class: on macOS (:data:`APP_EVENTS`) its own events go to the
+    shell first. Overriding ``event()`` sees only the events sent to the application
+    object; an application-wide event filter would run Python for every event of every
+    widget."""
+    return _application_class(APP_EVENTS)
+
+
+@functools.lru_cache(maxsize=None)
+def _application_class(app_events: bool):
     from PySide6.QtWidgets import QApplication
 
-    class CantorApplication(QApplication):
+    if not app_events:
+        class CantorApplication(QApplication):
+            on_event = None           # never called: the events stay in Qt
+        return CantorApplication
+
+    class CantorEventsApplication(QApplication):
         on_event = None
 
         def event(self, event):  # noqa: A003 - Qt's name
@@ -120,7 +142,7 @@ def application_class():
                 return True
             return super().event(event)
 
-    return CantorApplication
+    return CantorEventsApplication
 
 
 def _app_events(shell):
@@ -170,6 +192,8 @@ class Shell:
         self._quit = asyncio.get_event_loop().create_future()
         self.done = False
         """True once the shutdown path has run (a QEvent.Quit then passes)."""
+        self.ended_early = False
+        """True when the loop ended before the shutdown path had (:meth:`finish_now`)."""
         self.reopen_on_activate = sys.platform == "darwin"
         self._events = None
         if hasattr(app, "on_event"):          # our own application class
@@ -253,6 +277,7 @@ class Shell:
         if self.done:
             return
         self.done = True
+        self.ended_early = True
         process = getattr(self.link, "process", None)
         if process is None or not process.running:
             return

@@ -1,18 +1,48 @@
 """The tray: node state as the icon, a status line, node controls, keep-loaded, open, quit.
 
-The menu and its actions exist even where no system tray does (offscreen, some desktops), so
-they stay testable; the QSystemTrayIcon is only shown when ``isSystemTrayAvailable``. On
-macOS the icon is a template image (black, tinted by the system for the menu bar).
+The QSystemTrayIcon is only made when ``isSystemTrayAvailable``; its menu is built with it,
+or when first asked for (:attr:`Tray.menu`). Where there is no tray (GNOME without an
+extension, offscreen) the window starts without a menu nobody can open (~0.3 MiB). On macOS
+the icon is a template image (black, tinted by the system for the menu bar).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+from PySide6.QtWidgets import QSystemTrayIcon
 
 from .. import config
 from .icons import tray_icon
+
+
+class TrayMenu:
+    """The tray's menu and its actions (the status line first, disabled)."""
+
+    def __init__(self, tray: "Tray") -> None:
+        from PySide6.QtGui import QAction
+        from PySide6.QtWidgets import QMenu
+
+        link = tray.link
+        self.widget = QMenu()
+        self.status = QAction("Node stopped", self.widget)
+        self.status.setEnabled(False)
+        self.start = QAction("Start node", self.widget)
+        self.stop = QAction("Stop node", self.widget)
+        self.restart = QAction("Restart node", self.widget)
+        self.keep_loaded = QAction("Keep model loaded", self.widget)
+        self.keep_loaded.setCheckable(True)
+        self.open = QAction("Open Cantor", self.widget)
+        self.quit = QAction("Quit", self.widget)
+        for a in (self.status, None, self.start, self.stop, self.restart, self.keep_loaded, None,
+                  self.open, self.quit):
+            self.widget.addSeparator() if a is None else self.widget.addAction(a)
+        self.start.triggered.connect(link.start)
+        self.stop.triggered.connect(link.stop)
+        self.restart.triggered.connect(link.restart)
+        self.keep_loaded.toggled.connect(tray._keep_loaded)
+        self.open.triggered.connect(tray.open_requested)
+        self.widget.aboutToShow.connect(tray.sync_keep_loaded)
+        self.quit.triggered.connect(tray.quit_requested)
 
 
 class Tray(QObject):
@@ -23,69 +53,66 @@ class Tray(QObject):
     def __init__(self, link, parent=None):
         super().__init__(parent)
         self.link = link
-        self.menu = QMenu()
-        self.status = QAction("Node stopped", self.menu)
-        self.status.setEnabled(False)
-        self.start = QAction("Start node", self.menu)
-        self.stop = QAction("Stop node", self.menu)
-        self.restart = QAction("Restart node", self.menu)
-        self.keep_loaded = QAction("Keep model loaded", self.menu)
-        self.keep_loaded.setCheckable(True)
-        self.open = QAction("Open Cantor", self.menu)
-        self.quit = QAction("Quit", self.menu)
-        for a in (self.status, None, self.start, self.stop, self.restart, self.keep_loaded, None,
-                  self.open, self.quit):
-            self.menu.addSeparator() if a is None else self.menu.addAction(a)
-        self.start.triggered.connect(link.start)
-        self.stop.triggered.connect(link.stop)
-        self.restart.triggered.connect(link.restart)
-        self.keep_loaded.toggled.connect(self._keep_loaded)
-        self.open.triggered.connect(self.open_requested)
-        self.menu.aboutToShow.connect(self.sync_keep_loaded)
-        self.quit.triggered.connect(self.quit_requested)
+        self._menu: TrayMenu | None = None
         self.icon: QSystemTrayIcon | None = None
         self._last_song: str | None = None
         if QSystemTrayIcon.isSystemTrayAvailable():
             self.icon = QSystemTrayIcon(tray_icon("stopped"), self)
-            self.icon.setContextMenu(self.menu)
+            self.icon.setContextMenu(self.menu.widget)
             self.icon.activated.connect(self._activated)
             self.icon.messageClicked.connect(self._message_clicked)
             self.icon.show()
         link.state_changed.connect(self.on_state)
         link.status_changed.connect(self.on_status)
         link.song_finished.connect(self.notify_done)
-        self.sync_keep_loaded()
         self.on_state(link.state)
+
+    @property
+    def menu(self) -> TrayMenu:
+        """The menu, built now if this is its first use (in the node's present state)."""
+        if self._menu is None:
+            self._menu = TrayMenu(self)
+            self.sync_keep_loaded()
+            self.on_state(self.link.state)
+        return self._menu
 
     @property
     def available(self) -> bool:
         return self.icon is not None
 
     def on_state(self, state: str) -> None:
-        running = state in ("idle", "generating", "starting")
-        self.start.setEnabled(not running)
-        self.stop.setEnabled(running or self.link.owns_node)
-        self.restart.setEnabled(state != "starting")
+        menu = self._menu
+        if menu is not None:
+            running = state in ("idle", "generating", "starting")
+            menu.start.setEnabled(not running)
+            menu.stop.setEnabled(running or self.link.owns_node)
+            menu.restart.setEnabled(state != "starting")
         if self.icon is not None:
             self.icon.setIcon(tray_icon(state))
         self.on_status(self.link.status_line())
 
     def on_status(self, line: str) -> None:
-        self.status.setText(line)
+        if self._menu is not None:
+            self._menu.status.setText(line)
         if self.icon is not None:
             self.icon.setToolTip(f"Cantor — {line}")
 
     def sync_keep_loaded(self) -> None:
+        """The keep-loaded tick as node.toml says (a menu not built yet reads it then)."""
+        if self._menu is None:
+            return
         cfg, _ = config.load_or_defaults()
-        self.keep_loaded.blockSignals(True)
-        self.keep_loaded.setChecked(bool(cfg.get("node.keep_loaded")))
-        self.keep_loaded.blockSignals(False)
+        action = self._menu.keep_loaded
+        action.blockSignals(True)
+        action.setChecked(bool(cfg.get("node.keep_loaded")))
+        action.blockSignals(False)
 
     def _keep_loaded(self, on: bool) -> None:
         def failed(text: str) -> None:
-            self.keep_loaded.blockSignals(True)
-            self.keep_loaded.setChecked(not on)
-            self.keep_loaded.blockSignals(False)
+            action = self.menu.keep_loaded
+            action.blockSignals(True)
+            action.setChecked(not on)
+            action.blockSignals(False)
             self.link.error.emit(f"Keep model loaded not saved: {text}")
         self.link.set_settings({"node.keep_loaded": on}, on_error=failed)
 

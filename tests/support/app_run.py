@@ -4,7 +4,9 @@ tests of how it starts, quits and dies. (No tests here.)
 The child makes the app's own QApplication class first and then runs the app's own ``main``
 — exactly what the cantor-desktop entry point runs — with two additions of the test's: it counts the main
 windows it shows, and when the file ``quit_file`` appears it sends the application a
-``QEvent.Quit``, which is what macOS sends for Cmd+Q and the Dock's Quit. A test that kills
+``QEvent.Quit``, which is what macOS sends for Cmd+Q and the Dock's Quit. ``app_events``
+chooses the application class macOS gets (True: its own events come to the shell) or the
+one the other systems get (False); None leaves this system's own. A test that kills
 the node again and again may cap the app's restart back-off (``backoff_max``).
 """
 
@@ -29,8 +31,11 @@ APP = r"""
 import os, sys
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
 from PySide6.QtWidgets import QMainWindow
+import cantor_desktop.ui.main as app_main
 from cantor_desktop.ui.main import application_class, main
 
+if os.environ.get("TEST_APP_EVENTS"):
+    app_main.APP_EVENTS = os.environ["TEST_APP_EVENTS"] == "1"
 app = application_class()(sys.argv[:1])      # the application main() itself would make
 quit_file = sys.argv[1]
 if len(sys.argv) > 2:       # a test that kills the node over and over: a shorter back-off
@@ -64,8 +69,10 @@ sys.exit(code)
 
 
 class AppUnderTest:
-    def __init__(self, home: Path, port: int, *, backoff_max: float | None = None):
+    def __init__(self, home: Path, port: int, *, backoff_max: float | None = None,
+                 app_events: bool | None = None):
         self.home = home
+        self.app_events = app_events
         self.port = port
         self.backoff_max = backoff_max
         self.url = f"http://127.0.0.1:{port}"
@@ -75,6 +82,8 @@ class AppUnderTest:
     def start(self) -> "AppUnderTest":
         env = {**os.environ, "CANTOR_HOME": str(self.home), "QT_QPA_PLATFORM": "offscreen",
                "PYTHONPATH": str(ROOT)}
+        if self.app_events is not None:
+            env["TEST_APP_EVENTS"] = "1" if self.app_events else "0"
         extra = [] if self.backoff_max is None else [str(self.backoff_max)]
         self.proc = subprocess.Popen([sys.executable, "-c", APP, str(self.quit_file), *extra],
                                      env=env, cwd=str(ROOT), stdout=subprocess.PIPE,
