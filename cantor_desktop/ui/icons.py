@@ -1,15 +1,20 @@
-"""Icons drawn with QPainter at run time: the app's note and the tray's node-state badges.
+"""The app's icons: the launcher's for the window, the tray's drawn at run time.
 
-Drawing them keeps the package free of binary assets and lets the tray colour follow the
-node's state (stopped, starting, idle, generating, error).
+The window and taskbar show the launcher's icon (resources/icons, made from cantor.svg by
+packaging/make_icons.py), read by Qt from its PNG files at the sizes a platform asks for.
+The tray's icons are drawn with QPainter, so their colour (or, on macOS, a badge's shape)
+follows the node's state (stopped, starting, idle, generating, error). The drawing classes
+are imported where they are used: a window without a tray draws nothing at start.
 """
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
+from pathlib import Path
 
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPainterPath, QPen, QPixmap
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QIcon
 
 STATE_COLOURS = {
     "stopped": "#8a8f98",
@@ -20,7 +25,21 @@ STATE_COLOURS = {
 }
 
 
-def _note(p: QPainter, size: int, colour: QColor) -> None:
+APP_ICON_SIZES = (16, 24, 32, 48, 64, 128, 256)
+
+
+def launcher_icons() -> Path:
+    """The launcher icon's folder: bundled beside the frozen app's files, or the checkout's
+    resources/icons."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    top = Path(bundle) if bundle else Path(__file__).resolve().parents[2]
+    return top / "resources" / "icons"
+
+
+def _note(p, size: int, colour) -> None:
+    from PySide6.QtCore import QPointF, QRectF, Qt
+    from PySide6.QtGui import QBrush, QPainterPath
+
     s = size / 64.0
     p.setPen(Qt.NoPen)
     p.setBrush(QBrush(colour))
@@ -38,7 +57,10 @@ def _note(p: QPainter, size: int, colour: QColor) -> None:
     p.drawPath(beam)
 
 
-def note_pixmap(size: int = 64, colour: str = "#3b4252", badge: str | None = None) -> QPixmap:
+def note_pixmap(size: int = 64, colour: str = "#3b4252", badge: str | None = None):
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
+
     pm = QPixmap(size, size)
     pm.fill(Qt.transparent)
     p = QPainter(pm)
@@ -55,9 +77,19 @@ def note_pixmap(size: int = 64, colour: str = "#3b4252", badge: str | None = Non
 
 @lru_cache(maxsize=None)
 def app_icon() -> QIcon:
+    """The launcher's icon, from its PNG files: Qt reads a size's file the first time that
+    size is shown, so none is read where no window icon is drawn (macOS shows the bundle's,
+    offscreen nothing) and Windows reads its two. Where the files are not there (Cantor
+    installed as a Python package), the note is drawn instead."""
     icon = QIcon()
-    for size in (16, 24, 32, 48, 64, 128, 256):
-        icon.addPixmap(note_pixmap(size, "#2f7fd8"))
+    folder = launcher_icons()
+    for size in APP_ICON_SIZES:
+        path = folder / f"cantor-{size}.png"
+        if path.is_file():
+            icon.addFile(str(path), QSize(size, size))
+    if icon.isNull():
+        for size in APP_ICON_SIZES:
+            icon.addPixmap(note_pixmap(size, "#2f7fd8"))
     return icon
 
 
@@ -76,9 +108,12 @@ TEMPLATE_BADGES = {"stopped": "ring", "starting": "half", "idle": "", "generatin
 half-filled ring while starting, nothing when idle, a dot while generating, a cross on error."""
 
 
-def template_pixmap(size: int, state: str) -> QPixmap:
+def template_pixmap(size: int, state: str):
     """The tray icon for macOS's menu bar: black on transparent (the system tints it for a
     light or dark bar and for a highlighted item), the state as a badge shape."""
+    from PySide6.QtCore import QPointF, QRectF, Qt
+    from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
+
     pm = QPixmap(size, size)
     pm.fill(Qt.transparent)
     p = QPainter(pm)
@@ -131,19 +166,6 @@ def template_icon(state: str) -> QIcon:
 
 def tray_icon(state: str, *, template: bool | None = None) -> QIcon:
     """The tray's icon for a node state: a template image on macOS, colours elsewhere."""
-    import sys
     if template is None:
         template = sys.platform == "darwin"
     return template_icon(state) if template else state_icon(state)
-
-
-def dot_pixmap(state: str, size: int = 12) -> QPixmap:
-    pm = QPixmap(size, size)
-    pm.fill(Qt.transparent)
-    p = QPainter(pm)
-    p.setRenderHint(QPainter.Antialiasing)
-    p.setPen(Qt.NoPen)
-    p.setBrush(QColor(STATE_COLOURS.get(state, "#8a8f98")))
-    p.drawEllipse(QRectF(1, 1, size - 2, size - 2))
-    p.end()
-    return pm

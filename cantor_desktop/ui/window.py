@@ -72,7 +72,7 @@ class MainWindow(QMainWindow):
         """The node's dot, state line and buttons: after the first paint (QStatusBar's first
         use costs ~3 ms, a tenth of the frame's own cost)."""
         from PySide6.QtWidgets import QLabel, QPushButton
-        self.dot = QLabel()
+        self.dot = QLabel("●")     # a glyph in the state's colour: nothing to draw
         self.state_label = QLabel("Starting…")
         self.node_button = QPushButton("Start node")
         self.node_button.setFlat(True)
@@ -230,8 +230,9 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     def _state(self, state: str) -> None:
-        from .icons import dot_pixmap
-        self.dot.setPixmap(dot_pixmap(state))
+        from .icons import STATE_COLOURS
+        from .widgets import set_text_colour
+        set_text_colour(self.dot, STATE_COLOURS.get(state, STATE_COLOURS["stopped"]))
         self.state_label.setText(self.link.status_line())
         running = state in ("idle", "generating", "starting")
         self.node_button.setText("Stop node" if running else "Start node")
