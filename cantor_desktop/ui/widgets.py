@@ -46,3 +46,17 @@ def set_text_colour(label, colour: str) -> None:
     palette = label.palette()
     palette.setColor(QPalette.WindowText, QColor(colour))
     label.setPalette(palette)
+
+
+def heading(text: str, scale: float = 1.0):
+    """A bold label, ``scale`` times the normal size: what ``<b>`` or ``<h2>`` would show,
+    without making the label a rich-text document."""
+    from PySide6.QtWidgets import QLabel
+
+    label = QLabel(text)
+    font = label.font()
+    font.setBold(True)
+    if scale != 1.0:
+        font.setPointSizeF(font.pointSizeF() * scale)
+    label.setFont(font)
+    return label

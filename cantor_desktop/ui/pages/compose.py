@@ -23,7 +23,7 @@ from ...paths import paths
 from ...song import Song, SongState
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
 from ..song_queue import SongQueue
-from ..widgets import ComboBox, SpinBox, set_text_colour
+from ..widgets import ComboBox, SpinBox, heading, set_text_colour
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class ComposePage(QWidget):
         self.link = link
         self._format_chosen = False
         outer = QVBoxLayout(self)
-        title = QLabel("<h2>Compose</h2>")
+        title = heading("Compose", 1.5)          # as <h2> shows it
         outer.addWidget(title)
 
         body = QHBoxLayout()
@@ -219,7 +219,7 @@ class ComposePage(QWidget):
         action.addWidget(self.generate)
         outer.addLayout(action)
 
-        outer.addWidget(QLabel("<b>Queue</b>"))
+        outer.addWidget(heading("Queue"))
         self.queue = SongQueue()
         self.queue.action.connect(self._row_action)
         outer.addWidget(self.queue, 2)

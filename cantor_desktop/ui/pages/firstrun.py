@@ -6,6 +6,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ..transfer import human_bytes
+from ..widgets import heading
 
 
 def readiness(system: dict, models: list) -> tuple[str, str]:
@@ -32,7 +33,7 @@ class ReadinessBanner(QFrame):
         self._colour()
         row = QHBoxLayout(self)
         text = QVBoxLayout()
-        self.title = QLabel("<b>Welcome to Cantor</b>")
+        self.title = heading("Welcome to Cantor")
         self.sentence = QLabel("Checking this machine…")
         self.sentence.setWordWrap(True)
         text.addWidget(self.title)
@@ -77,4 +78,4 @@ class ReadinessBanner(QFrame):
             self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")
         self.setup.setVisible(self.state != "ready")
         if self.state == "ready":
-            self.title.setText("<b>Cantor is ready</b>")
+            self.title.setText("Cantor is ready")
