@@ -41,12 +41,13 @@ def draft_file():
 
 
 def _holds_input(field: QWidget) -> bool:
-    """Whether a field holds something (or a line was edited): an empty required field is
-    not outlined (the line under the form says what it needs) until Generate is asked for."""
+    """Whether a field holds something: an empty required field is not outlined until
+    Generate is asked for (Ctrl+Enter); the line under the form names it at once, and
+    Generate's tooltip too."""
     if isinstance(field, QPlainTextEdit):
         return bool(field.toPlainText())
     if isinstance(field, QLineEdit):
-        return bool(field.text()) or field.isModified()
+        return bool(field.text())
     return True
 
 
@@ -316,12 +317,12 @@ class ComposePage(QWidget):
         """The Advanced section, built now if this is its first use."""
         if self._advanced is None:
             from ..compose_advanced import AdvancedFields
-            self._advanced = AdvancedFields()
+            self._advanced = AdvancedFields(self)
+            self._song_grid.insertRow(self._advanced_row + 1, self._advanced)  # then shown
             self._advanced.setVisible(self.advanced_toggle.isChecked())
             if self._adapters is not None:
                 self._advanced.set_adapters(self._adapters)
             self._advanced.changed.connect(self.check)
-            self._song_grid.insertRow(self._advanced_row + 1, self._advanced)
         return self._advanced
 
     @property
