@@ -284,3 +284,37 @@ def test_without_a_system_tray_its_menu_is_built_only_when_asked_for(qapp):
     assert menu.start.isEnabled() == (link.state not in ("idle", "generating", "starting"))
     tray.on_state("idle")                                   # and follows it from then on
     assert not menu.start.isEnabled() and menu.stop.isEnabled()
+
+
+def test_only_a_loop_that_ends_under_the_quit_path_counts_as_an_early_end(shell, qloop):
+    """main() lets an early end pass (the node is stopped) but raises a quit path's own
+    failure."""
+    from support.ui import run
+
+    async def broken_shutdown():
+        raise RuntimeError("the link could not shut down")
+
+    shell.link.shutdown = broken_shutdown
+    shell.quit()
+    with pytest.raises(RuntimeError, match="could not shut down"):
+        run(qloop, shell.until_quit())
+    shell.finish_now()                       # Qt's aboutToQuit, after the failure
+    assert shell.done and not shell.ended_early
+
+
+def test_a_loop_ended_before_the_quit_path_ran_is_an_early_end(shell):
+    shell.finish_now()                       # aboutToQuit with the quit path not begun
+    assert shell.done and shell.ended_early
+
+
+def test_once_quitting_a_close_is_the_end_not_the_tray(shell):
+    """Windows closes the windows at the end of a session, after the quit path began: the
+    window does not stay behind in the tray, nor say it does."""
+    told: list[str] = []
+    shell.tray.tell = lambda title, text: told.append(text)
+    shell.window.keep_in_tray = True
+    shell.window.show()
+    shell.quit()
+    event_accepted = shell.window.close()
+    assert event_accepted and not shell.window.isVisible() and told == []
+    assert "tray" not in shell.window.statusBar().currentMessage()

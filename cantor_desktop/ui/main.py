@@ -193,7 +193,9 @@ class Shell:
         self.done = False
         """True once the shutdown path has run (a QEvent.Quit then passes)."""
         self.ended_early = False
-        """True when the loop ended before the shutdown path had (:meth:`finish_now`)."""
+        """True when the loop ended while the shutdown path was still under way (or not
+        begun): Qt's own quit (:meth:`finish_now`)."""
+        self._quit_path_over = False
         self.reopen_on_activate = sys.platform == "darwin"
         self._events = None
         if hasattr(app, "on_event"):          # our own application class
@@ -251,6 +253,7 @@ class Shell:
             self.window.bring_up()
 
     def quit(self, *_):
+        self.window.quitting = True       # a close from now on is the end, not the tray
         if not self._quit.done():
             self._quit.set_result(True)
 
@@ -261,13 +264,16 @@ class Shell:
         self.quit()
 
     async def until_quit(self) -> None:
-        await self._quit
-        self.window.hide()
-        await self.link.shutdown()
-        self.window.shutdown()
-        if self.tray.icon is not None:
-            self.tray.icon.hide()
-        self.done = True
+        try:
+            await self._quit
+            self.window.hide()
+            await self.link.shutdown()
+            self.window.shutdown()
+            if self.tray.icon is not None:
+                self.tray.icon.hide()
+            self.done = True
+        finally:
+            self._quit_path_over = True   # ended, or failed: then main() raises its error
         # returning ends the loop (run_until_complete): no app.quit(), whose QEvent.Quit would
         # first ask every window to close, and the window refuses while it keeps to the tray
 
@@ -277,7 +283,7 @@ class Shell:
         if self.done:
             return
         self.done = True
-        self.ended_early = True
+        self.ended_early = not self._quit_path_over
         process = getattr(self.link, "process", None)
         if process is None or not process.running:
             return

@@ -43,6 +43,7 @@ class MainWindow(QMainWindow):
         self.link = link
         self.keep_in_tray = False  # set by main when a tray icon is showing
         self.tray = None
+        self.quitting = False           # set by the shell's quit: a close is then accepted
         self.populated = False
         self._built: dict[str, QWidget] = {}
         self._painted = False
@@ -282,7 +283,7 @@ class MainWindow(QMainWindow):
                 stop()
 
     def closeEvent(self, event) -> None:  # noqa: N802
-        if self.keep_in_tray:
+        if self.keep_in_tray and not self.quitting:
             event.ignore()
             self.hide()
             self.statusBar().showMessage("Cantor keeps running in the tray")
