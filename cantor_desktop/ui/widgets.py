@@ -56,7 +56,9 @@ def heading(text: str, scale: float = 1.0):
     label = QLabel(text)
     font = label.font()
     font.setBold(True)
-    if scale != 1.0:
+    if scale != 1.0 and font.pointSizeF() > 0:
         font.setPointSizeF(font.pointSizeF() * scale)
+    elif scale != 1.0:                       # a font set in pixels
+        font.setPixelSize(round(font.pixelSize() * scale))
     label.setFont(font)
     return label
