@@ -7,9 +7,9 @@ Every way to quit takes one path, :meth:`Shell.quit`: the tray's Quit; on macOS 
 the Dock's Quit (a ``QEvent.Quit`` to the application, which is taken over here so Qt does
 not end the loop under us: see :data:`APP_EVENTS`); logout and the installer's Restart
 Manager (``commitDataRequest``); closing the window when there is no tray; Ctrl-C and
-SIGTERM. It hides the window, asks the node we
-started to stop (the node stops its engines), and only then lets the loop end. Should the
-loop end first anyway, :meth:`Shell.finish_now` stops the node before the process exits.
+SIGTERM. It hides the window, asks the node we started to stop (the node stops its
+engines), and only then lets the loop end. Should the loop end first anyway,
+:meth:`Shell.finish_now` stops the node before the process exits.
 """
 
 from __future__ import annotations
@@ -128,14 +128,13 @@ def application_class():
 def _application_class(app_events: bool):
     from PySide6.QtWidgets import QApplication
 
+    class CantorApplication(QApplication):
+        on_event = None           # Shell.app_event, called where event() is overridden
+
     if not app_events:
-        class CantorApplication(QApplication):
-            on_event = None           # never called: the events stay in Qt
         return CantorApplication
 
-    class CantorEventsApplication(QApplication):
-        on_event = None
-
+    class CantorEventsApplication(CantorApplication):
         def event(self, event):  # noqa: A003 - Qt's name
             handler = self.on_event
             if handler is not None and handler(event):
