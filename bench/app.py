@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import add_json_option, free_port, write_json  # noqa: E402
+
 os.environ.setdefault("QT_API", "pyside6")
 if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -104,8 +105,14 @@ def first_paint(code: str, env: dict, what: str = "PAINTED") -> float:
 
 def paint_times(code: str, env: dict) -> dict[str, float]:
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120, cwd=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(ROOT),
+    )
     found = {}
     for line in out.stdout.splitlines():
         if line.startswith(("PAINTED", "READY")):
@@ -117,7 +124,7 @@ def paint_times(code: str, env: dict) -> dict[str, float]:
 
 def bench_start(runs: int) -> tuple[float, float, float]:
     home = tempfile.mkdtemp(prefix="cantor-bench-")
-    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
+    atexit.register(shutil.rmtree, home, ignore_errors=True)  # its songs and pulls go with it
     env = {**os.environ, "CANTOR_HOME": home, "PYTHONPATH": str(ROOT)}
     Path(home, "node.toml").write_text(f"[node]\nport = {free_port()}\n")
     bare, cantor, ready = [], [], []
@@ -128,14 +135,17 @@ def bench_start(runs: int) -> tuple[float, float, float]:
         times = paint_times(CHILD_CANTOR, env)
         cantor.append(times["PAINTED"])
         ready.append(times.get("READY", float("nan")))
-    print(f"  start, fastest of {runs}: bare {min(bare) * 1000:.0f} ms, Cantor {min(cantor) * 1000:.0f} ms"
-          f" → {min(cantor) / min(bare):.2f}× (the medians below carry this busy machine's noise)",
-          flush=True)
+    print(
+        f"  start, fastest of {runs}: bare {min(bare) * 1000:.0f} ms, Cantor {min(cantor) * 1000:.0f} ms"
+        f" → {min(cantor) / min(bare):.2f}× (the medians below carry this busy machine's noise)",
+        flush=True,
+    )
     return bare, cantor, ready
 
 
 def spin(ms: int) -> None:
     from PySide6.QtCore import QEventLoop, QTimer
+
     loop = QEventLoop()
     QTimer.singleShot(ms, loop.quit)
     loop.exec()
@@ -156,19 +166,26 @@ def bench_stall(app, pull_mib: int) -> dict:
 
     from cantor_desktop import config
     from support.heartbeat import Heartbeat
+
     home = tempfile.mkdtemp(prefix="cantor-bench-")
-    atexit.register(shutil.rmtree, home, ignore_errors=True)   # its songs and pulls go with it
+    atexit.register(shutil.rmtree, home, ignore_errors=True)  # its songs and pulls go with it
     os.environ["CANTOR_HOME"] = home
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
     config.update({"node.port": free_port()})
     # the hub runs in its own process: a server thread in this one would share our GIL
-    hub = subprocess.Popen([sys.executable, "-c", HUB_CHILD, str(pull_mib)], cwd=str(ROOT),
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                           env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"})
+    hub = subprocess.Popen(
+        [sys.executable, "-c", HUB_CHILD, str(pull_mib)],
+        cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"},
+    )
     big, base_url = hub.stdout.readline().split()
     os.environ["HF_ENDPOINT"] = base_url
 
     from cantor_desktop.ui.main import Shell
+
     shell = Shell(app)
     shell.window.show()
     shell.link.start()
@@ -183,6 +200,7 @@ def bench_stall(app, pull_mib: int) -> dict:
     spin(5000)
     idle.stop()
     import gc
+
     gc_pauses: list[float] = []
     gc_start = [0.0]
 
@@ -191,20 +209,26 @@ def bench_stall(app, pull_mib: int) -> dict:
             gc_start[0] = time.perf_counter()
         else:
             gc_pauses.append(time.perf_counter() - gc_start[0])
+
     gc.callbacks.append(gc_watch)
     model = big.removesuffix(".gguf")
-    pulled: list = []                 # PullEvents
+    pulled: list = []  # PullEvents
     marks: list[tuple[float, str]] = []
-    shell.link.pull_event.connect(lambda n, e: (pulled.append(e), marks.append(
-        (time.perf_counter(), f"pull {e.type}"))))
-    shell.link.song_updated.connect(lambda r: marks.append(
-        (time.perf_counter(), f"song {r.state} {r.progress:.2f}")))
+    shell.link.pull_event.connect(
+        lambda n, e: (pulled.append(e), marks.append((time.perf_counter(), f"pull {e.type}")))
+    )
+    shell.link.song_updated.connect(
+        lambda r: marks.append((time.perf_counter(), f"song {r.state} {r.progress:.2f}"))
+    )
     t0 = time.perf_counter()
     busy = Heartbeat(2, skip=2)
     busy.start()
     shell.window.library.pull(model)
-    fut = asyncio.ensure_future(shell.link.submit({"caption": "bench: steady funk groove",
-                                                  "duration": 60, "model": "sketch"}))
+    fut = asyncio.ensure_future(
+        shell.link.submit(
+            {"caption": "bench: steady funk groove", "duration": 60, "model": "sketch"}
+        )
+    )
     wait(fut.done, 30)
     song = fut.result()
     wait(lambda: shell.link.songs[song.id].finished and any(e.is_terminal for e in pulled), 600)
@@ -218,9 +242,11 @@ def bench_stall(app, pull_mib: int) -> dict:
     if shell.link.songs[song.id].state != "done":
         problems.append(f"the song is {shell.link.songs[song.id].state}")
     if final is None or final.type != "done" or plan is None or received != plan.total:
-        problems.append(f"the pull is {final.type if final else 'unfinished'} with {received} "
-                        f"of {plan.total if plan else '?'} bytes"
-                        + (f" ({final.message})" if final is not None and final.message else ""))
+        problems.append(
+            f"the pull is {final.type if final else 'unfinished'} with {received} "
+            f"of {plan.total if plan else '?'} bytes"
+            + (f" ({final.message})" if final is not None and final.message else "")
+        )
     if os.environ.get("CANTOR_BENCH_VERBOSE"):
         gaps = busy.counted()
         stamps = []
@@ -235,16 +261,25 @@ def bench_stall(app, pull_mib: int) -> dict:
     def p99(beat):
         walls = sorted(g.wall_s for g in beat.counted())
         return walls[int(len(walls) * 0.99)] * 1000 if walls else float("nan")
-    result = {"worst_ms": busy.worst_wall_ms(), "app_worst_ms": busy.worst_app_ms(),
-              "p99_ms": p99(busy), "beats": len(busy.counted()), "seconds": elapsed,
-              "song": shell.link.songs[song.id].state,
-              "pull": str(final.type) if final else None,
-              "pull_error": final.message if final is not None and final.type == "failed"
-              else None,
-              "events": len(pulled), "received_mib": received / 2**20,
-              "idle_worst_ms": idle.worst_wall_ms(), "idle_app_worst_ms": idle.worst_app_ms(),
-              "idle_p99_ms": p99(idle), "gc_worst_ms": max(gc_pauses, default=0) * 1000,
-              "counted": not problems, "problems": problems}
+
+    result = {
+        "worst_ms": busy.worst_wall_ms(),
+        "app_worst_ms": busy.worst_app_ms(),
+        "p99_ms": p99(busy),
+        "beats": len(busy.counted()),
+        "seconds": elapsed,
+        "song": shell.link.songs[song.id].state,
+        "pull": str(final.type) if final else None,
+        "pull_error": final.message if final is not None and final.type == "failed" else None,
+        "events": len(pulled),
+        "received_mib": received / 2**20,
+        "idle_worst_ms": idle.worst_wall_ms(),
+        "idle_app_worst_ms": idle.worst_app_ms(),
+        "idle_p99_ms": p99(idle),
+        "gc_worst_ms": max(gc_pauses, default=0) * 1000,
+        "counted": not problems,
+        "problems": problems,
+    }
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
     shell.window.shutdown()
@@ -263,10 +298,16 @@ def bench_songs_page(app, n: int = 10_000) -> tuple[float, float]:
     from cantor_desktop.ui.pages.songs import SongsPage
 
     def make(count):
-        return [{"id": f"{i:016x}", "state": "done", "created": 1.7e9 + i,
-                 "request": {"caption": f"song number {i}, warm keys", "model": "sketch"},
-                 "takes": [{"audio": f"/nonexistent/{i}.wav", "seed": i, "duration": 30.0}]}
-                for i in range(count)]
+        return [
+            {
+                "id": f"{i:016x}",
+                "state": "done",
+                "created": 1.7e9 + i,
+                "request": {"caption": f"song number {i}, warm keys", "model": "sketch"},
+                "takes": [{"audio": f"/nonexistent/{i}.wav", "seed": i, "duration": 30.0}],
+            }
+            for i in range(count)
+        ]
 
     def timed(raw):
         page = SongsPage(NodeLink(start_child=False))
@@ -275,10 +316,10 @@ def bench_songs_page(app, n: int = 10_000) -> tuple[float, float]:
         spin(50)
         t0 = time.perf_counter()
         page.model.set_songs([Song.from_json(d) for d in raw])
-        QWidget.repaint(page)           # the page's own `repaint` is its Repaint… button
+        QWidget.repaint(page)  # the page's own `repaint` is its Repaint… button
         page.view.viewport().repaint()
         took = time.perf_counter() - t0
-        assert page.model.rowCount() == len(raw)     # every song is a row
+        assert page.model.rowCount() == len(raw)  # every song is a row
         page.shutdown()
         page.close()
         return took
@@ -300,42 +341,67 @@ def main() -> int:
     bare_runs, cantor_runs, ready_runs = bench_start(args.runs)
     bare, cantor = statistics.median(bare_runs), statistics.median(cantor_runs)
     ready = statistics.median(ready_runs)
-    print(f"start to first painted window: bare PySide6 {bare * 1000:.0f} ms, Cantor "
-          f"{cantor * 1000:.0f} ms → {cantor / bare:.2f}× (goal ≤ 1.30×); Compose page painted "
-          f"and usable at {ready * 1000:.0f} ms ({ready / bare:.2f}×)", flush=True)
+    print(
+        f"start to first painted window: bare PySide6 {bare * 1000:.0f} ms, Cantor "
+        f"{cantor * 1000:.0f} ms → {cantor / bare:.2f}× (goal ≤ 1.30×); Compose page painted "
+        f"and usable at {ready * 1000:.0f} ms ({ready / bare:.2f}×)",
+        flush=True,
+    )
 
     from PySide6.QtWidgets import QApplication
 
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop
+
     app = QApplication(sys.argv)
     app.setQuitOnLastWindowClosed(False)
     loop = new_loop(app, already_running=True)  # the app's loop: its worker threads are joined
 
     base_runs, full_runs = bench_songs_page(app)
     base, full = statistics.median(base_runs), statistics.median(full_runs)
-    print(f"Songs page with 10,000 songs: {full * 1000:.0f} ms (100 songs: {base * 1000:.0f} ms,"
-          f" {full / base:.1f}×; goal ≤ 300 ms)", flush=True)
+    print(
+        f"Songs page with 10,000 songs: {full * 1000:.0f} ms (100 songs: {base * 1000:.0f} ms,"
+        f" {full / base:.1f}×; goal ≤ 300 ms)",
+        flush=True,
+    )
 
     r = bench_stall(app, args.pull_mib)
-    print(f"longest loop stall during a {args.pull_mib} MiB pull + a 60 s song: "
-          f"{r['worst_ms']:.1f} ms (p99 {r['p99_ms']:.1f} ms; {r['beats']} beats of 2 ms over "
-          f"{r['seconds']:.1f} s) vs the same app idle: {r['idle_worst_ms']:.1f} ms "
-          f"(p99 {r['idle_p99_ms']:.1f} ms) → {r['worst_ms'] / max(r['idle_worst_ms'], 0.1):.2f}× "
-          f"idle, {r['worst_ms'] / 16:.2f}× the 16 ms goal; longest GC pause "
-          f"{r['gc_worst_ms']:.1f} ms", flush=True)
-    print(f"  of the worst gaps, the app's own part (run-queue wait taken out): busy "
-          f"{r['app_worst_ms']:.1f} ms, idle {r['idle_app_worst_ms']:.1f} ms", flush=True)
-    print(f"  song {r['song']}; pull {r['pull']}"
-          f"{' (' + str(r['pull_error'])[:160] + ')' if r['pull_error'] else ''}; "
-          f"{r['events']} pull events, {r['received_mib']:.0f} MiB received"
-          f"{'' if r['counted'] else '; NOT COUNTED: ' + '; '.join(r['problems'])}", flush=True)
-    write_json(args.json, "app", {
-        "start": {"bare_ms": [x * 1000 for x in bare_runs],
-                  "cantor_ms": [x * 1000 for x in cantor_runs],
-                  "ready_ms": [x * 1000 for x in ready_runs]},
-        "songs_page": {"songs_100_ms": [x * 1000 for x in base_runs],
-                       "songs_10000_ms": [x * 1000 for x in full_runs]},
-        "stall": {**r, "pull_mib": args.pull_mib}})
+    print(
+        f"longest loop stall during a {args.pull_mib} MiB pull + a 60 s song: "
+        f"{r['worst_ms']:.1f} ms (p99 {r['p99_ms']:.1f} ms; {r['beats']} beats of 2 ms over "
+        f"{r['seconds']:.1f} s) vs the same app idle: {r['idle_worst_ms']:.1f} ms "
+        f"(p99 {r['idle_p99_ms']:.1f} ms) → {r['worst_ms'] / max(r['idle_worst_ms'], 0.1):.2f}× "
+        f"idle, {r['worst_ms'] / 16:.2f}× the 16 ms goal; longest GC pause "
+        f"{r['gc_worst_ms']:.1f} ms",
+        flush=True,
+    )
+    print(
+        f"  of the worst gaps, the app's own part (run-queue wait taken out): busy "
+        f"{r['app_worst_ms']:.1f} ms, idle {r['idle_app_worst_ms']:.1f} ms",
+        flush=True,
+    )
+    print(
+        f"  song {r['song']}; pull {r['pull']}"
+        f"{' (' + str(r['pull_error'])[:160] + ')' if r['pull_error'] else ''}; "
+        f"{r['events']} pull events, {r['received_mib']:.0f} MiB received"
+        f"{'' if r['counted'] else '; NOT COUNTED: ' + '; '.join(r['problems'])}",
+        flush=True,
+    )
+    write_json(
+        args.json,
+        "app",
+        {
+            "start": {
+                "bare_ms": [x * 1000 for x in bare_runs],
+                "cantor_ms": [x * 1000 for x in cantor_runs],
+                "ready_ms": [x * 1000 for x in ready_runs],
+            },
+            "songs_page": {
+                "songs_100_ms": [x * 1000 for x in base_runs],
+                "songs_10000_ms": [x * 1000 for x in full_runs],
+            },
+            "stall": {**r, "pull_mib": args.pull_mib},
+        },
+    )
     close_loop_executor(loop)
     asyncio.events._set_running_loop(None)
     return 0

@@ -24,7 +24,7 @@ def p95(values: list[float]) -> float:
 
 
 def spread(values: list[float], fmt: str = "{:.0f}") -> str:
-    """"min–max (n=K)" of the runs, or the single value's n."""
+    """ "min–max (n=K)" of the runs, or the single value's n."""
     if not values:
         return "—"
     if len(values) == 1:
@@ -69,10 +69,14 @@ def machine_facts() -> dict[str, str]:
     if hasattr(os, "getloadavg"):
         load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     ram = f"{hw.ram_bytes / 2**30:.1f} GiB" if hw.ram_bytes else "?"
-    return {"os": f"{platform.system()} {platform.release()}",
-            "cpu": hw.cpu_name or platform.processor() or platform.machine(),
-            "cores": str(os.cpu_count()), "ram": ram, "python": platform.python_version(),
-            "load": load}
+    return {
+        "os": f"{platform.system()} {platform.release()}",
+        "cpu": hw.cpu_name or platform.processor() or platform.machine(),
+        "cores": str(os.cpu_count()),
+        "ram": ram,
+        "python": platform.python_version(),
+        "load": load,
+    }
 
 
 def dir_size(path: Path) -> int:
@@ -94,16 +98,26 @@ JSON_ENV = "CANTOR_BENCH_JSON"
 def add_json_option(parser) -> None:
     """``--json PATH``: also write the figures there (default: $CANTOR_BENCH_JSON, which
     bench/run_all.py sets for every script it runs)."""
-    parser.add_argument("--json", type=Path, default=os.environ.get(JSON_ENV) or None,
-                        metavar="PATH", help="also write the figures as JSON to PATH")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=os.environ.get(JSON_ENV) or None,
+        metavar="PATH",
+        help="also write the figures as JSON to PATH",
+    )
 
 
 def write_json(path: Path | None, script: str, figures: dict) -> None:
     if path is None:
         return
     import json
-    Path(path).write_text(json.dumps({"script": script, "machine": machine_facts(),
-                                      **figures}, indent=1, default=float), "utf-8")
+
+    Path(path).write_text(
+        json.dumps(
+            {"script": script, "machine": machine_facts(), **figures}, indent=1, default=float
+        ),
+        "utf-8",
+    )
 
 
 def sketch_home(prefix: str, song_format: str) -> Path:
@@ -112,11 +126,14 @@ def sketch_home(prefix: str, song_format: str) -> Path:
     import atexit
     import shutil
     import tempfile
+
     home = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, home, ignore_errors=True)
     os.environ["CANTOR_HOME"] = str(home)
-    (home / "node.toml").write_text(f'[models]\ndefault = "sketch"\n[songs]\n'
-                                    f'dir = "{home / "songs"}"\nformat = "{song_format}"\n')
+    (home / "node.toml").write_text(
+        f'[models]\ndefault = "sketch"\n[songs]\n'
+        f'dir = "{home / "songs"}"\nformat = "{song_format}"\n'
+    )
     return home
 
 
@@ -125,9 +142,15 @@ async def direct_sketch_engine(home: Path):
     from cantor_desktop.engine.supervisor import EngineSupervisor
     from cantor_desktop.selfexec import self_argv
     from cantor_desktop.sketch import ensure_sketch_models
+
     models = home / "direct-models"
     ensure_sketch_models(models)
-    sup = EngineSupervisor("sketch", self_argv("sketch-server"), {}, models,
-                           log_path=home / "logs" / "direct-engine.log")
+    sup = EngineSupervisor(
+        "sketch",
+        self_argv("sketch-server"),
+        {},
+        models,
+        log_path=home / "logs" / "direct-engine.log",
+    )
     await sup.start()
     return sup

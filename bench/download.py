@@ -59,8 +59,10 @@ def serve(path: Path, port_file: Path) -> None:
                     buf += data
                 head, _, buf = buf.partition(b"\r\n\r\n")
                 method = head.split(b" ", 1)[0]
-                hdr = (f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n"
-                       f"Content-Type: application/octet-stream\r\n\r\n").encode()
+                hdr = (
+                    f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n"
+                    f"Content-Type: application/octet-stream\r\n\r\n"
+                ).encode()
                 conn.sendall(hdr)
                 if method == b"GET":
                     conn.sendfile(fh, 0, size)
@@ -86,15 +88,15 @@ def check_file(out: Path, size: int, name: str) -> None:
 
 # The fastest hasher at hand for the "curl then hash" baseline: OpenSSL uses the CPU's SHA
 # instructions; coreutils' sha256sum often does not (4x slower here).
-HASH_CMD = (["openssl", "dgst", "-sha256", "-r"] if shutil.which("openssl")
-            else ["sha256sum"])
+HASH_CMD = ["openssl", "dgst", "-sha256", "-r"] if shutil.which("openssl") else ["sha256sum"]
 
 
 def run_curl_sha(url: str, out: Path, expected: str) -> float:
     t = time.perf_counter()
     subprocess.run(["curl", "-s", "-f", "-o", str(out), url], check=True)
-    got = subprocess.run(HASH_CMD + [str(out)], check=True, capture_output=True,
-                         text=True).stdout.split()[0]
+    got = subprocess.run(
+        HASH_CMD + [str(out)], check=True, capture_output=True, text=True
+    ).stdout.split()[0]
     dt = time.perf_counter() - t
     assert got == expected, "curl fetched wrong bytes"
     return dt
@@ -121,7 +123,7 @@ def make_file(path: Path, size: int) -> str:
         i = 0
         while left:
             # vary each block so the content is not periodic
-            chunk = (i.to_bytes(8, "little") + block[8:])[:min(len(block), left)]
+            chunk = (i.to_bytes(8, "little") + block[8:])[: min(len(block), left)]
             fh.write(chunk)
             h.update(chunk)
             left -= len(chunk)
@@ -133,10 +135,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3, help="runs per client (≥ 3)")
-    ap.add_argument("--dir", type=Path, default=None,
-                    help="where the source and downloaded files live (default: a temp dir)")
-    ap.add_argument("--no-sha-baseline", action="store_true",
-                    help="skip the curl + hash baseline")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where the source and downloaded files live (default: a temp dir)",
+    )
+    ap.add_argument("--no-sha-baseline", action="store_true", help="skip the curl + hash baseline")
     ap.add_argument("--serve", nargs=2, metavar=("FILE", "PORT_FILE"), help=argparse.SUPPRESS)
     add_json_option(ap)
     args = ap.parse_args()
@@ -197,31 +202,44 @@ def main() -> int:
 
     print()
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    print(f"downloader vs curl, {args.size_mib} MiB over loopback, "
-          f"{len(times['cantor'])} runs each, A/B alternated, {os.cpu_count()} CPUs"
-          + (f", load average {load[0]:.1f} at the end" if load else ""))
-    print(f"{'client':16s} {'median MiB/s':>12s} {'min':>8s} {'max':>8s} "
-          f"{'CPU s/GiB':>10s}")
+    print(
+        f"downloader vs curl, {args.size_mib} MiB over loopback, "
+        f"{len(times['cantor'])} runs each, A/B alternated, {os.cpu_count()} CPUs"
+        + (f", load average {load[0]:.1f} at the end" if load else "")
+    )
+    print(f"{'client':16s} {'median MiB/s':>12s} {'min':>8s} {'max':>8s} {'CPU s/GiB':>10s}")
     for name in names:
         v = mibs(name)
         c = statistics.median(cpu[name]) / (size / 2**30)
         print(f"{name:16s} {statistics.median(v):12.0f} {min(v):8.0f} {max(v):8.0f} {c:10.2f}")
     ours = statistics.median(mibs("cantor"))
     curl = statistics.median(mibs("curl"))
-    paired = [c / o for o, c in zip(times["cantor"], times["curl"])]   # same round, adjacent
-    print(f"ratio cantor (sha256 on) / curl (no hash): {ours / curl:.2f}  (goal ≥ 0.90); "
-          f"per-round ratios median {statistics.median(paired):.2f}, "
-          f"min {min(paired):.2f}, max {max(paired):.2f}")
+    paired = [c / o for o, c in zip(times["cantor"], times["curl"])]  # same round, adjacent
+    print(
+        f"ratio cantor (sha256 on) / curl (no hash): {ours / curl:.2f}  (goal ≥ 0.90); "
+        f"per-round ratios median {statistics.median(paired):.2f}, "
+        f"min {min(paired):.2f}, max {max(paired):.2f}"
+    )
     same_work = None
     if "curl+hash" in times:
         same_work = ours / statistics.median(mibs("curl+hash"))
         print(f"ratio cantor / (curl then hash):      {same_work:.2f}")
-    write_json(args.json, "download", {
-        "size_mib": args.size_mib, "runs": len(times["cantor"]),
-        "mib_s": {name: mibs(name) for name in names},
-        "cpu_s_per_gib": {name: statistics.median(cpu[name]) / (size / 2**30) for name in names},
-        "ratio": ours / curl, "paired_ratios": paired, "ratio_same_work": same_work,
-        "files_checked": True})
+    write_json(
+        args.json,
+        "download",
+        {
+            "size_mib": args.size_mib,
+            "runs": len(times["cantor"]),
+            "mib_s": {name: mibs(name) for name in names},
+            "cpu_s_per_gib": {
+                name: statistics.median(cpu[name]) / (size / 2**30) for name in names
+            },
+            "ratio": ours / curl,
+            "paired_ratios": paired,
+            "ratio_same_work": same_work,
+            "files_checked": True,
+        },
+    )
     return 0
 
 

@@ -39,19 +39,44 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import (direct_sketch_engine, free_port, machine_facts, sketch_home,  # noqa: E402
-                    wait_http)
+from common import (
+    direct_sketch_engine,
+    free_port,
+    machine_facts,
+    sketch_home,  # noqa: E402
+    wait_http,
+)
 
 EDIT_GOAL_MS = 50.0
 UPLOAD_GOAL_S = 1.0
 STEM_GOAL_MS = 50.0
-TRACKS = ("vocals", "backing_vocals", "drums", "bass", "guitar", "keyboard", "percussion",
-          "strings", "synth", "fx", "brass", "woodwinds")
+TRACKS = (
+    "vocals",
+    "backing_vocals",
+    "drums",
+    "bass",
+    "guitar",
+    "keyboard",
+    "percussion",
+    "strings",
+    "synth",
+    "fx",
+    "brass",
+    "woodwinds",
+)
 SR = 48000
-SOURCE = {"caption": "bench lofi piano", "duration": 60, "bpm": 100, "key": "A minor",
-          "seed": 5, "model": "sketch", "format": "wav24", "lyrics": "[Instrumental]"}
+SOURCE = {
+    "caption": "bench lofi piano",
+    "duration": 60,
+    "bpm": 100,
+    "key": "A minor",
+    "seed": 5,
+    "model": "sketch",
+    "format": "wav24",
+    "lyrics": "[Instrumental]",
+}
 
-BARE_SERVER = r'''
+BARE_SERVER = r"""
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 OUT = sys.argv[2]
@@ -80,14 +105,14 @@ class H(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body)
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-'''
+"""
 
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-OUTSIDE: list[float] = []      # per node song: seconds outside its engine job (its timings)
+OUTSIDE: list[float] = []  # per node song: seconds outside its engine job (its timings)
 
 
 async def node_song(client, request: dict, expect_seconds: float) -> float:
@@ -120,9 +145,12 @@ class Direct:
         loop = asyncio.get_running_loop()
 
         def on_event(event) -> None:
-            if str(getattr(event, "line", "")).startswith("[Server] Job ") and \
-                    " done (" in event.line:
+            if (
+                str(getattr(event, "line", "")).startswith("[Server] Job ")
+                and " done (" in event.line
+            ):
                 loop.call_soon_threadsafe(self.wake.set)
+
         self.unsubscribe = sup.subscribe(on_event)
 
     async def aclose(self) -> None:
@@ -130,14 +158,20 @@ class Direct:
         await self.engine.aclose()
 
 
-async def direct_job(direct: Direct, request: dict, parts: dict, source_seconds: float,
-                     expect_seconds: float) -> float:
+async def direct_job(
+    direct: Direct, request: dict, parts: dict, source_seconds: float, expect_seconds: float
+) -> float:
     """Straight to the engine: the runner's request and parts as one multipart job."""
     from cantor_desktop.engine.client import engine_request
     from cantor_desktop.song_request import validate
 
-    body = engine_request(validate(request), synth_model="sketch-dit.gguf", lm_model=None,
-                          output_format=request["format"], source_duration=source_seconds)
+    body = engine_request(
+        validate(request),
+        synth_model="sketch-dit.gguf",
+        lm_model=None,
+        output_format=request["format"],
+        source_duration=source_seconds,
+    )
     t0 = time.perf_counter()
     tracks = await direct.engine.song(body, parts=parts, wake=direct.wake)
     elapsed = time.perf_counter() - t0
@@ -151,6 +185,7 @@ def write_wav(path: Path, megabytes: float) -> float:
     """A 16-bit stereo 48 kHz WAV of about ``megabytes`` MB (a tune over noise): seconds."""
     import numpy as np
     import soundfile as sf
+
     frames = int(megabytes * 1e6 / 4)
     t = np.arange(frames) / SR
     rng = np.random.default_rng(1)
@@ -167,10 +202,12 @@ async def upload_bare(url: str, path: Path) -> float:
         with open(path, "rb") as fh:
             while chunk := fh.read(1 << 20):
                 yield chunk
+
     t0 = time.perf_counter()
     async with httpx.AsyncClient(timeout=60, trust_env=False) as http:
-        r = await http.post(url + "/upload", content=body(),
-                            headers={"Content-Type": "application/octet-stream"})
+        r = await http.post(
+            url + "/upload", content=body(), headers={"Content-Type": "application/octet-stream"}
+        )
     elapsed = time.perf_counter() - t0
     if r.status_code != 201 or r.json()["bytes"] != path.stat().st_size:
         raise RuntimeError(f"the bare server did not get the file: {r.text[:200]}")
@@ -197,9 +234,11 @@ async def main_async(args) -> dict:
     sup = await direct_sketch_engine(home)
     engine = Direct(sup)
     bare_port = free_port()
-    bare = subprocess.Popen([sys.executable, "-c", BARE_SERVER, str(bare_port),
-                             str(home / "bare-upload.bin")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    bare = subprocess.Popen(
+        [sys.executable, "-c", BARE_SERVER, str(bare_port), str(home / "bare-upload.bin")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     figures: dict = {}
     try:
         wait_http(f"http://127.0.0.1:{bare_port}/", 30, bare)
@@ -212,16 +251,22 @@ async def main_async(args) -> dict:
             latent = (home / "state" / "latents" / f"{sid}_take1.sketch.f32").read_bytes()
             parts = {"src_latents": Part("src_latents.f32", latent)}
             source = {"song": sid, "take": 1}
-            repaint = {"caption": "jazz trumpet solo", "task": "repaint", "source": source,
-                       "region": {"start": d / 3, "end": d / 2}, "seed": 9, "model": "sketch",
-                       "format": "wav24"}
+            repaint = {
+                "caption": "jazz trumpet solo",
+                "task": "repaint",
+                "source": source,
+                "region": {"start": d / 3, "end": d / 2},
+                "seed": 9,
+                "model": "sketch",
+                "format": "wav24",
+            }
             # 1. one edit: warm both, then alternate
             await node_song(client, repaint, d)
             await direct_job(engine, repaint, parts, d, d)
             via, direct = [], []
             OUTSIDE.clear()
             for i in range(args.rounds):
-                for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+                for which in (0, 1) if i % 2 == 0 else (1, 0):
                     if which == 0:
                         via.append(await node_song(client, repaint, d))
                     else:
@@ -230,11 +275,16 @@ async def main_async(args) -> dict:
             outside_edit = [x * 1000 for x in OUTSIDE]
             figures["edit"] = {
                 "name": f"Edit of a {d:.0f}-s song through the node (repaint "
-                        f"{d / 3:.0f}–{d / 2:.0f} s)", "duration_s": d,
-                "ours_ms": median(via) * 1000, "baseline_ms": median(direct) * 1000,
-                "diff_ms": median(diffs), "diffs_ms": diffs, "goal_ms": EDIT_GOAL_MS,
+                f"{d / 3:.0f}–{d / 2:.0f} s)",
+                "duration_s": d,
+                "ours_ms": median(via) * 1000,
+                "baseline_ms": median(direct) * 1000,
+                "diff_ms": median(diffs),
+                "diffs_ms": diffs,
+                "goal_ms": EDIT_GOAL_MS,
                 "outside_engine_ms": median(outside_edit),
-                "ok": median(diffs) <= EDIT_GOAL_MS}
+                "ok": median(diffs) <= EDIT_GOAL_MS,
+            }
             # 2. the upload
             wav = home / "upload.wav"
             seconds = write_wav(wav, args.upload_mb)
@@ -242,7 +292,7 @@ async def main_async(args) -> dict:
             await upload_bare(f"http://127.0.0.1:{bare_port}", wav)
             up_node, up_bare = [], []
             for i in range(args.upload_runs):
-                for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+                for which in (0, 1) if i % 2 == 0 else (1, 0):
                     if which == 0:
                         up_node.append(await upload_node(client, wav, seconds))
                     else:
@@ -250,22 +300,38 @@ async def main_async(args) -> dict:
             size_mb = wav.stat().st_size / 1e6
             figures["upload"] = {
                 "name": f"Upload of a {size_mb:.0f} MB WAV on loopback",
-                "ours_s": median(up_node), "baseline_s": median(up_bare),
-                "ratio": median(up_node) / median(up_bare), "runs_s": up_node,
-                "goal_s": UPLOAD_GOAL_S, "ok": median(up_node) <= UPLOAD_GOAL_S,
-                "size_mb": size_mb}
+                "ours_s": median(up_node),
+                "baseline_s": median(up_bare),
+                "ratio": median(up_node) / median(up_bare),
+                "runs_s": up_node,
+                "goal_s": UPLOAD_GOAL_S,
+                "ok": median(up_node) <= UPLOAD_GOAL_S,
+                "size_mb": size_mb,
+            }
             # 3. all 12 stems, each through the node and straight, alternated stem by stem
-            stem_reqs = [{"caption": "stem", "task": "extract", "source": source, "track": t,
-                          "model": "sketch", "format": "wav24"} for t in TRACKS]
+            stem_reqs = [
+                {
+                    "caption": "stem",
+                    "task": "extract",
+                    "source": source,
+                    "track": t,
+                    "model": "sketch",
+                    "format": "wav24",
+                }
+                for t in TRACKS
+            ]
             node_sets, direct_sets, stem_diffs = [], [], []
             OUTSIDE.clear()
             for i in range(args.stem_rounds):
                 node_total = direct_total = 0.0
                 for k, req in enumerate(stem_reqs):
                     pair = {}
-                    for which in ((0, 1) if (i + k) % 2 == 0 else (1, 0)):
-                        pair[which] = (await node_song(client, req, d) if which == 0 else
-                                       await direct_job(engine, req, parts, d, d))
+                    for which in (0, 1) if (i + k) % 2 == 0 else (1, 0):
+                        pair[which] = (
+                            await node_song(client, req, d)
+                            if which == 0
+                            else await direct_job(engine, req, parts, d, d)
+                        )
                     node_total += pair[0]
                     direct_total += pair[1]
                     stem_diffs.append((pair[0] - pair[1]) * 1000)
@@ -274,11 +340,15 @@ async def main_async(args) -> dict:
             per_set = [(a - b) / len(TRACKS) * 1000 for a, b in zip(node_sets, direct_sets)]
             figures["stems"] = {
                 "name": f"All 12 stems of a {d:.0f}-s song through the node",
-                "ours_ms": median(node_sets) * 1000, "baseline_ms": median(direct_sets) * 1000,
-                "per_stem_ms": median(stem_diffs), "stem_diffs_ms": stem_diffs,
-                "sets_per_stem_ms": per_set, "goal_ms": STEM_GOAL_MS,
+                "ours_ms": median(node_sets) * 1000,
+                "baseline_ms": median(direct_sets) * 1000,
+                "per_stem_ms": median(stem_diffs),
+                "stem_diffs_ms": stem_diffs,
+                "sets_per_stem_ms": per_set,
+                "goal_ms": STEM_GOAL_MS,
                 "outside_engine_ms": median([x * 1000 for x in OUTSIDE]),
-                "ok": median(stem_diffs) <= STEM_GOAL_MS}
+                "ok": median(stem_diffs) <= STEM_GOAL_MS,
+            }
     finally:
         bare.terminate()
         bare.wait(10)
@@ -294,23 +364,35 @@ def report(figures: dict) -> None:
     print(f"  direct to engine (baseline): median {e['baseline_ms']:.0f} ms")
     print(f"  through the node           : median {e['ours_ms']:.0f} ms")
     d = e["diffs_ms"]
-    print(f"  node − direct, median of pairs: {e['diff_ms']:+.1f} ms (min {min(d):+.1f}, "
-          f"max {max(d):+.1f})  goal ≤ {EDIT_GOAL_MS:.0f} ms  {'OK' if e['ok'] else 'MISSED'}")
-    print(f"  the node's own time outside the engine job (its timings): median "
-          f"{e['outside_engine_ms']:.1f} ms")
-    print(f"upload of a {u['size_mb']:.0f} MB WAV on loopback: node median {u['ours_s']:.3f} s, "
-          f"bare server (baseline) {u['baseline_s']:.3f} s, ratio {u['ratio']:.2f}  "
-          f"goal ≤ {UPLOAD_GOAL_S:.0f} s  {'OK' if u['ok'] else 'MISSED'}")
+    print(
+        f"  node − direct, median of pairs: {e['diff_ms']:+.1f} ms (min {min(d):+.1f}, "
+        f"max {max(d):+.1f})  goal ≤ {EDIT_GOAL_MS:.0f} ms  {'OK' if e['ok'] else 'MISSED'}"
+    )
+    print(
+        f"  the node's own time outside the engine job (its timings): median "
+        f"{e['outside_engine_ms']:.1f} ms"
+    )
+    print(
+        f"upload of a {u['size_mb']:.0f} MB WAV on loopback: node median {u['ours_s']:.3f} s, "
+        f"bare server (baseline) {u['baseline_s']:.3f} s, ratio {u['ratio']:.2f}  "
+        f"goal ≤ {UPLOAD_GOAL_S:.0f} s  {'OK' if u['ok'] else 'MISSED'}"
+    )
     d = s["stem_diffs_ms"]
-    print(f"{s['name']} ({len(s['sets_per_stem_ms'])} sets, stem by stem "
-          f"alternated): node {s['ours_ms']:.0f} ms a set, direct (baseline) "
-          f"{s['baseline_ms']:.0f} ms")
-    print(f"  node − direct per stem, median of {len(d)} pairs: {s['per_stem_ms']:+.1f} ms "
-          f"(min {min(d):+.1f}, max {max(d):+.1f}; per set "
-          f"{', '.join(f'{x:+.1f}' for x in s['sets_per_stem_ms'])} ms a stem)  "
-          f"goal ≤ {STEM_GOAL_MS:.0f} ms  {'OK' if s['ok'] else 'MISSED'}")
-    print(f"  the node's own time outside each engine job (its timings): median "
-          f"{s['outside_engine_ms']:.1f} ms")
+    print(
+        f"{s['name']} ({len(s['sets_per_stem_ms'])} sets, stem by stem "
+        f"alternated): node {s['ours_ms']:.0f} ms a set, direct (baseline) "
+        f"{s['baseline_ms']:.0f} ms"
+    )
+    print(
+        f"  node − direct per stem, median of {len(d)} pairs: {s['per_stem_ms']:+.1f} ms "
+        f"(min {min(d):+.1f}, max {max(d):+.1f}; per set "
+        f"{', '.join(f'{x:+.1f}' for x in s['sets_per_stem_ms'])} ms a stem)  "
+        f"goal ≤ {STEM_GOAL_MS:.0f} ms  {'OK' if s['ok'] else 'MISSED'}"
+    )
+    print(
+        f"  the node's own time outside each engine job (its timings): median "
+        f"{s['outside_engine_ms']:.1f} ms"
+    )
 
 
 def main() -> int:
@@ -326,8 +408,13 @@ def main() -> int:
     report(figures)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"script": "bench/edit.py", "figures": figures,
-                                         "machine": machine_facts()}, indent=2), "utf-8")
+        args.json.write_text(
+            json.dumps(
+                {"script": "bench/edit.py", "figures": figures, "machine": machine_facts()},
+                indent=2,
+            ),
+            "utf-8",
+        )
     return 0
 
 

@@ -51,19 +51,35 @@ TARGET, CEILING = -14.0, -1.0
 
 
 def make_song(folder: Path, duration: float) -> Path:
-    req = normalise({"caption": "lofi hip hop, dusty piano, vinyl crackle", "duration": duration,
-                     "lyrics": "[Instrumental]", "output_format": "wav24"})
+    req = normalise(
+        {
+            "caption": "lofi hip hop, dusty piano, vinyl crackle",
+            "duration": duration,
+            "lyrics": "[Instrumental]",
+            "output_format": "wav24",
+        }
+    )
     song = song_from_request(req, 7)
     r = render.Renderer(song, 8)
     for k in range(8):
         r.step(k)
     audio = render.master(r.finish(), normalise=True)
     wav = encode.wav_bytes(audio, "wav24")
-    files = songs.write_takes(folder, song_id="0123456789abcdef",
-                              request={"caption": req["caption"], "lyrics": "[Instrumental]",
-                                       "duration": duration, "seed": 7, "model": "sketch"},
-                              fmt="wav24", audios=[wav], seeds=[7],
-                              meta={"model": {"name": "sketch", "family": "sketch"}})
+    files = songs.write_takes(
+        folder,
+        song_id="0123456789abcdef",
+        request={
+            "caption": req["caption"],
+            "lyrics": "[Instrumental]",
+            "duration": duration,
+            "seed": 7,
+            "model": "sketch",
+        },
+        fmt="wav24",
+        audios=[wav],
+        seeds=[7],
+        meta={"model": {"name": "sketch", "family": "sketch"}},
+    )
     return Path(files[0]["audio"])
 
 
@@ -105,8 +121,10 @@ def time_meters(path: Path, runs: int) -> None:
     meters = {"bs1770 (numpy FFT)": lambda: lu.integrated_loudness(audio, rate)}
     try:
         import pyloudnorm
-        meters["pyloudnorm (scipy lfilter)"] = \
-            lambda: pyloudnorm.Meter(rate).integrated_loudness(audio)
+
+        meters["pyloudnorm (scipy lfilter)"] = lambda: pyloudnorm.Meter(rate).integrated_loudness(
+            audio
+        )
     except ImportError:
         pass
     for name, meter in meters.items():
@@ -116,8 +134,10 @@ def time_meters(path: Path, runs: int) -> None:
             c0 = time.process_time()
             reading = meter()
             cpu.append(time.process_time() - c0)
-        print(f"meter {name:<28} {statistics.median(cpu):.3f} s cpu, {reading:.3f} LUFS "
-              f"({len(audio) / rate:.0f} s, {audio.shape[1]} ch, {rate} Hz)")
+        print(
+            f"meter {name:<28} {statistics.median(cpu):.3f} s cpu, {reading:.3f} LUFS "
+            f"({len(audio) / rate:.0f} s, {audio.shape[1]} ch, {rate} Hz)"
+        )
 
 
 def timed(fn) -> tuple[float, float]:
@@ -136,8 +156,10 @@ def main() -> int:
         tmp = Path(tmp)
         src = make_song(tmp / "songs", args.duration)
         meta = export.SongMeta.beside(src)
-        print(f"song: {src.name}, {args.duration:.0f} s, 48 kHz 24-bit, sidecar bpm "
-              f"{meta.bpm:g} ({meta.bpm_source}), key {meta.key} ({meta.key_source})")
+        print(
+            f"song: {src.name}, {args.duration:.0f} s, 48 kHz 24-bit, sidecar bpm "
+            f"{meta.bpm:g} ({meta.bpm_source}), key {meta.key} ({meta.key_source})"
+        )
 
         def baseline() -> None:
             audio, rate = sf.read(str(src), dtype="float32", always_2d=True)
@@ -148,7 +170,7 @@ def main() -> int:
         def ours() -> None:
             results.append(export.export_file(src, tmp / "out", options))
 
-        baseline(), ours()                                   # warm-up (imports, caches)
+        baseline(), ours()  # warm-up (imports, caches)
         base_cpu, base_wall, our_cpu, our_wall, failed = [], [], [], [], 0
         for run in range(args.runs):
             c, w = timed(baseline)
@@ -160,7 +182,7 @@ def main() -> int:
                 print(f"  run not counted: {results[-1].path.name}: {'; '.join(problems)}")
             else:
                 our_cpu.append(c), our_wall.append(w)
-            if run < args.runs - 1:                          # the last is timed below
+            if run < args.runs - 1:  # the last is timed below
                 results[-1].path.unlink()
         time_meters(results[-1].path, args.runs)
         if not our_cpu:
@@ -170,17 +192,27 @@ def main() -> int:
         bc, bw = statistics.median(base_cpu), statistics.median(base_wall)
         oc, ow = statistics.median(our_cpu), statistics.median(our_wall)
         d = args.duration
-        print(f"output: {last.loudness:.2f} LUFS, true peak {last.true_peak:.2f} dBTP, "
-              f"limiter {last.limited_db:.2f} dB, {last.bytes / 2**20:.1f} MiB; "
-              f"{len(our_cpu)} of {args.runs} runs checked good")
-        print(f"{'case':<44}{'cpu s':>8}{'wall s':>8}{'x real time (cpu)':>19}"
-              f"{'x real time (wall)':>20}")
-        print(f"{'baseline: soundfile WAV -> FLAC, 48 kHz':<44}{bc:>8.3f}{bw:>8.3f}"
-              f"{d / bc:>18.1f}x{d / bw:>19.1f}x")
-        print(f"{'export: FLAC, -14 LUFS, -1 dBTP, 44.1 kHz':<44}{oc:>8.3f}{ow:>8.3f}"
-              f"{d / oc:>18.1f}x{d / ow:>19.1f}x")
-        print(f"export vs baseline: {oc / bc:.2f}x the CPU time; vs goal {GOAL:.0f}x: "
-              f"{d / oc / GOAL:.2f} (cpu), {d / ow / GOAL:.2f} (wall)")
+        print(
+            f"output: {last.loudness:.2f} LUFS, true peak {last.true_peak:.2f} dBTP, "
+            f"limiter {last.limited_db:.2f} dB, {last.bytes / 2**20:.1f} MiB; "
+            f"{len(our_cpu)} of {args.runs} runs checked good"
+        )
+        print(
+            f"{'case':<44}{'cpu s':>8}{'wall s':>8}{'x real time (cpu)':>19}"
+            f"{'x real time (wall)':>20}"
+        )
+        print(
+            f"{'baseline: soundfile WAV -> FLAC, 48 kHz':<44}{bc:>8.3f}{bw:>8.3f}"
+            f"{d / bc:>18.1f}x{d / bw:>19.1f}x"
+        )
+        print(
+            f"{'export: FLAC, -14 LUFS, -1 dBTP, 44.1 kHz':<44}{oc:>8.3f}{ow:>8.3f}"
+            f"{d / oc:>18.1f}x{d / ow:>19.1f}x"
+        )
+        print(
+            f"export vs baseline: {oc / bc:.2f}x the CPU time; vs goal {GOAL:.0f}x: "
+            f"{d / oc / GOAL:.2f} (cpu), {d / ow / GOAL:.2f} (wall)"
+        )
     return 0 if not failed else 1
 
 

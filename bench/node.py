@@ -34,8 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import (add_json_option, direct_sketch_engine, free_port, sketch_home,  # noqa: E402
-                    write_json)
+from common import (
+    add_json_option,
+    direct_sketch_engine,
+    free_port,
+    sketch_home,  # noqa: E402
+    write_json,
+)
 
 OVERHEAD_GOAL_MS = 50.0
 LATENCY_GOAL_MS = 100.0
@@ -60,9 +65,11 @@ def audio_problem(audio, seconds: float) -> str | None:
 
     import numpy as np
     import soundfile as sf
+
     try:
-        data, rate = sf.read(io.BytesIO(audio) if isinstance(audio, bytes) else audio,
-                             dtype="float32")
+        data, rate = sf.read(
+            io.BytesIO(audio) if isinstance(audio, bytes) else audio, dtype="float32"
+        )
     except (RuntimeError, OSError) as exc:
         return f"not audio: {exc}"
     if abs(len(data) / rate - seconds) > 0.5:
@@ -90,8 +97,12 @@ async def straight(engine, request: dict) -> tuple[float, str | None]:
     from cantor_desktop.engine.client import engine_request
     from cantor_desktop.song_request import validate
 
-    body = engine_request(validate(request), synth_model="sketch-dit.gguf",
-                          lm_model="sketch-lm.gguf", output_format=request["format"])
+    body = engine_request(
+        validate(request),
+        synth_model="sketch-dit.gguf",
+        lm_model="sketch-lm.gguf",
+        output_format=request["format"],
+    )
     t0 = time.perf_counter()
     tracks = await engine.song(body)
     assert tracks and tracks[0].audio[:4] == b"RIFF"
@@ -104,8 +115,12 @@ async def straight_tight(engine, request: dict) -> tuple[float, str | None]:
     from cantor_desktop.engine.client import engine_request
     from cantor_desktop.song_request import validate
 
-    body = engine_request(validate(request), synth_model="sketch-dit.gguf",
-                          lm_model="sketch-lm.gguf", output_format=request["format"])
+    body = engine_request(
+        validate(request),
+        synth_model="sketch-dit.gguf",
+        lm_model="sketch-lm.gguf",
+        output_format=request["format"],
+    )
     t0 = time.perf_counter()
     job = await engine.submit("/synth", body)
     while await engine.status(job) != "done":
@@ -121,8 +136,8 @@ class LogReader:
 
     def __init__(self, engine_url: str):
         self.url = engine_url + "/logs"
-        self.steps: dict[tuple[str | None, float], float] = {}   # (job, node progress) → t
-        self.jobs: list[str] = []                                 # in "created" order
+        self.steps: dict[tuple[str | None, float], float] = {}  # (job, node progress) → t
+        self.jobs: list[str] = []  # in "created" order
         self.done: set[str] = set()
         self.connected = asyncio.Event()
         self.last_line = self.connected_at = 0.0
@@ -179,7 +194,7 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
         for r in readers:
             r.start()
         await asyncio.wait_for(asyncio.gather(*(r.replayed() for r in readers)), 30)
-        known = set(readers[0].jobs)            # the replayed jobs: none of them the song's
+        known = set(readers[0].jobs)  # the replayed jobs: none of them the song's
         events: dict[float, float] = {}
         sid = await client.submit_song(request)
         async for event, data in client.events(sid):
@@ -224,8 +239,14 @@ async def main_async(args) -> int:
 
     sup = await direct_sketch_engine(home)
     engine = sup.client()
-    request = {"caption": "bench lofi piano", "duration": args.duration, "seed": 11,
-               "model": "sketch", "format": "wav16", "lyrics": "[Instrumental]"}
+    request = {
+        "caption": "bench lofi piano",
+        "duration": args.duration,
+        "seed": 11,
+        "model": "sketch",
+        "format": "wav16",
+        "lyrics": "[Instrumental]",
+    }
     try:
         async with NodeClient(node.url) as client:
             # warm both paths (engine start, imports, first-job costs)
@@ -238,7 +259,7 @@ async def main_async(args) -> int:
             def count(into: list, result: tuple[float, str | None], what: str) -> None:
                 took, problem = result
                 if problem:
-                    bad.append(f"{what}: {problem}")      # not counted
+                    bad.append(f"{what}: {problem}")  # not counted
                 else:
                     into.append(took)
 
@@ -271,50 +292,81 @@ async def main_async(args) -> int:
     med_node, med_direct = statistics.median(node_t), statistics.median(direct_t)
     overhead = statistics.median(diffs)
     print(f"node ready in {ready_s * 1000:.0f} ms")
-    print(f"overhead per song ({args.songs} rotated rounds, {args.duration:g}-s instrumental, "
-          f"sketch; every file decoded and checked):")
+    print(
+        f"overhead per song ({args.songs} rotated rounds, {args.duration:g}-s instrumental, "
+        f"sketch; every file decoded and checked):"
+    )
     print(f"  direct to engine (baseline): median {med_direct * 1000:.0f} ms")
-    print(f"  through the node           : median {med_node * 1000:.0f} ms "
-          f"(ratio {med_node / med_direct:.3f})")
+    print(
+        f"  through the node           : median {med_node * 1000:.0f} ms "
+        f"(ratio {med_node / med_direct:.3f})"
+    )
     tight = statistics.median(tight_diffs)
     print(f"  direct, polling every 10 ms: median {statistics.median(tight_t) * 1000:.0f} ms")
-    print(f"  node − direct (tight polling), median of triples: {tight:+.1f} ms "
-          f"(mean {statistics.mean(tight_diffs):+.1f})  goal ≤ {OVERHEAD_GOAL_MS:.0f} ms  "
-          f"{'OK' if tight <= OVERHEAD_GOAL_MS else 'MISSED'}")
-    print(f"  node − direct (engine client), median of pairs: {overhead:+.1f} ms "
-          f"(mean {statistics.mean(diffs):+.1f}, min {min(diffs):+.1f}, max {max(diffs):+.1f})"
-          f"  goal ≤ {OVERHEAD_GOAL_MS:.0f} ms  {'OK' if overhead <= OVERHEAD_GOAL_MS else 'MISSED'}")
+    print(
+        f"  node − direct (tight polling), median of triples: {tight:+.1f} ms "
+        f"(mean {statistics.mean(tight_diffs):+.1f})  goal ≤ {OVERHEAD_GOAL_MS:.0f} ms  "
+        f"{'OK' if tight <= OVERHEAD_GOAL_MS else 'MISSED'}"
+    )
+    print(
+        f"  node − direct (engine client), median of pairs: {overhead:+.1f} ms "
+        f"(mean {statistics.mean(diffs):+.1f}, min {min(diffs):+.1f}, max {max(diffs):+.1f})"
+        f"  goal ≤ {OVERHEAD_GOAL_MS:.0f} ms  {'OK' if overhead <= OVERHEAD_GOAL_MS else 'MISSED'}"
+    )
     steps, lost = progress["steps"], progress["lost"]
     if lat:
         ok = p95(lat) <= LATENCY_GOAL_MS and not lost
-        print(f"progress latency, engine log line → node SSE event ({len(lat)} of {steps} step "
-              f"lines matched, {lost} lost): median {statistics.median(lat):+.1f} ms, p95 "
-              f"{p95(lat):+.1f} ms, min {min(lat):+.1f}, max {max(lat):+.1f} ms  goal p95 ≤ "
-              f"{LATENCY_GOAL_MS:.0f} ms and none lost  {'OK' if ok else 'MISSED'}")
+        print(
+            f"progress latency, engine log line → node SSE event ({len(lat)} of {steps} step "
+            f"lines matched, {lost} lost): median {statistics.median(lat):+.1f} ms, p95 "
+            f"{p95(lat):+.1f} ms, min {min(lat):+.1f}, max {max(lat):+.1f} ms  goal p95 ≤ "
+            f"{LATENCY_GOAL_MS:.0f} ms and none lost  {'OK' if ok else 'MISSED'}"
+        )
     else:
         print(f"progress latency: no step line matched ({steps} lines, {lost} lost)")
     if base:
-        print(f"  baseline, the same line at a second client of the engine's /logs: median "
-              f"{statistics.median(base):+.1f} ms, p95 {p95(base):+.1f} ms")
-    print(f"node idle RSS: fresh {idle_fresh:.1f} MB, after {args.songs + 1 + args.latency_songs} "
-          f"songs {idle_after:.1f} MB  goal ≤ {RSS_GOAL_MB:.0f} MB  "
-          f"{'OK' if max(idle_fresh, idle_after) <= RSS_GOAL_MB else 'MISSED'}")
-    write_json(args.json, "node", {
-        "duration_s": args.duration, "songs": args.songs,
-        "overhead": {"node_ms": [x * 1000 for x in node_t],
-                     "direct_ms": [x * 1000 for x in direct_t],
-                     "tight_ms": [x * 1000 for x in tight_t],
-                     "diff_ms": diffs, "tight_diff_ms": tight_diffs, "files_checked": True},
-        "progress": {"latency_ms": lat, "baseline_ms": base, "steps": steps, "lost": lost,
-                     "songs": args.latency_songs},
-        "rss_mib": {"fresh": idle_fresh, "after_songs": idle_after},
-        "ready_ms": ready_s * 1000})
+        print(
+            f"  baseline, the same line at a second client of the engine's /logs: median "
+            f"{statistics.median(base):+.1f} ms, p95 {p95(base):+.1f} ms"
+        )
+    print(
+        f"node idle RSS: fresh {idle_fresh:.1f} MB, after {args.songs + 1 + args.latency_songs} "
+        f"songs {idle_after:.1f} MB  goal ≤ {RSS_GOAL_MB:.0f} MB  "
+        f"{'OK' if max(idle_fresh, idle_after) <= RSS_GOAL_MB else 'MISSED'}"
+    )
+    write_json(
+        args.json,
+        "node",
+        {
+            "duration_s": args.duration,
+            "songs": args.songs,
+            "overhead": {
+                "node_ms": [x * 1000 for x in node_t],
+                "direct_ms": [x * 1000 for x in direct_t],
+                "tight_ms": [x * 1000 for x in tight_t],
+                "diff_ms": diffs,
+                "tight_diff_ms": tight_diffs,
+                "files_checked": True,
+            },
+            "progress": {
+                "latency_ms": lat,
+                "baseline_ms": base,
+                "steps": steps,
+                "lost": lost,
+                "songs": args.latency_songs,
+            },
+            "rss_mib": {"fresh": idle_fresh, "after_songs": idle_after},
+            "ready_ms": ready_s * 1000,
+        },
+    )
     return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--songs", type=int, default=10, help="rounds of node / direct / direct-tight songs")
+    ap.add_argument(
+        "--songs", type=int, default=10, help="rounds of node / direct / direct-tight songs"
+    )
     ap.add_argument("--latency-songs", type=int, default=3)
     ap.add_argument("--duration", type=float, default=10.0)
     add_json_option(ap)

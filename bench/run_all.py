@@ -29,8 +29,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (ROOT, dir_size, free_port, machine_facts, median, rss_mb,  # noqa: E402
-                    spread, wait_http)
+from common import (
+    ROOT,
+    dir_size,
+    free_port,
+    machine_facts,
+    median,
+    rss_mb,  # noqa: E402
+    spread,
+    wait_http,
+)
 from common import p95 as p95_of  # noqa: E402
 
 from cantor_desktop.procs.table import end_child  # noqa: E402
@@ -43,8 +51,10 @@ BUNDLE = ROOT / "dist" / "cantor"
 BUILD_COMMAND = "packaging/build.sh"
 # Benchmarks never reach the internet: any client that honours proxy variables gets a closed
 # local port for everything but loopback.
-OFFLINE = {k: "http://127.0.0.1:9" for k in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
-                                               "http_proxy", "ALL_PROXY", "all_proxy")}
+OFFLINE = {
+    k: "http://127.0.0.1:9"
+    for k in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy")
+}
 OFFLINE.update(NO_PROXY="127.0.0.1,localhost,::1", no_proxy="127.0.0.1,localhost,::1")
 
 
@@ -53,10 +63,10 @@ class Row:
     figure: str
     ours: str
     baseline: str
-    compare: str             # ratio or difference
+    compare: str  # ratio or difference
     spread: str
     goal: str
-    ok: bool | None          # None: no goal, or not measured
+    ok: bool | None  # None: no goal, or not measured
     note: str = ""
     error: bool = False
 
@@ -87,15 +97,40 @@ class Plan:
 
 def plan_for(quick: bool) -> Plan:
     if quick:
-        return Plan(True, repeats=1, app_runs=1, pull_mib=16, dl_mib=32, dl_runs=3,
-                    node_songs=3, latency_songs=1, sketch_runs=2, sketch_duration=20,
-                    idle_runs=1, idle_seconds=2.0, timeout=600)
-    return Plan(False, repeats=3, app_runs=3, pull_mib=1024, dl_mib=1024, dl_runs=5,
-                node_songs=10, latency_songs=3, sketch_runs=5, sketch_duration=60,
-                idle_runs=3, idle_seconds=5.0, timeout=1800)
+        return Plan(
+            True,
+            repeats=1,
+            app_runs=1,
+            pull_mib=16,
+            dl_mib=32,
+            dl_runs=3,
+            node_songs=3,
+            latency_songs=1,
+            sketch_runs=2,
+            sketch_duration=20,
+            idle_runs=1,
+            idle_seconds=2.0,
+            timeout=600,
+        )
+    return Plan(
+        False,
+        repeats=3,
+        app_runs=3,
+        pull_mib=1024,
+        dl_mib=1024,
+        dl_runs=5,
+        node_songs=10,
+        latency_songs=3,
+        sketch_runs=5,
+        sketch_duration=60,
+        idle_runs=3,
+        idle_seconds=5.0,
+        timeout=1800,
+    )
 
 
 # -- running the other scripts ---------------------------------------------------------------
+
 
 class Output(str):
     """What a script printed (a str, for the parsers) and the JSON it wrote (``.figures``,
@@ -111,21 +146,29 @@ def run_script(plan: Plan, argv: list[str], label: str, *, check: bool = True) -
     fd, json_path = tempfile.mkstemp(prefix="cantor-bench-", suffix=".json")
     os.close(fd)
     os.unlink(json_path)
-    env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT), "CANTOR_BENCH_JSON": json_path,
-           "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
+    env = {
+        **os.environ,
+        **OFFLINE,
+        "PYTHONPATH": str(ROOT),
+        "CANTOR_BENCH_JSON": json_path,
+        "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+    }
     print(f"\n--- {label}: {' '.join(argv)}", flush=True)
     t0 = time.monotonic()
     try:
-        proc = subprocess.run([PY, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=plan.timeout)
+        proc = subprocess.run(
+            [PY, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=plan.timeout
+        )
         out, err, code = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err, code = f"timed out after {plan.timeout:g} s", -1
     for line in out.splitlines():
         print("    " + line, flush=True)
-    plan.log.append(f"{label}: {' '.join(argv)} ({time.monotonic() - t0:.0f} s"
-                    + (f", exit code {code})" if code else ")"))
+    plan.log.append(
+        f"{label}: {' '.join(argv)} ({time.monotonic() - t0:.0f} s"
+        + (f", exit code {code})" if code else ")")
+    )
     figures = None
     if os.path.exists(json_path):
         try:
@@ -141,7 +184,7 @@ def run_script(plan: Plan, argv: list[str], label: str, *, check: bool = True) -
         if check:
             raise RuntimeError(message)
         out += f"\nSCRIPT-ERROR: {message}\n"
-        figures = None                      # a failed run's figures do not count
+        figures = None  # a failed run's figures do not count
     result = Output(out)
     result.figures = figures
     return result
@@ -159,20 +202,26 @@ def grab(pattern: str, text: str, what: str) -> re.Match:
     m = re.search(pattern, text, re.MULTILINE)
     if not m:
         failed = re.search(r"^SCRIPT-ERROR: (.*)$", text, re.MULTILINE)
-        raise RuntimeError(f"could not read {what} from the output"
-                           + (f" ({failed.group(1)})" if failed else ""))
+        raise RuntimeError(
+            f"could not read {what} from the output" + (f" ({failed.group(1)})" if failed else "")
+        )
     return m
 
 
 def error_rows(names: list[str], exc: Exception) -> list[Row]:
-    return [Row(n, "—", "—", "—", "—", "—", None, note=f"{type(exc).__name__}: {exc}"[:300],
-                error=True) for n in names]
+    return [
+        Row(n, "—", "—", "—", "—", "—", None, note=f"{type(exc).__name__}: {exc}"[:300], error=True)
+        for n in names
+    ]
 
 
 # -- the figures -----------------------------------------------------------------------------
 
-APP_FIGURES = ["App start to first paint", "Longest event-loop stall (pull + song)",
-               "Songs page with 10,000 songs"]
+APP_FIGURES = [
+    "App start to first paint",
+    "Longest event-loop stall (pull + song)",
+    "Songs page with 10,000 songs",
+]
 
 
 def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
@@ -184,9 +233,12 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
     compose: list[float] = []
     problems: dict[str, str] = {}
     for i in range(plan.repeats):
-        out = run_script(plan, ["bench/app.py", "--runs", str(plan.app_runs),
-                                "--pull-mib", str(plan.pull_mib)], f"app {i + 1}/{plan.repeats}",
-                         check=False)
+        out = run_script(
+            plan,
+            ["bench/app.py", "--runs", str(plan.app_runs), "--pull-mib", str(plan.pull_mib)],
+            f"app {i + 1}/{plan.repeats}",
+            check=False,
+        )
         try:
             f = figures_of(out, "the app")
         except RuntimeError as exc:
@@ -195,52 +247,84 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
             continue
         start_b.append(median(f["start"]["bare_ms"]))
         start_c.append(median(f["start"]["cantor_ms"]))
-        ready = [x for x in f["start"]["ready_ms"] if x == x]      # NaN: never usable
+        ready = [x for x in f["start"]["ready_ms"] if x == x]  # NaN: never usable
         if ready:
             compose.append(median(ready))
         songs_c.append(median(f["songs_page"]["songs_10000_ms"]))
         songs_b.append(median(f["songs_page"]["songs_100_ms"]))
         r = f["stall"]
-        if not r["counted"]:                  # the song or the pull did not end as it should
+        if not r["counted"]:  # the song or the pull did not end as it should
             problems[APP_FIGURES[1]] = "not counted: " + "; ".join(r["problems"])
             continue
         stall.append(r["worst_ms"])
-        app_idle.append(r["idle_worst_ms"])   # app.py measures its own idle baseline
+        app_idle.append(r["idle_worst_ms"])  # app.py measures its own idle baseline
         own.append(r["app_worst_ms"])
         notes.append(f"song {r['song']}, pull {r['pull']}")
     rows = []
     if start_c:
         ratio = [c / b for b, c in zip(start_b, start_c)]
         r = median(ratio)
-        rows.append(Row(APP_FIGURES[0], f"{median(start_c):.0f} ms", f"{median(start_b):.0f} ms "
-                        "(bare PySide6 window)", f"{r:.2f}×", spread(ratio, "{:.2f}×"),
-                        "≤ 1.30×", r <= 1.30,
-                        note=f"{len(start_c)}×{plan.app_runs} runs, each side alternated"
-                             + (f"; Compose page painted and usable at {median(compose):.0f} ms"
-                                if compose else "")))
+        rows.append(
+            Row(
+                APP_FIGURES[0],
+                f"{median(start_c):.0f} ms",
+                f"{median(start_b):.0f} ms (bare PySide6 window)",
+                f"{r:.2f}×",
+                spread(ratio, "{:.2f}×"),
+                "≤ 1.30×",
+                r <= 1.30,
+                note=f"{len(start_c)}×{plan.app_runs} runs, each side alternated"
+                + (
+                    f"; Compose page painted and usable at {median(compose):.0f} ms"
+                    if compose
+                    else ""
+                ),
+            )
+        )
     else:
         rows += error_rows(APP_FIGURES[:1], RuntimeError(problems.get(APP_FIGURES[0], "")))
     if stall:
         s = median(stall)
         if len(app_idle) == len(stall):
-            idle_stall_ms = app_idle          # measured right beside each loaded run
+            idle_stall_ms = app_idle  # measured right beside each loaded run
         base = median(idle_stall_ms) if idle_stall_ms else float("nan")
-        rows.append(Row(APP_FIGURES[1], f"{s:.1f} ms", f"{base:.1f} ms (same app, idle)",
-                        f"{s - base:+.1f} ms", spread(stall, "{:.1f}"), "≤ 16 ms", s <= 16,
-                        note=f"{plan.pull_mib} MiB pull + a 60-s sketch song, 2-ms heartbeat; "
-                             f"the app's own part of the worst gap (the time the machine kept "
-                             f"the GUI thread waiting for a CPU taken out): {median(own):.1f} ms; "
-                             + "; ".join(sorted(set(notes)))
-                             + (f"; {len(stall)} of {plan.repeats} runs counted ("
-                                f"{problems.get(APP_FIGURES[1], '')})"
-                                if len(stall) < plan.repeats else "")))
+        rows.append(
+            Row(
+                APP_FIGURES[1],
+                f"{s:.1f} ms",
+                f"{base:.1f} ms (same app, idle)",
+                f"{s - base:+.1f} ms",
+                spread(stall, "{:.1f}"),
+                "≤ 16 ms",
+                s <= 16,
+                note=f"{plan.pull_mib} MiB pull + a 60-s sketch song, 2-ms heartbeat; "
+                f"the app's own part of the worst gap (the time the machine kept "
+                f"the GUI thread waiting for a CPU taken out): {median(own):.1f} ms; "
+                + "; ".join(sorted(set(notes)))
+                + (
+                    f"; {len(stall)} of {plan.repeats} runs counted ("
+                    f"{problems.get(APP_FIGURES[1], '')})"
+                    if len(stall) < plan.repeats
+                    else ""
+                ),
+            )
+        )
     else:
         rows += error_rows(APP_FIGURES[1:2], RuntimeError(problems.get(APP_FIGURES[1], "")))
     if songs_c:
         f = median(songs_c)
-        rows.append(Row(APP_FIGURES[2], f"{f:.0f} ms", f"{median(songs_b):.0f} ms (100 songs)",
-                        f"{f / median(songs_b):.1f}×", spread(songs_c), "≤ 300 ms", f <= 300,
-                        note="model reset + first paint, median of 3 per run, every song a row"))
+        rows.append(
+            Row(
+                APP_FIGURES[2],
+                f"{f:.0f} ms",
+                f"{median(songs_b):.0f} ms (100 songs)",
+                f"{f / median(songs_b):.1f}×",
+                spread(songs_c),
+                "≤ 300 ms",
+                f <= 300,
+                note="model reset + first paint, median of 3 per run, every song a row",
+            )
+        )
     else:
         rows += error_rows(APP_FIGURES[2:], RuntimeError(problems.get(APP_FIGURES[2], "")))
     return rows
@@ -248,92 +332,175 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
 
 def download_figure(plan: Plan) -> list[Row]:
     name = f"Downloader vs curl, {plan.dl_mib} MiB on loopback"
-    f = figures_of(run_script(plan, ["bench/download.py", "--size-mib", str(plan.dl_mib),
-                                     "--runs", str(plan.dl_runs)], "download"), "the download")
+    f = figures_of(
+        run_script(
+            plan,
+            ["bench/download.py", "--size-mib", str(plan.dl_mib), "--runs", str(plan.dl_runs)],
+            "download",
+        ),
+        "the download",
+    )
     if not f.get("files_checked"):
         raise RuntimeError("the download bench did not check its files")
     ours, curl = median(f["mib_s"]["cantor"]), median(f["mib_s"]["curl"])
     ratio, paired = f["ratio"], f["paired_ratios"]
     note = "ours checks sha256 while streaming, curl does no hashing; A/B alternated"
     if f.get("ratio_same_work") is not None:
-        note += (f"; against curl followed by a sha256 of the file (the same work): "
-                 f"{f['ratio_same_work']:.2f}×")
+        note += (
+            f"; against curl followed by a sha256 of the file (the same work): "
+            f"{f['ratio_same_work']:.2f}×"
+        )
     cpu = f.get("cpu_s_per_gib", {})
     if {"cantor", "curl", "curl+hash"} <= set(cpu):
-        note += (f"; CPU seconds per GiB: ours {cpu['cantor']:.2f}, curl {cpu['curl']:.2f}, "
-                 f"curl + hash {cpu['curl+hash']:.2f}")
-    return [Row(name, f"{ours:.0f} MiB/s", f"{curl:.0f} MiB/s (curl -o)", f"{ratio:.2f}×",
-                f"{min(paired):.2f}–{max(paired):.2f}× (n={len(paired)})", "≥ 0.90×",
-                ratio >= 0.9, note=note + "; every file checked")]
+        note += (
+            f"; CPU seconds per GiB: ours {cpu['cantor']:.2f}, curl {cpu['curl']:.2f}, "
+            f"curl + hash {cpu['curl+hash']:.2f}"
+        )
+    return [
+        Row(
+            name,
+            f"{ours:.0f} MiB/s",
+            f"{curl:.0f} MiB/s (curl -o)",
+            f"{ratio:.2f}×",
+            f"{min(paired):.2f}–{max(paired):.2f}× (n={len(paired)})",
+            "≥ 0.90×",
+            ratio >= 0.9,
+            note=note + "; every file checked",
+        )
+    ]
 
 
 NODE_FIGURES = ["Node overhead per song", "Progress latency p95 (engine log → SSE)"]
 
 
 def node_figures(plan: Plan) -> tuple[list[Row], float | None]:
-    f = figures_of(run_script(plan, ["bench/node.py", "--songs", str(plan.node_songs),
-                                     "--latency-songs", str(plan.latency_songs), "--duration",
-                                     "10"], "node"), "the node")
+    f = figures_of(
+        run_script(
+            plan,
+            [
+                "bench/node.py",
+                "--songs",
+                str(plan.node_songs),
+                "--latency-songs",
+                str(plan.latency_songs),
+                "--duration",
+                "10",
+            ],
+            "node",
+        ),
+        "the node",
+    )
     o = f["overhead"]
     if not o.get("files_checked"):
         raise RuntimeError("the node bench did not check its files")
     via, tight = median(o["node_ms"]), median(o["tight_ms"])
     diff = median(o["tight_diff_ms"])
-    note = ("10-s instrumental sketch song, every file decoded and checked; baseline: a client "
-            "of the engine alone polling every 10 ms (the node learns \"done\" from the "
-            "engine's log), rotated; against the engine client's own 50 ms → 1 s polling: "
-            f"{median(o['diff_ms']):+.1f} ms")
-    rows = [Row(NODE_FIGURES[0], f"{via:.0f} ms", f"{tight:.0f} ms (engine alone)",
-                f"{diff:+.1f} ms", f"{min(o['tight_diff_ms']):+.0f}…{max(o['tight_diff_ms']):+.0f}"
-                f" ms (n={len(o['tight_diff_ms'])})", "≤ 50 ms", diff <= 50, note=note)]
+    note = (
+        "10-s instrumental sketch song, every file decoded and checked; baseline: a client "
+        'of the engine alone polling every 10 ms (the node learns "done" from the '
+        "engine's log), rotated; against the engine client's own 50 ms → 1 s polling: "
+        f"{median(o['diff_ms']):+.1f} ms"
+    )
+    rows = [
+        Row(
+            NODE_FIGURES[0],
+            f"{via:.0f} ms",
+            f"{tight:.0f} ms (engine alone)",
+            f"{diff:+.1f} ms",
+            f"{min(o['tight_diff_ms']):+.0f}…{max(o['tight_diff_ms']):+.0f}"
+            f" ms (n={len(o['tight_diff_ms'])})",
+            "≤ 50 ms",
+            diff <= 50,
+            note=note,
+        )
+    ]
     p = f["progress"]
     lat, base = p["latency_ms"], p["baseline_ms"]
     if lat:
         ours, theirs = p95_of(lat), p95_of(base) if base else float("nan")
-        rows.append(Row(NODE_FIGURES[1], f"{ours:.1f} ms",
-                        f"{theirs:.1f} ms (a second client of the engine's log)",
-                        f"{ours - theirs:+.1f} ms", f"median {median(lat):+.1f}, min "
-                        f"{min(lat):+.1f}, max {max(lat):+.1f} (n={len(lat)})",
-                        "≤ 100 ms, none lost", ours <= 100 and p["lost"] == 0,
-                        note=f"{p['steps']} step lines of {p['songs']} songs' own engine jobs, "
-                             f"{p['lost']} without their progress event (lost); signed: an "
-                             f"event ahead of the line counts negative; Lemonade polls every "
-                             f"1000 ms"))
+        rows.append(
+            Row(
+                NODE_FIGURES[1],
+                f"{ours:.1f} ms",
+                f"{theirs:.1f} ms (a second client of the engine's log)",
+                f"{ours - theirs:+.1f} ms",
+                f"median {median(lat):+.1f}, min "
+                f"{min(lat):+.1f}, max {max(lat):+.1f} (n={len(lat)})",
+                "≤ 100 ms, none lost",
+                ours <= 100 and p["lost"] == 0,
+                note=f"{p['steps']} step lines of {p['songs']} songs' own engine jobs, "
+                f"{p['lost']} without their progress event (lost); signed: an "
+                f"event ahead of the line counts negative; Lemonade polls every "
+                f"1000 ms",
+            )
+        )
     else:
-        rows += error_rows(NODE_FIGURES[1:], RuntimeError(
-            f"no step line matched ({p['steps']} lines, {p['lost']} lost)"))
+        rows += error_rows(
+            NODE_FIGURES[1:],
+            RuntimeError(f"no step line matched ({p['steps']} lines, {p['lost']} lost)"),
+        )
     return rows, f["rss_mib"]["after_songs"]
 
 
 def sketch_figure(plan: Plan) -> list[Row]:
     inst, lyr, ref = [], [], []
     for i in range(plan.repeats):
-        out = run_script(plan, ["bench/sketch.py", "--runs", str(plan.sketch_runs), "--duration",
-                                str(plan.sketch_duration)], f"sketch {i + 1}/{plan.repeats}")
+        out = run_script(
+            plan,
+            [
+                "bench/sketch.py",
+                "--runs",
+                str(plan.sketch_runs),
+                "--duration",
+                str(plan.sketch_duration),
+            ],
+            f"sketch {i + 1}/{plan.repeats}",
+        )
         if out.figures and {"instrumental_rtf", "lyrics_rtf"} <= set(out.figures):
             inst.append(float(out.figures["instrumental_rtf"]))
             lyr.append(float(out.figures["lyrics_rtf"]))
             continue
         inst.append(float(grab(r"instrumental, wav16\s+[\d.]+\s+([\d.]+)x", out, "rtf").group(1)))
-        lyr.append(float(grab(r"with lyrics \(lead\), wav24\s+[\d.]+\s+([\d.]+)x", out,
-                              "rtf lyrics").group(1)))
-        ref.append(float(grab(r"reference numpy render \(baseline.*?, ([\d.]+)x real time", out,
-                              "reference").group(1)))
+        lyr.append(
+            float(
+                grab(r"with lyrics \(lead\), wav24\s+[\d.]+\s+([\d.]+)x", out, "rtf lyrics").group(
+                    1
+                )
+            )
+        )
+        ref.append(
+            float(
+                grab(
+                    r"reference numpy render \(baseline.*?, ([\d.]+)x real time", out, "reference"
+                ).group(1)
+            )
+        )
     worst = [min(a, b) for a, b in zip(inst, lyr)]
     w, r = median(worst), median(ref)
-    return [Row(f"Sketch engine real-time factor ({plan.sketch_duration:.0f}-s song, 1 core)",
-                f"{w:.1f}× real time", f"{r:.0f}× (plain numpy render, same length)",
-                f"{w / r:.2f}×", spread(worst, "{:.1f}×"), "≥ 30×", w >= 30,
-                note=f"slower of instrumental ({median(inst):.1f}×) and with lyrics, /lm then "
-                     f"/synth ({median(lyr):.1f}×); engine CPU seconds, through HTTP")]
+    return [
+        Row(
+            f"Sketch engine real-time factor ({plan.sketch_duration:.0f}-s song, 1 core)",
+            f"{w:.1f}× real time",
+            f"{r:.0f}× (plain numpy render, same length)",
+            f"{w / r:.2f}×",
+            spread(worst, "{:.1f}×"),
+            "≥ 30×",
+            w >= 30,
+            note=f"slower of instrumental ({median(inst):.1f}×) and with lyrics, /lm then "
+            f"/synth ({median(lyr):.1f}×); engine CPU seconds, through HTTP",
+        )
+    ]
 
 
 def export_figure(plan: Plan) -> list[Row]:
     duration = 60 if plan.quick else 180
     cpu, wall, base = [], [], []
     for i in range(plan.repeats):
-        out = run_script(plan, ["bench/export.py", "--runs", "2" if plan.quick else "3",
-                                "--duration", str(duration)], f"export {i + 1}/{plan.repeats}")
+        out = run_script(
+            plan,
+            ["bench/export.py", "--runs", "2" if plan.quick else "3", "--duration", str(duration)],
+            f"export {i + 1}/{plan.repeats}",
+        )
         keys = {"export_cpu_x", "export_wall_x", "baseline_cpu_x"}
         if out.figures and keys <= set(out.figures):
             cpu.append(float(out.figures["export_cpu_x"]))
@@ -342,51 +509,97 @@ def export_figure(plan: Plan) -> list[Row]:
             continue
         m = grab(r"export: FLAC.*?\s([\d.]+)x\s+([\d.]+)x", out, "export speed")
         b = grab(r"baseline: soundfile.*?\s([\d.]+)x\s+[\d.]+x", out, "baseline speed")
-        cpu.append(float(m.group(1))), wall.append(float(m.group(2))), base.append(float(b.group(1)))
+        (
+            cpu.append(float(m.group(1))),
+            wall.append(float(m.group(2))),
+            base.append(float(b.group(1))),
+        )
     c = median(cpu)
-    return [Row(f"Export {duration // 60:.0f}-min song to FLAC, -14 LUFS, 44.1 kHz (1 core)",
-                f"{c:.1f}× real time", f"{median(base):.1f}× (soundfile WAV→FLAC alone)",
-                f"{median(base) / c:.1f}× slower", spread(cpu, "{:.1f}×"), "≥ 20×", c >= 20,
-                note=f"CPU seconds; wall {median(wall):.1f}× (pinned to one core); every "
-                     f"counted file decoded and checked (rate, ±0.5 LU, true peak, tags)")]
+    return [
+        Row(
+            f"Export {duration // 60:.0f}-min song to FLAC, -14 LUFS, 44.1 kHz (1 core)",
+            f"{c:.1f}× real time",
+            f"{median(base):.1f}× (soundfile WAV→FLAC alone)",
+            f"{median(base) / c:.1f}× slower",
+            spread(cpu, "{:.1f}×"),
+            "≥ 20×",
+            c >= 20,
+            note=f"CPU seconds; wall {median(wall):.1f}× (pinned to one core); every "
+            f"counted file decoded and checked (rate, ±0.5 LU, true peak, tags)",
+        )
+    ]
 
 
-EDIT_FIGURES = ["Edit of a 60-s song through the node", "50 MB WAV upload on loopback",
-                "12 stems of a 60-s song through the node"]
+EDIT_FIGURES = [
+    "Edit of a 60-s song through the node",
+    "50 MB WAV upload on loopback",
+    "12 stems of a 60-s song through the node",
+]
 
 
 def edit_figures(plan: Plan) -> list[Row]:
     """bench/edit.py, read from the JSON it writes."""
     with tempfile.TemporaryDirectory(prefix="cantor-bench-edit-json-") as tmp:
         result = Path(tmp) / "edit.json"
-        run_script(plan, ["bench/edit.py", "--rounds", "2" if plan.quick else "8",
-                          "--duration", "20" if plan.quick else "60",
-                          "--stem-rounds", "1" if plan.quick else "2",
-                          "--upload-runs", "2" if plan.quick else "5", "--json", str(result)],
-                   "edit")
+        run_script(
+            plan,
+            [
+                "bench/edit.py",
+                "--rounds",
+                "2" if plan.quick else "8",
+                "--duration",
+                "20" if plan.quick else "60",
+                "--stem-rounds",
+                "1" if plan.quick else "2",
+                "--upload-runs",
+                "2" if plan.quick else "5",
+                "--json",
+                str(result),
+            ],
+            "edit",
+        )
         f = json.loads(result.read_text("utf-8"))["figures"]
     e, u, s = f["edit"], f["upload"], f["stems"]
     seconds = f"{e['duration_s']:.0f}-s"
-    return [Row(EDIT_FIGURES[0].replace("60-s", seconds), f"{e['ours_ms']:.0f} ms", f"{e['baseline_ms']:.0f} ms (the "
-                "same multipart job, engine alone)", f"{e['diff_ms']:+.1f} ms",
-                f"{min(e['diffs_ms']):+.0f}…{max(e['diffs_ms']):+.0f} ms "
-                f"(n={len(e['diffs_ms'])})", "≤ 50 ms", e["ok"],
-                note="a repaint of a third of a Sketch song, its kept latent sent; A/B "
-                     "alternated pairs, the engine client woken by the engine's done line on "
-                     "both sides; the node's own time outside the engine job (its timings): "
-                     f"{e['outside_engine_ms']:.0f} ms"),
-            Row(EDIT_FIGURES[1], f"{u['ours_s'] * 1000:.0f} ms", f"{u['baseline_s'] * 1000:.0f} "
-                "ms (bare server writing the bytes)", f"{u['ratio']:.2f}×",
-                spread([x * 1000 for x in u["runs_s"]]), "≤ 1 s", u["ok"],
-                note=f"POST /v1/uploads of {u['size_mb']:.0f} MB (decoded, checked, kept); "
-                     "alternated with the bare server"),
-            Row(EDIT_FIGURES[2].replace("60-s", seconds), f"{s['ours_ms']:.0f} ms", f"{s['baseline_ms']:.0f} ms (the "
-                "engine's own 12 jobs)", f"{s['per_stem_ms']:+.1f} ms a stem",
-                f"{min(s['stem_diffs_ms']):+.0f}…{max(s['stem_diffs_ms']):+.0f} ms "
-                f"(n={len(s['stem_diffs_ms'])})", "≤ 50 ms a stem", s["ok"],
-                note="extract, each stem through the node and straight, alternated; the take "
-                     "written (fsync) and its facts taken from the source; the node's own time "
-                     f"outside each engine job: {s['outside_engine_ms']:.0f} ms")]
+    return [
+        Row(
+            EDIT_FIGURES[0].replace("60-s", seconds),
+            f"{e['ours_ms']:.0f} ms",
+            f"{e['baseline_ms']:.0f} ms (the same multipart job, engine alone)",
+            f"{e['diff_ms']:+.1f} ms",
+            f"{min(e['diffs_ms']):+.0f}…{max(e['diffs_ms']):+.0f} ms (n={len(e['diffs_ms'])})",
+            "≤ 50 ms",
+            e["ok"],
+            note="a repaint of a third of a Sketch song, its kept latent sent; A/B "
+            "alternated pairs, the engine client woken by the engine's done line on "
+            "both sides; the node's own time outside the engine job (its timings): "
+            f"{e['outside_engine_ms']:.0f} ms",
+        ),
+        Row(
+            EDIT_FIGURES[1],
+            f"{u['ours_s'] * 1000:.0f} ms",
+            f"{u['baseline_s'] * 1000:.0f} ms (bare server writing the bytes)",
+            f"{u['ratio']:.2f}×",
+            spread([x * 1000 for x in u["runs_s"]]),
+            "≤ 1 s",
+            u["ok"],
+            note=f"POST /v1/uploads of {u['size_mb']:.0f} MB (decoded, checked, kept); "
+            "alternated with the bare server",
+        ),
+        Row(
+            EDIT_FIGURES[2].replace("60-s", seconds),
+            f"{s['ours_ms']:.0f} ms",
+            f"{s['baseline_ms']:.0f} ms (the engine's own 12 jobs)",
+            f"{s['per_stem_ms']:+.1f} ms a stem",
+            f"{min(s['stem_diffs_ms']):+.0f}…{max(s['stem_diffs_ms']):+.0f} ms "
+            f"(n={len(s['stem_diffs_ms'])})",
+            "≤ 50 ms a stem",
+            s["ok"],
+            note="extract, each stem through the node and straight, alternated; the take "
+            "written (fsync) and its facts taken from the source; the node's own time "
+            f"outside each engine job: {s['outside_engine_ms']:.0f} ms",
+        ),
+    ]
 
 
 # -- measured here: idle memory, idle loop ---------------------------------------------------
@@ -487,12 +700,23 @@ def _children(pid: int) -> list[int]:
 
 def _idle_child(code: str, seconds: float, home: Path) -> dict:
     """Run an idle GUI child; when it says RSS, read its memory (and its node child's)."""
-    env = {**os.environ, **OFFLINE, "CANTOR_HOME": str(home), "PYTHONPATH": str(ROOT),
-           "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-           "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}
-    proc = subprocess.Popen([PY, "-c", code, str(seconds)], cwd=ROOT, env=env, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        **OFFLINE,
+        "CANTOR_HOME": str(home),
+        "PYTHONPATH": str(ROOT),
+        "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+    }
+    proc = subprocess.Popen(
+        [PY, "-c", code, str(seconds)],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     out: dict = {}
     try:
         assert proc.stdout is not None and proc.stdin is not None
@@ -519,8 +743,11 @@ def _idle_child(code: str, seconds: float, home: Path) -> dict:
     return out
 
 
-APP_FROM_SOURCE = [PY, "-c", "import sys; from cantor_desktop.ui.main import main; "
-                             "sys.exit(main())"]
+APP_FROM_SOURCE = [
+    PY,
+    "-c",
+    "import sys; from cantor_desktop.ui.main import main; sys.exit(main())",
+]
 """``cantor-desktop`` run from source: the same main() the installed launcher calls."""
 
 
@@ -533,18 +760,19 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
         with tempfile.TemporaryDirectory(prefix="cantor-bench-idle-") as tmp:
             home = Path(tmp)
             (home / "node.toml").write_text(
-                f'[node]\nport = {free_port()}\n[models]\ndefault = "sketch"\n', "utf-8")
+                f'[node]\nport = {free_port()}\n[models]\ndefault = "sketch"\n', "utf-8"
+            )
             order = ["bare", "framework", "cantor", "stall"]
-            for kind in (order if i % 2 == 0 else order[::-1]):
+            for kind in order if i % 2 == 0 else order[::-1]:
                 if kind == "bare":
                     bare.append(_idle_child(BARE_IDLE, plan.idle_seconds, home)["rss"])
                 elif kind == "framework":
-                    framework.append(_idle_child(BARE_LOOP_IDLE, plan.idle_seconds,
-                                                 home)["rss"])
+                    framework.append(_idle_child(BARE_LOOP_IDLE, plan.idle_seconds, home)["rss"])
                 elif kind == "cantor":
                     with tempfile.TemporaryDirectory(prefix="cantor-bench-app-") as own:
-                        cantor.append(_app_idle(APP_FROM_SOURCE, plan.idle_seconds + 3,
-                                                Path(own), installed))
+                        cantor.append(
+                            _app_idle(APP_FROM_SOURCE, plan.idle_seconds + 3, Path(own), installed)
+                        )
                 else:
                     r = _idle_child(CANTOR_IDLE, plan.idle_seconds, home)
                     stall.append(r["stall"])
@@ -552,27 +780,35 @@ def idle_app(plan: Plan) -> tuple[list[Row], list[float]]:
                         child.append(r["child_rss"])
     plan.log.append(f"idle app: {plan.idle_runs} A/B runs, {plan.idle_seconds:g} s idle each")
     c, b, f = median(cantor), median(bare), median(framework)
-    return [Row("Idle memory (RSS) of the app, run from source", f"{c:.0f} MiB",
-                f"{b:.0f} MiB (bare PySide6 window)", f"{c - b:+.0f} MiB ({c / b:.2f}×)",
-                spread(cantor), "≤ 1.30×", c / b <= 1.3,
-                note="the app's own main() as cantor-desktop starts it, from bytecode as "
-                     "installed, its node child up and idle; node not counted; for "
-                     "reference, the bare window under an asyncio loop (qasync; asyncio "
-                     f"imported as the app imports it): {f:.0f} MiB "
-                     f"(the app {c / f:.2f}× that)"
-                     + (f" (the node it started: {median(child):.0f} MiB)" if child else "")
-                     + "; PySide6's import scan reads each module's file without keeping it "
-                       "(ui/pyside_scan.py: it kept ~9 MiB of sources in linecache); the node "
-                       "link is h11 over asyncio (node_http.py: httpx cost ~6 MiB more); the "
-                       "single-instance socket is the standard library's on POSIX (Qt's "
-                       "network module cost ~3 MiB); OpenSSL waits for a remote https:// "
-                       "node (openssl_later.py: ~5 MiB); node.toml is read with tomllib "
-                       "(tomlkit only to save); the log file rotates without "
-                       "logging.handlers; Compose's queue table and Advanced fields, and the "
-                       "tray's menu where there is no tray, are built when first needed "
-                       "(~1 MiB); no style sheet in the first window (~0.4 MiB); the window "
-                       "icon is the launcher's PNGs, read when shown (~0.5 MiB); off macOS "
-                       "the application's events stay in C++ (~0.7 MiB)")], stall
+    return [
+        Row(
+            "Idle memory (RSS) of the app, run from source",
+            f"{c:.0f} MiB",
+            f"{b:.0f} MiB (bare PySide6 window)",
+            f"{c - b:+.0f} MiB ({c / b:.2f}×)",
+            spread(cantor),
+            "≤ 1.30×",
+            c / b <= 1.3,
+            note="the app's own main() as cantor-desktop starts it, from bytecode as "
+            "installed, its node child up and idle; node not counted; for "
+            "reference, the bare window under an asyncio loop (qasync; asyncio "
+            f"imported as the app imports it): {f:.0f} MiB "
+            f"(the app {c / f:.2f}× that)"
+            + (f" (the node it started: {median(child):.0f} MiB)" if child else "")
+            + "; PySide6's import scan reads each module's file without keeping it "
+            "(ui/pyside_scan.py: it kept ~9 MiB of sources in linecache); the node "
+            "link is h11 over asyncio (node_http.py: httpx cost ~6 MiB more); the "
+            "single-instance socket is the standard library's on POSIX (Qt's "
+            "network module cost ~3 MiB); OpenSSL waits for a remote https:// "
+            "node (openssl_later.py: ~5 MiB); node.toml is read with tomllib "
+            "(tomlkit only to save); the log file rotates without "
+            "logging.handlers; Compose's queue table and Advanced fields, and the "
+            "tray's menu where there is no tray, are built when first needed "
+            "(~1 MiB); no style sheet in the first window (~0.4 MiB); the window "
+            "icon is the launcher's PNGs, read when shown (~0.5 MiB); off macOS "
+            "the application's events stay in C++ (~0.7 MiB)",
+        )
+    ], stall
 
 
 def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
@@ -586,11 +822,18 @@ def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
                 env = {**os.environ, **OFFLINE, "CANTOR_HOME": tmp, "PYTHONPATH": str(ROOT)}
                 if kind == "node":
                     from cantor_desktop.selfexec import self_argv
+
                     argv = self_argv("node") + ["--host", "127.0.0.1", "--port", str(port)]
                 else:
                     argv = [PY, "-c", BARE_SERVER, str(port)]
-                proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
                 try:
                     wait_http(f"http://127.0.0.1:{port}/v1/health", 60, proc)
                     time.sleep(plan.idle_seconds)
@@ -604,40 +847,80 @@ def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
     if after_songs is not None:
         note += f"; after songs (bench/node.py): {after_songs:.0f} MiB"
         worst = max(n, after_songs)
-    return [Row("Idle memory (RSS) of the node", f"{n:.0f} MiB", f"{b:.0f} MiB (bare FastAPI + "
-                "uvicorn)", f"{n - b:+.0f} MiB ({n / b:.2f}×)", spread(node), "≤ 80 MiB",
-                worst <= 80, note=note)]
+    return [
+        Row(
+            "Idle memory (RSS) of the node",
+            f"{n:.0f} MiB",
+            f"{b:.0f} MiB (bare FastAPI + uvicorn)",
+            f"{n - b:+.0f} MiB ({n / b:.2f}×)",
+            spread(node),
+            "≤ 80 MiB",
+            worst <= 80,
+            note=note,
+        )
+    ]
 
 
 # -- the frozen bundle -----------------------------------------------------------------------
 
+
 def bundle_figures(plan: Plan) -> list[Row]:
     exe = BUNDLE / ("cantor-desktop.exe" if os.name == "nt" else "cantor-desktop")
     if not exe.exists():
-        return [Row("Frozen bundle size", "not built", "—", "—", "—", "≤ 200 MiB", None,
-                    note=f"build it with `{BUILD_COMMAND}` (PyInstaller → dist/cantor/)")]
+        return [
+            Row(
+                "Frozen bundle size",
+                "not built",
+                "—",
+                "—",
+                "—",
+                "≤ 200 MiB",
+                None,
+                note=f"build it with `{BUILD_COMMAND}` (PyInstaller → dist/cantor/)",
+            )
+        ]
     size = dir_size(BUNDLE)
     import PySide6
+
     qt = dir_size(Path(PySide6.__file__).parent)
     built = dt.datetime.fromtimestamp(exe.stat().st_mtime, dt.timezone.utc)
-    rows = [Row("Frozen bundle size (unpacked dist/cantor)", f"{size / 2**20:.0f} MiB",
-                f"{qt / 2**20:.0f} MiB (the PySide6 wheel installed)", f"{size / qt:.2f}×", "—",
-                "≤ 200 MiB", size <= 200 * 2**20,
-                note=f"{size / 1e6:.0f} MB in decimal units (the goal is read as MiB, as in "
-                     f"packaging/README); built {built:%Y-%m-%d %H:%M} UTC")]
+    rows = [
+        Row(
+            "Frozen bundle size (unpacked dist/cantor)",
+            f"{size / 2**20:.0f} MiB",
+            f"{qt / 2**20:.0f} MiB (the PySide6 wheel installed)",
+            f"{size / qt:.2f}×",
+            "—",
+            "≤ 200 MiB",
+            size <= 200 * 2**20,
+            note=f"{size / 1e6:.0f} MB in decimal units (the goal is read as MiB, as in "
+            f"packaging/README); built {built:%Y-%m-%d %H:%M} UTC",
+        )
+    ]
     try:
         rows.append(frozen_idle_row(plan, exe))
     except Exception as exc:  # noqa: BLE001 - one figure failing does not end the run
         rows += error_rows(["Idle memory (RSS) of the frozen app"], exc)
     try:
-        out = run_script(plan, ["packaging/measure_startup.py", str(exe), "--runs",
-                                str(plan.app_runs)], "frozen start")
+        out = run_script(
+            plan,
+            ["packaging/measure_startup.py", str(exe), "--runs", str(plan.app_runs)],
+            "frozen start",
+        )
         m = grab(r"startup frozen ([\d.]+) s\s+unfrozen ([\d.]+) s\s+ratio ([\d.]+)", out, "start")
         r = float(m.group(3))
-        rows.append(Row("Frozen start to first window", f"{float(m.group(1)) * 1000:.0f} ms",
-                        f"{float(m.group(2)) * 1000:.0f} ms (unfrozen app)", f"{r:.2f}×",
-                        f"n={plan.app_runs}", "≤ 1.20×", r <= 1.2,
-                        note="packaging/measure_startup.py, alternated"))
+        rows.append(
+            Row(
+                "Frozen start to first window",
+                f"{float(m.group(1)) * 1000:.0f} ms",
+                f"{float(m.group(2)) * 1000:.0f} ms (unfrozen app)",
+                f"{r:.2f}×",
+                f"n={plan.app_runs}",
+                "≤ 1.20×",
+                r <= 1.2,
+                note="packaging/measure_startup.py, alternated",
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - one figure failing does not end the run
         rows += error_rows(["Frozen start to first window"], exc)
     return rows
@@ -649,25 +932,33 @@ def compiled_sources() -> dict[str, str]:
     module at every start, ~1 MiB more): compiled here first, next to the sources, where
     Python looks for it (a private cache prefix would hide the standard library's too)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "cantor_desktop")], env=env,
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [PY, "-m", "compileall", "-q", str(ROOT / "cantor_desktop")],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return env
 
 
-def _app_idle(argv: list[str], seconds: float, home: Path,
-              base_env: dict[str, str] | None = None) -> float:
+def _app_idle(
+    argv: list[str], seconds: float, home: Path, base_env: dict[str, str] | None = None
+) -> float:
     """The app as a musician starts it (the frozen one, or ``cantor-desktop`` from source):
     its RSS once the node it started answers and it has then been idle for ``seconds``."""
     import urllib.request
 
     port = free_port()
     (home / "node.toml").write_text(f"[node]\nport = {port}\n", "utf-8")
-    env = {**(base_env or os.environ), **OFFLINE, "CANTOR_HOME": str(home),
-           "PYTHONPATH": str(ROOT),
-           "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-           "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    env = {
+        **(base_env or os.environ),
+        **OFFLINE,
+        "CANTOR_HOME": str(home),
+        "PYTHONPATH": str(ROOT),
+        "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+    }
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -690,38 +981,55 @@ def frozen_idle_row(plan: Plan, exe: Path) -> Row:
     """The frozen app's idle RSS against the bare PySide6 window, alternated."""
     frozen, bare = [], []
     for i in range(plan.idle_runs):
-        for kind in (("frozen", "bare") if i % 2 == 0 else ("bare", "frozen")):
+        for kind in ("frozen", "bare") if i % 2 == 0 else ("bare", "frozen"):
             with tempfile.TemporaryDirectory(prefix="cantor-bench-frozen-") as tmp:
                 if kind == "frozen":
                     frozen.append(_app_idle([str(exe)], plan.idle_seconds + 3, Path(tmp)))
                 else:
                     bare.append(_idle_child(BARE_IDLE, plan.idle_seconds, Path(tmp))["rss"])
     f, b = median(frozen), median(bare)
-    return Row("Idle memory (RSS) of the frozen app", f"{f:.0f} MiB",
-               f"{b:.0f} MiB (bare PySide6 window)", f"{f - b:+.0f} MiB ({f / b:.2f}×)",
-               spread(frozen), "≤ 1.30×", f / b <= 1.3,
-               note="dist/cantor/cantor-desktop as a musician starts it, its node up and "
-                    "idle (node not counted); the pages past Compose are built when first "
-                    "shown")
+    return Row(
+        "Idle memory (RSS) of the frozen app",
+        f"{f:.0f} MiB",
+        f"{b:.0f} MiB (bare PySide6 window)",
+        f"{f - b:+.0f} MiB ({f / b:.2f}×)",
+        spread(frozen),
+        "≤ 1.30×",
+        f / b <= 1.3,
+        note="dist/cantor/cantor-desktop as a musician starts it, its node up and "
+        "idle (node not counted); the pages past Compose are built when first "
+        "shown",
+    )
 
 
 # -- the table -------------------------------------------------------------------------------
 
-HEAD = ("figure", "ours (median)", "baseline (same run)", "ratio / diff", "spread", "goal",
-        "result")
+HEAD = (
+    "figure",
+    "ours (median)",
+    "baseline (same run)",
+    "ratio / diff",
+    "spread",
+    "goal",
+    "result",
+)
 
 
 def markdown(rows: list[Row]) -> str:
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
     for r in rows:
-        lines.append("| " + " | ".join([r.figure, r.ours, r.baseline, r.compare, r.spread,
-                                         r.goal, r.result]) + " |")
+        lines.append(
+            "| "
+            + " | ".join([r.figure, r.ours, r.baseline, r.compare, r.spread, r.goal, r.result])
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def plain(rows: list[Row]) -> str:
-    cells = [HEAD] + [(r.figure, r.ours, r.baseline, r.compare, r.spread, r.goal, r.result)
-                      for r in rows]
+    cells = [HEAD] + [
+        (r.figure, r.ours, r.baseline, r.compare, r.spread, r.goal, r.result) for r in rows
+    ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(HEAD))]
     out = []
     for k, c in enumerate(cells):
@@ -731,8 +1039,9 @@ def plain(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
-              argv: list[str]) -> None:
+def write_doc(
+    rows: list[Row], plan: Plan, started: dt.datetime, seconds: float, argv: list[str]
+) -> None:
     facts = machine_facts()
     command = " ".join([COMMAND, *argv])
     notes = [f"- **{r.figure}**: {r.note}" for r in rows if r.note]
@@ -752,8 +1061,8 @@ def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
 
         - Date: {started:%Y-%m-%d %H:%M} UTC ({seconds / 60:.1f} min)
         - Command: `{command}`
-        - Machine: {facts['cpu']}, {facts['cores']} cores, {facts['ram']} RAM, {facts['os']},
-          Python {facts['python']}, no GPU, offscreen Qt; load average at the end {facts['load']}
+        - Machine: {facts["cpu"]}, {facts["cores"]} cores, {facts["ram"]} RAM, {facts["os"]},
+          Python {facts["python"]}, no GPU, offscreen Qt; load average at the end {facts["load"]}
         - Other work was running on the machine at the same time; ratios against a baseline
           from the same run are the figures to trust, absolute times less so.
 
@@ -809,8 +1118,8 @@ def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
         """)
     text += "\nSteps of this run:\n\n" + "\n".join(f"- {s}" for s in plan.log) + "\n"
     old = DOC.read_text("utf-8") if DOC.exists() else ""
-    if KEPT in old:                      # hand-written sections below the marker stay
-        text += "\n" + old[old.index(KEPT):]
+    if KEPT in old:  # hand-written sections below the marker stay
+        text += "\n" + old[old.index(KEPT) :]
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(text, "utf-8")
     print(f"\nwrote {DOC.relative_to(ROOT)}")
@@ -819,14 +1128,27 @@ def write_doc(rows: list[Row], plan: Plan, started: dt.datetime, seconds: float,
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    ap.add_argument("--write", action="store_true", help="write docs/performance.md even with --quick")
+    ap.add_argument(
+        "--write", action="store_true", help="write docs/performance.md even with --quick"
+    )
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", default="",
-                    help="comma list of groups: app,idle,download,node,edit,sketch,export,bundle")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma list of groups: app,idle,download,node,edit,sketch,export,bundle",
+    )
     args = ap.parse_args()
     plan = plan_for(args.quick)
-    groups = set(filter(None, args.only.split(","))) or {"app", "idle", "download", "node",
-                                                          "edit", "sketch", "export", "bundle"}
+    groups = set(filter(None, args.only.split(","))) or {
+        "app",
+        "idle",
+        "download",
+        "node",
+        "edit",
+        "sketch",
+        "export",
+        "bundle",
+    }
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
     rows: list[Row] = []
@@ -887,9 +1209,11 @@ def main() -> int:
     for r in rows:
         if r.note:
             print(f"{'ERROR ' if r.error else ''}{r.figure}: {r.note}")
-    print(f"\n{len(rows)} figures in {seconds / 60:.1f} min; "
-          f"{sum(r.ok is True for r in rows)} pass, {sum(r.ok is False for r in rows)} fail, "
-          f"{sum(r.error for r in rows)} errors")
+    print(
+        f"\n{len(rows)} figures in {seconds / 60:.1f} min; "
+        f"{sum(r.ok is True for r in rows)} pass, {sum(r.ok is False for r in rows)} fail, "
+        f"{sum(r.error for r in rows)} errors"
+    )
     write = (not args.quick or args.write) and not args.no_write and not args.only
     if write:
         write_doc(rows, plan, started, seconds, sys.argv[1:])

@@ -44,10 +44,17 @@ from common import free_port, wait_http  # noqa: E402
 GOAL = 30.0
 SR = 48000
 ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-LYRICS = "\n".join(["[Verse]", "Walking down the river where the city lights are low",
-                    "Every little window has a story we don't know",
-                    "[Chorus]", "Hold on, hold on, the morning's coming home",
-                    "Hold on, hold on, you will never be alone"] * 3)
+LYRICS = "\n".join(
+    [
+        "[Verse]",
+        "Walking down the river where the city lights are low",
+        "Every little window has a story we don't know",
+        "[Chorus]",
+        "Hold on, hold on, the morning's coming home",
+        "Hold on, hold on, you will never be alone",
+    ]
+    * 3
+)
 CAPTION = "pop song with piano, strings and a synth lead"
 
 
@@ -58,11 +65,18 @@ class Engine:
         from cantor_desktop.selfexec import self_argv
 
         self.port = free_port()
-        argv = self_argv("sketch-server") + ["--models", str(models), "--host", "127.0.0.1",
-                                             "--port", str(self.port)]
+        argv = self_argv("sketch-server") + [
+            "--models",
+            str(models),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
         self._log = open(log, "wb")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log,
-                                     env={**os.environ, **ONE_CORE})
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=self._log, env={**os.environ, **ONE_CORE}
+        )
         self.url = f"http://127.0.0.1:{self.port}"
         wait_http(self.url + "/health", 60, self.proc)
         self.http = httpx.Client(base_url=self.url, timeout=120, trust_env=False)
@@ -114,11 +128,12 @@ def first_wav(r: httpx.Response) -> bytes:
 
 def check_audio(wav: bytes, duration: float) -> np.ndarray:
     """The samples of a 44-byte-header PCM WAV, after checking it is the song asked for."""
-    (riff, _, wave, _, _, tag, channels, rate, _, _, bits, data_id, data_len) = \
-        struct.unpack_from("<4sI4s4sIHHIIHH4sI", wav)
+    (riff, _, wave, _, _, tag, channels, rate, _, _, bits, data_id, data_len) = struct.unpack_from(
+        "<4sI4s4sIHHIIHH4sI", wav
+    )
     if (riff, wave, data_id) != (b"RIFF", b"WAVE", b"data") or tag != 1:
         raise RuntimeError("the result is not a PCM WAV")
-    raw = wav[44:44 + data_len]
+    raw = wav[44 : 44 + data_len]
     if bits == 16:
         x = np.frombuffer(raw, "<i2") / 32768.0
     elif bits == 24:
@@ -129,8 +144,10 @@ def check_audio(wav: bytes, duration: float) -> np.ndarray:
         raise RuntimeError(f"unexpected {bits}-bit WAV")
     x = x.reshape(-1, channels)
     if (channels, rate) != (2, SR) or len(x) != round(duration * SR):
-        raise RuntimeError(f"asked {duration} s stereo at {SR} Hz, got {len(x) / rate:.3f} s, "
-                           f"{channels} channels at {rate} Hz")
+        raise RuntimeError(
+            f"asked {duration} s stereo at {SR} Hz, got {len(x) / rate:.3f} s, "
+            f"{channels} channels at {rate} Hz"
+        )
     peak = float(np.abs(x).max())
     rms_db = 10 * np.log10(float(np.mean(x * x)) + 1e-20)
     if peak < 0.5 or rms_db < -40:
@@ -139,8 +156,15 @@ def check_audio(wav: bytes, duration: float) -> np.ndarray:
 
 
 def instrumental(engine: Engine, duration: float, seed: int) -> tuple[float, float]:
-    body = {"caption": CAPTION, "lyrics": "[Instrumental]", "bpm": 120, "keyscale": "A minor",
-            "duration": duration, "seed": seed, "output_format": "wav16"}
+    body = {
+        "caption": CAPTION,
+        "lyrics": "[Instrumental]",
+        "bpm": 120,
+        "keyscale": "A minor",
+        "duration": duration,
+        "seed": seed,
+        "output_format": "wav16",
+    }
     c0, t0 = engine.cpu(), time.perf_counter()
     r = engine.job("/synth", body)
     wall, cpu = time.perf_counter() - t0, engine.cpu() - c0
@@ -149,8 +173,15 @@ def instrumental(engine: Engine, duration: float, seed: int) -> tuple[float, flo
 
 
 def with_lyrics(engine: Engine, duration: float, seed: int) -> tuple[float, float]:
-    body = {"caption": CAPTION, "lyrics": LYRICS, "bpm": 120, "keyscale": "A minor",
-            "duration": duration, "seed": seed, "lm_mode": "generate"}
+    body = {
+        "caption": CAPTION,
+        "lyrics": LYRICS,
+        "bpm": 120,
+        "keyscale": "A minor",
+        "duration": duration,
+        "seed": seed,
+        "lm_mode": "generate",
+    }
     c0, t0 = engine.cpu(), time.perf_counter()
     [enriched] = json.loads(engine.job("/lm", body).content)
     if not enriched.get("audio_codes") or enriched.get("duration") != duration:
@@ -177,7 +208,7 @@ def reference_render(duration: float, bpm: int = 120) -> float:
         a = round(k * beat * SR)
         b = min(total, a + n)
         if b > a:
-            buf[a:b] += tone[:b - a, None]
+            buf[a:b] += tone[: b - a, None]
     audio = render.master(buf, normalise=True)
     render.latent(audio)
     encode.wav_bytes(audio, "wav16")
@@ -198,27 +229,36 @@ def main() -> int:
         ensure_sketch_models(models)
         engine = Engine(models, Path(tmp) / "engine.log")
         try:
-            instrumental(engine, 5.0, 0)                          # warm-up (imports, caches)
+            instrumental(engine, 5.0, 0)  # warm-up (imports, caches)
             reference_render(5.0)
-            ref = statistics.median(reference_render(args.duration)
-                                    for _ in range(args.runs))
+            ref = statistics.median(reference_render(args.duration) for _ in range(args.runs))
             ref_speed = args.duration / ref
-            print(f"sketch engine through HTTP (cantor sketch-server, pid {engine.proc.pid}), "
-                  f"{args.duration:.0f}-s song, 48 kHz stereo, median of {args.runs} runs; "
-                  f"engine CPU seconds per job")
-            print(f"reference numpy render (baseline, same length, this process): "
-                  f"cpu {ref:.3f} s, {ref_speed:.1f}x real time")
-            print(f"{'case':<28}{'cpu s':>8}{'audio s / cpu s':>18}{'wall s':>9}"
-                  f"{'audio s / wall s':>18}{'vs reference':>14}{'vs goal 30x':>13}")
-            for name, case in (("instrumental, wav16", instrumental),
-                               ("with lyrics (lead), wav24", with_lyrics)):
+            print(
+                f"sketch engine through HTTP (cantor sketch-server, pid {engine.proc.pid}), "
+                f"{args.duration:.0f}-s song, 48 kHz stereo, median of {args.runs} runs; "
+                f"engine CPU seconds per job"
+            )
+            print(
+                f"reference numpy render (baseline, same length, this process): "
+                f"cpu {ref:.3f} s, {ref_speed:.1f}x real time"
+            )
+            print(
+                f"{'case':<28}{'cpu s':>8}{'audio s / cpu s':>18}{'wall s':>9}"
+                f"{'audio s / wall s':>18}{'vs reference':>14}{'vs goal 30x':>13}"
+            )
+            for name, case in (
+                ("instrumental, wav16", instrumental),
+                ("with lyrics (lead), wav24", with_lyrics),
+            ):
                 runs = [case(engine, args.duration, seed) for seed in range(1, args.runs + 1)]
                 cpu = statistics.median(c for c, _ in runs)
                 wall = statistics.median(w for _, w in runs)
                 speed = args.duration / cpu
-                print(f"{name:<28}{cpu:>8.3f}{speed:>17.1f}x{wall:>9.3f}"
-                      f"{args.duration / wall:>17.1f}x{speed / ref_speed:>13.2f}x"
-                      f"{speed / GOAL:>12.2f}x")
+                print(
+                    f"{name:<28}{cpu:>8.3f}{speed:>17.1f}x{wall:>9.3f}"
+                    f"{args.duration / wall:>17.1f}x{speed / ref_speed:>13.2f}x"
+                    f"{speed / GOAL:>12.2f}x"
+                )
         finally:
             engine.stop()
     return 0

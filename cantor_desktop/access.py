@@ -24,7 +24,7 @@ from .paths import HOME_ENV, paths
 TOKEN_ENV = "CANTOR_NODE_TOKEN"
 FILE_NAME = "node-token"
 KEYRING_PREFIX = "node-token"
-LEGACY_KEYRING_NAME = "node-token"       # the one token of the first release (beyond loopback)
+LEGACY_KEYRING_NAME = "node-token"  # the one token of the first release (beyond loopback)
 TOKEN_BYTES = 32
 
 
@@ -68,12 +68,13 @@ def _write_file(path: Path, token: str) -> None:
     finally:
         os.close(fd)
     if os.name != "nt":
-        os.chmod(tmp, 0o600)          # whatever the umask made of it
+        os.chmod(tmp, 0o600)  # whatever the umask made of it
     os.replace(tmp, path)
 
 
 def _keyring_get(name: str) -> str | None:
     from .secrets import NoKeyringError, get_secret
+
     try:
         return get_secret(name)
     except NoKeyringError:
@@ -84,6 +85,7 @@ def _keyring_set(name: str, token: str) -> bool:
     """Keep the token in the keyring; False when it cannot be kept there (no keyring, or one
     that does not give back what it was given, like keyring's null backend)."""
     from .secrets import NoKeyringError, set_secret
+
     try:
         set_secret(name, token)
     except NoKeyringError:
@@ -113,6 +115,7 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
     if token or not create:
         return token
     from filelock import FileLock
+
     folder = state_dir or paths().state_dir
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -125,12 +128,14 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
                 _write_file(token_file(state_dir), token)
             return token
     except OSError as exc:
-        raise TokenError(f"cannot keep a node token in {folder}: {exc.strerror or exc}; "
-                         f"or set {TOKEN_ENV}") from None
+        raise TokenError(
+            f"cannot keep a node token in {folder}: {exc.strerror or exc}; or set {TOKEN_ENV}"
+        ) from None
 
 
 def _new_token() -> str:
-    import secrets                # the node's (the app needs no OpenSSL: openssl_later)
+    import secrets  # the node's (the app needs no OpenSSL: openssl_later)
+
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
@@ -152,6 +157,7 @@ def report_token(token: str) -> None:
     """Tell the parent the token on stdout, then leave stdout to nothing (nobody reads it
     after this line; a full pipe must never block the node)."""
     import sys
+
     if os.environ.pop(REPORT_ENV, None) != "1":
         return
     sys.stdout.write(REPORT_PREFIX + token + "\n")
@@ -165,7 +171,8 @@ def matches(given: str | None, expected: str) -> bool:
     """Constant-time comparison of a presented token with the node's."""
     if not given:
         return False
-    import hmac                   # the node's (the app needs no OpenSSL: openssl_later)
+    import hmac  # the node's (the app needs no OpenSSL: openssl_later)
+
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
 
 

@@ -39,22 +39,21 @@ _MINOR_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "Bb", "B")
 
 # Albrecht & Shanahan (2013), "The use of large corpora to train a new type of key-finding
 # algorithm", Music Perception 31(1): pitch-class distributions of major and minor pieces
-MAJOR_PROFILE = (0.238, 0.006, 0.111, 0.006, 0.137, 0.094, 0.016, 0.214, 0.009,
-                          0.080, 0.008, 0.081)
-MINOR_PROFILE = (0.220, 0.006, 0.104, 0.123, 0.019, 0.103, 0.012, 0.214, 0.062,
-                          0.022, 0.061, 0.052)
+MAJOR_PROFILE = (0.238, 0.006, 0.111, 0.006, 0.137, 0.094, 0.016, 0.214, 0.009, 0.080, 0.008, 0.081)
+MINOR_PROFILE = (0.220, 0.006, 0.104, 0.123, 0.019, 0.103, 0.012, 0.214, 0.062, 0.022, 0.061, 0.052)
 
-FPS = 200                      # onset frames per second
-BPM_RANGE = (50.0, 220.0)      # where a beat is looked for
+FPS = 200  # onset frames per second
+BPM_RANGE = (50.0, 220.0)  # where a beat is looked for
 PRIOR_BPM, PRIOR_OCTAVES = 120.0, 1.0
 SOURCES = ("asked", "lm", "source", "measured")
 
 
-RATE = 12000                   # both measures work on a 12 kHz mono copy
+RATE = 12000  # both measures work on a 12 kHz mono copy
 
 
 def _mono(audio: np.ndarray) -> np.ndarray:
     import numpy as np
+
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim == 1:
         return audio
@@ -75,6 +74,7 @@ def prepare(audio: np.ndarray, rate: int) -> np.ndarray:
 
 def _frames(x: np.ndarray, size: int, hop: int) -> np.ndarray:
     import numpy as np
+
     if len(x) < size:
         x = np.pad(x, (0, size - len(x)))
     count = 1 + (len(x) - size) // hop
@@ -83,18 +83,21 @@ def _frames(x: np.ndarray, size: int, hop: int) -> np.ndarray:
 
 # -- tempo --------------------------------------------------------------------------------------
 
+
 def onset_envelope(x: np.ndarray) -> np.ndarray:
     """Half-wave rectified log-spectral flux of 12 kHz mono audio, FPS frames a second."""
     import numpy as np
+
     hop = RATE // FPS
     size = 256
     window = np.hanning(size).astype(np.float32)
     frames = _frames(x, size, hop)
     parts = []
     prev = None
-    for start in range(0, len(frames), 8192):                # bounded memory
-        mag = np.log1p(100.0 * np.abs(np.fft.rfft(frames[start:start + 8192] * window,
-                                                    axis=1)[:, 1:]))
+    for start in range(0, len(frames), 8192):  # bounded memory
+        mag = np.log1p(
+            100.0 * np.abs(np.fft.rfft(frames[start : start + 8192] * window, axis=1)[:, 1:])
+        )
         first = mag[:1] if prev is None else prev
         flux = np.maximum(np.diff(np.vstack([first, mag]), axis=0), 0.0).sum(axis=1)
         parts.append(flux.astype(np.float32))
@@ -104,21 +107,23 @@ def onset_envelope(x: np.ndarray) -> np.ndarray:
 
 def _autocorrelation(env: np.ndarray) -> np.ndarray:
     import numpy as np
+
     n = len(env)
     size = 1 << int(np.ceil(np.log2(2 * n)))
     spec = np.fft.rfft(env, size)
     acf = np.fft.irfft(spec * np.conj(spec), size)[:n]
-    return acf / np.maximum(np.arange(n, 0, -1), 1)          # unbiased: every lag alike
+    return acf / np.maximum(np.arange(n, 0, -1), 1)  # unbiased: every lag alike
 
 
 def _peak_near(acf: np.ndarray, lag: float, reach: int) -> float | None:
     import numpy as np
+
     lo, hi = int(np.floor(lag - reach)), int(np.ceil(lag + reach))
     if lo < 1 or hi + 1 >= len(acf):
         return None
-    i = lo + int(np.argmax(acf[lo:hi + 1]))
+    i = lo + int(np.argmax(acf[lo : hi + 1]))
     if i in (lo, hi):
-        return None                                 # not a peak inside the window
+        return None  # not a peak inside the window
     a, b, c = acf[i - 1], acf[i], acf[i + 1]
     denom = a - 2 * b + c
     return i + (0.5 * (a - c) / denom if denom < 0 else 0.0)
@@ -130,12 +135,13 @@ MULTIPLES = (1.0,)
 def estimate_tempo(audio: np.ndarray, rate: int, *, prepared: bool = False) -> float | None:
     """The tempo in BPM (a float), or None for audio with no beat (silence, a drone)."""
     import numpy as np
+
     x = audio if prepared else prepare(audio, rate)
     if len(x) < RATE * 4 or not np.any(x):
         return None
     env = onset_envelope(x)
     # remove the slow loudness changes: what is left are the onsets
-    kernel = FPS                                    # one second
+    kernel = FPS  # one second
     smooth = np.convolve(env, np.ones(kernel, dtype=np.float32) / kernel, mode="same")
     env = np.maximum(env - smooth, 0.0)
     if not np.any(env):
@@ -173,10 +179,12 @@ def estimate_tempo(audio: np.ndarray, rate: int, *, prepared: bool = False) -> f
 
 # -- key ----------------------------------------------------------------------------------------
 
+
 def _chroma_weights(size: int, lo_hz: float, hi_hz: float) -> np.ndarray:
     """(bins, 12): each spectrum bin's share of each pitch class (triangular over ±1/2
     semitone around the bin's pitch)."""
     import numpy as np
+
     freqs = np.fft.rfftfreq(size, 1.0 / RATE)
     weights = np.zeros((len(freqs), 12), dtype=np.float32)
     ok = (freqs >= lo_hz) & (freqs <= hi_hz)
@@ -187,7 +195,7 @@ def _chroma_weights(size: int, lo_hz: float, hi_hz: float) -> np.ndarray:
     return weights
 
 
-CHROMA_SIZE = 8192             # 1.5 Hz bins at 12 kHz: a semitone at 65 Hz is 3.9 Hz
+CHROMA_SIZE = 8192  # 1.5 Hz bins at 12 kHz: a semitone at 65 Hz is 3.9 Hz
 BANDS = {"whole": (65.0, 2100.0), "first": (40.0, 1000.0)}
 
 
@@ -197,11 +205,12 @@ def chromas(x: np.ndarray, beat: float | None) -> dict[str, np.ndarray]:
     first sound, or the first 8 seconds without a tempo). Frames are each normalised to
     their own total, so loud bars do not outvote quiet ones."""
     import numpy as np
+
     size, hop = CHROMA_SIZE, CHROMA_SIZE // 4
     weights = np.hstack([_chroma_weights(size, *BANDS[name]) for name in BANDS])
     window = np.hanning(size).astype(np.float32)
     frames = _frames(x, size, hop)
-    times = (np.arange(len(frames)) * hop + size / 2) / RATE        # frame centres
+    times = (np.arange(len(frames)) * hop + size / 2) / RATE  # frame centres
     sounding = np.nonzero(np.abs(x) > 0.01 * np.max(np.abs(x)))[0]
     t0 = sounding[0] / RATE if len(sounding) else 0.0
     if beat:
@@ -211,33 +220,35 @@ def chromas(x: np.ndarray, beat: float | None) -> dict[str, np.ndarray]:
         at_start = (times >= t0) & (times < t0 + 8.0)
     totals = np.zeros((2, 12))
     for start in range(0, len(frames), 256):
-        spec = np.abs(np.fft.rfft(frames[start:start + 256] * window, axis=1))
+        spec = np.abs(np.fft.rfft(frames[start : start + 256] * window, axis=1))
         # tones are spectral peaks; noise (drums, hiss) is spread: keep local maxima
         peak = (spec[:, 1:-1] > spec[:, :-2]) & (spec[:, 1:-1] >= spec[:, 2:])
         spec[:, 1:-1] *= peak
         spec[:, [0, -1]] = 0
-        spec = np.sqrt(spec)                            # many partials, not one loud one
+        spec = np.sqrt(spec)  # many partials, not one loud one
         per = (spec @ weights).reshape(len(spec), 2, 12)
         sums = per.sum(axis=2, keepdims=True)
         norm = np.where(sums > 1e-6, per / np.maximum(sums, 1e-9), 0.0)
         totals[0] += norm[:, 0].sum(axis=0)
-        totals[1] += norm[at_start[start:start + 256], 1].sum(axis=0)
+        totals[1] += norm[at_start[start : start + 256], 1].sum(axis=0)
     return dict(zip(BANDS, totals))
 
 
 def _zscore(v: np.ndarray) -> np.ndarray:
     import numpy as np
+
     v = np.asarray(v, dtype=float)
     sd = v.std()
     return (v - v.mean()) / sd if sd > 0 else v * 0.0
 
 
-START = 2.0                    # weight of the tonic triad at phrase starts
+START = 2.0  # weight of the tonic triad at phrase starts
 
 
 def key_scores(x: np.ndarray, bpm: float | None = None) -> np.ndarray | None:
     """(2, 12) scores of 12 kHz mono audio: row 0 major, row 1 minor, column = tonic."""
     import numpy as np
+
     parts = chromas(x, 60.0 / bpm if bpm else None)
     if not np.any(parts["whole"]):
         return None
@@ -249,22 +260,25 @@ def key_scores(x: np.ndarray, bpm: float | None = None) -> np.ndarray | None:
         for tonic in range(12):
             fit = float(np.dot(whole, np.roll(prof, tonic))) / 12
             # the tonic triad where phrases start
-            start = (first[tonic] + 0.5 * first[(tonic + third) % 12]
-                     + 0.5 * first[(tonic + 7) % 12]) / 12
+            start = (
+                first[tonic] + 0.5 * first[(tonic + third) % 12] + 0.5 * first[(tonic + 7) % 12]
+            ) / 12
             scores[mode, tonic] = fit + START * start
     return scores
 
 
-def estimate_key(audio: np.ndarray, rate: int, *, prepared: bool = False,
-                 bpm: float | None = None) -> str | None:
-    """"A minor", "Bb major", … or None for audio without pitched content. ``bpm`` (when
+def estimate_key(
+    audio: np.ndarray, rate: int, *, prepared: bool = False, bpm: float | None = None
+) -> str | None:
+    """ "A minor", "Bb major", … or None for audio without pitched content. ``bpm`` (when
     known) lets the phrase starts be found."""
     import numpy as np
+
     x = audio if prepared else prepare(audio, rate)
     if len(x) < RATE or not np.any(x):
         return None
     if bpm is None:
-        bpm = estimate_tempo(x, RATE, prepared=True)       # 0: known to have no tempo
+        bpm = estimate_tempo(x, RATE, prepared=True)  # 0: known to have no tempo
     scores = key_scores(x, bpm)
     if scores is None:
         return None
@@ -279,6 +293,7 @@ def key_name(tonic: int, minor: bool) -> str:
 
 # -- the node's call ----------------------------------------------------------------------------
 
+
 def decode(data: bytes) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
@@ -286,9 +301,13 @@ def decode(data: bytes) -> tuple[np.ndarray, int]:
     return audio, rate
 
 
-def tempo_key(request: Mapping[str, Any] | None, lm: Mapping[str, Any] | None,
-              audio: bytes | np.ndarray | None, rate: int | None = None,
-              source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def tempo_key(
+    request: Mapping[str, Any] | None,
+    lm: Mapping[str, Any] | None,
+    audio: bytes | np.ndarray | None,
+    rate: int | None = None,
+    source: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """A song's tempo, key (and time signature when asked or given by the LM) with where
     each came from: what the request asked, else what the LM filled in, else the facts of
     the ``source`` an edit keeps them from (repaint, extend, a stem …), else measured from
@@ -319,7 +338,7 @@ def tempo_key(request: Mapping[str, Any] | None, lm: Mapping[str, Any] | None,
         else:
             samples = audio
         x = prepare(samples, rate)
-        bpm = estimate_tempo(x, RATE, prepared=True)      # the key's phrase starts need it
+        bpm = estimate_tempo(x, RATE, prepared=True)  # the key's phrase starts need it
         if sources["bpm"] == "measured":
             out["bpm"] = int(round(bpm)) if bpm else None
         if sources["key"] == "measured":

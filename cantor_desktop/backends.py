@@ -42,8 +42,12 @@ INSTALLED_STATES = ("installed", "update_available", "update_required")
 REJECTED = "rejected"
 TRIAL_TIMEOUT_ENV = "CANTOR_TRIAL_TIMEOUT"
 DEFAULT_TRIAL_TIMEOUT = 60.0
-LABELS = {"cuda12": "CUDA 12 (NVIDIA)", "metal": "Metal (Apple Silicon)",
-          "vulkan": "Vulkan (any GPU)", "cpu": "CPU"}
+LABELS = {
+    "cuda12": "CUDA 12 (NVIDIA)",
+    "metal": "Metal (Apple Silicon)",
+    "vulkan": "Vulkan (any GPU)",
+    "cpu": "CPU",
+}
 DEVICE_NAMES = {"cuda12": "CUDA", "metal": "Metal", "vulkan": "Vulkan", "cpu": "the CPU"}
 
 
@@ -55,19 +59,25 @@ class BackendError(CantorError):
 class BackendEvent:
     """One step of a long operation, for a progress line or a log."""
 
-    kind: str            # note, skipped, no_build, download, unpack, trial, rejected,
-                         # fallback, kept, failed, saved, updated, up_to_date, rolled_back
+    kind: str  # note, skipped, no_build, download, unpack, trial, rejected,
+    # fallback, kept, failed, saved, updated, up_to_date, rolled_back
     backend: str | None
     message: str
-    progress: float | None = None    # 0..1 during a download, when the size is known
+    progress: float | None = None  # 0..1 during a download, when the size is known
     family: str = "acestep"
     received: int | None = None
     total: int | None = None
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "backend": self.backend, "message": self.message,
-                "progress": self.progress, "family": self.family, "received": self.received,
-                "total": self.total}
+        return {
+            "kind": self.kind,
+            "backend": self.backend,
+            "message": self.message,
+            "progress": self.progress,
+            "family": self.family,
+            "received": self.received,
+            "total": self.total,
+        }
 
     def to_sse(self) -> tuple[str, dict]:
         """The event as the node streams it (``event: KIND``, its dict as the data), and
@@ -85,11 +95,11 @@ class BackendStatus:
     state: str
     evidence: list[str] = field(default_factory=list)
     message: str = ""
-    version: str | None = None       # installed version, else the one that can be fetched
-    installed: bool = False          # a build for this backend is here (not one rejected)
+    version: str | None = None  # installed version, else the one that can be fetched
+    installed: bool = False  # a build for this backend is here (not one rejected)
     pinned: bool = False
-    trial: dict | None = None        # the last trial of the build that counts (a record)
-    staged: str | None = None        # the version --update fetched, not trial-loaded yet
+    trial: dict | None = None  # the last trial of the build that counts (a record)
+    staged: str | None = None  # the version --update fetched, not trial-loaded yet
 
     @property
     def works(self) -> bool:
@@ -97,10 +107,17 @@ class BackendStatus:
         return self.installed and self.state in INSTALLED_STATES
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "state": self.state, "evidence": list(self.evidence),
-                "message": self.message, "version": self.version,
-                "installed": self.installed, "pinned": self.pinned, "trial": self.trial,
-                "staged": self.staged}
+        return {
+            "name": self.name,
+            "state": self.state,
+            "evidence": list(self.evidence),
+            "message": self.message,
+            "version": self.version,
+            "installed": self.installed,
+            "pinned": self.pinned,
+            "trial": self.trial,
+            "staged": self.staged,
+        }
 
 
 @dataclass
@@ -120,9 +137,14 @@ class SystemStatus:
         return next(b for b in self.backends if b.name == name)
 
     def to_dict(self, *, with_hardware: bool = False) -> dict:
-        out = {"os": self.os, "arch": self.arch, "pinned": self.pinned,
-               "default": self.default, "keep_loaded": self.keep_loaded,
-               "backends": [b.to_dict() for b in self.backends]}
+        out = {
+            "os": self.os,
+            "arch": self.arch,
+            "pinned": self.pinned,
+            "default": self.default,
+            "keep_loaded": self.keep_loaded,
+            "backends": [b.to_dict() for b in self.backends],
+        }
         if with_hardware:
             out["family"] = self.family
             out["hardware"] = self.hardware.to_dict()
@@ -130,11 +152,16 @@ class SystemStatus:
         return out
 
 
-def _emit(on_event: EventSink, kind: str, backend: str | None, message: str,
-          family: str = "acestep", **extra) -> None:
+def _emit(
+    on_event: EventSink,
+    kind: str,
+    backend: str | None,
+    message: str,
+    family: str = "acestep",
+    **extra,
+) -> None:
     if on_event is not None:
-        on_event(BackendEvent(kind=kind, backend=backend, message=message, family=family,
-                              **extra))
+        on_event(BackendEvent(kind=kind, backend=backend, message=message, family=family, **extra))
 
 
 def no_build_text(backend: str, os_name: str, arch: str, cpu_build: bool = True) -> str:
@@ -142,11 +169,15 @@ def no_build_text(backend: str, os_name: str, arch: str, cpu_build: bool = True)
     a CPU build for this machine (macOS has none today: never point the user at one)."""
     if backend == "cpu" or not cpu_build:
         what = "no cpu engine" if backend == "cpu" else f"neither a {backend} nor a cpu engine"
-        return (f"No build for this machine: {what} is published for {os_name} {arch}. The "
-                f"built-in sketch engine still works, and so does an ace-server you build "
-                f"yourself: cantor config set engines.acestep.path /path/to/ace-server")
-    return (f"No build for this machine: no {backend} engine is published for {os_name} "
-            f"{arch}. Use another backend; the CPU always has one.")
+        return (
+            f"No build for this machine: {what} is published for {os_name} {arch}. The "
+            f"built-in sketch engine still works, and so does an ace-server you build "
+            f"yourself: cantor config set engines.acestep.path /path/to/ace-server"
+        )
+    return (
+        f"No build for this machine: no {backend} engine is published for {os_name} "
+        f"{arch}. Use another backend; the CPU always has one."
+    )
 
 
 def is_newer(build: Build | None, inst: InstalledBuild) -> bool:
@@ -157,8 +188,9 @@ def is_newer(build: Build | None, inst: InstalledBuild) -> bool:
     return new > old or (new == old and build.sha256 != inst.sha256)
 
 
-def applicable_record(family: str, backend: str, build: InstalledBuild | Build | None,
-                      hw: hardware.Hardware) -> engine_store.TrialRecord | None:
+def applicable_record(
+    family: str, backend: str, build: InstalledBuild | Build | None, hw: hardware.Hardware
+) -> engine_store.TrialRecord | None:
     """The last trial of ``build`` on ``backend`` if it still holds on this machine (ran on
     the same hardware evidence), else None."""
     if build is None:
@@ -170,15 +202,19 @@ def applicable_record(family: str, backend: str, build: InstalledBuild | Build |
 
 
 def _rejected_text(record: engine_store.TrialRecord, name: str) -> str:
-    return (f"rejected: {record.reason} (trial load of {record.version}, {record.when()} UTC). "
-            f"Run: cantor backends --use {name} to try it again")
+    return (
+        f"rejected: {record.reason} (trial load of {record.version}, {record.when()} UTC). "
+        f"Run: cantor backends --use {name} to try it again"
+    )
 
 
-def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
-                    pinned: str | None) -> BackendStatus:
+def _backend_status(
+    family: str, name: str, hw: hardware.Hardware, m: Manifest, pinned: str | None
+) -> BackendStatus:
     ev = hw.backends[name]
-    st = BackendStatus(name=name, state="unsupported", evidence=list(ev.evidence),
-                       pinned=(pinned == name))
+    st = BackendStatus(
+        name=name, state="unsupported", evidence=list(ev.evidence), pinned=(pinned == name)
+    )
     build = m.best(family, name, hw.os, hw.arch)
     user = engine_store.user_build(family, name)
     entry = engine_store.inspect(family, name)
@@ -197,26 +233,30 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         quarantine = hw.os == "macos" and procs.macos.quarantine_note(user.argv[0])
         if not Path(user.argv[0]).is_file():
             st.state = "update_required"
-            st.message = (f"The build named in node.toml does not exist: {user.argv[0]}. "
-                          f"Run: cantor config set engines.{family}.path /path/to/ace-server")
+            st.message = (
+                f"The build named in node.toml does not exist: {user.argv[0]}. "
+                f"Run: cantor config set engines.{family}.path /path/to/ace-server"
+            )
         elif quarantine:
             st.state = "update_required"
             st.message = quarantine
         elif record is not None and record.rejected:
             st.state = REJECTED
-            st.installed = False        # not for this backend: it did not load here
+            st.installed = False  # not for this backend: it did not load here
             st.message = _rejected_text(record, name)
         else:
             st.state = "installed"
             if record is not None:
-                st.evidence.append(f"trial load: came up on {record.device} "
-                                   f"({record.when()} UTC)")
+                st.evidence.append(f"trial load: came up on {record.device} ({record.when()} UTC)")
                 tried = ""
             else:
-                tried = (f"Not trial-loaded on {DEVICE_NAMES.get(name, name)} yet: the node "
-                         f"does that before its first song. ")
-            st.message = (f"Uses your own build; Cantor never replaces it. {tried}"
-                          + _use_hint(name, pinned))
+                tried = (
+                    f"Not trial-loaded on {DEVICE_NAMES.get(name, name)} yet: the node "
+                    f"does that before its first song. "
+                )
+            st.message = f"Uses your own build; Cantor never replaces it. {tried}" + _use_hint(
+                name, pinned
+            )
         return st
     if entry.build is not None:
         inst = entry.build
@@ -229,44 +269,60 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         waiting = engine_store.staged(family, name)
         if waiting is not None:
             st.staged = waiting.version
-            st.evidence.append(f"staged: {waiting.version} (fetched by --update; trial-loaded "
-                               f"when the node next starts, before it takes over)")
+            st.evidence.append(
+                f"staged: {waiting.version} (fetched by --update; trial-loaded "
+                f"when the node next starts, before it takes over)"
+            )
         newest = applicable_record(family, name, build, hw) if build is not None else None
         refused = newest is not None and newest.rejected and is_newer(build, inst)
         if refused:
-            st.evidence.append(f"update {build.version} rejected here ({newest.when()} UTC): "
-                               f"{newest.reason}")
+            st.evidence.append(
+                f"update {build.version} rejected here ({newest.when()} UTC): {newest.reason}"
+            )
         if record is not None and record.rejected:
             st.state = REJECTED
             st.installed = False
             st.message = _rejected_text(record, name)
-        elif is_newer(build, inst) and not refused and not (
-                waiting is not None and engine_store.build_key(waiting)
-                == engine_store.build_key(build)):
+        elif (
+            is_newer(build, inst)
+            and not refused
+            and not (
+                waiting is not None
+                and engine_store.build_key(waiting) == engine_store.build_key(build)
+            )
+        ):
             st.state = "update_available"
-            st.message = (f"{build.version} is published (installed: {inst.version}). "
-                          f"Run: cantor backends --update")
+            st.message = (
+                f"{build.version} is published (installed: {inst.version}). "
+                f"Run: cantor backends --update"
+            )
         else:
             st.state = "installed"
             st.message = f"Installed {inst.version}. "
             if waiting is not None:
-                st.message += (f"{waiting.version} is staged: the node tries it at its next "
-                               f"start and keeps {inst.version} if it fails. ")
+                st.message += (
+                    f"{waiting.version} is staged: the node tries it at its next "
+                    f"start and keeps {inst.version} if it fails. "
+                )
             elif refused:
-                st.message += (f"The update to {build.version} was rejected here and is not "
-                               f"offered again: {newest.reason}. ")
+                st.message += (
+                    f"The update to {build.version} was rejected here and is not "
+                    f"offered again: {newest.reason}. "
+                )
             st.message += _use_hint(name, pinned)
         return st
     if entry.problem:
         st.state = "update_required"
         st.installed = True
-        st.message = f"The installed build cannot be used ({entry.problem}). " \
-                     f"Run: cantor backends --update"
+        st.message = (
+            f"The installed build cannot be used ({entry.problem}). Run: cantor backends --update"
+        )
         return st
     if build is None:
         refusal = m.refusal(family, name, hw.os, hw.arch)
-        st.message = refusal or no_build_text(name, hw.os, hw.arch,
-                                              m.best(family, "cpu", hw.os, hw.arch) is not None)
+        st.message = refusal or no_build_text(
+            name, hw.os, hw.arch, m.best(family, "cpu", hw.os, hw.arch) is not None
+        )
         return st
     st.version = build.version
     record = applicable_record(family, name, build, hw)
@@ -277,8 +333,10 @@ def _backend_status(family: str, name: str, hw: hardware.Hardware, m: Manifest,
         return st
     st.state = "installable"
     size = f", {download.human_size(build.size)}" if build.size else ""
-    st.message = (f"Not installed; {build.version}{size} can be fetched and tried. "
-                  f"Run: cantor backends --install")
+    st.message = (
+        f"Not installed; {build.version}{size} can be fetched and tried. "
+        f"Run: cantor backends --install"
+    )
     return st
 
 
@@ -299,8 +357,9 @@ def choose_default(backends: list[BackendStatus], pinned: str | None) -> str | N
     return (installed or supported[0]).name
 
 
-def status(family: str = "acestep", hw: hardware.Hardware | None = None,
-           manifest: Manifest | None = None) -> SystemStatus:
+def status(
+    family: str = "acestep", hw: hardware.Hardware | None = None, manifest: Manifest | None = None
+) -> SystemStatus:
     """The machine, and every backend in preference order with state, evidence and message.
     Reads no network: the manifest is the last published copy fetched, else the builtin."""
     hw = hw or hardware.probe_from_env()
@@ -309,24 +368,34 @@ def status(family: str = "acestep", hw: hardware.Hardware | None = None,
     pinned = cfg.pinned_backend(family)
     items = [_backend_status(family, name, hw, m, pinned) for name in BACKENDS]
     default = choose_default(items, pinned)
-    return SystemStatus(family=family, os=hw.os, arch=hw.arch, pinned=pinned, default=default,
-                        keep_loaded=bool(cfg.get("node.keep_loaded")), backends=items,
-                        hardware=hw, manifest_source=m.source,
-                        config_problem=str(problem) if problem else "")
+    return SystemStatus(
+        family=family,
+        os=hw.os,
+        arch=hw.arch,
+        pinned=pinned,
+        default=default,
+        keep_loaded=bool(cfg.get("node.keep_loaded")),
+        backends=items,
+        hardware=hw,
+        manifest_source=m.source,
+        config_problem=str(problem) if problem else "",
+    )
 
 
 def _manifest_module():
     return manifest
 
 
-def default_backend(family: str = "acestep", hw: hardware.Hardware | None = None,
-                    manifest: Manifest | None = None) -> str | None:
+def default_backend(
+    family: str = "acestep", hw: hardware.Hardware | None = None, manifest: Manifest | None = None
+) -> str | None:
     """The backend the node uses for ``family``: the pin, else the auto rule. None only when
     no backend at all has a build for this machine (then only the sketch engine runs)."""
     return status(family, hw, manifest).default
 
 
 # -- fetching and trying ----------------------------------------------------------------------
+
 
 def _trial_timeout() -> float:
     try:
@@ -338,8 +407,12 @@ def _trial_timeout() -> float:
 def _archive_needed_later(build: Build, m: Manifest, hw: hardware.Hardware) -> bool:
     """Another backend's build for this machine shares this download and is not installed."""
     for other in m.builds:
-        if other.sha256 != build.sha256 or other.backend == build.backend \
-                or other.family != build.family or (other.os, other.arch) != (hw.os, hw.arch):
+        if (
+            other.sha256 != build.sha256
+            or other.backend == build.backend
+            or other.family != build.family
+            or (other.os, other.arch) != (hw.os, hw.arch)
+        ):
             continue
         have = engine_store.inspect(other.family, other.backend).build
         if have is None or have.sha256 != other.sha256:
@@ -350,23 +423,54 @@ def _archive_needed_later(build: Build, m: Manifest, hw: hardware.Hardware) -> b
 def _progress_sink(on_event: EventSink, family: str, backend: str, what: str):
     def sink(p: download.Progress) -> None:
         total = f" of {download.human_size(p.total)}" if p.total else ""
-        _emit(on_event, "download", backend,
-              f"{backend}: downloading {what}: {download.human_size(p.received)}{total}",
-              family, progress=p.fraction, received=p.received, total=p.total)
+        _emit(
+            on_event,
+            "download",
+            backend,
+            f"{backend}: downloading {what}: {download.human_size(p.received)}{total}",
+            family,
+            progress=p.fraction,
+            received=p.received,
+            total=p.total,
+        )
+
     return sink
 
 
-async def _fetch(family: str, backend: str, build: Build, m: Manifest, hw: hardware.Hardware,
-                 on_event: EventSink, *, stage: bool = False) -> InstalledBuild:
+async def _fetch(
+    family: str,
+    backend: str,
+    build: Build,
+    m: Manifest,
+    hw: hardware.Hardware,
+    on_event: EventSink,
+    *,
+    stage: bool = False,
+) -> InstalledBuild:
     cached = engine_store.archive_cache_path(build).exists()
-    _emit(on_event, "download", backend,
-          f"{backend}: fetching {build.version} ({build.url.rsplit('/', 1)[-1]})"
-          + (" from the download cache" if cached else ""), family, progress=0.0)
+    _emit(
+        on_event,
+        "download",
+        backend,
+        f"{backend}: fetching {build.version} ({build.url.rsplit('/', 1)[-1]})"
+        + (" from the download cache" if cached else ""),
+        family,
+        progress=0.0,
+    )
     inst, _fetched = await engine_store.install(
-        build, on_progress=_progress_sink(on_event, family, backend, build.version),
-        keep_archive=_archive_needed_later(build, m, hw), stage=stage)
-    _emit(on_event, "unpack", backend, f"{backend}: {build.version} verified (sha256) and "
-          f"unpacked in {inst.path}", family, progress=1.0)
+        build,
+        on_progress=_progress_sink(on_event, family, backend, build.version),
+        keep_archive=_archive_needed_later(build, m, hw),
+        stage=stage,
+    )
+    _emit(
+        on_event,
+        "unpack",
+        backend,
+        f"{backend}: {build.version} verified (sha256) and unpacked in {inst.path}",
+        family,
+        progress=1.0,
+    )
     return inst
 
 
@@ -376,7 +480,7 @@ class _Tried:
     build: InstalledBuild | None = None
     reason: str = ""
     no_build: bool = False
-    fetched: bool = True         # False: the build never arrived, so nothing was rejected
+    fetched: bool = True  # False: the build never arrived, so nothing was rejected
 
     def told(self, backend: str) -> tuple[str, str]:
         """The event kind and the words for a failed outcome: no build for this machine, a
@@ -392,22 +496,40 @@ def _source_text(inst: InstalledBuild) -> str:
     return "your build" if inst.source == "user" else inst.version
 
 
-async def _trial(family: str, backend: str, inst: InstalledBuild, hw: hardware.Hardware,
-                 on_event: EventSink, what: str = "") -> trial.TrialResult:
+async def _trial(
+    family: str,
+    backend: str,
+    inst: InstalledBuild,
+    hw: hardware.Hardware,
+    on_event: EventSink,
+    what: str = "",
+) -> trial.TrialResult:
     """Trial-load ``inst`` on ``backend`` and remember the outcome with its evidence."""
-    _emit(on_event, "trial", backend, f"{backend}: trying {what or _source_text(inst)} on "
-          f"{trial.expected_device(inst, backend)} …", family)
+    _emit(
+        on_event,
+        "trial",
+        backend,
+        f"{backend}: trying {what or _source_text(inst)} on "
+        f"{trial.expected_device(inst, backend)} …",
+        family,
+    )
     result = await trial.trial_load(inst, backend, timeout=_trial_timeout())
     if inst.source in ("store", "user"):
-        engine_store.record_trial(inst, ok=result.ok, reason=result.reason,
-                                  device=result.device, seconds=result.seconds,
-                                  probes=result.probes,
-                                  evidence=hw.backends[backend].evidence)
+        engine_store.record_trial(
+            inst,
+            ok=result.ok,
+            reason=result.reason,
+            device=result.device,
+            seconds=result.seconds,
+            probes=result.probes,
+            evidence=hw.backends[backend].evidence,
+        )
     return result
 
 
-async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.Hardware,
-                           on_event: EventSink) -> _Tried:
+async def _fetch_and_trial(
+    family: str, backend: str, m: Manifest, hw: hardware.Hardware, on_event: EventSink
+) -> _Tried:
     """Make sure a build for backend is on disk, then trial-load it (an explicit --install or
     --use: a backend rejected before is tried again). A store build that fails is removed
     again (the previous one, if any, takes over and is tried in its turn): only builds that
@@ -420,19 +542,20 @@ async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.
     fresh = False
     if user is not None:
         inst = user
-    elif existing is not None and (not is_newer(build, existing)
-                                   or (newest is not None and newest.rejected)):
-        inst = existing        # a newer build rejected here is not fetched again
+    elif existing is not None and (
+        not is_newer(build, existing) or (newest is not None and newest.rejected)
+    ):
+        inst = existing  # a newer build rejected here is not fetched again
     elif build is None:
         text = m.refusal(family, backend, hw.os, hw.arch) or no_build_text(
-            backend, hw.os, hw.arch, m.best(family, "cpu", hw.os, hw.arch) is not None)
+            backend, hw.os, hw.arch, m.best(family, "cpu", hw.os, hw.arch) is not None
+        )
         return _Tried(False, reason=text, no_build=True)
     else:
         try:
             inst = await _fetch(family, backend, build, m, hw, on_event)
         except (download.DownloadError, engine_store.StoreError, OSError) as exc:
-            return _Tried(False, reason=f"could not fetch {build.describe()}: {exc}",
-                          fetched=False)
+            return _Tried(False, reason=f"could not fetch {build.describe()}: {exc}", fetched=False)
         fresh = True
     result = await _trial(family, backend, inst, hw, on_event)
     if result.ok:
@@ -441,9 +564,14 @@ async def _fetch_and_trial(family: str, backend: str, m: Manifest, hw: hardware.
         engine_store.remove_current(family, backend)
         back = engine_store.inspect(family, backend).build
         if fresh and back is not None:
-            _emit(on_event, "note", backend, f"{backend}: {inst.version} was rejected "
-                  f"({result.reason}); trying the build installed before, {back.version}.",
-                  family)
+            _emit(
+                on_event,
+                "note",
+                backend,
+                f"{backend}: {inst.version} was rejected "
+                f"({result.reason}); trying the build installed before, {back.version}.",
+                family,
+            )
             again = await _trial(family, backend, back, hw, on_event)
             if again.ok:
                 return _Tried(True, build=back)
@@ -465,12 +593,15 @@ def in_use_text(family: str, hw: hardware.Hardware, m: Manifest | None = None) -
     current = st.default
     if current and st.backend(current).works:
         return f"the node keeps using {current}"
-    return ("no engine backend is installed and working here yet; only the built-in sketch "
-            "engine runs. Run: cantor backends --install")
+    return (
+        "no engine backend is installed and working here yet; only the built-in sketch "
+        "engine runs. Run: cantor backends --install"
+    )
 
 
-async def install(family: str = "acestep", on_event: EventSink = None, *,
-                  hw: hardware.Hardware | None = None) -> InstalledBuild:
+async def install(
+    family: str = "acestep", on_event: EventSink = None, *, hw: hardware.Hardware | None = None
+) -> InstalledBuild:
     """Fetch and trial-load each candidate in preference order; keep the first that works.
 
     Emits one event per outcome as it happens. Raises BackendError when nothing works."""
@@ -488,9 +619,14 @@ async def install(family: str = "acestep", on_event: EventSink = None, *,
             continue
         outcome = await _fetch_and_trial(family, name, m, hw, on_event)
         if outcome.ok:
-            _emit(on_event, "kept", name,
-                  f"{name}: works — kept ({_source_text(outcome.build)}). The node uses it "
-                  f"from its next start.", family)
+            _emit(
+                on_event,
+                "kept",
+                name,
+                f"{name}: works — kept ({_source_text(outcome.build)}). The node uses it "
+                f"from its next start.",
+                family,
+            )
             return outcome.build
         if outcome.no_build:
             _emit(on_event, "no_build", name, outcome.reason, family)
@@ -501,21 +637,25 @@ async def install(family: str = "acestep", on_event: EventSink = None, *,
         nxt = _next_candidate(st, hw, name)
         if nxt:
             _emit(on_event, "fallback", nxt, f"Falling back to {nxt}.", family)
-    raise BackendError("No backend works on this machine"
-                       + (": " + "; ".join(tried) if tried else "") + ". The built-in sketch "
-                       "engine still works.")
+    raise BackendError(
+        "No backend works on this machine"
+        + (": " + "; ".join(tried) if tried else "")
+        + ". The built-in sketch "
+        "engine still works."
+    )
 
 
 def _next_candidate(st: SystemStatus, hw: hardware.Hardware, after: str) -> str | None:
     names = [b.name for b in st.backends]
-    for name in names[names.index(after) + 1:]:
+    for name in names[names.index(after) + 1 :]:
         if hw.backends[name].supported:
             return name
     return None
 
 
-async def use(backend: str, on_event: EventSink = None, *,
-              hw: hardware.Hardware | None = None) -> list[InstalledBuild]:
+async def use(
+    backend: str, on_event: EventSink = None, *, hw: hardware.Hardware | None = None
+) -> list[InstalledBuild]:
     """Fetch ``backend`` for every family, trial-load it, and only then pin it in node.toml.
 
     ``"auto"`` removes the pin. On any failure raises BackendError and node.toml is left
@@ -526,14 +666,20 @@ async def use(backend: str, on_event: EventSink = None, *,
     config.load()
     if backend == "auto":
         config.update({f"backends.{fam}": "auto" for fam in config.FAMILIES})
-        _emit(on_event, "saved", None, "Saved: backends are chosen automatically again "
-              "(node.toml). The node uses the choice from its next start.")
+        _emit(
+            on_event,
+            "saved",
+            None,
+            "Saved: backends are chosen automatically again "
+            "(node.toml). The node uses the choice from its next start.",
+        )
         return []
     hw = hw or hardware.probe_from_env()
     ev = hw.backends[backend]
     if not ev.supported:
-        raise BackendError(f"{backend} cannot run on this machine: {ev.reason} "
-                           f"node.toml is unchanged.")
+        raise BackendError(
+            f"{backend} cannot run on this machine: {ev.reason} node.toml is unchanged."
+        )
     m, note = await manifest.fetch_or_fallback()
     if note:
         _emit(on_event, "note", None, note)
@@ -546,14 +692,20 @@ async def use(backend: str, on_event: EventSink = None, *,
             raise BackendError(f"{text} (node.toml is unchanged; {in_use_text(fam, hw, m)})")
         builds.append(outcome.build)
     config.update({f"backends.{fam}": backend for fam in config.FAMILIES})
-    _emit(on_event, "saved", backend, f"Saved: {backend} is now the backend for "
-          f"{', '.join(config.FAMILIES)} (pinned in node.toml). The node uses it from its "
-          f"next start.")
+    _emit(
+        on_event,
+        "saved",
+        backend,
+        f"Saved: {backend} is now the backend for "
+        f"{', '.join(config.FAMILIES)} (pinned in node.toml). The node uses it from its "
+        f"next start.",
+    )
     return builds
 
 
-async def update(on_event: EventSink = None, *,
-                 hw: hardware.Hardware | None = None) -> list[InstalledBuild]:
+async def update(
+    on_event: EventSink = None, *, hw: hardware.Hardware | None = None
+) -> list[InstalledBuild]:
     """Fetch the newer builds the published manifest names for the backends in use:
     verified, unpacked and staged — not loaded. A running node keeps its build; the node
     trial-loads a staged build at its next start and lets it take over only if it works
@@ -567,8 +719,9 @@ async def update(on_event: EventSink = None, *,
         try:
             m = await manifest.fetch()
         except manifest.ManifestError as exc:
-            raise BackendError(f"cannot check for updates: {exc}. The manifest built into "
-                               f"Cantor stays in use.") from None
+            raise BackendError(
+                f"cannot check for updates: {exc}. The manifest built into Cantor stays in use."
+            ) from None
     hw = hw or hardware.probe_from_env()
     done: list[InstalledBuild] = []
     for fam in config.FAMILIES:
@@ -577,57 +730,88 @@ async def update(on_event: EventSink = None, *,
         for name in dict.fromkeys(in_use):
             item = st.backend(name)
             if engine_store.user_build(fam, name) is not None:
-                _emit(on_event, "up_to_date", name, f"{name}: uses your own build from "
-                      f"node.toml; Cantor never replaces it.", fam)
+                _emit(
+                    on_event,
+                    "up_to_date",
+                    name,
+                    f"{name}: uses your own build from node.toml; Cantor never replaces it.",
+                    fam,
+                )
                 continue
             if item.state in ("update_available", "update_required"):
                 build = m.best(fam, name, hw.os, hw.arch)
                 if build is None:
-                    _emit(on_event, "failed", name, no_build_text(
-                        name, hw.os, hw.arch, m.best(fam, "cpu", hw.os, hw.arch) is not None), fam)
+                    _emit(
+                        on_event,
+                        "failed",
+                        name,
+                        no_build_text(
+                            name, hw.os, hw.arch, m.best(fam, "cpu", hw.os, hw.arch) is not None
+                        ),
+                        fam,
+                    )
                     continue
                 current = engine_store.inspect(fam, name).build
                 stage = item.state == "update_available" and current is not None
                 try:
                     inst = await _fetch(fam, name, build, m, hw, on_event, stage=stage)
                 except (download.DownloadError, engine_store.StoreError, OSError) as exc:
-                    raise BackendError(f"{name}: could not fetch {build.version}: {exc}. "
-                                       f"The installed build stays in use.") from None
+                    raise BackendError(
+                        f"{name}: could not fetch {build.version}: {exc}. "
+                        f"The installed build stays in use."
+                    ) from None
                 done.append(inst)
                 if stage:
-                    text = (f"{name}: {build.version} fetched and verified. A running node "
-                            f"keeps the build it has; at its next start the node trial-loads "
-                            f"{build.version} and uses it only if it works ({current.version} "
-                            f"stays otherwise).")
+                    text = (
+                        f"{name}: {build.version} fetched and verified. A running node "
+                        f"keeps the build it has; at its next start the node trial-loads "
+                        f"{build.version} and uses it only if it works ({current.version} "
+                        f"stays otherwise)."
+                    )
                 else:
-                    text = (f"{name}: {build.version} fetched and verified. A running node "
-                            f"keeps the build it has; the new one is trial-loaded and used "
-                            f"from its next start.")
+                    text = (
+                        f"{name}: {build.version} fetched and verified. A running node "
+                        f"keeps the build it has; the new one is trial-loaded and used "
+                        f"from its next start."
+                    )
                 _emit(on_event, "updated", name, text, fam)
             elif item.state == "installed":
                 if item.staged:
-                    text = (f"{name}: {item.staged} is already fetched; the node trial-loads "
-                            f"it at its next start.")
+                    text = (
+                        f"{name}: {item.staged} is already fetched; the node trial-loads "
+                        f"it at its next start."
+                    )
                 else:
                     text = f"{name}: {item.version} is the newest published build."
                     newest = m.best(fam, name, hw.os, hw.arch)
                     refused = applicable_record(fam, name, newest, hw)
-                    if refused is not None and refused.rejected \
-                            and newest.version != item.version:
-                        text = (f"{name}: {item.version} stays; {newest.version} was "
-                                f"rejected here and is not offered again "
-                                f"({refused.reason}).")
+                    if refused is not None and refused.rejected and newest.version != item.version:
+                        text = (
+                            f"{name}: {item.version} stays; {newest.version} was "
+                            f"rejected here and is not offered again "
+                            f"({refused.reason})."
+                        )
                 _emit(on_event, "up_to_date", name, text, fam)
             elif item.state == "installable":
-                _emit(on_event, "note", name, f"{name}: not installed, nothing to update. "
-                      f"Run: cantor backends --install", fam)
+                _emit(
+                    on_event,
+                    "note",
+                    name,
+                    f"{name}: not installed, nothing to update. Run: cantor backends --install",
+                    fam,
+                )
             else:
                 _emit(on_event, "note", name, f"{name}: {item.message}", fam)
     return done
 
 
-async def settle_staged(family: str = "acestep", *, hw: hardware.Hardware | None = None,
-                        on_event: EventSink = None, only: str | None = None) -> list[BackendEvent]:
+async def settle_staged(
+    family: str = "acestep",
+    *,
+    hw: hardware.Hardware | None = None,
+    on_event: EventSink = None,
+    only: str | None = None,
+) -> list[BackendEvent]:
     """Trial-load every build ``--update`` staged for ``family`` (or only ``only``'s) before
     it takes over: one that works replaces the current build (which stays as the previous
     one, for --rollback); one that fails is deleted, recorded as rejected with the engine's
@@ -650,26 +834,43 @@ async def settle_staged(family: str = "acestep", *, hw: hardware.Hardware | None
         if not hw.backends[name].supported:
             continue
         current = engine_store.inspect(family, name).build
-        result = await _trial(family, name, build, hw, tell,
-                              what=f"the update to {build.version}")
+        result = await _trial(family, name, build, hw, tell, what=f"the update to {build.version}")
         if result.ok:
             engine_store.promote_staged(family, name)
-            was = f" (was {current.version}; cantor backends --rollback returns to it)" \
-                if current is not None else ""
-            _emit(tell, "updated", name, f"{name}: {build.version} works on {result.device} "
-                  f"and is now in use{was}.", family)
+            was = (
+                f" (was {current.version}; cantor backends --rollback returns to it)"
+                if current is not None
+                else ""
+            )
+            _emit(
+                tell,
+                "updated",
+                name,
+                f"{name}: {build.version} works on {result.device} and is now in use{was}.",
+                family,
+            )
         else:
             engine_store.drop_staged(family, name)
-            stays = (f"{current.version} stays in use" if current is not None
-                     else f"no {name} build is installed")
-            _emit(tell, "rejected", name, f"{name}: the update to {build.version} was "
-                  f"rejected: {result.reason}. {stays}; --update will not offer "
-                  f"{build.version} again.", family)
+            stays = (
+                f"{current.version} stays in use"
+                if current is not None
+                else f"no {name} build is installed"
+            )
+            _emit(
+                tell,
+                "rejected",
+                name,
+                f"{name}: the update to {build.version} was "
+                f"rejected: {result.reason}. {stays}; --update will not offer "
+                f"{build.version} again.",
+                family,
+            )
     return told
 
 
-async def engine_for(family: str = "acestep", *, hw: hardware.Hardware | None = None,
-                     on_event: EventSink = None) -> InstalledBuild:
+async def engine_for(
+    family: str = "acestep", *, hw: hardware.Hardware | None = None, on_event: EventSink = None
+) -> InstalledBuild:
     """The build the node runs for ``family``: the pinned backend, else the auto rule's,
     trial-loaded first when no trial of it holds on this machine (a user's own build on a
     backend it was never tried on, a build tried before a driver changed). In auto mode a
@@ -681,17 +882,23 @@ async def engine_for(family: str = "acestep", *, hw: hardware.Hardware | None = 
         st = await asyncio.to_thread(status, family, hw)
         chosen = st.default
         if not chosen:
-            raise BackendError(f"no {family} engine has a build for this machine; only the "
-                               f"sketch engine can run here")
+            raise BackendError(
+                f"no {family} engine has a build for this machine; only the "
+                f"sketch engine can run here"
+            )
         item = st.backend(chosen)
         how = "pinned in node.toml" if st.pinned else "chosen automatically"
         if item.state == REJECTED:
-            raise BackendError(f"the {chosen} engine ({how}) was {item.message}; or run: "
-                               f"cantor backends --use auto")
+            raise BackendError(
+                f"the {chosen} engine ({how}) was {item.message}; or run: "
+                f"cantor backends --use auto"
+            )
         build = engine_store.installed(family, chosen)
         if build is None or not item.works:
-            raise BackendError(f"the {chosen} engine ({how}) is not installed for {family}; "
-                               f"run `cantor backends --install`")
+            raise BackendError(
+                f"the {chosen} engine ({how}) is not installed for {family}; "
+                f"run `cantor backends --install`"
+            )
         if item.trial is not None:
             return build
         result = await _trial(family, chosen, build, hw, on_event)
@@ -699,14 +906,18 @@ async def engine_for(family: str = "acestep", *, hw: hardware.Hardware | None = 
             return build
         log.warning("the %s engine for %s was rejected: %s", chosen, family, result.reason)
         if st.pinned:
-            raise BackendError(f"the {chosen} engine ({how}) was rejected: {result.reason}. "
-                               f"Run: cantor backends --use auto")
-    raise BackendError(f"no {family} engine works on this machine; only the sketch engine "
-                       f"can run here")
+            raise BackendError(
+                f"the {chosen} engine ({how}) was rejected: {result.reason}. "
+                f"Run: cantor backends --use auto"
+            )
+    raise BackendError(
+        f"no {family} engine works on this machine; only the sketch engine can run here"
+    )
 
 
-def rollback(on_event: EventSink = None, *, hw: hardware.Hardware | None = None
-             ) -> list[InstalledBuild]:
+def rollback(
+    on_event: EventSink = None, *, hw: hardware.Hardware | None = None
+) -> list[InstalledBuild]:
     """``cantor backends --rollback``: for each backend in use, drop a staged update, or make
     the previous build current again. Raises BackendError when there is nothing to return
     to. A running node keeps the build it started with until it restarts."""
@@ -720,8 +931,13 @@ def rollback(on_event: EventSink = None, *, hw: hardware.Hardware | None = None
             if waiting is not None:
                 engine_store.drop_staged(fam, name)
                 keep = f"{current.version} stays in use" if current else "nothing else is installed"
-                _emit(on_event, "rolled_back", name, f"{name}: the staged {waiting.version} "
-                      f"is dropped; {keep}.", fam)
+                _emit(
+                    on_event,
+                    "rolled_back",
+                    name,
+                    f"{name}: the staged {waiting.version} is dropped; {keep}.",
+                    fam,
+                )
                 if current is not None:
                     done.append(current)
                 continue
@@ -731,11 +947,18 @@ def rollback(on_event: EventSink = None, *, hw: hardware.Hardware | None = None
             back = engine_store.rollback(fam, name)
             if back is not None:
                 done.append(back)
-                _emit(on_event, "rolled_back", name, f"{name}: back to {back.version} (was "
-                      f"{current.version}). The node uses it from its next start.", fam)
+                _emit(
+                    on_event,
+                    "rolled_back",
+                    name,
+                    f"{name}: back to {back.version} (was "
+                    f"{current.version}). The node uses it from its next start.",
+                    fam,
+                )
     if not done:
-        raise BackendError("nothing to roll back: no backend in use has a previous or a "
-                           "staged build")
+        raise BackendError(
+            "nothing to roll back: no backend in use has a previous or a staged build"
+        )
     return done
 
 
@@ -743,17 +966,26 @@ def set_keep_loaded(on: bool) -> str:
     """Save node.keep_loaded; returns the sentence to show."""
     config.update({"node.keep_loaded": bool(on)})
     if on:
-        return ("Keep-loaded is on (saved in node.toml): the last model stays loaded between "
-                "songs, in RAM or on the GPU. It applies from the next song; restart the node "
-                "to release a model held now.")
-    return ("Keep-loaded is off (saved in node.toml): the node releases a model's weights "
-            "after every song. It applies from the next song; restart the node to release a "
-            "model held now.")
+        return (
+            "Keep-loaded is on (saved in node.toml): the last model stays loaded between "
+            "songs, in RAM or on the GPU. It applies from the next song; restart the node "
+            "to release a model held now."
+        )
+    return (
+        "Keep-loaded is off (saved in node.toml): the node releases a model's weights "
+        "after every song. It applies from the next song; restart the node to release a "
+        "model held now."
+    )
 
 
-async def ensure_engine(family: str = "acestep", sink_or_backend: EventSink | str = None, *,
-                        on_event: EventSink = None, backend: str | None = None,
-                        hw: hardware.Hardware | None = None) -> InstalledBuild:
+async def ensure_engine(
+    family: str = "acestep",
+    sink_or_backend: EventSink | str = None,
+    *,
+    on_event: EventSink = None,
+    backend: str | None = None,
+    hw: hardware.Hardware | None = None,
+) -> InstalledBuild:
     """The installed build for the default backend; if none is installed, install one the
     way ``--install`` does. ``cantor pull`` calls this so a model comes with an engine.
 
@@ -785,8 +1017,13 @@ async def ensure_engine(family: str = "acestep", sink_or_backend: EventSink | st
             _emit(on_event, kind, wanted, text, family)
             hint = " Run: cantor backends --use auto" if wanted == st.pinned else ""
             raise BackendError(f"{text}{hint}")
-        _emit(on_event, "kept", wanted, f"{wanted}: works — installed "
-              f"({outcome.build.version}).", family)
+        _emit(
+            on_event,
+            "kept",
+            wanted,
+            f"{wanted}: works — installed ({outcome.build.version}).",
+            family,
+        )
         return outcome.build
     return await install(family, on_event, hw=hw)
 
@@ -794,6 +1031,13 @@ async def ensure_engine(family: str = "acestep", sink_or_backend: EventSink | st
 def sketch_build(family: str = "acestep") -> InstalledBuild:
     """The built-in sketch engine, started the same way as an ace-server build."""
     from .sketch import SKETCH_VERSION
-    return InstalledBuild(family=family, backend="cpu", version=SKETCH_VERSION,
-                          argv=selfexec.self_argv("sketch-server"), env={}, path=None,
-                          source="sketch")
+
+    return InstalledBuild(
+        family=family,
+        backend="cpu",
+        version=SKETCH_VERSION,
+        argv=selfexec.self_argv("sketch-server"),
+        env={},
+        path=None,
+        source="sketch",
+    )

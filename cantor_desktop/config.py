@@ -43,8 +43,15 @@ BOM = "\ufeff"
 class ConfigError(CantorError):
     """node.toml cannot be read or a value is not allowed. The message says where and why."""
 
-    def __init__(self, message: str, *, key: str | None = None, line: int | None = None,
-                 col: int | None = None, path: Path | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+        path: Path | None = None,
+    ):
         super().__init__(message)
         self.key = key
         self.line = line
@@ -54,10 +61,11 @@ class ConfigError(CantorError):
 
 # -- the registry -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Option:
-    key: str                      # dotted: "node.port"
-    kind: type                    # str, int or bool
+    key: str  # dotted: "node.port"
+    kind: type  # str, int or bool
     default: Callable[[], Any]
     help: str
     choices: tuple[str, ...] = ()
@@ -67,7 +75,7 @@ class Option:
     check: Callable[[Any], str | None] | None = None  # returns a problem, or None
     minimum: int | None = None
     maximum: int | None = None
-    optional: bool = False        # absent is meaningful (no default written)
+    optional: bool = False  # absent is meaningful (no default written)
     local_only: bool = False
     """Set only on the node's own machine (node.toml or `cantor config set`), never over
     HTTP: what runs, where files go, and who may talk to the node."""
@@ -84,16 +92,18 @@ class Option:
         if self.kind is int:
             return f"a whole number from {self.minimum} to {self.maximum}"
         if self.kind is list:
-            return "a list of names, e.g. [\"studio.local\"]"
+            return 'a list of names, e.g. ["studio.local"]'
         return "a string"
 
     def validate(self, value: Any) -> Any:
         """Return the value when allowed, else raise ConfigError naming the key."""
+
         def bad(reason: str = "") -> ConfigError:
             got = short_repr(_plain(value))
             why = f" ({reason})" if reason else ""
-            return ConfigError(f"{self.key} = {got} is not allowed{why}; "
-                               f"allowed: {self.allowed()}", key=self.key)
+            return ConfigError(
+                f"{self.key} = {got} is not allowed{why}; allowed: {self.allowed()}", key=self.key
+            )
 
         plain = _plain(value)
         if self.kind is bool:
@@ -129,16 +139,20 @@ class Option:
             elif lowered in ("false", "off", "no", "0"):
                 value = False
             else:
-                raise ConfigError(f"{self.key} = {short_repr(text)} is not allowed; allowed: "
-                                  f"{self.allowed()}", key=self.key)
+                raise ConfigError(
+                    f"{self.key} = {short_repr(text)} is not allowed; allowed: {self.allowed()}",
+                    key=self.key,
+                )
         elif self.kind is list:
             value = split_list(text)
         elif self.kind is int:
             try:
                 value = int(text.strip())
             except ValueError:
-                raise ConfigError(f"{self.key} = {short_repr(text)} is not allowed; allowed: "
-                                  f"{self.allowed()}", key=self.key) from None
+                raise ConfigError(
+                    f"{self.key} = {short_repr(text)} is not allowed; allowed: {self.allowed()}",
+                    key=self.key,
+                ) from None
         else:
             value = text
         return self.validate(value)
@@ -203,72 +217,170 @@ def _check_host_names(names: list[str]) -> str | None:
 
 def _export_formats() -> tuple[str, ...]:
     from .export import FORMATS
+
     return tuple(FORMATS)
 
 
 def _export_check(field: str) -> Callable[[Any], str | None]:
     """The export module's own rule for one [export] field (imported when used: it is light)."""
+
     def check(value: Any) -> str | None:
         from . import export
+
         try:
             export.ExportOptions.parse(**{field: value})
         except export.ExportError as exc:
             return exc.message
         return None
+
     return check
 
 
-OPTIONS: dict[str, Option] = {o.key: o for o in [
-    Option("node.host", str, lambda: "127.0.0.1",
-           "Address the node listens on; anything but loopback requires a token.",
-           check=_check_host),
-    Option("node.port", int, lambda: 7823, "Port of the node's HTTP API.",
-           minimum=1, maximum=65535),
-    Option("node.keep_loaded", bool, lambda: False,
-           "Keep the last model loaded between songs (applies from the next song)."),
-    Option("node.allowed_hosts", list, lambda: [],
-           "Host names (besides IP addresses and localhost) the node answers to, e.g. a "
-           "name your other machines use for it.", check=_check_host_names, local_only=True),
-    Option("node.max_queue", int, lambda: 100,
-           "Most songs waiting or running at once; more are refused until some finish.",
-           minimum=1, maximum=10000),
-    *[Option(f"backends.{fam}", str, lambda: "auto",
-             f"Backend for {fam}: auto, or a pinned one.", choices=("auto",) + BACKENDS)
-      for fam in FAMILIES],
-    Option("engines.manifest", str, lambda: "",
-           "A published engine manifest, used only when signed by a trusted key (empty: the "
-           "one built into Cantor).", check=_check_manifest_url, local_only=True),
-    *[Option(f"engines.{fam}.path", str, lambda: "",
-             f"An ace-server executable you supply for {fam}; used as is, never replaced.",
-             optional=True, local_only=True) for fam in FAMILIES],
-    Option("models.default", str, lambda: "acestep-v15-turbo",
-           "The model a song uses when it names none.", check=_check_nonempty),
-    Option("models.lm", str, lambda: "auto",
-           "Language model size for vocals.", choices=("auto", "0.6B", "1.7B", "4B")),
-    Option("songs.dir", str, lambda: str(paths().default_songs_dir),
-           "Folder for finished songs.", check=_check_nonempty, local_only=True),
-    Option("songs.format", str, lambda: "wav24", "Audio format of new songs.",
-           choices=SONG_FORMATS),
-    Option("export.format", str, lambda: "wav24", "Format of exported songs.",
-           choices_from=_export_formats),
-    Option("export.rate", int, lambda: 48000, "Sample rate of exported songs: 48000 or 44100.",
-           minimum=44100, maximum=48000, check=_export_check("rate")),
-    Option("export.loudness", str, lambda: "off",
-           "Loudness of exported songs: off, or a target in LUFS such as -14 (streaming).",
-           check=_export_check("loudness")),
-    Option("export.peak", str, lambda: "-1",
-           "True-peak ceiling of exported songs in dBTP (with a loudness target), e.g. -1.",
-           check=_export_check("peak")),
-    Option("export.pattern", str, lambda: "{title}_{bpm}bpm_{key}_take{n}",
-           "File name of exported songs: {title} {bpm} {key} {n} {seed} {model} {date} …",
-           check=_export_check("pattern")),
-    Option("export.drag", bool, lambda: False,
-           "Songs dragged out of the app are exported with these choices (false: the files "
-           "as the node made them)."),
-    Option("app.node_url", str, lambda: "",
-           "Node the app drives: empty for the local one, or http://host:port.",
-           check=_check_node_url, local_only=True),
-]}
+OPTIONS: dict[str, Option] = {
+    o.key: o
+    for o in [
+        Option(
+            "node.host",
+            str,
+            lambda: "127.0.0.1",
+            "Address the node listens on; anything but loopback requires a token.",
+            check=_check_host,
+        ),
+        Option(
+            "node.port", int, lambda: 7823, "Port of the node's HTTP API.", minimum=1, maximum=65535
+        ),
+        Option(
+            "node.keep_loaded",
+            bool,
+            lambda: False,
+            "Keep the last model loaded between songs (applies from the next song).",
+        ),
+        Option(
+            "node.allowed_hosts",
+            list,
+            lambda: [],
+            "Host names (besides IP addresses and localhost) the node answers to, e.g. a "
+            "name your other machines use for it.",
+            check=_check_host_names,
+            local_only=True,
+        ),
+        Option(
+            "node.max_queue",
+            int,
+            lambda: 100,
+            "Most songs waiting or running at once; more are refused until some finish.",
+            minimum=1,
+            maximum=10000,
+        ),
+        *[
+            Option(
+                f"backends.{fam}",
+                str,
+                lambda: "auto",
+                f"Backend for {fam}: auto, or a pinned one.",
+                choices=("auto",) + BACKENDS,
+            )
+            for fam in FAMILIES
+        ],
+        Option(
+            "engines.manifest",
+            str,
+            lambda: "",
+            "A published engine manifest, used only when signed by a trusted key (empty: the "
+            "one built into Cantor).",
+            check=_check_manifest_url,
+            local_only=True,
+        ),
+        *[
+            Option(
+                f"engines.{fam}.path",
+                str,
+                lambda: "",
+                f"An ace-server executable you supply for {fam}; used as is, never replaced.",
+                optional=True,
+                local_only=True,
+            )
+            for fam in FAMILIES
+        ],
+        Option(
+            "models.default",
+            str,
+            lambda: "acestep-v15-turbo",
+            "The model a song uses when it names none.",
+            check=_check_nonempty,
+        ),
+        Option(
+            "models.lm",
+            str,
+            lambda: "auto",
+            "Language model size for vocals.",
+            choices=("auto", "0.6B", "1.7B", "4B"),
+        ),
+        Option(
+            "songs.dir",
+            str,
+            lambda: str(paths().default_songs_dir),
+            "Folder for finished songs.",
+            check=_check_nonempty,
+            local_only=True,
+        ),
+        Option(
+            "songs.format", str, lambda: "wav24", "Audio format of new songs.", choices=SONG_FORMATS
+        ),
+        Option(
+            "export.format",
+            str,
+            lambda: "wav24",
+            "Format of exported songs.",
+            choices_from=_export_formats,
+        ),
+        Option(
+            "export.rate",
+            int,
+            lambda: 48000,
+            "Sample rate of exported songs: 48000 or 44100.",
+            minimum=44100,
+            maximum=48000,
+            check=_export_check("rate"),
+        ),
+        Option(
+            "export.loudness",
+            str,
+            lambda: "off",
+            "Loudness of exported songs: off, or a target in LUFS such as -14 (streaming).",
+            check=_export_check("loudness"),
+        ),
+        Option(
+            "export.peak",
+            str,
+            lambda: "-1",
+            "True-peak ceiling of exported songs in dBTP (with a loudness target), e.g. -1.",
+            check=_export_check("peak"),
+        ),
+        Option(
+            "export.pattern",
+            str,
+            lambda: "{title}_{bpm}bpm_{key}_take{n}",
+            "File name of exported songs: {title} {bpm} {key} {n} {seed} {model} {date} …",
+            check=_export_check("pattern"),
+        ),
+        Option(
+            "export.drag",
+            bool,
+            lambda: False,
+            "Songs dragged out of the app are exported with these choices (false: the files "
+            "as the node made them).",
+        ),
+        Option(
+            "app.node_url",
+            str,
+            lambda: "",
+            "Node the app drives: empty for the local one, or http://host:port.",
+            check=_check_node_url,
+            local_only=True,
+        ),
+    ]
+}
 
 
 APP_TABLES = ("app", "export")
@@ -285,11 +397,11 @@ def option(key: str) -> Option:
         return OPTIONS[key]
     except KeyError:
         known = ", ".join(sorted(OPTIONS))
-        raise ConfigError(f"unknown setting {key!r}; known settings: {known}",
-                          key=key) from None
+        raise ConfigError(f"unknown setting {key!r}; known settings: {known}", key=key) from None
 
 
 # -- reading and writing ----------------------------------------------------------------------
+
 
 def short_repr(value: Any, limit: int = 60) -> str:
     """repr() cut to a readable length: an error about a 1 MB value must not be 1 MB long."""
@@ -320,7 +432,7 @@ def read_text_values(text: str, path: Path | None = None) -> Mapping[str, Any]:
     try:
         return tomllib.loads(text.removeprefix(BOM))
     except (tomllib.TOMLDecodeError, RecursionError):
-        return parse_text(text, path)           # the text as read: it strips one BOM too
+        return parse_text(text, path)  # the text as read: it strips one BOM too
 
 
 def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
@@ -331,13 +443,17 @@ def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
 
     name = str(path) if path else "node.toml"
     if text.startswith(BOM):
-        text = text[len(BOM):]
+        text = text[len(BOM) :]
     try:
         return tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as exc:
         col = exc.col + 1  # tomlkit counts columns from 0; editors from 1
-        raise ConfigError(f"{name}: line {exc.line}, column {col}: {_parse_reason(exc)}",
-                          line=exc.line, col=col, path=path) from None
+        raise ConfigError(
+            f"{name}: line {exc.line}, column {col}: {_parse_reason(exc)}",
+            line=exc.line,
+            col=col,
+            path=path,
+        ) from None
     except RecursionError:
         raise ConfigError(f"{name}: nested too deeply to read", path=path) from None
     except Exception as exc:  # e.g. a duplicate key: tomlkit gives no position
@@ -372,22 +488,29 @@ def _read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ConfigError(f"{path}: line {line}, column {col}: not UTF-8 text "
-                          f"(save node.toml as UTF-8)", line=line, col=col,
-                          path=path) from None
+        raise ConfigError(
+            f"{path}: line {line}, column {col}: not UTF-8 text (save node.toml as UTF-8)",
+            line=line,
+            col=col,
+            path=path,
+        ) from None
 
 
 def validate_document(doc: Mapping[str, Any], path: Path | None = None) -> None:
     """Check every known key that is present; shape errors name the table."""
     for table in {k.split(".")[0] for k in OPTIONS}:
         if table in doc and not isinstance(doc[table], Mapping):
-            raise ConfigError(f"[{table}] must be a table, not {type(_plain(doc[table])).__name__}",
-                              key=table, path=path)
+            raise ConfigError(
+                f"[{table}] must be a table, not {type(_plain(doc[table])).__name__}",
+                key=table,
+                path=path,
+            )
     for fam in FAMILIES:
         found, value = _lookup(doc, f"engines.{fam}")
         if found and not isinstance(value, Mapping):
-            raise ConfigError(f"engines.{fam} must be a table with a path key",
-                              key=f"engines.{fam}", path=path)
+            raise ConfigError(
+                f"engines.{fam} must be a table with a path key", key=f"engines.{fam}", path=path
+            )
     for key, opt in OPTIONS.items():
         found, value = _lookup(doc, key)
         if found:
@@ -471,6 +594,7 @@ def current(path: Path | None = None) -> tuple[Config, ConfigError | None]:
 def _lock(path: Path):
     """The file lock of a save (imported here: reading settings needs none)."""
     from filelock import FileLock
+
     return FileLock(str(path) + ".lock", timeout=30)
 
 
@@ -480,6 +604,7 @@ def _set_in(doc: tomlkit.TOMLDocument, key: str, value: Any) -> None:
     for part in parts[:-1]:
         if part not in node:
             import tomlkit
+
             table = tomlkit.table()
             node[part] = table
         node = node[part]
@@ -556,8 +681,10 @@ def update(changes: Mapping[str, Any], path: Path | None = None) -> Config:
     import tomlkit
 
     path = path or paths().config_file
-    checked = {key: (None if value is None else option(key).validate(value))
-               for key, value in changes.items()}
+    checked = {
+        key: (None if value is None else option(key).validate(value))
+        for key, value in changes.items()
+    }
     with _lock(path):
         if path.exists():
             raw = _read_text(path)
@@ -584,8 +711,16 @@ def describe(keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
     out = []
     for key in keys or OPTIONS:
         opt = OPTIONS[key]
-        out.append({"key": key, "type": opt.kind.__name__, "help": opt.help,
-                    "choices": list(opt.choice_list()), "allowed": opt.allowed(),
-                    "minimum": opt.minimum, "maximum": opt.maximum,
-                    "local_only": opt.local_only})
+        out.append(
+            {
+                "key": key,
+                "type": opt.kind.__name__,
+                "help": opt.help,
+                "choices": list(opt.choice_list()),
+                "allowed": opt.allowed(),
+                "minimum": opt.minimum,
+                "maximum": opt.maximum,
+                "local_only": opt.local_only,
+            }
+        )
     return out

@@ -48,16 +48,26 @@ from .errors import CantorError
 from .units import human_size  # noqa: F401 - the CLI and models import it from here
 
 __all__ = [
-    "Progress", "DownloadError", "HashMismatch", "HTTPStatus", "AuthRequired", "Stalled",
-    "NotEnoughSpace", "DiskFull", "download", "check_free_space", "sha256_file", "part_path",
+    "Progress",
+    "DownloadError",
+    "HashMismatch",
+    "HTTPStatus",
+    "AuthRequired",
+    "Stalled",
+    "NotEnoughSpace",
+    "DiskFull",
+    "download",
+    "check_free_space",
+    "sha256_file",
+    "part_path",
     "human_size",
 ]
 
-BATCH = 1 << 20            # bytes handed to the writer and hash threads at a time
-MAX_IN_FLIGHT = 8          # batches queued to each thread before the receiver waits
-READ_SIZE = 2 << 20        # most bytes taken from the socket per read (see _widen_reads)
-HASH_BLOCK = 1 << 20       # read size when hashing a file from disk
-PROGRESS_INTERVAL = 0.1    # seconds between progress callbacks (≤ 10/s, plus a final one)
+BATCH = 1 << 20  # bytes handed to the writer and hash threads at a time
+MAX_IN_FLIGHT = 8  # batches queued to each thread before the receiver waits
+READ_SIZE = 2 << 20  # most bytes taken from the socket per read (see _widen_reads)
+HASH_BLOCK = 1 << 20  # read size when hashing a file from disk
+PROGRESS_INTERVAL = 0.1  # seconds between progress callbacks (≤ 10/s, plus a final one)
 MAX_REDIRECTS = 20
 MAX_BACKOFF = 60.0
 RETRY_STATUSES = {408, 425, 429}
@@ -67,11 +77,11 @@ RETRY_STATUSES = {408, 425, 429}
 class Progress:
     url: str
     dest: Path
-    received: int            # bytes in the file so far (including a resumed part)
-    total: int | None        # whole file size when known
-    speed: float             # bytes/s, smoothed
-    eta: float | None        # seconds left when total and speed are known
-    resumed_from: int        # offset this transfer started from (0 = from scratch)
+    received: int  # bytes in the file so far (including a resumed part)
+    total: int | None  # whole file size when known
+    speed: float  # bytes/s, smoothed
+    eta: float | None  # seconds left when total and speed are known
+    resumed_from: int  # offset this transfer started from (0 = from scratch)
 
     @property
     def fraction(self) -> float | None:
@@ -126,7 +136,10 @@ def check_free_space(folder: Path, needed: int) -> None:
     if needed > free:
         raise NotEnoughSpace(
             f"Not enough disk space in {folder}: need {human_size(needed)}, "
-            f"{human_size(free)} free", needed=needed, free=free)
+            f"{human_size(free)} free",
+            needed=needed,
+            free=free,
+        )
 
 
 def sha256_file(path: Path | str, *, limit: int | None = None) -> str:
@@ -156,13 +169,19 @@ def _hash_file(path: Path, limit: int | None = None):
 class _Retry(Exception):
     """One attempt failed in a way worth retrying; ``error`` is what to raise if we give up."""
 
-    def __init__(self, error: DownloadError, *, immediate: bool = False,
-                 retry_after: float | None = None, unresolved: bool = False):
+    def __init__(
+        self,
+        error: DownloadError,
+        *,
+        immediate: bool = False,
+        retry_after: float | None = None,
+        unresolved: bool = False,
+    ):
         super().__init__(str(error))
         self.error = error
         self.immediate = immediate
         self.retry_after = retry_after
-        self.unresolved = unresolved      # the host name did not resolve
+        self.unresolved = unresolved  # the host name did not resolve
 
 
 class _Sink:
@@ -182,10 +201,10 @@ class _Sink:
         self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="download-write")
         self.hashing = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="download-hash")
         self.hasher = hashlib.sha256()
-        self.length = 0            # bytes in the part (written)
-        self.hashed = 0            # bytes fed to the hasher
+        self.length = 0  # bytes in the part (written)
+        self.hashed = 0  # bytes fed to the hasher
         self.fd: int | None = None
-        self.broken: DownloadError | None = None   # after a failed write nothing more is written
+        self.broken: DownloadError | None = None  # after a failed write nothing more is written
         self.pending: deque[concurrent.futures.Future] = deque()
 
     # --- worker-thread functions ---
@@ -232,9 +251,15 @@ class _Sink:
                         raise DiskFull(
                             f"Disk full while writing {self.part}: {human_size(self.length)} "
                             f"were saved and kept; free some space and retry to resume "
-                            f"({self.url})", url=self.url, dest=self.dest) from exc
-                    raise DownloadError(f"Cannot write {self.part}: {exc.strerror or exc} "
-                                        f"({self.url})", url=self.url, dest=self.dest) from exc
+                            f"({self.url})",
+                            url=self.url,
+                            dest=self.dest,
+                        ) from exc
+                    raise DownloadError(
+                        f"Cannot write {self.part}: {exc.strerror or exc} ({self.url})",
+                        url=self.url,
+                        dest=self.dest,
+                    ) from exc
                 self.length += n
                 view = view[n:]
 
@@ -278,7 +303,7 @@ class _Sink:
         """fsync and close the part; return the sha256 of everything in it."""
         await self.drain()
         await self._wait(self.writer.submit(self._sync))
-        if self.hashed != self.length:      # a check, not an assert: kept under python -OO
+        if self.hashed != self.length:  # a check, not an assert: kept under python -OO
             raise RuntimeError(f"{self.hashed} bytes hashed of {self.length} written")
         return self.hasher.hexdigest()
 
@@ -286,7 +311,7 @@ class _Sink:
         """Synchronous cleanup (also on cancellation): finish queued work, close the file."""
         self.pending.clear()
         self.writer.submit(self._close)
-        self.writer.shutdown(wait=True)   # runs every queued write, then the close
+        self.writer.shutdown(wait=True)  # runs every queued write, then the close
         self.hashing.shutdown(wait=True)
 
 
@@ -324,8 +349,7 @@ def _tune_h11() -> None:
     if getattr(original, "_cantor_fast_path", False):
         return
     probe = ReceiveBuffer()
-    if not all(hasattr(probe, a) for a in ("_data", "_next_line_search",
-                                           "_multiple_lines_search")):
+    if not all(hasattr(probe, a) for a in ("_data", "_next_line_search", "_multiple_lines_search")):
         return  # pragma: no cover - internals changed; leave h11 alone
 
     def maybe_extract_at_most(self, count: int):
@@ -364,6 +388,7 @@ def _widen_reads(response: httpx.Response) -> Callable[[], None]:
 
     def restore() -> None:
         transport.max_size = before
+
     return restore
 
 
@@ -410,14 +435,17 @@ class _Meter:
         eta = None
         if self.total is not None and self.speed > 0:
             eta = max(0.0, (self.total - self.received) / self.speed)
-        self.cb(Progress(self.url, self.dest, self.received, self.total, self.speed, eta,
-                         self.resumed_from))
+        self.cb(
+            Progress(
+                self.url, self.dest, self.received, self.total, self.speed, eta, self.resumed_from
+            )
+        )
 
     def final(self) -> None:
         now = time.monotonic()
         if now - self._t > 0.01:
             self._sample(now, now - self._t)
-        if self.speed == 0.0:      # finished before the first sample: the overall rate
+        if self.speed == 0.0:  # finished before the first sample: the overall rate
             self.speed = (self.received - self.resumed_from) / max(now - self._t0, 1e-6)
         self._emit()
 
@@ -426,7 +454,7 @@ def _parse_content_range(value: str | None) -> tuple[int | None, int | None] | N
     """'bytes 100-199/1000' → (100, 1000); '*' gives None for that part ('bytes */1000')."""
     if not value or not value.startswith("bytes "):
         return None
-    rng, _, total = value[len("bytes "):].partition("/")
+    rng, _, total = value[len("bytes ") :].partition("/")
     first = rng.strip().partition("-")[0]
     try:
         start = None if first == "*" else int(first)
@@ -440,23 +468,34 @@ def _check_url(url: str, original: str) -> None:
     if reason is not None:
         if url == original:
             raise DownloadError(f"Refusing to download {url}: expected {reason}", url=original)
-        raise DownloadError(f"Refusing to follow a redirect from {original} to {url}: "
-                            f"expected {reason}", url=original)
+        raise DownloadError(
+            f"Refusing to follow a redirect from {original} to {url}: expected {reason}",
+            url=original,
+        )
 
 
-async def download(url: str, dest: Path, *, sha256: str | None, size: int | None = None,
-                   headers: dict[str, str] | None = None,
-                   on_progress: Callable[[Progress], None] | None = None,
-                   stall_timeout: float = 30.0, retries: int = 5, backoff: float = 1.0,
-                   client: httpx.AsyncClient | None = None) -> Path:
+async def download(
+    url: str,
+    dest: Path,
+    *,
+    sha256: str | None,
+    size: int | None = None,
+    headers: dict[str, str] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    stall_timeout: float = 30.0,
+    retries: int = 5,
+    backoff: float = 1.0,
+    client: httpx.AsyncClient | None = None,
+) -> Path:
     """Fetch ``url`` to ``dest`` (replacing it) and return ``dest``; see the module doc."""
     dest = Path(dest)
     _check_url(url, url)
     if sha256 is not None:
         sha256 = sha256.strip().lower()
         if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
-            raise DownloadError(f"Bad sha256 for {url}: {sha256!r} is not 64 hex digits",
-                                url=url, dest=dest)
+            raise DownloadError(
+                f"Bad sha256 for {url}: {sha256!r} is not 64 hex digits", url=url, dest=dest
+            )
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = part_path(dest)
     if size is not None:
@@ -474,13 +513,24 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
         while True:
             state.progressed = False
             try:
-                digest = await _attempt(client, url, dest, part, sink, meter, state,
-                                        sha256=sha256, size=size, headers=headers or {},
-                                        stall_timeout=stall_timeout)
+                digest = await _attempt(
+                    client,
+                    url,
+                    dest,
+                    part,
+                    sink,
+                    meter,
+                    state,
+                    sha256=sha256,
+                    size=size,
+                    headers=headers or {},
+                    stall_timeout=stall_timeout,
+                )
                 break
-            except httpx.HTTPError as exc:   # not a transport failure: nothing to retry
-                raise DownloadError(f"{url}: {exc or type(exc).__name__}", url=url,
-                                    dest=dest) from exc
+            except httpx.HTTPError as exc:  # not a transport failure: nothing to retry
+                raise DownloadError(
+                    f"{url}: {exc or type(exc).__name__}", url=url, dest=dest
+                ) from exc
             except _Retry as r:
                 # Bounded: `retries` failures in a row; an attempt that saved bytes resets
                 # the count (each reset needs new bytes, so this always ends).
@@ -493,7 +543,7 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
                     raise err from r.__cause__
                 if not r.immediate:
                     delay = backoff * 2 ** (failures - 1)
-                    if r.retry_after is not None:   # the server's Retry-After, if longer
+                    if r.retry_after is not None:  # the server's Retry-After, if longer
                         delay = max(delay, r.retry_after)
                     await asyncio.sleep(min(MAX_BACKOFF, delay))
         await _install(part, dest, digest, sha256, size, sink.length, url)
@@ -506,22 +556,24 @@ async def download(url: str, dest: Path, *, sha256: str | None, size: int | None
             await client.aclose()
         try:
             if part.stat().st_size == 0:
-                part.unlink()      # nothing was saved: leave no empty .part behind
+                part.unlink()  # nothing was saved: leave no empty .part behind
         except OSError:
             pass
 
 
 @dataclass
 class _State:
-    etag: str | None = None       # validator of the bytes in the part, seen in this call
-    progressed: bool = False      # the current attempt received file bytes
-    received_any: bool = False    # some attempt of this call received file bytes
+    etag: str | None = None  # validator of the bytes in the part, seen in this call
+    progressed: bool = False  # the current attempt received file bytes
+    received_any: bool = False  # some attempt of this call received file bytes
 
 
-async def _open_response(client: httpx.AsyncClient, url: str, req_headers: dict[str, str],
-                         stall_timeout: float) -> httpx.Response:
-    request = client.build_request("GET", url, headers=req_headers,
-                                   timeout=httpx.Timeout(stall_timeout))
+async def _open_response(
+    client: httpx.AsyncClient, url: str, req_headers: dict[str, str], stall_timeout: float
+) -> httpx.Response:
+    request = client.build_request(
+        "GET", url, headers=req_headers, timeout=httpx.Timeout(stall_timeout)
+    )
     for _ in range(MAX_REDIRECTS + 1):
         response = await client.send(request, stream=True, follow_redirects=False)
         if not response.is_redirect:
@@ -548,8 +600,20 @@ def _unresolved(exc: BaseException) -> bool:
     return False
 
 
-async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _State, *,
-                   sha256, size, headers, stall_timeout) -> str:
+async def _attempt(
+    client,
+    url,
+    dest,
+    part,
+    sink: _Sink,
+    meter: _Meter,
+    state: _State,
+    *,
+    sha256,
+    size,
+    headers,
+    stall_timeout,
+) -> str:
     offset = await sink.open(restart=False)
     req_headers = {"Accept-Encoding": "identity", **headers}
     if offset > 0:
@@ -559,46 +623,67 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
     try:
         response = await _open_response(client, url, req_headers, stall_timeout)
     except httpx.TimeoutException as exc:
-        raise _Retry(Stalled(f"{url}: no answer for {stall_timeout:g} s", url=url,
-                             dest=dest)) from exc
+        raise _Retry(
+            Stalled(f"{url}: no answer for {stall_timeout:g} s", url=url, dest=dest)
+        ) from exc
     except httpx.TransportError as exc:
         host = httpx.URL(url).host
         if _unresolved(exc):
-            raise _Retry(DownloadError(f"{url}: cannot reach {host}: the name does not "
-                                       f"resolve (offline, or no DNS?); check the network "
-                                       f"and try again", url=url, dest=dest),
-                         unresolved=True) from exc
-        raise _Retry(DownloadError(f"{url}: network error: {exc or type(exc).__name__}",
-                                   url=url, dest=dest)) from exc
+            raise _Retry(
+                DownloadError(
+                    f"{url}: cannot reach {host}: the name does not "
+                    f"resolve (offline, or no DNS?); check the network "
+                    f"and try again",
+                    url=url,
+                    dest=dest,
+                ),
+                unresolved=True,
+            ) from exc
+        raise _Retry(
+            DownloadError(f"{url}: network error: {exc or type(exc).__name__}", url=url, dest=dest)
+        ) from exc
     try:
         status = response.status_code
         if status == 416 and offset > 0:
             cr = _parse_content_range(response.headers.get("Content-Range"))
             if cr and cr[1] is not None and cr[1] == offset and (size is None or size == offset):
                 meter.start(offset, offset)
-                return await sink.finish()     # the part already holds the whole file
-            await sink.open(restart=True)      # stale part: start over
+                return await sink.finish()  # the part already holds the whole file
+            await sink.open(restart=True)  # stale part: start over
             state.etag = None
-            raise _Retry(DownloadError(f"{url}: the server refused to resume", url=url,
-                                       dest=dest), immediate=True)
+            raise _Retry(
+                DownloadError(f"{url}: the server refused to resume", url=url, dest=dest),
+                immediate=True,
+            )
         if status in (401, 403):
-            raise AuthRequired(f"{url}: access denied (HTTP {status}); this download needs "
-                               f"a valid token", status, url=url, dest=dest)
+            raise AuthRequired(
+                f"{url}: access denied (HTTP {status}); this download needs a valid token",
+                status,
+                url=url,
+                dest=dest,
+            )
         if status >= 500 or status in RETRY_STATUSES:
             after = response.headers.get("Retry-After", "").strip()
-            raise _Retry(HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}", status,
-                                    url=url, dest=dest),
-                         retry_after=float(after) if after.isdigit() else None)
+            raise _Retry(
+                HTTPStatus(
+                    f"{url}: HTTP {status} {response.reason_phrase}", status, url=url, dest=dest
+                ),
+                retry_after=float(after) if after.isdigit() else None,
+            )
         if status not in (200, 206):
-            raise HTTPStatus(f"{url}: HTTP {status} {response.reason_phrase}".rstrip(), status,
-                             url=url, dest=dest)
+            raise HTTPStatus(
+                f"{url}: HTTP {status} {response.reason_phrase}".rstrip(),
+                status,
+                url=url,
+                dest=dest,
+            )
 
         total: int | None = None
         start = 0
         if status == 206:
             cr = _parse_content_range(response.headers.get("Content-Range"))
             if cr is None or cr[0] != offset:
-                start = -1     # a range we did not ask for: start over
+                start = -1  # a range we did not ask for: start over
             else:
                 start, total = cr
         if status == 200 or start == -1:
@@ -606,17 +691,27 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
                 # The server ignored the range (or the file changed): start from scratch.
                 await sink.open(restart=True)
                 if start == -1:
-                    raise _Retry(DownloadError(f"{url}: unexpected Content-Range "
-                                               f"{response.headers.get('Content-Range')!r}",
-                                               url=url, dest=dest), immediate=True)
+                    raise _Retry(
+                        DownloadError(
+                            f"{url}: unexpected Content-Range "
+                            f"{response.headers.get('Content-Range')!r}",
+                            url=url,
+                            dest=dest,
+                        ),
+                        immediate=True,
+                    )
             start = 0
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
         state.etag = response.headers.get("ETag")
 
         if size is not None and total is not None and total != size:
-            raise DownloadError(f"{url}: the server offers {total} bytes but {size} were "
-                                f"expected; refusing the file", url=url, dest=dest)
+            raise DownloadError(
+                f"{url}: the server offers {total} bytes but {size} were "
+                f"expected; refusing the file",
+                url=url,
+                dest=dest,
+            )
         if total is not None:
             check_free_space(dest.parent, total - start)
         meter.start(start, total if total is not None else size)
@@ -642,37 +737,60 @@ async def _attempt(client, url, dest, part, sink: _Sink, meter: _Meter, state: _
         except httpx.TimeoutException as exc:
             if pieces:
                 await sink.write(pieces)
-            raise _Retry(Stalled(f"{url}: no data for {stall_timeout:g} s at "
-                                 f"{human_size(meter.received)}", url=url, dest=dest)) from exc
+            raise _Retry(
+                Stalled(
+                    f"{url}: no data for {stall_timeout:g} s at {human_size(meter.received)}",
+                    url=url,
+                    dest=dest,
+                )
+            ) from exc
         except httpx.TransportError as exc:
             if pieces:
                 await sink.write(pieces)
-            raise _Retry(DownloadError(f"{url}: connection lost at "
-                                       f"{human_size(meter.received)}: "
-                                       f"{exc or type(exc).__name__}", url=url,
-                                       dest=dest)) from exc
+            raise _Retry(
+                DownloadError(
+                    f"{url}: connection lost at "
+                    f"{human_size(meter.received)}: "
+                    f"{exc or type(exc).__name__}",
+                    url=url,
+                    dest=dest,
+                )
+            ) from exc
         finally:
             restore_reads()
         await sink.drain()
         expected = total if total is not None else size
         if expected is not None and sink.length < expected:
-            raise _Retry(DownloadError(f"{url}: the connection ended at {sink.length} of "
-                                       f"{expected} bytes", url=url, dest=dest))
+            raise _Retry(
+                DownloadError(
+                    f"{url}: the connection ended at {sink.length} of {expected} bytes",
+                    url=url,
+                    dest=dest,
+                )
+            )
         return await sink.finish()
     finally:
         await response.aclose()
 
 
-async def _install(part: Path, dest: Path, digest: str, sha256: str | None, size: int | None,
-                   length: int, url: str) -> None:
+async def _install(
+    part: Path, dest: Path, digest: str, sha256: str | None, size: int | None, length: int, url: str
+) -> None:
     if size is not None and length != size:
         part.unlink(missing_ok=True)
-        raise DownloadError(f"{url}: got {length} bytes, expected {size}; the download was "
-                            f"discarded", url=url, dest=dest)
+        raise DownloadError(
+            f"{url}: got {length} bytes, expected {size}; the download was discarded",
+            url=url,
+            dest=dest,
+        )
     if sha256 is not None and digest != sha256:
         part.unlink(missing_ok=True)
-        raise HashMismatch(f"{url}: sha256 mismatch for {dest.name}: expected {sha256}, got "
-                           f"{digest}; the download was discarded", url=url, dest=dest)
+        raise HashMismatch(
+            f"{url}: sha256 mismatch for {dest.name}: expected {sha256}, got "
+            f"{digest}; the download was discarded",
+            url=url,
+            dest=dest,
+        )
     os.replace(part, dest)
     _fsync_dir(dest.parent)
 

@@ -14,12 +14,11 @@ from typing import Any, Iterable, Mapping
 from .song_request import BASE_TASKS, DURATION_RANGE, TRACKS, RequestError
 
 SKETCH = "sketch"
-BASE_PULL = "acestep-v15-base"            # what `cantor pull` takes for the base DiT
-BASE_MODEL = "acestep-v15-base-Q8_0"      # the one the node names when a base is missing
+BASE_PULL = "acestep-v15-base"  # what `cantor pull` takes for the base DiT
+BASE_MODEL = "acestep-v15-base-Q8_0"  # the one the node names when a base is missing
 READY = "ready"
 
-KEPT_FIELDS = ("caption", "lyrics", "model", "format", "language", "key", "bpm",
-               "time_signature")
+KEPT_FIELDS = ("caption", "lyrics", "model", "format", "language", "key", "bpm", "time_signature")
 """What an edit of a Cantor song keeps from that song's own request."""
 
 TRACK_WORDS = {t: t.replace("_", " ") for t in TRACKS}
@@ -37,8 +36,9 @@ def parse_tracks(text: str | Iterable[str], field: str = "tracks") -> list[str]:
         return list(TRACKS)
     unknown = [n for n in names if n not in TRACKS]
     if unknown:
-        raise RequestError(field, f"{unknown[0]!r} is not a track; one of "
-                                  f"{', '.join(TRACKS)}, or all")
+        raise RequestError(
+            field, f"{unknown[0]!r} is not a track; one of {', '.join(TRACKS)}, or all"
+        )
     return [t for t in TRACKS if t in names]
 
 
@@ -47,8 +47,9 @@ def parse_seconds(text: Any, field: str) -> float:
     value = str(text).strip()
     found = re.fullmatch(r"(?:(\d+):)?(\d+(?:\.\d*)?|\.\d+)", value)
     if not found:
-        raise RequestError(field, f"{value!r} is not a time; write seconds (75) or "
-                                  f"minutes:seconds (1:15)")
+        raise RequestError(
+            field, f"{value!r} is not a time; write seconds (75) or minutes:seconds (1:15)"
+        )
     minutes, seconds = found.groups()
     if minutes is not None and float(seconds) >= 60:
         raise RequestError(field, f"{value!r}: the seconds after the colon must be below 60")
@@ -59,6 +60,7 @@ def parse_seconds(text: Any, field: str) -> float:
 
 
 # -- models ------------------------------------------------------------------------------------
+
 
 def is_base(model: Mapping[str, Any]) -> bool:
     """A base DiT (acestep-v15-base, xl-base): the only ones extract, lego and complete
@@ -88,8 +90,12 @@ def needs_base(task: str, source_model: str | None) -> bool:
     return task in BASE_TASKS and source_model != SKETCH
 
 
-def model_for(task: str, source_model: str | None, models: Iterable[Mapping[str, Any]],
-              asked: str | None = None) -> str | None:
+def model_for(
+    task: str,
+    source_model: str | None,
+    models: Iterable[Mapping[str, Any]],
+    asked: str | None = None,
+) -> str | None:
     """The model an edit asks for: the one named; for extract, lego and complete a ready
     base model (a Sketch song stays with the Sketch); else the source song's own model.
     None lets the node choose (its default; the Sketch on a machine without ACE-Step).
@@ -104,8 +110,10 @@ def model_for(task: str, source_model: str | None, models: Iterable[Mapping[str,
 
 # -- requests ----------------------------------------------------------------------------------
 
-def edit_request(task: str, source: Mapping[str, Any], base: Mapping[str, Any] | None = None,
-                 **fields: Any) -> dict[str, Any]:
+
+def edit_request(
+    task: str, source: Mapping[str, Any], base: Mapping[str, Any] | None = None, **fields: Any
+) -> dict[str, Any]:
     """An edit's request: ``base`` (the source song's own request, when it is a Cantor
     song) gives :data:`KEPT_FIELDS`; ``fields`` override them (None: left out)."""
     request = {k: base[k] for k in KEPT_FIELDS if base and base.get(k) is not None}
@@ -118,5 +126,6 @@ def stem_title(title: str, caption: str, track: str) -> str:
     """``{title}_{track}``: the song's title, else its caption's first words (as an export
     names it), and the track — what a DAW shows for the stem."""
     from .node.songs import slug
+
     name = title.strip() or slug(caption)
     return f"{name}_{track}"

@@ -51,16 +51,16 @@ CURRENT = "current"
 PREVIOUS = "previous"
 STAGED = "staged"
 TRIALS_FILE = "trials.json"
-TRIALS_KEPT = 32          # records per backend (the newest)
+TRIALS_KEPT = 32  # records per backend (the newest)
 STORE_FORMAT = 1
 """Bumped when the layout of an unpacked build changes; older builds become update_required."""
 MAX_UNPACKED = 4 * 2**30
 MAX_RATIO = 200
-RATIO_FREE = 64 * 2**20    # below this many unpacked bytes the ratio is not checked
-MAX_ENTRIES = 4096         # an engine build holds tens of files; more is an inode bomb
-MODE_MASK = 0o755          # no setuid/setgid/sticky, nothing group- or world-writable
-MAX_LINK_TARGET = 4096     # bytes of a link's target (a zip "symlink" entry's content)
-MAX_ZIP_DIRECTORY_ENTRY = 1024   # bytes per entry of a zip's central directory, at most
+RATIO_FREE = 64 * 2**20  # below this many unpacked bytes the ratio is not checked
+MAX_ENTRIES = 4096  # an engine build holds tens of files; more is an inode bomb
+MODE_MASK = 0o755  # no setuid/setgid/sticky, nothing group- or world-writable
+MAX_LINK_TARGET = 4096  # bytes of a link's target (a zip "symlink" entry's content)
+MAX_ZIP_DIRECTORY_ENTRY = 1024  # bytes per entry of a zip's central directory, at most
 
 
 class StoreError(CantorError):
@@ -80,16 +80,23 @@ class InstalledBuild:
     version: str
     argv: list[str]
     env: dict[str, str]
-    path: Path | None           # the build folder (store), the executable (user), None (sketch)
-    source: str = "store"       # "store" | "user" | "sketch"
+    path: Path | None  # the build folder (store), the executable (user), None (sketch)
+    source: str = "store"  # "store" | "user" | "sketch"
     sha256: str = ""
     url: str = ""
 
     def to_dict(self) -> dict:
-        return {"family": self.family, "backend": self.backend, "version": self.version,
-                "argv": list(self.argv), "env": dict(self.env),
-                "path": str(self.path) if self.path else None, "source": self.source,
-                "sha256": self.sha256, "url": self.url}
+        return {
+            "family": self.family,
+            "backend": self.backend,
+            "version": self.version,
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "path": str(self.path) if self.path else None,
+            "source": self.source,
+            "sha256": self.sha256,
+            "url": self.url,
+        }
 
 
 @dataclass
@@ -97,7 +104,7 @@ class StoreEntry:
     """What is on disk for one family × backend."""
 
     build: InstalledBuild | None = None
-    problem: str = ""           # set when a build folder exists but cannot be used
+    problem: str = ""  # set when a build folder exists but cannot be used
     versions: list[str] = field(default_factory=list)
 
 
@@ -107,6 +114,7 @@ class StoreEntry:
 # folder: its target is relative without '..', and once made it must resolve (through any
 # links made before it) to its own real folder or below. By induction no link leads out, also
 # not a chain like `a -> .` then `a/a/esc -> ../../etc`; a last sweep checks every link again.
+
 
 def _check_name(name: str) -> str:
     """An archive member name → a safe relative "/"-path, or UnsafeArchive."""
@@ -121,10 +129,17 @@ def _check_name(name: str) -> str:
 
 def _check_link_target(name: str, target: str) -> None:
     """A link's target as text: relative, without '..' (it stays in the link's folder)."""
-    if (not target or target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target)
-            or ".." in re.split(r"[\\/]", target) or "\0" in target):
-        raise UnsafeArchive(f"refused: link {name!r} points to {target!r}; a link may only "
-                            f"point inside its own folder")
+    if (
+        not target
+        or target.startswith(("/", "\\"))
+        or re.match(r"^[A-Za-z]:", target)
+        or ".." in re.split(r"[\\/]", target)
+        or "\0" in target
+    ):
+        raise UnsafeArchive(
+            f"refused: link {name!r} points to {target!r}; a link may only "
+            f"point inside its own folder"
+        )
 
 
 def _inside(dest_real: str, path: Path | str) -> bool:
@@ -137,8 +152,10 @@ def _make_link(target: str, path: Path, rel: str) -> None:
     os.symlink(target, path)
     if not _inside(os.path.realpath(path.parent), path):
         path.unlink()
-        raise UnsafeArchive(f"refused: link {rel!r} -> {target!r} resolves to "
-                            f"{os.path.realpath(path)}, outside its folder")
+        raise UnsafeArchive(
+            f"refused: link {rel!r} -> {target!r} resolves to "
+            f"{os.path.realpath(path)}, outside its folder"
+        )
 
 
 def _sweep_links(dest: Path, dest_real: str) -> None:
@@ -147,13 +164,16 @@ def _sweep_links(dest: Path, dest_real: str) -> None:
         for name in dirs + files:
             path = Path(root) / name
             if path.is_symlink() and not _inside(dest_real, path):
-                raise UnsafeArchive(f"refused: link {path.relative_to(dest)} resolves to "
-                                    f"{os.path.realpath(path)}, outside the folder")
+                raise UnsafeArchive(
+                    f"refused: link {path.relative_to(dest)} resolves to "
+                    f"{os.path.realpath(path)}, outside the folder"
+                )
 
 
 class _Budget:
-    def __init__(self, archive_size: int, max_total: int, max_ratio: float,
-                 max_entries: int = MAX_ENTRIES):
+    def __init__(
+        self, archive_size: int, max_total: int, max_ratio: float, max_entries: int = MAX_ENTRIES
+    ):
         self.archive_size = max(1, archive_size)
         self.max_total = max_total
         self.max_ratio = max_ratio
@@ -164,17 +184,22 @@ class _Budget:
     def entry(self, name: str) -> None:
         self.entries += 1
         if self.entries > self.max_entries:
-            raise UnsafeArchive(f"refused: the archive has more than {self.max_entries} "
-                                f"entries (at {name!r})")
+            raise UnsafeArchive(
+                f"refused: the archive has more than {self.max_entries} entries (at {name!r})"
+            )
 
     def take(self, n: int, name: str) -> None:
         self.total += n
         if self.total > self.max_total:
-            raise UnsafeArchive(f"refused: unpacking {name!r} would pass {self.max_total} bytes "
-                                f"in total (a zip bomb?)")
+            raise UnsafeArchive(
+                f"refused: unpacking {name!r} would pass {self.max_total} bytes "
+                f"in total (a zip bomb?)"
+            )
         if self.total > RATIO_FREE and self.total > self.max_ratio * self.archive_size:
-            raise UnsafeArchive(f"refused: the archive unpacks to more than {self.max_ratio:g}× "
-                                f"its size at {name!r} (a zip bomb?)")
+            raise UnsafeArchive(
+                f"refused: the archive unpacks to more than {self.max_ratio:g}× "
+                f"its size at {name!r} (a zip bomb?)"
+            )
 
 
 def _make_dir(dest: Path, dest_real: str, rel: str) -> None:
@@ -190,16 +215,22 @@ def _target(dest: Path, dest_real: str, rel: str) -> Path:
     parent = path.parent
     parent.mkdir(parents=True, exist_ok=True)
     if not _inside(dest_real, parent):
-        raise UnsafeArchive(f"refused: entry {rel!r} would be written through a link outside "
-                            f"the folder")
+        raise UnsafeArchive(
+            f"refused: entry {rel!r} would be written through a link outside the folder"
+        )
     if path.is_symlink() or path.is_file():
         path.unlink()
     return path
 
 
 def _write_stream(src, path: Path, mode: int, budget: _Budget, rel: str) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | os.O_EXCL
+        | getattr(os, "O_NOFOLLOW", 0)
         | getattr(os, "O_BINARY", 0)
+    )
     fd = os.open(path, flags, 0o600)
     with os.fdopen(fd, "wb") as out:
         while True:
@@ -222,8 +253,8 @@ def _zip_directory(archive: Path) -> tuple[int, int]:
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or len(tail) - at < 22:
             raise StoreError(f"{archive.name}: not a readable zip archive (no end record)")
-        entries, cd_size = struct.unpack("<HI", tail[at + 10:at + 16])
-        locator = tail[at - 20:at] if at >= 20 else b""
+        entries, cd_size = struct.unpack("<HI", tail[at + 10 : at + 16])
+        locator = tail[at - 20 : at] if at >= 20 else b""
         if locator[:4] == b"PK\x06\x07":
             fh.seek(struct.unpack("<Q", locator[8:16])[0])
             record = fh.read(56)
@@ -232,8 +263,15 @@ def _zip_directory(archive: Path) -> tuple[int, int]:
     return entries, cd_size
 
 
-def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKED,
-           max_ratio: float = MAX_RATIO, max_entries: int = MAX_ENTRIES) -> list[str]:
+def unpack(
+    archive: Path,
+    kind: str,
+    dest: Path,
+    *,
+    max_total: int = MAX_UNPACKED,
+    max_ratio: float = MAX_RATIO,
+    max_entries: int = MAX_ENTRIES,
+) -> list[str]:
     """Unpack ``archive`` ("tar.gz" or "zip") into the empty folder ``dest``.
 
     Refuses (UnsafeArchive) absolute names, ``..``, links that do not stay inside their own
@@ -261,25 +299,33 @@ def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKE
     elif kind == "zip":
         entries, cd_size = _zip_directory(archive)
         if entries > max_entries or cd_size > max_entries * MAX_ZIP_DIRECTORY_ENTRY:
-            raise UnsafeArchive(f"refused: the archive has {entries} entries ({cd_size} bytes "
-                                f"of directory), more than {max_entries}")
+            raise UnsafeArchive(
+                f"refused: the archive has {entries} entries ({cd_size} bytes "
+                f"of directory), more than {max_entries}"
+            )
         try:
             with zipfile.ZipFile(archive) as zf:
                 infos = zf.infolist()
                 if len(infos) > max_entries:
-                    raise UnsafeArchive(f"refused: the archive has {len(infos)} entries, more "
-                                        f"than {max_entries}")
+                    raise UnsafeArchive(
+                        f"refused: the archive has {len(infos)} entries, more than {max_entries}"
+                    )
                 declared = 0
                 for info in infos:
                     _check_name(info.filename)
                     declared += info.file_size
                     if declared > max_total:
-                        raise UnsafeArchive(f"refused: the archive declares more than "
-                                            f"{max_total} bytes unpacked (a zip bomb?)")
-                    if (info.file_size > RATIO_FREE
-                            and info.file_size > max_ratio * max(1, info.compress_size)):
-                        raise UnsafeArchive(f"refused: {info.filename!r} expands more than "
-                                            f"{max_ratio:g}× (a zip bomb?)")
+                        raise UnsafeArchive(
+                            f"refused: the archive declares more than "
+                            f"{max_total} bytes unpacked (a zip bomb?)"
+                        )
+                    if info.file_size > RATIO_FREE and info.file_size > max_ratio * max(
+                        1, info.compress_size
+                    ):
+                        raise UnsafeArchive(
+                            f"refused: {info.filename!r} expands more than "
+                            f"{max_ratio:g}× (a zip bomb?)"
+                        )
                 for info in infos:
                     _unpack_zip_member(zf, info, dest, dest_real, budget, written)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
@@ -290,40 +336,58 @@ def unpack(archive: Path, kind: str, dest: Path, *, max_total: int = MAX_UNPACKE
     return written
 
 
-def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
-                       dest_real: str, budget: _Budget, written: list[str]) -> None:
+def _unpack_tar_member(
+    tf: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    dest: Path,
+    dest_real: str,
+    budget: _Budget,
+    written: list[str],
+) -> None:
     rel = _check_name(member.name)
     if member.issym():
         _check_link_target(rel or member.name, member.linkname)
     elif member.islnk():
-        try:    # a hard link names its target from the archive's root
+        try:  # a hard link names its target from the archive's root
             _check_name(member.linkname)
         except UnsafeArchive:
-            raise UnsafeArchive(f"refused: hard link {member.name!r} points to "
-                                f"{member.linkname!r}, outside the folder") from None
+            raise UnsafeArchive(
+                f"refused: hard link {member.name!r} points to "
+                f"{member.linkname!r}, outside the folder"
+            ) from None
     elif not (member.isdir() or member.isreg()):
-        raise UnsafeArchive(f"refused: entry {member.name!r} is a device, fifo or other "
-                            f"special file")
+        raise UnsafeArchive(
+            f"refused: entry {member.name!r} is a device, fifo or other special file"
+        )
     if not rel:
         return
     if member.isdir():
         _make_dir(dest, dest_real, rel)
         return
     if member.isreg() and budget.total + member.size > budget.max_total:
-        raise UnsafeArchive(f"refused: unpacking {rel!r} ({member.size} bytes) would pass "
-                            f"{budget.max_total} bytes in total (a zip bomb?)")
-    if (member.isreg() and budget.total + member.size > RATIO_FREE
-            and budget.total + member.size > budget.max_ratio * budget.archive_size):
-        raise UnsafeArchive(f"refused: {rel!r} would unpack to more than "
-                            f"{budget.max_ratio:g}× the archive's size (a zip bomb?)")
+        raise UnsafeArchive(
+            f"refused: unpacking {rel!r} ({member.size} bytes) would pass "
+            f"{budget.max_total} bytes in total (a zip bomb?)"
+        )
+    if (
+        member.isreg()
+        and budget.total + member.size > RATIO_FREE
+        and budget.total + member.size > budget.max_ratio * budget.archive_size
+    ):
+        raise UnsafeArchive(
+            f"refused: {rel!r} would unpack to more than "
+            f"{budget.max_ratio:g}× the archive's size (a zip bomb?)"
+        )
     path = _target(dest, dest_real, rel)
     if member.issym():
         _make_link(member.linkname, path, rel)
     elif member.islnk():
         source = dest / _check_name(member.linkname)
         if not source.is_file() or source.is_symlink() or not _inside(dest_real, source):
-            raise UnsafeArchive(f"refused: hard link {rel!r} points to {member.linkname!r}, "
-                                f"which is not a file inside the folder")
+            raise UnsafeArchive(
+                f"refused: hard link {rel!r} points to {member.linkname!r}, "
+                f"which is not a file inside the folder"
+            )
         with open(source, "rb") as src:
             _write_stream(src, path, source.stat().st_mode, budget, rel)
     else:
@@ -338,21 +402,30 @@ def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
 def _zip_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, rel: str) -> str:
     """A zip "symlink" entry's content (its target), read with a cap: never whole."""
     if info.file_size > MAX_LINK_TARGET:
-        raise UnsafeArchive(f"refused: link {rel!r} has a {info.file_size}-byte target "
-                            f"(more than {MAX_LINK_TARGET})")
+        raise UnsafeArchive(
+            f"refused: link {rel!r} has a {info.file_size}-byte target "
+            f"(more than {MAX_LINK_TARGET})"
+        )
     with zf.open(info) as src:
         raw = src.read(MAX_LINK_TARGET + 1)
     if len(raw) > MAX_LINK_TARGET:
-        raise UnsafeArchive(f"refused: link {rel!r} has a target longer than "
-                            f"{MAX_LINK_TARGET} bytes")
+        raise UnsafeArchive(
+            f"refused: link {rel!r} has a target longer than {MAX_LINK_TARGET} bytes"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UnsafeArchive(f"refused: link {rel!r} has a target that is not UTF-8") from None
 
 
-def _unpack_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, dest_real: str,
-                       budget: _Budget, written: list[str]) -> None:
+def _unpack_zip_member(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    dest: Path,
+    dest_real: str,
+    budget: _Budget,
+    written: list[str],
+) -> None:
     rel = _check_name(info.filename)
     if not rel:
         return
@@ -377,6 +450,7 @@ def _unpack_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, d
 
 
 # -- the store --------------------------------------------------------------------------------
+
 
 def _backend_dir(family: str, backend: str) -> Path:
     return paths().engine_backend_dir(family, backend)
@@ -407,8 +481,15 @@ def user_build(family: str, backend: str) -> InstalledBuild | None:
     # a release archive unpacked by hand has its libggml* beside the binary and no rpath:
     # the loader path is set as for the store's builds
     env = {"GGML_BACKEND": DEVICE_ENV[backend], **library_env(exe.parent)}
-    return InstalledBuild(family=family, backend=backend, version="user-supplied",
-                          argv=[str(exe)], env=env, path=exe, source="user")
+    return InstalledBuild(
+        family=family,
+        backend=backend,
+        version="user-supplied",
+        argv=[str(exe)],
+        env=env,
+        path=exe,
+        source="user",
+    )
 
 
 def inspect(family: str, backend: str) -> StoreEntry:
@@ -417,8 +498,9 @@ def inspect(family: str, backend: str) -> StoreEntry:
     entry = StoreEntry()
     if not folder.is_dir():
         return entry
-    entry.versions = sorted(p.name for p in folder.iterdir()
-                            if p.is_dir() and not p.name.startswith("."))
+    entry.versions = sorted(
+        p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
     name = _read_marker(folder, CURRENT)
     if not name:
         if entry.versions and set(entry.versions) != {_read_marker(folder, STAGED)}:
@@ -445,10 +527,16 @@ def _read_build(family: str, backend: str, build_dir: Path) -> tuple[InstalledBu
     env = {str(k): str(v) for k, v in (info.get("env") or {}).items()}
     env.update(library_env(exe.parent))
     return InstalledBuild(
-        family=family, backend=backend, version=str(info.get("version", "")),
-        argv=[str(exe)], env=env,
-        path=build_dir, source="store", sha256=str(info.get("sha256", "")),
-        url=str(info.get("url", ""))), ""
+        family=family,
+        backend=backend,
+        version=str(info.get("version", "")),
+        argv=[str(exe)],
+        env=env,
+        path=build_dir,
+        source="store",
+        sha256=str(info.get("sha256", "")),
+        url=str(info.get("url", "")),
+    ), ""
 
 
 def staged(family: str, backend: str) -> InstalledBuild | None:
@@ -513,13 +601,13 @@ def library_env(folder: Path) -> dict[str, str]:
 class TrialRecord:
     """What one trial load of one build on one backend showed."""
 
-    key: str                    # the build (see build_key)
+    key: str  # the build (see build_key)
     version: str
-    state: str                  # "works" | "rejected"
-    reason: str = ""            # rejected: the engine's words (first and last error line)
-    device: str = ""            # works: the device it came up on
-    at: str = ""                # when, UTC, ISO 8601
-    evidence: list[str] = field(default_factory=list)   # the hardware evidence it ran on
+    state: str  # "works" | "rejected"
+    reason: str = ""  # rejected: the engine's words (first and last error line)
+    device: str = ""  # works: the device it came up on
+    at: str = ""  # when, UTC, ISO 8601
+    evidence: list[str] = field(default_factory=list)  # the hardware evidence it ran on
     seconds: float = 0.0
     probes: int = 1
 
@@ -536,10 +624,17 @@ class TrialRecord:
         return self.at.replace("T", " ")[:16] if self.at else "?"
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "version": self.version, "state": self.state,
-                "reason": self.reason, "device": self.device, "at": self.at,
-                "evidence": list(self.evidence), "seconds": self.seconds,
-                "probes": self.probes}
+        return {
+            "key": self.key,
+            "version": self.version,
+            "state": self.state,
+            "reason": self.reason,
+            "device": self.device,
+            "at": self.at,
+            "evidence": list(self.evidence),
+            "seconds": self.seconds,
+            "probes": self.probes,
+        }
 
 
 def build_key(build: InstalledBuild | Build) -> str:
@@ -576,25 +671,43 @@ def trial_record(family: str, backend: str, key: str) -> TrialRecord | None:
     if not isinstance(raw, dict):
         return None
     try:
-        return TrialRecord(key=key, version=str(raw.get("version", "")),
-                           state=str(raw["state"]), reason=str(raw.get("reason", "")),
-                           device=str(raw.get("device", "")), at=str(raw.get("at", "")),
-                           evidence=[str(e) for e in raw.get("evidence") or []],
-                           seconds=float(raw.get("seconds") or 0.0),
-                           probes=int(raw.get("probes") or 1))
+        return TrialRecord(
+            key=key,
+            version=str(raw.get("version", "")),
+            state=str(raw["state"]),
+            reason=str(raw.get("reason", "")),
+            device=str(raw.get("device", "")),
+            at=str(raw.get("at", "")),
+            evidence=[str(e) for e in raw.get("evidence") or []],
+            seconds=float(raw.get("seconds") or 0.0),
+            probes=int(raw.get("probes") or 1),
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
 
-def record_trial(build: InstalledBuild, *, ok: bool, reason: str = "", device: str = "",
-                 seconds: float = 0.0, probes: int = 1,
-                 evidence: list[str] | None = None) -> TrialRecord:
+def record_trial(
+    build: InstalledBuild,
+    *,
+    ok: bool,
+    reason: str = "",
+    device: str = "",
+    seconds: float = 0.0,
+    probes: int = 1,
+    evidence: list[str] | None = None,
+) -> TrialRecord:
     """Remember a trial of ``build`` on its backend (kept across restarts, newest last)."""
-    record = TrialRecord(key=build_key(build), version=build.version,
-                         state="works" if ok else "rejected", reason=reason, device=device,
-                         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                         evidence=list(evidence or []), seconds=round(seconds, 3),
-                         probes=probes)
+    record = TrialRecord(
+        key=build_key(build),
+        version=build.version,
+        state="works" if ok else "rejected",
+        reason=reason,
+        device=device,
+        at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        evidence=list(evidence or []),
+        seconds=round(seconds, 3),
+        probes=probes,
+    )
     folder = _backend_dir(build.family, build.backend)
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder / ".trials.lock"), timeout=60):
@@ -603,8 +716,10 @@ def record_trial(build: InstalledBuild, *, ok: bool, reason: str = "", device: s
         records[record.key] = record.to_dict()
         for old in list(records)[:-TRIALS_KEPT]:
             del records[old]
-        config.write_atomic(_trials_path(build.family, build.backend),
-                            (json.dumps({"records": records}, indent=1) + "\n").encode())
+        config.write_atomic(
+            _trials_path(build.family, build.backend),
+            (json.dumps({"records": records}, indent=1) + "\n").encode(),
+        )
     return record
 
 
@@ -631,8 +746,9 @@ async def _cross_process_lock(path: Path) -> FileLock:
             await asyncio.sleep(0.2)
 
 
-async def fetch_archive(build: Build, *, on_progress: Callable | None = None,
-                        client=None) -> tuple[Path, bool]:
+async def fetch_archive(
+    build: Build, *, on_progress: Callable | None = None, client=None
+) -> tuple[Path, bool]:
     """The verified archive in the cache: (path, downloaded now?). One download per sha256,
     also when two installs (or two processes) want the same archive at once."""
     dest = archive_cache_path(build)
@@ -644,8 +760,14 @@ async def fetch_archive(build: Build, *, on_progress: Callable | None = None,
                 if await asyncio.to_thread(download.sha256_file, dest) == build.sha256:
                     return dest, False
                 dest.unlink()
-            await download.download(build.url, dest, sha256=build.sha256, size=build.size,
-                                    on_progress=on_progress, client=client)
+            await download.download(
+                build.url,
+                dest,
+                sha256=build.sha256,
+                size=build.size,
+                on_progress=on_progress,
+                client=client,
+            )
             return dest, True
         finally:
             flock.release()
@@ -678,16 +800,26 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
             unpack(archive, build.archive, staging)
             exe = _executable(staging, build.executable)
             if exe.is_symlink() or not exe.is_file():
-                raise StoreError(f"{build.describe()}: the archive has no file "
-                                 f"{build.executable!r}")
+                raise StoreError(
+                    f"{build.describe()}: the archive has no file {build.executable!r}"
+                )
             if os.name == "posix":
                 exe.chmod(exe.stat().st_mode | 0o755)
-            info = {"store_format": STORE_FORMAT, "family": build.family,
-                    "backend": build.backend, "version": build.version, "url": build.url,
-                    "sha256": build.sha256, "env": build.env, "executable": build.executable,
-                    "os": build.os, "arch": build.arch}
-            config.write_atomic(staging / VERSION_FILE,
-                                (json.dumps(info, indent=2) + "\n").encode())
+            info = {
+                "store_format": STORE_FORMAT,
+                "family": build.family,
+                "backend": build.backend,
+                "version": build.version,
+                "url": build.url,
+                "sha256": build.sha256,
+                "env": build.env,
+                "executable": build.executable,
+                "os": build.os,
+                "arch": build.arch,
+            }
+            config.write_atomic(
+                staging / VERSION_FILE, (json.dumps(info, indent=2) + "\n").encode()
+            )
             name = _dir_name(folder, build)
             target = folder / name
             if target.exists():
@@ -711,13 +843,14 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
                 if target.exists() and _read_marker(folder, CURRENT) != target.name:
                     shutil.rmtree(target, ignore_errors=True)
                 if not target.exists():
-                    aside.rename(target)      # the build that was there comes back
+                    aside.rename(target)  # the build that was there comes back
             raise
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
         _prune(folder)
-    result = staged(build.family, build.backend) if stage else inspect(build.family,
-                                                                         build.backend).build
+    result = (
+        staged(build.family, build.backend) if stage else inspect(build.family, build.backend).build
+    )
     if result is None:
         raise StoreError(f"{build.describe()}: installed but cannot be read back")
     return result
@@ -725,15 +858,24 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
 
 def _prune(folder: Path) -> None:
     """Keep only the current and previous builds (and nothing half-written)."""
-    keep = {_read_marker(folder, CURRENT), _read_marker(folder, PREVIOUS),
-            _read_marker(folder, STAGED)}
+    keep = {
+        _read_marker(folder, CURRENT),
+        _read_marker(folder, PREVIOUS),
+        _read_marker(folder, STAGED),
+    }
     for child in folder.iterdir():
         if child.is_dir() and child.name not in keep:
             shutil.rmtree(child, ignore_errors=True)
 
 
-async def install(build: Build, *, on_progress: Callable | None = None, client=None,
-                  keep_archive: bool = False, stage: bool = False) -> tuple[InstalledBuild, bool]:
+async def install(
+    build: Build,
+    *,
+    on_progress: Callable | None = None,
+    client=None,
+    keep_archive: bool = False,
+    stage: bool = False,
+) -> tuple[InstalledBuild, bool]:
     """Download (or reuse the cached archive), verify, unpack and make current (or staged).
     Returns (build, downloaded now?)."""
     archive, fetched = await fetch_archive(build, on_progress=on_progress, client=client)

@@ -28,6 +28,7 @@ CLI_NAMES = ("cantor", "cantor.exe")
 
 def _cli(argv: list[str]) -> int:
     from cantor_desktop.cli.main import main as cli_main
+
     return cli_main(argv)
 
 
@@ -39,8 +40,10 @@ def _app(argv: list[str]) -> int:
     # the entry's StartupWMClass=Cantor matches the window class (the application name).
     os.environ.setdefault("QT_API", "pyside6")
     from PySide6.QtGui import QGuiApplication
+
     QGuiApplication.setDesktopFileName(DESKTOP_FILE)
     from cantor_desktop.ui.main import main as app_main
+
     return app_main([sys.argv[0], *argv])
 
 
@@ -51,6 +54,7 @@ def _measure_startup(argv: list[str]) -> int:
     process from the outside (``packaging/measure_startup.py``).
     """
     from cantor_desktop.selftest import SelfTestError, open_main_window_once
+
     try:
         seconds = open_main_window_once(argv, timeout=60, t0=_T0)
     except SelfTestError as exc:
@@ -74,11 +78,11 @@ def dispatch(argv: list[str]) -> int:
             return _cli(rest)
         if mode in ("node", "sketch-server"):
             return _cli([mode, *rest])
-        print(f"cantor: unknown mode {mode!r}; one of node, sketch-server, cli",
-              file=sys.stderr)
+        print(f"cantor: unknown mode {mode!r}; one of node, sketch-server, cli", file=sys.stderr)
         return 2
     if argv[:1] == ["--self-test"]:
         from cantor_desktop.selftest import main as selftest_main
+
         return selftest_main(argv[1:])
     if argv[:1] == ["--measure-startup"]:
         return _measure_startup(argv[1:])
@@ -114,6 +118,7 @@ def _helper_call(code: str) -> tuple[str, list, dict] | None:
     """(module, args, keywords) when ``code`` is exactly one of multiprocessing's helper
     command lines, with literal arguments only; None for any other code."""
     import ast
+
     try:
         body = ast.parse(code).body
     except (SyntaxError, ValueError):
@@ -123,10 +128,16 @@ def _helper_call(code: str) -> tuple[str, list, dict] | None:
     if len(body) != 2:
         return None
     imp, call = body[0], getattr(body[1], "value", None)
-    if not (isinstance(imp, ast.ImportFrom) and imp.level == 0 and imp.module in MP_HELPERS
-            and [(a.name, a.asname) for a in imp.names] == [("main", None)]
-            and isinstance(body[1], ast.Expr) and isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Name) and call.func.id == "main"):
+    if not (
+        isinstance(imp, ast.ImportFrom)
+        and imp.level == 0
+        and imp.module in MP_HELPERS
+        and [(a.name, a.asname) for a in imp.names] == [("main", None)]
+        and isinstance(body[1], ast.Expr)
+        and isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "main"
+    ):
         return None
     try:
         args = [ast.literal_eval(a) for a in call.args]
@@ -156,8 +167,9 @@ def multiprocessing_child(argv: list[str]) -> int | None:
     Returns the exit code, or None for an ordinary start."""
     if argv[:1] == [MP_WORKER]:
         import multiprocessing.spawn
-        multiprocessing.spawn.freeze_support()        # runs the worker and exits
-        return 1                                      # (it did not: not a worker after all)
+
+        multiprocessing.spawn.freeze_support()  # runs the worker and exits
+        return 1  # (it did not: not a worker after all)
     at = argv.index("-c") if "-c" in argv else -1
     if at < 0 or not _python_flags_only(argv[:at]):
         return None
@@ -166,8 +178,9 @@ def multiprocessing_child(argv: list[str]) -> int | None:
         print("cantor: -c runs only multiprocessing's own helpers", file=sys.stderr)
         return 2
     module, args, keywords = helper
-    sys.argv = [sys.argv[0], *argv[at + 2:]]
+    sys.argv = [sys.argv[0], *argv[at + 2 :]]
     import importlib
+
     importlib.import_module(module).main(*args, **keywords)
     return 0
 

@@ -35,11 +35,19 @@ ARCH_KEY = "general.architecture"
 T_UINT8, T_INT8, T_UINT16, T_INT16, T_UINT32, T_INT32, T_FLOAT32, T_BOOL = range(8)
 T_STRING, T_ARRAY, T_UINT64, T_INT64, T_FLOAT64 = 8, 9, 10, 11, 12
 _SCALAR_FMT = {
-    T_UINT8: "<B", T_INT8: "<b", T_UINT16: "<H", T_INT16: "<h", T_UINT32: "<I",
-    T_INT32: "<i", T_FLOAT32: "<f", T_BOOL: "<?", T_UINT64: "<Q", T_INT64: "<q",
+    T_UINT8: "<B",
+    T_INT8: "<b",
+    T_UINT16: "<H",
+    T_INT16: "<h",
+    T_UINT32: "<I",
+    T_INT32: "<i",
+    T_FLOAT32: "<f",
+    T_BOOL: "<?",
+    T_UINT64: "<Q",
+    T_INT64: "<q",
     T_FLOAT64: "<d",
 }
-_MAX_KEY = 1 << 16          # a key longer than this is a corrupt file, not a real key
+_MAX_KEY = 1 << 16  # a key longer than this is a corrupt file, not a real key
 _MAX_STRING = 1 << 30
 _MAX_KV = 1 << 24
 
@@ -49,6 +57,7 @@ class GGUFError(CantorError, ValueError):
 
 
 # ---------------------------------------------------------------- writing
+
 
 def _encode_string(s: str) -> bytes:
     raw = s.encode("utf-8")
@@ -69,22 +78,23 @@ def _encode_kv(key: str, value: str | int | float | bool) -> bytes:
         raise GGUFError(f"GGUF value for {key!r} out of range: {value}")
     if isinstance(value, float):
         return out + struct.pack("<If", T_FLOAT32, value)
-    raise GGUFError(f"GGUF value for {key!r} must be str, int, float or bool, "
-                    f"not {type(value).__name__}")
+    raise GGUFError(
+        f"GGUF value for {key!r} must be str, int, float or bool, not {type(value).__name__}"
+    )
 
 
 def header_bytes(architecture: str, extra: dict[str, str | int] | None = None) -> bytes:
     """The bytes of a header-only GGUF v3 whose first key is ``general.architecture``."""
     if not architecture:
         raise GGUFError("architecture must not be empty")
-    kvs = [(ARCH_KEY, architecture)] + [(k, v) for k, v in (extra or {}).items()
-                                        if k != ARCH_KEY]
+    kvs = [(ARCH_KEY, architecture)] + [(k, v) for k, v in (extra or {}).items() if k != ARCH_KEY]
     body = b"".join(_encode_kv(k, v) for k, v in kvs)
     return MAGIC + struct.pack("<Iqq", 3, 0, len(kvs)) + body
 
 
-def write_header_only(path: str | os.PathLike, architecture: str,
-                      extra: dict[str, str | int] | None = None) -> Path:
+def write_header_only(
+    path: str | os.PathLike, architecture: str, extra: dict[str, str | int] | None = None
+) -> Path:
     """Write a minimal GGUF (no tensors) with ``general.architecture`` and ``extra`` keys.
 
     Written to a temp file of its own in the same folder and renamed, so a reader never sees
@@ -99,6 +109,7 @@ def write_header_only(path: str | os.PathLike, architecture: str,
 
 
 # ---------------------------------------------------------------- reading
+
 
 class _Reader:
     def __init__(self, f: BinaryIO, name: str):
@@ -209,5 +220,5 @@ def read_architecture(path: str | os.PathLike) -> str:
 
 
 def model_kind(path: str | os.PathLike) -> str | None:
-    """"lm", "dit", "text-enc", "vae", or None for a GGUF of another architecture."""
+    """ "lm", "dit", "text-enc", "vae", or None for a GGUF of another architecture."""
     return KIND_BY_ARCH.get(read_architecture(path))

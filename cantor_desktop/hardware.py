@@ -30,12 +30,27 @@ ARCH_ENV = "CANTOR_HW_ARCH"
 CUDA12_MIN_DRIVER = {"linux": (525, 60), "windows": (527, 41)}
 """Oldest NVIDIA driver that runs CUDA 12 builds (NVIDIA's CUDA 12.0 release notes)."""
 
-PCI_VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD", "0x8086": "Intel", "0x106b": "Apple",
-               "0x5143": "Qualcomm", "0x13b5": "ARM", "0x1af4": "virtio"}
+PCI_VENDORS = {
+    "0x10de": "NVIDIA",
+    "0x1002": "AMD",
+    "0x8086": "Intel",
+    "0x106b": "Apple",
+    "0x5143": "Qualcomm",
+    "0x13b5": "ARM",
+    "0x1af4": "virtio",
+}
 COMMAND_TIMEOUT = 8.0
-LIB_DIRS = ("usr/lib", "usr/lib64", "lib", "lib64", "usr/local/lib",
-            "usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu",
-            "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
+LIB_DIRS = (
+    "usr/lib",
+    "usr/lib64",
+    "lib",
+    "lib64",
+    "usr/local/lib",
+    "usr/lib/x86_64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+    "lib/x86_64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+)
 
 
 @dataclass
@@ -44,7 +59,7 @@ class Gpu:
     vendor: str
     driver: str = ""
     vram_mib: int | None = None
-    source: str = ""            # where it was seen: "nvidia-smi", "sysfs", "vulkaninfo"
+    source: str = ""  # where it was seen: "nvidia-smi", "sysfs", "vulkaninfo"
     compute_cap: str = ""
 
 
@@ -52,15 +67,15 @@ class Gpu:
 class BackendEvidence:
     supported: bool
     evidence: list[str] = field(default_factory=list)
-    reason: str = ""            # why not, when unsupported (one plain sentence)
+    reason: str = ""  # why not, when unsupported (one plain sentence)
 
 
 @dataclass
 class Hardware:
-    os: str                     # "linux" | "windows" | "macos" | other platform.system() lowered
-    arch: str                   # "x86_64" | "arm64" | other
+    os: str  # "linux" | "windows" | "macos" | other platform.system() lowered
+    arch: str  # "x86_64" | "arm64" | other
     cpu_name: str = ""
-    cpu_features: list[str] = field(default_factory=list)   # "AVX2", "AVX-512", "NEON"
+    cpu_features: list[str] = field(default_factory=list)  # "AVX2", "AVX-512", "NEON"
     ram_bytes: int | None = None
     gpus: list[Gpu] = field(default_factory=list)
     backends: dict[str, BackendEvidence] = field(default_factory=dict)
@@ -78,8 +93,11 @@ class Hardware:
 
     def to_dict(self) -> dict:
         return {
-            "os": self.os, "arch": self.arch, "cpu_name": self.cpu_name,
-            "cpu_features": list(self.cpu_features), "ram_bytes": self.ram_bytes,
+            "os": self.os,
+            "arch": self.arch,
+            "cpu_name": self.cpu_name,
+            "cpu_features": list(self.cpu_features),
+            "ram_bytes": self.ram_bytes,
             "gpus": [asdict(g) for g in self.gpus],
             "backends": {name: asdict(ev) for name, ev in self.backends.items()},
             "notes": list(self.notes),
@@ -87,6 +105,7 @@ class Hardware:
 
 
 # -- small readers ----------------------------------------------------------------------------
+
 
 def _read(path: Path) -> str | None:
     try:
@@ -102,15 +121,22 @@ def _under(root: Path, absolute: str) -> Path:
 def _run(argv: list[str]) -> tuple[int | None, str, str]:
     """Run a probe command; (exit code or None when it could not run, stdout, problem)."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
-                              errors="replace", stdin=subprocess.DEVNULL,
-                              **procs.probe_kwargs())       # no console window flashing up
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            **procs.probe_kwargs(),
+        )  # no console window flashing up
     except subprocess.TimeoutExpired:
         return None, "", f"timed out after {COMMAND_TIMEOUT:.0f} s"
     except OSError as exc:
         return None, "", str(exc)
-    first_err = next((ln.strip() for ln in (done.stderr + "\n" + done.stdout).splitlines()
-                      if ln.strip()), "")
+    first_err = next(
+        (ln.strip() for ln in (done.stderr + "\n" + done.stdout).splitlines() if ln.strip()), ""
+    )
     return done.returncode, done.stdout, first_err
 
 
@@ -133,6 +159,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 # -- CPU and memory ---------------------------------------------------------------------------
+
 
 def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
     """(model name, features, where the features came from)."""
@@ -160,19 +187,20 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
     name = platform.processor() or ""
     feats: list[str] = []
     if arch == "arm64":
-        feats.append("NEON")         # every arm64 core has Advanced SIMD
+        feats.append("NEON")  # every arm64 core has Advanced SIMD
     elif os_name == "windows":
         try:
             present = ctypes.windll.kernel32.IsProcessorFeaturePresent  # type: ignore[attr-defined]
-            if present(40):          # PF_AVX2_INSTRUCTIONS_AVAILABLE
+            if present(40):  # PF_AVX2_INSTRUCTIONS_AVAILABLE
                 feats.append("AVX2")
-            if present(41):          # PF_AVX512F_INSTRUCTIONS_AVAILABLE
+            if present(41):  # PF_AVX512F_INSTRUCTIONS_AVAILABLE
                 feats.append("AVX-512")
         except Exception:
             pass
     elif os_name == "macos":
-        code, out, _ = _run(["sysctl", "-n", "machdep.cpu.leaf7_features",
-                             "machdep.cpu.brand_string"])
+        code, out, _ = _run(
+            ["sysctl", "-n", "machdep.cpu.leaf7_features", "machdep.cpu.brand_string"]
+        )
         if code == 0:
             words = out.upper().split()
             if "AVX2" in words:
@@ -201,14 +229,20 @@ def _ram(root: Path) -> int | None:
     except (ValueError, OSError, AttributeError):
         pass
     if sys.platform == "win32":
+
         class MemStatus(ctypes.Structure):
-            _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
-                        ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
-                        ("ullTotalPageFile", ctypes.c_ulonglong),
-                        ("ullAvailPageFile", ctypes.c_ulonglong),
-                        ("ullTotalVirtual", ctypes.c_ulonglong),
-                        ("ullAvailVirtual", ctypes.c_ulonglong),
-                        ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+            _fields_ = [
+                ("dwLength", ctypes.c_ulong),
+                ("dwMemoryLoad", ctypes.c_ulong),
+                ("ullTotalPhys", ctypes.c_ulonglong),
+                ("ullAvailPhys", ctypes.c_ulonglong),
+                ("ullTotalPageFile", ctypes.c_ulonglong),
+                ("ullAvailPageFile", ctypes.c_ulonglong),
+                ("ullTotalVirtual", ctypes.c_ulonglong),
+                ("ullAvailVirtual", ctypes.c_ulonglong),
+                ("ullAvailExtendedVirtual", ctypes.c_ulonglong),
+            ]
+
         status = MemStatus()
         status.dwLength = ctypes.sizeof(MemStatus)
         if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore[attr-defined]
@@ -217,6 +251,7 @@ def _ram(root: Path) -> int | None:
 
 
 # -- PCI devices in sysfs ---------------------------------------------------------------------
+
 
 def _drm_devices(root: Path, pattern: str) -> list[tuple[str, str, str]]:
     """[(node name, vendor id like "0x10de", driver name)] for /sys/class/drm/<pattern>."""
@@ -241,14 +276,20 @@ def _drm_devices(root: Path, pattern: str) -> list[tuple[str, str, str]]:
 
 # -- NVIDIA -----------------------------------------------------------------------------------
 
+
 def _nvidia(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> BackendEvidence:
     evidence: list[str] = []
     driver = ""
     problem = ""
     smi = shutil.which("nvidia-smi", path=env_path)
     if smi:
-        code, out, err = _run([smi, "--query-gpu=index,name,driver_version,memory.total,"
-                               "compute_cap", "--format=csv,noheader,nounits"])
+        code, out, err = _run(
+            [
+                smi,
+                "--query-gpu=index,name,driver_version,memory.total,compute_cap",
+                "--format=csv,noheader,nounits",
+            ]
+        )
         if code == 0:
             for line in out.splitlines():
                 cols = [c.strip() for c in line.split(",")]
@@ -257,8 +298,16 @@ def _nvidia(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
                 vram = int(cols[3]) if cols[3].isdigit() else None
                 cap = cols[4] if len(cols) > 4 else ""
                 driver = driver or cols[2]
-                hw.gpus.append(Gpu(name=cols[1], vendor="NVIDIA", driver=cols[2],
-                                   vram_mib=vram, source="nvidia-smi", compute_cap=cap))
+                hw.gpus.append(
+                    Gpu(
+                        name=cols[1],
+                        vendor="NVIDIA",
+                        driver=cols[2],
+                        vram_mib=vram,
+                        source="nvidia-smi",
+                        compute_cap=cap,
+                    )
+                )
                 mem = f", {vram} MiB" if vram is not None else ""
                 evidence.append(f"nvidia-smi: {cols[1]}, driver {cols[2]}{mem}")
             if not driver:
@@ -274,11 +323,14 @@ def _nvidia(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
                 evidence.append(f"/proc/driver/nvidia/version: driver {driver}")
     pci = [d for d in _drm_devices(root, "card*") if d[1] == "0x10de"]
     for name, _vendor, drv in pci:
-        evidence.append(f"/sys/class/drm/{name}: PCI vendor 0x10de (NVIDIA)"
-                        + (f", driver {drv}" if drv else ", no driver bound"))
+        evidence.append(
+            f"/sys/class/drm/{name}: PCI vendor 0x10de (NVIDIA)"
+            + (f", driver {drv}" if drv else ", no driver bound")
+        )
         if not any(g.vendor == "NVIDIA" for g in hw.gpus):
-            hw.gpus.append(Gpu(name="NVIDIA GPU", vendor="NVIDIA", driver=drv or driver,
-                               source="sysfs"))
+            hw.gpus.append(
+                Gpu(name="NVIDIA GPU", vendor="NVIDIA", driver=drv or driver, source="sysfs")
+            )
     if problem:
         evidence.append(problem)
     if os_name == "macos":
@@ -286,22 +338,32 @@ def _nvidia(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
     if not driver:
         if pci or problem:
             why = problem or "no NVIDIA driver is loaded"
-            return BackendEvidence(False, evidence,
-                                   f"An NVIDIA GPU is present but {why}; install or repair the "
-                                   f"NVIDIA driver.")
-        return BackendEvidence(False, evidence, "No NVIDIA GPU or driver found "
-                               "(no nvidia-smi, no /proc/driver/nvidia, no PCI vendor 0x10de).")
+            return BackendEvidence(
+                False,
+                evidence,
+                f"An NVIDIA GPU is present but {why}; install or repair the NVIDIA driver.",
+            )
+        return BackendEvidence(
+            False,
+            evidence,
+            "No NVIDIA GPU or driver found "
+            "(no nvidia-smi, no /proc/driver/nvidia, no PCI vendor 0x10de).",
+        )
     need = CUDA12_MIN_DRIVER.get(os_name)
     if need and _version_tuple(driver)[:2] < need:
         need_text = ".".join(str(x) for x in need)
         evidence.append(f"driver {driver} is older than {need_text}, the oldest that runs CUDA 12")
-        return BackendEvidence(False, evidence,
-                               f"NVIDIA driver {driver} is too old for CUDA 12 (needs "
-                               f"{need_text} or newer); update the driver.")
+        return BackendEvidence(
+            False,
+            evidence,
+            f"NVIDIA driver {driver} is too old for CUDA 12 (needs "
+            f"{need_text} or newer); update the driver.",
+        )
     return BackendEvidence(True, evidence)
 
 
 # -- Vulkan -----------------------------------------------------------------------------------
+
 
 def _vulkan_loader(root: Path, os_name: str) -> str:
     if os_name == "windows":
@@ -338,8 +400,14 @@ def _vulkan(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
         evidence.append(f"/dev/dri/{name}" + (f" ({', '.join(what)})" if what else ""))
         vendor_name = PCI_VENDORS.get(vendor, "")
         if vendor_name and vendor_name != "NVIDIA" and vendor_name != "virtio":
-            hw.gpus.append(Gpu(name=f"{vendor_name} GPU ({name})", vendor=vendor_name,
-                               driver=drv, source="sysfs"))
+            hw.gpus.append(
+                Gpu(
+                    name=f"{vendor_name} GPU ({name})",
+                    vendor=vendor_name,
+                    driver=drv,
+                    source="sysfs",
+                )
+            )
     devices: list[str] = []
     tool = shutil.which("vulkaninfo", path=env_path)
     if tool:
@@ -359,33 +427,49 @@ def _vulkan(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
     gpu_devices = [d for d in devices if "llvmpipe" not in d.lower()]
     has_device = bool(names) or bool(gpu_devices) or os_name == "windows" and bool(loader)
     if not has_device:
-        return BackendEvidence(False, evidence,
-                               "No GPU render node (/dev/dri/renderD*) or Vulkan device found.")
+        return BackendEvidence(
+            False, evidence, "No GPU render node (/dev/dri/renderD*) or Vulkan device found."
+        )
     if not loader:
-        return BackendEvidence(False, evidence,
-                               "A GPU is present but no Vulkan loader (libvulkan.so.1) is "
-                               "installed; install your system's Vulkan loader package.")
+        return BackendEvidence(
+            False,
+            evidence,
+            "A GPU is present but no Vulkan loader (libvulkan.so.1) is "
+            "installed; install your system's Vulkan loader package.",
+        )
     return BackendEvidence(True, evidence)
 
 
 # -- the probe --------------------------------------------------------------------------------
 
-def probe(root: Path = Path("/"), env_path: str | None = None, *, os_name: str | None = None,
-          arch: str | None = None) -> Hardware:
+
+def probe(
+    root: Path = Path("/"),
+    env_path: str | None = None,
+    *,
+    os_name: str | None = None,
+    arch: str | None = None,
+) -> Hardware:
     """Look at the machine. ``root`` prefixes every file read; ``env_path`` is the PATH
     searched for nvidia-smi and vulkaninfo (None: this process's PATH). ``os_name`` and
     ``arch`` override what the platform says (tests simulate other machines)."""
     root = Path(root)
     os_name = normalise_os(os_name or platform.system())
     arch = normalise_arch(arch or platform.machine())
-    rosetta = os_name == "macos" and arch == "x86_64" and root == Path("/") and \
-        procs.macos.under_rosetta(run=lambda argv: _run(argv)[:2])
-    if rosetta:          # an Intel Cantor translated on Apple Silicon: the machine is arm64
+    rosetta = (
+        os_name == "macos"
+        and arch == "x86_64"
+        and root == Path("/")
+        and procs.macos.under_rosetta(run=lambda argv: _run(argv)[:2])
+    )
+    if rosetta:  # an Intel Cantor translated on Apple Silicon: the machine is arm64
         arch = "arm64"
     hw = Hardware(os=os_name, arch=arch)
     if rosetta:
-        hw.notes.append("Cantor runs under Rosetta (its Intel build) on Apple Silicon; "
-                        "engines run natively for arm64.")
+        hw.notes.append(
+            "Cantor runs under Rosetta (its Intel build) on Apple Silicon; "
+            "engines run natively for arm64."
+        )
     hw.cpu_name, hw.cpu_features, cpu_source = _cpu(root, os_name, arch)
     hw.ram_bytes = _ram(root)
 
@@ -395,8 +479,10 @@ def probe(root: Path = Path("/"), env_path: str | None = None, *, os_name: str |
     if hw.ram_bytes:
         cpu_ev.append(f"RAM: {hw.ram_bytes / 2**30:.1f} GiB")
     if arch == "x86_64" and "AVX2" not in hw.cpu_features:
-        note = ("This CPU has no AVX2: the CPU engine will be slow, and a build made for "
-                "AVX2 will not start on it (the trial load will say so).")
+        note = (
+            "This CPU has no AVX2: the CPU engine will be slow, and a build made for "
+            "AVX2 will not start on it (the trial load will say so)."
+        )
         hw.notes.append(note)
         cpu_ev.append("no AVX2 on this CPU")
     hw.backends["cuda12"] = _nvidia(root, env_path, os_name, hw)
@@ -404,7 +490,8 @@ def probe(root: Path = Path("/"), env_path: str | None = None, *, os_name: str |
         hw.backends["metal"] = BackendEvidence(True, ["macOS on Apple Silicon (arm64)"])
     else:
         hw.backends["metal"] = BackendEvidence(
-            False, [], f"Metal needs macOS on Apple Silicon; this is {os_name} {arch}.")
+            False, [], f"Metal needs macOS on Apple Silicon; this is {os_name} {arch}."
+        )
     hw.backends["vulkan"] = _vulkan(root, env_path, os_name, hw)
     hw.backends["cpu"] = BackendEvidence(True, cpu_ev)
     return hw
@@ -413,5 +500,9 @@ def probe(root: Path = Path("/"), env_path: str | None = None, *, os_name: str |
 def probe_from_env() -> Hardware:
     """:func:`probe` with the test hooks: ``CANTOR_HW_ROOT`` (file root), ``PATH``,
     ``CANTOR_HW_OS`` and ``CANTOR_HW_ARCH``."""
-    return probe(Path(os.environ.get(ROOT_ENV) or "/"), os.environ.get("PATH"),
-                 os_name=os.environ.get(OS_ENV) or None, arch=os.environ.get(ARCH_ENV) or None)
+    return probe(
+        Path(os.environ.get(ROOT_ENV) or "/"),
+        os.environ.get("PATH"),
+        os_name=os.environ.get(OS_ENV) or None,
+        arch=os.environ.get(ARCH_ENV) or None,
+    )

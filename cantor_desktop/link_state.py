@@ -13,11 +13,11 @@ from enum import StrEnum
 
 
 class LinkState(StrEnum):
-    STOPPED = "stopped"        # no node, and none wanted (before start, after Stop or Quit)
-    STARTING = "starting"      # starting or restarting a node, or waiting for one to answer
-    IDLE = "idle"              # connected; no song running
+    STOPPED = "stopped"  # no node, and none wanted (before start, after Stop or Quit)
+    STARTING = "starting"  # starting or restarting a node, or waiting for one to answer
+    IDLE = "idle"  # connected; no song running
     GENERATING = "generating"  # connected; a song is running
-    ERROR = "error"            # no node can be had (the detail says why)
+    ERROR = "error"  # no node can be had (the detail says why)
 
     @property
     def connected(self) -> bool:
@@ -26,14 +26,18 @@ class LinkState(StrEnum):
 
 TRANSITIONS: dict[LinkState, frozenset[LinkState]] = {
     LinkState.STOPPED: frozenset({LinkState.STARTING}),
-    LinkState.STARTING: frozenset({LinkState.IDLE, LinkState.GENERATING, LinkState.ERROR,
-                                   LinkState.STOPPED}),
-    LinkState.IDLE: frozenset({LinkState.GENERATING, LinkState.STARTING, LinkState.ERROR,
-                               LinkState.STOPPED}),
-    LinkState.GENERATING: frozenset({LinkState.IDLE, LinkState.STARTING, LinkState.ERROR,
-                                     LinkState.STOPPED}),
-    LinkState.ERROR: frozenset({LinkState.STARTING, LinkState.IDLE, LinkState.GENERATING,
-                                LinkState.STOPPED}),
+    LinkState.STARTING: frozenset(
+        {LinkState.IDLE, LinkState.GENERATING, LinkState.ERROR, LinkState.STOPPED}
+    ),
+    LinkState.IDLE: frozenset(
+        {LinkState.GENERATING, LinkState.STARTING, LinkState.ERROR, LinkState.STOPPED}
+    ),
+    LinkState.GENERATING: frozenset(
+        {LinkState.IDLE, LinkState.STARTING, LinkState.ERROR, LinkState.STOPPED}
+    ),
+    LinkState.ERROR: frozenset(
+        {LinkState.STARTING, LinkState.IDLE, LinkState.GENERATING, LinkState.STOPPED}
+    ),
 }
 
 

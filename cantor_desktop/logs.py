@@ -21,8 +21,18 @@ from typing import Callable
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 5
-QUIET = ("httpx", "httpcore", "uvicorn", "uvicorn.error", "uvicorn.access", "hpack",
-         "urllib3", "keyring", "asyncio", "qasync")
+QUIET = (
+    "httpx",
+    "httpcore",
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "hpack",
+    "urllib3",
+    "keyring",
+    "asyncio",
+    "qasync",
+)
 """Libraries whose INFO lines are one per request or per poll (the app's health check every
 few seconds was 5 of every 6 lines of app.log): warnings and worse only."""
 RETRY_AFTER_S = 60.0
@@ -36,8 +46,13 @@ class RotatingFile(logging.FileHandler):
     handlers along (~0.6 MiB of the app's idle memory) for nothing Cantor uses. The names
     ``maxBytes``, ``backupCount`` and ``rotator`` are that handler's."""
 
-    def __init__(self, filename: Path, maxBytes: int, backupCount: int,  # noqa: N803
-                 encoding: str = "utf-8"):
+    def __init__(
+        self,
+        filename: Path,
+        maxBytes: int,
+        backupCount: int,  # noqa: N803
+        encoding: str = "utf-8",
+    ):
         super().__init__(filename, mode="a", encoding=encoding)
         self.maxBytes = maxBytes
         self.backupCount = backupCount
@@ -57,7 +72,7 @@ class RotatingFile(logging.FileHandler):
             return False
         if self.stream is None:
             self.stream = self._open()
-        self.stream.seek(0, os.SEEK_END)     # another process may have emptied the file
+        self.stream.seek(0, os.SEEK_END)  # another process may have emptied the file
         line = self.format(record) + self.terminator
         return self.stream.tell() + len(line.encode(self.encoding or "utf-8")) > self.maxBytes
 
@@ -69,7 +84,7 @@ class RotatingFile(logging.FileHandler):
         try:
             try:
                 self._move_backups_up(base)
-            except OSError:       # an older backup is held open: the live file grows a while
+            except OSError:  # an older backup is held open: the live file grows a while
                 self._next_try = time.monotonic() + RETRY_AFTER_S
                 return
             try:
@@ -90,7 +105,7 @@ class RotatingFile(logging.FileHandler):
             try:
                 self.stream = self._open()
             except OSError:
-                self.stream = None          # emit opens it again, or reports why not
+                self.stream = None  # emit opens it again, or reports why not
 
     def _move_backups_up(self, base: str) -> None:
         """x.log.N-1 → x.log.N … x.log.1 → x.log.2 (the oldest is replaced)."""
@@ -100,7 +115,7 @@ class RotatingFile(logging.FileHandler):
                 if os.path.exists(newer):
                     os.remove(newer)
                 self.rotator(older, newer)
-        if os.path.exists(f"{base}.1"):     # a single backup: the old one goes
+        if os.path.exists(f"{base}.1"):  # a single backup: the old one goes
             os.remove(f"{base}.1")
 
 
@@ -130,4 +145,3 @@ def setup(log_file: Path, *, stderr_level: int | None = None, level: int = loggi
         err.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
         err._cantor = True  # type: ignore[attr-defined]
         root.addHandler(err)
-

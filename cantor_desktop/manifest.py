@@ -45,9 +45,11 @@ MAX_SIGNATURE_BYTES = 1024
 MAX_REDIRECTS = 5
 FETCH_TIMEOUT = 20.0
 BUILTIN_SOURCE = "builtin"
-NO_PUBLISHED_MANIFEST = ("No signed engine manifest is published: new engine builds come with "
-                         "new versions of Cantor. Checked against the manifest built into "
-                         "this version.")
+NO_PUBLISHED_MANIFEST = (
+    "No signed engine manifest is published: new engine builds come with "
+    "new versions of Cantor. Checked against the manifest built into "
+    "this version."
+)
 
 
 class ManifestError(CantorError):
@@ -67,7 +69,7 @@ class UnverifiedBuild(ManifestError):
 
     def __init__(self, message: str, key: tuple[str, str, str, str]):
         super().__init__(message)
-        self.key = key            # (family, backend, os, arch)
+        self.key = key  # (family, backend, os, arch)
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,8 @@ class Build:
     url: str
     sha256: str
     size: int | None
-    archive: str                # "tar.gz" | "zip"
-    executable: str             # path of ace-server inside the archive, "/"-separated
+    archive: str  # "tar.gz" | "zip"
+    executable: str  # path of ace-server inside the archive, "/"-separated
     env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,7 +96,7 @@ class Build:
 @dataclass
 class Manifest:
     builds: list[Build]
-    source: str                 # "builtin", or the URL it came from
+    source: str  # "builtin", or the URL it came from
     published: str = ""
     refused: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     """(family, backend, os, arch) → why a listed build was refused (no sha256)."""
@@ -104,8 +106,11 @@ class Manifest:
 
     def builds_for(self, family: str, backend: str, os: str, arch: str) -> list[Build]:
         """Builds for this machine, newest version first."""
-        found = [b for b in self.builds if (b.family, b.backend, b.os, b.arch)
-                 == (family, backend, os, arch)]
+        found = [
+            b
+            for b in self.builds
+            if (b.family, b.backend, b.os, b.arch) == (family, backend, os, arch)
+        ]
         return sorted(found, key=lambda b: version_key(b.version), reverse=True)
 
     def best(self, family: str, backend: str, os: str, arch: str) -> Build | None:
@@ -125,10 +130,10 @@ def version_key(version: str) -> tuple:
 
 def _need(entry: dict, key: str, where: str, kind: type | tuple = str) -> Any:
     if key not in entry:
-        raise ManifestError(f"{where}: missing \"{key}\"")
+        raise ManifestError(f'{where}: missing "{key}"')
     value = entry[key]
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ManifestError(f"{where}: \"{key}\" has the wrong type ({type(value).__name__})")
+        raise ManifestError(f'{where}: "{key}" has the wrong type ({type(value).__name__})')
     return value
 
 
@@ -139,15 +144,18 @@ def _parse_build(family: str, index: int, entry: Any) -> Build:
     backend = _need(entry, "backend", where)
     where = f"{family} build #{index + 1} ({backend} {entry.get('os')} {entry.get('arch')})"
     if backend not in config.BACKENDS:
-        raise ManifestError(f"{where}: unknown backend {backend!r}; one of "
-                            f"{', '.join(config.BACKENDS)}")
+        raise ManifestError(
+            f"{where}: unknown backend {backend!r}; one of {', '.join(config.BACKENDS)}"
+        )
     os_name = _need(entry, "os", where)
     arch = _need(entry, "arch", where)
     sha = entry.get("sha256")
     if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha or ""):
-        raise UnverifiedBuild(f"{where}: refused, it has no sha256 (64 hex digits); a build "
-                              f"that cannot be verified is never installed",
-                              (family, backend, str(os_name), str(arch)))
+        raise UnverifiedBuild(
+            f"{where}: refused, it has no sha256 (64 hex digits); a build "
+            f"that cannot be verified is never installed",
+            (family, backend, str(os_name), str(arch)),
+        )
     if os_name not in OSES:
         raise ManifestError(f"{where}: unknown os {os_name!r}; one of {', '.join(OSES)}")
     if arch not in ARCHES:
@@ -158,25 +166,37 @@ def _parse_build(family: str, index: int, entry: Any) -> Build:
         raise ManifestError(f"{where}: url {url!r} is not allowed: {problem}")
     size = entry.get("size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-        raise ManifestError(f"{where}: \"size\" must be a positive whole number or null")
+        raise ManifestError(f'{where}: "size" must be a positive whole number or null')
     archive = entry.get("archive") or ("zip" if url.endswith(".zip") else "tar.gz")
     if archive not in ARCHIVES:
         raise ManifestError(f"{where}: archive {archive!r} is not one of {', '.join(ARCHIVES)}")
     executable = _need(entry, "executable", where)
     parts = executable.replace("\\", "/").split("/")
     if executable.startswith(("/", "\\")) or ".." in parts or not executable.strip():
-        raise ManifestError(f"{where}: executable {executable!r} must be a relative path "
-                            f"inside the archive")
+        raise ManifestError(
+            f"{where}: executable {executable!r} must be a relative path inside the archive"
+        )
     env = entry.get("env") or {}
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                            for k, v in env.items()):
-        raise ManifestError(f"{where}: \"env\" must map names to strings")
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise ManifestError(f'{where}: "env" must map names to strings')
     version = _need(entry, "version", where)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", version):
         raise ManifestError(f"{where}: version {version!r} must be letters, digits, . _ + -")
-    return Build(family=family, backend=backend, os=os_name, arch=arch, version=version,
-                 url=url, sha256=sha.lower(), size=size, archive=archive,
-                 executable="/".join(parts), env=dict(env))
+    return Build(
+        family=family,
+        backend=backend,
+        os=os_name,
+        arch=arch,
+        version=version,
+        url=url,
+        sha256=sha.lower(),
+        size=size,
+        archive=archive,
+        executable="/".join(parts),
+        env=dict(env),
+    )
 
 
 def _builtin_bytes() -> bytes:
@@ -187,8 +207,11 @@ def _builtin_bytes() -> bytes:
 def build_hosts() -> tuple[str, ...]:
     """The hosts the shipped manifest downloads builds from (the engine's release host)."""
     data = json.loads(_builtin_bytes().decode("utf-8-sig"))
-    hosts = {urlparse(b["url"]).hostname.lower()
-             for fam in data["families"].values() for b in fam["builds"]}
+    hosts = {
+        urlparse(b["url"]).hostname.lower()
+        for fam in data["families"].values()
+        for b in fam["builds"]
+    }
     return tuple(sorted(hosts))
 
 
@@ -196,8 +219,10 @@ def _check_build_host(url: str) -> str | None:
     host = (urlparse(url).hostname or "").lower()
     if host in build_hosts() or config.is_loopback_host(host):
         return None
-    return (f"builds are downloaded only from {', '.join(build_hosts())} (the hosts the "
-            f"manifest shipped with Cantor names) or loopback, not {host}")
+    return (
+        f"builds are downloaded only from {', '.join(build_hosts())} (the hosts the "
+        f"manifest shipped with Cantor names) or loopback, not {host}"
+    )
 
 
 def parse(data: Any, source: str) -> Manifest:
@@ -206,17 +231,19 @@ def parse(data: Any, source: str) -> Manifest:
         raise ManifestError(f"manifest from {source}: must be a JSON object")
     schema = data.get("schema")
     if schema != SCHEMA:
-        raise ManifestError(f"manifest from {source}: schema {schema!r} is not {SCHEMA}; "
-                            f"this version of Cantor cannot read it")
+        raise ManifestError(
+            f"manifest from {source}: schema {schema!r} is not {SCHEMA}; "
+            f"this version of Cantor cannot read it"
+        )
     families = data.get("families")
     if not isinstance(families, dict):
-        raise ManifestError(f"manifest from {source}: missing \"families\" object")
+        raise ManifestError(f'manifest from {source}: missing "families" object')
     builds: list[Build] = []
     refused: dict[tuple[str, str, str, str], str] = {}
     for family, body in families.items():
         entries = body.get("builds") if isinstance(body, dict) else None
         if not isinstance(entries, list):
-            raise ManifestError(f"manifest from {source}: {family} must have a \"builds\" list")
+            raise ManifestError(f'manifest from {source}: {family} must have a "builds" list')
         for i, entry in enumerate(entries):
             try:
                 builds.append(_parse_build(family, i, entry))
@@ -224,8 +251,9 @@ def parse(data: Any, source: str) -> Manifest:
                 refused[exc.key] = f"manifest from {source}: {exc}"
             except ManifestError as exc:
                 raise ManifestError(f"manifest from {source}: {exc}") from None
-    return Manifest(builds=builds, source=source, published=str(data.get("published", "")),
-                    refused=refused)
+    return Manifest(
+        builds=builds, source=source, published=str(data.get("published", "")), refused=refused
+    )
 
 
 def parse_bytes(raw: bytes, source: str) -> Manifest:
@@ -241,8 +269,9 @@ def load_builtin() -> Manifest:
     return parse_bytes(_builtin_bytes(), BUILTIN_SOURCE)
 
 
-def builds_for(family: str, backend: str, os: str, arch: str,
-               manifest: Manifest | None = None) -> list[Build]:
+def builds_for(
+    family: str, backend: str, os: str, arch: str, manifest: Manifest | None = None
+) -> list[Build]:
     """Builds for family × backend on this OS and arch, newest first (default: the manifest
     in force without the network, see :func:`current`)."""
     return (manifest or current()).builds_for(family, backend, os, arch)
@@ -276,26 +305,32 @@ async def _get_capped(client: httpx.AsyncClient, url: str, cap: int, what: str) 
                     raise ManifestUnreachable(f"{what} {url}: a redirect without a Location")
                 problem = config.check_download_url(str(nxt.url))
                 if problem:
-                    raise ManifestRefused(f"{what} {url}: refused, it redirects to {nxt.url}, "
-                                          f"which is not allowed; expected {problem}")
+                    raise ManifestRefused(
+                        f"{what} {url}: refused, it redirects to {nxt.url}, "
+                        f"which is not allowed; expected {problem}"
+                    )
                 request = nxt
                 continue
             if resp.status_code != 200:
                 raise ManifestUnreachable(f"{what} {url}: HTTP {resp.status_code}")
             encoding = resp.headers.get("content-encoding", "identity").strip().lower()
             if encoding not in ("", "identity"):
-                raise ManifestRefused(f"{what} {url}: refused, it is sent {encoding}-encoded; "
-                                      f"serve it as is")
+                raise ManifestRefused(
+                    f"{what} {url}: refused, it is sent {encoding}-encoded; serve it as is"
+                )
             declared = resp.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap:
-                raise ManifestRefused(f"{what} {url}: refused, it is larger than {cap} bytes "
-                                      f"({declared} declared)")
+                raise ManifestRefused(
+                    f"{what} {url}: refused, it is larger than {cap} bytes ({declared} declared)"
+                )
             body = bytearray()
             async for chunk in resp.aiter_raw():
                 body += chunk
                 if len(body) > cap:
-                    raise ManifestRefused(f"{what} {url}: refused, it is larger than {cap} "
-                                          f"bytes (cut off while streaming)")
+                    raise ManifestRefused(
+                        f"{what} {url}: refused, it is larger than {cap} "
+                        f"bytes (cut off while streaming)"
+                    )
             return bytes(body)
         finally:
             await resp.aclose()
@@ -310,34 +345,42 @@ def _verified(raw: bytes, sig: bytes, url: str) -> Manifest:
     return parse_bytes(raw, url)
 
 
-async def fetch(url: str | None = None, *, client: httpx.AsyncClient | None = None,
-                timeout: float = FETCH_TIMEOUT) -> Manifest:
+async def fetch(
+    url: str | None = None,
+    *,
+    client: httpx.AsyncClient | None = None,
+    timeout: float = FETCH_TIMEOUT,
+) -> Manifest:
     """Fetch the published manifest and its signature, verify and validate it; keep a copy
     (with the signature) for offline status. ManifestRefused when it is not signed by a
     trusted key, ManifestUnreachable when it cannot be fetched."""
     url = url if url is not None else manifest_url()
     if not url:
-        raise ManifestError("no engine manifest URL is set (node.toml engines.manifest, "
-                            "CANTOR_MANIFEST_URL): " + NO_PUBLISHED_MANIFEST)
+        raise ManifestError(
+            "no engine manifest URL is set (node.toml engines.manifest, "
+            "CANTOR_MANIFEST_URL): " + NO_PUBLISHED_MANIFEST
+        )
     problem = config.check_download_url(url)
     if problem:
         raise ManifestError(f"manifest URL {url!r} is not allowed: {problem}")
     own = client is None
     client = client or httpx.AsyncClient(timeout=timeout)
     try:
-        async with asyncio.timeout(3 * timeout):     # a server dripping bytes ends too
+        async with asyncio.timeout(3 * timeout):  # a server dripping bytes ends too
             raw = await _get_capped(client, url, MAX_MANIFEST_BYTES, "manifest")
             try:
                 sig = await _get_capped(client, url + ".sig", MAX_SIGNATURE_BYTES, "signature")
             except ManifestUnreachable as exc:
-                raise ManifestRefused(f"manifest {url}: refused, it has no signature ({exc}); "
-                                      f"an unsigned manifest is never used") from None
+                raise ManifestRefused(
+                    f"manifest {url}: refused, it has no signature ({exc}); "
+                    f"an unsigned manifest is never used"
+                ) from None
     except httpx.HTTPError as exc:
-        raise ManifestUnreachable(f"manifest {url}: cannot fetch it "
-                                  f"({exc or type(exc).__name__})") from None
+        raise ManifestUnreachable(
+            f"manifest {url}: cannot fetch it ({exc or type(exc).__name__})"
+        ) from None
     except TimeoutError:
-        raise ManifestUnreachable(f"manifest {url}: not fetched within {3 * timeout:g} s") \
-            from None
+        raise ManifestUnreachable(f"manifest {url}: not fetched within {3 * timeout:g} s") from None
     finally:
         if own:
             await client.aclose()

@@ -21,8 +21,7 @@ from importlib import resources
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
-                                                               Ed25519PublicKey)
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .errors import CantorError
 
@@ -38,8 +37,8 @@ class SignatureRefused(CantorError):
 
 @dataclass(frozen=True)
 class TrustedKey:
-    name: str                   # where it comes from: its name in the package, or the env var
-    public: str                 # base64 of the 32 raw bytes
+    name: str  # where it comes from: its name in the package, or the env var
+    public: str  # base64 of the 32 raw bytes
 
     def key(self) -> Ed25519PublicKey:
         return Ed25519PublicKey.from_public_bytes(decode_public_key(self.public, self.name))
@@ -69,8 +68,10 @@ def shipped_keys() -> list[TrustedKey]:
     """The public keys this release of Cantor carries (may be none)."""
     raw = resources.files("cantor_desktop").joinpath(KEYS_FILE).read_bytes()
     data = json.loads(raw)
-    return [TrustedKey(name=f"{KEYS_FILE} ({entry['name']})", public=entry["public_key"])
-            for entry in data.get("keys", [])]
+    return [
+        TrustedKey(name=f"{KEYS_FILE} ({entry['name']})", public=entry["public_key"])
+        for entry in data.get("keys", [])
+    ]
 
 
 def trusted_keys() -> list[TrustedKey]:
@@ -93,8 +94,10 @@ def verify(data: bytes, signature: bytes | str, keys: list[TrustedKey] | None = 
     except ValueError as exc:
         raise SignatureRefused(str(exc)) from None
     if not keys:
-        raise SignatureRefused(f"there is no key to check it with (this Cantor ships no "
-                               f"manifest key and {PUBKEY_ENV} is not set)")
+        raise SignatureRefused(
+            f"there is no key to check it with (this Cantor ships no "
+            f"manifest key and {PUBKEY_ENV} is not set)"
+        )
     try:
         sig = _b64(signature, "the signature", SIGNATURE_BYTES)
     except ValueError as exc:
@@ -106,11 +109,14 @@ def verify(data: bytes, signature: bytes | str, keys: list[TrustedKey] | None = 
         except InvalidSignature:
             continue
     names = ", ".join(k.name for k in keys)
-    raise SignatureRefused(f"its signature was not made by a trusted key ({names}), or the "
-                           f"manifest was changed after it was signed")
+    raise SignatureRefused(
+        f"its signature was not made by a trusted key ({names}), or the "
+        f"manifest was changed after it was signed"
+    )
 
 
 # -- making keys and signatures (packaging/manifest_key.py, tests) ---------------------------
+
 
 def new_private_key() -> Ed25519PrivateKey:
     return Ed25519PrivateKey.generate()
@@ -118,8 +124,9 @@ def new_private_key() -> Ed25519PrivateKey:
 
 def private_key_text(key: Ed25519PrivateKey) -> str:
     """The private key as base64 of its 32 raw bytes (what the key file holds)."""
-    raw = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                            serialization.NoEncryption())
+    raw = key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
     return base64.b64encode(raw).decode("ascii")
 
 

@@ -110,6 +110,7 @@ def _tls_context():
     ssl = ssl_for_asyncio()
     try:
         import certifi
+
         return ssl.create_default_context(cafile=certifi.where())
     except ImportError:
         return ssl.create_default_context()
@@ -124,7 +125,7 @@ class _Wire(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.received = bytearray()
-        self.ended = False                 # the node sent EOF or the connection is lost
+        self.ended = False  # the node sent EOF or the connection is lost
         self.lost: BaseException | None = None
         self._arrived = asyncio.Event()
         self._writable = asyncio.Event()
@@ -136,13 +137,13 @@ class _Wire(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received += data
         if len(self.received) > 4 * READ_SIZE and self.transport is not None:
-            self.transport.pause_reading()          # the reader is behind: let TCP wait
+            self.transport.pause_reading()  # the reader is behind: let TCP wait
         self._arrived.set()
 
     def eof_received(self) -> bool:
         self.ended = True
         self._arrived.set()
-        return False                               # close our side too
+        return False  # close our side too
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self.ended = True
@@ -195,12 +196,17 @@ class Connection:
         try:
             async with asyncio.timeout(timeout):
                 _transport, wire = await loop.create_connection(
-                    _Wire, target.host, target.port, ssl=tls,
-                    server_hostname=target.host if tls else None)
+                    _Wire,
+                    target.host,
+                    target.port,
+                    ssl=tls,
+                    server_hostname=target.host if tls else None,
+                )
         except asyncio.TimeoutError:
-            raise ConnectTimeout(f"no answer from {target.host}:{target.port} within "
-                                 f"{timeout:g} s") from None
-        except OSError as exc:      # refused, unreachable, unknown host, certificate refused
+            raise ConnectTimeout(
+                f"no answer from {target.host}:{target.port} within {timeout:g} s"
+            ) from None
+        except OSError as exc:  # refused, unreachable, unknown host, certificate refused
             raise ConnectError(_words(exc)) from None
         return cls(wire)
 
@@ -209,8 +215,12 @@ class Connection:
         """Idle, and the node has not hung up: asked of the socket itself, since its EOF may
         not have reached this loop yet (an idle connection the node closed must not carry a
         POST: that is not sent twice)."""
-        if (self.closed or self.wire.ended or self.h11.our_state is not h11.IDLE
-                or self.h11.their_state is not h11.IDLE):
+        if (
+            self.closed
+            or self.wire.ended
+            or self.h11.our_state is not h11.IDLE
+            or self.h11.their_state is not h11.IDLE
+        ):
             return False
         sock = self.wire.transport.get_extra_info("socket") if self.wire.transport else None
         if sock is None:
@@ -219,7 +229,7 @@ class Connection:
             readable, _, _ = select.select([sock], [], [], 0)
         except (OSError, ValueError):
             return False
-        return not readable              # an idle connection has nothing to say but EOF
+        return not readable  # an idle connection has nothing to say but EOF
 
     async def send(self, event: Any, timeout: float | None) -> None:
         data = self.h11.send(event)
@@ -238,8 +248,11 @@ class Connection:
                     data = await self.wire.read(timeout)
                 except asyncio.TimeoutError:
                     raise ReadTimeout(f"the node sent nothing for {timeout:g} s") from None
-                if not data and self.wire.lost is not None and not isinstance(
-                        self.wire.lost, ConnectionResetError):
+                if (
+                    not data
+                    and self.wire.lost is not None
+                    and not isinstance(self.wire.lost, ConnectionResetError)
+                ):
                     raise self.wire.lost
                 self.h11.receive_data(data)
         except h11.RemoteProtocolError as exc:
@@ -279,8 +292,9 @@ class Response:
     request); ``aiter_bytes``/``aiter_lines`` while streaming. :meth:`aclose` hands the
     connection back when the answer was read to its end, and closes it otherwise."""
 
-    def __init__(self, client: "NodeHTTP", conn: Connection, head: h11.Response,
-                 timeout: float | None):
+    def __init__(
+        self, client: "NodeHTTP", conn: Connection, head: h11.Response, timeout: float | None
+    ):
         self.status_code = head.status_code
         self.reason_phrase = head.reason.decode("latin-1")
         self.headers = Headers(head.headers)
@@ -342,11 +356,11 @@ class Response:
         async with contextlib.aclosing(self.aiter_bytes()) as chunks:
             async for chunk in chunks:
                 text = pending + decoder.decode(chunk)
-                start = 0                        # one pass: a chunk holds thousands of lines
+                start = 0  # one pass: a chunk holds thousands of lines
                 for end in _LINE_END.finditer(text):
                     if end.group() == "\r" and end.end() == len(text):
-                        break                    # maybe the first half of a \r\n
-                    yield text[start:end.start()]
+                        break  # maybe the first half of a \r\n
+                    yield text[start : end.start()]
                     start = end.end()
                 pending = text[start:]
         pending += decoder.decode(b"", final=True)
@@ -361,7 +375,7 @@ class Response:
             conn.h11.start_next_cycle()
             self._client._release(conn)
         else:
-            conn.close()                 # read only in part: the connection cannot be reused
+            conn.close()  # read only in part: the connection cannot be reused
 
 
 Body = bytes | AsyncIterator[bytes] | None
@@ -370,8 +384,14 @@ Body = bytes | AsyncIterator[bytes] | None
 class NodeHTTP:
     """Requests to one node (``base_url``); paths are relative to it."""
 
-    def __init__(self, base_url: str, *, timeout: float | None = 30.0,
-                 connect_timeout: float = 5.0, user_agent: str = "cantor"):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = 30.0,
+        connect_timeout: float = 5.0,
+        user_agent: str = "cantor",
+    ):
         self.target = Target.parse(base_url)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -402,14 +422,21 @@ class NodeHTTP:
             conn = self._idle.pop()
             if conn.can_reuse:
                 return conn
-            conn.close()                 # the node closed it while it was idle
+            conn.close()  # the node closed it while it was idle
         return await Connection.open(self.target, self.connect_timeout)
 
-    def _head(self, method: str, path: str, params: Mapping[str, Any] | None,
-              headers: Mapping[str, str] | None, length: int | None,
-              streamed: bool) -> h11.Request:
-        target = quote(self.target.prefix + (path if path.startswith("/") else "/" + path),
-                       safe=PATH_SAFE)
+    def _head(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        length: int | None,
+        streamed: bool,
+    ) -> h11.Request:
+        target = quote(
+            self.target.prefix + (path if path.startswith("/") else "/" + path), safe=PATH_SAFE
+        )
         if params:
             query = urlencode({k: _param(v) for k, v in params.items() if v is not None})
             if query:
@@ -426,10 +453,17 @@ class NodeHTTP:
                 given["transfer-encoding"] = "chunked"
         return h11.Request(method=method, target=target, headers=list(given.items()))
 
-    async def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
-                   json: Any = None, content: Body = None,
-                   headers: Mapping[str, str] | None = None,
-                   timeout: Any = DEFAULT) -> Response:
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        content: Body = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: Any = DEFAULT,
+    ) -> Response:
         """Send a request and return its response with the body not yet read (stream it, or
         ``await response.aread()``); close it with ``await response.aclose()``."""
         if timeout is DEFAULT:
@@ -439,11 +473,15 @@ class NodeHTTP:
             content = jsonlib.dumps(json, separators=(",", ":")).encode("utf-8")
             headers.setdefault("Content-Type", "application/json")
         streamed = content is not None and not isinstance(content, (bytes, bytearray))
-        head = self._head(method, path, params, headers,
-                          None if streamed else len(content or b""), streamed)
+        head = self._head(
+            method, path, params, headers, None if streamed else len(content or b""), streamed
+        )
         for attempt in (1, 2):
-            conn = await self._connection() if not streamed else \
-                await Connection.open(self.target, self.connect_timeout)
+            conn = (
+                await self._connection()
+                if not streamed
+                else await Connection.open(self.target, self.connect_timeout)
+            )
             try:
                 return await self._exchange(conn, head, content, timeout)
             except TransportError as exc:
@@ -451,8 +489,12 @@ class NodeHTTP:
                 # a kept-alive connection the node closed just as it was reused (no answer
                 # began): once more on a new one, for a request that may be sent twice; a
                 # song queued or cancelled is never sent again, nor a slow node asked twice
-                if (conn.reused and attempt == 1 and method in IDEMPOTENT
-                        and not isinstance(exc, ReadTimeout)):
+                if (
+                    conn.reused
+                    and attempt == 1
+                    and method in IDEMPOTENT
+                    and not isinstance(exc, ReadTimeout)
+                ):
                     continue
                 raise
             except BaseException:
@@ -460,8 +502,9 @@ class NodeHTTP:
                 raise
         raise AssertionError("unreachable")
 
-    async def _exchange(self, conn: Connection, head: h11.Request, content: Body,
-                        timeout: float | None) -> Response:
+    async def _exchange(
+        self, conn: Connection, head: h11.Request, content: Body, timeout: float | None
+    ) -> Response:
         """Send the request and read the answer's head. A failure to write is kept, not
         raised: the node may have answered already (a refusal before it read the body), and
         that answer says more than the broken pipe. A failure of the body's own source (a
@@ -492,10 +535,11 @@ class NodeHTTP:
                 raise write_error from None
             if isinstance(exc, ReadTimeout):
                 raise
-            if conn.wire.ended:             # no answer began: the node hung up first
-                raise TransportError("the node closed the connection without an answer"
-                                     + (f" ({_words(write_error)})" if write_error else "")
-                                     ) from None
+            if conn.wire.ended:  # no answer began: the node hung up first
+                raise TransportError(
+                    "the node closed the connection without an answer"
+                    + (f" ({_words(write_error)})" if write_error else "")
+                ) from None
             raise TransportError(_words(write_error or exc)) from None
 
     @contextlib.asynccontextmanager

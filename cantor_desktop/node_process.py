@@ -35,10 +35,10 @@ from .selfexec import self_argv
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 20.0
-STOP_TIMEOUT = 8.0          # for the node to stop after it was asked
-SIGNAL_GRACE = 5.0          # then after SIGTERM, before a kill
+STOP_TIMEOUT = 8.0  # for the node to stop after it was asked
+SIGNAL_GRACE = 5.0  # then after SIGTERM, before a kill
 STDERR_FILE = "node-stderr.log"
-STDERR_KEEP = 1024 * 1024   # a longer stderr file is set aside (.1) at the next start
+STDERR_KEEP = 1024 * 1024  # a longer stderr file is set aside (.1) at the next start
 BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 0.5, 30.0, 60.0
 
 
@@ -56,9 +56,16 @@ async def answers(url: str, timeout: float = 1.0) -> bool:
 class NodeProcess:
     """One node child: ``self_argv("node") + ["--host", h, "--port", p]``."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int | None = None, *,
-                 token: str | None = None, env: dict[str, str] | None = None,
-                 log_path: Path | None = None, supervised: bool = False):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        *,
+        token: str | None = None,
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+        supervised: bool = False,
+    ):
         if port is None:
             port = config.load_or_defaults()[0].get("node.port")
         self.host = host
@@ -77,7 +84,7 @@ class NodeProcess:
         self._stopping = False
         self._log_offset = 0
         self._started_at = 0.0
-        self.note = ""          # why this node was started (told to the user)
+        self.note = ""  # why this node was started (told to the user)
 
     @property
     def url(self) -> str:
@@ -109,8 +116,8 @@ class NodeProcess:
         except OSError:
             self._log_offset = 0
         env = self._child_env()
-        report = self.token is None       # the child makes or finds its home's token, and
-        if report:                        # tells us on stdout (no keyring in this process)
+        report = self.token is None  # the child makes or finds its home's token, and
+        if report:  # tells us on stdout (no keyring in this process)
             env[access.REPORT_ENV] = "1"
             env.pop(access.TOKEN_ENV, None)
         else:
@@ -120,9 +127,14 @@ class NodeProcess:
             env[procs.SUPERVISED_ENV] = "1"
         procs.child_environment(env)
         with open(self.log_path, "ab") as err:
-            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE if report else subprocess.DEVNULL,
-                                         stderr=err, env=env, **procs.node_kwargs())
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE if report else subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+                **procs.node_kwargs(),
+            )
         procs.tie_child(self.proc.pid)
         self._started_at = time.monotonic()
         log.info("started node pid %d on %s", self.proc.pid, self.url)
@@ -143,9 +155,10 @@ class NodeProcess:
         text = line.decode("utf-8", "replace").strip()
         if not text.startswith(access.REPORT_PREFIX.strip()):
             await self.stop()
-            raise NodeStartError(f"the node did not say its token "
-                                 f"({self._last_words() or 'no output'})")
-        self.token = text[len(access.REPORT_PREFIX.strip()):].strip()
+            raise NodeStartError(
+                f"the node did not say its token ({self._last_words() or 'no output'})"
+            )
+        self.token = text[len(access.REPORT_PREFIX.strip()) :].strip()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         from .node_http import NodeHTTP, TransportError
@@ -155,8 +168,10 @@ class NodeProcess:
             while True:
                 if self.proc is None or self.proc.poll() is not None:
                     code = None if self.proc is None else self.proc.returncode
-                    raise NodeStartError(f"the node exited (code {code}) before it answered: "
-                                         f"{self._last_words() or 'no output'}")
+                    raise NodeStartError(
+                        f"the node exited (code {code}) before it answered: "
+                        f"{self._last_words() or 'no output'}"
+                    )
                 try:
                     response = await http.request("GET", "/v1/health")
                     if response.status_code == 200:
@@ -165,8 +180,9 @@ class NodeProcess:
                     pass
                 if time.monotonic() >= deadline:
                     await self.stop()
-                    raise NodeStartError(f"the node did not answer within {timeout:g} s "
-                                         f"(see {self.log_path})")
+                    raise NodeStartError(
+                        f"the node did not answer within {timeout:g} s (see {self.log_path})"
+                    )
                 await asyncio.sleep(0.05)
 
     def _last_words(self) -> str:
@@ -296,7 +312,9 @@ def _set_aside(path: Path) -> None:
         pass
 
 
-async def ensure_node(host: str | None = None, port: int | None = None) -> tuple[str, NodeProcess | None]:
+async def ensure_node(
+    host: str | None = None, port: int | None = None
+) -> tuple[str, NodeProcess | None]:
     """A node to talk to: the configured one if it answers, else a private one started now.
 
     Returns ``(url, process)``; ``process`` is None when the node was already running (not
@@ -316,8 +334,11 @@ async def ensure_node(host: str | None = None, port: int | None = None) -> tuple
     found = await which_node(url)
     if found == OURS:
         return url, None
-    note = (f"the node at {url} serves another Cantor home; this call uses a private node"
-            if found == OTHER_HOME else "")
+    note = (
+        f"the node at {url} serves another Cantor home; this call uses a private node"
+        if found == OTHER_HOME
+        else ""
+    )
     if found == OTHER_HOME or _port_taken(connect_host(host).strip("[]"), port):
         port = free_port()
     try:

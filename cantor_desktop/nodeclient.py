@@ -31,8 +31,14 @@ DEFAULT_TIMEOUT = 30.0
 class NodeError(CantorError):
     """The node refused or failed a request, or could not be reached (status 0)."""
 
-    def __init__(self, message: str, status: int = 0, field: str | None = None,
-                 type_: str | None = None, body: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        message: str,
+        status: int = 0,
+        field: str | None = None,
+        type_: str | None = None,
+        body: dict[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.status = status
@@ -118,8 +124,13 @@ def _error_from(response: Response) -> NodeError:
     except ValueError:
         body, err = {}, {}
     message = err.get("message") or response.text.strip() or response.reason_phrase
-    return NodeError(message, response.status_code, err.get("field"), err.get("type"),
-                     err if isinstance(err, dict) else {})
+    return NodeError(
+        message,
+        response.status_code,
+        err.get("field"),
+        err.get("type"),
+        err if isinstance(err, dict) else {},
+    )
 
 
 async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
@@ -159,13 +170,19 @@ class NodeClient:
     ``token``: the node's token. Left out for a node on this machine (a loopback address),
     the client finds this home's token itself; a node elsewhere needs it given."""
 
-    def __init__(self, base_url: str | None = None, token: str | None = None, *,
-                 timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ):
         self.base_url = (base_url or local_url()).rstrip("/")
         discover = token is None and config.is_loopback_host(urlsplit(self.base_url).hostname or "")
         self._auth = NodeAuth(token, discover)
-        self._http = NodeHTTP(self.base_url, timeout=timeout, connect_timeout=5.0,
-                              user_agent=f"cantor/{__version__}")
+        self._http = NodeHTTP(
+            self.base_url, timeout=timeout, connect_timeout=5.0, user_agent=f"cantor/{__version__}"
+        )
 
     @property
     def token(self) -> str | None:
@@ -186,8 +203,9 @@ class NodeClient:
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _send(self, method: str, path: str, *, headers: dict[str, str] | None = None,
-                    **kw: Any) -> Response:
+    async def _send(
+        self, method: str, path: str, *, headers: dict[str, str] | None = None, **kw: Any
+    ) -> Response:
         """Send with the token, and once more with this home's newer token after a 401 (when
         the body can be sent again); the response's body is not read yet."""
         replayable = not hasattr(kw.get("content"), "__aiter__")
@@ -236,11 +254,13 @@ class NodeClient:
         try:
             return response.json()
         except ValueError:
-            raise NodeError(f"the node answered {path} with something that is not JSON",
-                            response.status_code) from None
+            raise NodeError(
+                f"the node answered {path} with something that is not JSON", response.status_code
+            ) from None
 
-    async def _stream(self, method: str, path: str, *, final: tuple[str, ...] = (),
-                      **kw: Any) -> AsyncIterator[tuple[str, Any]]:
+    async def _stream(
+        self, method: str, path: str, *, final: tuple[str, ...] = (), **kw: Any
+    ) -> AsyncIterator[tuple[str, Any]]:
         """One SSE response as ``(event, data)`` pairs.
 
         The response is opened and closed by the task iterating the stream: a final event
@@ -267,7 +287,7 @@ class NodeClient:
         except TransportError as exc:
             raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         if last is not None:
-            yield last           # the response is already closed: nothing left to leak
+            yield last  # the response is already closed: nothing left to leak
 
     # -- node ----------------------------------------------------------------------------
 
@@ -294,14 +314,15 @@ class NodeClient:
     async def pull(self, name: str) -> AsyncIterator[PullEvent]:
         """A model download's progress as :class:`PullEvent`; ends with ``done`` or
         ``failed`` (the node's own failure, e.g. the hub refused)."""
-        stream = self._stream("POST", "/v1/models/pull", json={"name": name},
-                              final=("done", "error"))
+        stream = self._stream(
+            "POST", "/v1/models/pull", json={"name": name}, final=("done", "error")
+        )
         async with contextlib.aclosing(stream) as events:
             async for event, data in events:
                 try:
                     yield PullEvent.from_sse(event, data, model=name)
                 except ValueError:
-                    continue            # a step a newer node knows and this client does not
+                    continue  # a step a newer node knows and this client does not
 
     async def delete_model(self, name: str) -> dict[str, Any]:
         return await self._json("DELETE", f"/v1/models/{name}")
@@ -313,21 +334,33 @@ class NodeClient:
 
     async def import_model(self, path: str | os.PathLike) -> dict[str, Any]:
         """Adopt a .gguf file on the node's own machine (a node of this machine only)."""
-        return (await self._json("POST", "/v1/models/import",
-                                 json={"path": os.fspath(path)}))["imported"]
+        return (await self._json("POST", "/v1/models/import", json={"path": os.fspath(path)}))[
+            "imported"
+        ]
 
-    async def upload_model(self, path: str | os.PathLike, *, name: str | None = None,
-                           on_progress: Callable[[int, int], None] | None = None,
-                           chunk: int = 1 << 20) -> dict[str, Any]:
+    async def upload_model(
+        self,
+        path: str | os.PathLike,
+        *,
+        name: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        chunk: int = 1 << 20,
+    ) -> dict[str, Any]:
         """Send a .gguf file to the node, which keeps it in its library folder (for a node
         on another machine). ``on_progress(sent, total)`` after each chunk."""
         path = Path(path)
-        return (await self._send_file("/v1/models/upload", path, name or path.name,
-                                      on_progress, chunk))["imported"]
+        return (
+            await self._send_file("/v1/models/upload", path, name or path.name, on_progress, chunk)
+        )["imported"]
 
-    async def _send_file(self, endpoint: str, path: Path, name: str,
-                         on_progress: Callable[[int, int], None] | None,
-                         chunk: int = 1 << 20) -> Any:
+    async def _send_file(
+        self,
+        endpoint: str,
+        path: Path,
+        name: str,
+        on_progress: Callable[[int, int], None] | None,
+        chunk: int = 1 << 20,
+    ) -> Any:
         """POST a file's bytes (``application/octet-stream``, ``?name=``), read in a worker
         thread as it goes; the node's JSON answer."""
         total = path.stat().st_size
@@ -347,9 +380,13 @@ class NodeClient:
         # closed here, even when the node answers before reading it all (a refusal)
         async with contextlib.aclosing(body()) as content:
             return await self._json(
-                "POST", endpoint, params={"name": name}, content=content, timeout=None,
-                headers={"Content-Type": "application/octet-stream",
-                         "Content-Length": str(total)})
+                "POST",
+                endpoint,
+                params={"name": name},
+                content=content,
+                timeout=None,
+                headers={"Content-Type": "application/octet-stream", "Content-Length": str(total)},
+            )
 
     # -- adapters ------------------------------------------------------------------------
 
@@ -357,8 +394,7 @@ class NodeClient:
         """The node's LoRA adapters: ``{"adapters": [...], "folder"}``."""
         return await self._json("GET", "/v1/adapters")
 
-    async def add_adapter(self, path: str | os.PathLike,
-                          name: str | None = None) -> dict[str, Any]:
+    async def add_adapter(self, path: str | os.PathLike, name: str | None = None) -> dict[str, Any]:
         """Copy a .safetensors adapter or a PEFT folder on the node's own machine into its
         adapters (a node of this machine only); the adapter as the node keeps it."""
         body: dict[str, Any] = {"path": os.fspath(path)}
@@ -366,19 +402,26 @@ class NodeClient:
             body["name"] = name
         return (await self._json("POST", "/v1/adapters", json=body, timeout=None))["added"]
 
-    async def upload_adapter(self, path: str | os.PathLike, *, name: str | None = None,
-                             on_progress: Callable[[int, int], None] | None = None
-                             ) -> dict[str, Any]:
+    async def upload_adapter(
+        self,
+        path: str | os.PathLike,
+        *,
+        name: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
         """Send a .safetensors adapter to a node on another machine (``name``: default the
         file's name, without .safetensors and made acceptable)."""
         from .models.adapters import name_from
+
         path = Path(path)
-        return (await self._send_file("/v1/adapters/upload", path,
-                                      name or name_from(path), on_progress))["added"]
+        return (
+            await self._send_file("/v1/adapters/upload", path, name or name_from(path), on_progress)
+        )["added"]
 
     async def remove_adapter(self, name: str) -> dict[str, Any]:
         """Delete an adapter on the node; NodeError 409 while a song uses it."""
         from urllib.parse import quote
+
         return await self._json("DELETE", f"/v1/adapters/{quote(name, safe='')}")
 
     async def hf_token(self) -> dict[str, Any]:
@@ -412,16 +455,16 @@ class NodeClient:
 
     def events(self, song_id: str) -> AsyncIterator[tuple[str, Any]]:
         """The song's events, its current state first; ends after done/failed/cancelled."""
-        return self._stream("GET", f"/v1/songs/{check_song_id(song_id)}/events",
-                            final=FINAL_EVENTS)
+        return self._stream("GET", f"/v1/songs/{check_song_id(song_id)}/events", final=FINAL_EVENTS)
 
     async def audio(self, song_id: str, dest: Path | str, take: int = 1) -> Path:
         """Download a take to ``dest`` (a file, or a folder to keep the node's file name)."""
         check_song_id(song_id)
         dest = Path(dest)
         try:
-            async with self._opened("GET", f"/v1/songs/{song_id}/audio",
-                                    params={"take": take}, timeout=None) as response:
+            async with self._opened(
+                "GET", f"/v1/songs/{song_id}/audio", params={"take": take}, timeout=None
+            ) as response:
                 if dest.is_dir():
                     dest = dest / (_filename(response) or song_id)
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -434,22 +477,27 @@ class NodeClient:
             raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
         return dest
 
-    async def upload(self, path: Path | str, name: str | None = None, *,
-                     on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    async def upload(
+        self,
+        path: Path | str,
+        name: str | None = None,
+        *,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
         """Send an audio file to the node (to edit or to learn from); its upload record."""
         path = Path(path)
         return await self._send_file("/v1/uploads", path, name or path.name, on_progress)
 
-    async def lm(self, *, mode: str, caption: str, lyrics: str = "",
-                 model: str | None = None) -> dict[str, Any]:
+    async def lm(
+        self, *, mode: str, caption: str, lyrics: str = "", model: str | None = None
+    ) -> dict[str, Any]:
         """The language model's help: ``inspire`` or ``format`` (see the node's /v1/lm)."""
         body = {"mode": mode, "caption": caption, "lyrics": lyrics}
         if model:
             body["model"] = model
         return await self._json("POST", "/v1/lm", json=body, timeout=None)
 
-    async def understand(self, source: dict[str, Any],
-                         model: str | None = None) -> dict[str, Any]:
+    async def understand(self, source: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Caption, lyrics, BPM, key, time signature, duration and language of a take
         (``{"song": id, "take": n}``) or an upload (``{"upload": id}``)."""
         body: dict[str, Any] = {"source": source}
@@ -462,8 +510,9 @@ class NodeClient:
         :class:`cantor_desktop.song.SongEvent`."""
         return self._stream("GET", "/v1/events")
 
-    async def change_song(self, song_id: str, *, title: str | None = None,
-                          favourite: bool | None = None) -> dict[str, Any]:
+    async def change_song(
+        self, song_id: str, *, title: str | None = None, favourite: bool | None = None
+    ) -> dict[str, Any]:
         """Rename a song ("" gives it back its caption) or mark it; the song as it is now."""
         body: dict[str, Any] = {}
         if title is not None:
@@ -487,8 +536,7 @@ class NodeClient:
 
     async def generate(self, **fields: Any) -> tuple[bytes, str]:
         """Lemonade-style one-shot: audio bytes and their content type."""
-        response = await self._request("POST", "/v1/audio/generations", json=fields,
-                                       timeout=None)
+        response = await self._request("POST", "/v1/audio/generations", json=fields, timeout=None)
         return response.content, response.headers.get("content-type", "")
 
     # -- config --------------------------------------------------------------------------
@@ -506,14 +554,18 @@ class NodeClient:
 
     def use_backend(self, backend: str, family: str = "acestep") -> AsyncIterator[tuple[str, Any]]:
         """Fetch, trial-load and pin ``backend`` ("auto" unpins); ends with done or error."""
-        return self._stream("POST", "/v1/backends/use",
-                            json={"family": family, "backend": backend},
-                            final=("done", "error"))
+        return self._stream(
+            "POST",
+            "/v1/backends/use",
+            json={"family": family, "backend": backend},
+            final=("done", "error"),
+        )
 
     def install_backend(self, family: str = "acestep") -> AsyncIterator[tuple[str, Any]]:
         """Install the best backend that works on the node's machine (like --install)."""
-        return self._stream("POST", "/v1/backends/install", json={"family": family},
-                            final=("done", "error"))
+        return self._stream(
+            "POST", "/v1/backends/install", json={"family": family}, final=("done", "error")
+        )
 
     def update_backends(self) -> AsyncIterator[tuple[str, Any]]:
         return self._stream("POST", "/v1/backends/update", final=("done", "error"))
@@ -533,9 +585,10 @@ def _loop_closes_async_generators() -> None:
     loop = asyncio.get_running_loop()
     hooks = sys.get_asyncgen_hooks()
     owner = getattr(hooks.finalizer, "__self__", None)
-    if hooks.finalizer is not None and not (isinstance(owner, asyncio.AbstractEventLoop)
-                                            and owner is not loop and owner.is_closed()):
-        return      # the loop's own hooks, or someone else's: leave them
+    if hooks.finalizer is not None and not (
+        isinstance(owner, asyncio.AbstractEventLoop) and owner is not loop and owner.is_closed()
+    ):
+        return  # the loop's own hooks, or someone else's: leave them
     firstiter = getattr(loop, "_asyncgen_firstiter_hook", None)
     finalizer = getattr(loop, "_asyncgen_finalizer_hook", None)
     if firstiter is not None and finalizer is not None:
@@ -548,6 +601,7 @@ def _filename(response: Response) -> str:
         key, _, value = part.strip().partition("=")
         if key == "filename*" and value.lower().startswith("utf-8''"):
             from urllib.parse import unquote
+
             return safe_file_name(unquote(value[7:]))
         if key == "filename":
             return safe_file_name(value.strip('"'))

@@ -28,12 +28,12 @@ def import_asyncio_without_ssl() -> bool:
     """Import asyncio without ssl (True), unless either is imported already (False)."""
     if "asyncio" in sys.modules or "ssl" in sys.modules:
         return False
-    sys.modules["ssl"] = None          # `import ssl` raises ImportError while this is here
+    sys.modules["ssl"] = None  # `import ssl` raises ImportError while this is here
     try:
         import asyncio  # noqa: F401 - imported for its side effect
     finally:
         if sys.modules.get("ssl", False) is None:
-            del sys.modules["ssl"]     # any later `import ssl` loads the real module
+            del sys.modules["ssl"]  # any later `import ssl` loads the real module
     return True
 
 
@@ -46,8 +46,10 @@ def ssl_for_asyncio():
         if not name.startswith("asyncio.") or getattr(module, "ssl", ssl) is not None:
             continue
         if name not in ASYNCIO_SSL_USERS:
-            raise RuntimeError(f"{name} was imported without ssl and Cantor does not know "
-                               "how to give it back: TLS would not work")
+            raise RuntimeError(
+                f"{name} was imported without ssl and Cantor does not know "
+                "how to give it back: TLS would not work"
+            )
         module.ssl = ssl
         if name == "asyncio.sslproto" and not hasattr(module, "SSLAgainErrors"):
             module.SSLAgainErrors = (ssl.SSLWantReadError, ssl.SSLSyscallError)

@@ -151,8 +151,15 @@ class Paths:
 
     def ensure(self) -> "Paths":
         """Create every folder (not the songs folder, which node.toml may move)."""
-        for d in (self.config_dir, self.data_dir, self.state_dir, self.logs_dir,
-                  self.engines_dir, self.models_dir, self.cache_dir):
+        for d in (
+            self.config_dir,
+            self.data_dir,
+            self.state_dir,
+            self.logs_dir,
+            self.engines_dir,
+            self.models_dir,
+            self.cache_dir,
+        ):
             d.mkdir(parents=True, exist_ok=True)
         return self
 

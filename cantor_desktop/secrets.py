@@ -76,12 +76,14 @@ def set_secret(name: str, value: str) -> None:
 
 def delete_secret(name: str) -> bool:
     """Remove a secret; True when one was removed, False when there was none."""
+
     def _delete(backend):
         try:
             backend.delete_password(SERVICE, name)
             return True
         except keyring.errors.PasswordDeleteError:
             return False
+
     return bool(_call(name, "delete", _delete))
 
 

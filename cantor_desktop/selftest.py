@@ -38,22 +38,40 @@ from pathlib import Path
 from .net import free_port
 
 SONGS = (
-    ("instrumental", {
-        "caption": "bright synth-pop groove, punchy drums, warm bass",
-        "lyrics": "[Instrumental]", "duration": 10, "bpm": 120, "key": "A minor",
-        "time_signature": 4, "seed": 7, "model": "sketch", "format": "wav16",
-    }),
-    ("lyrics", {
-        "caption": "gentle folk song, acoustic guitar, soft voice",
-        "lyrics": "[verse]\nMorning light on the river\nCarry me home again\n"
-                  "[chorus]\nSing it slow, sing it low\nCarry me home again",
-        "duration": 12, "bpm": 96, "key": "G major", "time_signature": 3, "seed": 11,
-        "language": "en", "model": "sketch", "format": "wav16",
-    }),
+    (
+        "instrumental",
+        {
+            "caption": "bright synth-pop groove, punchy drums, warm bass",
+            "lyrics": "[Instrumental]",
+            "duration": 10,
+            "bpm": 120,
+            "key": "A minor",
+            "time_signature": 4,
+            "seed": 7,
+            "model": "sketch",
+            "format": "wav16",
+        },
+    ),
+    (
+        "lyrics",
+        {
+            "caption": "gentle folk song, acoustic guitar, soft voice",
+            "lyrics": "[verse]\nMorning light on the river\nCarry me home again\n"
+            "[chorus]\nSing it slow, sing it low\nCarry me home again",
+            "duration": 12,
+            "bpm": 96,
+            "key": "G major",
+            "time_signature": 3,
+            "seed": 11,
+            "language": "en",
+            "model": "sketch",
+            "format": "wav16",
+        },
+    ),
 )
-DURATION_TOLERANCE = 0.5      # seconds
-MIN_RMS = 1e-3                # full scale = 1.0; the sketch engine plays at ~0.1..0.3
-EXPORT_SECONDS = 4.0          # of the instrumental song (LAME at 320 kbps is the slow part)
+DURATION_TOLERANCE = 0.5  # seconds
+MIN_RMS = 1e-3  # full scale = 1.0; the sketch engine plays at ~0.1..0.3
+EXPORT_SECONDS = 4.0  # of the instrumental song (LAME at 320 kbps is the slow part)
 EXPORT_TARGET, EXPORT_CEILING = -14.0, -1.0
 
 
@@ -84,7 +102,9 @@ def processes_with_home(home: Path | str) -> list[int]:
     pids = []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            if int(entry.name) != os.getpid() and needle in (entry / "environ").read_bytes().split(b"\0"):
+            if int(entry.name) != os.getpid() and needle in (entry / "environ").read_bytes().split(
+                b"\0"
+            ):
                 pids.append(int(entry.name))
         except (OSError, ValueError):
             continue
@@ -108,6 +128,7 @@ def end_leftovers(home: Path | str, grace: float = 5.0) -> list[int]:
 
 # --- songs ------------------------------------------------------------------------------------
 
+
 async def start_node(report: Report):
     """Start a node child with the app's launcher on a free port (written to node.toml, so
     the app's window finds this node later and starts none)."""
@@ -122,10 +143,13 @@ async def start_node(report: Report):
         await node.start(timeout=60)
     except Exception as exc:
         await node.stop()
-        raise SelfTestError(f"the node did not start: {exc}\nnode log (last lines):\n"
-                            f"{_tail(node.log_path)}") from None
-    report.ok("node started", f"{' '.join(node.argv()[:-4])} → {node.url}, "
-              f"{time.perf_counter() - t:.1f} s")
+        raise SelfTestError(
+            f"the node did not start: {exc}\nnode log (last lines):\n{_tail(node.log_path)}"
+        ) from None
+    report.ok(
+        "node started",
+        f"{' '.join(node.argv()[:-4])} → {node.url}, {time.perf_counter() - t:.1f} s",
+    )
     return node
 
 
@@ -139,12 +163,14 @@ async def render_songs(report: Report, node, out: Path, timeout: float) -> None:
             report.ok("node answers", f"version {health.get('version')}")
             for name, request in SONGS:
                 t = time.perf_counter()
-                song = await asyncio.wait_for(_render(client, request, out / f"{name}.wav"),
-                                              timeout)
+                song = await asyncio.wait_for(
+                    _render(client, request, out / f"{name}.wav"), timeout
+                )
                 detail = check_audio(out / f"{name}.wav", request["duration"])
                 engine = (song.get("engine") or {}).get("backend", "?")
-                report.ok(f"{name} song", f"{detail}, engine {engine}, "
-                          f"{time.perf_counter() - t:.1f} s")
+                report.ok(
+                    f"{name} song", f"{detail}, engine {engine}, {time.perf_counter() - t:.1f} s"
+                )
     except (SelfTestError, asyncio.TimeoutError) as exc:
         why = str(exc) or f"a song took longer than {timeout:.0f} s"
         raise SelfTestError(f"{why}\nnode log (last lines):\n{_tail(node.log_path)}") from None
@@ -158,8 +184,10 @@ async def _render(client, request: dict, dest: Path) -> dict:
         last = (event, data)
     song = await client.song(song_id)
     if song.get("state") != "done":
-        raise SelfTestError(f"song {song_id} ended {song.get('state')} "
-                            f"(last event {last[0]!r}): {song.get('error')}")
+        raise SelfTestError(
+            f"song {song_id} ended {song.get('state')} "
+            f"(last event {last[0]!r}): {song.get('error')}"
+        )
     await client.audio(song_id, dest)
     return song
 
@@ -199,6 +227,7 @@ def check_audio(path: Path, duration: float) -> str:
 
 # --- the export ---------------------------------------------------------------------------------
 
+
 def check_export(song: Path, out: Path, request: dict) -> str:
     """Export the first EXPORT_SECONDS of ``song`` to MP3, 44.1 kHz, EXPORT_TARGET LUFS with
     an EXPORT_CEILING dBTP ceiling, through ``export.export_file``; decode it and check it."""
@@ -209,15 +238,22 @@ def check_export(song: Path, out: Path, request: dict) -> str:
 
     t = time.perf_counter()
     try:
-        audio, rate = sf.read(str(song), dtype="float32", always_2d=True,
-                              frames=int(EXPORT_SECONDS * 48000))
+        audio, rate = sf.read(
+            str(song), dtype="float32", always_2d=True, frames=int(EXPORT_SECONDS * 48000)
+        )
         excerpt = out / "export-source.wav"
         sf.write(str(excerpt), audio, rate, subtype="PCM_24")
-        meta = export.SongMeta(title="self-test", caption=request["caption"],
-                               bpm=request["bpm"], key=request["key"], seed=request["seed"],
-                               model=request["model"])
-        options = export.ExportOptions(format="mp3", rate=44100, loudness=EXPORT_TARGET,
-                                       peak=EXPORT_CEILING)
+        meta = export.SongMeta(
+            title="self-test",
+            caption=request["caption"],
+            bpm=request["bpm"],
+            key=request["key"],
+            seed=request["seed"],
+            model=request["model"],
+        )
+        options = export.ExportOptions(
+            format="mp3", rate=44100, loudness=EXPORT_TARGET, peak=EXPORT_CEILING
+        )
         result = export.export_file(excerpt, out / "export", options, meta=meta)
         decoded, got_rate = sf.read(str(result.path), dtype="float32", always_2d=True)
     except Exception as exc:
@@ -242,24 +278,30 @@ def check_export(song: Path, out: Path, request: dict) -> str:
         problems.append(f"TBPM tag {bpm!r}")
     if problems:
         raise SelfTestError(f"the exported {result.path.name}: {'; '.join(problems)}")
-    return (f"{result.path.name}, {seconds:.2f} s, {got_rate} Hz, {loudness:.1f} LUFS, "
-            f"{peak:.1f} dBTP, TBPM {bpm}, {time.perf_counter() - t:.1f} s")
+    return (
+        f"{result.path.name}, {seconds:.2f} s, {got_rate} Hz, {loudness:.1f} LUFS, "
+        f"{peak:.1f} dBTP, TBPM {bpm}, {time.perf_counter() - t:.1f} s"
+    )
 
 
 def check_no_scipy() -> str:
     """No scipy (nor pyloudnorm, which needs it) was loaded in this process."""
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "pyloudnorm"))
     if loaded:
-        raise SelfTestError(f"scipy is loaded ({', '.join(loaded[:5])}…): the export's "
-                            f"loudness must need numpy alone")
+        raise SelfTestError(
+            f"scipy is loaded ({', '.join(loaded[:5])}…): the export's "
+            f"loudness must need numpy alone"
+        )
     return f"{len(sys.modules)} modules loaded, none of scipy"
 
 
 # --- Qt parts the app loads late: playback, keyring ---------------------------------------------
 
+
 def _qapp():
     os.environ.setdefault("QT_API", "pyside6")
     from PySide6.QtWidgets import QApplication
+
     return QApplication.instance() or QApplication([sys.argv[0]])
 
 
@@ -274,13 +316,15 @@ def check_playback(path: Path, duration: float, timeout: float = 20.0) -> str:
     from cantor_desktop.ui.player import decode, device_format, output_device
 
     import soundfile as sf
+
     info = sf.info(str(path))
     device = output_device()
     fmt = device_format(device, info.samplerate, info.channels)
     pcm = decode(str(path), fmt.sampleRate(), fmt.channelCount())
     if abs(pcm.duration_ms / 1000 - duration) > DURATION_TOLERANCE:
-        raise SelfTestError(f"the player decoded {path.name} to {pcm.duration_ms / 1000:.2f} s, "
-                            f"asked {duration} s")
+        raise SelfTestError(
+            f"the player decoded {path.name} to {pcm.duration_ms / 1000:.2f} s, asked {duration} s"
+        )
     sink = QAudioSink(device, fmt) if device is not None else QAudioSink(fmt)
     where = "no output device here"
     if device is not None:
@@ -296,8 +340,9 @@ def check_playback(path: Path, duration: float, timeout: float = 20.0) -> str:
         played = sink.processedUSecs()
         sink.stop()
         if played == 0:
-            raise SelfTestError(f"the audio sink played nothing of {path.name} "
-                                f"({sink.error().name})")
+            raise SelfTestError(
+                f"the audio sink played nothing of {path.name} ({sink.error().name})"
+            )
         where = f"played on {device.description()}"
     sink.deleteLater()
     return f"{pcm.duration_ms / 1000:.2f} s decoded, {pcm.rate} Hz x{pcm.channels}, {where}"
@@ -308,7 +353,8 @@ def check_keyring() -> str:
     import importlib
 
     module = {"win32": "keyring.backends.Windows", "darwin": "keyring.backends.macOS"}.get(
-        sys.platform, "keyring.backends.SecretService")
+        sys.platform, "keyring.backends.SecretService"
+    )
     try:
         importlib.import_module(module)
         if module.endswith("SecretService"):
@@ -320,8 +366,13 @@ def check_keyring() -> str:
 
 # --- the window -------------------------------------------------------------------------------
 
-def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
-                          t0: float | None = None, settle: float = 0.3) -> float:
+
+def open_main_window_once(
+    argv: list[str] | None = None,
+    timeout: float = 60.0,
+    t0: float | None = None,
+    settle: float = 0.3,
+) -> float:
     """Start the app the way a double-click does; close its window after the first paint.
 
     Returns the seconds from ``t0`` (default: now) to the main window's first Paint event;
@@ -364,8 +415,7 @@ def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
 
     class FirstPaint(QObject):
         def eventFilter(self, obj, event):  # noqa: N802 (Qt's name)
-            if (not painted and event.type() == QEvent.Paint
-                    and isinstance(obj, QMainWindow)):
+            if not painted and event.type() == QEvent.Paint and isinstance(obj, QMainWindow):
                 painted.append(time.perf_counter() - t0)
                 QTimer.singleShot(0, close_when_whole)
             return False
@@ -374,6 +424,7 @@ def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
     app.installEventFilter(watcher)
     QTimer.singleShot(int(timeout * 1000), close_all)
     from .ui.main import main as app_main
+
     try:
         app_main([sys.argv[0], *(argv or [])])
     except RuntimeError as exc:
@@ -393,6 +444,7 @@ def open_main_window_once(argv: list[str] | None = None, timeout: float = 60.0,
 
 # --- the whole run ------------------------------------------------------------------------------
 
+
 def run(keep: bool = False, timeout: float = 180.0) -> int:
     report = Report()
     home = Path(tempfile.mkdtemp(prefix="cantor-selftest-"))
@@ -402,8 +454,7 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
     os.environ.pop("CANTOR_NODE_TOKEN", None)
     frozen = bool(getattr(sys, "frozen", False))
-    print(f"cantor self-test ({'frozen' if frozen else 'unfrozen'}: {sys.executable})",
-          flush=True)
+    print(f"cantor self-test ({'frozen' if frozen else 'unfrozen'}: {sys.executable})", flush=True)
     failed = False
     node = None
     try:
@@ -414,10 +465,14 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
         out.mkdir()
         node = asyncio.run(start_node(report))
         asyncio.run(render_songs(report, node, out, timeout))
-        report.ok("export (MP3, soxr, BS.1770, mutagen)",
-                  check_export(out / "instrumental.wav", out, SONGS[0][1]))
-        report.ok("playback (soundfile + QAudioSink)",
-                  check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]))
+        report.ok(
+            "export (MP3, soxr, BS.1770, mutagen)",
+            check_export(out / "instrumental.wav", out, SONGS[0][1]),
+        )
+        report.ok(
+            "playback (soundfile + QAudioSink)",
+            check_playback(out / "instrumental.wav", SONGS[0][1]["duration"]),
+        )
         report.ok("keyring backend", check_keyring())
         seconds = open_main_window_once()
         report.ok("main window painted offscreen", f"{seconds:.2f} s")
@@ -428,6 +483,7 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
     except Exception as exc:  # an import error in a frozen build must say what is missing
         failed = True
         import traceback
+
         report.fail("self-test", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     finally:
         if node is not None:
@@ -436,8 +492,10 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
         left = end_leftovers(home)
         if left:
             failed = True
-            report.fail("clean stop", f"processes of this run still ran after the node "
-                                      f"stopped (pids {left}; killed)")
+            report.fail(
+                "clean stop",
+                f"processes of this run still ran after the node stopped (pids {left}; killed)",
+            )
         if keep or failed:
             print(f"self-test files kept in {home}", flush=True)
         else:
@@ -449,12 +507,17 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cantor-desktop --self-test",
-                                     description="Render two songs end to end and check them.")
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the temporary CANTOR_HOME (it is kept on failure anyway)")
-    parser.add_argument("--timeout", type=float, default=180.0,
-                        help="seconds each song may take (default 180)")
+    parser = argparse.ArgumentParser(
+        prog="cantor-desktop --self-test", description="Render two songs end to end and check them."
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temporary CANTOR_HOME (it is kept on failure anyway)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds each song may take (default 180)"
+    )
     args = parser.parse_args(argv)
     return run(keep=args.keep, timeout=args.timeout)
 

@@ -37,9 +37,9 @@ FINISHED = frozenset({SongState.DONE, SongState.FAILED, SongState.CANCELLED})
 
 
 class Stage(StrEnum):
-    LM = "lm"            # the language model writes the arrangement (songs with lyrics)
-    SYNTH = "synth"      # the DiT renders the audio
-    SAVING = "saving"    # the node encodes and writes the files
+    LM = "lm"  # the language model writes the arrangement (songs with lyrics)
+    SYNTH = "synth"  # the DiT renders the audio
+    SAVING = "saving"  # the node encodes and writes the files
 
 
 NODE_STOPPED = "node stopped"
@@ -59,13 +59,13 @@ def safe_file_name(name: str, fallback: str = "") -> str:
     our folders: the last part only; nothing that could name a parent, a drive or a device
     (``..``, ``C:x``, NUL), else ``fallback``."""
     last = (name or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
-    if last in ("", ".", "..") or any(ch in last for ch in ':\x00') or last.endswith("."):
+    if last in ("", ".", "..") or any(ch in last for ch in ":\x00") or last.endswith("."):
         return fallback
     return last
 
 
 def _number(value: Any, kind: type) -> Any:
-    cls = type(value)              # JSON's own types first: 10,000 songs read at once
+    cls = type(value)  # JSON's own types first: 10,000 songs read at once
     if cls is kind:
         return value
     if cls is bool or not isinstance(value, (int, float)):
@@ -77,8 +77,8 @@ def _number(value: Any, kind: type) -> Any:
 class Take:
     """One rendered variation of a song: its files on the node's machine and its facts."""
 
-    n: int                                   # 1-based
-    audio: str                               # path on the node's machine
+    n: int  # 1-based
+    audio: str  # path on the node's machine
     sidecar: str = ""
     format: str = ""
     seed: int | None = None
@@ -124,7 +124,9 @@ class Take:
             key=data.get("key") if isinstance(data.get("key"), str) else None,
             time_signature=_number(data.get("time_signature"), int),
             facts_from={str(k): str(v) for k, v in (data.get("facts_from") or {}).items()}
-            if isinstance(data.get("facts_from"), Mapping) else {})
+            if isinstance(data.get("facts_from"), Mapping)
+            else {},
+        )
 
 
 @dataclass
@@ -135,19 +137,19 @@ class Song:
     request: dict[str, Any]
     state: SongState = SongState.QUEUED
     stage: Stage | None = None
-    progress: float = 0.0                   # 0..1, never goes back while running
-    eta: float | None = None                # seconds left, when known
-    error: str | None = None                # a failed song's reason, in the engine's words
+    progress: float = 0.0  # 0..1, never goes back while running
+    eta: float | None = None  # seconds left, when known
+    error: str | None = None  # a failed song's reason, in the engine's words
     takes: list[Take] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     started: float | None = None
-    finished: float | None = None           # when it ended (a timestamp)
-    engine: dict[str, Any] | None = None    # backend, version, model files that made it
+    finished: float | None = None  # when it ended (a timestamp)
+    engine: dict[str, Any] | None = None  # backend, version, model files that made it
     attempts: int = 0
-    position: int | None = None             # place in the queue while queued (0 = next)
-    title: str = ""                          # the musician's name for it ("" = the caption)
+    position: int | None = None  # place in the queue while queued (0 = next)
+    title: str = ""  # the musician's name for it ("" = the caption)
     favourite: bool = False
-    seq: int = 0                            # submission order (the node's; not sent)
+    seq: int = 0  # submission order (the node's; not sent)
 
     PRIVATE = ("seq",)
 
@@ -204,7 +206,8 @@ class Song:
         return cls(
             id=check_song_id(data.get("id")),
             request=dict(request) if isinstance(request, Mapping) else {},
-            state=state, stage=stage,
+            state=state,
+            stage=stage,
             progress=float(_number(data.get("progress"), float) or 0.0),
             eta=_number(data.get("eta"), float),
             error=data.get("error") if isinstance(data.get("error"), str) else None,
@@ -217,7 +220,8 @@ class Song:
             position=_number(data.get("position"), int),
             title=str(data.get("title") or ""),
             favourite=bool(data.get("favourite")),
-            seq=int(_number(data.get("seq"), int) or 0))
+            seq=int(_number(data.get("seq"), int) or 0),
+        )
 
     # -- change ----------------------------------------------------------------------------
     def apply(self, event: "SongEvent") -> None:
@@ -247,8 +251,17 @@ class Song:
             self.state, self.eta = SongState.CANCELLED, None
 
 
-EVENT_KINDS = ("queued", "stage", "progress", "done", "failed", "cancelled",
-               "added", "changed", "removed")
+EVENT_KINDS = (
+    "queued",
+    "stage",
+    "progress",
+    "done",
+    "failed",
+    "cancelled",
+    "added",
+    "changed",
+    "removed",
+)
 FINAL_EVENTS = ("done", "failed", "cancelled")
 
 
@@ -299,10 +312,13 @@ class SongEvent:
         song = Song.from_json(raw_song) if isinstance(raw_song, Mapping) else None
         sid = data.get("id") or (song.id if song else None) or song_id
         stage = data.get("stage")
-        return cls(kind=kind, song_id=check_song_id(sid),
-                   stage=Stage(stage) if stage else None,
-                   progress=_number(data.get("progress"), float),
-                   eta=_number(data.get("eta"), float),
-                   position=_number(data.get("position"), int),
-                   error=data.get("error") if isinstance(data.get("error"), str) else None,
-                   song=song)
+        return cls(
+            kind=kind,
+            song_id=check_song_id(sid),
+            stage=Stage(stage) if stage else None,
+            progress=_number(data.get("progress"), float),
+            eta=_number(data.get("eta"), float),
+            position=_number(data.get("position"), int),
+            error=data.get("error") if isinstance(data.get("error"), str) else None,
+            song=song,
+        )

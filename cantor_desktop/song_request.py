@@ -23,34 +23,144 @@ SEED_MAX = 2**32 - 1
 CAPTION_MAX = 2000
 LYRICS_MAX = 20000
 
-NOTES = ("C", "C#", "Db", "D", "D#", "Eb", "E", "F", "F#", "Gb", "G", "G#", "Ab", "A", "A#",
-         "Bb", "B")
+NOTES = (
+    "C",
+    "C#",
+    "Db",
+    "D",
+    "D#",
+    "Eb",
+    "E",
+    "F",
+    "F#",
+    "Gb",
+    "G",
+    "G#",
+    "Ab",
+    "A",
+    "A#",
+    "Bb",
+    "B",
+)
 MODES = ("major", "minor")
 _KEY_RE = re.compile(r"^\s*([A-Ga-g])\s*([#♯b♭]?)\s+(major|minor|maj|min)\s*$", re.IGNORECASE)
 
 # ~50 vocal languages ACE-Step knows, plus "unknown" (the model decides)
-LANGUAGES = ("unknown", "en", "zh", "ja", "ko", "es", "fr", "de", "it", "pt", "ru", "ar",
-             "hi", "bn", "id", "ms", "th", "vi", "tr", "pl", "nl", "sv", "no", "da", "fi",
-             "cs", "sk", "hu", "ro", "bg", "el", "uk", "he", "fa", "ur", "ta", "te", "mr",
-             "gu", "kn", "ml", "pa", "tl", "sw", "yue", "hr", "sr", "sl", "lt", "lv", "et")
+LANGUAGES = (
+    "unknown",
+    "en",
+    "zh",
+    "ja",
+    "ko",
+    "es",
+    "fr",
+    "de",
+    "it",
+    "pt",
+    "ru",
+    "ar",
+    "hi",
+    "bn",
+    "id",
+    "ms",
+    "th",
+    "vi",
+    "tr",
+    "pl",
+    "nl",
+    "sv",
+    "no",
+    "da",
+    "fi",
+    "cs",
+    "sk",
+    "hu",
+    "ro",
+    "bg",
+    "el",
+    "uk",
+    "he",
+    "fa",
+    "ur",
+    "ta",
+    "te",
+    "mr",
+    "gu",
+    "kn",
+    "ml",
+    "pa",
+    "tl",
+    "sw",
+    "yue",
+    "hr",
+    "sr",
+    "sl",
+    "lt",
+    "lv",
+    "et",
+)
 
-BASIC_FIELDS = ("caption", "lyrics", "duration", "bpm", "key", "time_signature", "language",
-                "seed", "model", "format", "batch")
-EDIT_FIELDS = ("task", "source", "reference", "region", "extend", "strength", "noise",
-               "faithful", "track")
-STYLE_FIELDS = ("adapter", "adapter_scale", "steps", "guidance", "shift", "solver",
-                "lm_temperature", "lm_cfg", "lm_top_p", "lm_top_k", "lm_negative_prompt",
-                "lock_caption", "codes_from")
+BASIC_FIELDS = (
+    "caption",
+    "lyrics",
+    "duration",
+    "bpm",
+    "key",
+    "time_signature",
+    "language",
+    "seed",
+    "model",
+    "format",
+    "batch",
+)
+EDIT_FIELDS = (
+    "task",
+    "source",
+    "reference",
+    "region",
+    "extend",
+    "strength",
+    "noise",
+    "faithful",
+    "track",
+)
+STYLE_FIELDS = (
+    "adapter",
+    "adapter_scale",
+    "steps",
+    "guidance",
+    "shift",
+    "solver",
+    "lm_temperature",
+    "lm_cfg",
+    "lm_top_p",
+    "lm_top_k",
+    "lm_negative_prompt",
+    "lock_caption",
+    "codes_from",
+)
 FIELDS = BASIC_FIELDS + EDIT_FIELDS + STYLE_FIELDS
 
 TASKS = ("text2music", "cover", "repaint", "extend", "extract", "lego", "complete")
 SOURCE_TASKS = ("cover", "repaint", "extend", "extract", "lego", "complete")
 BASE_TASKS = ("extract", "lego", "complete")
 """Tasks that give coherent audio only on a base DiT (acestep-v15-base, xl-base)."""
-TRACKS = ("vocals", "backing_vocals", "drums", "bass", "guitar", "keyboard", "percussion",
-          "strings", "synth", "fx", "brass", "woodwinds")
+TRACKS = (
+    "vocals",
+    "backing_vocals",
+    "drums",
+    "bass",
+    "guitar",
+    "keyboard",
+    "percussion",
+    "strings",
+    "synth",
+    "fx",
+    "brass",
+    "woodwinds",
+)
 SOLVERS = ("euler", "sde", "dpm3m", "stork4")
-MIN_REGION = 1.0                 # seconds: a repainted region is at least this long
+MIN_REGION = 1.0  # seconds: a repainted region is at least this long
 STEPS_RANGE = (1, 200)
 GUIDANCE_RANGE = (0.0, 15.0)
 SHIFT_RANGE = (0.0, 10.0)
@@ -79,11 +189,14 @@ def is_instrumental(lyrics: str | None) -> bool:
 
 
 def normalise_key(text: str) -> str:
-    """"f# MINOR" → "F# minor"; "Bb maj" → "Bb major". RequestError when it is no key."""
+    """ "f# MINOR" → "F# minor"; "Bb maj" → "Bb major". RequestError when it is no key."""
     found = _KEY_RE.match(text or "")
     if not found:
-        raise RequestError("key", f"{short_repr(text)} is not a key; write a note and major or minor, "
-                                  "e.g. \"F# minor\" or \"Bb major\"")
+        raise RequestError(
+            "key",
+            f"{short_repr(text)} is not a key; write a note and major or minor, "
+            'e.g. "F# minor" or "Bb major"',
+        )
     note = found.group(1).upper() + found.group(2).replace("♯", "#").replace("♭", "b")
     if note not in NOTES:
         raise RequestError("key", f"{short_repr(text)} is not a key: {note} is not a note")
@@ -108,14 +221,14 @@ class SongRequest:
     batch: int = 1
     # editing (None / defaults: a song from text)
     task: str = "text2music"
-    source: dict[str, Any] | None = None      # {"song": id, "take": n} or {"upload": id}
-    reference: dict[str, Any] | None = None   # the same shapes: a timbre to borrow
-    region: dict[str, float] | None = None    # {"start": s, "end": s} (repaint, lego)
-    extend: dict[str, float] | None = None    # {"before": s, "after": s}
-    strength: float | None = None             # cover: share of the steps that hear the source
-    noise: float | None = None                # cover: start from a noised source
-    faithful: bool = False                    # cover: the source not quantised
-    track: str | None = None                  # extract, lego: one; complete: "a | b"
+    source: dict[str, Any] | None = None  # {"song": id, "take": n} or {"upload": id}
+    reference: dict[str, Any] | None = None  # the same shapes: a timbre to borrow
+    region: dict[str, float] | None = None  # {"start": s, "end": s} (repaint, lego)
+    extend: dict[str, float] | None = None  # {"before": s, "after": s}
+    strength: float | None = None  # cover: share of the steps that hear the source
+    noise: float | None = None  # cover: start from a noised source
+    faithful: bool = False  # cover: the source not quantised
+    track: str | None = None  # extract, lego: one; complete: "a | b"
     # style and the controls behind "Advanced" (None: the engine's default)
     adapter: str | None = None
     adapter_scale: float | None = None
@@ -190,22 +303,29 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
     if not isinstance(caption, str) or not caption.strip():
         raise RequestError("caption", "is required: describe the song (style, instruments, mood)")
     if len(caption) > CAPTION_MAX:
-        raise RequestError("caption", f"is too long ({len(caption)} characters; at most {CAPTION_MAX})")
+        raise RequestError(
+            "caption", f"is too long ({len(caption)} characters; at most {CAPTION_MAX})"
+        )
 
     lyrics = data.get("lyrics")
     if lyrics is not None and not isinstance(lyrics, str):
         raise RequestError("lyrics", "must be text, or [Instrumental]")
     if lyrics is not None and len(lyrics) > LYRICS_MAX:
-        raise RequestError("lyrics", f"are too long ({len(lyrics)} characters; at most {LYRICS_MAX})")
+        raise RequestError(
+            "lyrics", f"are too long ({len(lyrics)} characters; at most {LYRICS_MAX})"
+        )
     lyrics = INSTRUMENTAL if is_instrumental(lyrics) else lyrics
 
-    duration = None if _auto(data.get("duration")) else _ranged(
-        "duration", data["duration"], *DURATION_RANGE, integer=False, unit=" seconds")
+    duration = (
+        None
+        if _auto(data.get("duration"))
+        else _ranged("duration", data["duration"], *DURATION_RANGE, integer=False, unit=" seconds")
+    )
     bpm = None if _auto(data.get("bpm")) else _ranged("bpm", data["bpm"], *BPM_RANGE, integer=True)
     key = None
     if not _auto(data.get("key")):
         if not isinstance(data["key"], str):
-            raise RequestError("key", "must be text like \"F# minor\"")
+            raise RequestError("key", 'must be text like "F# minor"')
         key = normalise_key(data["key"])
     time_signature = None
     if not _auto(data.get("time_signature")):
@@ -214,19 +334,26 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
             ts = ts.split("/", 1)[0]
         ts = _number("time_signature", ts, integer=True)
         if ts not in TIME_SIGNATURES:
-            raise RequestError("time_signature", f"must be 2, 3, 4 or 6 (beats per bar), not "
-                                                 f"{short_repr(data['time_signature'])}")
+            raise RequestError(
+                "time_signature",
+                f"must be 2, 3, 4 or 6 (beats per bar), not {short_repr(data['time_signature'])}",
+            )
         time_signature = int(ts)
     language = None
     if not _auto(data.get("language")):
         lang = data["language"]
         if not isinstance(lang, str) or lang.strip().lower() not in LANGUAGES:
-            raise RequestError("language", f"{short_repr(lang)} is not a known language code; "
-                                           f"use one of {', '.join(LANGUAGES)}")
+            raise RequestError(
+                "language",
+                f"{short_repr(lang)} is not a known language code; "
+                f"use one of {', '.join(LANGUAGES)}",
+            )
         language = lang.strip().lower()
     seed = -1 if data.get("seed") is None else _number("seed", data["seed"], integer=True)
     if seed != -1 and not (0 <= seed <= SEED_MAX):
-        raise RequestError("seed", f"must be -1 (random) or from 0 to {SEED_MAX}, not {short_repr(seed)}")
+        raise RequestError(
+            "seed", f"must be -1 (random) or from 0 to {SEED_MAX}, not {short_repr(seed)}"
+        )
     model = data.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise RequestError("model", "must be a model name")
@@ -234,19 +361,36 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
     if fmt is None or (isinstance(fmt, str) and not fmt.strip()):
         fmt = default_format
     if fmt is not None and (not isinstance(fmt, str) or fmt not in SONG_FORMATS):
-        raise RequestError("format", f"{short_repr(fmt)} is not a format; use one of {', '.join(SONG_FORMATS)}")
-    batch = 1 if data.get("batch") is None else _ranged("batch", data["batch"], *BATCH_RANGE,
-                                                       integer=True)
-    return SongRequest(caption=caption.strip(), lyrics=lyrics, duration=duration, bpm=bpm,
-                       key=key, time_signature=time_signature, language=language, seed=seed,
-                       model=model.strip() if model else None, format=fmt, batch=batch,
-                       **_editing(data), **_style(data))
+        raise RequestError(
+            "format", f"{short_repr(fmt)} is not a format; use one of {', '.join(SONG_FORMATS)}"
+        )
+    batch = (
+        1
+        if data.get("batch") is None
+        else _ranged("batch", data["batch"], *BATCH_RANGE, integer=True)
+    )
+    return SongRequest(
+        caption=caption.strip(),
+        lyrics=lyrics,
+        duration=duration,
+        bpm=bpm,
+        key=key,
+        time_signature=time_signature,
+        language=language,
+        seed=seed,
+        model=model.strip() if model else None,
+        format=fmt,
+        batch=batch,
+        **_editing(data),
+        **_style(data),
+    )
 
 
 def check_ref(name: str, value: Any, *, songs: bool = True, uploads: bool = True) -> dict[str, Any]:
     """``{"song": id, "take": n}`` or ``{"upload": id}`` (the ids' existence is the node's
     to check)."""
     from .song import check_song_id
+
     if not isinstance(value, Mapping):
         raise RequestError(name, 'must be {"song": ID, "take": N} or {"upload": ID}')
     keys = set(value)
@@ -255,8 +399,11 @@ def check_ref(name: str, value: Any, *, songs: bool = True, uploads: bool = True
             song = check_song_id(value["song"])
         except ValueError:
             raise RequestError(name, f"{short_repr(value['song'])} is not a song id") from None
-        take = 1 if value.get("take") is None else _ranged(f"{name}.take", value["take"], 1,
-                                                            BATCH_RANGE[1], integer=True)
+        take = (
+            1
+            if value.get("take") is None
+            else _ranged(f"{name}.take", value["take"], 1, BATCH_RANGE[1], integer=True)
+        )
         return {"song": song, "take": take}
     if uploads and "upload" in value and keys == {"upload"}:
         upload = value["upload"]
@@ -292,8 +439,9 @@ def _editing(data: Mapping[str, Any]) -> dict[str, Any]:
         raise RequestError("source", f"is required for {task}: the song (or upload) to work on")
     if source is not None:
         if task not in SOURCE_TASKS:
-            raise RequestError("source", f"is not used by {task}; a source goes with "
-                                         f"{', '.join(SOURCE_TASKS)}")
+            raise RequestError(
+                "source", f"is not used by {task}; a source goes with {', '.join(SOURCE_TASKS)}"
+            )
         out["source"] = check_ref("source", source)
     if data.get("reference") is not None:
         out["reference"] = check_ref("reference", data["reference"])
@@ -306,8 +454,11 @@ def _editing(data: Mapping[str, Any]) -> dict[str, Any]:
         start = _ranged("region.start", region["start"], 0, DURATION_RANGE[1], integer=False)
         end = _ranged("region.end", region["end"], 0, DURATION_RANGE[1], integer=False)
         if end - start < MIN_REGION:
-            raise RequestError("region", f"must be at least {MIN_REGION:g} s long (it is "
-                                         f"{end - start:g} s, from {start:g} to {end:g})")
+            raise RequestError(
+                "region",
+                f"must be at least {MIN_REGION:g} s long (it is "
+                f"{end - start:g} s, from {start:g} to {end:g})",
+            )
         out["region"] = {"start": start, "end": end}
     elif task == "repaint":
         raise RequestError("region", 'is required for repaint: {"start": s, "end": s}')
@@ -317,10 +468,10 @@ def _editing(data: Mapping[str, Any]) -> dict[str, Any]:
             raise RequestError("extend", "goes with the extend task")
         if not isinstance(extend, Mapping) or not set(extend) <= {"before", "after"} or not extend:
             raise RequestError("extend", 'must be {"before": seconds, "after": seconds}')
-        before = _ranged("extend.before", extend.get("before", 0), 0, DURATION_RANGE[1],
-                         integer=False)
-        after = _ranged("extend.after", extend.get("after", 0), 0, DURATION_RANGE[1],
-                        integer=False)
+        before = _ranged(
+            "extend.before", extend.get("before", 0), 0, DURATION_RANGE[1], integer=False
+        )
+        after = _ranged("extend.after", extend.get("after", 0), 0, DURATION_RANGE[1], integer=False)
         if before + after < MIN_REGION:
             raise RequestError("extend", f"must add at least {MIN_REGION:g} s before or after")
         out["extend"] = {"before": before, "after": after}
@@ -336,13 +487,15 @@ def _editing(data: Mapping[str, Any]) -> dict[str, Any]:
     if task in ("extract", "lego", "complete"):
         if track is None:
             raise RequestError("track", f"is required for {task}: one of {', '.join(TRACKS)}")
-        names = [t.strip().lower() for t in str(track).split("|")] if isinstance(track, str) else None
+        names = (
+            [t.strip().lower() for t in str(track).split("|")] if isinstance(track, str) else None
+        )
         if not names or any(t not in TRACKS for t in names):
-            raise RequestError("track", f"{short_repr(track)} is not a track; one of "
-                                        f"{', '.join(TRACKS)}")
+            raise RequestError(
+                "track", f"{short_repr(track)} is not a track; one of {', '.join(TRACKS)}"
+            )
         if len(names) > 1 and task != "complete":
-            raise RequestError("track", f"{task} takes one track (complete takes several, "
-                                        f"\"a | b\")")
+            raise RequestError("track", f'{task} takes one track (complete takes several, "a | b")')
         out["track"] = " | ".join(names)
     elif track is not None:
         raise RequestError("track", "goes with extract, lego or complete")
@@ -359,27 +512,38 @@ def _style(data: Mapping[str, Any]) -> dict[str, Any]:
     scale = data.get("adapter_scale")
     if scale is not None and adapter is None:
         raise RequestError("adapter_scale", "goes with an adapter")
-    out["adapter_scale"] = None if scale is None else _ranged(
-        "adapter_scale", scale, *ADAPTER_SCALE_RANGE, integer=False)
-    ranged = (("steps", STEPS_RANGE, True), ("guidance", GUIDANCE_RANGE, False),
-              ("shift", SHIFT_RANGE, False), ("lm_temperature", LM_TEMPERATURE_RANGE, False),
-              ("lm_cfg", LM_CFG_RANGE, False), ("lm_top_p", (0.0, 1.0), False),
-              ("lm_top_k", LM_TOP_K_RANGE, True))
+    out["adapter_scale"] = (
+        None
+        if scale is None
+        else _ranged("adapter_scale", scale, *ADAPTER_SCALE_RANGE, integer=False)
+    )
+    ranged = (
+        ("steps", STEPS_RANGE, True),
+        ("guidance", GUIDANCE_RANGE, False),
+        ("shift", SHIFT_RANGE, False),
+        ("lm_temperature", LM_TEMPERATURE_RANGE, False),
+        ("lm_cfg", LM_CFG_RANGE, False),
+        ("lm_top_p", (0.0, 1.0), False),
+        ("lm_top_k", LM_TOP_K_RANGE, True),
+    )
     for name, (lo, hi), integer in ranged:
         value = data.get(name)
         out[name] = None if value is None else _ranged(name, value, lo, hi, integer=integer)
     solver = data.get("solver")
     if solver is not None and solver not in SOLVERS:
-        raise RequestError("solver", f"{short_repr(solver)} is not a solver; one of "
-                                     f"{', '.join(SOLVERS)}")
+        raise RequestError(
+            "solver", f"{short_repr(solver)} is not a solver; one of {', '.join(SOLVERS)}"
+        )
     out["solver"] = solver
     negative = data.get("lm_negative_prompt")
     if negative is not None:
         if not isinstance(negative, str):
             raise RequestError("lm_negative_prompt", "must be text")
         if len(negative) > NEGATIVE_MAX:
-            raise RequestError("lm_negative_prompt", f"is too long ({len(negative)} "
-                                                     f"characters; at most {NEGATIVE_MAX})")
+            raise RequestError(
+                "lm_negative_prompt",
+                f"is too long ({len(negative)} characters; at most {NEGATIVE_MAX})",
+            )
     out["lm_negative_prompt"] = negative or None
     out["lock_caption"] = _flag("lock_caption", data.get("lock_caption"))
     codes = data.get("codes_from")

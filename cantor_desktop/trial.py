@@ -49,29 +49,34 @@ DEVICE_LINE = re.compile(r"^\[Load\]\s+LM backend:\s*(\S+)")
 PROBE_MODEL = "acestep-probe-lm.gguf"
 HEALTH_POLL = 0.1
 KILL_GRACE = 3.0
-AFTER_FATAL = 1.0        # seconds to let the rest of an error chain arrive (then the exit)
+AFTER_FATAL = 1.0  # seconds to let the rest of an error chain arrive (then the exit)
 MAX_LINES = 400
 MAX_PROBES = 25
-MIN_PROBE_TIME = 0.5     # no new probe is started with less time than this left
+MIN_PROBE_TIME = 0.5  # no new probe is started with less time than this left
 _LINE_LIMIT = 1024 * 1024
 
 
 @dataclass
 class TrialResult:
     ok: bool
-    device: str = ""            # the device the engine said it initialised ("CUDA0", "CPU" …)
-    reason: str = ""            # why it was rejected: the engine's first and last error line,
-                                # or what happened (exit code and last line, timeout)
-    lines: list[str] = field(default_factory=list)   # the deciding probe's stderr, as read
+    device: str = ""  # the device the engine said it initialised ("CUDA0", "CPU" …)
+    reason: str = ""  # why it was rejected: the engine's first and last error line,
+    # or what happened (exit code and last line, timeout)
+    lines: list[str] = field(default_factory=list)  # the deciding probe's stderr, as read
     exit_code: int | None = None
     seconds: float = 0.0
-    probes: int = 1             # engine processes started
-    conclusive: bool = True     # False: no probe saw a whole line that settles it
+    probes: int = 1  # engine processes started
+    conclusive: bool = True  # False: no probe saw a whole line that settles it
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "device": self.device, "reason": self.reason,
-                "exit_code": self.exit_code, "seconds": round(self.seconds, 3),
-                "probes": self.probes}
+        return {
+            "ok": self.ok,
+            "device": self.device,
+            "reason": self.reason,
+            "exit_code": self.exit_code,
+            "seconds": round(self.seconds, 3),
+            "probes": self.probes,
+        }
 
 
 def probe_models_dir() -> Path:
@@ -93,7 +98,7 @@ def expected_device(build: InstalledBuild, backend: str) -> str:
 
 
 def _device_matches(device: str, wanted: str) -> bool:
-    """"CUDA0" matches "CUDA0"; the device index aside, the kind must be the same."""
+    """ "CUDA0" matches "CUDA0"; the device index aside, the kind must be the same."""
     if not wanted:
         return True
     return device.lower().rstrip("0123456789") == wanted.lower().rstrip("0123456789")
@@ -144,8 +149,7 @@ class _Child:
         return [ln for ln in self.whole_lines(since) if is_error_line(ln)]
 
     def fatal_since(self, mark: int) -> bool:
-        return any(is_fatal_line(ln) and "cannot bind" not in ln
-                   for ln in self.whole_lines(mark))
+        return any(is_fatal_line(ln) and "cannot bind" not in ln for ln in self.whole_lines(mark))
 
     def cut_line(self) -> str | None:
         """The last line when it was cut off (no newline before the exit)."""
@@ -180,11 +184,15 @@ def _signal_group(proc: asyncio.subprocess.Process, sig) -> None:
         pass
 
 
-def engine_argv(build: InstalledBuild, models_dir: Path, port: int,
-                extra: list[str] | None = None) -> list[str]:
+def engine_argv(
+    build: InstalledBuild, models_dir: Path, port: int, extra: list[str] | None = None
+) -> list[str]:
     """ace-server's command line for this build (the node starts engines the same way)."""
-    return list(build.argv) + ["--models", str(models_dir), "--host", "127.0.0.1",
-                               "--port", str(port)] + list(extra or [])
+    return (
+        list(build.argv)
+        + ["--models", str(models_dir), "--host", "127.0.0.1", "--port", str(port)]
+        + list(extra or [])
+    )
 
 
 def engine_env(build: InstalledBuild, backend: str) -> dict[str, str]:
@@ -199,9 +207,14 @@ def engine_env(build: InstalledBuild, backend: str) -> dict[str, str]:
 
 async def _start(build: InstalledBuild, backend: str, port: int) -> _Child:
     proc = await asyncio.create_subprocess_exec(
-        *engine_argv(build, probe_models_dir(), port), env=engine_env(build, backend),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, limit=_LINE_LIMIT, **engine_process_kwargs())
+        *engine_argv(build, probe_models_dir(), port),
+        env=engine_env(build, backend),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        limit=_LINE_LIMIT,
+        **engine_process_kwargs(),
+    )
     return _Child(proc)
 
 
@@ -247,8 +260,12 @@ def _exit_result(child: _Child, wanted: str) -> TrialResult:
         # that follows is the expected end of a probe
         return TrialResult(True, device=device, exit_code=code)
     if device:
-        return TrialResult(False, device=device, exit_code=code,
-                           reason=f"came up on {device}, not {wanted} (a silent fall-back)")
+        return TrialResult(
+            False,
+            device=device,
+            exit_code=code,
+            reason=f"came up on {device}, not {wanted} (a silent fall-back)",
+        )
     if any("cannot bind" in ln for ln in child.lines):
         return _undecided("another process took the probe's port", code)
     errors = child.errors()
@@ -271,8 +288,9 @@ async def _wait_line_or_exit(child: _Child, timeout: float) -> None:
     waiter = asyncio.ensure_future(child.new_line.wait())
     exiter = asyncio.ensure_future(child.proc.wait())
     try:
-        await asyncio.wait({waiter, exiter}, timeout=max(0.0, timeout),
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {waiter, exiter}, timeout=max(0.0, timeout), return_when=asyncio.FIRST_COMPLETED
+        )
     finally:
         waiter.cancel()
         exiter.cancel()
@@ -288,8 +306,9 @@ async def _rest_of_chain(child: _Child) -> None:
         await _drain(child)
 
 
-async def _drive(child: _Child, client: httpx.AsyncClient, base: str, wanted: str,
-                 deadline: float) -> TrialResult:
+async def _drive(
+    child: _Child, client: httpx.AsyncClient, base: str, wanted: str, deadline: float
+) -> TrialResult:
     # 1. wait for /health (an exit or a FATAL line decides earlier)
     while True:
         if child.exited:
@@ -311,21 +330,30 @@ async def _drive(child: _Child, client: httpx.AsyncClient, base: str, wanted: st
     # carries) do not reject the build; only a FATAL line after the job was sent does.
     mark = len(child.lines)
     try:
-        resp = await client.post(f"{base}/lm", json={"caption": "probe", "lm_mode": "generate"},
-                                 timeout=max(1.0, deadline - time.monotonic()))
+        resp = await client.post(
+            f"{base}/lm",
+            json={"caption": "probe", "lm_mode": "generate"},
+            timeout=max(1.0, deadline - time.monotonic()),
+        )
         if resp.status_code != 200 and not child.exited:
-            return TrialResult(False, reason=f"the probe job was refused: HTTP "
-                                             f"{resp.status_code} {resp.text.strip()[:200]}")
+            return TrialResult(
+                False,
+                reason=f"the probe job was refused: HTTP "
+                f"{resp.status_code} {resp.text.strip()[:200]}",
+            )
     except httpx.HTTPError:
-        pass    # the engine may die while answering; its stderr says why
+        pass  # the engine may die while answering; its stderr says why
     # 3. read stderr until a whole device line, a FATAL line, an exit, or the deadline
     while True:
         device = child.device()
         if device:
             if _device_matches(device, wanted):
                 return TrialResult(True, device=device)
-            return TrialResult(False, device=device,
-                               reason=f"came up on {device}, not {wanted} (a silent fall-back)")
+            return TrialResult(
+                False,
+                device=device,
+                reason=f"came up on {device}, not {wanted} (a silent fall-back)",
+            )
         if child.fatal_since(mark):
             await _rest_of_chain(child)
             return TrialResult(False, reason=_error_reason(child))
@@ -365,8 +393,11 @@ async def trial_load(build: InstalledBuild, backend: str, *, timeout: float = 60
         result = await _one_probe(build, backend, deadline)
         probes += 1
         spent += result.seconds
-        if (result.conclusive or probes >= MAX_PROBES
-                or time.monotonic() > deadline - MIN_PROBE_TIME):
+        if (
+            result.conclusive
+            or probes >= MAX_PROBES
+            or time.monotonic() > deadline - MIN_PROBE_TIME
+        ):
             break
     result.seconds = spent
     result.probes = probes

@@ -24,32 +24,35 @@ DROP_QT_LIBS = re.compile(
     r"DataVisualization\w*|Graphs\w*|Location|Positioning\w*|Bluetooth|Nfc|Sensors\w*|"
     r"SerialPort|SerialBus|Sql|Test|TextToSpeech|RemoteObjects\w*|Scxml\w*|StateMachine\w*|"
     r"SpatialAudio|HttpServer|NetworkAuth|ShaderTools|CanvasPainter\w*|EglFS\w*|EglFs\w*|"
-    r"MultimediaQuick\w*)(\.|_|d\.|$)")
+    r"MultimediaQuick\w*)(\.|_|d\.|$)"
+)
 # ...except these (none since playback is soundfile + QAudioSink: QtQml and QtQuick were
 # kept only because Qt Multimedia's FFmpeg plugin linked them)
 KEEP_QT_LIBS: set[str] = set()
 # FFmpeg's libraries that PySide6 ships for that plugin: libavcodec.so.61, avcodec-61.dll, …
-DROP_FFMPEG = re.compile(r"(^|[/\\])(lib)?(avcodec|avformat|avutil|avdevice|avfilter|"
-                         r"swresample|swscale)([-.]|$)")
+DROP_FFMPEG = re.compile(
+    r"(^|[/\\])(lib)?(avcodec|avformat|avutil|avdevice|avfilter|"
+    r"swresample|swscale)([-.]|$)"
+)
 
 # plugin folders kept, and inside each only these plugins (None = the whole folder)
 KEEP_PLUGINS: dict[str, set[str] | None] = {
-    "platforms": {"qxcb", "qoffscreen", "qwayland", "qminimal", "qwindows", "qcocoa",
-                  "qdirect2d"},
+    "platforms": {"qxcb", "qoffscreen", "qwayland", "qminimal", "qwindows", "qcocoa", "qdirect2d"},
     "imageformats": {"qsvg", "qico", "qjpeg"},
     "iconengines": {"qsvgicon"},
     # no "multimedia": QAudioSink and QMediaDevices live in QtMultimedia itself; the media
     # plugins (FFmpeg, Windows/Darwin media) serve only QMediaPlayer, which Cantor does not use
-    "platforminputcontexts": {"composeplatforminputcontextplugin",
-                              "ibusplatforminputcontextplugin"},
+    "platforminputcontexts": {
+        "composeplatforminputcontextplugin",
+        "ibusplatforminputcontextplugin",
+    },
     "platformthemes": {"qxdgdesktopportal"},
     "xcbglintegrations": None,
     "wayland-shell-integration": {"xdg-shell"},
     "wayland-decoration-client": {"bradient"},
     "wayland-graphics-integration-client": {"qt-plugin-wayland-egl"},
     "styles": {"qmodernwindowsstyle", "qwindowsvistastyle", "qmacstyle"},
-    "tls": {"qopensslbackend", "qschannelbackend", "qsecuretransportbackend",
-            "qcertonlybackend"},
+    "tls": {"qopensslbackend", "qschannelbackend", "qsecuretransportbackend", "qcertonlybackend"},
 }
 
 # Qt folders inside PySide6 that a widgets app never reads
@@ -72,13 +75,13 @@ def keep_qt_entry(dest: str, *, by_name: bool = True) -> bool:
     if not parts:
         return True
     if "PySide6" in parts:
-        inside = parts[parts.index("PySide6") + 1:]
+        inside = parts[parts.index("PySide6") + 1 :]
         # PySide6/Qt/translations (Linux, macOS) or PySide6/translations (Windows)
         top = inside[1:2] if inside[:1] == ("Qt",) else inside[:1]
         if len(inside) > len(top) and set(top) & DROP_QT_FOLDERS:
             return False
         if "plugins" in inside:
-            rest = inside[inside.index("plugins") + 1:]
+            rest = inside[inside.index("plugins") + 1 :]
             if len(rest) < 2:
                 return True
             if rest[0] not in KEEP_PLUGINS:
@@ -96,8 +99,9 @@ def keep_qt_entry(dest: str, *, by_name: bool = True) -> bool:
 def elf_needed(path: str) -> list[str]:
     """The NEEDED sonames of an ELF file ([] for anything readelf cannot read)."""
     try:
-        out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True,
-                             check=False).stdout
+        out = subprocess.run(
+            ["readelf", "-d", path], capture_output=True, text=True, check=False
+        ).stdout
     except OSError:
         return []
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
@@ -110,6 +114,7 @@ def prune_unneeded(binaries: list[tuple], *, needed=elf_needed) -> tuple[list[tu
     libpython; the walk follows NEEDED names to top-level libraries and to Qt's own
     libraries (PySide6/Qt/lib), which are pruned the same way. Returns (kept, dropped dests).
     """
+
     def prunable(dest: str) -> bool:
         p = dest.replace("\\", "/")
         return "/" not in p or p.startswith("PySide6/Qt/lib/")
@@ -118,11 +123,16 @@ def prune_unneeded(binaries: list[tuple], *, needed=elf_needed) -> tuple[list[tu
     for entry in binaries:
         if prunable(entry[0]):
             by_name.setdefault(PurePath(entry[0]).name, entry)
+
     def root(entry: tuple) -> bool:
         name = PurePath(entry[0]).name
-        return (not prunable(entry[0]) or name.startswith("libpython")
-                or (len(entry) > 2 and entry[2] == "EXTENSION")
-                or ".cpython-" in name or ".abi3." in name)
+        return (
+            not prunable(entry[0])
+            or name.startswith("libpython")
+            or (len(entry) > 2 and entry[2] == "EXTENSION")
+            or ".cpython-" in name
+            or ".abi3." in name
+        )
 
     roots = [e for e in binaries if root(e)]
     reached: set[str] = set()

@@ -18,8 +18,15 @@ ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
 PNG_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
 # ICNS element types that hold PNG data, by pixel size
-ICNS_TYPES = {16: b"icp4", 32: b"icp5", 64: b"icp6", 128: b"ic07", 256: b"ic08",
-              512: b"ic09", 1024: b"ic10"}
+ICNS_TYPES = {
+    16: b"icp4",
+    32: b"icp5",
+    64: b"icp6",
+    128: b"ic07",
+    256: b"ic08",
+    512: b"ic09",
+    1024: b"ic10",
+}
 
 
 def render_png(svg: Path, size: int) -> bytes:
@@ -60,8 +67,11 @@ def ico_bytes(pngs: dict[int, bytes]) -> bytes:
 
 
 def icns_bytes(pngs: dict[int, bytes]) -> bytes:
-    elements = b"".join(ICNS_TYPES[s] + struct.pack(">I", 8 + len(pngs[s])) + pngs[s]
-                        for s in sorted(pngs) if s in ICNS_TYPES)
+    elements = b"".join(
+        ICNS_TYPES[s] + struct.pack(">I", 8 + len(pngs[s])) + pngs[s]
+        for s in sorted(pngs)
+        if s in ICNS_TYPES
+    )
     return b"icns" + struct.pack(">I", 8 + len(elements)) + elements
 
 

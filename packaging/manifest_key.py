@@ -44,8 +44,11 @@ def keygen(args) -> int:
     with os.fdopen(fd, "w") as fh:
         fh.write(manifest_keys.private_key_text(key) + "\n")
     print(manifest_keys.public_key_text(key))
-    print(f"private key written to {path} (keep it out of the repository); the line above is "
-          f"the public key for cantor_desktop/data/manifest_keys.json", file=sys.stderr)
+    print(
+        f"private key written to {path} (keep it out of the repository); the line above is "
+        f"the public key for cantor_desktop/data/manifest_keys.json",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -59,7 +62,7 @@ def sign(args) -> int:
     target = Path(args.manifest)
     raw = target.read_bytes()
     try:
-        manifest.parse_bytes(raw, str(target))     # never sign a manifest Cantor would refuse
+        manifest.parse_bytes(raw, str(target))  # never sign a manifest Cantor would refuse
     except manifest.ManifestError as exc:
         sys.exit(f"manifest_key: not signed: {exc}")
     sig_path = Path(args.out or f"{target}.sig")

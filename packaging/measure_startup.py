@@ -39,11 +39,21 @@ def _end_leftovers(home: str, argv: list[str]) -> None:
 def first_paint(argv: list[str], timeout: float = 90.0) -> float:
     """Seconds from spawning ``argv + ["--measure-startup"]`` to its "first-paint" line."""
     with tempfile.TemporaryDirectory(prefix="cantor-startup-") as home:
-        env = dict(os.environ, CANTOR_HOME=home, QT_QPA_PLATFORM="offscreen",
-                   PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+        env = dict(
+            os.environ,
+            CANTOR_HOME=home,
+            QT_QPA_PLATFORM="offscreen",
+            PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
+        )
         t0 = time.perf_counter()
-        proc = subprocess.Popen([*argv, "--measure-startup"], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, text=True, cwd=home)
+        proc = subprocess.Popen(
+            [*argv, "--measure-startup"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            cwd=home,
+        )
         seconds = None
         try:
             deadline = t0 + timeout
@@ -62,16 +72,21 @@ def first_paint(argv: list[str], timeout: float = 90.0) -> float:
                 proc.wait()
             _end_leftovers(home, argv)
         if seconds is None:
-            raise SystemExit(f"measure_startup: {' '.join(argv)} did not paint a window "
-                             f"(exit code {proc.returncode})")
+            raise SystemExit(
+                f"measure_startup: {' '.join(argv)} did not paint a window "
+                f"(exit code {proc.returncode})"
+            )
         return seconds
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("frozen", help="the frozen executable (dist/cantor/cantor-desktop)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the Python that runs the unfrozen app (default: this one)")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the Python that runs the unfrozen app (default: this one)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     frozen = [str(Path(args.frozen).resolve())]
@@ -83,12 +98,17 @@ def main() -> int:
         times["frozen"].append(first_paint(frozen))
         times["unfrozen"].append(first_paint(unfrozen))
     f, u = statistics.median(times["frozen"]), statistics.median(times["unfrozen"])
-    print(f"startup frozen {f:.2f} s  unfrozen {u:.2f} s  ratio {f / u:.2f}  "
-          f"(median of {len(times['frozen'])}; goal ratio <= 1.2)")
+    print(
+        f"startup frozen {f:.2f} s  unfrozen {u:.2f} s  ratio {f / u:.2f}  "
+        f"(median of {len(times['frozen'])}; goal ratio <= 1.2)"
+    )
     if LEFTOVERS:
-        print(f"measure_startup: warning: in {len(LEFTOVERS)} of {2 * (len(times['frozen']) + 1)}"
-              f" runs the app left a process running after it quit (ended here): "
-              f"{'; '.join(LEFTOVERS)}", file=sys.stderr)
+        print(
+            f"measure_startup: warning: in {len(LEFTOVERS)} of {2 * (len(times['frozen']) + 1)}"
+            f" runs the app left a process running after it quit (ended here): "
+            f"{'; '.join(LEFTOVERS)}",
+            file=sys.stderr,
+        )
     return 0
 
 

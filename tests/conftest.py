@@ -34,7 +34,7 @@ def cantor_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.delenv("CANTOR_MANIFEST_URL", raising=False)
-    monkeypatch.setenv("CANTOR_MANIFEST_PUBKEY", TEST_PUBLIC)   # manifests the tests sign
+    monkeypatch.setenv("CANTOR_MANIFEST_PUBKEY", TEST_PUBLIC)  # manifests the tests sign
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     return home

@@ -61,15 +61,15 @@ def flux(audio: np.ndarray, n: int = 1024, hop: int = 128, lag: int = 2, width: 
     for a in range(0, m, 2048):
         b = min(m, a + 2048)
         idx = np.arange(n)[None, :] + hop * np.arange(a, b)[:, None]
-        spec = np.log1p(np.abs(np.fft.rfft(x[idx] * win, axis=1)))[:, :n // 4]
+        spec = np.log1p(np.abs(np.fft.rfft(x[idx] * win, axis=1)))[:, : n // 4]
         full = spec if keep is None else np.vstack([keep, spec])
         prev = full.copy()
-        for k in range(1, width // 2 + 1):                  # a max filter across bins
+        for k in range(1, width // 2 + 1):  # a max filter across bins
             np.maximum(prev[:, k:], full[:, :-k], out=prev[:, k:])
             np.maximum(prev[:, :-k], full[:, k:], out=prev[:, :-k])
         rise = np.maximum(0, full[lag:] - prev[:-lag]).sum(axis=1)
         start = a if keep is not None else a + lag
-        out[start:b] = rise[-(b - start):]
+        out[start:b] = rise[-(b - start) :]
         keep = spec[-lag:]
     return np.arange(m) * hop / SR, out
 
@@ -94,7 +94,7 @@ def _latency() -> float:
         n = int(0.3 * SR)
         t = np.arange(n) / SR
         x = np.zeros(SR)
-        x[SR // 2:SR // 2 + n] = np.sin(2 * np.pi * 440 * t) * np.exp(-t / 0.05)
+        x[SR // 2 : SR // 2 + n] = np.sin(2 * np.pi * 440 * t) * np.exp(-t / 0.05)
         times, f = flux(x)
         _LATENCY.append(float(times[int(np.argmax(f))] - 0.5))
     return _LATENCY[0]

@@ -20,63 +20,122 @@ import pytest
 from cantor_desktop import gguf
 from cantor_desktop.models import adapters as ad
 from cantor_desktop.models.adapters import AdapterError, MadeForAnotherModel, NotAnAdapter
-from support.adapter_files import (comfyui_file, llm_peft_folder, lora_tensors, peft_folder,
-                                   sd_unet_file, write_safetensors)
+from support.adapter_files import (
+    comfyui_file,
+    llm_peft_folder,
+    lora_tensors,
+    peft_folder,
+    sd_unet_file,
+    write_safetensors,
+)
 
 from support.procs import free_port
 
 
 def test_each_layout_is_read_with_what_it_was_made_for(tmp_path):
     peft = ad.inspect(peft_folder(tmp_path / "peft", rank=8, alpha=16))
-    assert (peft.format, peft.made_for, peft.dit, peft.rank, peft.alpha) == \
-        ("peft", "ACE-Step 1.5 (2B DiT)", "2B", 8, 16.0)
+    assert (peft.format, peft.made_for, peft.dit, peft.rank, peft.alpha) == (
+        "peft",
+        "ACE-Step 1.5 (2B DiT)",
+        "2B",
+        8,
+        16.0,
+    )
     assert peft.base_model == "ACE-Step/Ace-Step1.5" and peft.modules == 4
-    bare = ad.inspect(peft_folder(tmp_path / "bare", config=False))        # no config: tensors
+    bare = ad.inspect(peft_folder(tmp_path / "bare", config=False))  # no config: tensors
     assert bare.made_for == "ACE-Step 1.5 (2B DiT)" and bare.alpha is None and bare.rank == 4
     comfy = ad.inspect(comfyui_file(tmp_path / "c.safetensors", alpha=6.0))
     assert (comfy.format, comfy.alpha, comfy.rank) == ("comfyui", 6.0, 4)
-    plain = ad.inspect(write_safetensors(tmp_path / "p.safetensors", lora_tensors(
-        "", a="lora_down", b="lora_up", modules=("mlp.gate_proj", "mlp.down_proj",
-                                                 "cross_attn.q_proj"))))
+    plain = ad.inspect(
+        write_safetensors(
+            tmp_path / "p.safetensors",
+            lora_tensors(
+                "",
+                a="lora_down",
+                b="lora_up",
+                modules=("mlp.gate_proj", "mlp.down_proj", "cross_attn.q_proj"),
+            ),
+        )
+    )
     assert plain.targets == ["cross_attn.q_proj", "mlp.down_proj", "mlp.gate_proj"]
-    xl = ad.inspect(write_safetensors(tmp_path / "xl.safetensors",
-                                      lora_tensors("decoder.", size="XL", layers=(0, 31))))
+    xl = ad.inspect(
+        write_safetensors(
+            tmp_path / "xl.safetensors", lora_tensors("decoder.", size="XL", layers=(0, 31))
+        )
+    )
     assert xl.made_for == "ACE-Step 1.5 (XL DiT)" and xl.dit == "XL"
     rng = np.random.default_rng(1)
-    lokr = ad.inspect(write_safetensors(tmp_path / "lokr.safetensors", {
-        "lycoris_layers_0_self_attn_q_proj.lokr_w1": rng.standard_normal((4, 4)).astype(np.float32),
-        "lycoris_layers_0_self_attn_q_proj.lokr_w2": rng.standard_normal((512, 512)).astype(np.float32),
-        "lycoris_layers_27_mlp_up_proj.lokr_w1": rng.standard_normal((4, 4)).astype(np.float32)}))
-    assert lokr.format == "lycoris" and lokr.dit == "XL"       # layer 27: only XL has it
+    lokr = ad.inspect(
+        write_safetensors(
+            tmp_path / "lokr.safetensors",
+            {
+                "lycoris_layers_0_self_attn_q_proj.lokr_w1": rng.standard_normal((4, 4)).astype(
+                    np.float32
+                ),
+                "lycoris_layers_0_self_attn_q_proj.lokr_w2": rng.standard_normal((512, 512)).astype(
+                    np.float32
+                ),
+                "lycoris_layers_27_mlp_up_proj.lokr_w1": rng.standard_normal((4, 4)).astype(
+                    np.float32
+                ),
+            },
+        )
+    )
+    assert lokr.format == "lycoris" and lokr.dit == "XL"  # layer 27: only XL has it
     assert lokr.targets == ["mlp.up_proj", "self_attn.q_proj"]
     local = ad.inspect(peft_folder(tmp_path / "local", base="/home/me/ckpt/run-7"))
-    assert local.made_for == "ACE-Step 1.5 (2B DiT)"           # a local path: tensors decide
+    assert local.made_for == "ACE-Step 1.5 (2B DiT)"  # a local path: tensors decide
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda d: sd_unet_file(d / "sd.safetensors"), "made for sdxl_base_v1-0 (its metadata's"),
-    (lambda d: write_safetensors(d / "sd.safetensors", {
-        "lora_unet_mid_block_attentions_0_proj_in.lora_down.weight":
-            np.zeros((4, 320), np.float32),
-        "lora_unet_mid_block_attentions_0_proj_in.lora_up.weight":
-            np.zeros((320, 4), np.float32)}), "made for a Stable Diffusion UNet"),
-    (lambda d: llm_peft_folder(d / "llm"), "made for Qwen/Qwen3-0.6B"),
-    (lambda d: write_safetensors(d / "llm.safetensors",
-                                 lora_tensors("base_model.model.model.", width=1024)),
-     "made for a language model"),
-    (lambda d: peft_folder(d / "v1", base="ACE-Step/ACE-Step-v1-3.5B"),
-     "made for ACE-Step v1 (3.5B"),
-    (lambda d: peft_folder(d / "flux", base="black-forest-labs/FLUX.1-dev"),
-     "made for black-forest-labs/FLUX.1-dev"),
-    (lambda d: write_safetensors(d / "w.safetensors", lora_tensors(width=3072)),
-     "works on 3072 features"),
-    (lambda d: write_safetensors(d / "deep.safetensors", lora_tensors(layers=(0, 26))),
-     "it changes layer 26, the DiT has 24 layers (2B)"),
-    (lambda d: write_safetensors(d / "deeper.safetensors", lora_tensors("", layers=(40,),
-                                                                        a="lora_down",
-                                                                        b="lora_up")),
-     "it changes layer 40"),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda d: sd_unet_file(d / "sd.safetensors"), "made for sdxl_base_v1-0 (its metadata's"),
+        (
+            lambda d: write_safetensors(
+                d / "sd.safetensors",
+                {
+                    "lora_unet_mid_block_attentions_0_proj_in.lora_down.weight": np.zeros(
+                        (4, 320), np.float32
+                    ),
+                    "lora_unet_mid_block_attentions_0_proj_in.lora_up.weight": np.zeros(
+                        (320, 4), np.float32
+                    ),
+                },
+            ),
+            "made for a Stable Diffusion UNet",
+        ),
+        (lambda d: llm_peft_folder(d / "llm"), "made for Qwen/Qwen3-0.6B"),
+        (
+            lambda d: write_safetensors(
+                d / "llm.safetensors", lora_tensors("base_model.model.model.", width=1024)
+            ),
+            "made for a language model",
+        ),
+        (
+            lambda d: peft_folder(d / "v1", base="ACE-Step/ACE-Step-v1-3.5B"),
+            "made for ACE-Step v1 (3.5B",
+        ),
+        (
+            lambda d: peft_folder(d / "flux", base="black-forest-labs/FLUX.1-dev"),
+            "made for black-forest-labs/FLUX.1-dev",
+        ),
+        (
+            lambda d: write_safetensors(d / "w.safetensors", lora_tensors(width=3072)),
+            "works on 3072 features",
+        ),
+        (
+            lambda d: write_safetensors(d / "deep.safetensors", lora_tensors(layers=(0, 26))),
+            "it changes layer 26, the DiT has 24 layers (2B)",
+        ),
+        (
+            lambda d: write_safetensors(
+                d / "deeper.safetensors", lora_tensors("", layers=(40,), a="lora_down", b="lora_up")
+            ),
+            "it changes layer 40",
+        ),
+    ],
+)
 def test_an_adapter_made_for_another_model_is_refused_with_its_reason(tmp_path, make, words):
     path = make(tmp_path)
     with pytest.raises(MadeForAnotherModel) as caught:
@@ -93,33 +152,78 @@ def _raw(path: Path, header: bytes, data: bytes = b"") -> Path:
     return path
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda d: (d / "e.safetensors").write_bytes(b"abc") and d / "e.safetensors",
-     "is only 3 bytes long"),
-    (lambda d: _raw(d / "big.safetensors", b"{}")
-     .write_bytes(struct.pack("<Q", 2**40) + b"{}") and d / "big.safetensors",
-     "announce a 1099511627776-byte header"),
-    (lambda d: _raw(d / "nj.safetensors", b"not json"), "its header is not JSON"),
-    (lambda d: _raw(d / "none.safetensors", b'{"__metadata__": {}}'), "holds no tensors"),
-    (lambda d: _raw(d / "short.safetensors", json.dumps({"x.lora_A.weight": {
-        "dtype": "F32", "shape": [4, 2048], "data_offsets": [0, 32768]}}).encode(), b"\0" * 100),
-     "the file may be cut short"),
-    (lambda d: _raw(d / "odd.safetensors", json.dumps({"x.lora_A.weight": {
-        "dtype": "F32", "shape": [4, 4], "data_offsets": [0, 60]}}).encode(), b"\0" * 60),
-     "does not fill its 60 bytes"),
-    (lambda d: write_safetensors(d / "full.safetensors", {
-        "decoder.layers.0.self_attn.q_proj.weight": np.zeros((8, 8), np.float32)}),
-     "holds no LoRA or LoKr tensors"),
-    (lambda d: peft_folder(d / "ia3", extra={"peft_type": "IA3"}), "PEFT IA3 adapter"),
-    (lambda d: (d / "bin").mkdir() or (d / "bin" / "adapter_model.bin").write_bytes(b"\0")
-     and d / "bin", "a PyTorch pickle"),
-    (lambda d: (d / "emptydir").mkdir() or d / "emptydir", "has no adapter_model.safetensors"),
-    (lambda d: write_safetensors(d / "mixed.safetensors", {
-        **lora_tensors(modules=("self_attn.q_proj",)),
-        **lora_tensors(size="XL", layers=(5,), modules=("self_attn.o_proj",))}),
-     "inconsistent: layers.0.self_attn.q_proj works on 2048 features, "
-     "layers.5.self_attn.o_proj works on 2560"),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (
+            lambda d: (d / "e.safetensors").write_bytes(b"abc") and d / "e.safetensors",
+            "is only 3 bytes long",
+        ),
+        (
+            lambda d: (
+                _raw(d / "big.safetensors", b"{}").write_bytes(struct.pack("<Q", 2**40) + b"{}")
+                and d / "big.safetensors"
+            ),
+            "announce a 1099511627776-byte header",
+        ),
+        (lambda d: _raw(d / "nj.safetensors", b"not json"), "its header is not JSON"),
+        (lambda d: _raw(d / "none.safetensors", b'{"__metadata__": {}}'), "holds no tensors"),
+        (
+            lambda d: _raw(
+                d / "short.safetensors",
+                json.dumps(
+                    {
+                        "x.lora_A.weight": {
+                            "dtype": "F32",
+                            "shape": [4, 2048],
+                            "data_offsets": [0, 32768],
+                        }
+                    }
+                ).encode(),
+                b"\0" * 100,
+            ),
+            "the file may be cut short",
+        ),
+        (
+            lambda d: _raw(
+                d / "odd.safetensors",
+                json.dumps(
+                    {"x.lora_A.weight": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 60]}}
+                ).encode(),
+                b"\0" * 60,
+            ),
+            "does not fill its 60 bytes",
+        ),
+        (
+            lambda d: write_safetensors(
+                d / "full.safetensors",
+                {"decoder.layers.0.self_attn.q_proj.weight": np.zeros((8, 8), np.float32)},
+            ),
+            "holds no LoRA or LoKr tensors",
+        ),
+        (lambda d: peft_folder(d / "ia3", extra={"peft_type": "IA3"}), "PEFT IA3 adapter"),
+        (
+            lambda d: (
+                (d / "bin").mkdir()
+                or (d / "bin" / "adapter_model.bin").write_bytes(b"\0")
+                and d / "bin"
+            ),
+            "a PyTorch pickle",
+        ),
+        (lambda d: (d / "emptydir").mkdir() or d / "emptydir", "has no adapter_model.safetensors"),
+        (
+            lambda d: write_safetensors(
+                d / "mixed.safetensors",
+                {
+                    **lora_tensors(modules=("self_attn.q_proj",)),
+                    **lora_tensors(size="XL", layers=(5,), modules=("self_attn.o_proj",)),
+                },
+            ),
+            "inconsistent: layers.0.self_attn.q_proj works on 2048 features, "
+            "layers.5.self_attn.o_proj works on 2560",
+        ),
+    ],
+)
 def test_files_that_are_no_adapter_say_what_is_wrong(tmp_path, make, words):
     path = make(tmp_path)
     with pytest.raises(NotAnAdapter) as caught:
@@ -137,8 +241,11 @@ def test_f8_weights_and_a_rank_mismatch_are_refused(tmp_path):
     header = {}
     offset = 0
     for name, array in t.items():
-        header[name] = {"dtype": "F8_E4M3", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + array.size]}
+        header[name] = {
+            "dtype": "F8_E4M3",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.size],
+        }
         offset += array.size
     path = _raw(tmp_path / "f8.safetensors", json.dumps(header).encode(), b"\0" * offset)
     with pytest.raises(NotAnAdapter, match="stores its weights as F8_E4M3; the engine reads"):
@@ -150,20 +257,22 @@ def test_names_clashes_and_what_is_kept_on_disk(tmp_path):
     src = tmp_path / "src"
     first = store.add(comfyui_file(src / "My Tape (v2).safetensors"))
     assert first.name == "My-Tape-v2" and first.engine_name == "My-Tape-v2.safetensors"
-    peft = store.add(peft_folder(src / "style") / "adapter_model.safetensors")   # its folder
-    assert peft.name == "style" and sorted(p.name for p in Path(peft.path).iterdir()) == \
-        ["adapter_config.json", "adapter_model.safetensors"]                   # no README
+    peft = store.add(peft_folder(src / "style") / "adapter_model.safetensors")  # its folder
+    assert peft.name == "style" and sorted(p.name for p in Path(peft.path).iterdir()) == [
+        "adapter_config.json",
+        "adapter_model.safetensors",
+    ]  # no README
     for name in ("style", "STYLE", "my-tape-v2", "style.safetensors"):
         with pytest.raises(AdapterError, match="already installed") as caught:
             store.add(comfyui_file(src / "other.safetensors"), name=name)
         assert caught.value.status == 409 and caught.value.field == "name"
     with pytest.raises(AdapterError, match="already installed"):
-        store.add(peft_folder(src / "more"), name="My-Tape-v2")   # a folder vs a file
+        store.add(peft_folder(src / "more"), name="My-Tape-v2")  # a folder vs a file
     for bad in ("", "../x", ".hidden", "a/b", "x" * 101, "spa ce"):
         with pytest.raises(AdapterError, match="cannot name an adapter"):
             store.add(src / "other.safetensors", name=bad)
     assert [a.name for a in store.list()] == ["My-Tape-v2", "style"]
-    assert store.get("My-Tape-v2.safetensors").name == "My-Tape-v2"    # the engine's name too
+    assert store.get("My-Tape-v2.safetensors").name == "My-Tape-v2"  # the engine's name too
     with pytest.raises(ad.UnknownAdapter, match="installed: My-Tape-v2, style"):
         store.get("nope")
     with pytest.raises(AdapterError, match="not an absolute path"):
@@ -192,8 +301,9 @@ def test_adds_of_one_name_at_once_keep_one_and_nothing_half_done(tmp_path):
     assert len(outcomes) == 6 and len(wins) == 1, outcomes
     kept = store.get("same")
     assert kept.rank == wins[0]
-    assert (tmp_path / "models" / "adapters" / "same.safetensors").read_bytes() == \
-        sources[wins[0] - 4].read_bytes()                   # the winner's file, whole
+    assert (tmp_path / "models" / "adapters" / "same.safetensors").read_bytes() == sources[
+        wins[0] - 4
+    ].read_bytes()  # the winner's file, whole
     assert os.listdir(tmp_path / "models" / "adapters") == ["same.safetensors"]
     assert not list((tmp_path / "models" / ".adapters-staging").iterdir())
 
@@ -203,10 +313,10 @@ def test_fingerprint_follows_adds_replacements_and_removals(tmp_path):
     empty = store.fingerprint()
     store.add(comfyui_file(tmp_path / "a.safetensors"))
     one = store.fingerprint()
-    assert one != empty and store.fingerprint() == one       # stable while nothing changes
+    assert one != empty and store.fingerprint() == one  # stable while nothing changes
     store.remove("a")
     store.add(comfyui_file(tmp_path / "a.safetensors", rank=8))
-    assert store.fingerprint() not in (one, empty)           # same name, another adapter
+    assert store.fingerprint() not in (one, empty)  # same name, another adapter
     store.remove("a.safetensors")
     assert store.fingerprint() == empty and store.list() == []
     with pytest.raises(ad.UnknownAdapter):
@@ -223,7 +333,7 @@ def test_leftovers_of_a_killed_add_are_swept_and_never_listed(tmp_path):
     fresh = stale.parent / "456-running"
     fresh.mkdir()
     store.add(comfyui_file(tmp_path / "x.safetensors"))
-    assert not stale.exists() and fresh.exists()              # another add may still use it
+    assert not stale.exists() and fresh.exists()  # another add may still use it
     assert [a.name for a in store.list()] == ["x"]
 
 
@@ -238,6 +348,7 @@ def test_an_adapter_put_there_by_hand_that_cannot_be_read_is_listed_with_its_pro
 
 
 # ---------------------------------------------------------------- the engines' names
+
 
 def _props(url: str, proc: subprocess.Popen, log: Path, timeout: float = 20) -> dict:
     deadline = time.monotonic() + timeout
@@ -254,15 +365,28 @@ def _props(url: str, proc: subprocess.Popen, log: Path, timeout: float = 20) -> 
     raise AssertionError(f"no /props: {log.read_text()}")
 
 
-def _engine_names(argv: list[str], models: Path, adapters: Path, tmp_path: Path,
-                  env: dict | None = None) -> tuple[list[str], str]:
+def _engine_names(
+    argv: list[str], models: Path, adapters: Path, tmp_path: Path, env: dict | None = None
+) -> tuple[list[str], str]:
     port = free_port()
     log = tmp_path / f"engine-{port}.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv + ["--models", str(models), "--adapters", str(adapters),
-                                        "--host", "127.0.0.1", "--port", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=out,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            argv
+            + [
+                "--models",
+                str(models),
+                "--adapters",
+                str(adapters),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env={**os.environ, **(env or {})},
+        )
         try:
             props = _props(f"http://127.0.0.1:{port}", proc, log)
         finally:
@@ -285,9 +409,10 @@ def _store_for_engines(tmp_path: Path) -> tuple[ad.AdapterStore, Path]:
 
 def test_the_sketch_names_the_adapters_as_the_store_says_the_engine_does(tmp_path):
     from cantor_desktop.selfexec import self_argv
+
     store, models = _store_for_engines(tmp_path)
     names, log = _engine_names(self_argv("sketch-server"), models, store.folder, tmp_path)
-    assert names == ["b-tape.safetensors", "zz.safetensors", "a-style"]   # files, then folders
+    assert names == ["b-tape.safetensors", "zz.safetensors", "a-style"]  # files, then folders
     assert sorted(names) == sorted(a.engine_name for a in store.list())
     assert f"[Server] Scanning adapters in {store.folder}" in log
     assert "[Registry] Adapter: a-style (PEFT)" in log and "3 Adapter" in log
@@ -296,12 +421,14 @@ def test_the_sketch_names_the_adapters_as_the_store_says_the_engine_does(tmp_pat
 def test_the_real_ace_server_names_them_so_too(tmp_path):
     """The store's belief about ace-server's names, checked against the binary."""
     from real_engine.real_build import binary, needs_real_engine  # noqa: F401
+
     exe = binary()
     if exe is None or not exe.is_file():
         pytest.skip("CANTOR_REAL_ACE_SERVER does not name a real ace-server build")
     store, models = _store_for_engines(tmp_path)
-    names, log = _engine_names([str(exe)], models, store.folder, tmp_path,
-                               env={"GGML_BACKEND": "CPU"})
+    names, log = _engine_names(
+        [str(exe)], models, store.folder, tmp_path, env={"GGML_BACKEND": "CPU"}
+    )
     assert names == ["b-tape.safetensors", "zz.safetensors", "a-style"]
     assert sorted(names) == sorted(a.engine_name for a in store.list())
     assert "[Registry] Adapter: a-style (PEFT)" in log and "3 Adapter" in log
@@ -312,16 +439,17 @@ def test_the_reader_and_the_hand_writer_agree_with_the_safetensors_library(tmp_p
     reads it, and a file written by hand (the fallback of tests/support) loads in it."""
     st = pytest.importorskip("safetensors.numpy")
     import support.adapter_files as files
+
     tensors = {**lora_tensors(alpha=4.0), "x.lora_A.weight": np.ones((2, 3), np.float16)}
     st.save_file(tensors, str(tmp_path / "lib.safetensors"), metadata={"note": "hi"})
     found, metadata = ad.read_header(tmp_path / "lib.safetensors")
     assert metadata == {"note": "hi"}
     assert {k: (t.dtype, t.shape) for k, t in found.items()} == {
         k: ({"float32": "F32", "float16": "F16"}[str(v.dtype)], list(v.shape))
-        for k, v in tensors.items()}
+        for k, v in tensors.items()
+    }
     assert set(ad._alphas(tmp_path / "lib.safetensors", found)) == {4.0}
-    files.write_safetensors(tmp_path / "hand.safetensors", tensors, {"note": "hi"},
-                            by_hand=True)
+    files.write_safetensors(tmp_path / "hand.safetensors", tensors, {"note": "hi"}, by_hand=True)
     loaded = st.load_file(str(tmp_path / "hand.safetensors"))
     assert set(loaded) == set(tensors)
     assert all(np.array_equal(loaded[k], tensors[k]) for k in tensors)

@@ -16,11 +16,16 @@ from support.adapter_files import comfyui_file, peft_folder, sd_unet_file
 from support.node import Node, write_config
 
 
-def cantor(home: Path, *args: str, env: dict | None = None,
-           timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(self_argv("cli") + list(args), capture_output=True, text=True,
-                          timeout=timeout,
-                          env={**os.environ, "CANTOR_HOME": str(home), **(env or {})})
+def cantor(
+    home: Path, *args: str, env: dict | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        self_argv("cli") + list(args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "CANTOR_HOME": str(home), **(env or {})},
+    )
 
 
 def _config_with_port(home: Path) -> int:
@@ -39,24 +44,43 @@ def test_adapters_add_list_sing_and_remove_through_the_running_node(cantor_home,
 
     async def main():
         node = await Node(cantor_home, port=port).start()
-        run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)   # noqa: E731
+        run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a)  # noqa: E731
         try:
-            out = {"empty": await run("adapters"),
-                   "peft": await run("adapters", "add", str(peft)),
-                   "tape": await run("adapters", "add", str(tape), "--name", "tape"),
-                   "clash": await run("adapters", "add", str(tape), "--name", "TAPE"),
-                   "sd": await run("adapters", "add", str(sd)),
-                   "list": await run("adapters"),
-                   "json": await run("adapters", "--json"),
-                   "sing": await run("sing", "warm tape pop", "--instrumental", "--duration",
-                                     "10", "--model", "sketch", "--adapter", "tape", "--scale",
-                                     "0.5", "--steps", "4", "--guidance", "1.5", "--shift", "2",
-                                     "--solver", "sde"),
-                   "unknown": await run("sing", "x", "--model", "sketch", "--adapter", "nope"),
-                   "lonely": await run("sing", "x", "--model", "sketch", "--scale", "1"),
-                   "solver": await run("sing", "x", "--model", "sketch", "--solver", "magic"),
-                   "rm": await run("adapters", "rm", "tape"),
-                   "rm again": await run("adapters", "rm", "tape")}
+            out = {
+                "empty": await run("adapters"),
+                "peft": await run("adapters", "add", str(peft)),
+                "tape": await run("adapters", "add", str(tape), "--name", "tape"),
+                "clash": await run("adapters", "add", str(tape), "--name", "TAPE"),
+                "sd": await run("adapters", "add", str(sd)),
+                "list": await run("adapters"),
+                "json": await run("adapters", "--json"),
+                "sing": await run(
+                    "sing",
+                    "warm tape pop",
+                    "--instrumental",
+                    "--duration",
+                    "10",
+                    "--model",
+                    "sketch",
+                    "--adapter",
+                    "tape",
+                    "--scale",
+                    "0.5",
+                    "--steps",
+                    "4",
+                    "--guidance",
+                    "1.5",
+                    "--shift",
+                    "2",
+                    "--solver",
+                    "sde",
+                ),
+                "unknown": await run("sing", "x", "--model", "sketch", "--adapter", "nope"),
+                "lonely": await run("sing", "x", "--model", "sketch", "--scale", "1"),
+                "solver": await run("sing", "x", "--model", "sketch", "--solver", "magic"),
+                "rm": await run("adapters", "rm", "tape"),
+                "rm again": await run("adapters", "rm", "tape"),
+            }
             return out, node.proc.running
         finally:
             await node.stop()
@@ -82,9 +106,14 @@ def test_adapters_add_list_sing_and_remove_through_the_running_node(cantor_home,
     audio = Path(out["sing"].stdout.strip())
     sidecar = json.loads(audio.with_suffix(".json").read_text("utf-8"))
     sent = sidecar["engine_request"]
-    assert (sent["adapter"], sent["adapter_scale"], sent["inference_steps"],
-            sent["guidance_scale"], sent["shift"], sent["solver"]) == \
-        ("tape.safetensors", 0.5, 4, 1.5, 2.0, "sde")
+    assert (
+        sent["adapter"],
+        sent["adapter_scale"],
+        sent["inference_steps"],
+        sent["guidance_scale"],
+        sent["shift"],
+        sent["solver"],
+    ) == ("tape.safetensors", 0.5, 4, 1.5, 2.0, "sde")
     log = (cantor_home / "logs" / "engine-sketch.log").read_text("utf-8")
     assert "steps=4, guidance=1.5, shift=2.0" in log and "Adapter=tape.safetensors" in log
     assert out["unknown"].returncode == 2
@@ -112,11 +141,13 @@ def test_adapters_with_a_private_node_and_to_another_machines_node(cantor_home, 
     async def remote():
         await theirs.start()
         env = {"CANTOR_NODE_TOKEN": theirs.proc.token}
-        run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a, env=env)   # noqa: E731
+        run = lambda *a: asyncio.to_thread(cantor, cantor_home, *a, env=env)  # noqa: E731
         try:
-            return (await run("adapters", "--node", theirs.url, "add", str(tape), "--name", "t2"),
-                    await run("adapters", "add", str(peft), "--node", theirs.url),
-                    await run("adapters", "--node", theirs.url))
+            return (
+                await run("adapters", "--node", theirs.url, "add", str(tape), "--name", "t2"),
+                await run("adapters", "add", str(peft), "--node", theirs.url),
+                await run("adapters", "--node", theirs.url),
+            )
         finally:
             await theirs.stop()
 

@@ -47,11 +47,11 @@ def quit_by_event_after_a_song(home, port, *, app_events: bool):
 def test_cmd_q_quits_in_order_and_leaves_no_process(app_home):
     app, code, out, err, tree = quit_by_event_after_a_song(*app_home, app_events=True)  # macOS
     assert code == 0, err
-    assert "quit-event accepted: False" in out      # taken over, then quit in order
+    assert "quit-event accepted: False" in out  # taken over, then quit in order
     assert "main returned 0" in out
     assert "Traceback" not in err and "Event loop stopped" not in err, err
     assert still_running(tree, 5) == []
-    assert app.engines_record() == {}                # the node cleaned up after its engine
+    assert app.engines_record() == {}  # the node cleaned up after its engine
 
 
 def test_elsewhere_a_quit_event_ends_the_loop_and_the_node_still_stops(app_home):
@@ -59,7 +59,7 @@ def test_elsewhere_a_quit_event_ends_the_loop_and_the_node_still_stops(app_home)
     session ends) ends Qt's loop, and the app stops its node before it exits, cleanly."""
     app, code, out, err, tree = quit_by_event_after_a_song(*app_home, app_events=False)
     assert code == 0, err
-    assert "quit-event accepted: True" in out        # Qt's own: its loop ends
+    assert "quit-event accepted: True" in out  # Qt's own: its loop ends
     assert "main returned 0" in out and "Traceback" not in err, err
     assert still_running(tree, 5) == []
     assert app.engines_record() == {}
@@ -75,12 +75,12 @@ def test_a_second_launch_shows_the_first_window_and_exits_0(app_home):
         second = AppUnderTest(home, port).start()
         code, out, err = second.finish(30)
         assert code == 0, err
-        assert "main windows shown: 0" in out           # it never made a window
+        assert "main windows shown: 0" in out  # it never made a window
         assert first.node_pid() == node and first.proc.poll() is None
         log = (home / "logs" / "app.log").read_text()
         assert "another launch asked for the window" in log
         tree = first.tree()
-        first.proc.terminate()                           # SIGTERM: the same quit path
+        first.proc.terminate()  # SIGTERM: the same quit path
         code, out, err = first.finish()
         assert code == 0 and "main windows shown: 1" in out, err
         assert still_running(tree, 5) == []
@@ -99,8 +99,8 @@ def test_a_killed_app_takes_its_node_and_engine_and_the_next_launch_is_the_app(a
         tree = app.tree()
         assert len(tree) >= 2
         app.kill9()
-        assert still_running(tree, 10) == []             # node and engine ended with it
-        again = AppUnderTest(home, port).start()        # its socket was left behind
+        assert still_running(tree, 10) == []  # node and engine ended with it
+        again = AppUnderTest(home, port).start()  # its socket was left behind
         try:
             assert again.node_up(), again.finish(5)
             again.proc.terminate()
@@ -116,6 +116,7 @@ def test_a_killed_app_takes_its_node_and_engine_and_the_next_launch_is_the_app(a
 
 # -- in this process ---------------------------------------------------------------------
 
+
 def test_single_instance_hands_over_to_the_first(qtbot, qapp):
     from cantor_desktop.ui.instance import SingleInstance, instance_name
 
@@ -128,7 +129,7 @@ def test_single_instance_hands_over_to_the_first(qtbot, qapp):
             assert SingleInstance(name).claim() is False
     finally:
         first.release()
-    assert SingleInstance(name).claim()                  # released: the next one is first
+    assert SingleInstance(name).claim()  # released: the next one is first
 
 
 @pytest.mark.skipif(os.name == "nt", reason="named pipes: the launch claims with Qt there")
@@ -138,7 +139,7 @@ def test_a_launch_asks_the_first_app_before_loading_qts_network_module(qtbot, qa
     from cantor_desktop.ui.instance import SingleInstance, another_app_answers, instance_name
 
     name = instance_name("someone", "home-early")
-    assert another_app_answers(name) is False                # nobody yet
+    assert another_app_answers(name) is False  # nobody yet
     first = SingleInstance(name)
     assert first.claim()
     try:
@@ -157,15 +158,19 @@ def test_the_first_app_listens_over_a_dead_apps_socket_for_this_user_only(qtbot,
     import socket
     import stat
 
-    from cantor_desktop.ui.instance import (SingleInstance, another_app_answers,
-                                            instance_name, socket_path)
+    from cantor_desktop.ui.instance import (
+        SingleInstance,
+        another_app_answers,
+        instance_name,
+        socket_path,
+    )
 
     name = instance_name("someone", "home-killed")
     path = socket_path(name)
     if os.path.exists(path):
-        os.unlink(path)                              # an earlier run's, stopped midway
+        os.unlink(path)  # an earlier run's, stopped midway
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    dead.bind(path)                                  # bound, then gone without unlinking
+    dead.bind(path)  # bound, then gone without unlinking
     dead.close()
     first = SingleInstance(name)
     assert first.claim()
@@ -173,12 +178,12 @@ def test_the_first_app_listens_over_a_dead_apps_socket_for_this_user_only(qtbot,
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         stranger.connect(path)
-        stranger.sendall(b"x" * 200)                  # no line: not one of ours
+        stranger.sendall(b"x" * 200)  # no line: not one of ours
         stranger.settimeout(0.02)
 
         def let_go() -> bool:
             try:
-                return stranger.recv(1) == b""        # the app closed its end
+                return stranger.recv(1) == b""  # the app closed its end
             except socket.timeout:
                 return False
 
@@ -188,7 +193,7 @@ def test_the_first_app_listens_over_a_dead_apps_socket_for_this_user_only(qtbot,
             assert another_app_answers(name) is True
     finally:
         first.release()
-    assert not os.path.exists(path)                  # released: its socket file is gone
+    assert not os.path.exists(path)  # released: its socket file is gone
 
 
 @pytest.fixture
@@ -206,11 +211,11 @@ def shell(qapp, qloop):
 def test_a_dock_click_reopens_a_hidden_window_on_macos(shell, qapp):
     from PySide6.QtCore import QCoreApplication, QEvent
 
-    shell.reopen_on_activate = True                   # what sys.platform == "darwin" sets
+    shell.reopen_on_activate = True  # what sys.platform == "darwin" sets
     shell.window.hide()
     QCoreApplication.sendEvent(qapp, QEvent(QEvent.ApplicationActivate))
     assert shell.window.isVisible()
-    shell.reopen_on_activate = False                  # elsewhere an activation is a focus change
+    shell.reopen_on_activate = False  # elsewhere an activation is a focus change
     shell.window.hide()
     QCoreApplication.sendEvent(qapp, QEvent(QEvent.ApplicationActivate))
     assert not shell.window.isVisible()
@@ -222,7 +227,7 @@ def test_a_quit_event_is_taken_over_by_the_one_quit_path(shell, qapp):
     event = QEvent(QEvent.Quit)
     QCoreApplication.sendEvent(qapp, event)
     assert not event.isAccepted() and shell._quit.done()
-    shell.done = True                                  # once quit, a Quit passes to Qt
+    shell.done = True  # once quit, a Quit passes to Qt
     assert shell.app_event(QEvent(QEvent.Quit)) is False
 
 
@@ -232,9 +237,9 @@ def test_our_application_class_hands_its_own_events_to_the_shell(monkeypatch):
 
     from cantor_desktop.ui import main
 
-    monkeypatch.setattr(main, "APP_EVENTS", False)       # Windows and Linux: no Python event()
+    monkeypatch.setattr(main, "APP_EVENTS", False)  # Windows and Linux: no Python event()
     assert main.application_class().event is QApplication.event
-    monkeypatch.setattr(main, "APP_EVENTS", True)        # macOS
+    monkeypatch.setattr(main, "APP_EVENTS", True)  # macOS
     seen = []
     cls = main.application_class()
     assert cls is main.application_class()
@@ -255,14 +260,21 @@ def test_the_macos_tray_icon_is_a_template_image(qapp):
     images = {}
     for state in ("stopped", "starting", "idle", "generating", "error"):
         icon = template_icon(state)
-        assert icon.isMask()                            # NSImage.template on macOS
+        assert icon.isMask()  # NSImage.template on macOS
         image = template_pixmap(44, state).toImage()
-        colours = {(image.pixelColor(x, y).red(), image.pixelColor(x, y).green(),
-                    image.pixelColor(x, y).blue())
-                   for x in range(44) for y in range(44) if image.pixelColor(x, y).alpha()}
-        assert colours == {(0, 0, 0)}, state            # black only: the system tints it
+        colours = {
+            (
+                image.pixelColor(x, y).red(),
+                image.pixelColor(x, y).green(),
+                image.pixelColor(x, y).blue(),
+            )
+            for x in range(44)
+            for y in range(44)
+            if image.pixelColor(x, y).alpha()
+        }
+        assert colours == {(0, 0, 0)}, state  # black only: the system tints it
         images[state] = bytes(image.constBits())
-    assert len(set(images.values())) == 5               # each state its own shape
+    assert len(set(images.values())) == 5  # each state its own shape
     assert tray_icon("idle", template=True) is template_icon("idle")
     assert tray_icon("idle", template=False) is state_icon("idle")
     assert not state_icon("idle").isMask()
@@ -274,15 +286,15 @@ def test_without_a_system_tray_its_menu_is_built_only_when_asked_for(qapp):
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.tray import Tray
 
-    assert not QSystemTrayIcon.isSystemTrayAvailable()      # offscreen, like GNOME's default
+    assert not QSystemTrayIcon.isSystemTrayAvailable()  # offscreen, like GNOME's default
     link = NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False)
     tray = Tray(link)
     tray.on_state("idle")
     assert not tray.available and tray._menu is None
-    menu = tray.menu                                        # built in the link's present state
+    menu = tray.menu  # built in the link's present state
     assert menu is tray.menu and menu.status.text() == link.status_line()
     assert menu.start.isEnabled() == (link.state not in ("idle", "generating", "starting"))
-    tray.on_state("idle")                                   # and follows it from then on
+    tray.on_state("idle")  # and follows it from then on
     assert not menu.start.isEnabled() and menu.stop.isEnabled()
 
 
@@ -298,12 +310,12 @@ def test_only_a_loop_that_ends_under_the_quit_path_counts_as_an_early_end(shell,
     shell.quit()
     with pytest.raises(RuntimeError, match="could not shut down"):
         run(qloop, shell.until_quit())
-    shell.finish_now()                       # Qt's aboutToQuit, after the failure
+    shell.finish_now()  # Qt's aboutToQuit, after the failure
     assert shell.done and not shell.ended_early
 
 
 def test_a_loop_ended_before_the_quit_path_ran_is_an_early_end(shell):
-    shell.finish_now()                       # aboutToQuit with the quit path not begun
+    shell.finish_now()  # aboutToQuit with the quit path not begun
     assert shell.done and shell.ended_early
 
 

@@ -19,15 +19,16 @@ def test_main_window_opens_paints_and_every_page_is_reached(qtbot):
         window.show()
     assert window.windowTitle() == "Cantor"
     image = window.grab().toImage()
-    colours = {image.pixel(x, y) for x in range(0, image.width(), 7)
-               for y in range(0, image.height(), 7)}
-    assert len(colours) > 10                       # text, a sidebar, widgets: not one fill
+    colours = {
+        image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)
+    }
+    assert len(colours) > 10  # text, a sidebar, widgets: not one fill
     assert [window.sidebar.item(i).text() for i in range(window.sidebar.count())] == list(PAGES)
     shown = []
     for row, name in enumerate(PAGES):
         window.sidebar.setCurrentRow(row)
         page = window.pages.currentWidget()
-        assert page is window.page(name) and type(page) is not QWidget   # the real page
+        assert page is window.page(name) and type(page) is not QWidget  # the real page
         assert page.isVisible()
         shown.append(type(page).__name__)
     assert shown == ["ComposePage", "SongsPage", "LibraryPage", "HardwarePage", "SettingsPage"]
@@ -53,6 +54,7 @@ def test_qt_calls_do_not_drop_references_to_none_or_true(qtbot):
 
     class Flag(QObject):
         changed = Signal(bool)
+
     label, flag = QLabel(), Flag()
     flag.changed.connect(lambda on: None)
     none, true = sys.getrefcount(None), sys.getrefcount(True)

@@ -15,8 +15,15 @@ import pytest
 from cantor_desktop import backends, config, engine_store, hardware, manifest, trial
 from cantor_desktop.backends import BackendStatus, choose_default
 from cantor_desktop.paths import paths
-from support.fake_builds import (BuildServer, cuda_broken_script, fake_machine, fallback_script,
-                                 gpu_script, never_ready_script, working_script)
+from support.fake_builds import (
+    BuildServer,
+    cuda_broken_script,
+    fake_machine,
+    fallback_script,
+    gpu_script,
+    never_ready_script,
+    working_script,
+)
 
 CUDA_LINE = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
 
@@ -48,8 +55,12 @@ def builds(tmp_path, monkeypatch):
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cantor_desktop", "backends", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cantor_desktop", "backends", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_install_rejects_broken_cuda_and_keeps_vulkan(nvidia, builds):
@@ -61,23 +72,29 @@ def test_install_rejects_broken_cuda_and_keeps_vulkan(nvidia, builds):
     assert lines[rejected + 1] == "Falling back to vulkan."
     kept = next(i for i, ln in enumerate(lines) if ln.startswith("vulkan: works"))
     assert kept > rejected
-    assert not any(ln.startswith("cpu:") for ln in lines[kept:])      # stopped at the first
+    assert not any(ln.startswith("cpu:") for ln in lines[kept:])  # stopped at the first
     st = json.loads(cli("--json").stdout)
     states = {b["name"]: b["state"] for b in st["backends"]}
-    assert states == {"cuda12": "rejected", "metal": "unsupported", "vulkan": "installed",
-                      "cpu": "installable"}
+    assert states == {
+        "cuda12": "rejected",
+        "metal": "unsupported",
+        "vulkan": "installed",
+        "cpu": "installable",
+    }
     cuda = next(b for b in st["backends"] if b["name"] == "cuda12")
     assert cuda["message"].startswith(f"rejected: {CUDA_LINE} (trial load of v0.1.1, ")
     assert cuda["trial"]["state"] == "rejected" and cuda["trial"]["evidence"]
-    assert st["default"] == "vulkan" and st["pinned"] is None      # the auto rule
-    assert engine_store.installed("acestep", "cuda12") is None     # a rejected build is not kept
+    assert st["default"] == "vulkan" and st["pinned"] is None  # the auto rule
+    assert engine_store.installed("acestep", "cuda12") is None  # a rejected build is not kept
     assert "cuda12  rejected v0.1.1" in cli().stdout
 
 
 def test_use_cuda_fails_and_node_toml_is_byte_identical(nvidia, builds):
     toml = paths().config_file
     toml.parent.mkdir(parents=True, exist_ok=True)
-    toml.write_bytes(b"# my settings\n[backends]\nacestep = \"auto\"  # keep\n\n[node]\nport = 7900\n")
+    toml.write_bytes(
+        b'# my settings\n[backends]\nacestep = "auto"  # keep\n\n[node]\nport = 7900\n'
+    )
     before = toml.read_bytes()
     done = cli("--use", "cuda12")
     assert done.returncode == 1
@@ -106,28 +123,36 @@ def test_auto_rule_prefers_installed_later_backend(nvidia, builds):
     asyncio.run(engine_store.install(m.best("acestep", "cpu", "linux", "x86_64")))
     st = backends.status("acestep", manifest=m)
     assert [(b.name, b.state) for b in st.backends] == [
-        ("cuda12", "installable"), ("metal", "unsupported"), ("vulkan", "installable"),
-        ("cpu", "installed")]
+        ("cuda12", "installable"),
+        ("metal", "unsupported"),
+        ("vulkan", "installable"),
+        ("cpu", "installed"),
+    ]
     assert st.default == "cpu"
     config.update({"backends.acestep": "vulkan"})
-    assert backends.default_backend("acestep", manifest=m) == "vulkan"   # a pin wins
+    assert backends.default_backend("acestep", manifest=m) == "vulkan"  # a pin wins
 
 
 def test_choose_default_rule():
     def s(*states):
         return [BackendStatus(n, st) for n, st in zip(config.BACKENDS, states)]
-    assert choose_default(s("installable", "unsupported", "installable", "installable"),
-                          None) == "cuda12"
-    assert choose_default(s("installable", "unsupported", "update_available", "installed"),
-                          None) == "vulkan"
-    assert choose_default(s("installed", "unsupported", "installed", "installed"),
-                          None) == "cuda12"
-    assert choose_default(s("unsupported", "unsupported", "unsupported", "installable"),
-                          None) == "cpu"
-    assert choose_default(s("unsupported", "unsupported", "unsupported", "unsupported"),
-                          None) is None
-    assert choose_default(s("installable", "unsupported", "installed", "installed"),
-                          "cpu") == "cpu"
+
+    assert (
+        choose_default(s("installable", "unsupported", "installable", "installable"), None)
+        == "cuda12"
+    )
+    assert (
+        choose_default(s("installable", "unsupported", "update_available", "installed"), None)
+        == "vulkan"
+    )
+    assert choose_default(s("installed", "unsupported", "installed", "installed"), None) == "cuda12"
+    assert (
+        choose_default(s("unsupported", "unsupported", "unsupported", "installable"), None) == "cpu"
+    )
+    assert (
+        choose_default(s("unsupported", "unsupported", "unsupported", "unsupported"), None) is None
+    )
+    assert choose_default(s("installable", "unsupported", "installed", "installed"), "cpu") == "cpu"
 
 
 def test_shared_download_fetched_once(nvidia, builds):
@@ -160,13 +185,17 @@ def test_never_ready_and_silent_fallback_are_rejected(nvidia, tmp_path, monkeypa
         kept = asyncio.run(backends.install("acestep", events.append))
     rejected = [e.message for e in events if e.kind == "rejected"]
     assert rejected[0].startswith("GPU backend rejected: timed out answering /health")
-    assert rejected[1] == ("GPU backend rejected: came up on CPU, not Vulkan0 "
-                           "(a silent fall-back)")
+    assert rejected[1] == ("GPU backend rejected: came up on CPU, not Vulkan0 (a silent fall-back)")
     assert [e.message for e in events if e.kind == "fallback"] == [
-        "Falling back to vulkan.", "Falling back to cpu."]
+        "Falling back to vulkan.",
+        "Falling back to cpu.",
+    ]
     assert kept.backend == "cpu" and kept.source == "store"
     assert [e.kind for e in events if e.kind in ("rejected", "kept")] == [
-        "rejected", "rejected", "kept"]
+        "rejected",
+        "rejected",
+        "kept",
+    ]
 
 
 def test_no_build_for_this_machine(tmp_path, monkeypatch):
@@ -178,10 +207,12 @@ def test_no_build_for_this_machine(tmp_path, monkeypatch):
     metal = next(b for b in st["backends"] if b["name"] == "metal")
     assert metal["state"] == "unsupported"
     # no engine of any kind is published for the Mac: never send the user to a CPU build
-    assert metal["message"] == ("No build for this machine: neither a metal nor a cpu engine is "
-                                "published for macos arm64. The built-in sketch engine still "
-                                "works, and so does an ace-server you build yourself: cantor "
-                                "config set engines.acestep.path /path/to/ace-server")
+    assert metal["message"] == (
+        "No build for this machine: neither a metal nor a cpu engine is "
+        "published for macos arm64. The built-in sketch engine still "
+        "works, and so does an ace-server you build yourself: cantor "
+        "config set engines.acestep.path /path/to/ace-server"
+    )
     cpu = next(b for b in st["backends"] if b["name"] == "cpu")
     assert "no cpu engine is published for macos arm64" in cpu["message"]
     assert "always" not in json.dumps(st)
@@ -200,12 +231,12 @@ def test_user_supplied_build_never_replaced(nvidia, builds, tmp_path):
     config.update({"engines.acestep.path": str(exe)})
     events: list[backends.BackendEvent] = []
     kept = asyncio.run(backends.install("acestep", events.append))
-    assert kept.source == "user" and kept.backend == "cpu"   # the sketch has only the CPU
+    assert kept.source == "user" and kept.backend == "cpu"  # the sketch has only the CPU
     upd = cli("--update")
     assert upd.returncode == 0 and "never replaces it" in upd.stdout
     assert builds.downloads(builds.cuda) == builds.downloads(builds.shared) == 0
     assert exe.read_bytes() == before
-    assert engine_store.inspect("acestep", "cpu").versions == []     # nothing in the store
+    assert engine_store.inspect("acestep", "cpu").versions == []  # nothing in the store
     # it was tried on each backend and counts only where it loaded
     rejected = [e.message for e in events if e.kind == "rejected"]
     assert rejected[0].startswith("GPU backend rejected: ")
@@ -213,8 +244,12 @@ def test_user_supplied_build_never_replaced(nvidia, builds, tmp_path):
     assert events[-1].message.startswith("cpu: works — kept (your build)")
     st = json.loads(cli("--json").stdout)
     states = {b["name"]: b["state"] for b in st["backends"]}
-    assert states == {"cuda12": "rejected", "metal": "unsupported", "vulkan": "rejected",
-                      "cpu": "installed"}
+    assert states == {
+        "cuda12": "rejected",
+        "metal": "unsupported",
+        "vulkan": "rejected",
+        "cpu": "installed",
+    }
     assert st["default"] == "cpu"
 
 
@@ -234,10 +269,16 @@ def test_a_user_build_untried_on_a_backend_is_trial_loaded_before_use(nvidia, tm
     assert build.backend == "cpu" and build.source == "user"
     assert build.env["GGML_BACKEND"] == "CPU"
     assert [e.message.split(" on ")[-1] for e in events if e.kind == "trial"] == [
-        "CUDA0 …", "Vulkan0 …", "CPU …"]
+        "CUDA0 …",
+        "Vulkan0 …",
+        "CPU …",
+    ]
     st = backends.status("acestep")
     assert [st.backend(n).state for n in ("cuda12", "vulkan", "cpu")] == [
-        "rejected", "rejected", "installed"]
+        "rejected",
+        "rejected",
+        "installed",
+    ]
     assert st.default == "cpu"
     assert st.backend("cuda12").message.startswith("rejected: ")
     # the records hold: the next node start tries nothing
@@ -246,8 +287,11 @@ def test_a_user_build_untried_on_a_backend_is_trial_loaded_before_use(nvidia, tm
     assert not events
     # pinned to a backend it was rejected on: the node says so instead of running it
     config.update({"backends.acestep": "cuda12"})
-    with pytest.raises(backends.BackendError, match=r"cuda12 engine \(pinned in node.toml\) "
-                                                    r"was rejected: "):
+    with pytest.raises(
+        backends.BackendError,
+        match=r"cuda12 engine \(pinned in node.toml\) "
+        r"was rejected: ",
+    ):
         asyncio.run(backends.engine_for("acestep"))
 
 
@@ -255,10 +299,10 @@ def test_a_rejected_backend_is_tried_again_when_its_evidence_changes(nvidia, bui
     assert cli("--install").returncode == 0
     assert backends.status("acestep").backend("cuda12").state == "rejected"
     # a new driver: the record no longer holds; the auto rule may pick cuda12 again
-    smi = next(p for p in os.environ["PATH"].split(os.pathsep)
-               if (Path(p) / "nvidia-smi").exists())
-    (Path(smi) / "nvidia-smi").write_text("#!/bin/sh\necho '0, NVIDIA GeForce RTX 4070, "
-                                          "560.10.01, 12282, 8.9'\n")
+    smi = next(p for p in os.environ["PATH"].split(os.pathsep) if (Path(p) / "nvidia-smi").exists())
+    (Path(smi) / "nvidia-smi").write_text(
+        "#!/bin/sh\necho '0, NVIDIA GeForce RTX 4070, 560.10.01, 12282, 8.9'\n"
+    )
     assert backends.status("acestep").backend("cuda12").state == "installable"
 
 
@@ -272,8 +316,10 @@ def test_use_never_names_a_backend_that_is_not_installed_as_in_use(nvidia, build
     assert "node.toml is unchanged; the node keeps using vulkan" in done.stderr
 
 
-MISSING_LIB = ("ace-server: error while loading shared libraries: libggml-base.so.0: cannot "
-               "open shared object file: No such file or directory")
+MISSING_LIB = (
+    "ace-server: error while loading shared libraries: libggml-base.so.0: cannot "
+    "open shared object file: No such file or directory"
+)
 
 
 def missing_library_script() -> bytes:
@@ -282,11 +328,11 @@ def missing_library_script() -> bytes:
 
 def test_update_stages_a_newer_build_and_a_broken_one_never_takes_over(nvidia, builds):
     assert cli("--use", "cpu").returncode == 0
-    new = builds.archive("cpu2.tar.gz", missing_library_script())   # fails any trial
+    new = builds.archive("cpu2.tar.gz", missing_library_script())  # fails any trial
     builds.add("cpu", new, version="v0.2.0")
     st = json.loads(cli("--json").stdout)
     assert next(b for b in st["backends"] if b["name"] == "cpu")["state"] == "installed"
-    asyncio.run(manifest.fetch())       # status reads the last fetched manifest
+    asyncio.run(manifest.fetch())  # status reads the last fetched manifest
     st = json.loads(cli("--json").stdout)
     cpu = next(b for b in st["backends"] if b["name"] == "cpu")
     assert cpu["state"] == "update_available" and "--update" in cpu["message"]
@@ -302,14 +348,18 @@ def test_update_stages_a_newer_build_and_a_broken_one_never_takes_over(nvidia, b
     # the node's start: the staged build is trial-loaded before it takes over, and fails
     told = asyncio.run(backends.settle_staged("acestep"))
     rejected = [e.message for e in told if e.kind == "rejected"]
-    assert rejected == [f"cpu: the update to v0.2.0 was rejected: {MISSING_LIB}. v0.1.1 "
-                        f"stays in use; --update will not offer v0.2.0 again."]
+    assert rejected == [
+        f"cpu: the update to v0.2.0 was rejected: {MISSING_LIB}. v0.1.1 "
+        f"stays in use; --update will not offer v0.2.0 again."
+    ]
     assert engine_store.installed("acestep", "cpu").version == "v0.1.1"
     assert engine_store.staged("acestep", "cpu") is None
     cpu = backends.status("acestep").backend("cpu")
     assert cpu.state == "installed"
-    assert f"The update to v0.2.0 was rejected here and is not offered again: {MISSING_LIB}" \
+    assert (
+        f"The update to v0.2.0 was rejected here and is not offered again: {MISSING_LIB}"
         in cpu.message
+    )
     again = cli("--update")
     assert again.returncode == 0 and "v0.2.0 was rejected here and is not offered" in again.stdout
     assert builds.downloads(new) == 1
@@ -365,11 +415,15 @@ def test_ensure_engine_installs_when_nothing_is(nvidia, builds):
 
 def test_trial_reports_cuda_init_failure(tmp_path):
     script = tmp_path / "ace-server"
-    script.write_bytes(cuda_broken_script("ggml_cuda_init: failed to initialize CUDA: no "
-                                          "CUDA-capable device is detected"))
+    script.write_bytes(
+        cuda_broken_script(
+            "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected"
+        )
+    )
     script.chmod(0o755)
-    build = engine_store.InstalledBuild("acestep", "cuda12", "t", [str(script)],
-                                        {"GGML_BACKEND": "CUDA0"}, script)
+    build = engine_store.InstalledBuild(
+        "acestep", "cuda12", "t", [str(script)], {"GGML_BACKEND": "CUDA0"}, script
+    )
     r = asyncio.run(trial.trial_load(build, "cuda12", timeout=10))
     assert not r.ok and r.reason.startswith("ggml_cuda_init: failed to initialize CUDA")
 
@@ -381,8 +435,10 @@ def test_trial_exit_without_device_line(tmp_path):
     build = engine_store.InstalledBuild("acestep", "cpu", "t", [str(script)], {}, script)
     r = asyncio.run(trial.trial_load(build, "cpu", timeout=10))
     assert not r.ok and r.exit_code == 3 and r.probes == trial.MAX_PROBES
-    assert r.reason == ("exited (exit code 3) before initialising a device (last line: "
-                        f"starting up); the same in all {trial.MAX_PROBES} tries")
+    assert r.reason == (
+        "exited (exit code 3) before initialising a device (last line: "
+        f"starting up); the same in all {trial.MAX_PROBES} tries"
+    )
 
 
 def test_sketch_build_trial_loads():
@@ -406,13 +462,17 @@ def test_trial_ignores_start_up_warnings_when_the_device_comes_up(tmp_path):
     a CUDA init failure at start becomes the reason when the device then fails."""
     engine = tmp_path / "gpu_engine.py"
     from support.fake_builds import GPU_ENGINE
+
     engine.write_text(GPU_ENGINE)
     script = tmp_path / "ace-server"
-    script.write_bytes(b"#!/bin/sh\necho 'ggml_vulkan: failed to initialize Vulkan: no device "
-                       b"found' >&2\n" + gpu_script(engine, "CPU,CUDA0").split(b"\n", 1)[1])
+    script.write_bytes(
+        b"#!/bin/sh\necho 'ggml_vulkan: failed to initialize Vulkan: no device "
+        b"found' >&2\n" + gpu_script(engine, "CPU,CUDA0").split(b"\n", 1)[1]
+    )
     script.chmod(0o755)
-    build = engine_store.InstalledBuild("acestep", "cuda12", "t", [str(script)],
-                                        {"GGML_BACKEND": "CUDA0"}, script)
+    build = engine_store.InstalledBuild(
+        "acestep", "cuda12", "t", [str(script)], {"GGML_BACKEND": "CUDA0"}, script
+    )
     r = asyncio.run(trial.trial_load(build, "cuda12", timeout=15))
     assert r.ok and r.device == "CUDA0", r.reason
     build.env = {"GGML_BACKEND": "Vulkan0"}

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module          # dataclasses look their module up there
+    sys.modules[name] = module  # dataclasses look their module up there
     sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
@@ -44,9 +44,11 @@ def test_run_all_reads_a_real_edit_run():
     run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
     plan = run_all.plan_for(quick=True)
     rows = run_all.edit_figures(plan)
-    assert [r.figure for r in rows] == ["Edit of a 20-s song through the node",
-                                        "50 MB WAV upload on loopback",
-                                        "12 stems of a 20-s song through the node"]
+    assert [r.figure for r in rows] == [
+        "Edit of a 20-s song through the node",
+        "50 MB WAV upload on loopback",
+        "12 stems of a 20-s song through the node",
+    ]
     assert not any(r.error for r in rows), rows
     assert rows[1].ok is True and float(rows[1].ours.split()[0]) < 1000
     assert all(r.ours.endswith("ms") and r.compare.endswith(("ms", "×", "stem")) for r in rows)
@@ -55,8 +57,12 @@ def test_run_all_reads_a_real_edit_run():
 def test_fault_runner_reads_both_line_formats():
     run = _load(ROOT / "tests" / "faults" / "run.py", "faults_run")
     m = run.LINE_RE.match("[faults] node.toml: 40 files: tried 40 / survived 39 / lost 1 — x")
-    assert m and (m["what"], m["tried"], m["survived"], m["lost"]) == ("node.toml: 40 files",
-                                                                      "40", "39", "1")
+    assert m and (m["what"], m["tried"], m["survived"], m["lost"]) == (
+        "node.toml: 40 files",
+        "40",
+        "39",
+        "1",
+    )
     m = run.LINE_RE.match("engine kill -9: tried 20, survived 20, lost 0; reasons: a")
     assert m and (m["what"], m["tried"], m["lost"]) == ("engine kill -9", "20", "0")
     assert run.LINE_RE.match("tests/faults/test_x.py .") is None
@@ -83,7 +89,7 @@ def test_run_all_reads_the_json_of_a_real_node_run():
     assert not overhead.error and not latency.error, rows
     assert overhead.baseline.endswith("(engine alone)") and "(n=1)" in overhead.spread
     assert "a second client of the engine's log" in latency.baseline
-    assert ", 0 without their progress event (lost)" in latency.note   # every step matched
+    assert ", 0 without their progress event (lost)" in latency.note  # every step matched
     assert after_songs > 0
 
 
@@ -91,14 +97,17 @@ def test_a_script_that_fails_gives_no_figures(tmp_path):
     run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
     plan = run_all.plan_for(quick=True)
     script = tmp_path / "half.py"
-    script.write_text("import json, os, sys\n"
-                      "json.dump({'ratio': 1.0}, open(os.environ['CANTOR_BENCH_JSON'], 'w'))\n"
-                      "sys.exit('failed after writing')\n")
+    script.write_text(
+        "import json, os, sys\n"
+        "json.dump({'ratio': 1.0}, open(os.environ['CANTOR_BENCH_JSON'], 'w'))\n"
+        "sys.exit('failed after writing')\n"
+    )
     out = run_all.run_script(plan, [str(script)], "half", check=False)
     assert out.figures is None and "SCRIPT-ERROR" in out
     ok = tmp_path / "ok.py"
-    ok.write_text("import json, os\n"
-                  "json.dump({'ratio': 2.0}, open(os.environ['CANTOR_BENCH_JSON'], 'w'))\n")
+    ok.write_text(
+        "import json, os\njson.dump({'ratio': 2.0}, open(os.environ['CANTOR_BENCH_JSON'], 'w'))\n"
+    )
     assert run_all.run_script(plan, [str(ok)], "ok").figures == {"ratio": 2.0}
 
 

@@ -33,11 +33,16 @@ from support.node import Node, until_state, write_config
 SONG_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
-def cantor(home: Path, *args: str, timeout: float = 90, env: dict | None = None
-           ) -> subprocess.CompletedProcess:
-    return subprocess.run(self_argv("cli") + list(args), capture_output=True, text=True,
-                          timeout=timeout,
-                          env={**os.environ, "CANTOR_HOME": str(home), **(env or {})})
+def cantor(
+    home: Path, *args: str, timeout: float = 90, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        self_argv("cli") + list(args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "CANTOR_HOME": str(home), **(env or {})},
+    )
 
 
 def node_config(home: Path, port: int, **extra: str) -> None:
@@ -60,10 +65,12 @@ async def node_and_cli(home: Path):
         await node.stop()
 
 
-async def sketch_song(client, seconds: float = 20, bpm: int = 100, caption: str =
-                      "lofi piano rain", **more) -> dict:
-    answer = await client.queue_song({"caption": caption, "duration": seconds, "bpm": bpm,
-                                      "model": "sketch", "seed": 7, **more})
+async def sketch_song(
+    client, seconds: float = 20, bpm: int = 100, caption: str = "lofi piano rain", **more
+) -> dict:
+    answer = await client.queue_song(
+        {"caption": caption, "duration": seconds, "bpm": bpm, "model": "sketch", "seed": 7, **more}
+    )
     song = await until_state(client, answer["id"], ("done", "failed"))
     assert song["state"] == "done", song
     return song
@@ -75,6 +82,7 @@ def read(path) -> tuple[np.ndarray, int]:
 
 
 # -- bad input: exit 2 naming the option, before any node is asked ----------------------------
+
 
 class Listener:
     """A socket where a node would be: counts who connects (nobody should)."""
@@ -111,26 +119,36 @@ BAD_INPUT = [
     (["stems", "0123456789abcdef", "--tracks", "drums,kazoo"], "tracks (--tracks): 'kazoo'"),
     (["stems", "0123456789abcdef", "-o", "stems.wav"], "-o: stems.wav names a file"),
     (["layer", "0123456789abcdef", "--track", "kazoo", "x"], "track (--track)"),
-    (["layer", "0123456789abcdef", "--track", "guitar", "x", "--from", "2"],
-     "give both --from and --to"),
+    (
+        ["layer", "0123456789abcdef", "--track", "guitar", "x", "--from", "2"],
+        "give both --from and --to",
+    ),
     (["complete", "0123456789abcdef", "--track", "vocals,kazoo", "x"], "track (--track)"),
     (["sing", "x", "--strength", "0.5"], "strength (--strength): goes with --cover"),
-    (["sing", "x", "--cover", "0123456789abcdef", "--strength", "2"],
-     "strength (--strength): must be from 0 to 1"),
+    (
+        ["sing", "x", "--cover", "0123456789abcdef", "--strength", "2"],
+        "strength (--strength): must be from 0 to 1",
+    ),
     (["sing", "x", "--cover", "/no/such/song.wav"], "--cover: '/no/such/song.wav': no such file"),
     (["repaint", "/no/such.wav", "--from", "1", "--to", "3"], "SONG: '/no/such.wav': no such file"),
     (["repaint", "not-an-id", "--from", "1", "--to", "3"], "neither a song id"),
     (["repaint", "0123456789abcdef:0", "--from", "1", "--to", "3"], "counted from 1"),
     (["understand", "/no/such.flac"], "FILE: '/no/such.flac': no such file"),
-    (["repaint", "0123456789abcdef", "--from", "1", "--to", "3", "--lyrics", "@/no/words.txt"],
-     "lyrics (--lyrics): cannot read"),
+    (
+        ["repaint", "0123456789abcdef", "--from", "1", "--to", "3", "--lyrics", "@/no/words.txt"],
+        "lyrics (--lyrics): cannot read",
+    ),
 ]
 
 
-@pytest.mark.parametrize("args,expected", BAD_INPUT, ids=[" ".join(a[:2]) + f" #{i}"
-                                                          for i, (a, _e) in enumerate(BAD_INPUT)])
-def test_bad_input_exits_2_naming_the_option_before_any_node_is_asked(args, expected, capsys,
-                                                                     tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "args,expected",
+    BAD_INPUT,
+    ids=[" ".join(a[:2]) + f" #{i}" for i, (a, _e) in enumerate(BAD_INPUT)],
+)
+def test_bad_input_exits_2_naming_the_option_before_any_node_is_asked(
+    args, expected, capsys, tmp_path, monkeypatch
+):
     from cantor_desktop.cli.main import main
 
     monkeypatch.chdir(tmp_path)
@@ -139,7 +157,7 @@ def test_bad_input_exits_2_naming_the_option_before_any_node_is_asked(args, expe
         err = capsys.readouterr().err
         assert code == 2, err
         assert expected in err, err
-        assert where.connections() == 0             # refused here, not by a node
+        assert where.connections() == 0  # refused here, not by a node
 
 
 def test_arguments_parse_as_a_musician_types_them():
@@ -152,8 +170,19 @@ def test_arguments_parse_as_a_musician_types_them():
     from cantor_desktop.song_request import TRACKS, validate
 
     parser = build_parser()
-    args = parser.parse_args(["repaint", "0123456789abcdef:2", "--from", "1:05", "--to",
-                              "75.5", "jazzy piano", "--seed", "3"])
+    args = parser.parse_args(
+        [
+            "repaint",
+            "0123456789abcdef:2",
+            "--from",
+            "1:05",
+            "--to",
+            "75.5",
+            "jazzy piano",
+            "--seed",
+            "3",
+        ]
+    )
     request = repaint_cmd.make_request(args)(PLACEHOLDER, [])
     assert validate(request).region == {"start": 65.0, "end": 75.5}
     assert request["caption"] == "jazzy piano" and request["seed"] == "3"
@@ -163,7 +192,7 @@ def test_arguments_parse_as_a_musician_types_them():
     assert parse_song_arg("0123456789abcdef:2").take == 2
     assert parse_song_arg("ab12").song == "ab12" and parse_song_arg("ab12").take is None
     assert parse_tracks("Drums, backing vocals") == ["backing_vocals", "drums"]
-    assert parse_tracks("bass,drums,bass") == ["drums", "bass"]    # the engine's order, once
+    assert parse_tracks("bass,drums,bass") == ["drums", "bass"]  # the engine's order, once
     assert parse_tracks("all") == list(TRACKS)
     assert parse_seconds("0:59.5", "x") == 59.5
     args = parser.parse_args(["complete", "ab12", "--track", "vocals, drums", "a song"])
@@ -178,24 +207,33 @@ def test_the_model_of_an_edit():
 
     turbo = {"name": "acestep-v15-turbo-Q8_0", "variant": "turbo", "state": "ready"}
     base4 = {"name": "acestep-v15-base-Q4_K_M", "variant": "base", "state": "ready"}
-    base8 = {"name": "acestep-v15-base-Q8_0", "variant": "base", "state": "not downloaded",
-             "download_bytes": 2 * 2**30}
+    base8 = {
+        "name": "acestep-v15-base-Q8_0",
+        "variant": "base",
+        "state": "not downloaded",
+        "download_bytes": 2 * 2**30,
+    }
     xl = {"name": "acestep-v15-xl-base-Q8_0", "variant": "xl-base", "state": "ready"}
     assert model_for("extract", "acestep-v15-turbo-Q8_0", [turbo]) == "acestep-v15-turbo-Q8_0"
-    assert model_for("extract", "acestep-v15-turbo-Q8_0", [turbo, base8]) == \
-        "acestep-v15-turbo-Q8_0"                       # not downloaded is not a base to use
-    assert model_for("lego", "acestep-v15-turbo-Q8_0", [turbo, xl, base4]) == \
-        "acestep-v15-base-Q4_K_M"
+    assert (
+        model_for("extract", "acestep-v15-turbo-Q8_0", [turbo, base8]) == "acestep-v15-turbo-Q8_0"
+    )  # not downloaded is not a base to use
+    assert (
+        model_for("lego", "acestep-v15-turbo-Q8_0", [turbo, xl, base4]) == "acestep-v15-base-Q4_K_M"
+    )
     assert model_for("complete", None, [xl]) == "acestep-v15-xl-base-Q8_0"
     assert model_for("extract", "sketch", [base4]) == "sketch"
-    assert model_for("extract", "sketch", [base4], asked="acestep-v15-base-Q4_K_M") == \
-        "acestep-v15-base-Q4_K_M"
+    assert (
+        model_for("extract", "sketch", [base4], asked="acestep-v15-base-Q4_K_M")
+        == "acestep-v15-base-Q4_K_M"
+    )
     assert model_for("repaint", "acestep-v15-turbo-Q8_0", [base4]) == "acestep-v15-turbo-Q8_0"
-    assert model_for("repaint", None, [base4]) is None          # the node's default
+    assert model_for("repaint", None, [base4]) is None  # the node's default
     assert base_offer([turbo, xl, base8])["name"] == "acestep-v15-base-Q8_0"
 
 
 # -- what each command sends, as the node records it (the real Sketch renders) ----------------
+
 
 def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_home, tmp_path):
     file = tmp_path / "my song.wav"
@@ -205,19 +243,40 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
             root = await sketch_song(c, 20, lyrics="[Verse]\nla la la")
             await c.audio(root["id"], file)
             results = {
-                "repaint": await run("repaint", root["id"][:6] + ":1", "--from", "2",
-                                     "--to", "0:05", "jazzy piano"),
+                "repaint": await run(
+                    "repaint", root["id"][:6] + ":1", "--from", "2", "--to", "0:05", "jazzy piano"
+                ),
                 "extend": await run("extend", root["id"], "--after", "5"),
-                "cover": await run("sing", "fast drum and bass", "--cover", str(file),
-                                   "--strength", "0.4", "-o", str(tmp_path / "cover")),
-                "stems": await run("stems", root["id"], "--tracks", "bass,drums", "-o",
-                                   str(tmp_path / "stems")),
-                "file stems": await run("stems", str(file), "--tracks", "bass", "-o",
-                                        str(tmp_path / "file stems")),
-                "layer": await run("layer", root["id"], "--track", "guitar",
-                                   "funky guitar", "--from", "1", "--to", "4"),
-                "complete": await run("complete", str(file), "--track", "vocals, drums",
-                                      "a pop song"),
+                "cover": await run(
+                    "sing",
+                    "fast drum and bass",
+                    "--cover",
+                    str(file),
+                    "--strength",
+                    "0.4",
+                    "-o",
+                    str(tmp_path / "cover"),
+                ),
+                "stems": await run(
+                    "stems", root["id"], "--tracks", "bass,drums", "-o", str(tmp_path / "stems")
+                ),
+                "file stems": await run(
+                    "stems", str(file), "--tracks", "bass", "-o", str(tmp_path / "file stems")
+                ),
+                "layer": await run(
+                    "layer",
+                    root["id"],
+                    "--track",
+                    "guitar",
+                    "funky guitar",
+                    "--from",
+                    "1",
+                    "--to",
+                    "4",
+                ),
+                "complete": await run(
+                    "complete", str(file), "--track", "vocals, drums", "a pop song"
+                ),
             }
             listed = await run("songs", "--json")
             table = await run("songs")
@@ -235,14 +294,18 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
         made.setdefault(song["request"].get("task") or "text2music", []).append(song)
     source = {"song": root["id"], "take": 1}
     (repaint,) = [s["request"] for s in made["repaint"]]
-    assert Path(results["repaint"].stdout.strip()).name == Path(
-        made["repaint"][0]["takes"][0]["audio"]).name
+    assert (
+        Path(results["repaint"].stdout.strip()).name
+        == Path(made["repaint"][0]["takes"][0]["audio"]).name
+    )
     assert repaint["task"] == "repaint" and repaint["source"] == source
     assert repaint["region"] == {"start": 2.0, "end": 5.0} and repaint["caption"] == "jazzy piano"
     assert repaint["lyrics"] == "[Verse]\nla la la" and repaint["model"] == "sketch"  # the song's
     (extend,) = [s["request"] for s in made["extend"]]
-    assert extend["extend"] == {"before": 0.0, "after": 5.0} and extend["caption"] == root[
-        "request"]["caption"]
+    assert (
+        extend["extend"] == {"before": 0.0, "after": 5.0}
+        and extend["caption"] == root["request"]["caption"]
+    )
     (cover,) = [s for s in songs.values() if s["request"].get("task") == "cover"]
     assert set(cover["request"]["source"]) == {"upload"} and cover["request"]["strength"] == 0.4
     assert cover["request"]["caption"] == "fast drum and bass"
@@ -250,16 +313,22 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
     (file_stem,) = [s for s in made["extract"] if "upload" in s["request"]["source"]]
     assert file_stem["title"] == "my song_bass" and file_stem["request"]["track"] == "bass"
     assert [p.name for p in (tmp_path / "file stems").iterdir()] == ["my song_bass.wav"]
-    stems = sorted((s for s in made["extract"] if s is not file_stem),
-                   key=lambda s: s["request"]["track"])
+    stems = sorted(
+        (s for s in made["extract"] if s is not file_stem), key=lambda s: s["request"]["track"]
+    )
     assert [s["request"]["track"] for s in stems] == ["bass", "drums"]
-    assert all(s["request"]["source"] == source and s["request"]["model"] == "sketch"
-               for s in stems)
+    assert all(
+        s["request"]["source"] == source and s["request"]["model"] == "sketch" for s in stems
+    )
     assert [s["title"] for s in stems] == ["lofi-piano-rain_bass", "lofi-piano-rain_drums"]
     assert sorted(p.name for p in (tmp_path / "stems").iterdir()) == [
-        "lofi-piano-rain_bass.wav", "lofi-piano-rain_drums.wav"]
+        "lofi-piano-rain_bass.wav",
+        "lofi-piano-rain_drums.wav",
+    ]
     assert [Path(line).name for line in results["stems"].stdout.splitlines()] == [
-        "lofi-piano-rain_drums.wav", "lofi-piano-rain_bass.wav"]        # the engine's order
+        "lofi-piano-rain_drums.wav",
+        "lofi-piano-rain_bass.wav",
+    ]  # the engine's order
     (layer,) = [s["request"] for s in songs.values() if s["request"].get("task") == "lego"]
     assert layer["track"] == "guitar" and layer["region"] == {"start": 1.0, "end": 4.0}
     assert layer["model"] == "sketch" and layer["caption"] == "funky guitar"
@@ -267,8 +336,9 @@ def test_every_command_sends_what_was_asked_and_songs_lists_the_versions(cantor_
     assert complete["track"] == "vocals | drums" and set(complete["source"]) == {"upload"}
 
     # songs --json: every song with its id, newest first, versions naming their parent
-    assert [s["id"] for s in listed] == sorted(songs, key=lambda i: songs[i]["created"],
-                                               reverse=True)
+    assert [s["id"] for s in listed] == sorted(
+        songs, key=lambda i: songs[i]["created"], reverse=True
+    )
     by_id = {s["id"]: s for s in listed}
     assert by_id[root["id"]]["parent"] is None and by_id[root["id"]]["task"] == "text2music"
     assert by_id[stems[0]["id"]]["parent"] == source
@@ -291,13 +361,17 @@ def test_the_node_refusing_an_edit_is_exit_2_with_its_reason(cantor_home, tmp_pa
     async def main():
         async with node_and_cli(cantor_home) as (c, run):
             root = await sketch_song(c, 10)
-            return root, [
-                await run("repaint", root["id"], "--from", "8", "--to", "14"),
-                await run("extend", "ffffffffffffffff", "--after", "10"),
-                await run("stems", root["id"] + ":2", "--tracks", "drums"),
-                await run("understand", str(not_audio)),
-                await run("sing", "x", "--cover", root["id"][:3]),
-            ], await c.songs()
+            return (
+                root,
+                [
+                    await run("repaint", root["id"], "--from", "8", "--to", "14"),
+                    await run("extend", "ffffffffffffffff", "--after", "10"),
+                    await run("stems", root["id"] + ":2", "--tracks", "drums"),
+                    await run("understand", str(not_audio)),
+                    await run("sing", "x", "--cover", root["id"][:3]),
+                ],
+                await c.songs(),
+            )
 
     root, (past, unknown, take, not_audio_result, short), songs = asyncio.run(main())
     assert past.returncode == 2 and "region" in past.stderr and "past the end" in past.stderr
@@ -305,15 +379,17 @@ def test_the_node_refusing_an_edit_is_exit_2_with_its_reason(cantor_home, tmp_pa
     assert take.returncode == 2 and "has 1 take(s), not take 2" in take.stderr
     assert not_audio_result.returncode == 2
     assert "FILE: notes.wav was refused" in not_audio_result.stderr
-    assert short.returncode == 2 and "neither a song id" in short.stderr   # 3 digits: too few
-    assert len(songs) == 1                                  # nothing queued by any of them
+    assert short.returncode == 2 and "neither a song id" in short.stderr  # 3 digits: too few
+    assert len(songs) == 1  # nothing queued by any of them
     assert not any((cantor_home / "state" / "uploads").glob("*.wav"))
 
 
 # -- stems need a base model: the node's refusal with the size, the pull, then the stems -------
 
+
 def test_stems_without_a_base_model_name_it_with_its_size_then_after_the_pull_are_made(
-        cantor_home, tmp_path):
+    cantor_home, tmp_path
+):
     from support.edit_nodes import hub_with_turbo_and_base, sketch_as_acestep
     from support.hub import ModelHub
 
@@ -334,9 +410,11 @@ def test_stems_without_a_base_model_name_it_with_its_size_then_after_the_pull_ar
                     song = await until_state(c, answer["id"], ("done", "failed"))
                     assert song["state"] == "done", song
                     assert song["request"]["model"].startswith("acestep-v15-turbo"), song
-                    refused = [await run("stems", song["id"], "--tracks", "drums"),
-                               await run("layer", song["id"], "--track", "guitar", "a guitar"),
-                               await run("complete", song["id"], "--track", "bass", "a song")]
+                    refused = [
+                        await run("stems", song["id"], "--tracks", "drums"),
+                        await run("layer", song["id"], "--track", "guitar", "a guitar"),
+                        await run("complete", song["id"], "--track", "bass", "a song"),
+                    ]
                     count = len(await c.songs())
                     base = [e async for e in c.pull("acestep-v15-base")]
             finally:
@@ -346,8 +424,9 @@ def test_stems_without_a_base_model_name_it_with_its_size_then_after_the_pull_ar
             node = await Node(cantor_home, port=port, env=env).start()
             try:
                 async with node.client() as c:
-                    made = await run("stems", song["id"], "--tracks", "drums", "-o",
-                                     str(tmp_path / "out"))
+                    made = await run(
+                        "stems", song["id"], "--tracks", "drums", "-o", str(tmp_path / "out")
+                    )
                     songs = await c.songs()
                 return song, refused, count, base, made, songs
             finally:
@@ -359,16 +438,17 @@ def test_stems_without_a_base_model_name_it_with_its_size_then_after_the_pull_ar
         assert "needs a base model" in result.stderr, result.stderr
         assert re.search(r"\(\d+(\.\d)? (KiB|MiB|GiB)\)", result.stderr), result.stderr  # size
         assert "cantor pull acestep-v15-base" in result.stderr.splitlines()[-1]
-    assert count == 1                                           # nothing was queued
+    assert count == 1  # nothing was queued
     assert base[-1].type == "done", base[-1]
     assert made.returncode == 0, made.stderr
     (stem,) = [s for s in songs if s["request"].get("task") == "extract"]
-    assert stem["request"]["model"] == "acestep-v15-base-Q8_0"    # chosen without being named
+    assert stem["request"]["model"] == "acestep-v15-base-Q8_0"  # chosen without being named
     assert stem["title"] == "lofi-piano_drums"
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["lofi-piano_drums.wav"]
 
 
 # -- end to end on the real Sketch, once it does edits ----------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sketch_edits(tmp_path_factory):
@@ -387,60 +467,73 @@ def sketch_edits(tmp_path_factory):
         engine.wait_ready()
         wav = io.BytesIO()
         sf.write(wav, np.zeros((48000, 2), "float32"), 48000, format="WAV")
-        answer = httpx.post(engine.url + "/understand", timeout=30,
-                            files={"audio": ("probe.wav", wav.getvalue(), "audio/wav")})
+        answer = httpx.post(
+            engine.url + "/understand",
+            timeout=30,
+            files={"audio": ("probe.wav", wav.getvalue(), "audio/wav")},
+        )
     finally:
         engine.proc.terminate()
         engine.proc.wait(10)
     if answer.status_code == 404 and "not found" in answer.text.lower():
-        pytest.skip("the built-in Sketch does no edits yet (branch sketch-edit): "
-                    "its /understand answers 404")
+        pytest.skip(
+            "the built-in Sketch does no edits yet (branch sketch-edit): "
+            "its /understand answers 404"
+        )
 
 
 def db(x: float) -> float:
     return 20 * np.log10(max(x, 1e-12))
 
 
-def test_repaint_and_extend_keep_the_song_around_what_they_change(sketch_edits, cantor_home,
-                                                                  tmp_path):
+def test_repaint_and_extend_keep_the_song_around_what_they_change(
+    sketch_edits, cantor_home, tmp_path
+):
 
     async def main():
         async with node_and_cli(cantor_home) as (c, run):
             root = await sketch_song(c, 30)
-            return root, (await run("repaint", root["id"], "--from", "10", "--to", "15",
-                                    "glitchy synth solo"),
-                          await run("extend", root["id"], "--after", "10"))
+            return root, (
+                await run(
+                    "repaint", root["id"], "--from", "10", "--to", "15", "glitchy synth solo"
+                ),
+                await run("extend", root["id"], "--after", "10"),
+            )
 
     root, (repaint, extend) = asyncio.run(main())
     assert repaint.returncode == 0 and extend.returncode == 0, (repaint.stderr, extend.stderr)
     original, rate = read(root["takes"][0]["audio"])
     painted, _ = read(repaint.stdout.strip())
     longer, _ = read(extend.stdout.strip())
-    s = lambda t: int(t * rate)                                            # noqa: E731
+    s = lambda t: int(t * rate)  # noqa: E731
     assert abs(len(painted) - len(original)) <= s(0.05)
-    assert db(np.abs(painted[:s(9.9)] - original[:s(9.9)]).max()) < -60
+    assert db(np.abs(painted[: s(9.9)] - original[: s(9.9)]).max()) < -60
     end = min(len(painted), len(original))
-    assert db(np.abs(painted[s(15.1):end] - original[s(15.1):end]).max()) < -60
-    assert db(np.abs(painted[s(10.5):s(14.5)] - original[s(10.5):s(14.5)]).max()) > -20
+    assert db(np.abs(painted[s(15.1) : end] - original[s(15.1) : end]).max()) < -60
+    assert db(np.abs(painted[s(10.5) : s(14.5)] - original[s(10.5) : s(14.5)]).max()) > -20
     assert abs(len(longer) / rate - 40.0) < 0.1
-    assert db(np.abs(longer[:s(29.9)] - original[:s(29.9)]).max()) < -60
-    assert np.abs(longer[s(31):]).max() > 0.01                       # music, not silence
+    assert db(np.abs(longer[: s(29.9)] - original[: s(29.9)]).max()) < -60
+    assert np.abs(longer[s(31) :]).max() > 0.01  # music, not silence
 
 
-def test_cover_keeps_the_tempo_and_understand_hears_tempo_and_key(sketch_edits, cantor_home,
-                                                                  tmp_path):
+def test_cover_keeps_the_tempo_and_understand_hears_tempo_and_key(
+    sketch_edits, cantor_home, tmp_path
+):
     from cantor_desktop import analysis
 
     file = tmp_path / "a song.wav"
 
     async def main():
         async with node_and_cli(cantor_home) as (c, run):
-            root = await sketch_song(c, 30, caption="warm indie pop, piano and drums",
-                                     key="A minor")
+            root = await sketch_song(
+                c, 30, caption="warm indie pop, piano and drums", key="A minor"
+            )
             await c.audio(root["id"], file)
-            return (await run("sing", "fast drum and bass", "--cover", str(file)),
-                    await run("understand", str(file)),
-                    await run("understand", str(file), "--json"))
+            return (
+                await run("sing", "fast drum and bass", "--cover", str(file)),
+                await run("understand", str(file)),
+                await run("understand", str(file), "--json"),
+            )
 
     cover, heard, heard_json = asyncio.run(main())
     assert cover.returncode == 0, cover.stderr
@@ -474,18 +567,20 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
 
 
-def test_stems_are_the_parts_and_a_layer_keeps_length_and_tempo(sketch_edits, cantor_home,
-                                                                tmp_path):
+def test_stems_are_the_parts_and_a_layer_keeps_length_and_tempo(
+    sketch_edits, cantor_home, tmp_path
+):
     from cantor_desktop import analysis
-
 
     async def main():
         async with node_and_cli(cantor_home) as (c, run):
             root = await sketch_song(c, 30, caption="funk, drums, bass, electric piano")
-            return root, (await run("stems", root["id"], "--tracks", "drums,bass", "-o",
-                                    str(tmp_path / "stems")),
-                          await run("layer", root["id"], "--track", "guitar",
-                                    "clean funk guitar"))
+            return root, (
+                await run(
+                    "stems", root["id"], "--tracks", "drums,bass", "-o", str(tmp_path / "stems")
+                ),
+                await run("layer", root["id"], "--track", "guitar", "clean funk guitar"),
+            )
 
     root, (stems, layer) = asyncio.run(main())
     assert stems.returncode == 0 and layer.returncode == 0, (stems.stderr, layer.stderr)
@@ -501,14 +596,13 @@ def test_stems_are_the_parts_and_a_layer_keeps_length_and_tempo(sketch_edits, ca
     assert abs(analysis.estimate_tempo(layered, rate) - 100) <= 1
 
 
-def test_songs_on_a_private_node_and_on_another_machines_node_with_its_token(cantor_home,
-                                                                             tmp_path):
+def test_songs_on_a_private_node_and_on_another_machines_node_with_its_token(cantor_home, tmp_path):
     port = free_port()
     node_config(cantor_home, port)
-    empty = cantor(cantor_home, "songs")               # no node running: a private one
+    empty = cantor(cantor_home, "songs")  # no node running: a private one
     assert empty.returncode == 0, empty.stderr
     assert "No songs yet" in empty.stdout
-    with pytest.raises(OSError):                       # and it was stopped after
+    with pytest.raises(OSError):  # and it was stopped after
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
 
     other = tmp_path / "studio"
@@ -520,9 +614,15 @@ def test_songs_on_a_private_node_and_on_another_machines_node_with_its_token(can
         try:
             async with node.client() as c:
                 song = await sketch_song(c, 10)
-            given = lambda token: asyncio.to_thread(                        # noqa: E731
-                cantor, cantor_home, "songs", "--json", "--node", node.url,
-                env={"CANTOR_NODE_TOKEN": token})
+            given = lambda token: asyncio.to_thread(  # noqa: E731
+                cantor,
+                cantor_home,
+                "songs",
+                "--json",
+                "--node",
+                node.url,
+                env={"CANTOR_NODE_TOKEN": token},
+            )
             return song, await given(node.proc.token), await given("not-the-token")
         finally:
             await node.stop()
@@ -540,24 +640,32 @@ def test_ctrl_c_cancels_the_stems_not_yet_made(cantor_home):
     async def main():
         async with node_and_cli(cantor_home) as (c, _run):
             root = await sketch_song(c, 240)
-            proc = subprocess.Popen(self_argv("cli") + ["stems", root["id"]],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, env={**os.environ,
-                                                    "CANTOR_HOME": str(cantor_home)})
+            proc = subprocess.Popen(
+                self_argv("cli") + ["stems", root["id"]],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "CANTOR_HOME": str(cantor_home)},
+            )
             first = await asyncio.to_thread(proc.stderr.readline)
             proc.send_signal(signal.SIGINT)
             code = await asyncio.to_thread(proc.wait, 30)
 
             async def settled():
                 stems = [s for s in await c.songs() if s["request"].get("task") == "extract"]
-                return stems if all(s["state"] in ("done", "cancelled", "failed")
-                                    for s in stems) else None
+                return (
+                    stems
+                    if all(s["state"] in ("done", "cancelled", "failed") for s in stems)
+                    else None
+                )
+
             from support.node import wait_for
+
             return first, code, await wait_for(settled, timeout=20)
 
     first, code, stems = asyncio.run(main())
     assert first.startswith("vocals (1/12)"), first
     assert code == 130
-    assert len(stems) == 12                            # all were queued at once …
+    assert len(stems) == 12  # all were queued at once …
     states = [s["state"] for s in stems]
-    assert states.count("cancelled") >= 10, states     # … and what was not made is cancelled
+    assert states.count("cancelled") >= 10, states  # … and what was not made is cancelled

@@ -12,8 +12,16 @@ import httpx
 import pytest
 
 from cantor_desktop import download as dl
-from cantor_desktop.download import (AuthRequired, DownloadError, HashMismatch, HTTPStatus,
-                                     NotEnoughSpace, Progress, Stalled, download)
+from cantor_desktop.download import (
+    AuthRequired,
+    DownloadError,
+    HashMismatch,
+    HTTPStatus,
+    NotEnoughSpace,
+    Progress,
+    Stalled,
+    download,
+)
 from support.http_files import FileServer
 
 SIZE = 3 * 1024 * 1024 + 12345
@@ -47,8 +55,9 @@ def fetch(url, dest, **kw):
 def test_full_download_with_hash_and_progress(server, blob, digest, tmp_path):
     seen: list[Progress] = []
     dest = tmp_path / "out" / "f.bin"
-    assert fetch(server.url("/f.bin"), dest, sha256=digest, size=SIZE,
-                 on_progress=seen.append) == dest
+    assert (
+        fetch(server.url("/f.bin"), dest, sha256=digest, size=SIZE, on_progress=seen.append) == dest
+    )
     assert dest.read_bytes() == blob
     assert not dl.part_path(dest).exists()
     assert seen and seen[-1].received == SIZE and seen[-1].total == SIZE
@@ -61,8 +70,12 @@ def test_redirect_followed_and_authorization_dropped_cross_host(server, blob, di
     # 127.0.0.1 → localhost is another origin: httpx must not forward the token there.
     server.redirect("/resolve/", f"http://localhost:{server.port}/cdn/")
     dest = tmp_path / "f.bin"
-    fetch(server.url("/resolve/f.bin"), dest, sha256=digest,
-          headers={"Authorization": "Bearer secret"})
+    fetch(
+        server.url("/resolve/f.bin"),
+        dest,
+        sha256=digest,
+        headers={"Authorization": "Bearer secret"},
+    )
     assert dest.read_bytes() == blob
     first, second = server.requests[0], server.requests[-1]
     assert first.path == "/resolve/f.bin" and first.header("authorization") == "Bearer secret"
@@ -73,8 +86,9 @@ def test_same_host_redirect_keeps_authorization(server, blob, digest, tmp_path):
     server.redirect("/resolve/", "/cdn/")
     server.require_token("/cdn/", "tok")
     dest = tmp_path / "f.bin"
-    fetch(server.url("/resolve/f.bin"), dest, sha256=digest,
-          headers={"Authorization": "Bearer tok"})
+    fetch(
+        server.url("/resolve/f.bin"), dest, sha256=digest, headers={"Authorization": "Bearer tok"}
+    )
     assert dest.read_bytes() == blob
 
 
@@ -109,7 +123,7 @@ def test_complete_part_finishes_on_416(server, blob, digest, tmp_path):
 
 def test_stale_part_416_starts_over(server, blob, digest, tmp_path):
     dest = tmp_path / "f.bin"
-    dl.part_path(dest).write_bytes(b"x" * (SIZE + 10))   # bigger than the file
+    dl.part_path(dest).write_bytes(b"x" * (SIZE + 10))  # bigger than the file
     fetch(server.url("/f.bin"), dest, sha256=digest)
     assert dest.read_bytes() == blob
     gets = server.requests_for("/f.bin")
@@ -119,7 +133,7 @@ def test_stale_part_416_starts_over(server, blob, digest, tmp_path):
 
 def test_server_ignoring_range_restarts_correctly(server, blob, digest, tmp_path):
     dest = tmp_path / "f.bin"
-    dl.part_path(dest).write_bytes(b"garbage" * 1000)    # would corrupt the file if appended
+    dl.part_path(dest).write_bytes(b"garbage" * 1000)  # would corrupt the file if appended
     server.ignore_range("/f.bin")
     fetch(server.url("/f.bin"), dest, sha256=digest)
     assert dest.read_bytes() == blob
@@ -189,9 +203,13 @@ def test_401_and_403_are_auth_required(server, digest, tmp_path):
         fetch(server.url("/f.bin"), tmp_path / "a.bin", sha256=digest)
     assert info.value.status == 401
     with pytest.raises(AuthRequired, match="403"):
-        fetch(server.url("/f.bin"), tmp_path / "a.bin", sha256=digest,
-              headers={"Authorization": "Bearer wrong"})
-    assert len(server.requests_for("/f.bin")) == 2   # not retried
+        fetch(
+            server.url("/f.bin"),
+            tmp_path / "a.bin",
+            sha256=digest,
+            headers={"Authorization": "Bearer wrong"},
+        )
+    assert len(server.requests_for("/f.bin")) == 2  # not retried
 
 
 def test_cancel_keeps_part_and_next_call_resumes(server, blob, digest, tmp_path):
@@ -241,11 +259,10 @@ def test_not_enough_space_refused_before_first_byte(server, digest, tmp_path):
 def test_caller_client_is_used_and_left_open(server, blob, digest, tmp_path):
     async def go():
         async with httpx.AsyncClient() as client:
-            await download(server.url("/f.bin"), tmp_path / "a.bin", sha256=digest,
-                           client=client)
+            await download(server.url("/f.bin"), tmp_path / "a.bin", sha256=digest, client=client)
             assert not client.is_closed
-            await download(server.url("/f.bin"), tmp_path / "b.bin", sha256=digest,
-                           client=client)
+            await download(server.url("/f.bin"), tmp_path / "b.bin", sha256=digest, client=client)
+
     run(go())
     assert (tmp_path / "a.bin").read_bytes() == blob == (tmp_path / "b.bin").read_bytes()
 
@@ -278,12 +295,12 @@ def test_http_files_server_basics(blob):
 
 
 def test_progress_is_throttled_and_speed_smoothed(server, blob, digest, tmp_path):
-    server.throttle("/f.bin", 4_000_000)          # ~0.8 s for the file
+    server.throttle("/f.bin", 4_000_000)  # ~0.8 s for the file
     seen: list[Progress] = []
     t0 = time.monotonic()
     fetch(server.url("/f.bin"), tmp_path / "f.bin", sha256=digest, on_progress=seen.append)
     elapsed = time.monotonic() - t0
-    assert len(seen) <= elapsed * 10 + 2           # ≤ 10 per second plus the final one
+    assert len(seen) <= elapsed * 10 + 2  # ≤ 10 per second plus the final one
     assert len(seen) >= 3
     assert seen[-1].received == SIZE and seen[-1].eta == 0.0
     middle = [p.speed for p in seen[1:-1]]
@@ -305,7 +322,8 @@ def test_unresolvable_host_fails_at_once_with_a_clear_reason(tmp_path):
 
 def test_refused_connection_is_still_retried(tmp_path):
     from support.procs import free_port
-    url = f"http://127.0.0.1:{free_port()}/f.bin"     # nothing listens there
+
+    url = f"http://127.0.0.1:{free_port()}/f.bin"  # nothing listens there
     with pytest.raises(DownloadError) as err:
         fetch(url, tmp_path / "f.bin", sha256="0" * 64, retries=2)
     assert "gave up after 3 attempts in a row" in str(err.value)
@@ -315,6 +333,7 @@ def test_h11_fast_extract_keeps_h11_semantics():
     # download.py's h11 fast path hands over the whole buffer without copying; a partial
     # extract, an empty buffer and line parsing after it behave as h11's own code.
     from h11._receivebuffer import ReceiveBuffer
+
     assert getattr(ReceiveBuffer.maybe_extract_at_most, "_cantor_fast_path", False)
     buf = ReceiveBuffer()
     assert buf.maybe_extract_at_most(10) is None
@@ -349,5 +368,5 @@ def test_body_reads_are_widened_on_this_connection(server, blob, digest, tmp_pat
     finally:
         dl._widen_reads = original
     assert seen == [dl.READ_SIZE] and (tmp_path / "f.bin").read_bytes() == blob
-    (transport, default), = transports
+    ((transport, default),) = transports
     assert default < dl.READ_SIZE and transport.max_size == default

@@ -13,9 +13,16 @@ import pytest
 from support.procs import free_port, wait_until
 from support.scripted_engine import RunningEngine, make_models
 
-from cantor_desktop.engine.client import (EngineClient, EngineError, JobCancelled, JobFailed,
-                                          Track, engine_request, parse_multipart,
-                                          tracks_from_response)
+from cantor_desktop.engine.client import (
+    EngineClient,
+    EngineError,
+    JobCancelled,
+    JobFailed,
+    Track,
+    engine_request,
+    parse_multipart,
+    tracks_from_response,
+)
 from cantor_desktop.song_request import validate
 
 
@@ -33,25 +40,45 @@ def recorded(path):
 
 
 def is_wav(track: Track) -> bool:
-    return track.content_type == "audio/wav" and track.audio[:4] == b"RIFF" \
+    return (
+        track.content_type == "audio/wav"
+        and track.audio[:4] == b"RIFF"
         and track.audio[8:12] == b"WAVE"
+    )
 
 
 def test_vocals_take_two_stages_and_the_lm_array_reaches_synth_unchanged(models, tmp_path):
     record = tmp_path / "record.jsonl"
     # what the LM answers, with fields and an order /synth must receive untouched
-    lm_result = [{"caption": "rewritten by the LM", "lyrics": "[verse]\nhello", "bpm": 97,
-                  "duration": 42.5, "keyscale": "F# minor", "timesignature": "3",
-                  "vocal_language": "en", "audio_codes": "1,2,3,4,5", "seed": 7,
-                  "output_format": "wav16", "zz_unknown_field": {"kept": [1, 2.5, None]}}]
+    lm_result = [
+        {
+            "caption": "rewritten by the LM",
+            "lyrics": "[verse]\nhello",
+            "bpm": 97,
+            "duration": 42.5,
+            "keyscale": "F# minor",
+            "timesignature": "3",
+            "vocal_language": "en",
+            "audio_codes": "1,2,3,4,5",
+            "seed": 7,
+            "output_format": "wav16",
+            "zz_unknown_field": {"kept": [1, 2.5, None]},
+        }
+    ]
     script = {"record": str(record), "lm_result": lm_result}
     stages = []
 
     async def go():
         async with EngineClient(url) as client:
-            return await client.song({"caption": "folk", "lyrics": "[verse]\nhello",
-                                      "output_format": "wav16", "seed": 7},
-                                     on_stage=stages.append)
+            return await client.song(
+                {
+                    "caption": "folk",
+                    "lyrics": "[verse]\nhello",
+                    "output_format": "wav16",
+                    "seed": 7,
+                },
+                on_stage=stages.append,
+            )
 
     with RunningEngine(models, free_port(), script) as engine:
         url = engine.url
@@ -62,12 +89,20 @@ def test_vocals_take_two_stages_and_the_lm_array_reaches_synth_unchanged(models,
     assert calls[0]["body"]["lm_mode"] == "generate"
     assert calls[0]["body"]["lyrics"] == "[verse]\nhello"
     assert calls[1]["body"] == lm_result
-    assert list(calls[1]["body"][0]) == list(lm_result[0])   # same order too
+    assert list(calls[1]["body"][0]) == list(lm_result[0])  # same order too
     assert len(tracks) == 1 and is_wav(tracks[0]) and tracks[0].latent is not None
 
 
-SENTINELS = [None, "", "   ", "[Instrumental]", "[instrumental]", "[INSTRUMENTAL]",
-             "  [InStRuMeNtAl]\n", "\t[instrumental] "]
+SENTINELS = [
+    None,
+    "",
+    "   ",
+    "[Instrumental]",
+    "[instrumental]",
+    "[INSTRUMENTAL]",
+    "  [InStRuMeNtAl]\n",
+    "\t[instrumental] ",
+]
 
 
 def test_every_spelling_of_the_sentinel_takes_the_instrumental_path(models, tmp_path):
@@ -95,8 +130,14 @@ def test_every_spelling_of_the_sentinel_takes_the_instrumental_path(models, tmp_
 def test_multipart_with_another_boundary_gives_one_track_per_audio_part(models):
     async def go():
         async with EngineClient(url) as client:
-            return await client.synth({"caption": "two takes", "lyrics": "[Instrumental]",
-                                       "synth_batch_size": 3, "output_format": "wav32"})
+            return await client.synth(
+                {
+                    "caption": "two takes",
+                    "lyrics": "[Instrumental]",
+                    "synth_batch_size": 3,
+                    "output_format": "wav32",
+                }
+            )
 
     with RunningEngine(models, free_port(), {"boundary": "zz--Other_Boundary.42"}) as engine:
         url = engine.url
@@ -104,8 +145,8 @@ def test_multipart_with_another_boundary_gives_one_track_per_audio_part(models):
     assert len(tracks) == 3
     assert all(is_wav(t) for t in tracks)
     assert all(t.latent is not None and len(t.latent) == 64 * 4 * 4 for t in tracks)
-    assert struct.unpack_from("<H", tracks[0].audio, 20)[0] == 3   # float32 WAV
-    assert len({t.audio for t in tracks}) == 3                     # distinct takes, in order
+    assert struct.unpack_from("<H", tracks[0].audio, 20)[0] == 3  # float32 WAV
+    assert len({t.audio for t in tracks}) == 3  # distinct takes, in order
 
 
 def test_old_servers_raw_body_and_latent_less_batch_both_parse(models):
@@ -124,14 +165,17 @@ def test_old_servers_raw_body_and_latent_less_batch_both_parse(models):
 
 
 def test_multipart_parsing_follows_the_header_not_a_fixed_boundary():
-    body = (b"preamble\r\n--b0und\r\nContent-Type: audio/mpeg\r\n\r\nMP3DATA\r\n--b0und\r\n"
-            b"Content-Type: application/octet-stream\r\nContent-Disposition: form-data; "
-            b"name=\"latent\"\r\n\r\n\x00\x01\r\n--ace-batch-boundary\r\n\r\n--b0und\r\n"
-            b"Content-Type: audio/wav\r\n\r\nRIFF\r\n--b0und--\r\n")
+    body = (
+        b"preamble\r\n--b0und\r\nContent-Type: audio/mpeg\r\n\r\nMP3DATA\r\n--b0und\r\n"
+        b"Content-Type: application/octet-stream\r\nContent-Disposition: form-data; "
+        b'name="latent"\r\n\r\n\x00\x01\r\n--ace-batch-boundary\r\n\r\n--b0und\r\n'
+        b"Content-Type: audio/wav\r\n\r\nRIFF\r\n--b0und--\r\n"
+    )
     tracks = tracks_from_response("multipart/mixed", {"boundary": "b0und"}, body)
     assert [(t.content_type, t.audio, t.latent) for t in tracks] == [
         ("audio/mpeg", b"MP3DATA", b"\x00\x01\r\n--ace-batch-boundary\r\n"),
-        ("audio/wav", b"RIFF", None)]
+        ("audio/wav", b"RIFF", None),
+    ]
     with pytest.raises(EngineError, match="truncated"):
         parse_multipart(body[:-12], "b0und")
     with pytest.raises(EngineError, match="unexpected result type"):
@@ -161,6 +205,7 @@ def test_an_error_body_surfaces_the_engines_words(models, tmp_path):
         async def synth():
             async with EngineClient(url) as client:
                 await client.synth({"caption": "x"})
+
         with pytest.raises(EngineError) as missing:
             run(synth())
     assert missing.value.status == 501
@@ -173,14 +218,15 @@ def test_a_failed_job_carries_the_reason_from_the_engines_log(models):
     async def go():
         async with EngineClient(url) as client:
             with pytest.raises(JobFailed) as failed:
-                await client.synth({"caption": "x", "synth_model": "nope.gguf",
-                                    "output_format": "wav16"})
+                await client.synth(
+                    {"caption": "x", "synth_model": "nope.gguf", "output_format": "wav16"}
+                )
             return failed.value
 
     with RunningEngine(models, free_port(), {"fail": {"/synth": lines}}) as engine:
         url = engine.url
         failed = run(go())
-        assert engine.proc.poll() is None            # the server keeps running
+        assert engine.proc.poll() is None  # the server keeps running
     assert failed.reason == "; ".join(lines)
     assert "DiT not found: nope.gguf" in str(failed)
 
@@ -211,7 +257,7 @@ def test_cancelling_the_awaiting_task_cancels_the_job_mid_render(models, tmp_pat
     assert "[Server] Cancel requested for job" in log
     stopped = re.search(r"\[DiT\] Cancelled at step (\d+)/200", log)
     assert stopped and int(stopped.group(1)) < 200, log[-2000:]
-    assert "[DiT] Step 200/200" not in log                     # never rendered to its end
+    assert "[DiT] Step 200/200" not in log  # never rendered to its end
     # the cancel went out when the task was cancelled, before the next job was sent (the
     # engine logs "created" at submission, so the render may end just after: a busy machine)
     assert log.index("[Server] Cancel requested for job") < log.index(f"[Server] Job {nxt} created")
@@ -226,7 +272,7 @@ def test_cancelling_while_the_post_is_in_flight_still_cancels_the_queued_job(mod
             task = asyncio.create_task(client.synth({"caption": "x", "output_format": "wav16"}))
             while "created" not in engine.stderr_text():
                 await asyncio.sleep(0.01)
-            task.cancel()                       # the POST has not been answered yet
+            task.cancel()  # the POST has not been answered yet
             with pytest.raises(asyncio.CancelledError):
                 await task
 
@@ -254,10 +300,13 @@ def test_wait_polls_fast_at_first(models):
         url = engine.url
         job = run(go())
     proxy.close()
-    answers = [json.loads(x["answer"])["status"] for x in proxy.exchanges
-               if x["method"] == "GET" and x["path"] == f"/job?id={job}"]
+    answers = [
+        json.loads(x["answer"])["status"]
+        for x in proxy.exchanges
+        if x["method"] == "GET" and x["path"] == f"/job?id={job}"
+    ]
     assert answers[-1] == "done" and answers.count("done") == 1
-    assert answers.count("running") >= 2, answers     # looked again while it ran
+    assert answers.count("running") >= 2, answers  # looked again while it ran
 
 
 def test_a_stage_that_runs_too_long_is_cancelled_and_fails(models, tmp_path):
@@ -268,33 +317,73 @@ def test_a_stage_that_runs_too_long_is_cancelled_and_fails(models, tmp_path):
             with pytest.raises(JobFailed, match="did not finish within"):
                 await client.synth({"caption": "slow", "output_format": "wav16"})
 
-    with RunningEngine(models, free_port(), {"dit_steps": 500, "step_delay": 0.01},
-                       stderr_path=err) as engine:
+    with RunningEngine(
+        models, free_port(), {"dit_steps": 500, "step_delay": 0.01}, stderr_path=err
+    ) as engine:
         url = engine.url
         run(go())
         # the cancel is sent before the client gives up; the engine's line follows it
-        wait_until(lambda: "[Server] Cancel requested for job" in engine.stderr_text(),
-                   "the engine to log the cancel", timeout=30)
+        wait_until(
+            lambda: "[Server] Cancel requested for job" in engine.stderr_text(),
+            "the engine to log the cancel",
+            timeout=30,
+        )
 
 
 def test_engine_request_maps_a_song_to_engine_fields():
-    song = validate({"caption": "jazz", "lyrics": "la la", "duration": 45, "bpm": 96,
-                     "key": "f# minor", "time_signature": "3/4", "language": "fr", "seed": 9,
-                     "batch": 2})
-    body = engine_request(song, synth_model="acestep-v15-turbo-Q8_0.gguf",
-                          lm_model="acestep-5Hz-lm-0.6B-Q8_0.gguf", output_format="flac")
-    assert body == {"caption": "jazz", "lyrics": "la la", "seed": 9, "output_format": "wav24",
-                    "synth_batch_size": 2, "duration": 45.0, "bpm": 96,
-                    "keyscale": "F# minor", "timesignature": "3", "vocal_language": "fr",
-                    "synth_model": "acestep-v15-turbo-Q8_0.gguf",
-                    "lm_model": "acestep-5Hz-lm-0.6B-Q8_0.gguf"}
-    plain = engine_request(validate({"caption": "drone", "lyrics": " [instrumental] "}),
-                           synth_model=None, lm_model="lm.gguf", output_format="wav32")
-    assert plain == {"caption": "drone", "lyrics": "[Instrumental]", "seed": -1,
-                     "output_format": "wav32", "synth_batch_size": 1}
+    song = validate(
+        {
+            "caption": "jazz",
+            "lyrics": "la la",
+            "duration": 45,
+            "bpm": 96,
+            "key": "f# minor",
+            "time_signature": "3/4",
+            "language": "fr",
+            "seed": 9,
+            "batch": 2,
+        }
+    )
+    body = engine_request(
+        song,
+        synth_model="acestep-v15-turbo-Q8_0.gguf",
+        lm_model="acestep-5Hz-lm-0.6B-Q8_0.gguf",
+        output_format="flac",
+    )
+    assert body == {
+        "caption": "jazz",
+        "lyrics": "la la",
+        "seed": 9,
+        "output_format": "wav24",
+        "synth_batch_size": 2,
+        "duration": 45.0,
+        "bpm": 96,
+        "keyscale": "F# minor",
+        "timesignature": "3",
+        "vocal_language": "fr",
+        "synth_model": "acestep-v15-turbo-Q8_0.gguf",
+        "lm_model": "acestep-5Hz-lm-0.6B-Q8_0.gguf",
+    }
+    plain = engine_request(
+        validate({"caption": "drone", "lyrics": " [instrumental] "}),
+        synth_model=None,
+        lm_model="lm.gguf",
+        output_format="wav32",
+    )
+    assert plain == {
+        "caption": "drone",
+        "lyrics": "[Instrumental]",
+        "seed": -1,
+        "output_format": "wav32",
+        "synth_batch_size": 1,
+    }
     for fmt, expected in (("wav16", "wav16"), ("mp3", "wav24")):
-        assert engine_request(song, synth_model=None, lm_model=None,
-                              output_format=fmt)["output_format"] == expected
+        assert (
+            engine_request(song, synth_model=None, lm_model=None, output_format=fmt)[
+                "output_format"
+            ]
+            == expected
+        )
     with pytest.raises(ValueError):
         engine_request(song, synth_model=None, lm_model=None, output_format="ogg")
 
@@ -328,8 +417,7 @@ class RecordingProxy:
             def _forward(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                request = urllib.request.Request(target + self.path, data=body,
-                                                 method=self.command)
+                request = urllib.request.Request(target + self.path, data=body, method=self.command)
                 if self.headers.get("Content-Type"):
                     request.add_header("Content-Type", self.headers["Content-Type"])
                 try:
@@ -337,9 +425,16 @@ class RecordingProxy:
                         status, headers, data = answer.status, answer.headers, answer.read()
                 except urllib.error.HTTPError as err:
                     status, headers, data = err.code, err.headers, err.read()
-                proxy.exchanges.append({"method": self.command, "path": self.path,
-                                        "body": body, "status": status, "answer": data,
-                                        "type": headers.get("Content-Type", "")})
+                proxy.exchanges.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "body": body,
+                        "status": status,
+                        "answer": data,
+                        "type": headers.get("Content-Type", ""),
+                    }
+                )
                 self.send_response(status)
                 self.send_header("Content-Type", headers.get("Content-Type", ""))
                 self.send_header("Content-Length", str(len(data)))
@@ -357,8 +452,11 @@ class RecordingProxy:
         return [x for x in self.exchanges if x["method"] == "POST" and x["path"] == path]
 
     def result_of(self, job_id: str) -> dict:
-        return next(x for x in self.exchanges
-                    if x["path"] == f"/job?id={job_id}&result=1" and x["status"] == 200)
+        return next(
+            x
+            for x in self.exchanges
+            if x["path"] == f"/job?id={job_id}&result=1" and x["status"] == 200
+        )
 
     def close(self):
         self.server.shutdown()
@@ -375,6 +473,7 @@ def sketch_models(tmp_path):
 def engine_log() -> str:
     """What the sketch engine printed (the supervisor's log of it)."""
     from cantor_desktop.paths import paths
+
     path = paths().engine_log("sketch")
     return path.read_text("utf-8", "replace") if path.exists() else ""
 
@@ -400,12 +499,20 @@ def test_sketch_vocals_take_two_stages_and_the_lm_array_reaches_synth_unchanged(
 
     async def go():
         nonlocal proxy
-        async with running_sketch(sketch_models) as sketch, \
-                EngineClient((proxy := RecordingProxy(sketch.base_url)).url) as client:
-            return await client.song({"caption": "upbeat pop, 128 bpm, A minor",
-                                      "lyrics": "[verse]\nwe sing along tonight",
-                                      "duration": 10, "output_format": "wav16", "seed": 3},
-                                     on_stage=stages.append)
+        async with (
+            running_sketch(sketch_models) as sketch,
+            EngineClient((proxy := RecordingProxy(sketch.base_url)).url) as client,
+        ):
+            return await client.song(
+                {
+                    "caption": "upbeat pop, 128 bpm, A minor",
+                    "lyrics": "[verse]\nwe sing along tonight",
+                    "duration": 10,
+                    "output_format": "wav16",
+                    "seed": 3,
+                },
+                on_stage=stages.append,
+            )
 
     tracks = run(go())
     proxy.close()
@@ -416,10 +523,12 @@ def test_sketch_vocals_take_two_stages_and_the_lm_array_reaches_synth_unchanged(
     lm_answer = proxy.result_of(lm_id)["answer"]
     enriched = json.loads(lm_answer)
     assert isinstance(enriched, list) and enriched[0]["bpm"] == 128
-    assert json.loads(synth_post["body"]) == enriched          # the array, unchanged
+    assert json.loads(synth_post["body"]) == enriched  # the array, unchanged
     assert len(tracks) == 1 and is_wav(tracks[0]) and tracks[0].latent
-    rate, channels = struct.unpack_from("<I", tracks[0].audio, 24)[0], \
-        struct.unpack_from("<H", tracks[0].audio, 22)[0]
+    rate, channels = (
+        struct.unpack_from("<I", tracks[0].audio, 24)[0],
+        struct.unpack_from("<H", tracks[0].audio, 22)[0],
+    )
     assert (rate, channels) == (48000, 2)
 
 
@@ -429,11 +538,19 @@ def test_sketch_sentinel_spellings_take_the_instrumental_path(sketch_models):
 
     async def go():
         nonlocal proxy
-        async with running_sketch(sketch_models) as sketch, \
-                EngineClient((proxy := RecordingProxy(sketch.base_url)).url) as client:
+        async with (
+            running_sketch(sketch_models) as sketch,
+            EngineClient((proxy := RecordingProxy(sketch.base_url)).url) as client,
+        ):
             for lyrics in spellings:
-                tracks = await client.song({"caption": "calm piano", "lyrics": lyrics,
-                                            "duration": 3, "output_format": "wav16"})
+                tracks = await client.song(
+                    {
+                        "caption": "calm piano",
+                        "lyrics": lyrics,
+                        "duration": 3,
+                        "output_format": "wav16",
+                    }
+                )
                 assert len(tracks) == 1 and is_wav(tracks[0])
 
     run(go())
@@ -449,13 +566,15 @@ def test_sketch_error_body_and_failed_job_surface_the_engines_words(sketch_model
             with pytest.raises(EngineError) as empty:
                 await client.synth({"caption": "  ", "output_format": "wav16"})
             with pytest.raises(JobFailed) as failed:
-                await client.synth({"caption": "x", "synth_model": "nope.gguf",
-                                    "output_format": "wav16"})
+                await client.synth(
+                    {"caption": "x", "synth_model": "nope.gguf", "output_format": "wav16"}
+                )
             # and without a supervisor the reason comes from the engine's /logs replay
             async with EngineClient(sketch.base_url) as plain:
                 with pytest.raises(JobFailed) as failed_plain:
-                    await plain.synth({"caption": "x", "synth_model": "other.gguf",
-                                       "output_format": "wav16"})
+                    await plain.synth(
+                        {"caption": "x", "synth_model": "other.gguf", "output_format": "wav16"}
+                    )
             assert sketch.running
             return empty.value, failed.value, failed_plain.value
 
@@ -469,20 +588,28 @@ def test_sketch_error_body_and_failed_job_surface_the_engines_words(sketch_model
 def test_sketch_cancel_works_mid_render(sketch_models):
     async def go():
         async with running_sketch(sketch_models) as sketch, sketch.client() as client:
-            task = asyncio.create_task(client.synth({"caption": "a long one", "duration": 600,
-                                                     "inference_steps": 100,
-                                                     "output_format": "wav16"}))
+            task = asyncio.create_task(
+                client.synth(
+                    {
+                        "caption": "a long one",
+                        "duration": 600,
+                        "inference_steps": 100,
+                        "output_format": "wav16",
+                    }
+                )
+            )
             while "[DiT] Step 2/" not in engine_log():
                 await asyncio.sleep(0.02)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            tracks = await client.synth({"caption": "short", "duration": 10,
-                                         "output_format": "wav16"})
+            tracks = await client.synth(
+                {"caption": "short", "duration": 10, "output_format": "wav16"}
+            )
             return tracks, engine_log().splitlines()
 
     tracks, lines = run(go())
     assert any("[Server] Cancel requested for job" in line for line in lines)
     stopped = [line for line in lines if "[DiT] Cancelled at step" in line]
     assert stopped and int(re.search(r"Cancelled at step (\d+)/", stopped[0]).group(1)) < 100
-    assert len(tracks) == 1 and is_wav(tracks[0])      # the next song, on the same engine
+    assert len(tracks) == 1 and is_wav(tracks[0])  # the next song, on the same engine

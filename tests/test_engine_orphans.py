@@ -30,15 +30,19 @@ asyncio.run(main())
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
 def test_engine_ends_when_its_owner_is_killed(tmp_path):
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "models")],
-                             stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path / "models")], stdout=subprocess.PIPE, text=True
+    )
     try:
         engine_pid = int(owner.stdout.readline())
         assert alive(engine_pid)
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
-        wait_until(lambda: gone(engine_pid), "the engine to end with the process that "
-                   "started it", timeout=10)
+        wait_until(
+            lambda: gone(engine_pid),
+            "the engine to end with the process that started it",
+            timeout=10,
+        )
     finally:
         owner.kill()
         owner.wait()

@@ -72,18 +72,31 @@ def test_a_vocal_song_rises_monotonically_through_the_stages_to_one():
 
 def test_unknown_and_bookkeeping_lines_make_no_event():
     parser = ProgressParser()
-    for line in ("[Ace-LM] Ready: path=x", "[Store] Load DiT: 12 ms", "[Store] Unload DiT (1.0 MB)",
-                 "[Server] Listening on 127.0.0.1:8080", "[LM-Phase2] Decode 900ms",
-                 "[Server] Cancel requested for job abc", "random text", "",
-                 "[DiT] Step x/y", "[Server] DiT not found: nope.gguf"):
+    for line in (
+        "[Ace-LM] Ready: path=x",
+        "[Store] Load DiT: 12 ms",
+        "[Store] Unload DiT (1.0 MB)",
+        "[Server] Listening on 127.0.0.1:8080",
+        "[LM-Phase2] Decode 900ms",
+        "[Server] Cancel requested for job abc",
+        "random text",
+        "",
+        "[DiT] Step x/y",
+        "[Server] DiT not found: nope.gguf",
+    ):
         assert parser.feed(line, now=1.0) is None, line
 
 
 def test_the_lm_measures_codes_against_the_songs_duration_when_known():
     parser = ProgressParser()
     parser.expect_duration(60.0)  # 300 codes
-    feed_all(parser, ["[Server] Job a created (LM, mode=0)",
-                      "[LM-Phase2] max_tokens: 3000, CFG: 2.00, N=2, prompts=1"])
+    feed_all(
+        parser,
+        [
+            "[Server] Job a created (LM, mode=0)",
+            "[LM-Phase2] max_tokens: 3000, CFG: 2.00, N=2, prompts=1",
+        ],
+    )
     # a batch of 2 sequences: "total codes" is their sum
     event = parser.feed("[LM-Phase2] Step 150, 2 active, 300 total codes, 80.0 tok/s", now=500)
     assert event.stage_fraction == pytest.approx(0.15 + 0.85 * 150 / 300)
@@ -94,8 +107,8 @@ def test_eta_follows_the_step_rate():
     parser.feed("[Server] Job b created (1 requests)", now=0.0)
     parser.feed("[Resolve-T] seed=1, steps=50, guidance=1.0, shift=1.0, duration=30.0s", now=1.0)
     first = parser.feed("[DiT] Step 1/50 t=1.000", now=10.0)
-    assert first.eta_seconds is None          # one point is no rate
-    event = parser.feed("[DiT] Step 11/50 t=0.800", now=15.0)   # 0.5 s per step
+    assert first.eta_seconds is None  # one point is no rate
+    event = parser.feed("[DiT] Step 11/50 t=0.800", now=15.0)  # 0.5 s per step
     assert event.eta_seconds == pytest.approx(39 * 0.5)
     event = parser.feed("[DiT] Step 31/50 t=0.400", now=25.0)
     assert event.eta_seconds == pytest.approx(19 * 0.5)
@@ -115,29 +128,43 @@ def test_an_instrumental_song_spans_zero_to_one_and_a_new_job_resets():
 
 def test_fraction_never_goes_back_within_a_song_even_if_steps_restart():
     parser = ProgressParser()
-    events = feed_all(parser, ["[Server] Job c created (2 requests)",
-                               "[DiT] Step 7/8 t=0.5", "[DiT] Step 8/8 t=0.3",
-                               "[DiT] Step 1/8 t=1.0", "[DiT] Step 2/8 t=0.9"])
+    events = feed_all(
+        parser,
+        [
+            "[Server] Job c created (2 requests)",
+            "[DiT] Step 7/8 t=0.5",
+            "[DiT] Step 8/8 t=0.3",
+            "[DiT] Step 1/8 t=1.0",
+            "[DiT] Step 2/8 t=0.9",
+        ],
+    )
     fractions = [e.fraction for e in events]
     assert fractions == sorted(fractions)
 
 
-@pytest.mark.parametrize("line", [
-    "[Server] ERROR: no GGUF models found in /x",
-    "[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found",
-    "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU",
-    "[Server] DiT not found: nope.gguf",
-    "[Server] FATAL: synth load failed",
-    "[Server] FATAL: cannot bind 127.0.0.1:8080",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[Server] ERROR: no GGUF models found in /x",
+        "[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found",
+        "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU",
+        "[Server] DiT not found: nope.gguf",
+        "[Server] FATAL: synth load failed",
+        "[Server] FATAL: cannot bind 127.0.0.1:8080",
+    ],
+)
 def test_error_lines_are_recognised(line):
     assert is_error_line(line)
 
 
-@pytest.mark.parametrize("line", [
-    "[DiT] Step 3/8 t=0.900", "[Server] Listening on 127.0.0.1:8080",
-    'INFO: 127.0.0.1 - "GET /job?id=1&result=1 HTTP/1.1" 404 Not Found',
-    "[Server] Job 12 done (1 tracks)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[DiT] Step 3/8 t=0.900",
+        "[Server] Listening on 127.0.0.1:8080",
+        'INFO: 127.0.0.1 - "GET /job?id=1&result=1 HTTP/1.1" 404 Not Found',
+        "[Server] Job 12 done (1 tracks)",
+    ],
+)
 def test_ordinary_lines_are_not_errors(line):
     assert not is_error_line(line)

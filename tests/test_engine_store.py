@@ -71,8 +71,14 @@ def test_cut_download_resumes_byte_identical(tmp_path):
         srv.server.cut("/builds/cpu.tar.gz", after=50_000)
         build = _build(srv, "cpu")
         with pytest.raises(download.DownloadError):
-            asyncio.run(download.download(build.url, engine_store.archive_cache_path(build),
-                                          sha256=build.sha256, retries=0))
+            asyncio.run(
+                download.download(
+                    build.url,
+                    engine_store.archive_cache_path(build),
+                    sha256=build.sha256,
+                    retries=0,
+                )
+            )
         part = download.part_path(engine_store.archive_cache_path(build))
         kept = part.stat().st_size
         assert 0 < kept < archive.stat().st_size
@@ -131,14 +137,15 @@ def test_trial_records_are_kept_per_build_and_evidence(tmp_path):
     user = engine_store.installed("acestep", "cuda12")
     key = engine_store.build_key(user)
     assert engine_store.trial_record("acestep", "cuda12", key) is None
-    engine_store.record_trial(user, ok=False, reason="[Load] FATAL: x", probes=3,
-                              evidence=["nvidia-smi: RTX, driver 550"])
+    engine_store.record_trial(
+        user, ok=False, reason="[Load] FATAL: x", probes=3, evidence=["nvidia-smi: RTX, driver 550"]
+    )
     got = engine_store.trial_record("acestep", "cuda12", key)
     assert got.rejected and got.reason == "[Load] FATAL: x" and got.probes == 3
     assert got.applies(["nvidia-smi: RTX, driver 550"])
-    assert not got.applies(["nvidia-smi: RTX, driver 560"])     # a new driver: try again
-    assert engine_store.trial_record("acestep", "cpu", key) is None   # per backend
-    exe.write_text("#!/bin/sh\n# rebuilt\n")                     # a new binary: a new build
+    assert not got.applies(["nvidia-smi: RTX, driver 560"])  # a new driver: try again
+    assert engine_store.trial_record("acestep", "cpu", key) is None  # per backend
+    exe.write_text("#!/bin/sh\n# rebuilt\n")  # a new binary: a new build
     assert engine_store.build_key(user) != key
 
 
@@ -152,7 +159,9 @@ def test_missing_version_file_is_a_problem(tmp_path):
 
 def test_two_installs_at_once_download_once(tmp_path):
     with BuildServer(tmp_path / "srv") as srv:
-        archive = srv.archive("vk.tar.gz", never_ready_script(), extra={"lib.so": os.urandom(200_000)})
+        archive = srv.archive(
+            "vk.tar.gz", never_ready_script(), extra={"lib.so": os.urandom(200_000)}
+        )
         srv.add("vulkan", archive)
         srv.add("cpu", archive)
         m = asyncio.run(manifest.fetch(srv.manifest_url))
@@ -160,8 +169,11 @@ def test_two_installs_at_once_download_once(tmp_path):
         cpu = m.best("acestep", "cpu", "linux", "x86_64")
 
         async def both():
-            return await asyncio.gather(engine_store.install(vk, keep_archive=True),
-                                        engine_store.install(cpu, keep_archive=True))
+            return await asyncio.gather(
+                engine_store.install(vk, keep_archive=True),
+                engine_store.install(cpu, keep_archive=True),
+            )
+
         (a, fa), (b, fb) = asyncio.run(both())
         assert srv.downloads(archive) == 1 and [fa, fb].count(True) == 1
     assert (a.path / "lib.so").read_bytes() == (b.path / "lib.so").read_bytes()
@@ -169,10 +181,14 @@ def test_two_installs_at_once_download_once(tmp_path):
 
 # -- hostile archives: links, modes, entry counts, zip links (real archives, built here) ------
 
+
 def _links_outside(dest) -> list[str]:
     real = os.path.realpath(dest)
-    return [str(p) for p in dest.rglob("*") if p.is_symlink()
-            and not (os.path.realpath(p) + os.sep).startswith(real + os.sep)]
+    return [
+        str(p)
+        for p in dest.rglob("*")
+        if p.is_symlink() and not (os.path.realpath(p) + os.sep).startswith(real + os.sep)
+    ]
 
 
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
@@ -204,9 +220,14 @@ def test_links_inside_their_folder_still_work(tmp_path, kind):
     """What engine archives really hold: versioned .so links, a folder link, even `a -> .`."""
     import tarfile
     import zipfile
+
     archive = tmp_path / f"ok.{kind}"
-    links = {"lib/libggml.so": "libggml.so.1", "current": "lib", "a": ".",
-             "lib/self": "./libggml.so.1"}
+    links = {
+        "lib/libggml.so": "libggml.so.1",
+        "current": "lib",
+        "a": ".",
+        "lib/self": "./libggml.so.1",
+    }
     if kind == "tar.gz":
         with tarfile.open(archive, "w:gz") as tf:
             info = tarfile.TarInfo("lib/libggml.so.1")
@@ -235,6 +256,7 @@ def test_links_inside_their_folder_still_work(tmp_path, kind):
 @pytest.mark.parametrize("target", ["..", "../lib", "sub/../../x", "/etc", "C:/x", "\\\\srv\\x"])
 def test_link_targets_with_dotdot_or_absolute_refused(tmp_path, target):
     import tarfile
+
     archive = tmp_path / "l.tar.gz"
     with tarfile.open(archive, "w:gz") as tf:
         info = tarfile.TarInfo("d/link")
@@ -252,7 +274,7 @@ def test_setuid_and_world_writable_modes_masked(tmp_path, kind):
     assert {"suid", "lib/sgid"} <= set(names)
     for name in ("suid", "lib/sgid"):
         mode = stat.S_IMODE((dest / name).stat().st_mode)
-        assert mode == 0o755, oct(mode)           # executable kept; 0o6777 → 0o755
+        assert mode == 0o755, oct(mode)  # executable kept; 0o6777 → 0o755
 
 
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
@@ -264,9 +286,9 @@ def test_twenty_thousand_tiny_entries_refused(tmp_path, kind):
         engine_store.unpack(archive, kind, dest)
     written = sum(1 for _ in dest.rglob("*"))
     if kind == "zip":
-        assert written == 0                       # counted from the directory, before writing
+        assert written == 0  # counted from the directory, before writing
     else:
-        assert written <= engine_store.MAX_ENTRIES + 1   # a stream: stopped at the cap
+        assert written <= engine_store.MAX_ENTRIES + 1  # a stream: stopped at the cap
 
 
 def test_huge_zip_link_entry_is_never_read_whole(tmp_path):
@@ -285,6 +307,7 @@ def test_huge_zip_link_entry_is_never_read_whole(tmp_path):
 
 def test_zip_link_target_just_over_the_cap_refused(tmp_path):
     import zipfile
+
     archive = tmp_path / "lie.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         info = zipfile.ZipInfo("lib")
@@ -299,13 +322,14 @@ def test_zip64_directory_count_is_read_from_the_zip64_record(tmp_path, monkeypat
     """A zip64 archive says 0xFFFF in the plain end record; the real count is in the zip64
     record. Built with a lowered zip64 threshold so 20 entries make one."""
     import zipfile
+
     archive = tmp_path / "z64.zip"
     with monkeypatch.context() as m:
         m.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 10)
         with zipfile.ZipFile(archive, "w") as zf:
             for i in range(20):
                 zf.writestr(f"f{i}", b"x")
-    assert b"PK\x06\x06" in archive.read_bytes()           # a zip64 end record is there
+    assert b"PK\x06\x06" in archive.read_bytes()  # a zip64 end record is there
     assert engine_store._zip_directory(archive)[0] == 20
     assert len(engine_store.unpack(archive, "zip", tmp_path / "ok", max_entries=30)) == 20
     with pytest.raises(engine_store.UnsafeArchive, match="20 entries"):

@@ -52,7 +52,7 @@ def test_start_serve_and_stop_with_the_engine_log_written(models):
     assert props["models"]["dit"] == ["acestep-v15-turbo-Q8_0.gguf"]
     assert len(tracks) == 1
     assert not sup.running and not alive(pid)
-    assert sup.exit_code == 0                     # SIGTERM: a clean shutdown
+    assert sup.exit_code == 0  # SIGTERM: a clean shutdown
     log = paths().engine_log("acestep").read_text()
     assert "[Server] Listening on 127.0.0.1:" in log
     assert "[DiT] Step 8/8" in log and "[Server] Done" in log
@@ -69,12 +69,16 @@ def test_an_early_exit_is_reported_at_once_with_the_first_and_last_error_line(tm
     assert f"[Server] ERROR: no GGUF models found in {empty}" in str(err.value)
     assert err.value.code == 1
 
-    lines = ["[Server] acestep.cpp test", "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU",
-             "[Server] FATAL: second line", "[Server] Done"]
+    lines = [
+        "[Server] acestep.cpp test",
+        "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU",
+        "[Server] FATAL: second line",
+        "[Server] Done",
+    ]
     sup = supervisor(models, {"exit_at_start": {"lines": lines, "code": 3}})
     with pytest.raises(EngineStartError) as err:
         run(sup.start())
-    assert err.value.reason == f"{lines[1]}; {lines[2]}"     # the cause first, whole
+    assert err.value.reason == f"{lines[1]}; {lines[2]}"  # the cause first, whole
     assert lines[1] in str(err.value) and "exit code 3" in str(err.value)
 
 
@@ -110,8 +114,8 @@ def test_kill_9_mid_song_fails_that_song_with_a_reason_then_restarts_cleanly(mod
             await song
         await client.aclose()
         assert not sup.running
-        sup.env["SCRIPTED_ENGINE"] = json.dumps({"dit_steps": 4})   # a short next song
-        await sup.ensure_running()       # the node calls this before the next song
+        sup.env["SCRIPTED_ENGINE"] = json.dumps({"dit_steps": 4})  # a short next song
+        await sup.ensure_running()  # the node calls this before the next song
         assert sup.running and sup.pid != first_pid
         client = sup.client()
         try:
@@ -159,7 +163,7 @@ def test_a_failed_job_waits_for_its_reason_even_when_the_log_lags(models):
         try:
             with pytest.raises(JobFailed) as failed:
                 await client.synth({"caption": "x", "synth_model": "nope.gguf"})
-            assert sup.running                       # a failed job leaves the engine up
+            assert sup.running  # a failed job leaves the engine up
         finally:
             await client.aclose()
             await sup.aclose()
@@ -178,8 +182,9 @@ def test_progress_events_rise_monotonically_to_one(models):
         client = sup.client()
         try:
             sup.expect_duration(30)
-            await client.song({"caption": "x", "lyrics": "la la", "duration": 30,
-                               "output_format": "wav16"})
+            await client.song(
+                {"caption": "x", "lyrics": "la la", "duration": 30, "output_format": "wav16"}
+            )
             unsubscribe()
             await client.song({"caption": "after unsubscribe", "output_format": "wav16"})
         finally:
@@ -192,8 +197,9 @@ def test_progress_events_rise_monotonically_to_one(models):
     assert fractions[0] == 0.0 and fractions[-1] == 1.0
     assert [e.stage for e in events if e.stage_fraction == 0.0][:1] == ["lm"]
     assert {"lm", "synth", "decode"} <= {e.stage for e in events}
-    assert any(e.eta_seconds is not None and e.eta_seconds > 0 for e in events
-               if e.stage == "synth")
+    assert any(
+        e.eta_seconds is not None and e.eta_seconds > 0 for e in events if e.stage == "synth"
+    )
     assert sum(e.line.startswith("[Server] Job") and "created" in e.line for e in events) == 2
 
 
@@ -204,7 +210,7 @@ def test_keep_loaded_change_restarts_between_songs_and_passes_the_flag(models):
         await sup.ensure_running()
         first = sup.pid
         await sup.ensure_running(keep_loaded=False)
-        assert sup.pid == first                      # unchanged setting: same process
+        assert sup.pid == first  # unchanged setting: same process
         await sup.ensure_running(keep_loaded=True)
         second = sup.pid
         assert second != first and not alive(first)
@@ -225,12 +231,12 @@ def test_stop_kills_an_engine_that_does_not_finish_after_sigterm(models):
         await client.submit("/synth", {"caption": "long", "output_format": "wav16"})
         await client.aclose()
         started = time.monotonic()
-        await sup.stop(timeout=0.5)   # ace-server lets the running job finish: it would not
+        await sup.stop(timeout=0.5)  # ace-server lets the running job finish: it would not
         return time.monotonic() - started
 
     elapsed = run(go())
-    assert elapsed > 0.4             # SIGTERM had its grace; the 20-s job would have ended
-    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)   # 0, had it waited
+    assert elapsed > 0.4  # SIGTERM had its grace; the 20-s job would have ended
+    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)  # 0, had it waited
 
 
 # -- the built-in sketch engine, started as the node starts it ----------------------------------
@@ -247,8 +253,9 @@ def sketch_models(tmp_path):
 
 
 def sketch_supervisor(models, env=None, **kwargs) -> EngineSupervisor:
-    return EngineSupervisor("sketch", selfexec.self_argv("sketch-server"), env or {}, models,
-                            **kwargs)
+    return EngineSupervisor(
+        "sketch", selfexec.self_argv("sketch-server"), env or {}, models, **kwargs
+    )
 
 
 def test_sketch_song_progress_rises_to_one_and_kill_9_restarts_cleanly(sketch_models):
@@ -260,13 +267,26 @@ def test_sketch_song_progress_rises_to_one_and_kill_9_restarts_cleanly(sketch_mo
         await sup.ensure_running()
         client = sup.client()
         try:
-            await client.song({"caption": "folk waltz", "lyrics": "one two three",
-                               "duration": 5, "output_format": "wav16"})
+            await client.song(
+                {
+                    "caption": "folk waltz",
+                    "lyrics": "one two three",
+                    "duration": 5,
+                    "output_format": "wav16",
+                }
+            )
             song_events = list(events)
-            long_song = asyncio.create_task(client.song(
-                {"caption": "long", "duration": 600, "inference_steps": 100,
-                 "output_format": "wav16"}))
-            while not any(e.line.startswith("[DiT] Step") for e in events[len(song_events):]):
+            long_song = asyncio.create_task(
+                client.song(
+                    {
+                        "caption": "long",
+                        "duration": 600,
+                        "inference_steps": 100,
+                        "output_format": "wav16",
+                    }
+                )
+            )
+            while not any(e.line.startswith("[DiT] Step") for e in events[len(song_events) :]):
                 await asyncio.sleep(0.02)
             first_pid = sup.pid
             os.kill(first_pid, signal.SIGKILL)
@@ -278,8 +298,9 @@ def test_sketch_song_progress_rises_to_one_and_kill_9_restarts_cleanly(sketch_mo
         assert sup.pid != first_pid
         client = sup.client()
         try:
-            tracks = await client.song({"caption": "after", "duration": 3,
-                                        "output_format": "wav16"})
+            tracks = await client.song(
+                {"caption": "after", "duration": 3, "output_format": "wav16"}
+            )
         finally:
             await client.aclose()
             await sup.aclose()
@@ -295,8 +316,9 @@ def test_sketch_song_progress_rises_to_one_and_kill_9_restarts_cleanly(sketch_mo
     assert len(tracks) == 1
 
 
-def test_sketch_early_exit_and_a_missing_device_give_the_engines_first_line(tmp_path,
-                                                                           sketch_models):
+def test_sketch_early_exit_and_a_missing_device_give_the_engines_first_line(
+    tmp_path, sketch_models
+):
     empty = tmp_path / "nothing"
     empty.mkdir()
     with pytest.raises(EngineStartError, match="no GGUF models found in"):
@@ -305,7 +327,7 @@ def test_sketch_early_exit_and_a_missing_device_give_the_engines_first_line(tmp_
     sup = sketch_supervisor(sketch_models, {"GGML_BACKEND": "CUDA0"})
 
     async def go():
-        await sup.start()               # the device is read at the first job, as ace-server
+        await sup.start()  # the device is read at the first job, as ace-server
         client = sup.client()
         try:
             with pytest.raises(JobFailed) as failed:
@@ -332,33 +354,49 @@ def test_an_engine_that_dies_with_its_last_lines_says_what_is_known(models):
         client = sup.client()
         try:
             with pytest.raises(JobFailed) as failed:
-                await client.song({"caption": "x", "lyrics": "la la", "lm_model": LM_FILE,
-                                   "output_format": "wav16"})
+                await client.song(
+                    {
+                        "caption": "x",
+                        "lyrics": "la la",
+                        "lm_model": LM_FILE,
+                        "output_format": "wav16",
+                    }
+                )
         finally:
             await client.aclose()
             await sup.aclose()
         return failed.value.reason
 
     reason = run(go())
-    assert reason.startswith("engine stopped: exit code 1, during the LM stage "
-                             f"(LM {LM_FILE}); its last line: [Load] LM backend: CPU"), reason
-    assert "FATAL" not in reason          # it never arrived: nothing is made up
+    assert reason.startswith(
+        "engine stopped: exit code 1, during the LM stage "
+        f"(LM {LM_FILE}); its last line: [Load] LM backend: CPU"
+    ), reason
+    assert "FATAL" not in reason  # it never arrived: nothing is made up
 
 
 def test_an_earlier_jobs_error_is_never_this_jobs_reason(models):
     """Job 1 fails and stays up; job 2 kills the engine and its own lines are lost, job 1's
     error lines arriving late: job 2's reason does not take them."""
-    sup = supervisor(models, {"header_only": True, "drop_last_lines": 8,
-                              "fail": {"/synth": ["[Server] DiT not found: nope.gguf",
-                                                  "[Server] FATAL: synth load failed"]}})
+    sup = supervisor(
+        models,
+        {
+            "header_only": True,
+            "drop_last_lines": 8,
+            "fail": {
+                "/synth": ["[Server] DiT not found: nope.gguf", "[Server] FATAL: synth load failed"]
+            },
+        },
+    )
 
     async def go():
         await sup.start()
         client = sup.client()
         try:
             with pytest.raises(JobFailed) as first:
-                await client.synth({"caption": "x", "synth_model": "nope.gguf",
-                                    "output_format": "wav16"})
+                await client.synth(
+                    {"caption": "x", "synth_model": "nope.gguf", "output_format": "wav16"}
+                )
             with pytest.raises(JobFailed) as second:
                 await client.lm({"caption": "y", "lyrics": "la", "lm_model": LM_FILE})
         finally:
@@ -375,8 +413,10 @@ def test_a_job_not_found_by_a_dying_engine_is_its_death_with_the_reason(models):
     """The real engine answers "Job not found" while it exits (its job table is gone
     first): the song fails with the engine's own reason, not "the engine lost job"."""
     fatal = "[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found"
-    sup = supervisor(models, {"fatal": {"/lm": {"lines": [fatal], "code": 1}},
-                              "dying_404": 0.5, "lm_delay": 0.05})
+    sup = supervisor(
+        models,
+        {"fatal": {"/lm": {"lines": [fatal], "code": 1}}, "dying_404": 0.5, "lm_delay": 0.05},
+    )
 
     async def go():
         await sup.start()

@@ -27,13 +27,26 @@ SR = 48000
 _CACHE: dict = {}
 
 
-def sketch_audio(caption="lofi piano groove", bpm=92, key="A minor", duration=20.0, seed=5,
-                 lyrics="[Instrumental]") -> np.ndarray:
+def sketch_audio(
+    caption="lofi piano groove",
+    bpm=92,
+    key="A minor",
+    duration=20.0,
+    seed=5,
+    lyrics="[Instrumental]",
+) -> np.ndarray:
     """A real Sketch render (the engine's own request → song → renderer path)."""
     args = (caption, bpm, key, duration, seed, lyrics)
     if args not in _CACHE:
-        req = normalise({"caption": caption, "bpm": bpm, "keyscale": key,
-                         "duration": duration, "lyrics": lyrics})
+        req = normalise(
+            {
+                "caption": caption,
+                "bpm": bpm,
+                "keyscale": key,
+                "duration": duration,
+                "lyrics": lyrics,
+            }
+        )
         song = song_from_request(req, seed)
         r = sketch_render.Renderer(song, 4)
         for k in range(4):
@@ -42,8 +55,13 @@ def sketch_audio(caption="lofi piano groove", bpm=92, key="A minor", duration=20
     return _CACHE[args].copy()
 
 
-def write_song(folder: Path, audio: np.ndarray, *, sidecar: dict | None = None,
-               name="2026-11-30_1412_lofi-piano-groove_seed5") -> Path:
+def write_song(
+    folder: Path,
+    audio: np.ndarray,
+    *,
+    sidecar: dict | None = None,
+    name="2026-11-30_1412_lofi-piano-groove_seed5",
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.wav"
     sf.write(str(path), audio, SR, subtype="PCM_24")
@@ -52,14 +70,27 @@ def write_song(folder: Path, audio: np.ndarray, *, sidecar: dict | None = None,
     return path
 
 
-SIDECAR = {"cantor_song": 1, "id": "0123456789abcdef", "take": 2, "takes": 2,
-           "request": {"caption": "lofi piano groove, rain on the window", "lyrics":
-                       "[Instrumental]", "bpm": None, "key": None, "seed": 5,
-                       "model": "sketch"},
-           "lm_metadata": None, "seed": 5, "bpm": 92, "key": "A minor",
-           "facts_from": {"bpm": "measured", "key": "measured"},
-           "model": {"name": "sketch", "family": "sketch"},
-           "timings": {"queued_at": 1796040000.0}}
+SIDECAR = {
+    "cantor_song": 1,
+    "id": "0123456789abcdef",
+    "take": 2,
+    "takes": 2,
+    "request": {
+        "caption": "lofi piano groove, rain on the window",
+        "lyrics": "[Instrumental]",
+        "bpm": None,
+        "key": None,
+        "seed": 5,
+        "model": "sketch",
+    },
+    "lm_metadata": None,
+    "seed": 5,
+    "bpm": 92,
+    "key": "A minor",
+    "facts_from": {"bpm": "measured", "key": "measured"},
+    "model": {"name": "sketch", "family": "sketch"},
+    "timings": {"queued_at": 1796040000.0},
+}
 
 
 def digest(path: Path) -> str:
@@ -73,8 +104,8 @@ def riff_chunks(path: Path) -> list[tuple[bytes, bytes]]:
     assert struct.unpack_from("<I", data, 4)[0] == len(data) - 8
     pos, out = 12, []
     while pos + 8 <= len(data):
-        cid, length = data[pos:pos + 4], struct.unpack_from("<I", data, pos + 4)[0]
-        out.append((cid, data[pos + 8:pos + 8 + length]))
+        cid, length = data[pos : pos + 4], struct.unpack_from("<I", data, pos + 4)[0]
+        out.append((cid, data[pos + 8 : pos + 8 + length]))
         pos += 8 + length + (length & 1)
     assert pos == len(data)
     return out
@@ -82,16 +113,15 @@ def riff_chunks(path: Path) -> list[tuple[bytes, bytes]]:
 
 def parse_acid(body: bytes) -> dict:
     flags, root, _q1, _q2, beats, denom, numer, tempo = struct.unpack("<IHHfIHHf", body)
-    return {"flags": flags, "root": root, "beats": beats, "meter": (numer, denom),
-            "tempo": tempo}
+    return {"flags": flags, "root": root, "beats": beats, "meter": (numer, denom), "tempo": tempo}
 
 
 def parse_info(body: bytes) -> dict:
     assert body[:4] == b"INFO"
     pos, out = 4, {}
     while pos + 8 <= len(body):
-        cid, length = body[pos:pos + 4].decode(), struct.unpack_from("<I", body, pos + 4)[0]
-        out[cid] = body[pos + 8:pos + 8 + length].rstrip(b"\0").decode("utf-8")
+        cid, length = body[pos : pos + 4].decode(), struct.unpack_from("<I", body, pos + 4)[0]
+        out[cid] = body[pos + 8 : pos + 8 + length].rstrip(b"\0").decode("utf-8")
         pos += 8 + length + (length & 1)
     return out
 
@@ -109,6 +139,7 @@ def measured(path: Path) -> tuple[np.ndarray, int, float, float]:
 
 
 # -- every format × rate ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("fmt", list(export.FORMATS))
 @pytest.mark.parametrize("rate", [48000, 44100])
@@ -133,6 +164,7 @@ def test_every_format_and_rate_decodes_with_its_tags(tmp_path, fmt, rate):
 
     if fmt == "flac":
         from mutagen.flac import FLAC
+
         tags = FLAC(str(result.path))
         assert tags["BPM"] == ["92"] and tags["KEY"] == ["Am"] and tags["INITIALKEY"] == ["Am"]
         assert tags["CANTOR_SEED"] == ["5"] and tags["CANTOR_MODEL"] == ["sketch"]
@@ -153,6 +185,7 @@ def test_every_format_and_rate_decodes_with_its_tags(tmp_path, fmt, rate):
         assert str(tags["TXXX:KEY"]) == "A minor"
     if fmt == "mp3":
         from mutagen.mp3 import MP3
+
         assert MP3(str(result.path)).info.bitrate == 320000
     if fmt.startswith("wav"):
         chunks = riff_chunks(result.path)
@@ -160,7 +193,7 @@ def test_every_format_and_rate_decodes_with_its_tags(tmp_path, fmt, rate):
         assert ids.index(b"acid") < ids.index(b"data") and ids.index(b"LIST") < ids.index(b"data")
         acid = parse_acid(dict(chunks)[b"acid"])
         assert acid["tempo"] == pytest.approx(92.0)
-        assert acid["root"] == 48 + 9 and acid["flags"] & 0x02        # A, root note set
+        assert acid["root"] == 48 + 9 and acid["flags"] & 0x02  # A, root note set
         assert acid["beats"] == round(20.0 * 92 / 60) and acid["meter"] == (4, 4)
         info = parse_info(dict(chunks)[b"LIST"])
         assert info["INAM"].startswith("lofi piano groove")
@@ -170,37 +203,49 @@ def test_every_format_and_rate_decodes_with_its_tags(tmp_path, fmt, rate):
 
 # -- loudness ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target,peak,fmt,rate", [
-    (-14.0, -1.0, "flac", 44100), (-16.0, -1.0, "wav24", 48000), (-9.0, -1.0, "wav32", 44100),
-    (-23.0, -2.0, "aiff", 48000), (-14.0, -1.0, "mp3", 44100)])
-def test_loudness_targets_are_met_with_true_peaks_under_the_ceiling(tmp_path, target, peak,
-                                                                     fmt, rate):
-    src = write_song(tmp_path, sketch_audio(caption="dreamy synthwave", bpm=110, key="F# minor",
-                                             duration=30.0, seed=3))
+
+@pytest.mark.parametrize(
+    "target,peak,fmt,rate",
+    [
+        (-14.0, -1.0, "flac", 44100),
+        (-16.0, -1.0, "wav24", 48000),
+        (-9.0, -1.0, "wav32", 44100),
+        (-23.0, -2.0, "aiff", 48000),
+        (-14.0, -1.0, "mp3", 44100),
+    ],
+)
+def test_loudness_targets_are_met_with_true_peaks_under_the_ceiling(
+    tmp_path, target, peak, fmt, rate
+):
+    src = write_song(
+        tmp_path,
+        sketch_audio(caption="dreamy synthwave", bpm=110, key="F# minor", duration=30.0, seed=3),
+    )
     options = export.ExportOptions(format=fmt, rate=rate, loudness=target, peak=peak)
     result = export.export_file(src, tmp_path / "out", options)
     _audio, got_rate, loudness, tp = measured(result.path)
     assert got_rate == rate
     assert abs(loudness - target) <= 0.5, (loudness, result)
-    assert tp <= peak + 0.01, (tp, result)                 # measured on the decoded file
+    assert tp <= peak + 0.01, (tp, result)  # measured on the decoded file
     assert abs(result.loudness - loudness) < 0.2 and result.true_peak <= peak
 
 
 def test_limiter_gain_never_lets_a_peak_through_and_eases_back():
     rate = 48000
     peaks = np.full(rate, 0.5, dtype=np.float32)
-    peaks[10000] = 2.0                                       # one peak 12 dB over
+    peaks[10000] = 2.0  # one peak 12 dB over
     peaks[30000:30010] = 1.5
     g = lu.limiter_gain(peaks, 1.0, rate)
     assert np.all(peaks * g <= 1.0 + 1e-6)
     assert g[10000] == pytest.approx(0.5, abs=1e-3)
     assert g[0] == pytest.approx(1.0) and g[-1] == pytest.approx(1.0)
-    assert np.max(np.abs(np.diff(g))) < 0.01               # smooth: no click
+    assert np.max(np.abs(np.diff(g))) < 0.01  # smooth: no click
     assert lu.limiter_gain(peaks * 0.4, 1.0, rate) is None
     x = np.random.default_rng(1).random(1001).astype(np.float32)
     for width in (1, 3, 7, 101):
-        slow = np.array([x[max(0, i - width // 2):i + width // 2 + 1].min()
-                         for i in range(len(x))])
+        slow = np.array(
+            [x[max(0, i - width // 2) : i + width // 2 + 1].min() for i in range(len(x))]
+        )
         assert np.array_equal(lu.moving_min(x, width), slow)
 
 
@@ -221,26 +266,30 @@ def test_resampling_rejects_what_44_1_khz_cannot_hold(tmp_path):
         tone = (0.5 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
         src = tmp_path / f"tone{int(freq)}.wav"
         sf.write(str(src), np.stack([tone, tone], axis=1), SR, subtype="FLOAT")
-        result = export.export_file(src, tmp_path / "out", export.ExportOptions(
-            format="wav32", rate=44100), meta=export.SongMeta(title=f"tone{int(freq)}",
-                                                              bpm=120, key="C major"))
+        result = export.export_file(
+            src,
+            tmp_path / "out",
+            export.ExportOptions(format="wav32", rate=44100),
+            meta=export.SongMeta(title=f"tone{int(freq)}", bpm=120, key="C major"),
+        )
         out, rate = sf.read(str(result.path), dtype="float64")
-        middle = out[rate // 2: rate // 2 + rate // 2, 0]
-        level = 20 * np.log10(np.sqrt(np.mean(middle ** 2)) + 1e-30)
+        middle = out[rate // 2 : rate // 2 + rate // 2, 0]
+        level = 20 * np.log10(np.sqrt(np.mean(middle**2)) + 1e-30)
         if expect is None:
             assert level < -120
         else:
             assert level == pytest.approx(20 * np.log10(0.5 / np.sqrt(2)), abs=0.01)
             spectrum = np.abs(np.fft.rfft(middle * np.hanning(len(middle))))
-            assert np.fft.rfftfreq(len(middle), 1 / rate)[np.argmax(spectrum)] == \
-                pytest.approx(1000.0, abs=2.0)
+            assert np.fft.rfftfreq(len(middle), 1 / rate)[np.argmax(spectrum)] == pytest.approx(
+                1000.0, abs=2.0
+            )
 
 
 # -- names, options, atomic writes ---------------------------------------------------------------
 
+
 def test_patterns_make_safe_names_on_every_os():
-    fields = {"title": "../../etc/passwd: a/b\\c 🎵🔥 *?<>|\"", "bpm": "92", "key": "F#m",
-              "n": 1}
+    fields = {"title": '../../etc/passwd: a/b\\c 🎵🔥 *?<>|"', "bpm": "92", "key": "F#m", "n": 1}
     name = render("{title}_{bpm}bpm_{key}_take{n}", fields)
     assert "/" not in name and "\\" not in name and ":" not in name and ".." not in name
     assert not any(ch in name for ch in '*?<>|"') and "🎵" not in name and "🔥" not in name
@@ -248,7 +297,7 @@ def test_patterns_make_safe_names_on_every_os():
     assert safe_name("..") == "song" and safe_name("🎵🎵") == "song"
     assert safe_name("CON") == "_CON" and safe_name("nul.txt") == "_nul.txt"
     assert safe_name("trailing dot. ") == "trailing dot"
-    assert safe_name("Café") == "Café" and safe_name("e\u0301t\u00e9") == "été"    # NFC
+    assert safe_name("Café") == "Café" and safe_name("e\u0301t\u00e9") == "été"  # NFC
     assert safe_name("日本の歌") == "日本の歌"
     long = safe_name("ä" * 400)
     assert len(long.encode()) <= 150 and long == "ä" * 75
@@ -260,28 +309,40 @@ def test_patterns_make_safe_names_on_every_os():
 def test_a_caption_with_slashes_colons_and_emoji_exports_under_a_safe_name(tmp_path):
     src = write_song(tmp_path, sketch_audio(duration=10.0))
     meta = export.SongMeta(caption="AC/DC: ../rock 🤘 anthem", bpm=120, key="E minor")
-    result = export.export_file(src, tmp_path / "out", export.ExportOptions(
-        format="flac", pattern="{caption}_{bpm}_{key}"), meta=meta)
+    result = export.export_file(
+        src,
+        tmp_path / "out",
+        export.ExportOptions(format="flac", pattern="{caption}_{bpm}_{key}"),
+        meta=meta,
+    )
     assert result.path.parent == tmp_path / "out"
     assert result.path.name == "ac-dc-rock-anthem_120_Em.flac"
 
 
 def test_bad_options_name_the_field():
-    cases = {"format": dict(format="ogg"), "rate": dict(rate=22050),
-             "loudness": dict(loudness=-2.0), "peak": dict(peak=3.0),
-             "pattern": dict(pattern="{title}_{colour}")}
+    cases = {
+        "format": dict(format="ogg"),
+        "rate": dict(rate=22050),
+        "loudness": dict(loudness=-2.0),
+        "peak": dict(peak=3.0),
+        "pattern": dict(pattern="{title}_{colour}"),
+    }
     for field, kwargs in cases.items():
         with pytest.raises(export.ExportError) as err:
             export.ExportOptions(**kwargs)
         assert err.value.field == field and str(err.value).startswith(f"{field}:")
-    for field, kwargs in {"loudness": dict(loudness="loud"), "rate": dict(rate="fast"),
-                          "peak": dict(peak="high"), "pattern": dict(pattern="{n:03d}")}.items():
+    for field, kwargs in {
+        "loudness": dict(loudness="loud"),
+        "rate": dict(rate="fast"),
+        "peak": dict(peak="high"),
+        "pattern": dict(pattern="{n:03d}"),
+    }.items():
         with pytest.raises(export.ExportError) as err:
             export.ExportOptions.parse(**kwargs)
         assert err.value.field == field
     assert export.ExportOptions.parse(rate="44.1kHz", loudness="streaming").rate == 44100
     assert export.ExportOptions.parse(loudness="off").loudness is None
-    assert export.ExportOptions.parse(loudness="−16").loudness == -16.0      # a real minus
+    assert export.ExportOptions.parse(loudness="−16").loudness == -16.0  # a real minus
 
 
 def test_choices_are_remembered_in_node_toml_and_checked_there(cantor_home):
@@ -298,7 +359,7 @@ def test_choices_are_remembered_in_node_toml_and_checked_there(cantor_home):
     assert err.value.key == "export.rate"
     with pytest.raises(config.ConfigError):
         config.set_from_text("export.pattern", "{title}/{bpm}")
-    assert (cantor_home / "node.toml").read_text() == text         # left as it was
+    assert (cantor_home / "node.toml").read_text() == text  # left as it was
 
 
 def test_never_overwrites_and_a_cancel_leaves_nothing(tmp_path):
@@ -320,10 +381,12 @@ def test_never_overwrites_and_a_cancel_leaves_nothing(tmp_path):
             stop.set()
 
     with pytest.raises(export.ExportCancelled):
-        export.export_file(src, tmp_path / "out", options, meta=meta, progress=progress,
-                           cancel=stop.is_set)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([
-        first.path.name, second.path.name])                       # no .part, no third file
+        export.export_file(
+            src, tmp_path / "out", options, meta=meta, progress=progress, cancel=stop.is_set
+        )
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [first.path.name, second.path.name]
+    )  # no .part, no third file
     fractions = [f for f, _ in stages]
     assert fractions == sorted(fractions) and stages[0][1] == "reading"
 
@@ -331,23 +394,37 @@ def test_never_overwrites_and_a_cancel_leaves_nothing(tmp_path):
 def test_an_export_on_a_worker_thread_reports_progress_to_done(tmp_path):
     src = write_song(tmp_path, sketch_audio(duration=10.0))
     seen: list = []
-    worker = threading.Thread(target=lambda: seen.append(export.export_file(
-        src, tmp_path / "out", export.ExportOptions(format="wav24", loudness=-16.0),
-        meta=export.SongMeta(title="t", bpm=92, key="A minor"),
-        progress=lambda f, s: seen.append((f, s)))))
+    worker = threading.Thread(
+        target=lambda: seen.append(
+            export.export_file(
+                src,
+                tmp_path / "out",
+                export.ExportOptions(format="wav24", loudness=-16.0),
+                meta=export.SongMeta(title="t", bpm=92, key="A minor"),
+                progress=lambda f, s: seen.append((f, s)),
+            )
+        )
+    )
     worker.start()
     worker.join(60)
     assert isinstance(seen[-1], export.ExportResult) and seen[-2] == (1.0, "done")
     assert {s for item in seen[:-1] for s in [item[1]]} >= {
-        "reading", "loudness", "encoding", "tagging", "done"}
+        "reading",
+        "loudness",
+        "encoding",
+        "tagging",
+        "done",
+    }
 
 
 def test_a_file_without_a_sidecar_gets_measured_tempo_and_key(tmp_path):
-    src = write_song(tmp_path, sketch_audio(bpm=128, key="D major", seed=2, duration=30.0),
-                     name="loose")
+    src = write_song(
+        tmp_path, sketch_audio(bpm=128, key="D major", seed=2, duration=30.0), name="loose"
+    )
     result = export.export_file(src, tmp_path / "out", export.ExportOptions(format="flac"))
     assert result.path.name == "loose_128bpm_D_take1.flac"
     from mutagen.flac import FLAC
+
     tags = FLAC(str(result.path))
     assert tags["BPM"] == ["128"] and tags["CANTOR_BPM_SOURCE"] == ["measured"]
 

@@ -20,8 +20,13 @@ from support.node import Node, until_state, write_config
 
 
 def cli(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(self_argv("cli") + ["export", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "CANTOR_HOME": str(home)})
+    return subprocess.run(
+        self_argv("cli") + ["export", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "CANTOR_HOME": str(home)},
+    )
 
 
 def sha(path: Path) -> str:
@@ -39,29 +44,69 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
         node = await Node(cantor_home, port=port).start()
         try:
             async with node.client() as c:
-                song_id = await c.submit_song({"caption": "dreamy synthwave: night/drive 🌙",
-                                               "duration": 20, "bpm": 110, "key": "F# minor",
-                                               "seed": 7, "batch": 2, "model": "sketch"})
+                song_id = await c.submit_song(
+                    {
+                        "caption": "dreamy synthwave: night/drive 🌙",
+                        "duration": 20,
+                        "bpm": 110,
+                        "key": "F# minor",
+                        "seed": 7,
+                        "batch": 2,
+                        "model": "sketch",
+                    }
+                )
                 song = await until_state(c, song_id, ("done", "failed"), 120)
                 originals = {f["audio"]: sha(f["audio"]) for f in song["takes"]}
                 runs = {}
                 runs["all"] = await asyncio.to_thread(
-                    cli, cantor_home, song_id, "--format", "flac", "--rate", "44100",
-                    "--loudness", "-14", "--peak", "-1", "-o", str(out))
+                    cli,
+                    cantor_home,
+                    song_id,
+                    "--format",
+                    "flac",
+                    "--rate",
+                    "44100",
+                    "--loudness",
+                    "-14",
+                    "--peak",
+                    "-1",
+                    "-o",
+                    str(out),
+                )
                 runs["take2"] = await asyncio.to_thread(
-                    cli, cantor_home, song_id, "--take", "2", "--format", "mp3",
-                    "-o", str(out / "mp3"))
+                    cli,
+                    cantor_home,
+                    song_id,
+                    "--take",
+                    "2",
+                    "--format",
+                    "mp3",
+                    "-o",
+                    str(out / "mp3"),
+                )
                 runs["bad_take"] = await asyncio.to_thread(
-                    cli, cantor_home, song_id, "--take", "5", "-o", str(out))
+                    cli, cantor_home, song_id, "--take", "5", "-o", str(out)
+                )
                 runs["unknown"] = await asyncio.to_thread(
-                    cli, cantor_home, "0123456789abcdef", "-o", str(out))
+                    cli, cantor_home, "0123456789abcdef", "-o", str(out)
+                )
                 runs["bad_loudness"] = await asyncio.to_thread(
-                    cli, cantor_home, song_id, "--loudness", "loud", "-o", str(out))
+                    cli, cantor_home, song_id, "--loudness", "loud", "-o", str(out)
+                )
                 runs["bad_rate"] = await asyncio.to_thread(
-                    cli, cantor_home, song_id, "--rate", "96000", "-o", str(out))
+                    cli, cantor_home, song_id, "--rate", "96000", "-o", str(out)
+                )
                 runs["file"] = await asyncio.to_thread(
-                    cli, cantor_home, song["takes"][0]["audio"], "--format", "wav24",
-                    "--loudness", "off", "-o", str(out / "direct"))
+                    cli,
+                    cantor_home,
+                    song["takes"][0]["audio"],
+                    "--format",
+                    "wav24",
+                    "--loudness",
+                    "off",
+                    "-o",
+                    str(out / "direct"),
+                )
                 after = {path: sha(path) for path in originals}
                 return song, originals, after, runs, node.proc.running
         finally:
@@ -69,16 +114,18 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
 
     song, originals, after, runs, running = asyncio.run(main())
     assert song["state"] == "done" and len(song["takes"]) == 2
-    assert after == originals                               # the node's files untouched
-    assert running                                          # the running node was used
+    assert after == originals  # the node's files untouched
+    assert running  # the running node was used
 
     r = runs["all"]
     assert r.returncode == 0, r.stderr
     paths = [Path(line) for line in r.stdout.splitlines()]
     assert [p.name for p in paths] == [
         "dreamy-synthwave-night-drive_110bpm_F#m_take1.flac",
-        "dreamy-synthwave-night-drive_110bpm_F#m_take2.flac"]
+        "dreamy-synthwave-night-drive_110bpm_F#m_take2.flac",
+    ]
     from mutagen.flac import FLAC
+
     for take, path in enumerate(paths, start=1):
         audio, rate = sf.read(str(path), dtype="float32", always_2d=True)
         assert rate == 44100 and abs(len(audio) / rate - 20.0) < 0.01
@@ -124,6 +171,7 @@ def test_export_with_no_node_running_starts_a_private_one(cantor_home, tmp_path)
     r = cli(cantor_home, "fedcba9876543210", "-o", str(tmp_path / "out"))
     assert r.returncode == 2 and "fedcba9876543210" in r.stderr
     import socket
+
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
         up = True

@@ -27,8 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # ITU-R BS.1770-4 Annex 1, Tables 1 and 2 (48 kHz), as printed there
 STANDARD = {
-    "pre-filter": ((1.53512485958697, -2.69169618940638, 1.19839281085285),
-                   (1.0, -1.69065929318241, 0.73248077421585)),
+    "pre-filter": (
+        (1.53512485958697, -2.69169618940638, 1.19839281085285),
+        (1.0, -1.69065929318241, 0.73248077421585),
+    ),
     "RLB": ((1.0, -2.0, 1.0), (1.0, -1.99004745483398, 0.99007225036621)),
 }
 
@@ -56,7 +58,7 @@ def ideal_loudness(steps, gain: float, channels: int = 2) -> float:
     segments = []
     for level, seconds in steps:
         segments += [channels * (10.0 ** (level / 20.0)) ** 2 / 2 * gain] * round(seconds * 10)
-    z = [sum(segments[j:j + 4]) / 4 for j in range(len(segments) - 3)]
+    z = [sum(segments[j : j + 4]) / 4 for j in range(len(segments) - 3)]
     loud = [-0.691 + 10 * math.log10(v) for v in z]
     gated = [j for j in range(len(z)) if loud[j] > -70]
     relative = -0.691 + 10 * math.log10(sum(z[j] for j in gated) / len(gated)) - 10
@@ -73,6 +75,7 @@ def reference(audio: np.ndarray, rate: int, filters: str = "K-weighting") -> flo
 
 # -- the K-weighting ----------------------------------------------------------------------------
 
+
 def test_k_weighting_at_48_khz_is_the_standards_table_and_round_trips_through_the_prototype():
     pre, rlb = bs1770.k_weighting(48000)
     assert (pre, rlb) == (STANDARD["pre-filter"], STANDARD["RLB"])
@@ -84,9 +87,13 @@ def test_k_weighting_at_48_khz_is_the_standards_table_and_round_trips_through_th
     # the shelf: ≈ +4 dB above ≈ 1.7 kHz, unit gain at DC; the RLB: a 38 Hz high-pass, Q ≈ ½
     assert 20 * math.log10(shelf.high) == pytest.approx(4.0, abs=1e-3)
     assert shelf.low == pytest.approx(1.0, abs=1e-12)
-    assert shelf.f0 == pytest.approx(1681.97, abs=0.01) and shelf.q == pytest.approx(0.7072, abs=1e-4)
+    assert shelf.f0 == pytest.approx(1681.97, abs=0.01) and shelf.q == pytest.approx(
+        0.7072, abs=1e-4
+    )
     assert high_pass.low == 0.0 and high_pass.band == 0.0
-    assert high_pass.f0 == pytest.approx(38.135, abs=1e-3) and high_pass.q == pytest.approx(0.5003, abs=1e-4)
+    assert high_pass.f0 == pytest.approx(38.135, abs=1e-3) and high_pass.q == pytest.approx(
+        0.5003, abs=1e-4
+    )
 
 
 @pytest.mark.parametrize("rate", [44100, 32000, 96000])
@@ -97,7 +104,9 @@ def test_k_weighting_at_other_rates_is_the_same_analog_filter(rate):
     (pre_b, pre_a), (rlb_b, rlb_a) = bs1770.k_weighting(rate)
     meter = pyloudnorm.Meter(rate, filter_class="DeMan")
     theirs = [(f.b, f.a) for f in meter._filters.values()]
-    assert np.allclose(pre_b, theirs[0][0], rtol=1e-9) and np.allclose(pre_a, theirs[0][1], rtol=1e-9)
+    assert np.allclose(pre_b, theirs[0][0], rtol=1e-9) and np.allclose(
+        pre_a, theirs[0][1], rtol=1e-9
+    )
     assert np.allclose(rlb_a, theirs[1][1], rtol=1e-9)
     # their pass-band gain is 4 / (1 − a1 + a2) at each rate; ours that of 48 kHz
     scale = np.asarray(rlb_b) / theirs[1][0]
@@ -119,8 +128,8 @@ def test_fft_filtering_is_scipys_lfilter_from_rest(rate):
     a burst at the very end."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((rate * 5, 2)) * 0.3
-    x[: rate // 10] = 1.0                                    # full-scale DC step at the start
-    x[2 * rate:4 * rate] = 0.0
+    x[: rate // 10] = 1.0  # full-scale DC step at the start
+    x[2 * rate : 4 * rate] = 0.0
     x[-200:] = rng.standard_normal((200, 2))
     ours = bs1770.k_weighted(x, rate)
     theirs = x
@@ -134,6 +143,7 @@ def test_fft_filtering_is_scipys_lfilter_from_rest(rate):
 
 # -- the standard's and EBU's readings ---------------------------------------------------------
 
+
 def test_a_997_hz_sine_at_0_dbfs_in_one_channel_reads_minus_3_01_lufs():
     """BS.1770-4 Annex 1: "a 0 dB FS 1 kHz sine wave in the left, centre or right channel
     gives −3.01 LKFS". That is the 997 Hz test tone (AES17): −0.691 + 10·log10(½·|H|²) with
@@ -144,7 +154,8 @@ def test_a_997_hz_sine_at_0_dbfs_in_one_channel_reads_minus_3_01_lufs():
     gain = power_gain(997.0, 48000, STANDARD.values())
     assert 10 * math.log10(gain) == pytest.approx(0.691, abs=5e-4)
     assert bs1770.integrated_loudness(x, 48000) == pytest.approx(
-        -0.691 + 10 * math.log10(0.5 * gain), abs=1e-3)
+        -0.691 + 10 * math.log10(0.5 * gain), abs=1e-3
+    )
     assert round(bs1770.integrated_loudness(x, 48000), 2) == -3.01
 
 
@@ -190,8 +201,9 @@ def test_ebu_tech_3341_cases_1_to_5(case):
     assert got == pytest.approx(expected, abs=0.1)
     # and to the last digit what the standard's equations give on the ideal block powers
     # (the blocks across a level change included: case 3 reads −23.014, not −23.000)
-    assert got == pytest.approx(ideal_loudness(steps, power_gain(1000.0, 48000,
-                                                                 STANDARD.values())), abs=1e-4)
+    assert got == pytest.approx(
+        ideal_loudness(steps, power_gain(1000.0, 48000, STANDARD.values())), abs=1e-4
+    )
 
 
 def test_silence_and_short_audio_read_minus_infinity():
@@ -199,7 +211,7 @@ def test_silence_and_short_audio_read_minus_infinity():
     assert bs1770.integrated_loudness(np.full((48000 * 5, 2), 1e-5), 48000) == float("-inf")
     short = tone([(-10.0, 0.39)])
     assert bs1770.integrated_loudness(short, 48000) == float("-inf")
-    assert bs1770.integrated_loudness(tone([(-10.0, 0.4)]), 48000) > -15     # one block
+    assert bs1770.integrated_loudness(tone([(-10.0, 0.4)]), 48000) > -15  # one block
     assert lu.integrated_loudness(np.zeros((0, 2), np.float32), 44100) == float("-inf")
     with pytest.raises(ValueError):
         bs1770.integrated_loudness(np.zeros((48000, 6)), 48000)
@@ -220,23 +232,29 @@ def test_cancel_is_checked_while_measuring():
 
 # -- against pyloudnorm on real signals ---------------------------------------------------------
 
+
 def _signals():
     rng = np.random.default_rng(11)
-    song = sketch_audio()                                         # 20 s, 48 kHz stereo
-    song2 = sketch_audio(caption="dreamy synthwave", bpm=110, key="F# minor", duration=30.0,
-                         seed=3)
-    white = rng.standard_normal((48000 * 12 + 1234, 2)) * 0.1      # not whole 100 ms
+    song = sketch_audio()  # 20 s, 48 kHz stereo
+    song2 = sketch_audio(caption="dreamy synthwave", bpm=110, key="F# minor", duration=30.0, seed=3)
+    white = rng.standard_normal((48000 * 12 + 1234, 2)) * 0.1  # not whole 100 ms
     pink = np.cumsum(rng.standard_normal((48000 * 12, 2)), axis=0)
     pink = scipy.signal.lfilter([1, -1], [1, -0.995], pink, axis=0)  # brown → pinkish
     pink = 0.2 * pink / np.max(np.abs(pink))
     burst = np.zeros((48000 * 10, 2))
-    burst[48000 * 4:48000 * 4 + 24000] = rng.standard_normal((24000, 2)) * 0.3  # 0.5 s
-    loud_quiet = np.concatenate([rng.standard_normal((48000 * 6, 2)) * 0.3,
-                                 rng.standard_normal((48000 * 6, 2)) * 0.01])  # rel. gate
+    burst[48000 * 4 : 48000 * 4 + 24000] = rng.standard_normal((24000, 2)) * 0.3  # 0.5 s
+    loud_quiet = np.concatenate(
+        [rng.standard_normal((48000 * 6, 2)) * 0.3, rng.standard_normal((48000 * 6, 2)) * 0.01]
+    )  # rel. gate
     return {
-        "sketch song": song, "sketch song 2": song2, "sketch song mono": song[:, :1],
-        "white noise": white, "pink noise mono": pink[:, :1], "pink noise": pink,
-        "silence with a 0.5 s burst": burst, "loud then quiet noise": loud_quiet,
+        "sketch song": song,
+        "sketch song 2": song2,
+        "sketch song mono": song[:, :1],
+        "white noise": white,
+        "pink noise mono": pink[:, :1],
+        "pink noise": pink,
+        "silence with a 0.5 s burst": burst,
+        "loud then quiet noise": loud_quiet,
         "100 Hz sine -6 dBFS": tone([(-6.0, 10.0)], freq=100.0),
         "1 kHz sine -30 dBFS mono": tone([(-30.0, 10.0)], channels=1),
         "5 kHz sine -12 dBFS": tone([(-12.0, 10.0)], freq=5000.0),
@@ -262,11 +280,16 @@ def test_matches_pyloudnorm_on_songs_noise_tones_and_bursts(rate):
         # with the standard's own coefficients the only differences left are the block
         # count of a length that is not whole 100 ms steps, and the RLB gain (≤ 0.004 dB)
         assert abs(ours - deman) <= 0.01, (name, ours, deman)
-    print("\n".join(f"{rate} {n:<40} {c} ch  ours {o:8.3f}  pyloudnorm {d:8.3f}  DeMan {m:8.3f}"
-                    for n, c, o, d, m in rows))
+    print(
+        "\n".join(
+            f"{rate} {n:<40} {c} ch  ours {o:8.3f}  pyloudnorm {d:8.3f}  DeMan {m:8.3f}"
+            for n, c, o, d, m in rows
+        )
+    )
 
 
 # -- no scipy at run time -----------------------------------------------------------------------
+
 
 def test_an_export_with_loudness_loads_no_scipy_in_the_cli_or_the_app(tmp_path):
     """A process that imports the app's window module and runs `cantor export FILE` with a
@@ -281,11 +304,20 @@ def test_an_export_with_loudness_loads_no_scipy_in_the_cli_or_the_app(tmp_path):
         f"code = main(['export', {str(src)!r}, '-o', {str(tmp_path / 'out')!r}, '--format',"
         " 'mp3', '--rate', '44100', '--loudness', '-14', '--no-remember'])\n"
         "print(json.dumps({'code': code, 'loaded': sorted(m for m in sys.modules"
-        " if m.split('.')[0] in ('scipy', 'pyloudnorm'))}))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=120, cwd=ROOT,
-                       env={**__import__("os").environ, "CANTOR_HOME": str(tmp_path / "home"),
-                            "QT_QPA_PLATFORM": "offscreen"})
+        " if m.split('.')[0] in ('scipy', 'pyloudnorm'))}))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={
+            **__import__("os").environ,
+            "CANTOR_HOME": str(tmp_path / "home"),
+            "QT_QPA_PLATFORM": "offscreen",
+        },
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result == {"code": 0, "loaded": []}

@@ -19,18 +19,28 @@ def test_minimal_header_matches_reference_layout(tmp_path):
     data = p.read_bytes()
     assert data[:4] == b"GGUF"
     assert struct.unpack_from("<Iqq", data, 4) == (3, 0, 1)
-    expected = b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + _s("general.architecture") \
-        + struct.pack("<I", 8) + _s("acestep-lm")
+    expected = (
+        b"GGUF"
+        + struct.pack("<Iqq", 3, 0, 1)
+        + _s("general.architecture")
+        + struct.pack("<I", 8)
+        + _s("acestep-lm")
+    )
     assert data == expected
     assert gguf.read_architecture(p) == "acestep-lm"
     assert not list(tmp_path.glob(".*tmp"))
 
 
 def test_extra_keys_round_trip(tmp_path):
-    p = gguf.write_header_only(tmp_path / "d.gguf", gguf.ARCH_DIT,
-                               {"general.name": "sketch", "x.count": 7, "x.neg": -5})
-    assert gguf.read_metadata(p) == {"general.architecture": "acestep-dit",
-                                     "general.name": "sketch", "x.count": 7, "x.neg": -5}
+    p = gguf.write_header_only(
+        tmp_path / "d.gguf", gguf.ARCH_DIT, {"general.name": "sketch", "x.count": 7, "x.neg": -5}
+    )
+    assert gguf.read_metadata(p) == {
+        "general.architecture": "acestep-dit",
+        "general.name": "sketch",
+        "x.count": 7,
+        "x.neg": -5,
+    }
     assert gguf.KIND_BY_ARCH[gguf.read_architecture(p)] == "dit"
     assert gguf.model_kind(p) == "dit"
 
@@ -95,16 +105,22 @@ def test_truncated_header(tmp_path, cut):
 
 def test_truncated_array_is_reported(tmp_path):
     p = tmp_path / "t.gguf"
-    p.write_bytes(b"GGUF" + struct.pack("<Iqq", 3, 0, 2) + _s("a.arr")
-                  + struct.pack("<IIQ", 9, 4, 1000) + b"\0" * 16)
+    p.write_bytes(
+        b"GGUF"
+        + struct.pack("<Iqq", 3, 0, 2)
+        + _s("a.arr")
+        + struct.pack("<IIQ", 9, 4, 1000)
+        + b"\0" * 16
+    )
     with pytest.raises(gguf.GGUFError, match="truncated"):
         gguf.read_architecture(p)
 
 
 def test_missing_architecture(tmp_path):
     p = tmp_path / "m.gguf"
-    p.write_bytes(b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + _s("general.name")
-                  + struct.pack("<I", 8) + _s("x"))
+    p.write_bytes(
+        b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + _s("general.name") + struct.pack("<I", 8) + _s("x")
+    )
     with pytest.raises(gguf.GGUFError, match="no general.architecture"):
         gguf.read_architecture(p)
 
@@ -119,8 +135,12 @@ def test_error_is_value_error():
 
 
 def test_kinds():
-    assert gguf.KIND_BY_ARCH == {"acestep-lm": "lm", "acestep-dit": "dit",
-                                 "acestep-text-enc": "text-enc", "acestep-vae": "vae"}
+    assert gguf.KIND_BY_ARCH == {
+        "acestep-lm": "lm",
+        "acestep-dit": "dit",
+        "acestep-text-enc": "text-enc",
+        "acestep-vae": "vae",
+    }
 
 
 def test_threads_writing_the_same_header_never_share_a_temp_file(tmp_path):
@@ -139,6 +159,7 @@ def test_threads_writing_the_same_header_never_share_a_temp_file(tmp_path):
                 gguf.write_header_only(folder / "sketch-lm.gguf", gguf.ARCH_LM)
         except OSError as exc:
             errors.append(exc)
+
     threads = [threading.Thread(target=write) for _ in range(4)]
     for t in threads:
         t.start()

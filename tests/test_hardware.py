@@ -20,7 +20,11 @@ def test_nvidia_machine_with_evidence(tmp_path):
     assert "nvidia-smi: NVIDIA GeForce RTX 4070, driver 550.54.14, 12282 MiB" in cuda.evidence
     gpu = next(g for g in hw.gpus if g.source == "nvidia-smi")
     assert (gpu.name, gpu.vendor, gpu.driver, gpu.vram_mib) == (
-        "NVIDIA GeForce RTX 4070", "NVIDIA", "550.54.14", 12282)
+        "NVIDIA GeForce RTX 4070",
+        "NVIDIA",
+        "550.54.14",
+        12282,
+    )
     vk = hw.backends["vulkan"]
     assert vk.supported
     assert "/dev/dri/renderD128 (driver nvidia, NVIDIA)" in vk.evidence
@@ -40,8 +44,9 @@ def test_old_driver_is_evidence_against(tmp_path):
 
 def test_proc_driver_without_nvidia_smi(tmp_path):
     root, _bin = fake_machine(tmp_path / "m")
-    cuda = hardware.probe(root, str(tmp_path / "empty"), os_name="linux",
-                          arch="x86_64").backends["cuda12"]
+    cuda = hardware.probe(root, str(tmp_path / "empty"), os_name="linux", arch="x86_64").backends[
+        "cuda12"
+    ]
     assert cuda.supported
     assert "/proc/driver/nvidia/version: driver 550.54.14" in cuda.evidence
 
@@ -50,16 +55,19 @@ def test_pci_device_without_driver_says_so(tmp_path):
     root, _bin = fake_machine(tmp_path / "m", nvidia_driver=None, render=False)
     (root / "sys/class/drm/card1/device").mkdir(parents=True)
     (root / "sys/class/drm/card1/device/vendor").write_text("0x10de\n")
-    cuda = hardware.probe(root, str(tmp_path / "empty"), os_name="linux",
-                          arch="x86_64").backends["cuda12"]
+    cuda = hardware.probe(root, str(tmp_path / "empty"), os_name="linux", arch="x86_64").backends[
+        "cuda12"
+    ]
     assert not cuda.supported
     assert "no NVIDIA driver is loaded" in cuda.reason
     assert any("PCI vendor 0x10de" in e for e in cuda.evidence)
 
 
 def test_failing_nvidia_smi_is_reported(tmp_path):
-    root, bin_dir = fake_machine(tmp_path / "m", smi_fails="NVIDIA-SMI has failed because it "
-                                 "couldn't communicate with the NVIDIA driver.")
+    root, bin_dir = fake_machine(
+        tmp_path / "m",
+        smi_fails="NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+    )
     (root / "proc/driver/nvidia/version").unlink()
     cuda = hardware.probe(root, str(bin_dir), os_name="linux", arch="x86_64").backends["cuda12"]
     assert not cuda.supported
@@ -67,8 +75,9 @@ def test_failing_nvidia_smi_is_reported(tmp_path):
 
 
 def test_plain_machine_no_avx2_no_gpu(tmp_path):
-    root, _bin = fake_machine(tmp_path / "m", nvidia_driver=None, render=False,
-                              vulkan_loader=False, avx2=False)
+    root, _bin = fake_machine(
+        tmp_path / "m", nvidia_driver=None, render=False, vulkan_loader=False, avx2=False
+    )
     hw = hardware.probe(root, str(tmp_path / "empty"), os_name="linux", arch="x86_64")
     assert not hw.backends["cuda12"].supported and not hw.backends["vulkan"].supported
     assert "No GPU render node" in hw.backends["vulkan"].reason
@@ -79,8 +88,9 @@ def test_plain_machine_no_avx2_no_gpu(tmp_path):
 
 def test_render_node_without_loader(tmp_path):
     root, _bin = fake_machine(tmp_path / "m", nvidia_driver=None, vulkan_loader=False)
-    vk = hardware.probe(root, str(tmp_path / "empty"), os_name="linux",
-                        arch="x86_64").backends["vulkan"]
+    vk = hardware.probe(root, str(tmp_path / "empty"), os_name="linux", arch="x86_64").backends[
+        "vulkan"
+    ]
     assert not vk.supported and "no Vulkan loader" in vk.reason
     assert "/dev/dri/renderD128 (driver amdgpu, AMD)" in vk.evidence
 
@@ -100,9 +110,11 @@ def test_this_machine_probes(tmp_path):
 def test_vulkaninfo_devices_are_evidence(tmp_path):
     root, bin_dir = fake_machine(tmp_path / "m", nvidia_driver=None)
     tool = bin_dir / "vulkaninfo"
-    tool.write_text("#!/bin/sh\n[ \"$1\" = --summary ] || exit 2\n"
-                    "echo 'GPU0:'\necho '    deviceName         = AMD Radeon RX 7600 (RADV NAVI33)'\n"
-                    "echo 'GPU1:'\necho '    deviceName         = llvmpipe (LLVM 17.0.6, 256 bits)'\n")
+    tool.write_text(
+        '#!/bin/sh\n[ "$1" = --summary ] || exit 2\n'
+        "echo 'GPU0:'\necho '    deviceName         = AMD Radeon RX 7600 (RADV NAVI33)'\n"
+        "echo 'GPU1:'\necho '    deviceName         = llvmpipe (LLVM 17.0.6, 256 bits)'\n"
+    )
     tool.chmod(0o755)
     vk = hardware.probe(root, str(bin_dir), os_name="linux", arch="x86_64").backends["vulkan"]
     assert vk.supported

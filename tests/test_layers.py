@@ -11,8 +11,13 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cantor_desktop"
 QT = ("PySide6", "qasync", "shiboken6")
-CLIENT_SIDE = ("cantor_desktop.ui", "cantor_desktop.cli", "cantor_desktop.nodeclient",
-               "cantor_desktop.node_process", "cantor_desktop.node_http")
+CLIENT_SIDE = (
+    "cantor_desktop.ui",
+    "cantor_desktop.cli",
+    "cantor_desktop.nodeclient",
+    "cantor_desktop.node_process",
+    "cantor_desktop.node_http",
+)
 # The bundle's self-test checks that Qt's plugins load in the frozen app, and the frozen
 # app's entry point names its .desktop file before the first window: Qt's by design.
 QT_OUTSIDE_UI = {"cantor_desktop.selftest", "cantor_desktop.frozen_main"}
@@ -34,7 +39,7 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
@@ -64,8 +69,11 @@ def test_the_import_reader_sees_relative_and_nested_imports():
 
 
 def test_qt_is_imported_only_under_ui():
-    bad = {m: hits for m, hits in offenders("cantor_desktop", QT).items()
-           if not m.startswith("cantor_desktop.ui") and m not in QT_OUTSIDE_UI}
+    bad = {
+        m: hits
+        for m, hits in offenders("cantor_desktop", QT).items()
+        if not m.startswith("cantor_desktop.ui") and m not in QT_OUTSIDE_UI
+    }
     assert bad == {}
 
 
@@ -73,7 +81,14 @@ def test_the_app_never_imports_the_nodes_code():
     assert offenders("cantor_desktop.ui", ("cantor_desktop.node",)) == {}
 
 
-@pytest.mark.parametrize("side", ["cantor_desktop.node", "cantor_desktop.engine",
-                                  "cantor_desktop.models", "cantor_desktop.sketch"])
+@pytest.mark.parametrize(
+    "side",
+    [
+        "cantor_desktop.node",
+        "cantor_desktop.engine",
+        "cantor_desktop.models",
+        "cantor_desktop.sketch",
+    ],
+)
 def test_the_node_and_what_it_runs_never_import_the_client_side(side):
     assert offenders(side, CLIENT_SIDE) == {}

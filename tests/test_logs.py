@@ -18,8 +18,9 @@ def test_node_log_tells_each_song_s_story(cantor_home):
             async with node.client() as c:
                 ok = await c.submit_song(SHORT)
                 await until_state(c, ok, ("done",))
-                bad = await c.submit_song({**SHORT, "model": "sketch", "format": "mp3",
-                                           "duration": 600})
+                bad = await c.submit_song(
+                    {**SHORT, "model": "sketch", "format": "mp3", "duration": 600}
+                )
                 await c.cancel(bad)
                 await until_state(c, bad, ("cancelled",))
                 async with node.http(timeout=30) as http:
@@ -32,14 +33,21 @@ def test_node_log_tells_each_song_s_story(cantor_home):
 
     ok, bad = asyncio.run(main())
     text = (cantor_home / "logs" / "node.log").read_text()
-    for needle in (f"song {ok} queued", f"song {ok} running", f"song {ok} done",
-                   f"song {bad} cancelled", "backend update started", "backend update "):
+    for needle in (
+        f"song {ok} queued",
+        f"song {ok} running",
+        f"song {ok} done",
+        f"song {bad} cancelled",
+        "backend update started",
+        "backend update ",
+    ):
         assert needle in text, needle
-    assert "uvicorn.error" not in text          # start-up lines are the node's own
+    assert "uvicorn.error" not in text  # start-up lines are the node's own
 
 
 def test_health_polls_are_not_logged_at_info(tmp_path):
     from cantor_desktop import logs
+
     logs.setup(tmp_path / "app.log")
     logging.getLogger("httpx").info('HTTP Request: GET http://127.0.0.1:7823/v1/health "200 OK"')
     logging.getLogger("cantor_desktop.ui").info("a line of our own")
@@ -52,6 +60,7 @@ def test_health_polls_are_not_logged_at_info(tmp_path):
 def _fill(folder, name: str, size: int) -> dict[str, bytes]:
     """``name`` grown to ``size`` bytes of old lines, and its five backups, each marked."""
     from cantor_desktop import logs
+
     folder.mkdir(parents=True, exist_ok=True)
     files = {}
     for n in range(logs.BACKUPS + 1):
@@ -67,10 +76,13 @@ def test_node_and_engine_logs_rotate_when_full_and_keep_five(cantor_home):
     moves up one (x.log → x.log.1 … x.log.4 → x.log.5), the fifth backup goes, the new lines
     start a fresh file, and no file grows past the limit."""
     from cantor_desktop import logs
+
     write_config(cantor_home)
     folder = cantor_home / "logs"
-    old = {**_fill(folder, "node.log", logs.MAX_BYTES - 10),
-           **_fill(folder, "engine-sketch.log", logs.MAX_BYTES - 10)}
+    old = {
+        **_fill(folder, "node.log", logs.MAX_BYTES - 10),
+        **_fill(folder, "engine-sketch.log", logs.MAX_BYTES - 10),
+    }
 
     async def main():
         node = await Node(cantor_home).start()
@@ -83,17 +95,18 @@ def test_node_and_engine_logs_rotate_when_full_and_keep_five(cantor_home):
     asyncio.run(main())
     for name in ("node.log", "engine-sketch.log"):
         for n in range(1, logs.BACKUPS + 1):
-            assert (folder / f"{name}.{n}").read_bytes() == old[name if n == 1 else f"{name}.{n - 1}"]
+            assert (folder / f"{name}.{n}").read_bytes() == old[
+                name if n == 1 else f"{name}.{n - 1}"
+            ]
         assert not (folder / f"{name}.{logs.BACKUPS + 1}").exists()
         fresh = (folder / name).read_text()
         assert not fresh.startswith("OLD") and fresh.strip()
         assert all((folder / f).stat().st_size <= logs.MAX_BYTES for f in old)
-    assert "song " in (folder / "node.log").read_text()             # the node's own lines
+    assert "song " in (folder / "node.log").read_text()  # the node's own lines
     assert "---- starting" in (folder / "engine-sketch.log").read_text()
 
 
-def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_path,
-                                                                          monkeypatch):
+def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_path, monkeypatch):
     """Rollover failed (the live file held open) and reopening failed too (the folder gone,
     or a program holding the file without sharing it): each record goes to handleError and
     the code that logged carries on."""
@@ -112,11 +125,12 @@ def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_
 
     def refuse():
         raise PermissionError(13, "held by another program")
+
     handler._open = refuse
     monkeypatch.setattr(logs.shutil, "copyfile", lambda *a, **k: refuse())
     try:
         for i in range(5):
-            logger.info("record %d %s", i, "y" * 200)        # must not raise
+            logger.info("record %d %s", i, "y" * 200)  # must not raise
     finally:
         handler.close()
     assert failed and all(m.startswith("record") for m in failed)
@@ -138,7 +152,7 @@ def test_a_log_emptied_by_another_process_is_not_rolled_over_again(tmp_path):
     for i in range(7):
         logger.info("record %d %s", i, "x" * 200)
     assert 1500 < path.stat().st_size < 2000 and not (tmp_path / "cli.log.1").exists()
-    with open(path, "r+b") as other:                    # the other process's copytruncate
+    with open(path, "r+b") as other:  # the other process's copytruncate
         other.truncate(0)
     logger.info("after %s", "y" * 400)
     handler.close()

@@ -35,11 +35,31 @@ def test_builtin_has_the_real_lemonade_assets():
 
 
 def _doc():
-    return json.loads(json.dumps({"schema": 1, "families": {"acestep": {"builds": [
-        {"backend": "cpu", "os": "linux", "arch": "x86_64", "version": "v1",
-         "url": "https://github.com/pwilkin/acestep.cpp/releases/download/v1/a.tar.gz",
-         "sha256": "a" * 64, "size": 10,
-         "archive": "tar.gz", "executable": "ace-server", "env": {"GGML_BACKEND": "CPU"}}]}}}))
+    return json.loads(
+        json.dumps(
+            {
+                "schema": 1,
+                "families": {
+                    "acestep": {
+                        "builds": [
+                            {
+                                "backend": "cpu",
+                                "os": "linux",
+                                "arch": "x86_64",
+                                "version": "v1",
+                                "url": "https://github.com/pwilkin/acestep.cpp/releases/download/v1/a.tar.gz",
+                                "sha256": "a" * 64,
+                                "size": 10,
+                                "archive": "tar.gz",
+                                "executable": "ace-server",
+                                "env": {"GGML_BACKEND": "CPU"},
+                            }
+                        ]
+                    }
+                },
+            }
+        )
+    )
 
 
 def test_build_without_sha256_is_refused_by_name():
@@ -54,15 +74,18 @@ def test_build_without_sha256_is_refused_by_name():
     assert "metal macos arm64" in why and "no sha256" in why
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"url": "http://example.org/a.tar.gz"}, "not allowed"),
-    ({"url": "https://evil.example/a.tar.gz"}, "only from github.com .* not evil.example"),
-    ({"url": "https://github.com.evil.example/a.tar.gz"}, "not github.com.evil.example"),
-    ({"backend": "rocm"}, "unknown backend"),
-    ({"executable": "../ace-server"}, "relative path"),
-    ({"size": -1}, "size"),
-    ({"archive": "rar"}, "archive"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"url": "http://example.org/a.tar.gz"}, "not allowed"),
+        ({"url": "https://evil.example/a.tar.gz"}, "only from github.com .* not evil.example"),
+        ({"url": "https://github.com.evil.example/a.tar.gz"}, "not github.com.evil.example"),
+        ({"backend": "rocm"}, "unknown backend"),
+        ({"executable": "../ace-server"}, "relative path"),
+        ({"size": -1}, "size"),
+        ({"archive": "rar"}, "archive"),
+    ],
+)
 def test_bad_builds_name_the_problem(change, words):
     doc = _doc()
     doc["families"]["acestep"]["builds"][0].update(change)
@@ -91,7 +114,7 @@ def test_fetch_from_loopback_and_cache(monkeypatch):
         monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.url("/m.json"))
         m = asyncio.run(manifest.fetch())
         assert m.source == srv.url("/m.json") and len(m.builds) == 1
-        assert manifest.current().source == srv.url("/m.json")   # cached for offline status
+        assert manifest.current().source == srv.url("/m.json")  # cached for offline status
     # offline now: fetch_or_fallback uses the cached copy and says so
     m, note = asyncio.run(manifest.fetch_or_fallback())
     assert len(m.builds) == 1 and "copy fetched earlier" in note
@@ -112,10 +135,12 @@ def test_plain_http_elsewhere_refused():
 def test_module_builds_for_uses_builtin_offline():
     found = manifest.builds_for("acestep", "vulkan", "windows", "x86_64")
     assert [b.sha256 for b in found] == [
-        "a20f11af4d0eca8c906019c62db5074d30132860735404d84cec3cecddc00d4c"]
+        "a20f11af4d0eca8c906019c62db5074d30132860735404d84cec3cecddc00d4c"
+    ]
 
 
 # -- the default: the built-in manifest, no network --------------------------------------------
+
 
 def test_default_is_the_builtin_manifest_without_network(monkeypatch):
     assert not hasattr(config, "DEFAULT_MANIFEST_URL")
@@ -140,6 +165,7 @@ def test_empty_manifest_setting_is_allowed_and_means_builtin():
 
 # -- signatures ---------------------------------------------------------------------------------
 
+
 def _served(srv: FileServer, raw: bytes, sig: bytes | None, path: str = "/m.json") -> str:
     srv.add_file(path, raw)
     if sig is not None:
@@ -160,9 +186,11 @@ def test_signed_manifest_is_used_and_its_signature_kept():
         m = asyncio.run(manifest.fetch(url))
     assert m.source == url and m.builds[0].version == "v1"
     cache = manifest._cache_file(url)
-    assert cache.read_bytes() == raw                       # the exact bytes signed
-    assert manifest_keys.verify(raw, manifest._sig_file(cache).read_bytes()) \
+    assert cache.read_bytes() == raw  # the exact bytes signed
+    assert (
+        manifest_keys.verify(raw, manifest._sig_file(cache).read_bytes())
         == manifest_keys.PUBKEY_ENV
+    )
     assert manifest.cached(url).source == url
 
 
@@ -181,10 +209,10 @@ def test_tampered_manifest_refused():
     raw = manifest_bytes(_doc())
     sig = manifest_keys.sign(raw, TEST_KEY)
     tampered = raw.replace(b'"v1"', b'"v2"')
-    assert tampered != raw and json.loads(tampered)              # still a valid manifest
+    assert tampered != raw and json.loads(tampered)  # still a valid manifest
     with FileServer() as srv:
         _refused(_served(srv, tampered, sig), "changed after it was signed")
-        asyncio.run(manifest.fetch(_served(srv, raw, sig, "/ok.json")))   # the original passes
+        asyncio.run(manifest.fetch(_served(srv, raw, sig, "/ok.json")))  # the original passes
 
 
 def test_manifest_signed_by_another_key_refused():
@@ -195,12 +223,15 @@ def test_manifest_signed_by_another_key_refused():
     assert "CANTOR_MANIFEST_PUBKEY" in str(err)
 
 
-@pytest.mark.parametrize("sig, words", [
-    (b"", "decodes to 0 bytes"),
-    (b"not base64 at all!\n", "not valid base64"),
-    (b"AAAA\n", "decodes to 3 bytes"),
-    (b"\xff\xfe", "not base64 text"),
-])
+@pytest.mark.parametrize(
+    "sig, words",
+    [
+        (b"", "decodes to 0 bytes"),
+        (b"not base64 at all!\n", "not valid base64"),
+        (b"AAAA\n", "decodes to 3 bytes"),
+        (b"\xff\xfe", "not base64 text"),
+    ],
+)
 def test_malformed_signature_refused(sig, words):
     with FileServer() as srv:
         _refused(_served(srv, manifest_bytes(_doc()), sig), words)
@@ -208,7 +239,7 @@ def test_malformed_signature_refused(sig, words):
 
 def test_no_trusted_key_refuses_even_a_signed_loopback_manifest(monkeypatch):
     monkeypatch.delenv("CANTOR_MANIFEST_PUBKEY")
-    assert manifest_keys.shipped_keys() == []      # none published yet (docs/manifest.md)
+    assert manifest_keys.shipped_keys() == []  # none published yet (docs/manifest.md)
     with FileServer() as srv:
         serve_signed(srv, "/m.json", _doc())
         _refused(srv.url("/m.json"), "no key to check it with")
@@ -244,7 +275,7 @@ def test_a_refused_manifest_never_falls_back_to_an_earlier_copy(monkeypatch):
         raw = serve_signed(srv, "/m.json", _doc())
         monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.url("/m.json"))
         asyncio.run(manifest.fetch())
-        srv.add_file("/m.json", raw.replace(b'"v1"', b'"v2"'))           # tampered now
+        srv.add_file("/m.json", raw.replace(b'"v1"', b'"v2"'))  # tampered now
         m, note = asyncio.run(manifest.fetch_or_fallback())
     assert m.source == "builtin" and "changed after it was signed" in note
 
@@ -253,7 +284,7 @@ def test_build_on_a_host_the_shipped_manifest_does_not_name():
     doc = _doc()
     doc["families"]["acestep"]["builds"][0]["url"] = "https://evil.example/ace.tar.gz"
     with FileServer() as srv:
-        serve_signed(srv, "/m.json", doc)                          # signed, but still no
+        serve_signed(srv, "/m.json", doc)  # signed, but still no
         with pytest.raises(manifest.ManifestError, match="only from github.com") as err:
             asyncio.run(manifest.fetch(srv.url("/m.json")))
     assert "evil.example" in str(err.value)
@@ -262,22 +293,26 @@ def test_build_on_a_host_the_shipped_manifest_does_not_name():
 
 # -- redirects --------------------------------------------------------------------------------
 
+
 def test_loopback_redirect_chain_is_followed_hop_by_hop():
     with FileServer() as srv:
         serve_signed(srv, "/final.json", _doc())
-        srv.redirect("/a.json", srv.url("/b.json"))          # /a.json.sig -> /b.json.sig
+        srv.redirect("/a.json", srv.url("/b.json"))  # /a.json.sig -> /b.json.sig
         srv.redirect("/b.json", srv.url("/final.json"))
         m = asyncio.run(manifest.fetch(srv.url("/a.json")))
         assert len(m.builds) == 1
-        assert [len(srv.requests_for(p)) for p in ("/a.json", "/b.json", "/final.json",
-                                                   "/final.json.sig")] == [1, 1, 1, 1]
+        assert [
+            len(srv.requests_for(p))
+            for p in ("/a.json", "/b.json", "/final.json", "/final.json.sig")
+        ] == [1, 1, 1, 1]
 
 
 def _via_evil(evil: HostileServer) -> httpx.AsyncClient:
     """A client that reaches the made-up host evil.example (plain http, not loopback: not an
     allowed URL) through ``evil`` as its proxy."""
-    return httpx.AsyncClient(mounts={"http://evil.example": httpx.AsyncHTTPTransport(
-        proxy=evil.base_url)})
+    return httpx.AsyncClient(
+        mounts={"http://evil.example": httpx.AsyncHTTPTransport(proxy=evil.base_url)}
+    )
 
 
 @pytest.mark.parametrize("bad", ["manifest", "signature"])
@@ -288,7 +323,7 @@ def test_a_forbidden_middle_hop_is_refused(bad):
         if bad == "signature":
             srv.add_file("/m.json", raw)
         srv.redirect(hop, "http://evil.example/bounce")
-        evil.redirect("/bounce", srv.url("/final.json" + hop[len("/m.json"):]))
+        evil.redirect("/bounce", srv.url("/final.json" + hop[len("/m.json") :]))
 
         async def go():
             async with _via_evil(evil) as client:
@@ -300,9 +335,10 @@ def test_a_forbidden_middle_hop_is_refused(bad):
                 with pytest.raises(manifest.ManifestRefused, match="evil.example") as err:
                     await manifest.fetch(srv.url("/m.json"), client=client)
                 return err.value
+
         err = asyncio.run(go())
     assert "redirects to http://evil.example/bounce, which is not allowed" in str(err)
-    assert evil.hits("/bounce") == 1                 # never asked for by the fetch
+    assert evil.hits("/bounce") == 1  # never asked for by the fetch
 
 
 def test_endless_redirects_stop():
@@ -314,6 +350,7 @@ def test_endless_redirects_stop():
 
 
 # -- size caps: streamed, memory bounded ------------------------------------------------------
+
 
 def _fetch_measured(url: str) -> tuple[Exception, int]:
     tracemalloc.start()
@@ -328,12 +365,12 @@ def _fetch_measured(url: str) -> tuple[Exception, int]:
 def test_oversize_body_is_cut_off_while_streaming():
     cap = manifest.MAX_MANIFEST_BYTES
     with HostileServer() as evil:
-        evil.endless("/m.json")                    # chunked: no size up front, never ends
+        evil.endless("/m.json")  # chunked: no size up front, never ends
         err, peak = _fetch_measured(evil.url("/m.json"))
         assert "cut off while streaming" in str(err)
         sent = evil.sent("/m.json")
     assert peak < 3 * cap, f"peak {peak} bytes of Python memory for a {cap}-byte cap"
-    assert cap < sent < cap + 64 * 2**20           # stopped soon after the cap (socket buffers)
+    assert cap < sent < cap + 64 * 2**20  # stopped soon after the cap (socket buffers)
 
 
 def test_oversize_declared_body_is_refused_before_reading():
@@ -358,6 +395,7 @@ def test_an_encoded_body_is_refused():
     """Decompressing would let a small body grow past the cap in one chunk: refused, and the
     request asked for the bytes as they are."""
     import gzip
+
     with FileServer() as srv, HostileServer() as evil:
         srv.redirect("/m.json", evil.url("/gz"))
         evil.encoded("/gz", gzip.compress(manifest_bytes(_doc())), "gzip")

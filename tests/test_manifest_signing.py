@@ -30,11 +30,17 @@ from support.node import Node, write_config  # noqa: E402
 
 
 def tool(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(TOOL + list(args), capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        TOOL + list(args),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 # -- packaging/manifest_key.py ----------------------------------------------------------------
+
 
 def test_tool_keygen_sign_verify(tmp_path):
     key = tmp_path / "secret" / "manifest.key"
@@ -59,8 +65,9 @@ def test_tool_keygen_sign_verify(tmp_path):
 
     # no key trusted but the shipped ones (none yet): refused
     bare = {k: v for k, v in os.environ.items() if k != "CANTOR_MANIFEST_PUBKEY"}
-    no_key = subprocess.run(TOOL + ["verify", str(target)], capture_output=True, text=True,
-                            env=bare, timeout=60)
+    no_key = subprocess.run(
+        TOOL + ["verify", str(target)], capture_output=True, text=True, env=bare, timeout=60
+    )
     assert no_key.returncode == 1 and "no key to check it with" in no_key.stderr
     assert tool("verify", str(target), "--pubkey", public).returncode == 0
     assert tool("verify", str(target), env={"CANTOR_MANIFEST_PUBKEY": public}).returncode == 0
@@ -73,10 +80,30 @@ def test_tool_never_signs_a_manifest_cantor_would_refuse(tmp_path):
     key = tmp_path / "k"
     tool("keygen", str(key))
     target = tmp_path / "m.json"
-    target.write_bytes(manifest_bytes({"schema": 1, "families": {"acestep": {"builds": [
-        {"backend": "cpu", "os": "linux", "arch": "x86_64", "version": "v1",
-         "url": "https://evil.example/a.tar.gz", "sha256": "a" * 64, "size": None,
-         "archive": "tar.gz", "executable": "ace-server"}]}}}))
+    target.write_bytes(
+        manifest_bytes(
+            {
+                "schema": 1,
+                "families": {
+                    "acestep": {
+                        "builds": [
+                            {
+                                "backend": "cpu",
+                                "os": "linux",
+                                "arch": "x86_64",
+                                "version": "v1",
+                                "url": "https://evil.example/a.tar.gz",
+                                "sha256": "a" * 64,
+                                "size": None,
+                                "archive": "tar.gz",
+                                "executable": "ace-server",
+                            }
+                        ]
+                    }
+                },
+            }
+        )
+    )
     done = tool("sign", str(key), str(target))
     assert done.returncode != 0 and "evil.example" in done.stderr
     assert not Path(str(target) + ".sig").exists()
@@ -86,7 +113,8 @@ def test_tool_never_signs_a_manifest_cantor_would_refuse(tmp_path):
 
 openssl = shutil.which("openssl")
 OPENSSL3 = openssl is not None and subprocess.run(
-    [openssl, "version"], capture_output=True, text=True).stdout.startswith("OpenSSL 3")
+    [openssl, "version"], capture_output=True, text=True
+).stdout.startswith("OpenSSL 3")
 
 
 @pytest.mark.skipif(not OPENSSL3, reason="no OpenSSL 3 (pkeyutl -rawin) on this machine")
@@ -96,12 +124,28 @@ def test_openssl_signature_accepted_and_ours_verified_by_openssl(tmp_path):
     data.write_bytes(raw)
     pem = tmp_path / "key.pem"
     subprocess.run([openssl, "genpkey", "-algorithm", "ed25519", "-out", str(pem)], check=True)
-    der = subprocess.run([openssl, "pkey", "-in", str(pem), "-pubout", "-outform", "DER"],
-                         check=True, capture_output=True).stdout
-    public = base64.b64encode(der[-32:]).decode()          # SPKI: 12-byte prefix + 32 bytes
+    der = subprocess.run(
+        [openssl, "pkey", "-in", str(pem), "-pubout", "-outform", "DER"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    public = base64.b64encode(der[-32:]).decode()  # SPKI: 12-byte prefix + 32 bytes
     sig_bin = tmp_path / "sig.bin"
-    subprocess.run([openssl, "pkeyutl", "-sign", "-rawin", "-inkey", str(pem), "-in", str(data),
-                    "-out", str(sig_bin)], check=True)
+    subprocess.run(
+        [
+            openssl,
+            "pkeyutl",
+            "-sign",
+            "-rawin",
+            "-inkey",
+            str(pem),
+            "-in",
+            str(data),
+            "-out",
+            str(sig_bin),
+        ],
+        check=True,
+    )
     trusted = [manifest_keys.TrustedKey("openssl", public)]
     assert manifest_keys.verify(raw, base64.b64encode(sig_bin.read_bytes()), trusted) == "openssl"
     with pytest.raises(manifest_keys.SignatureRefused):
@@ -109,22 +153,42 @@ def test_openssl_signature_accepted_and_ours_verified_by_openssl(tmp_path):
 
     # ours, checked by openssl
     from cryptography.hazmat.primitives import serialization
+
     pub_pem = tmp_path / "ours.pem"
-    pub_pem.write_bytes(TEST_KEY.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    pub_pem.write_bytes(
+        TEST_KEY.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
     ours = tmp_path / "ours.sig"
     ours.write_bytes(base64.b64decode(manifest_keys.sign(raw, TEST_KEY)))
-    checked = subprocess.run([openssl, "pkeyutl", "-verify", "-pubin", "-inkey", str(pub_pem),
-                              "-rawin", "-in", str(data), "-sigfile", str(ours)],
-                             capture_output=True, text=True)
+    checked = subprocess.run(
+        [
+            openssl,
+            "pkeyutl",
+            "-verify",
+            "-pubin",
+            "-inkey",
+            str(pub_pem),
+            "-rawin",
+            "-in",
+            str(data),
+            "-sigfile",
+            str(ours),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert checked.returncode == 0 and "Signature Verified Successfully" in checked.stdout
 
 
 # -- the CLI and the node ---------------------------------------------------------------------
 
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(self_argv("cli") + list(args), capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        self_argv("cli") + list(args), capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -153,8 +217,8 @@ def evil(mac):
             srv.server.remove_file("/manifest.json.sig")
 
         def tampered():
-            srv.server.add_file("/manifest.json",
-                                srv.manifest_raw.replace(b'"test"', b'"test2"'))
+            srv.server.add_file("/manifest.json", srv.manifest_raw.replace(b'"test"', b'"test2"'))
+
         srv.publish_unsigned, srv.publish_tampered = unsigned, tampered
         yield srv
 
@@ -168,8 +232,9 @@ def test_cli_update_without_a_published_manifest_says_so():
     assert "new engine builds come with new versions of Cantor" in up.stderr
 
 
-@pytest.mark.parametrize("how, words", [("unsigned", "no signature"),
-                                        ("tampered", "changed after it was signed")])
+@pytest.mark.parametrize(
+    "how, words", [("unsigned", "no signature"), ("tampered", "changed after it was signed")]
+)
 def test_cli_refuses_a_bad_manifest_and_runs_nothing(evil, monkeypatch, how, words):
     (evil.publish_unsigned if how == "unsigned" else evil.publish_tampered)()
     monkeypatch.setenv("CANTOR_MANIFEST_URL", evil.manifest_url)
@@ -228,5 +293,8 @@ def test_node_update_without_a_published_manifest(cantor_home, mac):
 
     events = asyncio.run(main())
     assert events[-1][0] == "done", events
-    assert any("new engine builds come with new versions of Cantor" in d.get("message", "")
-               for e, d in events if isinstance(d, dict))
+    assert any(
+        "new engine builds come with new versions of Cantor" in d.get("message", "")
+        for e, d in events
+        if isinstance(d, dict)
+    )

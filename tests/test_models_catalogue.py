@@ -16,15 +16,26 @@ def test_builtin_lists_every_variant_and_companion():
     c = cat.builtin()
     assert c.source == "builtin"
     variants = {f.variant for f in c.dits()}
-    assert variants == {"turbo", "sft", "base", "turbo-shift1", "turbo-shift3",
-                        "turbo-continuous", "xl-turbo", "xl-sft", "xl-base"}
+    assert variants == {
+        "turbo",
+        "sft",
+        "base",
+        "turbo-shift1",
+        "turbo-shift3",
+        "turbo-continuous",
+        "xl-turbo",
+        "xl-sft",
+        "xl-base",
+    }
     turbo = {f.quant for f in c.dits() if f.variant == "turbo"}
     assert turbo == {"BF16", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"}
     assert {f.quant for f in c.lms("4B")} == {"BF16", "Q5_K_M", "Q6_K", "Q8_0"}
     assert {f.quant for f in c.lms("0.6B")} == {"BF16", "Q8_0"}
     assert [f.name for f in c.vaes()] == ["vae-BF16.gguf"]
-    assert {f.name for f in c.of_kind("text_enc")} == {"Qwen3-Embedding-0.6B-Q8_0.gguf",
-                                                        "Qwen3-Embedding-0.6B-BF16.gguf"}
+    assert {f.name for f in c.of_kind("text_enc")} == {
+        "Qwen3-Embedding-0.6B-Q8_0.gguf",
+        "Qwen3-Embedding-0.6B-BF16.gguf",
+    }
     q8 = c.get("acestep-v15-turbo-Q8_0.gguf")
     assert q8.approximate and q8.sha256 is None and 2.4e9 < q8.size < 2.7e9
     assert 5.2e9 < c.get("acestep-v15-xl-turbo-Q8_0.gguf").size < 5.4e9
@@ -88,14 +99,18 @@ def test_live_tree_replaces_builtin_and_is_cached(monkeypatch):
 
 def test_bad_endpoint_refused(monkeypatch):
     from cantor_desktop.models import hub
+
     monkeypatch.setenv("HF_ENDPOINT", "http://example.com")
     with pytest.raises(hub.HubError, match="HF_ENDPOINT"):
         hub.endpoint()
     assert json.loads(json.dumps(cat.builtin().to_json()))["files"]
 
 
-XL = ("acestep-v15-xl-turbo-Q8_0.gguf", "acestep-v15-xl-sft-Q8_0.gguf",
-      "acestep-v15-xl-base-Q8_0.gguf")
+XL = (
+    "acestep-v15-xl-turbo-Q8_0.gguf",
+    "acestep-v15-xl-sft-Q8_0.gguf",
+    "acestep-v15-xl-base-Q8_0.gguf",
+)
 
 
 def test_the_listing_catalogue_shows_what_the_hub_lists_and_asks_again_when_old(monkeypatch):
@@ -111,16 +126,15 @@ def test_the_listing_catalogue_shows_what_the_hub_lists_and_asks_again_when_old(
         first = asyncio.run(cat.fresh())
         assert first.source == "hub"
         assert {f.variant for f in first.dits()} == {"xl-turbo", "xl-sft", "xl-base", "turbo"}
-        assert all(first.get(n).size == 5_310_000_000 and not first.get(n).approximate
-                   for n in XL)
-        assert asyncio.run(cat.fresh()).source == "cache"              # young: not asked
+        assert all(first.get(n).size == 5_310_000_000 and not first.get(n).approximate for n in XL)
+        assert asyncio.run(cat.fresh()).source == "cache"  # young: not asked
         assert len(hub.server.requests_for(tree)) == 1
-        assert asyncio.run(cat.fresh(max_age=0)).source == "hub"       # old: asked again
+        assert asyncio.run(cat.fresh(max_age=0)).source == "hub"  # old: asked again
         assert len(hub.server.requests_for(tree)) == 2
         hub.server.fail(tree, 503, times=None)
         for _ in range(3):
             assert asyncio.run(cat.fresh(max_age=0)).source == "cache"
-        assert len(hub.server.requests_for(tree)) == 3                 # once, then left alone
+        assert len(hub.server.requests_for(tree)) == 3  # once, then left alone
     # a hub without XL: the listing has none (nothing offered that cannot be pulled)
     monkeypatch.setattr(cat, "_failed_at", {})
     with ModelHub() as hub:

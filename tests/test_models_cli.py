@@ -58,6 +58,7 @@ def test_pull_exit_codes(hub, capsys):
 
 def test_import_and_verify(tmp_path, capsys):
     from cantor_desktop import gguf
+
     gguf.write_header_only(tmp_path / "a.gguf", gguf.ARCH_DIT)
     gguf.write_header_only(tmp_path / "b.gguf", "llama")
     assert main(["models", "import", str(tmp_path)]) == 0
@@ -65,7 +66,7 @@ def test_import_and_verify(tmp_path, capsys):
     adopted, skipped = out.splitlines()
     assert adopted == f"dit      {tmp_path / 'a.gguf'}"
     assert skipped.startswith(f"skipped  {tmp_path / 'b.gguf'}: ")
-    assert "llama" in skipped                           # why: not an ACE-Step architecture
+    assert "llama" in skipped  # why: not an ACE-Step architecture
     assert main(["models", "import", str(tmp_path / "missing")]) == 2
     assert main(["models", "verify"]) == 0
     assert "unverified" in capsys.readouterr().out
@@ -86,9 +87,22 @@ def test_ctrl_c_keeps_part_and_next_pull_resumes(hub, cantor_home):
     hub.add(DIT, size=big)
     hub.cdn.throttle(hub.cdn_path(DIT), 2_000_000, times=1)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "cantor_desktop", "pull", "acestep-v15-turbo",
-                             "--lm-size", "0.6B", "--no-engine"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cantor_desktop",
+            "pull",
+            "acestep-v15-turbo",
+            "--lm-size",
+            "0.6B",
+            "--no-engine",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     part = part_path(library.family_dir() / DIT)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not (part.exists() and part.stat().st_size > 0):
@@ -100,9 +114,22 @@ def test_ctrl_c_keeps_part_and_next_pull_resumes(hub, cantor_home):
     assert part.exists() and 0 < part.stat().st_size < big
     have = part.stat().st_size
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.PARTIAL
-    done = subprocess.run([sys.executable, "-m", "cantor_desktop", "pull", "acestep-v15-turbo",
-                           "--lm-size", "0.6B", "--no-engine"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cantor_desktop",
+            "pull",
+            "acestep-v15-turbo",
+            "--lm-size",
+            "0.6B",
+            "--no-engine",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "(resuming)" in done.stdout
     assert (library.family_dir() / DIT).read_bytes() == hub.files[DIT]
@@ -113,7 +140,7 @@ def test_models_all_lists_what_can_be_pulled_besides_what_is_here(hub, capsys):
     from cantor_desktop.models import catalogue
 
     pullable = {e.name.removesuffix(".gguf") for e in catalogue.load().dits()}
-    assert len(pullable) >= 3                  # the built-in catalogue: nothing fetched yet
+    assert len(pullable) >= 3  # the built-in catalogue: nothing fetched yet
     assert main(["models", "--json"]) == 0
     assert [m["name"] for m in json.loads(capsys.readouterr().out)] == ["sketch"]
     assert main(["models", "--all", "--json"]) == 0

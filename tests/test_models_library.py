@@ -72,7 +72,7 @@ def test_states_ready_missing_companion_partial():
         library.resolve("acestep-v15-turbo")
     put(TE), put(VAE)
     files = library.resolve("acestep-v15-turbo", lm_size="0.6B")
-    assert files.lm is None and files.vae == VAE     # instrumentals work without an LM
+    assert files.lm is None and files.vae == VAE  # instrumentals work without an LM
     assert by_name(lm_size="0.6B")["acestep-v15-turbo-Q8_0"].state == library.MISSING_COMPANION
     part = library.family_dir() / (LM + ".part")
     part.write_bytes(b"x" * 100)
@@ -85,7 +85,12 @@ def test_states_ready_missing_companion_partial():
     assert m.state == library.READY and m.size_bytes == 4 * 4096 and m.download_bytes == 0
     files = library.resolve("acestep-v15-turbo-Q8_0", lm_size="0.6B")
     assert (files.models_dir, files.dit, files.text_enc, files.vae, files.lm) == (
-        library.family_dir(), DIT, TE, VAE, LM)
+        library.family_dir(),
+        DIT,
+        TE,
+        VAE,
+        LM,
+    )
 
 
 def test_auto_lm_uses_any_present_explicit_size_needs_its_own():
@@ -95,6 +100,7 @@ def test_auto_lm_uses_any_present_explicit_size_needs_its_own():
     assert by_name()["acestep-v15-turbo-Q8_0"].state == library.READY
     # an explicit 4B in node.toml wants that one
     from cantor_desktop import config
+
     config.update({"models.lm": "4B"})
     m = by_name()["acestep-v15-turbo-Q8_0"]
     assert m.state == library.MISSING_COMPANION
@@ -136,8 +142,7 @@ def test_verify_rehashes(monkeypatch):
     p.write_bytes(bytes(data))
     results = {r.name: r.state for r in library.verify()}
     assert results[DIT] == "corrupt"
-    assert by_name(catalogue=c, lm_size="0.6B")["acestep-v15-turbo-Q8_0"].state == \
-        library.CORRUPT
+    assert by_name(catalogue=c, lm_size="0.6B")["acestep-v15-turbo-Q8_0"].state == library.CORRUPT
     # a verified file that changed size is corrupt even when no exact size is known
     monkeypatch.setattr(cat, "load", cat.builtin)
     p.write_bytes(model_bytes(DIT, 4096))
@@ -157,7 +162,7 @@ def test_remove_keeps_shared_companions_until_the_last_dit():
         put(n)
     (library.family_dir() / (DIT2 + ".part")).write_bytes(b"zz")
     with pytest.raises(library.NotInstalled):
-        library.remove("acestep-v15-base")     # shares the companions, has no DiT itself
+        library.remove("acestep-v15-base")  # shares the companions, has no DiT itself
     r = library.remove("acestep-v15-sft")
     assert sorted(os.path.basename(p) for p in r.deleted) == [DIT2, DIT2 + ".part"]
     assert r.freed_bytes == 4096 + 2
@@ -172,10 +177,18 @@ def test_remove_keeps_shared_companions_until_the_last_dit():
 def test_import_classifies_by_header_never_touches_files(tmp_path):
     folder = tmp_path / "my models"
     folder.mkdir()
-    names = {"dit": "my-dit.gguf", "text_enc": "enc.gguf", "vae": "decoder.gguf",
-             "lm": "brain.gguf"}
-    arch = {"dit": gguf.ARCH_DIT, "text_enc": gguf.ARCH_TEXT_ENC, "vae": gguf.ARCH_VAE,
-            "lm": gguf.ARCH_LM}
+    names = {
+        "dit": "my-dit.gguf",
+        "text_enc": "enc.gguf",
+        "vae": "decoder.gguf",
+        "lm": "brain.gguf",
+    }
+    arch = {
+        "dit": gguf.ARCH_DIT,
+        "text_enc": gguf.ARCH_TEXT_ENC,
+        "vae": gguf.ARCH_VAE,
+        "lm": gguf.ARCH_LM,
+    }
     for kind, n in names.items():
         gguf.write_header_only(folder / n, arch[kind])
     gguf.write_header_only(folder / "llama.gguf", "llama")
@@ -185,15 +198,25 @@ def test_import_classifies_by_header_never_touches_files(tmp_path):
 
     results = {os.path.basename(r.path): r for r in library.import_path(folder)}
     assert {n: r.kind for n, r in results.items()} == {
-        "my-dit.gguf": "dit", "enc.gguf": "text_enc", "decoder.gguf": "vae",
-        "brain.gguf": "lm", "llama.gguf": None, "notes.gguf": None}
+        "my-dit.gguf": "dit",
+        "enc.gguf": "text_enc",
+        "decoder.gguf": "vae",
+        "brain.gguf": "lm",
+        "llama.gguf": None,
+        "notes.gguf": None,
+    }
     assert "architecture 'llama'" in results["llama.gguf"].note
 
     m = by_name()["my-dit"]
     assert m.imported and m.state == library.READY and m.folder == str(folder)
     files = library.resolve("my-dit")
     assert (files.models_dir, files.dit, files.text_enc, files.vae, files.lm) == (
-        folder, "my-dit.gguf", "enc.gguf", "decoder.gguf", "brain.gguf")
+        folder,
+        "my-dit.gguf",
+        "enc.gguf",
+        "decoder.gguf",
+        "brain.gguf",
+    )
     # importing again is harmless; a clashing DiT name is refused
     library.import_path(folder / "my-dit.gguf")
     assert [m.name for m in library.list_models()].count("my-dit") == 1
@@ -217,7 +240,7 @@ def test_import_classifies_by_header_never_touches_files(tmp_path):
 
 def test_import_without_companions_in_its_folder_is_missing_companion(tmp_path):
     for n in (TE, VAE, LM):
-        put(n)       # companions in the library folder do not count: one folder per set
+        put(n)  # companions in the library folder do not count: one folder per set
     gguf.write_header_only(tmp_path / "lonely.gguf", gguf.ARCH_DIT)
     library.import_path(tmp_path / "lonely.gguf")
     m = by_name()["lonely"]

@@ -11,8 +11,14 @@ import json
 from pathlib import Path
 
 from cantor_desktop.paths import paths
-from support.adapter_files import (comfyui_file, llm_peft_folder, lora_tensors, peft_folder,
-                                   sd_unet_file, write_safetensors)
+from support.adapter_files import (
+    comfyui_file,
+    llm_peft_folder,
+    lora_tensors,
+    peft_folder,
+    sd_unet_file,
+    write_safetensors,
+)
 from support.node import LONG, Node, engine_pid, until_state, write_config
 
 
@@ -37,28 +43,40 @@ def test_add_by_path_and_upload_list_refuse_and_remove(cantor_home, tmp_path):
         try:
             async with node.http() as http:
                 answers = {}
-                for label, body in (("file", {"path": str(style)}),
-                                    ("peft", {"path": str(peft), "name": "cny"}),
-                                    ("again", {"path": str(style), "name": "WARM-tape"}),
-                                    ("sd", {"path": str(sd)}), ("llm", {"path": str(llm)}),
-                                    ("wide", {"path": str(wide)}),
-                                    ("txt", {"path": str(mine / "notes.txt")}),
-                                    ("cut", {"path": str(mine / "cut.safetensors")}),
-                                    ("relative", {"path": "style.safetensors"}),
-                                    ("bad name", {"path": str(wide), "name": "../up"}),
-                                    ("extra", {"path": str(style), "copy": True})):
+                for label, body in (
+                    ("file", {"path": str(style)}),
+                    ("peft", {"path": str(peft), "name": "cny"}),
+                    ("again", {"path": str(style), "name": "WARM-tape"}),
+                    ("sd", {"path": str(sd)}),
+                    ("llm", {"path": str(llm)}),
+                    ("wide", {"path": str(wide)}),
+                    ("txt", {"path": str(mine / "notes.txt")}),
+                    ("cut", {"path": str(mine / "cut.safetensors")}),
+                    ("relative", {"path": "style.safetensors"}),
+                    ("bad name", {"path": str(wide), "name": "../up"}),
+                    ("extra", {"path": str(style), "copy": True}),
+                ):
                     r = await http.post("/v1/adapters", json=body)
                     answers[label] = (r.status_code, r.json())
                 listed = (await http.get("/v1/adapters")).json()
-                up = await http.post("/v1/adapters/upload", params={"name": "sent"},
-                                     content=style.read_bytes(),
-                                     headers={"Content-Type": "application/octet-stream"})
-                junk = await http.post("/v1/adapters/upload", params={"name": "junk"},
-                                       content=b"\x89PNG" + b"\0" * 4000,
-                                       headers={"Content-Type": "application/octet-stream"})
-                sd_up = await http.post("/v1/adapters/upload", params={"name": "sd"},
-                                        content=sd.read_bytes(),
-                                        headers={"Content-Type": "application/octet-stream"})
+                up = await http.post(
+                    "/v1/adapters/upload",
+                    params={"name": "sent"},
+                    content=style.read_bytes(),
+                    headers={"Content-Type": "application/octet-stream"},
+                )
+                junk = await http.post(
+                    "/v1/adapters/upload",
+                    params={"name": "junk"},
+                    content=b"\x89PNG" + b"\0" * 4000,
+                    headers={"Content-Type": "application/octet-stream"},
+                )
+                sd_up = await http.post(
+                    "/v1/adapters/upload",
+                    params={"name": "sd"},
+                    content=sd.read_bytes(),
+                    headers={"Content-Type": "application/octet-stream"},
+                )
                 on_disk = _tree(folder)
                 gone = await http.delete("/v1/adapters/Warm-Tape")
                 missing = await http.delete("/v1/adapters/Warm-Tape")
@@ -79,36 +97,55 @@ def test_add_by_path_and_upload_list_refuse_and_remove(cantor_home, tmp_path):
     assert peft_added["engine_name"] == "cny" and peft_added["format"] == "peft"
     assert peft_added["base_model"] == "ACE-Step/Ace-Step1.5" and peft_added["alpha"] == 8.0
     # a clash, in any case
-    assert answers["again"][0] == 409 and "already installed" in answers["again"][1]["error"]["message"]
+    assert (
+        answers["again"][0] == 409
+        and "already installed" in answers["again"][1]["error"]["message"]
+    )
     # made for another model: refused, saying what for and why
-    for label, words in (("sd", "made for sdxl_base_v1-0"), ("llm", "made for Qwen/Qwen3-0.6B"),
-                         ("wide", "4096 features")):
+    for label, words in (
+        ("sd", "made for sdxl_base_v1-0"),
+        ("llm", "made for Qwen/Qwen3-0.6B"),
+        ("wide", "4096 features"),
+    ):
         status, body = answers[label]
         assert status == 422 and body["error"]["type"] == "made_for_another_model", (label, body)
         assert words in body["error"]["message"] and "refused" in body["error"]["message"]
         assert body["error"]["made_for"]
-    expected = {"txt": "not a .safetensors file", "cut": "the file may be cut short",
-                "relative": "not an absolute path", "bad name": "cannot name an adapter",
-                "extra": "copy: unknown field"}
+    expected = {
+        "txt": "not a .safetensors file",
+        "cut": "the file may be cut short",
+        "relative": "not an absolute path",
+        "bad name": "cannot name an adapter",
+        "extra": "copy: unknown field",
+    }
     for label, words in expected.items():
         status, body = answers[label]
         assert status == 422 and words in body["error"]["message"], (label, body)
     # the list: both, with what they are for
     names = {a["name"]: a for a in listed["adapters"]}
     assert set(names) == {"Warm-Tape", "cny"} and listed["folder"] == str(folder)
-    assert names["cny"]["size"] > 0 and names["cny"]["targets"] == ["self_attn.o_proj",
-                                                                     "self_attn.q_proj"]
+    assert names["cny"]["size"] > 0 and names["cny"]["targets"] == [
+        "self_attn.o_proj",
+        "self_attn.q_proj",
+    ]
     # an upload: kept whole and checked; junk and another model's adapter are not kept
     assert up.status_code == 201 and up.json()["added"]["engine_name"] == "sent.safetensors"
     assert (folder / "sent.safetensors").read_bytes() == style.read_bytes()
     assert junk.status_code == 422 and junk.json()["error"]["field"] == "body"
     assert sd_up.status_code == 422 and "sdxl" in sd_up.json()["error"]["message"]
     # on disk: the file, the PEFT folder with only what the engine reads, nothing half done
-    assert on_disk == ["Warm-Tape.safetensors", "cny", "cny/adapter_config.json",
-                       "cny/adapter_model.safetensors", "sent.safetensors"]
+    assert on_disk == [
+        "Warm-Tape.safetensors",
+        "cny",
+        "cny/adapter_config.json",
+        "cny/adapter_model.safetensors",
+        "sent.safetensors",
+    ]
     assert not any((cantor_home / "models" / ".adapters-staging").iterdir())
     assert gone.status_code == 200 and gone.json()["freed_bytes"] == style.stat().st_size
-    assert missing.status_code == 404 and "installed: cny, sent" in missing.json()["error"]["message"]
+    assert (
+        missing.status_code == 404 and "installed: cny, sent" in missing.json()["error"]["message"]
+    )
     assert [a["name"] for a in after["adapters"]] == ["cny", "sent"]
 
 
@@ -125,20 +162,28 @@ def test_an_adapter_added_while_the_node_runs_is_used_by_the_next_song(cantor_ho
         node = await Node(cantor_home).start()
         try:
             async with node.client() as c:
-                first = await c.submit_song({"caption": "dusty boom bap", "duration": 10,
-                                             "model": "sketch"})
+                first = await c.submit_song(
+                    {"caption": "dusty boom bap", "duration": 10, "model": "sketch"}
+                )
                 await until_state(c, first, ("done",))
                 before = await engine_pid(c)
                 # the engine runs; an adapter arrives
                 added = await c.add_adapter(style)
-                second = await c.submit_song({"caption": "dusty boom bap", "duration": 10,
-                                              "lyrics": "[Verse]\nwarm tape hiss",
-                                              "model": "sketch", "adapter": "tape",
-                                              "adapter_scale": 0.7})
+                second = await c.submit_song(
+                    {
+                        "caption": "dusty boom bap",
+                        "duration": 10,
+                        "lyrics": "[Verse]\nwarm tape hiss",
+                        "model": "sketch",
+                        "adapter": "tape",
+                        "adapter_scale": 0.7,
+                    }
+                )
                 song2 = await until_state(c, second, ("done", "failed"))
                 after = await engine_pid(c)
-                third = await c.submit_song({"caption": "again", "duration": 10,
-                                             "model": "sketch", "adapter": "tape"})
+                third = await c.submit_song(
+                    {"caption": "again", "duration": 10, "model": "sketch", "adapter": "tape"}
+                )
                 song3 = await until_state(c, third, ("done", "failed"))
                 still = await engine_pid(c)
                 # in use: not removed while a song naming it waits or runs
@@ -148,16 +193,26 @@ def test_an_adapter_added_while_the_node_runs_is_used_by_the_next_song(cantor_ho
                     await c.cancel(long_id)
                     await until_state(c, long_id, ("cancelled",))
                     free = await http.delete("/v1/adapters/tape")
-            return (added, song2, song3, before, after, still, busy, free, node.proc.pid,
-                    node.proc.running)
+            return (
+                added,
+                song2,
+                song3,
+                before,
+                after,
+                still,
+                busy,
+                free,
+                node.proc.pid,
+                node.proc.running,
+            )
         finally:
             await node.stop()
 
     added, song2, song3, before, after, still, busy, free, pid, running = asyncio.run(main())
     assert added["name"] == "tape"
     assert song2["state"] == "done", song2.get("error")
-    assert before and after and after != before          # the engine, restarted between songs
-    assert still == after and song3["state"] == "done"   # nothing changed: no restart
+    assert before and after and after != before  # the engine, restarted between songs
+    assert still == after and song3["state"] == "done"  # nothing changed: no restart
     assert running
     log = _engine_log()
     starts = [line for line in log.splitlines() if "---- starting:" in line]
@@ -166,8 +221,8 @@ def test_an_adapter_added_while_the_node_runs_is_used_by_the_next_song(cantor_ho
     assert f"[Server] Scanning adapters in {folder}" in second_run
     assert "[Registry] Adapter: tape.safetensors (ComfyUI)" in second_run
     assert "[Server] Loading synth: DiT=" in second_run and "Adapter=tape.safetensors" in second_run
-    assert "[Adapter] tape.safetensors: scale=0.70" in second_run    # the field reached it
-    assert "[Adapter] tape.safetensors: scale=1.00" in second_run    # the third song's default
+    assert "[Adapter] tape.safetensors: scale=0.70" in second_run  # the field reached it
+    assert "[Adapter] tape.safetensors: scale=1.00" in second_run  # the third song's default
     sidecar = json.loads(Path(song2["takes"][0]["sidecar"]).read_text("utf-8"))
     assert sidecar["request"]["adapter"] == "tape" and sidecar["request"]["adapter_scale"] == 0.7
     assert sidecar["engine_request"]["adapter"] == "tape.safetensors"
@@ -183,14 +238,22 @@ def test_a_song_naming_an_adapter_that_is_not_installed_is_a_422(cantor_home, tm
         node = await Node(cantor_home).start()
         try:
             async with node.http() as http:
-                none = await http.post("/v1/songs", json={"caption": "x", "model": "sketch",
-                                                          "adapter": "nope"})
+                none = await http.post(
+                    "/v1/songs", json={"caption": "x", "model": "sketch", "adapter": "nope"}
+                )
                 await http.post("/v1/adapters", json={"path": str(peft)})
-                one = await http.post("/v1/songs", json={"caption": "x", "model": "sketch",
-                                                         "adapter": "nope"})
-                scale = await http.post("/v1/songs", json={"caption": "x", "model": "sketch",
-                                                           "adapter": "my-style",
-                                                           "adapter_scale": 2.5})
+                one = await http.post(
+                    "/v1/songs", json={"caption": "x", "model": "sketch", "adapter": "nope"}
+                )
+                scale = await http.post(
+                    "/v1/songs",
+                    json={
+                        "caption": "x",
+                        "model": "sketch",
+                        "adapter": "my-style",
+                        "adapter_scale": 2.5,
+                    },
+                )
                 songs = (await http.get("/v1/songs")).json()["songs"]
             return none, one, scale, songs
         finally:
@@ -204,7 +267,7 @@ def test_a_song_naming_an_adapter_that_is_not_installed_is_a_422(cantor_home, tm
         assert err["message"].startswith("adapter: adapter 'nope' is not installed; installed: ")
     assert "my-style" in one.json()["error"]["message"]
     assert scale.status_code == 422 and scale.json()["error"]["field"] == "adapter_scale"
-    assert songs == []                                   # nothing reached the queue
+    assert songs == []  # nothing reached the queue
 
 
 def test_an_adapter_for_the_other_dit_size_is_refused_for_the_song(cantor_home, tmp_path):
@@ -228,6 +291,7 @@ def test_an_adapter_for_the_other_dit_size_is_refused_for_the_song(cantor_home, 
 
 def test_an_upload_cut_short_or_of_another_type_keeps_nothing(cantor_home, tmp_path):
     import socket
+
     write_config(cantor_home)
     data = comfyui_file(tmp_path / "tape.safetensors").read_bytes()
 
@@ -235,32 +299,43 @@ def test_an_upload_cut_short_or_of_another_type_keeps_nothing(cantor_home, tmp_p
         node = await Node(cantor_home).start()
         try:
             port = int(node.url.rsplit(":", 1)[1])
-            head = (f"POST /v1/adapters/upload?name=tape HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                    f"Authorization: Bearer {node.proc.token}\r\n"
-                    f"Content-Type: application/octet-stream\r\n"
-                    f"Content-Length: {len(data)}\r\n\r\n").encode()
+            head = (
+                f"POST /v1/adapters/upload?name=tape HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Authorization: Bearer {node.proc.token}\r\n"
+                f"Content-Type: application/octet-stream\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n"
+            ).encode()
             with socket.create_connection(("127.0.0.1", port)) as s:
-                s.sendall(head + data[: len(data) // 2])     # half, then the client is gone
+                s.sendall(head + data[: len(data) // 2])  # half, then the client is gone
                 await asyncio.sleep(0.5)
             async with node.http() as http:
-                typed = await http.post("/v1/adapters/upload", params={"name": "tape"},
-                                        content=data, headers={"Content-Type": "text/plain"})
+                typed = await http.post(
+                    "/v1/adapters/upload",
+                    params={"name": "tape"},
+                    content=data,
+                    headers={"Content-Type": "text/plain"},
+                )
 
                 async def settled():
                     staging = cantor_home / "models" / ".adapters-staging"
                     return not staging.exists() or not any(staging.iterdir())
+
                 from support.node import wait_for
+
                 await wait_for(settled, 10)
                 listed = (await http.get("/v1/adapters")).json()["adapters"]
-                whole = await http.post("/v1/adapters/upload", params={"name": "tape"},
-                                        content=data,
-                                        headers={"Content-Type": "application/octet-stream"})
+                whole = await http.post(
+                    "/v1/adapters/upload",
+                    params={"name": "tape"},
+                    content=data,
+                    headers={"Content-Type": "application/octet-stream"},
+                )
             return typed, listed, whole
         finally:
             await node.stop()
 
     typed, listed, whole = asyncio.run(main())
     assert typed.status_code == 415
-    assert listed == []                       # nothing of the cut upload was kept
-    assert whole.status_code == 201           # and nothing of it stands in the way
+    assert listed == []  # nothing of the cut upload was kept
+    assert whole.status_code == 201  # and nothing of it stands in the way
     assert _tree(cantor_home / "models" / "adapters") == ["tape.safetensors"]

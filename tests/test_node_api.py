@@ -33,8 +33,9 @@ def _check_progress(events):
     assert values[-1] == 1.0
     names = [e for e, _ in events]
     assert names[-1] == "done"
-    assert names.index("done") > max(i for i, (e, d) in enumerate(events)
-                                     if e == "progress" and d["progress"] == 1.0)
+    assert names.index("done") > max(
+        i for i, (e, d) in enumerate(events) if e == "progress" and d["progress"] == 1.0
+    )
 
 
 def test_lyrics_take_two_stages_instrumental_one_and_files_are_written(home):
@@ -42,14 +43,27 @@ def test_lyrics_take_two_stages_instrumental_one_and_files_are_written(home):
         node = await Node(home).start()
         try:
             async with node.client() as c:
-                vocal = await c.submit_song({**SHORT, "lyrics": "[Verse]\nla la la\nhello night",
-                                             "seed": 7, "bpm": 96, "key": "a minor"})
+                vocal = await c.submit_song(
+                    {
+                        **SHORT,
+                        "lyrics": "[Verse]\nla la la\nhello night",
+                        "seed": 7,
+                        "bpm": 96,
+                        "key": "a minor",
+                    }
+                )
                 vocal_events = await collect(c, vocal)
-                inst = await c.submit_song({**SHORT, "lyrics": " [INSTRUMENTAL] ",
-                                            "format": "flac", "batch": 2})
+                inst = await c.submit_song(
+                    {**SHORT, "lyrics": " [INSTRUMENTAL] ", "format": "flac", "batch": 2}
+                )
                 inst_events = await collect(c, inst)
-                return (vocal_events, await c.song(vocal), inst_events, await c.song(inst),
-                        await c.songs())
+                return (
+                    vocal_events,
+                    await c.song(vocal),
+                    inst_events,
+                    await c.song(inst),
+                    await c.songs(),
+                )
         finally:
             await node.stop()
 
@@ -73,13 +87,16 @@ def test_lyrics_take_two_stages_instrumental_one_and_files_are_written(home):
     assert sidecar["backend"] == "sketch" and sidecar["engine_version"].startswith("sketch-")
     assert sidecar["timings"]["engine_s"] > 0
 
-    assert len(inst["takes"]) == 2                      # batch 2 → two takes
+    assert len(inst["takes"]) == 2  # batch 2 → two takes
     for take in inst["takes"]:
-        assert Path(take["audio"]).suffix == ".flac" and Path(take["audio"]).read_bytes()[:4] == b"fLaC"
+        assert (
+            Path(take["audio"]).suffix == ".flac"
+            and Path(take["audio"]).read_bytes()[:4] == b"fLaC"
+        )
         meta = json.loads(Path(take["sidecar"]).read_text())
         assert meta["engine_request"]["lyrics"] == "[Instrumental]"
         assert "lm_model" not in meta["engine_request"]
-    assert [s["id"] for s in history][:2] == [inst["id"], vocal["id"]]   # newest first
+    assert [s["id"] for s in history][:2] == [inst["id"], vocal["id"]]  # newest first
 
 
 def test_late_subscriber_gets_the_current_state_first_and_audio_downloads(home, tmp_path):
@@ -113,9 +130,13 @@ def test_cancel_queued_and_running_then_the_queue_goes_on(home):
                 async def first_progress():
                     async with contextlib.aclosing(c.events(running)) as events:
                         async for event, data in events:
-                            if (event == "progress" and data["stage"] == "synth"
-                                    and data["progress"] > 0.05):
+                            if (
+                                event == "progress"
+                                and data["stage"] == "synth"
+                                and data["progress"] > 0.05
+                            ):
                                 return
+
                 await asyncio.wait_for(first_progress(), 30)
                 await c.cancel(running)
                 r = await until_state(c, running, ("cancelled", "done", "failed"), 10)
@@ -134,13 +155,20 @@ def test_cancel_queued_and_running_then_the_queue_goes_on(home):
 
 
 BAD = [
-    ({"caption": ""}, "caption"), ({}, "caption"),
-    ({"caption": "x", "duration": 9}, "duration"), ({"caption": "x", "duration": 601}, "duration"),
-    ({"caption": "x", "bpm": 29}, "bpm"), ({"caption": "x", "bpm": 301}, "bpm"),
-    ({"caption": "x", "key": "H major"}, "key"), ({"caption": "x", "time_signature": 5}, "time_signature"),
-    ({"caption": "x", "batch": 0}, "batch"), ({"caption": "x", "batch": 5}, "batch"),
-    ({"caption": "x", "format": "ogg"}, "format"), ({"caption": "x", "nope": 1}, "nope"),
-    ({"caption": "x", "seed": "abc"}, "seed"), ({"caption": "x", "language": "xx"}, "language"),
+    ({"caption": ""}, "caption"),
+    ({}, "caption"),
+    ({"caption": "x", "duration": 9}, "duration"),
+    ({"caption": "x", "duration": 601}, "duration"),
+    ({"caption": "x", "bpm": 29}, "bpm"),
+    ({"caption": "x", "bpm": 301}, "bpm"),
+    ({"caption": "x", "key": "H major"}, "key"),
+    ({"caption": "x", "time_signature": 5}, "time_signature"),
+    ({"caption": "x", "batch": 0}, "batch"),
+    ({"caption": "x", "batch": 5}, "batch"),
+    ({"caption": "x", "format": "ogg"}, "format"),
+    ({"caption": "x", "nope": 1}, "nope"),
+    ({"caption": "x", "seed": "abc"}, "seed"),
+    ({"caption": "x", "language": "xx"}, "language"),
 ]
 
 
@@ -153,8 +181,9 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
                 for body, _ in BAD:
                     r = await http.post("/v1/songs", json=body)
                     answers.append((r.status_code, r.json()))
-                r = await http.post("/v1/songs", content=b"{nope",
-                                    headers={"Content-Type": "application/json"})
+                r = await http.post(
+                    "/v1/songs", content=b"{nope", headers={"Content-Type": "application/json"}
+                )
                 not_json = (r.status_code, r.json())
                 r = await http.post("/v1/songs", json={"caption": "x", "model": "acestep-v15-nope"})
                 unknown = (r.status_code, r.json())
@@ -168,7 +197,17 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
                 bad_backend = (r.status_code, r.json())
                 system = (await http.get("/v1/system")).json()
                 songs = (await http.get("/v1/songs")).json()["songs"]
-            return answers, not_json, unknown, array, missing, bad_config, bad_backend, system, songs
+            return (
+                answers,
+                not_json,
+                unknown,
+                array,
+                missing,
+                bad_config,
+                bad_backend,
+                system,
+                songs,
+            )
         finally:
             await node.stop()
 
@@ -180,12 +219,14 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
         assert field in payload["error"]["message"]
     assert not_json[0] == 400 and not_json[1]["error"]["field"] == "body"
     assert unknown[0] == 404 and unknown[1]["error"]["field"] == "model"
-    assert "sketch" in unknown[1]["error"]["installed"] and "sketch" in unknown[1]["error"]["message"]
+    assert (
+        "sketch" in unknown[1]["error"]["installed"] and "sketch" in unknown[1]["error"]["message"]
+    )
     assert array[0] == 422 and array[1]["error"]["field"] == "body"
     assert missing[0] == 404 and missing[1]["error"]["type"] == "not_found"
     assert bad_config[0] == 422 and bad_config[1]["error"]["field"] == "node.port"
     assert bad_backend[0] == 422 and bad_backend[1]["error"]["field"] == "backend"
-    assert system["loaded"] == [] and songs == []      # nothing reached an engine
+    assert system["loaded"] == [] and songs == []  # nothing reached an engine
 
 
 def test_audio_generations_gives_bytes_or_a_json_error(home):
@@ -193,14 +234,27 @@ def test_audio_generations_gives_bytes_or_a_json_error(home):
         node = await Node(home).start()
         try:
             async with node.http(timeout=60) as http:
-                ok = await http.post("/v1/audio/generations", json={
-                    "model": "sketch", "prompt": "chiptune march", "lyrics": "[Instrumental]",
-                    "duration": 10, "steps": 8, "seed": 3, "response_format": "wav"})
-                bad = await http.post("/v1/audio/generations", json={
-                    "model": "sketch", "prompt": "x", "duration": 3})
-                no_model = await http.post("/v1/audio/generations", json={
-                    "model": "nope", "prompt": "x"})
-                unknown = await http.post("/v1/audio/generations", json={"prompt": "x", "voice": "a"})
+                ok = await http.post(
+                    "/v1/audio/generations",
+                    json={
+                        "model": "sketch",
+                        "prompt": "chiptune march",
+                        "lyrics": "[Instrumental]",
+                        "duration": 10,
+                        "steps": 8,
+                        "seed": 3,
+                        "response_format": "wav",
+                    },
+                )
+                bad = await http.post(
+                    "/v1/audio/generations", json={"model": "sketch", "prompt": "x", "duration": 3}
+                )
+                no_model = await http.post(
+                    "/v1/audio/generations", json={"model": "nope", "prompt": "x"}
+                )
+                unknown = await http.post(
+                    "/v1/audio/generations", json={"prompt": "x", "voice": "a"}
+                )
             return ok, bad, no_model, unknown
         finally:
             await node.stop()
@@ -209,11 +263,11 @@ def test_audio_generations_gives_bytes_or_a_json_error(home):
     assert ok.status_code == 200 and ok.headers["content-type"] == "audio/wav"
     sidecar = json.loads(next((home / "songs").glob("*seed3.json")).read_text())
     assert sidecar["id"] == ok.headers["x-cantor-song"]
-    assert sidecar["engine_request"]["inference_steps"] == 8          # Lemonade's "steps"
+    assert sidecar["engine_request"]["inference_steps"] == 8  # Lemonade's "steps"
     assert sidecar["request"]["caption"] == "chiptune march"
     info = sf.info(io.BytesIO(ok.content))
     assert info.subtype == "PCM_16" and abs(info.duration - 10) < 0.1
-    song_file = home / "songs" / sidecar["audio"]["file"]            # the file, streamed whole
+    song_file = home / "songs" / sidecar["audio"]["file"]  # the file, streamed whole
     assert ok.content == song_file.read_bytes()
     assert int(ok.headers["content-length"]) == song_file.stat().st_size
     for r, field in ((bad, "duration"), (no_model, "model"), (unknown, "voice")):
@@ -239,22 +293,32 @@ def test_config_system_models_and_restart_through_the_api(home):
                 system2 = await c.system()
                 restart = await c.restart()
 
-                async def back():       # the old process says "restarting" until it ends
+                async def back():  # the old process says "restarting" until it ends
                     try:
                         return (await c.system())["restarting"] is False
                     except NodeError:
                         return False
+
                 from support.node import wait_for
+
                 await wait_for(back, 60, 0.1)
                 again = await c.songs()
-                return (patched, models, system, system2, restart, again, node.proc.pid == pid,
-                        node.proc.running)
+                return (
+                    patched,
+                    models,
+                    system,
+                    system2,
+                    restart,
+                    again,
+                    node.proc.pid == pid,
+                    node.proc.running,
+                )
         finally:
             await node.stop()
 
     patched, models, system, system2, restart, again, same_pid, running = run(main())
     assert patched["values"]["node.keep_loaded"] is True
-    assert "keep_loaded = false" in (home / "node.toml").read_text()   # the last PATCH
+    assert "keep_loaded = false" in (home / "node.toml").read_text()  # the last PATCH
     assert models["models"][0]["name"] == "sketch"
     assert system["keep_loaded"] is True
     fam = system["families"]["acestep"]
@@ -262,13 +326,16 @@ def test_config_system_models_and_restart_through_the_api(home):
     assert fam["pinned"] is None and "default" in fam and system["hardware"]["os"]
     (loaded,) = system["loaded"]
     assert loaded["engine"] == "sketch" and loaded["keep_loaded"] is True and loaded["running"]
-    starts = [line for line in (home / "logs" / "engine-sketch.log").read_text().splitlines()
-              if "---- starting" in line]
+    starts = [
+        line
+        for line in (home / "logs" / "engine-sketch.log").read_text().splitlines()
+        if "---- starting" in line
+    ]
     assert len(starts) == 2 and "--keep-loaded" in starts[0] and "--keep-loaded" not in starts[1]
     (loaded2,) = system2["loaded"]
     assert loaded2["keep_loaded"] is False and loaded2["pid"] != loaded["pid"]
     assert restart["status"] == "restarting"
-    assert same_pid and running                  # re-executed in place, history kept
+    assert same_pid and running  # re-executed in place, history kept
     assert again[0]["state"] == "done"
 
 
@@ -276,14 +343,16 @@ def test_audio_generations_failure_is_a_json_error_never_audio(cantor_home):
     blocker = cantor_home / "blocked"
     blocker.write_text("a file where the songs folder should be")
     (cantor_home / "node.toml").write_text(
-        f'[models]\ndefault = "sketch"\n[songs]\ndir = "{blocker / "songs"}"\n')
+        f'[models]\ndefault = "sketch"\n[songs]\ndir = "{blocker / "songs"}"\n'
+    )
 
     async def main():
         node = await Node(cantor_home).start()
         try:
             async with node.http(timeout=60) as http:
-                return await http.post("/v1/audio/generations",
-                                       json={"prompt": "doomed", "duration": 10})
+                return await http.post(
+                    "/v1/audio/generations", json={"prompt": "doomed", "duration": 10}
+                )
         finally:
             await node.stop()
 
@@ -296,16 +365,28 @@ def test_audio_generations_failure_is_a_json_error_never_audio(cantor_home):
 def test_sidecar_records_what_the_lm_filled_in(home):
     """Two-stage song: the sidecar keeps the request as sent and, next to it, the metadata
     the sketch LM read from the caption; an instrumental has no LM stage (null)."""
+
     async def main():
         node = await Node(home).start()
         try:
             async with node.client() as c:
-                vocal = await c.submit_song({"caption": "a dreamy waltz in F# minor at 140 bpm",
-                                             "lyrics": "[Verse]\nhello night\nstay a while",
-                                             "duration": 10, "model": "sketch", "batch": 2})
+                vocal = await c.submit_song(
+                    {
+                        "caption": "a dreamy waltz in F# minor at 140 bpm",
+                        "lyrics": "[Verse]\nhello night\nstay a while",
+                        "duration": 10,
+                        "model": "sketch",
+                        "batch": 2,
+                    }
+                )
                 await collect(c, vocal)
-                inst = await c.submit_song({"caption": "a dreamy waltz in F# minor at 140 bpm",
-                                            "duration": 10, "model": "sketch"})
+                inst = await c.submit_song(
+                    {
+                        "caption": "a dreamy waltz in F# minor at 140 bpm",
+                        "duration": 10,
+                        "model": "sketch",
+                    }
+                )
                 await collect(c, inst)
                 return await c.song(vocal), await c.song(inst)
         finally:
@@ -329,6 +410,7 @@ def test_a_song_is_renamed_or_marked_and_null_is_refused_not_taken_for_no_change
     """PATCH /v1/songs/{id} as its schema says: a string title, a boolean favourite; a
     field left out is left as it is, and null is a 422 naming the field (the fuzz found the
     node taking null for "unchanged" while its document said string and boolean)."""
+
     async def main():
         node = await Node(home).start()
         try:
@@ -340,8 +422,11 @@ def test_a_song_is_renamed_or_marked_and_null_is_refused_not_taken_for_no_change
                 nulls = [(await http.patch(path, json={k: None})) for k in ("title", "favourite")]
                 renamed = await http.patch(path, json={"title": "  Night drive  "})
                 marked = await http.patch(path, json={"favourite": True})
-            return ([(r.status_code, r.json()["error"]["field"]) for r in nulls],
-                    renamed.json(), marked.json())
+            return (
+                [(r.status_code, r.json()["error"]["field"]) for r in nulls],
+                renamed.json(),
+                marked.json(),
+            )
         finally:
             await node.stop()
 

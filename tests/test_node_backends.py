@@ -55,23 +55,34 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
                 sid = await c.submit_song(LONG)
                 await until_state(c, sid, ("running",), 20)
                 upgrade = await asyncio.to_thread(
-                    subprocess.run, self_argv("cli") + ["upgrade"], capture_output=True,
-                    text=True, timeout=60, env={**os.environ, "CANTOR_HOME": str(cantor_home), **env})
+                    subprocess.run,
+                    self_argv("cli") + ["upgrade"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    env={**os.environ, "CANTOR_HOME": str(cantor_home), **env},
+                )
+
                 async def back():
                     try:
                         system = await c.system()
                         return not system["restarting"]
                     except Exception:
                         return False
-                await wait_for(back, 60, 0.1)       # restarted once the song ended
+
+                await wait_for(back, 60, 0.1)  # restarted once the song ended
                 song = await c.song(sid)
-                staged = next(b for b in (await c.backends())["backends"]["acestep"]["backends"]
-                              if b["name"] == "cpu")
+                staged = next(
+                    b
+                    for b in (await c.backends())["backends"]["acestep"]["backends"]
+                    if b["name"] == "cpu"
+                )
 
                 async def settled():
                     after = (await c.backends())["backends"]["acestep"]
                     cpu = next(b for b in after["backends"] if b["name"] == "cpu")
                     return after if cpu["staged"] is None else None
+
                 # the restarted node trial-loads the staged build before it takes over
                 after = await wait_for(settled, 30, 0.1)
                 assert pinned[-1][0] == "done" and pin_cfg == "cpu"
@@ -92,8 +103,8 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
 
     assert upgrade.returncode == 0, upgrade.stderr
     assert "updated" in upgrade.stderr and "after its current song" in upgrade.stderr
-    assert song["state"] == "done"                     # the running song was not cut short
-    assert same_pid                                    # restarted in place (exec)
+    assert song["state"] == "done"  # the running song was not cut short
+    assert same_pid  # restarted in place (exec)
     assert "restarting the node (upgrade)" in (cantor_home / "logs" / "node.log").read_text()
     cpu = next(b for b in after["backends"] if b["name"] == "cpu")
     assert cpu["version"] == "v0.1.2" and cpu["state"] == "installed"
@@ -103,16 +114,23 @@ def test_install_then_upgrade_restarts_the_node_after_its_song(cantor_home, buil
 def test_upgrade_with_an_unreachable_manifest_says_why_once_and_exits_1(cantor_home):
     port = free_port()
     write_config(cantor_home)
-    with open(cantor_home / "node.toml", "a") as fh:   # nothing listens on the manifest's port
-        fh.write(f'\n[node]\nport = {port}\n\n[engines]\n'
-                 f'manifest = "http://127.0.0.1:{free_port()}/engines.json"\n')
+    with open(cantor_home / "node.toml", "a") as fh:  # nothing listens on the manifest's port
+        fh.write(
+            f"\n[node]\nport = {port}\n\n[engines]\n"
+            f'manifest = "http://127.0.0.1:{free_port()}/engines.json"\n'
+        )
 
     async def main():
         node = await Node(cantor_home, port=port).start()
         try:
             return await asyncio.to_thread(
-                subprocess.run, self_argv("cli") + ["upgrade"], capture_output=True, text=True,
-                timeout=60, env={**os.environ, "CANTOR_HOME": str(cantor_home)})
+                subprocess.run,
+                self_argv("cli") + ["upgrade"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**os.environ, "CANTOR_HOME": str(cantor_home)},
+            )
         finally:
             await node.stop()
 

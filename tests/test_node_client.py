@@ -24,8 +24,7 @@ def recorded(monkeypatch) -> list[dict]:
 
     async def recording_send(self, method, path, **kw):
         response = await send(self, method, path, **kw)
-        response.record = {"path": path, "opened_by": asyncio.current_task(),
-                           "closed_by": None}
+        response.record = {"path": path, "opened_by": asyncio.current_task(), "closed_by": None}
         responses.append(response.record)
         return response
 
@@ -43,8 +42,9 @@ def recorded(monkeypatch) -> list[dict]:
 def _watch_unraisable():
     seen: list[str] = []
     old = sys.unraisablehook
-    sys.unraisablehook = lambda u: seen.append(f"{u.exc_type.__name__}: {u.exc_value} "
-                                                f"({u.object!r})")
+    sys.unraisablehook = lambda u: seen.append(
+        f"{u.exc_type.__name__}: {u.exc_value} ({u.object!r})"
+    )
     return seen, old
 
 
@@ -55,7 +55,8 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
 
     async def main():
         asyncio.get_running_loop().set_exception_handler(
-            lambda _loop, ctx: loop_errors.append(str(ctx.get("message"))))
+            lambda _loop, ctx: loop_errors.append(str(ctx.get("message")))
+        )
         node = await Node(cantor_home).start()
         try:
             async with NodeClient(node.url) as c:
@@ -74,7 +75,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
 
                 reader = asyncio.create_task(read_forever())
                 while not any(r["opened_by"] is reader for r in recorded):
-                    await asyncio.sleep(0.01)          # its stream is open: it waits in it
+                    await asyncio.sleep(0.01)  # its stream is open: it waits in it
                 reader.cancel()
                 try:
                     await reader
@@ -92,7 +93,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
                 gc.collect()
                 await asyncio.sleep(0.2)
                 gc.collect()
-                await c.health()                 # the client still works
+                await c.health()  # the client still works
                 return recorded, reader, final
         finally:
             await node.stop()

@@ -21,18 +21,29 @@ def _self_signed(tmp_path):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(1)
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_file, key_file
 
 
@@ -47,8 +58,10 @@ async def _tls_health_server(tmp_path):
         try:
             await reader.readuntil(b"\r\n\r\n")
             body = b'{"status": "ok", "home": "x"}'
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                         b"content-length: %d\r\n\r\n%s" % (len(body), body))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            )
             await writer.drain()
             answered.append(True)
         except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
@@ -70,6 +83,7 @@ def test_an_https_node_with_an_unknown_certificate_is_refused(tmp_path):
                     await client.health()
             assert await which_node(url) == NO_NODE
             return str(caught.value), answered
+
     message, answered = asyncio.run(go())
     assert "certificate" in message.lower() and answered == []
 
@@ -111,8 +125,14 @@ def test_the_app_gets_tls_when_asyncio_was_imported_without_ssl(tmp_path):
         server, port, answered = await _tls_health_server(tmp_path)
         async with server:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", APP_CLIENT, f"https://127.0.0.1:{port}",
-                str(tmp_path / "cert.pem"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                sys.executable,
+                "-c",
+                APP_CLIENT,
+                f"https://127.0.0.1:{port}",
+                str(tmp_path / "cert.pem"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             out, err = await asyncio.wait_for(proc.communicate(), 60)
             return out.decode().split("\n"), err.decode(), answered
 
@@ -130,8 +150,10 @@ def test_a_home_keeps_its_key_without_openssl(tmp_path):
     from cantor_desktop.openssl_later import sha256_hex
 
     state = tmp_path / "state é"
-    assert access.home_key(state) == hashlib.sha256(
-        str(state.resolve()).encode("utf-8")).hexdigest()[:16]
+    assert (
+        access.home_key(state)
+        == hashlib.sha256(str(state.resolve()).encode("utf-8")).hexdigest()[:16]
+    )
     assert sha256_hex("") == hashlib.sha256(b"").hexdigest()
 
 

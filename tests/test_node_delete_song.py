@@ -58,25 +58,54 @@ def test_delete_finished_songs_with_and_without_files_and_refuse_live_ones(canto
                 history = [s["id"] for s in await c.songs()]
         finally:
             await node.stop()
-        restarted = await Node(cantor_home).start()         # the deletion survives a restart
+        restarted = await Node(cantor_home).start()  # the deletion survives a restart
         try:
             async with restarted.client() as c:
                 history_after_restart = [s["id"] for s in await c.songs()]
         finally:
             await restarted.stop()
-        return (keep, wipe, running, queued, keep_song, wipe_song, refused, unknown.value,
-                kept, wiped, after_delete, again.value, cancelled, history,
-                history_after_restart)
+        return (
+            keep,
+            wipe,
+            running,
+            queued,
+            keep_song,
+            wipe_song,
+            refused,
+            unknown.value,
+            kept,
+            wiped,
+            after_delete,
+            again.value,
+            cancelled,
+            history,
+            history_after_restart,
+        )
 
-    (keep, wipe, running, queued, keep_song, wipe_song, refused, unknown, kept, wiped,
-     after_delete, again, cancelled, history, history_after_restart) = asyncio.run(main())
+    (
+        keep,
+        wipe,
+        running,
+        queued,
+        keep_song,
+        wipe_song,
+        refused,
+        unknown,
+        kept,
+        wiped,
+        after_delete,
+        again,
+        cancelled,
+        history,
+        history_after_restart,
+    ) = asyncio.run(main())
 
     assert [e.status for e in refused] == [409, 409]
     assert "cancel it first" in refused[0].message and refused[0].field == "id"
     assert unknown.status == 404
 
     assert kept == {"id": keep, "forgotten": True, "files_deleted": [], "files_kept": []}
-    for take in keep_song["takes"]:                        # without delete_files: still there
+    for take in keep_song["takes"]:  # without delete_files: still there
         assert Path(take["audio"]).is_file() and Path(take["sidecar"]).is_file()
 
     assert len(wipe_song["takes"]) == 2
@@ -135,8 +164,11 @@ def test_a_deleted_song_leaves_the_list_only_once_its_files_are_gone(cantor_home
                 for seed in range(5):
                     sid = await c.submit_song({**SHORT, "seed": seed, "batch": 4})
                     await collect(c, sid)
-                    files = [p for take in (await c.song(sid))["takes"]
-                             for p in (take["audio"], take["sidecar"])]
+                    files = [
+                        p
+                        for take in (await c.song(sid))["takes"]
+                        for p in (take["audio"], take["sidecar"])
+                    ]
 
                     async def watch():
                         while True:

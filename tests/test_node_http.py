@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from cantor_desktop.node_http import (ConnectError, NodeHTTP, ReadTimeout, TransportError)
+from cantor_desktop.node_http import ConnectError, NodeHTTP, ReadTimeout, TransportError
 
 from support.node import Node, write_config
 
@@ -43,8 +43,14 @@ async def _read_request(reader) -> tuple[bytes, bytes]:
 
 
 def _answer(body: bytes, status: bytes = b"200 OK", extra: bytes = b"") -> bytes:
-    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n" + extra
-            + b"content-length: %d\r\n\r\n" % len(body) + body)
+    return (
+        b"HTTP/1.1 "
+        + status
+        + b"\r\ncontent-type: application/json\r\n"
+        + extra
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
 
 
 def test_a_kept_alive_connection_serves_the_next_request():
@@ -67,11 +73,12 @@ def test_a_kept_alive_connection_serves_the_next_request():
 def test_a_connection_the_node_closed_as_it_was_reused_is_replaced_for_a_get():
     """uvicorn closes a kept-alive connection after a while idle; when the close crosses
     the next request, a request that may be sent twice is sent again on a new connection."""
+
     async def handle(reader, writer):
         await _read_request(reader)
-        writer.write(_answer(b'{"ok": true}'))       # keep-alive by HTTP/1.1's default…
+        writer.write(_answer(b'{"ok": true}'))  # keep-alive by HTTP/1.1's default…
         await writer.drain()
-        await reader.read(1)                         # …then hang up at the next request
+        await reader.read(1)  # …then hang up at the next request
 
     async def go():
         server, url, accepted = await _server(handle)
@@ -97,7 +104,7 @@ def test_a_song_is_never_queued_twice_by_a_retry():
                 writer.write(_answer(b'{"id": "a"}'))
                 await writer.drain()
             else:
-                return                               # read it, then hang up unanswered
+                return  # read it, then hang up unanswered
 
     async def go():
         server, url, _ = await _server(handle)
@@ -108,16 +115,17 @@ def test_a_song_is_never_queued_twice_by_a_retry():
         return str(caught.value)
 
     message = asyncio.run(go())
-    assert posts == [b'{"caption":"one"}', b'{"caption":"two"}']     # "two" sent once
+    assert posts == [b'{"caption":"one"}', b'{"caption":"two"}']  # "two" sent once
     assert "without an answer" in message
 
 
 def test_a_file_that_cannot_be_read_fails_the_upload_at_once_with_its_own_error():
     """The body's source fails (a drive unplugged, no permission): its error, now — not the
     node's 408 thirty seconds later."""
+
     async def handle(reader, writer):
         await reader.readuntil(b"\r\n\r\n")
-        await reader.read()                           # a node waiting for the rest
+        await reader.read()  # a node waiting for the rest
 
     async def body():
         yield b"x" * 1000
@@ -136,7 +144,7 @@ def test_a_file_that_cannot_be_read_fails_the_upload_at_once_with_its_own_error(
 
 def test_sse_lines_split_anywhere_arrive_whole():
     """Chunked, with each line's ending cut between two chunks (\\r here, \\n there)."""
-    events = b"event: progress\r\ndata: {\"p\": 1}\r\n\r\nevent: done\r\ndata: {\"p\": 2}\r\n\r\n"
+    events = b'event: progress\r\ndata: {"p": 1}\r\n\r\nevent: done\r\ndata: {"p": 2}\r\n\r\n'
     # every \r\n cut in two (a piece ends on \r, the next begins with \n), and the
     # pieces cut again mid-line
     halves = events.replace(b"\r\n", b"\r\0\n").split(b"\0")
@@ -144,8 +152,10 @@ def test_sse_lines_split_anywhere_arrive_whole():
 
     async def handle(reader, writer):
         await _read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                     b"transfer-encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
         for piece in pieces:
             writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             await writer.drain()
@@ -159,29 +169,42 @@ def test_sse_lines_split_anywhere_arrive_whole():
             async with http.stream("GET", "/v1/events", timeout=None) as response:
                 return [line async for line in response.aiter_lines()]
 
-    assert asyncio.run(go()) == ["event: progress", 'data: {"p": 1}', "",
-                                 "event: done", 'data: {"p": 2}', ""]
+    assert asyncio.run(go()) == [
+        "event: progress",
+        'data: {"p": 1}',
+        "",
+        "event: done",
+        'data: {"p": 2}',
+        "",
+    ]
 
 
 def test_a_refusal_sent_before_the_upload_was_read_is_what_the_caller_sees():
     """The node's size cap answers 413 and hangs up mid-upload: the answer, not the broken
     pipe, is what the client reports."""
+
     async def handle(reader, writer):
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(_answer(b'{"error": {"message": "too big"}}', b"413 Payload Too Large",
-                             b"connection: close\r\n"))
+        writer.write(
+            _answer(
+                b'{"error": {"message": "too big"}}',
+                b"413 Payload Too Large",
+                b"connection: close\r\n",
+            )
+        )
         await writer.drain()
 
     async def body():
         for _ in range(256):
-            yield b"x" * 65536                     # 16 MiB: far more than the socket holds
+            yield b"x" * 65536  # 16 MiB: far more than the socket holds
             await asyncio.sleep(0)
 
     async def go():
         server, url, _ = await _server(handle)
         async with server, NodeHTTP(url) as http:
-            response = await http.request("POST", "/v1/uploads", content=body(),
-                                          headers={"content-length": str(256 * 65536)})
+            response = await http.request(
+                "POST", "/v1/uploads", content=body(), headers={"content-length": str(256 * 65536)}
+            )
             return response.status_code, response.json()
 
     status, answer = asyncio.run(go())
@@ -206,11 +229,12 @@ def test_an_answer_cut_short_is_an_error():
 def test_a_stream_left_before_its_end_takes_its_connection_with_it():
     """A reader that stops early (an SSE stream closed, a download cancelled) leaves the
     rest of the answer on the wire: that connection must never carry the next request."""
+
     async def handle(reader, writer):
         await _read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\n" + b"x" * 10)
         await writer.drain()
-        await reader.read()                          # open until the client lets go
+        await reader.read()  # open until the client lets go
 
     async def go():
         server, url, accepted = await _server(handle)
@@ -228,7 +252,7 @@ def test_a_stream_left_before_its_end_takes_its_connection_with_it():
 def test_silence_past_the_read_timeout_and_a_closed_port_are_named():
     async def handle(reader, writer):
         await _read_request(reader)
-        await reader.read()                          # silent until the client lets go
+        await reader.read()  # silent until the client lets go
 
     async def go():
         server, url, _ = await _server(handle)
@@ -236,7 +260,7 @@ def test_silence_past_the_read_timeout_and_a_closed_port_are_named():
             async with NodeHTTP(url, timeout=0.2) as http:
                 with pytest.raises(ReadTimeout):
                     await http.request("GET", "/v1/health")
-        async with NodeHTTP(url) as http:      # the server is gone: nothing listens there
+        async with NodeHTTP(url) as http:  # the server is gone: nothing listens there
             with pytest.raises(ConnectError):
                 await http.request("GET", "/v1/health")
 
@@ -278,8 +302,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
         node = await Node(cantor_home).start()
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", code, node.url, node.proc.token, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE)
+                sys.executable,
+                "-c",
+                code,
+                node.url,
+                node.proc.token,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             out, err = await asyncio.wait_for(proc.communicate(), 120)
             return out.decode().strip(), err.decode()
         finally:
@@ -293,7 +323,7 @@ def test_a_node_behind_a_path_gets_its_requests_there_with_their_query():
     seen = []
 
     async def handle(reader, writer):
-        while True:                                  # kept alive, as a node does
+        while True:  # kept alive, as a node does
             head, body = await _read_request(reader)
             seen.append((head.split(b"\r\n")[0], body))
             writer.write(_answer(b"{}"))
@@ -302,15 +332,18 @@ def test_a_node_behind_a_path_gets_its_requests_there_with_their_query():
     async def go():
         server, url, _ = await _server(handle)
         async with server, NodeHTTP(url + "/cantor/") as http:
-            await http.request("DELETE", "/v1/songs/abc", params={"delete_files": True,
-                                                                 "skip": None})
+            await http.request(
+                "DELETE", "/v1/songs/abc", params={"delete_files": True, "skip": None}
+            )
             await http.request("PATCH", "/v1/config", json={"songs.format": "flac"})
-            await http.request("DELETE", "/v1/models/my song é")   # a file's name
+            await http.request("DELETE", "/v1/models/my song é")  # a file's name
 
     asyncio.run(go())
-    assert seen == [(b"DELETE /cantor/v1/songs/abc?delete_files=true HTTP/1.1", b""),
-                    (b"PATCH /cantor/v1/config HTTP/1.1", b'{"songs.format":"flac"}'),
-                    (b"DELETE /cantor/v1/models/my%20song%20%C3%A9 HTTP/1.1", b"")]
+    assert seen == [
+        (b"DELETE /cantor/v1/songs/abc?delete_files=true HTTP/1.1", b""),
+        (b"PATCH /cantor/v1/config HTTP/1.1", b'{"songs.format":"flac"}'),
+        (b"DELETE /cantor/v1/models/my%20song%20%C3%A9 HTTP/1.1", b""),
+    ]
 
 
 def test_lines_are_split_in_one_pass_however_many_a_chunk_holds():
@@ -323,7 +356,7 @@ def test_lines_are_split_in_one_pass_however_many_a_chunk_holds():
     from cantor_desktop.node_http import Response
 
     def seconds(lines: int) -> float:
-        blob = b"data: {\"p\": 1}\n" * lines
+        blob = b'data: {"p": 1}\n' * lines
 
         async def read() -> int:
             response = Response.__new__(Response)
@@ -358,14 +391,23 @@ def test_a_401_makes_the_client_look_up_this_homes_newer_token_once(cantor_home,
     async def handle(reader, writer):
         while True:
             head, _ = await _read_request(reader)
-            token = next((line.split(b" ")[-1] for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"authorization:")), b"")
+            token = next(
+                (
+                    line.split(b" ")[-1]
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"authorization:")
+                ),
+                b"",
+            )
             seen.append(token)
             if token == b"old":
-                os.environ[TOKEN_ENV] = "new"        # the node made its token meanwhile
+                os.environ[TOKEN_ENV] = "new"  # the node made its token meanwhile
             ok = token == b"new" and b"/v1/system" in head
-            writer.write(_answer(b'{"ok": true}') if ok else _answer(
-                b'{"error": {"message": "a token is needed"}}', b"401 Unauthorized"))
+            writer.write(
+                _answer(b'{"ok": true}')
+                if ok
+                else _answer(b'{"error": {"message": "a token is needed"}}', b"401 Unauthorized")
+            )
             await writer.drain()
 
     async def go():
@@ -378,4 +420,4 @@ def test_a_401_makes_the_client_look_up_this_homes_newer_token_once(cantor_home,
 
     first, status = asyncio.run(go())
     assert first == {"ok": True} and status == 401
-    assert seen == [b"old", b"new", b"new"]            # once more after the first 401 only
+    assert seen == [b"old", b"new", b"new"]  # once more after the first 401 only

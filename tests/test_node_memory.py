@@ -38,13 +38,14 @@ print(json.dumps({"arenas": arenas, "start": start, "freed": freed, "gave": gave
 
 @pytest.mark.skipif(memory._glibc() is None, reason="glibc's allocator only (Linux)")
 def test_a_trim_returns_what_a_worker_thread_freed():
-    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     r = json.loads(out)
     assert r["arenas"] is True
-    assert r["freed"] - r["start"] > 30, r      # freed, but still held by the allocator
+    assert r["freed"] - r["start"] > 30, r  # freed, but still held by the allocator
     assert r["gave"] is True
-    assert r["freed"] - r["after"] > 30, r      # and given back by the trim
+    assert r["freed"] - r["after"] > 30, r  # and given back by the trim
 
 
 def test_elsewhere_it_does_nothing(monkeypatch):

@@ -34,6 +34,7 @@ def test_ensure_node_starts_a_private_node_once_then_reuses_it(cantor_home):
         try:
             again_url, again = await ensure_node()
             from cantor_desktop.nodeclient import NodeClient
+
             async with NodeClient(url) as c:
                 sid = await c.submit_song(SHORT)
                 await until_state(c, sid, ("done",), 30)
@@ -44,7 +45,7 @@ def test_ensure_node_starts_a_private_node_once_then_reuses_it(cantor_home):
 
     url, proc, again_url, again, gone, code, engine = asyncio.run(main())
     assert url == f"http://127.0.0.1:{port}" and proc is not None
-    assert again_url == url and again is None          # the running node is used, not ours
+    assert again_url == url and again is None  # the running node is used, not ours
     # SIGTERM: a graceful stop (uvicorn re-raises the signal after shutting down) that also
     # ended the node's engine
     assert gone and code in (0, -signal.SIGTERM)
@@ -60,16 +61,20 @@ def test_watch_restarts_a_node_that_died_and_its_queue_goes_on(cantor_home):
     async def main():
         proc = NodeProcess("127.0.0.1", port)
         await proc.start()
-        watcher = asyncio.create_task(proc.watch(lambda state, detail: states.append((state, detail))))
+        watcher = asyncio.create_task(
+            proc.watch(lambda state, detail: states.append((state, detail)))
+        )
         first_pid = proc.pid
         try:
             from cantor_desktop.nodeclient import NodeClient
+
             async with NodeClient(proc.url) as c:
                 sid = await c.submit_song({**SHORT, "duration": 60})
                 os.kill(first_pid, signal.SIGKILL)
 
                 async def restarted():
                     return proc.pid != first_pid and await answers(proc.url)
+
                 await wait_for(restarted, 20, 0.1)
                 song = await until_state(c, sid, ("done", "failed"), 40)
                 nxt = await c.submit_song(SHORT)
@@ -84,7 +89,7 @@ def test_watch_restarts_a_node_that_died_and_its_queue_goes_on(cantor_home):
     assert [s for s, _ in states[:3]] == ["starting", "starting", "idle"]
     assert "killed by signal 9 (SIGKILL)" in states[0][1]
     assert restarts == 1
-    assert song["state"] in ("done", "failed")      # queued → done; running at death → failed
+    assert song["state"] in ("done", "failed")  # queued → done; running at death → failed
     if song["state"] == "failed":
         assert song["error"] == "node stopped"
     assert done["state"] == "done"
@@ -119,7 +124,7 @@ def test_ensure_node_makes_the_token_the_node_and_its_clients_share(cantor_home)
     async def main():
         url, proc = await ensure_node()
         try:
-            async with NodeClient(url) as found:      # no token given: found in this home
+            async with NodeClient(url) as found:  # no token given: found in this home
                 listed = await found.songs()
             async with NodeClient(url, token="not-the-token") as wrong:
                 with pytest.raises(NodeError) as err:
@@ -139,6 +144,7 @@ def _node_children() -> list[int]:
     import psutil
 
     from cantor_desktop.node.leftovers import is_node_command
+
     out = []
     for child in psutil.Process().children():
         try:
@@ -172,15 +178,15 @@ def test_stop_asks_the_node_with_its_token_and_the_node_cleans_up_its_engines(ca
         proc, engine = await _node_after_a_song(cantor_home)
         recorded = json.loads((cantor_home / "state" / "engines.json").read_text())
         async with httpx.AsyncClient(trust_env=False) as http:
-            stranger = await http.post(proc.url + "/v1/node/shutdown")   # no token
+            stranger = await http.post(proc.url + "/v1/node/shutdown")  # no token
         still = await answers(proc.url)
         code = await proc.stop()
         return engine, recorded, stranger.status_code, still, code
 
     engine, recorded, stranger, still, code = asyncio.run(main())
     assert recorded["sketch"]["pid"] == engine
-    assert stranger == 401 and still                    # only its token stops it
-    assert code == 0                 # stopped through the API (a SIGTERM would give -15)
+    assert stranger == 401 and still  # only its token stops it
+    assert code == 0  # stopped through the API (a SIGTERM would give -15)
     assert not procs.alive(engine)
     assert json.loads((cantor_home / "state" / "engines.json").read_text()) == {}
     # its stderr has its own file; node.log is the node's own rotated log
@@ -193,7 +199,7 @@ def test_a_hung_node_is_signalled_then_killed_and_its_engine_ends_too(cantor_hom
 
     async def main():
         proc, engine = await _node_after_a_song(cantor_home)
-        os.kill(proc.pid, signal.SIGSTOP)            # it answers nothing, ends nothing
+        os.kill(proc.pid, signal.SIGSTOP)  # it answers nothing, ends nothing
         code = await proc.stop(timeout=1.0)
         return engine, code
 
@@ -222,11 +228,12 @@ def test_an_upgrade_restart_is_one_new_node_started_by_its_supervisor_at_once(ca
             async with NodeClient(proc.url) as c:
                 sid = await c.submit_song(SHORT)
                 await until_state(c, sid, ("done",), 30)
-                await c.restart()                    # what `cantor upgrade` sends
+                await c.restart()  # what `cantor upgrade` sends
             deadline = time.monotonic() + 30
             # the supervisor counts the restart once its own health poll got an answer
-            while (proc.restarts == 0 or not await answers(proc.url)) and \
-                    time.monotonic() < deadline:
+            while (
+                proc.restarts == 0 or not await answers(proc.url)
+            ) and time.monotonic() < deadline:
                 most.append(len(_node_children()))
                 await asyncio.sleep(0.05)
             async with NodeClient(proc.url) as c:
@@ -239,9 +246,9 @@ def test_an_upgrade_restart_is_one_new_node_started_by_its_supervisor_at_once(ca
     first, second, restarts, history, sid = asyncio.run(main())
     assert second != first and restarts == 1
     assert states[:2] == [("starting", "restarting the node after an upgrade"), ("idle", "")]
-    assert not any("stopped" in d for _, d in states)      # not taken for a crash
-    assert max(most) <= 1                                  # never two nodes at once
-    assert sid in history                                  # the queue went on
+    assert not any("stopped" in d for _, d in states)  # not taken for a crash
+    assert max(most) <= 1  # never two nodes at once
+    assert sid in history  # the queue went on
     log = (cantor_home / "logs" / "node.log").read_text()
     assert "restarting the node (upgrade)" in log
 
@@ -257,8 +264,12 @@ def test_cantor_node_stop_stops_this_homes_node(cantor_home):
         await proc.start()
         try:
             stop = await asyncio.to_thread(
-                subprocess.run, self_argv("cli") + ["node", "stop"], capture_output=True,
-                text=True, timeout=60)
+                subprocess.run,
+                self_argv("cli") + ["node", "stop"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             for _ in range(100):
                 if not proc.running:
                     break
@@ -270,8 +281,9 @@ def test_cantor_node_stop_stops_this_homes_node(cantor_home):
     stop, code = asyncio.run(main())
     assert stop.returncode == 0 and "has stopped" in stop.stderr, stop.stderr
     assert code == 0
-    again = subprocess.run(self_argv("cli") + ["node", "stop"], capture_output=True, text=True,
-                           timeout=60)
+    again = subprocess.run(
+        self_argv("cli") + ["node", "stop"], capture_output=True, text=True, timeout=60
+    )
     assert again.returncode == 0 and "no node answers" in again.stderr
 
 
@@ -282,10 +294,12 @@ def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path
     from cantor_desktop.cli.node_cmd import restart_node, run_restarting
 
     runs = tmp_path / "runs"
-    script = ("import os, pathlib, sys; p = pathlib.Path(sys.argv[1]); "
-              "n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); "
-              f"assert os.environ.get({procs.SUPERVISED_ENV!r}) == '1'; "
-              f"sys.exit({procs.RESTART_EXIT_CODE} if n == 0 else 3)")
+    script = (
+        "import os, pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+        "n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); "
+        f"assert os.environ.get({procs.SUPERVISED_ENV!r}) == '1'; "
+        f"sys.exit({procs.RESTART_EXIT_CODE} if n == 0 else 3)"
+    )
     assert run_restarting([sys.executable, "-c", script, str(runs)]) == 3
     assert runs.read_text() == "xx"
     assert restart_node(["never-run"], supervised=True) == procs.RESTART_EXIT_CODE

@@ -5,8 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 
-from cantor_desktop.node.queue import (CANCELLED, DONE, FAILED, NODE_STOPPED, QUEUED, RUNNING,
-                                       SongQueue)
+from cantor_desktop.node.queue import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    NODE_STOPPED,
+    QUEUED,
+    RUNNING,
+    SongQueue,
+)
 from cantor_desktop.node.songs import base_name, encode, slug, wav_header
 from cantor_desktop.nodeclient import parse_sse
 
@@ -34,7 +41,7 @@ def test_songs_survive_a_reload_and_running_becomes_node_stopped(tmp_path):
     assert on_disk[b.id] == FAILED
 
     again.retry(again.get(b.id))
-    assert [s.id for s in again.queued()] == [c.id, b.id]   # back of the queue, same id
+    assert [s.id for s in again.queued()] == [c.id, b.id]  # back of the queue, same id
     assert again.get(b.id).error is None
 
 
@@ -55,12 +62,13 @@ def test_late_subscriber_snapshot_and_live_events(tmp_path):
         q = SongQueue(tmp_path / "q.json")
         song = q.add({"caption": "x"})
         assert [e.to_sse() for e in q.snapshot_events(song)] == [
-            ("queued", {"id": song.id, "position": 0})]
+            ("queued", {"id": song.id, "position": 0})
+        ]
         sub = q.hub.subscribe(song.id)
         q.start(song)
         q.set_stage(song, "synth", 0.0)
         q.set_progress(song, 0.5, 3.0)
-        q.set_progress(song, 0.4, 3.0)       # never backwards: no event
+        q.set_progress(song, 0.4, 3.0)  # never backwards: no event
         snap = q.snapshot_events(song)
         assert (snap[0].kind, snap[0].stage) == ("stage", "synth")
         assert snap[1].to_sse()[1]["progress"] == 0.5
@@ -72,19 +80,35 @@ def test_late_subscriber_snapshot_and_live_events(tmp_path):
         final = q.snapshot_events(song)
         assert [e.kind for e in final] == [CANCELLED] and final[0].song is song
         assert song.state not in (QUEUED, RUNNING)
+
     asyncio.run(main())
 
 
 def test_sse_parser_handles_comments_multiline_and_plain_text():
     async def lines():
-        for line in [": keep-alive", "", "event: progress", 'data: {"progress":', "data: 0.5}",
-                     "", "data: hello", "", "event: done", 'data: {"id":"1"}', ""]:
+        for line in [
+            ": keep-alive",
+            "",
+            "event: progress",
+            'data: {"progress":',
+            "data: 0.5}",
+            "",
+            "data: hello",
+            "",
+            "event: done",
+            'data: {"id":"1"}',
+            "",
+        ]:
             yield line
 
     async def main():
         return [item async for item in parse_sse(lines())]
-    assert asyncio.run(main()) == [("progress", {"progress": 0.5}), ("message", "hello"),
-                                   ("done", {"id": "1"})]
+
+    assert asyncio.run(main()) == [
+        ("progress", {"progress": 0.5}),
+        ("message", "hello"),
+        ("done", {"id": "1"}),
+    ]
 
 
 def test_file_names_are_readable():
@@ -106,15 +130,19 @@ def test_encode_converts_wav_to_flac_and_mp3():
     buf = io.BytesIO()
     sf.write(buf, tone, 48000, format="WAV", subtype="PCM_24")
     wav = buf.getvalue()
-    assert encode(wav, "wav24") is wav                  # as the engine gave it
+    assert encode(wav, "wav24") is wav  # as the engine gave it
     for fmt, subtype in (("wav16", "PCM_16"), ("wav24", "PCM_24"), ("wav32", "FLOAT")):
         out = io.BytesIO()
         sf.write(out, tone, 48000, format="WAV", subtype=subtype)
         data = out.getvalue()
         head = wav_header(data)
         assert (head["bits"], head["sample_rate"], head["channels"], head["duration"]) == (
-            int(fmt[3:]), 48000, 2, 1.0)
-        assert encode(data, fmt) is data                # no conversion when it already fits
+            int(fmt[3:]),
+            48000,
+            2,
+            1.0,
+        )
+        assert encode(data, fmt) is data  # no conversion when it already fits
     assert wav_header(b"RIFF\0\0\0\0WAVEjunk") is None
     assert sf.info(io.BytesIO(encode(wav, "wav16"))).subtype == "PCM_16"
     flac = encode(wav, "flac")
@@ -154,6 +182,9 @@ def test_waiting_subscribers_hear_their_new_position(tmp_path):
         while not sub.empty():
             got.append(sub.get_nowait().to_sse())
         return got, third.id
+
     got, third_id = asyncio.run(main())
-    assert got == [("queued", {"id": third_id, "position": 1}),
-                   ("queued", {"id": third_id, "position": 0})]
+    assert got == [
+        ("queued", {"id": third_id, "position": 1}),
+        ("queued", {"id": third_id, "position": 0}),
+    ]

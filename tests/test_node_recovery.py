@@ -31,6 +31,7 @@ async def _running_synth(c, sid):
     async def check():
         song = await c.song(sid)
         return song if song["state"] == "running" and song["stage"] == "synth" else None
+
     return await wait_for(check, 30)
 
 
@@ -56,7 +57,7 @@ def test_engine_killed_mid_song_fails_that_song_and_the_next_one_is_done(home):
     assert failed["state"] == "failed"
     assert "signal 9" in failed["error"] or "SIGKILL" in failed["error"], failed["error"]
     assert done["state"] == "done"
-    assert new_pid and new_pid != pid                      # the engine was restarted
+    assert new_pid and new_pid != pid  # the engine was restarted
     assert retried == failed["id"]
 
 
@@ -93,23 +94,30 @@ def test_node_killed_with_songs_queued_restarted_node_runs_them(home):
 
 
 def test_every_node_needs_its_token_and_a_wrong_one_is_401(home):
-    token_out = subprocess.run(self_argv("cli") + ["node", "token"], capture_output=True,
-                               text=True, timeout=30, env={**os.environ, "CANTOR_HOME": str(home)})
+    token_out = subprocess.run(
+        self_argv("cli") + ["node", "token"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "CANTOR_HOME": str(home)},
+    )
     assert token_out.returncode == 0
     token = token_out.stdout.strip()
     assert len(token) >= 32
 
     async def main():
         results = {}
-        for host in ("0.0.0.0", "127.0.0.1"):        # loopback included
+        for host in ("0.0.0.0", "127.0.0.1"):  # loopback included
             node = await Node(home, host=host).start()
             try:
-                assert node.proc.token == token          # the one `cantor node token` printed
+                assert node.proc.token == token  # the one `cantor node token` printed
                 async with httpx.AsyncClient(base_url=node.url, trust_env=False) as http:
                     health = await http.get("/v1/health")
                     none = await http.get("/v1/songs")
                     wrong = await http.get("/v1/songs", headers={"Authorization": "Bearer nope"})
-                    right = await http.get("/v1/songs", headers={"Authorization": f"Bearer {token}"})
+                    right = await http.get(
+                        "/v1/songs", headers={"Authorization": f"Bearer {token}"}
+                    )
                 async with node.client() as c:
                     sid = await c.submit_song(SHORT)
                     done = await until_state(c, sid, ("done", "failed"))
@@ -128,10 +136,14 @@ def test_every_node_needs_its_token_and_a_wrong_one_is_401(home):
 
 
 def test_without_a_keyring_the_token_is_a_file_only_the_user_can_read(home):
-    env = {**os.environ, "CANTOR_HOME": str(home),
-           "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
-    made = subprocess.run(self_argv("cli") + ["node", "token"], capture_output=True, text=True,
-                          timeout=30, env=env)
+    env = {
+        **os.environ,
+        "CANTOR_HOME": str(home),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+    }
+    made = subprocess.run(
+        self_argv("cli") + ["node", "token"], capture_output=True, text=True, timeout=30, env=env
+    )
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
     kept = home / "state" / "node-token"
@@ -152,11 +164,15 @@ def test_without_a_keyring_the_token_is_a_file_only_the_user_can_read(home):
 
 def test_cantor_node_says_where_it_listens_once_it_answers(home):
     port = free_port()
-    proc = subprocess.Popen(self_argv("cli") + ["node", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "CANTOR_HOME": str(home)})
+    proc = subprocess.Popen(
+        self_argv("cli") + ["node", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CANTOR_HOME": str(home)},
+    )
     try:
-        line = proc.stderr.readline()            # blocks until the node has bound its port
+        line = proc.stderr.readline()  # blocks until the node has bound its port
         assert httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=5).status_code == 200
     finally:
         proc.send_signal(signal.SIGINT)

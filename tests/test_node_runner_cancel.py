@@ -15,27 +15,35 @@ from cantor_desktop.song_request import validate
 
 
 def sketch(seconds: int) -> dict:
-    return validate({"caption": "lofi piano", "lyrics": "[Instrumental]", "duration": seconds,
-                     "model": "sketch", "seed": 7}).to_dict()
+    return validate(
+        {
+            "caption": "lofi piano",
+            "lyrics": "[Instrumental]",
+            "duration": seconds,
+            "model": "sketch",
+            "seed": 7,
+        }
+    ).to_dict()
 
 
 def test_a_song_cancelled_before_its_first_step_ends_cancelled_and_frees_its_engine(tmp_path):
     async def steps(runner, first, second):
-        await asyncio.sleep(0)              # the runner's loop takes `first` off the queue …
+        await asyncio.sleep(0)  # the runner's loop takes `first` off the queue …
         assert first.state == RUNNING and first.id in runner.tasks
-        assert runner.cancel(first)         # … and it is cancelled before its task has run
+        assert runner.cancel(first)  # … and it is cancelled before its task has run
         await asyncio.wait_for(_until(lambda: second.state == DONE), 60)
         return first.state, second.state, dict(runner.busy), dict(runner.tasks)
 
     first_state, second_state, busy, tasks = _with_runner(tmp_path, [30, 10], steps)
     assert first_state == CANCELLED
-    assert second_state == DONE          # the engine was free for the next song
+    assert second_state == DONE  # the engine was free for the next song
     assert busy == {} and tasks == {}
 
 
 def _with_runner(tmp_path, seconds: list[int], steps):
     """A queue with a Sketch song of each length and its runner started: ``steps(runner,
     *songs)``'s answer, the runner stopped after."""
+
     async def main():
         queue = SongQueue(tmp_path / "queue.json")
         runner = Runner(queue)
@@ -45,6 +53,7 @@ def _with_runner(tmp_path, seconds: list[int], steps):
             return await steps(runner, *songs)
         finally:
             await runner.stop()
+
     return asyncio.run(main())
 
 
@@ -53,8 +62,7 @@ async def _until(predicate) -> None:
         await asyncio.sleep(0.02)
 
 
-def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_path,
-                                                                          monkeypatch):
+def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_path, monkeypatch):
     """When the last queued song's takes are written the node trims its heap (node.memory),
     off the event loop, with the engine free; songs of a burst are not held up by it."""
     import threading
@@ -62,8 +70,9 @@ def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_pa
     from cantor_desktop.node import memory
 
     trims: list[str] = []
-    monkeypatch.setattr(memory, "give_back",
-                        lambda: trims.append(threading.current_thread().name) or True)
+    monkeypatch.setattr(
+        memory, "give_back", lambda: trims.append(threading.current_thread().name) or True
+    )
 
     async def steps(runner, first, song):
         await asyncio.wait_for(_until(lambda: song.state == DONE and trims), 60)

@@ -14,9 +14,11 @@ from cantor_desktop.song_request import RequestError, validate
 PROPS = SONG_SCHEMA["properties"]
 SONG = "0123456789abcdef"
 # what a field needs beside it to be allowed at all
-NEEDS = {"adapter_scale": {"adapter": "my-style"},
-         "strength": {"task": "cover", "source": {"song": SONG}},
-         "noise": {"task": "cover", "source": {"song": SONG}}}
+NEEDS = {
+    "adapter_scale": {"adapter": "my-style"},
+    "strength": {"task": "cover", "source": {"song": SONG}},
+    "noise": {"task": "cover", "source": {"song": SONG}},
+}
 
 
 def plain(name: str) -> dict:
@@ -42,12 +44,22 @@ def test_the_song_schema_names_every_field_of_the_song_request_and_no_other():
     assert SONG_SCHEMA["required"] == ["caption"]
 
 
-@pytest.mark.parametrize("name, limits", [
-    ("duration", r.DURATION_RANGE), ("bpm", r.BPM_RANGE), ("batch", r.BATCH_RANGE),
-    ("seed", (-1, r.SEED_MAX)), ("steps", r.STEPS_RANGE), ("guidance", r.GUIDANCE_RANGE),
-    ("shift", r.SHIFT_RANGE), ("adapter_scale", r.ADAPTER_SCALE_RANGE),
-    ("lm_temperature", r.LM_TEMPERATURE_RANGE), ("lm_cfg", r.LM_CFG_RANGE),
-    ("lm_top_k", r.LM_TOP_K_RANGE)])
+@pytest.mark.parametrize(
+    "name, limits",
+    [
+        ("duration", r.DURATION_RANGE),
+        ("bpm", r.BPM_RANGE),
+        ("batch", r.BATCH_RANGE),
+        ("seed", (-1, r.SEED_MAX)),
+        ("steps", r.STEPS_RANGE),
+        ("guidance", r.GUIDANCE_RANGE),
+        ("shift", r.SHIFT_RANGE),
+        ("adapter_scale", r.ADAPTER_SCALE_RANGE),
+        ("lm_temperature", r.LM_TEMPERATURE_RANGE),
+        ("lm_cfg", r.LM_CFG_RANGE),
+        ("lm_top_k", r.LM_TOP_K_RANGE),
+    ],
+)
 def test_each_numeric_limit_is_the_song_request_s_constant(name, limits):
     schema = plain(name)
     assert (schema["minimum"], schema["maximum"]) == tuple(limits)
@@ -84,8 +96,9 @@ def test_validate_takes_each_numeric_limit_and_refuses_a_step_past_it(name):
     assert not ok(name, lo - step)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in PROPS if "enum" in plain(n)
-                                        and n != "task"))   # a task needs its own fields
+@pytest.mark.parametrize(
+    "name", sorted(n for n in PROPS if "enum" in plain(n) and n != "task")
+)  # a task needs its own fields
 def test_validate_takes_each_listed_value_and_refuses_another(name):
     schema = plain(name)
     assert all(ok(name, value) for value in schema["enum"])
@@ -101,8 +114,10 @@ def test_validate_takes_the_longest_text_and_refuses_one_more_character(name):
 
 @pytest.mark.parametrize("name", sorted(set(NUMERIC) | {"key", "language", "time_signature"}))
 def test_auto_is_documented_exactly_for_the_fields_the_node_may_choose(name):
-    documented = any(alt.get("pattern", "").startswith("^\\s*([Aa][Uu][Tt][Oo])")
-                     for alt in PROPS[name].get("anyOf", ()))
+    documented = any(
+        alt.get("pattern", "").startswith("^\\s*([Aa][Uu][Tt][Oo])")
+        for alt in PROPS[name].get("anyOf", ())
+    )
     assert documented == (name in AUTO_FIELDS)
     assert ok(name, "auto") == (name in AUTO_FIELDS)
 

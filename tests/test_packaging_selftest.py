@@ -17,8 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_self_test_passes_unfrozen():
-    r = subprocess.run([sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test"],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     out = r.stdout
     assert r.returncode == 0, out + r.stderr
     assert "instrumental song: 10.00 s" in out
@@ -31,8 +36,9 @@ def test_self_test_passes_unfrozen():
 
 def _wav(path: Path, seconds: float, amplitude: float, rate: int = 48000) -> Path:
     t = np.arange(int(seconds * rate)) / rate
-    sf.write(path, (amplitude * np.sin(2 * np.pi * 220 * t)).astype("float32"), rate,
-             subtype="PCM_16")
+    sf.write(
+        path, (amplitude * np.sin(2 * np.pi * 220 * t)).astype("float32"), rate, subtype="PCM_16"
+    )
     return path
 
 
@@ -40,10 +46,13 @@ def test_check_audio_accepts_a_real_song_length_wav(tmp_path):
     assert check_audio(_wav(tmp_path / "ok.wav", 10.0, 0.3), 10).startswith("10.00 s")
 
 
-@pytest.mark.parametrize("seconds, amplitude, why", [
-    (10.0, 0.0, "silent"),
-    (8.0, 0.3, "8.00 s long, asked 10 s"),
-])
+@pytest.mark.parametrize(
+    "seconds, amplitude, why",
+    [
+        (10.0, 0.0, "silent"),
+        (8.0, 0.3, "8.00 s long, asked 10 s"),
+    ],
+)
 def test_check_audio_refuses(tmp_path, seconds, amplitude, why):
     with pytest.raises(SelfTestError, match=why):
         check_audio(_wav(tmp_path / "bad.wav", seconds, amplitude), 10)
@@ -60,14 +69,22 @@ def test_check_audio_refuses_what_is_not_a_wav(tmp_path):
 
 
 def test_self_test_fails_with_the_reason_when_a_song_is_late():
-    r = subprocess.run([sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test",
-                        "--timeout", "0.001"], capture_output=True, text=True, timeout=120,
-                       cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test", "--timeout", "0.001"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert r.returncode == 1
     assert "FAIL  self-test: a song took longer than 0 s" in r.stdout
     assert "cantor self-test FAILED" in r.stdout
-    kept = [line.split(" in ", 1)[1] for line in r.stdout.splitlines()
-            if line.startswith("self-test files kept in ")]
+    kept = [
+        line.split(" in ", 1)[1]
+        for line in r.stdout.splitlines()
+        if line.startswith("self-test files kept in ")
+    ]
     assert kept and Path(kept[0]).is_dir()
     import shutil
+
     shutil.rmtree(kept[0])

@@ -22,77 +22,103 @@ from bundle_filter import keep_qt_entry, prune_unneeded  # noqa: E402
 ICONS = ROOT / "resources" / "icons"
 
 
-@pytest.mark.parametrize("dest, by_name, kept", [
-    ("PySide6/Qt/translations/qtbase_de.qm", True, False),
-    ("PySide6/Qt/qml/QtQuick/Controls/libqtquickcontrols2plugin.so", True, False),
-    ("PySide6/Qt/lib/libQt6WebEngineCore.so.6", True, False),
-    ("PySide6/Qt/lib/libQt6Quick3D.so.6", True, False),
-    ("PySide6/Qt/lib/libQt6Pdf.so.6", True, False),
-    ("PySide6/Qt/lib/libQt6Core.so.6", True, True),
-    ("PySide6/Qt/lib/libQt6Multimedia.so.6", True, True),
-    # playback is soundfile + QAudioSink: no FFmpeg plugin, so no QtQml/QtQuick, no FFmpeg
-    ("PySide6/Qt/lib/libQt6Quick.so.6", True, False),
-    ("PySide6/Qt/lib/libQt6Qml.so.6", True, False),
-    ("PySide6/Qt/lib/libavcodec.so.63", True, False),
-    ("PySide6/Qt/lib/libswresample.so.7", False, False),
-    ("PySide6/avformat-61.dll", True, False),
-    # on Linux the link walk decides about Qt's libraries, not the names
-    ("PySide6/Qt/lib/libQt6Pdf.so.6", False, True),
-    ("PySide6/Qt/plugins/platforms/libqxcb.so", True, True),
-    ("PySide6/Qt/plugins/platforms/libqoffscreen.so", True, True),
-    ("PySide6/Qt/plugins/platforms/libqeglfs.so", True, False),
-    ("PySide6/Qt/plugins/platforms/libqvnc.so", True, False),
-    ("PySide6/Qt/plugins/multimedia/libffmpegmediaplugin.so", True, False),
-    ("PySide6/Qt/plugins/imageformats/libqsvg.so", True, True),
-    ("PySide6/Qt/plugins/imageformats/libqpdf.so", True, False),
-    ("PySide6/Qt/plugins/imageformats/libqtiff.so", True, False),
-    ("PySide6/Qt/plugins/sqldrivers/libqsqlite.so", True, False),
-    ("PySide6/Qt/plugins/platformthemes/libqgtk3.so", True, False),
-    ("PySide6/plugins/platforms/qwindows.dll", True, True),
-    ("PySide6/translations/qtbase_fr.qm", True, False),
-    ("PySide6/resources/qtwebengine_resources.pak", True, False),
-    ("PySide6/plugins/multimedia/ffmpegmediaplugin.dll", True, False),
-    ("PySide6/plugins/multimedia/windowsmediaplugin.dll", True, False),
-    ("PySide6/Qt6Quick.dll", True, False),
-    ("PySide6/Qt6Multimedia.dll", True, True),
-    ("PySide6/plugins/imageformats/qjpeg.dll", True, True),
-    ("PySide6/Qt6WebEngineCore.dll", True, False),
-    ("PySide6/Qt6Widgets.dll", True, True),
-    ("PySide6/Qt/lib/QtWebEngineCore.framework/Versions/A/QtWebEngineCore", True, False),
-    ("PySide6/QtWidgets.abi3.so", False, True),
-    ("PySide6/QtQuick3D.abi3.so", False, False),
-    ("numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so", True, True),
-    ("libssl.so.3", True, True),
-])
+@pytest.mark.parametrize(
+    "dest, by_name, kept",
+    [
+        ("PySide6/Qt/translations/qtbase_de.qm", True, False),
+        ("PySide6/Qt/qml/QtQuick/Controls/libqtquickcontrols2plugin.so", True, False),
+        ("PySide6/Qt/lib/libQt6WebEngineCore.so.6", True, False),
+        ("PySide6/Qt/lib/libQt6Quick3D.so.6", True, False),
+        ("PySide6/Qt/lib/libQt6Pdf.so.6", True, False),
+        ("PySide6/Qt/lib/libQt6Core.so.6", True, True),
+        ("PySide6/Qt/lib/libQt6Multimedia.so.6", True, True),
+        # playback is soundfile + QAudioSink: no FFmpeg plugin, so no QtQml/QtQuick, no FFmpeg
+        ("PySide6/Qt/lib/libQt6Quick.so.6", True, False),
+        ("PySide6/Qt/lib/libQt6Qml.so.6", True, False),
+        ("PySide6/Qt/lib/libavcodec.so.63", True, False),
+        ("PySide6/Qt/lib/libswresample.so.7", False, False),
+        ("PySide6/avformat-61.dll", True, False),
+        # on Linux the link walk decides about Qt's libraries, not the names
+        ("PySide6/Qt/lib/libQt6Pdf.so.6", False, True),
+        ("PySide6/Qt/plugins/platforms/libqxcb.so", True, True),
+        ("PySide6/Qt/plugins/platforms/libqoffscreen.so", True, True),
+        ("PySide6/Qt/plugins/platforms/libqeglfs.so", True, False),
+        ("PySide6/Qt/plugins/platforms/libqvnc.so", True, False),
+        ("PySide6/Qt/plugins/multimedia/libffmpegmediaplugin.so", True, False),
+        ("PySide6/Qt/plugins/imageformats/libqsvg.so", True, True),
+        ("PySide6/Qt/plugins/imageformats/libqpdf.so", True, False),
+        ("PySide6/Qt/plugins/imageformats/libqtiff.so", True, False),
+        ("PySide6/Qt/plugins/sqldrivers/libqsqlite.so", True, False),
+        ("PySide6/Qt/plugins/platformthemes/libqgtk3.so", True, False),
+        ("PySide6/plugins/platforms/qwindows.dll", True, True),
+        ("PySide6/translations/qtbase_fr.qm", True, False),
+        ("PySide6/resources/qtwebengine_resources.pak", True, False),
+        ("PySide6/plugins/multimedia/ffmpegmediaplugin.dll", True, False),
+        ("PySide6/plugins/multimedia/windowsmediaplugin.dll", True, False),
+        ("PySide6/Qt6Quick.dll", True, False),
+        ("PySide6/Qt6Multimedia.dll", True, True),
+        ("PySide6/plugins/imageformats/qjpeg.dll", True, True),
+        ("PySide6/Qt6WebEngineCore.dll", True, False),
+        ("PySide6/Qt6Widgets.dll", True, True),
+        ("PySide6/Qt/lib/QtWebEngineCore.framework/Versions/A/QtWebEngineCore", True, False),
+        ("PySide6/QtWidgets.abi3.so", False, True),
+        ("PySide6/QtQuick3D.abi3.so", False, False),
+        ("numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so", True, True),
+        ("libssl.so.3", True, True),
+    ],
+)
 def test_qt_filter(dest, by_name, kept):
     assert keep_qt_entry(dest, by_name=by_name) is kept
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not shutil.which("readelf"),
-                    reason="ELF link walk: Linux with readelf")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not shutil.which("readelf"),
+    reason="ELF link walk: Linux with readelf",
+)
 def test_prune_keeps_what_real_qt_binaries_link_and_drops_the_rest():
     import PySide6
 
     qt = Path(PySide6.__file__).parent / "Qt"
     entries = [
-        ("PySide6/Qt/plugins/platforms/libqoffscreen.so",
-         str(qt / "plugins/platforms/libqoffscreen.so"), "BINARY"),
-        ("PySide6/QtWidgets.abi3.so", str(Path(PySide6.__file__).parent / "QtWidgets.abi3.so"),
-         "EXTENSION"),
+        (
+            "PySide6/Qt/plugins/platforms/libqoffscreen.so",
+            str(qt / "plugins/platforms/libqoffscreen.so"),
+            "BINARY",
+        ),
+        (
+            "PySide6/QtWidgets.abi3.so",
+            str(Path(PySide6.__file__).parent / "QtWidgets.abi3.so"),
+            "EXTENSION",
+        ),
     ]
-    for name in ("libQt6Core.so.6", "libQt6Gui.so.6", "libQt6Widgets.so.6",
-                 "libQt6Pdf.so.6", "libQt6Quick3D.so.6"):
+    for name in (
+        "libQt6Core.so.6",
+        "libQt6Gui.so.6",
+        "libQt6Widgets.so.6",
+        "libQt6Pdf.so.6",
+        "libQt6Quick3D.so.6",
+    ):
         entries.append((f"PySide6/Qt/lib/{name}", str(qt / "lib" / name), "BINARY"))
     kept, dropped = prune_unneeded(entries)
     kept_names = {Path(d).name for d, *_ in kept}
-    assert {"libQt6Core.so.6", "libQt6Gui.so.6", "libQt6Widgets.so.6",
-            "libqoffscreen.so", "QtWidgets.abi3.so"} <= kept_names
+    assert {
+        "libQt6Core.so.6",
+        "libQt6Gui.so.6",
+        "libQt6Widgets.so.6",
+        "libqoffscreen.so",
+        "QtWidgets.abi3.so",
+    } <= kept_names
     assert sorted(Path(d).name for d in dropped) == ["libQt6Pdf.so.6", "libQt6Quick3D.so.6"]
 
 
 def _frozen_main(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cantor_desktop.frozen_main", *args],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "cantor_desktop.frozen_main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
 def test_mode_switch_reaches_the_cli_and_its_commands():
@@ -147,15 +173,28 @@ def test_a_frozen_cantor_runs_the_multiprocessing_children_it_is_started_as(tmp_
     parent.write_text(SPAWNING_PARENT)
     made = tmp_path / "made by the worker"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
-    r = subprocess.run([sys.executable, str(parent), str(launcher), str(made)], env=env,
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, str(parent), str(launcher), str(made)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.stdout.split() == ["0", "True", "True"], r.stderr
-    for code in ("print('anything else')",
-                 "from multiprocessing.resource_tracker import main;main(0); print('anything else')",
-                 "from multiprocessing.resource_tracker import main;main(print('anything else'))",
-                 "from multiprocessing.resource_tracker import main as m;m(0)"):
-        r = subprocess.run([str(launcher), "-X", "utf8", "-c", code], env=env,
-                           capture_output=True, text=True, timeout=60)
+    for code in (
+        "print('anything else')",
+        "from multiprocessing.resource_tracker import main;main(0); print('anything else')",
+        "from multiprocessing.resource_tracker import main;main(print('anything else'))",
+        "from multiprocessing.resource_tracker import main as m;m(0)",
+    ):
+        r = subprocess.run(
+            [str(launcher), "-X", "utf8", "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert r.returncode == 2 and "anything else" not in r.stdout, code
         assert "only multiprocessing's own helpers" in r.stderr
 
@@ -164,11 +203,19 @@ def test_multiprocessing_helper_lines_are_read_as_literal_calls_only():
     from cantor_desktop.frozen_main import _helper_call, _python_flags_only
 
     assert _helper_call("from multiprocessing.resource_tracker import main;main(7)") == (
-        "multiprocessing.resource_tracker", [7], {})
-    forkserver = ("import sys; from multiprocessing.forkserver import main; "
-                  "main(5, 6, ['__main__'], **{'sys_path': ['/x'], 'main_path': None})")
-    assert _helper_call(forkserver) == ("multiprocessing.forkserver", [5, 6, ["__main__"]],
-                                        {"sys_path": ["/x"], "main_path": None})
+        "multiprocessing.resource_tracker",
+        [7],
+        {},
+    )
+    forkserver = (
+        "import sys; from multiprocessing.forkserver import main; "
+        "main(5, 6, ['__main__'], **{'sys_path': ['/x'], 'main_path': None})"
+    )
+    assert _helper_call(forkserver) == (
+        "multiprocessing.forkserver",
+        [5, 6, ["__main__"]],
+        {"sys_path": ["/x"], "main_path": None},
+    )
     assert _helper_call("from multiprocessing.spawn import main; main(1)") is None
     assert _helper_call("from multiprocessing.forkserver import main; main(*x)") is None
     assert _python_flags_only(["-B", "-X", "utf8", "-W", "ignore", "-s"])
@@ -189,11 +236,14 @@ def spec_lists() -> dict:
     to ``Analysis(…)``, run with PyInstaller's real hooks (collect_submodules, …)."""
     pytest.importorskip("PyInstaller.utils.hooks")
     text = (ROOT / "packaging" / "cantor.spec").read_text()
-    preamble = text[:text.index("a = Analysis(")]
+    preamble = text[: text.index("a = Analysis(")]
     env = {"SPECPATH": str(ROOT / "packaging"), "__file__": str(ROOT / "packaging" / "cantor.spec")}
     exec(compile(preamble, "cantor.spec", "exec"), env)  # noqa: S102 - our own spec
-    return {"hidden": set(env["hiddenimports"]), "excludes": set(env["excludes"]),
-            "datas": env["datas"]}
+    return {
+        "hidden": set(env["hiddenimports"]),
+        "excludes": set(env["excludes"]),
+        "datas": env["datas"],
+    }
 
 
 def test_every_hidden_import_of_the_spec_exists(spec_lists):
@@ -212,24 +262,36 @@ def test_what_is_loaded_by_name_at_run_time_is_in_the_bundle(spec_lists):
 
     hidden = spec_lists["hidden"]
     commands = {f"cantor_desktop.cli.{name}" for name in COMMAND_MODULES}
-    on_disk = {f"cantor_desktop.cli.{p.stem}"
-               for p in (ROOT / "cantor_desktop" / "cli").glob("*_cmd.py")}
-    assert on_disk == commands                     # every command file is a command
+    on_disk = {
+        f"cantor_desktop.cli.{p.stem}" for p in (ROOT / "cantor_desktop" / "cli").glob("*_cmd.py")
+    }
+    assert on_disk == commands  # every command file is a command
     assert commands <= hidden
     # the node's server as node/server.py configures it, loaded: uvicorn imports the loop,
     # protocol and lifespan it picks from their names
-    code = ("import sys, uvicorn\n"
-            "from cantor_desktop.node.server import _protocol_class\n"
-            "async def app(scope, receive, send): pass\n"
-            "uvicorn.Config(app, host='127.0.0.1', port=0, log_config=None, access_log=False,\n"
-            "               lifespan='on', http=_protocol_class()).load()\n"
-            "print('\\n'.join(m for m in sys.modules if m.startswith('uvicorn.')))\n")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, cwd=ROOT, check=True).stdout.split()
+    code = (
+        "import sys, uvicorn\n"
+        "from cantor_desktop.node.server import _protocol_class\n"
+        "async def app(scope, receive, send): pass\n"
+        "uvicorn.Config(app, host='127.0.0.1', port=0, log_config=None, access_log=False,\n"
+        "               lifespan='on', http=_protocol_class()).load()\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith('uvicorn.')))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=True,
+    ).stdout.split()
     assert "uvicorn.lifespan.on" in loaded and any(".http." in m for m in loaded)
     assert set(loaded) <= hidden, sorted(set(loaded) - hidden)
-    backends = {ep.module for ep in entry_points(group="keyring.backends")
-                if not ep.module.startswith("keyrings.alt")}
+    backends = {
+        ep.module
+        for ep in entry_points(group="keyring.backends")
+        if not ep.module.startswith("keyrings.alt")
+    }
     assert backends and backends <= hidden, sorted(backends - hidden)
 
 
@@ -238,21 +300,29 @@ def test_the_app_imports_without_what_the_spec_excludes(spec_lists):
     interpreter where the excluded modules cannot be found, as in the frozen build: an
     import that needs one fails here. (A library's optional import of one, caught by the
     library — httpx's command line and rich — is fine, and is what the bundle does.)"""
-    code = ("import importlib, importlib.abc, pkgutil, sys\n"
-            "EXCLUDED = set(sys.argv[1:])\n"
-            "class Bundle(importlib.abc.MetaPathFinder):\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name in EXCLUDED or name.split('.')[0] in EXCLUDED:\n"
-            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-            "sys.meta_path.insert(0, Bundle())\n"
-            "import cantor_desktop\n"
-            "for m in pkgutil.walk_packages(cantor_desktop.__path__, 'cantor_desktop.'):\n"
-            "    if not m.name.endswith('.__main__'):\n"
-            "        importlib.import_module(m.name)\n"
-            "print('\\n'.join(k for k, v in sys.modules.items() if v is not None))\n")
+    code = (
+        "import importlib, importlib.abc, pkgutil, sys\n"
+        "EXCLUDED = set(sys.argv[1:])\n"
+        "class Bundle(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name in EXCLUDED or name.split('.')[0] in EXCLUDED:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Bundle())\n"
+        "import cantor_desktop\n"
+        "for m in pkgutil.walk_packages(cantor_desktop.__path__, 'cantor_desktop.'):\n"
+        "    if not m.name.endswith('.__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print('\\n'.join(k for k, v in sys.modules.items() if v is not None))\n"
+    )
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    done = subprocess.run([sys.executable, "-c", code, *sorted(spec_lists["excludes"])],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *sorted(spec_lists["excludes"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     loaded = set(done.stdout.split())
     assert "cantor_desktop.ui.main" in loaded and "cantor_desktop.node.server" in loaded
@@ -261,8 +331,11 @@ def test_the_app_imports_without_what_the_spec_excludes(spec_lists):
 
 def test_the_data_cantor_reads_is_in_the_bundle(spec_lists):
     data = ROOT / "cantor_desktop" / "data"
-    wanted = {p.relative_to(ROOT).parent.as_posix() + "/" + p.name
-              for p in data.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    wanted = {
+        p.relative_to(ROOT).parent.as_posix() + "/" + p.name
+        for p in data.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     bundled = {Path(dest).as_posix() + "/" + Path(src).name for src, dest in spec_lists["datas"]}
     assert wanted and wanted <= bundled, sorted(wanted - bundled)
 
@@ -278,8 +351,10 @@ def test_desktop_entry():
     assert entry["Terminal"] == "false"
     assert entry["Categories"].endswith(";") and "Audio" in entry["Categories"].split(";")
     if shutil.which("desktop-file-validate"):
-        subprocess.run(["desktop-file-validate",
-                        str(ROOT / "installer" / "linux" / "cantor.desktop")], check=True)
+        subprocess.run(
+            ["desktop-file-validate", str(ROOT / "installer" / "linux" / "cantor.desktop")],
+            check=True,
+        )
 
 
 def test_icons_are_what_their_names_say():
@@ -298,8 +373,12 @@ def test_icons_are_what_their_names_say():
 def test_windows_version_resource_parses():
     import ast
 
-    text = ((ROOT / "packaging" / "windows_version_info.txt").read_text()
-            .replace("@VERSION_TUPLE@", "(0, 1, 0, 0)").replace("@VERSION@", "0.1.0"))
+    text = (
+        (ROOT / "packaging" / "windows_version_info.txt")
+        .read_text()
+        .replace("@VERSION_TUPLE@", "(0, 1, 0, 0)")
+        .replace("@VERSION@", "0.1.0")
+    )
     tree = ast.parse(text, mode="eval")
     assert tree.body.func.id == "VSVersionInfo" and "@" not in text
     # PyInstaller's own loader needs pefile (installed with PyInstaller on Windows)
@@ -320,15 +399,22 @@ def test_path_wrapper_finds_the_bundle_relative_to_itself(tmp_path):
     template = (ROOT / "installer" / "linux" / "cantor-wrapper.sh").read_text()
     for name, mode in (("cantor", "--mode cli"), ("cantor-desktop", "")):
         wrapper = root / "usr" / "bin" / name
-        wrapper.write_text(template.replace("@BUNDLE_REL@", "../../opt/cantor")
-                           .replace("@MODE_ARGS@", mode))
+        wrapper.write_text(
+            template.replace("@BUNDLE_REL@", "../../opt/cantor").replace("@MODE_ARGS@", mode)
+        )
         wrapper.chmod(0o755)
     link = tmp_path / "cantor-link"
     os.symlink(root / "usr" / "bin" / "cantor", link)  # a symlink to the wrapper still works
-    assert subprocess.run([str(link), "sing", "a b"], capture_output=True,
-                          text=True).stdout == "--mode|cli|sing|a b|"
-    assert subprocess.run([str(root / "usr/bin/cantor-desktop"), "--self-test"],
-                          capture_output=True, text=True).stdout == "--self-test|"
+    assert (
+        subprocess.run([str(link), "sing", "a b"], capture_output=True, text=True).stdout
+        == "--mode|cli|sing|a b|"
+    )
+    assert (
+        subprocess.run(
+            [str(root / "usr/bin/cantor-desktop"), "--self-test"], capture_output=True, text=True
+        ).stdout
+        == "--self-test|"
+    )
 
 
 def test_tarball_install_script_installs_and_uninstalls_per_user(tmp_path):
@@ -356,11 +442,13 @@ def test_tarball_install_script_installs_and_uninstalls_per_user(tmp_path):
     assert (prefix / "share" / "icons" / "hicolor" / "48x48" / "apps" / "cantor.png").is_file()
     desktop = (prefix / "share" / "applications" / "cantor.desktop").read_text()
     assert f'Exec="{prefix}/opt/cantor/cantor-desktop"' in desktop
-    out = subprocess.run([str(prefix / "bin" / "cantor"), "--version"], capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [str(prefix / "bin" / "cantor"), "--version"], capture_output=True, text=True
+    ).stdout
     assert out == "--mode|cli|--version|"
-    subprocess.run(["sh", str(src / "install.sh"), "--uninstall"], env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["sh", str(src / "install.sh"), "--uninstall"], env=env, check=True, capture_output=True
+    )
     assert not (prefix / "opt" / "cantor").exists()
     assert not (prefix / "bin" / "cantor").exists()
     assert not (prefix / "share" / "applications" / "cantor.desktop").exists()

@@ -10,8 +10,16 @@ from cantor_desktop.paths import paths
 
 def test_cantor_home_relocates_every_folder(cantor_home):
     p = paths()
-    for path in (p.config_file, p.engines_dir, p.models_dir, p.state_dir, p.logs_dir,
-                 p.default_songs_dir, p.cache_dir, p.queue_file):
+    for path in (
+        p.config_file,
+        p.engines_dir,
+        p.models_dir,
+        p.state_dir,
+        p.logs_dir,
+        p.default_songs_dir,
+        p.cache_dir,
+        p.queue_file,
+    ):
         assert cantor_home in path.parents
     assert p.config_file == cantor_home / "node.toml"
     assert p.engine_backend_dir("acestep", "cpu") == cantor_home / "engines" / "acestep" / "cpu"
@@ -34,6 +42,7 @@ def test_every_cache_and_library_file_comes_from_paths(cantor_home):
     from cantor_desktop.models import catalogue, library
     from cantor_desktop.node import runner
     from cantor_desktop.ui import waveform
+
     p = paths()
     cache, models = cantor_home / "cache", cantor_home / "models"
     assert p.sketch_models_dir == cache / "sketch-models" == runner.sketch_models_dir()
@@ -43,4 +52,6 @@ def test_every_cache_and_library_file_comes_from_paths(cantor_home):
     assert manifest._cache_file("https://example.org/m.json").parent == cache
     assert p.library_file == models / "library.json" == library._registry_file()
     assert p.hashes_file == models / "hashes.json" == library._hashes_file()
-    assert p.catalogue_file("acestep") == models / "catalogue-acestep.json" == catalogue.cache_file()
+    assert (
+        p.catalogue_file("acestep") == models / "catalogue-acestep.json" == catalogue.cache_file()
+    )

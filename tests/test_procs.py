@@ -65,7 +65,7 @@ def test_a_tree_is_asked_then_forced_and_nothing_of_it_is_left():
         root.kill()
     assert set(ended) == {root.pid, stubborn, quiet}
     assert not _wait_gone([root.pid, stubborn, quiet], 5)
-    assert 0.5 <= took < 5          # the one that ignored SIGTERM needed the kill
+    assert 0.5 <= took < 5  # the one that ignored SIGTERM needed the kill
     assert root.returncode == -signal.SIGTERM
     assert not procs.alive(root.pid) and procs.command_line(root.pid) is None
 
@@ -74,7 +74,7 @@ def test_a_zombie_counts_as_ended_and_a_reused_pid_is_never_touched():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
     while procs.alive(child.pid) and time.monotonic() < deadline:
-        time.sleep(0.02)              # not reaped yet: a zombie, which is not alive
+        time.sleep(0.02)  # not reaped yet: a zombie, which is not alive
     assert not procs.alive(child.pid)
     assert procs.end([child.pid], grace=0.1) == []
     child.wait()
@@ -119,8 +119,9 @@ time.sleep(60)
 
 
 def _owner_with_child(code: str, out: Path) -> tuple[subprocess.Popen, int]:
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, code, str(out)], env=ENV,
-                             stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, code, str(out)], env=ENV, stdout=subprocess.PIPE, text=True
+    )
     return owner, int(owner.stdout.readline())
 
 
@@ -171,8 +172,9 @@ def test_linux_a_child_that_does_not_watch_gets_the_parent_death_signal(tie):
     """The pre-exec hook ends a child when its owner is killed; without it (the control) the
     same child lives on. The hook finds prctl without a library search (ctypes.util runs
     ``ldconfig -p`` at every start)."""
-    owner = subprocess.Popen([sys.executable, "-c", DEATH_SIGNAL_OWNER, tie], env=ENV,
-                             stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", DEATH_SIGNAL_OWNER, tie], env=ENV, stdout=subprocess.PIPE, text=True
+    )
     pid, searched = owner.stdout.readline().split()
     child = int(pid)
     try:
@@ -192,7 +194,7 @@ def test_linux_a_child_that_does_not_watch_gets_the_parent_death_signal(tie):
 
 
 def test_the_environment_carries_the_pipe_and_never_an_inherited_number(monkeypatch):
-    monkeypatch.setenv(procs.OWNER_FD_ENV, "99")    # our own owner's pipe: not for our children
+    monkeypatch.setenv(procs.OWNER_FD_ENV, "99")  # our own owner's pipe: not for our children
     env = procs.child_environment({procs.OWNER_FD_ENV: "99", "A": "1"})
     kwargs = procs.child_kwargs()
     assert env[procs.OWNER_FD_ENV] == str(kwargs["pass_fds"][0]) != "99"
@@ -202,6 +204,7 @@ def test_the_environment_carries_the_pipe_and_never_an_inherited_number(monkeypa
 
 
 # -- Windows, against a pretend kernel32 -----------------------------------------------------
+
 
 @pytest.fixture
 def fake(monkeypatch):
@@ -215,60 +218,71 @@ ACE = r"C:\Users\me\AppData\Local\Cantor\engines\acestep\cuda12\v0.1.1\ace-serve
 
 
 def test_windows_an_engine_ends_with_its_node_even_when_the_node_is_killed(fake):
-    node = fake.me               # the code below runs "in" the node
+    node = fake.me  # the code below runs "in" the node
     kwargs = procs.child_kwargs(os_name="nt", kernel32=fake.kernel32)
-    assert kwargs == {"creationflags": windows.CREATE_NO_WINDOW
-                      | windows.CREATE_NEW_PROCESS_GROUP}   # no console window, ever
+    assert kwargs == {
+        "creationflags": windows.CREATE_NO_WINDOW | windows.CREATE_NEW_PROCESS_GROUP
+    }  # no console window, ever
     engine = fake.spawn(node, ACE, [ACE, "--models", "m", "--port", "4001"])
     helper = fake.spawn(engine, r"C:\Windows\System32\conhost.exe", ["conhost.exe"])
     stranger = fake.spawn(4, r"C:\Windows\explorer.exe", ["explorer.exe"])
-    fake.exit(node, "killed")          # TerminateProcess, a crash, Task Manager
+    fake.exit(node, "killed")  # TerminateProcess, a crash, Task Manager
     assert fake.procs[engine].how_ended == "killed with its job"
     assert fake.procs[helper].how_ended == "killed with its job"
     assert fake.running() == {stranger}
 
 
 def test_windows_engines_start_without_error_dialogs_and_with_the_default_dll_path(
-        fake, monkeypatch):
+    fake, monkeypatch
+):
     internal = r"C:\Program Files\Cantor\_internal"
     monkeypatch.setattr(sys, "_MEIPASS", internal, raising=False)
-    fake.procs[fake.me].dll_directory = internal          # what PyInstaller's bootloader set
+    fake.procs[fake.me].dll_directory = internal  # what PyInstaller's bootloader set
     procs.child_kwargs(os_name="nt", kernel32=fake.kernel32)
     engine = fake.spawn(fake.me, ACE, [ACE])
     inherited = fake.procs[engine]
-    assert inherited.error_mode & windows.SEM_FAILCRITICALERRORS      # no "DLL missing" box
-    assert inherited.error_mode & windows.SEM_NOGPFAULTERRORBOX       # no crash box
-    assert inherited.dll_directory is None                            # not our bundle's DLLs
-    path = procs.child_environment({"PATH": rf"{internal};C:\Windows\system32;"
-                                            rf"{internal}\PySide6;C:\Tools"}, os_name="nt")
+    assert inherited.error_mode & windows.SEM_FAILCRITICALERRORS  # no "DLL missing" box
+    assert inherited.error_mode & windows.SEM_NOGPFAULTERRORBOX  # no crash box
+    assert inherited.dll_directory is None  # not our bundle's DLLs
+    path = procs.child_environment(
+        {
+            "PATH": rf"{internal};C:\Windows\system32;"
+            rf"{internal}\PySide6;C:\Tools"
+        },
+        os_name="nt",
+    )
     assert path["PATH"] == r"C:\Windows\system32;C:\Tools"
 
 
 def test_windows_a_dll_directory_that_is_not_the_bundle_is_left_alone(fake):
     fake.procs[fake.me].dll_directory = r"C:\Vendor\bin"
     added = []
-    assert not windows.default_dll_search(fake.kernel32, r"C:\Program Files\Cantor\_internal",
-                                          added.append)
+    assert not windows.default_dll_search(
+        fake.kernel32, r"C:\Program Files\Cantor\_internal", added.append
+    )
     assert fake.procs[fake.me].dll_directory == r"C:\Vendor\bin" and added == []
     fake.procs[fake.me].dll_directory = r"c:\program files\cantor\_internal"
-    assert windows.default_dll_search(fake.kernel32, r"C:\Program Files\Cantor\_internal",
-                                      added.append)                # Windows ignores case
+    assert windows.default_dll_search(
+        fake.kernel32, r"C:\Program Files\Cantor\_internal", added.append
+    )  # Windows ignores case
     assert fake.procs[fake.me].dll_directory is None
-    assert added == [r"C:\Program Files\Cantor\_internal"]      # kept for our own loading
+    assert added == [r"C:\Program Files\Cantor\_internal"]  # kept for our own loading
 
 
 def test_windows_the_app_ties_its_node_but_not_the_programs_it_opens_for_the_user(fake):
     app = fake.me
     assert procs.node_kwargs(os_name="nt") == {
-        "creationflags": windows.CREATE_NO_WINDOW | windows.CREATE_NEW_PROCESS_GROUP}
-    node = fake.spawn(app, r"C:\Program Files\Cantor\cantor-desktop.exe",
-                      ["cantor-desktop.exe", "--mode", "node"])
+        "creationflags": windows.CREATE_NO_WINDOW | windows.CREATE_NEW_PROCESS_GROUP
+    }
+    node = fake.spawn(
+        app, r"C:\Program Files\Cantor\cantor-desktop.exe", ["cantor-desktop.exe", "--mode", "node"]
+    )
     assert procs.tie_child(node, os_name="nt", kernel32=fake.kernel32)
-    engine = fake.spawn(node, ACE, [ACE])                  # started by the node later
+    engine = fake.spawn(node, ACE, [ACE])  # started by the node later
     player = fake.spawn(app, r"C:\Program Files\VLC\vlc.exe", ["vlc.exe", "song.wav"])
     fake.exit(app, "killed")
     assert not fake.procs[node].alive and not fake.procs[engine].alive
-    assert fake.procs[player].alive            # the app itself is in no job
+    assert fake.procs[player].alive  # the app itself is in no job
 
 
 def test_windows_a_refused_job_is_said_and_the_child_still_starts(fake, caplog):
@@ -287,39 +301,49 @@ def test_windows_the_app_mutex_the_installer_looks_for(fake):
 
 def test_windows_probes_run_without_a_console_window(monkeypatch):
     from cantor_desktop import hardware
+
     seen = {}
 
     def run(argv, **kwargs):
         seen.update(kwargs)
         return subprocess.CompletedProcess(argv, 0, "ok\n", "")
+
     import types
+
     monkeypatch.setattr(hardware.subprocess, "run", run)
-    monkeypatch.setattr(spawn, "os", types.SimpleNamespace(name="nt"))   # spawn's view only
+    monkeypatch.setattr(spawn, "os", types.SimpleNamespace(name="nt"))  # spawn's view only
     assert hardware._run(["nvidia-smi"])[0] == 0
     assert seen["creationflags"] == windows.CREATE_NO_WINDOW
 
 
-@pytest.mark.parametrize("code, words", [
-    (3221225781, "exit code 0xC0000135 (STATUS_DLL_NOT_FOUND: a DLL the program needs was "
-                 "not found)"),
-    (-1073741515, "STATUS_DLL_NOT_FOUND"),             # the same code, read as signed
-    (0xC0000005, "STATUS_ACCESS_VIOLATION"),
-    (0xC000001D, "STATUS_ILLEGAL_INSTRUCTION: this CPU lacks an instruction the build uses"),
-    (0xC0001234, "exit code 0xC0001234 (a Windows error status)"),
-    (-9, "killed by signal 9 (SIGKILL)"),
-    (2, "exit code 2"),
-])
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (
+            3221225781,
+            "exit code 0xC0000135 (STATUS_DLL_NOT_FOUND: a DLL the program needs was not found)",
+        ),
+        (-1073741515, "STATUS_DLL_NOT_FOUND"),  # the same code, read as signed
+        (0xC0000005, "STATUS_ACCESS_VIOLATION"),
+        (0xC000001D, "STATUS_ILLEGAL_INSTRUCTION: this CPU lacks an instruction the build uses"),
+        (0xC0001234, "exit code 0xC0001234 (a Windows error status)"),
+        (-9, "killed by signal 9 (SIGKILL)"),
+        (2, "exit code 2"),
+    ],
+)
 def test_exit_codes_are_said_in_words(code, words):
     assert words in procs.describe_exit(code)
 
 
 def test_an_engine_that_dies_of_a_missing_dll_says_so_in_its_reason():
     from cantor_desktop.engine.supervisor import describe_exit as supervisor_words
+
     assert "DLL" in supervisor_words(3221225781)
     assert procs.code_text(3) == "code 3"
 
 
 # -- leftovers: found by image path and command line -----------------------------------------
+
 
 def test_leftovers_end_exactly_the_engines_that_lost_their_node(fake):
     from cantor_desktop.node import leftovers
@@ -329,19 +353,37 @@ def test_leftovers_end_exactly_the_engines_that_lost_their_node(fake):
     models = str(p.models_dir / "acestep")
     exe = str(p.engines_dir / "acestep" / "cpu" / "v1" / "ace-server")
     node_cmd = ["cantor-desktop.exe", "--mode", "node", "--port", "7823"]
-    dead_node = 6_000_001                                  # a pid nobody has now
+    dead_node = 6_000_001  # a pid nobody has now
     orphan = fake.spawn(dead_node, exe, [exe, "--models", models, "--port", "4100"])
     recycled = fake.spawn(4, "notepad.exe", ["notepad.exe"], pid=6_000_500)
-    sketch = fake.spawn(dead_node, "cantor-desktop.exe",
-                        ["cantor-desktop.exe", "--mode", "sketch-server", "--models",
-                         str(p.sketch_models_dir), "--port", "4101"])
+    sketch = fake.spawn(
+        dead_node,
+        "cantor-desktop.exe",
+        [
+            "cantor-desktop.exe",
+            "--mode",
+            "sketch-server",
+            "--models",
+            str(p.sketch_models_dir),
+            "--port",
+            "4101",
+        ],
+    )
     live_node = fake.spawn(4, "cantor-desktop.exe", node_cmd)
     minded = fake.spawn(live_node, exe, [exe, "--models", models, "--port", "4102"])
-    elsewhere = fake.spawn(dead_node, "ace-server.exe",
-                           ["ace-server.exe", "--models", "D:/other/models", "--port", "4103"])
-    p.node_engines_file.write_text(json.dumps({
-        "acestep": {"pid": orphan, "models_dir": models, "exe": exe},
-        "old": {"pid": recycled, "models_dir": models, "exe": exe}}))
+    elsewhere = fake.spawn(
+        dead_node,
+        "ace-server.exe",
+        ["ace-server.exe", "--models", "D:/other/models", "--port", "4103"],
+    )
+    p.node_engines_file.write_text(
+        json.dumps(
+            {
+                "acestep": {"pid": orphan, "models_dir": models, "exe": exe},
+                "old": {"pid": recycled, "models_dir": models, "exe": exe},
+            }
+        )
+    )
     ended = leftovers.end_leftovers(0.2, ps=fake.psutil)
     assert sorted(ended) == sorted([orphan, sketch])
     assert fake.running() >= {recycled, live_node, minded, elsewhere}
@@ -358,13 +400,29 @@ def test_leftovers_a_real_orphaned_sketch_engine_is_found_and_ended(tmp_path):
 
     p = paths().ensure()
     ensure_sketch_models(p.sketch_models_dir)
-    argv = self_argv("sketch-server") + ["--models", str(p.sketch_models_dir), "--host",
-                                         "127.0.0.1", "--port", str(free_port())]
+    argv = self_argv("sketch-server") + [
+        "--models",
+        str(p.sketch_models_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(free_port()),
+    ]
     starter = subprocess.run(
-        [sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen(sys.argv[1:], "
-         "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-         "print(p.pid)", *argv], capture_output=True, text=True, timeout=20, env=ENV)
-    engine = int(starter.stdout)            # its parent exited: nobody owns it now
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; p = subprocess.Popen(sys.argv[1:], "
+            "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+            "print(p.pid)",
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env=ENV,
+    )
+    engine = int(starter.stdout)  # its parent exited: nobody owns it now
     try:
         time.sleep(0.3)
         assert procs.alive(engine)
@@ -377,6 +435,7 @@ def test_leftovers_a_real_orphaned_sketch_engine_is_found_and_ended(tmp_path):
 
 # -- macOS, against pretend tools ------------------------------------------------------------
 
+
 def test_macos_a_quarantined_build_is_explained_with_the_command_that_clears_it():
     exe = "/Users/me/Downloads/ace build/ace-server"
     note = macos.quarantine_note(exe, getxattr=lambda path, name: b"0081;5f1;Safari;")
@@ -386,6 +445,7 @@ def test_macos_a_quarantined_build_is_explained_with_the_command_that_clears_it(
 
     def absent(path, name):
         raise OSError(errno.ENODATA, "No such attribute")
+
     assert macos.quarantine_note(exe, getxattr=absent) is None
 
 
@@ -397,7 +457,9 @@ def test_macos_without_getxattr_the_xattr_tool_decides(monkeypatch):
         def run(argv):
             asked.append(argv)
             return answer
+
         return run
+
     assert macos.quarantined("/x/ace-server", run=xattr((0, "0081;…"))) is True
     assert macos.quarantined("/x/ace-server", run=xattr((1, ""))) is False
     assert macos.quarantined("/x/ace-server", run=xattr((None, ""))) is None
@@ -411,8 +473,11 @@ def test_macos_the_backends_page_says_a_user_build_is_quarantined(monkeypatch, t
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     config.update({"engines.acestep.path": str(exe)})
-    monkeypatch.setattr(macos, "run_command", lambda argv, timeout=5.0: (
-        (0, "0081;") if argv[:2] == ["xattr", "-p"] else (1, "")))
+    monkeypatch.setattr(
+        macos,
+        "run_command",
+        lambda argv, timeout=5.0: (0, "0081;") if argv[:2] == ["xattr", "-p"] else (1, ""),
+    )
     hw = hardware.probe(tmp_path / "root", os_name="macos", arch="arm64")
     metal = backends.status("acestep", hw).backend("metal")
     assert metal.state == "update_required"
@@ -423,8 +488,8 @@ def test_macos_rosetta_is_detected_so_metal_is_not_called_unsupported(monkeypatc
     from cantor_desktop import hardware
 
     assert macos.under_rosetta(run=lambda argv: (0, "1\n"))
-    assert not macos.under_rosetta(run=lambda argv: (0, "0\n"))        # native arm64
-    assert not macos.under_rosetta(run=lambda argv: (1, ""))           # an Intel Mac
+    assert not macos.under_rosetta(run=lambda argv: (0, "0\n"))  # native arm64
+    assert not macos.under_rosetta(run=lambda argv: (1, ""))  # an Intel Mac
     monkeypatch.setattr(macos, "under_rosetta", lambda run=None: True)
     hw = hardware.probe(Path("/"), os_name="macos", arch="x86_64")
     assert hw.arch == "arm64" and hw.backends["metal"].supported
@@ -436,13 +501,19 @@ def test_macos_rosetta_is_detected_so_metal_is_not_called_unsupported(monkeypatc
 
 # -- files on Windows: a log held open, a file being read while replaced -------------------
 
+
 def _held_open_on_windows(base: str):
     """os.rename as Windows does it while another process has ``base`` open."""
+
     def rotate(source, dest):
         if source == base:
-            raise PermissionError(13, "The process cannot access the file because it is "
-                                      "being used by another process", source)
+            raise PermissionError(
+                13,
+                "The process cannot access the file because it is being used by another process",
+                source,
+            )
         os.rename(source, dest)
+
     return rotate
 
 
@@ -468,16 +539,17 @@ def test_a_log_held_open_elsewhere_still_rotates_and_loses_no_record(tmp_path):
     stock_dir.mkdir()
     stock = logging.handlers.RotatingFileHandler(stock_dir / "node.log", backupCount=5)
     lost, _ = run(stock)
-    assert lost                                  # Python's own handler drops records here
+    assert lost  # Python's own handler drops records here
 
     errors, sizes = run(logs.rotating_handler(ours_dir / "node.log"))
     assert errors == []
-    assert max(sizes) <= 2100 and len(sizes) == 6       # bounded: node.log + 5 backups
-    text = "".join((ours_dir / n).read_text() for n in
-                   ["node.log.5", "node.log.4", "node.log.3", "node.log.2", "node.log.1",
-                    "node.log"])
+    assert max(sizes) <= 2100 and len(sizes) == 6  # bounded: node.log + 5 backups
+    text = "".join(
+        (ours_dir / n).read_text()
+        for n in ["node.log.5", "node.log.4", "node.log.3", "node.log.2", "node.log.1", "node.log"]
+    )
     numbers = [int(line.split("record ")[1][:5]) for line in text.splitlines()]
-    assert numbers == list(range(numbers[0], 400))      # the newest, in order, none missing
+    assert numbers == list(range(numbers[0], 400))  # the newest, in order, none missing
 
 
 def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monkeypatch):
@@ -491,9 +563,10 @@ def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monk
         calls.append(dst)
         if len(calls) <= 2:
             exc = PermissionError(13, "Access is denied", str(dst))
-            exc.winerror = 32                        # ERROR_SHARING_VIOLATION
+            exc.winerror = 32  # ERROR_SHARING_VIOLATION
             raise exc
         real(src, dst)
+
     (tmp_path / "cfg").mkdir()
     target = tmp_path / "cfg" / "node.toml"
     target.write_text("old")
@@ -505,14 +578,16 @@ def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monk
         exc = PermissionError(13, "Access is denied", str(dst))
         exc.winerror = 5
         raise exc
+
     monkeypatch.setattr(config.os, "replace", always_busy)
     with pytest.raises(PermissionError):
         config.write_atomic(target, b"newer")
     assert target.read_text() == "new" and os.listdir(target.parent) == ["node.toml"]
 
-    def denied(src, dst):             # POSIX: a real permission problem, said at once
+    def denied(src, dst):  # POSIX: a real permission problem, said at once
         calls.append("posix")
         raise PermissionError(13, "Permission denied", str(dst))
+
     calls.clear()
     monkeypatch.setattr(config.os, "replace", denied)
     with pytest.raises(PermissionError):

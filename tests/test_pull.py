@@ -38,8 +38,9 @@ def family_file(name):
 
 def test_pull_downloads_the_set_with_progress_and_resolves(hub):
     events = []
-    files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False,
-                          on_event=events.append))
+    files = run(
+        pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append)
+    )
     assert files.name == "acestep-v15-turbo-Q8_0"
     assert (files.dit, files.text_enc, files.vae, files.lm) == (DIT, TE, VAE, LM)
     assert files.models_dir == library.family_dir()
@@ -60,8 +61,11 @@ def test_pull_downloads_the_set_with_progress_and_resolves(hub):
     assert all(f.verified for f in model.files)
     # a second pull has nothing to get
     events.clear()
-    run(pull.pull("acestep-v15-turbo-Q8_0", lm_size="0.6B", with_engine=False,
-                  on_event=events.append))
+    run(
+        pull.pull(
+            "acestep-v15-turbo-Q8_0", lm_size="0.6B", with_engine=False, on_event=events.append
+        )
+    )
     assert next(e for e in events if e.type == "plan").total == 0
     assert not hub.cdn.requests_for(hub.cdn_path(DIT))[1:]
 
@@ -133,8 +137,9 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
             if e.type == "progress" and e.file == DIT and e.file_received > 1_300_000:
                 got_bytes.set()
 
-        task = asyncio.create_task(pull.pull("acestep-v15-turbo", lm_size="0.6B",
-                                             with_engine=False, on_event=on_event))
+        task = asyncio.create_task(
+            pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=on_event)
+        )
         await asyncio.wait_for(got_bytes.wait(), 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -151,19 +156,18 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
     have = part.stat().st_size
     assert model.download_bytes == big + 3 * SIZE - have
     events = []
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False,
-                  on_event=events.append))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append))
     assert next(e for e in events if e.type == "plan").total == big + 3 * SIZE - have
     assert family_file(DIT).read_bytes() == hub.files[DIT]
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
 
 
 def test_not_enough_disk_refused_before_first_byte(hub):
-    hub.advertise(VAE, size=10 ** 16)
+    hub.advertise(VAE, size=10**16)
     with pytest.raises(dl.NotEnoughSpace) as err:
         run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
     assert "disk space" in str(err.value)
-    assert hub.cdn.requests == []                       # not one byte asked for
+    assert hub.cdn.requests == []  # not one byte asked for
     assert not list(library.family_dir().glob("*.gguf*"))
 
 
@@ -179,8 +183,7 @@ def test_hash_from_etag_when_tree_is_unreachable(hub, monkeypatch):
     # no tree API: the built-in catalogue (no sha256) answers; the CDN ETag gives the sha256
     hub.server.fail(f"/api/models/{hub.repo}/tree/main", 500, times=None)
     events = []
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False,
-                  on_event=events.append))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append))
     plan = next(e for e in events if e.type == "plan")
     assert plan.approximate
     assert all(e.verified for e in events if e.type == "file_done")
@@ -199,8 +202,9 @@ def test_pull_fetches_an_engine_when_none_is_installed(hub, tmp_path, monkeypatc
     from cantor_desktop import engine_store
     from support.fake_builds import BuildServer, fake_machine, working_script
 
-    root, bin_dir = fake_machine(tmp_path / "machine", nvidia_driver=None, render=False,
-                                 vulkan_loader=False)
+    root, bin_dir = fake_machine(
+        tmp_path / "machine", nvidia_driver=None, render=False, vulkan_loader=False
+    )
     monkeypatch.setenv("CANTOR_HW_ROOT", str(root))
     monkeypatch.setenv("CANTOR_HW_OS", "linux")
     monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
@@ -229,14 +233,15 @@ def offline_machine(tmp_path, monkeypatch, builds):
     retries take 31 s.)"""
     from support.fake_builds import fake_machine, working_script
 
-    root, bin_dir = fake_machine(tmp_path / "machine", nvidia_driver=None, render=False,
-                                 vulkan_loader=False)
+    root, bin_dir = fake_machine(
+        tmp_path / "machine", nvidia_driver=None, render=False, vulkan_loader=False
+    )
     monkeypatch.setenv("CANTOR_HW_ROOT", str(root))
     monkeypatch.setenv("CANTOR_HW_OS", "linux")
     monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     entry = builds.add("cpu", builds.archive("cpu.tar.gz", working_script()))
-    entry["url"] = builds.server.url("/builds/gone.tar.gz")     # not served: 404
+    entry["url"] = builds.server.url("/builds/gone.tar.gz")  # not served: 404
     builds.publish()
     monkeypatch.setenv("CANTOR_MANIFEST_URL", builds.manifest_url)
 
@@ -255,8 +260,9 @@ def test_model_is_ready_when_the_engine_cannot_be_fetched(hub, tmp_path, monkeyp
     assert [e.type for e in events].count("done") == 1 and events[-1].type == "done"
     done = events[-1]
     assert done.engine_ready is False
-    assert done.engine_error.startswith("No backend works on this machine: cpu: could not "
-                                        "fetch acestep cpu")
+    assert done.engine_error.startswith(
+        "No backend works on this machine: cpu: could not fetch acestep cpu"
+    )
     assert "gone.tar.gz: HTTP 404" in done.engine_error
     assert done.engine_error.endswith("The built-in sketch engine still works")
     assert done.message.startswith("Model ready. No engine yet:")
@@ -266,8 +272,9 @@ def test_model_is_ready_when_the_engine_cannot_be_fetched(hub, tmp_path, monkeyp
     assert library.resolve("acestep-v15-turbo", lm_size="0.6B").dit == DIT
 
 
-def test_cli_pull_offline_says_model_ready_no_engine_and_exits_1(hub, tmp_path, monkeypatch,
-                                                                  cantor_home):
+def test_cli_pull_offline_says_model_ready_no_engine_and_exits_1(
+    hub, tmp_path, monkeypatch, cantor_home
+):
     import subprocess
 
     from cantor_desktop.selfexec import self_argv
@@ -275,16 +282,20 @@ def test_cli_pull_offline_says_model_ready_no_engine_and_exits_1(hub, tmp_path, 
 
     with BuildServer(tmp_path / "srv") as builds:
         offline_machine(tmp_path, monkeypatch, builds)
-        result = subprocess.run(self_argv("cli") + ["pull", "acestep-v15-turbo", "--lm-size",
-                                                    "0.6B"], capture_output=True, text=True,
-                                timeout=120, env=dict(os.environ))
-        helped = subprocess.run(self_argv("cli") + ["pull", "--help"], capture_output=True,
-                                text=True, timeout=60)
+        result = subprocess.run(
+            self_argv("cli") + ["pull", "acestep-v15-turbo", "--lm-size", "0.6B"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ),
+        )
+        helped = subprocess.run(
+            self_argv("cli") + ["pull", "--help"], capture_output=True, text=True, timeout=60
+        )
     assert result.returncode == 1, result.stderr
     assert "Model ready. No engine yet: " in result.stderr
     assert "could not fetch" in result.stderr
-    assert result.stderr.rstrip().endswith(
-        "Run `cantor backends --install` when you are online.")
+    assert result.stderr.rstrip().endswith("Run `cantor backends --install` when you are online.")
     assert "Traceback" not in result.stderr
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
     assert "Exit status" in helped.stdout and "no engine" in " ".join(helped.stdout.split())
@@ -294,6 +305,7 @@ def test_the_hub_gates_resolve_and_its_cdn_would_refuse_a_forwarded_token(hub):
     """The stand-in has teeth where huggingface.co has them: /resolve is the gate, the CDN is
     another origin whose signed URL must not come with the hub's token."""
     import httpx
+
     hub.gate(DIT, "hf_sesame")
     url = hub.base_url + hub.resolve_path(DIT)
     with httpx.Client(trust_env=False) as c:
@@ -304,6 +316,6 @@ def test_the_hub_gates_resolve_and_its_cdn_would_refuse_a_forwarded_token(hub):
         assert hop.headers["x-linked-etag"] == f'"{hub.sha256(DIT)}"'
         cdn = hop.headers["location"]
         assert cdn.startswith(hub.cdn.base_url + "/") and hub.cdn.base_url != hub.base_url
-        assert c.get(cdn).content == hub.files[DIT]                      # signed URL alone
+        assert c.get(cdn).content == hub.files[DIT]  # signed URL alone
         assert c.get(cdn, headers={"Authorization": "Bearer hf_sesame"}).status_code == 400
-        assert c.get(cdn.split("?")[0]).status_code == 403               # unsigned
+        assert c.get(cdn.split("?")[0]).status_code == 403  # unsigned

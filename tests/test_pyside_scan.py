@@ -39,13 +39,13 @@ def test_an_import_after_pyside6_leaves_no_source_in_linecache(tmp_path, monkeyp
     (tmp_path / "cantor_scan_qt.py").write_text("import PySide6.QtCore\nVALUE = 1\n", "utf-8")
     (tmp_path / "cantor_scan_plain.py").write_text("VALUE = 2\n", "utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    qt = __import__("cantor_scan_qt")          # through the import statement PySide6 hooks
+    qt = __import__("cantor_scan_qt")  # through the import statement PySide6 hooks
     plain = __import__("cantor_scan_plain")
     try:
         assert qt.__file__ not in linecache.cache and plain.__file__ not in linecache.cache
         seen = _feature().pyside_feature_dict
-        assert seen["cantor_scan_qt"] == 0        # uses PySide: features switchable
-        assert seen["cantor_scan_plain"] == -1    # ignored, as PySide6 decides
+        assert seen["cantor_scan_qt"] == 0  # uses PySide: features switchable
+        assert seen["cantor_scan_plain"] == -1  # ignored, as PySide6 decides
     finally:
         sys.modules.pop("cantor_scan_qt", None)
         sys.modules.pop("cantor_scan_plain", None)
@@ -61,6 +61,6 @@ def test_it_never_raises_inside_an_import():
     import types
 
     odd = types.ModuleType("odd")
-    odd.__file__ = "bad\0name.py"                 # open() raises ValueError for this
+    odd.__file__ = "bad\0name.py"  # open() raises ValueError for this
     assert pyside_scan.mentions_pyside(odd) is False
     assert pyside_scan.mentions_pyside(odd, "a later PySide6's argument", more=1) is False

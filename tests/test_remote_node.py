@@ -25,22 +25,38 @@ def test_cli_sings_on_a_remote_node_with_its_token_and_says_when_it_has_none(can
     node = _their_node(tmp_path)
     asyncio.run(node.start())
     try:
-        base = [*self_argv("cli"), "sing", "remote lofi", "--model", "sketch", "--duration", "10",
-                "--node", node.url]
+        base = [
+            *self_argv("cli"),
+            "sing",
+            "remote lofi",
+            "--model",
+            "sketch",
+            "--duration",
+            "10",
+            "--node",
+            node.url,
+        ]
         env = {**os.environ, "CANTOR_HOME": str(cantor_home)}
         env.pop("CANTOR_NODE_TOKEN", None)
         without = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env)
-        with_token = subprocess.run(base, capture_output=True, text=True, timeout=120,
-                                    env={**env, "CANTOR_NODE_TOKEN": node.proc.token})
+        with_token = subprocess.run(
+            base,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**env, "CANTOR_NODE_TOKEN": node.proc.token},
+        )
     finally:
         asyncio.run(node.stop())
     assert without.returncode == 1
     assert without.stderr.startswith("cantor sing: a valid bearer token is required")
-    assert "cantor node token" in without.stderr        # where to get one
+    assert "cantor node token" in without.stderr  # where to get one
     assert with_token.returncode == 0, with_token.stderr
     made = with_token.stdout.strip().splitlines()[-1]
     assert made.startswith(str(node.home)) and os.path.exists(made)
-    assert not (cantor_home / "songs").exists() and not (cantor_home / "state" / "queue.json").exists()
+    assert (
+        not (cantor_home / "songs").exists() and not (cantor_home / "state" / "queue.json").exists()
+    )
 
 
 def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cantor_home, tmp_path):
@@ -67,7 +83,11 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
         assert link.state == "idle" and link.remote
         page = SettingsPage(link)
         run(qloop, until(lambda: link.node_config, what="the node's settings"))
-        mine = (cantor_home / "node.toml").read_bytes() if (cantor_home / "node.toml").exists() else None
+        mine = (
+            (cantor_home / "node.toml").read_bytes()
+            if (cantor_home / "node.toml").exists()
+            else None
+        )
         # the node's own settings are shown; the ones only its machine may set are read-only
         assert page.value("songs.dir") == str(node.home / "songs")
         assert not page.fields["songs.dir"].isEnabled()
@@ -77,20 +97,26 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
         page.set_value("node.keep_loaded", True)
         page._check()
         page.save()
-        run(qloop, until(lambda: link.node_config.get("node.keep_loaded") is True,
-                         what="the node's keep_loaded"))
+        run(
+            qloop,
+            until(
+                lambda: link.node_config.get("node.keep_loaded") is True,
+                what="the node's keep_loaded",
+            ),
+        )
         songs = run(qloop, link.client.songs())
         run(qloop, link.shutdown())
     finally:
         run(qloop, node.stop())
     assert "keep_loaded = true" in (node.home / "node.toml").read_text()
     now = (cantor_home / "node.toml").read_bytes() if (cantor_home / "node.toml").exists() else None
-    assert now == mine                      # nothing landed in this home's node.toml
+    assert now == mine  # nothing landed in this home's node.toml
     assert songs == []
 
 
-def test_the_app_runs_its_own_node_beside_another_home_s_on_its_address(qapp, qloop, cantor_home,
-                                                                       tmp_path):
+def test_the_app_runs_its_own_node_beside_another_home_s_on_its_address(
+    qapp, qloop, cantor_home, tmp_path
+):
     """Another install's node on this home's port is not ours: the app starts its own on a
     free port instead of sending our token to it (or theirs to us)."""
     from cantor_desktop import config
@@ -99,7 +125,7 @@ def test_the_app_runs_its_own_node_beside_another_home_s_on_its_address(qapp, ql
     theirs = _their_node(tmp_path)
     run(qloop, theirs.start())
     config.update({"node.port": theirs.proc.port, "models.default": "sketch"})
-    link = NodeLink()                         # this home's link, its own node wanted
+    link = NodeLink()  # this home's link, its own node wanted
     try:
         run(qloop, link._connect(), timeout=60)
         assert link.state in ("idle", "generating") and link.owns_node and not link.remote

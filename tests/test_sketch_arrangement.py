@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 from support.procs import free_port
-from sketch_analysis import (band_energy, cosine, grid_fit, in_key_share, onsets,
-                             render_song, share_between)
+from sketch_analysis import (
+    band_energy,
+    cosine,
+    grid_fit,
+    in_key_share,
+    onsets,
+    render_song,
+    share_between,
+)
 from test_sketch_support import EngineProcess, parse_multipart, read_wav
 
 from cantor_desktop.sketch import ensure_sketch_models, music, render
@@ -25,8 +32,16 @@ SR = render.SR
 
 def _requested(caption: str, seed: int = 1, **fields) -> render.Song:
     """A song as the engine makes it from a request (caption → style, bpm, key …)."""
-    req = normalise({"caption": caption, "lyrics": "[Instrumental]", "duration": 30,
-                     "seed": seed, "output_format": "wav32", **fields})
+    req = normalise(
+        {
+            "caption": caption,
+            "lyrics": "[Instrumental]",
+            "duration": 30,
+            "seed": seed,
+            "output_format": "wav32",
+            **fields,
+        }
+    )
     return song_from_request(req, seed)
 
 
@@ -36,6 +51,7 @@ def _song(caption: str = "", **kw) -> render.Song:
 
 
 # ---------------------------------------------------------------- the caption's sound
+
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_solo_piano_sits_between_250_hz_and_4_khz(seed):
@@ -52,8 +68,11 @@ def test_captions_naming_other_instruments_sound_different():
     the same-caption score of each of the two. (The engine before this arrangement
     ignored the caption: every pair scored 1.0.)"""
     captions = ["solo piano", "808 trap", "epic orchestral trailer", "rain ambient"]
-    bands = {(c, s): band_energy(render_song(_requested(c, s, bpm=100, keyscale="A minor")))
-             for c in captions for s in (1, 2)}
+    bands = {
+        (c, s): band_energy(render_song(_requested(c, s, bpm=100, keyscale="A minor")))
+        for c in captions
+        for s in (1, 2)
+    }
     same = {c: cosine(bands[c, 1], bands[c, 2]) for c in captions}
     assert min(same.values()) > 0.9, same
     for a, b in itertools.combinations(captions, 2):
@@ -69,9 +88,20 @@ def test_the_engine_plays_the_caption(tmp_path):
         engine.wait_ready()
         audio = {}
         for caption in ("solo piano", "808 trap"):
-            r = engine.result(engine.submit("/synth", {
-                "caption": caption, "lyrics": "[Instrumental]", "duration": 20, "seed": 4,
-                "bpm": 100, "keyscale": "A minor", "output_format": "wav16"}))
+            r = engine.result(
+                engine.submit(
+                    "/synth",
+                    {
+                        "caption": caption,
+                        "lyrics": "[Instrumental]",
+                        "duration": 20,
+                        "seed": 4,
+                        "bpm": 100,
+                        "keyscale": "A minor",
+                        "output_format": "wav16",
+                    },
+                )
+            )
             [(_, wav), _] = parse_multipart(r.headers["content-type"], r.content)
             audio[caption] = read_wav(wav)[1]
     finally:
@@ -81,21 +111,24 @@ def test_the_engine_plays_the_caption(tmp_path):
     assert cosine(band_energy(audio["solo piano"]), band_energy(audio["808 trap"])) < 0.6
 
 
-@pytest.mark.parametrize("caption,present,absent", [
-    ("solo piano", {"keyboard"}, {"drums", "bass", "fx", "strings", "synth"}),
-    ("808 trap", {"drums", "bass"}, {"strings", "guitar"}),
-    ("epic orchestral trailer", {"strings", "brass", "percussion", "fx"}, {"guitar", "synth"}),
-    ("rain ambient", {"fx", "synth"}, {"drums", "guitar"}),
-    ("lo-fi piano", {"keyboard", "drums", "bass", "fx"}, {"brass", "guitar"}),
-    ("dreamy synthwave", {"synth", "drums", "bass"}, {"strings", "guitar", "brass"}),
-    ("rock anthem with electric guitar", {"guitar", "drums", "bass"}, {"strings"}),
-    ("jazz trio, no drums", {"keyboard", "bass"}, {"drums"}),
-    ("acoustic guitar and strings", {"guitar", "strings"}, {"synth"}),
-    ("choir and brass", {"backing_vocals", "brass"}, {"guitar"}),
-    ("flute over rain", {"woodwinds", "fx"}, set()),
-    ("rock song with a guitar solo", {"guitar", "drums", "bass"}, {"strings"}),
-    ("cello solo", {"strings"}, {"drums", "bass", "keyboard"}),
-])
+@pytest.mark.parametrize(
+    "caption,present,absent",
+    [
+        ("solo piano", {"keyboard"}, {"drums", "bass", "fx", "strings", "synth"}),
+        ("808 trap", {"drums", "bass"}, {"strings", "guitar"}),
+        ("epic orchestral trailer", {"strings", "brass", "percussion", "fx"}, {"guitar", "synth"}),
+        ("rain ambient", {"fx", "synth"}, {"drums", "guitar"}),
+        ("lo-fi piano", {"keyboard", "drums", "bass", "fx"}, {"brass", "guitar"}),
+        ("dreamy synthwave", {"synth", "drums", "bass"}, {"strings", "guitar", "brass"}),
+        ("rock anthem with electric guitar", {"guitar", "drums", "bass"}, {"strings"}),
+        ("jazz trio, no drums", {"keyboard", "bass"}, {"drums"}),
+        ("acoustic guitar and strings", {"guitar", "strings"}, {"synth"}),
+        ("choir and brass", {"backing_vocals", "brass"}, {"guitar"}),
+        ("flute over rain", {"woodwinds", "fx"}, set()),
+        ("rock song with a guitar solo", {"guitar", "drums", "bass"}, {"strings"}),
+        ("cello solo", {"strings"}, {"drums", "bass", "keyboard"}),
+    ],
+)
 def test_the_caption_chooses_the_parts(caption, present, absent):
     p = render.plan(_song(caption, duration=60.0))
     assert present <= set(p.parts), (caption, p.parts, p.style)
@@ -127,15 +160,18 @@ def test_a_caption_without_instruments_gets_a_genre_palette():
 
 # ---------------------------------------------------------------- melody and form
 
+
 def test_an_instrumental_has_a_melody():
     song = _song("pop song", duration=120.0)
     p = render.plan(song)
     lead = [e for e in p.events if e.voice == "synth" and e.part == "synth"]
     assert len(lead) >= 40
     bar = song.bar_seconds * SR
-    sections_with_tune = {s.kind for s in p.sections
-                          if any(round(s.start * bar) <= e.start < round(s.end * bar)
-                                 for e in lead)}
+    sections_with_tune = {
+        s.kind
+        for s in p.sections
+        if any(round(s.start * bar) <= e.start < round(s.end * bar) for e in lead)
+    }
     assert {"verse", "chorus"} <= sections_with_tune
     scale_pcs = {(9 + s) % 12 for s in music.MINOR}
     assert {e.key[1] % 12 for e in lead} <= scale_pcs
@@ -147,7 +183,7 @@ def test_an_instrumental_has_a_melody():
         a, b = round(section.start * bar), round(section.end * bar)
         return [(round((e.start - a) / half), e.key[1]) for e in lead if a <= e.start < b]
 
-    def opening(section):                     # its first three bars (the cadence may vary)
+    def opening(section):  # its first three bars (the cadence may vary)
         return [n for n in tune(section) if n[0] < 3 * 2 * song.beats_per_bar]
 
     choruses = [s for s in p.sections if s.kind == "chorus" and s.bars >= 4]
@@ -189,26 +225,26 @@ def test_the_lyrics_tags_choose_the_sections():
     assert len(sung) == music.count_syllables(LYRICS)
     by_kind = {}
     for e in sung:
-        section = next(s for s in p.sections
-                       if round(s.start * bar) <= e.start < round(s.end * bar))
+        section = next(
+            s for s in p.sections if round(s.start * bar) <= e.start < round(s.end * bar)
+        )
         by_kind.setdefault(section.kind, []).append(e.key[1])
-    assert set(by_kind) == {"verse", "pre", "chorus", "bridge"}        # nothing sung elsewhere
-    assert np.mean(by_kind["chorus"]) > np.mean(by_kind["verse"]) + 2   # a chorus sits higher
+    assert set(by_kind) == {"verse", "pre", "chorus", "bridge"}  # nothing sung elsewhere
+    assert np.mean(by_kind["chorus"]) > np.mean(by_kind["verse"]) + 2  # a chorus sits higher
     # the [Guitar Solo] has an instrument's melody, no voice
     solo = next(s for s in p.sections if s.kind == "solo")
-    in_solo = [e for e in p.events
-               if round(solo.start * bar) <= e.start < round(solo.end * bar)]
+    in_solo = [e for e in p.events if round(solo.start * bar) <= e.start < round(solo.end * bar)]
     assert not [e for e in in_solo if e.part == "vocals"]
-    assert any(e.voice == "piano" and len(e.key[1]) == 1 for e in in_solo)      # a tune
+    assert any(e.voice == "piano" and len(e.key[1]) == 1 for e in in_solo)  # a tune
 
     # on the audio: the chorus is louder and brighter than the verse, the bridge drops the
     # groove to half time
     x = render_song(song)
-    attacks = onsets(x, rel=0.1)                      # one threshold for the whole song
+    attacks = onsets(x, rel=0.1)  # one threshold for the whole song
 
     def section_audio(kind):
         s = next(s for s in p.sections if s.kind == kind)
-        return x[round(s.start * bar):round(s.end * bar)]
+        return x[round(s.start * bar) : round(s.end * bar)]
 
     def rms_db(a):
         return 10 * np.log10(np.mean(a.astype(np.float64) ** 2))
@@ -218,7 +254,7 @@ def test_the_lyrics_tags_choose_the_sections():
         inside = (attacks >= s.start * bar / SR) & (attacks < s.end * bar / SR)
         return np.count_nonzero(inside) / (s.bars * song.bar_seconds)
 
-    def highs_db(a):                                  # energy per second above 4 kHz
+    def highs_db(a):  # energy per second above 4 kHz
         return 10 * np.log10(share_between(a, 4000, 20000) * np.mean(a.astype(np.float64) ** 2))
 
     verse, chorus, bridge = (section_audio(k) for k in ("verse", "chorus", "bridge"))
@@ -227,13 +263,32 @@ def test_the_lyrics_tags_choose_the_sections():
     assert rate("bridge") < rate("chorus")
 
 
-@pytest.mark.parametrize("tag,kind", [
-    ("Verse 2", "verse"), ("PRE-CHORUS", "pre"), ("Prechorus", "pre"), ("Pre Chorus", "pre"),
-    ("Build-up", "pre"), ("Chorus x2", "chorus"), ("Hook", "chorus"), ("Refrain", "chorus"),
-    ("Post-Chorus", "chorus"), ("Drop", "chorus"), ("Bridge", "bridge"), ("Middle 8", "bridge"),
-    ("Intro", "intro"), ("Outro", "outro"), ("Ending", "outro"), ("Coda", "outro"),
-    ("Instrumental", "solo"), ("Interlude", "solo"), ("Guitar Solo", "solo"),
-    ("Breakdown", "breakdown"), ("Break", "breakdown")])
+@pytest.mark.parametrize(
+    "tag,kind",
+    [
+        ("Verse 2", "verse"),
+        ("PRE-CHORUS", "pre"),
+        ("Prechorus", "pre"),
+        ("Pre Chorus", "pre"),
+        ("Build-up", "pre"),
+        ("Chorus x2", "chorus"),
+        ("Hook", "chorus"),
+        ("Refrain", "chorus"),
+        ("Post-Chorus", "chorus"),
+        ("Drop", "chorus"),
+        ("Bridge", "bridge"),
+        ("Middle 8", "bridge"),
+        ("Intro", "intro"),
+        ("Outro", "outro"),
+        ("Ending", "outro"),
+        ("Coda", "outro"),
+        ("Instrumental", "solo"),
+        ("Interlude", "solo"),
+        ("Guitar Solo", "solo"),
+        ("Breakdown", "breakdown"),
+        ("Break", "breakdown"),
+    ],
+)
 def test_section_tag_spellings(tag, kind):
     assert music.section_kind(tag) == kind
     blocks = music.lyric_blocks(f"[{tag}]\nla la la\n")
@@ -245,15 +300,18 @@ def test_untagged_lyrics_get_verses_and_a_chorus():
     assert [k for k, _ in music.lyric_blocks(lyrics)] == ["verse", "chorus", "verse", "chorus"]
 
 
-@pytest.mark.parametrize("seconds,bpm,beats", [(30, 120, 4), (60, 90, 4), (600, 128, 4),
-                                               (90, 96, 3), (45, 150, 6), (20, 70, 2)])
+@pytest.mark.parametrize(
+    "seconds,bpm,beats",
+    [(30, 120, 4), (60, 90, 4), (600, 128, 4), (90, 96, 3), (45, 150, 6), (20, 70, 2)],
+)
 def test_a_generated_form_fills_the_song(seconds, bpm, beats):
     song = _song(bpm=bpm, beats_per_bar=beats, duration=float(seconds))
     p = render.plan(song)
     bars = math.ceil(seconds / song.bar_seconds - 1e-9)
     assert sum(s.bars for s in p.sections) == bars
-    assert [s.start for s in p.sections] == list(itertools.accumulate(
-        [0] + [s.bars for s in p.sections[:-1]]))
+    assert [s.start for s in p.sections] == list(
+        itertools.accumulate([0] + [s.bars for s in p.sections[:-1]])
+    )
     kinds = [s.kind for s in p.sections]
     if bars >= 12:
         assert kinds[0] == "intro" and kinds[-1] == "outro" and "chorus" in kinds
@@ -288,8 +346,11 @@ def test_a_ten_minute_song_has_four_audibly_different_sections(ten_minutes):
         feats.append((s, loud, 10 * np.log10(e / e.sum() + 1e-12), rate))
 
     def different(f, g):
-        return (abs(f[1] - g[1]) >= 3 or np.sqrt(np.mean((f[2] - g[2]) ** 2)) >= 3
-                or max(f[3], g[3]) >= 1.5 * max(min(f[3], g[3]), 0.1))
+        return (
+            abs(f[1] - g[1]) >= 3
+            or np.sqrt(np.mean((f[2] - g[2]) ** 2)) >= 3
+            or max(f[3], g[3]) >= 1.5 * max(min(f[3], g[3]), 0.1)
+        )
 
     firsts = {}
     for f in feats:
@@ -300,8 +361,11 @@ def test_a_ten_minute_song_has_four_audibly_different_sections(ten_minutes):
             distinct.append(f)
     assert len(distinct) >= 4, [(f[0].kind, round(f[1], 1), round(f[3], 1)) for f in feats]
     # repeats alike: the middle choruses (not the first, not the biggest last one)
-    mid = [f for f in feats if f[0].kind == "chorus" and 1 < f[0].number and not f[0].last
-           and f[0].bars == 8]
+    mid = [
+        f
+        for f in feats
+        if f[0].kind == "chorus" and 1 < f[0].number and not f[0].last and f[0].bars == 8
+    ]
     assert len(mid) >= 3
     assert max(f[1] for f in mid) - min(f[1] for f in mid) < 1.0
 
@@ -310,7 +374,7 @@ def test_a_ten_minute_song_keeps_tempo_and_key(ten_minutes):
     song, p, x = ten_minutes
     assert x.shape == (600 * SR, 2)
     for minute in (1, 5, 9):
-        part = x[minute * 60 * SR:(minute + 1) * 60 * SR]
+        part = x[minute * 60 * SR : (minute + 1) * 60 * SR]
         t = onsets(part)
         assert len(t) >= 40 and grid_fit(t, 120) >= 0.85, minute
         assert in_key_share(part, 9, True) > 0.8, minute
@@ -318,9 +382,19 @@ def test_a_ten_minute_song_keeps_tempo_and_key(ten_minutes):
 
 # ---------------------------------------------------------------- tempo and key
 
-STYLES = ["solo piano", "808 trap", "epic orchestral trailer", "lo-fi piano", "jazz trio",
-          "acoustic folk", "rock anthem", "dreamy synthwave", "ambient pads", "deep house",
-          "waltz with strings"]
+STYLES = [
+    "solo piano",
+    "808 trap",
+    "epic orchestral trailer",
+    "lo-fi piano",
+    "jazz trio",
+    "acoustic folk",
+    "rock anthem",
+    "dreamy synthwave",
+    "ambient pads",
+    "deep house",
+    "waltz with strings",
+]
 
 
 @pytest.mark.parametrize("caption", STYLES)
@@ -336,8 +410,18 @@ def test_every_style_keeps_the_tempo(caption, bpm, beats):
     assert grid_fit(t, bpm * 1.06) <= 0.35 and grid_fit(t, bpm * 0.94) <= 0.35
 
 
-@pytest.mark.parametrize("caption", ["pop song", "lo-fi piano", "epic orchestral trailer",
-                                     "808 trap", "rain ambient", "rock anthem", "jazz trio"])
+@pytest.mark.parametrize(
+    "caption",
+    [
+        "pop song",
+        "lo-fi piano",
+        "epic orchestral trailer",
+        "808 trap",
+        "rain ambient",
+        "rock anthem",
+        "jazz trio",
+    ],
+)
 @pytest.mark.parametrize("tonic,minor", [(9, True), (2, False), (6, True)])
 def test_energy_stays_in_the_key(caption, tonic, minor):
     """Chance (noise, or notes anywhere) puts 7/12 = 58 % of the tonal energy on a key's
@@ -353,9 +437,13 @@ def test_energy_stays_in_the_key(caption, tonic, minor):
 
 # ---------------------------------------------------------------- parts (stems)
 
+
 def test_the_mix_is_the_sum_of_its_parts():
-    song = _song("pop song with strings and choir", lyrics="[Verse]\nla la la la\n"
-                 "[Chorus]\nhold on hold on", duration=16.0)
+    song = _song(
+        "pop song with strings and choir",
+        lyrics="[Verse]\nla la la la\n[Chorus]\nhold on hold on",
+        duration=16.0,
+    )
     mix = render_song(song)
     parts = render.render_parts(song)
     assert {"vocals", "drums", "bass", "strings", "backing_vocals"} <= set(parts)

@@ -45,5 +45,5 @@ def test_old_results_go_when_they_hold_too_much(tmp_path, monkeypatch):
     for job in jobs[:3]:
         _finish(e, job, 400)
     assert [j.id for j in jobs[:3] if e.get(j.id)] == [j.id for j in jobs[1:3]]
-    _finish(e, jobs[3], 5000)                      # the newest result stays, even alone
+    _finish(e, jobs[3], 5000)  # the newest result stays, even alone
     assert [j.id for j in jobs if e.get(j.id)] == [jobs[3].id]

@@ -18,10 +18,20 @@ from support.procs import stop
 
 
 class EngineProcess:
-    def __init__(self, models: Path, port: int, log_path: Path, env: dict | None = None,
-                 extra: list[str] | None = None, via_cli: bool = False):
-        argv = (self_argv("sketch-server") if via_cli
-                else [sys.executable, "-m", "cantor_desktop.sketch"])
+    def __init__(
+        self,
+        models: Path,
+        port: int,
+        log_path: Path,
+        env: dict | None = None,
+        extra: list[str] | None = None,
+        via_cli: bool = False,
+    ):
+        argv = (
+            self_argv("sketch-server")
+            if via_cli
+            else [sys.executable, "-m", "cantor_desktop.sketch"]
+        )
         argv += ["--models", str(models), "--host", "127.0.0.1", "--port", str(port)]
         argv += extra or []
         self.url = f"http://127.0.0.1:{port}"
@@ -30,8 +40,9 @@ class EngineProcess:
         full_env = dict(os.environ)
         full_env.pop("GGML_BACKEND", None)
         full_env.update(env or {})
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log,
-                                     env=full_env)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=self._log, env=full_env
+        )
         self.client = httpx.Client(base_url=self.url, timeout=30)
 
     def wait_ready(self, timeout: float = 10) -> None:
@@ -107,8 +118,21 @@ def parse_multipart(content_type: str, body: bytes) -> list[tuple[dict[str, str]
 
 def read_wav(data: bytes) -> tuple[dict, np.ndarray]:
     """The 44-byte header's fields and the samples as float in [-1, 1], shape (n, channels)."""
-    (riff, size, wave, fmt_id, fmt_len, tag, channels, rate, byte_rate, block, bits,
-     data_id, data_len) = struct.unpack_from("<4sI4s4sIHHIIHH4sI", data)
+    (
+        riff,
+        size,
+        wave,
+        fmt_id,
+        fmt_len,
+        tag,
+        channels,
+        rate,
+        byte_rate,
+        block,
+        bits,
+        data_id,
+        data_len,
+    ) = struct.unpack_from("<4sI4s4sIHHIIHH4sI", data)
     assert (riff, wave, fmt_id, data_id, fmt_len) == (b"RIFF", b"WAVE", b"fmt ", b"data", 16)
     assert size == len(data) - 8 and data_len == len(data) - 44
     assert block == channels * bits // 8 and byte_rate == rate * block
@@ -127,13 +151,14 @@ def read_wav(data: bytes) -> tuple[dict, np.ndarray]:
     return info, x.reshape(-1, channels)
 
 
-def onset_times(audio: np.ndarray, rate: int, threshold: float = 0.3,
-                min_gap: float = 0.06) -> np.ndarray:
+def onset_times(
+    audio: np.ndarray, rate: int, threshold: float = 0.3, min_gap: float = 0.06
+) -> np.ndarray:
     """Times (s) of the strongest attacks: rises of a 20-ms trailing RMS envelope, the
     largest first, at least ``min_gap`` apart, down to ``threshold`` × the largest."""
     mono = (audio.mean(axis=1) if audio.ndim == 2 else audio).astype(np.float64)
     hop, win = rate // 400, rate // 50
-    c = np.concatenate([[0.0], np.cumsum(mono ** 2)])
+    c = np.concatenate([[0.0], np.cumsum(mono**2)])
     idx = np.arange(win, len(mono), hop)
     env = np.sqrt((c[idx] - c[idx - win]) / win)
     rise = np.maximum(0.0, np.diff(env))
@@ -144,7 +169,7 @@ def onset_times(audio: np.ndarray, rate: int, threshold: float = 0.3,
     for i in order:
         if rise[i] < threshold * rise[order[0]]:
             break
-        if not taken[max(0, i - gap):i + gap].any():
+        if not taken[max(0, i - gap) : i + gap].any():
             taken[i] = True
             times.append(idx[i] / rate)
     return np.sort(np.array(times))
@@ -169,6 +194,7 @@ def started_engine(folder: Path) -> EngineProcess:
     """A Sketch engine on a free port with its models under ``folder``, ready."""
     from cantor_desktop.sketch import ensure_sketch_models
     from support.procs import free_port
+
     models = folder / "models"
     ensure_sketch_models(models)
     engine = EngineProcess(models, free_port(), folder / "engine.log")

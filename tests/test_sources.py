@@ -23,12 +23,18 @@ def _wav(path):
 
 def test_a_take_latent_goes_only_to_the_engine_kind_that_made_it(cantor_home, tmp_path):
     audio = _wav(tmp_path / "take.wav")
-    song = Song(id="s1", request={"caption": "x"}, state=SongState.DONE,
-                takes=[Take(n=1, audio=str(audio), duration=0.1)])
+    song = Song(
+        id="s1",
+        request={"caption": "x"},
+        state=SongState.DONE,
+        takes=[Take(n=1, audio=str(audio), duration=0.1)],
+    )
     sources.keep_latent(sources.take_latent_file("s1", 1, "sketch"), b"\1" * FRAME * 3)
 
-    assert sources.resolve("source", {"song": "s1"}, {"s1": song}, "sketch").latent \
+    assert (
+        sources.resolve("source", {"song": "s1"}, {"s1": song}, "sketch").latent
         == b"\1" * FRAME * 3
+    )
     assert sources.resolve("source", {"song": "s1"}, {"s1": song}, "acestep").latent is None
     assert sources.resolve("source", {"song": "s1"}, {"s1": song}).latent is None
 

@@ -17,9 +17,15 @@ CUDA_FATAL = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
 
 def scripted_build(tmp_path, script: dict, device: str = "CPU") -> InstalledBuild:
     script = {"header_only": True, "runs_file": str(tmp_path / "runs"), **script}
-    return InstalledBuild("acestep", "cpu", "scripted", engine_argv(),
-                          {"GGML_BACKEND": device, "SCRIPTED_ENGINE": json.dumps(script)},
-                          None, source="user")
+    return InstalledBuild(
+        "acestep",
+        "cpu",
+        "scripted",
+        engine_argv(),
+        {"GGML_BACKEND": device, "SCRIPTED_ENGINE": json.dumps(script)},
+        None,
+        source="user",
+    )
 
 
 def probes_alive() -> list[int]:
@@ -50,10 +56,11 @@ def test_a_working_build_that_loses_its_last_lines_is_kept(tmp_path):
 
 
 def test_a_cut_fatal_line_is_never_the_reason(tmp_path):
-    build = scripted_build(tmp_path, {"drop_last_lines": 1, "cut_last_line": True,
-                                      "drop_runs": 3}, device="CUDA0")
+    build = scripted_build(
+        tmp_path, {"drop_last_lines": 1, "cut_last_line": True, "drop_runs": 3}, device="CUDA0"
+    )
     result = asyncio.run(trial.trial_load(build, "cuda12", timeout=60))
-    assert not result.ok and result.reason == CUDA_FATAL      # whole, from the 4th probe
+    assert not result.ok and result.reason == CUDA_FATAL  # whole, from the 4th probe
     assert result.probes == 4
 
 
@@ -61,8 +68,9 @@ def test_a_build_that_always_loses_its_lines_is_rejected_after_every_probe(tmp_p
     build = scripted_build(tmp_path, {"drop_last_lines": 4})
     result = asyncio.run(trial.trial_load(build, "cpu", timeout=60))
     assert not result.ok and result.probes == trial.MAX_PROBES
-    assert result.reason.startswith("exited (exit code 1) before initialising a device "
-                                    "(last line: ")
+    assert result.reason.startswith(
+        "exited (exit code 1) before initialising a device (last line: "
+    )
     assert result.reason.endswith(f"; the same in all {trial.MAX_PROBES} tries")
 
 

@@ -69,18 +69,30 @@ def test_library_adds_and_removes_and_compose_follows(qtbot, qloop, node, cantor
     compose.generated.connect(ids.append)
     compose.generate.click()
     run(qloop, until(lambda: ids, what="the song"))
-    run(qloop, until(lambda: link.songs.get(ids[0]) and link.songs[ids[0]].state == "done",
-                     timeout=40, what="the song to be done"), timeout=45)
-    sidecar = json.loads(Path(link.songs[ids[0]].takes[0].audio).with_suffix(".json")
-                         .read_text("utf-8"))
+    run(
+        qloop,
+        until(
+            lambda: link.songs.get(ids[0]) and link.songs[ids[0]].state == "done",
+            timeout=40,
+            what="the song to be done",
+        ),
+        timeout=45,
+    )
+    sidecar = json.loads(
+        Path(link.songs[ids[0]].takes[0].audio).with_suffix(".json").read_text("utf-8")
+    )
     assert sidecar["engine_request"]["adapter"] == "tape.safetensors"
     assert sidecar["engine_request"]["adapter_scale"] == 0.6
     # removed in the Library: Compose keeps the choice, marked, and says why it cannot go
     library.remove_adapter("tape", confirm=False)
     run(qloop, until(lambda: table.rowCount() == 1, what="the row to go"))
     assert "tape removed" in library.message.text()
-    run(qloop, until(lambda: ("tape (not installed)", "tape") in _combo(compose),
-                     what="the combo to follow"))
+    run(
+        qloop,
+        until(
+            lambda: ("tape (not installed)", "tape") in _combo(compose), what="the combo to follow"
+        ),
+    )
     assert not compose.generate.isEnabled()
     assert "Adapter tape is not installed on the node" in compose.problem.text()
     assert not (cantor_home / "models" / "adapters" / "tape.safetensors").exists()
@@ -89,8 +101,7 @@ def test_library_adds_and_removes_and_compose_follows(qtbot, qloop, node, cantor
     run(qloop, link.shutdown())
 
 
-def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, cantor_home,
-                                                                tmp_path):
+def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, cantor_home, tmp_path):
     from cantor_desktop.secrets import set_secret
     from cantor_desktop.ui.node_link import REMOTE_TOKEN
     from test_node_library_routes import their_node
@@ -105,8 +116,7 @@ def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, can
         link, library, compose = _pages(qtbot, qloop, theirs.url)
         assert link.remote
         library.add_adapters([str(tape), str(style), str(sd)])
-        run(qloop, until(lambda: "Not added" in library.message.text(), what="outcome"),
-            timeout=30)
+        run(qloop, until(lambda: "Not added" in library.message.text(), what="outcome"), timeout=30)
         text = library.message.text()
         assert "Added tape" in text
         assert "my-style: a PEFT folder can be added only on the node's own machine" in text
@@ -123,14 +133,19 @@ def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, can
 
 def test_a_draft_naming_an_adapter_keeps_it_until_the_list_arrives(qtbot, qloop):
     from cantor_desktop.ui.compose_form import ComposeForm
+
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     compose = ComposePage(link)
     qtbot.addWidget(compose)
     compose.set_form(ComposeForm(caption="x", adapter="tape", adapter_scale="1.5"))
     assert compose.form().adapter == "tape" and compose.form().adapter_scale == "1.5"
-    assert compose.generate.isEnabled()                 # the node's list is not known yet
-    compose.adapter_list.set({"adapters": [{"name": "tape", "made_for": "ACE-Step 1.5 "
-                                            "(XL DiT)", "dit": "XL"}], "folder": "/x"})
+    assert compose.generate.isEnabled()  # the node's list is not known yet
+    compose.adapter_list.set(
+        {
+            "adapters": [{"name": "tape", "made_for": "ACE-Step 1.5 (XL DiT)", "dit": "XL"}],
+            "folder": "/x",
+        }
+    )
     assert _combo(compose) == [("none", ""), ("tape", "tape")]
     assert compose.form().adapter == "tape"
     compose.model.addItem("ACE-Step Turbo", "acestep-v15-turbo-Q8_0")

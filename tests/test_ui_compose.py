@@ -28,7 +28,7 @@ def test_invalid_fields_block_generate_with_the_reason(qtbot, qloop):
     assert page.generate.isEnabled() and page.problem.text() == ""
     page.bpm.setText("400")
     assert not page.generate.isEnabled()
-    assert "BPM must be from 30 to 300" in page.problem.text()   # the label's own name
+    assert "BPM must be from 30 to 300" in page.problem.text()  # the label's own name
     page.bpm.setText("92")
     page.key.setCurrentText("H minor")
     assert not page.generate.isEnabled() and "Key" in page.problem.text()
@@ -72,9 +72,17 @@ def test_instrumental_switch_sends_the_sentinel_and_keeps_lyrics(qtbot, qloop, n
 
 
 def test_use_these_settings_round_trip():
-    params = {"caption": "waltz", "lyrics": "[Instrumental]", "bpm": 90, "duration": 30.0,
-              "time_signature": 3, "key": "A minor", "model": "sketch", "format": "flac",
-              "batch": 2}
+    params = {
+        "caption": "waltz",
+        "lyrics": "[Instrumental]",
+        "bpm": 90,
+        "duration": 30.0,
+        "time_signature": 3,
+        "key": "A minor",
+        "model": "sketch",
+        "format": "flac",
+        "batch": 2,
+    }
     form = ComposeForm.from_settings(params, seed=1234)
     body = form.validated()
     assert body["seed"] == 1234 and body["time_signature"] == 3 and body["duration"] == 30.0
@@ -83,6 +91,7 @@ def test_use_these_settings_round_trip():
 
 def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
     from support.procs import free_port
+
     url = f"http://127.0.0.1:{free_port()}"
     link = NodeLink(url=url, start_child=False)
     run(qloop, link._connect())
@@ -121,8 +130,7 @@ def test_a_cover_carries_its_source_and_strength_explained(qtbot, qloop):
     page.strength.setValue(40)
     assert "40 % of the steps hear the source" in page.strength_words.text()
     body = page.form().validated()
-    assert body["task"] == "cover" and body["source"] == {"song": "0123456789abcdef",
-                                                          "take": 2}
+    assert body["task"] == "cover" and body["source"] == {"song": "0123456789abcdef", "take": 2}
     assert body["strength"] == 0.4
     page.set_reference({"upload": "fedcba9876543210"}, "my guitar.wav")
     assert page.form().validated()["reference"] == {"upload": "fedcba9876543210"}
@@ -135,11 +143,11 @@ def test_fields_are_outlined_when_they_hold_something_wrong_or_generate_was_aske
     from cantor_desktop.ui.pages.compose import BAD_FIELD
 
     link, page = make_page(qtbot)
-    assert "Caption" in page.problem.text()             # said at once, under the form …
-    assert page.caption.styleSheet() == ""              # … but an empty field is not red yet
+    assert "Caption" in page.problem.text()  # said at once, under the form …
+    assert page.caption.styleSheet() == ""  # … but an empty field is not red yet
     page.bpm.setText("400")
-    assert page.bpm.styleSheet() == BAD_FIELD           # something wrong in it: outlined now
-    page.on_generate()                                  # Generate (Ctrl+Enter) asked for
+    assert page.bpm.styleSheet() == BAD_FIELD  # something wrong in it: outlined now
+    page.on_generate()  # Generate (Ctrl+Enter) asked for
     assert page.caption.styleSheet() == BAD_FIELD and not page.generate.isEnabled()
     page.caption.setPlainText("dusty boom bap")
     page.bpm.setText("92")
@@ -148,19 +156,19 @@ def test_fields_are_outlined_when_they_hold_something_wrong_or_generate_was_aske
 
 def test_the_advanced_section_is_built_when_first_needed_and_loses_nothing(qtbot, qloop):
     link, page = make_page(qtbot)
-    assert page._advanced is None                       # folded at start: not built
+    assert page._advanced is None  # folded at start: not built
     assert page.form().steps == "" and page.form().advanced_set == 0
     page.set_adapters([{"name": "tape", "made_for": "the 2B DiT", "dit": "2B"}])
-    assert page._advanced is None                       # kept for when it is built
+    assert page._advanced is None  # kept for when it is built
     form = page.form()
     form.steps, form.adapter = "12", "tape"
-    page.set_form(form)                                 # "Use these settings": built to show them
+    page.set_form(form)  # "Use these settings": built to show them
     assert page._advanced is not None
     combo = page.adv_fields["adapter"]
     assert [combo.itemText(i) for i in range(combo.count())] == ["none", "tape"]
     assert page.form().steps == "12" and page.form().adapter == "tape"
-    assert "(3 set)" in page.advanced_toggle.text()       # steps, the adapter and its scale
-    page.advanced_toggle.setChecked(True)               # unfolded: the same section shows
+    assert "(3 set)" in page.advanced_toggle.text()  # steps, the adapter and its scale
+    page.advanced_toggle.setChecked(True)  # unfolded: the same section shows
     assert page.adv_fields["steps"].isVisibleTo(page)
 
 
@@ -170,9 +178,13 @@ def test_the_queue_is_a_line_until_the_first_song_then_a_row_each(qtbot, qloop):
     link, page = make_page(qtbot)
     assert page.queue.tree is None and page.queue.empty.isVisibleTo(page)
     page.show_song(Song(id="old", request={"caption": "an old song"}, state=SongState.DONE))
-    assert page.queue.tree is None                      # history is the Songs page's
-    page.show_song(Song(id="s1", request={"caption": "first"}, state=SongState.RUNNING, progress=0.25))
+    assert page.queue.tree is None  # history is the Songs page's
+    page.show_song(
+        Song(id="s1", request={"caption": "first"}, state=SongState.RUNNING, progress=0.25)
+    )
     assert page.queue.row_count() == 1 and not page.queue.empty.isVisibleTo(page)
     assert page.queue_progress("s1") == 0.25
-    page.show_song(Song(id="s1", request={"caption": "first"}, state=SongState.FAILED, progress=0.25))
+    page.show_song(
+        Song(id="s1", request={"caption": "first"}, state=SongState.FAILED, progress=0.25)
+    )
     assert page.queue.tree.itemWidget(page.queue._rows["s1"], 4).text() == "Retry"

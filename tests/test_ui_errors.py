@@ -10,17 +10,21 @@ def test_errors_reach_the_user_by_their_kind_not_their_class_name():
     from cantor_desktop.song_request import RequestError
     from cantor_desktop.ui.tasks import describe_error
 
-    class Subclassed(NodeError):          # a name describe_error has never heard of
+    class Subclassed(NodeError):  # a name describe_error has never heard of
         pass
 
-    assert describe_error(Subclassed("the queue is full (node.max_queue = 2)", 429)) == \
-        "the queue is full (node.max_queue = 2)"
-    assert describe_error(RequestError("bpm", "must be from 30 to 300")) == \
-        "bpm: must be from 30 to 300"
+    assert (
+        describe_error(Subclassed("the queue is full (node.max_queue = 2)", 429))
+        == "the queue is full (node.max_queue = 2)"
+    )
+    assert (
+        describe_error(RequestError("bpm", "must be from 30 to 300"))
+        == "bpm: must be from 30 to 300"
+    )
     assert describe_error(ConfigError("node.toml: line 2, column 6: …")).startswith("node.toml")
-    assert describe_error(ConnectError("refused")) == \
-        "The node does not answer (is it running?)"
-    assert describe_error(ConnectTimeout("no answer")) == \
-        "The node does not answer (is it running?)"
+    assert describe_error(ConnectError("refused")) == "The node does not answer (is it running?)"
+    assert (
+        describe_error(ConnectTimeout("no answer")) == "The node does not answer (is it running?)"
+    )
     assert describe_error(ReadTimeout("slow")) == "The node took too long to answer"
     assert describe_error(KeyError("x")) == "KeyError: 'x'"

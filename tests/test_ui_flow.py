@@ -27,8 +27,9 @@ def shell(qapp, url=None, start_child=True) -> Shell:
     return s
 
 
-def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node, tmp_path,
-                                                             monkeypatch):
+def test_compose_to_songs_with_rising_progress_and_a_waveform(
+    qapp, qloop, node, tmp_path, monkeypatch
+):
     # the trash used below lives in XDG_DATA_HOME (the test's own, from conftest)
     os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)
     s = shell(qapp, node.url, start_child=False)
@@ -42,8 +43,14 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node,
     c.bpm.setText("120")
     c.generate.click()
     songs = s.window.songs
-    run(qloop, until(lambda: songs.model.rowCount() and songs.model.row(0).song.state == "done",
-                     timeout=60, what="the song to finish"))
+    run(
+        qloop,
+        until(
+            lambda: songs.model.rowCount() and songs.model.row(0).song.state == "done",
+            timeout=60,
+            what="the song to finish",
+        ),
+    )
     rec = songs.model.row(0).song
     take = rec.takes[0]
     assert rec.path and os.path.exists(rec.path) and take.seed is not None
@@ -59,7 +66,9 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node,
     songs.reuse.click()
     assert s.window.pages.currentWidget() is c
     assert c.seed_lock.isChecked() and c.seed.text() == str(take.seed)
-    assert c.form().validated()["bpm"] == 120 and c.caption.toPlainText() == "bright synth pop, claps"
+    assert (
+        c.form().validated()["bpm"] == 120 and c.caption.toPlainText() == "bright synth pop, claps"
+    )
     # the tray's "song ready" notification opens the song in Songs
     s.tray.notify_done(rec)
     s.window.show_page("Compose")
@@ -67,8 +76,10 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node,
     assert s.window.pages.currentWidget() is songs and songs.current().id == rec.id
     # Move to trash: the file goes, and the node forgets the song so it does not come back
     from PySide6.QtCore import QItemSelectionModel
-    songs.view.selectionModel().select(songs.model.index(songs.model.row_of(rec.id), 0),
-                                       QItemSelectionModel.ClearAndSelect)
+
+    songs.view.selectionModel().select(
+        songs.model.index(songs.model.row_of(rec.id), 0), QItemSelectionModel.ClearAndSelect
+    )
     assert songs.trash_selected(confirm=False) == [rec.id] and not os.path.exists(rec.path)
 
     async def node_lists_it():
@@ -79,6 +90,7 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(qapp, qloop, node,
         while await node_lists_it():
             await asyncio.sleep(0.05)
         return True
+
     assert run(qloop, forgotten(), timeout=10)
     run(qloop, s.link.refresh_songs())
     assert songs.model.row_of(rec.id) < 0
@@ -91,27 +103,42 @@ def test_cancel_a_running_song(qapp, qloop, node):
     rec = run(qloop, s.link.submit({"caption": "long drone", "duration": 600, "model": "sketch"}))
     run(qloop, until(lambda: s.link.songs[rec.id].state in ("running", "queued"), what="start"))
     s.link.cancel_song(rec.id)
-    run(qloop, until(lambda: s.link.songs[rec.id].state == "cancelled", timeout=30,
-                     what="the cancel"))
-    assert httpx.get(f"{node.url}/v1/songs/{rec.id}", headers=bearer(read_token())).json()["state"] == "cancelled"
+    run(
+        qloop,
+        until(lambda: s.link.songs[rec.id].state == "cancelled", timeout=30, what="the cancel"),
+    )
+    assert (
+        httpx.get(f"{node.url}/v1/songs/{rec.id}", headers=bearer(read_token())).json()["state"]
+        == "cancelled"
+    )
     run(qloop, s.link.shutdown())
 
 
 def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
     config.update({"node.port": free_port()})
     s = shell(qapp)
-    menu = s.tray.menu          # built before the node starts: it follows the link from here
+    menu = s.tray.menu  # built before the node starts: it follows the link from here
     assert menu.start.isEnabled() and menu.status.text() == s.link.status_line()
     s.link.start()
     run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="the child node"))
     assert s.link.owns_node and menu.stop.isEnabled() and not menu.start.isEnabled()
-    assert menu.status.text() == s.link.status_line()   # the tray says the link's state
+    assert menu.status.text() == s.link.status_line()  # the tray says the link's state
     assert menu.status.text().startswith("Node ready")
     killed = s.link.process.pid
     os.kill(killed, signal.SIGKILL)
-    run(qloop, until(lambda: s.link.process is not None and s.link.process.pid != killed
-                     and s.link.state == "idle", timeout=30, what="the restart"))
-    restarted = s.link.process.pid            # the node the tray is about to stop
+    run(
+        qloop,
+        until(
+            lambda: (
+                s.link.process is not None
+                and s.link.process.pid != killed
+                and s.link.state == "idle"
+            ),
+            timeout=30,
+            what="the restart",
+        ),
+    )
+    restarted = s.link.process.pid  # the node the tray is about to stop
     assert answers(s.link.url)
     menu.stop.trigger()
     run(qloop, until(lambda: s.link.state == "stopped", timeout=15, what="stop"))
@@ -132,6 +159,7 @@ def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
 def hub(monkeypatch):
     """The test suite's model hub on 127.0.0.1, paced so the pull lasts a few seconds."""
     from support.hub import ModelHub
+
     with ModelHub() as h:
         for name in h.add_set(size=8 * 1024 * 1024):
             h.cdn.throttle(h.cdn_path(name), 8 * 1024 * 1024)
@@ -144,9 +172,10 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     run(qloop, s.link._connect())
     s.window.show()
     library = s.window.library  # the pages are open before the heartbeat starts: building
-    s.window.songs              # one is a UI action of its own, not the song or the pull
+    s.window.songs  # one is a UI action of its own, not the song or the pull
     run(qloop, until(lambda: "acestep-v15-turbo-Q8_0" in library.rows, what="the catalogue"))
     import gc
+
     gc_pauses: list[float] = []
     gc_start = [0.0]
 
@@ -160,7 +189,7 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     beat = Heartbeat(5)
     beat.start()
     rec = run(qloop, s.link.submit({"caption": "march, brass", "duration": 30, "model": "sketch"}))
-    events: list = []                   # PullEvents
+    events: list = []  # PullEvents
     s.link.pull_event.connect(lambda name, e: events.append(e))
     library.pull("acestep-v15-turbo-Q8_0")
     s.window.show_page("Songs")
@@ -170,19 +199,27 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
         done = sum(1 for e in events if e.type == "file_done")
         return plan is not None and done == len(plan.files) and plan.total > 0
 
-    run(qloop, until(lambda: s.link.songs[rec.id].state == "done" and downloaded(),
-                     timeout=120, what="the song and the download"))
+    run(
+        qloop,
+        until(
+            lambda: s.link.songs[rec.id].state == "done" and downloaded(),
+            timeout=120,
+            what="the song and the download",
+        ),
+    )
     beat.stop()
     gc.callbacks.remove(gc_watch)
     plan = next(e for e in events if e.type == "plan")
     assert max(e.received for e in events) == plan.total >= 24 * 1024 * 1024
     assert s.link.songs[rec.id].state == "done"
-    assert len(beat.counted()) > 100                      # the loop was watched all along
+    assert len(beat.counted()) > 100  # the loop was watched all along
     # The product's figure: the app never holds its loop for 50 ms (three frames) while a
     # song and a pull run. Time the machine made the GUI thread wait for a CPU (other
     # processes on a loaded machine) is not the app's and is taken out of each gap.
-    assert beat.worst_app_ms() < 50, (f"the loop stalled: {beat.describe()}; longest GC "
-                                      f"pause {max(gc_pauses, default=0) * 1000:.1f} ms")
+    assert beat.worst_app_ms() < 50, (
+        f"the loop stalled: {beat.describe()}; longest GC "
+        f"pause {max(gc_pauses, default=0) * 1000:.1f} ms"
+    )
     run(qloop, s.link.shutdown())
 
 
@@ -194,9 +231,9 @@ def test_the_first_close_to_the_tray_says_so_once(qapp, qloop):
     for _ in range(3):
         s.window.show()
         s.window.close()
-        assert not s.window.isVisible()            # still running, in the tray
+        assert not s.window.isVisible()  # still running, in the tray
     assert len(told) == 1 and "Quit from the tray" in told[0]
-    again = shell(qapp, start_child=False)         # a later start of the app: not again
+    again = shell(qapp, start_child=False)  # a later start of the app: not again
     again.tray.tell = lambda title, text: told.append(text)
     again.window.keep_in_tray = True
     again.window.show()

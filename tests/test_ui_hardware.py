@@ -13,15 +13,23 @@ def test_before_the_node_answers_every_backend_is_unknown_and_cannot_be_installe
 
 
 def test_a_supported_backend_not_installed_is_installable():
-    system = {"hardware": {"backends": {
-        "cpu": {"supported": True, "evidence": ["/proc/cpuinfo: AVX2"]},
-        "vulkan": {"supported": False, "reason": "No Vulkan device found."}}}}
+    system = {
+        "hardware": {
+            "backends": {
+                "cpu": {"supported": True, "evidence": ["/proc/cpuinfo: AVX2"]},
+                "vulkan": {"supported": False, "reason": "No Vulkan device found."},
+            }
+        }
+    }
     by_name = {r["name"]: r for r in backend_rows(system)}
     assert by_name["cpu"]["state"] == "installable" and by_name["cpu"]["supported"]
     assert by_name["vulkan"]["state"] == "unsupported" and not by_name["vulkan"]["supported"]
     assert by_name["vulkan"]["reason"] == "No Vulkan device found."
-    status = {"families": {"acestep": {"backends": [{"name": "cpu", "state": "installed",
-                                                     "installed": True}]}}}
+    status = {
+        "families": {
+            "acestep": {"backends": [{"name": "cpu", "state": "installed", "installed": True}]}
+        }
+    }
     assert {r["name"]: r for r in backend_rows({**system, **status})}["cpu"]["state"] == "installed"
 
 
@@ -32,6 +40,7 @@ def test_first_run_set_up_does_the_next_step(qtbot, qloop):
     from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.window import MainWindow
+
     link = NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False)
     w = MainWindow(link)
     qtbot.addWidget(w)
@@ -41,7 +50,7 @@ def test_first_run_set_up_does_the_next_step(qtbot, qloop):
     w.banner.setup.click()
     assert w.pages.currentWidget() is w.hardware
     log = [w.hardware.log.item(i).text() for i in range(w.hardware.log.count())]
-    assert log == ["The node is not running; start it first."]      # find_best was asked
+    assert log == ["The node is not running; start it first."]  # find_best was asked
     system = {"families": {"acestep": {"backends": [{"name": "cpu", "installed": True}]}}}
     w.banner.update_from(system, [])
     assert w.banner.state == "needs download"
@@ -60,11 +69,18 @@ def test_a_refused_find_ends_on_one_plain_line(qtbot):
     from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.hardware import HardwarePage
+
     page = HardwarePage(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
     qtbot.addWidget(page)
     page.running_key, page.running_action = "k", "find"
-    page.on_event("k", {"backend": None, "outcome": "rejected",
-                        "message": "No backend works on this machine: cpu: offline."})
+    page.on_event(
+        "k",
+        {
+            "backend": None,
+            "outcome": "rejected",
+            "message": "No backend works on this machine: cpu: offline.",
+        },
+    )
     page.on_event("k", {"state": "failed", "error": ""})
     lines = [page.log.item(i).text() for i in range(page.log.count())]
     assert lines == ["No backend works on this machine: cpu: offline.", "Failed."]
@@ -76,16 +92,35 @@ def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbo
     from support.procs import free_port
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.hardware import HardwarePage
-    reason = ("rejected: [Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU (trial "
-              "load of v0.1.1, 2026-11-30 03:12 UTC). Run: cantor backends --use cuda12 to "
-              "try it again")
-    system = {"hardware": {"backends": {"cuda12": {"supported": True,
-                                                   "evidence": ["nvidia-smi: RTX 4070"]},
-                                        "cpu": {"supported": True}}},
-              "families": {"acestep": {"default": "cpu", "backends": [
-                  {"name": "cuda12", "state": "rejected", "installed": False,
-                   "message": reason, "evidence": ["nvidia-smi: RTX 4070"]},
-                  {"name": "cpu", "state": "installed", "installed": True}]}}}
+
+    reason = (
+        "rejected: [Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU (trial "
+        "load of v0.1.1, 2026-11-30 03:12 UTC). Run: cantor backends --use cuda12 to "
+        "try it again"
+    )
+    system = {
+        "hardware": {
+            "backends": {
+                "cuda12": {"supported": True, "evidence": ["nvidia-smi: RTX 4070"]},
+                "cpu": {"supported": True},
+            }
+        },
+        "families": {
+            "acestep": {
+                "default": "cpu",
+                "backends": [
+                    {
+                        "name": "cuda12",
+                        "state": "rejected",
+                        "installed": False,
+                        "message": reason,
+                        "evidence": ["nvidia-smi: RTX 4070"],
+                    },
+                    {"name": "cpu", "state": "installed", "installed": True},
+                ],
+            }
+        },
+    }
     rows = {r["name"]: r for r in backend_rows(system)}
     assert rows["cuda12"]["state"] == "rejected" and rows["cuda12"]["reason"] == reason
     page = HardwarePage(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
@@ -94,4 +129,4 @@ def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbo
     assert page.table.item(0, 1).text() == "rejected"
     assert page.table.item(0, 2).text().startswith("rejected: [Load] FATAL: GGML_BACKEND=CUDA0")
     assert page.table.cellWidget(0, 3).findChildren(type(page.find))[0].text() == "Try again"
-    assert page.table.item(0, 0).text() == "cuda12"          # not the auto choice
+    assert page.table.item(0, 0).text() == "cuda12"  # not the auto choice

@@ -31,6 +31,7 @@ def small_lm(cantor_home):
 @pytest.fixture
 def hub(monkeypatch, small_lm):
     from support.hub import ModelHub
+
     with ModelHub() as h:
         for name in h.add_set(size=SIZE):
             h.cdn.throttle(h.cdn_path(name), 4 * 1024 * 1024)
@@ -49,12 +50,14 @@ def _page(qtbot, qloop, url: str) -> tuple[NodeLink, LibraryPage]:
 
 def _buttons(page: LibraryPage, name: str) -> list[str]:
     from PySide6.QtWidgets import QPushButton
+
     cell = page.table.cellWidget(page.rows[name], 6)
     return [b.text() for b in cell.findChildren(QPushButton)]
 
 
 def _click(page: LibraryPage, name: str, label: str) -> None:
     from PySide6.QtWidgets import QPushButton
+
     cell = page.table.cellWidget(page.rows[name], 6)
     next(b for b in cell.findChildren(QPushButton) if b.text() == label).click()
 
@@ -72,9 +75,14 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_ho
     link.pull_event.connect(lambda name, e: events.append(e))
     page.pull(MODEL)
     assert _buttons(page, MODEL) == ["Pause", "Cancel"]
-    run(qloop, until(lambda: any(e.file == DIT and e.file_received > SIZE // 4 for e in events),
-                     what="a quarter of the first file"))
-    assert all(isinstance(e, PullEvent) for e in events)          # typed, node to page
+    run(
+        qloop,
+        until(
+            lambda: any(e.file == DIT and e.file_received > SIZE // 4 for e in events),
+            what="a quarter of the first file",
+        ),
+    )
+    assert all(isinstance(e, PullEvent) for e in events)  # typed, node to page
     assert [e.type for e in events][:2] == ["catalogue", "plan"]
     assert "MiB /" in page._bar(row).format() and page.table.item(row, 4).text().endswith("/s")
     page.pause(MODEL)
@@ -85,9 +93,8 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_ho
     before = len(hub.cdn.requests_for(hub.cdn_path(DIT)))
     events.clear()
     _click(page, MODEL, "Resume")  # pulling again continues the .part file
-    run(qloop, until(lambda: any(e.type == "done" for e in events), timeout=60,
-                     what="the files"))
-    assert sum(e.type == "file_done" for e in events) == 4     # DiT, text encoder, VAE, LM
+    run(qloop, until(lambda: any(e.type == "done" for e in events), timeout=60, what="the files"))
+    assert sum(e.type == "file_done" for e in events) == 4  # DiT, text encoder, VAE, LM
     ranges = [r.header("range") for r in hub.cdn.requests_for(hub.cdn_path(DIT))[before:]]
     assert any(r and r.startswith("bytes=") and r != "bytes=0-" for r in ranges), ranges
     run(qloop, until(lambda: _buttons(page, MODEL) == ["Remove"], what="Remove"))
@@ -95,9 +102,8 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_ho
     run(qloop, link.shutdown())
 
 
-def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub, node,
-                                                              cantor_home):
-    hub.cdn.fail(hub.cdn_path(DIT), 404, times=1)              # the CDN fails once
+def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub, node, cantor_home):
+    hub.cdn.fail(hub.cdn_path(DIT), 404, times=1)  # the CDN fails once
     link, page = _page(qtbot, qloop, node.url)
     events: list[PullEvent] = []
     link.pull_event.connect(lambda name, e: events.append(e))
@@ -108,37 +114,48 @@ def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub,
     row = page.rows[MODEL]
     assert page.table.item(row, 2).text() == "failed"
     assert "HTTP 404" in page.table.item(row, 2).toolTip()
-    assert _buttons(page, MODEL) == ["Retry"]                  # no Pause, no Cancel
-    assert page.message.text().startswith(f"Download of {MODEL} failed") \
+    assert _buttons(page, MODEL) == ["Retry"]  # no Pause, no Cancel
+    assert (
+        page.message.text().startswith(f"Download of {MODEL} failed")
         and "c0392b" in page.message.styleSheet()
+    )
     run(qloop, until(lambda: any(n == len(events) for n in reloads), what="the list again"))
-    assert _buttons(page, MODEL) == ["Retry"]                  # still, after the list reloads
+    assert _buttons(page, MODEL) == ["Retry"]  # still, after the list reloads
     events.clear()
     _click(page, MODEL, "Retry")
-    run(qloop, until(lambda: any(e.is_terminal for e in events), timeout=60, what="the retry"),
-        timeout=70)
+    run(
+        qloop,
+        until(lambda: any(e.is_terminal for e in events), timeout=60, what="the retry"),
+        timeout=70,
+    )
     assert events[-1].type == "done", events[-1]
     run(qloop, until(lambda: _buttons(page, MODEL) == ["Remove"], what="Remove"))
     assert not _parts(cantor_home)
     run(qloop, link.shutdown())
 
 
-def test_discard_removes_the_partial_files_through_the_node(qtbot, qloop, hub, node,
-                                                            cantor_home):
+def test_discard_removes_the_partial_files_through_the_node(qtbot, qloop, hub, node, cantor_home):
     link, page = _page(qtbot, qloop, node.url)
     events: list[PullEvent] = []
     link.pull_event.connect(lambda name, e: events.append(e))
     page.pull(MODEL)
     run(qloop, until(lambda: any(e.file_received > SIZE // 4 for e in events), what="bytes"))
-    _click(page, MODEL, "Cancel")          # stop, then delete what arrived
-    run(qloop, until(lambda: "partly downloaded file" in page.message.text(),
-                     what="the discard"), timeout=30)
+    _click(page, MODEL, "Cancel")  # stop, then delete what arrived
+    run(
+        qloop,
+        until(lambda: "partly downloaded file" in page.message.text(), what="the discard"),
+        timeout=30,
+    )
     assert not _parts(cantor_home)
     assert (cantor_home / "models" / "acestep").exists()
     run(qloop, until(lambda: _buttons(page, MODEL) == ["Download"], what="Download again"))
-    page.cancel(MODEL)                     # nothing left: it says so, nothing fails
-    run(qloop, until(lambda: "nothing partly downloaded" in page.message.text(),
-                     what="nothing to discard"))
+    page.cancel(MODEL)  # nothing left: it says so, nothing fails
+    run(
+        qloop,
+        until(
+            lambda: "nothing partly downloaded" in page.message.text(), what="nothing to discard"
+        ),
+    )
     run(qloop, link.shutdown())
 
 
@@ -146,19 +163,32 @@ def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qt
     """The node's final ``done`` event with engine_ready false: the row reads ready and
     the page says what is missing and where to go next."""
     from cantor_desktop.ui.pages.library import done_message
+
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
-    page.set_models([{"name": MODEL, "state": "not downloaded", "size_bytes": 0,
-                      "download_bytes": SIZE, "variant": "turbo", "quant": "Q8_0"}])
-    event = PullEvent("done", MODEL, engine_ready=False,
-                      engine_error="no backend runs on this machine.")
+    page.set_models(
+        [
+            {
+                "name": MODEL,
+                "state": "not downloaded",
+                "size_bytes": 0,
+                "download_bytes": SIZE,
+                "variant": "turbo",
+                "quant": "Q8_0",
+            }
+        ]
+    )
+    event = PullEvent(
+        "done", MODEL, engine_ready=False, engine_error="no backend runs on this machine."
+    )
     page.on_pull_event(MODEL, event)
     assert page.table.item(page.rows[MODEL], 2).text() == "ready"
     assert page.message.text() == done_message(MODEL, event)
     assert done_message(MODEL, event) == (
         f"{MODEL}: Model ready. No engine yet: no backend runs on this machine "
-        "— Hardware & Backends → Find the best backend")
+        "— Hardware & Backends → Find the best backend"
+    )
     assert done_message(MODEL, PullEvent("done", MODEL, engine_ready=True)).endswith("ready.")
 
 
@@ -166,12 +196,22 @@ def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qt
 def test_the_action_column_stays_in_view_and_long_names_elide(qtbot, qloop, width):
     """About 900 px of window leaves the table ~650 px: no sideways scrolling, actions seen."""
     from PySide6.QtCore import Qt
+
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
-    page.set_models([{"name": f"{MODEL}-with-a-very-long-suffix-{i}", "state": "partial",
-                      "size_bytes": SIZE, "download_bytes": SIZE,
-                      "display_name": "ACE-Step 1.5 Turbo, a long title"} for i in range(3)])
+    page.set_models(
+        [
+            {
+                "name": f"{MODEL}-with-a-very-long-suffix-{i}",
+                "state": "partial",
+                "size_bytes": SIZE,
+                "download_bytes": SIZE,
+                "display_name": "ACE-Step 1.5 Turbo, a long title",
+            }
+            for i in range(3)
+        ]
+    )
     page.resize(width, 500)
     page.show()
     qtbot.waitExposed(page)
@@ -198,13 +238,14 @@ def test_import_by_path_through_this_homes_node(qtbot, qloop, node, cantor_home,
     run(qloop, until(lambda: page.message.text().startswith("Imported 1 of 2"), what="outcome"))
     assert "broken.gguf: " in page.message.text() and "GGUF" in page.message.text()
     registry = (cantor_home / "models" / "library.json").read_text()
-    assert str(dit) in registry                                  # adopted where it is
+    assert str(dit) in registry  # adopted where it is
     assert not (cantor_home / "models" / "acestep" / "my-dit.gguf").exists()
     run(qloop, link.shutdown())
 
 
-def test_import_to_a_remote_node_uploads_into_its_models_folder(qtbot, qloop, cantor_home,
-                                                                tmp_path):
+def test_import_to_a_remote_node_uploads_into_its_models_folder(
+    qtbot, qloop, cantor_home, tmp_path
+):
     from cantor_desktop.secrets import set_secret
     from cantor_desktop.ui.node_link import REMOTE_TOKEN
     from support.hub import model_bytes
@@ -221,24 +262,29 @@ def test_import_to_a_remote_node_uploads_into_its_models_folder(qtbot, qloop, ca
         link, page = _page(qtbot, qloop, theirs.url)
         assert link.remote
         page.import_files([str(mine / DIT), str(mine / "photo.gguf")])
-        run(qloop, until(lambda: page.message.text().startswith("Imported"), what="outcome"),
-            timeout=30)
+        run(
+            qloop,
+            until(lambda: page.message.text().startswith("Imported"), what="outcome"),
+            timeout=30,
+        )
         text = page.message.text()
         assert text.startswith("Imported 1 of 2 file(s) into the node's models folder"), text
         assert "photo.gguf: " in text and "not a GGUF" in text
         landed = theirs.home / "models" / "acestep" / DIT
         assert landed.read_bytes() == (mine / DIT).read_bytes()
-        assert sorted(p.name for p in landed.parent.iterdir()) == [DIT]   # photo never sent
-        assert not (cantor_home / "models").exists() or \
-            not any(p.is_file() for p in (cantor_home / "models").rglob("*"))
+        assert sorted(p.name for p in landed.parent.iterdir()) == [DIT]  # photo never sent
+        assert not (cantor_home / "models").exists() or not any(
+            p.is_file() for p in (cantor_home / "models").rglob("*")
+        )
         assert "on the node's machine" in page.disk.text()
         run(qloop, link.shutdown())
     finally:
         run(qloop, theirs.stop())
 
 
-def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(qtbot, qloop, cantor_home,
-                                                                  tmp_path):
+def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(
+    qtbot, qloop, cantor_home, tmp_path
+):
     from cantor_desktop import secrets
     from cantor_desktop.ui.node_link import REMOTE_TOKEN
     from test_node_library_routes import their_node
@@ -258,15 +304,17 @@ def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(qtbot, qloop, 
         assert "node's machine" in page.message.text()
         status = run(qloop, link.client.hf_token())
         assert status == {"set": True, "source": "keyring", "note": ""}
-        assert secrets.get_secret(secrets.HF_TOKEN) is None      # not in this machine's keyring
+        assert secrets.get_secret(secrets.HF_TOKEN) is None  # not in this machine's keyring
         stored = (tmp_path / "their-xdg" / "python_keyring" / "keyring_pass.cfg").read_text()
-        assert base64.b64encode(secret.encode()).decode() in stored   # in the node's keyring
+        assert base64.b64encode(secret.encode()).decode() in stored  # in the node's keyring
         page.hf_remove.click()
         run(qloop, until(lambda: page.hf_state.text() == "not set", what="removed"))
         page.hf_token.setText("bad token with spaces")
         page.hf_save.click()
-        run(qloop, until(lambda: page.message.text().startswith("Token not saved"),
-                         what="the refusal"))
+        run(
+            qloop,
+            until(lambda: page.message.text().startswith("Token not saved"), what="the refusal"),
+        )
         assert "c0392b" in page.message.styleSheet()
         run(qloop, link.shutdown())
     finally:
@@ -277,6 +325,7 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     """The node's /v1/system of this machine (no GPU here): Turbo Q8_0 is marked and the
     banner says why; a machine with a large GPU moves the mark to XL Turbo."""
     from cantor_desktop.models.advice import Machine, recommend
+
     link, page = _page(qtbot, qloop, node.url)
     run(qloop, until(lambda: link.system and page.recommended, what="the recommendation"))
     expected = recommend(Machine.from_system(link.system), [n for n in page.rows if n != "sketch"])
@@ -293,9 +342,14 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     turbo = page.table.item(page.rows[MODEL], 0)
     assert "8 steps" in turbo.text() and "Q8_0" in turbo.toolTip()
     # a machine with a 24 GiB GPU (the same answer, another machine)
-    gpu = {**link.system, "hardware": {**link.system["hardware"], "gpus": [
-        {"name": "big", "vendor": "nvidia", "vram_mib": 24576}]},
-        "families": {"acestep": {"pinned": "cuda12", "default": "cuda12"}}}
+    gpu = {
+        **link.system,
+        "hardware": {
+            **link.system["hardware"],
+            "gpus": [{"name": "big", "vendor": "nvidia", "vram_mib": 24576}],
+        },
+        "families": {"acestep": {"pinned": "cuda12", "default": "cuda12"}},
+    }
     link.system = gpu
     link.system_loaded.emit(gpu)
     assert page.recommended.name == "acestep-v15-xl-turbo-Q8_0"
@@ -314,6 +368,7 @@ def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
     # said "23.5 GiB": the same figure, named correctly in both
     from cantor_desktop.download import human_size
     from cantor_desktop.ui.transfer import human_bytes
+
     assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
     assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"
     assert human_bytes(512) == "512 B" and human_bytes(None) == "?"

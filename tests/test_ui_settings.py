@@ -32,19 +32,21 @@ def test_an_edit_on_disk_shows_within_a_second(qtbot):
     first look after it: counted in looks, not in wall-clock time (a loaded machine may run
     the timer late, which is not the page's doing)."""
     from cantor_desktop.ui.pages.settings import POLL_MS
+
     assert POLL_MS <= 1000
     page = SettingsPage()
     qtbot.addWidget(page)
     looks = [0]
     page.timer.timeout.connect(lambda: looks.__setitem__(0, looks[0] + 1))  # after _poll
     path = paths().config_file
-    for edit, port in ((lambda: path.write_text("# mine\n[node]\nkeep_loaded = true\n"
-                                                "port = 9001\n"), 9001),
-                       (lambda: config.update({"node.port": 9002}), 9002)):   # a rename, as the CLI
+    for edit, port in (
+        (lambda: path.write_text("# mine\n[node]\nkeep_loaded = true\nport = 9001\n"), 9001),
+        (lambda: config.update({"node.port": 9002}), 9002),
+    ):  # a rename, as the CLI
         edit()
         looks[0] = 0
         qtbot.waitUntil(lambda: looks[0] >= 1, timeout=30_000)
-        assert page.value("node.port") == port          # shown at the first look after it
+        assert page.value("node.port") == port  # shown at the first look after it
     assert page.value("node.keep_loaded") is True
 
 
@@ -71,12 +73,14 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
     from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
     from cantor_desktop.ui.pages.library import LibraryPage
     from support.procs import free_port
+
     threads: list[str] = []
     real_set = secrets.set_secret
 
     def spy(name, value):
         threads.append(threading.current_thread().name)
         real_set(name, value)
+
     secrets.set_secret = spy
     try:
         page = SettingsPage()
@@ -114,35 +118,46 @@ def test_the_wheel_scrolls_the_page_and_changes_no_value_it_was_not_given(qtbot)
 
     def wheel(widget) -> None:
         pos = QPointF(widget.rect().center())
-        event = QWheelEvent(pos, QPointF(widget.mapToGlobal(pos.toPoint())), QPoint(0, 0),
-                            QPoint(0, -120), Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)
+        event = QWheelEvent(
+            pos,
+            QPointF(widget.mapToGlobal(pos.toPoint())),
+            QPoint(0, 0),
+            QPoint(0, -120),
+            Qt.NoButton,
+            Qt.NoModifier,
+            Qt.NoScrollPhase,
+            False,
+        )
         QApplication.sendEvent(widget, event)
 
     page.save_button.setFocus()
     wheel(combo)
     wheel(spin)
-    assert (combo.currentText(), spin.value()) == before       # unfocused: nothing changed
+    assert (combo.currentText(), spin.value()) == before  # unfocused: nothing changed
     page.activateWindow()
     spin.setFocus()
     qtbot.waitUntil(spin.hasFocus, timeout=30_000)
     wheel(spin)
-    assert spin.value() != before[1]                            # focused: the wheel works
+    assert spin.value() != before[1]  # focused: the wheel works
 
 
 def test_the_default_model_is_a_choice_of_installed_models(qtbot, qloop):
     from cantor_desktop.ui.node_link import NodeLink
+
     config.update({"models.default": "acestep-v15-xl-base-Q8_0"})
     link = NodeLink(start_child=False)
     page = SettingsPage(link)
     qtbot.addWidget(page)
-    link.models = [{"name": "sketch", "state": "ready"},          # as the node lists them
-                   {"name": "acestep-v15-turbo-Q8_0", "state": "ready"},
-                   {"name": "acestep-v15-sft-Q8_0", "state": "available"}]
+    link.models = [
+        {"name": "sketch", "state": "ready"},  # as the node lists them
+        {"name": "acestep-v15-turbo-Q8_0", "state": "ready"},
+        {"name": "acestep-v15-sft-Q8_0", "state": "available"},
+    ]
     link.models_loaded.emit(link.models)
     combo = page.fields["models.default"]
     items = [combo.itemData(i) for i in range(combo.count())]
     assert items == ["sketch", "acestep-v15-turbo-Q8_0", "acestep-v15-xl-base-Q8_0"]
-    assert combo.currentText() == "acestep-v15-xl-base-Q8_0 (not installed)"   # kept, named
+    assert combo.currentText() == "acestep-v15-xl-base-Q8_0 (not installed)"  # kept, named
     combo.setCurrentIndex(1)
     page.save()
     assert config.load().get("models.default") == "acestep-v15-turbo-Q8_0"

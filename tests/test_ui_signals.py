@@ -16,24 +16,32 @@ import pytest
 
 from support.procs import alive, answers, free_port, gone, wait_until
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="SIGTERM and SIGINT as a POSIX app gets them")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="SIGTERM and SIGINT as a POSIX app gets them"
+)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_quits_the_app_and_stops_its_node(signum):
     from cantor_desktop import config
+
     port = free_port()
     config.update({"node.port": port})
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     out = open(os.path.join(os.environ["CANTOR_HOME"], "app.out"), "wb")
-    app = subprocess.Popen([sys.executable, "-m", "cantor_desktop.ui.main"], env=env,
-                           stdout=out, stderr=subprocess.STDOUT)
+    app = subprocess.Popen(
+        [sys.executable, "-m", "cantor_desktop.ui.main"],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     try:
+
         def node_up() -> bool:
             assert app.poll() is None, f"the app exited with {app.returncode}"
             return answers(url)
+
         wait_until(node_up, "the app's node to answer", timeout=60, every=0.1)
         # the signal handler is installed before the node starts: the app is ready for it
         nodes = [c.pid for c in psutil.Process(app.pid).children() if alive(c.pid)]

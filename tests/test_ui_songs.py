@@ -16,12 +16,25 @@ from cantor_desktop.song import Song
 
 
 def record(i: int, path: str | None = None, *more: str) -> Song:
-    return Song.from_json({
-        "id": f"{i:016x}", "state": "done", "created": 1_700_000_000 + i,
-        "request": {"caption": f"song {i}", "model": "sketch", "seed": -1, "bpm": 90 + i % 100,
-                    "lyrics": "[Instrumental]"},
-        "takes": [{"n": n + 1, "audio": a, "seed": 1000 + i + n, "duration": 12.5}
-                  for n, a in enumerate([path, *more]) if a]})
+    return Song.from_json(
+        {
+            "id": f"{i:016x}",
+            "state": "done",
+            "created": 1_700_000_000 + i,
+            "request": {
+                "caption": f"song {i}",
+                "model": "sketch",
+                "seed": -1,
+                "bpm": 90 + i % 100,
+                "lyrics": "[Instrumental]",
+            },
+            "takes": [
+                {"n": n + 1, "audio": a, "seed": 1000 + i + n, "duration": 12.5}
+                for n, a in enumerate([path, *more])
+                if a
+            ],
+        }
+    )
 
 
 def page(qtbot) -> SongsPage:
@@ -60,8 +73,12 @@ def test_waveform_peaks_are_computed_in_the_background_once_and_cached(qtbot, ql
     assert waveform.cached_peaks(path) is not None
     assert any(waveform.cache_dir().iterdir())
     image = p.view.viewport().grab().toImage()
-    blue = sum(1 for x in range(0, image.width(), 4) for y in range(0, 64, 4)
-               if image.pixelColor(x, y).blue() > 180 and image.pixelColor(x, y).red() < 180)
+    blue = sum(
+        1
+        for x in range(0, image.width(), 4)
+        for y in range(0, 64, 4)
+        if image.pixelColor(x, y).blue() > 180 and image.pixelColor(x, y).red() < 180
+    )
     assert blue > 10  # the waveform is painted
 
 
@@ -94,6 +111,7 @@ def test_move_to_trash_removes_the_song(qtbot, tmp_path, monkeypatch):
 
 def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
     from PySide6.QtMultimedia import QMediaDevices
+
     p = page(qtbot)
     p.model.set_songs([record(1, make_wav(tmp_path / "p.wav"))])
     p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
@@ -107,6 +125,7 @@ def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
 
 def test_decode_for_the_audio_sink_keeps_the_length(tmp_path):
     from cantor_desktop.ui.player import decode
+
     path = make_wav(tmp_path / "d.wav", seconds=2.0, rate=44100)
     pcm = decode(path)
     assert (pcm.rate, pcm.channels) == (44100, 2)
@@ -115,12 +134,14 @@ def test_decode_for_the_audio_sink_keeps_the_length(tmp_path):
     assert (mixed.rate, mixed.channels) == (48000, 1)
     assert abs(mixed.duration_ms - 2000) <= 1
     import numpy as np
+
     samples = np.frombuffer(mixed.data, dtype="<i2")
     assert 0.3 * 32767 < np.abs(samples).max() <= 32767  # the tone, not silence
 
 
 def test_player_seek_and_stop_move_in_the_decoded_buffer(qtbot, tmp_path):
     from cantor_desktop.ui.player import Player, decode
+
     path = make_wav(tmp_path / "s.wav", seconds=2.0, rate=44100)
     player = Player()
     player.path = path
@@ -158,8 +179,9 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     original = link.songs[made.id].path
     name = os.path.basename(original)
     song = link.songs[made.id]
-    far = dataclasses.replace(song, takes=[dataclasses.replace(song.takes[0],
-                                                               audio=f"/no/such/node/disk/{name}")])
+    far = dataclasses.replace(
+        song, takes=[dataclasses.replace(song.takes[0], audio=f"/no/such/node/disk/{name}")]
+    )
     p.model.set_songs([far])
     p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
     assert p.play.isEnabled() and p.trash.isEnabled() and not p.reveal.isEnabled()
@@ -186,6 +208,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
             if not any(d.get("id") == far.id for d in items):
                 return True
             await asyncio.sleep(0.05)
+
     assert run(qloop, node_forgot(), timeout=10)
     assert not os.path.exists(original)
     p.shutdown()
@@ -194,7 +217,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
 
 def test_every_take_has_its_row_plays_drags_and_trash_takes_them_all(qtbot, tmp_path):
     """Takes 2 wrote _take1 and _take2, but Songs showed take 1 only, and trash left take 2."""
-    os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)      # the trash lives there
+    os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)  # the trash lives there
     one, two = make_wav(tmp_path / "s_take1.wav"), make_wav(tmp_path / "s_take2.wav")
     for wav in (one, two):
         open(os.path.splitext(wav)[0] + ".json", "w").write("{}")
@@ -203,7 +226,10 @@ def test_every_take_has_its_row_plays_drags_and_trash_takes_them_all(qtbot, tmp_
     p.model.set_songs([record(1, one, two), record(2, other)])
     rows = [p.model.row(n) for n in range(p.model.rowCount())]
     assert [(r.song.caption, r.take.n, r.first) for r in rows] == [
-        ("song 2", 1, True), ("song 1", 1, True), ("song 1", 2, False)]
+        ("song 2", 1, True),
+        ("song 1", 1, True),
+        ("song 1", 2, False),
+    ]
     assert rows[2].label == "Take 2" and rows[2].take.seed == 1002
     # the second take drags its own file
     p.view.selectionModel().select(p.model.index(2, 0), QItemSelectionModel.ClearAndSelect)
@@ -224,7 +250,7 @@ def test_search_as_you_type_and_favourites(qtbot):
     assert [p.model.row(n).song.id for n in range(p.model.rowCount())] == [songs[3].id]
     assert p.count.text() == "1 of 5 songs"
     p.search.clear()
-    qtbot.keyClicks(p.search, "93bpm")            # the tempo is searchable too
+    qtbot.keyClicks(p.search, "93bpm")  # the tempo is searchable too
     assert [p.model.row(n).song.id for n in range(p.model.rowCount())] == [songs[3].id]
     p.search.clear()
     p.favourites.setChecked(True)
@@ -240,21 +266,28 @@ def test_search_over_ten_thousand_songs_keeps_each_keystroke_short(qtbot):
     qtbot.waitExposed(p)
     worst = 0.0
     for text in ("s", "so", "son", "song", "song 9", "song 99", "song 999", "song 9999"):
-        start = time.thread_time()          # the GUI thread's own work (see above)
+        start = time.thread_time()  # the GUI thread's own work (see above)
         p.search.setText(text)
         p.view.viewport().repaint()
         worst = max(worst, time.thread_time() - start)
     assert [p.model.row(n).song.caption for n in range(p.model.rowCount())] == ["song 9999"]
-    assert worst < 0.1, f"{worst * 1000:.1f} ms of CPU"   # the figure itself: bench/app.py
+    assert worst < 0.1, f"{worst * 1000:.1f} ms of CPU"  # the figure itself: bench/app.py
 
 
 def test_rows_show_tempo_key_length_instrumental_and_model():
     from cantor_desktop.ui.song_records import facts
+
     song = record(3, "/x/a.wav")
     song.request["key"] = "F# minor"
-    assert facts(song, song.takes[0]) == ["93 BPM", "F# minor", "12 s", "instrumental", "sketch",
-                                          "seed 1003"]
-    song.takes[0].bpm, song.takes[0].key = 120.0, "A minor"      # measured or filled by the LM
+    assert facts(song, song.takes[0]) == [
+        "93 BPM",
+        "F# minor",
+        "12 s",
+        "instrumental",
+        "sketch",
+        "seed 1003",
+    ]
+    song.takes[0].bpm, song.takes[0].key = 120.0, "A minor"  # measured or filled by the LM
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "A minor"]
 
 
@@ -262,6 +295,7 @@ def test_a_drop_target_that_answers_move_costs_the_user_nothing(qtbot, tmp_path,
     """Drag-out offers copy only, and whatever the target answers (a raw XDND target may
     answer "move") is never acted on: the song's file stays, and so does its row."""
     from PySide6.QtGui import QDrag
+
     path = make_wav(tmp_path / "keep.wav")
     original = open(path, "rb").read()
     p = page(qtbot)
@@ -269,9 +303,10 @@ def test_a_drop_target_that_answers_move_costs_the_user_nothing(qtbot, tmp_path,
     p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
     offered = []
 
-    def exec_(self, actions=Qt.CopyAction, *rest):   # Qt's drag loop cannot run offscreen:
-        offered.append(actions)                       # here the target answers "move"
+    def exec_(self, actions=Qt.CopyAction, *rest):  # Qt's drag loop cannot run offscreen:
+        offered.append(actions)  # here the target answers "move"
         return Qt.MoveAction
+
     monkeypatch.setattr(QDrag, "exec", exec_)
     p.view._drag()
     assert offered == [Qt.CopyAction] and p.view.last_drag_result == Qt.MoveAction
@@ -284,6 +319,7 @@ def test_export_from_the_songs_page_with_choices_remembered(qtbot, qloop, tmp_pa
     import soundfile as sf
 
     from cantor_desktop import config
+
     path = make_wav(tmp_path / "song.wav", seconds=4.0, rate=48000)
     original = open(path, "rb").read()
     p = page(qtbot)
@@ -293,7 +329,7 @@ def test_export_from_the_songs_page_with_choices_remembered(qtbot, qloop, tmp_pa
     dialog = p.export_selected()
     dialog.format.setCurrentIndex(dialog.format.findData("flac"))
     dialog.rate.setCurrentIndex(dialog.rate.findData(44100))
-    dialog.loudness.setCurrentIndex(1)                         # −14 LUFS
+    dialog.loudness.setCurrentIndex(1)  # −14 LUFS
     out = tmp_path / "exports"
     dialog.folder.setText(str(out))
     dialog.drag.setChecked(True)
@@ -306,13 +342,22 @@ def test_export_from_the_songs_page_with_choices_remembered(qtbot, qloop, tmp_pa
     assert abs(dialog.results[0].loudness + 14) < 0.5
     assert open(path, "rb").read() == original
     cfg = config.load()
-    assert (cfg.get("export.format"), cfg.get("export.rate"), cfg.get("export.drag")) == \
-        ("flac", 44100, True)
+    assert (cfg.get("export.format"), cfg.get("export.rate"), cfg.get("export.drag")) == (
+        "flac",
+        44100,
+        True,
+    )
     dialog.close()
     # dragging now hands out the exported file once it is ready (prepared on selection)
     p._update_buttons()
-    run(qloop, until(lambda: p.view.drag_paths() and p.view.drag_paths()[0].endswith(".flac"),
-                     timeout=60, what="the exported file for the drag"))
+    run(
+        qloop,
+        until(
+            lambda: p.view.drag_paths() and p.view.drag_paths()[0].endswith(".flac"),
+            timeout=60,
+            what="the exported file for the drag",
+        ),
+    )
     assert open(path, "rb").read() == original
 
 
@@ -320,20 +365,26 @@ def test_versions_stay_with_their_song_newest_first_and_say_what_they_did(qtbot)
     p = page(qtbot)
     root, other = record(1, "/x/root.wav"), record(2, "/x/other.wav")
     repaint = record(3, "/x/repaint.wav")
-    repaint.request.update(task="repaint", source={"song": root.id, "take": 1},
-                           region={"start": 20.0, "end": 30.0})
+    repaint.request.update(
+        task="repaint", source={"song": root.id, "take": 1}, region={"start": 20.0, "end": 30.0}
+    )
     extended = record(5, "/x/longer.wav")
-    extended.request.update(task="extend", source={"song": repaint.id, "take": 1},
-                            extend={"after": 30.0})
+    extended.request.update(
+        task="extend", source={"song": repaint.id, "take": 1}, extend={"after": 30.0}
+    )
     p.model.set_songs([root, other, repaint, extended])
     rows = [p.model.row(n) for n in range(p.model.rowCount())]
     assert [(r.song.id, r.depth) for r in rows] == [
-        (root.id, 0), (repaint.id, 1), (extended.id, 2), (other.id, 0)]
+        (root.id, 0),
+        (repaint.id, 1),
+        (extended.id, 2),
+        (other.id, 0),
+    ]
     assert rows[1].label == "Repainted 20–30 s — song 3"
     assert rows[2].label.startswith("Extended +30 s after")
     cover = record(6, "/x/cover.wav")
     cover.request.update(task="cover", source={"song": other.id, "take": 1}, strength=0.5)
-    p.model.upsert(cover)                   # made now: its family comes first, with it
+    p.model.upsert(cover)  # made now: its family comes first, with it
     rows = [p.model.row(n) for n in range(p.model.rowCount())]
     assert [(r.song.id, r.depth) for r in rows][:2] == [(other.id, 0), (cover.id, 1)]
     assert rows[1].label == "Cover (strength 0.5) — song 6"
@@ -341,6 +392,7 @@ def test_versions_stay_with_their_song_newest_first_and_say_what_they_did(qtbot)
 
 def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     from PySide6.QtCore import QPoint
+
     path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
     song = record(1, path)
     song.takes[0].duration = 60.0
@@ -361,7 +413,8 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     req = p.edit_request("repaint", region={"start": start, "end": end})
     assert req["source"] == {"song": song.id, "take": 1} and req["task"] == "repaint"
     from cantor_desktop.song_request import validate
-    assert validate(req).region == {"start": start, "end": end}   # what the node will take
+
+    assert validate(req).region == {"start": start, "end": end}  # what the node will take
     # a click without a drag selects nothing to repaint
     qtbot.mouseClick(editor, Qt.LeftButton, pos=QPoint(x20, 40))
     assert not p.repaint.isEnabled()

@@ -29,8 +29,11 @@ def _page(qtbot, qloop, url: str) -> tuple[NodeLink, SongsPage]:
 
 def _song(qloop, link, request: dict):
     made = run(qloop, link.submit(request))
-    run(qloop, until(lambda: link.songs[made.id].state in ("done", "failed"), timeout=60,
-                     what="the song"), timeout=70)
+    run(
+        qloop,
+        until(lambda: link.songs[made.id].state in ("done", "failed"), timeout=60, what="the song"),
+        timeout=70,
+    )
     song = link.songs[made.id]
     assert song.state == "done", song.error
     return song
@@ -45,7 +48,7 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     song = _song(qloop, link, {"caption": "lofi piano rain", "duration": 10, "model": "sketch"})
     page.select(song.id, 1)
     dialog = page.open_stems()
-    assert dialog.tracks() == ["drums", "bass"]        # an instrumental: no vocals asked
+    assert dialog.tracks() == ["drums", "bass"]  # an instrumental: no vocals asked
     dialog.all.click()
     assert dialog.tracks() == list(TRACKS) and dialog.make.text() == "Make 12 stems"
     dialog.all.click()
@@ -61,19 +64,24 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     def stems_done():
         mine = [s for s in link.songs.values() if s.request.get("task") == "extract"]
         return len(mine) == 2 and all(s.state == "done" and s.title for s in mine) and mine
+
     stems = run(qloop, until(stems_done, timeout=60, what="two titled stems"), timeout=70)
-    recorded = [s for s in _node_songs(qloop, link).values()
-                if s["request"].get("task") == "extract"]
+    recorded = [
+        s for s in _node_songs(qloop, link).values() if s["request"].get("task") == "extract"
+    ]
     assert sorted((s["request"]["track"], s["title"]) for s in recorded) == [
-        ("bass", "lofi-piano-rain_bass"), ("drums", "lofi-piano-rain_drums")]
-    assert all(s["request"]["source"] == {"song": song.id, "take": 1}
-               and s["request"]["model"] == "sketch" for s in recorded)
+        ("bass", "lofi-piano-rain_bass"),
+        ("drums", "lofi-piano-rain_drums"),
+    ]
+    assert all(
+        s["request"]["source"] == {"song": song.id, "take": 1} and s["request"]["model"] == "sketch"
+        for s in recorded
+    )
 
     # under their song, saying what they are
     rows = [page.model.row(n) for n in range(page.model.rowCount())]
     assert [(r.song.id, r.depth) for r in rows][0] == (song.id, 0)
-    assert sorted(r.label for r in rows[1:]) == ["Stem: bass",
-                                                 "Stem: drums"]
+    assert sorted(r.label for r in rows[1:]) == ["Stem: bass", "Stem: drums"]
     assert all(r.depth == 1 for r in rows[1:])
     # one action selects them all; one drag hands them out as {title}_{track}
     page.select(song.id, 1)
@@ -83,8 +91,9 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     named = {os.path.basename(p): p for p in paths}
     assert sorted(named) == ["lofi-piano-rain_bass.wav", "lofi-piano-rain_drums.wav"]
     by_track = {s.request["track"]: s for s in stems}
-    assert os.path.samefile(named["lofi-piano-rain_drums.wav"],
-                            by_track["drums"].takes[0].audio)            # a link, not a copy
+    assert os.path.samefile(
+        named["lofi-piano-rain_drums.wav"], by_track["drums"].takes[0].audio
+    )  # a link, not a copy
     mime = page.view.drag_mime_data()
     assert [u.toLocalFile() for u in mime.urls()] == paths
     # from a stem, its siblings are selected the same way
@@ -92,12 +101,18 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     assert page.select_stems() == 2
     # renamed by the musician: the drag follows the new title
     link.change_song(by_track["drums"].id, title="kick and snare")
-    run(qloop, until(lambda: link.songs[by_track["drums"].id].title == "kick and snare",
-                     what="the rename"))
+    run(
+        qloop,
+        until(
+            lambda: link.songs[by_track["drums"].id].title == "kick and snare", what="the rename"
+        ),
+    )
     page.select(song.id, 1)
     page.select_stems()
     assert sorted(os.path.basename(p) for p in page.view.drag_paths()) == [
-        "kick and snare.wav", "lofi-piano-rain_bass.wav"]
+        "kick and snare.wav",
+        "lofi-piano-rain_bass.wav",
+    ]
     page.shutdown()
     run(qloop, link.shutdown())
 
@@ -119,8 +134,9 @@ def turbo_node(monkeypatch, cantor_home, tmp_path):
             n.stop()
 
 
-def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(qtbot, qloop,
-                                                                           turbo_node):
+def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(
+    qtbot, qloop, turbo_node
+):
     from cantor_desktop.nodeclient import NodeError
     from cantor_desktop.units import human_size
 
@@ -128,6 +144,7 @@ def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(qtbo
 
     async def pull(name):
         return [e async for e in link.client.pull(name)]
+
     assert run(qloop, pull("acestep-v15-turbo"), timeout=60)[-1].type == "done"
     song = _song(qloop, link, {"caption": "lofi piano", "duration": 10})
     assert song.model.startswith("acestep-v15-turbo")
@@ -136,10 +153,17 @@ def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(qtbo
     # the node's own word for it: 422 naming the model and its size
     async def ask():
         try:
-            await link.client.queue_song({"caption": "x", "task": "extract", "track": "drums",
-                                          "source": {"song": song.id, "take": 1}})
+            await link.client.queue_song(
+                {
+                    "caption": "x",
+                    "task": "extract",
+                    "track": "drums",
+                    "source": {"song": song.id, "take": 1},
+                }
+            )
         except NodeError as exc:
             return exc
+
     refusal = run(qloop, ask())
     assert refusal.status == 422 and refusal.field == "model"
     offer = next(m for m in link.models if m["name"] == "acestep-v15-base-Q8_0")
@@ -159,31 +183,32 @@ def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(qtbo
     notice.pull.click()
     assert not notice.pull.isEnabled() and not dialog.make.isEnabled()
     run(qloop, until(lambda: notice.ready, timeout=60, what="the base model"), timeout=70)
-    assert ("acestep-v15-base-Q8_0", "done") in events          # the Library's own pull
+    assert ("acestep-v15-base-Q8_0", "done") in events  # the Library's own pull
     assert notice.model == "acestep-v15-base-Q8_0" and notice.pull.isHidden()
     assert "base model acestep-v15-base-Q8_0" in notice.text.text()
     dialog.choose(["drums"])
     dialog.make.click()
     run(qloop, until(lambda: dialog.result() == QDialog.Accepted, what="the stem sent"))
-    (stem,) = [s for s in _node_songs(qloop, link).values()
-               if s["request"].get("task") == "extract"]
+    (stem,) = [
+        s for s in _node_songs(qloop, link).values() if s["request"].get("task") == "extract"
+    ]
     assert stem["request"]["model"] == "acestep-v15-base-Q8_0"
     assert stem["request"]["track"] == "drums"
     page.shutdown()
     run(qloop, link.shutdown())
 
 
-def test_a_refusal_the_app_could_not_foresee_is_shown_with_the_pull_offer(qtbot, qloop,
-                                                                         turbo_node):
+def test_a_refusal_the_app_could_not_foresee_is_shown_with_the_pull_offer(qtbot, qloop, turbo_node):
     """The dialog opened before the app had read the node's models: it sends, the node
     refuses (no base model), the dialog shows the node's words and then offers the pull."""
     link, page = _page(qtbot, qloop, turbo_node.url)
 
     async def pull(name):
         return [e async for e in link.client.pull(name)]
+
     assert run(qloop, pull("acestep-v15-turbo"), timeout=60)[-1].type == "done"
     song = _song(qloop, link, {"caption": "lofi piano", "duration": 10})
-    link.models = []                                   # not read yet
+    link.models = []  # not read yet
     page.select(song.id, 1)
     dialog = page.open_stems()
     assert dialog.notice.ready and dialog.make.isEnabled()
@@ -194,9 +219,10 @@ def test_a_refusal_the_app_could_not_foresee_is_shown_with_the_pull_offer(qtbot,
     assert dialog.result() != QDialog.Accepted and not dialog.make.isEnabled()
     run(qloop, until(lambda: not dialog.notice.pull.isHidden(), what="the pull offer"))
     assert dialog.notice.pull.text().startswith("Download it (")
-    assert "needs a base model" in dialog.notice.text.text()      # the node's words stay
-    assert not [s for s in _node_songs(qloop, link).values()
-                if s["request"].get("task") == "extract"]         # nothing was queued
+    assert "needs a base model" in dialog.notice.text.text()  # the node's words stay
+    assert not [
+        s for s in _node_songs(qloop, link).values() if s["request"].get("task") == "extract"
+    ]  # nothing was queued
     page.shutdown()
     run(qloop, link.shutdown())
 
@@ -218,21 +244,20 @@ def test_add_a_layer_takes_the_selection_and_complete_names_the_part(qtbot, qloo
     start, end = editor.region
     layer = page.open_part("lego")
     assert layer.track.currentData() == "guitar" and layer.region.isChecked()
-    assert not layer.go.isEnabled()                        # a caption first
+    assert not layer.go.isEnabled()  # a caption first
     layer.track.setCurrentIndex(TRACKS.index("brass"))
     layer.caption.setText("muted trumpet line")
     assert layer.go.isEnabled()
     layer.go.click()
     run(qloop, until(lambda: layer.result() == QDialog.Accepted, what="the layer sent"))
-    page.select(song.id, 1)                      # the list changed: the new version came
+    page.select(song.id, 1)  # the list changed: the new version came
     complete = page.open_part("complete")
     assert complete.region is None and complete.caption.text() == "lofi piano rain"
     complete.track.setCurrentIndex(TRACKS.index("keyboard"))
     complete.caption.setText("a full band around the piano")
     complete.go.click()
     run(qloop, until(lambda: complete.result() == QDialog.Accepted, what="complete sent"))
-    recorded = {s["request"].get("task"): s["request"]
-                for s in _node_songs(qloop, link).values()}
+    recorded = {s["request"].get("task"): s["request"] for s in _node_songs(qloop, link).values()}
     lego = recorded["lego"]
     assert lego["track"] == "brass" and lego["caption"] == "muted trumpet line"
     assert lego["region"] == {"start": start, "end": end} and abs(start - 5) <= 0.3

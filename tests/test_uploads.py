@@ -28,14 +28,21 @@ def audio(fmt: str, seconds: float = 2.0, rate: int = 48000, subtype: str | None
 
 
 def test_audio_is_kept_with_its_facts_and_everything_else_is_refused(home, tmp_path):
-    good = {"song.wav": audio("WAV"), "song.flac": audio("FLAC"),
-            "song.mp3": audio("MP3"), "song.aiff": audio("AIFF"), "song.ogg": audio("OGG")}
+    good = {
+        "song.wav": audio("WAV"),
+        "song.flac": audio("FLAC"),
+        "song.mp3": audio("MP3"),
+        "song.aiff": audio("AIFF"),
+        "song.ogg": audio("OGG"),
+    }
     wav = audio("WAV", seconds=3.0)
-    bad = {"not audio": b"hello, this is text" * 100,
-           "a program renamed .wav": open("/bin/ls", "rb").read(),
-           "truncated": wav[: len(wav) // 2],
-           "eleven minutes": audio("WAV", seconds=660, rate=8000, subtype="PCM_16"),
-           "empty": b""}
+    bad = {
+        "not audio": b"hello, this is text" * 100,
+        "a program renamed .wav": open("/bin/ls", "rb").read(),
+        "truncated": wav[: len(wav) // 2],
+        "eleven minutes": audio("WAV", seconds=660, rate=8000, subtype="PCM_16"),
+        "empty": b"",
+    }
 
     async def main():
         node = await Node(home).start()
@@ -48,8 +55,12 @@ def test_audio_is_kept_with_its_facts_and_everything_else_is_refused(home, tmp_p
                     kept[name] = await c.upload(path)
             async with node.http(timeout=60) as http:
                 for label, data in bad.items():
-                    r = await http.post("/v1/uploads", content=data, params={"name": label},
-                                        headers={"Content-Type": "audio/wav"})
+                    r = await http.post(
+                        "/v1/uploads",
+                        content=data,
+                        params={"name": label},
+                        headers={"Content-Type": "audio/wav"},
+                    )
                     refused[label] = (r.status_code, r.json()["error"])
                 as_json = await http.post("/v1/uploads", json={"audio": "no"})
                 again = await http.get(f"/v1/uploads/{kept['song.flac']['id']}")
@@ -68,13 +79,19 @@ def test_audio_is_kept_with_its_facts_and_everything_else_is_refused(home, tmp_p
     for label, (status, error) in refused.items():
         assert status == 422 and error["field"] == "body", (label, error)
     assert "minutes" in refused["eleven minutes"][1]["message"]
-    assert "cut short" in refused["truncated"][1]["message"] or \
-        "decoded" in refused["truncated"][1]["message"]
-    assert as_json.status_code == 415                     # uploads take audio, not JSON
+    assert (
+        "cut short" in refused["truncated"][1]["message"]
+        or "decoded" in refused["truncated"][1]["message"]
+    )
+    assert as_json.status_code == 415  # uploads take audio, not JSON
     stored = sorted(p.name for p in (home / "state" / "uploads").iterdir())
-    expected = sorted(f"{r['id']}{ext}" for n, r in kept.items() if n != "song.ogg"
-                      for ext in ("." + n.rsplit(".", 1)[1], ".json"))
-    assert stored == expected                             # nothing of what was refused
+    expected = sorted(
+        f"{r['id']}{ext}"
+        for n, r in kept.items()
+        if n != "song.ogg"
+        for ext in ("." + n.rsplit(".", 1)[1], ".json")
+    )
+    assert stored == expected  # nothing of what was refused
 
 
 def test_an_upload_past_its_cap_is_refused_while_it_streams(home):
@@ -84,12 +101,17 @@ def test_an_upload_past_its_cap_is_refused_while_it_streams(home):
         node = await Node(home).start()
         try:
             async with node.http(timeout=120) as http:
+
                 async def body():
                     chunk = b"\0" * 2**20
                     for _ in range(MAX_BYTES // 2**20 + 8):
                         yield chunk
-                r = await http.post("/v1/uploads", content=body(),
-                                    headers={"Content-Type": "application/octet-stream"})
+
+                r = await http.post(
+                    "/v1/uploads",
+                    content=body(),
+                    headers={"Content-Type": "application/octet-stream"},
+                )
                 return r.status_code
         finally:
             await node.stop()
@@ -121,13 +143,14 @@ def test_an_upload_reads_its_file_off_the_event_loop(home, tmp_path, monkeypatch
         node = await Node(home).start()
         try:
             async with node.client() as c:
-                return await c.upload(path, on_progress=lambda sent, total:
-                                      progress.append((sent, total)))
+                return await c.upload(
+                    path, on_progress=lambda sent, total: progress.append((sent, total))
+                )
         finally:
             await node.stop()
 
     record = asyncio.run(main())
     assert record["name"] == "take.wav" and abs(record["duration"] - 12.0) < 0.1
-    assert readers and not any(readers)                  # never on the loop's thread
+    assert readers and not any(readers)  # never on the loop's thread
     size = path.stat().st_size
     assert progress[-1] == (size, size) and len(progress) == -(-size // (1 << 20))

@@ -21,27 +21,36 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def register(sub) -> None:
     from .node_session import add_node_option
 
-    p = sub.add_parser("adapters", help="list, add and remove LoRA adapters",
-                       description="LoRA adapters for ACE-Step's DiT: a .safetensors file "
-                                   "(ComfyUI) or a PEFT folder. A song uses one with "
-                                   "`cantor sing … --adapter NAME --scale S`.")
+    p = sub.add_parser(
+        "adapters",
+        help="list, add and remove LoRA adapters",
+        description="LoRA adapters for ACE-Step's DiT: a .safetensors file "
+        "(ComfyUI) or a PEFT folder. A song uses one with "
+        "`cantor sing … --adapter NAME --scale S`.",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable list")
     add_node_option(p)
     asub = p.add_subparsers(dest="action", metavar="ACTION")
-    add = asub.add_parser("add", help="copy an adapter in (checked: one made for another "
-                                      "model is refused)")
+    add = asub.add_parser(
+        "add", help="copy an adapter in (checked: one made for another model is refused)"
+    )
     add.add_argument("path", help="a .safetensors file or a PEFT adapter folder")
     add.add_argument("--name", help="its name (default: the file's or folder's name)")
     rm = asub.add_parser("rm", help="remove an adapter")
     rm.add_argument("name")
-    for action in (add, rm):     # also after the action; SUPPRESS keeps the one given before
-        action.add_argument("--node", metavar="URL", default=argparse.SUPPRESS,
-                            help="the node to use (as `cantor adapters --node URL`)")
+    for action in (add, rm):  # also after the action; SUPPRESS keeps the one given before
+        action.add_argument(
+            "--node",
+            metavar="URL",
+            default=argparse.SUPPRESS,
+            help="the node to use (as `cantor adapters --node URL`)",
+        )
     p.set_defaults(func=run)
 
 
 def _size(n: int) -> str:
     from ..units import human_size
+
     return human_size(n)
 
 
@@ -51,14 +60,23 @@ def show(answer: dict, as_json: bool) -> None:
         print(json.dumps(answer, indent=1))
         return
     if not items:
-        print(f"No adapters yet ({answer.get('folder')}). "
-              f"`cantor adapters add PATH` adds a .safetensors file or a PEFT folder.")
+        print(
+            f"No adapters yet ({answer.get('folder')}). "
+            f"`cantor adapters add PATH` adds a .safetensors file or a PEFT folder."
+        )
         return
     rows = [("NAME", "MADE FOR", "FORMAT", "SIZE", "RANK")]
     for a in items:
         made_for = a.get("made_for") or f"cannot be used: {a.get('problem')}"
-        rows.append((a["name"], made_for, (a.get("format") or "-").upper(),
-                     _size(int(a.get("size") or 0)), str(a.get("rank") or "-")))
+        rows.append(
+            (
+                a["name"],
+                made_for,
+                (a.get("format") or "-").upper(),
+                _size(int(a.get("size") or 0)),
+                str(a.get("rank") or "-"),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4])
@@ -83,9 +101,11 @@ async def _run(args) -> int:
                 show(await node.adapters(), args.json)
             elif args.action == "add":
                 added = await _add(node, args.path, args.name, local)
-                print(f"added {added['name']}: made for {added.get('made_for')}, "
-                      f"{_size(int(added.get('size') or 0))} ({added.get('path')})")
-                print(f"use it: cantor sing \"…\" --adapter {added['name']} --scale 1.0")
+                print(
+                    f"added {added['name']}: made for {added.get('made_for')}, "
+                    f"{_size(int(added.get('size') or 0))} ({added.get('path')})"
+                )
+                print(f'use it: cantor sing "…" --adapter {added["name"]} --scale 1.0')
             elif args.action == "rm":
                 answer = await node.remove_adapter(args.name)
                 print(f"removed {args.name}, {_size(int(answer.get('freed_bytes') or 0))} freed")
@@ -113,7 +133,9 @@ async def _add(node, path_text: str, name: str | None, local: bool) -> dict:
     if local:
         return await node.add_adapter(path.resolve(), name)
     if path.is_dir():
-        raise _Refused(f"{path} is a folder: a PEFT folder can be added only on the node's "
-                       f"own machine (`cantor adapters add` there); a .safetensors file can "
-                       f"be sent from here")
+        raise _Refused(
+            f"{path} is a folder: a PEFT folder can be added only on the node's "
+            f"own machine (`cantor adapters add` there); a .safetensors file can "
+            f"be sent from here"
+        )
     return await node.upload_adapter(path, name=name)

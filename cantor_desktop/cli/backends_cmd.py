@@ -23,25 +23,42 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "backends", help="what this machine can run, and switch engine backends",
+        "backends",
+        help="what this machine can run, and switch engine backends",
         description="Show the backends this machine can run, with the evidence for each; "
-                    "install, switch or update engine builds.")
+        "install, switch or update engine builds.",
+    )
     act = p.add_mutually_exclusive_group()
-    act.add_argument("--install", action="store_true",
-                     help="fetch candidates in order; keep the first that works")
-    act.add_argument("--use", metavar="BACKEND", choices=("auto",) + config.BACKENDS,
-                     help="fetch BACKEND, check it loads, then pin it "
-                          "(cuda12, metal, vulkan, cpu, or auto)")
-    act.add_argument("--update", action="store_true",
-                     help="fetch newer engine builds for the backends in use (not loaded: "
-                          "the node tries them at its next start)")
-    act.add_argument("--rollback", action="store_true",
-                     help="return to the previous engine build (or drop a staged update)")
-    act.add_argument("--keep-loaded", metavar="on|off", choices=("on", "off"),
-                     help="keep the last model loaded between songs")
+    act.add_argument(
+        "--install",
+        action="store_true",
+        help="fetch candidates in order; keep the first that works",
+    )
+    act.add_argument(
+        "--use",
+        metavar="BACKEND",
+        choices=("auto",) + config.BACKENDS,
+        help="fetch BACKEND, check it loads, then pin it (cuda12, metal, vulkan, cpu, or auto)",
+    )
+    act.add_argument(
+        "--update",
+        action="store_true",
+        help="fetch newer engine builds for the backends in use (not loaded: "
+        "the node tries them at its next start)",
+    )
+    act.add_argument(
+        "--rollback",
+        action="store_true",
+        help="return to the previous engine build (or drop a staged update)",
+    )
+    act.add_argument(
+        "--keep-loaded",
+        metavar="on|off",
+        choices=("on", "off"),
+        help="keep the last model loaded between songs",
+    )
     p.add_argument("--json", action="store_true", help="print the status as one JSON object")
-    p.add_argument("--family", default="acestep", choices=config.FAMILIES,
-                   help=argparse.SUPPRESS)
+    p.add_argument("--family", default="acestep", choices=config.FAMILIES, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 

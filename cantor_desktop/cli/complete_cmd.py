@@ -9,15 +9,23 @@ from .edit_common import add_edit_options, add_song_argument, read_lyrics, run_e
 def register(sub) -> None:
     from ..song_request import TRACKS
 
-    p = sub.add_parser("complete", help="write a song around a part you have",
-                       description="SONG is a part (a vocal, a drum loop…): write the rest "
-                                   "of the song around it, as CAPTION says. Needs a base "
-                                   "model (`cantor pull acestep-v15-base`).")
-    add_song_argument(p, "the part: an audio file, or a song id from `cantor songs` "
-                         "(ID:TAKE for another take)")
+    p = sub.add_parser(
+        "complete",
+        help="write a song around a part you have",
+        description="SONG is a part (a vocal, a drum loop…): write the rest "
+        "of the song around it, as CAPTION says. Needs a base "
+        "model (`cantor pull acestep-v15-base`).",
+    )
+    add_song_argument(
+        p, "the part: an audio file, or a song id from `cantor songs` (ID:TAKE for another take)"
+    )
     p.add_argument("caption", metavar="CAPTION", help="the song to make around it")
-    p.add_argument("--track", required=True, metavar="T[,T]",
-                   help=f"what the part is: {', '.join(TRACKS)} (several: vocals,drums)")
+    p.add_argument(
+        "--track",
+        required=True,
+        metavar="T[,T]",
+        help=f"what the part is: {', '.join(TRACKS)} (several: vocals,drums)",
+    )
     p.add_argument("--lyrics", metavar="TEXT|@FILE", help="the words (for a vocal part)")
     add_edit_options(p, "a base model that is installed")
     p.set_defaults(func=run)
@@ -30,9 +38,17 @@ def make_request(args):
     track = " | ".join(t.strip() for t in args.track.replace("|", ",").split(",") if t.strip())
 
     def make(source, models):
-        return edit_request("complete", source.ref, source.request, caption=args.caption,
-                            lyrics=lyrics, track=track or args.track, seed=args.seed,
-                            model=model_for("complete", source.model, models, args.model))
+        return edit_request(
+            "complete",
+            source.ref,
+            source.request,
+            caption=args.caption,
+            lyrics=lyrics,
+            track=track or args.track,
+            seed=args.seed,
+            model=model_for("complete", source.model, models, args.model),
+        )
+
     return make
 
 

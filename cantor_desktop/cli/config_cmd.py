@@ -9,8 +9,11 @@ from .. import config
 
 
 def register(sub) -> None:
-    p = sub.add_parser("config", help="read or change node.toml",
-                       description="Read or change node.toml (validated like the app).")
+    p = sub.add_parser(
+        "config",
+        help="read or change node.toml",
+        description="Read or change node.toml (validated like the app).",
+    )
     csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     csub.add_parser("path", help="print where node.toml lives")
     g = csub.add_parser("get", help="print one setting")

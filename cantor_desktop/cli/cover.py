@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from .edit_common import (CliError, bad_input, edit_one, parse_song_arg, precheck, report,
-                          run_async)
+from .edit_common import CliError, bad_input, edit_one, parse_song_arg, precheck, report, run_async
 
 PROG = "cantor sing"
 
@@ -32,7 +31,7 @@ def run_cover(args, build_request, bad_input_type) -> int:
         if args.strength is not None:
             request["strength"] = args.strength
         if not lyrics_given and source.request.get("lyrics"):
-            request["lyrics"] = source.request["lyrics"]    # a cover sings the song's words
+            request["lyrics"] = source.request["lyrics"]  # a cover sings the song's words
         return request
 
     try:

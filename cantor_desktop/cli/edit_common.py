@@ -27,12 +27,24 @@ INPUT_STATUSES = (400, 404, 409, 413, 415, 422)
 _SONG_ARG = re.compile(r"([0-9a-f]{4,16})(?::(\d+))?")
 
 # the request's fields as the command line names them, for error messages
-OPTION_OF = {"region": "--from/--to", "region.start": "--from", "region.end": "--to",
-             "extend": "--before/--after", "extend.before": "--before",
-             "extend.after": "--after", "strength": "--strength", "track": "--track",
-             "tracks": "--tracks", "source": "SONG", "source.take": "SONG's :TAKE",
-             "caption": "CAPTION", "lyrics": "--lyrics", "model": "--model",
-             "format": "--format", "seed": "--seed"}
+OPTION_OF = {
+    "region": "--from/--to",
+    "region.start": "--from",
+    "region.end": "--to",
+    "extend": "--before/--after",
+    "extend.before": "--before",
+    "extend.after": "--after",
+    "strength": "--strength",
+    "track": "--track",
+    "tracks": "--tracks",
+    "source": "SONG",
+    "source.take": "SONG's :TAKE",
+    "caption": "CAPTION",
+    "lyrics": "--lyrics",
+    "model": "--model",
+    "format": "--format",
+    "seed": "--seed",
+}
 
 
 class CliError(CantorError):
@@ -56,7 +68,7 @@ class _IntermixedParser(argparse.ArgumentParser):
     optional one, which plain argparse would have matched empty before the options."""
 
     def parse_known_args(self, args=None, namespace=None):
-        if getattr(self, "_mixing", False):          # the passes intermixed parsing makes
+        if getattr(self, "_mixing", False):  # the passes intermixed parsing makes
             return super().parse_known_args(args, namespace)
         self._mixing = True
         try:
@@ -80,9 +92,13 @@ def add_song_argument(p, help: str = SONG_HELP) -> None:  # noqa: A002 - argpars
 
 
 def add_output_option(p, what: str = "the result") -> None:
-    p.add_argument("-o", "--output", metavar="PATH",
-                   help=f"also copy {what} to PATH: a folder (made if missing; a path "
-                        f"without an extension is one), or a file name")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help=f"also copy {what} to PATH: a folder (made if missing; a path "
+        f"without an extension is one), or a file name",
+    )
 
 
 def add_model_option(p, default: str) -> None:
@@ -92,6 +108,7 @@ def add_model_option(p, default: str) -> None:
 def add_edit_options(p, model_default: str) -> None:
     """What every one-song edit takes after its own options: --seed, --model, -o, --node."""
     from .node_session import add_node_option
+
     p.add_argument("--seed", metavar="N", help="-1 for random (default)")
     add_model_option(p, model_default)
     add_output_option(p)
@@ -100,14 +117,15 @@ def add_edit_options(p, model_default: str) -> None:
 
 # -- SONG ---------------------------------------------------------------------------------
 
+
 @dataclass
 class SongArg:
     """A SONG as typed: an audio file, or a song id (or its first digits) and a take."""
 
     text: str
     path: Path | None = None
-    label: str = "SONG"               # how the command line names it, for messages
-    song: str | None = None           # 16 hex digits, or a prefix of at least 4
+    label: str = "SONG"  # how the command line names it, for messages
+    song: str | None = None  # 16 hex digits, or a prefix of at least 4
     take: int | None = None
 
 
@@ -124,19 +142,20 @@ def parse_song_arg(text: str, field_name: str = "SONG") -> SongArg:
         return SongArg(text, song=found.group(1), take=take, label=field_name)
     if path.suffix or "/" in text or "\\" in text:
         raise RequestError(field_name, f"{text!r}: no such file")
-    raise RequestError(field_name, f"{text!r} is neither a song id (`cantor songs` lists "
-                                   f"them) nor an audio file")
+    raise RequestError(
+        field_name, f"{text!r} is neither a song id (`cantor songs` lists them) nor an audio file"
+    )
 
 
 @dataclass
 class Source:
     """What an edit starts from, as the node will name it."""
 
-    ref: dict[str, Any]                       # {"song": id, "take": n} | {"upload": id}
-    name: str                                 # the song's title or caption; the file's name
-    title: str = ""                           # the song's title ("" for none, or a file)
-    caption: str = ""                         # its caption (a file: its name)
-    request: dict[str, Any] = field(default_factory=dict)   # the song's own request
+    ref: dict[str, Any]  # {"song": id, "take": n} | {"upload": id}
+    name: str  # the song's title or caption; the file's name
+    title: str = ""  # the song's title ("" for none, or a file)
+    caption: str = ""  # its caption (a file: its name)
+    request: dict[str, Any] = field(default_factory=dict)  # the song's own request
     song: Song | None = None
 
     @property
@@ -147,27 +166,35 @@ class Source:
 async def find_song(node, arg: SongArg) -> Song:
     """The song an id (or the first digits of one) names; CliError 2 when none or several."""
     from ..nodeclient import NodeError
+
     if len(arg.song) == 16:
         try:
             return Song.from_json(await node.song(arg.song))
         except NodeError as exc:
             if exc.status == 404:
-                raise CliError(f"{arg.label}: no song with id {arg.song} on the node "
-                               f"(`cantor songs` lists them)") from None
+                raise CliError(
+                    f"{arg.label}: no song with id {arg.song} on the node "
+                    f"(`cantor songs` lists them)"
+                ) from None
             raise
     matches = [s for s in await node.songs() if str(s.get("id", "")).startswith(arg.song)]
     if not matches:
-        raise CliError(f"{arg.label}: no song id starts with {arg.song} (`cantor songs` lists them)")
+        raise CliError(
+            f"{arg.label}: no song id starts with {arg.song} (`cantor songs` lists them)"
+        )
     if len(matches) > 1:
         ids = ", ".join(str(s["id"]) for s in matches[:5])
-        raise CliError(f"{arg.label}: {arg.song} is the start of {len(matches)} song ids ({ids}"
-                       f"{'…' if len(matches) > 5 else ''}); give more digits")
+        raise CliError(
+            f"{arg.label}: {arg.song} is the start of {len(matches)} song ids ({ids}"
+            f"{'…' if len(matches) > 5 else ''}); give more digits"
+        )
     return Song.from_json(matches[0])
 
 
 async def resolve_source(node, arg: SongArg, bar: ProgressBar | None = None) -> Source:
     """A finished take of a song on the node, or the file uploaded to the node now."""
     from ..nodeclient import NodeError
+
     if arg.path is not None:
         if bar is not None:
             bar.note(f"uploading {arg.path.name}…")
@@ -179,21 +206,32 @@ async def resolve_source(node, arg: SongArg, bar: ProgressBar | None = None) -> 
             raise
         except OSError as exc:
             raise CliError(f"{arg.label}: cannot read {arg.path}: {exc}") from None
-        return Source({"upload": record["id"]}, name=arg.path.stem, title=arg.path.stem,
-                      caption=arg.path.stem)
+        return Source(
+            {"upload": record["id"]}, name=arg.path.stem, title=arg.path.stem, caption=arg.path.stem
+        )
     song = await find_song(node, arg)
     if song.state != SongState.DONE:
         why = f" ({song.error})" if song.error else ""
-        raise CliError(f"{arg.label}: song {song.id} is {song.state}{why}; only a finished song "
-                       f"can be edited")
+        raise CliError(
+            f"{arg.label}: song {song.id} is {song.state}{why}; only a finished song can be edited"
+        )
     take = arg.take or 1
     if song.take(take) is None:
-        raise CliError(f"{arg.label}: song {song.id} has {len(song.takes)} take(s), not take {take}")
-    return Source({"song": song.id, "take": take}, name=song.name, title=song.title,
-                  caption=song.caption, request=dict(song.request), song=song)
+        raise CliError(
+            f"{arg.label}: song {song.id} has {len(song.takes)} take(s), not take {take}"
+        )
+    return Source(
+        {"song": song.id, "take": take},
+        name=song.name,
+        title=song.title,
+        caption=song.caption,
+        request=dict(song.request),
+        song=song,
+    )
 
 
 # -- the node -----------------------------------------------------------------------------
+
 
 class Session:
     """``async with Session(prog, node_url) as session:`` — ``session.client`` talks to the
@@ -211,6 +249,7 @@ class Session:
 
     async def __aenter__(self):
         from .node_session import NodeUnavailable, node_client
+
         self._node = node_client(self.prog.removeprefix("cantor "), self.node_url)
         try:
             self.client = await self._node.__aenter__()
@@ -220,13 +259,14 @@ class Session:
 
     async def __aexit__(self, kind, exc, tb) -> None:
         try:
-            if kind is not None:     # interrupted, or stopped by an error: nothing left behind
+            if kind is not None:  # interrupted, or stopped by an error: nothing left behind
                 await self._cancel_unfinished()
         finally:
             await self._node.__aexit__(kind, exc, tb)
 
     async def _cancel_unfinished(self) -> None:
         from ..nodeclient import NodeError
+
         for song_id in self.queued:
             if song_id not in self.finished:
                 try:
@@ -238,6 +278,7 @@ class Session:
         """Queue a song; the node's refusal becomes CliError (2 for bad input, naming the
         field; a missing base model also says how to get it)."""
         from ..nodeclient import NodeError
+
         try:
             answer = await self.client.queue_song(request)
         except NodeError as exc:
@@ -246,8 +287,10 @@ class Session:
                 if exc.field == "model" and "base model" in message:
                     message += "\n" + await self._base_hint()
                 elif exc.type == "model_not_found" and request.get("model") != "sketch":
-                    message += ("\nto make it now without a download, add --model sketch "
-                                "(the built-in Sketch engine, no AI model)")
+                    message += (
+                        "\nto make it now without a download, add --model sketch "
+                        "(the built-in Sketch engine, no AI model)"
+                    )
                 raise CliError(message, EXIT_USAGE) from None
             raise
         if answer.get("note"):
@@ -260,6 +303,7 @@ class Session:
         from ..edits import BASE_PULL, base_offer
         from ..nodeclient import NodeError
         from ..units import human_size
+
         size = ""
         try:
             offer = base_offer((await self.client.models(all=True)).get("models", []))
@@ -280,6 +324,7 @@ class Session:
 def run_async(prog: str, coro) -> int:
     """Run a command's coroutine; CliError and node errors become their exit codes."""
     from ..nodeclient import NodeError
+
     try:
         return asyncio.run(coro)
     except CliError as exc:
@@ -303,6 +348,7 @@ def ended(prog: str, song: Song) -> int:
 async def deliver(node, song: Song, output: str | None) -> list[Path]:
     """Print (and with ``-o`` copy) a finished song's takes, as `cantor sing` does."""
     from .sing_cmd import output_path
+
     paths = []
     for take in song.takes:
         path = Path(take.audio)
@@ -314,8 +360,9 @@ async def deliver(node, song: Song, output: str | None) -> list[Path]:
     return paths
 
 
-def run_edit(prog: str, args, request_maker, *, needs_models: bool = False,
-             hear_file: bool = False) -> int:
+def run_edit(
+    prog: str, args, request_maker, *, needs_models: bool = False, hear_file: bool = False
+) -> int:
     """A one-song edit from the command line: ``request_maker(args)`` (the command's
     options read, e.g. ``--lyrics @FILE``), SONG and the fields checked first (exit 2 before
     any node is asked), then :func:`edit_one`."""
@@ -327,8 +374,18 @@ def run_edit(prog: str, args, request_maker, *, needs_models: bool = False,
         return report(prog, bad_input(exc))
     except CliError as exc:
         return report(prog, exc)
-    return run_async(prog, edit_one(prog, args.node, arg, make_request, args.output,
-                                    needs_models=needs_models, hear_file=hear_file))
+    return run_async(
+        prog,
+        edit_one(
+            prog,
+            args.node,
+            arg,
+            make_request,
+            args.output,
+            needs_models=needs_models,
+            hear_file=hear_file,
+        ),
+    )
 
 
 def report(prog: str, exc: CliError) -> int:
@@ -341,17 +398,21 @@ async def hear(node, source: Source, bar: ProgressBar) -> None:
     """Fill a file's facts from what the engine hears in it (caption, tempo, key, time
     signature, language), for an edit that names no caption."""
     from ..nodeclient import NodeError
+
     bar.note(f"listening to {source.name} for its caption, tempo and key…")
     try:
         heard = await node.understand(source.ref)
     except NodeError as exc:
-        raise CliError(f"CAPTION: none given, and the engine could not hear one in "
-                       f"{source.name} ({exc.message}); give a caption",
-                       EXIT_USAGE if exc.status in INPUT_STATUSES else EXIT_FAILED) from None
+        raise CliError(
+            f"CAPTION: none given, and the engine could not hear one in "
+            f"{source.name} ({exc.message}); give a caption",
+            EXIT_USAGE if exc.status in INPUT_STATUSES else EXIT_FAILED,
+        ) from None
     from ..song_request import validate
+
     for name in ("caption", "bpm", "key", "time_signature", "language"):
         value = heard.get(name)
-        try:                                  # only what a request may carry
+        try:  # only what a request may carry
             validate({"caption": "x", name: value})
         except RequestError:
             continue
@@ -359,19 +420,33 @@ async def hear(node, source: Source, bar: ProgressBar) -> None:
             source.request[name] = value
     if source.request.get("caption"):
         source.caption = source.request["caption"]
-    shown = ", ".join(str(v) for v in (source.request.get("caption"), source.request.get("bpm")
-                                       and f"{source.request['bpm']:g} BPM",
-                                       source.request.get("key")) if v)
+    shown = ", ".join(
+        str(v)
+        for v in (
+            source.request.get("caption"),
+            source.request.get("bpm") and f"{source.request['bpm']:g} BPM",
+            source.request.get("key"),
+        )
+        if v
+    )
     bar.note(f"heard: {shown}")
 
 
-async def edit_one(prog: str, node_url: str | None, arg: SongArg, make_request,
-                   output: str | None, *, needs_models: bool = False,
-                   hear_file: bool = False) -> int:
+async def edit_one(
+    prog: str,
+    node_url: str | None,
+    arg: SongArg,
+    make_request,
+    output: str | None,
+    *,
+    needs_models: bool = False,
+    hear_file: bool = False,
+) -> int:
     """The shape of every one-song edit: find the source (``hear_file``: a file's caption,
     tempo and key from the engine), build its request (``make_request(source, models)``,
     which may raise RequestError), queue it, follow it, deliver it."""
     from ..song_request import validate
+
     bar = ProgressBar()
     async with Session(prog, node_url) as session:
         node = session.client
@@ -392,7 +467,6 @@ async def edit_one(prog: str, node_url: str | None, arg: SongArg, make_request,
         return EXIT_OK
 
 
-
 PLACEHOLDER = Source({"upload": "0" * 16}, name="song", caption="song")
 """A stand-in source to check a command line's fields before any node is started."""
 
@@ -401,6 +475,7 @@ def precheck(make_request) -> None:
     """Check the request the command line makes (on a stand-in source) before starting or
     asking a node: bad input exits 2 at once, naming the option."""
     from ..song_request import validate
+
     try:
         validate(make_request(PLACEHOLDER, []))
     except RequestError as exc:

@@ -23,31 +23,56 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def register(sub) -> None:
     from ..export import DEFAULT_PATTERN, FORMATS
 
-    p = sub.add_parser("export", help="export a song for a DAW (WAV, FLAC, AIFF, MP3)",
-                       description="Export a song's takes as files a DAW understands: the "
-                                   "format, sample rate and loudness you choose, tempo and "
-                                   "key written into the file. The song's own files are "
-                                   "never changed.")
-    p.add_argument("song", help="a song id (see the app's Songs page or `cantor sing`), or "
-                                "an audio file")
-    p.add_argument("--format", metavar="F",
-                   help=f"{', '.join(FORMATS)} (default: export.format, else wav24)")
+    p = sub.add_parser(
+        "export",
+        help="export a song for a DAW (WAV, FLAC, AIFF, MP3)",
+        description="Export a song's takes as files a DAW understands: the "
+        "format, sample rate and loudness you choose, tempo and "
+        "key written into the file. The song's own files are "
+        "never changed.",
+    )
+    p.add_argument(
+        "song", help="a song id (see the app's Songs page or `cantor sing`), or an audio file"
+    )
+    p.add_argument(
+        "--format", metavar="F", help=f"{', '.join(FORMATS)} (default: export.format, else wav24)"
+    )
     p.add_argument("--rate", metavar="HZ", help="48000 or 44100 (default: export.rate)")
-    p.add_argument("--loudness", metavar="LUFS",
-                   help="off, or a target such as -14 (streaming) or -16 "
-                        "(default: export.loudness, else off)")
-    p.add_argument("--peak", metavar="DBTP",
-                   help="true-peak ceiling with a loudness target, e.g. -1 (default: "
-                        "export.peak, else -1)")
-    p.add_argument("--take", metavar="N|all", default="all",
-                   help="which take of the song (default: all)")
-    p.add_argument("--pattern", metavar="P",
-                   help=f"file name pattern (default: export.pattern, else {DEFAULT_PATTERN})"
-                        .replace("{", "{{").replace("}", "}}").replace("%", "%%"))
-    p.add_argument("-o", "--output", metavar="DIR", required=True,
-                   help="folder for the exported files (made if missing)")
-    p.add_argument("--no-remember", dest="remember", action="store_false",
-                   help="do not save the options given in node.toml")
+    p.add_argument(
+        "--loudness",
+        metavar="LUFS",
+        help="off, or a target such as -14 (streaming) or -16 (default: export.loudness, else off)",
+    )
+    p.add_argument(
+        "--peak",
+        metavar="DBTP",
+        help="true-peak ceiling with a loudness target, e.g. -1 (default: export.peak, else -1)",
+    )
+    p.add_argument(
+        "--take", metavar="N|all", default="all", help="which take of the song (default: all)"
+    )
+    p.add_argument(
+        "--pattern",
+        metavar="P",
+        help=f"file name pattern (default: export.pattern, else {DEFAULT_PATTERN})".replace(
+            "{", "{{"
+        )
+        .replace("}", "}}")
+        .replace("%", "%%"),
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        required=True,
+        help="folder for the exported files (made if missing)",
+    )
+    p.add_argument(
+        "--no-remember",
+        dest="remember",
+        action="store_false",
+        help="do not save the options given in node.toml",
+    )
     add_node_option(p)
     p.set_defaults(func=run)
 
@@ -58,8 +83,11 @@ def _options(args):
 
     cfg, _err = config.load_or_defaults()
     base = ExportOptions.from_config(cfg)
-    given = {name: getattr(args, name) for name in ("format", "rate", "peak", "pattern")
-             if getattr(args, name) is not None}
+    given = {
+        name: getattr(args, name)
+        for name in ("format", "rate", "peak", "pattern")
+        if getattr(args, name) is not None
+    }
     if args.loudness is not None:
         given["loudness"] = args.loudness
     return ExportOptions.parse(base=base, **given), given
@@ -111,8 +139,11 @@ def _remember(options, given: dict) -> None:
     """Save the options given on the command line (only those) in node.toml."""
     from .. import config
 
-    changes = {key: value for key, value in options.config_changes().items()
-               if key.split(".", 1)[1] in given}
+    changes = {
+        key: value
+        for key, value in options.config_changes().items()
+        if key.split(".", 1)[1] in given
+    }
     try:
         config.update(changes)
     except config.ConfigError as exc:
@@ -145,16 +176,19 @@ def _export_files(items, out_dir: Path, options) -> int:
     return EXIT_OK
 
 
-async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
-                       node_url: str | None) -> int:
+async def _export_song(
+    song_id: str, take: int | None, out_dir: Path, options, node_url: str | None
+) -> int:
     from ..export import SongMeta
     from ..nodeclient import NodeError, check_song_id
 
     try:
         check_song_id(song_id)
     except ValueError:
-        print(f"cantor export: song: {song_id!r} is neither a song id nor an audio file",
-              file=sys.stderr)
+        print(
+            f"cantor export: song: {song_id!r} is neither a song id nor an audio file",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         async with node_client("export", node_url) as node:
@@ -164,15 +198,19 @@ async def _export_song(song_id: str, take: int | None, out_dir: Path, options,
                 print(f"cantor export: {exc.message}", file=sys.stderr)
                 return EXIT_USAGE if exc.status == 404 else EXIT_FAILED
             if song.get("state") != "done":
-                print(f"cantor export: song {song_id} has no audio (it is {song.get('state')})",
-                      file=sys.stderr)
+                print(
+                    f"cantor export: song {song_id} has no audio (it is {song.get('state')})",
+                    file=sys.stderr,
+                )
                 return EXIT_FAILED
-            files = [f for f in song.get("takes") or song.get("files") or []
-                     if isinstance(f, dict)]
+            files = [f for f in song.get("takes") or song.get("files") or [] if isinstance(f, dict)]
             numbers = [_take_number(f, i + 1) for i, f in enumerate(files)]
             if take is not None and take not in numbers:
-                print(f"cantor export: take: song {song_id} has takes "
-                      f"{', '.join(map(str, numbers)) or 'none'}, not {take}", file=sys.stderr)
+                print(
+                    f"cantor export: take: song {song_id} has takes "
+                    f"{', '.join(map(str, numbers)) or 'none'}, not {take}",
+                    file=sys.stderr,
+                )
                 return EXIT_USAGE
             wanted = [n for n in numbers if take is None or n == take]
             with tempfile.TemporaryDirectory(prefix="cantor-export-") as tmp:

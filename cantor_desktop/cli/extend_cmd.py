@@ -7,15 +7,22 @@ from .edit_common import add_edit_options, add_song_argument, intermixed, run_ed
 
 
 def register(sub) -> None:
-    p = sub.add_parser("extend", help="add music before or after a song",
-                       description="Add seconds of music after (and/or before) a song, "
-                                   "continuing its tempo and key; the song is kept. The "
-                                   "result is a new version of the song.")
+    p = sub.add_parser(
+        "extend",
+        help="add music before or after a song",
+        description="Add seconds of music after (and/or before) a song, "
+        "continuing its tempo and key; the song is kept. The "
+        "result is a new version of the song.",
+    )
     intermixed(p)
     add_song_argument(p)
-    p.add_argument("caption", nargs="?", metavar="CAPTION",
-                   help="the style of what is added (default: the song's caption; a file's "
-                        "is heard by the engine)")
+    p.add_argument(
+        "caption",
+        nargs="?",
+        metavar="CAPTION",
+        help="the style of what is added (default: the song's caption; a file's "
+        "is heard by the engine)",
+    )
     p.add_argument("--after", metavar="S", help="seconds to add at the end")
     p.add_argument("--before", metavar="S", help="seconds to add at the start")
     add_edit_options(p, "the song's own")
@@ -33,10 +40,18 @@ def make_request(args):
             extend["after"] = parse_seconds(args.after, "extend.after")
         if not extend:
             from ..song_request import RequestError
+
             raise RequestError("extend", "give --after S and/or --before S (seconds to add)")
-        return edit_request("extend", source.ref, source.request,
-                            caption=args.caption or source.caption, extend=extend,
-                            model=args.model, seed=args.seed)
+        return edit_request(
+            "extend",
+            source.ref,
+            source.request,
+            caption=args.caption or source.caption,
+            extend=extend,
+            model=args.model,
+            seed=args.seed,
+        )
+
     return make
 
 

@@ -14,10 +14,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub) -> None:
-    p = sub.add_parser("login", help="store a Hugging Face token in the OS keyring",
-                       description="Store a Hugging Face token (for gated models) in the OS "
-                                   "keyring. Without --token it is read from stdin, or asked "
-                                   "for without echo on a terminal.")
+    p = sub.add_parser(
+        "login",
+        help="store a Hugging Face token in the OS keyring",
+        description="Store a Hugging Face token (for gated models) in the OS "
+        "keyring. Without --token it is read from stdin, or asked "
+        "for without echo on a terminal.",
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--token", metavar="T", help="the token (beware: visible in shell history)")
     g.add_argument("--status", action="store_true", help="say which token would be used")
@@ -43,8 +46,10 @@ def run(args) -> int:
                 print(str(exc))
                 return EXIT_OK if env else EXIT_FAILED
             if stored:
-                print(f"a token is stored in the keyring ({_masked(stored)}; "
-                      f"{secrets.keyring_name()})")
+                print(
+                    f"a token is stored in the keyring ({_masked(stored)}; "
+                    f"{secrets.keyring_name()})"
+                )
             elif not env:
                 print("no Hugging Face token: run `cantor login` or set HF_TOKEN")
             return EXIT_OK

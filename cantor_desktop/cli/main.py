@@ -15,8 +15,8 @@ COMMAND_MODULES = [
     "sketch_cmd",
     "node_cmd",
     "sing_cmd",
-    "songs_cmd",        # editing what was made: songs, repaint, extend, understand,
-    "repaint_cmd",      # stems, layer, complete (and sing --cover)
+    "songs_cmd",  # editing what was made: songs, repaint, extend, understand,
+    "repaint_cmd",  # stems, layer, complete (and sing --cover)
     "extend_cmd",
     "understand_cmd",
     "stems_cmd",
@@ -36,16 +36,22 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cantor", description="Make songs with ACE-Step on your own machine.")
+        prog="cantor", description="Make songs with ACE-Step on your own machine."
+    )
     parser.add_argument("--version", action="version", version=f"cantor {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__package__}.{name}").register(sub)
     for command, subparser in sub.choices.items():
-        if command != "sketch-server":   # the sketch engine keeps ace-server's own options
-            subparser.add_argument("-v", "--verbose", action="store_true",
-                                   default=argparse.SUPPRESS, help="log details to stderr")
+        if command != "sketch-server":  # the sketch engine keeps ace-server's own options
+            subparser.add_argument(
+                "-v",
+                "--verbose",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="log details to stderr",
+            )
     return parser
 
 

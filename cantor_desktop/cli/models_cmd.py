@@ -12,12 +12,16 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub) -> None:
-    p = sub.add_parser("models", help="list, remove, import and verify models",
-                       description="The model library: what is downloaded, partial, "
-                                   "corrupt or missing a companion file.")
+    p = sub.add_parser(
+        "models",
+        help="list, remove, import and verify models",
+        description="The model library: what is downloaded, partial, "
+        "corrupt or missing a companion file.",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable list")
-    p.add_argument("--all", action="store_true",
-                   help="also list catalogue models not downloaded yet")
+    p.add_argument(
+        "--all", action="store_true", help="also list catalogue models not downloaded yet"
+    )
     msub = p.add_subparsers(dest="action", metavar="ACTION")
     rm = msub.add_parser("rm", help="remove a model (and companions no other model uses)")
     rm.add_argument("name")
@@ -29,6 +33,7 @@ def register(sub) -> None:
 
 def _size(n: int, approx: bool = False) -> str:
     from ..download import human_size
+
     return ("~" if approx else "") + human_size(n)
 
 
@@ -42,15 +47,24 @@ def _list(args) -> int:
     rows = [("NAME", "STATE", "ON DISK", "TO GET", "")]
     for m in models:
         to_get = _size(m.download_bytes, m.download_approximate) if m.download_bytes else "-"
-        rows.append((m.name, m.state, _size(m.size_bytes) if m.size_bytes else "-", to_get,
-                     m.display_name + (f"  [imported: {m.folder}]" if m.imported else "")))
+        rows.append(
+            (
+                m.name,
+                m.state,
+                _size(m.size_bytes) if m.size_bytes else "-",
+                to_get,
+                m.display_name + (f"  [imported: {m.folder}]" if m.imported else ""),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4])
     usage = library.disk_usage()
-    print(f"\n{usage['folder']}: {_size(usage['library_bytes'])} in models, "
-          f"{_size(usage['partial_bytes'])} partial, {_size(usage['imported_bytes'])} "
-          f"imported elsewhere; {_size(usage['free_bytes'])} free")
+    print(
+        f"\n{usage['folder']}: {_size(usage['library_bytes'])} in models, "
+        f"{_size(usage['partial_bytes'])} partial, {_size(usage['imported_bytes'])} "
+        f"imported elsewhere; {_size(usage['free_bytes'])} free"
+    )
     if not args.all:
         print("`cantor models --all` lists every model you can pull.")
     return EXIT_OK
@@ -85,8 +99,10 @@ def run(args) -> int:
                 return EXIT_FAILED
             return EXIT_OK
         if args.action == "verify":
+
             def show(r):
                 print(f"{r.state:<10} {r.path}")
+
             results = library.verify(on_file=show)
             bad = [r for r in results if r.state in ("corrupt", "missing")]
             print(f"{len(results)} file(s) checked, {len(bad)} corrupt or missing")

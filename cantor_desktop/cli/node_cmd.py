@@ -9,13 +9,21 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("node", help="run the node (the HTTP API the app and CLI use)",
-                       description="Run the Cantor node: the song queue and engines behind an "
-                                   "HTTP API. Every request needs the node's token; the app and "
-                                   "the CLI on this machine find it themselves, and `cantor "
-                                   "node token` prints it for another machine.")
-    p.add_argument("action", nargs="?", choices=("serve", "token", "stop"), default="serve",
-                   help="serve (default), token, or stop (this home's running node)")
+    p = sub.add_parser(
+        "node",
+        help="run the node (the HTTP API the app and CLI use)",
+        description="Run the Cantor node: the song queue and engines behind an "
+        "HTTP API. Every request needs the node's token; the app and "
+        "the CLI on this machine find it themselves, and `cantor "
+        "node token` prints it for another machine.",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("serve", "token", "stop"),
+        default="serve",
+        help="serve (default), token, or stop (this home's running node)",
+    )
     p.add_argument("--host", help="address to listen on (default: node.host in node.toml)")
     p.add_argument("--port", type=int, help="port (default: node.port in node.toml)")
     p.set_defaults(func=run)
@@ -34,6 +42,7 @@ def run(args) -> int:
 
     if args.action == "stop":
         import asyncio
+
         return asyncio.run(stop_node(args.host, args.port))
 
     try:
@@ -68,8 +77,13 @@ async def stop_node(host: str | None = None, port: int | None = None) -> int:
     from ..nodeclient import NodeClient, NodeError, local_url
 
     cfg, _err = config.load_or_defaults()
-    url = local_url(cfg) if host is None and port is None else http_url(
-        host or cfg.get("node.host"), port if port is not None else cfg.get("node.port"))
+    url = (
+        local_url(cfg)
+        if host is None and port is None
+        else http_url(
+            host or cfg.get("node.host"), port if port is not None else cfg.get("node.port")
+        )
+    )
     if not await answers(url):
         print(f"cantor node stop: no node answers at {url}", file=sys.stderr)
         return 0
@@ -82,8 +96,10 @@ async def stop_node(host: str | None = None, port: int | None = None) -> int:
     deadline = time.monotonic() + STOP_WAIT
     while await answers(url, timeout=0.5):
         if time.monotonic() > deadline:
-            print(f"cantor node stop: the node at {url} is still running after "
-                  f"{STOP_WAIT:g} s", file=sys.stderr)
+            print(
+                f"cantor node stop: the node at {url} is still running after {STOP_WAIT:g} s",
+                file=sys.stderr,
+            )
             return 1
         await asyncio.sleep(0.1)
     print(f"cantor node stop: the node at {url} has stopped", file=sys.stderr)
@@ -98,14 +114,18 @@ def serve_forever(host: str, port: int) -> int:
     from ..selfexec import self_argv
 
     supervised = os.environ.pop(procs.SUPERVISED_ENV, None) == "1"
-    procs.watch_owner()          # started by the app: stop when the app is gone
+    procs.watch_owner()  # started by the app: stop when the app is gone
     logs.setup(paths().node_log, stderr_level=logging.WARNING)
 
     def listening() -> None:
         shown = f"[{host}]" if ":" in host else host
-        print(f"cantor node: listening on http://{shown}:{port} (clients on this machine find "
-              f"its token; elsewhere give them `cantor node token`) (log: {paths().node_log}); "
-              f"Ctrl-C stops it", file=sys.stderr, flush=True)
+        print(
+            f"cantor node: listening on http://{shown}:{port} (clients on this machine find "
+            f"its token; elsewhere give them `cantor node token`) (log: {paths().node_log}); "
+            f"Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
 
     try:
         restart = serve(host, port, on_listening=listening)
@@ -117,8 +137,7 @@ def serve_forever(host: str, port: int) -> int:
         return 1
     if restart:
         logging.getLogger(__name__).info("restarting the node (upgrade)")
-        return restart_node(self_argv("node") + ["--host", host, "--port", str(port)],
-                            supervised)
+        return restart_node(self_argv("node") + ["--host", host, "--port", str(port)], supervised)
     return 0
 
 
@@ -138,6 +157,7 @@ def restart_node(argv: list[str], supervised: bool, *, os_name: str | None = Non
         return procs.RESTART_EXIT_CODE
     if (os_name or os.name) != "nt":
         from ..procs.owner import keep_across_exec
+
         keep_across_exec()
         sys.stdout.flush()
         sys.stderr.flush()

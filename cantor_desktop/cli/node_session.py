@@ -16,16 +16,21 @@ class NodeUnavailable(Exception):
 
 def add_node_option(p) -> None:
     """``--node URL``: drive another machine's node (its token in CANTOR_NODE_TOKEN)."""
-    p.add_argument("--node", metavar="URL", default=os.environ.get("CANTOR_NODE_URL") or None,
-                   help="use the node at URL (e.g. http://studio:7823) instead of this "
-                        "machine's; give its token (`cantor node token` there) in "
-                        "CANTOR_NODE_TOKEN. Default: CANTOR_NODE_URL, else this machine's")
+    p.add_argument(
+        "--node",
+        metavar="URL",
+        default=os.environ.get("CANTOR_NODE_URL") or None,
+        help="use the node at URL (e.g. http://studio:7823) instead of this "
+        "machine's; give its token (`cantor node token` there) in "
+        "CANTOR_NODE_TOKEN. Default: CANTOR_NODE_URL, else this machine's",
+    )
 
 
 def given_token() -> str | None:
     """The token the user gave for a node (CANTOR_NODE_TOKEN); None lets the client find this
     home's own."""
     from ..access import TOKEN_ENV
+
     return os.environ.get(TOKEN_ENV, "").strip() or None
 
 

@@ -13,26 +13,38 @@ import sys
 import time
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-NO_ENGINE = ("Model ready. No engine yet: {reason}. Run `cantor backends --install` when you "
-             "are online.")
+NO_ENGINE = (
+    "Model ready. No engine yet: {reason}. Run `cantor backends --install` when you are online."
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "pull", help="download a model (and an engine for it)",
+        "pull",
+        help="download a model (and an engine for it)",
         description="Download a model's files (DiT, text encoder, VAE and a language model "
-                    "for vocals), resuming partial downloads, then make sure an engine is "
-                    "installed. MODEL is e.g. acestep-v15-turbo (= Q8_0) or "
-                    "acestep-v15-xl-sft-Q6_K; `cantor models --all` lists them.",
+        "for vocals), resuming partial downloads, then make sure an engine is "
+        "installed. MODEL is e.g. acestep-v15-turbo (= Q8_0) or "
+        "acestep-v15-xl-sft-Q6_K; `cantor models --all` lists them.",
         epilog="Exit status: 0 the model and an engine for it are ready; 1 the pull failed, "
-               "or the model is ready but no engine could be installed (e.g. offline: run "
-               "`cantor backends --install` later); 2 bad input (unknown model or LM size).")
+        "or the model is ready but no engine could be installed (e.g. offline: run "
+        "`cantor backends --install` later); 2 bad input (unknown model or LM size).",
+    )
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("--lm-size", dest="lm_size", metavar="S", choices=("0.6B", "1.7B", "4B"),
-                   help="language model for vocals: 0.6B, 1.7B or 4B "
-                        "(default: node.toml models.lm; auto picks by memory)")
-    p.add_argument("--no-engine", dest="no_engine", action="store_true",
-                   help="download the model files only, not the engine")
+    p.add_argument(
+        "--lm-size",
+        dest="lm_size",
+        metavar="S",
+        choices=("0.6B", "1.7B", "4B"),
+        help="language model for vocals: 0.6B, 1.7B or 4B "
+        "(default: node.toml models.lm; auto picks by memory)",
+    )
+    p.add_argument(
+        "--no-engine",
+        dest="no_engine",
+        action="store_true",
+        help="download the model files only, not the engine",
+    )
     p.set_defaults(func=run)
 
 
@@ -52,12 +64,13 @@ class Printer:
 
     def __init__(self, out=None, live: bool | None = None):
         from ..download import human_size
+
         self.size = human_size
         self.out = out = out or sys.stdout
         self.live = out.isatty() if live is None else live
         self.last = 0.0
         self.width = 0
-        self.done = None          # the final "done" event (engine_ready, engine_error)
+        self.done = None  # the final "done" event (engine_ready, engine_error)
 
     def _line(self, text: str, final: bool = False) -> None:
         if self.live:
@@ -74,14 +87,17 @@ class Printer:
             if not e.files:
                 self._line(f"{e.model}: all files already downloaded", True)
                 return
-            self._line(f"{e.model}: {approx}{self.size(e.total)} to download "
-                       f"({len(e.files)} file{'s' if len(e.files) != 1 else ''})"
-                       f"{' — sizes approximate (hub not reachable)' if e.approximate else ''}",
-                       True)
+            self._line(
+                f"{e.model}: {approx}{self.size(e.total)} to download "
+                f"({len(e.files)} file{'s' if len(e.files) != 1 else ''})"
+                f"{' — sizes approximate (hub not reachable)' if e.approximate else ''}",
+                True,
+            )
             for f in e.files:
                 resumed = " (resuming)" if f["state"] == "partial" else ""
-                self._line(f"  {f['kind']:<8} {f['name']}  {approx}{self.size(f['to_get'])}"
-                           f"{resumed}", True)
+                self._line(
+                    f"  {f['kind']:<8} {f['name']}  {approx}{self.size(f['to_get'])}{resumed}", True
+                )
         elif e.type == "progress":
             now = time.monotonic()
             if now - self.last < (0.2 if self.live else 5.0):
@@ -89,19 +105,21 @@ class Printer:
             self.last = now
             pct = f"{100 * e.file_received / e.file_total:3.0f}%" if e.file_total else "  ?%"
             tot = f"{100 * e.received / e.total:3.0f}%" if e.total else "  ?%"
-            self._line(f"  {e.file}  {pct}  | total {tot} {self.size(e.received)}/"
-                       f"{approx}{self.size(e.total)}  {self.size(e.speed)}/s  "
-                       f"{duration(e.eta)} left")
+            self._line(
+                f"  {e.file}  {pct}  | total {tot} {self.size(e.received)}/"
+                f"{approx}{self.size(e.total)}  {self.size(e.speed)}/s  "
+                f"{duration(e.eta)} left"
+            )
         elif e.type == "file_done":
             check = "sha256 verified" if e.verified else "size checked (no sha256 known)"
             self._line(f"  {e.file}  done, {self.size(e.file_received)}, {check}", True)
         elif e.type == "engine" and (e.engine or {}).get("kind") == "download":
-            now = time.monotonic()          # engine archive progress: one live line
+            now = time.monotonic()  # engine archive progress: one live line
             if now - self.last >= (0.2 if self.live else 5.0):
                 self.last = now
                 self._line(f"  {e.message}")
         elif e.type == "engine" and e.engine_ready is False:
-            return                          # said once, at the end (see run)
+            return  # said once, at the end (see run)
         elif e.type in ("engine", "catalogue") and e.message:
             self._line(f"{e.message}", True)
         elif e.type == "done":
@@ -118,8 +136,9 @@ def run(args) -> int:
     printer = Printer()
 
     async def go():
-        return await pl.pull(args.model, on_event=printer, lm_size=args.lm_size,
-                             with_engine=not args.no_engine)
+        return await pl.pull(
+            args.model, on_event=printer, lm_size=args.lm_size, with_engine=not args.no_engine
+        )
 
     try:
         files = asyncio.run(go())
@@ -127,13 +146,16 @@ def run(args) -> int:
         print(f"cantor pull: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"\ncantor pull: interrupted; partial files are kept: run `cantor pull "
-              f"{args.model}` again to resume", file=sys.stderr)
+        print(
+            f"\ncantor pull: interrupted; partial files are kept: run `cantor pull "
+            f"{args.model}` again to resume",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     except (pl.PullError, dl.DownloadError, LibraryError) as exc:
         print(f"\ncantor pull: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except Exception as exc:   # the engine step's own errors (backends) end the same way
+    except Exception as exc:  # the engine step's own errors (backends) end the same way
         print(f"\ncantor pull: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if not files.builtin:

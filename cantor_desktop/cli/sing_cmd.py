@@ -22,51 +22,111 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def register(sub) -> None:
     from ..config import SONG_FORMATS
-    from ..song_request import (ADAPTER_SCALE_RANGE, GUIDANCE_RANGE, SHIFT_RANGE, SOLVERS,
-                                STEPS_RANGE)
+    from ..song_request import (
+        ADAPTER_SCALE_RANGE,
+        GUIDANCE_RANGE,
+        SHIFT_RANGE,
+        SOLVERS,
+        STEPS_RANGE,
+    )
 
-    p = sub.add_parser("sing", help="make one song",
-                       description="Make one song: a caption, and lyrics or --instrumental.")
+    p = sub.add_parser(
+        "sing",
+        help="make one song",
+        description="Make one song: a caption, and lyrics or --instrumental.",
+    )
     p.add_argument("caption", help="the style: genre, instruments, mood")
     lyr = p.add_mutually_exclusive_group()
-    lyr.add_argument("--lyrics", metavar="TEXT|@FILE",
-                     help="the words to sing, or @FILE to read them from a file")
-    lyr.add_argument("--instrumental", action="store_true",
-                     help="no vocals (also what a song without --lyrics gets)")
-    p.add_argument("--cover", metavar="SONG|FILE",
-                   help="a cover: a new song in CAPTION's style that follows SONG (a song "
-                        "id from `cantor songs`, ID:TAKE, or an audio file)")
-    p.add_argument("--strength", metavar="S",
-                   help="with --cover: how much of the song it hears, 0-1 (1 keeps closest "
-                        "to it; default: the engine's)")
-    p.add_argument("--duration", metavar="S", help="length in seconds (10-600; default: the model's choice)")
+    lyr.add_argument(
+        "--lyrics",
+        metavar="TEXT|@FILE",
+        help="the words to sing, or @FILE to read them from a file",
+    )
+    lyr.add_argument(
+        "--instrumental",
+        action="store_true",
+        help="no vocals (also what a song without --lyrics gets)",
+    )
+    p.add_argument(
+        "--cover",
+        metavar="SONG|FILE",
+        help="a cover: a new song in CAPTION's style that follows SONG (a song "
+        "id from `cantor songs`, ID:TAKE, or an audio file)",
+    )
+    p.add_argument(
+        "--strength",
+        metavar="S",
+        help="with --cover: how much of the song it hears, 0-1 (1 keeps closest "
+        "to it; default: the engine's)",
+    )
+    p.add_argument(
+        "--duration", metavar="S", help="length in seconds (10-600; default: the model's choice)"
+    )
     p.add_argument("--bpm", metavar="N", help="tempo (30-300)")
     p.add_argument("--key", metavar="K", help='key, e.g. "F# minor"')
-    p.add_argument("--time-signature", metavar="N", dest="time_signature",
-                   help="beats per bar: 2, 3, 4 or 6")
+    p.add_argument(
+        "--time-signature", metavar="N", dest="time_signature", help="beats per bar: 2, 3, 4 or 6"
+    )
     p.add_argument("--language", metavar="L", help="vocal language code, e.g. en")
     p.add_argument("--seed", metavar="N", help="-1 for random (default)")
-    p.add_argument("--model", metavar="M", help="model name (default: models.default; "
-                                                "sketch = the built-in engine)")
-    p.add_argument("--format", metavar="F", choices=SONG_FORMATS,
-                   help=f"audio format: {', '.join(SONG_FORMATS)} (default: songs.format)")
-    p.add_argument("--adapter", metavar="NAME",
-                   help="a LoRA adapter of the node (`cantor adapters` lists them)")
-    p.add_argument("--scale", metavar="S", dest="adapter_scale",
-                   help="how strongly the adapter applies ({:g}-{:g}; default 1.0)".format(
-                       *ADAPTER_SCALE_RANGE))
-    p.add_argument("--steps", metavar="N", help="diffusion steps ({}-{}; default: the "
-                   "model's, turbo 8, sft/base 50)".format(*STEPS_RANGE))
-    p.add_argument("--guidance", metavar="G", help="how closely the audio follows the caption "
-                   "({:g}-{:g}; ignored above 1 on turbo models)".format(*GUIDANCE_RANGE))
-    p.add_argument("--shift", metavar="X", help="where the steps spend their effort "
-                   "({:g}-{:g}; default: turbo 3, others 1)".format(*SHIFT_RANGE))
-    p.add_argument("--solver", metavar="S", choices=SOLVERS,
-                   help=f"the sampler: {', '.join(SOLVERS)} (default euler)")
-    p.add_argument("-o", "--output", metavar="PATH",
-                   help="also copy the song to PATH: a folder (made if missing; a path "
-                        "without an extension is one), or a file name (the format's "
-                        "extension is added when it has another)")
+    p.add_argument(
+        "--model",
+        metavar="M",
+        help="model name (default: models.default; sketch = the built-in engine)",
+    )
+    p.add_argument(
+        "--format",
+        metavar="F",
+        choices=SONG_FORMATS,
+        help=f"audio format: {', '.join(SONG_FORMATS)} (default: songs.format)",
+    )
+    p.add_argument(
+        "--adapter",
+        metavar="NAME",
+        help="a LoRA adapter of the node (`cantor adapters` lists them)",
+    )
+    p.add_argument(
+        "--scale",
+        metavar="S",
+        dest="adapter_scale",
+        help="how strongly the adapter applies ({:g}-{:g}; default 1.0)".format(
+            *ADAPTER_SCALE_RANGE
+        ),
+    )
+    p.add_argument(
+        "--steps",
+        metavar="N",
+        help="diffusion steps ({}-{}; default: the model's, turbo 8, sft/base 50)".format(
+            *STEPS_RANGE
+        ),
+    )
+    p.add_argument(
+        "--guidance",
+        metavar="G",
+        help="how closely the audio follows the caption "
+        "({:g}-{:g}; ignored above 1 on turbo models)".format(*GUIDANCE_RANGE),
+    )
+    p.add_argument(
+        "--shift",
+        metavar="X",
+        help="where the steps spend their effort ({:g}-{:g}; default: turbo 3, others 1)".format(
+            *SHIFT_RANGE
+        ),
+    )
+    p.add_argument(
+        "--solver",
+        metavar="S",
+        choices=SOLVERS,
+        help=f"the sampler: {', '.join(SOLVERS)} (default euler)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="also copy the song to PATH: a folder (made if missing; a path "
+        "without an extension is one), or a file name (the format's "
+        "extension is added when it has another)",
+    )
     add_node_option(p)
     p.set_defaults(func=run)
 
@@ -85,8 +145,22 @@ def build_request(args) -> dict:
         request["lyrics"] = text
     else:
         request["lyrics"] = "[Instrumental]"
-    for name in ("duration", "bpm", "key", "time_signature", "language", "seed", "model",
-                 "format", "adapter", "adapter_scale", "steps", "guidance", "shift", "solver"):
+    for name in (
+        "duration",
+        "bpm",
+        "key",
+        "time_signature",
+        "language",
+        "seed",
+        "model",
+        "format",
+        "adapter",
+        "adapter_scale",
+        "steps",
+        "guidance",
+        "shift",
+        "solver",
+    ):
         value = getattr(args, name, None)
         if value is not None:
             request[name] = value
@@ -104,6 +178,7 @@ def run(args) -> int:
 
     if args.cover is not None or args.strength is not None:
         from .cover import run_cover
+
         return run_cover(args, build_request, _BadInput)
     try:
         request = build_request(args)
@@ -112,7 +187,7 @@ def run(args) -> int:
         print(f"cantor sing: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except RequestError as exc:
-        flag = {"adapter_scale": "--scale"}.get(exc.field)      # a flag not named as its field
+        flag = {"adapter_scale": "--scale"}.get(exc.field)  # a flag not named as its field
         print(f"cantor sing: {f'{flag}: {exc.message}' if flag else exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -145,8 +220,9 @@ class ProgressBar:
             width = shutil.get_terminal_size((80, 20)).columns
             self.stream.write("\r" + line[: width - 1].ljust(width - 1))
             self.stream.flush()
-        elif (time.monotonic() - self.last_plain >= 1.0 or progress >= 1.0
-              or stage != self.last_stage):
+        elif (
+            time.monotonic() - self.last_plain >= 1.0 or progress >= 1.0 or stage != self.last_stage
+        ):
             # not a terminal (a log, a pipe): a line per stage, then at most one a second
             self.last_plain = time.monotonic()
             self.last_stage = stage
@@ -198,9 +274,11 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
             except NodeError as exc:
                 print(f"cantor sing: {exc.message}", file=sys.stderr)
                 if exc.type == "model_not_found" and request.get("model") != "sketch":
-                    print("cantor sing: to make a song now without a download, add "
-                          "--model sketch (the built-in Sketch engine, no AI model)",
-                          file=sys.stderr)
+                    print(
+                        "cantor sing: to make a song now without a download, add "
+                        "--model sketch (the built-in Sketch engine, no AI model)",
+                        file=sys.stderr,
+                    )
                 return EXIT_USAGE if exc.status in (400, 404, 413, 415, 422) else EXIT_FAILED
             if answer.get("note"):
                 print(f"cantor sing: {answer['note']}", file=sys.stderr)
@@ -217,8 +295,9 @@ async def sing(request: dict, output: str | None, node_url: str | None = None) -
                 for take in song.takes:
                     path = Path(take.audio)
                     if output:
-                        dest = output_path(Path(output).expanduser(), take,
-                                           many=len(song.takes) > 1)
+                        dest = output_path(
+                            Path(output).expanduser(), take, many=len(song.takes) > 1
+                        )
                         path = await node.audio(song_id, dest, take=take.n)
                     print(path)
                 return EXIT_OK

@@ -11,9 +11,12 @@ import argparse
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "sketch-server", add_help=False, prefix_chars="\0",
+        "sketch-server",
+        add_help=False,
+        prefix_chars="\0",
         help="run the built-in sketch engine (Sketch — built-in, no AI model)",
-        description="Run the built-in sketch engine; takes ace-server's command line.")
+        description="Run the built-in sketch engine; takes ace-server's command line.",
+    )
     p.add_argument("engine_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=run)
 
@@ -22,5 +25,5 @@ def run(args) -> int:
     from ..procs import watch_owner
     from ..sketch.server import main
 
-    watch_owner()      # the node that started it ended: stop (macOS has no other tie)
+    watch_owner()  # the node that started it ended: stop (macOS has no other tie)
     return main(list(args.engine_args))

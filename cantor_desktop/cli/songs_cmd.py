@@ -13,10 +13,13 @@ PROG = "cantor songs"
 
 
 def register(sub) -> None:
-    p = sub.add_parser("songs", help="list the songs and their ids",
-                       description="The node's songs, newest first: id (for repaint, "
-                                   "extend, stems…), state, takes, tempo and key, model, the "
-                                   "song a version was made from, and the title.")
+    p = sub.add_parser(
+        "songs",
+        help="list the songs and their ids",
+        description="The node's songs, newest first: id (for repaint, "
+        "extend, stems…), state, takes, tempo and key, model, the "
+        "song a version was made from, and the title.",
+    )
     p.add_argument("--json", action="store_true", help="one JSON array")
     add_node_option(p)
     p.set_defaults(func=run)
@@ -43,11 +46,11 @@ def what(song) -> str:
         return f"repaint {req['region']['start']:g}-{req['region']['end']:g}s"
     if task == "extend" and isinstance(req.get("extend"), dict):
         ext = req["extend"]
-        return "extend " + " ".join(f"{k} {ext[k]:g}s" for k in ("before", "after")
-                                    if ext.get(k))
+        return "extend " + " ".join(f"{k} {ext[k]:g}s" for k in ("before", "after") if ext.get(k))
     if task in ("extract", "lego", "complete"):
-        return {"extract": "stem", "lego": "layer", "complete": "complete"}[task] + \
-            f" {req.get('track')}"
+        return {"extract": "stem", "lego": "layer", "complete": "complete"}[
+            task
+        ] + f" {req.get('track')}"
     return task
 
 
@@ -59,23 +62,46 @@ def tempo_key(song) -> tuple[str, str]:
 
 
 def as_json(song) -> dict:
-    return {"id": song.id, "name": song.name, "title": song.title, "caption": song.caption,
-            "state": str(song.state), "error": song.error, "task": song.request.get("task")
-            or "text2music", "track": song.request.get("track"),
-            "parent": song.request.get("source"), "model": song.model,
-            "created": song.created, "favourite": song.favourite,
-            "takes": [{k: getattr(t, k) for k in ("n", "audio", "duration", "bpm", "key",
-                                                    "time_signature", "seed")}
-                      for t in song.takes]}
+    return {
+        "id": song.id,
+        "name": song.name,
+        "title": song.title,
+        "caption": song.caption,
+        "state": str(song.state),
+        "error": song.error,
+        "task": song.request.get("task") or "text2music",
+        "track": song.request.get("track"),
+        "parent": song.request.get("source"),
+        "model": song.model,
+        "created": song.created,
+        "favourite": song.favourite,
+        "takes": [
+            {
+                k: getattr(t, k)
+                for k in ("n", "audio", "duration", "bpm", "key", "time_signature", "seed")
+            }
+            for t in song.takes
+        ],
+    }
 
 
 def table(songs) -> list[str]:
     rows = [("ID", "STATE", "TAKES", "BPM", "KEY", "MODEL", "FROM", "EDIT", "TITLE")]
     for song in songs:
         bpm, key = tempo_key(song)
-        rows.append((song.id, str(song.state), str(len(song.takes)) if song.takes else "-",
-                     bpm, key, song.model or "-", parent(song) or "-", what(song) or "-",
-                     song.name.replace("\n", " ")[:60] or "(no caption)"))
+        rows.append(
+            (
+                song.id,
+                str(song.state),
+                str(len(song.takes)) if song.takes else "-",
+                bpm,
+                key,
+                song.model or "-",
+                parent(song) or "-",
+                what(song) or "-",
+                song.name.replace("\n", " ")[:60] or "(no caption)",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
 
@@ -86,18 +112,19 @@ def run(args) -> int:
 
 async def songs(args) -> int:
     from ..song import Song
+
     async with Session(PROG, args.node) as session:
         records = []
         for data in await session.client.songs():
             try:
                 records.append(Song.from_json(data))
             except ValueError:
-                continue                       # not one of the node's songs
+                continue  # not one of the node's songs
     records.sort(key=lambda s: s.created, reverse=True)
     if args.json:
         print(json.dumps([as_json(s) for s in records], indent=1, ensure_ascii=False))
     elif not records:
-        print("No songs yet: `cantor sing \"a caption\"` makes one.")
+        print('No songs yet: `cantor sing "a caption"` makes one.')
     else:
         print("\n".join(table(records)))
     return EXIT_OK

@@ -6,23 +6,41 @@ from __future__ import annotations
 
 import json
 
-from .edit_common import (EXIT_OK, CliError, Session, bad_input, parse_song_arg, report,
-                          resolve_source, run_async)
+from .edit_common import (
+    EXIT_OK,
+    CliError,
+    Session,
+    bad_input,
+    parse_song_arg,
+    report,
+    resolve_source,
+    run_async,
+)
 from .node_session import add_node_option
 
 PROG = "cantor understand"
-FIELDS = (("caption", "caption"), ("bpm", "BPM"), ("key", "key"),
-          ("time_signature", "time signature"), ("duration", "duration"),
-          ("language", "language"), ("lyrics", "lyrics"))
+FIELDS = (
+    ("caption", "caption"),
+    ("bpm", "BPM"),
+    ("key", "key"),
+    ("time_signature", "time signature"),
+    ("duration", "duration"),
+    ("language", "language"),
+    ("lyrics", "lyrics"),
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("understand", help="caption, lyrics, tempo and key of any audio",
-                       description="Ask the engine what it hears in an audio file (or a "
-                                   "song): caption, lyrics, BPM, key, time signature, "
-                                   "duration and language.")
-    p.add_argument("song", metavar="FILE",
-                   help="an audio file (WAV, FLAC, MP3, AIFF, OGG), or a song id")
+    p = sub.add_parser(
+        "understand",
+        help="caption, lyrics, tempo and key of any audio",
+        description="Ask the engine what it hears in an audio file (or a "
+        "song): caption, lyrics, BPM, key, time signature, "
+        "duration and language.",
+    )
+    p.add_argument(
+        "song", metavar="FILE", help="an audio file (WAV, FLAC, MP3, AIFF, OGG), or a song id"
+    )
     p.add_argument("--json", action="store_true", help="the node's answer as JSON")
     p.add_argument("--model", metavar="M", help="model name (default: models.default)")
     add_node_option(p)
@@ -58,6 +76,7 @@ def describe(heard: dict) -> list[str]:
 
 def run(args) -> int:
     from ..song_request import RequestError
+
     try:
         arg = parse_song_arg(args.song, "FILE")
     except RequestError as exc:
@@ -69,6 +88,7 @@ def run(args) -> int:
 
 async def understand(arg, args) -> int:
     from .sing_cmd import ProgressBar
+
     async with Session(PROG, args.node) as session:
         node = session.client
         source = await resolve_source(node, arg, ProgressBar())

@@ -14,12 +14,19 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("upgrade", help="update engine builds and restart the node when idle",
-                       description="Update the engine builds (like `cantor backends --update`), "
-                                   "then restart a running node after its current song.")
-    p.add_argument("--no-restart", action="store_true",
-                   help="update only; the node picks the new build up at its next restart")
+    p = sub.add_parser(
+        "upgrade",
+        help="update engine builds and restart the node when idle",
+        description="Update the engine builds (like `cantor backends --update`), "
+        "then restart a running node after its current song.",
+    )
+    p.add_argument(
+        "--no-restart",
+        action="store_true",
+        help="update only; the node picks the new build up at its next restart",
+    )
     from .node_session import add_node_option
+
     add_node_option(p)
     p.set_defaults(func=run)
 
@@ -41,24 +48,28 @@ async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
     if node_url and not await answers(url):
         print(f"cantor upgrade: no node answers at {url}", file=sys.stderr)
         return 1
-    found = OURS if node_url else await which_node(url)     # --node: the one asked for
+    found = OURS if node_url else await which_node(url)  # --node: the one asked for
     if found == OTHER_HOME:
-        print(f"cantor upgrade: the node at {url} serves another Cantor home; it is left "
-              f"alone", file=sys.stderr)
+        print(
+            f"cantor upgrade: the node at {url} serves another Cantor home; it is left alone",
+            file=sys.stderr,
+        )
     if found == OURS:
         async with NodeClient(url, given_token()) as node:
             try:
                 async with contextlib.aclosing(node.update_backends()) as events:
                     async for event, data in events:
-                        if event == "error":          # said once, as the command's error
+                        if event == "error":  # said once, as the command's error
                             print(f"cantor upgrade: {data.get('message')}", file=sys.stderr)
                             return 1
                         print(_describe(event, data), file=sys.stderr)
                 if restart:
                     answer = await node.restart()
                     after = answer.get("after") or []
-                    print("the node restarts " + ("after its current song" if after
-                                                   else "now"), file=sys.stderr)
+                    print(
+                        "the node restarts " + ("after its current song" if after else "now"),
+                        file=sys.stderr,
+                    )
             except NodeError as exc:
                 print(f"cantor upgrade: {exc.message}", file=sys.stderr)
                 return 1

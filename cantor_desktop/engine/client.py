@@ -22,11 +22,11 @@ from ..song_request import INSTRUMENTAL, SongRequest, is_instrumental
 
 log = logging.getLogger(__name__)
 
-FIRST_POLL = 0.05        # seconds; the first status checks are quick (short LM jobs)
-MAX_POLL = 1.0           # never slower than this
+FIRST_POLL = 0.05  # seconds; the first status checks are quick (short LM jobs)
+MAX_POLL = 1.0  # never slower than this
 POLL_GROWTH = 1.5
-STAGE_TIMEOUT = 1200.0   # 20 minutes per stage
-DYING_WITHIN = 1.5       # a job "not found" by an engine that is gone this soon died with it
+STAGE_TIMEOUT = 1200.0  # 20 minutes per stage
+DYING_WITHIN = 1.5  # a job "not found" by an engine that is gone this soon died with it
 # Song formats the engine does not write itself: ask for 24-bit PCM (peak-normalised, and
 # FLAC's deepest depth) and let the node convert.
 _CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}
@@ -85,13 +85,14 @@ class Track:
 @dataclass(frozen=True)
 class Part:
     """A file part of a multipart job: audio (WAV or MP3) or a latent (float32 [T, 64])."""
+
     filename: str
     data: bytes
     content_type: str = "application/octet-stream"
 
 
 ENDPOINTS = ("/lm", "/synth", "/understand", "/vae")
-LATENT_FRAME_BYTES = 64 * 4      # one latent frame: 64 float32 channels; 25 frames a second
+LATENT_FRAME_BYTES = 64 * 4  # one latent frame: 64 float32 channels; 25 frames a second
 
 
 def understood(content_type: str, params: dict[str, str], body: bytes) -> tuple[dict, bytes | None]:
@@ -126,17 +127,31 @@ def engine_format(song_format: str | None) -> str:
     raise ValueError(f"format: {song_format!r} is not a song format")
 
 
-STYLE_NAMES = {"steps": "inference_steps", "guidance": "guidance_scale", "shift": "shift",
-               "solver": "solver", "lm_temperature": "lm_temperature", "lm_cfg": "lm_cfg_scale",
-               "lm_top_p": "lm_top_p", "lm_top_k": "lm_top_k",
-               "lm_negative_prompt": "lm_negative_prompt", "adapter": "adapter",
-               "adapter_scale": "adapter_scale"}
+STYLE_NAMES = {
+    "steps": "inference_steps",
+    "guidance": "guidance_scale",
+    "shift": "shift",
+    "solver": "solver",
+    "lm_temperature": "lm_temperature",
+    "lm_cfg": "lm_cfg_scale",
+    "lm_top_p": "lm_top_p",
+    "lm_top_k": "lm_top_k",
+    "lm_negative_prompt": "lm_negative_prompt",
+    "adapter": "adapter",
+    "adapter_scale": "adapter_scale",
+}
 """The song request's style fields → the engine's names (None: the engine's default)."""
 
 
-def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str | None,
-                   output_format: str, source_duration: float | None = None,
-                   audio_codes: str | None = None) -> dict[str, Any]:
+def engine_request(
+    song: SongRequest,
+    *,
+    synth_model: str | None,
+    lm_model: str | None,
+    output_format: str,
+    source_duration: float | None = None,
+    audio_codes: str | None = None,
+) -> dict[str, Any]:
     """A validated song request in the engine's field names. Fields the user left to the
     model are omitted (the engine's defaults mean "choose"). ``output_format`` is the song's
     format; flac and mp3 are rendered as wav24 for the node to convert.
@@ -160,8 +175,11 @@ def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str 
         if song.noise is not None:
             body["cover_noise_strength"] = float(song.noise)
     elif task == "repaint":
-        body.update(task_type="repaint", repainting_start=float(song.region["start"]),
-                    repainting_end=float(song.region["end"]))
+        body.update(
+            task_type="repaint",
+            repainting_start=float(song.region["start"]),
+            repainting_end=float(song.region["end"]),
+        )
     elif task == "extend":
         if source_duration is None:
             raise ValueError("extend needs the source's duration")
@@ -180,8 +198,10 @@ def engine_request(song: SongRequest, *, synth_model: str | None, lm_model: str 
     elif task in ("extract", "lego", "complete"):
         body.update(task_type=task, track=song.track)
         if task == "lego" and song.region:
-            body.update(repainting_start=float(song.region["start"]),
-                        repainting_end=float(song.region["end"]))
+            body.update(
+                repainting_start=float(song.region["start"]),
+                repainting_end=float(song.region["end"]),
+            )
     for field, name in STYLE_NAMES.items():
         value = getattr(song, field)
         if value is not None:
@@ -245,7 +265,7 @@ def parse_multipart(body: bytes, boundary: str) -> list[tuple[dict[str, str], by
         head, sep, content = piece.partition(newline + newline)
         if not sep:
             if piece.startswith(newline):  # no headers at all
-                head, content = b"", piece[len(newline):]
+                head, content = b"", piece[len(newline) :]
             else:
                 raise EngineError("malformed multipart result: a part has no header end")
         headers: dict[str, str] = {}
@@ -296,6 +316,7 @@ def join_reasons(lines: list[str]) -> str | None:
 def _names_a_cause(reason: str) -> bool:
     """More than how the process ended ("exit code 1", "killed by signal 9 (SIGKILL)")."""
     from .supervisor import describe_exit_pattern
+
     return not describe_exit_pattern.fullmatch(reason.strip())
 
 
@@ -332,15 +353,17 @@ class EngineClient:
     explains failed jobs and a dead engine; without it the reason is looked up in the
     engine's ``/logs`` replay."""
 
-    def __init__(self, base_url: str, *, log: JobLog | None = None,
-                 stage_timeout: float = STAGE_TIMEOUT):
+    def __init__(
+        self, base_url: str, *, log: JobLog | None = None, stage_timeout: float = STAGE_TIMEOUT
+    ):
         self.base_url = base_url.rstrip("/")
         self._log = log
-        self._marks: dict[str, Any] = {}      # job id → the log's mark when it was sent
-        self._jobs: dict[str, tuple[str, Any]] = {}   # job id → (path, body) while it runs
+        self._marks: dict[str, Any] = {}  # job id → the log's mark when it was sent
+        self._jobs: dict[str, tuple[str, Any]] = {}  # job id → (path, body) while it runs
         self.stage_timeout = stage_timeout
-        self._http = httpx.AsyncClient(base_url=self.base_url,
-                                       timeout=httpx.Timeout(30.0, connect=5.0))
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=httpx.Timeout(30.0, connect=5.0)
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -364,8 +387,9 @@ class EngineClient:
         response = await self._request("GET", "/props")
         return response.json()
 
-    async def submit(self, path: str, body: dict | list,
-                     parts: dict[str, "Part"] | None = None) -> str:
+    async def submit(
+        self, path: str, body: dict | list, parts: dict[str, "Part"] | None = None
+    ) -> str:
         """Queue a job at ``/lm``, ``/synth``, ``/understand`` or ``/vae``; the id is an
         opaque string. With ``parts`` (audio or latents) the body goes as multipart
         form data: a ``request`` field holding one request, and each part as a file."""
@@ -374,25 +398,31 @@ class EngineClient:
         if parts is not None or path in ("/understand", "/vae"):
             if not isinstance(body, dict):
                 raise ValueError("a multipart job takes one request, not an array")
-            files = {name: (part.filename, part.data, part.content_type)
-                     for name, part in (parts or {}).items()}
-            response = await self._request("POST", path, data={"request": json.dumps(body)},
-                                           files=files)
+            files = {
+                name: (part.filename, part.data, part.content_type)
+                for name, part in (parts or {}).items()
+            }
+            response = await self._request(
+                "POST", path, data={"request": json.dumps(body)}, files=files
+            )
         else:
             response = await self._request("POST", path, json=body)
         try:
             job_id = response.json()["id"]
         except (ValueError, KeyError, TypeError):
-            raise EngineError(f"the engine answered {path} without a job id: "
-                              f"{response.text[:200]!r}", response.status_code) from None
+            raise EngineError(
+                f"the engine answered {path} without a job id: {response.text[:200]!r}",
+                response.status_code,
+            ) from None
         return str(job_id)
 
     async def status(self, job_id: str) -> str:
         response = await self._request("GET", "/job", params={"id": job_id})
         return str(response.json().get("status", ""))
 
-    async def wait(self, job_id: str, *, timeout: float | None = None,
-                   wake: asyncio.Event | None = None) -> str:
+    async def wait(
+        self, job_id: str, *, timeout: float | None = None, wake: asyncio.Event | None = None
+    ) -> str:
         """Poll until the job is done (returns "done"); JobFailed / JobCancelled otherwise.
         Polls every 50 ms at first, backing off to once a second; gives up (and cancels the
         job) after ``stage_timeout`` seconds. ``wake``, when given, is set by whoever reads
@@ -420,8 +450,9 @@ class EngineClient:
                     # real one exits from its worker thread): that is a death, not a loss
                     if await self._dying():
                         raise await self._engine_gone(exc, job_id) from None
-                    raise JobFailed(f"the engine lost job {job_id}: {exc.message}",
-                                    exc.status) from None
+                    raise JobFailed(
+                        f"the engine lost job {job_id}: {exc.message}", exc.status
+                    ) from None
                 raise
             if state == "done":
                 return state
@@ -430,7 +461,8 @@ class EngineClient:
                 if not reason:
                     words = self._last_words(job_id)
                     reason = "the engine did not say why the job failed" + (
-                        f" (its last line: {words})" if words else "")
+                        f" (its last line: {words})" if words else ""
+                    )
                 raise JobFailed(reason)
             if state == "cancelled":
                 raise JobCancelled("the job was cancelled")
@@ -466,9 +498,14 @@ class EngineClient:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    async def run(self, path: str, body: dict | list, *,
-                  wake: asyncio.Event | None = None,
-                  parts: dict[str, Part] | None = None) -> Any:
+    async def run(
+        self,
+        path: str,
+        body: dict | list,
+        *,
+        wake: asyncio.Event | None = None,
+        parts: dict[str, Part] | None = None,
+    ) -> Any:
         """Submit, wait, fetch. Cancelling the awaiting task cancels the engine job too.
         ``wake``: see :meth:`wait`; ``parts``: see :meth:`submit`. Raises EngineUnreachable
         when the engine refused the connection (nothing was sent), JobFailed with the
@@ -511,22 +548,32 @@ class EngineClient:
     async def lm(self, request: dict, *, wake: asyncio.Event | None = None) -> list[dict]:
         result = await self.run("/lm", request, wake=wake)
         if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
-            raise EngineError(f"the engine's /lm result is not an array of requests: "
-                              f"{json.dumps(result)[:200]}")
+            raise EngineError(
+                f"the engine's /lm result is not an array of requests: {json.dumps(result)[:200]}"
+            )
         return result
 
-    async def synth(self, body: dict | list, *, wake: asyncio.Event | None = None,
-                    parts: dict[str, Part] | None = None) -> list[Track]:
+    async def synth(
+        self,
+        body: dict | list,
+        *,
+        wake: asyncio.Event | None = None,
+        parts: dict[str, Part] | None = None,
+    ) -> list[Track]:
         result = await self.run("/synth", body, wake=wake, parts=parts)
         if not isinstance(result, list) or not all(isinstance(t, Track) for t in result):
             raise EngineError("the engine's /synth result is not audio")
         return result
 
-    async def song(self, request: dict, *,
-                   on_stage: Callable[[str], None] | None = None,
-                   on_lm_result: Callable[[list[dict]], None] | None = None,
-                   wake: asyncio.Event | None = None,
-                   parts: dict[str, Part] | None = None) -> list[Track]:
+    async def song(
+        self,
+        request: dict,
+        *,
+        on_stage: Callable[[str], None] | None = None,
+        on_lm_result: Callable[[list[dict]], None] | None = None,
+        wake: asyncio.Event | None = None,
+        parts: dict[str, Part] | None = None,
+    ) -> list[Track]:
         """A whole song. With lyrics: ``/lm`` (generate) then its array to ``/synth`` as it
         came. Instrumental: ``/synth`` alone, with the sentinel lyrics sent explicitly.
         ``on_lm_result`` hears the LM's array; ``wake`` ends each wait early (see
@@ -536,8 +583,11 @@ class EngineClient:
         as multipart, which takes one request: the LM's first one, its takes kept. Tasks
         that only re-render their source (cover, repaint, extend, extract) and songs whose
         audio codes are given skip the LM."""
-        skip_lm = (is_instrumental(request.get("lyrics")) or bool(request.get("audio_codes"))
-                   or request.get("task_type") in ("cover", "cover-nofsq", "repaint", "extract"))
+        skip_lm = (
+            is_instrumental(request.get("lyrics"))
+            or bool(request.get("audio_codes"))
+            or request.get("task_type") in ("cover", "cover-nofsq", "repaint", "extract")
+        )
         if skip_lm:
             if on_stage:
                 on_stage("synth")
@@ -559,8 +609,13 @@ class EngineClient:
             # half a song is not "nothing sent": the engine died after the LM
             raise await self._engine_gone(exc, "", "/synth", enriched) from None
 
-    async def understand(self, parts: dict[str, Part], request: dict | None = None, *,
-                         wake: asyncio.Event | None = None) -> tuple[dict, bytes | None]:
+    async def understand(
+        self,
+        parts: dict[str, Part],
+        request: dict | None = None,
+        *,
+        wake: asyncio.Event | None = None,
+    ) -> tuple[dict, bytes | None]:
         """What the engine hears in audio (``audio`` or ``src_latents``): a request with
         caption, lyrics, bpm, keyscale, timesignature, duration, vocal_language; and the
         source's latent."""
@@ -582,8 +637,9 @@ class EngineClient:
             raise EngineError(_error_message(response), response.status_code)
         return response
 
-    async def _engine_gone(self, exc: Exception, job_id: str | None, path: str = "",
-                           body: Any = None) -> JobFailed:
+    async def _engine_gone(
+        self, exc: Exception, job_id: str | None, path: str = "", body: Any = None
+    ) -> JobFailed:
         """The engine stopped answering mid-job: it died. Say why in its own words when its
         log has them; when it lost them (the real engine drops its last lines at an exit),
         say what is known: how it ended, the stage, the model files, its last line."""
@@ -673,6 +729,7 @@ class EngineClient:
                             errors.clear()
                         elif is_error_line(text):
                             errors.append(text)
+
         try:
             await asyncio.wait_for(read(), budget)
         except (asyncio.TimeoutError, httpx.HTTPError):

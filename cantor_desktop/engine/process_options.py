@@ -31,7 +31,8 @@ def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
     """The environment an engine starts with: ours without any secret (an engine is another
     project's program and needs no token of the node's or the user's), plus ``extra``, plus
     what ties it to this process (:func:`cantor_desktop.procs.child_environment`)."""
-    env = {k: v for k, v in os.environ.items()
-           if not any(word in k.upper() for word in SECRET_WORDS)}
+    env = {
+        k: v for k, v in os.environ.items() if not any(word in k.upper() for word in SECRET_WORDS)
+    }
     env.update(extra or {})
     return procs.child_environment(env)

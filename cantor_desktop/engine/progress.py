@@ -28,10 +28,18 @@ from dataclasses import dataclass
 
 STAGES = ("lm", "synth", "decode", "encode")
 
-_BANDS_VOCAL = {"lm": (0.0, 0.35), "synth": (0.35, 0.90), "decode": (0.90, 0.98),
-                "encode": (0.98, 1.0)}
-_BANDS_INSTRUMENTAL = {"lm": (0.0, 0.0), "synth": (0.0, 0.85), "decode": (0.85, 0.97),
-                       "encode": (0.97, 1.0)}
+_BANDS_VOCAL = {
+    "lm": (0.0, 0.35),
+    "synth": (0.35, 0.90),
+    "decode": (0.90, 0.98),
+    "encode": (0.98, 1.0),
+}
+_BANDS_INSTRUMENTAL = {
+    "lm": (0.0, 0.0),
+    "synth": (0.0, 0.85),
+    "decode": (0.85, 0.97),
+    "encode": (0.97, 1.0),
+}
 
 # Share of the LM stage spent in phase 1 (chain of thought: metadata and caption); phase 2
 # writes the audio codes, 5 per second of audio.
@@ -49,16 +57,20 @@ _RESOLVE_T = re.compile(r"^\[Resolve-T\] .*?\bsteps=(\d+).*?\bduration=([\d.]+)s
 _DIT_STEP = re.compile(r"^\[DiT\] Step (\d+)/(\d+)")
 _VAE_START = re.compile(r"^\[VAE\] Tiled decode: (\d+) tiles")
 _VAE_DONE = re.compile(r"^\[VAE\] Tiled decode done")
-_VAE_DECODED = re.compile(r"^\[VAE\] Decoded:")    # a song up to ~41 s: one piece, no tiles
+_VAE_DECODED = re.compile(r"^\[VAE\] Decoded:")  # a song up to ~41 s: one piece, no tiles
 _MP3 = re.compile(r"^\[MP3\] Encoding")
 
 
 _FATAL_OR_ERROR = re.compile(r"\b(FATAL|ERROR)\b")
 _WARNING = re.compile(r"\bWARNING\b")
 _SKIPPING = re.compile(r"\bERROR\b.*\bskipping\b")
-_LOADER_ERRORS = ("error while loading shared libraries", "ggml_cuda_init: failed",
-                  "failed to initialize", "Unknown option:")
-_DUMP_MAX_LINES = 400     # a dump never runs longer than this (the caption is capped)
+_LOADER_ERRORS = (
+    "error while loading shared libraries",
+    "ggml_cuda_init: failed",
+    "failed to initialize",
+    "Unknown option:",
+)
+_DUMP_MAX_LINES = 400  # a dump never runs longer than this (the caption is capped)
 
 
 def is_error_line(line: str) -> bool:
@@ -69,8 +81,11 @@ def is_error_line(line: str) -> bool:
     engine carries on after them."""
     if _WARNING.search(line) or _SKIPPING.search(line):
         return False
-    return bool(_FATAL_OR_ERROR.search(line) or "not found" in line
-                or any(text in line for text in _LOADER_ERRORS))
+    return bool(
+        _FATAL_OR_ERROR.search(line)
+        or "not found" in line
+        or any(text in line for text in _LOADER_ERRORS)
+    )
 
 
 def is_fatal_line(line: str) -> bool:
@@ -90,7 +105,7 @@ class LineClassifier:
         line = line.rstrip("\r\n")
         if self._echo_left:
             if _LM2_MAX.match(line):
-                self._echo_left = 0          # the dump is over; this line is the engine's
+                self._echo_left = 0  # the dump is over; this line is the engine's
             else:
                 self._echo_left -= 1
                 return "echo"
@@ -110,11 +125,11 @@ class LineClassifier:
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    stage: str                 # "lm" | "synth" | "decode" | "encode"
-    fraction: float            # 0..1 for the whole song, never decreasing within a song
-    stage_fraction: float      # 0..1 within the stage
+    stage: str  # "lm" | "synth" | "decode" | "encode"
+    fraction: float  # 0..1 for the whole song, never decreasing within a song
+    stage_fraction: float  # 0..1 within the stage
     eta_seconds: float | None  # time left for the song as far as the log tells, or None
-    line: str                  # the log line that caused the event
+    line: str  # the log line that caused the event
     job_id: str | None = None  # the engine job the line belongs to, when known
 
 
@@ -152,7 +167,7 @@ class ProgressParser:
         line = line.rstrip("\r\n")
         now = self._clock() if now is None else now
         if self._lines.classify(line) == "echo":
-            return None          # the request the LM prints back: the user's words
+            return None  # the request the LM prints back: the user's words
 
         found = _JOB_CREATED.match(line)
         if found:
@@ -211,8 +226,13 @@ class ProgressParser:
             if budget <= 0:
                 return self._emit("lm", _LM_PHASE1_SHARE, line, now)
             part = min(codes / budget, 1.0)
-            return self._emit("lm", _LM_PHASE1_SHARE + (1 - _LM_PHASE1_SHARE) * part, line, now,
-                              units=(codes, budget))
+            return self._emit(
+                "lm",
+                _LM_PHASE1_SHARE + (1 - _LM_PHASE1_SHARE) * part,
+                line,
+                now,
+                units=(codes, budget),
+            )
 
         found = _RESOLVE_T.match(line)
         if found:
@@ -223,8 +243,9 @@ class ProgressParser:
             step, total = int(found.group(1)), int(found.group(2))
             if total <= 0:
                 return None
-            return self._emit("synth", min(step / total, 1.0), line, now,
-                              units=(float(step), float(total)))
+            return self._emit(
+                "synth", min(step / total, 1.0), line, now, units=(float(step), float(total))
+            )
 
         found = _VAE_START.match(line)
         if found:
@@ -237,9 +258,17 @@ class ProgressParser:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _emit(self, stage: str, stage_fraction: float, line: str, now: float, *,
-              reset: bool = False, whole: bool = False,
-              units: tuple[float, float] | None = None) -> ProgressEvent:
+    def _emit(
+        self,
+        stage: str,
+        stage_fraction: float,
+        line: str,
+        now: float,
+        *,
+        reset: bool = False,
+        whole: bool = False,
+        units: tuple[float, float] | None = None,
+    ) -> ProgressEvent:
         if reset:
             self._fraction = 0.0
         lo, hi = self._bands[stage]
@@ -250,9 +279,14 @@ class ProgressParser:
         self._stage = stage
         self._stage_fraction = stage_fraction
         eta = self._eta(stage, units, now) if not whole else 0.0
-        return ProgressEvent(stage=stage, fraction=self._fraction,
-                             stage_fraction=max(0.0, min(stage_fraction, 1.0)),
-                             eta_seconds=eta, line=line, job_id=self._job_id)
+        return ProgressEvent(
+            stage=stage,
+            fraction=self._fraction,
+            stage_fraction=max(0.0, min(stage_fraction, 1.0)),
+            eta_seconds=eta,
+            line=line,
+            job_id=self._job_id,
+        )
 
     def _eta(self, stage: str, units: tuple[float, float] | None, now: float) -> float | None:
         """Time left in this stage from the rate of its counter (DiT steps, LM codes)."""

@@ -32,20 +32,28 @@ from .progress import LineClassifier, ProgressEvent, ProgressParser, is_error_li
 log = logging.getLogger(__name__)
 
 RING_LINES = 200
-ERROR_LINES = 200            # error lines kept per process (with their position)
-JOB_MARKS = 64               # "Job ID created" positions kept
-_LINE_LIMIT = 1024 * 1024   # longest stderr line read whole
+ERROR_LINES = 200  # error lines kept per process (with their position)
+JOB_MARKS = 64  # "Job ID created" positions kept
+_LINE_LIMIT = 1024 * 1024  # longest stderr line read whole
 _JOB_CREATED = re.compile(r"^\[Server\] Job (\S+) created ")
 _GENERATIONS = itertools.count(1)
-describe_exit_pattern = re.compile(r"exit code -?\d+|killed by signal \d+ \([\w ]+\)|"
-                                   r"still running")
+describe_exit_pattern = re.compile(
+    r"exit code -?\d+|killed by signal \d+ \([\w ]+\)|"
+    r"still running"
+)
 
 
 class EngineStartError(CantorError, RuntimeError):
     """The engine did not come up. ``reason`` is the engine's own line when it gave one."""
 
-    def __init__(self, message: str, *, reason: str | None = None, code: int | None = None,
-                 lines: list[str] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        code: int | None = None,
+        lines: list[str] | None = None,
+    ):
         super().__init__(message)
         self.reason = reason
         self.code = code
@@ -58,9 +66,18 @@ from ..procs import describe_exit  # noqa: E402 - "exit code 1", signals, NTSTAT
 class EngineSupervisor:
     """Owns one engine process. All methods run on one asyncio loop."""
 
-    def __init__(self, family: str, argv: list[str], env: dict[str, str], models_dir: Path, *,
-                 keep_loaded: bool = False, log_path: Path | None = None,
-                 ready_timeout: float = 60.0, adapters_dir: Path | None = None):
+    def __init__(
+        self,
+        family: str,
+        argv: list[str],
+        env: dict[str, str],
+        models_dir: Path,
+        *,
+        keep_loaded: bool = False,
+        log_path: Path | None = None,
+        ready_timeout: float = 60.0,
+        adapters_dir: Path | None = None,
+    ):
         if not argv:
             raise ValueError("argv: the engine's command is empty")
         self.family = family
@@ -68,7 +85,7 @@ class EngineSupervisor:
         self.env = dict(env)
         self.models_dir = Path(models_dir)
         self.keep_loaded = keep_loaded
-        self.adapters_dir = adapters_dir      # ace-server --adapters: scanned at each start
+        self.adapters_dir = adapters_dir  # ace-server --adapters: scanned at each start
         self.log_path = log_path if log_path is not None else paths().engine_log(family)
         self.ready_timeout = ready_timeout
         self.port: int | None = None
@@ -79,14 +96,16 @@ class EngineSupervisor:
         self._stopping = False
         self._exit_code: int | None = None
         self._lines: collections.deque[str] = collections.deque(maxlen=RING_LINES)
-        self._launch_lines: list[str] = []      # first lines of the current process
+        self._launch_lines: list[str] = []  # first lines of the current process
         # this process's lines by position: errors, the last ones, where each job began
         self._generation = 0
         self._count = 0
         self._errors: collections.deque[tuple[int, str, str | None]] = collections.deque(
-            maxlen=ERROR_LINES)                 # (position, line, owning job)
+            maxlen=ERROR_LINES
+        )  # (position, line, owning job)
         self._recent: collections.deque[tuple[int, str, str | None]] = collections.deque(
-            maxlen=RING_LINES)
+            maxlen=RING_LINES
+        )
         self._job_starts: dict[str, int] = {}
         self._latest_job: str | None = None
         self._classifier = LineClassifier()
@@ -141,12 +160,11 @@ class EngineSupervisor:
             return None
         if job_id:
             return lambda _pos, owner: owner == job_id
-        if since is None:         # the latest job
+        if since is None:  # the latest job
             latest = self._latest_job
             return lambda _pos, owner: owner == latest
-        mark = since[1]           # a job whose id never came back: one created after the mark
-        return lambda _pos, owner: (owner is not None
-                                    and self._job_starts.get(owner, -1) >= mark)
+        mark = since[1]  # a job whose id never came back: one created after the mark
+        return lambda _pos, owner: owner is not None and self._job_starts.get(owner, -1) >= mark
 
     def failure_reason(self, job_id: str | None = None, since=None) -> str | None:
         """Why the job failed: its own error lines (the first whole, and the last), and how
@@ -167,8 +185,14 @@ class EngineSupervisor:
         belongs = self._belongs(job_id, since)
         if belongs is None:
             return None
-        return next((line.strip() for pos, line, owner in reversed(self._recent)
-                     if belongs(pos, owner) and line.strip()), None)
+        return next(
+            (
+                line.strip()
+                for pos, line, owner in reversed(self._recent)
+                if belongs(pos, owner) and line.strip()
+            ),
+            None,
+        )
 
     def client(self, **kwargs) -> EngineClient:
         """A client for this engine whose failures carry the engine's own reason."""
@@ -194,7 +218,7 @@ class EngineSupervisor:
                     await self._stop()
             if not self.running:
                 if self._proc is not None and self._proc.returncode is None:
-                    await self._stop()   # alive but not ready: a half-started leftover
+                    await self._stop()  # alive but not ready: a half-started leftover
                 await self._start()
 
     async def start(self) -> None:
@@ -218,8 +242,14 @@ class EngineSupervisor:
         raise EngineStartError(f"the {self.family} engine could not bind a port (3 tries)")
 
     async def _launch(self, port: int) -> None:
-        argv = self.argv + ["--models", str(self.models_dir), "--host", "127.0.0.1",
-                            "--port", str(port)]
+        argv = self.argv + [
+            "--models",
+            str(self.models_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
         if self.keep_loaded:
             argv.append("--keep-loaded")
         if self.adapters_dir is not None:
@@ -242,12 +272,18 @@ class EngineSupervisor:
         self._parser = ProgressParser()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT, env=env, limit=_LINE_LIMIT,
-                **engine_process_kwargs())
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                env=env,
+                limit=_LINE_LIMIT,
+                **engine_process_kwargs(),
+            )
         except OSError as exc:
-            raise EngineStartError(f"cannot start the {self.family} engine {argv[0]}: {exc}",
-                                   reason=str(exc)) from exc
+            raise EngineStartError(
+                f"cannot start the {self.family} engine {argv[0]}: {exc}", reason=str(exc)
+            ) from exc
         self._proc = proc
         self._reader = asyncio.create_task(self._read(proc), name=f"{self.family}-stderr")
         self._watcher = asyncio.create_task(self._watch(proc), name=f"{self.family}-watch")
@@ -263,11 +299,15 @@ class EngineSupervisor:
                     raise self._early_exit_error()
                 try:
                     response = await http.get(url)
-                    if (response.status_code == 200 and proc.returncode is None
-                            and not any("cannot bind" in line for line in self._launch_lines)):
+                    if (
+                        response.status_code == 200
+                        and proc.returncode is None
+                        and not any("cannot bind" in line for line in self._launch_lines)
+                    ):
                         self._ready = True
-                        log.info("%s engine ready on port %d (pid %d)", self.family,
-                                 self.port, proc.pid)
+                        log.info(
+                            "%s engine ready on port %d (pid %d)", self.family, self.port, proc.pid
+                        )
                         return
                 except httpx.HTTPError:
                     pass
@@ -277,7 +317,9 @@ class EngineSupervisor:
                     raise EngineStartError(
                         f"the {self.family} engine did not become ready within "
                         f"{self.ready_timeout:g} s; its last line: {last}",
-                        reason=last, lines=list(self._launch_lines))
+                        reason=last,
+                        lines=list(self._launch_lines),
+                    )
                 # wake at once if the process exits
                 await asyncio.wait([self._watcher], timeout=0.1)
 
@@ -288,14 +330,21 @@ class EngineSupervisor:
             return _PortTaken()
         first_error = join_reasons([line for line in lines if is_error_line(line)])
         if first_error:
-            message = f"the {self.family} engine stopped at start ({describe_exit(code)}): {first_error}"
+            message = (
+                f"the {self.family} engine stopped at start ({describe_exit(code)}): {first_error}"
+            )
         elif lines:
-            message = (f"the {self.family} engine stopped at start ({describe_exit(code)}); "
-                       f"its last line: {lines[-1]}")
+            message = (
+                f"the {self.family} engine stopped at start ({describe_exit(code)}); "
+                f"its last line: {lines[-1]}"
+            )
         else:
-            message = f"the {self.family} engine stopped at start ({describe_exit(code)}) without a word"
-        return EngineStartError(message, reason=first_error or (lines[-1] if lines else None),
-                                code=code, lines=lines)
+            message = (
+                f"the {self.family} engine stopped at start ({describe_exit(code)}) without a word"
+            )
+        return EngineStartError(
+            message, reason=first_error or (lines[-1] if lines else None), code=code, lines=lines
+        )
 
     async def _stop(self, timeout: float = 5.0) -> None:
         proc = self._proc
@@ -327,7 +376,7 @@ class EngineSupervisor:
             try:
                 raw = await stream.readline()
             except (ValueError, asyncio.LimitOverrunError):
-                await stream.read(_LINE_LIMIT)   # an absurdly long line: drop it
+                await stream.read(_LINE_LIMIT)  # an absurdly long line: drop it
                 continue
             if not raw:
                 return
@@ -363,7 +412,7 @@ class EngineSupervisor:
     async def _watch(self, proc: asyncio.subprocess.Process) -> None:
         code = await proc.wait()
         if self._reader is not None:
-            try:   # the last lines explain the exit: read them before anyone asks
+            try:  # the last lines explain the exit: read them before anyone asks
                 await asyncio.wait_for(asyncio.shield(self._reader), 2.0)
             except asyncio.TimeoutError:
                 pass
@@ -374,8 +423,12 @@ class EngineSupervisor:
             return
         self._engine_log.info("---- exited (%s)", describe_exit(code))
         if was_ready:
-            log.warning("%s engine exited unexpectedly (%s); last error: %s", self.family,
-                        describe_exit(code), self._last_error)
+            log.warning(
+                "%s engine exited unexpectedly (%s); last error: %s",
+                self.family,
+                describe_exit(code),
+                self._last_error,
+            )
 
     def _open_log(self) -> None:
         if self._log_handler is None:

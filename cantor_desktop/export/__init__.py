@@ -54,9 +54,20 @@ from ..errors import CantorError
 from .naming import DEFAULT_PATTERN, pattern_problem, render, safe_name
 from .tags import SongMeta
 
-__all__ = ["ExportOptions", "ExportResult", "ExportError", "ExportCancelled", "SongMeta",
-           "export_file", "FORMATS", "RATES", "parse_loudness", "parse_peak",
-           "DEFAULT_PATTERN", "safe_name"]
+__all__ = [
+    "ExportOptions",
+    "ExportResult",
+    "ExportError",
+    "ExportCancelled",
+    "SongMeta",
+    "export_file",
+    "FORMATS",
+    "RATES",
+    "parse_loudness",
+    "parse_peak",
+    "DEFAULT_PATTERN",
+    "safe_name",
+]
 
 FORMATS = {
     # name: (soundfile format, subtype, extension, what a person reads)
@@ -68,9 +79,9 @@ FORMATS = {
 }
 RATES = (48000, 44100)
 LOUDNESS_PRESETS = {"off": None, "streaming": -14.0, "-14": -14.0, "-16": -16.0}
-LOUDNESS_RANGE = (-40.0, -5.0)      # LUFS
-PEAK_RANGE = (-9.0, 0.0)            # dBTP
-MP3_ROUNDS = 3                      # re-encodes when the codec's overshoot passes the ceiling
+LOUDNESS_RANGE = (-40.0, -5.0)  # LUFS
+PEAK_RANGE = (-9.0, 0.0)  # dBTP
+MP3_ROUNDS = 3  # re-encodes when the codec's overshoot passes the ceiling
 
 
 class ExportError(CantorError, ValueError):
@@ -90,18 +101,22 @@ def _number(field: str, value: Any, lo: float, hi: float, unit: str) -> float:
     if isinstance(value, bool):
         raise ExportError(field, f"must be a number, not {value!r}")
     try:
-        number = float(str(value).strip().replace("\u2212", "-")) if isinstance(value, str) \
+        number = (
+            float(str(value).strip().replace("\u2212", "-"))
+            if isinstance(value, str)
             else float(value)
+        )
     except (TypeError, ValueError):
-        raise ExportError(field, f"must be a number from {lo:g} to {hi:g} {unit}, not "
-                                 f"{value!r}") from None
+        raise ExportError(
+            field, f"must be a number from {lo:g} to {hi:g} {unit}, not {value!r}"
+        ) from None
     if not math.isfinite(number) or not lo <= number <= hi:
         raise ExportError(field, f"must be from {lo:g} to {hi:g} {unit}, not {value!r}")
     return number
 
 
 def parse_loudness(value: Any) -> float | None:
-    """"off" (None), "streaming"/"-14", "-16", or a target from −40 to −5 LUFS."""
+    """ "off" (None), "streaming"/"-14", "-16", or a target from −40 to −5 LUFS."""
     if value is None:
         return None
     if isinstance(value, str) and value.strip().lower() in LOUDNESS_PRESETS:
@@ -111,7 +126,7 @@ def parse_loudness(value: Any) -> float | None:
     try:
         return _number("loudness", value, *LOUDNESS_RANGE, "LUFS")
     except ExportError as exc:
-        raise ExportError("loudness", f"{exc.message}; or \"off\"") from None
+        raise ExportError("loudness", f'{exc.message}; or "off"') from None
 
 
 def parse_peak(value: Any) -> float:
@@ -128,8 +143,8 @@ def loudness_text(value: float | None) -> str:
 class ExportOptions:
     format: str = "wav24"
     rate: int = 48000
-    loudness: float | None = None          # LUFS target; None = off
-    peak: float = -1.0                     # dBTP ceiling (with a loudness target)
+    loudness: float | None = None  # LUFS target; None = off
+    peak: float = -1.0  # dBTP ceiling (with a loudness target)
     pattern: str = DEFAULT_PATTERN
 
     def __post_init__(self) -> None:
@@ -137,8 +152,9 @@ class ExportOptions:
 
     def validate(self) -> None:
         if self.format not in FORMATS:
-            raise ExportError("format", f"{self.format!r} is not a format; use one of "
-                                        f"{', '.join(FORMATS)}")
+            raise ExportError(
+                "format", f"{self.format!r} is not a format; use one of {', '.join(FORMATS)}"
+            )
         if isinstance(self.rate, bool) or self.rate not in RATES:
             raise ExportError("rate", f"{self.rate!r} is not a sample rate; use 48000 or 44100")
         if self.loudness is not None:
@@ -149,9 +165,16 @@ class ExportOptions:
             raise ExportError("pattern", problem)
 
     @classmethod
-    def parse(cls, *, format: Any = None, rate: Any = None, loudness: Any = "keep",
-              peak: Any = None, pattern: Any = None,
-              base: "ExportOptions | None" = None) -> "ExportOptions":
+    def parse(
+        cls,
+        *,
+        format: Any = None,
+        rate: Any = None,
+        loudness: Any = "keep",
+        peak: Any = None,
+        pattern: Any = None,
+        base: "ExportOptions | None" = None,
+    ) -> "ExportOptions":
         """Options from loose values (command line, node.toml text, a dialog); what is not
         given stays as in ``base``. Raises ExportError naming the first bad field."""
         base = base or cls()
@@ -162,13 +185,14 @@ class ExportOptions:
             text = str(rate).strip().lower().replace(" ", "")
             for suffix in ("khz", "k", "hz"):
                 if text.endswith(suffix):
-                    text = text[:-len(suffix)]
+                    text = text[: -len(suffix)]
                     break
             try:
                 number = float(text)
             except ValueError:
-                raise ExportError("rate", f"{rate!r} is not a sample rate; use 48000 or "
-                                          f"44100") from None
+                raise ExportError(
+                    "rate", f"{rate!r} is not a sample rate; use 48000 or 44100"
+                ) from None
             if number in (44.1, 48.0):
                 number *= 1000
             fields["rate"] = int(number) if number.is_integer() else number
@@ -188,11 +212,13 @@ class ExportOptions:
         """The choices remembered in node.toml ([export]); a value that became invalid
         falls back to the default for that field."""
         out = cls()
-        for name, parse in (("format", lambda v: {"format": v}),
-                            ("rate", lambda v: {"rate": v}),
-                            ("loudness", lambda v: {"loudness": v}),
-                            ("peak", lambda v: {"peak": v}),
-                            ("pattern", lambda v: {"pattern": v})):
+        for name, parse in (
+            ("format", lambda v: {"format": v}),
+            ("rate", lambda v: {"rate": v}),
+            ("loudness", lambda v: {"loudness": v}),
+            ("peak", lambda v: {"peak": v}),
+            ("pattern", lambda v: {"pattern": v}),
+        ):
             try:
                 out = cls.parse(base=out, **parse(cfg.get(f"export.{name}")))
             except ExportError:
@@ -201,9 +227,13 @@ class ExportOptions:
 
     def config_changes(self) -> dict[str, Any]:
         """The node.toml keys that remember these choices (for ``config.update``)."""
-        return {"export.format": self.format, "export.rate": self.rate,
-                "export.loudness": loudness_text(self.loudness),
-                "export.peak": f"{self.peak:g}", "export.pattern": self.pattern}
+        return {
+            "export.format": self.format,
+            "export.rate": self.rate,
+            "export.loudness": loudness_text(self.loudness),
+            "export.peak": f"{self.peak:g}",
+            "export.pattern": self.pattern,
+        }
 
     @property
     def extension(self) -> str:
@@ -224,15 +254,15 @@ class ExportResult:
     rate: int
     frames: int
     duration: float
-    loudness: float | None          # LUFS of the output (measured)
-    true_peak: float | None         # dBTP of the output (measured)
+    loudness: float | None  # LUFS of the output (measured)
+    true_peak: float | None  # dBTP of the output (measured)
     source_loudness: float | None
     gain_db: float
     limited_db: float
     bpm: float | None
     key: str | None
     bytes: int
-    seconds: float                  # wall time of the export
+    seconds: float  # wall time of the export
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -246,8 +276,13 @@ class ExportResult:
 Progress = Callable[[float, str], None]
 
 # how much of the work each stage is (for one overall fraction)
-_STAGES = {"reading": (0.0, 0.05), "resampling": (0.05, 0.2), "loudness": (0.2, 0.65),
-           "encoding": (0.65, 0.95), "tagging": (0.95, 1.0)}
+_STAGES = {
+    "reading": (0.0, 0.05),
+    "resampling": (0.05, 0.2),
+    "loudness": (0.2, 0.65),
+    "encoding": (0.65, 0.95),
+    "tagging": (0.95, 1.0),
+}
 
 
 class _Reporter:
@@ -282,10 +317,16 @@ def _free_path(folder: Path, name: str) -> Path:
     return path
 
 
-def export_file(source: str | Path, out_dir: str | Path, options: ExportOptions, *,
-                meta: SongMeta | None = None, name: str | None = None,
-                progress: Progress | None = None,
-                cancel: Callable[[], bool] | None = None) -> ExportResult:
+def export_file(
+    source: str | Path,
+    out_dir: str | Path,
+    options: ExportOptions,
+    *,
+    meta: SongMeta | None = None,
+    name: str | None = None,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> ExportResult:
     """Export one audio file (WAV, FLAC, MP3, AIFF… anything soundfile reads) to
     ``out_dir``; see the module docstring. ``meta`` defaults to the sidecar beside the file
     (tempo and key measured when unknown); ``name`` overrides the pattern (an extension is
@@ -316,8 +357,9 @@ def export_file(source: str | Path, out_dir: str | Path, options: ExportOptions,
     if not len(audio):
         raise ExportError("source", f"{source} has no audio")
     if audio.shape[1] > 2:
-        raise ExportError("source", f"{source} has {audio.shape[1]} channels; only mono "
-                                    f"and stereo are exported")
+        raise ExportError(
+            "source", f"{source} has {audio.shape[1]} channels; only mono and stereo are exported"
+        )
     report("reading", 1.0)
 
     if not meta.bpm or not meta.key:
@@ -339,16 +381,24 @@ def export_file(source: str | Path, out_dir: str | Path, options: ExportOptions,
     if options.loudness is not None:
         from . import loudness as lu
 
-        done = lu.normalise(audio, rate, options.loudness, options.peak, check=report.check,
-                            progress=lambda f: report("loudness", f))
+        done = lu.normalise(
+            audio,
+            rate,
+            options.loudness,
+            options.peak,
+            check=report.check,
+            progress=lambda f: report("loudness", f),
+        )
         audio, source_loudness, loudness = done.audio, done.measured, done.loudness
         tp, gain_db, limited_db = done.true_peak, done.gain_db, done.limited_db
     report("loudness", 1.0)
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    final = _free_path(out_dir, (safe_name(name) + options.extension) if name
-                       else output_name(meta, options, source))
-    if final.resolve() == source.resolve():            # cannot happen (never overwrite)
+    final = _free_path(
+        out_dir,
+        (safe_name(name) + options.extension) if name else output_name(meta, options, source),
+    )
+    if final.resolve() == source.resolve():  # cannot happen (never overwrite)
         raise ExportError("output", f"{final} is the source file")
     part = final.with_name(final.name + ".part")
     try:
@@ -358,7 +408,7 @@ def export_file(source: str | Path, out_dir: str | Path, options: ExportOptions,
         report("tagging", 1.0)
         with open(part, "rb+") as fh:
             os.fsync(fh.fileno())
-        while final.exists():                          # someone took the name meanwhile
+        while final.exists():  # someone took the name meanwhile
             final = _free_path(out_dir, final.name)
         os.replace(part, final)
     except BaseException:
@@ -369,12 +419,23 @@ def export_file(source: str | Path, out_dir: str | Path, options: ExportOptions,
         raise
     if progress is not None:
         progress(1.0, "done")
-    return ExportResult(path=final, source=source, format=options.format, rate=rate,
-                        frames=len(audio), duration=round(len(audio) / rate, 3),
-                        loudness=loudness, true_peak=tp, source_loudness=source_loudness,
-                        gain_db=round(gain_db, 2), limited_db=round(limited_db, 2),
-                        bpm=meta.bpm, key=meta.key, bytes=final.stat().st_size,
-                        seconds=round(time.perf_counter() - started, 3))
+    return ExportResult(
+        path=final,
+        source=source,
+        format=options.format,
+        rate=rate,
+        frames=len(audio),
+        duration=round(len(audio) / rate, 3),
+        loudness=loudness,
+        true_peak=tp,
+        source_loudness=source_loudness,
+        gain_db=round(gain_db, 2),
+        limited_db=round(limited_db, 2),
+        bpm=meta.bpm,
+        key=meta.key,
+        bytes=final.stat().st_size,
+        seconds=round(time.perf_counter() - started, 3),
+    )
 
 
 def _resample(audio, rate: int, to: int, report: _Reporter):
@@ -386,13 +447,24 @@ def _resample(audio, rate: int, to: int, report: _Reporter):
     parts = []
     for start in range(0, len(audio), step):
         report("resampling", start / len(audio))
-        parts.append(stream.resample_chunk(np.ascontiguousarray(audio[start:start + step]),
-                                           last=start + step >= len(audio)))
+        parts.append(
+            stream.resample_chunk(
+                np.ascontiguousarray(audio[start : start + step]), last=start + step >= len(audio)
+            )
+        )
     return np.concatenate(parts) if parts else audio
 
 
-def _write(part: Path, audio, rate: int, options: ExportOptions, meta: SongMeta,
-           report: _Reporter, loudness, tp):
+def _write(
+    part: Path,
+    audio,
+    rate: int,
+    options: ExportOptions,
+    meta: SongMeta,
+    report: _Reporter,
+    loudness,
+    tp,
+):
     """Encode to ``part``; for MP3 with a ceiling, decode it back and, if the codec's
     overshoot passed the ceiling, encode again a little lower."""
     import numpy as np
@@ -417,8 +489,9 @@ def _write(part: Path, audio, rate: int, options: ExportOptions, meta: SongMeta,
     return audio, loudness, tp
 
 
-def _encode(part: Path, audio, rate: int, options: ExportOptions, meta: SongMeta,
-            report: _Reporter) -> None:
+def _encode(
+    part: Path, audio, rate: int, options: ExportOptions, meta: SongMeta, report: _Reporter
+) -> None:
     import io
 
     import soundfile as sf
@@ -430,23 +503,23 @@ def _encode(part: Path, audio, rate: int, options: ExportOptions, meta: SongMeta
     target = io.BytesIO() if wav else str(part)
     kwargs: dict[str, Any] = {}
     if options.format == "mp3":
-        kwargs = {"compression_level": 0.0, "bitrate_mode": "CONSTANT"}   # 320 kbps
+        kwargs = {"compression_level": 0.0, "bitrate_mode": "CONSTANT"}  # 320 kbps
     step = rate * 5
-    with sf.SoundFile(target, "w", samplerate=rate, channels=audio.shape[1], format=fmt,
-                      subtype=subtype, **kwargs) as out:
+    with sf.SoundFile(
+        target, "w", samplerate=rate, channels=audio.shape[1], format=fmt, subtype=subtype, **kwargs
+    ) as out:
         for start in range(0, len(audio), step):
             report("encoding", 0.9 * start / len(audio))
-            out.write(audio[start:start + step])
+            out.write(audio[start : start + step])
     if wav:
         data = target.getvalue()
-        extra = [c for c in (tags.acid_chunk(meta, len(audio) / rate), tags.info_chunk(meta))
-                 if c]
+        extra = [c for c in (tags.acid_chunk(meta, len(audio) / rate), tags.info_chunk(meta)) if c]
         data = tags.insert_before_data(data, extra)
         with open(part, "wb") as fh:
             view = memoryview(data)
             for start in range(0, len(view), 1 << 24):
                 report("encoding", 0.9 + 0.1 * start / len(view))
-                fh.write(view[start:start + (1 << 24)])
+                fh.write(view[start : start + (1 << 24)])
     report("encoding", 1.0)
 
 

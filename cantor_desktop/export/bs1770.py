@@ -49,18 +49,19 @@ import numpy as np
 
 STANDARD_RATE = 48000
 # ITU-R BS.1770-4, Annex 1, Tables 1 and 2: (b0, b1, b2), (a0, a1, a2) at 48 kHz
-PRE_FILTER_48K = ((1.53512485958697, -2.69169618940638, 1.19839281085285),
-                  (1.0, -1.69065929318241, 0.73248077421585))
-RLB_48K = ((1.0, -2.0, 1.0),
-           (1.0, -1.99004745483398, 0.99007225036621))
-CHANNEL_WEIGHTS = (1.0, 1.0, 1.0, 1.41, 1.41)     # L, R, C, Ls, Rs
-OFFSET = -0.691                                  # LUFS of a block of mean square 1.0
-BLOCK_SEGMENTS = 4                               # 400 ms blocks of 100 ms steps: 75 % overlap
+PRE_FILTER_48K = (
+    (1.53512485958697, -2.69169618940638, 1.19839281085285),
+    (1.0, -1.69065929318241, 0.73248077421585),
+)
+RLB_48K = ((1.0, -2.0, 1.0), (1.0, -1.99004745483398, 0.99007225036621))
+CHANNEL_WEIGHTS = (1.0, 1.0, 1.0, 1.41, 1.41)  # L, R, C, Ls, Rs
+OFFSET = -0.691  # LUFS of a block of mean square 1.0
+BLOCK_SEGMENTS = 4  # 400 ms blocks of 100 ms steps: 75 % overlap
 SEGMENTS_PER_SECOND = 10
-ABSOLUTE_GATE = -70.0                            # LUFS
-RELATIVE_GATE = -10.0                            # LU under the absolute-gated mean
-HISTORY_S = 0.125                                # impulse response kept (see above)
-FFT_SIZE = 1 << 16                               # samples per FFT block at 48 kHz and below
+ABSOLUTE_GATE = -70.0  # LUFS
+RELATIVE_GATE = -10.0  # LU under the absolute-gated mean
+HISTORY_S = 0.125  # impulse response kept (see above)
+FFT_SIZE = 1 << 16  # samples per FFT block at 48 kHz and below
 
 Check = Callable[[], None]
 
@@ -68,6 +69,7 @@ Check = Callable[[], None]
 @dataclass(frozen=True)
 class Prototype:
     """An analog second-order section (see the module docstring), with its corner f0 in Hz."""
+
     high: float
     band: float
     low: float
@@ -84,22 +86,30 @@ def prototype(b, a, rate: int = STANDARD_RATE) -> Prototype:
     """
     b0, b1, b2 = (float(v) / float(a[0]) for v in b)
     a1, a2 = float(a[1]) / float(a[0]), float(a[2]) / float(a[0])
-    low_sum, high_sum = 1.0 + a1 + a2, 1.0 - a1 + a2          # 4Ω²/d, 4/d
+    low_sum, high_sum = 1.0 + a1 + a2, 1.0 - a1 + a2  # 4Ω²/d, 4/d
     omega = math.sqrt(low_sum / high_sum)
     omega_q = 2.0 * (1.0 - a2) / high_sum
-    return Prototype(high=(b0 - b1 + b2) / high_sum, band=(b0 - b2) / (1.0 - a2),
-                     low=(b0 + b1 + b2) / low_sum,
-                     f0=math.atan(omega) * rate / math.pi, q=omega / omega_q)
+    return Prototype(
+        high=(b0 - b1 + b2) / high_sum,
+        band=(b0 - b2) / (1.0 - a2),
+        low=(b0 + b1 + b2) / low_sum,
+        f0=math.atan(omega) * rate / math.pi,
+        q=omega / omega_q,
+    )
 
 
-def biquad(p: Prototype, rate: int) -> tuple[tuple[float, float, float],
-                                             tuple[float, float, float]]:
+def biquad(
+    p: Prototype, rate: int
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
     """The bilinear transform of ``p`` at ``rate`` (prewarped at f0): (b, a), a0 = 1."""
     omega = math.tan(math.pi * p.f0 / rate)
     o2, oq = omega * omega, omega / p.q
     d = o2 + oq + 1.0
-    b = ((p.low * o2 + p.band * oq + p.high) / d, 2.0 * (p.low * o2 - p.high) / d,
-         (p.low * o2 - p.band * oq + p.high) / d)
+    b = (
+        (p.low * o2 + p.band * oq + p.high) / d,
+        2.0 * (p.low * o2 - p.high) / d,
+        (p.low * o2 - p.band * oq + p.high) / d,
+    )
     a = (1.0, 2.0 * (o2 - 1.0) / d, (o2 - oq + 1.0) / d)
     return b, a
 
@@ -116,7 +126,7 @@ def k_weighting(rate: int) -> tuple:
 def _response(rate: int, n: int) -> np.ndarray:
     """H(e^jω) of the K-weighting at the ``n // 2 + 1`` bins of a real FFT of ``n``
     (read-only: shared by every caller)."""
-    z1 = np.exp(-2j * np.pi * np.arange(n // 2 + 1) / n)       # z^-1 on the unit circle
+    z1 = np.exp(-2j * np.pi * np.arange(n // 2 + 1) / n)  # z^-1 on the unit circle
     h = np.ones(n // 2 + 1, dtype=np.complex128)
     for b, a in k_weighting(rate):
         h *= (b[0] + z1 * (b[1] + z1 * b[2])) / (a[0] + z1 * (a[1] + z1 * a[2]))
@@ -140,26 +150,27 @@ def _as_frames(audio: np.ndarray) -> np.ndarray:
     return audio
 
 
-def _filtered_blocks(audio: np.ndarray, rate: int,
-                     check: Check | None = None) -> Iterator[tuple[int, np.ndarray]]:
+def _filtered_blocks(
+    audio: np.ndarray, rate: int, check: Check | None = None
+) -> Iterator[tuple[int, np.ndarray]]:
     """(start frame, K-weighted samples as (channels, length) float64), in order, covering
     every frame once."""
     frames, channels = audio.shape
     history, n = _layout(rate)
     step = n - history
     h = _response(rate, n)
-    columns = audio.T                                         # a view; rows are channels
+    columns = audio.T  # a view; rows are channels
     buf = np.zeros((channels, n))
     for start in range(0, frames, step):
         if check:
             check()
         lo, hi = start - history, min(start + step, frames)
-        if lo < 0 or hi < start + step:                       # the edges see zeros
+        if lo < 0 or hi < start + step:  # the edges see zeros
             buf.fill(0.0)
-        buf[:, max(lo, 0) - lo:hi - lo] = columns[:, max(lo, 0):hi]
+        buf[:, max(lo, 0) - lo : hi - lo] = columns[:, max(lo, 0) : hi]
         spectrum = np.fft.rfft(buf, axis=1)
         spectrum *= h
-        yield start, np.fft.irfft(spectrum, n, axis=1)[:, history:history + hi - start]
+        yield start, np.fft.irfft(spectrum, n, axis=1)[:, history : history + hi - start]
 
 
 def k_weighted(audio: np.ndarray, rate: int) -> np.ndarray:
@@ -167,7 +178,7 @@ def k_weighted(audio: np.ndarray, rate: int) -> np.ndarray:
     audio = _as_frames(audio)
     out = np.empty(audio.shape)
     for start, y in _filtered_blocks(audio, rate):
-        out[start:start + y.shape[1]] = y.T
+        out[start : start + y.shape[1]] = y.T
     return out
 
 
@@ -186,20 +197,20 @@ def block_powers(audio: np.ndarray, rate: int, check: Check | None = None) -> np
     if channels > len(CHANNEL_WEIGHTS):
         raise ValueError(f"{channels} channels; BS.1770 weights up to {len(CHANNEL_WEIGHTS)}")
     bounds = _segment_bounds(frames, rate)
-    whole = len(bounds) - 1                                   # whole 100 ms segments
+    whole = len(bounds) - 1  # whole 100 ms segments
     if whole < BLOCK_SEGMENTS:
         return np.zeros(0)
     weights = np.asarray(CHANNEL_WEIGHTS[:channels])[:, None]
-    sums = np.zeros(whole + 1)                                # + the frames after the last
+    sums = np.zeros(whole + 1)  # + the frames after the last
     for start, y in _filtered_blocks(audio, rate, check):
         end = start + y.shape[1]
         power = (weights * (y * y)).sum(axis=0) if channels > 1 else y[0] * y[0]
         first = int(np.searchsorted(bounds, start, side="right")) - 1
         last = int(np.searchsorted(bounds, end, side="left"))
-        cuts = np.concatenate([[0], bounds[first + 1:last] - start])
-        sums[first:first + len(cuts)] += np.add.reduceat(power, cuts)
+        cuts = np.concatenate([[0], bounds[first + 1 : last] - start])
+        sums[first : first + len(cuts)] += np.add.reduceat(power, cuts)
     sums = sums[:whole]
-    blocks = sum(sums[k:whole - BLOCK_SEGMENTS + 1 + k] for k in range(BLOCK_SEGMENTS))
+    blocks = sum(sums[k : whole - BLOCK_SEGMENTS + 1 + k] for k in range(BLOCK_SEGMENTS))
     lengths = bounds[BLOCK_SEGMENTS:] - bounds[:-BLOCK_SEGMENTS]
     return blocks / lengths
 

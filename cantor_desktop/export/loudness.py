@@ -26,10 +26,10 @@ import numpy as np
 
 OVERSAMPLE = 4
 ATTACK_S, RELEASE_S = 0.002, 0.050
-MARGIN_DB = 0.05              # the limiter aims this far below the ceiling
+MARGIN_DB = 0.05  # the limiter aims this far below the ceiling
 TOLERANCE_LU = 0.1
 ROUNDS = 4
-CHUNK = 1 << 18               # frames per soxr call: bounded memory, a place to cancel
+CHUNK = 1 << 18  # frames per soxr call: bounded memory, a place to cancel
 
 Check = Callable[[], None]
 
@@ -56,24 +56,22 @@ def peak_envelope(audio: np.ndarray, rate: int, check: Check | None = None) -> n
 
     frames, channels = audio.shape
     out = np.empty(frames, dtype=np.float32)
-    stream = soxr.ResampleStream(rate, rate * OVERSAMPLE, channels, dtype="float32",
-                                 quality="HQ")
+    stream = soxr.ResampleStream(rate, rate * OVERSAMPLE, channels, dtype="float32", quality="HQ")
     carry = np.zeros((0, channels), dtype=np.float32)
     done = 0
     for start in range(0, frames, CHUNK):
         if check:
             check()
         last = start + CHUNK >= frames
-        block = stream.resample_chunk(np.ascontiguousarray(audio[start:start + CHUNK]),
-                                      last=last)
+        block = stream.resample_chunk(np.ascontiguousarray(audio[start : start + CHUNK]), last=last)
         if len(carry):
             block = np.concatenate([carry, block])
         usable = min(len(block) // OVERSAMPLE, frames - done)
         if usable:
-            out[done:done + usable] = _frame_peaks(block[:usable * OVERSAMPLE], OVERSAMPLE)
+            out[done : done + usable] = _frame_peaks(block[: usable * OVERSAMPLE], OVERSAMPLE)
             done += usable
-        carry = block[usable * OVERSAMPLE:]
-    if done < frames:                          # the interpolator's tail: the samples
+        carry = block[usable * OVERSAMPLE :]
+    if done < frames:  # the interpolator's tail: the samples
         out[done:] = _frame_peaks(audio[done:], 1)
     # a frame's own sample counts too (the interpolator passes through it)
     np.maximum(out, _frame_peaks(audio, 1), out=out)
@@ -110,13 +108,13 @@ def moving_min(x: np.ndarray, width: int) -> np.ndarray:
     n = len(x)
     padded_len = -(-(n + 2 * half) // width) * width
     padded = np.full(padded_len, np.inf, dtype=x.dtype)
-    padded[half:half + n] = x
+    padded[half : half + n] = x
     blocks = padded.reshape(-1, width)
     forward = np.minimum.accumulate(blocks, axis=1).ravel()
     backward = np.minimum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
     # the window [i, i + width) of padded: backward[i] covers i..end of its block,
     # forward[i + width - 1] covers the start of the next block..i + width - 1
-    return np.minimum(backward[:n], forward[width - 1:width - 1 + n])
+    return np.minimum(backward[:n], forward[width - 1 : width - 1 + n])
 
 
 def moving_mean(x: np.ndarray, width: int) -> np.ndarray:
@@ -149,17 +147,23 @@ class LoudnessResult:
 
     def __init__(self, audio, measured, loudness, true_peak, gain_db, limited_db):
         self.audio = audio
-        self.measured = measured          # LUFS of the input
-        self.loudness = loudness          # LUFS of the output
-        self.true_peak = true_peak        # dBTP of the output
-        self.gain_db = gain_db            # the gain applied before limiting
-        self.limited_db = limited_db      # the most the limiter took away (≤ 0)
+        self.measured = measured  # LUFS of the input
+        self.loudness = loudness  # LUFS of the output
+        self.true_peak = true_peak  # dBTP of the output
+        self.gain_db = gain_db  # the gain applied before limiting
+        self.limited_db = limited_db  # the most the limiter took away (≤ 0)
 
 
-def normalise(audio: np.ndarray, rate: int, target: float, ceiling_db: float,
-              check: Check | None = None,
-              progress: Callable[[float], None] | None = None) -> LoudnessResult:
+def normalise(
+    audio: np.ndarray,
+    rate: int,
+    target: float,
+    ceiling_db: float,
+    check: Check | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> LoudnessResult:
     """Bring ``audio`` to ``target`` LUFS with true peaks at or under ``ceiling_db`` dBTP."""
+
     def step(fraction: float) -> None:
         if progress:
             progress(fraction)
@@ -168,7 +172,7 @@ def normalise(audio: np.ndarray, rate: int, target: float, ceiling_db: float,
 
     measured = integrated_loudness(audio, rate, check)
     step(0.25)
-    if not np.isfinite(measured):             # silence: nothing to bring up
+    if not np.isfinite(measured):  # silence: nothing to bring up
         tp = true_peak(audio, rate, check)
         return LoudnessResult(audio, measured, measured, tp, 0.0, 0.0)
     base_peaks = peak_envelope(audio, rate, check)
@@ -181,7 +185,7 @@ def normalise(audio: np.ndarray, rate: int, target: float, ceiling_db: float,
         lim = limiter_gain(base_peaks * np.float32(g), ceiling, rate)
         out = audio * np.float32(g)
         if lim is None:
-            loudness, limited = measured + gain_db, 0.0        # a gain is exact in LUFS
+            loudness, limited = measured + gain_db, 0.0  # a gain is exact in LUFS
             break
         out *= lim[:, None]
         limited = db(float(lim.min()))
@@ -191,7 +195,7 @@ def normalise(audio: np.ndarray, rate: int, target: float, ceiling_db: float,
             break
         gain_db += target - loudness
     tp = true_peak(out, rate, check)
-    if tp > ceiling_db:                        # what the smoothing let through: scale it off
+    if tp > ceiling_db:  # what the smoothing let through: scale it off
         trim = ceiling_db - tp - 0.01
         out = out * np.float32(gain(trim))
         tp += trim

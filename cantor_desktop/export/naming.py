@@ -27,10 +27,16 @@ FIELDS = {
     "caption": "the caption's first words",
     "id": "the song's id",
 }
-NAME_MAX_BYTES = 150          # far below every file system's 255, with room for "-2.flac"
+NAME_MAX_BYTES = 150  # far below every file system's 255, with room for "-2.flac"
 PATTERN_MAX = 200
-_WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
-                    *(f"LPT{i}" for i in range(10))}
+_WINDOWS_DEVICES = {
+    "CON",
+    "PRN",
+    "AUX",
+    "NUL",
+    *(f"COM{i}" for i in range(10)),
+    *(f"LPT{i}" for i in range(10)),
+}
 _KEEP_PUNCT = set(" -_.,()[]#&+'!=~@")
 
 
@@ -48,8 +54,7 @@ def pattern_problem(pattern: object) -> str | None:
         if name is None:
             continue
         if name not in FIELDS:
-            return (f"{{{name}}} is not a field; fields: "
-                    + ", ".join("{" + f + "}" for f in FIELDS))
+            return f"{{{name}}} is not a field; fields: " + ", ".join("{" + f + "}" for f in FIELDS)
         if spec or conversion:
             return f"{{{name}}} takes no format; write it as {{{name}}}"
     if "/" in pattern or "\\" in pattern:
@@ -83,12 +88,12 @@ def safe_name(text: str, fallback: str = "song") -> str:
         elif ch.isspace():
             out.append(" ")
         elif cat[0] in "PZ" or ch in "/\\:|":
-            out.append("-")              # a separator stays a separator
+            out.append("-")  # a separator stays a separator
         # everything else (control characters, emoji and other symbols) is dropped
     name = "".join(out)
     name = re.sub(r"\s+", " ", name)
     name = re.sub(r"-{2,}", "-", name)
-    name = re.sub(r"\.{2,}", ".", name)                  # no ".." anywhere
+    name = re.sub(r"\.{2,}", ".", name)  # no ".." anywhere
     name = re.sub(r"([-_ ])[-_ ]*(?=[-_ ])", r"\1", name)
     name = name.strip(" .-_")
     if not name:
@@ -102,7 +107,7 @@ def safe_name(text: str, fallback: str = "song") -> str:
 
 
 def short_key(key: str | None) -> str | None:
-    """"A minor" → "Am", "Bb major" → "Bb" (the ID3 TKEY spelling, also for names)."""
+    """ "A minor" → "Am", "Bb major" → "Bb" (the ID3 TKEY spelling, also for names)."""
     if not key:
         return None
     parts = key.split()

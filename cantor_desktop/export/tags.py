@@ -25,8 +25,25 @@ from typing import Any, Mapping
 from .naming import short_key
 
 SOFTWARE = "Cantor Desktop"
-_PITCH = {"C": 0, "C#": 1, "Db": 1, "D": 2, "D#": 3, "Eb": 3, "E": 4, "F": 5, "F#": 6,
-          "Gb": 6, "G": 7, "G#": 8, "Ab": 8, "A": 9, "A#": 10, "Bb": 10, "B": 11}
+_PITCH = {
+    "C": 0,
+    "C#": 1,
+    "Db": 1,
+    "D": 2,
+    "D#": 3,
+    "Eb": 3,
+    "E": 4,
+    "F": 5,
+    "F#": 6,
+    "Gb": 6,
+    "G": 7,
+    "G#": 8,
+    "Ab": 8,
+    "A": 9,
+    "A#": 10,
+    "Bb": 10,
+    "B": 11,
+}
 
 
 @dataclass
@@ -35,17 +52,17 @@ class SongMeta:
 
     title: str = ""
     caption: str = ""
-    lyrics: str = ""                  # empty for an instrumental
+    lyrics: str = ""  # empty for an instrumental
     bpm: float | None = None
-    key: str | None = None            # "A minor"
+    key: str | None = None  # "A minor"
     time_signature: int | None = None
     seed: int | None = None
     model: str = ""
     take: int = 1
     takes: int = 1
     song_id: str = ""
-    created: float | None = None      # epoch seconds
-    bpm_source: str | None = None     # "asked" | "lm" | "measured"
+    created: float | None = None  # epoch seconds
+    bpm_source: str | None = None  # "asked" | "lm" | "measured"
     key_source: str | None = None
 
     @classmethod
@@ -56,26 +73,30 @@ class SongMeta:
         model = data.get("model")
         model_name = model.get("name") if isinstance(model, Mapping) else model
         timings = data.get("timings") if isinstance(data.get("timings"), Mapping) else {}
-        meta = cls(title=str(data.get("title") or ""),
-                   caption=str(request.get("caption") or ""),
-                   lyrics=_lyrics(request.get("lyrics")),
-                   seed=_int(data.get("seed")),
-                   model=str(model_name or request.get("model") or ""),
-                   take=_int(data.get("take")) or 1, takes=_int(data.get("takes")) or 1,
-                   song_id=str(data.get("id") or ""),
-                   created=_float(timings.get("queued_at")),
-                   time_signature=_int(data.get("time_signature"))
-                   or _int(request.get("time_signature")) or _int(lm.get("time_signature")))
+        meta = cls(
+            title=str(data.get("title") or ""),
+            caption=str(request.get("caption") or ""),
+            lyrics=_lyrics(request.get("lyrics")),
+            seed=_int(data.get("seed")),
+            model=str(model_name or request.get("model") or ""),
+            take=_int(data.get("take")) or 1,
+            takes=_int(data.get("takes")) or 1,
+            song_id=str(data.get("id") or ""),
+            created=_float(timings.get("queued_at")),
+            time_signature=_int(data.get("time_signature"))
+            or _int(request.get("time_signature"))
+            or _int(lm.get("time_signature")),
+        )
         meta._tempo_key(data, request, lm)
         return meta
 
     @classmethod
-    def from_song(cls, song: Mapping[str, Any], take: int = 1,
-                  sidecar: Mapping[str, Any] | None = None) -> "SongMeta":
+    def from_song(
+        cls, song: Mapping[str, Any], take: int = 1, sidecar: Mapping[str, Any] | None = None
+    ) -> "SongMeta":
         """The node's song JSON (``GET /v1/songs/{id}``) for one take, completed by that
         take's sidecar when it can be read (the LM's values live only there)."""
-        files = [f for f in song.get("takes") or song.get("files") or []
-                 if isinstance(f, Mapping)]
+        files = [f for f in song.get("takes") or song.get("files") or [] if isinstance(f, Mapping)]
         entry = next((f for f in files if _int(f.get("n", f.get("take"))) == take), {})
         request = song.get("request") if isinstance(song.get("request"), Mapping) else {}
         base = dict(sidecar or {})
@@ -105,8 +126,9 @@ class SongMeta:
             return None
         return cls.from_sidecar(data)
 
-    def _tempo_key(self, data: Mapping[str, Any], request: Mapping[str, Any],
-                   lm: Mapping[str, Any]) -> None:
+    def _tempo_key(
+        self, data: Mapping[str, Any], request: Mapping[str, Any], lm: Mapping[str, Any]
+    ) -> None:
         """The sidecar's own tempo and key (recorded at saving, with ``facts_from``), else
         the request's, else the LM's; still unknown ones are measured by the export."""
         facts = data.get("facts_from") if isinstance(data.get("facts_from"), Mapping) else {}
@@ -123,8 +145,11 @@ class SongMeta:
     def bpm_text(self) -> str | None:
         if not self.bpm:
             return None
-        return str(int(round(self.bpm))) if abs(self.bpm - round(self.bpm)) < 0.05 \
+        return (
+            str(int(round(self.bpm)))
+            if abs(self.bpm - round(self.bpm)) < 0.05
             else f"{self.bpm:.1f}"
+        )
 
     @property
     def key_short(self) -> str | None:
@@ -156,9 +181,18 @@ class SongMeta:
         from ..node.songs import slug
 
         words = slug(self.caption) if self.caption else None
-        return {"title": self.title or words, "bpm": self.bpm_text, "key": self.key_short,
-                "n": self.take, "take": self.take, "seed": self.seed, "model": self.model,
-                "date": self.date, "caption": words, "id": self.song_id}
+        return {
+            "title": self.title or words,
+            "bpm": self.bpm_text,
+            "key": self.key_short,
+            "n": self.take,
+            "take": self.take,
+            "seed": self.seed,
+            "model": self.model,
+            "date": self.date,
+            "caption": words,
+            "id": self.song_id,
+        }
 
 
 def _lyrics(value: Any) -> str:
@@ -186,7 +220,7 @@ def _float(value: Any) -> float | None:
 # -- WAV: acid and LIST/INFO chunks ---------------------------------------------------------------
 
 ACID_ONE_SHOT, ACID_ROOT_SET, ACID_STRETCH, ACID_DISK_BASED = 0x01, 0x02, 0x04, 0x08
-ACID_ROOT_BASE = 48           # ACID's root notes: 48 = C … 59 = B
+ACID_ROOT_BASE = 48  # ACID's root notes: 48 = C … 59 = B
 
 
 def acid_chunk(meta: SongMeta, duration: float) -> bytes | None:
@@ -202,23 +236,32 @@ def acid_chunk(meta: SongMeta, duration: float) -> bytes | None:
             flags |= ACID_ROOT_SET
             root = ACID_ROOT_BASE + _PITCH[note]
     beats = max(1, int(round(duration * meta.bpm / 60.0)))
-    body = struct.pack("<IHHfIHHf", flags, root, 0x8000, 0.0, beats, 4,
-                       meta.time_signature or 4, float(meta.bpm))
+    body = struct.pack(
+        "<IHHfIHHf", flags, root, 0x8000, 0.0, beats, 4, meta.time_signature or 4, float(meta.bpm)
+    )
     return b"acid" + struct.pack("<I", len(body)) + body
 
 
 def info_chunk(meta: SongMeta) -> bytes:
     """LIST/INFO: UTF-8 text, each NUL-terminated and padded to an even length."""
-    fields = [("INAM", meta.display_title), ("ICMT", meta.comment()),
-              ("ISFT", SOFTWARE), ("ICRD", meta.date or ""),
-              ("IKEY", "; ".join(x for x in (meta.key, f"{meta.bpm_text} BPM"
-                                             if meta.bpm_text else "") if x))]
+    fields = [
+        ("INAM", meta.display_title),
+        ("ICMT", meta.comment()),
+        ("ISFT", SOFTWARE),
+        ("ICRD", meta.date or ""),
+        (
+            "IKEY",
+            "; ".join(x for x in (meta.key, f"{meta.bpm_text} BPM" if meta.bpm_text else "") if x),
+        ),
+    ]
     body = b"INFO"
     for cid, text in fields:
         if not text:
             continue
         data = text.encode("utf-8") + b"\0"
-        body += cid.encode() + struct.pack("<I", len(data)) + data + (b"\0" if len(data) & 1 else b"")
+        body += (
+            cid.encode() + struct.pack("<I", len(data)) + data + (b"\0" if len(data) & 1 else b"")
+        )
     return b"LIST" + struct.pack("<I", len(body)) + body
 
 
@@ -229,7 +272,7 @@ def insert_before_data(wav: bytes, chunks: list[bytes]) -> bytes:
         raise ValueError("not a RIFF/WAVE file")
     pos = 12
     while pos + 8 <= len(wav):
-        cid = wav[pos:pos + 4]
+        cid = wav[pos : pos + 4]
         (length,) = struct.unpack_from("<I", wav, pos + 4)
         if cid == b"data":
             extra = b"".join(chunks)
@@ -241,6 +284,7 @@ def insert_before_data(wav: bytes, chunks: list[bytes]) -> bytes:
 
 
 # -- mutagen ------------------------------------------------------------------------------------
+
 
 def _id3_frames(meta: SongMeta) -> list:
     from mutagen import id3
@@ -256,9 +300,16 @@ def _id3_frames(meta: SongMeta) -> list:
         frames.append(id3.USLT(encoding=3, lang="eng", desc="", text=meta.lyrics))
     if meta.date:
         frames.append(id3.TDRC(encoding=3, text=meta.date))
-    extra = {"CAPTION": meta.caption, "KEY": meta.key, "SEED": meta.seed, "MODEL": meta.model,
-             "SONG_ID": meta.song_id, "TAKE": f"{meta.take}/{meta.takes}",
-             "BPM_SOURCE": meta.bpm_source, "KEY_SOURCE": meta.key_source}
+    extra = {
+        "CAPTION": meta.caption,
+        "KEY": meta.key,
+        "SEED": meta.seed,
+        "MODEL": meta.model,
+        "SONG_ID": meta.song_id,
+        "TAKE": f"{meta.take}/{meta.takes}",
+        "BPM_SOURCE": meta.bpm_source,
+        "KEY_SOURCE": meta.key_source,
+    }
     for desc, value in extra.items():
         if value not in (None, ""):
             frames.append(id3.TXXX(encoding=3, desc=desc, text=str(value)))
@@ -289,13 +340,25 @@ def write_id3(path: Path, meta: SongMeta, kind: str) -> None:
 
 
 def vorbis_comments(meta: SongMeta) -> dict[str, str]:
-    tags = {"TITLE": meta.display_title, "ENCODER": SOFTWARE, "COMMENT": meta.comment(),
-            "DESCRIPTION": meta.caption, "BPM": meta.bpm_text, "KEY": meta.key_short,
-            "INITIALKEY": meta.key_short, "LYRICS": meta.lyrics, "DATE": meta.date,
-            "CANTOR_KEY": meta.key, "CANTOR_SEED": None if meta.seed is None else str(meta.seed),
-            "CANTOR_MODEL": meta.model, "CANTOR_CAPTION": meta.caption,
-            "CANTOR_SONG_ID": meta.song_id, "CANTOR_TAKE": f"{meta.take}/{meta.takes}",
-            "CANTOR_BPM_SOURCE": meta.bpm_source, "CANTOR_KEY_SOURCE": meta.key_source}
+    tags = {
+        "TITLE": meta.display_title,
+        "ENCODER": SOFTWARE,
+        "COMMENT": meta.comment(),
+        "DESCRIPTION": meta.caption,
+        "BPM": meta.bpm_text,
+        "KEY": meta.key_short,
+        "INITIALKEY": meta.key_short,
+        "LYRICS": meta.lyrics,
+        "DATE": meta.date,
+        "CANTOR_KEY": meta.key,
+        "CANTOR_SEED": None if meta.seed is None else str(meta.seed),
+        "CANTOR_MODEL": meta.model,
+        "CANTOR_CAPTION": meta.caption,
+        "CANTOR_SONG_ID": meta.song_id,
+        "CANTOR_TAKE": f"{meta.take}/{meta.takes}",
+        "CANTOR_BPM_SOURCE": meta.bpm_source,
+        "CANTOR_KEY_SOURCE": meta.key_source,
+    }
     return {k: v for k, v in tags.items() if v}
 
 

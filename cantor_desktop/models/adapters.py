@@ -41,7 +41,7 @@ PEFT_WEIGHTS = "adapter_model.safetensors"
 PEFT_CONFIG = "adapter_config.json"
 SUFFIX = ".safetensors"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
-HEADER_CAP = 100 * 2**20          # the safetensors library's own limit on the JSON header
+HEADER_CAP = 100 * 2**20  # the safetensors library's own limit on the JSON header
 CONFIG_CAP = 1 * 2**20
 UPLOAD_CAP = 8 * 2**30
 """The largest adapter an upload may be (a rank-256 LoRA of the XL DiT in F32 is ~3 GB)."""
@@ -50,37 +50,75 @@ _WRITE_EVERY = 1 << 20
 
 DIT_SIZES = {2048: ("2B", 24), 2560: ("XL", 32)}
 """ACE-Step 1.5 DiTs by hidden width: (name, layers)."""
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
-               "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1,
-               "F8_E5M2": 1, "F8_E8M0": 1}
+DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+}
 ENGINE_DTYPES = ("F32", "BF16", "F16")
 """The dtypes ace-server merges (adapter-merge.h); other tensors it skips."""
 PEFT_TYPES = ("LORA", "LOKR")
 
 # a DiT module an adapter may change: decoder.layers.N.{self_attn,cross_attn}.{q,k,v,o}_proj,
 # decoder.layers.N.mlp.{gate,up,down}_proj, and the small embedders around them
-_LAYER_MODULE = re.compile(r"layers\.(\d+)\.(self_attn\.[qkvo]_proj|cross_attn\.[qkvo]_proj|"
-                           r"mlp\.(?:gate|up|down)_proj)")
-_OTHER_MODULES = {"time_embed.linear_1", "time_embed.linear_2", "time_embed.time_proj",
-                  "time_embed_r.linear_1", "time_embed_r.linear_2", "time_embed_r.time_proj",
-                  "condition_embedder"}
+_LAYER_MODULE = re.compile(
+    r"layers\.(\d+)\.(self_attn\.[qkvo]_proj|cross_attn\.[qkvo]_proj|"
+    r"mlp\.(?:gate|up|down)_proj)"
+)
+_OTHER_MODULES = {
+    "time_embed.linear_1",
+    "time_embed.linear_2",
+    "time_embed.time_proj",
+    "time_embed_r.linear_1",
+    "time_embed_r.linear_2",
+    "time_embed_r.time_proj",
+    "condition_embedder",
+}
 _LYCORIS_LAYER = re.compile(r"lycoris_layers_(\d+)_(self_attn|cross_attn|mlp)_(\w+_proj)$")
 _PREFIXES = ("base_model.model.", "diffusion_model.")
 _LORA_MARKS = (".lora_A.", ".lora_B.", ".lora_down.", ".lora_up.")
 # modules whose input (q, k, v, gate, up) or output (o, down) is the DiT's hidden width
-_TAKES_HIDDEN = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                 "cross_attn.q_proj", "mlp.gate_proj", "mlp.up_proj")
+_TAKES_HIDDEN = (
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "cross_attn.q_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+)
 _GIVES_HIDDEN = ("self_attn.o_proj", "cross_attn.o_proj", "mlp.down_proj")
 # what other models' adapters look like (for saying what one was made for)
 _LOOKS_LIKE = (
-    (re.compile(r"lora_unet_|(^|\.)(down_blocks|up_blocks|mid_block|input_blocks|"
-                r"output_blocks)\."), "a Stable Diffusion UNet (an image model)"),
+    (
+        re.compile(
+            r"lora_unet_|(^|\.)(down_blocks|up_blocks|mid_block|input_blocks|"
+            r"output_blocks)\."
+        ),
+        "a Stable Diffusion UNet (an image model)",
+    ),
     (re.compile(r"lora_te\d?_|text_model\.encoder\."), "a CLIP text encoder (an image model)"),
     (re.compile(r"(^|\.)(double_blocks|single_blocks)\."), "Flux (an image model)"),
-    (re.compile(r"(^|\.)transformer_blocks\.\d+\."),
-     "a diffusers transformer (ACE-Step v1, SD3 or an image model)"),
-    (re.compile(r"(^|\.)model\.layers\.\d+\.|(^|\.)h\.\d+\.attn|lm_head"),
-     "a language model (LLaMA/Qwen style)"),
+    (
+        re.compile(r"(^|\.)transformer_blocks\.\d+\."),
+        "a diffusers transformer (ACE-Step v1, SD3 or an image model)",
+    ),
+    (
+        re.compile(r"(^|\.)model\.layers\.\d+\.|(^|\.)h\.\d+\.attn|lm_head"),
+        "a language model (LLaMA/Qwen style)",
+    ),
 )
 
 
@@ -111,20 +149,22 @@ class UnknownAdapter(AdapterError, LookupError):
 
     def __init__(self, name: str, installed: list[str]):
         shown = ", ".join(installed) if installed else "none (`cantor adapters add PATH`)"
-        super().__init__(f"adapter {name!r} is not installed; installed: {shown}",
-                         field="adapter", status=404)
+        super().__init__(
+            f"adapter {name!r} is not installed; installed: {shown}", field="adapter", status=404
+        )
         self.name = name
         self.installed = installed
 
 
 # --------------------------------------------------------------------------- reading
 
+
 @dataclass
 class Tensor:
     name: str
     dtype: str
     shape: list[int]
-    start: int = 0            # where its bytes are in the file
+    start: int = 0  # where its bytes are in the file
 
 
 def read_header(path: Path, shown: str | None = None) -> tuple[dict[str, Tensor], dict[str, str]]:
@@ -136,12 +176,15 @@ def read_header(path: Path, shown: str | None = None) -> tuple[dict[str, Tensor]
         with open(path, "rb") as fh:
             head = fh.read(8)
             if len(head) < 8:
-                raise NotAnAdapter(f"{shown} is not a safetensors file: it is only {size} "
-                                   f"bytes long")
+                raise NotAnAdapter(
+                    f"{shown} is not a safetensors file: it is only {size} bytes long"
+                )
             (length,) = struct.unpack("<Q", head)
             if length > HEADER_CAP or 8 + length > size:
-                raise NotAnAdapter(f"{shown} is not a safetensors file: its first 8 bytes "
-                                   f"announce a {length}-byte header in a {size}-byte file")
+                raise NotAnAdapter(
+                    f"{shown} is not a safetensors file: its first 8 bytes "
+                    f"announce a {length}-byte header in a {size}-byte file"
+                )
             raw = fh.read(length)
     except OSError as exc:
         raise NotAnAdapter(f"{shown} cannot be read: {exc.strerror or exc}") from None
@@ -162,19 +205,27 @@ def read_header(path: Path, shown: str | None = None) -> tuple[dict[str, Tensor]
         if not isinstance(entry, dict):
             raise NotAnAdapter(f"{shown}: tensor {name!r} has no dtype, shape and offsets")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-        if (not isinstance(dtype, str) or not isinstance(shape, list)
-                or not all(isinstance(d, int) and d >= 0 for d in shape)
-                or not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) for o in offsets)
-                or not 0 <= offsets[0] <= offsets[1] <= data_size):
-            raise NotAnAdapter(f"{shown} is damaged: tensor {name!r} has a bad dtype, shape "
-                               f"or byte range (the file may be cut short)")
+        if (
+            not isinstance(dtype, str)
+            or not isinstance(shape, list)
+            or not all(isinstance(d, int) and d >= 0 for d in shape)
+            or not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1] <= data_size
+        ):
+            raise NotAnAdapter(
+                f"{shown} is damaged: tensor {name!r} has a bad dtype, shape "
+                f"or byte range (the file may be cut short)"
+            )
         count = 1
         for d in shape:
             count *= d
         if dtype in DTYPE_BYTES and count * DTYPE_BYTES[dtype] != offsets[1] - offsets[0]:
-            raise NotAnAdapter(f"{shown} is damaged: tensor {name!r} ({dtype} {shape}) does "
-                               f"not fill its {offsets[1] - offsets[0]} bytes")
+            raise NotAnAdapter(
+                f"{shown} is damaged: tensor {name!r} ({dtype} {shape}) does "
+                f"not fill its {offsets[1] - offsets[0]} bytes"
+            )
         tensors[name] = Tensor(name, dtype, list(shape), 8 + length + offsets[0])
     if not tensors:
         raise NotAnAdapter(f"{shown} holds no tensors")
@@ -190,8 +241,10 @@ def read_config(path: Path) -> dict[str, Any]:
             raise NotAnAdapter(f"{path.name} is too large to be a PEFT adapter config")
         data = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise NotAnAdapter(f"{path.parent.name}/{path.name} cannot be read as JSON: "
-                           f"{getattr(exc, 'strerror', None) or exc}") from None
+        raise NotAnAdapter(
+            f"{path.parent.name}/{path.name} cannot be read as JSON: "
+            f"{getattr(exc, 'strerror', None) or exc}"
+        ) from None
     if not isinstance(data, dict):
         raise NotAnAdapter(f"{path.parent.name}/{path.name} is not a JSON object")
     return data
@@ -199,18 +252,19 @@ def read_config(path: Path) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- what it is for
 
+
 @dataclass
 class Facts:
     """What an adapter's files say about it."""
 
-    format: str                      # peft | comfyui | lycoris
-    made_for: str                    # for people: "ACE-Step 1.5 (2B DiT)"
-    dit: str | None = None           # "2B" | "XL" | None (its tensors do not say)
-    base_model: str | None = None    # as its files name it
+    format: str  # peft | comfyui | lycoris
+    made_for: str  # for people: "ACE-Step 1.5 (2B DiT)"
+    dit: str | None = None  # "2B" | "XL" | None (its tensors do not say)
+    base_model: str | None = None  # as its files name it
     rank: int | None = None
     alpha: float | None = None
-    targets: list[str] = field(default_factory=list)   # module kinds, e.g. self_attn.q_proj
-    modules: int = 0                 # DiT modules it changes
+    targets: list[str] = field(default_factory=list)  # module kinds, e.g. self_attn.q_proj
+    modules: int = 0  # DiT modules it changes
 
 
 def _module_of(key: str) -> tuple[str, str] | None:
@@ -218,33 +272,45 @@ def _module_of(key: str) -> tuple[str, str] | None:
     part is "A", "B", "alpha", "lokr" or "dora"; None for a tensor that is no adapter's."""
     if key.startswith("lycoris_"):
         prefix, _, suffix = key.rpartition(".")
-        part = "lokr" if suffix.startswith("lokr_") else "alpha" if suffix == "alpha" else \
-            "dora" if suffix == "dora_scale" else None
+        part = (
+            "lokr"
+            if suffix.startswith("lokr_")
+            else "alpha"
+            if suffix == "alpha"
+            else "dora"
+            if suffix == "dora_scale"
+            else None
+        )
         if part is None:
             return None
         found = _LYCORIS_LAYER.match(prefix)
         if found:
             return f"layers.{found.group(1)}.{found.group(2)}.{found.group(3)}", part
-        return prefix[len("lycoris_"):], part
+        return prefix[len("lycoris_") :], part
     s = key
     for pfx in _PREFIXES:
         if s.startswith(pfx):
-            s = s[len(pfx):]
+            s = s[len(pfx) :]
             break
     if s.endswith(".alpha"):
-        module, part = s[:-len(".alpha")], "alpha"
+        module, part = s[: -len(".alpha")], "alpha"
     else:
         pos = s.find(".lora_")
         if pos < 0:
             return None
         mark = s[pos:]
-        part = "A" if mark.startswith((".lora_A.", ".lora_down.")) else \
-            "B" if mark.startswith((".lora_B.", ".lora_up.")) else None
+        part = (
+            "A"
+            if mark.startswith((".lora_A.", ".lora_down."))
+            else "B"
+            if mark.startswith((".lora_B.", ".lora_up."))
+            else None
+        )
         if part is None:
             return None
         module = s[:pos]
     if module.startswith("decoder."):
-        module = module[len("decoder."):]
+        module = module[len("decoder.") :]
     return module, part
 
 
@@ -270,8 +336,12 @@ _ACE_V1 = re.compile(r"v1[-_.]?3\.?5b|3\.5b|ace[-_ ]?step[-_ ]?v1(?![-_.]?5)(\b|
 
 
 def _local_path(text: str) -> bool:
-    return (text.startswith(("/", "./", "../", "~", "\\")) or re.match(r"^[A-Za-z]:[\\/]", text)
-            is not None or "\\" in text or text.count("/") > 1)
+    return (
+        text.startswith(("/", "./", "../", "~", "\\"))
+        or re.match(r"^[A-Za-z]:[\\/]", text) is not None
+        or "\\" in text
+        or text.count("/") > 1
+    )
 
 
 def _base_verdict(base: str, where: str) -> tuple[bool, str] | None:
@@ -284,7 +354,7 @@ def _base_verdict(base: str, where: str) -> tuple[bool, str] | None:
             return True, f"ACE-Step v1 (3.5B; {where} names {base})"
         return False, base
     if _local_path(base):
-        return None          # a trainer's local folder: its tensors decide
+        return None  # a trainer's local folder: its tensors decide
     return True, f"{base} ({where})"
 
 
@@ -295,17 +365,26 @@ def _declared_base(config: dict[str, Any], metadata: dict[str, str], shown: str)
     base = config.get("base_model_name_or_path")
     if isinstance(base, str):
         found.append((base, f"{PEFT_CONFIG}'s base_model_name_or_path"))
-    for key in ("modelspec.architecture", "ss_base_model_version", "ss_sd_model_name",
-                "base_model", "base_model_name_or_path"):
+    for key in (
+        "modelspec.architecture",
+        "ss_base_model_version",
+        "ss_sd_model_name",
+        "base_model",
+        "base_model_name_or_path",
+    ):
         if metadata.get(key):
             found.append((metadata[key], f"its metadata's {key}"))
     for value, where in found:
         verdict = _base_verdict(value, where)
         if verdict is not None and verdict[0]:
-            raise MadeForAnotherModel(f"{shown} was made for {verdict[1]}, not ACE-Step 1.5's "
-                                      f"DiT: refused", verdict[1])
-    named = [value.strip() for value, where in found
-             if where.endswith("base_model_name_or_path") or where.endswith("base_model")]
+            raise MadeForAnotherModel(
+                f"{shown} was made for {verdict[1]}, not ACE-Step 1.5's DiT: refused", verdict[1]
+            )
+    named = [
+        value.strip()
+        for value, where in found
+        if where.endswith("base_model_name_or_path") or where.endswith("base_model")
+    ]
     return next((v for v in named if v), None)
 
 
@@ -320,16 +399,23 @@ def _dit_modules(tensors: dict[str, Tensor], shown: str) -> dict[str, dict[str, 
     what, sample = _looks_like(tensors), next(iter(tensors))
     if not modules:
         if what == "another model":
-            raise NotAnAdapter(f"{shown} holds no LoRA or LoKr tensors (e.g. {sample!r}): it "
-                               f"is not an adapter (a whole model's weights?)")
-        raise MadeForAnotherModel(f"{shown} holds no LoRA or LoKr tensors, and its tensors "
-                                  f"(e.g. {sample!r}) are those of {what}: refused", what)
+            raise NotAnAdapter(
+                f"{shown} holds no LoRA or LoKr tensors (e.g. {sample!r}): it "
+                f"is not an adapter (a whole model's weights?)"
+            )
+        raise MadeForAnotherModel(
+            f"{shown} holds no LoRA or LoKr tensors, and its tensors "
+            f"(e.g. {sample!r}) are those of {what}: refused",
+            what,
+        )
     dit = {m: parts for m, parts in modules.items() if _is_dit_module(m)}
     if not dit:
         raise MadeForAnotherModel(
             f"{shown} was made for {what}: none of its {len(modules)} modules (e.g. "
             f"{next(iter(modules))!r}) is in ACE-Step 1.5's DiT, whose layers are "
-            f"'layers.N.self_attn.q_proj' and the like: refused", what)
+            f"'layers.N.self_attn.q_proj' and the like: refused",
+            what,
+        )
     return dit
 
 
@@ -346,8 +432,10 @@ def _dit_size(modules: dict[str, dict[str, Tensor]], shown: str) -> tuple[str | 
             continue
         rank, fan_in, fan_out = a.shape[0], a.shape[1], b.shape[0]
         if b.shape[1] != rank:
-            raise NotAnAdapter(f"{shown} is inconsistent: {module} has rank {rank} in lora_A "
-                               f"but {b.shape[1]} in lora_B")
+            raise NotAnAdapter(
+                f"{shown} is inconsistent: {module} has rank {rank} in lora_A "
+                f"but {b.shape[1]} in lora_B"
+            )
         ranks.add(rank)
         kind = _kind(module)
         width = fan_in if kind in _TAKES_HIDDEN else fan_out if kind in _GIVES_HIDDEN else None
@@ -358,36 +446,53 @@ def _dit_size(modules: dict[str, dict[str, Tensor]], shown: str) -> tuple[str | 
             what = f"a model {width} features wide"
             raise MadeForAnotherModel(
                 f"{shown} was made for {what}: its {module} works on {width} features, "
-                f"ACE-Step 1.5's DiT on 2048 (2B) or 2560 (XL): refused", what)
+                f"ACE-Step 1.5's DiT on 2048 (2B) or 2560 (XL): refused",
+                what,
+            )
     if len(widths) > 1:
-        raise NotAnAdapter(f"{shown} is inconsistent: " + ", ".join(
-            f"{m} works on {w} features" for w, m in widths.items()))
+        raise NotAnAdapter(
+            f"{shown} is inconsistent: "
+            + ", ".join(f"{m} works on {w} features" for w, m in widths.items())
+        )
     if dtypes and not dtypes & set(ENGINE_DTYPES):
-        raise NotAnAdapter(f"{shown} stores its weights as {', '.join(sorted(dtypes))}; "
-                           f"the engine reads {', '.join(ENGINE_DTYPES)}")
+        raise NotAnAdapter(
+            f"{shown} stores its weights as {', '.join(sorted(dtypes))}; "
+            f"the engine reads {', '.join(ENGINE_DTYPES)}"
+        )
     size, depth = DIT_SIZES[next(iter(widths))] if widths else (None, 32)
     layers = [int(m.group(1)) for m in map(_LAYER_MODULE.fullmatch, modules) if m]
     deepest = max(layers, default=-1)
     if deepest >= depth:
         limit = f"{depth} layers ({size})" if size else "24 layers (2B) or 32 (XL)"
         what = "a deeper model than ACE-Step 1.5's DiT"
-        raise MadeForAnotherModel(f"{shown} was made for {what}: it changes layer {deepest}, "
-                                  f"the DiT has {limit}: refused", what)
+        raise MadeForAnotherModel(
+            f"{shown} was made for {what}: it changes layer {deepest}, "
+            f"the DiT has {limit}: refused",
+            what,
+        )
     if size is None and deepest >= 24:
-        size = "XL"                     # only the XL DiT has layers 24 to 31
+        size = "XL"  # only the XL DiT has layers 24 to 31
     return size, ranks
 
 
-def examine(tensors: dict[str, Tensor], metadata: dict[str, str], config: dict[str, Any],
-            *, fmt: str, shown: str, alphas: list[float] | None = None) -> Facts:
+def examine(
+    tensors: dict[str, Tensor],
+    metadata: dict[str, str],
+    config: dict[str, Any],
+    *,
+    fmt: str,
+    shown: str,
+    alphas: list[float] | None = None,
+) -> Facts:
     """What the adapter is for, from its tensors, its metadata and its PEFT config (and
     the per-module ``alphas`` a single file bakes in); MadeForAnotherModel when they say it
     is not for ACE-Step 1.5's DiT."""
     base = _declared_base(config, metadata, shown)
     peft_type = config.get("peft_type")
     if isinstance(peft_type, str) and peft_type.upper() not in PEFT_TYPES:
-        raise NotAnAdapter(f"{shown} is a PEFT {peft_type} adapter; the engine applies LoRA "
-                           f"and LoKr adapters only")
+        raise NotAnAdapter(
+            f"{shown} is a PEFT {peft_type} adapter; the engine applies LoRA and LoKr adapters only"
+        )
     modules = _dit_modules(tensors, shown)
     dit, ranks = _dit_size(modules, shown)
     alpha = config.get("lora_alpha")
@@ -396,10 +501,16 @@ def examine(tensors: dict[str, Tensor], metadata: dict[str, str], config: dict[s
     rank = config.get("r") if isinstance(config.get("r"), int) else max(ranks, default=None)
     if fmt == "comfyui" and any("lokr" in parts for parts in modules.values()):
         fmt = "lycoris"
-    return Facts(format=fmt, made_for=f"ACE-Step 1.5 ({dit} DiT)" if dit else "ACE-Step 1.5 (DiT)",
-                 dit=dit, base_model=base, rank=rank,
-                 alpha=float(alpha) if alpha is not None else None,
-                 targets=sorted({_kind(m) for m in modules}), modules=len(modules))
+    return Facts(
+        format=fmt,
+        made_for=f"ACE-Step 1.5 ({dit} DiT)" if dit else "ACE-Step 1.5 (DiT)",
+        dit=dit,
+        base_model=base,
+        rank=rank,
+        alpha=float(alpha) if alpha is not None else None,
+        targets=sorted({_kind(m) for m in modules}),
+        modules=len(modules),
+    )
 
 
 def inspect(path: Path, shown: str | None = None) -> Facts:
@@ -410,21 +521,38 @@ def inspect(path: Path, shown: str | None = None) -> Facts:
         shown = shown or f"{path.name}/"
         if not weights.is_file():
             if (path / "adapter_model.bin").is_file():
-                raise NotAnAdapter(f"{shown} holds adapter_model.bin (a PyTorch pickle), not "
-                                   f"{PEFT_WEIGHTS}; the engine reads safetensors only")
+                raise NotAnAdapter(
+                    f"{shown} holds adapter_model.bin (a PyTorch pickle), not "
+                    f"{PEFT_WEIGHTS}; the engine reads safetensors only"
+                )
             raise NotAnAdapter(f"{shown} is not a PEFT adapter folder: it has no {PEFT_WEIGHTS}")
         tensors, metadata = read_header(weights, f"{shown}{PEFT_WEIGHTS}")
-        return examine(tensors, metadata, read_config(path / PEFT_CONFIG), fmt="peft",
-                       shown=shown.rstrip("/"), alphas=_alphas(weights, tensors))
+        return examine(
+            tensors,
+            metadata,
+            read_config(path / PEFT_CONFIG),
+            fmt="peft",
+            shown=shown.rstrip("/"),
+            alphas=_alphas(weights, tensors),
+        )
     tensors, metadata = read_header(path, shown)
-    return examine(tensors, metadata, {}, fmt="comfyui", shown=shown or path.name,
-                   alphas=_alphas(path, tensors))
+    return examine(
+        tensors,
+        metadata,
+        {},
+        fmt="comfyui",
+        shown=shown or path.name,
+        alphas=_alphas(path, tensors),
+    )
 
 
 def _alphas(path: Path, tensors: dict[str, Tensor], most: int = 4096) -> list[float]:
     """The scalar ``*.alpha`` values a file bakes in (F32, shape [], 4 bytes each)."""
-    found = [t for t in tensors.values() if t.name.endswith(".alpha") and t.dtype == "F32"
-             and t.shape == []][:most]
+    found = [
+        t
+        for t in tensors.values()
+        if t.name.endswith(".alpha") and t.dtype == "F32" and t.shape == []
+    ][:most]
     values = []
     try:
         with open(path, "rb") as fh:
@@ -439,12 +567,13 @@ def _alphas(path: Path, tensors: dict[str, Tensor], most: int = 4096) -> list[fl
 
 # --------------------------------------------------------------------------- the store
 
+
 @dataclass
 class Adapter:
     """One installed adapter."""
 
-    name: str                 # what a song names (its ``adapter`` field)
-    engine_name: str          # what the engine calls it (its /props "adapters")
+    name: str  # what a song names (its ``adapter`` field)
+    engine_name: str  # what the engine calls it (its /props "adapters")
     path: str
     size: int
     added: float
@@ -455,12 +584,24 @@ class Adapter:
     rank: int | None = None
     alpha: float | None = None
     targets: list[str] = field(default_factory=list)
-    problem: str | None = None   # an adapter put there by hand that cannot be read
+    problem: str | None = None  # an adapter put there by hand that cannot be read
 
     @classmethod
     def of(cls, name: str, path: Path, size: int, added: float, facts: Facts) -> "Adapter":
-        return cls(name, path.name, str(path), size, added, facts.format, facts.made_for,
-                   facts.dit, facts.base_model, facts.rank, facts.alpha, list(facts.targets))
+        return cls(
+            name,
+            path.name,
+            str(path),
+            size,
+            added,
+            facts.format,
+            facts.made_for,
+            facts.dit,
+            facts.base_model,
+            facts.rank,
+            facts.alpha,
+            list(facts.targets),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -470,17 +611,19 @@ def check_name(name: Any, field_name: str = "name") -> str:
     """A name an adapter may be added under (letters, digits, ``. _ + -``; no
     ``.safetensors``, which is added to a single file's name)."""
     if isinstance(name, str) and name.lower().endswith(SUFFIX):
-        name = name[:-len(SUFFIX)]
+        name = name[: -len(SUFFIX)]
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise AdapterError(f"{field_name}: {name!r} cannot name an adapter: use letters, digits "
-                           f"and . _ + - (at most 100, starting with a letter or digit)",
-                           field=field_name)
+        raise AdapterError(
+            f"{field_name}: {name!r} cannot name an adapter: use letters, digits "
+            f"and . _ + - (at most 100, starting with a letter or digit)",
+            field=field_name,
+        )
     return name
 
 
 def name_from(path: Path) -> str:
     """The name an adapter gets from its file or folder name, made acceptable."""
-    stem = path.name[:-len(SUFFIX)] if path.name.lower().endswith(SUFFIX) else path.name
+    stem = path.name[: -len(SUFFIX)] if path.name.lower().endswith(SUFFIX) else path.name
     cleaned = re.sub(r"[^A-Za-z0-9._+-]+", "-", stem).strip("-._+")[:100]
     return cleaned or "adapter"
 
@@ -512,6 +655,7 @@ class AdapterStore:
     def _lock(self):
         """The store's lock (between the node's threads, and a CLI or node of this home)."""
         from filelock import FileLock
+
         locks = paths().locks_dir
         locks.mkdir(parents=True, exist_ok=True)
         return FileLock(str(locks / "adapters.lock"), timeout=60)
@@ -529,7 +673,7 @@ class AdapterStore:
             if p.name.startswith("."):
                 continue
             if p.is_file() and p.name.endswith(SUFFIX):
-                out.append((p.name[:-len(SUFFIX)], p.name, p))
+                out.append((p.name[: -len(SUFFIX)], p.name, p))
             elif p.is_dir() and (p / PEFT_WEIGHTS).is_file():
                 out.append((p.name, p.name, p))
         return out
@@ -546,8 +690,7 @@ class AdapterStore:
             try:
                 found.append(Adapter.of(name, path, size, added, inspect(path, engine_name)))
             except AdapterError as exc:
-                found.append(Adapter(name, engine_name, str(path), size, added,
-                                     problem=str(exc)))
+                found.append(Adapter(name, engine_name, str(path), size, added, problem=str(exc)))
         return found
 
     def names(self) -> list[str]:
@@ -583,15 +726,19 @@ class AdapterStore:
         except OSError:
             return None
         for p in children:
-            stem = p.name[:-len(SUFFIX)] if p.name.lower().endswith(SUFFIX) else p.name
+            stem = p.name[: -len(SUFFIX)] if p.name.lower().endswith(SUFFIX) else p.name
             if stem.lower() == low:
                 return p.name
         return None
 
     def _clash(self, name: str) -> AdapterError:
-        return AdapterError(f"name: an adapter named {name!r} is already installed; remove it "
-                            f"first (`cantor adapters rm {name}`) or add this one under "
-                            f"another name", field="name", status=409)
+        return AdapterError(
+            f"name: an adapter named {name!r} is already installed; remove it "
+            f"first (`cantor adapters rm {name}`) or add this one under "
+            f"another name",
+            field="name",
+            status=409,
+        )
 
     def _new_stage(self) -> Path:
         self.staging.mkdir(parents=True, exist_ok=True)
@@ -636,13 +783,15 @@ class AdapterStore:
             src = src.parent
         if src.is_dir():
             if not (src / PEFT_WEIGHTS).is_file():
-                inspect(src)                    # says what is missing
+                inspect(src)  # says what is missing
             return src, True
         if not src.is_file():
             raise AdapterError(f"path: {src} is not a regular file or folder")
         if not src.name.lower().endswith(SUFFIX):
-            raise NotAnAdapter(f"{src.name} is not a .safetensors file (an adapter is a "
-                               f".safetensors file or a PEFT folder holding {PEFT_WEIGHTS})")
+            raise NotAnAdapter(
+                f"{src.name} is not a .safetensors file (an adapter is a "
+                f".safetensors file or a PEFT folder holding {PEFT_WEIGHTS})"
+            )
         return src, False
 
     def add(self, path: str | os.PathLike, name: str | None = None) -> Adapter:
@@ -654,11 +803,14 @@ class AdapterStore:
 
         src, peft = self.source_of(path)
         name = check_name(name) if name is not None else name_from(src)
-        inspect(src)                            # refuse before copying gigabytes
+        inspect(src)  # refuse before copying gigabytes
         if self._taken(name):
             raise self._clash(name)
-        files = [src / PEFT_WEIGHTS] + ([src / PEFT_CONFIG] if (src / PEFT_CONFIG).is_file()
-                                        else []) if peft else [src]
+        files = (
+            [src / PEFT_WEIGHTS] + ([src / PEFT_CONFIG] if (src / PEFT_CONFIG).is_file() else [])
+            if peft
+            else [src]
+        )
         try:
             needed = sum(f.stat().st_size for f in files)
         except OSError as exc:
@@ -680,15 +832,17 @@ class AdapterStore:
                     shutil.copyfile(src, staged)
                 _fsync_tree(staged)
             except OSError as exc:
-                raise AdapterError(f"path: {src} could not be copied: "
-                                   f"{exc.strerror or exc}", status=500) from None
-            facts = inspect(staged, src.name + ("/" if peft else ""))   # what is kept
+                raise AdapterError(
+                    f"path: {src} could not be copied: {exc.strerror or exc}", status=500
+                ) from None
+            facts = inspect(staged, src.name + ("/" if peft else ""))  # what is kept
             return self._place(staged, name, facts)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
-    async def receive(self, name: str, chunks: AsyncIterator[bytes],
-                      length: int | None = None) -> Adapter:
+    async def receive(
+        self, name: str, chunks: AsyncIterator[bytes], length: int | None = None
+    ) -> Adapter:
         """An uploaded ``.safetensors`` (from another machine) kept as ``name`` once whole
         and checked; nothing is kept from a refused or cut upload."""
         import asyncio
@@ -699,8 +853,11 @@ class AdapterStore:
         if self._taken(name):
             raise self._clash(name)
         if length is not None and length > UPLOAD_CAP:
-            raise AdapterError(f"body: {name} is {length} bytes; at most {UPLOAD_CAP} are "
-                               f"taken", field="body", status=413)
+            raise AdapterError(
+                f"body: {name} is {length} bytes; at most {UPLOAD_CAP} are taken",
+                field="body",
+                status=413,
+            )
         self.ensure()
         if length is not None:
             try:
@@ -717,8 +874,11 @@ class AdapterStore:
                 async for chunk in chunks:
                     got += len(chunk)
                     if got > UPLOAD_CAP:
-                        raise AdapterError(f"body: {name} is larger than {UPLOAD_CAP} bytes",
-                                           field="body", status=413)
+                        raise AdapterError(
+                            f"body: {name} is larger than {UPLOAD_CAP} bytes",
+                            field="body",
+                            status=413,
+                        )
                     pending.append(chunk)
                     size += len(chunk)
                     if size >= _WRITE_EVERY:
@@ -727,8 +887,11 @@ class AdapterStore:
                 await asyncio.to_thread(out.write, b"".join(pending))
                 await asyncio.to_thread(lambda: (out.flush(), os.fsync(out.fileno())))
             if length is not None and got != length:
-                raise AdapterError(f"body: the upload of {name} stopped after {got} of "
-                                   f"{length} bytes", field="body", status=400)
+                raise AdapterError(
+                    f"body: the upload of {name} stopped after {got} of {length} bytes",
+                    field="body",
+                    status=400,
+                )
             try:
                 facts = await asyncio.to_thread(inspect, staged, name + SUFFIX)
             except AdapterError as exc:

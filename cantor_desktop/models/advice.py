@@ -23,7 +23,7 @@ GIB = 2**30
 XL_MEMORY = 12 * GIB
 SMALL_GPU = 6 * GIB
 SMALL_RAM = 8 * GIB
-METAL_SHARE = 2 / 3         # the part of unified memory macOS lets the GPU use (by default)
+METAL_SHARE = 2 / 3  # the part of unified memory macOS lets the GPU use (by default)
 GPU_BACKENDS = ("cuda12", "vulkan", "metal")
 BACKEND_NAMES = {"cuda12": "CUDA", "vulkan": "Vulkan", "metal": "Metal", "cpu": "the CPU"}
 
@@ -32,18 +32,20 @@ FAMILIES = {
     "sft": "SFT: 50 steps, slower, with more detail.",
     "base": "Base: for editing tasks (stems, extract, add a layer, complete); 50 steps.",
     "turbo-shift1": "Turbo tuned for shift 1 (the sampler's time schedule): 8 steps, "
-                    "an alternative to try after Turbo.",
+    "an alternative to try after Turbo.",
     "turbo-shift3": "Turbo tuned for shift 3 (the sampler's time schedule): 8 steps, "
-                    "an alternative to try after Turbo.",
-    "turbo-continuous": "Turbo tuned for any shift: 8 steps, an alternative to try after "
-                        "Turbo.",
+    "an alternative to try after Turbo.",
+    "turbo-continuous": "Turbo tuned for any shift: 8 steps, an alternative to try after Turbo.",
 }
 XL = "XL, the 4B model: better quality, needs about twice the memory."
-SHORT = {"turbo": "8 steps, fastest — the usual choice", "sft": "50 steps, more detail",
-         "base": "for editing (stems, layers) · 50 steps",
-         "turbo-shift1": "a Turbo variant (shift 1) to try", "turbo-shift3":
-         "a Turbo variant (shift 3) to try", "turbo-continuous":
-         "a Turbo variant (any shift) to try"}
+SHORT = {
+    "turbo": "8 steps, fastest — the usual choice",
+    "sft": "50 steps, more detail",
+    "base": "for editing (stems, layers) · 50 steps",
+    "turbo-shift1": "a Turbo variant (shift 1) to try",
+    "turbo-shift3": "a Turbo variant (shift 3) to try",
+    "turbo-continuous": "a Turbo variant (any shift) to try",
+}
 """The same, in a few words (a table row's second line)."""
 QUANTS = {
     "BF16": "BF16: full precision — the largest file, nothing lost.",
@@ -89,22 +91,27 @@ class Machine:
     """What the recommendation needs to know about the node's machine."""
 
     ram_bytes: int | None = None
-    vram_bytes: int | None = None     # the largest GPU's own memory (None: unknown / none)
-    backend: str | None = None        # where songs run: the pinned backend, else the default
+    vram_bytes: int | None = None  # the largest GPU's own memory (None: unknown / none)
+    backend: str | None = None  # where songs run: the pinned backend, else the default
 
     @classmethod
     def from_system(cls, system: Mapping[str, Any]) -> "Machine":
         """From the node's ``GET /v1/system`` answer (missing parts stay unknown)."""
         hw = system.get("hardware") if isinstance(system.get("hardware"), Mapping) else {}
         ram = hw.get("ram_bytes")
-        vram_mib = [g.get("vram_mib") for g in hw.get("gpus") or ()
-                    if isinstance(g, Mapping) and isinstance(g.get("vram_mib"), int)]
+        vram_mib = [
+            g.get("vram_mib")
+            for g in hw.get("gpus") or ()
+            if isinstance(g, Mapping) and isinstance(g.get("vram_mib"), int)
+        ]
         families = system.get("families") if isinstance(system.get("families"), Mapping) else {}
         fam = families.get("acestep") if isinstance(families.get("acestep"), Mapping) else {}
         backend = fam.get("pinned") or fam.get("default")
-        return cls(ram_bytes=ram if isinstance(ram, int) and ram > 0 else None,
-                   vram_bytes=max(vram_mib) * 2**20 if vram_mib else None,
-                   backend=backend if isinstance(backend, str) else None)
+        return cls(
+            ram_bytes=ram if isinstance(ram, int) and ram > 0 else None,
+            vram_bytes=max(vram_mib) * 2**20 if vram_mib else None,
+            backend=backend if isinstance(backend, str) else None,
+        )
 
     @property
     def on_gpu(self) -> bool:
@@ -122,10 +129,10 @@ class Machine:
 
 @dataclass(frozen=True)
 class Recommendation:
-    name: str            # the model's name, e.g. "acestep-v15-turbo-Q8_0"
+    name: str  # the model's name, e.g. "acestep-v15-turbo-Q8_0"
     variant: str
     quant: str
-    reason: str          # one sentence for the page
+    reason: str  # one sentence for the page
 
 
 def _gib(n: int) -> str:
@@ -147,15 +154,17 @@ def _choice(machine: Machine) -> tuple[str, str, str]:
     where = _where(machine)
     if memory is None:
         what = "its GPU has" if machine.on_gpu and machine.backend != "metal" else "it has"
-        return ("turbo", "Q8_0", f"the node did not say how much memory {what}: Turbo at "
-                                 f"Q8_0 is the safe choice")
+        return (
+            "turbo",
+            "Q8_0",
+            f"the node did not say how much memory {what}: Turbo at Q8_0 is the safe choice",
+        )
     if machine.on_gpu and memory >= XL_MEMORY:
         return "xl-turbo", "Q8_0", f"{where}: enough for the 4B XL model, which sounds better"
     small = SMALL_GPU if machine.on_gpu else SMALL_RAM
     if memory < small:
         return ("turbo", "Q4_K_M", f"{where}: the smallest Turbo (Q4_K_M) fits best")
-    xl_note = ("XL needs a GPU with 12 GiB" if not machine.on_gpu
-               else f"XL needs {_gib(XL_MEMORY)}")
+    xl_note = "XL needs a GPU with 12 GiB" if not machine.on_gpu else f"XL needs {_gib(XL_MEMORY)}"
     return "turbo", "Q8_0", f"{where}: Turbo at Q8_0 runs well ({xl_note})"
 
 
@@ -174,5 +183,6 @@ def recommend(machine: Machine, available: Iterable[str] | None = None) -> Recom
         missing = f"{variant} {quant}"
         variant, quant = nxt
         reason += f", but the catalogue has no {missing}: Turbo at {quant} instead"
-    return Recommendation(f"acestep-v15-{variant}-{quant}", variant, quant,
-                          reason[:1].upper() + reason[1:] + ".")
+    return Recommendation(
+        f"acestep-v15-{variant}-{quant}", variant, quant, reason[:1].upper() + reason[1:] + "."
+    )

@@ -33,7 +33,7 @@ SKETCH_DISPLAY = "Sketch — built-in, no AI model"
 KINDS = ("dit", "text_enc", "vae", "lm")
 KIND_LABELS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
 LM_SIZES = ("0.6B", "1.7B", "4B")
-GIB = 1024 ** 3
+GIB = 1024**3
 
 _QUANT = r"(?P<quant>BF16|F16|F32|Q\d_K_[SML]|Q\d_K|Q\d_\d|IQ\d_\w+)"
 _PATTERNS = {
@@ -55,13 +55,13 @@ class FileEntry:
     """One downloadable file of the repository."""
 
     name: str
-    kind: str                    # dit | lm | text_enc | vae
+    kind: str  # dit | lm | text_enc | vae
     quant: str
-    size: int                    # bytes (approximate when ``approximate``)
+    size: int  # bytes (approximate when ``approximate``)
     sha256: str | None = None
     approximate: bool = False
-    variant: str | None = None   # DiT only: turbo, sft, xl-turbo …
-    lm_size: str | None = None   # LM only: 0.6B, 1.7B, 4B
+    variant: str | None = None  # DiT only: turbo, sft, xl-turbo …
+    lm_size: str | None = None  # LM only: 0.6B, 1.7B, 4B
 
     @property
     def stem(self) -> str:
@@ -74,8 +74,12 @@ def classify_name(filename: str) -> dict | None:
         m = pattern.match(filename)
         if m:
             groups = m.groupdict()
-            return {"kind": kind, "quant": groups["quant"], "variant": groups.get("variant"),
-                    "lm_size": groups.get("size")}
+            return {
+                "kind": kind,
+                "quant": groups["quant"],
+                "variant": groups.get("variant"),
+                "lm_size": groups.get("size"),
+            }
     return None
 
 
@@ -90,8 +94,10 @@ def parse_model_name(name: str) -> tuple[str, str]:
     m = _NAME_NO_QUANT.match(text)
     if m:
         return m.group("variant"), DEFAULT_QUANT
-    raise UnknownModel(f"{name!r} is not an ACE-Step model name; names look like "
-                       f"acestep-v15-turbo or acestep-v15-turbo-Q8_0 (or {SKETCH!r})")
+    raise UnknownModel(
+        f"{name!r} is not an ACE-Step model name; names look like "
+        f"acestep-v15-turbo or acestep-v15-turbo-Q8_0 (or {SKETCH!r})"
+    )
 
 
 def canonical_name(name: str) -> str:
@@ -103,7 +109,7 @@ def canonical_name(name: str) -> str:
 
 
 def display_name(variant: str | None, quant: str | None) -> str:
-    """"ACE-Step 1.5 XL Turbo (Q8_0)", "ACE-Step 1.5 Turbo shift 3 (Q6_K)"."""
+    """ "ACE-Step 1.5 XL Turbo (Q8_0)", "ACE-Step 1.5 Turbo shift 3 (Q6_K)"."""
     if not variant:
         return "ACE-Step 1.5"
     words = variant.split("-")
@@ -155,8 +161,15 @@ class Catalogue:
     files: dict[str, FileEntry] = field(default_factory=dict)
 
     @classmethod
-    def from_files(cls, items: list[dict], *, source: str, approximate: bool,
-                   repo: str = REPO, revision: str = REVISION) -> "Catalogue":
+    def from_files(
+        cls,
+        items: list[dict],
+        *,
+        source: str,
+        approximate: bool,
+        repo: str = REPO,
+        revision: str = REVISION,
+    ) -> "Catalogue":
         files: dict[str, FileEntry] = {}
         for item in items:
             name = item.get("path")
@@ -166,18 +179,28 @@ class Catalogue:
             if info is None:
                 continue
             sha = item.get("sha256")
-            files[name] = FileEntry(name=name, kind=info["kind"], quant=info["quant"],
-                                    size=int(item.get("size") or 0),
-                                    sha256=sha if isinstance(sha, str) and sha else None,
-                                    approximate=approximate, variant=info["variant"],
-                                    lm_size=info["lm_size"])
+            files[name] = FileEntry(
+                name=name,
+                kind=info["kind"],
+                quant=info["quant"],
+                size=int(item.get("size") or 0),
+                sha256=sha if isinstance(sha, str) and sha else None,
+                approximate=approximate,
+                variant=info["variant"],
+                lm_size=info["lm_size"],
+            )
         return cls(repo=repo, revision=revision, source=source, files=files)
 
     def to_json(self) -> dict:
-        return {"family": self.family, "repo": self.repo, "revision": self.revision,
-                "sizes_approximate": any(f.approximate for f in self.files.values()),
-                "files": [{"path": f.name, "size": f.size, "sha256": f.sha256}
-                          for f in self.files.values()]}
+        return {
+            "family": self.family,
+            "repo": self.repo,
+            "revision": self.revision,
+            "sizes_approximate": any(f.approximate for f in self.files.values()),
+            "files": [
+                {"path": f.name, "size": f.size, "sha256": f.sha256} for f in self.files.values()
+            ],
+        }
 
     def get(self, filename: str) -> FileEntry | None:
         return self.files.get(filename)
@@ -196,11 +219,11 @@ class Catalogue:
             variant, quant = parse_model_name(name)
             same = [f.quant for f in self.dits() if f.variant == variant]
             if same:
-                raise UnknownModel(f"{full} does not exist; {variant} comes in "
-                                   f"{', '.join(same)}")
+                raise UnknownModel(f"{full} does not exist; {variant} comes in {', '.join(same)}")
             variants = sorted({f.variant for f in self.dits() if f.variant})
-            raise UnknownModel(f"unknown model {name!r}; known variants: "
-                               f"{', '.join(variants)} (and {SKETCH!r})")
+            raise UnknownModel(
+                f"unknown model {name!r}; known variants: {', '.join(variants)} (and {SKETCH!r})"
+            )
         return entry
 
     def text_encoder_for(self, dit: FileEntry) -> list[FileEntry]:
@@ -221,9 +244,13 @@ def builtin() -> Catalogue:
     """The copy shipped in the package (approximate sizes, no sha256)."""
     text = resources.files("cantor_desktop").joinpath("data/catalogue.json").read_text("utf-8")
     doc = json.loads(text)
-    return Catalogue.from_files(doc["files"], source="builtin",
-                                approximate=bool(doc.get("sizes_approximate", True)),
-                                repo=doc.get("repo", REPO), revision=doc.get("revision", REVISION))
+    return Catalogue.from_files(
+        doc["files"],
+        source="builtin",
+        approximate=bool(doc.get("sizes_approximate", True)),
+        repo=doc.get("repo", REPO),
+        revision=doc.get("revision", REVISION),
+    )
 
 
 def cache_file() -> Path:
@@ -237,9 +264,13 @@ def cached() -> Catalogue | None:
         doc = json.loads(path.read_text("utf-8"))
         if doc.get("endpoint") != _endpoint_or_none():
             return None
-        return Catalogue.from_files(doc["files"], source="cache", approximate=False,
-                                    repo=doc.get("repo", REPO),
-                                    revision=doc.get("revision", REVISION))
+        return Catalogue.from_files(
+            doc["files"],
+            source="cache",
+            approximate=False,
+            repo=doc.get("repo", REPO),
+            revision=doc.get("revision", REVISION),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -278,7 +309,7 @@ async def refresh(*, timeout: float = hub.TREE_TIMEOUT) -> Catalogue:
 
 REFRESH_EVERY_S = 3600.0
 RETRY_AFTER_S = 600.0
-_failed_at: dict[str, float] = {}      # endpoint → when asking it last failed (monotonic)
+_failed_at: dict[str, float] = {}  # endpoint → when asking it last failed (monotonic)
 
 
 async def fresh(*, max_age: float = REFRESH_EVERY_S, timeout: float = 3.0) -> Catalogue:
@@ -294,8 +325,10 @@ async def fresh(*, max_age: float = REFRESH_EVERY_S, timeout: float = 3.0) -> Ca
                 return saved
         except OSError:
             pass
-    if endpoint is None or time.monotonic() - _failed_at.get(endpoint, -RETRY_AFTER_S) \
-            < RETRY_AFTER_S:
+    if (
+        endpoint is None
+        or time.monotonic() - _failed_at.get(endpoint, -RETRY_AFTER_S) < RETRY_AFTER_S
+    ):
         return load()
     _failed_at[endpoint] = time.monotonic()
     found = await refresh(timeout=timeout)

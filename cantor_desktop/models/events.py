@@ -15,16 +15,16 @@ from typing import Any, Mapping
 
 
 class PullStep(StrEnum):
-    CATALOGUE = "catalogue"    # asking the hub for the file list (``message``)
-    PLAN = "plan"              # ``files`` [{name, kind, size, to_get, state}], ``total``
+    CATALOGUE = "catalogue"  # asking the hub for the file list (``message``)
+    PLAN = "plan"  # ``files`` [{name, kind, size, to_get, state}], ``total``
     FILE_START = "file_start"  # ``file``, ``file_total``
-    PROGRESS = "progress"      # ``file_received``/``file_total``, ``received``/``total``,
+    PROGRESS = "progress"  # ``file_received``/``file_total``, ``received``/``total``,
     #                            ``speed`` (bytes/s), ``eta`` (s for the whole pull, or None)
-    FILE_DONE = "file_done"    # ``verified``: False when only the size could be checked
-    ENGINE = "engine"          # the engine step (``message``, ``engine`` as a dict)
-    DONE = "done"              # the model is ready; ``engine_ready``/``engine_error``
-    FAILED = "failed"          # the pull stopped: ``message`` (for the user), ``error_type``
-    PAUSED = "paused"          # the client stopped reading; the ``.part`` files are kept
+    FILE_DONE = "file_done"  # ``verified``: False when only the size could be checked
+    ENGINE = "engine"  # the engine step (``message``, ``engine`` as a dict)
+    DONE = "done"  # the model is ready; ``engine_ready``/``engine_error``
+    FAILED = "failed"  # the pull stopped: ``message`` (for the user), ``error_type``
+    PAUSED = "paused"  # the client stopped reading; the ``.part`` files are kept
 
 
 TERMINAL = frozenset({PullStep.DONE, PullStep.FAILED, PullStep.PAUSED})
@@ -66,7 +66,7 @@ class PullEvent:
     error_type: str | None = None
 
     def __post_init__(self) -> None:
-        self.type = PullStep(self.type)      # ValueError for a type nobody knows
+        self.type = PullStep(self.type)  # ValueError for a type nobody knows
 
     @property
     def is_terminal(self) -> bool:
@@ -107,10 +107,12 @@ class PullEvent:
         """One SSE message of ``POST /v1/models/pull`` (its event name and decoded data)."""
         if event == ERROR_EVENT:
             data = data if isinstance(data, Mapping) else {"message": str(data)}
-            return cls(PullStep.FAILED, str(data.get("model") or model),
-                       message=str(data.get("message") or "the download failed"),
-                       error_type=data.get("type") if isinstance(data.get("type"), str)
-                       else None)
+            return cls(
+                PullStep.FAILED,
+                str(data.get("model") or model),
+                message=str(data.get("message") or "the download failed"),
+                error_type=data.get("type") if isinstance(data.get("type"), str) else None,
+            )
         if not isinstance(data, Mapping):
             data = {"message": str(data)}
         return cls.from_json({**data, "type": event}, model=model)
@@ -121,5 +123,4 @@ class PullEvent:
 
     @classmethod
     def paused(cls, model: str) -> "PullEvent":
-        return cls(PullStep.PAUSED, model,
-                   message="paused; the partly downloaded files are kept")
+        return cls(PullStep.PAUSED, model, message="paused; the partly downloaded files are kept")

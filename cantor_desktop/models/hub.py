@@ -55,8 +55,11 @@ def token_status() -> dict:
     """Whether a token is set (never the token): ``{"set", "source", "note"}``; ``source`` is
     "environment" (HF_TOKEN, which wins), "keyring" or None."""
     if os.environ.get(TOKEN_ENV, "").strip():
-        return {"set": True, "source": "environment",
-                "note": f"{TOKEN_ENV} is set in the node's environment; it wins over the keyring"}
+        return {
+            "set": True,
+            "source": "environment",
+            "note": f"{TOKEN_ENV} is set in the node's environment; it wins over the keyring",
+        }
     try:
         stored = secrets.get_secret(secrets.HF_TOKEN) is not None
     except secrets.NoKeyringError as exc:
@@ -68,8 +71,9 @@ def store_token(value: str) -> None:
     """Keep ``value`` as the token in this machine's keyring. ValueError when it does not
     look like a token; secrets.NoKeyringError when no keyring can hold it."""
     if not isinstance(value, str) or not TOKEN_SHAPE.fullmatch(value.strip()):
-        raise ValueError("token: a Hugging Face token is 8 to 512 printable characters "
-                         "without spaces (hf_…)")
+        raise ValueError(
+            "token: a Hugging Face token is 8 to 512 printable characters without spaces (hf_…)"
+        )
     secrets.set_secret(secrets.HF_TOKEN, value.strip())
 
 
@@ -102,8 +106,13 @@ def sha256_from_etag(value: str | None) -> str | None:
     return tag if _SHA256.match(tag) else None
 
 
-async def fetch_tree(repo: str, revision: str = "main", *, timeout: float = TREE_TIMEOUT,
-                     client: httpx.AsyncClient | None = None) -> list[dict]:
+async def fetch_tree(
+    repo: str,
+    revision: str = "main",
+    *,
+    timeout: float = TREE_TIMEOUT,
+    client: httpx.AsyncClient | None = None,
+) -> list[dict]:
     """Every file of the repository's top level: [{"path", "size", "sha256" (or None)}].
 
     Follows the `Link: rel="next"` pages the hub uses for long listings.
@@ -136,8 +145,13 @@ async def fetch_tree(repo: str, revision: str = "main", *, timeout: float = TREE
                 sha = lfs.get("oid") if isinstance(lfs.get("oid"), str) else None
                 if sha is not None and not _SHA256.match(sha.lower()):
                     sha = None
-                files.append({"path": path, "size": int(lfs.get("size", size)),
-                              "sha256": sha.lower() if sha else None})
+                files.append(
+                    {
+                        "path": path,
+                        "size": int(lfs.get("size", size)),
+                        "sha256": sha.lower() if sha else None,
+                    }
+                )
             url = response.links.get("next", {}).get("url")
     finally:
         if own:
@@ -145,21 +159,24 @@ async def fetch_tree(repo: str, revision: str = "main", *, timeout: float = TREE
     return files
 
 
-async def probe_sha256(url: str, *, timeout: float = TREE_TIMEOUT,
-                       client: httpx.AsyncClient | None = None) -> str | None:
+async def probe_sha256(
+    url: str, *, timeout: float = TREE_TIMEOUT, client: httpx.AsyncClient | None = None
+) -> str | None:
     """The sha256 a resolve URL announces (X-Linked-Etag or ETag), without downloading."""
     own = client is None
     client = client or httpx.AsyncClient(timeout=timeout)
     try:
-        response = await client.head(url, headers=auth_headers(), timeout=timeout,
-                                     follow_redirects=False)
+        response = await client.head(
+            url, headers=auth_headers(), timeout=timeout, follow_redirects=False
+        )
         for header in ("x-linked-etag", "etag"):
             sha = sha256_from_etag(response.headers.get(header))
             if sha:
                 return sha
         if response.is_redirect:
-            response = await client.head(url, headers=auth_headers(), timeout=timeout,
-                                         follow_redirects=True)
+            response = await client.head(
+                url, headers=auth_headers(), timeout=timeout, follow_redirects=True
+            )
             return sha256_from_etag(response.headers.get("etag"))
         return None
     except httpx.HTTPError:

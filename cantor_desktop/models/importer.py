@@ -27,8 +27,12 @@ UPLOAD_CAP = 16 * 2**30
 """The largest file an upload may be (the biggest published file, XL BF16, is ~10 GB)."""
 
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.gguf")
-_KIND_FROM_ARCH = {gguf.ARCH_DIT: "dit", gguf.ARCH_LM: "lm", gguf.ARCH_TEXT_ENC: "text_enc",
-                   gguf.ARCH_VAE: "vae"}
+_KIND_FROM_ARCH = {
+    gguf.ARCH_DIT: "dit",
+    gguf.ARCH_LM: "lm",
+    gguf.ARCH_TEXT_ENC: "text_enc",
+    gguf.ARCH_VAE: "vae",
+}
 _WRITE_EVERY = 1 << 20
 
 
@@ -47,10 +51,10 @@ class Imported:
     """One file the library took: where it is now, what it is, and how it got there."""
 
     path: str
-    kind: str                  # dit | lm | text_enc | vae
+    kind: str  # dit | lm | text_enc | vae
     name: str
     size: int
-    how: str                   # "adopted" (left where it was) | "uploaded" | "already there"
+    how: str  # "adopted" (left where it was) | "uploaded" | "already there"
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -67,12 +71,16 @@ def check_header(path: Path, name: str | None = None) -> str:
         raise ImportRefused(f"{shown} is not a readable GGUF model: {reason}") from None
     kind = _KIND_FROM_ARCH.get(arch)
     if kind is None:
-        raise ImportRefused(f"{shown} is not an ACE-Step model file (its architecture is "
-                            f"{arch!r}; ACE-Step files are {', '.join(_KIND_FROM_ARCH)})")
+        raise ImportRefused(
+            f"{shown} is not an ACE-Step model file (its architecture is "
+            f"{arch!r}; ACE-Step files are {', '.join(_KIND_FROM_ARCH)})"
+        )
     named = cat.classify_name(shown)
     if named is not None and named["kind"] != kind:
-        raise ImportRefused(f"{shown} is named like a {cat.KIND_LABELS[named['kind']]} but "
-                            f"its header says {cat.KIND_LABELS[kind]} ({arch})")
+        raise ImportRefused(
+            f"{shown} is named like a {cat.KIND_LABELS[named['kind']]} but "
+            f"its header says {cat.KIND_LABELS[kind]} ({arch})"
+        )
     return kind
 
 
@@ -114,13 +122,17 @@ def import_local(path: str | os.PathLike) -> Imported:
 def check_upload_name(name: str | None) -> str:
     """The file name an upload will have in the library folder (a plain ``*.gguf`` name)."""
     if not isinstance(name, str) or not FILE_NAME.fullmatch(name):
-        raise ImportRefused("name: give the file's name, e.g. my-model-Q8_0.gguf (letters, "
-                            "digits, . _ + -, ending in .gguf)", field="name")
+        raise ImportRefused(
+            "name: give the file's name, e.g. my-model-Q8_0.gguf (letters, "
+            "digits, . _ + -, ending in .gguf)",
+            field="name",
+        )
     return name
 
 
-async def receive_upload(name: str, chunks: AsyncIterator[bytes],
-                         length: int | None = None) -> Imported:
+async def receive_upload(
+    name: str, chunks: AsyncIterator[bytes], length: int | None = None
+) -> Imported:
     """Write an upload into the library folder as ``name`` once it is whole and checked.
 
     ``length``: the announced size (checked against the free space first, and against what
@@ -132,12 +144,16 @@ async def receive_upload(name: str, chunks: AsyncIterator[bytes],
     folder = library.family_dir()
     dest = folder / name
     if dest.exists():
-        raise ImportRefused(f"{name} is already in the node's library; remove it first",
-                            field="name", status=409)
+        raise ImportRefused(
+            f"{name} is already in the node's library; remove it first", field="name", status=409
+        )
     if length is not None:
         if length > UPLOAD_CAP:
-            raise ImportRefused(f"{name} is {length} bytes; at most {UPLOAD_CAP} are taken",
-                                field="body", status=413)
+            raise ImportRefused(
+                f"{name} is {length} bytes; at most {UPLOAD_CAP} are taken",
+                field="body",
+                status=413,
+            )
         folder.mkdir(parents=True, exist_ok=True)
         try:
             dl.check_free_space(folder, length)
@@ -159,15 +175,17 @@ async def receive_upload(name: str, chunks: AsyncIterator[bytes],
 
             head = b""
             async for chunk in chunks:
-                if len(head) < len(gguf.MAGIC):      # refuse a non-GGUF at its first bytes
-                    head += chunk[:len(gguf.MAGIC) - len(head)]
+                if len(head) < len(gguf.MAGIC):  # refuse a non-GGUF at its first bytes
+                    head += chunk[: len(gguf.MAGIC) - len(head)]
                     if len(head) == len(gguf.MAGIC) and head != gguf.MAGIC:
-                        raise ImportRefused(f"{name} is not a GGUF file (it does not start "
-                                            f"with GGUF)", field="body")
+                        raise ImportRefused(
+                            f"{name} is not a GGUF file (it does not start with GGUF)", field="body"
+                        )
                 got += len(chunk)
                 if got > UPLOAD_CAP:
-                    raise ImportRefused(f"{name} is larger than {UPLOAD_CAP} bytes",
-                                        field="body", status=413)
+                    raise ImportRefused(
+                        f"{name} is larger than {UPLOAD_CAP} bytes", field="body", status=413
+                    )
                 pending.append(chunk)
                 size += len(chunk)
                 if size >= _WRITE_EVERY:
@@ -176,8 +194,11 @@ async def receive_upload(name: str, chunks: AsyncIterator[bytes],
             await asyncio.to_thread(flush, pending)
             await asyncio.to_thread(lambda: (out.flush(), os.fsync(out.fileno())))
         if length is not None and got != length:
-            raise ImportRefused(f"{name}: the upload stopped after {got} of {length} bytes",
-                                field="body", status=400)
+            raise ImportRefused(
+                f"{name}: the upload stopped after {got} of {length} bytes",
+                field="body",
+                status=400,
+            )
         kind = check_header(tmp, name)
         _place(tmp, dest)
     finally:
@@ -186,8 +207,9 @@ async def receive_upload(name: str, chunks: AsyncIterator[bytes],
     sha = digest.hexdigest()
     entry = cat.load().get(name)
     expected = entry.sha256 if entry is not None else None
-    library.record_hash(dest, sha256=sha, expected=expected,
-                        ok=None if expected is None else sha == expected)
+    library.record_hash(
+        dest, sha256=sha, expected=expected, ok=None if expected is None else sha == expected
+    )
     return Imported(str(dest), kind, name, got, "uploaded")
 
 
@@ -196,10 +218,16 @@ def _place(tmp: Path, dest: Path) -> None:
     try:
         os.link(tmp, dest)
     except FileExistsError:
-        raise ImportRefused(f"{dest.name} is already in the node's library; remove it first",
-                            field="name", status=409) from None
-    except OSError:                      # no hard links here (some file systems)
+        raise ImportRefused(
+            f"{dest.name} is already in the node's library; remove it first",
+            field="name",
+            status=409,
+        ) from None
+    except OSError:  # no hard links here (some file systems)
         if dest.exists():
-            raise ImportRefused(f"{dest.name} is already in the node's library; remove it "
-                                f"first", field="name", status=409) from None
+            raise ImportRefused(
+                f"{dest.name} is already in the node's library; remove it first",
+                field="name",
+                status=409,
+            ) from None
         os.replace(tmp, dest)

@@ -57,6 +57,7 @@ class NotInstalled(LibraryError, LookupError):
 
 # --------------------------------------------------------------------------- records
 
+
 def family_dir() -> Path:
     return paths().model_family_dir(FAMILY)
 
@@ -100,8 +101,7 @@ def _hashes() -> dict[str, dict]:
     return doc if isinstance(doc, dict) else {}
 
 
-def record_hash(path: Path, *, sha256: str | None, expected: str | None,
-                ok: bool | None) -> None:
+def record_hash(path: Path, *, sha256: str | None, expected: str | None, ok: bool | None) -> None:
     """Remember what is known about a file's content, at its current size and mtime.
 
     ``ok``: True = its sha256 matched ``expected``; False = it did not (corrupt); None = no
@@ -110,8 +110,13 @@ def record_hash(path: Path, *, sha256: str | None, expected: str | None,
     st = path.stat()
     with _lock(_hashes_file()):
         doc = _hashes()
-        doc[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256,
-                          "expected": expected, "ok": ok}
+        doc[str(path)] = {
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+            "sha256": sha256,
+            "expected": expected,
+            "ok": ok,
+        }
         _write_json(_hashes_file(), doc)
 
 
@@ -127,6 +132,7 @@ def _forget_hashes(paths_: list[Path]) -> None:
 
 # --------------------------------------------------------------------------- local files
 
+
 @dataclass
 class LocalFile:
     """A GGUF of this family found on disk (final, or only its .part)."""
@@ -138,7 +144,7 @@ class LocalFile:
     variant: str | None = None
     lm_size: str | None = None
     imported: bool = False
-    exists: bool = True          # False: only name.part is there
+    exists: bool = True  # False: only name.part is there
     part_bytes: int = 0
 
 
@@ -180,10 +186,15 @@ def _scan_family_dir() -> dict[str, LocalFile]:
         if name.endswith(".gguf") and entry.is_file():
             info = _classify_file(Path(entry.path))
             if info:
-                found[name] = LocalFile(name=name, kind=info["kind"], path=Path(entry.path),
-                                        quant=info["quant"], variant=info["variant"],
-                                        lm_size=info["lm_size"],
-                                        part_bytes=_part_size(Path(entry.path)))
+                found[name] = LocalFile(
+                    name=name,
+                    kind=info["kind"],
+                    path=Path(entry.path),
+                    quant=info["quant"],
+                    variant=info["variant"],
+                    lm_size=info["lm_size"],
+                    part_bytes=_part_size(Path(entry.path)),
+                )
     for entry in entries:
         name = entry.name
         if name.endswith(".gguf" + PART_SUFFIX) and entry.is_file():
@@ -191,9 +202,15 @@ def _scan_family_dir() -> dict[str, LocalFile]:
             info = cat.classify_name(final_name)
             if info and final_name not in found:
                 found[final_name] = LocalFile(
-                    name=final_name, kind=info["kind"], path=folder / final_name,
-                    quant=info["quant"], variant=info["variant"], lm_size=info["lm_size"],
-                    exists=False, part_bytes=entry.stat().st_size)
+                    name=final_name,
+                    kind=info["kind"],
+                    path=folder / final_name,
+                    quant=info["quant"],
+                    variant=info["variant"],
+                    lm_size=info["lm_size"],
+                    exists=False,
+                    part_bytes=entry.stat().st_size,
+                )
     return found
 
 
@@ -202,15 +219,22 @@ def _imported_pools() -> dict[Path, dict[str, LocalFile]]:
     for item in _imported():
         path = Path(item["path"])
         info = cat.classify_name(path.name) or {}
-        local = LocalFile(name=path.name, kind=item.get("kind", "dit"), path=path,
-                          quant=info.get("quant"), variant=info.get("variant"),
-                          lm_size=info.get("lm_size"), imported=True,
-                          exists=path.is_file())
+        local = LocalFile(
+            name=path.name,
+            kind=item.get("kind", "dit"),
+            path=path,
+            quant=info.get("quant"),
+            variant=info.get("variant"),
+            lm_size=info.get("lm_size"),
+            imported=True,
+            exists=path.is_file(),
+        )
         pools.setdefault(path.parent, {})[path.name] = local
     return pools
 
 
 # --------------------------------------------------------------------------- file states
+
 
 @dataclass
 class FileInfo:
@@ -218,11 +242,11 @@ class FileInfo:
 
     name: str
     kind: str
-    size: int                  # expected size (approximate when size_approximate)
-    path: str | None           # where it is (or will be downloaded to); None: nowhere yet
-    state: str                 # ready | partial | missing | corrupt
-    on_disk: int = 0           # bytes on disk now (the .part's when partial)
-    verified: bool | None = None   # True: sha256 checked; None: size only
+    size: int  # expected size (approximate when size_approximate)
+    path: str | None  # where it is (or will be downloaded to); None: nowhere yet
+    state: str  # ready | partial | missing | corrupt
+    on_disk: int = 0  # bytes on disk now (the .part's when partial)
+    verified: bool | None = None  # True: sha256 checked; None: size only
     size_approximate: bool = False
     imported: bool = False
     sha256: str | None = None
@@ -236,25 +260,42 @@ class FileInfo:
         return self.size
 
 
-def _file_state(local: LocalFile | None, entry: FileEntry | None,
-                hashes: dict[str, dict], kind: str, name: str) -> FileInfo:
+def _file_state(
+    local: LocalFile | None, entry: FileEntry | None, hashes: dict[str, dict], kind: str, name: str
+) -> FileInfo:
     size = entry.size if entry else 0
     approx = bool(entry and entry.approximate)
     sha = entry.sha256 if entry else None
     if local is None:
         path = None
-        return FileInfo(name=name, kind=kind, size=size, path=path, state=F_MISSING,
-                        size_approximate=approx, sha256=sha)
+        return FileInfo(
+            name=name,
+            kind=kind,
+            size=size,
+            path=path,
+            state=F_MISSING,
+            size_approximate=approx,
+            sha256=sha,
+        )
     path_s = str(local.path)
     if not local.exists:
         state = F_PARTIAL if local.part_bytes else F_MISSING
-        return FileInfo(name=name, kind=kind, size=size, path=path_s, state=state,
-                        on_disk=local.part_bytes, size_approximate=approx,
-                        imported=local.imported, sha256=sha)
+        return FileInfo(
+            name=name,
+            kind=kind,
+            size=size,
+            path=path_s,
+            state=state,
+            on_disk=local.part_bytes,
+            size_approximate=approx,
+            imported=local.imported,
+            sha256=sha,
+        )
     st = local.path.stat()
     record = hashes.get(path_s)
-    fresh = bool(record and record.get("size") == st.st_size
-                 and record.get("mtime_ns") == st.st_mtime_ns)
+    fresh = bool(
+        record and record.get("size") == st.st_size and record.get("mtime_ns") == st.st_mtime_ns
+    )
     state, verified = F_READY, None
     if fresh:
         if record.get("ok") is False:
@@ -266,16 +307,25 @@ def _file_state(local: LocalFile | None, entry: FileEntry | None,
     if entry and not entry.approximate and st.st_size != entry.size:
         state = F_CORRUPT
     if record and record.get("ok") and record.get("size") != st.st_size:
-        state = F_CORRUPT   # a verified file whose size changed is not that file any more
+        state = F_CORRUPT  # a verified file whose size changed is not that file any more
     if not entry or entry.approximate:
         size = st.st_size if state == F_READY else size
-    return FileInfo(name=name, kind=kind, size=size, path=path_s, state=state,
-                    on_disk=st.st_size, verified=verified, size_approximate=approx
-                    and state != F_READY, imported=local.imported,
-                    sha256=(record or {}).get("sha256") if fresh else sha)
+    return FileInfo(
+        name=name,
+        kind=kind,
+        size=size,
+        path=path_s,
+        state=state,
+        on_disk=st.st_size,
+        verified=verified,
+        size_approximate=approx and state != F_READY,
+        imported=local.imported,
+        sha256=(record or {}).get("sha256") if fresh else sha,
+    )
 
 
 # --------------------------------------------------------------------------- models
+
 
 @dataclass
 class ModelInfo:
@@ -288,8 +338,8 @@ class ModelInfo:
     display_name: str
     state: str
     files: list[FileInfo] = field(default_factory=list)
-    size_bytes: int = 0        # on disk now (including .part files)
-    download_bytes: int = 0    # still to download for a complete set
+    size_bytes: int = 0  # on disk now (including .part files)
+    download_bytes: int = 0  # still to download for a complete set
     download_approximate: bool = False
     folder: str | None = None  # the one folder ace-server is pointed at
     builtin: bool = False
@@ -328,12 +378,15 @@ class _Set:
     folder: Path
 
 
-def _pick(pool: dict[str, LocalFile], kind: str, preferred: list[FileEntry],
-          catalogue: cat.Catalogue) -> tuple[str, LocalFile | None, FileEntry | None] | None:
+def _pick(
+    pool: dict[str, LocalFile], kind: str, preferred: list[FileEntry], catalogue: cat.Catalogue
+) -> tuple[str, LocalFile | None, FileEntry | None] | None:
     """Present file first (in preference order), then a partial one, then the catalogue's."""
     order = {e.name: i for i, e in enumerate(preferred)}
-    candidates = sorted((f for f in pool.values() if f.kind == kind),
-                        key=lambda f: (order.get(f.name, len(order)), f.name))
+    candidates = sorted(
+        (f for f in pool.values() if f.kind == kind),
+        key=lambda f: (order.get(f.name, len(order)), f.name),
+    )
     for want_exists in (True, False):
         for f in candidates:
             if f.exists == want_exists and (f.exists or f.part_bytes):
@@ -343,20 +396,26 @@ def _pick(pool: dict[str, LocalFile], kind: str, preferred: list[FileEntry],
     return None
 
 
-def _pick_lm(pool: dict[str, LocalFile], catalogue: cat.Catalogue, size: str,
-             explicit: bool) -> tuple[str, LocalFile | None, FileEntry | None] | None:
+def _pick_lm(
+    pool: dict[str, LocalFile], catalogue: cat.Catalogue, size: str, explicit: bool
+) -> tuple[str, LocalFile | None, FileEntry | None] | None:
     """The LM of the wanted size; with "auto", any LM already present will do."""
     lms = [f for f in pool.values() if f.kind == "lm"]
 
     def rank(f: LocalFile):
-        return (f.lm_size != size, abs(_LM_ORDER.get(f.lm_size or "", 9) - _LM_ORDER[size]),
-                f.quant != cat.DEFAULT_QUANT, f.name)
+        return (
+            f.lm_size != size,
+            abs(_LM_ORDER.get(f.lm_size or "", 9) - _LM_ORDER[size]),
+            f.quant != cat.DEFAULT_QUANT,
+            f.name,
+        )
 
     present = sorted((f for f in lms if f.exists), key=rank)
     if present and (not explicit or present[0].lm_size == size or present[0].lm_size is None):
         return present[0].name, present[0], catalogue.get(present[0].name)
-    partial = sorted((f for f in lms if not f.exists and f.part_bytes
-                      and f.lm_size == size), key=rank)
+    partial = sorted(
+        (f for f in lms if not f.exists and f.part_bytes and f.lm_size == size), key=rank
+    )
     if partial:
         return partial[0].name, partial[0], catalogue.get(partial[0].name)
     wanted = catalogue.lms(size)
@@ -365,12 +424,19 @@ def _pick_lm(pool: dict[str, LocalFile], catalogue: cat.Catalogue, size: str,
     return None
 
 
-def _model_set(dit_name: str, dit_local: LocalFile | None, dit_entry: FileEntry | None,
-               pool: dict[str, LocalFile], folder: Path, catalogue: cat.Catalogue,
-               lm_size: str, explicit: bool) -> _Set:
-    pseudo_dit = dit_entry or FileEntry(name=dit_name, kind="dit",
-                                        quant=(dit_local.quant if dit_local else None) or "",
-                                        size=0)
+def _model_set(
+    dit_name: str,
+    dit_local: LocalFile | None,
+    dit_entry: FileEntry | None,
+    pool: dict[str, LocalFile],
+    folder: Path,
+    catalogue: cat.Catalogue,
+    lm_size: str,
+    explicit: bool,
+) -> _Set:
+    pseudo_dit = dit_entry or FileEntry(
+        name=dit_name, kind="dit", quant=(dit_local.quant if dit_local else None) or "", size=0
+    )
     parts: dict[str, tuple] = {}
     te = _pick(pool, "text_enc", catalogue.text_encoder_for(pseudo_dit), catalogue)
     vae = _pick(pool, "vae", catalogue.vaes(), catalogue)
@@ -381,8 +447,7 @@ def _model_set(dit_name: str, dit_local: LocalFile | None, dit_entry: FileEntry 
     return _Set(dit=(dit_name, dit_local, dit_entry), parts=parts, folder=folder)
 
 
-def _info_for(s: _Set, hashes: dict[str, dict], *, imported: bool,
-              lm_size: str) -> ModelInfo:
+def _info_for(s: _Set, hashes: dict[str, dict], *, imported: bool, lm_size: str) -> ModelInfo:
     dit_name, dit_local, dit_entry = s.dit
     stem = dit_name[: -len(".gguf")]
     files = [_file_state(dit_local, dit_entry, hashes, "dit", dit_name)]
@@ -405,24 +470,40 @@ def _info_for(s: _Set, hashes: dict[str, dict], *, imported: bool,
         state = READY if complete else MISSING_COMPANION
     else:
         state = NOT_DOWNLOADED
-    variant = (dit_entry.variant if dit_entry else None) or (dit_local.variant if dit_local
-                                                             else None)
+    variant = (dit_entry.variant if dit_entry else None) or (
+        dit_local.variant if dit_local else None
+    )
     quant = (dit_entry.quant if dit_entry else None) or (dit_local.quant if dit_local else None)
     shown = cat.display_name(variant, quant) if variant else stem
     lm = next((f for f in files if f.kind == "lm"), None)
     lm_info = cat.classify_name(lm.name) if lm else None
     return ModelInfo(
-        name=stem, family=FAMILY, variant=variant, quant=quant, display_name=shown,
-        state=state, files=files, size_bytes=sum(f.on_disk for f in files),
+        name=stem,
+        family=FAMILY,
+        variant=variant,
+        quant=quant,
+        display_name=shown,
+        state=state,
+        files=files,
+        size_bytes=sum(f.on_disk for f in files),
         download_bytes=sum(f.to_get for f in files),
         download_approximate=any(f.size_approximate and f.to_get for f in files),
-        folder=str(s.folder), imported=imported,
-        lm_size=(lm_info or {}).get("lm_size") or lm_size)
+        folder=str(s.folder),
+        imported=imported,
+        lm_size=(lm_info or {}).get("lm_size") or lm_size,
+    )
 
 
 def sketch_info() -> ModelInfo:
-    return ModelInfo(name=SKETCH, family=SKETCH, variant=None, quant=None,
-                     display_name=SKETCH_DISPLAY, state=READY, builtin=True)
+    return ModelInfo(
+        name=SKETCH,
+        family=SKETCH,
+        variant=None,
+        quant=None,
+        display_name=SKETCH_DISPLAY,
+        state=READY,
+        builtin=True,
+    )
 
 
 _VARIANT_ORDER = ("turbo", "sft", "base", "turbo-shift1", "turbo-shift3", "turbo-continuous")
@@ -434,12 +515,18 @@ def _catalogue_order(entry: FileEntry) -> tuple:
     variant = entry.variant or ""
     xl = variant.startswith("xl-")
     base = variant[3:] if xl else variant
-    return (xl, _VARIANT_ORDER.index(base) if base in _VARIANT_ORDER else 99, base,
-            _QUANT_ORDER.index(entry.quant) if entry.quant in _QUANT_ORDER else 99, entry.name)
+    return (
+        xl,
+        _VARIANT_ORDER.index(base) if base in _VARIANT_ORDER else 99,
+        base,
+        _QUANT_ORDER.index(entry.quant) if entry.quant in _QUANT_ORDER else 99,
+        entry.name,
+    )
 
 
-def _all_sets(catalogue: cat.Catalogue, lm_size: str, explicit: bool,
-              include_catalogue: bool) -> Iterator[tuple[_Set, bool]]:
+def _all_sets(
+    catalogue: cat.Catalogue, lm_size: str, explicit: bool, include_catalogue: bool
+) -> Iterator[tuple[_Set, bool]]:
     home = family_dir()
     pool = _scan_family_dir()
     seen: set[str] = set()
@@ -447,34 +534,47 @@ def _all_sets(catalogue: cat.Catalogue, lm_size: str, explicit: bool,
         if f.kind != "dit" or not (f.exists or f.part_bytes):
             continue
         seen.add(f.name)
-        yield _model_set(f.name, f, catalogue.get(f.name), pool, home, catalogue,
-                         lm_size, explicit), False
+        yield (
+            _model_set(f.name, f, catalogue.get(f.name), pool, home, catalogue, lm_size, explicit),
+            False,
+        )
     for folder, ipool in sorted(_imported_pools().items()):
         for f in sorted(ipool.values(), key=lambda f: f.name):
             if f.kind != "dit" or f.name in seen:
                 continue
             seen.add(f.name)
-            yield _model_set(f.name, f, catalogue.get(f.name), ipool, folder, catalogue,
-                             lm_size, explicit), True
+            yield (
+                _model_set(
+                    f.name, f, catalogue.get(f.name), ipool, folder, catalogue, lm_size, explicit
+                ),
+                True,
+            )
     if include_catalogue:
         for entry in sorted(catalogue.dits(), key=_catalogue_order):
             if entry.name not in seen:
-                yield _model_set(entry.name, None, entry, pool, home, catalogue,
-                                 lm_size, explicit), False
+                yield (
+                    _model_set(entry.name, None, entry, pool, home, catalogue, lm_size, explicit),
+                    False,
+                )
 
 
 def _lm_choice(lm_size: str | None, lm_explicit: bool | None) -> tuple[str, bool]:
     if lm_size:
         if lm_size not in cat.LM_SIZES:
-            raise LibraryError(f"language model size {lm_size!r} is not one of "
-                               f"{', '.join(cat.LM_SIZES)}")
+            raise LibraryError(
+                f"language model size {lm_size!r} is not one of {', '.join(cat.LM_SIZES)}"
+            )
         return lm_size, True if lm_explicit is None else lm_explicit
     return cat.configured_lm_size()
 
 
-def list_models(*, include_catalogue: bool = False, lm_size: str | None = None,
-                catalogue: cat.Catalogue | None = None,
-                lm_explicit: bool | None = None) -> list[ModelInfo]:
+def list_models(
+    *,
+    include_catalogue: bool = False,
+    lm_size: str | None = None,
+    catalogue: cat.Catalogue | None = None,
+    lm_explicit: bool | None = None,
+) -> list[ModelInfo]:
     """The sketch engine, then every model with a file on disk (downloaded, partial or
     imported); with ``include_catalogue`` also every catalogue model not downloaded yet.
 
@@ -490,8 +590,13 @@ def list_models(*, include_catalogue: bool = False, lm_size: str | None = None,
     return out
 
 
-def find(name: str, *, catalogue: cat.Catalogue | None = None,
-         lm_size: str | None = None, lm_explicit: bool | None = None) -> ModelInfo:
+def find(
+    name: str,
+    *,
+    catalogue: cat.Catalogue | None = None,
+    lm_size: str | None = None,
+    lm_explicit: bool | None = None,
+) -> ModelInfo:
     """One model by name (a name without quantisation means Q8_0); UnknownModel if none."""
     wanted = name.strip()
     if wanted.endswith(".gguf"):
@@ -499,16 +604,17 @@ def find(name: str, *, catalogue: cat.Catalogue | None = None,
     if wanted == SKETCH:
         return sketch_info()
     catalogue = catalogue or cat.load()
-    models = list_models(include_catalogue=True, lm_size=lm_size, catalogue=catalogue,
-                         lm_explicit=lm_explicit)
+    models = list_models(
+        include_catalogue=True, lm_size=lm_size, catalogue=catalogue, lm_explicit=lm_explicit
+    )
     for m in models:
         if m.name == wanted:
             return m
-    full = cat.canonical_name(wanted)   # raises UnknownModel for names that are not ACE-Step
+    full = cat.canonical_name(wanted)  # raises UnknownModel for names that are not ACE-Step
     for m in models:
         if m.name == full:
             return m
-    catalogue.dit_for(wanted)           # raises UnknownModel listing what exists
+    catalogue.dit_for(wanted)  # raises UnknownModel listing what exists
     raise UnknownModel(f"unknown model {name!r}")
 
 
@@ -521,34 +627,52 @@ def resolve(name: str, *, lm_size: str | None = None) -> ModelFiles:
     """
     model = find(name, lm_size=lm_size, lm_explicit=False if lm_size else None)
     if model.builtin:
-        return ModelFiles(family=SKETCH, name=SKETCH, models_dir=family_dir(), dit="",
-                          lm=None, text_enc="", vae="", builtin=True)
+        return ModelFiles(
+            family=SKETCH,
+            name=SKETCH,
+            models_dir=family_dir(),
+            dit="",
+            lm=None,
+            text_enc="",
+            vae="",
+            builtin=True,
+        )
     by_kind = {f.kind: f for f in model.files}
     problems = []
     for kind in ("dit", "text_enc", "vae"):
         f = by_kind.get(kind)
         if f is None or f.state != F_READY:
             what = cat.KIND_LABELS[kind]
-            problems.append(f"{what} {f.name if f else ''} is {f.state if f else 'missing'}"
-                            .replace("  ", " "))
+            problems.append(
+                f"{what} {f.name if f else ''} is {f.state if f else 'missing'}".replace("  ", " ")
+            )
     if problems:
-        hint = (f"import it from {model.folder}" if model.imported
-                else f"run `cantor pull {model.name}`")
+        hint = (
+            f"import it from {model.folder}"
+            if model.imported
+            else f"run `cantor pull {model.name}`"
+        )
         raise ModelNotReady(f"{model.name} is not ready ({'; '.join(problems)}): {hint}")
     lm = by_kind.get("lm")
-    return ModelFiles(family=FAMILY, name=model.name, models_dir=Path(model.folder),
-                      dit=by_kind["dit"].name,
-                      lm=lm.name if lm is not None and lm.state == F_READY else None,
-                      text_enc=by_kind["text_enc"].name, vae=by_kind["vae"].name)
+    return ModelFiles(
+        family=FAMILY,
+        name=model.name,
+        models_dir=Path(model.folder),
+        dit=by_kind["dit"].name,
+        lm=lm.name if lm is not None and lm.state == F_READY else None,
+        text_enc=by_kind["text_enc"].name,
+        vae=by_kind["vae"].name,
+    )
 
 
 # --------------------------------------------------------------------------- remove
 
+
 @dataclass
 class RemoveResult:
     name: str
-    deleted: list[str] = field(default_factory=list)     # files deleted from the library folder
-    forgotten: list[str] = field(default_factory=list)   # imported files no longer listed
+    deleted: list[str] = field(default_factory=list)  # files deleted from the library folder
+    forgotten: list[str] = field(default_factory=list)  # imported files no longer listed
     freed_bytes: int = 0
 
 
@@ -561,7 +685,7 @@ def remove(name: str) -> RemoveResult:
     model = find(name)
     if model.builtin:
         raise LibraryError("the sketch engine is built in and cannot be removed")
-    if not model.imported and not model.files[0].on_disk:   # no DiT, not even a .part
+    if not model.imported and not model.files[0].on_disk:  # no DiT, not even a .part
         raise NotInstalled(f"{model.name} is not downloaded; nothing to remove")
     result = RemoveResult(name=model.name)
     folder = Path(model.folder or family_dir())
@@ -570,8 +694,11 @@ def remove(name: str) -> RemoveResult:
         pool = _imported_pools().get(folder, {})
     else:
         pool = _scan_family_dir()
-    others = [f for f in pool.values() if f.kind == "dit" and f.name != dit_name
-              and (f.exists or f.part_bytes)]
+    others = [
+        f
+        for f in pool.values()
+        if f.kind == "dit" and f.name != dit_name and (f.exists or f.part_bytes)
+    ]
     targets = [f for f in pool.values() if f.name == dit_name]
     if not others:
         targets += [f for f in pool.values() if f.kind != "dit"]
@@ -583,8 +710,9 @@ def remove(name: str) -> RemoveResult:
         result.forgotten = sorted(gone)
         _forget_hashes([Path(p) for p in gone])
         return result
-    removed_paths = [p for f in targets for p in (f.path, part_path(f.path))
-                     if _delete_counted(p, result)]
+    removed_paths = [
+        p for f in targets for p in (f.path, part_path(f.path)) if _delete_counted(p, result)
+    ]
     _forget_hashes(removed_paths)
     return result
 
@@ -600,8 +728,9 @@ def remove_parts(name: str, *, companions: bool = True) -> RemoveResult:
     if model.builtin:
         raise LibraryError("the sketch engine is built in: nothing is downloaded for it")
     if model.imported:
-        raise LibraryError(f"{model.name} was imported from {model.folder}; it has no "
-                           f"partial downloads")
+        raise LibraryError(
+            f"{model.name} was imported from {model.folder}; it has no partial downloads"
+        )
     result = RemoveResult(name=model.name)
     folder = family_dir()
     for f in model.files:
@@ -625,10 +754,11 @@ def _delete_counted(path: Path, result: RemoveResult) -> bool:
 
 # --------------------------------------------------------------------------- import
 
+
 @dataclass
 class ImportedFile:
     path: str
-    kind: str | None          # None: skipped
+    kind: str | None  # None: skipped
     note: str = ""
 
 
@@ -644,8 +774,7 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
     if src.is_dir():
         files = sorted(p for p in src.iterdir() if p.suffix.lower() == ".gguf" and p.is_file())
         if not files:
-            raise LibraryError(f"{src} holds no .gguf files (folders are not searched "
-                               f"recursively)")
+            raise LibraryError(f"{src} holds no .gguf files (folders are not searched recursively)")
     else:
         files = [src]
     home = family_dir()
@@ -665,21 +794,24 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
                 continue
             kind = _KIND_FROM_GGUF.get(gguf.KIND_BY_ARCH.get(arch, ""))
             if kind is None:
-                results.append(ImportedFile(str(f), None,
-                                            f"not an ACE-Step file (architecture {arch!r})"))
+                results.append(
+                    ImportedFile(str(f), None, f"not an ACE-Step file (architecture {arch!r})")
+                )
                 continue
             if kind == "dit":
                 clash = f.name in local_dits or any(
-                    i["kind"] == "dit" and Path(i["path"]).name == f.name
-                    and i["path"] != str(f) for i in items)
+                    i["kind"] == "dit" and Path(i["path"]).name == f.name and i["path"] != str(f)
+                    for i in items
+                )
                 if clash:
-                    results.append(ImportedFile(str(f), None,
-                                                f"a model named {f.stem} is already in the "
-                                                f"library"))
+                    results.append(
+                        ImportedFile(
+                            str(f), None, f"a model named {f.stem} is already in the library"
+                        )
+                    )
                     continue
             st = f.stat()
-            record = {"path": str(f), "kind": kind, "size": st.st_size,
-                      "architecture": arch}
+            record = {"path": str(f), "kind": kind, "size": st.st_size, "architecture": arch}
             if str(f) in known:
                 known[str(f)].update(record)
             else:
@@ -692,11 +824,12 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
 
 # --------------------------------------------------------------------------- verify, usage
 
+
 @dataclass
 class VerifyResult:
     path: str
     name: str
-    state: str               # ok | corrupt | unverified (no known hash) | missing
+    state: str  # ok | corrupt | unverified (no known hash) | missing
     sha256: str | None = None
     expected: str | None = None
 
@@ -759,6 +892,11 @@ def disk_usage() -> dict:
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent
     free = shutil.disk_usage(probe).free
-    return {"folder": str(home), "library_bytes": library, "partial_bytes": partial,
-            "imported_bytes": imported, "total_bytes": library + partial + imported,
-            "free_bytes": free}
+    return {
+        "folder": str(home),
+        "library_bytes": library,
+        "partial_bytes": partial,
+        "imported_bytes": imported,
+        "total_bytes": library + partial + imported,
+        "free_bytes": free,
+    }

@@ -28,7 +28,7 @@ from .catalogue import FAMILY, SKETCH, UnknownModel
 from .events import PullEvent
 from .library import LibraryError, ModelFiles
 
-TOKEN_MESSAGE = ("This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN")
+TOKEN_MESSAGE = "This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN"
 
 
 class PullError(CantorError):
@@ -103,9 +103,15 @@ def _other_pulls(name: str) -> bool:
     return False
 
 
-async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None,
-               lm_size: str | None = None, with_engine: bool = True,
-               stall_timeout: float = 30.0, retries: int = 5) -> ModelFiles:
+async def pull(
+    name: str,
+    *,
+    on_event: Callable[[PullEvent], None] | None = None,
+    lm_size: str | None = None,
+    with_engine: bool = True,
+    stall_timeout: float = 30.0,
+    retries: int = 5,
+) -> ModelFiles:
     """Download what ``name`` still lacks and return the files the node will use.
 
     Raises BadModelName (unknown model / LM size), NeedsToken (401/403),
@@ -119,8 +125,15 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
     if wanted.endswith(".gguf"):
         wanted = wanted[: -len(".gguf")]
     if wanted == SKETCH:
-        emit(PullEvent("done", SKETCH, message="the sketch engine is built in: nothing to "
-                                               "download", engine_ready=True, backend=SKETCH))
+        emit(
+            PullEvent(
+                "done",
+                SKETCH,
+                message="the sketch engine is built in: nothing to download",
+                engine_ready=True,
+                backend=SKETCH,
+            )
+        )
         return library.resolve(SKETCH)
     if lm_size is not None and lm_size not in cat.LM_SIZES:
         raise BadModelName(f"--lm-size {lm_size!r} is not one of {', '.join(cat.LM_SIZES)}")
@@ -128,7 +141,7 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
     emit(PullEvent("catalogue", wanted, message="asking the model hub for the file list"))
     try:
         catalogue = await cat.refresh()
-    except hub.HubError as exc:   # a bad HF_ENDPOINT
+    except hub.HubError as exc:  # a bad HF_ENDPOINT
         raise PullError(str(exc)) from None
     try:
         dit = catalogue.dit_for(wanted)
@@ -140,21 +153,40 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
     except (UnknownModel, LibraryError) as exc:
         raise BadModelName(str(exc)) from None
     if info.imported:
-        raise PullError(f"{model_name} was imported from {info.folder}; pull downloads only "
-                        f"into {library.family_dir()}. Remove the import first "
-                        f"(`cantor models rm {model_name}`) to download it.")
+        raise PullError(
+            f"{model_name} was imported from {info.folder}; pull downloads only "
+            f"into {library.family_dir()}. Remove the import first "
+            f"(`cantor models rm {model_name}`) to download it."
+        )
 
     todo = [f for f in info.files if f.state != library.F_READY]
     for f in todo:
         if catalogue.get(f.name) is None:
-            raise PullError(f"{f.name} ({f.kind}) is {f.state} and is not a file of "
-                            f"{catalogue.repo}; replace it by hand")
+            raise PullError(
+                f"{f.name} ({f.kind}) is {f.state} and is not a file of "
+                f"{catalogue.repo}; replace it by hand"
+            )
     total = sum(f.to_get for f in todo)
     approximate = any(f.size_approximate for f in todo) or catalogue.source == "builtin"
-    emit(PullEvent("plan", model_name, total=total, approximate=approximate,
-                   message=f"{len(todo)} file(s) to download" if todo else "already downloaded",
-                   files=[{"name": f.name, "kind": f.kind, "size": f.size, "to_get": f.to_get,
-                           "state": f.state} for f in todo]))
+    emit(
+        PullEvent(
+            "plan",
+            model_name,
+            total=total,
+            approximate=approximate,
+            message=f"{len(todo)} file(s) to download" if todo else "already downloaded",
+            files=[
+                {
+                    "name": f.name,
+                    "kind": f.kind,
+                    "size": f.size,
+                    "to_get": f.to_get,
+                    "state": f.state,
+                }
+                for f in todo
+            ],
+        )
+    )
 
     folder = library.family_dir()
     lock = lock_for(model_name)
@@ -164,19 +196,28 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
         raise PullError(f"{model_name} is already being downloaded by another pull") from None
     try:
         if todo:
-            dl.check_free_space(folder, total)   # before the first byte
+            dl.check_free_space(folder, total)  # before the first byte
         done_bytes = 0
         started = time.monotonic()
         for f in todo:
             entry = catalogue.get(f.name)
             dest = folder / f.name
             if f.state == library.F_CORRUPT and dest.exists():
-                dest.unlink()   # ours, in the library folder: replace it
+                dest.unlink()  # ours, in the library folder: replace it
             url = hub.resolve_url(catalogue.repo, f.name, catalogue.revision)
             sha = entry.sha256 or await hub.probe_sha256(url)
             size = None if entry.approximate else entry.size
-            emit(PullEvent("file_start", model_name, file=f.name, file_total=size or f.size,
-                           received=done_bytes, total=total, approximate=approximate))
+            emit(
+                PullEvent(
+                    "file_start",
+                    model_name,
+                    file=f.name,
+                    file_total=size or f.size,
+                    received=done_bytes,
+                    total=total,
+                    approximate=approximate,
+                )
+            )
             base = done_bytes
 
             def on_progress(p: dl.Progress, _f=f, _base=base) -> None:
@@ -184,24 +225,49 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
                 elapsed = max(1e-6, time.monotonic() - started)
                 speed = p.speed or got / elapsed
                 left = max(0, total - got)
-                emit(PullEvent("progress", model_name, file=_f.name,
-                               file_received=p.received, file_total=p.total,
-                               received=got, total=total, speed=speed,
-                               eta=(left / speed) if speed > 0 else None,
-                               approximate=approximate))
+                emit(
+                    PullEvent(
+                        "progress",
+                        model_name,
+                        file=_f.name,
+                        file_received=p.received,
+                        file_total=p.total,
+                        received=got,
+                        total=total,
+                        speed=speed,
+                        eta=(left / speed) if speed > 0 else None,
+                        approximate=approximate,
+                    )
+                )
 
             try:
-                await dl.download(url, dest, sha256=sha, size=size,
-                                  headers=hub.auth_headers(), on_progress=on_progress,
-                                  stall_timeout=stall_timeout, retries=retries)
+                await dl.download(
+                    url,
+                    dest,
+                    sha256=sha,
+                    size=size,
+                    headers=hub.auth_headers(),
+                    on_progress=on_progress,
+                    stall_timeout=stall_timeout,
+                    retries=retries,
+                )
             except dl.AuthRequired:
                 raise NeedsToken(TOKEN_MESSAGE) from None
             library.record_hash(dest, sha256=sha, expected=sha, ok=True if sha else None)
             done_bytes = base + f.to_get
-            emit(PullEvent("file_done", model_name, file=f.name,
-                           file_received=dest.stat().st_size, file_total=dest.stat().st_size,
-                           received=done_bytes, total=total, verified=sha is not None,
-                           message="" if sha else "no sha256 known: checked by size only"))
+            emit(
+                PullEvent(
+                    "file_done",
+                    model_name,
+                    file=f.name,
+                    file_received=dest.stat().st_size,
+                    file_total=dest.stat().st_size,
+                    received=done_bytes,
+                    total=total,
+                    verified=sha is not None,
+                    message="" if sha else "no sha256 known: checked by size only",
+                )
+            )
     finally:
         lock.release()
 
@@ -214,9 +280,18 @@ async def pull(name: str, *, on_event: Callable[[PullEvent], None] | None = None
         message = f"{model_name} is ready"
     else:
         message = f"Model ready. No engine yet: {outcome.engine_error}"
-    emit(PullEvent("done", model_name, message=message, engine_ready=outcome.engine_ready,
-                   engine_error=outcome.engine_error, backend=outcome.backend,
-                   version=outcome.version, engine=outcome.engine))
+    emit(
+        PullEvent(
+            "done",
+            model_name,
+            message=message,
+            engine_ready=outcome.engine_ready,
+            engine_error=outcome.engine_error,
+            backend=outcome.backend,
+            version=outcome.version,
+            engine=outcome.engine,
+        )
+    )
     return files
 
 
@@ -226,22 +301,50 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
     pull: it is reported in the returned event (``engine_ready`` False, ``engine_error``)."""
     emit(PullEvent("engine", model_name, message="making sure an engine is installed"))
     from .. import backends
+
     try:
         build = await backends.ensure_engine(
-            FAMILY, lambda ev: emit(PullEvent("engine", model_name, message=str(
-                _as_dict(ev).get("message") or ev), engine=_as_dict(ev))))
-    except Exception as exc:           # cancellation (BaseException) still ends the pull
+            FAMILY,
+            lambda ev: emit(
+                PullEvent(
+                    "engine",
+                    model_name,
+                    message=str(_as_dict(ev).get("message") or ev),
+                    engine=_as_dict(ev),
+                )
+            ),
+        )
+    except Exception as exc:  # cancellation (BaseException) still ends the pull
         reason = (str(exc).strip() or type(exc).__name__).rstrip(".")
         engine = {"ready": False, "error": reason}
-        emit(PullEvent("engine", model_name, message=f"no engine yet: {reason}",
-                       engine=engine, engine_ready=False, engine_error=reason))
-        return PullEvent("engine", model_name, engine=engine, engine_ready=False,
-                         engine_error=reason)
+        emit(
+            PullEvent(
+                "engine",
+                model_name,
+                message=f"no engine yet: {reason}",
+                engine=engine,
+                engine_ready=False,
+                engine_error=reason,
+            )
+        )
+        return PullEvent(
+            "engine", model_name, engine=engine, engine_ready=False, engine_error=reason
+        )
     backend = getattr(build, "backend", None)
     version = str(getattr(build, "version", "") or "") or None
     what = " ".join(v for v in (backend, version) if v)
     engine = {"ready": True, "backend": backend, "version": version}
-    emit(PullEvent("engine", model_name, message=f"engine ready: {what or build}",
-                   engine=engine, engine_ready=True, backend=backend, version=version))
-    return PullEvent("engine", model_name, engine=engine, engine_ready=True, backend=backend,
-                     version=version)
+    emit(
+        PullEvent(
+            "engine",
+            model_name,
+            message=f"engine ready: {what or build}",
+            engine=engine,
+            engine_ready=True,
+            backend=backend,
+            version=version,
+        )
+    )
+    return PullEvent(
+        "engine", model_name, engine=engine, engine_ready=True, backend=backend, version=version
+    )

@@ -26,14 +26,21 @@ from .schemas import ERRORS, binary_request, json_request
 from .state import node
 
 UPLOAD_PATH = "/v1/adapters/upload"
-UPLOAD_TYPE = "application/octet-stream"       # the guard's BODY_RULES says so, with its cap
-ADD_SCHEMA = {"type": "object", "required": ["path"], "additionalProperties": False,
-              "properties": {
-                  "path": {"type": "string", "minLength": 1,
-                           "description": "a .safetensors file or a PEFT folder, as an "
-                                          "absolute path on the node's machine"},
-                  "name": {"type": "string", "description": "default: the file's or "
-                                                            "folder's name"}}}
+UPLOAD_TYPE = "application/octet-stream"  # the guard's BODY_RULES says so, with its cap
+ADD_SCHEMA = {
+    "type": "object",
+    "required": ["path"],
+    "additionalProperties": False,
+    "properties": {
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "a .safetensors file or a PEFT folder, as an "
+            "absolute path on the node's machine",
+        },
+        "name": {"type": "string", "description": "default: the file's or folder's name"},
+    },
+}
 
 router = APIRouter()
 
@@ -44,9 +51,13 @@ def _refused(exc: adapters.AdapterError) -> ApiError:
         extra["made_for"] = exc.made_for
     if isinstance(exc, adapters.UnknownAdapter):
         extra["installed"] = exc.installed
-    kind = ("made_for_another_model" if isinstance(exc, adapters.MadeForAnotherModel)
-            else "adapter_not_found" if isinstance(exc, adapters.UnknownAdapter)
-            else "adapter_refused")
+    kind = (
+        "made_for_another_model"
+        if isinstance(exc, adapters.MadeForAnotherModel)
+        else "adapter_not_found"
+        if isinstance(exc, adapters.UnknownAdapter)
+        else "adapter_refused"
+    )
     return ApiError(exc.status, str(exc), kind, exc.field, **extra)
 
 
@@ -62,8 +73,12 @@ async def list_adapters():
     return await asyncio.to_thread(listing)
 
 
-@router.post("/v1/adapters", status_code=201, openapi_extra=json_request(ADD_SCHEMA),
-             responses={201: {"description": "added"}, **ERRORS})
+@router.post(
+    "/v1/adapters",
+    status_code=201,
+    openapi_extra=json_request(ADD_SCHEMA),
+    responses={201: {"description": "added"}, **ERRORS},
+)
 async def add_adapter(request: Request):
     """Copy a ``.safetensors`` adapter or a PEFT folder on the node's machine into its
     adapters folder (checked first: one made for another model is refused, saying why)."""
@@ -75,14 +90,22 @@ async def add_adapter(request: Request):
             raise ApiError(422, f"{key}: unknown field; known: path, name", field=key)
     path, name = body.get("path"), body.get("name")
     if not isinstance(path, str) or not path.strip():
-        raise ApiError(422, "path: give the absolute path of a .safetensors file or a PEFT "
-                            "adapter folder on the node's machine", field="path")
+        raise ApiError(
+            422,
+            "path: give the absolute path of a .safetensors file or a PEFT "
+            "adapter folder on the node's machine",
+            field="path",
+        )
     if name is not None and not isinstance(name, str):
         raise ApiError(422, "name: must be text", field="name")
     if not from_this_machine(request):
-        raise ApiError(403, f"path: a path names a file on the node's machine; from another "
-                            f"machine upload the .safetensors file (POST {UPLOAD_PATH})",
-                       "not_local", "path")
+        raise ApiError(
+            403,
+            f"path: a path names a file on the node's machine; from another "
+            f"machine upload the .safetensors file (POST {UPLOAD_PATH})",
+            "not_local",
+            "path",
+        )
     try:
         added = await asyncio.to_thread(adapters.store().add, path, name)
     except adapters.AdapterError as exc:
@@ -90,8 +113,12 @@ async def add_adapter(request: Request):
     return JSONResponse({"added": added.to_json()}, status_code=201)
 
 
-@router.post(UPLOAD_PATH, status_code=201, openapi_extra=binary_request(UPLOAD_TYPE),
-             responses={201: {"description": "added"}, **ERRORS})
+@router.post(
+    UPLOAD_PATH,
+    status_code=201,
+    openapi_extra=binary_request(UPLOAD_TYPE),
+    responses={201: {"description": "added"}, **ERRORS},
+)
 async def upload_adapter(request: Request, name: str):
     """A ``.safetensors`` adapter sent from another machine, kept as ``name`` once whole and
     checked. (A PEFT folder is added by path on its own machine.)"""
@@ -106,12 +133,21 @@ async def upload_adapter(request: Request, name: str):
 async def remove_adapter(request: Request, name: str):
     """Delete an adapter; 409 while a queued or running song names it."""
     queue = node(request).queue
-    using = [s.id for s in [*queue.queued(), *queue.running()]
-             if s.request.get("adapter") in _names_of(name)]
+    using = [
+        s.id
+        for s in [*queue.queued(), *queue.running()]
+        if s.request.get("adapter") in _names_of(name)
+    ]
     if using:
-        raise ApiError(409, f"adapter {name!r} is in use by {len(using)} song(s) queued or "
-                            f"running ({', '.join(using)}); remove it when they have ended "
-                            f"(or cancel them)", "in_use", "name", songs=using)
+        raise ApiError(
+            409,
+            f"adapter {name!r} is in use by {len(using)} song(s) queued or "
+            f"running ({', '.join(using)}); remove it when they have ended "
+            f"(or cancel them)",
+            "in_use",
+            "name",
+            songs=using,
+        )
     try:
         freed = await asyncio.to_thread(adapters.store().remove, name)
     except adapters.AdapterError as exc:
@@ -122,7 +158,7 @@ async def remove_adapter(request: Request, name: str):
 def _names_of(name: str) -> set[str]:
     """Both names a song may give one adapter (``x`` and ``x.safetensors``)."""
     if name.endswith(adapters.SUFFIX):
-        return {name, name[:-len(adapters.SUFFIX)]}
+        return {name, name[: -len(adapters.SUFFIX)]}
     return {name, name + adapters.SUFFIX}
 
 
@@ -136,17 +172,20 @@ def check_song_adapter(data: dict[str, Any]) -> None:
     try:
         adapter = adapters.store().get(name)
     except adapters.UnknownAdapter as exc:
-        raise ApiError(422, f"adapter: {exc}", "adapter_not_found", "adapter",
-                       installed=exc.installed) from None
+        raise ApiError(
+            422, f"adapter: {exc}", "adapter_not_found", "adapter", installed=exc.installed
+        ) from None
     if adapter.problem:
-        raise ApiError(422, f"adapter: {name} cannot be used: {adapter.problem}",
-                       field="adapter")
+        raise ApiError(422, f"adapter: {name} cannot be used: {adapter.problem}", field="adapter")
     model = str(data.get("model") or "")
     if adapter.dit and model and model != "sketch":
         xl = "xl" in model.lower()
         if (adapter.dit == "XL") != xl:
-            raise ApiError(422, f"adapter: {name} was made for the {adapter.dit} DiT and "
-                                f"{model} is {'an XL' if xl else 'a 2B'} model; it would "
-                                f"change nothing (choose {'an' if adapter.dit == 'XL' else 'a'} "
-                                f"{adapter.dit} model)",
-                           field="adapter")
+            raise ApiError(
+                422,
+                f"adapter: {name} was made for the {adapter.dit} DiT and "
+                f"{model} is {'an XL' if xl else 'a 2B'} model; it would "
+                f"change nothing (choose {'an' if adapter.dit == 'XL' else 'a'} "
+                f"{adapter.dit} model)",
+                field="adapter",
+            )

@@ -21,20 +21,40 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from . import (adapter_routes, backend_routes, helper_routes, lemonade_routes, library_routes,
-               model_routes, node_routes, song_routes, upload_routes)
+from . import (
+    adapter_routes,
+    backend_routes,
+    helper_routes,
+    lemonade_routes,
+    library_routes,
+    model_routes,
+    node_routes,
+    song_routes,
+    upload_routes,
+)
 from .guard import BodyStalled, BodyTooLarge
 from .http_common import ApiError, error_response
 from .state import NodeState, default_state
 
 log = logging.getLogger(__name__)
 
-ROUTERS = (library_routes, adapter_routes, node_routes, backend_routes, model_routes,
-           song_routes, upload_routes, helper_routes, lemonade_routes)
+ROUTERS = (
+    library_routes,
+    adapter_routes,
+    node_routes,
+    backend_routes,
+    model_routes,
+    song_routes,
+    upload_routes,
+    helper_routes,
+    lemonade_routes,
+)
 
 
-def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
-               on_ready: Callable[[NodeState], None] | None = None) -> FastAPI:
+def create_app(
+    state_factory: Callable[[], Awaitable[NodeState]] | None = None,
+    on_ready: Callable[[NodeState], None] | None = None,
+) -> FastAPI:
     """The node app. ``state_factory`` builds the queue and runner on startup.
 
     Who may call it (Host, Origin, the token, body types and sizes) is decided in front of
@@ -54,8 +74,9 @@ def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
             await node.runner.stop()
 
     # no /docs: its page would load JavaScript from a CDN into the node's origin
-    app = FastAPI(title="Cantor node", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="Cantor node", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
 
     @app.exception_handler(ApiError)
     async def _api_error(_request, exc: ApiError):
@@ -74,8 +95,9 @@ def create_app(state_factory: Callable[[], Awaitable[NodeState]] | None = None,
         first = exc.errors()[0] if exc.errors() else {}
         loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
         field = ".".join(loc) or "body"
-        return error_response(422, f"{field}: {first.get('msg', 'invalid')}",
-                              "invalid_request", field)
+        return error_response(
+            422, f"{field}: {first.get('msg', 'invalid')}", "invalid_request", field
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request, exc: StarletteHTTPException):

@@ -41,6 +41,7 @@ BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 @dataclass(frozen=True)
 class BodyRule:
     """What a path (or a path prefix ending in ``/``) accepts as a body, and how much."""
+
     path: str
     types: tuple[str, ...]
     cap: int
@@ -53,10 +54,12 @@ def _body_rules() -> list[BodyRule]:
     from ..models import adapters
     from ..models.importer import UPLOAD_CAP
     from .uploads import CONTENT_TYPES, MAX_BYTES
-    return [BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
-            BodyRule("/v1/models/upload", ("application/octet-stream",), UPLOAD_CAP),
-            BodyRule("/v1/adapters/upload", ("application/octet-stream",),
-                     adapters.UPLOAD_CAP)]
+
+    return [
+        BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
+        BodyRule("/v1/models/upload", ("application/octet-stream",), UPLOAD_CAP),
+        BodyRule("/v1/adapters/upload", ("application/octet-stream",), adapters.UPLOAD_CAP),
+    ]
 
 
 BODY_RULES: list[BodyRule] = _body_rules()
@@ -121,8 +124,9 @@ def host_allowed(name: str, local_ip: str | None, declared: Iterable[str]) -> bo
     return name in {d.strip().rstrip(".").lower() for d in declared if d.strip()}
 
 
-def origin_allowed(origin: str, host_header: str, local_ip: str | None,
-                   declared: Iterable[str], port: int | None) -> bool:
+def origin_allowed(
+    origin: str, host_header: str, local_ip: str | None, declared: Iterable[str], port: int | None
+) -> bool:
     """A browser's ``Origin`` must be the node's own: http(s), an allowed host, the node's
     port."""
     if origin.strip().lower() == "null":
@@ -158,11 +162,16 @@ class Guard:
     ``token()`` gives the token every request must carry (None: no token check, for tests
     of the handlers alone); ``declared_hosts()`` the names node.toml allows."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]], *,
-                 token: Callable[[], str | None],
-                 declared_hosts: Callable[[], Iterable[str]] = lambda: (),
-                 json_cap: int = JSON_CAP, body_idle_s: float = BODY_IDLE_S,
-                 rules: list[BodyRule] | None = None):
+    def __init__(
+        self,
+        app: Callable[..., Awaitable[None]],
+        *,
+        token: Callable[[], str | None],
+        declared_hosts: Callable[[], Iterable[str]] = lambda: (),
+        json_cap: int = JSON_CAP,
+        body_idle_s: float = BODY_IDLE_S,
+        rules: list[BodyRule] | None = None,
+    ):
         self.app = app
         self.token = token
         self.declared_hosts = declared_hosts
@@ -197,20 +206,28 @@ class Guard:
         name, _port = split_host(host_header)
         if not host_allowed(name, local_ip, declared):
             shown = host_header if host_header.strip() else "(empty)"
-            return (403, f"host {shown[:80]!s} is not allowed: use an IP address or localhost, "
-                         f"or add the name to node.allowed_hosts in node.toml", "forbidden_host")
+            return (
+                403,
+                f"host {shown[:80]!s} is not allowed: use an IP address or localhost, "
+                f"or add the name to node.allowed_hosts in node.toml",
+                "forbidden_host",
+            )
         origin = _header(scope, b"origin")
-        if origin is not None and not origin_allowed(origin, host_header, local_ip, declared,
-                                                     local_port):
+        if origin is not None and not origin_allowed(
+            origin, host_header, local_ip, declared, local_port
+        ):
             return 403, f"origin {origin[:80]} may not use the node", "forbidden_origin"
         expected = self.token()
         if expected and (method, path) not in OPEN_PATHS:
             header = _header(scope, b"authorization") or ""
             scheme, _, given = header.partition(" ")
             if scheme.lower() != "bearer" or not access.matches(given.strip(), expected):
-                return (401, "a valid bearer token is required (the app and the CLI find it "
-                             "themselves; for another machine see `cantor node token`)",
-                        "unauthorized")
+                return (
+                    401,
+                    "a valid bearer token is required (the app and the CLI find it "
+                    "themselves; for another machine see `cantor node token`)",
+                    "unauthorized",
+                )
         if method in BODY_METHODS:
             ctype = _header(scope, b"content-type")
             length = _header(scope, b"content-length")
@@ -218,10 +235,14 @@ class Guard:
             has_body = chunked or (length is not None and length.strip() not in ("", "0"))
             allowed = self.allowed_types(path)
             mtype = media_type(ctype)
-            if (ctype is not None and mtype and not _type_ok(mtype, allowed)) or \
-                    (has_body and not mtype):
-                return (415, f"the body must be {' or '.join(allowed)} "
-                             f"(got {mtype or 'no Content-Type'})", "unsupported_media_type")
+            if (ctype is not None and mtype and not _type_ok(mtype, allowed)) or (
+                has_body and not mtype
+            ):
+                return (
+                    415,
+                    f"the body must be {' or '.join(allowed)} (got {mtype or 'no Content-Type'})",
+                    "unsupported_media_type",
+                )
             cap = self.body_cap(scope)
             if length is not None and cap is not None:
                 try:
@@ -229,8 +250,11 @@ class Guard:
                 except ValueError:
                     return 400, "Content-Length is not a number", "invalid_request"
                 if size > cap:
-                    return 413, f"the body is {size} bytes; at most {cap} are taken here", \
-                        "too_large"
+                    return (
+                        413,
+                        f"the body is {size} bytes; at most {cap} are taken here",
+                        "too_large",
+                    )
         return None
 
     def _rule(self, path: str) -> BodyRule | None:
@@ -266,8 +290,7 @@ class Guard:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > cap:
-                    raise BodyTooLarge(f"the body is larger than {cap} bytes, the most "
-                                       f"taken here")
+                    raise BodyTooLarge(f"the body is larger than {cap} bytes, the most taken here")
                 body_in = not message.get("more_body", False)
             return message
 
@@ -279,7 +302,7 @@ class Guard:
 
         try:
             await self.app(scope, capped_receive, tracking_send)
-        except BodyTooLarge as exc:          # raised where no handler of the app saw it
+        except BodyTooLarge as exc:  # raised where no handler of the app saw it
             if not started:
                 await _error(send, 413, str(exc), "too_large")
         except BodyStalled as exc:
@@ -289,8 +312,11 @@ class Guard:
 
 async def _error(send, status: int, message: str, kind: str) -> None:
     body = json.dumps({"error": {"message": message, "type": kind}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               (b"connection", b"close")]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -34,10 +34,20 @@ def helper_model(model: Any, cfg: config.Config) -> str:
     return model
 
 
-@router.post("/v1/lm", openapi_extra=json_request(LM_SCHEMA), responses={
-    **ok(obj({"mode": STR, "model": STR, "caption": STR},
-             {"lyrics": {"type": ["string", "null"]}}),
-         "what the language model wrote"), **ERRORS})
+@router.post(
+    "/v1/lm",
+    openapi_extra=json_request(LM_SCHEMA),
+    responses={
+        **ok(
+            obj(
+                {"mode": STR, "model": STR, "caption": STR},
+                {"lyrics": {"type": ["string", "null"]}},
+            ),
+            "what the language model wrote",
+        ),
+        **ERRORS,
+    },
+)
 async def lm_help(request: Request):
     """The language model's help for the form: ``inspire`` writes a caption and lyrics
     from a short idea (in ``caption``); ``format`` tidies the caption and lyrics given.
@@ -48,32 +58,38 @@ async def lm_help(request: Request):
         raise ApiError(422, "body: must be a JSON object", field="body")
     unknown = sorted(set(body) - {"mode", "caption", "lyrics", "model"})
     if unknown:
-        raise ApiError(422, f"{unknown[0]}: unknown field; known: mode, caption, lyrics, "
-                            f"model", field=unknown[0])
+        raise ApiError(
+            422,
+            f"{unknown[0]}: unknown field; known: mode, caption, lyrics, model",
+            field=unknown[0],
+        )
     mode = body.get("mode")
     if mode not in ("inspire", "format"):
-        raise ApiError(422, "mode: inspire (an idea → caption and lyrics) or format "
-                            "(tidy them)", field="mode")
+        raise ApiError(
+            422, "mode: inspire (an idea → caption and lyrics) or format (tidy them)", field="mode"
+        )
     caption, lyrics = body.get("caption") or "", body.get("lyrics") or ""
     for name, value, cap in (("caption", caption, CAPTION_MAX), ("lyrics", lyrics, LYRICS_MAX)):
         if not isinstance(value, str) or len(value) > cap:
             raise ApiError(422, f"{name}: text of at most {cap} characters", field=name)
     if not caption.strip():
-        raise ApiError(422, "caption: write the idea (inspire) or the caption (format)",
-                       field="caption")
+        raise ApiError(
+            422, "caption: write the idea (inspire) or the caption (format)", field="caption"
+        )
     model = await asyncio.to_thread(helper_model, body.get("model"), node_config())
-    from ..engine.client import EngineError     # httpx: loaded when an engine is asked
+    from ..engine.client import EngineError  # httpx: loaded when an engine is asked
+
     try:
-        return {"mode": mode, "model": model,
-                **await n.runner.lm(mode, caption, lyrics, model)}
+        return {"mode": mode, "model": model, **await n.runner.lm(mode, caption, lyrics, model)}
     except (EngineError, PlanError) as exc:
-        raise ApiError(502, f"the language model could not help: {exc}",
-                       "engine_failed") from None
+        raise ApiError(502, f"the language model could not help: {exc}", "engine_failed") from None
 
 
-@router.post("/v1/understand", openapi_extra=json_request(UNDERSTAND_SCHEMA),
-             responses={**ok(obj({"source": OBJ, "model": STR}), "what the engine heard"),
-                        **ERRORS})
+@router.post(
+    "/v1/understand",
+    openapi_extra=json_request(UNDERSTAND_SCHEMA),
+    responses={**ok(obj({"source": OBJ, "model": STR}), "what the engine heard"), **ERRORS},
+)
 async def understand(request: Request):
     """Read caption, lyrics, BPM, key, time signature, duration and language out of a
     take (``{"source": {"song": id, "take": n}}``) or an upload (``{"source":
@@ -82,9 +98,12 @@ async def understand(request: Request):
     n = node(request)
     body = await json_body(request)
     if not isinstance(body, dict) or set(body) - {"source", "model"} or "source" not in body:
-        raise ApiError(422, "body: give {\"source\": {\"song\": ID, \"take\": N}} or "
-                            "{\"source\": {\"upload\": ID}}, and a model if you like",
-                       field="body")
+        raise ApiError(
+            422,
+            'body: give {"source": {"song": ID, "take": N}} or '
+            '{"source": {"upload": ID}}, and a model if you like',
+            field="body",
+        )
     try:
         ref = check_ref("source", body["source"])
     except RequestError as exc:
@@ -92,9 +111,11 @@ async def understand(request: Request):
     model = await asyncio.to_thread(helper_model, body.get("model"), node_config())
     await asyncio.to_thread(check_sources, {"source": ref}, n.queue.songs)
     from ..engine.client import EngineError
+
     try:
         heard = await n.runner.understand(ref, model)
     except (EngineError, PlanError) as exc:
-        raise ApiError(502, f"the engine could not read the audio: {exc}",
-                       "engine_failed") from None
+        raise ApiError(
+            502, f"the engine could not read the audio: {exc}", "engine_failed"
+        ) from None
     return {"source": ref, "model": model, **heard}

@@ -22,18 +22,30 @@ TERMINAL_EVENTS = ("done", "error")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, type_: str = "invalid_request",
-                 field: str | None = None, **extra: Any):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type_: str = "invalid_request",
+        field: str | None = None,
+        **extra: Any,
+    ):
         super().__init__(message)
         self.status, self.message, self.type, self.field, self.extra = (
-            status, message, type_, field, extra)
+            status,
+            message,
+            type_,
+            field,
+            extra,
+        )
 
     def response(self) -> JSONResponse:
         return error_response(self.status, self.message, self.type, self.field, **self.extra)
 
 
-def error_response(status: int, message: str, type_: str, field: str | None = None,
-                   **extra: Any) -> JSONResponse:
+def error_response(
+    status: int, message: str, type_: str, field: str | None = None, **extra: Any
+) -> JSONResponse:
     body: dict[str, Any] = {"message": message, "type": type_}
     if field:
         body["field"] = field
@@ -43,6 +55,7 @@ def error_response(status: int, message: str, type_: str, field: str | None = No
 
 
 # -- the request ---------------------------------------------------------------------------
+
 
 async def json_body(request: Request, *, required: bool = True) -> Any:
     raw = await request.body()
@@ -83,13 +96,15 @@ def from_this_machine(request: Request) -> bool:
 
 # -- answers -------------------------------------------------------------------------------
 
+
 def audio_file(path: Path, **kwargs: Any) -> FileResponse:
     """A song's audio file, streamed from disk by a worker thread (a long wav32 is hundreds
     of MB), with its content type."""
     from .songs import CONTENT_TYPES
-    return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix,
-                                                           "application/octet-stream"),
-                        **kwargs)
+
+    return FileResponse(
+        path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"), **kwargs
+    )
 
 
 def jsonable(value: Any) -> Any:
@@ -105,11 +120,13 @@ def jsonable(value: Any) -> Any:
         return jsonable(value.to_dict())
     if hasattr(value, "__dataclass_fields__"):
         from dataclasses import asdict
+
         return jsonable(asdict(value))
     return str(value)
 
 
 # -- Server-Sent Events --------------------------------------------------------------------
+
 
 def sse(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
@@ -128,8 +145,9 @@ def sse_message(chunk: bytes) -> str:
         return data.strip()
 
 
-async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable[Any]],
-                          done_event: str = "done") -> AsyncIterator[bytes]:
+async def progress_stream(
+    work: Callable[[Callable[[str, Any], None]], Awaitable[Any]], done_event: str = "done"
+) -> AsyncIterator[bytes]:
     """Run ``work(emit)`` and stream what it emits; its result ends the stream as ``done``,
     an exception as ``error`` (the status is already 200, so the error is an event).
 
@@ -144,7 +162,7 @@ async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable
         nonlocal ended
         if event != "__end__":
             if ended:
-                return          # one terminal event per stream, and nothing after it
+                return  # one terminal event per stream, and nothing after it
             if event in TERMINAL_EVENTS or event == done_event:
                 ended = True
         item = (event, data if data is not None else {})
@@ -164,8 +182,7 @@ async def progress_stream(work: Callable[[Callable[[str, Any], None]], Awaitable
             emit("error", {"message": "cancelled", "type": "cancelled"})
             raise
         except Exception as exc:
-            emit("error", {"message": str(exc) or type(exc).__name__,
-                           "type": type(exc).__name__})
+            emit("error", {"message": str(exc) or type(exc).__name__, "type": type(exc).__name__})
         finally:
             emit("__end__")
 

@@ -80,7 +80,8 @@ def _is_engine_image(found: procs.Found, recorded_exe: str | None) -> bool:
     # the built-in sketch engine is Cantor itself in its sketch-server mode
     return "sketch-server" in found.cmdline and (
         procs.same_path(found.exe, sys.executable)
-        or any("cantor" in Path(a).name.lower() for a in found.cmdline[:3]))
+        or any("cantor" in Path(a).name.lower() for a in found.cmdline[:3])
+    )
 
 
 def _models_dir_of(found: procs.Found) -> str | None:
@@ -107,11 +108,11 @@ def find_leftovers(recorded: dict[str, dict] | None = None, *, ps=None) -> list[
             return False
         if found.pid in by_pid:
             folder, exe = by_pid[found.pid]
-            if not procs.same_path(models, folder) or (exe and not procs.same_path(found.exe,
-                                                                                   exe)):
-                return False                    # the pid now belongs to another program
-        elif not (any(procs.same_path(models, f) for f in folders)
-                  and _is_engine_image(found, None)):
+            if not procs.same_path(models, folder) or (exe and not procs.same_path(found.exe, exe)):
+                return False  # the pid now belongs to another program
+        elif not (
+            any(procs.same_path(models, f) for f in folders) and _is_engine_image(found, None)
+        ):
             return False
         return not _node_is_alive(found.ppid, ps=ps)
 
@@ -128,8 +129,11 @@ def end_leftovers(timeout: float = 3.0, *, ps=None) -> list[int]:
         recorded = {}
     found = find_leftovers(recorded, ps=ps)
     for item in found:
-        log.warning("ending an engine a previous node left running: pid %d (%s)", item.pid,
-                    " ".join(item.cmdline[:6]))
+        log.warning(
+            "ending an engine a previous node left running: pid %d (%s)",
+            item.pid,
+            " ".join(item.cmdline[:6]),
+        )
     ended = procs.end([f.pid for f in found], grace=timeout, ps=ps) if found else []
     try:
         record({})

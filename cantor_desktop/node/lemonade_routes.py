@@ -16,25 +16,50 @@ from .song_checks import validated
 from .songs import CONTENT_TYPES
 from .state import node, node_config
 
-LEMONADE_FORMATS = {"wav": "wav16", "wav16": "wav16", "wav24": "wav24", "wav32": "wav32",
-                    "flac": "flac", "mp3": "mp3"}
-FIELDS = {"model": "model", "prompt": "caption", "lyrics": "lyrics",
-          "vocal_language": "language", "duration": "duration", "seed": "seed",
-          "response_format": "format", "bpm": "bpm", "key": "key",
-          "time_signature": "time_signature", "steps": "steps"}
+LEMONADE_FORMATS = {
+    "wav": "wav16",
+    "wav16": "wav16",
+    "wav24": "wav24",
+    "wav32": "wav32",
+    "flac": "flac",
+    "mp3": "mp3",
+}
+FIELDS = {
+    "model": "model",
+    "prompt": "caption",
+    "lyrics": "lyrics",
+    "vocal_language": "language",
+    "duration": "duration",
+    "seed": "seed",
+    "response_format": "format",
+    "bpm": "bpm",
+    "key": "key",
+    "time_signature": "time_signature",
+    "steps": "steps",
+}
 """Lemonade's name of each field → the song request's."""
 LEMONADE_NAMES = {ours: theirs for theirs, ours in FIELDS.items() if theirs != ours}
 """The song request's names Lemonade calls otherwise (for its errors)."""
 
 _SONG = SONG_SCHEMA["properties"]
-GENERATION_SCHEMA: dict[str, Any] = {       # null leaves a field out (lemonade_request)
-    "type": "object", "required": ["prompt"], "additionalProperties": False,
+GENERATION_SCHEMA: dict[str, Any] = {  # null leaves a field out (lemonade_request)
+    "type": "object",
+    "required": ["prompt"],
+    "additionalProperties": False,
     "properties": {
-        "model": _SONG["model"], "prompt": {"type": "string", "minLength": 1},
-        "lyrics": _SONG["lyrics"], "vocal_language": _SONG["language"],
-        "duration": _SONG["duration"], "steps": _SONG["steps"], "seed": _SONG["seed"],
+        "model": _SONG["model"],
+        "prompt": {"type": "string", "minLength": 1},
+        "lyrics": _SONG["lyrics"],
+        "vocal_language": _SONG["language"],
+        "duration": _SONG["duration"],
+        "steps": _SONG["steps"],
+        "seed": _SONG["seed"],
         "response_format": or_null({"type": "string", "enum": list(LEMONADE_FORMATS)}),
-        "bpm": _SONG["bpm"], "key": _SONG["key"], "time_signature": _SONG["time_signature"]}}
+        "bpm": _SONG["bpm"],
+        "key": _SONG["key"],
+        "time_signature": _SONG["time_signature"],
+    },
+}
 
 router = APIRouter()
 
@@ -53,16 +78,23 @@ def lemonade_request(body: dict[str, Any]) -> dict[str, Any]:
     fmt = out.get("format")
     if fmt is not None:
         if not isinstance(fmt, str) or fmt not in LEMONADE_FORMATS:
-            raise ApiError(422, f"response_format: {fmt!r} is not a format; one of "
-                                f"{', '.join(LEMONADE_FORMATS)}", field="response_format")
+            raise ApiError(
+                422,
+                f"response_format: {fmt!r} is not a format; one of {', '.join(LEMONADE_FORMATS)}",
+                field="response_format",
+            )
         out["format"] = LEMONADE_FORMATS[fmt]
     return out
 
 
-@router.post("/v1/audio/generations", openapi_extra=json_request(GENERATION_SCHEMA),
-             responses={200: {"description": "the audio bytes",
-                              "content": {t: {} for t in CONTENT_TYPES.values()}},
-                        **ERRORS})
+@router.post(
+    "/v1/audio/generations",
+    openapi_extra=json_request(GENERATION_SCHEMA),
+    responses={
+        200: {"description": "the audio bytes", "content": {t: {} for t in CONTENT_TYPES.values()}},
+        **ERRORS,
+    },
+)
 async def generations(request: Request):
     n = node(request)
     body = await json_body(request)

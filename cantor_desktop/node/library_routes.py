@@ -27,26 +27,43 @@ from .http_common import ApiError, content_length, from_this_machine, json_body
 from .schemas import ERRORS, GUARDED, LIST, OBJ, STR, binary_request, json_request, obj, ok
 
 UPLOAD_PATH = "/v1/models/upload"
-UPLOAD_TYPE = "application/octet-stream"       # the guard's BODY_RULES says so, with its cap
+UPLOAD_TYPE = "application/octet-stream"  # the guard's BODY_RULES says so, with its cap
 
-IMPORT_SCHEMA = {"type": "object", "required": ["path"], "additionalProperties": False,
-                 "properties": {"path": {"type": "string", "minLength": 1,
-                                         "description": "an absolute path on the node's machine"}}}
-TOKEN_SCHEMA = {"type": "object", "required": ["token"], "additionalProperties": False,
-                "properties": {"token": {"type": "string", "minLength": 8, "maxLength": 512}}}
+IMPORT_SCHEMA = {
+    "type": "object",
+    "required": ["path"],
+    "additionalProperties": False,
+    "properties": {
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "an absolute path on the node's machine",
+        }
+    },
+}
+TOKEN_SCHEMA = {
+    "type": "object",
+    "required": ["token"],
+    "additionalProperties": False,
+    "properties": {"token": {"type": "string", "minLength": 8, "maxLength": 512}},
+}
 
 router = APIRouter()
 IMPORTED = obj({"imported": OBJ})
-TOKEN_STATUS = obj({"set": {"type": "boolean"}, "source": {"type": ["string", "null"]},
-                    "note": STR})
+TOKEN_STATUS = obj(
+    {"set": {"type": "boolean"}, "source": {"type": ["string", "null"]}, "note": STR}
+)
 
 
 def _refused(exc: importer.ImportRefused) -> ApiError:
     return ApiError(exc.status, str(exc), "import_refused", exc.field)
 
 
-@router.post("/v1/models/import", openapi_extra=json_request(IMPORT_SCHEMA),
-             responses={**ok(IMPORTED, "adopted where it is"), **ERRORS})
+@router.post(
+    "/v1/models/import",
+    openapi_extra=json_request(IMPORT_SCHEMA),
+    responses={**ok(IMPORTED, "adopted where it is"), **ERRORS},
+)
 async def import_model(request: Request):
     """Adopt a GGUF file on the node's machine where it is (nothing moved or copied)."""
     body = await json_body(request)
@@ -57,11 +74,17 @@ async def import_model(request: Request):
             raise ApiError(422, f"{key}: unknown field; known: path", field=key)
     path = body.get("path")
     if not isinstance(path, str) or not path.strip():
-        raise ApiError(422, "path: give the absolute path of a .gguf file on the node's "
-                            "machine", field="path")
+        raise ApiError(
+            422, "path: give the absolute path of a .gguf file on the node's machine", field="path"
+        )
     if not from_this_machine(request):
-        raise ApiError(403, f"path: a path names a file on the node's machine; from another "
-                            f"machine upload the file (POST {UPLOAD_PATH})", "not_local", "path")
+        raise ApiError(
+            403,
+            f"path: a path names a file on the node's machine; from another "
+            f"machine upload the file (POST {UPLOAD_PATH})",
+            "not_local",
+            "path",
+        )
     try:
         imported = await asyncio.to_thread(importer.import_local, path)
     except importer.ImportRefused as exc:
@@ -69,27 +92,37 @@ async def import_model(request: Request):
     return {"imported": imported.to_json()}
 
 
-@router.post(UPLOAD_PATH, status_code=201, openapi_extra=binary_request(UPLOAD_TYPE),
-             responses={**ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS})
+@router.post(
+    UPLOAD_PATH,
+    status_code=201,
+    openapi_extra=binary_request(UPLOAD_TYPE),
+    responses={**ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS},
+)
 async def upload_model(request: Request, name: str):
     """A GGUF file sent from another machine: kept as ``name`` in the library folder once
     whole and checked (a GGUF header with an ACE-Step architecture)."""
     try:
-        imported = await importer.receive_upload(name, request.stream(),
-                                                 content_length(request))
+        imported = await importer.receive_upload(name, request.stream(), content_length(request))
     except importer.ImportRefused as exc:
         raise _refused(exc) from None
     return JSONResponse({"imported": imported.to_json()}, status_code=201)
 
 
-@router.delete("/v1/models/{name}/parts", responses={**ok(obj({
-    "name": STR, "deleted": LIST, "freed_bytes": {"type": "integer"}})), **ERRORS})
+@router.delete(
+    "/v1/models/{name}/parts",
+    responses={
+        **ok(obj({"name": STR, "deleted": LIST, "freed_bytes": {"type": "integer"}})),
+        **ERRORS,
+    },
+)
 async def discard_parts(name: str):
     """Delete the ``.part`` files a failed or stopped download of ``name`` left."""
     from ..models import pull
+
     if name == SKETCH:
-        raise ApiError(400, "the sketch model is built in: nothing is downloaded for it",
-                       field="name")
+        raise ApiError(
+            400, "the sketch model is built in: nothing is downloaded for it", field="name"
+        )
     try:
         result = await asyncio.to_thread(pull.discard, name)
     except UnknownModel as exc:
@@ -105,8 +138,9 @@ async def _keyring(call) -> Any:
     try:
         return await asyncio.to_thread(call)
     except secrets.NoKeyringError as exc:
-        raise ApiError(409, f"the node's machine cannot keep the token: {exc}",
-                       "no_keyring") from None
+        raise ApiError(
+            409, f"the node's machine cannot keep the token: {exc}", "no_keyring"
+        ) from None
 
 
 @router.get("/v1/hub/token", responses={**ok(TOKEN_STATUS, "set or not"), **GUARDED})
@@ -115,13 +149,16 @@ async def token_status():
     return await asyncio.to_thread(hub.token_status)
 
 
-@router.put("/v1/hub/token", openapi_extra=json_request(TOKEN_SCHEMA),
-            responses={**ok(TOKEN_STATUS, "kept"), **ERRORS})
+@router.put(
+    "/v1/hub/token",
+    openapi_extra=json_request(TOKEN_SCHEMA),
+    responses={**ok(TOKEN_STATUS, "kept"), **ERRORS},
+)
 async def store_token(request: Request):
     """Keep a Hugging Face token in the node's keyring (for gated models)."""
     body = await json_body(request)
     if not isinstance(body, dict) or set(body) != {"token"}:
-        raise ApiError(422, "token: give {\"token\": \"hf_…\"} and nothing else", field="token")
+        raise ApiError(422, 'token: give {"token": "hf_…"} and nothing else', field="token")
     try:
         await _keyring(lambda: hub.store_token(body["token"]))
     except ValueError as exc:
@@ -129,8 +166,10 @@ async def store_token(request: Request):
     return await asyncio.to_thread(hub.token_status)
 
 
-@router.delete("/v1/hub/token", responses={**ok(obj(
-    {**TOKEN_STATUS["properties"], "removed": {"type": "boolean"}})), **ERRORS})
+@router.delete(
+    "/v1/hub/token",
+    responses={**ok(obj({**TOKEN_STATUS["properties"], "removed": {"type": "boolean"}})), **ERRORS},
+)
 async def forget_token():
     removed = await _keyring(hub.forget_token)
     return {**await asyncio.to_thread(hub.token_status), "removed": bool(removed)}

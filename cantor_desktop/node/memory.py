@@ -11,7 +11,7 @@ import ctypes
 import sys
 from functools import lru_cache
 
-M_ARENA_MAX = -8          # mallopt's parameter number in glibc's malloc.h
+M_ARENA_MAX = -8  # mallopt's parameter number in glibc's malloc.h
 NODE_ARENAS = 2
 
 
@@ -20,8 +20,8 @@ def _glibc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(None)           # this process's own C library, whichever it is
-        libc.gnu_get_libc_version          # glibc only (musl has no malloc_trim)
+        libc = ctypes.CDLL(None)  # this process's own C library, whichever it is
+        libc.gnu_get_libc_version  # glibc only (musl has no malloc_trim)
         libc.malloc_trim, libc.mallopt
     except (OSError, AttributeError):
         return None

@@ -27,6 +27,7 @@ def library_models(include_catalogue: bool = False) -> list[dict[str, Any]]:
     """The library as the API shows it: the built-in sketch model first, then every model
     with files here (``include_catalogue``: also the ones that can be pulled)."""
     from ..models.library import list_models
+
     return [_model_json(m) for m in list_models(include_catalogue=include_catalogue)]
 
 
@@ -37,14 +38,19 @@ def _model_json(m: Any) -> dict[str, Any]:
         return m.to_dict()
     if hasattr(m, "__dataclass_fields__"):
         from dataclasses import asdict
+
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(m).items()}
     return {"name": str(m)}
 
 
 def installed_names(acestep_only: bool = False) -> list[str]:
     from ..models.library import READY
-    return [m["name"] for m in library_models() if m.get("state") == READY
-            and not (acestep_only and m["name"] == SKETCH)]
+
+    return [
+        m["name"]
+        for m in library_models()
+        if m.get("state") == READY and not (acestep_only and m["name"] == SKETCH)
+    ]
 
 
 def check_model(name: str) -> None:
@@ -52,31 +58,53 @@ def check_model(name: str) -> None:
     if name == SKETCH:
         return
     from ..models.library import resolve
+
     try:
         resolve(name)
         return
     except Exception as exc:
         reason = str(exc)
     names = installed_names()
-    raise ApiError(404, f"model {name!r} is not installed ({reason}); installed: "
-                        f"{', '.join(names)}", "model_not_found", "model", installed=names)
+    raise ApiError(
+        404,
+        f"model {name!r} is not installed ({reason}); installed: {', '.join(names)}",
+        "model_not_found",
+        "model",
+        installed=names,
+    )
 
 
-@router.get("/v1/models", responses={**ok(obj({"models": {"type": "array", "items": MODEL_JSON},
-                                               "default": {"type": ["string", "null"]}}),
-                                          "the library"), **GUARDED})
+@router.get(
+    "/v1/models",
+    responses={
+        **ok(
+            obj(
+                {
+                    "models": {"type": "array", "items": MODEL_JSON},
+                    "default": {"type": ["string", "null"]},
+                }
+            ),
+            "the library",
+        ),
+        **GUARDED,
+    },
+)
 async def models(all: bool = False):
     """``?all=true`` also lists the catalogue models that are not downloaded (the hub's
     list, asked again when the saved one is old)."""
     if all:
         from ..models.catalogue import fresh
+
         await fresh()
-    return {"models": await asyncio.to_thread(library_models, all),
-            "default": node_config().get("models.default")}
+    return {
+        "models": await asyncio.to_thread(library_models, all),
+        "default": node_config().get("models.default"),
+    }
 
 
-@router.post("/v1/models/pull", openapi_extra=json_request(PULL_SCHEMA),
-             responses={**SSE, **ERRORS})
+@router.post(
+    "/v1/models/pull", openapi_extra=json_request(PULL_SCHEMA), responses={**SSE, **ERRORS}
+)
 async def pull(request: Request):
     body = await json_body(request)
     name = body.get("name") or body.get("model") if isinstance(body, dict) else None
@@ -89,14 +117,15 @@ async def pull(request: Request):
 
     try:
         await asyncio.to_thread(find, name.strip())
-    except ValueError as exc:          # UnknownModel: not an ACE-Step model name
+    except ValueError as exc:  # UnknownModel: not an ACE-Step model name
         raise ApiError(404, f"name: {exc}", "model_not_found", "name") from None
 
     async def work(emit):
         log.info("download of %s started", name.strip())
         try:
-            result = await pull_model(name.strip(),
-                                      on_event=lambda ev: emit(str(ev.type), ev.to_json()))
+            result = await pull_model(
+                name.strip(), on_event=lambda ev: emit(str(ev.type), ev.to_json())
+            )
         except asyncio.CancelledError:
             log.info("download of %s stopped (its .part files are kept)", name.strip())
             raise
@@ -109,27 +138,41 @@ async def pull(request: Request):
     return sse_response(progress_stream(work))
 
 
-@router.delete("/v1/models/{name}", responses={**ok(obj({"removed": STR, "result": OBJ})),
-                                               **ERRORS})
+@router.delete(
+    "/v1/models/{name}", responses={**ok(obj({"removed": STR, "result": OBJ})), **ERRORS}
+)
 async def delete_model(request: Request, name: str):
     if name == SKETCH:
-        raise ApiError(400, "the sketch model is built in and cannot be removed",
-                       field="name")
+        raise ApiError(400, "the sketch model is built in and cannot be removed", field="name")
     cfg = node_config()
-    running = [s.id for s in node(request).queue.running()
-               if model_name(s.request, cfg) == name]
+    running = [s.id for s in node(request).queue.running() if model_name(s.request, cfg) == name]
     if running:
-        raise ApiError(409, f"model {name!r} is in use: song {running[0]} is running on "
-                            f"it; cancel it or wait until it ends", "in_use", "name",
-                       songs=running)
+        raise ApiError(
+            409,
+            f"model {name!r} is in use: song {running[0]} is running on "
+            f"it; cancel it or wait until it ends",
+            "in_use",
+            "name",
+            songs=running,
+        )
     from ..models.library import LibraryError, remove
+
     try:
         result = await asyncio.to_thread(remove, name)
-    except PermissionError as exc:     # Windows: an engine or another program has it open
-        raise ApiError(409, f"model {name!r} is in use: {exc.filename or 'a file'} is open "
-                            f"in another program (an engine?); stop it and try again",
-                       "in_use", "name") from None
+    except PermissionError as exc:  # Windows: an engine or another program has it open
+        raise ApiError(
+            409,
+            f"model {name!r} is in use: {exc.filename or 'a file'} is open "
+            f"in another program (an engine?); stop it and try again",
+            "in_use",
+            "name",
+        ) from None
     except (ValueError, LibraryError, LookupError, FileNotFoundError) as exc:
-        raise ApiError(404, f"model {name!r} is not installed: {exc}", "model_not_found",
-                       "name", installed=installed_names()) from None
+        raise ApiError(
+            404,
+            f"model {name!r} is not installed: {exc}",
+            "model_not_found",
+            "name",
+            installed=installed_names(),
+        ) from None
     return {"removed": name, "result": jsonable(result)}

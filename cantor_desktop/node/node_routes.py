@@ -11,8 +11,17 @@ from fastapi.responses import JSONResponse
 
 from .. import __version__, config
 from .http_common import ApiError, json_body
-from .schemas import (CONFIG_JSON, CONFIG_SCHEMA, ERRORS, GUARDED, HEALTH_JSON, LIST,
-                      json_request, obj, ok)
+from .schemas import (
+    CONFIG_JSON,
+    CONFIG_SCHEMA,
+    ERRORS,
+    GUARDED,
+    HEALTH_JSON,
+    LIST,
+    json_request,
+    obj,
+    ok,
+)
 from .state import node
 
 router = APIRouter()
@@ -23,32 +32,47 @@ async def health(request: Request):
     """Open to all (no token): says that a node is up, and which home it serves (an
     opaque key) so that a client never takes another home's node for its own."""
     from .. import access
+
     return {"status": "ok", "version": __version__, "home": access.home_key()}
 
 
 @router.get("/v1/config", responses={**ok(CONFIG_JSON, "the settings"), **GUARDED})
 async def get_config():
     cfg, err = config.load_or_defaults()
-    return {"values": cfg.as_dict(), "options": config.describe(), "path": str(cfg.path),
-            "error": str(err) if err else None}
+    return {
+        "values": cfg.as_dict(),
+        "options": config.describe(),
+        "path": str(cfg.path),
+        "error": str(err) if err else None,
+    }
 
 
-@router.patch("/v1/config", openapi_extra=json_request(CONFIG_SCHEMA),
-              responses={**ok(CONFIG_JSON, "the settings, changed"), **ERRORS})
+@router.patch(
+    "/v1/config",
+    openapi_extra=json_request(CONFIG_SCHEMA),
+    responses={**ok(CONFIG_JSON, "the settings, changed"), **ERRORS},
+)
 async def patch_config(request: Request):
     body = await json_body(request)
     if not isinstance(body, dict) or not body:
-        raise ApiError(422, "body: give an object of settings to change, "
-                            "e.g. {\"node.keep_loaded\": true}", field="body")
+        raise ApiError(
+            422,
+            'body: give an object of settings to change, e.g. {"node.keep_loaded": true}',
+            field="body",
+        )
     for key, value in list(body.items()):
         opt = config.OPTIONS.get(key)
-        if opt is not None and opt.kind is int and isinstance(value, float) \
-                and value.is_integer():
-            body[key] = int(value)      # JSON has one number type: 8000.0 is 8000
+        if opt is not None and opt.kind is int and isinstance(value, float) and value.is_integer():
+            body[key] = int(value)  # JSON has one number type: 8000.0 is 8000
         if opt is not None and opt.local_only:
-            raise ApiError(403, f"{key} can be changed only on the node's own machine: "
-                                f"`cantor config set {key} VALUE` there, or edit its "
-                                f"node.toml", "local_only_setting", key)
+            raise ApiError(
+                403,
+                f"{key} can be changed only on the node's own machine: "
+                f"`cantor config set {key} VALUE` there, or edit its "
+                f"node.toml",
+                "local_only_setting",
+                key,
+            )
     try:
         cfg = await asyncio.to_thread(config.update, body)
     except config.ConfigError as exc:
@@ -56,9 +80,18 @@ async def patch_config(request: Request):
     return {"values": cfg.as_dict(), "path": str(cfg.path)}
 
 
-@router.post("/v1/node/restart", status_code=202,
-             responses={**ok(obj({"status": {"const": "restarting"}, "after": LIST}),
-                             "restarting once the running songs end", 202), **GUARDED})
+@router.post(
+    "/v1/node/restart",
+    status_code=202,
+    responses={
+        **ok(
+            obj({"status": {"const": "restarting"}, "after": LIST}),
+            "restarting once the running songs end",
+            202,
+        ),
+        **GUARDED,
+    },
+)
 async def restart(request: Request):
     """Restart the node once the running songs end (``cantor upgrade`` uses this)."""
     n = node(request)
@@ -70,17 +103,27 @@ async def restart(request: Request):
         n.request_exit()
 
     asyncio.get_running_loop().create_task(when_idle())
-    return JSONResponse({"status": "restarting",
-                         "after": [s.id for s in n.queue.running()]}, status_code=202)
+    return JSONResponse(
+        {"status": "restarting", "after": [s.id for s in n.queue.running()]}, status_code=202
+    )
 
 
-@router.post("/v1/node/shutdown", status_code=202, responses={
-    **ok(obj({"status": {"const": "stopping"}, "running": LIST}),
-         "stopping: songs end, engines stop, it exits", 202), **GUARDED})
+@router.post(
+    "/v1/node/shutdown",
+    status_code=202,
+    responses={
+        **ok(
+            obj({"status": {"const": "stopping"}, "running": LIST}),
+            "stopping: songs end, engines stop, it exits",
+            202,
+        ),
+        **GUARDED,
+    },
+)
 async def shutdown(request: Request):
     """Stop the node now (the app's Quit): running songs end as "node stopped", engines
     stop and their records are cleared, then the process exits."""
     n = node(request)
     running = [s.id for s in n.queue.running()]
-    asyncio.get_running_loop().call_later(0.05, n.request_exit)   # after this answer
+    asyncio.get_running_loop().call_later(0.05, n.request_exit)  # after this answer
     return JSONResponse({"status": "stopping", "running": running}, status_code=202)

@@ -26,10 +26,15 @@ from ..song import FINISHED, NODE_STOPPED, Song, SongEvent, SongState, Stage, Ta
 
 log = logging.getLogger(__name__)
 
-QUEUED, RUNNING, DONE, FAILED, CANCELLED = (SongState.QUEUED, SongState.RUNNING, SongState.DONE,
-                                           SongState.FAILED, SongState.CANCELLED)
-KEEP_FINISHED = 2000          # history kept on disk; the oldest finished songs drop off
-FILE_VERSION = 2              # 1: takes were called "files"
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = (
+    SongState.QUEUED,
+    SongState.RUNNING,
+    SongState.DONE,
+    SongState.FAILED,
+    SongState.CANCELLED,
+)
+KEEP_FINISHED = 2000  # history kept on disk; the oldest finished songs drop off
+FILE_VERSION = 2  # 1: takes were called "files"
 
 
 def _brief(song: Song) -> str:
@@ -112,7 +117,7 @@ class SongQueue:
             for record in records:
                 try:
                     songs.append(Song.from_json(record))
-                except (ValueError, TypeError) as exc:      # one bad record costs only itself
+                except (ValueError, TypeError) as exc:  # one bad record costs only itself
                     log.error("queue file %s: a record was skipped: %s", self.path, exc)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             aside = self.path.with_suffix(".damaged")
@@ -145,10 +150,10 @@ class SongQueue:
     @staticmethod
     def _encode(records: list[dict[str, Any]]) -> bytes:
         """Compact JSON (the C encoder), one song per line."""
-        head = json.dumps({"version": FILE_VERSION, "count": len(records)},
-                          separators=(",", ":"))[:-1]
-        body = ",\n".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False)
-                          for r in records)
+        head = json.dumps({"version": FILE_VERSION, "count": len(records)}, separators=(",", ":"))[
+            :-1
+        ]
+        body = ",\n".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in records)
         return f'{head},"songs":[\n{body}\n]}}\n'.encode("utf-8")
 
     def _payload(self) -> bytes:
@@ -173,10 +178,9 @@ class SongQueue:
     async def _save_loop(self) -> None:
         while self._dirty:
             self._dirty = False
-            records = self._snapshot()       # a consistent snapshot, taken on the loop
+            records = self._snapshot()  # a consistent snapshot, taken on the loop
             try:
-                await asyncio.to_thread(
-                    lambda: write_atomic(self.path, self._encode(records)))
+                await asyncio.to_thread(lambda: write_atomic(self.path, self._encode(records)))
             except OSError:
                 log.exception("saving the queue to %s", self.path)
 
@@ -215,8 +219,9 @@ class SongQueue:
 
     def queued(self) -> Iterator[Song]:
         """Queued songs, first submitted first."""
-        return iter(sorted((s for s in self.songs.values() if s.state == QUEUED),
-                           key=lambda s: s.seq))
+        return iter(
+            sorted((s for s in self.songs.values() if s.state == QUEUED), key=lambda s: s.seq)
+        )
 
     def running(self) -> list[Song]:
         return [s for s in self.songs.values() if s.state == RUNNING]
@@ -240,8 +245,7 @@ class SongQueue:
         return SongEvent("queued", song.id, position=self.position(song))
 
     def start(self, song: Song, engine: dict[str, Any] | None = None) -> None:
-        log.info("song %s running (attempt %d): %s", song.id, song.attempts + 1,
-                 _brief(song))
+        log.info("song %s running (attempt %d): %s", song.id, song.attempts + 1, _brief(song))
         song.state, song.stage, song.progress, song.eta = RUNNING, None, 0.0, None
         song.error, song.started, song.finished, song.position = None, time.time(), None, None
         song.attempts += 1
@@ -276,8 +280,9 @@ class SongQueue:
 
     @staticmethod
     def progress_event(song: Song) -> SongEvent:
-        return SongEvent("progress", song.id, stage=song.stage, progress=song.progress,
-                         eta=song.eta)
+        return SongEvent(
+            "progress", song.id, stage=song.stage, progress=song.progress, eta=song.eta
+        )
 
     def finish_done(self, song: Song, files: list[dict[str, Any]]) -> None:
         if song.progress < 1.0:
@@ -285,9 +290,12 @@ class SongQueue:
             self.hub.publish(self.progress_event(song))
         song.takes = [Take.from_json(f, i + 1) for i, f in enumerate(files)]
         song.state, song.finished, song.eta = DONE, time.time(), None
-        log.info("song %s done in %.1f s: %s", song.id, song.finished - (song.started or
-                                                                        song.finished),
-                 ", ".join(t.file_name for t in song.takes))
+        log.info(
+            "song %s done in %.1f s: %s",
+            song.id,
+            song.finished - (song.started or song.finished),
+            ", ".join(t.file_name for t in song.takes),
+        )
         self.save()
         self.hub.publish(self.final_event(song))
 
@@ -314,8 +322,9 @@ class SongQueue:
         self.hub.publish(SongEvent("changed", song.id, song=song))
         self.hub.publish(self._queued_event(song))
 
-    def change(self, song: Song, *, title: str | None = None,
-               favourite: bool | None = None) -> None:
+    def change(
+        self, song: Song, *, title: str | None = None, favourite: bool | None = None
+    ) -> None:
         """The musician renamed a song or marked it (saved and published)."""
         if title is not None:
             song.title = title
@@ -345,8 +354,7 @@ class SongQueue:
         if song.state == RUNNING:
             events: list[SongEvent] = []
             if song.stage:
-                events.append(SongEvent("stage", song.id, stage=song.stage,
-                                        progress=song.progress))
+                events.append(SongEvent("stage", song.id, stage=song.stage, progress=song.progress))
             events.append(self.progress_event(song))
             return events
         return [self.final_event(song)]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SKETCH = "sketch"
-SAVING_FROM = 0.95          # engine work fills 0..0.95 of a song's progress, saving the rest
+SAVING_FROM = 0.95  # engine work fills 0..0.95 of a song's progress, saving the rest
 KEEPS_TEMPO = ("repaint", "extend", "extract", "lego", "complete")
 """Tasks whose result has its source's tempo, key and metre (a cover may not)."""
 _SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
@@ -52,7 +52,7 @@ class PlanError(CantorError):
 class EnginePlan:
     """Everything needed to run one song's engine, decided before the engine starts."""
 
-    key: str                       # "sketch" or a family: one engine process per key
+    key: str  # "sketch" or a family: one engine process per key
     family: str
     model: str
     argv: list[str]
@@ -63,9 +63,15 @@ class EnginePlan:
     files: dict[str, str | None] = field(default_factory=dict)  # kind → file name
 
     def describe(self) -> dict[str, Any]:
-        return {"key": self.key, "family": self.family, "model": self.model,
-                "backend": self.backend, "version": self.version, "files": self.files,
-                "models_dir": str(self.models_dir)}
+        return {
+            "key": self.key,
+            "family": self.family,
+            "model": self.model,
+            "backend": self.backend,
+            "version": self.version,
+            "files": self.files,
+            "models_dir": str(self.models_dir),
+        }
 
 
 def model_name(request: dict[str, Any], cfg: config.Config) -> str:
@@ -77,6 +83,7 @@ def engine_key(name: str) -> str:
     if name == SKETCH:
         return SKETCH
     from ..models.library import resolve
+
     return resolve(name).family
 
 
@@ -91,9 +98,17 @@ def plan_sketch() -> EnginePlan:
     folder = sketch_models_dir()
     files = ensure_sketch_models(folder)
     build = sketch_build()
-    return EnginePlan(key=SKETCH, family=SKETCH, model=SKETCH, argv=list(build.argv),
-                      env=dict(build.env), models_dir=folder, backend=SKETCH,
-                      version=build.version, files=dict(files))
+    return EnginePlan(
+        key=SKETCH,
+        family=SKETCH,
+        model=SKETCH,
+        argv=list(build.argv),
+        env=dict(build.env),
+        models_dir=folder,
+        backend=SKETCH,
+        version=build.version,
+        files=dict(files),
+    )
 
 
 def plan_model(name: str, cfg: config.Config, build=None) -> EnginePlan:
@@ -113,18 +128,33 @@ def plan_model(name: str, cfg: config.Config, build=None) -> EnginePlan:
         pinned = cfg.pinned_backend(family)
         chosen = pinned or backends.default_backend(family)
         if not chosen:
-            raise PlanError(f"no {family} engine has a build for this machine; only the "
-                            f"sketch engine can run here")
+            raise PlanError(
+                f"no {family} engine has a build for this machine; only the "
+                f"sketch engine can run here"
+            )
         build = engine_store.installed(family, chosen)
         if build is None:
             how = "pinned in node.toml" if pinned else "chosen automatically"
-            raise PlanError(f"the {chosen} engine ({how}) is not installed for {family}; "
-                            f"run `cantor backends --install`")
-    return EnginePlan(key=family, family=family, model=files.name, argv=list(build.argv),
-                      env=dict(build.env), models_dir=Path(files.models_dir),
-                      backend=build.backend, version=str(build.version),
-                      files={"dit": _fname(files.dit), "lm": _fname(files.lm),
-                             "text_enc": _fname(files.text_enc), "vae": _fname(files.vae)})
+            raise PlanError(
+                f"the {chosen} engine ({how}) is not installed for {family}; "
+                f"run `cantor backends --install`"
+            )
+    return EnginePlan(
+        key=family,
+        family=family,
+        model=files.name,
+        argv=list(build.argv),
+        env=dict(build.env),
+        models_dir=Path(files.models_dir),
+        backend=build.backend,
+        version=str(build.version),
+        files={
+            "dit": _fname(files.dit),
+            "lm": _fname(files.lm),
+            "text_enc": _fname(files.text_enc),
+            "vae": _fname(files.vae),
+        },
+    )
 
 
 def _fname(value) -> str | None:
@@ -137,10 +167,10 @@ class Runner:
     def __init__(self, queue: SongQueue):
         self.queue = queue
         self.supervisors: dict[str, EngineSupervisor] = {}
-        self.plans: dict[str, EnginePlan] = {}     # engine key → the plan it started with
-        self.tasks: dict[str, asyncio.Task] = {}   # song id → its task
-        self.busy: dict[str, str] = {}             # engine key → song id running on it
-        self.draining = False                      # a restart was asked: start nothing new
+        self.plans: dict[str, EnginePlan] = {}  # engine key → the plan it started with
+        self.tasks: dict[str, asyncio.Task] = {}  # song id → its task
+        self.busy: dict[str, str] = {}  # engine key → song id running on it
+        self.draining = False  # a restart was asked: start nothing new
         self.idle = asyncio.Event()
         self.idle.set()
         self._wake = asyncio.Event()
@@ -149,7 +179,7 @@ class Runner:
         self._versions: dict[int, tuple[int | None, str | None]] = {}
         self._recorded: dict[str, dict] | None = None
         self._clients: dict[str, tuple[int | None, Any]] = {}
-        self._builds: dict[str, Any] = {}          # family → the build chosen this run
+        self._builds: dict[str, Any] = {}  # family → the build chosen this run
         self._choosing = asyncio.Lock()
         self._settling: asyncio.Task | None = None
         # key → (engine pid, the adapters and the model files it started with)
@@ -208,6 +238,7 @@ class Runner:
             log.error("the queue could not be saved in time")
         if self.supervisors:
             from . import leftovers
+
             try:
                 leftovers.record({})
             except OSError:
@@ -226,7 +257,7 @@ class Runner:
         if self.draining or self._stopping:
             return
         cfg = _config()
-        keys: dict[str, str | Exception] = {}      # model → engine key, once per pass
+        keys: dict[str, str | Exception] = {}  # model → engine key, once per pass
         for song in list(self.queue.queued()):
             name = model_name(song.request, cfg)
             if name not in keys:
@@ -244,8 +275,7 @@ class Runner:
             self.idle.clear()
             # mark running at once so a second dispatch cannot pick it again
             self.queue.start(song)
-            task = asyncio.get_running_loop().create_task(self._run(song),
-                                                          name=f"song-{song.id}")
+            task = asyncio.get_running_loop().create_task(self._run(song), name=f"song-{song.id}")
             self.tasks[song.id] = task
             task.add_done_callback(lambda t, song=song, key=key: self._ran(song, key, t))
 
@@ -291,6 +321,7 @@ class Runner:
         adapter = None
         if request.adapter:
             from ..models import adapters
+
             try:
                 adapter = await asyncio.to_thread(adapters.store().get, request.adapter)
             except adapters.AdapterError as exc:
@@ -298,18 +329,28 @@ class Runner:
                 return
         sup = self._supervisor(plan)
         t0 = time.monotonic()
-        if not await self._engine_up(song, plan.key, sup, keep_loaded,
-                                     adapters=adapter is not None,
-                                     needs=tuple(plan.files.values())):
+        if not await self._engine_up(
+            song,
+            plan.key,
+            sup,
+            keep_loaded,
+            adapters=adapter is not None,
+            needs=tuple(plan.files.values()),
+        ):
             return
         timings["engine_start_s"] = round(time.monotonic() - t0, 3)
         used = self.plans[plan.key]
-        if used is not plan:       # the node keeps the build it started with
+        if used is not plan:  # the node keeps the build it started with
             plan = _with_files(used, plan)
             self.queue.set_engine(song, plan.describe())
 
-        from ..engine.client import (EngineError, EngineUnreachable, JobCancelled, JobFailed,
-                                     engine_request)
+        from ..engine.client import (
+            EngineError,
+            EngineUnreachable,
+            JobCancelled,
+            JobFailed,
+            engine_request,
+        )
         from . import sources as song_sources
 
         try:
@@ -319,13 +360,16 @@ class Runner:
             return
         source = found.get("source")
         codes = found["codes_from"].codes if "codes_from" in found else None
-        engine_req = engine_request(request, synth_model=plan.files.get("dit"),
-                                    lm_model=None if request.instrumental else plan.files.get("lm"),
-                                    output_format=fmt,
-                                    source_duration=source.duration if source else None,
-                                    audio_codes=codes)
+        engine_req = engine_request(
+            request,
+            synth_model=plan.files.get("dit"),
+            lm_model=None if request.instrumental else plan.files.get("lm"),
+            output_format=fmt,
+            source_duration=source.duration if source else None,
+            audio_codes=codes,
+        )
         if adapter is not None:
-            engine_req["adapter"] = adapter.engine_name     # its name in the engine's folder
+            engine_req["adapter"] = adapter.engine_name  # its name in the engine's folder
         watcher = _ProgressWatcher(self.queue, song, asyncio.get_running_loop())
         unsubscribe = sup.subscribe(watcher.on_event)
         sup.expect_duration(request.duration)
@@ -336,9 +380,14 @@ class Runner:
 
         async def sing(client):
             parts = await self._parts(client, found, watcher.wake, plan.key)
-            return await client.song(engine_req, on_stage=watcher.on_stage,
-                                     on_lm_result=watcher.keep_lm_result, wake=watcher.wake,
-                                     parts=parts)
+            return await client.song(
+                engine_req,
+                on_stage=watcher.on_stage,
+                on_lm_result=watcher.keep_lm_result,
+                wake=watcher.wake,
+                parts=parts,
+            )
+
         try:
             version = await self._engine_version(sup, client)
             if version and version != plan.version:
@@ -351,9 +400,14 @@ class Runner:
                 # start it again and send the song once more (nothing of it was sent)
                 log.warning("the %s engine was unreachable (%s); restarting it", plan.key, exc)
                 await asyncio.sleep(0.2)
-                if not await self._engine_up(song, plan.key, sup, keep_loaded,
-                                             adapters=adapter is not None,
-                                             needs=tuple(plan.files.values())):
+                if not await self._engine_up(
+                    song,
+                    plan.key,
+                    sup,
+                    keep_loaded,
+                    adapters=adapter is not None,
+                    needs=tuple(plan.files.values()),
+                ):
                     return
                 client = self._client(plan.key, sup)
                 tracks = await sing(client)
@@ -383,8 +437,9 @@ class Runner:
         t2 = time.monotonic()
         seeds = watcher.seeds_for(len(tracks), request.seed)
         # the latents are written beside the takes (each write waits for its own fsync)
-        keeping = asyncio.ensure_future(asyncio.to_thread(self._keep_latents, song.id, tracks,
-                                                          plan.key))
+        keeping = asyncio.ensure_future(
+            asyncio.to_thread(self._keep_latents, song.id, tracks, plan.key)
+        )
         meta = {
             "parent": dict(source.ref) if source is not None and "song" in source.ref else None,
             "model": {"name": plan.model, "family": plan.family, "files": plan.files},
@@ -398,10 +453,17 @@ class Runner:
         kept = source.facts if source is not None and request.task in KEEPS_TEMPO else None
         try:
             files = await asyncio.to_thread(
-                song_files.write_takes, cfg.songs_dir(), song_id=song.id, request=song.request,
-                fmt=fmt, audios=[t.audio for t in tracks], seeds=seeds, meta=meta,
+                song_files.write_takes,
+                cfg.songs_dir(),
+                song_id=song.id,
+                request=song.request,
+                fmt=fmt,
+                audios=[t.audio for t in tracks],
+                seeds=seeds,
+                meta=meta,
                 lm_metadata=song_files.lm_metadata_per_take(watcher.lm_result, len(tracks)),
-                source_facts=kept)
+                source_facts=kept,
+            )
         finally:
             await keeping
         timings["saving_s"] = round(time.monotonic() - t2, 3)
@@ -411,8 +473,16 @@ class Runner:
             # the engine is free (a trim between songs of a burst cost them ~20 ms each)
             asyncio.get_running_loop().run_in_executor(None, memory.give_back)
 
-    async def _engine_up(self, song: Song, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
-                         adapters: bool = False, needs: tuple[str, ...] = ()) -> bool:
+    async def _engine_up(
+        self,
+        song: Song,
+        key: str,
+        sup: EngineSupervisor,
+        keep_loaded: bool,
+        *,
+        adapters: bool = False,
+        needs: tuple[str, ...] = (),
+    ) -> bool:
         """Start the song's engine if it is not running (again, when the adapters or model
         files it needs came after it started); a start that fails ends the song with the
         engine's own first words."""
@@ -428,6 +498,7 @@ class Runner:
         """The request's source, reference and codes, checked again now (a file may have
         gone since the song was queued)."""
         from . import sources as song_sources
+
         found = {}
         for field in ("source", "reference", "codes_from"):
             ref = getattr(request, field)
@@ -440,9 +511,12 @@ class Runner:
         an upload encoded once before), else its audio; likewise the reference."""
         from ..engine.client import EngineError
         from . import sources as song_sources
+
         parts: dict = {}
-        for field, audio_name, latent_name in (("source", "audio", "src_latents"),
-                                               ("reference", "ref_audio", "ref_latents")):
+        for field, audio_name, latent_name in (
+            ("source", "audio", "src_latents"),
+            ("reference", "ref_audio", "ref_latents"),
+        ):
             src = found.get(field)
             if src is None:
                 continue
@@ -451,13 +525,13 @@ class Runner:
                 audio = await asyncio.to_thread(song_sources.engine_audio, src.audio_path)
                 try:
                     src.latent = await client.encode(audio, wake=wake)
-                    await asyncio.to_thread(song_sources.keep_latent,
-                                            song_sources.upload_latent_file(src.ref["upload"],
-                                                                            engine),
-                                            src.latent)
-                except EngineError as exc:      # an engine without /vae: the audio, then
-                    log.info("%s could not be encoded once (%s); sending its audio", src.name,
-                             exc)
+                    await asyncio.to_thread(
+                        song_sources.keep_latent,
+                        song_sources.upload_latent_file(src.ref["upload"], engine),
+                        src.latent,
+                    )
+                except EngineError as exc:  # an engine without /vae: the audio, then
+                    log.info("%s could not be encoded once (%s); sending its audio", src.name, exc)
             parts.update(await asyncio.to_thread(src.parts, audio_name, latent_name))
         return parts or None
 
@@ -467,33 +541,44 @@ class Runner:
         cfg = _config()
         plan = await self._plan({"model": model}, cfg)
         sup = self._supervisor(plan)
-        await self._ensure_engine(plan.key, sup, bool(cfg.get("node.keep_loaded")),
-                                  needs=tuple(plan.files.values()))
+        await self._ensure_engine(
+            plan.key, sup, bool(cfg.get("node.keep_loaded")), needs=tuple(plan.files.values())
+        )
         self._record_engines()
         return plan, self._client(plan.key, sup)
 
-    async def _ensure_engine(self, key: str, sup: EngineSupervisor, keep_loaded: bool, *,
-                             adapters: bool = False, needs: tuple[str, ...] = ()) -> None:
+    async def _ensure_engine(
+        self,
+        key: str,
+        sup: EngineSupervisor,
+        keep_loaded: bool,
+        *,
+        adapters: bool = False,
+        needs: tuple[str, ...] = (),
+    ) -> None:
         """Make sure ``key``'s engine runs. ace-server scans ``--models`` and ``--adapters``
         only when it starts: an engine started before a model file it now ``needs`` was
         pulled (a base model for stems, say), or before the adapters changed for a song that
         names one (``adapters``), is restarted first. A song calls this before its first job
         and runs alone on its engine, so no song is ever cut by the restart."""
         from ..models.adapters import store
+
         seen = await asyncio.to_thread(store().fingerprint)
         started = self._engine_saw.get(key)
-        running = (started is not None and sup.running
-                   and started[0] == sup.pid)
+        running = started is not None and sup.running and started[0] == sup.pid
         if running and adapters and started[1] != seen:
             log.info("the adapters changed since the %s engine started: restarting it", key)
             await sup.stop()
         elif running and any(name not in started[2] for name in needs if name):
-            log.info("the %s engine started before %s was there: restarting it", key,
-                     ", ".join(n for n in needs if n and n not in started[2]))
+            log.info(
+                "the %s engine started before %s was there: restarting it",
+                key,
+                ", ".join(n for n in needs if n and n not in started[2]),
+            )
             await sup.stop()
         await sup.ensure_running(keep_loaded)
         pid = sup.pid
-        if started is None or started[0] != pid:      # (re)started now: it saw these
+        if started is None or started[0] != pid:  # (re)started now: it saw these
             files = await asyncio.to_thread(_listing, sup.models_dir)
             self._engine_saw[key] = (pid, seen, files)
 
@@ -512,23 +597,29 @@ class Runner:
         """What the engine of ``model`` hears in a take or an upload: caption, lyrics, bpm,
         key, time signature, duration and language (the engine's /understand)."""
         from . import sources as song_sources
+
         plan, client = await self._engine_for(model)
-        source = await asyncio.to_thread(song_sources.resolve, "source", ref, self.queue.songs,
-                                         plan.key)
+        source = await asyncio.to_thread(
+            song_sources.resolve, "source", ref, self.queue.songs, plan.key
+        )
         parts = await asyncio.to_thread(source.parts, "audio", "src_latents")
         heard, latent = await client.understand(parts)
         if latent is not None and source.latent is None and "upload" in ref:
-            await asyncio.to_thread(song_sources.keep_latent,
-                                    song_sources.upload_latent_file(ref["upload"], plan.key),
-                                    latent)
+            await asyncio.to_thread(
+                song_sources.keep_latent,
+                song_sources.upload_latent_file(ref["upload"], plan.key),
+                latent,
+            )
         return understood_fields(heard)
 
     @staticmethod
     def _keep_latents(song_id: str, tracks, engine: str) -> None:
         from . import sources as song_sources
+
         for n, track in enumerate(tracks, start=1):
-            song_sources.keep_latent(song_sources.take_latent_file(song_id, n, engine),
-                                     track.latent)
+            song_sources.keep_latent(
+                song_sources.take_latent_file(song_id, n, engine), track.latent
+            )
 
     async def _plan(self, request: dict[str, Any], cfg: config.Config) -> EnginePlan:
         """The song's plan. A family's build is chosen once per node run (the node keeps the
@@ -544,6 +635,7 @@ class Runner:
             build = self._builds.get(family)
             if build is None:
                 from .. import backends
+
                 try:
                     build = await backends.engine_for(family)
                 except backends.BackendError as exc:
@@ -599,9 +691,15 @@ class Runner:
             from ..engine.supervisor import EngineSupervisor
 
             from ..models import adapters
-            sup = EngineSupervisor(plan.family, plan.argv, plan.env, plan.models_dir,
-                                   log_path=paths().engine_log(plan.key),
-                                   adapters_dir=adapters.store().ensure())
+
+            sup = EngineSupervisor(
+                plan.family,
+                plan.argv,
+                plan.env,
+                plan.models_dir,
+                log_path=paths().engine_log(plan.key),
+                adapters_dir=adapters.store().ensure(),
+            )
             self.supervisors[plan.key] = sup
             self.plans[plan.key] = plan
         return sup
@@ -628,13 +726,21 @@ class Runner:
         for key, sup in self.supervisors.items():
             plan = self.plans[key]
             running = bool(sup.running)
-            out.append({"engine": key, "family": plan.family, "backend": plan.backend,
-                        "version": (self._versions.get(id(sup)) or (None, None))[1] or plan.version,
-                        "model": plan.model, "files": plan.files, "running": running,
-                        "pid": sup.pid if running else None,
-                        "url": sup.base_url if running else None,
-                        "keep_loaded": sup.keep_loaded,
-                        "song": self.busy.get(key)})
+            out.append(
+                {
+                    "engine": key,
+                    "family": plan.family,
+                    "backend": plan.backend,
+                    "version": (self._versions.get(id(sup)) or (None, None))[1] or plan.version,
+                    "model": plan.model,
+                    "files": plan.files,
+                    "running": running,
+                    "pid": sup.pid if running else None,
+                    "url": sup.base_url if running else None,
+                    "keep_loaded": sup.keep_loaded,
+                    "song": self.busy.get(key),
+                }
+            )
         return out
 
 
@@ -647,8 +753,8 @@ class _ProgressWatcher:
     def __init__(self, queue: SongQueue, song: Song, loop: asyncio.AbstractEventLoop):
         self.queue, self.song, self.loop = queue, song, loop
         self.seeds: list[int] = []
-        self.lm_result: list[dict] | None = None   # the /lm array (two-stage songs)
-        self.wake = asyncio.Event()          # set when the engine says a job is done
+        self.lm_result: list[dict] | None = None  # the /lm array (two-stage songs)
+        self.wake = asyncio.Event()  # set when the engine says a job is done
 
     def on_event(self, event) -> None:
         if self.loop.is_closed():
@@ -689,13 +795,17 @@ class _ProgressWatcher:
             self.queue.set_stage(song, stage, song.progress)
         fraction = getattr(event, "fraction", None)
         if fraction is not None:
-            self.queue.set_progress(song, min(float(fraction), 1.0) * SAVING_FROM,
-                                    getattr(event, "eta_seconds", None))
+            self.queue.set_progress(
+                song, min(float(fraction), 1.0) * SAVING_FROM, getattr(event, "eta_seconds", None)
+            )
 
     def seeds_for(self, takes: int, asked: int) -> list[int | None]:
         if self.seeds:
-            seeds: list[int | None] = list(self.seeds[-takes:]) if len(self.seeds) >= takes \
+            seeds: list[int | None] = (
+                list(self.seeds[-takes:])
+                if len(self.seeds) >= takes
                 else list(self.seeds) + [None] * (takes - len(self.seeds))
+            )
             return seeds
         return [asked if asked >= 0 else None] * takes
 
@@ -712,18 +822,30 @@ def understood_fields(heard: dict[str, Any]) -> dict[str, Any]:
     """The engine's heard request in the song request's names (None where it heard none)."""
     meta = song_files.lm_metadata(heard)
     lyrics = str(heard.get("lyrics") or "").strip() or None
-    return {"caption": str(heard.get("caption") or "").strip() or None, "lyrics": lyrics,
-            "bpm": meta["bpm"], "key": meta["key"], "time_signature": meta["time_signature"],
-            "duration": meta["duration"], "language": meta["language"]}
+    return {
+        "caption": str(heard.get("caption") or "").strip() or None,
+        "lyrics": lyrics,
+        "bpm": meta["bpm"],
+        "key": meta["key"],
+        "time_signature": meta["time_signature"],
+        "duration": meta["duration"],
+        "language": meta["language"],
+    }
 
 
 def _with_files(used: EnginePlan, asked: EnginePlan) -> EnginePlan:
     """The engine that runs (its build) with the model files this song asked for."""
-    return EnginePlan(key=used.key, family=used.family, model=asked.model, argv=used.argv,
-                      env=used.env, models_dir=used.models_dir, backend=used.backend,
-                      version=used.version, files=asked.files)
-
-
+    return EnginePlan(
+        key=used.key,
+        family=used.family,
+        model=asked.model,
+        argv=used.argv,
+        env=used.env,
+        models_dir=used.models_dir,
+        backend=used.backend,
+        version=used.version,
+        files=asked.files,
+    )
 
 
 def current_config() -> tuple[config.Config, config.ConfigError | None]:
@@ -761,4 +883,3 @@ def _engine_reason(sup, exc: Exception) -> str:
         return reason
     text = str(exc).strip()
     return text or _last_error(sup) or type(exc).__name__
-

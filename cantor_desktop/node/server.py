@@ -53,7 +53,7 @@ def _protocol_class():
     class HeaderDeadlineProtocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport) -> None:       # type: ignore[override]
+        def connection_made(self, transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm_header_timer()
 
@@ -67,7 +67,7 @@ def _protocol_class():
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._disarm_header_timer()            # the keep-alive timer takes over
+            self._disarm_header_timer()  # the keep-alive timer takes over
 
         def connection_lost(self, exc) -> None:
             self._disarm_header_timer()
@@ -111,8 +111,8 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         raise TokenError("no node token could be made")
     access.report_token(token)
     limit = raise_open_file_limit()
-    memory.limit_arenas()     # before uvicorn and the song threads start: see node.memory
-    logging.getLogger("httpx").setLevel(logging.WARNING)   # one line per engine poll is noise
+    memory.limit_arenas()  # before uvicorn and the song threads start: see node.memory
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine poll is noise
     holder: dict[str, uvicorn.Server] = {}
 
     def request_exit() -> None:
@@ -129,12 +129,23 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         node.exiting = exiting
 
     app = create_app(on_ready=on_ready)
-    guarded = Guard(app, token=lambda: token,
-                    declared_hosts=lambda: current_config()[0].get("node.allowed_hosts"))
-    uv_config = uvicorn.Config(guarded, host=host, port=port, log_config=None,
-                               access_log=False, lifespan="on", timeout_graceful_shutdown=3,
-                               timeout_keep_alive=30, http=_protocol_class(),
-                               limit_concurrency=MAX_CONNECTIONS)
+    guarded = Guard(
+        app,
+        token=lambda: token,
+        declared_hosts=lambda: current_config()[0].get("node.allowed_hosts"),
+    )
+    uv_config = uvicorn.Config(
+        guarded,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        timeout_keep_alive=30,
+        http=_protocol_class(),
+        limit_concurrency=MAX_CONNECTIONS,
+    )
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
@@ -154,5 +165,5 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
 
 def _log_hint() -> str:
     from ..paths import paths
-    return str(paths().node_log)
 
+    return str(paths().node_log)

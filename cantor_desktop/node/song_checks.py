@@ -14,10 +14,12 @@ from .http_common import ApiError
 from .model_routes import check_model, installed_names, library_models
 from .runner import SKETCH, model_name
 
-NO_MODEL_YET = ("no ACE-Step model is installed yet, so this song is made by the built-in "
-                "Sketch (procedural, no AI). For ACE-Step: `cantor pull acestep-v15-turbo` "
-                "(or Library → Download in the app); to choose the Sketch on purpose: "
-                "--model sketch")
+NO_MODEL_YET = (
+    "no ACE-Step model is installed yet, so this song is made by the built-in "
+    "Sketch (procedural, no AI). For ACE-Step: `cantor pull acestep-v15-turbo` "
+    "(or Library → Download in the app); to choose the Sketch on purpose: "
+    "--model sketch"
+)
 
 
 def validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | None]:
@@ -26,8 +28,11 @@ def validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | None
     try:
         req = validate(body, default_format=cfg.get("songs.format"))
     except RequestError as exc:
-        raise ApiError(422, exc.message if exc.message.startswith(exc.field)
-                       else f"{exc.field}: {exc.message}", field=exc.field) from None
+        raise ApiError(
+            422,
+            exc.message if exc.message.startswith(exc.field) else f"{exc.field}: {exc.message}",
+            field=exc.field,
+        ) from None
     data = req.to_dict()
     note = None
     data["model"] = model_name(data, cfg)
@@ -35,6 +40,7 @@ def validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | None
         data["model"], note = SKETCH, NO_MODEL_YET
     check_model(data["model"])
     from .adapter_routes import check_song_adapter
+
     check_song_adapter(data)
     return data, note
 
@@ -51,34 +57,59 @@ def check_sources(data: dict[str, Any], songs: dict[str, Song]) -> None:
             try:
                 found[field] = sources.resolve(field, data[field], songs)
             except sources.SourceError as exc:
-                raise ApiError(404 if "no song" in exc.message or "no upload" in exc.message
-                               else 422, str(exc), "not_found" if "no " in exc.message
-                               else "invalid_request", exc.field) from None
+                raise ApiError(
+                    404 if "no song" in exc.message or "no upload" in exc.message else 422,
+                    str(exc),
+                    "not_found" if "no " in exc.message else "invalid_request",
+                    exc.field,
+                ) from None
     source = found.get("source")
     region = data.get("region")
     if source is not None and region and region["end"] > source.duration + 0.05:
-        raise ApiError(422, f"region: ends at {region['end']:g} s, past the end of the source "
-                            f"({source.duration:.1f} s)", field="region")
+        raise ApiError(
+            422,
+            f"region: ends at {region['end']:g} s, past the end of the source "
+            f"({source.duration:.1f} s)",
+            field="region",
+        )
     extend = data.get("extend")
     if source is not None and extend:
         total = source.duration + extend.get("before", 0) + extend.get("after", 0)
         if total > DURATION_RANGE[1]:
-            raise ApiError(422, f"extend: the song would be {total:.0f} s long; at most "
-                                f"{DURATION_RANGE[1]:.0f} s (10 minutes)", field="extend")
+            raise ApiError(
+                422,
+                f"extend: the song would be {total:.0f} s long; at most "
+                f"{DURATION_RANGE[1]:.0f} s (10 minutes)",
+                field="extend",
+            )
     codes = found.get("codes_from")
     if codes is not None and not codes.codes:
-        raise ApiError(422, f"codes_from: {codes.name} has no audio codes (a song made "
-                            f"without the language model, or by the Sketch before it kept "
-                            f"them)", field="codes_from")
+        raise ApiError(
+            422,
+            f"codes_from: {codes.name} has no audio codes (a song made "
+            f"without the language model, or by the Sketch before it kept "
+            f"them)",
+            field="codes_from",
+        )
     model = data.get("model") or ""
     if data.get("task") in BASE_TASKS and model != SKETCH and "base" not in model:
-        base = next((m for m in library_models(include_catalogue=True)
-                     if m["name"] == "acestep-v15-base-Q8_0"), None)
+        base = next(
+            (
+                m
+                for m in library_models(include_catalogue=True)
+                if m["name"] == "acestep-v15-base-Q8_0"
+            ),
+            None,
+        )
         size = ""
         if base and base.get("download_bytes"):
             from ..units import human_size
-            size = f" ({human_size(base['download_bytes'])})"
-        raise ApiError(422, f"model: {data['task']} needs a base model (it renders noise on "
-                            f"{model or 'this model'}): `cantor pull acestep-v15-base`{size}, "
-                            f"then model acestep-v15-base-Q8_0", field="model")
 
+            size = f" ({human_size(base['download_bytes'])})"
+        raise ApiError(
+            422,
+            f"model: {data['task']} needs a base model (it renders noise on "
+            f"{model or 'this model'}): `cantor pull acestep-v15-base`{size}, "
+            f"then model acestep-v15-base-Q8_0",
+            field="model",
+        )

@@ -15,8 +15,20 @@ from ..song import Song
 from .http_common import ApiError, audio_file, json_body, sse, sse_response
 from .model_routes import check_model
 from .queue import ALL, CANCELLED, FAILED
-from .schemas import (ERRORS, GUARDED, SONG_JSON, SONG_PATCH_SCHEMA, SONG_SCHEMA, SONG_STATE,
-                      SSE, STR, TITLE_MAX, json_request, obj, ok)
+from .schemas import (
+    ERRORS,
+    GUARDED,
+    SONG_JSON,
+    SONG_PATCH_SCHEMA,
+    SONG_SCHEMA,
+    SONG_STATE,
+    SSE,
+    STR,
+    TITLE_MAX,
+    json_request,
+    obj,
+    ok,
+)
 from .song_checks import check_sources, validated
 from .songs import CONTENT_TYPES
 from .state import NodeState, node, node_config
@@ -69,9 +81,15 @@ async def event_stream(n: NodeState, song: Song | None, request: Request) -> Asy
         n.queue.hub.unsubscribe(key, q)
 
 
-@router.post("/v1/songs", status_code=202, openapi_extra=json_request(SONG_SCHEMA),
-             responses={**ok(obj({"id": STR, "state": STR, "model": STR},
-                                 {"note": STR}), "queued", 202), **ERRORS})
+@router.post(
+    "/v1/songs",
+    status_code=202,
+    openapi_extra=json_request(SONG_SCHEMA),
+    responses={
+        **ok(obj({"id": STR, "state": STR, "model": STR}, {"note": STR}), "queued", 202),
+        **ERRORS,
+    },
+)
 async def submit(request: Request):
     n = node(request)
     body = await json_body(request)
@@ -81,15 +99,20 @@ async def submit(request: Request):
     n.check_room(cfg.get("node.max_queue"))
     song = n.queue.add(data)
     n.runner.wake()
-    await n.queue.flush()          # on disk before the 202: it survives a crash
+    await n.queue.flush()  # on disk before the 202: it survives a crash
     answer = {"id": song.id, "state": str(song.state), "model": data["model"]}
     if note:
         answer["note"] = note
     return JSONResponse(answer, status_code=202)
 
 
-@router.get("/v1/songs", responses={**ok(obj({"songs": {"type": "array", "items": SONG_JSON}}),
-                                         "newest first"), **GUARDED})
+@router.get(
+    "/v1/songs",
+    responses={
+        **ok(obj({"songs": {"type": "array", "items": SONG_JSON}}), "newest first"),
+        **GUARDED,
+    },
+)
 async def list_songs(request: Request, state: str | None = None, limit: int = 500):
     n = node(request)
     songs = n.queue.newest_first()
@@ -111,8 +134,11 @@ async def all_events(request: Request):
     return sse_response(event_stream(node(request), None, request))
 
 
-@router.patch("/v1/songs/{song_id}", openapi_extra=json_request(SONG_PATCH_SCHEMA),
-              responses={**ok(SONG_JSON, "the song, changed"), **ERRORS})
+@router.patch(
+    "/v1/songs/{song_id}",
+    openapi_extra=json_request(SONG_PATCH_SCHEMA),
+    responses={**ok(SONG_JSON, "the song, changed"), **ERRORS},
+)
 async def change_song(request: Request, song_id: str):
     """Rename a song (``title``; "" gives it back its caption) or mark it a favourite."""
     n = node(request)
@@ -123,11 +149,11 @@ async def change_song(request: Request, song_id: str):
     for key in body:
         if key not in ("title", "favourite"):
             raise ApiError(422, f"{key}: unknown field; known: title, favourite", field=key)
-    title = body.get("title")        # a field left out is left as it is; null is refused
-    if "title" in body and (not isinstance(title, str) or len(title) > TITLE_MAX
-                            or "\n" in title):
-        raise ApiError(422, f"title: must be one line of at most {TITLE_MAX} characters",
-                       field="title")
+    title = body.get("title")  # a field left out is left as it is; null is refused
+    if "title" in body and (not isinstance(title, str) or len(title) > TITLE_MAX or "\n" in title):
+        raise ApiError(
+            422, f"title: must be one line of at most {TITLE_MAX} characters", field="title"
+        )
     favourite = body.get("favourite")
     if "favourite" in body and not isinstance(favourite, bool):
         raise ApiError(422, "favourite: must be true or false", field="favourite")
@@ -148,8 +174,7 @@ async def audio(request: Request, song_id: str, take: int = 1):
     n = node(request)
     song = song_of(n, song_id)
     if song.state != "done" or not song.takes:
-        raise ApiError(409, f"song {song_id} has no audio (it is {song.state})",
-                       "not_ready", "id")
+        raise ApiError(409, f"song {song_id} has no audio (it is {song.state})", "not_ready", "id")
     found = song.take(take)
     if found is None:
         raise ApiError(422, f"take: must be from 1 to {len(song.takes)}", field="take")
@@ -164,42 +189,80 @@ async def cancel(request: Request, song_id: str):
     n = node(request)
     song = song_of(n, song_id)
     if not n.runner.cancel(song):
-        raise ApiError(409, f"song {song_id} already ended ({song.state})", "not_cancellable",
-                       "id", state=song.state)
+        raise ApiError(
+            409,
+            f"song {song_id} already ended ({song.state})",
+            "not_cancellable",
+            "id",
+            state=song.state,
+        )
     return {"id": song.id, "state": song.state}
 
 
-@router.delete("/v1/songs/{song_id}", responses={**ok(obj({
-    "id": STR, "forgotten": {"const": True}, "files_deleted": {"type": "array", "items": STR},
-    "files_kept": {"type": "array", "items": STR}}), "forgotten"), **ERRORS})
+@router.delete(
+    "/v1/songs/{song_id}",
+    responses={
+        **ok(
+            obj(
+                {
+                    "id": STR,
+                    "forgotten": {"const": True},
+                    "files_deleted": {"type": "array", "items": STR},
+                    "files_kept": {"type": "array", "items": STR},
+                }
+            ),
+            "forgotten",
+        ),
+        **ERRORS,
+    },
+)
 async def delete_song(request: Request, song_id: str, delete_files: bool = False):
     """Forget a done, failed or cancelled song (409 while it is queued or running:
     cancel it first); ``delete_files=true`` also deletes its audio files and sidecars."""
     n = node(request)
     song = song_of(n, song_id)
     if not song.is_finished:
-        raise ApiError(409, f"song {song_id} is {song.state}; cancel it first",
-                       "not_finished", "id", state=song.state)
+        raise ApiError(
+            409,
+            f"song {song_id} is {song.state}; cancel it first",
+            "not_finished",
+            "id",
+            state=song.state,
+        )
     removed: dict[str, list[str]] = {"deleted": [], "kept": []}
     if delete_files and song.takes:
         from .songs import delete_takes
+
         removed = await asyncio.to_thread(delete_takes, song.id, song.takes)
     from . import sources
+
     await asyncio.to_thread(sources.forget_latents, song.id)
-    n.queue.forget(song)           # only once its files are gone: no one sees it half done
-    await n.queue.flush()          # gone from the file before the answer
-    return {"id": song.id, "forgotten": True, "files_deleted": removed["deleted"],
-            "files_kept": removed["kept"]}
+    n.queue.forget(song)  # only once its files are gone: no one sees it half done
+    await n.queue.flush()  # gone from the file before the answer
+    return {
+        "id": song.id,
+        "forgotten": True,
+        "files_deleted": removed["deleted"],
+        "files_kept": removed["kept"],
+    }
 
 
-@router.post("/v1/songs/{song_id}/retry", status_code=202,
-             responses={**ok(SONG_STATE, "queued again", 202), **ERRORS})
+@router.post(
+    "/v1/songs/{song_id}/retry",
+    status_code=202,
+    responses={**ok(SONG_STATE, "queued again", 202), **ERRORS},
+)
 async def retry(request: Request, song_id: str):
     n = node(request)
     song = song_of(n, song_id)
     if song.state not in (FAILED, CANCELLED):
-        raise ApiError(409, f"only a failed or cancelled song can be retried; this one is "
-                            f"{song.state}", "not_retryable", "id", state=song.state)
+        raise ApiError(
+            409,
+            f"only a failed or cancelled song can be retried; this one is {song.state}",
+            "not_retryable",
+            "id",
+            state=song.state,
+        )
     cfg = node_config()
     await asyncio.to_thread(check_model, song.request.get("model") or cfg.get("models.default"))
     n.check_room(cfg.get("node.max_queue"))

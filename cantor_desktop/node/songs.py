@@ -26,7 +26,7 @@ _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sidecar")
 EXTENSIONS = {"wav16": ".wav", "wav24": ".wav", "wav32": ".wav", "flac": ".flac", "mp3": ".mp3"}
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg"}
 CAPTION_WORDS = 6
-SLUG_MAX = 60               # characters: file names stay far below every file system's limit
+SLUG_MAX = 60  # characters: file names stay far below every file system's limit
 WAV_SUBTYPES = {"wav16": "PCM_16", "wav24": "PCM_24", "wav32": "FLOAT"}
 
 
@@ -68,7 +68,7 @@ def wav_header(data: bytes) -> dict[str, Any] | None:
         return None
     pos, fmt, size = 12, None, None
     while pos + 8 <= len(data):
-        cid = data[pos:pos + 4]
+        cid = data[pos : pos + 4]
         (length,) = struct.unpack_from("<I", data, pos + 4)
         body = pos + 8
         if cid == b"fmt " and length >= 16:
@@ -84,8 +84,13 @@ def wav_header(data: bytes) -> dict[str, Any] | None:
         return None
     tag, channels, rate, bits = fmt
     frames = size // (channels * bits // 8)
-    return {"tag": tag, "bits": bits, "sample_rate": rate, "channels": channels,
-            "duration": round(frames / rate, 3)}
+    return {
+        "tag": tag,
+        "bits": bits,
+        "sample_rate": rate,
+        "channels": channels,
+        "duration": round(frames / rate, 3),
+    }
 
 
 _WAV_KIND = {"wav16": (1, 16), "wav24": (1, 24), "wav32": (3, 32)}
@@ -96,8 +101,9 @@ def encode(audio: bytes, fmt: str) -> bytes:
     if fmt.startswith("wav"):
         head = wav_header(audio)
         if head is not None and (head["tag"], head["bits"]) == _WAV_KIND[fmt]:
-            return audio            # as the engine gave it
+            return audio  # as the engine gave it
     import soundfile as sf
+
     data, rate = sf.read(io.BytesIO(audio), dtype="float32", always_2d=True)
     out = io.BytesIO()
     if fmt == "flac":
@@ -129,13 +135,17 @@ def audio_info(data: bytes) -> dict[str, Any]:
         info = sf.info(io.BytesIO(data))
     except Exception:
         return {}
-    return {"sample_rate": info.samplerate, "channels": info.channels,
-            "duration": round(info.duration, 3)}
+    return {
+        "sample_rate": info.samplerate,
+        "channels": info.channels,
+        "duration": round(info.duration, 3),
+    }
 
 
 def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
     """What the language model filled in, from one request of the engine's ``/lm`` result,
     in the song request's own names (None where the LM left a field unset)."""
+
     def number(value, kind):
         try:
             value = kind(value)
@@ -144,18 +154,21 @@ def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
         return value if value > 0 else None
 
     ts = str(enriched.get("timesignature") or "").strip()
-    return {"bpm": number(enriched.get("bpm"), int),
-            "key": str(enriched.get("keyscale") or "").strip() or None,
-            "time_signature": int(ts) if ts.isdigit() and int(ts) > 0 else None,
-            "duration": number(enriched.get("duration"), float),
-            "language": str(enriched.get("vocal_language") or "").strip() or None,
-            "caption": str(enriched.get("caption") or "").strip() or None,
-            # the 5 Hz codes the DiT rendered: "same song, new render" sends them back
-            "audio_codes": str(enriched.get("audio_codes") or "").strip() or None}
+    return {
+        "bpm": number(enriched.get("bpm"), int),
+        "key": str(enriched.get("keyscale") or "").strip() or None,
+        "time_signature": int(ts) if ts.isdigit() and int(ts) > 0 else None,
+        "duration": number(enriched.get("duration"), float),
+        "language": str(enriched.get("vocal_language") or "").strip() or None,
+        "caption": str(enriched.get("caption") or "").strip() or None,
+        # the 5 Hz codes the DiT rendered: "same song, new render" sends them back
+        "audio_codes": str(enriched.get("audio_codes") or "").strip() or None,
+    }
 
 
-def lm_metadata_per_take(enriched: list[dict[str, Any]] | None, takes: int
-                         ) -> list[dict[str, Any] | None]:
+def lm_metadata_per_take(
+    enriched: list[dict[str, Any]] | None, takes: int
+) -> list[dict[str, Any] | None]:
     """The LM's metadata for each take: the /lm array has one request per LM sample, each
     rendered as ``synth_batch_size`` takes, in order. None for every take without /lm."""
     if not enriched:
@@ -170,11 +183,19 @@ def lm_metadata_per_take(enriched: list[dict[str, Any]] | None, takes: int
     return [per_take[min(i, len(per_take) - 1)] for i in range(takes)]
 
 
-def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str,
-                audios: list[bytes], seeds: list[int | None], meta: dict[str, Any],
-                when: float | None = None,
-                lm_metadata: list[dict[str, Any] | None] | None = None,
-                source_facts: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def write_takes(
+    folder: Path,
+    *,
+    song_id: str,
+    request: dict[str, Any],
+    fmt: str,
+    audios: list[bytes],
+    seeds: list[int | None],
+    meta: dict[str, Any],
+    when: float | None = None,
+    lm_metadata: list[dict[str, Any] | None] | None = None,
+    source_facts: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """Write every take and its sidecar; returns one entry per take for the song record.
 
     ``lm_metadata``: per take, what the LM filled in (bpm, key, time signature, duration,
@@ -208,14 +229,27 @@ def write_takes(folder: Path, *, song_id: str, request: dict[str, Any], fmt: str
             **meta,
         }
         # audio and sidecar are written (each atomically, with fsync) side by side
-        side = _POOL.submit(write_atomic, path.with_suffix(".json"),
-                            json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
+        side = _POOL.submit(
+            write_atomic,
+            path.with_suffix(".json"),
+            json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"),
+        )
         write_atomic(path, encoded)
         side.result()
         for done in (path, path.with_suffix(".json")):
             _readable(done)
-        files.append({"take": index + 1, "audio": str(path), "sidecar": str(path.with_suffix(".json")),
-                      "format": fmt, "seed": seed, "bytes": len(encoded), **info, **music})
+        files.append(
+            {
+                "take": index + 1,
+                "audio": str(path),
+                "sidecar": str(path.with_suffix(".json")),
+                "format": fmt,
+                "seed": seed,
+                "bytes": len(encoded),
+                **info,
+                **music,
+            }
+        )
     return files
 
 
@@ -237,7 +271,7 @@ def delete_takes(song_id: str, takes: list[Any]) -> dict[str, list[str]]:
         if not ours:
             kept.extend(str(p) for p in (audio, sidecar) if p.exists())
             continue
-        for path in (audio, sidecar):       # the sidecar last: it proves whose files they are
+        for path in (audio, sidecar):  # the sidecar last: it proves whose files they are
             try:
                 path.unlink()
                 deleted.append(str(path))

@@ -39,13 +39,13 @@ class SourceError(CantorError, LookupError):
 class Source:
     """One source (or reference) ready for the engine."""
 
-    ref: dict[str, Any]             # as the request named it
-    duration: float                 # seconds
-    audio_path: Path                # the audio on this machine
-    latent: bytes | None            # the kept latent, when there is one
-    name: str                       # for people and the logs
-    codes: str | None = None        # a take's own audio codes (songs with lyrics)
-    facts: dict[str, Any] | None = None     # a take's bpm, key and time signature
+    ref: dict[str, Any]  # as the request named it
+    duration: float  # seconds
+    audio_path: Path  # the audio on this machine
+    latent: bytes | None  # the kept latent, when there is one
+    name: str  # for people and the logs
+    codes: str | None = None  # a take's own audio codes (songs with lyrics)
+    facts: dict[str, Any] | None = None  # a take's bpm, key and time signature
 
     def parts(self, audio_name: str, latent_name: str) -> dict[str, Part]:
         """The multipart parts for the engine: the latent when kept, else the audio."""
@@ -88,17 +88,22 @@ def _read_latent(path: Path) -> bytes | None:
 def engine_audio(path: Path) -> Part:
     """Audio the engine decodes: WAV and MP3 as they are, the rest converted to WAV."""
     if path.suffix.lower() in ENGINE_DECODES:
-        return Part(path.name, path.read_bytes(),
-                    "audio/mpeg" if path.suffix.lower() == ".mp3" else "audio/wav")
+        return Part(
+            path.name,
+            path.read_bytes(),
+            "audio/mpeg" if path.suffix.lower() == ".mp3" else "audio/wav",
+        )
     import soundfile as sf
+
     data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     out = io.BytesIO()
     sf.write(out, data, rate, format="WAV", subtype="PCM_24")
     return Part(path.with_suffix(".wav").name, out.getvalue(), "audio/wav")
 
 
-def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song],
-            engine: str | None = None) -> Source:
+def resolve(
+    field: str, ref: dict[str, Any], songs: dict[str, Song], engine: str | None = None
+) -> Source:
     """The source a request names, checked: the song is done and has that take, or the
     upload exists. SourceError naming ``field`` otherwise. With ``engine`` (the kind that
     will read it: "sketch", "acestep"), the latent that kind kept for it comes along."""
@@ -107,23 +112,30 @@ def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song],
         if song is None:
             raise SourceError(field, f"no song with id {ref['song']!r} on this node")
         if song.state != SongState.DONE:
-            raise SourceError(field, f"song {song.id} is {song.state}: only a finished song "
-                                     f"can be a source")
+            raise SourceError(
+                field, f"song {song.id} is {song.state}: only a finished song can be a source"
+            )
         take = song.take(int(ref.get("take") or 1))
         if take is None:
-            raise SourceError(field, f"song {song.id} has {len(song.takes)} take(s), not "
-                                     f"take {ref.get('take')}")
+            raise SourceError(
+                field, f"song {song.id} has {len(song.takes)} take(s), not take {ref.get('take')}"
+            )
         audio = Path(take.audio)
         if not audio.is_file():
-            raise SourceError(field, f"the audio of song {song.id} take {take.n} is gone "
-                                     f"({audio})")
+            raise SourceError(field, f"the audio of song {song.id} take {take.n} is gone ({audio})")
         latent = _read_latent(take_latent_file(song.id, take.n, engine)) if engine else None
-        duration = take.duration or (len(latent) / LATENT_FRAME_BYTES / LATENT_FPS
-                                     if latent else 0.0)
-        return Source(ref, float(duration), audio, latent,
-                      f"“{song.name[:40]}” take {take.n}", codes=_codes(take.sidecar),
-                      facts={"bpm": take.bpm, "key": take.key,
-                             "time_signature": take.time_signature})
+        duration = take.duration or (
+            len(latent) / LATENT_FRAME_BYTES / LATENT_FPS if latent else 0.0
+        )
+        return Source(
+            ref,
+            float(duration),
+            audio,
+            latent,
+            f"“{song.name[:40]}” take {take.n}",
+            codes=_codes(take.sidecar),
+            facts={"bpm": take.bpm, "key": take.key, "time_signature": take.time_signature},
+        )
     try:
         upload = uploads.get(ref["upload"])
     except (uploads.UploadError, LookupError) as exc:
@@ -135,6 +147,7 @@ def resolve(field: str, ref: dict[str, Any], songs: dict[str, Song],
 def _codes(sidecar: str) -> str | None:
     """A take's audio codes, as its sidecar kept them (songs made through the LM)."""
     import json
+
     if not sidecar:
         return None
     try:

@@ -28,13 +28,13 @@ class NodeState:
     def __init__(self, queue: SongQueue, runner: Runner):
         self.queue = queue
         self.runner = runner
-        self.backend_action: str | None = None    # the one backend install/use/update running
+        self.backend_action: str | None = None  # the one backend install/use/update running
         self._hardware: tuple[float, Any] | None = None
         self.started = time.time()
         self.shutting_down = asyncio.Event()
         self.restart_requested = False
         self.request_exit: Callable[[], None] = lambda: None
-        self.exiting: Callable[[], bool] = lambda: False   # the server is stopping
+        self.exiting: Callable[[], bool] = lambda: False  # the server is stopping
         self._hardware_lock = asyncio.Lock()
 
     async def hardware(self) -> Any:
@@ -43,6 +43,7 @@ class NodeState:
         async with self._hardware_lock:
             if self._hardware is None or time.monotonic() - self._hardware[0] > HARDWARE_TTL_S:
                 from .. import hardware
+
                 found = await asyncio.to_thread(hardware.probe_from_env)
                 self._hardware = (time.monotonic(), found)
             return self._hardware[1]
@@ -52,9 +53,13 @@ class NodeState:
         it runs is a 409 naming the first. The action ends with its stream, however that
         ends (an abandoned stream is released when it is collected)."""
         if self.backend_action is not None:
-            raise ApiError(409, f"{self.backend_action} is running; one backend action at a "
-                                f"time (try again when it ends)", "busy",
-                           running=self.backend_action)
+            raise ApiError(
+                409,
+                f"{self.backend_action} is running; one backend action at a "
+                f"time (try again when it ends)",
+                "busy",
+                running=self.backend_action,
+            )
         self.backend_action = what
         released = False
         log.info("backend %s started", what)
@@ -64,7 +69,7 @@ class NodeState:
             if not released:
                 released = True
                 self.backend_action = None
-                self._hardware = None          # an install can change what the probe sees
+                self._hardware = None  # an install can change what the probe sees
 
         async def stream():
             ended = "ended before it finished (the client went away)"
@@ -87,9 +92,13 @@ class NodeState:
         """429 when ``cap`` songs are already waiting or running."""
         waiting = self.queue.waiting_count()
         if waiting >= cap:
-            raise ApiError(429, f"the queue is full: {waiting} songs are waiting or running "
-                                f"(node.max_queue = {cap}); try again when some have finished",
-                           "queue_full", cap=cap)
+            raise ApiError(
+                429,
+                f"the queue is full: {waiting} songs are waiting or running "
+                f"(node.max_queue = {cap}); try again when some have finished",
+                "queue_full",
+                cap=cap,
+            )
 
 
 async def default_state() -> NodeState:
@@ -102,8 +111,7 @@ async def default_state() -> NodeState:
     queue = SongQueue(p.queue_file)
     stopped = queue.load()
     if stopped:
-        log.warning("%d song(s) were running when the node stopped; marked failed",
-                    len(stopped))
+        log.warning("%d song(s) were running when the node stopped; marked failed", len(stopped))
     return NodeState(queue, Runner(queue))
 
 

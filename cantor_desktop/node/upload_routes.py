@@ -18,8 +18,12 @@ log = logging.getLogger(__name__)
 router = APIRouter()
 
 
-@router.post("/v1/uploads", status_code=201, openapi_extra=binary_request(*uploads.CONTENT_TYPES),
-             responses={**ok(UPLOAD_JSON, "kept: the upload's id and facts", 201), **ERRORS})
+@router.post(
+    "/v1/uploads",
+    status_code=201,
+    openapi_extra=binary_request(*uploads.CONTENT_TYPES),
+    responses={**ok(UPLOAD_JSON, "kept: the upload's id and facts", 201), **ERRORS},
+)
 async def upload(request: Request, name: str = "upload"):
     """Audio to edit or to learn from (WAV, FLAC, MP3, AIFF or OGG, at most 10 minutes),
     as the raw body; ``name`` is the file's name for people. 422 naming the problem when
@@ -35,8 +39,7 @@ async def upload(request: Request, name: str = "upload"):
         raise ApiError(422, f"body: {exc}", "not_audio", "body") from None
     finally:
         part.unlink(missing_ok=True)
-    log.info("upload %s kept: %s, %s, %.1f s", kept.id, kept.name, kept.format,
-             kept.duration)
+    log.info("upload %s kept: %s, %s, %.1f s", kept.id, kept.name, kept.format, kept.duration)
     return JSONResponse(kept.to_json(), status_code=201)
 
 
@@ -48,8 +51,10 @@ async def get_upload(upload_id: str):
         raise ApiError(404, str(exc), "not_found", "upload_id") from None
 
 
-@router.delete("/v1/uploads/{upload_id}",
-               responses={**ok(obj({"id": STR, "removed": {"const": True}})), **ERRORS})
+@router.delete(
+    "/v1/uploads/{upload_id}",
+    responses={**ok(obj({"id": STR, "removed": {"const": True}})), **ERRORS},
+)
 async def delete_upload(upload_id: str):
     try:
         if not await asyncio.to_thread(uploads.remove, upload_id):

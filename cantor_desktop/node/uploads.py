@@ -23,8 +23,8 @@ from ..config import write_atomic
 from ..errors import CantorError
 from ..paths import paths
 
-MAX_BYTES = 256 * 2**20        # ace-server's own limit on a request with audio
-MAX_SECONDS = 600.0            # 10 minutes, the longest song
+MAX_BYTES = 256 * 2**20  # ace-server's own limit on a request with audio
+MAX_SECONDS = 600.0  # 10 minutes, the longest song
 FORMATS = {"WAV": ".wav", "FLAC": ".flac", "MP3": ".mp3", "AIFF": ".aiff", "OGG": ".ogg"}
 CONTENT_TYPES = ("audio/*", "application/octet-stream")
 UPLOAD_ID = re.compile(r"[0-9a-f]{16}")
@@ -38,8 +38,8 @@ class UploadError(CantorError, ValueError):
 @dataclass
 class Upload:
     id: str
-    name: str                  # the file name the user gave (for people only)
-    format: str                # WAV, FLAC, MP3, AIFF, OGG
+    name: str  # the file name the user gave (for people only)
+    format: str  # WAV, FLAC, MP3, AIFF, OGG
     duration: float
     sample_rate: int
     channels: int
@@ -80,19 +80,23 @@ def examine(part: Path) -> dict[str, Any]:
         raise UploadError("the upload is empty")
     try:
         info = sf.info(str(part))
-    except Exception:            # soundfile raises its own errors for what is not audio
-        raise UploadError("this is not audio Cantor can read (WAV, FLAC, MP3, AIFF or "
-                          "OGG)") from None
+    except Exception:  # soundfile raises its own errors for what is not audio
+        raise UploadError(
+            "this is not audio Cantor can read (WAV, FLAC, MP3, AIFF or OGG)"
+        ) from None
     fmt = info.format.upper()
     if fmt not in FORMATS:
-        raise UploadError(f"{info.format_info or fmt} audio is not taken; use WAV, FLAC, MP3, "
-                          f"AIFF or OGG")
+        raise UploadError(
+            f"{info.format_info or fmt} audio is not taken; use WAV, FLAC, MP3, AIFF or OGG"
+        )
     if info.samplerate <= 0 or info.channels <= 0:
         raise UploadError("the audio has no sample rate or no channels")
     declared = info.frames / info.samplerate if info.frames > 0 else None
     if declared is not None and declared > MAX_SECONDS + 0.5:
-        raise UploadError(f"the audio is {declared / 60:.1f} minutes long; at most "
-                          f"{MAX_SECONDS / 60:.0f} minutes are taken")
+        raise UploadError(
+            f"the audio is {declared / 60:.1f} minutes long; at most "
+            f"{MAX_SECONDS / 60:.0f} minutes are taken"
+        )
     frames = 0
     try:
         with sf.SoundFile(str(part)) as f:
@@ -102,8 +106,9 @@ def examine(part: Path) -> dict[str, Any]:
                     break
                 frames += len(block)
                 if frames / info.samplerate > MAX_SECONDS + 0.5:
-                    raise UploadError(f"the audio is longer than {MAX_SECONDS / 60:.0f} "
-                                      f"minutes, the most taken")
+                    raise UploadError(
+                        f"the audio is longer than {MAX_SECONDS / 60:.0f} minutes, the most taken"
+                    )
     except UploadError:
         raise
     except Exception as exc:
@@ -112,13 +117,18 @@ def examine(part: Path) -> dict[str, Any]:
         raise UploadError("the audio holds no sound")
     missing = _missing_bytes(part, fmt)
     if missing:
-        raise UploadError(f"the file is cut short: its header announces {missing} more bytes "
-                          f"of audio than it holds")
+        raise UploadError(
+            f"the file is cut short: its header announces {missing} more bytes "
+            f"of audio than it holds"
+        )
     if info.frames > 0 and fmt in ("WAV", "AIFF", "FLAC") and frames < info.frames:
-        raise UploadError(f"the file is cut short: {frames} of its {info.frames} frames are "
-                          f"there")
-    return {"format": fmt, "duration": round(frames / info.samplerate, 3),
-            "sample_rate": info.samplerate, "channels": info.channels}
+        raise UploadError(f"the file is cut short: {frames} of its {info.frames} frames are there")
+    return {
+        "format": fmt,
+        "duration": round(frames / info.samplerate, 3),
+        "sample_rate": info.samplerate,
+        "channels": info.channels,
+    }
 
 
 def _missing_bytes(path: Path, fmt: str) -> int:
@@ -137,7 +147,7 @@ def _missing_bytes(path: Path, fmt: str) -> int:
             fh.seek(pos)
             cid, length = struct.unpack(">4sI" if big else "<4sI", fh.read(8))
             if cid == want:
-                if length in (0, 0xFFFFFFFF):      # written while streaming: no length
+                if length in (0, 0xFFFFFFFF):  # written while streaming: no length
                     return 0
                 return max(0, pos + 8 + length - size)
             pos += 8 + length + (length & 1)
@@ -148,8 +158,13 @@ def keep(upload_id: str, part: Path, name: str) -> Upload:
     """Examine the streamed file and keep it, or remove it and raise UploadError."""
     try:
         facts = examine(part)
-        upload = Upload(id=upload_id, name=_display_name(name), bytes=part.stat().st_size,
-                        created=time.time(), **facts)
+        upload = Upload(
+            id=upload_id,
+            name=_display_name(name),
+            bytes=part.stat().st_size,
+            created=time.time(),
+            **facts,
+        )
         os.replace(part, upload.path)
         write_atomic(folder() / f"{upload_id}.json", json.dumps(upload.to_json()).encode())
         return upload
@@ -178,7 +193,7 @@ def remove(upload_id: str) -> bool:
         if p.exists():
             p.unlink()
             found = True
-    for latent in folder().glob(f"{upload_id}.*.f32"):     # what engines encoded of it
+    for latent in folder().glob(f"{upload_id}.*.f32"):  # what engines encoded of it
         latent.unlink(missing_ok=True)
     return found
 

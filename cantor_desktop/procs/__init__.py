@@ -18,10 +18,39 @@ from . import macos, windows
 from .exits import RESTART_EXIT_CODE, SUPERVISED_ENV, code_text, describe_exit
 from .owner import OWNER_FD_ENV, watch_owner
 from .spawn import child_environment, child_kwargs, node_kwargs, probe_kwargs, tie_child
-from .table import (Found, alive, command_line, descendants, end, end_tree, find, image_path,
-                    path_under, same_path)
+from .table import (
+    Found,
+    alive,
+    command_line,
+    descendants,
+    end,
+    end_tree,
+    find,
+    image_path,
+    path_under,
+    same_path,
+)
 
-__all__ = ["RESTART_EXIT_CODE", "code_text", "SUPERVISED_ENV", "OWNER_FD_ENV", "Found", "alive",
-           "child_environment", "child_kwargs", "command_line", "describe_exit",
-           "descendants", "end", "end_tree", "find", "image_path", "path_under",
-           "node_kwargs", "probe_kwargs", "same_path", "tie_child", "watch_owner"]
+__all__ = [
+    "RESTART_EXIT_CODE",
+    "code_text",
+    "SUPERVISED_ENV",
+    "OWNER_FD_ENV",
+    "Found",
+    "alive",
+    "child_environment",
+    "child_kwargs",
+    "command_line",
+    "describe_exit",
+    "descendants",
+    "end",
+    "end_tree",
+    "find",
+    "image_path",
+    "path_under",
+    "node_kwargs",
+    "probe_kwargs",
+    "same_path",
+    "tie_child",
+    "watch_owner",
+]

@@ -18,14 +18,20 @@ SUPERVISED_ENV = "CANTOR_NODE_SUPERVISED"
 
 NTSTATUS: dict[int, tuple[str, str]] = {
     0xC0000135: ("STATUS_DLL_NOT_FOUND", "a DLL the program needs was not found"),
-    0xC0000139: ("STATUS_ENTRYPOINT_NOT_FOUND",
-                 "a DLL it loaded is the wrong version (an entry point is missing)"),
+    0xC0000139: (
+        "STATUS_ENTRYPOINT_NOT_FOUND",
+        "a DLL it loaded is the wrong version (an entry point is missing)",
+    ),
     0xC0000142: ("STATUS_DLL_INIT_FAILED", "a DLL failed to initialise"),
-    0xC000007B: ("STATUS_INVALID_IMAGE_FORMAT",
-                 "a DLL is for another architecture, 32- and 64-bit mixed"),
+    0xC000007B: (
+        "STATUS_INVALID_IMAGE_FORMAT",
+        "a DLL is for another architecture, 32- and 64-bit mixed",
+    ),
     0xC0000005: ("STATUS_ACCESS_VIOLATION", "it crashed touching memory it does not own"),
-    0xC000001D: ("STATUS_ILLEGAL_INSTRUCTION",
-                 "this CPU lacks an instruction the build uses, such as AVX2"),
+    0xC000001D: (
+        "STATUS_ILLEGAL_INSTRUCTION",
+        "this CPU lacks an instruction the build uses, such as AVX2",
+    ),
     0xC0000096: ("STATUS_PRIVILEGED_INSTRUCTION", "it crashed on a privileged instruction"),
     0xC00000FD: ("STATUS_STACK_OVERFLOW", "its stack overflowed"),
     0xC0000409: ("STATUS_STACK_BUFFER_OVERRUN", "it stopped itself after a fatal error"),
@@ -46,7 +52,7 @@ def ntstatus(code: int) -> int | None:
 
 
 def describe_exit(code: int | None) -> str:
-    """"exit code 1" / "killed by signal 9 (SIGKILL)" /
+    """ "exit code 1" / "killed by signal 9 (SIGKILL)" /
     "exit code 0xC0000135 (STATUS_DLL_NOT_FOUND: a DLL the program needs was not found)"."""
     if code is None:
         return "still running"
@@ -55,7 +61,7 @@ def describe_exit(code: int | None) -> str:
 
 
 def code_text(code: int) -> str:
-    """"code 1" / "signal 9 (SIGKILL)" / "code 0xC0000135 (STATUS_DLL_NOT_FOUND: …)"."""
+    """ "code 1" / "signal 9 (SIGKILL)" / "code 0xC0000135 (STATUS_DLL_NOT_FOUND: …)"."""
     status = ntstatus(code)
     if status is not None:
         name, meaning = NTSTATUS.get(status, ("", ""))

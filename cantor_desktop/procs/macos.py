@@ -27,23 +27,31 @@ Runner = Callable[[list[str]], "tuple[int | None, str]"]
 def run_command(argv: list[str], timeout: float = 5.0) -> tuple[int | None, str]:
     """Run a short macOS tool; (exit code or None when it could not run, stdout)."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, errors="replace")
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            errors="replace",
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None, ""
     return done.returncode, done.stdout
 
 
-def quarantined(path: str | os.PathLike, *, getxattr: Callable | None = None,
-                run: Runner | None = None) -> bool | None:
+def quarantined(
+    path: str | os.PathLike, *, getxattr: Callable | None = None, run: Runner | None = None
+) -> bool | None:
     """Does ``path`` carry the quarantine attribute? None when it cannot be told."""
     get = getxattr if getxattr is not None else getattr(os, "getxattr", None)
-    if get is not None:             # Linux has os.getxattr; macOS's Python does not
+    if get is not None:  # Linux has os.getxattr; macOS's Python does not
         try:
             get(os.fspath(path), QUARANTINE)
             return True
         except OSError as exc:
             import errno
+
             if exc.errno in (errno.ENODATA, getattr(errno, "ENOATTR", errno.ENODATA)):
                 return False
             if getxattr is not None:
@@ -61,9 +69,11 @@ def quarantine_note(executable: str | os.PathLike, **kwargs) -> str | None:
     if quarantined(exe, **kwargs) is not True:
         return None
     folder = exe.parent
-    return (f"macOS has quarantined this build (it was downloaded from the internet), so it "
-            f"cannot start from Cantor. If you trust it, clear the quarantine with: "
-            f"xattr -dr {QUARANTINE} {shlex.quote(str(folder))}")
+    return (
+        f"macOS has quarantined this build (it was downloaded from the internet), so it "
+        f"cannot start from Cantor. If you trust it, clear the quarantine with: "
+        f"xattr -dr {QUARANTINE} {shlex.quote(str(folder))}"
+    )
 
 
 def under_rosetta(*, run: Runner | None = None) -> bool:

@@ -31,7 +31,7 @@ OWNER_FD_ENV = "CANTOR_OWNER_FD"
 PR_SET_PDEATHSIG = 1
 
 _lock = threading.Lock()
-_pipe: tuple[int, int, int] | None = None     # (pid that made it, read end, write end)
+_pipe: tuple[int, int, int] | None = None  # (pid that made it, read end, write end)
 
 
 def owner_fd() -> int | None:
@@ -40,8 +40,8 @@ def owner_fd() -> int | None:
     if os.name == "nt":
         return None
     with _lock:
-        if _pipe is None or _pipe[0] != os.getpid():   # a forked copy makes its own
-            read, write = os.pipe()                      # both close-on-exec
+        if _pipe is None or _pipe[0] != os.getpid():  # a forked copy makes its own
+            read, write = os.pipe()  # both close-on-exec
             _pipe = (os.getpid(), read, write)
         return _pipe[1]
 
@@ -57,8 +57,7 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                      ctypes.c_ulong]
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
     term = int(signal.SIGTERM)
 
@@ -71,8 +70,12 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 DIE_WITH_PARENT = _die_with_parent_hook()
 
 
-def watch_owner(on_gone: Callable[[], None] | None = None, *, grace: float = 15.0,
-                env: MutableMapping[str, str] | None = None) -> bool:
+def watch_owner(
+    on_gone: Callable[[], None] | None = None,
+    *,
+    grace: float = 15.0,
+    env: MutableMapping[str, str] | None = None,
+) -> bool:
     """In a child: stop when the owner's pipe (``CANTOR_OWNER_FD``) closes.
 
     ``on_gone()`` runs in a watcher thread (default: SIGTERM to this process, which takes
@@ -89,13 +92,14 @@ def watch_owner(on_gone: Callable[[], None] | None = None, *, grace: float = 15.
             return False
         os.set_inheritable(fd, False)
     except (ValueError, OSError):
-        log.warning("%s=%r is not a pipe this process holds; not watching its owner",
-                    OWNER_FD_ENV, raw)
+        log.warning(
+            "%s=%r is not a pipe this process holds; not watching its owner", OWNER_FD_ENV, raw
+        )
         return False
 
     def watch() -> None:
         try:
-            while os.read(fd, 4096):    # the owner never writes: only end-of-file comes
+            while os.read(fd, 4096):  # the owner never writes: only end-of-file comes
                 pass
         except OSError:
             pass
@@ -107,6 +111,7 @@ def watch_owner(on_gone: Callable[[], None] | None = None, *, grace: float = 15.
         time.sleep(grace)
         log.error("still running %g s after the owner ended; ending now", grace)
         from .table import end_tree
+
         try:
             end_tree(os.getpid(), grace=1.0)
         finally:

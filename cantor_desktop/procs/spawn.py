@@ -39,8 +39,11 @@ def _prepare_windows(k32: Any = None) -> None:
     with _prepare_lock:
         if _prepared and k32 is None:
             return
-        for step in (windows.tie_children_to_me, windows.quiet_error_mode,
-                     windows.default_dll_search):
+        for step in (
+            windows.tie_children_to_me,
+            windows.quiet_error_mode,
+            windows.default_dll_search,
+        ):
             try:
                 step(k32)
             except Exception:  # noqa: BLE001 - a refused call must not stop the child
@@ -49,8 +52,9 @@ def _prepare_windows(k32: Any = None) -> None:
             _prepared = True
 
 
-def child_kwargs(*, os_name: str | None = None, kernel32: Any = None,
-                 owner_pipe: bool = True) -> dict[str, Any]:
+def child_kwargs(
+    *, os_name: str | None = None, kernel32: Any = None, owner_pipe: bool = True
+) -> dict[str, Any]:
     """Popen keyword arguments for a long-lived child (an engine, a trial load, the node)."""
     if (os_name or os.name) == "nt":
         _prepare_windows(kernel32)
@@ -64,11 +68,12 @@ def child_kwargs(*, os_name: str | None = None, kernel32: Any = None,
     return kwargs
 
 
-def child_environment(env: dict[str, str], *, os_name: str | None = None,
-                      owner_pipe: bool = True) -> dict[str, str]:
+def child_environment(
+    env: dict[str, str], *, os_name: str | None = None, owner_pipe: bool = True
+) -> dict[str, str]:
     """``env`` completed for a child started with :func:`child_kwargs` (changed in place and
     returned): the owner pipe's number on POSIX; on Windows PATH without the bundle."""
-    env.pop(owner.OWNER_FD_ENV, None)       # never a number inherited from our own owner
+    env.pop(owner.OWNER_FD_ENV, None)  # never a number inherited from our own owner
     if (os_name or os.name) == "nt":
         for key in [k for k in env if k.upper() == "PATH"]:
             env[key] = windows.clean_path(env[key])

@@ -26,6 +26,7 @@ def _ps(ps):
     node, and psutil would stay loaded in its idle window (~2 MiB) all the same."""
     if ps is None:
         import psutil
+
         return psutil
     return ps
 
@@ -37,7 +38,7 @@ def _process(pid: int, ps):
         if proc.status() == ps.STATUS_ZOMBIE:
             return None
         return proc
-    except ps.NoSuchProcess:          # psutil.ZombieProcess is one too
+    except ps.NoSuchProcess:  # psutil.ZombieProcess is one too
         return None
 
 
@@ -48,7 +49,7 @@ def alive(pid: int | None, *, ps=None) -> bool:
     ps = _ps(ps)
     try:
         return _process(pid, ps) is not None
-    except ps.AccessDenied:          # someone else's process: it runs
+    except ps.AccessDenied:  # someone else's process: it runs
         return True
 
 
@@ -181,8 +182,12 @@ def find(match: Callable[[Found], bool], *, ps=None) -> list[Found]:
         info = getattr(proc, "info", None) or {}
         if info.get("status") == ps.STATUS_ZOMBIE or info.get("pid") == os.getpid():
             continue
-        item = Found(pid=info.get("pid", proc.pid), exe=info.get("exe") or None,
-                     cmdline=list(info.get("cmdline") or []), ppid=info.get("ppid"))
+        item = Found(
+            pid=info.get("pid", proc.pid),
+            exe=info.get("exe") or None,
+            cmdline=list(info.get("cmdline") or []),
+            ppid=info.get("ppid"),
+        )
         try:
             if match(item):
                 found.append(item)

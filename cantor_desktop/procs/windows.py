@@ -46,30 +46,42 @@ APP_MUTEX = "CantorDesktopRunning"
 
 
 class IO_COUNTERS(ctypes.Structure):  # noqa: N801 - Windows' name
-    _fields_ = [(name, ctypes.c_ulonglong) for name in (
-        "ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
-        "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
+    _fields_ = [
+        (name, ctypes.c_ulonglong)
+        for name in (
+            "ReadOperationCount",
+            "WriteOperationCount",
+            "OtherOperationCount",
+            "ReadTransferCount",
+            "WriteTransferCount",
+            "OtherTransferCount",
+        )
+    ]
 
 
 class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
-    _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64),
-                ("PerJobUserTimeLimit", ctypes.c_int64),
-                ("LimitFlags", ctypes.c_uint32),
-                ("MinimumWorkingSetSize", ctypes.c_size_t),
-                ("MaximumWorkingSetSize", ctypes.c_size_t),
-                ("ActiveProcessLimit", ctypes.c_uint32),
-                ("Affinity", ctypes.c_size_t),
-                ("PriorityClass", ctypes.c_uint32),
-                ("SchedulingClass", ctypes.c_uint32)]
+    _fields_ = [
+        ("PerProcessUserTimeLimit", ctypes.c_int64),
+        ("PerJobUserTimeLimit", ctypes.c_int64),
+        ("LimitFlags", ctypes.c_uint32),
+        ("MinimumWorkingSetSize", ctypes.c_size_t),
+        ("MaximumWorkingSetSize", ctypes.c_size_t),
+        ("ActiveProcessLimit", ctypes.c_uint32),
+        ("Affinity", ctypes.c_size_t),
+        ("PriorityClass", ctypes.c_uint32),
+        ("SchedulingClass", ctypes.c_uint32),
+    ]
 
 
 class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
-    _fields_ = [("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION),
-                ("IoInfo", IO_COUNTERS),
-                ("ProcessMemoryLimit", ctypes.c_size_t),
-                ("JobMemoryLimit", ctypes.c_size_t),
-                ("PeakProcessMemoryUsed", ctypes.c_size_t),
-                ("PeakJobMemoryUsed", ctypes.c_size_t)]
+    _fields_ = [
+        ("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION),
+        ("IoInfo", IO_COUNTERS),
+        ("ProcessMemoryLimit", ctypes.c_size_t),
+        ("JobMemoryLimit", ctypes.c_size_t),
+        ("PeakProcessMemoryUsed", ctypes.c_size_t),
+        ("PeakJobMemoryUsed", ctypes.c_size_t),
+    ]
 
 
 def load_kernel32() -> Any:
@@ -79,8 +91,10 @@ def load_kernel32() -> Any:
     k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
     sig = {
         "CreateJobObjectW": (wintypes.HANDLE, [wintypes.LPVOID, wintypes.LPCWSTR]),
-        "SetInformationJobObject": (wintypes.BOOL, [wintypes.HANDLE, ctypes.c_int,
-                                                     wintypes.LPVOID, wintypes.DWORD]),
+        "SetInformationJobObject": (
+            wintypes.BOOL,
+            [wintypes.HANDLE, ctypes.c_int, wintypes.LPVOID, wintypes.DWORD],
+        ),
         "AssignProcessToJobObject": (wintypes.BOOL, [wintypes.HANDLE, wintypes.HANDLE]),
         "OpenProcess": (wintypes.HANDLE, [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]),
         "CloseHandle": (wintypes.BOOL, [wintypes.HANDLE]),
@@ -122,9 +136,12 @@ class Job:
             raise OSError(f"CreateJobObjectW failed (error {_last_error()})")
         info = JOBOBJECT_EXTENDED_LIMIT_INFORMATION()
         info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
-        ok = self.k32.SetInformationJobObject(self.handle,
-                                              JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS,
-                                              ctypes.byref(info), ctypes.sizeof(info))
+        ok = self.k32.SetInformationJobObject(
+            self.handle,
+            JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS,
+            ctypes.byref(info),
+            ctypes.sizeof(info),
+        )
         if not ok:
             error = _last_error()
             self.close()
@@ -134,8 +151,9 @@ class Job:
         """Put process ``pid`` in the job (and with it every process it starts later)."""
         handle = self.k32.OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE, False, pid)
         if not handle:
-            log.warning("cannot open process %d to tie it to its owner (error %d)", pid,
-                        _last_error())
+            log.warning(
+                "cannot open process %d to tie it to its owner (error %d)", pid, _last_error()
+            )
             return False
         try:
             return self._assign_handle(handle, f"process {pid}")
@@ -149,8 +167,11 @@ class Job:
     def _assign_handle(self, handle, what: str) -> bool:
         if self.k32.AssignProcessToJobObject(self.handle, handle):
             return True
-        log.warning("cannot put %s in a job object (error %d); its children may outlive it",
-                    what, _last_error())
+        log.warning(
+            "cannot put %s in a job object (error %d); its children may outlive it",
+            what,
+            _last_error(),
+        )
         return False
 
     def close(self) -> None:
@@ -180,7 +201,7 @@ def tie_children_to_me(k32: Any = None) -> bool:
         if not job.assign_current():
             job.close()
             return False
-        _own_job = job      # never closed: the handle goes when this process does
+        _own_job = job  # never closed: the handle goes when this process does
         return True
 
 
@@ -193,8 +214,11 @@ def quiet_error_mode(k32: Any = None) -> int:
     return mode
 
 
-def default_dll_search(k32: Any = None, meipass: str | None = None,
-                       add_dll_directory: Callable[[str], Any] | None = None) -> bool:
+def default_dll_search(
+    k32: Any = None,
+    meipass: str | None = None,
+    add_dll_directory: Callable[[str], Any] | None = None,
+) -> bool:
     """Undo PyInstaller's ``SetDllDirectoryW(_MEIPASS)`` so children get the default DLL
     search path; keep ``_MEIPASS`` for this process's own loading (``os.add_dll_directory``).
     Returns True when the DLL directory was reset."""
@@ -206,8 +230,10 @@ def default_dll_search(k32: Any = None, meipass: str | None = None,
     n = k32.GetDllDirectoryW(len(buf), buf)
     current = buf.value if n else ""
     import ntpath
-    if not current or ntpath.normcase(ntpath.normpath(current)) != \
-            ntpath.normcase(ntpath.normpath(meipass)):
+
+    if not current or ntpath.normcase(ntpath.normpath(current)) != ntpath.normcase(
+        ntpath.normpath(meipass)
+    ):
         return False
     add = add_dll_directory or getattr(os, "add_dll_directory", None)
     if add is not None:
@@ -219,13 +245,13 @@ def default_dll_search(k32: Any = None, meipass: str | None = None,
     return True
 
 
-_KEEP: list[Any] = []     # add_dll_directory cookies: the directory stays while they live
+_KEEP: list[Any] = []  # add_dll_directory cookies: the directory stays while they live
 
 
 def clean_path(path: str, meipass: str | None = None) -> str:
     """PATH without the bundle's folders (``_internal`` and below): an engine must find its
     own DLLs and the system's, never our bundle's."""
-    import ntpath           # Windows paths, whatever OS reads them (the tests run on Linux)
+    import ntpath  # Windows paths, whatever OS reads them (the tests run on Linux)
 
     meipass = meipass if meipass is not None else getattr(sys, "_MEIPASS", None)
     if not meipass or not path:
@@ -235,6 +261,7 @@ def clean_path(path: str, meipass: str | None = None) -> str:
     def inside(entry: str) -> bool:
         entry = ntpath.normcase(ntpath.normpath(entry.strip('"')))
         return entry == bundle or entry.startswith(bundle + "\\")
+
     return ";".join(p for p in path.split(";") if p and not inside(p))
 
 

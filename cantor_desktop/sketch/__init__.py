@@ -42,7 +42,10 @@ def ensure_sketch_models(directory: str | Path) -> dict[str, str]:
         except gguf.GGUFError:
             ok = False
         if not ok:
-            gguf.write_header_only(path, arch, {"general.name": f"sketch-{kind}",
-                                                "general.description": SKETCH_DISPLAY_NAME})
+            gguf.write_header_only(
+                path,
+                arch,
+                {"general.name": f"sketch-{kind}", "general.description": SKETCH_DISPLAY_NAME},
+            )
         out[kind] = name
     return out

@@ -22,11 +22,11 @@ import numpy as np
 
 from .instruments import SR
 
-BUDGET = 256 * 1024 * 1024       # 16-bit stereo: about 23 minutes of audio
+BUDGET = 256 * 1024 * 1024  # 16-bit stereo: about 23 minutes of audio
 
 
 def sniff(data: bytes) -> str | None:
-    """"wav" or "mp3" by the first bytes (what ace-server's decoder accepts), else None."""
+    """ "wav" or "mp3" by the first bytes (what ace-server's decoder accepts), else None."""
     if len(data) >= 12 and data[:4] in (b"RIFF", b"RIFX") and data[8:12] == b"WAVE":
         return "wav"
     if data[:3] == b"ID3":
@@ -43,9 +43,10 @@ def decode(data: bytes) -> np.ndarray | None:
     if kind is None:
         return None
     import soundfile as sf
+
     try:
         audio, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
-    except Exception:      # noqa: BLE001 - libsndfile's many ways to say "not audio"
+    except Exception:  # noqa: BLE001 - libsndfile's many ways to say "not audio"
         return None
     if not len(audio) or not np.all(np.isfinite(audio)):
         return None
@@ -55,6 +56,7 @@ def decode(data: bytes) -> np.ndarray | None:
         audio = audio[:, :2]
     if rate != SR:
         import soxr
+
         audio = soxr.resample(np.ascontiguousarray(audio), rate, SR, quality="HQ")
     return np.ascontiguousarray(audio, dtype=np.float32)
 

@@ -56,9 +56,18 @@ def encode(song, plan) -> str:
     n = max(HEADER, int(round(song.duration * 5)))
     seed = int(song.arrangement_seed) & ((1 << 45) - 1)
     tenths = int(round(song.duration * 10))
-    words = [MAGIC, VERSION, seed & 0x7FFF, (seed >> 15) & 0x7FFF, (seed >> 30) & 0x7FFF,
-             int(round(song.bpm * 10)) & 0x7FFF, song.tonic * 2 + int(song.minor),
-             song.beats_per_bar, tenths & 0x7FFF, tenths >> 15]
+    words = [
+        MAGIC,
+        VERSION,
+        seed & 0x7FFF,
+        (seed >> 15) & 0x7FFF,
+        (seed >> 30) & 0x7FFF,
+        int(round(song.bpm * 10)) & 0x7FFF,
+        song.tonic * 2 + int(song.minor),
+        song.beats_per_bar,
+        tenths & 0x7FFF,
+        tenths >> 15,
+    ]
     words.append(_checksum(words))
     bar_s = song.bar_seconds
     kinds: dict[int, tuple[str, float]] = {}
@@ -70,8 +79,9 @@ def encode(song, plan) -> str:
         bar = min(len(plan.degrees) - 1, int(t / bar_s)) if plan.degrees else 0
         kind, energy = kinds.get(bar, ("verse", 0.5))
         degree = plan.degrees[bar] if plan.degrees else 0
-        words.append(PLAN + _KINDS.index(kind) * 64 + (degree % 8) * 8
-                     + min(7, int(energy * 7.999)))
+        words.append(
+            PLAN + _KINDS.index(kind) * 64 + (degree % 8) * 8 + min(7, int(energy * 7.999))
+        )
     return "".join(f"<|audio_code_{w}|>" for w in words)
 
 
@@ -80,11 +90,17 @@ def decode(text: str) -> Decoded | None:
     words = tokens(text)
     if len(words) < HEADER or words[0] != MAGIC or words[1] != VERSION:
         return None
-    if _checksum(words[:HEADER - 1]) != words[HEADER - 1]:
+    if _checksum(words[: HEADER - 1]) != words[HEADER - 1]:
         return None
     seed = words[2] | (words[3] << 15) | (words[4] << 30)
     tenths = words[8] | (words[9] << 15)
     if not words[5] or words[7] not in (2, 3, 4, 6) or not tenths or words[6] >= 24:
         return None
-    return Decoded(plan_seed=seed, bpm=words[5] / 10, tonic=words[6] // 2,
-                   minor=bool(words[6] % 2), beats=words[7], duration=tenths / 10)
+    return Decoded(
+        plan_seed=seed,
+        bpm=words[5] / 10,
+        tonic=words[6] // 2,
+        minor=bool(words[6] % 2),
+        beats=words[7],
+        duration=tenths / 10,
+    )

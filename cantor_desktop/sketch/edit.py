@@ -52,16 +52,26 @@ from .instruments import SR
 from .render import HEADROOM, PARTS, Renderer, Song
 from .request import is_instrumental
 
-FADE = 0.05                     # seconds: the cross-fade inside a region's edges
+FADE = 0.05  # seconds: the cross-fade inside a region's edges
 # words that make a layer's instrument play (added to the caption of a lego layer)
 TRACK_WORDS = {
-    "vocals": "wordless vocals", "backing_vocals": "choir", "drums": "drums",
-    "bass": "bass guitar", "guitar": "acoustic guitar", "keyboard": "piano",
-    "percussion": "epic taiko percussion", "strings": "strings", "synth": "synth lead",
-    "fx": "rain", "brass": "brass", "woodwinds": "flute",
+    "vocals": "wordless vocals",
+    "backing_vocals": "choir",
+    "drums": "drums",
+    "bass": "bass guitar",
+    "guitar": "acoustic guitar",
+    "keyboard": "piano",
+    "percussion": "epic taiko percussion",
+    "strings": "strings",
+    "synth": "synth lead",
+    "fx": "rain",
+    "brass": "brass",
+    "woodwinds": "flute",
 }
-VOCAL_FILL = "[Verse]\nooh ooh ooh ooh ooh ooh\nooh ooh ooh ooh ooh ooh\n" \
-             "[Chorus]\nah ah ah ah ah ah ah ah\nah ah ah ah ah ah ah ah"
+VOCAL_FILL = (
+    "[Verse]\nooh ooh ooh ooh ooh ooh\nooh ooh ooh ooh ooh ooh\n"
+    "[Chorus]\nah ah ah ah ah ah ah ah\nah ah ah ah ah ah ah ah"
+)
 
 
 class EditFailed(Exception):
@@ -71,10 +81,11 @@ class EditFailed(Exception):
 @dataclass
 class Source:
     """A source (or reference) as the Sketch knows it."""
+
     recipe: dict
     frame: Frame
     samples: int
-    via: str                    # "latents" or "audio"
+    via: str  # "latents" or "audio"
 
 
 @dataclass
@@ -93,12 +104,13 @@ class Context:
 
 # ---------------------------------------------------------------- helpers
 
+
 def place(x: np.ndarray, at: int, n: int) -> np.ndarray:
     """``x`` at sample ``at`` of ``n`` samples of silence (cut where it does not fit)."""
     out = np.zeros((n, 2), dtype=np.float32)
     a, b = max(0, at), min(n, at + len(x))
     if b > a:
-        out[a:b] = x[a - at:b - at]
+        out[a:b] = x[a - at : b - at]
     return out
 
 
@@ -110,7 +122,7 @@ def ramp(length: int, fade: int, fade_in: bool, fade_out: bool) -> np.ndarray:
     if f > 0 and fade_in:
         w[:f] = np.linspace(0.0, 1.0, f, endpoint=False, dtype=np.float32)
     if f > 0 and fade_out:
-        w[length - f:] = np.linspace(1.0, 0.0, f, endpoint=False, dtype=np.float32)
+        w[length - f :] = np.linspace(1.0, 0.0, f, endpoint=False, dtype=np.float32)
     return w[:, None]
 
 
@@ -124,9 +136,8 @@ def loudness(x: np.ndarray) -> float:
     n = len(x) // block
     if n == 0:
         return rms(x)
-    energy = np.mean(np.square(x[:n * block].reshape(n, block, -1), dtype=np.float64),
-                     axis=(1, 2))
-    loud = np.sort(energy)[n // 2:]
+    energy = np.mean(np.square(x[: n * block].reshape(n, block, -1), dtype=np.float64), axis=(1, 2))
+    loud = np.sort(energy)[n // 2 :]
     return float(np.sqrt(loud.mean())) if loud.size else 0.0
 
 
@@ -146,6 +157,7 @@ def wanted(parts) -> set[str] | None:
 
 
 # ---------------------------------------------------------------- what a recipe is
+
 
 def length_of(recipe: dict) -> int:
     """The samples a recipe renders (cheap)."""
@@ -167,8 +179,11 @@ def level_of(recipe: dict) -> float | None:
     if kind in ("repaint", "extract"):
         return level_of(recipe["src"])
     if kind == "cover":
-        level = (recipe.get("gain") or 1.0) * (recipe.get("post") or 1.0) * \
-            (1.0 - recipe.get("noise", 0.0))
+        level = (
+            (recipe.get("gain") or 1.0)
+            * (recipe.get("post") or 1.0)
+            * (1.0 - recipe.get("noise", 0.0))
+        )
         return level if level > 0 else None
     base = level_of(recipe["src"])
     return (base if base is not None else recipe.get("gain") or 1.0) * (recipe.get("post") or 1.0)
@@ -189,8 +204,7 @@ def frame_of(recipe: dict) -> Frame:
         return f
     if kind == "cover":
         song = Song.from_json(recipe["song"])
-        f = frames.of_song(song, render.plan(song)).shifted(recipe["at"] / SR,
-                                                            recipe["n"] / SR)
+        f = frames.of_song(song, render.plan(song)).shifted(recipe["at"] / SR, recipe["n"] / SR)
         return f
     return frame_of(recipe["src"])
 
@@ -207,6 +221,7 @@ def _overlay(f: Frame, local: Song, at: int) -> None:
 
 
 # ---------------------------------------------------------------- rendering a recipe
+
 
 def build(recipe: dict, ctx: Context, steps: int, parts=None) -> Build:
     """The renderers a recipe needs (step them all) and the call that gives its audio."""
@@ -231,6 +246,7 @@ def _song(recipe, ctx, steps, parts) -> Build:
         out *= np.float32(recipe["gain"])
         r.buf = None
         return out
+
     return Build([r], finish)
 
 
@@ -239,8 +255,10 @@ def _audio(recipe, ctx, steps, parts) -> Build:
         audio = ctx.memory.get(recipe["fp"])
         n = int(recipe["n"])
         if audio is None:
-            ctx.log(f"[Sketch] WARNING: the audio of latent {recipe['fp']} is no longer held "
-                    "by this engine: silence in its place")
+            ctx.log(
+                f"[Sketch] WARNING: the audio of latent {recipe['fp']} is no longer held "
+                "by this engine: silence in its place"
+            )
             return np.zeros((n, 2), dtype=np.float32)
         audio = place(audio, 0, n)
         if parts is None:
@@ -249,6 +267,7 @@ def _audio(recipe, ctx, steps, parts) -> Build:
         for p in sorted(parts):
             out += stems.stand_in(audio, p)
         return out
+
     return Build([], finish)
 
 
@@ -273,12 +292,13 @@ def _repaint(recipe, ctx, steps, parts) -> Build:
             level = level_of(recipe["src"])
             if level is None:
                 margin = 8 * SR
-                near = out[max(lpad, rs - margin):min(lpad + src_len, re_ + margin)]
+                near = out[max(lpad, rs - margin) : min(lpad + src_len, re_ + margin)]
                 have = loudness(new[rs:re_])
                 level = loudness(near) / have if have > 0 and loudness(near) > 0 else 1.0
             recipe["gain"] = _capped(out[rs:re_] * (1 - w), new[rs:re_] * w, level)
         out[rs:re_] = out[rs:re_] * (1 - w) + new[rs:re_] * (np.float32(recipe["gain"]) * w)
         return out
+
     return Build(src.renderers + [r], finish)
 
 
@@ -310,13 +330,14 @@ def _cover(recipe, ctx, steps, parts) -> Build:
             recipe["post"] = render.master_gain(out, recipe.get("norm", True))
         out *= np.float32(recipe["post"])
         return out
+
     return Build([r] + (src.renderers if src else []), finish)
 
 
 def _extract(recipe, ctx, steps, parts) -> Build:
     track = recipe["track"]
     n = length_of(recipe)
-    if not track:                                   # "the track": everything there is
+    if not track:  # "the track": everything there is
         return build(recipe["src"], ctx, steps, parts)
     take = {track} if parts is None else ({track} & parts)
     if track not in PARTS or not take:
@@ -352,6 +373,7 @@ def _layered(recipe, ctx, steps, parts, layer_parts: set[str], target: float) ->
             recipe["post"] = HEADROOM / top if top > HEADROOM else 1.0
         out *= np.float32(recipe["post"])
         return out
+
     return Build(src.renderers + ([r] if r else []), finish)
 
 
@@ -363,11 +385,19 @@ def _complete(recipe, ctx, steps, parts) -> Build:
     return _layered(recipe, ctx, steps, parts, set(PARTS) - set(recipe["tracks"]), 1.0)
 
 
-_BUILDERS = {"song": _song, "audio": _audio, "repaint": _repaint, "cover": _cover,
-             "extract": _extract, "lego": _lego, "complete": _complete}
+_BUILDERS = {
+    "song": _song,
+    "audio": _audio,
+    "repaint": _repaint,
+    "cover": _cover,
+    "extract": _extract,
+    "lego": _lego,
+    "complete": _complete,
+}
 
 
 # ---------------------------------------------------------------- making an edit
+
 
 def text2music(song: Song, fmt: str) -> dict:
     return {"t": "song", "song": song.to_json(), "gain": None, "norm": fmt != "wav32"}
@@ -377,17 +407,39 @@ def audio_recipe(fp: str, samples: int, facts: dict) -> dict:
     return {"t": "audio", "fp": fp, "n": int(samples), "facts": facts}
 
 
-def _local_song(f: Frame, first: int, count: int, *, seed: int, caption: str, lyrics: str,
-                fill: list[tuple[str, float]] | None = None, duration: float | None = None,
-                fade_in: bool = False, fade_out: bool = False, keep_chords: bool = True,
-                plan_seed: int | None = None, melody_seed: int | None = None) -> Song:
+def _local_song(
+    f: Frame,
+    first: int,
+    count: int,
+    *,
+    seed: int,
+    caption: str,
+    lyrics: str,
+    fill: list[tuple[str, float]] | None = None,
+    duration: float | None = None,
+    fade_in: bool = False,
+    fade_out: bool = False,
+    keep_chords: bool = True,
+    plan_seed: int | None = None,
+    melody_seed: int | None = None,
+) -> Song:
     """A song on ``f``'s grid from bar ``first`` for ``count`` bars."""
-    return Song(bpm=f.bpm, beats_per_bar=f.beats, tonic=f.tonic, minor=f.minor,
-                duration=duration if duration is not None else count * f.bar, seed=seed,
-                lyrics=lyrics, caption=caption, plan_seed=plan_seed, melody_seed=melody_seed,
-                sections=f.sections_for(first, count, fill),
-                degrees=f.degrees_for(first, count) if keep_chords else None,
-                fade_in=fade_in, fade_out=fade_out)
+    return Song(
+        bpm=f.bpm,
+        beats_per_bar=f.beats,
+        tonic=f.tonic,
+        minor=f.minor,
+        duration=duration if duration is not None else count * f.bar,
+        seed=seed,
+        lyrics=lyrics,
+        caption=caption,
+        plan_seed=plan_seed,
+        melody_seed=melody_seed,
+        sections=f.sections_for(first, count, fill),
+        degrees=f.degrees_for(first, count) if keep_chords else None,
+        fade_in=fade_in,
+        fade_out=fade_out,
+    )
 
 
 def repaint(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
@@ -396,7 +448,7 @@ def repaint(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
     a, b = float(req["repainting_start"]), float(req["repainting_end"])
     end = d if b < 0 else b
     lpad, rpad = max(0.0, -a), max(0.0, end - d)
-    if src.via == "latents":            # latents are padded by whole frames
+    if src.via == "latents":  # latents are padded by whole frames
         lpad_n = int(lpad * 25 + 0.5) * 1920
         rpad_n = int(rpad * 25 + 0.5) * 1920
     else:
@@ -404,8 +456,10 @@ def repaint(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
     n = lpad_n + src.samples + rpad_n
     if lpad > 0 or rpad > 0:
         if src.via == "latents":
-            log(f"[Outpaint] latent pad left={lpad:.1f}s ({lpad_n // 1920}) right={rpad:.1f}s "
-                f"({rpad_n // 1920}) total={n / SR:.1f}s")
+            log(
+                f"[Outpaint] latent pad left={lpad:.1f}s ({lpad_n // 1920}) right={rpad:.1f}s "
+                f"({rpad_n // 1920}) total={n / SR:.1f}s"
+            )
         else:
             log(f"[Outpaint] audio pad left={lpad:.1f}s right={rpad:.1f}s total={n / SR:.1f}s")
     lp = lpad_n / SR
@@ -423,7 +477,7 @@ def repaint(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
     first = f.bar_at(rs / SR)
     last = f.bar_at(max(rs, re_ - 1) / SR)
     to_end = re_ >= n
-    count = last - first + 1 + (0 if to_end else 1)         # a bar's margin after
+    count = last - first + 1 + (0 if to_end else 1)  # a bar's margin after
     at = int(round(f.bar_start(first) * SR))
     src_end = (lpad_n + src.samples) / SR
     after = [k for k in range(first, first + count) if f.bar_start(k) >= src_end - 1e-6]
@@ -439,37 +493,87 @@ def repaint(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
         else:
             fill.append(("verse", form.ENERGY["verse"]))
     duration = (n - at) / SR if to_end else None
-    song = _local_song(f, first, count, seed=seed, caption=caption_of(req, ref),
-                       lyrics=lyrics_of(req), fill=fill, duration=duration,
-                       fade_in=at <= 0 and rs == 0, fade_out=to_end)
+    song = _local_song(
+        f,
+        first,
+        count,
+        seed=seed,
+        caption=caption_of(req, ref),
+        lyrics=lyrics_of(req),
+        fill=fill,
+        duration=duration,
+        fade_in=at <= 0 and rs == 0,
+        fade_out=to_end,
+    )
     fade = int(FADE * SR)
-    return {"t": "repaint", "src": src.recipe, "lpad": lpad_n, "n": n, "rs": rs, "re": re_,
-            "fade": fade, "edges": [0 < rs, re_ < n], "song": song.to_json(), "at": at,
-            "gain": None}
+    return {
+        "t": "repaint",
+        "src": src.recipe,
+        "lpad": lpad_n,
+        "n": n,
+        "rs": rs,
+        "re": re_,
+        "fade": fade,
+        "edges": [0 < rs, re_ < n],
+        "song": song.to_json(),
+        "at": at,
+        "gain": None,
+    }
 
 
-def cover(req: dict, seed: int, src: Source, ref: Source | None, log, *, steps: int,
-          faithful: bool, fmt: str) -> dict:
+def cover(
+    req: dict,
+    seed: int,
+    src: Source,
+    ref: Source | None,
+    log,
+    *,
+    steps: int,
+    faithful: bool,
+    fmt: str,
+) -> dict:
     f = src.frame
     strength = min(1.0, max(0.0, float(req["audio_cover_strength"])))
     noise = min(1.0, max(0.0, float(req["cover_noise_strength"])))
     if strength < 1.0:
-        log(f"[Context-Silence] audio_cover_strength={strength:.2f} -> switch at step "
-            f"{int(steps * strength)}/{steps}")
+        log(
+            f"[Context-Silence] audio_cover_strength={strength:.2f} -> switch at step "
+            f"{int(steps * strength)}/{steps}"
+        )
     if noise > 0:
-        log(f"[Init-Noise] cover_noise_strength={noise:.2f} -> noise_level={1 - noise:.4f}, "
-            f"nearest_t={1 - noise:.4f}, remaining_steps={max(1, round(steps * (1 - noise)))}")
+        log(
+            f"[Init-Noise] cover_noise_strength={noise:.2f} -> noise_level={1 - noise:.4f}, "
+            f"nearest_t={1 - noise:.4f}, remaining_steps={max(1, round(steps * (1 - noise)))}"
+        )
     first, at, bars = _whole(src)
     lyrics = lyrics_of(req) or f.lyrics
     keep_melody = faithful or strength >= 0.75
-    song = _local_song(f, first, bars, seed=seed, caption=caption_of(req, ref), lyrics=lyrics,
-                       duration=(src.samples - at) / SR, fade_in=True, fade_out=True,
-                       keep_chords=faithful or strength >= 0.5,
-                       plan_seed=f.plan_seed if faithful else None,
-                       melody_seed=(f.melody_seed if f.melody_seed is not None else f.plan_seed)
-                       if keep_melody else None)
-    recipe = {"t": "cover", "song": song.to_json(), "at": at, "n": src.samples, "gain": None,
-              "noise": noise, "post": None, "norm": fmt != "wav32"}
+    song = _local_song(
+        f,
+        first,
+        bars,
+        seed=seed,
+        caption=caption_of(req, ref),
+        lyrics=lyrics,
+        duration=(src.samples - at) / SR,
+        fade_in=True,
+        fade_out=True,
+        keep_chords=faithful or strength >= 0.5,
+        plan_seed=f.plan_seed if faithful else None,
+        melody_seed=(f.melody_seed if f.melody_seed is not None else f.plan_seed)
+        if keep_melody
+        else None,
+    )
+    recipe = {
+        "t": "cover",
+        "song": song.to_json(),
+        "at": at,
+        "n": src.samples,
+        "gain": None,
+        "noise": noise,
+        "post": None,
+        "norm": fmt != "wav32",
+    }
     if noise > 0:
         recipe["src"] = src.recipe
     return recipe
@@ -508,16 +612,33 @@ def lego(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
     if track not in PARTS:
         log(f"[Lego] WARNING: '{track}' is not a standard track name")
     words = TRACK_WORDS.get(track, "")
-    caption = caption_of(req, ref) or src.frame.caption     # the source's genre by default
+    caption = caption_of(req, ref) or src.frame.caption  # the source's genre by default
     if track == "guitar" and ("electric" in caption.lower() or "rock" in caption.lower()):
         words = "electric guitar"
-    caption = f"{words}, {caption}" if caption else words   # named first: it always plays
+    caption = f"{words}, {caption}" if caption else words  # named first: it always plays
     lyrics = lyrics_of(req) or (VOCAL_FILL if track == "vocals" else "")
     first, at, bars = _whole(src)
-    song = _local_song(src.frame, first, bars, seed=seed, caption=caption, lyrics=lyrics,
-                       duration=(src.samples - at) / SR, fade_in=True, fade_out=True)
-    recipe = {"t": "lego", "src": src.recipe, "track": track, "song": song.to_json(),
-              "at": at, "gain": None, "post": None, **_region(req, src.samples)}
+    song = _local_song(
+        src.frame,
+        first,
+        bars,
+        seed=seed,
+        caption=caption,
+        lyrics=lyrics,
+        duration=(src.samples - at) / SR,
+        fade_in=True,
+        fade_out=True,
+    )
+    recipe = {
+        "t": "lego",
+        "src": src.recipe,
+        "track": track,
+        "song": song.to_json(),
+        "at": at,
+        "gain": None,
+        "post": None,
+        **_region(req, src.samples),
+    }
     if track in PARTS and track not in render.plan(song).parts:
         log(f"[Sketch] WARNING: lego: no {track} part plays in this caption's style")
     return recipe
@@ -530,13 +651,42 @@ def complete(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict
         if t not in PARTS:
             log(f"[Complete] WARNING: '{t}' is not a standard track name")
     first, at, bars = _whole(src)
-    song = _local_song(src.frame, first, bars, seed=seed, caption=caption_of(req, ref),
-                       lyrics=lyrics_of(req), duration=(src.samples - at) / SR,
-                       fade_in=True, fade_out=True)
-    return {"t": "complete", "src": src.recipe, "tracks": tracks, "song": song.to_json(),
-            "at": at, "gain": None, "post": None}
+    song = _local_song(
+        src.frame,
+        first,
+        bars,
+        seed=seed,
+        caption=caption_of(req, ref),
+        lyrics=lyrics_of(req),
+        duration=(src.samples - at) / SR,
+        fade_in=True,
+        fade_out=True,
+    )
+    return {
+        "t": "complete",
+        "src": src.recipe,
+        "tracks": tracks,
+        "song": song.to_json(),
+        "at": at,
+        "gain": None,
+        "post": None,
+    }
 
 
-__all__ = ["Build", "Context", "EditFailed", "Source", "build", "cover", "complete",
-           "extract", "frame_of", "length_of", "lego", "level_of", "render_now", "repaint",
-           "text2music"]
+__all__ = [
+    "Build",
+    "Context",
+    "EditFailed",
+    "Source",
+    "build",
+    "cover",
+    "complete",
+    "extract",
+    "frame_of",
+    "length_of",
+    "lego",
+    "level_of",
+    "render_now",
+    "repaint",
+    "text2music",
+]

@@ -17,7 +17,7 @@ class EncodeError(RuntimeError):
 
 
 _WAV = {"wav16": (16, 1), "wav24": (24, 1), "wav32": (32, 3)}
-_CHUNK = 1 << 20                    # samples converted at a time: small temporaries
+_CHUNK = 1 << 20  # samples converted at a time: small temporaries
 
 
 def _pcm(x: np.ndarray, fmt: str) -> bytes:
@@ -45,31 +45,51 @@ def wav_pieces(audio: np.ndarray, fmt: str, sample_rate: int = SR) -> list[bytes
     flat = audio.reshape(-1)
     block = channels * bits // 8
     data_len = len(flat) * bits // 8
-    header = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + data_len, b"WAVE", b"fmt ", 16,
-                         tag, channels, sample_rate, sample_rate * block, block, bits,
-                         b"data", data_len)
+    header = struct.pack(
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF",
+        36 + data_len,
+        b"WAVE",
+        b"fmt ",
+        16,
+        tag,
+        channels,
+        sample_rate,
+        sample_rate * block,
+        block,
+        bits,
+        b"data",
+        data_len,
+    )
     step = _CHUNK * channels
-    return [header] + [_pcm(flat[i:i + step], fmt) for i in range(0, len(flat), step)]
+    return [header] + [_pcm(flat[i : i + step], fmt) for i in range(0, len(flat), step)]
 
 
 def mp3_bytes(audio: np.ndarray, bitrate_kbps: int = 128, sample_rate: int = SR) -> bytes:
     """MP3 through libsndfile (1.1+ has an MP3 encoder); EncodeError if it is unavailable."""
     try:
         import soundfile as sf
-    except ImportError as e:        # pragma: no cover - soundfile is a dependency
+    except ImportError as e:  # pragma: no cover - soundfile is a dependency
         raise EncodeError(f"MP3 encoding unavailable: {e}") from None
     buf = io.BytesIO()
     try:
-        with sf.SoundFile(buf, "w", samplerate=sample_rate, channels=audio.shape[1],
-                          format="MP3", subtype="MPEG_LAYER_III") as f:
-            try:     # libsndfile maps 0..1 onto its bitrate range; ask for the bitrate mode
+        with sf.SoundFile(
+            buf,
+            "w",
+            samplerate=sample_rate,
+            channels=audio.shape[1],
+            format="MP3",
+            subtype="MPEG_LAYER_III",
+        ) as f:
+            try:  # libsndfile maps 0..1 onto its bitrate range; ask for the bitrate mode
                 f.compression_level = max(0.0, min(1.0, 1.0 - (bitrate_kbps - 32) / 288))
-            except Exception:       # older soundfile: keep libsndfile's default
+            except Exception:  # older soundfile: keep libsndfile's default
                 pass
             f.write(audio)
     except Exception as e:
-        raise EncodeError(f"MP3 encoding unavailable in this build ({e}); "
-                          "use output_format wav16, wav24 or wav32") from None
+        raise EncodeError(
+            f"MP3 encoding unavailable in this build ({e}); use output_format wav16, wav24 or wav32"
+        ) from None
     return buf.getvalue()
 
 
@@ -87,9 +107,14 @@ def multipart_pieces(tracks: list[tuple[Audio, str, bytes]]) -> list[bytes]:
     for audio, content_type, latent in tracks:
         pieces.append(f"--{BOUNDARY}\r\nContent-Type: {content_type}\r\n\r\n".encode())
         pieces += [audio] if isinstance(audio, bytes) else audio
-        pieces += [b"\r\n",
-                   (f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
-                    f"Content-Disposition: form-data; name=\"latent\"\r\n\r\n").encode(),
-                   latent, b"\r\n"]
+        pieces += [
+            b"\r\n",
+            (
+                f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
+                f'Content-Disposition: form-data; name="latent"\r\n\r\n'
+            ).encode(),
+            latent,
+            b"\r\n",
+        ]
     pieces.append(f"--{BOUNDARY}--\r\n".encode())
     return pieces

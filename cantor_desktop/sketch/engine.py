@@ -22,13 +22,20 @@ from .. import gguf
 from . import SKETCH_DATE, SKETCH_VERSION, lm, music
 from .log import EngineLog
 from .options import Options
-from .request import (LM_MODES, MAX_TRACKS, SOURCE_TASKS, SYNTH_DEFAULT_DURATION, TASKS,
-                      is_instrumental, time_signature)
+from .request import (
+    LM_MODES,
+    MAX_TRACKS,
+    SOURCE_TASKS,
+    SYNTH_DEFAULT_DURATION,
+    TASKS,
+    is_instrumental,
+    time_signature,
+)
 
 KEEP_JOBS = 32
-RESULT_BUDGET = 1 << 30         # bytes of finished results kept (the newest always is)
+RESULT_BUDGET = 1 << 30  # bytes of finished results kept (the newest always is)
 LABEL = {"lm": "LM", "text-enc": "Text-Enc", "dit": "DiT", "vae": "VAE"}
-SKETCH_STEPS = 8                # the sketch behaves like a turbo model: 8 steps by default
+SKETCH_STEPS = 8  # the sketch behaves like a turbo model: 8 steps by default
 
 
 class Fatal(SystemExit):
@@ -45,17 +52,17 @@ class Cancelled(Exception):
 
 # ---------------------------------------------------------------- registry
 
+
 class Registry:
     """The *.gguf files directly in the models folder, by kind, sorted by name."""
 
     def __init__(self, directory: Path, log: EngineLog):
         self.directory = directory
         self.by_kind: dict[str, list[str]] = {k: [] for k in LABEL}
-        self.adapters: list[str] = []       # --adapters: noted, never applied
+        self.adapters: list[str] = []  # --adapters: noted, never applied
         log(f"[Server] Scanning models in {directory}")
         try:
-            files = sorted(p for p in directory.iterdir()
-                           if p.suffix == ".gguf" and p.is_file())
+            files = sorted(p for p in directory.iterdir() if p.suffix == ".gguf" and p.is_file())
         except OSError:
             files = []
         for p in files:
@@ -91,16 +98,20 @@ class Registry:
 
     def summary(self) -> str:
         b = self.by_kind
-        return (f"{len(b['lm'])} LM, {len(b['text-enc'])} Text-Enc, {len(b['dit'])} DiT, "
-                f"{len(b['vae'])} VAE, {len(self.adapters)} Adapter")
+        return (
+            f"{len(b['lm'])} LM, {len(b['text-enc'])} Text-Enc, {len(b['dit'])} DiT, "
+            f"{len(b['vae'])} VAE, {len(self.adapters)} Adapter"
+        )
 
 
 # ---------------------------------------------------------------- jobs
+
 
 @dataclass
 class Incoming:
     """A source or reference as it arrived with a multipart job: a latent ``[T, 64]``
     (``src_latents``, ``ref_latents``) or audio decoded to 48 kHz stereo."""
+
     latent: Any = None
     audio: Any = None
 
@@ -108,10 +119,10 @@ class Incoming:
 @dataclass
 class Job:
     id: str
-    kind: str                               # "lm", "synth", "understand", "encode", "decode"
+    kind: str  # "lm", "synth", "understand", "encode", "decode"
     requests: list[dict]
-    status: str = "running"                 # queued jobs say running too, like ace-server
-    result: list[bytes] = field(default_factory=list)     # the body, in pieces
+    status: str = "running"  # queued jobs say running too, like ace-server
+    result: list[bytes] = field(default_factory=list)  # the body, in pieces
     content_type: str = ""
     cancel: threading.Event = field(default_factory=threading.Event)
     source: Incoming | None = None
@@ -128,16 +139,23 @@ class Engine:
         self.jobs: dict[str, Job] = {}
         self.lock = threading.Lock()
         self.queue: queue.Queue[Job] = queue.Queue()
-        self.loaded: dict[str, str] = {}        # label -> file name
+        self.loaded: dict[str, str] = {}  # label -> file name
         self.stopping = threading.Event()
         self.worker = threading.Thread(target=self._work, name="sketch-worker", daemon=True)
         from .audio_in import Remembered
-        self.memory = Remembered()              # the audio /vae and sources brought in
+
+        self.memory = Remembered()  # the audio /vae and sources brought in
 
     # ------------------------------------------------------------ the store
 
-    def submit(self, kind: str, requests: list[dict], *, source: Incoming | None = None,
-               reference: Incoming | None = None) -> Job:
+    def submit(
+        self,
+        kind: str,
+        requests: list[dict],
+        *,
+        source: Incoming | None = None,
+        reference: Incoming | None = None,
+    ) -> Job:
         """Create a job (requests already validated) and log its creation line. The caller
         answers the request, then :meth:`enqueue` s it — so the id is out before the worker
         can touch it (a fatal device error must not swallow the answer)."""
@@ -145,8 +163,9 @@ class Engine:
             job_id = secrets.token_hex(8)
             while job_id in self.jobs:
                 job_id = secrets.token_hex(8)
-            job = self.jobs[job_id] = Job(job_id, kind, requests, source=source,
-                                          reference=reference)
+            job = self.jobs[job_id] = Job(
+                job_id, kind, requests, source=source, reference=reference
+            )
             self._evict()
         if kind == "lm":
             mode = LM_MODES[requests[0]["lm_mode"]]
@@ -154,11 +173,14 @@ class Engine:
         elif kind == "understand":
             self.log(f"[Server] Job {job_id} created (understand)")
         elif kind == "encode":
-            self.log(f"[Server] Job {job_id} created (vae encode, "
-                     f"{len(source.audio) / 48000:.2f}s audio)")
+            self.log(
+                f"[Server] Job {job_id} created (vae encode, "
+                f"{len(source.audio) / 48000:.2f}s audio)"
+            )
         elif kind == "decode":
-            self.log(f"[Server] Job {job_id} created (vae decode, {len(source.latent)} latent "
-                     f"frames)")
+            self.log(
+                f"[Server] Job {job_id} created (vae decode, {len(source.latent)} latent frames)"
+            )
         else:
             self.log(f"[Server] Job {job_id} created ({len(requests)} requests)")
         return job
@@ -233,11 +255,11 @@ class Engine:
                 self._fail(job)
             except Fatal as e:
                 os._exit(int(e.code or 1))
-            except Exception as e:          # a bug must not take the server down
+            except Exception as e:  # a bug must not take the server down
                 self.log(f"[Server] ERROR: job {job.id}: {type(e).__name__}: {e}")
                 self._fail(job)
             finally:
-                job.source = job.reference = None     # the audio is not kept with the job
+                job.source = job.reference = None  # the audio is not kept with the job
                 if not self.opts.keep_loaded:
                     self._unload_all()
 
@@ -263,8 +285,10 @@ class Engine:
         t0 = time.perf_counter()
         path = self.registry.directory / name
         if label == "LM":
-            self.log(f"[Ace-LM] Ready: path={path}, max_seq={self.opts.max_seq}, "
-                     f"max_batch={self.opts.max_batch}, fa=yes, fsm=yes")
+            self.log(
+                f"[Ace-LM] Ready: path={path}, max_seq={self.opts.max_seq}, "
+                f"max_batch={self.opts.max_batch}, fa=yes, fsm=yes"
+            )
         if label in ("LM", "DiT"):
             self._backend(label)
         try:
@@ -303,8 +327,11 @@ class Engine:
             self.log(f"[LM-Load] FATAL: cannot load {req['lm_model']}")
             raise JobFailed
         self._load("LM", name)
-        seed = req["lm_seed"] if req["lm_seed"] >= 0 else (
-            req["seed"] if req["seed"] >= 0 else random.randrange(2**31))
+        seed = (
+            req["lm_seed"]
+            if req["lm_seed"] >= 0
+            else (req["seed"] if req["seed"] >= 0 else random.randrange(2**31))
+        )
         self._note_lm(req)
         if req["lm_mode"] == "generate" and req["audio_codes"]:
             self.log("[LM-Generate] audio_codes present, skip LM")
@@ -316,15 +343,19 @@ class Engine:
         codes = sum(r.get("audio_codes", "").count("<|audio_code_") for r in results)
         if codes:
             from .log import lm_request_dump
+
             for line in lm_request_dump(results[0], len(results)):
                 self.log(line)
-            self.log(f"[LM-Phase2] max_tokens: {codes}, CFG: {req['lm_cfg_scale']:.2f}, "
-                     f"seeds: {seed}..{seed + len(results) - 1}")
+            self.log(
+                f"[LM-Phase2] max_tokens: {codes}, CFG: {req['lm_cfg_scale']:.2f}, "
+                f"seeds: {seed}..{seed + len(results) - 1}"
+            )
             for step in range(50, codes, 50):
                 if job.cancel.is_set():
                     raise Cancelled
-                self.log(f"[LM-Phase2] Step {step}, {len(results)} active, "
-                         f"{step} total codes, 0.0 tok/s")
+                self.log(
+                    f"[LM-Phase2] Step {step}, {len(results)} active, {step} total codes, 0.0 tok/s"
+                )
             self.log(f"[LM-Phase2] Step {codes}, 0 active, {codes} total codes, 0.0 tok/s")
         return [json.dumps(results).encode()], "application/json", len(results)
 
@@ -332,21 +363,35 @@ class Engine:
         """The language model's sampling fields, as received (the Sketch's LM is rules, not
         sampling: they are noted, not used)."""
         neg = req["lm_negative_prompt"]
-        self.log(f"[Sketch] LM fields: lm_temperature={req['lm_temperature']!r}, "
-                 f"lm_cfg_scale={req['lm_cfg_scale']!r}, lm_top_p={req['lm_top_p']!r}, "
-                 f"lm_top_k={req['lm_top_k']!r}, use_cot_caption="
-                 f"{'true' if req['use_cot_caption'] else 'false'}, "
-                 f"negative_prompt={len(neg)} chars (crc32 {zlib.crc32(neg.encode()):08x}) "
-                 "— noted, the Sketch's LM does not sample")
+        self.log(
+            f"[Sketch] LM fields: lm_temperature={req['lm_temperature']!r}, "
+            f"lm_cfg_scale={req['lm_cfg_scale']!r}, lm_top_p={req['lm_top_p']!r}, "
+            f"lm_top_k={req['lm_top_k']!r}, use_cot_caption="
+            f"{'true' if req['use_cot_caption'] else 'false'}, "
+            f"negative_prompt={len(neg)} chars (crc32 {zlib.crc32(neg.encode()):08x}) "
+            "— noted, the Sketch's LM does not sample"
+        )
 
     def _note_dit(self, req: dict) -> None:
         """The sampler's fields, as received (the Sketch renders notes, not noise: they are
         noted; the steps pace its work)."""
-        fields = ("inference_steps", "guidance_scale", "shift", "solver", "stork_substeps",
-                  "custom_timesteps", "dcw_mode", "dcw_scaler", "dcw_high_scaler",
-                  "latent_shift", "latent_rescale", "peak_clip")
-        self.log("[Sketch] DiT fields: " + ", ".join(f"{k}={req[k]!r}" for k in fields)
-                 + " — noted")
+        fields = (
+            "inference_steps",
+            "guidance_scale",
+            "shift",
+            "solver",
+            "stork_substeps",
+            "custom_timesteps",
+            "dcw_mode",
+            "dcw_scaler",
+            "dcw_high_scaler",
+            "latent_shift",
+            "latent_rescale",
+            "peak_clip",
+        )
+        self.log(
+            "[Sketch] DiT fields: " + ", ".join(f"{k}={req[k]!r}" for k in fields) + " — noted"
+        )
 
     # ------------------------------------------------------------ /synth
 
@@ -367,13 +412,17 @@ class Engine:
         if adapter and adapter not in self.registry.adapters:
             self.log(f"[Server] Adapter not found: {adapter}")
             raise JobFailed
-        self.log(f"[Server] Loading synth: DiT={dit} VAE={vae}"
-                 + (f" Adapter={adapter}" if adapter else ""))
+        self.log(
+            f"[Server] Loading synth: DiT={dit} VAE={vae}"
+            + (f" Adapter={adapter}" if adapter else "")
+        )
         if adapter:
             scale = first.get("adapter_scale", 1.0)
             scale = float(scale) if isinstance(scale, (int, float)) else 1.0
-            self.log(f"[Adapter] {adapter}: scale={scale:.2f} noted (the sketch plays its own "
-                     f"arrangement; adapters change nothing)")
+            self.log(
+                f"[Adapter] {adapter}: scale={scale:.2f} noted (the sketch plays its own "
+                f"arrangement; adapters change nothing)"
+            )
         self._load("DiT", dit)
         self._load("Text-Enc", text_enc)
         self._load("VAE", vae)
@@ -409,8 +458,7 @@ class Engine:
             ref = self._source(job.reference, "ref")
         tracks = expand_tracks(job.requests)
         if len(tracks) > 1:
-            self.log(f"[Server] Batch: {len(tracks)} track(s) from {len(job.requests)} "
-                     "request(s)")
+            self.log(f"[Server] Batch: {len(tracks)} track(s) from {len(job.requests)} request(s)")
         takes = []
         for b, (req, seed) in enumerate(tracks):
             try:
@@ -418,10 +466,14 @@ class Engine:
             except edit.EditFailed:
                 raise JobFailed from None
             samples = edit.length_of(recipe)
-            self.log(f"[Resolve-T] seed={seed}, steps={steps}, guidance={guidance:.1f}, "
-                     f"shift={shift:.1f}, duration={samples / render.SR:.1f}s")
-            self.log(f"[Init-Noise Batch{b}] Philox noise seed={seed}, "
-                     f"[{latent.frames_for(samples)}, 64] solver={req['solver']}")
+            self.log(
+                f"[Resolve-T] seed={seed}, steps={steps}, guidance={guidance:.1f}, "
+                f"shift={shift:.1f}, duration={samples / render.SR:.1f}s"
+            )
+            self.log(
+                f"[Init-Noise Batch{b}] Philox noise seed={seed}, "
+                f"[{latent.frames_for(samples)}, 64] solver={req['solver']}"
+            )
             takes.append((req, recipe, edit.build(recipe, ctx, steps), samples))
         renderers = [r for _, _, build, _ in takes for r in build.renderers]
         for k in range(steps):
@@ -446,8 +498,9 @@ class Engine:
             for line in after:
                 self.log(line)
             if fmt == "mp3":
-                self.log(f"[MP3] Encoding {len(audio) / render.SR:.1f}s at "
-                         f"{req['mp3_bitrate']} kbps")
+                self.log(
+                    f"[MP3] Encoding {len(audio) / render.SR:.1f}s at {req['mp3_bitrate']} kbps"
+                )
                 try:
                     data = encode.mp3_bytes(audio, req["mp3_bitrate"])
                 except encode.EncodeError as e:
@@ -457,19 +510,31 @@ class Engine:
             else:
                 data, ctype = encode.wav_pieces(audio, fmt), "audio/wav"
             parts.append((data, ctype, latent.to_bytes(lat)))
-            audio = None                                # free the render buffer now
-        return (encode.multipart_pieces(parts), f"multipart/mixed; boundary={encode.BOUNDARY}",
-                len(parts))
+            audio = None  # free the render buffer now
+        return (
+            encode.multipart_pieces(parts),
+            f"multipart/mixed; boundary={encode.BOUNDARY}",
+            len(parts),
+        )
 
     def _recipe(self, task: str, req: dict, seed: int, src, ref, steps: int) -> dict:
         """What one take of the job makes (edit.py)."""
         from . import edit
+
         if task == "text2music":
             song = song_from_request(req, seed, ref.frame.caption if ref else "")
             return edit.text2music(song, req["output_format"])
         if task in ("cover", "cover-nofsq"):
-            return edit.cover(req, seed, src, ref, self.log, steps=steps,
-                              faithful=task == "cover-nofsq", fmt=req["output_format"])
+            return edit.cover(
+                req,
+                seed,
+                src,
+                ref,
+                self.log,
+                steps=steps,
+                faithful=task == "cover-nofsq",
+                fmt=req["output_format"],
+            )
         if task == "repaint":
             return edit.repaint(req, seed, src, ref, self.log)
         if task == "extract":
@@ -487,46 +552,64 @@ class Engine:
 
         if incoming.latent is not None:
             recipe, head = latent.read(incoming.latent)
-            if recipe is not None and recipe.get("t") == "audio" and \
-                    self.memory.get(str(recipe.get("fp"))) is None and side == "src":
+            if (
+                recipe is not None
+                and recipe.get("t") == "audio"
+                and self.memory.get(str(recipe.get("fp"))) is None
+                and side == "src"
+            ):
                 # outside audio this engine no longer holds: its envelope stands in for it
-                self.log(f"[Sketch] WARNING: the audio of src_latents {recipe.get('fp')} is "
-                         "not held by this engine (it was encoded before a restart): their "
-                         "spectral envelope stands in")
-                self.memory.keep(latent.stand_in(incoming.latent, skip=head),
-                                 key=str(recipe.get("fp")))
+                self.log(
+                    f"[Sketch] WARNING: the audio of src_latents {recipe.get('fp')} is "
+                    "not held by this engine (it was encoded before a restart): their "
+                    "spectral envelope stands in"
+                )
+                self.memory.keep(
+                    latent.stand_in(incoming.latent, skip=head), key=str(recipe.get("fp"))
+                )
             if recipe is not None:
                 try:
                     if side == "ref":
-                        self.log(f"[Encode-Timbre] Latents in: {len(incoming.latent)} frames "
-                                 f"({len(incoming.latent) / latent.FPS:.1f}s), VAE encode "
-                                 "skipped")
-                    return edit.Source(recipe, edit.frame_of(recipe), edit.length_of(recipe),
-                                       "latents")
+                        self.log(
+                            f"[Encode-Timbre] Latents in: {len(incoming.latent)} frames "
+                            f"({len(incoming.latent) / latent.FPS:.1f}s), VAE encode "
+                            "skipped"
+                        )
+                    return edit.Source(
+                        recipe, edit.frame_of(recipe), edit.length_of(recipe), "latents"
+                    )
                 except (KeyError, TypeError, ValueError) as e:
-                    self.log(f"[Sketch] WARNING: a {side} latent's recipe is unreadable "
-                             f"({type(e).__name__}): its envelope stands in")
+                    self.log(
+                        f"[Sketch] WARNING: a {side} latent's recipe is unreadable "
+                        f"({type(e).__name__}): its envelope stands in"
+                    )
             else:
-                self.log(f"[Sketch] WARNING: {side}_latents carry no Sketch recipe: their "
-                         "spectral envelope stands in for the audio")
+                self.log(
+                    f"[Sketch] WARNING: {side}_latents carry no Sketch recipe: their "
+                    "spectral envelope stands in for the audio"
+                )
             audio = latent.stand_in(incoming.latent, skip=head)
             via = "latents"
         else:
             audio = incoming.audio
             via = "audio"
         if side == "ref":
-            self.log(f"[Encode-Timbre] ref_audio: {latent.frames_for(len(audio))} frames "
-                     f"({len(audio) / 48000:.1f}s), 0.0 ms")
-            self.log("[Sketch] reference: outside audio; the Sketch cannot borrow its sound "
-                     "(noted, not used)")
+            self.log(
+                f"[Encode-Timbre] ref_audio: {latent.frames_for(len(audio))} frames "
+                f"({len(audio) / 48000:.1f}s), 0.0 ms"
+            )
+            self.log(
+                "[Sketch] reference: outside audio; the Sketch cannot borrow its sound "
+                "(noted, not used)"
+            )
             blank = Frame(bpm=120.0, beats=4, tonic=0, minor=False, duration=len(audio) / 48000)
-            return edit.Source({"t": "audio", "fp": "", "n": len(audio), "facts": {}}, blank,
-                               len(audio), via)
+            return edit.Source(
+                {"t": "audio", "fp": "", "n": len(audio), "facts": {}}, blank, len(audio), via
+            )
         fp = self.memory.keep(audio)
         facts = frame.measure_facts(audio)
         recipe = edit.audio_recipe(fp, len(audio), facts)
-        return edit.Source(recipe, frame.measure(None, facts, samples=len(audio)),
-                           len(audio), via)
+        return edit.Source(recipe, frame.measure(None, facts, samples=len(audio)), len(audio), via)
 
     # ------------------------------------------------------------ /understand
 
@@ -535,33 +618,49 @@ class Engine:
         from .encode import BOUNDARY
 
         req = job.requests[0]
-        names = {kind: self.registry.pick(kind, req[field]) for kind, field in
-                 (("lm", "lm_model"), ("dit", "synth_model"), ("vae", "vae"))}
+        names = {
+            kind: self.registry.pick(kind, req[field])
+            for kind, field in (("lm", "lm_model"), ("dit", "synth_model"), ("vae", "vae"))
+        }
         if None in names.values():
-            self.log(f"[Server] LM, DiT or VAE not found: lm={req['lm_model']} "
-                     f"dit={req['synth_model']} vae={req['vae']}")
+            self.log(
+                f"[Server] LM, DiT or VAE not found: lm={req['lm_model']} "
+                f"dit={req['synth_model']} vae={req['vae']}"
+            )
             raise JobFailed
         self._load("LM", names["lm"])
         self._load("VAE", names["vae"])
         incoming = job.source
         if incoming.latent is not None:
             lat = incoming.latent
-            self.log(f"[Understand-VAE] Latents in: {len(lat)} frames "
-                     f"({len(lat) / latent.FPS:.2f}s), VAE encode skipped")
+            self.log(
+                f"[Understand-VAE] Latents in: {len(lat)} frames "
+                f"({len(lat) / latent.FPS:.2f}s), VAE encode skipped"
+            )
         source = self._source(incoming, "src")
         if incoming.latent is None:
             lat = latent.write(source.recipe, latent.features(incoming.audio))
-            self.log(f"[Understand-VAE] Encoded: {len(lat)} latent frames "
-                     f"({len(lat) / latent.FPS:.2f}s), 0ms")
+            self.log(
+                f"[Understand-VAE] Encoded: {len(lat)} latent frames "
+                f"({len(lat) / latent.FPS:.2f}s), 0ms"
+            )
         heard = listen.understand(source, req, edit_context(self))
         for line in listen.result_lines(heard):
             self.log(line)
         import json
-        body = [f"--{BOUNDARY}\r\nContent-Type: application/json\r\n\r\n".encode(),
-                json.dumps([heard]).encode(), b"\r\n",
-                (f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
-                 "Content-Disposition: form-data; name=\"latent\"\r\n\r\n").encode(),
-                latent.to_bytes(lat), b"\r\n", f"--{BOUNDARY}--\r\n".encode()]
+
+        body = [
+            f"--{BOUNDARY}\r\nContent-Type: application/json\r\n\r\n".encode(),
+            json.dumps([heard]).encode(),
+            b"\r\n",
+            (
+                f"--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n"
+                'Content-Disposition: form-data; name="latent"\r\n\r\n'
+            ).encode(),
+            latent.to_bytes(lat),
+            b"\r\n",
+            f"--{BOUNDARY}--\r\n".encode(),
+        ]
         return body, f"multipart/mixed; boundary={BOUNDARY}"
 
     # ------------------------------------------------------------ /vae
@@ -584,8 +683,10 @@ class Engine:
         fp = self.memory.keep(audio)
         recipe = edit.audio_recipe(fp, len(audio), frame.measure_facts(audio))
         lat = latent.write(recipe, latent.features(audio))
-        self.log(f"[Server] encode: {len(audio)} audio samples ({len(audio) / 48000:.2f}s) -> "
-                 f"{len(lat)} latent frames, {(time.perf_counter() - t0) * 1000:.0f}ms")
+        self.log(
+            f"[Server] encode: {len(audio)} audio samples ({len(audio) / 48000:.2f}s) -> "
+            f"{len(lat)} latent frames, {(time.perf_counter() - t0) * 1000:.0f}ms"
+        )
         return [latent.to_bytes(lat)], "application/octet-stream"
 
     def _run_decode(self, job: Job) -> tuple[list[bytes], str]:
@@ -597,20 +698,28 @@ class Engine:
         lat = job.source.latent
         recipe, head = latent.read(lat)
         audio = None
-        if recipe is not None and recipe.get("t") == "audio" and \
-                self.memory.get(str(recipe.get("fp"))) is None:
-            recipe = None                       # outside audio no longer held: the envelope
+        if (
+            recipe is not None
+            and recipe.get("t") == "audio"
+            and self.memory.get(str(recipe.get("fp"))) is None
+        ):
+            recipe = None  # outside audio no longer held: the envelope
         if recipe is not None:
             try:
                 audio = edit.render_now(recipe, edit_context(self))
             except (KeyError, TypeError, ValueError) as e:
-                self.log(f"[Sketch] WARNING: the latent's recipe is unreadable "
-                         f"({type(e).__name__}): its envelope stands in")
+                self.log(
+                    f"[Sketch] WARNING: the latent's recipe is unreadable "
+                    f"({type(e).__name__}): its envelope stands in"
+                )
         if audio is None:
-            audio = render.master(latent.stand_in(lat, skip=head),
-                                  normalise=req["output_format"] != "wav32")
-        self.log(f"[Server] decode: {len(lat)} latent frames -> {len(audio)} audio samples "
-                 f"({len(audio) / 48000:.2f}s), {(time.perf_counter() - t0) * 1000:.0f}ms")
+            audio = render.master(
+                latent.stand_in(lat, skip=head), normalise=req["output_format"] != "wav32"
+            )
+        self.log(
+            f"[Server] decode: {len(lat)} latent frames -> {len(audio)} audio samples "
+            f"({len(audio) / 48000:.2f}s), {(time.perf_counter() - t0) * 1000:.0f}ms"
+        )
         fmt = req["output_format"]
         if fmt == "mp3":
             try:
@@ -622,25 +731,29 @@ class Engine:
 
     def props(self) -> dict:
         from .request import DEFAULTS
+
         b = self.registry.by_kind
         return {
             "version": f"{SKETCH_VERSION} ({SKETCH_DATE})",
-            "models": {"lm": b["lm"], "embedding": b["text-enc"], "dit": b["dit"],
-                       "vae": b["vae"]},
+            "models": {"lm": b["lm"], "embedding": b["text-enc"], "dit": b["dit"], "vae": b["vae"]},
             "adapters": list(self.registry.adapters),
             "cli": {"max_batch": self.opts.max_batch},
             "default": dict(DEFAULTS),
-            "presets": {"turbo": {"inference_steps": 8, "guidance_scale": 1.0, "shift": 3.0},
-                        "sft": {"inference_steps": 50, "guidance_scale": 1.0, "shift": 1.0}},
+            "presets": {
+                "turbo": {"inference_steps": 8, "guidance_scale": 1.0, "shift": 3.0},
+                "sft": {"inference_steps": 50, "guidance_scale": 1.0, "shift": 1.0},
+            },
         }
 
 
 def edit_context(engine: Engine):
     from . import edit
+
     return edit.Context(engine.memory, engine.log)
 
 
 # ---------------------------------------------------------------- requests -> songs
+
 
 def expand_tracks(requests: list[dict]) -> list[tuple[dict, int]]:
     """(request, seed) per track: an array is one track per element; ``synth_batch_size``
@@ -672,17 +785,35 @@ def song_from_request(req: dict, seed: int, also_caption: str = ""):
         bpm = plan.bpm
     else:
         bpm = lm.caption_bpm(caption) or rng.randrange(84, 133, 4)
-    ts = time_signature(req["timesignature"] or (str(plan.beats) if plan else "")
-                        or lm.caption_time_signature(caption) or "4")
-    key = music.parse_key(req["keyscale"]) or (
-        (plan.tonic, plan.minor) if plan else None) or music.find_key(caption)
+    ts = time_signature(
+        req["timesignature"]
+        or (str(plan.beats) if plan else "")
+        or lm.caption_time_signature(caption)
+        or "4"
+    )
+    key = (
+        music.parse_key(req["keyscale"])
+        or ((plan.tonic, plan.minor) if plan else None)
+        or music.find_key(caption)
+    )
     if key is None:
         key = (rng.randrange(12), rng.random() < 0.4)
-    duration = req["duration"] if req["duration"] > 0 else (
-        plan.duration if plan else SYNTH_DEFAULT_DURATION)
+    duration = (
+        req["duration"]
+        if req["duration"] > 0
+        else (plan.duration if plan else SYNTH_DEFAULT_DURATION)
+    )
     lyrics = "" if is_instrumental(req["lyrics"]) else req["lyrics"]
     bpm = max(30, min(300, bpm if isinstance(bpm, float) and bpm != int(bpm) else int(bpm)))
-    return Song(bpm=bpm, beats_per_bar=ts, tonic=key[0], minor=key[1],
-                duration=float(max(1.0, min(600.0, duration))), seed=seed, lyrics=lyrics,
-                melody_seed=zlib.crc32(text.encode()) if text and plan is None else None,
-                caption=caption, plan_seed=plan.plan_seed if plan else None)
+    return Song(
+        bpm=bpm,
+        beats_per_bar=ts,
+        tonic=key[0],
+        minor=key[1],
+        duration=float(max(1.0, min(600.0, duration))),
+        seed=seed,
+        lyrics=lyrics,
+        melody_seed=zlib.crc32(text.encode()) if text and plan is None else None,
+        caption=caption,
+        plan_seed=plan.plan_seed if plan else None,
+    )

@@ -17,19 +17,27 @@ from dataclasses import dataclass, replace
 from . import music
 
 # how full each kind of section is played (0 silent … 1 everything)
-ENERGY = {"intro": 0.3, "verse": 0.45, "pre": 0.65, "chorus": 0.9, "bridge": 0.4,
-          "solo": 0.75, "breakdown": 0.2, "outro": 0.3}
-EMPTY_BARS = 4                  # an instrumental section named by a tag with no lines
+ENERGY = {
+    "intro": 0.3,
+    "verse": 0.45,
+    "pre": 0.65,
+    "chorus": 0.9,
+    "bridge": 0.4,
+    "solo": 0.75,
+    "breakdown": 0.2,
+    "outro": 0.3,
+}
+EMPTY_BARS = 4  # an instrumental section named by a tag with no lines
 
 
 @dataclass(frozen=True)
 class Section:
-    kind: str                   # one of music.SECTION_NAMES
-    start: int                  # first bar
+    kind: str  # one of music.SECTION_NAMES
+    start: int  # first bar
     bars: int
-    number: int                 # 1 for the first section of its kind, 2 for the next …
+    number: int  # 1 for the first section of its kind, 2 for the next …
     energy: float
-    last: bool = False          # the last section of its kind
+    last: bool = False  # the last section of its kind
 
     @property
     def end(self) -> int:
@@ -39,11 +47,12 @@ class Section:
 @dataclass(frozen=True)
 class Line:
     """A sung line: its first syllable's time, the time per syllable, and its section."""
-    start: float                # seconds
-    slot: float                 # seconds per syllable
+
+    start: float  # seconds
+    slot: float  # seconds per syllable
     kind: str
     text: str
-    words: tuple[int, ...]      # syllables per word
+    words: tuple[int, ...]  # syllables per word
 
 
 def _sections(kinds: list[str]) -> list[Section]:
@@ -66,14 +75,15 @@ def _number(runs) -> list[Section]:
         n = counts[kind]
         energy = ENERGY[kind]
         if kind == "verse":
-            energy += 0.06 * (min(n, 3) - 1)          # later verses fill out
+            energy += 0.06 * (min(n, 3) - 1)  # later verses fill out
         elif kind == "chorus" and n == total[kind] and n > 1:
-            energy = 1.0                              # the last chorus is the biggest
+            energy = 1.0  # the last chorus is the biggest
         out.append(Section(kind, start, bars, n, round(energy, 3), n == total[kind]))
     return out
 
 
 # ---------------------------------------------------------------- instrumental
+
 
 def generated(bars: int, seed: int) -> list[Section]:
     """A form for an instrumental of ``bars`` bars (deterministic for the seed)."""
@@ -97,10 +107,10 @@ def generated(bars: int, seed: int) -> list[Section]:
             plan += block
             left -= size
             continue
-        if left >= 8:                                   # a shortened verse and chorus
+        if left >= 8:  # a shortened verse and chorus
             v = (left // 2) // 4 * 4 or 4
             plan += [("verse", v), ("chorus", left - v)]
-        elif left and plan:                             # a longer last section
+        elif left and plan:  # a longer last section
             plan[-1] = (plan[-1][0], plan[-1][1] + left)
         elif left:
             plan.append(("verse", left))
@@ -118,14 +128,19 @@ def generated(bars: int, seed: int) -> list[Section]:
 
 def _blocks(rng: random.Random, unit: int, half: int):
     """Blocks of sections, in order, for as long as the song needs."""
-    yield [("verse", unit), ("chorus", unit)] if unit == 4 else \
-        [("verse", unit), ("pre", half), ("chorus", unit)]
+    yield (
+        [("verse", unit), ("chorus", unit)]
+        if unit == 4
+        else [("verse", unit), ("pre", half), ("chorus", unit)]
+    )
     yield [("verse", unit), ("pre", half), ("chorus", unit)]
     yield [(rng.choice(["bridge", "solo"]), unit), ("chorus", unit)]
-    options = [[("verse", unit), ("pre", half), ("chorus", unit)],
-               [("breakdown", half), ("pre", half), ("chorus", unit)],
-               [("solo", unit), ("chorus", unit)],
-               [("bridge", unit), ("chorus", unit)]]
+    options = [
+        [("verse", unit), ("pre", half), ("chorus", unit)],
+        [("breakdown", half), ("pre", half), ("chorus", unit)],
+        [("solo", unit), ("chorus", unit)],
+        [("bridge", unit), ("chorus", unit)],
+    ]
     last = None
     while True:
         block = rng.choice([b for b in options if b is not last])
@@ -134,6 +149,7 @@ def _blocks(rng: random.Random, unit: int, half: int):
 
 
 # ---------------------------------------------------------------- given (edits)
+
 
 def fitted(sections, bars: int) -> list[Section]:
     """Given sections cut or stretched to exactly ``bars`` bars (the last one takes up the
@@ -177,7 +193,7 @@ def continuation(bars: int, seed: int) -> list[tuple[str, float]]:
     while len(body) < bars - outro:
         for kind in kinds:
             body += [kind] * 4
-    body = body[:bars - outro]
+    body = body[: bars - outro]
     return [(k, ENERGY[k]) for k in body] + [("outro", ENERGY["outro"])] * outro
 
 
@@ -190,8 +206,10 @@ def lead_in(bars: int) -> list[tuple[str, float]]:
 
 # ---------------------------------------------------------------- with lyrics
 
-def from_lyrics(lyrics: str, bars: int, bar_s: float, slots_per_bar: int,
-                duration: float) -> tuple[list[Section], list[Line]]:
+
+def from_lyrics(
+    lyrics: str, bars: int, bar_s: float, slots_per_bar: int, duration: float
+) -> tuple[list[Section], list[Line]]:
     """Sections and sung lines for lyrics, fitted into ``bars`` bars (``duration`` s).
 
     Lines keep an eighth note per syllable and a bar's breath after each while they fit;
@@ -236,7 +254,7 @@ def from_lyrics(lyrics: str, bars: int, bar_s: float, slots_per_bar: int,
         if i is None:
             i = -1 if not spans or t < spans[0][0] else len(spans)
             if i == len(spans) and spans[-1][2] == "outro":
-                i -= 1                                  # a tagged outro rings on to the end
+                i -= 1  # a tagged outro rings on to the end
         block_of.append(i)
         kinds.append("intro" if i == -1 else ("outro" if i == len(spans) else spans[i][2]))
     runs: list[list] = []

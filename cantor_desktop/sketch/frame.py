@@ -24,16 +24,16 @@ from .instruments import SR
 @dataclass
 class Frame:
     bpm: float
-    beats: int                          # beats per bar
+    beats: int  # beats per bar
     tonic: int
     minor: bool
-    duration: float                     # seconds
-    offset: float = 0.0                 # a downbeat: bar k starts at offset + k × bar
-    kinds: dict[int, tuple[str, float]] = field(default_factory=dict)   # bar → kind, energy
-    degrees: dict[int, int] = field(default_factory=dict)              # bar → chord degree
-    caption: str = ""                   # the words its sounds came from (Sketch songs)
+    duration: float  # seconds
+    offset: float = 0.0  # a downbeat: bar k starts at offset + k × bar
+    kinds: dict[int, tuple[str, float]] = field(default_factory=dict)  # bar → kind, energy
+    degrees: dict[int, int] = field(default_factory=dict)  # bar → chord degree
+    caption: str = ""  # the words its sounds came from (Sketch songs)
     lyrics: str = ""
-    plan_seed: int | None = None        # its arrangement's seed (Sketch songs)
+    plan_seed: int | None = None  # its arrangement's seed (Sketch songs)
     melody_seed: int | None = None
     measured: bool = False
 
@@ -57,20 +57,28 @@ class Frame:
         before it): bars renumbered so the offset stays within the first bar."""
         start = self.offset + seconds
         moved = math.floor(start / self.bar)
-        return replace(self, duration=duration, offset=start - moved * self.bar,
-                       kinds={k + moved: v for k, v in self.kinds.items()},
-                       degrees={k + moved: v for k, v in self.degrees.items()})
+        return replace(
+            self,
+            duration=duration,
+            offset=start - moved * self.bar,
+            kinds={k + moved: v for k, v in self.kinds.items()},
+            degrees={k + moved: v for k, v in self.degrees.items()},
+        )
 
-    def sections_for(self, first: int, count: int, fill: list[tuple[str, float]] | None = None
-                     ) -> tuple[form.Section, ...]:
+    def sections_for(
+        self, first: int, count: int, fill: list[tuple[str, float]] | None = None
+    ) -> tuple[form.Section, ...]:
         """Sections for bars ``first … first+count-1`` renumbered from 0: the known kinds,
         and ``fill`` (one per bar, default a verse) where a bar is unknown."""
         kinds = []
         for i in range(count):
             known = self.kinds.get(first + i)
             if known is None:
-                known = fill[i] if fill is not None and i < len(fill) else \
-                    ("verse", form.ENERGY["verse"])
+                known = (
+                    fill[i]
+                    if fill is not None and i < len(fill)
+                    else ("verse", form.ENERGY["verse"])
+                )
             kinds.append(known)
         return tuple(form.from_kinds(kinds))
 
@@ -86,16 +94,28 @@ def of_song(song, plan) -> Frame:
             kinds[b] = (s.kind, s.energy)
     for b, d in enumerate(plan.degrees):
         degrees[b] = d
-    return Frame(bpm=float(song.bpm), beats=song.beats_per_bar, tonic=song.tonic,
-                 minor=song.minor, duration=song.duration, offset=0.0, kinds=kinds,
-                 degrees=degrees, caption=song.caption, lyrics=song.lyrics,
-                 plan_seed=song.arrangement_seed, melody_seed=song.melody_seed)
+    return Frame(
+        bpm=float(song.bpm),
+        beats=song.beats_per_bar,
+        tonic=song.tonic,
+        minor=song.minor,
+        duration=song.duration,
+        offset=0.0,
+        kinds=kinds,
+        degrees=degrees,
+        caption=song.caption,
+        lyrics=song.lyrics,
+        plan_seed=song.arrangement_seed,
+        melody_seed=song.melody_seed,
+    )
 
 
 # ---------------------------------------------------------------- measured
 
-def measure(audio: np.ndarray | None, facts: dict | None = None,
-            samples: int | None = None) -> Frame:
+
+def measure(
+    audio: np.ndarray | None, facts: dict | None = None, samples: int | None = None
+) -> Frame:
     """The frame of outside audio (48 kHz): ``facts`` (:func:`measure_facts`) when already
     measured, else measured here (``audio`` is needed then)."""
     facts = dict(facts or {})
@@ -104,11 +124,19 @@ def measure(audio: np.ndarray | None, facts: dict | None = None,
         facts.update(measure_facts(audio))
     bpm = float(facts.get("bpm") or 120.0)
     key = music.parse_key(facts.get("key") or "") or (0, False)
-    frame = Frame(bpm=bpm, beats=int(facts.get("ts") or 4), tonic=key[0], minor=key[1],
-                  duration=duration, offset=float(facts.get("offset") or 0.0), measured=True)
+    frame = Frame(
+        bpm=bpm,
+        beats=int(facts.get("ts") or 4),
+        tonic=key[0],
+        minor=key[1],
+        duration=duration,
+        offset=float(facts.get("offset") or 0.0),
+        measured=True,
+    )
     groups = facts.get("groups")
-    frame.kinds = (kinds_of_groups(groups, frame) if groups is not None
-                   else loudness_sections(audio, frame))
+    frame.kinds = (
+        kinds_of_groups(groups, frame) if groups is not None else loudness_sections(audio, frame)
+    )
     return frame
 
 
@@ -121,11 +149,16 @@ def measure_facts(audio: np.ndarray) -> dict:
     bpm = analysis.estimate_tempo(x, analysis.RATE, prepared=True)
     key = analysis.estimate_key(x, analysis.RATE, prepared=True, bpm=bpm or 0.0)
     offset = beat_phase(x, bpm) if bpm else 0.0
-    facts = {"bpm": round(bpm, 3) if bpm else None, "key": key, "ts": 4,
-             "offset": round(offset, 4)}
+    facts = {"bpm": round(bpm, 3) if bpm else None, "key": key, "ts": 4, "offset": round(offset, 4)}
     key_t = music.parse_key(key or "") or (0, False)
-    frame = Frame(bpm=bpm or 120.0, beats=4, tonic=key_t[0], minor=key_t[1],
-                  duration=len(audio) / SR, offset=offset)
+    frame = Frame(
+        bpm=bpm or 120.0,
+        beats=4,
+        tonic=key_t[0],
+        minor=key_t[1],
+        duration=len(audio) / SR,
+        offset=offset,
+    )
     kinds = loudness_sections(audio, frame)
     facts["groups"] = [kinds[b][0] for b in sorted(kinds)][::4]
     return facts
@@ -168,7 +201,7 @@ def loudness_sections(audio: np.ndarray, frame: Frame) -> dict[int, tuple[str, f
     for g in range(0, bars, 4):
         a = int(frame.bar_start(g) * SR)
         b = int(frame.bar_start(min(bars, g + 4)) * SR)
-        seg = audio[max(0, a):max(0, b)]
+        seg = audio[max(0, a) : max(0, b)]
         rms = float(np.sqrt(np.mean(seg.astype(np.float64) ** 2))) if len(seg) else 0.0
         groups.append(20 * math.log10(max(rms, 1e-6)))
     order = sorted(range(len(groups)), key=lambda i: groups[i])

@@ -34,9 +34,9 @@ def midi_hz(m: float) -> float:
 def harmonic_table(amps) -> np.ndarray:
     """One cycle (TABLE samples) of the harmonics 1…K with amplitudes ``amps``, peak 1
     (an inverse FFT: sine phases)."""
-    amps = np.asarray(amps, dtype=np.float64)[:TABLE // 2 - 1]
+    amps = np.asarray(amps, dtype=np.float64)[: TABLE // 2 - 1]
     spec = np.zeros(TABLE // 2 + 1, dtype=np.complex128)
-    spec[1:len(amps) + 1] = -0.5j * TABLE * amps
+    spec[1 : len(amps) + 1] = -0.5j * TABLE * amps
     table = np.fft.irfft(spec, TABLE)
     return (table / max(np.abs(table).max(), 1e-9)).astype(np.float32)
 
@@ -54,7 +54,7 @@ def _fade(n: int, attack: float, release: float) -> np.ndarray:
     if a:
         env[:a] = np.linspace(0.0, 1.0, a, dtype=np.float32)
     if r:
-        env[n - r:] *= np.linspace(1.0, 0.0, r, dtype=np.float32)
+        env[n - r :] *= np.linspace(1.0, 0.0, r, dtype=np.float32)
     return env
 
 
@@ -68,22 +68,24 @@ def _duck(w: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 # vowel -> formants (Hz, gain); a neutral adult voice
-FORMANTS = {"a": ((800, 1.0), (1200, 0.7), (2500, 0.3)),
-            "e": ((450, 1.0), (1900, 0.8), (2550, 0.4)),
-            "i": ((300, 1.0), (2300, 0.8), (3000, 0.4)),
-            "o": ((500, 1.0), (900, 0.8), (2400, 0.2)),
-            "u": ((350, 1.0), (800, 0.5), (2300, 0.1))}
+FORMANTS = {
+    "a": ((800, 1.0), (1200, 0.7), (2500, 0.3)),
+    "e": ((450, 1.0), (1900, 0.8), (2550, 0.4)),
+    "i": ((300, 1.0), (2300, 0.8), (3000, 0.4)),
+    "o": ((500, 1.0), (900, 0.8), (2400, 0.2)),
+    "u": ((350, 1.0), (800, 0.5), (2300, 0.1)),
+}
 
 
 def vowel_table(f0: float, vowel: str) -> np.ndarray:
     """One cycle of a tone at ``f0`` whose harmonics follow the vowel's formants."""
     h = np.arange(1, max(2, min(40, int(5000 / f0))) + 1)
     fh = h * f0
-    amp = 0.05 / h                                  # the glottal source, falling off
+    amp = 0.05 / h  # the glottal source, falling off
     for freq, gain in FORMANTS.get(vowel, FORMANTS["a"]):
         bw = 80 + 0.06 * freq
         amp = amp + gain * np.exp(-0.5 * ((fh - freq) / bw) ** 2)
-    amp[0] += 0.3                                   # the fundamental carries the pitch
+    amp[0] += 0.3  # the fundamental carries the pitch
     return harmonic_table(amp)
 
 
@@ -176,11 +178,11 @@ class Voices:
 
         def dark(f0):
             h = _harmonics(f0, 9000, 24)
-            return harmonic_table(h ** -2.2)
+            return harmonic_table(h**-2.2)
 
         def bright(f0):
             h = _harmonics(f0, 11000, 30)
-            return harmonic_table(np.abs(np.sin(np.pi * h / 7.3)) * h ** -0.55 + 0.15 * (h == 1))
+            return harmonic_table(np.abs(np.sin(np.pi * h / 7.3)) * h**-0.55 + 0.15 * (h == 1))
 
         d, b = self.table("piano_d", m, dark), self.table("piano_b", m, bright)
         idx = self.phase(f, n)
@@ -188,8 +190,9 @@ class Voices:
         shine = np.exp(t * np.float32(-1.0 / (0.05 + 0.2 * min(1.0, 262 / f) ** 0.5)))
         w = d[idx] + shine * (b[idx] - d[idx])
         tau = min(7.0, max(0.5, 3.0 * (262 / f) ** 0.7))
-        w *= np.float32(0.5) * np.exp(t * np.float32(-6.0 / tau)) + \
-            np.float32(0.5) * np.exp(t * np.float32(-1.0 / tau))
+        w *= np.float32(0.5) * np.exp(t * np.float32(-6.0 / tau)) + np.float32(0.5) * np.exp(
+            t * np.float32(-1.0 / tau)
+        )
         k = min(n, 480)
         w[:k] += 0.08 * self.noise(480, 300, 3500, "hammer")[:k] * np.exp(-t[:k] * 600)
         return w * _fade(n, 0.002, min(0.12, n / SR / 3))
@@ -200,8 +203,11 @@ class Voices:
     def _epiano_note(self, m: int, n: int) -> np.ndarray:
         f = midi_hz(m)
         d = self.table("ep_d", m, lambda f0: harmonic_table([1, 0.12, 0.03]))
-        b = self.table("ep_b", m, lambda f0: harmonic_table(
-            [1, 0.35, 0.1, 0, 0, 0, 0.3 if 7 * f0 < 12000 else 0]))
+        b = self.table(
+            "ep_b",
+            m,
+            lambda f0: harmonic_table([1, 0.35, 0.1, 0, 0, 0, 0.3 if 7 * f0 < 12000 else 0]),
+        )
         idx = self.phase(f, n)
         t = self.t(n)
         w = d[idx] + np.exp(t * np.float32(-25.0)) * (b[idx] - d[idx])
@@ -213,8 +219,13 @@ class Voices:
         t = self.t(n)
         out = np.zeros(n, dtype=np.float32)
         for m in notes:
-            tab = self.table("organ", m, lambda f0: harmonic_table(
-                [1, 0.8, 0.45, 0.35, 0, 0.2, 0, 0.15][:max(1, int(12000 / f0))]))
+            tab = self.table(
+                "organ",
+                m,
+                lambda f0: harmonic_table(
+                    [1, 0.8, 0.45, 0.35, 0, 0.2, 0, 0.15][: max(1, int(12000 / f0))]
+                ),
+            )
             out += tab[self.warped(midi_hz(m), n, 0.002, 6.3)]
         out *= 0.96 + 0.04 * np.sin(t * np.float32(_TWO_PI * 6.3))
         return out / np.float32(math.sqrt(len(notes))) * _fade(n, 0.01, min(0.06, n / SR / 3))
@@ -228,11 +239,19 @@ class Voices:
         t = self.t(n)
         w = np.zeros(n, dtype=np.float32)
         scale = min(1.5, (523 / f) ** 0.3)
-        for ratio, amp, tau in ((1.0, 1.0, 1.1), (2.0, 0.25, 0.5), (2.76, 0.3, 0.35),
-                                (5.4, 0.12, 0.12), (8.93, 0.05, 0.06)):
+        for ratio, amp, tau in (
+            (1.0, 1.0, 1.1),
+            (2.0, 0.25, 0.5),
+            (2.76, 0.3, 0.35),
+            (5.4, 0.12, 0.12),
+            (8.93, 0.05, 0.06),
+        ):
             if f * ratio < 16000:
-                w += np.float32(amp) * np.sin(t * np.float32(_TWO_PI * f * ratio)) * \
-                    np.exp(t * np.float32(-1.0 / (tau * scale)))
+                w += (
+                    np.float32(amp)
+                    * np.sin(t * np.float32(_TWO_PI * f * ratio))
+                    * np.exp(t * np.float32(-1.0 / (tau * scale)))
+                )
         return w * _fade(n, 0.001, min(0.08, n / SR / 3))
 
     # ------------------------------------------------------------ guitars
@@ -254,9 +273,14 @@ class Voices:
     def _pluck(self, m: int, n: int) -> np.ndarray:
         f = midi_hz(m)
         d = self.table("gt_d", m, lambda f0: harmonic_table(_harmonics(f0, 6000, 20) ** -2.4))
-        b = self.table("gt_b", m, lambda f0: harmonic_table(
-            np.abs(np.sin(np.pi * _harmonics(f0, 12000, 40) * 0.17)) *
-            _harmonics(f0, 12000, 40) ** -0.8))
+        b = self.table(
+            "gt_b",
+            m,
+            lambda f0: harmonic_table(
+                np.abs(np.sin(np.pi * _harmonics(f0, 12000, 40) * 0.17))
+                * _harmonics(f0, 12000, 40) ** -0.8
+            ),
+        )
         idx = self.phase(f, n)
         t = self.t(n)
         w = d[idx] + np.exp(t * np.float32(-1.0 / 0.06)) * (b[idx] - d[idx])
@@ -292,11 +316,19 @@ class Voices:
         """A string section: a bright bowed tone per note with a slow vibrato. (One copy
         per note: detuned copies beat against each other, and that beating reads as
         attacks that are not there.)"""
+
         def saw(f0):
             h = _harmonics(f0, 10000, 40)
             fh = h * f0
-            body = 1.0 / (1.0 + (fh / 6000.0) ** 2) * (1 + 0.5 * np.exp(-((fh - 700) / 400) ** 2)
-                                                        + 0.8 * np.exp(-((fh - 2800) / 900) ** 2))
+            body = (
+                1.0
+                / (1.0 + (fh / 6000.0) ** 2)
+                * (
+                    1
+                    + 0.5 * np.exp(-(((fh - 700) / 400) ** 2))
+                    + 0.8 * np.exp(-(((fh - 2800) / 900) ** 2))
+                )
+            )
             return harmonic_table(body / h)
 
         out = np.zeros(n, dtype=np.float32)
@@ -331,13 +363,15 @@ class Voices:
         if stab:
             shine *= np.exp(t * np.float32(-1 / 0.25))
         out = np.zeros(n, dtype=np.float32)
+
         def bright(f0):
             h = _harmonics(f0, 10000, 40)
-            return harmonic_table(h ** -0.7 / (1 + (h * f0 / 5000) ** 2))
+            return harmonic_table(h**-0.7 / (1 + (h * f0 / 5000) ** 2))
 
         for m in notes:
-            d = self.table("brass_d", m,
-                           lambda f0: harmonic_table(_harmonics(f0, 6000, 20) ** -2.5))
+            d = self.table(
+                "brass_d", m, lambda f0: harmonic_table(_harmonics(f0, 6000, 20) ** -2.5)
+            )
             b = self.table("brass_b", m, bright)
             idx = self.warped(midi_hz(m), n, 0.0015, 5.4, 0.3)
             out += d[idx] + shine * (b[idx] - d[idx])
@@ -359,8 +393,13 @@ class Voices:
 
     def _synth(self, m: int, n: int) -> np.ndarray:
         """A synth lead: a saw, a little filtered, vibrato after the attack."""
-        tab = self.table("lead", m, lambda f0: harmonic_table(
-            1.0 / _harmonics(f0, 12000, 50) / (1 + (_harmonics(f0, 12000, 50) * f0 / 4500) ** 2)))
+        tab = self.table(
+            "lead",
+            m,
+            lambda f0: harmonic_table(
+                1.0 / _harmonics(f0, 12000, 50) / (1 + (_harmonics(f0, 12000, 50) * f0 / 4500) ** 2)
+            ),
+        )
         f = midi_hz(m)
         w = tab[self.warped(f, n, 0.006, 5.5, 0.25)]
         return w * _fade(n, 0.006, min(0.06, n / SR / 3))
@@ -442,12 +481,14 @@ class Voices:
 
     def _d_kick(self, kit: str, midi: int = 0) -> np.ndarray:
         """A kick: a sine sweeping down onto its pitch (``midi``: tuned to the song's key)."""
-        top, low, length, click = {"electronic": (160, 48, 0.45, 0.45),
-                                   "synthwave": (150, 50, 0.4, 0.35),
-                                   "trap": (190, 55, 0.28, 0.5),
-                                   "lofi": (110, 50, 0.3, 0.1),
-                                   "jazz": (100, 55, 0.25, 0.1),
-                                   "soft": (110, 52, 0.3, 0.1)}.get(kit, (130, 48, 0.35, 0.3))
+        top, low, length, click = {
+            "electronic": (160, 48, 0.45, 0.45),
+            "synthwave": (150, 50, 0.4, 0.35),
+            "trap": (190, 55, 0.28, 0.5),
+            "lofi": (110, 50, 0.3, 0.1),
+            "jazz": (100, 55, 0.25, 0.1),
+            "soft": (110, 52, 0.3, 0.1),
+        }.get(kit, (130, 48, 0.35, 0.3))
         if midi:
             low = midi_hz(midi)
         n = int(length * SR)
@@ -464,11 +505,12 @@ class Voices:
         n = int(length * SR)
         t = self.t(n)
         lo, hi = {"lofi": (600, 5000), "jazz": (1500, 9000), "soft": (700, 6000)}.get(
-            kit, (900, 9000))
+            kit, (900, 9000)
+        )
         noise = self.noise(n, lo, hi, "snare", kit)
         decay = np.exp(t * np.float32(-1 / (0.2 if gated else 0.06)))
         body = np.sin(t * np.float32(_TWO_PI * 185)) * np.exp(t * np.float32(-1 / 0.05))
-        if kit == "jazz":           # a brush: swept in, no crack
+        if kit == "jazz":  # a brush: swept in, no crack
             return (0.5 * noise * decay * _fade(n, 0.012, 0.05)).astype(np.float32)
         w = 0.55 * noise * decay + 0.6 * body
         return w * _fade(n, 0.0005, 0.03 if gated else 0.05)
@@ -481,7 +523,7 @@ class Voices:
         env = np.exp(t * np.float32(-1 / 0.07)) * np.float32(0.6)
         for k in range(3):
             s = int(k * 0.006 * SR)
-            env[s:] += np.exp(t[:n - s] * np.float32(-1 / 0.004))
+            env[s:] += np.exp(t[: n - s] * np.float32(-1 / 0.004))
         return noise * env * _fade(n, 0.0005, 0.05) * np.float32(0.7)
 
     def _d_rim(self, kit: str, _=0) -> np.ndarray:
@@ -495,20 +537,31 @@ class Voices:
         n = int(length * SR)
         t = self.t(n)
         lo, hi = (3500, 9000) if kit == "lofi" else (4500, 16000)
-        return self.noise(n, lo, hi, "hat", kit) * np.exp(t * np.float32(-1 / (length / 4))) * \
-            np.float32(0.5)
+        return (
+            self.noise(n, lo, hi, "hat", kit)
+            * np.exp(t * np.float32(-1 / (length / 4)))
+            * np.float32(0.5)
+        )
 
     def _d_openhat(self, kit: str, _=0) -> np.ndarray:
         n = int(0.35 * SR)
         t = self.t(n)
-        return self.noise(n, 5000, 16000, "openhat", kit) * \
-            np.exp(t * np.float32(-1 / 0.1)) * _fade(n, 0.001, 0.05) * np.float32(0.4)
+        return (
+            self.noise(n, 5000, 16000, "openhat", kit)
+            * np.exp(t * np.float32(-1 / 0.1))
+            * _fade(n, 0.001, 0.05)
+            * np.float32(0.4)
+        )
 
     def _d_crash(self, kit: str, _=0) -> np.ndarray:
         n = int(2.0 * SR)
         t = self.t(n)
-        return self.noise(n, 3000, 16000, "crash", kit, tilt=-1.5) * \
-            np.exp(t * np.float32(-1 / 0.55)) * _fade(n, 0.001, 0.3) * np.float32(0.45)
+        return (
+            self.noise(n, 3000, 16000, "crash", kit, tilt=-1.5)
+            * np.exp(t * np.float32(-1 / 0.55))
+            * _fade(n, 0.001, 0.3)
+            * np.float32(0.45)
+        )
 
     def _d_ride(self, kit: str, _=0) -> np.ndarray:
         n = int(0.9 * SR)
@@ -546,15 +599,17 @@ class Voices:
         f = midi_hz(midi)
         w = np.zeros(n, dtype=np.float32)
         for ratio, amp, tau in ((1.0, 1.0, 0.9), (1.5, 0.5, 0.5), (1.98, 0.3, 0.35)):
-            w += np.float32(amp) * np.sin(t * np.float32(_TWO_PI * f * ratio)) * \
-                np.exp(t * np.float32(-1 / tau))
+            w += (
+                np.float32(amp)
+                * np.sin(t * np.float32(_TWO_PI * f * ratio))
+                * np.exp(t * np.float32(-1 / tau))
+            )
         w[:960] += 0.25 * self.noise(960, 100, 3000, "timp", midi) * np.exp(-t[:960] * 150)
         return w * _fade(n, 0.001, 0.2)
 
     def _d_shaker(self, kit: str, _=0) -> np.ndarray:
         n = int(0.08 * SR)
-        return self.noise(n, 4000, 12000, "shaker", kit) * _fade(n, 0.015, 0.06) * \
-            np.float32(0.35)
+        return self.noise(n, 4000, 12000, "shaker", kit) * _fade(n, 0.015, 0.06) * np.float32(0.35)
 
     # ------------------------------------------------------------ effects and textures
 
@@ -562,12 +617,16 @@ class Voices:
         """An orchestral hit: strings and brass on one short chord over a low boom on the
         chord's root."""
         t = self.t(n)
-        w = self._brass(notes, n, stab=True) + 0.8 * self._strings(notes, n, 0.005) * \
-            np.exp(t * np.float32(-1 / 0.3))
+        w = self._brass(notes, n, stab=True) + 0.8 * self._strings(notes, n, 0.005) * np.exp(
+            t * np.float32(-1 / 0.3)
+        )
         root = midi_hz(28 + (notes[0] - 28) % 12)
         boom = np.sin(t * np.float32(_TWO_PI * root)) * np.exp(t * np.float32(-1 / 0.5))
-        return w + 0.7 * boom + 0.2 * self.noise(n, 200, 6000, "hit") * \
-            np.exp(t * np.float32(-1 / 0.05))
+        return (
+            w
+            + 0.7 * boom
+            + 0.2 * self.noise(n, 200, 6000, "hit") * np.exp(t * np.float32(-1 / 0.05))
+        )
 
     def _swell(self, n: int) -> np.ndarray:
         """A reversed cymbal: noise rising into the next downbeat."""
@@ -597,11 +656,14 @@ class Voices:
         x = self.noise(n, 600, 9000, "rain", variant, ch, tilt=-2.0) * np.float32(0.35)
         rng = self.rng("drops", n, variant, ch)
         drops = self._drops()
-        k = int(60 * n / SR)                            # drops per second
-        for pos, amp, which in zip(rng.integers(0, max(1, n - 512), k),
-                                   rng.exponential(0.5, k), rng.integers(0, len(drops), k)):
+        k = int(60 * n / SR)  # drops per second
+        for pos, amp, which in zip(
+            rng.integers(0, max(1, n - 512), k),
+            rng.exponential(0.5, k),
+            rng.integers(0, len(drops), k),
+        ):
             d = drops[which]
-            x[pos:pos + len(d)] += np.float32(amp) * d
+            x[pos : pos + len(d)] += np.float32(amp) * d
         return x
 
     def _drops(self) -> list[np.ndarray]:
@@ -622,24 +684,28 @@ class Voices:
         rng = self.rng("vinyl", n, variant)
         click = self._click()
         k = int(12 * n / SR)
-        for pos, amp in zip(rng.integers(0, max(1, n - len(click)), k),
-                            rng.choice([-1, 1], k) * rng.exponential(0.5, k) ** 2):
-            x[pos:pos + len(click)] += np.float32(amp) * click
+        for pos, amp in zip(
+            rng.integers(0, max(1, n - len(click)), k),
+            rng.choice([-1, 1], k) * rng.exponential(0.5, k) ** 2,
+        ):
+            x[pos : pos + len(click)] += np.float32(amp) * click
         return x
 
     def _click(self) -> np.ndarray:
         c = self.cache.get(("click",))
         if c is None:
             t = self.t(96)
-            c = self.cache[("click",)] = (np.sin(t * np.float32(_TWO_PI * 3100)) *
-                                          np.exp(t * np.float32(-1 / 0.0004))).astype(np.float32)
+            c = self.cache[("click",)] = (
+                np.sin(t * np.float32(_TWO_PI * 3100)) * np.exp(t * np.float32(-1 / 0.0004))
+            ).astype(np.float32)
         return c
 
     def _tx_wind(self, n: int, variant: int, ch: int) -> np.ndarray:
         t = self.t(n)
         out = np.zeros(n, dtype=np.float32)
-        for i, (lo, hi, rate) in enumerate(((200, 900, 0.11), (500, 2000, 0.17),
-                                            (1200, 4000, 0.07))):
+        for i, (lo, hi, rate) in enumerate(
+            ((200, 900, 0.11), (500, 2000, 0.17), (1200, 4000, 0.07))
+        ):
             gust = 0.5 + 0.5 * np.sin(t * np.float32(_TWO_PI * rate) + (variant * 1.7 + i + ch))
             out += self.noise(n, lo, hi, "wind", variant, ch, i) * gust
         return out * np.float32(0.35)

@@ -29,17 +29,20 @@ import numpy as np
 
 FPS = 25
 DIM = 64
-HOP = 1920                      # samples per frame at 48 kHz
+HOP = 1920  # samples per frame at 48 kHz
 FRAME_BYTES = DIM * 4
-MAX_FRAMES = 15000              # 10 minutes, as ace-server
+MAX_FRAMES = 15000  # 10 minutes, as ace-server
 MAGIC = (19282.0, 25931.0)
 VERSION = 1
-HEAD = 8                        # header fields in frame 0; the payload starts after them
+HEAD = 8  # header fields in frame 0; the payload starts after them
 
 _LOW_BANDS = 20
-_EDGES = np.concatenate([np.arange(1, _LOW_BANDS + 1),
-                         np.round(np.geomspace(_LOW_BANDS + 1, HOP // 2 + 1,
-                                               DIM - _LOW_BANDS + 1)).astype(int)])
+_EDGES = np.concatenate(
+    [
+        np.arange(1, _LOW_BANDS + 1),
+        np.round(np.geomspace(_LOW_BANDS + 1, HOP // 2 + 1, DIM - _LOW_BANDS + 1)).astype(int),
+    ]
+)
 
 
 class LatentError(ValueError):
@@ -72,11 +75,11 @@ def features(audio: np.ndarray, chunk: int = 500) -> np.ndarray:
     for f0 in range(0, frames, chunk):
         f1 = min(frames, f0 + chunk)
         block = np.zeros((f1 - f0) * HOP, dtype=np.float32)
-        part = audio[f0 * HOP:f1 * HOP]
+        part = audio[f0 * HOP : f1 * HOP]
         if part.ndim == 2:
-            block[:len(part)] = part.mean(axis=1)
+            block[: len(part)] = part.mean(axis=1)
         else:
-            block[:len(part)] = part
+            block[: len(part)] = part
         spec = np.abs(np.fft.rfft(block.reshape(f1 - f0, HOP), axis=1)) ** 2
         bands = np.add.reduceat(spec, _EDGES[:-1], axis=1)
         out[f0:f1] = np.log1p(bands[:, :DIM])
@@ -97,9 +100,17 @@ def write(recipe: dict | None, envelope: np.ndarray) -> np.ndarray:
         return out
     crc = zlib.crc32(payload)
     flat = np.zeros(frames * DIM, dtype=np.float32)
-    flat[:HEAD] = [MAGIC[0], MAGIC[1], VERSION, n_bytes & 0xFFFF, n_bytes >> 16,
-                   crc & 0xFFFF, crc >> 16, frames]
-    flat[HEAD:HEAD + len(values)] = values
+    flat[:HEAD] = [
+        MAGIC[0],
+        MAGIC[1],
+        VERSION,
+        n_bytes & 0xFFFF,
+        n_bytes >> 16,
+        crc & 0xFFFF,
+        crc >> 16,
+        frames,
+    ]
+    flat[HEAD : HEAD + len(values)] = values
     out[:frames] = flat.reshape(frames, DIM)
     return out
 
@@ -119,7 +130,7 @@ def read(latent: np.ndarray) -> tuple[dict | None, int]:
     count = -(-n_bytes // 2)
     if frames < 1 or frames > len(latent) or HEAD + count > frames * DIM:
         return None, 0
-    values = latent[:frames].reshape(-1)[HEAD:HEAD + count]
+    values = latent[:frames].reshape(-1)[HEAD : HEAD + count]
     if np.any(values < 0) or np.any(values > 65535) or np.any(values != np.round(values)):
         return None, 0
     payload = values.astype("<u2").tobytes()[:n_bytes]
@@ -154,8 +165,8 @@ def stand_in(envelope: np.ndarray, skip: int = 0, seed: int = 0) -> np.ndarray:
     widths = np.diff(_EDGES)[:DIM].astype(np.float64)
     per_bin = np.zeros((frames, HOP // 2 + 1))
     for b in range(DIM):
-        per_bin[:, _EDGES[b]:_EDGES[b + 1]] = (power[:, b] / widths[b])[:, None]
-    mag = np.sqrt(2.0 * per_bin)          # the sine window halves each grain's power
+        per_bin[:, _EDGES[b] : _EDGES[b + 1]] = (power[:, b] / widths[b])[:, None]
+    mag = np.sqrt(2.0 * per_bin)  # the sine window halves each grain's power
     rng = np.random.default_rng(seed)
     size = 2 * HOP
     window = np.sin(np.pi * (np.arange(size) + 0.5) / size)
@@ -163,7 +174,7 @@ def stand_in(envelope: np.ndarray, skip: int = 0, seed: int = 0) -> np.ndarray:
     for ch in range(2):
         for f0 in range(0, frames, 256):
             f1 = min(frames, f0 + 256)
-            m = np.repeat(mag[f0:f1], 2, axis=1)[:, :size // 2 + 1]
+            m = np.repeat(mag[f0:f1], 2, axis=1)[:, : size // 2 + 1]
             phase = rng.uniform(0, 2 * np.pi, m.shape)
             # a frame of HOP samples had these bin powers: one grain of 2 × HOP samples at
             # twice the bins per frame, sine-windowed, overlapping by half
@@ -171,5 +182,5 @@ def stand_in(envelope: np.ndarray, skip: int = 0, seed: int = 0) -> np.ndarray:
             for i, grain in enumerate(grains):
                 a = (f0 + i) * HOP - HOP // 2
                 lo, hi = max(0, a), min(len(out), a + size)
-                out[lo:hi, ch] += grain[lo - a:hi - a].astype(np.float32)
-    return out[:frames * HOP]
+                out[lo:hi, ch] += grain[lo - a : hi - a].astype(np.float32)
+    return out[: frames * HOP]

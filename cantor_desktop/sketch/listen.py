@@ -34,8 +34,7 @@ def song_leaf(recipe: dict):
 def pace(bpm: float | None) -> str:
     if not bpm:
         return "free-time"
-    return "slow" if bpm < 80 else "mid-tempo" if bpm < 110 else "upbeat" if bpm < 135 \
-        else "fast"
+    return "slow" if bpm < 80 else "mid-tempo" if bpm < 110 else "upbeat" if bpm < 135 else "fast"
 
 
 def describe(recipe: dict, bpm: float | None, minor: bool, audio: np.ndarray | None) -> str:
@@ -55,7 +54,7 @@ def describe(recipe: dict, bpm: float | None, minor: bool, audio: np.ndarray | N
     words = [pace(bpm), mood]
     if audio is not None and len(audio):
         mono = audio.mean(axis=1) if audio.ndim == 2 else audio
-        spec = np.abs(np.fft.rfft(mono[:SR * 60] * 1.0)) ** 2
+        spec = np.abs(np.fft.rfft(mono[: SR * 60] * 1.0)) ** 2
         freqs = np.fft.rfftfreq(min(len(mono), SR * 60), 1 / SR)
         total = spec.sum()
         if total > 0:
@@ -86,9 +85,13 @@ def understand(source: edit.Source, req: dict, ctx: edit.Context) -> dict:
         ts = str(source.frame.beats)
     minor = bool(key and key.endswith("minor"))
     heard = dict(DEFAULTS)
-    heard.update(caption=describe(recipe, bpm, minor, audio), lyrics="",
-                 duration=round(source.samples / SR, 2), timesignature=ts,
-                 seed=req.get("seed", -1))
+    heard.update(
+        caption=describe(recipe, bpm, minor, audio),
+        lyrics="",
+        duration=round(source.samples / SR, 2),
+        timesignature=ts,
+        seed=req.get("seed", -1),
+    )
     if bpm:
         heard["bpm"] = int(round(bpm))
     if key:
@@ -113,6 +116,8 @@ def result_lines(heard: dict) -> list[str]:
     caption = heard.get("caption", "")
     lines.append(f"[Understand-Result] caption: {caption[:80]}{'...' if len(caption) > 80 else ''}")
     lines.append(f"[Understand-Result] lyrics: {len(heard.get('lyrics', ''))} chars")
-    lines.append(f"[Understand-Result] audio_codes: "
-                 f"{codes.tokens(heard.get('audio_codes', '')).__len__()} codes")
+    lines.append(
+        f"[Understand-Result] audio_codes: "
+        f"{codes.tokens(heard.get('audio_codes', '')).__len__()} codes"
+    )
     return lines

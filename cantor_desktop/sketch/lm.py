@@ -45,15 +45,35 @@ GENRES: list[tuple[str, int, str | None]] = [
     (r"\bpop\b", 116, "4"),
 ]
 TEMPO_WORDS: list[tuple[str, int]] = [
-    (r"\blargo\b|very slow", 50), (r"\badagio\b", 70), (r"\bslow\b|laid[\s-]?back|chill", 75),
-    (r"\bandante\b", 90), (r"mid[\s-]?tempo|\bmoderato\b", 105), (r"\ballegro\b", 130),
-    (r"\bupbeat\b|energetic|\bfast\b|driving", 140), (r"\bpresto\b|very fast|frantic", 180),
+    (r"\blargo\b|very slow", 50),
+    (r"\badagio\b", 70),
+    (r"\bslow\b|laid[\s-]?back|chill", 75),
+    (r"\bandante\b", 90),
+    (r"mid[\s-]?tempo|\bmoderato\b", 105),
+    (r"\ballegro\b", 130),
+    (r"\bupbeat\b|energetic|\bfast\b|driving", 140),
+    (r"\bpresto\b|very fast|frantic", 180),
 ]
-TIME_SIGNATURES = [(r"\b3/4\b|three[\s-]four", "3"), (r"\b6/8\b|six[\s-]eight", "6"),
-                   (r"\b2/4\b|two[\s-]four", "2"), (r"\b4/4\b|four[\s-]four", "4")]
-LANGUAGES = {"english": "en", "french": "fr", "spanish": "es", "german": "de",
-             "italian": "it", "portuguese": "pt", "japanese": "ja", "korean": "ko",
-             "chinese": "zh", "mandarin": "zh", "russian": "ru", "dutch": "nl"}
+TIME_SIGNATURES = [
+    (r"\b3/4\b|three[\s-]four", "3"),
+    (r"\b6/8\b|six[\s-]eight", "6"),
+    (r"\b2/4\b|two[\s-]four", "2"),
+    (r"\b4/4\b|four[\s-]four", "4"),
+]
+LANGUAGES = {
+    "english": "en",
+    "french": "fr",
+    "spanish": "es",
+    "german": "de",
+    "italian": "it",
+    "portuguese": "pt",
+    "japanese": "ja",
+    "korean": "ko",
+    "chinese": "zh",
+    "mandarin": "zh",
+    "russian": "ru",
+    "dutch": "nl",
+}
 MINOR_MOODS = r"\bsad|melanchol|\bdark|gloomy|haunting|minor|somber|moody|tragic"
 _BPM = re.compile(r"(\d{2,3}(?:\.\d+)?)\s*-?\s*bpm\b", re.IGNORECASE)
 _SECONDS = re.compile(r"(\d{1,3})\s*(?:s|sec|secs|seconds)\b", re.IGNORECASE)
@@ -73,7 +93,7 @@ def caption_bpm(caption: str) -> int | None:
         return max(30, min(300, round(float(m.group(1)))))
     tempo = _search(TEMPO_WORDS, caption)
     genre = _search(GENRES, caption)
-    if genre and tempo:            # "slow house": lean the genre's tempo towards the word
+    if genre and tempo:  # "slow house": lean the genre's tempo towards the word
         return round((genre[0] * 2 + tempo[0]) / 3)
     if genre:
         return genre[0]
@@ -123,9 +143,9 @@ def song_duration(lyrics: str, bpm: int, ts: int, rng: random.Random) -> float:
     bar = 60.0 / bpm * ts
     if not lines:
         return float(rng.choice((30, 45, 60, 90, 120)))
-    bars = 2 + 2                                   # intro and outro
+    bars = 2 + 2  # intro and outro
     for words in lines:
-        bars += -(-sum(words) // (ts * 2)) + 1     # the line, then a bar's breath
+        bars += -(-sum(words) // (ts * 2)) + 1  # the line, then a bar's breath
     return float(bars * bar)
 
 
@@ -140,7 +160,7 @@ def enrich(req: dict, seed: int) -> dict:
     out = dict(req)
     caption = req["caption"]
     lyrics = req["lyrics"]
-    locked = not req["use_cot_caption"]           # "lock my caption": never rewritten
+    locked = not req["use_cot_caption"]  # "lock my caption": never rewritten
     if req["lm_mode"] == "inspire":
         written_caption, written = words.inspire(caption, rng)
         if not locked:
@@ -163,10 +183,9 @@ def enrich(req: dict, seed: int) -> dict:
         key = (rng.randrange(12), minor)
     out["keyscale"] = music.key_name(*key)
     if req["duration"] > 0:
-        out["duration"] = float(req["duration"])            # asked for: kept as is
+        out["duration"] = float(req["duration"])  # asked for: kept as is
     else:
-        duration = caption_duration(caption) or song_duration(lyrics, bpm, time_signature(ts),
-                                                              rng)
+        duration = caption_duration(caption) or song_duration(lyrics, bpm, time_signature(ts), rng)
         # up to the next tenth, so the song never loses the end of its last bar
         out["duration"] = float(max(10.0, min(600.0, math.ceil(duration * 10 - 1e-9) / 10)))
     if not is_instrumental(lyrics):
@@ -180,12 +199,19 @@ def plan_codes(enriched: dict, seed: int) -> str:
     """The codes of the song the synth makes of ``enriched`` with the arrangement of
     ``seed`` (the same Song the synth builds: engine.song_from_request)."""
     from . import codes, render
+
     key = music.parse_key(enriched["keyscale"]) or (0, False)
-    song = render.Song(bpm=max(30, min(300, int(enriched["bpm"]))),
-                       beats_per_bar=time_signature(enriched["timesignature"]), tonic=key[0],
-                       minor=key[1], duration=float(max(1.0, min(600.0, enriched["duration"]))),
-                       seed=seed, lyrics="" if is_instrumental(enriched["lyrics"])
-                       else enriched["lyrics"], caption=enriched["caption"], plan_seed=seed)
+    song = render.Song(
+        bpm=max(30, min(300, int(enriched["bpm"]))),
+        beats_per_bar=time_signature(enriched["timesignature"]),
+        tonic=key[0],
+        minor=key[1],
+        duration=float(max(1.0, min(600.0, enriched["duration"]))),
+        seed=seed,
+        lyrics="" if is_instrumental(enriched["lyrics"]) else enriched["lyrics"],
+        caption=enriched["caption"],
+        plan_seed=seed,
+    )
     return codes.encode(song, render.plan(song))
 
 

@@ -39,7 +39,7 @@ class EngineLog:
                     else:
                         stream.write(data.encode("utf-8", "replace"))
                 except (OSError, ValueError):
-                    pass        # a closed stderr must not stop the engine
+                    pass  # a closed stderr must not stop the engine
             try:
                 stream.flush()
             except (OSError, ValueError):
@@ -58,10 +58,10 @@ class EngineLog:
                 self._subscribers.remove(q)
 
 
-VAE_CHUNK = 1024                # latent frames decoded in one piece (--vae-chunk's default)
+VAE_CHUNK = 1024  # latent frames decoded in one piece (--vae-chunk's default)
 VAE_OVERLAP = 64
-LATENT_RATE = 25                # latent frames per second
-SAMPLES_PER_FRAME = 1920        # 48 kHz / 25
+LATENT_RATE = 25  # latent frames per second
+SAMPLES_PER_FRAME = 1920  # 48 kHz / 25
 
 
 def lm_request_dump(req: dict, batch: int = 1) -> list[str]:
@@ -79,8 +79,11 @@ def lm_request_dump(req: dict, batch: int = 1) -> list[str]:
         text += "\n"
     if float(req.get("duration") or 0) > 0:
         text += f"duration: {int(float(req['duration']))}\n"
-    for key, name in (("keyscale", "keyscale"), ("vocal_language", "language"),
-                      ("timesignature", "timesignature")):
+    for key, name in (
+        ("keyscale", "keyscale"),
+        ("vocal_language", "language"),
+        ("timesignature", "timesignature"),
+    ):
         if req.get(key):
             text += f"{name}: {req[key]}\n"
     return [f"[LM-Phase2] N={batch}, CoT[0]:"] + text.splitlines()
@@ -91,11 +94,15 @@ def vae_lines(samples: int) -> tuple[list[str], list[str]]:
     frames = -(-samples // SAMPLES_PER_FRAME)
     seconds = samples / 48000
     if frames <= VAE_CHUNK:
-        return [], [f"[VAE] Decoded: T_latent={frames} -> T_audio={samples} "
-                    f"({seconds:.2f}s @ 48kHz)"]
+        return [], [
+            f"[VAE] Decoded: T_latent={frames} -> T_audio={samples} ({seconds:.2f}s @ 48kHz)"
+        ]
     stride = VAE_CHUNK - 2 * VAE_OVERLAP
     tiles = -(-frames // stride)
-    return ([f"[VAE] Tiled decode: {tiles} tiles (chunk={VAE_CHUNK}, overlap={VAE_OVERLAP}, "
-             f"stride={stride})"],
-            [f"[VAE] Tiled decode done: {tiles} tiles -> T_audio={samples} "
-             f"({seconds:.2f}s @ 48kHz)"])
+    return (
+        [
+            f"[VAE] Tiled decode: {tiles} tiles (chunk={VAE_CHUNK}, overlap={VAE_OVERLAP}, "
+            f"stride={stride})"
+        ],
+        [f"[VAE] Tiled decode done: {tiles} tiles -> T_audio={samples} ({seconds:.2f}s @ 48kHz)"],
+    )

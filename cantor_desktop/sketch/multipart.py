@@ -16,7 +16,7 @@ from .request import BadRequest
 @dataclass(frozen=True)
 class FormPart:
     name: str
-    filename: str | None            # None or "": a plain field
+    filename: str | None  # None or "": a plain field
     content_type: str
     data: bytes
 
@@ -60,15 +60,15 @@ def parse(body: bytes, content_type: str) -> dict[str, FormPart]:
     parts: dict[str, FormPart] = {}
     while True:
         pos += len(delim)
-        if body[pos:pos + 2] == b"--":
-            break                                        # the closing delimiter
+        if body[pos : pos + 2] == b"--":
+            break  # the closing delimiter
         line_end = body.find(b"\r\n", pos)
         if line_end < 0:
             raise BadRequest("Invalid multipart body")
         head_end = body.find(b"\r\n\r\n", line_end)
         if head_end < 0:
             raise BadRequest("Invalid multipart body")
-        head = body[line_end + 2:head_end].decode("utf-8", "replace")
+        head = body[line_end + 2 : head_end].decode("utf-8", "replace")
         nxt = body.find(b"\r\n" + delim, head_end + 4)
         if nxt < 0:
             raise BadRequest("Invalid multipart body")
@@ -79,8 +79,9 @@ def parse(body: bytes, content_type: str) -> dict[str, FormPart]:
                 headers[key.strip().lower()] = value.strip()
         name, filename = _disposition(headers.get("content-disposition", ""))
         if name is not None and name not in parts:
-            parts[name] = FormPart(name, filename, headers.get("content-type", ""),
-                                   bytes(view[head_end + 4:nxt]))
+            parts[name] = FormPart(
+                name, filename, headers.get("content-type", ""), bytes(view[head_end + 4 : nxt])
+            )
         pos = nxt + 2
     return parts
 

@@ -15,10 +15,13 @@ PROGRESSIONS = {
 
 _KEY_RE = re.compile(
     r"\b([A-Ga-g])\s*(#|♯|b|♭|-?sharp|-?flat)?\s*[- ]?"
-    r"(major|minor|maj|min|moll|dur|m)?\b", re.IGNORECASE)
+    r"(major|minor|maj|min|moll|dur|m)?\b",
+    re.IGNORECASE,
+)
 _KEY_IN_TEXT = re.compile(
     r"(?<![\w#])([A-G])\s*(#|♯|b|♭|\s+sharp|\s+flat)?\s*(major|minor|maj\b|min\b|m\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def _pitch_class(letter: str, accidental: str | None) -> int:
@@ -63,7 +66,7 @@ def find_key(caption: str) -> tuple[int, bool] | None:
         if letter.islower() and mode in ("maj", "min"):
             continue
         # "a minor" is a key only with a capital letter or an explicit "key"
-        if letter.islower() and "key" not in caption[max(0, m.start() - 12):m.start()].lower():
+        if letter.islower() and "key" not in caption[max(0, m.start() - 12) : m.start()].lower():
             continue
         return _pitch_class(letter, acc), mode in ("minor", "min", "m")
     return None
@@ -88,8 +91,7 @@ def chord_pitches(tonic: int, minor: bool, degree: int, base_octave_midi: int) -
 _TAG = re.compile(r"\[[^\]]*\]|\([^)]*\)")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
-_VOWELS = re.compile(r"[aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœаеёиоуыэюяіїєαεηιουω]+",
-                     re.IGNORECASE)
+_VOWELS = re.compile(r"[aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœаеёиоуыэюяіїєαεηιουω]+", re.IGNORECASE)
 
 
 def word_syllables(word: str) -> int:
@@ -99,12 +101,17 @@ def word_syllables(word: str) -> int:
     w = word.lower()
     n = len(_VOWELS.findall(w))
     if n > 1 and w.endswith("e") and not w.endswith(("le", "ee", "ie", "ye")):
-        n -= 1                      # a silent final e: "love", "time"
+        n -= 1  # a silent final e: "love", "time"
     return max(1, n)
 
 
-_VOWEL_CLASSES = {"a": "aàáâãäåæаяα", "e": "eèéêëеёэєεη", "i": "iìíîïyýÿиыіїι",
-                  "o": "oòóôõöøœоοω", "u": "uùúûüуюυ"}
+_VOWEL_CLASSES = {
+    "a": "aàáâãäåæаяα",
+    "e": "eèéêëеёэєεη",
+    "i": "iìíîïyýÿиыіїι",
+    "o": "oòóôõöøœоοω",
+    "u": "uùúûüуюυ",
+}
 _VOWEL_OF = {ch: cls for cls, chars in _VOWEL_CLASSES.items() for ch in chars}
 
 
@@ -116,7 +123,7 @@ def syllable_vowels(word: str) -> list[str]:
         return ["a"] * n
     out = []
     for group in _VOWELS.findall(word.lower())[:n]:
-        core = group.lstrip("y") or group          # "you": the y is a consonant
+        core = group.lstrip("y") or group  # "you": the y is a consonant
         out.append(_VOWEL_OF.get(core[0], "a"))
     return out + ["a"] * (n - len(out))
 
@@ -135,8 +142,7 @@ def line_vowels(text: str) -> list[str]:
 # a structure tag's words -> its kind; the first pattern that matches wins ("pre-chorus"
 # before "chorus", "post-chorus" is more chorus)
 SECTION_KINDS: list[tuple[str, str]] = [
-    (r"\bpre[\s_-]*chorus|\bprechorus|\bpre\b|\bbuild[\s-]*up|\bbuild\b|\blift\b|\bclimb",
-     "pre"),
+    (r"\bpre[\s_-]*chorus|\bprechorus|\bpre\b|\bbuild[\s-]*up|\bbuild\b|\blift\b|\bclimb", "pre"),
     (r"\bintro|\bopening|\bprelude", "intro"),
     (r"\boutro|\bending\b|\bend\b|\bcoda\b|\bfade[\s-]*out|\bfinale?\b|\bclosing", "outro"),
     (r"\bbridge|\bmiddle[\s-]*(?:8|eight)", "bridge"),
@@ -178,8 +184,20 @@ def _line_tag(raw: str) -> str | None:
     return section_kind(text) if marked or bare else None
 
 
-_BARE_NAMES = {"intro", "verse", "pre-chorus", "prechorus", "chorus", "hook", "refrain",
-               "bridge", "interlude", "solo", "breakdown", "outro"}
+_BARE_NAMES = {
+    "intro",
+    "verse",
+    "pre-chorus",
+    "prechorus",
+    "chorus",
+    "hook",
+    "refrain",
+    "bridge",
+    "interlude",
+    "solo",
+    "breakdown",
+    "outro",
+}
 
 
 def lyric_blocks(lyrics: str) -> list[tuple[str, list[tuple[str, list[int]]]]]:
@@ -219,15 +237,16 @@ def lyric_blocks(lyrics: str) -> list[tuple[str, list[tuple[str, list[int]]]]]:
         current[1].append((text, words))
     if not tagged:
         texts = [" ".join(t.lower() for t, _ in lines) for _, lines in blocks]
-        blocks = [("chorus" if texts.count(texts[i]) > 1 else "verse", lines)
-                  for i, (_, lines) in enumerate(blocks)]
+        blocks = [
+            ("chorus" if texts.count(texts[i]) > 1 else "verse", lines)
+            for i, (_, lines) in enumerate(blocks)
+        ]
     return blocks
 
 
 def lyric_phrases(lyrics: str) -> list[tuple[str, str, list[int]]]:
     """Sung lines as (section kind, text, syllables per word); tags are not sung."""
-    return [(kind, text, words) for kind, lines in lyric_blocks(lyrics)
-            for text, words in lines]
+    return [(kind, text, words) for kind, lines in lyric_blocks(lyrics) for text, words in lines]
 
 
 def lyric_lines(lyrics: str) -> list[list[int]]:

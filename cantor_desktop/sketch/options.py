@@ -22,12 +22,24 @@ The built-in sketch engine (no AI model) with ace-server's command line.
   --help             this text
 Device: GGML_BACKEND (the sketch has only CPU)."""
 
-_VALUE = {"--models": "models", "--host": "host", "--port": "port", "--max-batch": "max_batch",
-          "--adapters": "adapters", "--vae-chunk": "vae_chunk", "--vae-overlap": "vae_overlap",
-          "--max-seq": "max_seq"}
+_VALUE = {
+    "--models": "models",
+    "--host": "host",
+    "--port": "port",
+    "--max-batch": "max_batch",
+    "--adapters": "adapters",
+    "--vae-chunk": "vae_chunk",
+    "--vae-overlap": "vae_overlap",
+    "--max-seq": "max_seq",
+}
 _INT = {"port", "max_batch", "vae_chunk", "vae_overlap", "max_seq"}
-_FLAG = {"--keep-loaded": "keep_loaded", "--no-fsm": "no_fsm", "--no-fa": "no_fa",
-         "--no-batch-cfg": "no_batch_cfg", "--clamp-fp16": "clamp_fp16"}
+_FLAG = {
+    "--keep-loaded": "keep_loaded",
+    "--no-fsm": "no_fsm",
+    "--no-fa": "no_fa",
+    "--no-batch-cfg": "no_batch_cfg",
+    "--clamp-fp16": "clamp_fp16",
+}
 
 
 @dataclass

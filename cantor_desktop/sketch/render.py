@@ -31,38 +31,83 @@ from .instruments import SR, Voices, midi_hz  # noqa: F401
 
 LATENT_FPS = 25
 LATENT_DIM = 64
-HEADROOM = 10 ** (-1 / 20)          # -1 dBFS
-PARTS = ("vocals", "backing_vocals", "drums", "bass", "guitar", "keyboard", "percussion",
-         "strings", "synth", "fx", "brass", "woodwinds")
-DECIMATE = 4                        # the reverb runs at SR / 4 (its tail is dark anyway)
+HEADROOM = 10 ** (-1 / 20)  # -1 dBFS
+PARTS = (
+    "vocals",
+    "backing_vocals",
+    "drums",
+    "bass",
+    "guitar",
+    "keyboard",
+    "percussion",
+    "strings",
+    "synth",
+    "fx",
+    "brass",
+    "woodwinds",
+)
+DECIMATE = 4  # the reverb runs at SR / 4 (its tail is dark anyway)
 
 # voice -> (level, pan -1 left … +1 right, right-channel delay in ms (width), reverb send,
 # ping-pong echo)
 MIX: dict[str, tuple[float, float, float, float, bool]] = {
-    "kick": (0.9, 0.0, 0, 0.0, False), "snare": (0.8, 0.05, 0, 0.12, False),
-    "clap": (0.75, 0.0, 0, 0.15, False), "rim": (0.35, 0.1, 0, 0.1, False),
-    "hat": (0.3, 0.25, 0, 0.0, False), "openhat": (0.3, 0.25, 0, 0.05, False),
-    "ride": (0.3, 0.3, 0, 0.05, False), "crash": (0.4, -0.2, 0, 0.1, False),
-    "tom": (0.55, -0.15, 0, 0.1, False), "taiko": (0.52, 0.0, 0, 0.25, False),
-    "timpani": (0.6, 0.0, 0, 0.3, False), "shaker": (0.3, 0.3, 0, 0.05, False),
-    "bass": (0.42, 0.0, 0, 0.0, False), "ebass": (0.36, 0.0, 0, 0.0, False),
-    "808": (0.5, 0.0, 0, 0.0, False), "sub": (0.16, 0.0, 0, 0.0, False),
+    "kick": (0.9, 0.0, 0, 0.0, False),
+    "snare": (0.8, 0.05, 0, 0.12, False),
+    "clap": (0.75, 0.0, 0, 0.15, False),
+    "rim": (0.35, 0.1, 0, 0.1, False),
+    "hat": (0.3, 0.25, 0, 0.0, False),
+    "openhat": (0.3, 0.25, 0, 0.05, False),
+    "ride": (0.3, 0.3, 0, 0.05, False),
+    "crash": (0.4, -0.2, 0, 0.1, False),
+    "tom": (0.55, -0.15, 0, 0.1, False),
+    "taiko": (0.52, 0.0, 0, 0.25, False),
+    "timpani": (0.6, 0.0, 0, 0.3, False),
+    "shaker": (0.3, 0.3, 0, 0.05, False),
+    "bass": (0.42, 0.0, 0, 0.0, False),
+    "ebass": (0.36, 0.0, 0, 0.0, False),
+    "808": (0.5, 0.0, 0, 0.0, False),
+    "sub": (0.16, 0.0, 0, 0.0, False),
     "lowstrings": (0.2, 0.0, 6, 0.25, False),
-    "piano": (0.42, -0.1, 0, 0.22, False), "epiano": (0.36, 0.1, 0, 0.2, False),
-    "organ": (0.16, 0.15, 8, 0.15, False), "bells": (0.3, 0.3, 0, 0.35, False),
-    "guitar": (0.36, -0.35, 0, 0.15, False), "pluck": (0.34, -0.3, 0, 0.18, False),
-    "eguitar": (0.32, -0.4, 10, 0.1, False), "leadguitar": (0.3, 0.2, 0, 0.2, True),
-    "strings": (0.22, 0.0, 11, 0.4, False), "pad": (0.14, 0.0, 11, 0.3, False),
-    "brass": (0.26, 0.2, 0, 0.3, False), "choir": (0.2, 0.0, 11, 0.45, False),
-    "synth": (0.3, 0.1, 0, 0.2, True), "arp": (0.2, -0.25, 0, 0.2, False),
-    "flute": (0.32, 0.2, 0, 0.3, False), "voice": (0.36, 0.08, 0, 0.2, True),
-    "hit": (0.45, 0.0, 11, 0.5, False), "swell": (0.3, 0.0, 11, 0.2, False),
-    "boom": (0.45, 0.0, 0, 0.3, False), "texture": (0.14, 0.0, 0, 0.0, False),
+    "piano": (0.42, -0.1, 0, 0.22, False),
+    "epiano": (0.36, 0.1, 0, 0.2, False),
+    "organ": (0.16, 0.15, 8, 0.15, False),
+    "bells": (0.3, 0.3, 0, 0.35, False),
+    "guitar": (0.36, -0.35, 0, 0.15, False),
+    "pluck": (0.34, -0.3, 0, 0.18, False),
+    "eguitar": (0.32, -0.4, 10, 0.1, False),
+    "leadguitar": (0.3, 0.2, 0, 0.2, True),
+    "strings": (0.22, 0.0, 11, 0.4, False),
+    "pad": (0.14, 0.0, 11, 0.3, False),
+    "brass": (0.26, 0.2, 0, 0.3, False),
+    "choir": (0.2, 0.0, 11, 0.45, False),
+    "synth": (0.3, 0.1, 0, 0.2, True),
+    "arp": (0.2, -0.25, 0, 0.2, False),
+    "flute": (0.32, 0.2, 0, 0.3, False),
+    "voice": (0.36, 0.08, 0, 0.2, True),
+    "hit": (0.45, 0.0, 11, 0.5, False),
+    "swell": (0.3, 0.0, 11, 0.2, False),
+    "boom": (0.45, 0.0, 0, 0.3, False),
+    "texture": (0.14, 0.0, 0, 0.0, False),
 }
 # how long the room rings (RT60, s) per genre
-ROOM = {"ambient": 3.2, "trailer": 2.8, "orchestral": 2.6, "ballad": 2.0, "waltz": 2.0,
-        "synthwave": 2.2, "pop": 1.5, "edm": 1.6, "folk": 1.4, "soul": 1.4, "jazz": 1.3,
-        "reggae": 1.2, "rock": 1.2, "lofi": 1.0, "hiphop": 1.0, "trap": 1.1}
+ROOM = {
+    "ambient": 3.2,
+    "trailer": 2.8,
+    "orchestral": 2.6,
+    "ballad": 2.0,
+    "waltz": 2.0,
+    "synthwave": 2.2,
+    "pop": 1.5,
+    "edm": 1.6,
+    "folk": 1.4,
+    "soul": 1.4,
+    "jazz": 1.3,
+    "reggae": 1.2,
+    "rock": 1.2,
+    "lofi": 1.0,
+    "hiphop": 1.0,
+    "trap": 1.1,
+}
 
 
 @dataclass
@@ -75,6 +120,7 @@ class Song:
     new render of the same codes keeps the arrangement), else ``seed``. Edits give the form
     (``sections``: form.Section tuples) and the chords per bar (``degrees``, None where
     free) of their source, and leave out the fades where the audio goes on."""
+
     bpm: float
     beats_per_bar: int
     tonic: int
@@ -106,8 +152,9 @@ class Song:
         """The song as JSON values (a recipe's; :meth:`from_json` gives it back exactly)."""
         out = {k: getattr(self, k) for k in SONG_FIELDS}
         if self.sections is not None:
-            out["sections"] = [[s.kind, s.start, s.bars, s.number, s.energy, s.last]
-                               for s in self.sections]
+            out["sections"] = [
+                [s.kind, s.start, s.bars, s.number, s.energy, s.last] for s in self.sections
+            ]
         if self.degrees is not None:
             out["degrees"] = list(self.degrees)
         return out
@@ -115,17 +162,32 @@ class Song:
     @classmethod
     def from_json(cls, data: dict) -> "Song":
         from .form import Section
+
         kw = {k: data[k] for k in SONG_FIELDS if k in data}
         if data.get("sections") is not None:
-            kw["sections"] = tuple(Section(str(k), int(a), int(n), int(num), float(e), bool(last))
-                                   for k, a, n, num, e, last in data["sections"])
+            kw["sections"] = tuple(
+                Section(str(k), int(a), int(n), int(num), float(e), bool(last))
+                for k, a, n, num, e, last in data["sections"]
+            )
         if data.get("degrees") is not None:
             kw["degrees"] = tuple(None if d is None else int(d) for d in data["degrees"])
         return cls(**kw)
 
 
-SONG_FIELDS = ("bpm", "beats_per_bar", "tonic", "minor", "duration", "seed", "lyrics",
-               "melody_seed", "caption", "plan_seed", "fade_in", "fade_out")
+SONG_FIELDS = (
+    "bpm",
+    "beats_per_bar",
+    "tonic",
+    "minor",
+    "duration",
+    "seed",
+    "lyrics",
+    "melody_seed",
+    "caption",
+    "plan_seed",
+    "fade_in",
+    "fade_out",
+)
 
 
 def plan(song: Song) -> Plan:
@@ -149,8 +211,9 @@ class Renderer:
         wanted = None if parts is None else set(parts)
         unknown = (wanted or set()) - set(PARTS)
         if unknown:
-            raise ValueError(f"unknown part(s): {', '.join(sorted(unknown))} "
-                             f"(parts: {', '.join(PARTS)})")
+            raise ValueError(
+                f"unknown part(s): {', '.join(sorted(unknown))} (parts: {', '.join(PARTS)})"
+            )
         self.events = [e for e in self.plan.events if wanted is None or e.part in wanted]
         self.steps = max(1, steps)
         self.voices = Voices(zlib.crc32(f"voices{song.seed}".encode()))
@@ -160,12 +223,12 @@ class Renderer:
         bounds = [self.total * k // self.steps for k in range(self.steps + 1)]
         starts = np.array([e.start for e in self.events], dtype=np.int64)
         self._cuts = [0] + np.searchsorted(starts, bounds[1:-1]).tolist() + [len(self.events)]
-        self._echo = int(0.75 * song.beat_seconds * SR)        # a dotted eighth, ping-pong
+        self._echo = int(0.75 * song.beat_seconds * SR)  # a dotted eighth, ping-pong
 
     def _write(self, ch: int, start: int, w: np.ndarray, gain: float) -> None:
         end = min(self.total, start + len(w))
         if end > start:
-            self.buf[start:end, ch] += np.float32(gain) * w[:end - start]
+            self.buf[start:end, ch] += np.float32(gain) * w[: end - start]
 
     def _decimated(self, key: tuple, w: np.ndarray) -> np.ndarray:
         dkey = ("decimated",) + key
@@ -173,16 +236,16 @@ class Renderer:
         if d is None:
             mono = (w[:, 0] + w[:, 1]) * np.float32(0.5) if w.ndim == 2 else w
             m = len(mono) // DECIMATE
-            d = mono[0:m * DECIMATE:DECIMATE].copy()
+            d = mono[0 : m * DECIMATE : DECIMATE].copy()
             for k in range(1, DECIMATE):
-                d += mono[k:m * DECIMATE:DECIMATE]
+                d += mono[k : m * DECIMATE : DECIMATE]
             d *= np.float32(1 / DECIMATE)
             self.voices.cache[dkey] = d
         return d
 
     def step(self, k: int) -> None:
         """Render the events that start in the k-th of ``steps`` parts (0-based)."""
-        for e in self.events[self._cuts[k]:self._cuts[k + 1]]:
+        for e in self.events[self._cuts[k] : self._cuts[k + 1]]:
             w = self.voices.get(e.key)
             level, pan, width, send, echo = MIX[e.voice]
             g = level * e.gain
@@ -201,7 +264,7 @@ class Renderer:
                 i = e.start // DECIMATE
                 j = min(len(self.send), i + len(d))
                 if j > i:
-                    self.send[i:j] += np.float32(g * send) * d[:j - i]
+                    self.send[i:j] += np.float32(g * send) * d[: j - i]
                     self._sent = True
 
     def _reverb(self) -> None:
@@ -213,31 +276,31 @@ class Renderer:
         rng = np.random.default_rng(zlib.crc32(f"room{self.song.seed}".encode()))
         t = np.arange(n_ir) / fs
         ir = rng.standard_normal((2, n_ir)) * np.exp(-6.9 * t / rt60)
-        ir[:, :int(0.012 * fs)] = 0.0                         # pre-delay
+        ir[:, : int(0.012 * fs)] = 0.0  # pre-delay
         spec = np.fft.rfft(ir, axis=1)
         f = np.fft.rfftfreq(n_ir, 1 / fs)
-        spec *= 1 / (1 + (f / 4000.0) ** 2)                   # a darker tail
+        spec *= 1 / (1 + (f / 4000.0) ** 2)  # a darker tail
         ir = np.fft.irfft(spec, n_ir, axis=1)
-        ir /= np.sqrt((ir ** 2).sum(axis=1, keepdims=True))
+        ir /= np.sqrt((ir**2).sum(axis=1, keepdims=True))
         nfft = 1 << 17
-        block = nfft - n_ir + 1                               # overlap-add, no bin wasted
+        block = nfft - n_ir + 1  # overlap-add, no bin wasted
         irs = np.fft.rfft(ir.astype(np.float32), nfft, axis=1)
         m = len(self.send)
         wet = np.zeros((m + n_ir, 2), dtype=np.float32)
         for a in range(0, m, block):
-            x = np.fft.rfft(self.send[a:a + block], nfft)
+            x = np.fft.rfft(self.send[a : a + block], nfft)
             y = np.fft.irfft(irs * x[None, :], nfft, axis=1)
             b = min(len(wet), a + nfft)
-            wet[a:b] += y[:, :b - a].T
+            wet[a:b] += y[:, : b - a].T
         wet = wet[:m]
         # back to full rate: straight lines between the quarter-rate samples
         frac = np.arange(DECIMATE, dtype=np.float32) / DECIMATE
         for a in range(0, m - 1, block):
             b = min(m - 1, a + block)
-            y0, y1 = wet[a:b], wet[a + 1:b + 1]
+            y0, y1 = wet[a:b], wet[a + 1 : b + 1]
             up = y0[:, None, :] + (y1 - y0)[:, None, :] * frac[None, :, None]
             lo, hi = a * DECIMATE, min(self.total, b * DECIMATE)
-            self.buf[lo:hi] += up.reshape(-1, 2)[:hi - lo]
+            self.buf[lo:hi] += up.reshape(-1, 2)[: hi - lo]
 
     def finish(self) -> np.ndarray:
         """The stereo mix, shape (samples, 2), float32, with fades; not yet normalised.
@@ -249,15 +312,13 @@ class Renderer:
         n = self.total
         out = self.buf[:n]
         if n:
-            out -= np.array([out[:, c].sum(dtype=np.float64) / n for c in (0, 1)],
-                            dtype=np.float32)
+            out -= np.array([out[:, c].sum(dtype=np.float64) / n for c in (0, 1)], dtype=np.float32)
         fade_in = min(n, int(0.01 * SR)) if self.song.fade_in else 0
-        fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR)) \
-            if self.song.fade_out else 0
+        fade_out = min(n, int(min(2.0, self.song.duration * 0.1) * SR)) if self.song.fade_out else 0
         if fade_in:
             out[:fade_in] *= np.linspace(0, 1, fade_in, dtype=np.float32)[:, None]
         if fade_out:
-            out[n - fade_out:] *= np.linspace(1, 0, fade_out, dtype=np.float32)[:, None]
+            out[n - fade_out :] *= np.linspace(1, 0, fade_out, dtype=np.float32)[:, None]
         return out
 
 
@@ -299,16 +360,15 @@ def latent(audio: np.ndarray, chunk_frames: int = 500) -> np.ndarray:
     """float32 [T, 64] at 25 frames/s: log energy in 64 log-spaced bands per frame
     (computed a few hundred frames at a time, so memory stays small for long songs)."""
     hop = SR // LATENT_FPS
-    frames = max(1, -(-len(audio) // hop))          # every sample in a frame
+    frames = max(1, -(-len(audio) // hop))  # every sample in a frame
     edges = np.unique(np.geomspace(1, hop // 2, LATENT_DIM + 1).astype(int))[:-1]
     out = np.zeros((frames, LATENT_DIM), dtype=np.float32)
     for f0 in range(0, frames, chunk_frames):
         f1 = min(frames, f0 + chunk_frames)
         block = np.zeros((f1 - f0) * hop, dtype=np.float32)
-        part = audio[f0 * hop:f1 * hop]
-        block[:len(part)] = (part[:, 0] + part[:, 1]) * np.float32(0.5) if part.ndim == 2 \
-            else part
+        part = audio[f0 * hop : f1 * hop]
+        block[: len(part)] = (part[:, 0] + part[:, 1]) * np.float32(0.5) if part.ndim == 2 else part
         spec = np.abs(np.fft.rfft(block.reshape(f1 - f0, hop), axis=1)) ** 2
         bands = np.add.reduceat(spec, edges, axis=1)[:, :LATENT_DIM]
-        out[f0:f1, :bands.shape[1]] = np.log1p(bands)
+        out[f0:f1, : bands.shape[1]] = np.log1p(bands)
     return out

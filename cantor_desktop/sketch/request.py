@@ -6,37 +6,104 @@ import json
 import re
 
 DEFAULTS: dict = {
-    "caption": "", "lyrics": "", "bpm": 0, "duration": 0, "keyscale": "",
-    "timesignature": "", "vocal_language": "", "seed": -1, "lm_seed": -1,
-    "lm_batch_size": 1, "synth_batch_size": 1, "lm_temperature": 0.85, "lm_cfg_scale": 2.0,
-    "lm_top_p": 0.9, "lm_top_k": 0, "lm_negative_prompt": "", "use_cot_caption": True,
-    "audio_codes": "", "inference_steps": 0, "guidance_scale": 0.0, "shift": 0.0,
-    "dcw_scaler": 0.0, "dcw_high_scaler": 0.0, "dcw_mode": "low", "solver": "euler",
-    "stork_substeps": 10, "custom_timesteps": "",
-    "audio_cover_strength": 1.0, "cover_noise_strength": 0.0, "repainting_start": 0.0,
-    "repainting_end": -1.0, "latent_shift": 0.0, "latent_rescale": 1.0,
-    "task_type": "text2music", "track": "", "lm_mode": "generate", "output_format": "mp3",
-    "peak_clip": 10, "mp3_bitrate": 128, "synth_model": "", "lm_model": "", "adapter": "",
-    "adapter_scale": 1.0, "vae": "",
+    "caption": "",
+    "lyrics": "",
+    "bpm": 0,
+    "duration": 0,
+    "keyscale": "",
+    "timesignature": "",
+    "vocal_language": "",
+    "seed": -1,
+    "lm_seed": -1,
+    "lm_batch_size": 1,
+    "synth_batch_size": 1,
+    "lm_temperature": 0.85,
+    "lm_cfg_scale": 2.0,
+    "lm_top_p": 0.9,
+    "lm_top_k": 0,
+    "lm_negative_prompt": "",
+    "use_cot_caption": True,
+    "audio_codes": "",
+    "inference_steps": 0,
+    "guidance_scale": 0.0,
+    "shift": 0.0,
+    "dcw_scaler": 0.0,
+    "dcw_high_scaler": 0.0,
+    "dcw_mode": "low",
+    "solver": "euler",
+    "stork_substeps": 10,
+    "custom_timesteps": "",
+    "audio_cover_strength": 1.0,
+    "cover_noise_strength": 0.0,
+    "repainting_start": 0.0,
+    "repainting_end": -1.0,
+    "latent_shift": 0.0,
+    "latent_rescale": 1.0,
+    "task_type": "text2music",
+    "track": "",
+    "lm_mode": "generate",
+    "output_format": "mp3",
+    "peak_clip": 10,
+    "mp3_bitrate": 128,
+    "synth_model": "",
+    "lm_model": "",
+    "adapter": "",
+    "adapter_scale": 1.0,
+    "vae": "",
 }
 ALWAYS_KEPT = ("caption", "seed", "solver", "lm_mode", "output_format", "task_type")
 LM_MODES = {"generate": 0, "inspire": 1, "format": 2}
 OUTPUT_FORMATS = ("mp3", "wav16", "wav24", "wav32")
 TASKS = ("text2music", "cover", "cover-nofsq", "repaint", "lego", "extract", "complete")
 SOURCE_TASKS = TASKS[1:]
-CAPTIONLESS_TASKS = ("lego", "extract", "complete")     # /synth takes them without a caption
-TRACKS = ("vocals", "backing_vocals", "drums", "bass", "guitar", "keyboard", "percussion",
-          "strings", "synth", "fx", "brass", "woodwinds")
+CAPTIONLESS_TASKS = ("lego", "extract", "complete")  # /synth takes them without a caption
+TRACKS = (
+    "vocals",
+    "backing_vocals",
+    "drums",
+    "bass",
+    "guitar",
+    "keyboard",
+    "percussion",
+    "strings",
+    "synth",
+    "fx",
+    "brass",
+    "woodwinds",
+)
 MAX_TRACKS = 9
 SYNTH_DEFAULT_DURATION = 30.0
 INSTRUMENTAL = "[Instrumental]"
 
-_INT_FIELDS = {"bpm", "seed", "lm_seed", "lm_batch_size", "synth_batch_size", "lm_top_k",
-               "inference_steps", "mp3_bitrate", "stork_substeps", "peak_clip"}
-_FLOAT_FIELDS = {"duration", "lm_temperature", "lm_cfg_scale", "lm_top_p", "guidance_scale",
-                 "shift", "dcw_scaler", "dcw_high_scaler", "audio_cover_strength",
-                 "cover_noise_strength", "repainting_start", "repainting_end",
-                 "latent_shift", "latent_rescale", "adapter_scale"}
+_INT_FIELDS = {
+    "bpm",
+    "seed",
+    "lm_seed",
+    "lm_batch_size",
+    "synth_batch_size",
+    "lm_top_k",
+    "inference_steps",
+    "mp3_bitrate",
+    "stork_substeps",
+    "peak_clip",
+}
+_FLOAT_FIELDS = {
+    "duration",
+    "lm_temperature",
+    "lm_cfg_scale",
+    "lm_top_p",
+    "guidance_scale",
+    "shift",
+    "dcw_scaler",
+    "dcw_high_scaler",
+    "audio_cover_strength",
+    "cover_noise_strength",
+    "repainting_start",
+    "repainting_end",
+    "latent_shift",
+    "latent_rescale",
+    "adapter_scale",
+}
 
 
 class BadRequest(ValueError):
@@ -63,7 +130,7 @@ def normalise(obj, *, caption_required: bool = True) -> dict:
     req = dict(DEFAULTS)
     for key, value in obj.items():
         if value is None and key in DEFAULTS:
-            continue                                # null: the default
+            continue  # null: the default
         if key in _INT_FIELDS:
             try:
                 value = int(float(value)) if isinstance(value, str) else int(value)
@@ -80,7 +147,7 @@ def normalise(obj, *, caption_required: bool = True) -> dict:
             if not isinstance(value, str):
                 value = str(value)
         elif key == "use_cot_caption" and isinstance(value, str):
-            value = value in ("true", "1")          # ace-server reads "true" and "1"
+            value = value in ("true", "1")  # ace-server reads "true" and "1"
         req[key] = value
     if caption_required:
         check_caption(req)
@@ -92,7 +159,7 @@ def normalise(obj, *, caption_required: bool = True) -> dict:
 
 
 def check_caption(req: dict, synth: bool = False) -> None:
-    """"Caption is required", except (``synth``) for lego, extract and complete."""
+    """ "Caption is required", except (``synth``) for lego, extract and complete."""
     if not str(req["caption"]).strip() and not (synth and req["task_type"] in CAPTIONLESS_TASKS):
         raise BadRequest("Caption is required")
 
@@ -114,7 +181,7 @@ _TS = re.compile(r"^\s*(\d+)")
 
 
 def time_signature(value: str) -> int:
-    """"3" or "3/4" -> 3; anything else -> 4."""
+    """ "3" or "3/4" -> 3; anything else -> 4."""
     m = _TS.match(str(value or ""))
     n = int(m.group(1)) if m else 4
     return n if n in (2, 3, 4, 6) else 4

@@ -16,7 +16,7 @@ from .engine import Engine, Incoming, Registry
 from .log import EngineLog
 from .request import BadRequest, check_caption, normalise, parse_json
 
-MAX_BODY = 256 * 1024 * 1024        # ace-server's request body limit
+MAX_BODY = 256 * 1024 * 1024  # ace-server's request body limit
 SECONDS_PER_FRAME = 1920 / 48000
 _MP3_OK: bool | None = None
 
@@ -29,6 +29,7 @@ def mp3_available() -> bool:
             import numpy as np
 
             from .encode import EncodeError, mp3_bytes
+
             mp3_bytes(np.zeros((1152, 2), dtype=np.float32))
             _MP3_OK = True
         except (EncodeError, ImportError):
@@ -39,9 +40,9 @@ def mp3_available() -> bool:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sketch-server"
-    engine: Engine      # set on the subclass made by serve()
+    engine: Engine  # set on the subclass made by serve()
 
-    def log_message(self, format, *args):     # no access log on stderr (ace-server has none)
+    def log_message(self, format, *args):  # no access log on stderr (ace-server has none)
         pass
 
     # ------------------------------------------------------------ answers
@@ -85,13 +86,13 @@ class Handler(BaseHTTPRequestHandler):
                 raise BadRequest("Invalid chunked body") from None
             if size == 0:
                 while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass                                # trailers
+                    pass  # trailers
                 return bytes(out)
             if len(out) + size > MAX_BODY:
                 self.close_connection = True
                 raise BadRequest("Request too large", 413)
             out += self.rfile.read(size)
-            self.rfile.readline(8)                      # the CRLF after the chunk
+            self.rfile.readline(8)  # the CRLF after the chunk
 
     # ------------------------------------------------------------ routes
 
@@ -167,12 +168,14 @@ class Handler(BaseHTTPRequestHandler):
             ref_part = multipart.file(parts, "ref_audio")
             if ref_part is not None and ref_part.data:
                 from .audio_in import decode
+
                 ref_audio = decode(ref_part.data)
                 if ref_audio is None:
                     self.engine.log("[Server] WARNING: failed to decode ref_audio, ignoring")
                 else:
-                    self.engine.log(f"[Server] Reference audio: {len(ref_audio) / 48000:.2f}s "
-                                    "@ 48kHz")
+                    self.engine.log(
+                        f"[Server] Reference audio: {len(ref_audio) / 48000:.2f}s @ 48kHz"
+                    )
                     if reference is None:
                         reference = Incoming(audio=ref_audio)
             items = [obj]
@@ -184,9 +187,11 @@ class Handler(BaseHTTPRequestHandler):
         reqs = [normalise(item, caption_required=False) for item in items]
         check_caption(reqs[0], synth=True)
         if any(r["output_format"] == "mp3" for r in reqs) and not mp3_available():
-            raise BadRequest("MP3 encoding is not available in this sketch engine "
-                             "(libsndfile without MP3); use output_format wav16, wav24 or "
-                             "wav32")
+            raise BadRequest(
+                "MP3 encoding is not available in this sketch engine "
+                "(libsndfile without MP3); use output_format wav16, wav24 or "
+                "wav32"
+            )
         job = self.engine.submit("synth", reqs, source=source, reference=reference)
         try:
             self._json(200, {"id": job.id})
@@ -201,7 +206,7 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest("Understand requires multipart/form-data")
         parts = multipart.parse(body, self.headers.get("Content-Type", ""))
         obj = self._form_request(parts, required=False)
-        obj = {"lm_temperature": 0.3, "lm_top_p": 1.0, **obj}   # understand's own defaults
+        obj = {"lm_temperature": 0.3, "lm_top_p": 1.0, **obj}  # understand's own defaults
         lat = self._latents(parts, "src_latents", "Understand source")
         audio = self._audio(parts, "audio", "Understand source")
         if lat is None and audio is None:
@@ -223,8 +228,9 @@ class Handler(BaseHTTPRequestHandler):
         has_audio = multipart.file(parts, "audio") is not None
         has_latents = multipart.file(parts, "src_latents") is not None
         if has_audio == has_latents:
-            raise BadRequest("Multipart: provide exactly one of 'audio' (encode) or "
-                             "'src_latents' (decode)")
+            raise BadRequest(
+                "Multipart: provide exactly one of 'audio' (encode) or 'src_latents' (decode)"
+            )
         if has_audio:
             audio = self._audio(parts, "audio", None)
             if len(audio) // 1920 >= 15000:
@@ -235,9 +241,11 @@ class Handler(BaseHTTPRequestHandler):
             source = self._latents(parts, "src_latents", None)
             req = normalise(obj, caption_required=False)
             if req["output_format"] == "mp3" and not mp3_available():
-                raise BadRequest("MP3 encoding is not available in this sketch engine "
-                                 "(libsndfile without MP3); use output_format wav16, wav24 "
-                                 "or wav32")
+                raise BadRequest(
+                    "MP3 encoding is not available in this sketch engine "
+                    "(libsndfile without MP3); use output_format wav16, wav24 "
+                    "or wav32"
+                )
             job = self.engine.submit("decode", [req], source=source)
         try:
             self._json(200, {"id": job.id})
@@ -268,6 +276,7 @@ class Handler(BaseHTTPRequestHandler):
     def _latents(self, parts: dict, name: str, label: str | None) -> Incoming | None:
         """A latent file part, checked as ace-server checks it (and its line logged)."""
         from . import latent
+
         part = multipart.file(parts, name)
         if part is None:
             return None
@@ -277,16 +286,17 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest(str(e), e.status) from None
         seconds = frames * SECONDS_PER_FRAME
         if label == "Understand source":
-            self.engine.log(f"[Server] Understand source: {frames} latent frames "
-                            f"({seconds:.2f}s)")
+            self.engine.log(f"[Server] Understand source: {frames} latent frames ({seconds:.2f}s)")
         elif label is not None:
-            self.engine.log(f"[Server] {label} latents: {frames} frames ({seconds:.2f}s), "
-                            "VAE encode skipped")
+            self.engine.log(
+                f"[Server] {label} latents: {frames} frames ({seconds:.2f}s), VAE encode skipped"
+            )
         return Incoming(latent=latent.from_bytes(part.data))
 
     def _audio(self, parts: dict, name: str, label: str | None):
         """An audio file part decoded to 48 kHz stereo (WAV or MP3, as ace-server)."""
         from .audio_in import decode
+
         part = multipart.file(parts, name)
         if part is None:
             return None
@@ -363,8 +373,9 @@ def scan_adapters(directory: Path, log) -> list[str]:
     except OSError:
         return []
     files = [p.name for p in entries if p.is_file() and p.name.endswith(".safetensors")]
-    folders = [p.name for p in entries
-               if p.is_dir() and (p / "adapter_model.safetensors").is_file()]
+    folders = [
+        p.name for p in entries if p.is_dir() and (p / "adapter_model.safetensors").is_file()
+    ]
     for name in files:
         log(f"[Registry] Adapter: {name} (ComfyUI)")
     for name in folders:
@@ -388,15 +399,24 @@ def main(argv: list[str] | None = None) -> int:
     if opts.adapters:
         registry.adapters = scan_adapters(Path(opts.adapters), log)
     if not registry.has_lm and not registry.has_synth:
-        log(f"[Server] ERROR: no usable pipeline in {directory} "
-            "(need an LM, or DiT + Text-Enc + VAE)")
+        log(
+            f"[Server] ERROR: no usable pipeline in {directory} "
+            "(need an LM, or DiT + Text-Enc + VAE)"
+        )
         return 1
     log(f"[Store] Created (policy={'NEVER' if opts.keep_loaded else 'STRICT'})")
     log(f"[Server] {SKETCH_DISPLAY_NAME}: {SKETCH_VERSION} ({SKETCH_DATE})")
     log(f"[Server] Listening on {opts.host}:{opts.port}")
     understand = registry.has_lm and registry.by_kind["dit"] and registry.by_kind["vae"]
-    pipes = " ".join(p for p, ok in (("/lm", registry.has_lm), ("/synth", registry.has_synth),
-                                     ("/understand", understand)) if ok)
+    pipes = " ".join(
+        p
+        for p, ok in (
+            ("/lm", registry.has_lm),
+            ("/synth", registry.has_synth),
+            ("/understand", understand),
+        )
+        if ok
+    )
     log(f"[Server] Pipelines: {pipes}")
     log(f"[Server] Models: {registry.summary()}")
 
@@ -415,8 +435,12 @@ def main(argv: list[str] | None = None) -> int:
             log("[Server] Done")
             return 0
         engine.start()
-        serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                   name="sketch-http", daemon=True)
+        serving = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="sketch-http",
+            daemon=True,
+        )
         serving.start()
         while not stop.wait(0.2):
             pass

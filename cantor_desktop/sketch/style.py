@@ -16,9 +16,18 @@ from dataclasses import dataclass
 
 # instrument -> the ace-server track (stem) it renders into
 PART_OF = {
-    "piano": "keyboard", "epiano": "keyboard", "organ": "keyboard", "bells": "keyboard",
-    "guitar": "guitar", "eguitar": "guitar", "strings": "strings", "pad": "synth",
-    "synth": "synth", "arp": "synth", "brass": "brass", "choir": "backing_vocals",
+    "piano": "keyboard",
+    "epiano": "keyboard",
+    "organ": "keyboard",
+    "bells": "keyboard",
+    "guitar": "guitar",
+    "eguitar": "guitar",
+    "strings": "strings",
+    "pad": "synth",
+    "synth": "synth",
+    "arp": "synth",
+    "brass": "brass",
+    "choir": "backing_vocals",
     "flute": "woodwinds",
 }
 MELODIC = tuple(PART_OF)
@@ -30,8 +39,7 @@ INSTRUMENT_WORDS: list[tuple[str, str]] = [
     (r"electric piano|e-?piano|rhodes|wurli", "epiano"),
     (r"piano|\bkeys\b|keyboard", "piano"),
     (r"\borgans?\b", "organ"),
-    (r"\bbells?\b|glocken|celesta|music[\s-]?box|chimes?|vibraphone|marimba|kalimba",
-     "bells"),
+    (r"\bbells?\b|glocken|celesta|music[\s-]?box|chimes?|vibraphone|marimba|kalimba", "bells"),
     (r"electric guitar|distort|overdrive|power[\s-]?chord|shred", "eguitar"),
     (r"guitar|\bacoustic|\bstrum|banjo|ukulele|mandolin", "guitar"),
     (r"strings?\b|violin|viola|cello|quartet", "strings"),
@@ -61,74 +69,178 @@ BASS_WORDS: list[tuple[str, str]] = [
 class Genre:
     name: str
     pattern: str
-    drums: str                       # kit, or "none"
-    bass: str                        # bass voice, or "none"
-    chords: tuple[str, ...]          # melodic instruments by when they enter (first: always)
-    lead: str                        # the melody's instrument
+    drums: str  # kit, or "none"
+    bass: str  # bass voice, or "none"
+    chords: tuple[str, ...]  # melodic instruments by when they enter (first: always)
+    lead: str  # the melody's instrument
     textures: tuple[str, ...] = ()
-    sevenths: bool = False           # chords with sevenths (jazz, lo-fi, neo-soul)
-    hits: bool = False               # orchestral hits and booms on the big downbeats
+    sevenths: bool = False  # chords with sevenths (jazz, lo-fi, neo-soul)
+    hits: bool = False  # orchestral hits and booms on the big downbeats
 
 
 # the first genre whose pattern is found in the caption wins
 GENRES: list[Genre] = [
-    Genre("trailer", r"trailer|epic|cinematic|heroic|battle|orchestral hits?", "orchestral",
-          "lowstrings", ("strings", "brass", "choir"), "brass", hits=True),
-    Genre("orchestral", r"orchestra|symphon|classical|film score|soundtrack|string quartet",
-          "orchestral", "lowstrings", ("strings", "brass", "flute"), "strings"),
+    Genre(
+        "trailer",
+        r"trailer|epic|cinematic|heroic|battle|orchestral hits?",
+        "orchestral",
+        "lowstrings",
+        ("strings", "brass", "choir"),
+        "brass",
+        hits=True,
+    ),
+    Genre(
+        "orchestral",
+        r"orchestra|symphon|classical|film score|soundtrack|string quartet",
+        "orchestral",
+        "lowstrings",
+        ("strings", "brass", "flute"),
+        "strings",
+    ),
     Genre("trap", r"\btrap\b|\bdrill\b|\b808s?\b", "trap", "808", ("pad", "bells"), "bells"),
-    Genre("lofi", r"lo-?fi|chill[\s-]?hop|chill beat|study beat", "lofi", "electric",
-          ("epiano", "pad"), "epiano", ("vinyl",), sevenths=True),
-    Genre("hiphop", r"hip[\s-]?hop|boom[\s-]?bap|\brap\b", "lofi", "electric",
-          ("piano", "strings"), "piano", ("vinyl",), sevenths=True),
-    Genre("synthwave", r"synthwave|retrowave|outrun|80s|eighties|vaporwave|darkwave",
-          "synthwave", "synth", ("arp", "pad"), "synth"),
-    Genre("edm", r"\bedm\b|house|techno|trance|electro|dance|club|dubstep|rave|drum\s*(?:and|&|n'?)"
-          r"\s*bass|\bdnb\b|jungle|future bass", "electronic", "synth", ("pad", "arp"), "synth"),
-    Genre("ambient", r"ambient|meditat|\bspa\b|sleep|calm|drone|new age|soundscape", "none",
-          "none", ("pad", "bells"), "bells"),
-    Genre("rock", r"\brock\b|metal|punk|grunge|\bindie\b|alt(?:ernative)?\b", "rock",
-          "electric", ("eguitar", "organ"), "eguitar"),
-    Genre("jazz", r"\bjazz|swing|bebop|lounge|\bbossa|samba|neo[\s-]?soul", "jazz", "upright",
-          ("piano", "brass"), "piano", sevenths=True),
-    Genre("soul", r"\bsoul\b|r&b|\brnb\b|funk|gospel|motown|disco", "acoustic", "electric",
-          ("epiano", "brass", "strings"), "epiano", sevenths=True),
-    Genre("folk", r"\bfolk|country|bluegrass|americana|campfire|acoustic|singer[\s-]?songwriter",
-          "acoustic", "electric", ("guitar", "strings"), "guitar"),
-    Genre("ballad", r"ballad|lullaby|love song|sentimental|romantic", "soft", "electric",
-          ("piano", "strings"), "piano"),
+    Genre(
+        "lofi",
+        r"lo-?fi|chill[\s-]?hop|chill beat|study beat",
+        "lofi",
+        "electric",
+        ("epiano", "pad"),
+        "epiano",
+        ("vinyl",),
+        sevenths=True,
+    ),
+    Genre(
+        "hiphop",
+        r"hip[\s-]?hop|boom[\s-]?bap|\brap\b",
+        "lofi",
+        "electric",
+        ("piano", "strings"),
+        "piano",
+        ("vinyl",),
+        sevenths=True,
+    ),
+    Genre(
+        "synthwave",
+        r"synthwave|retrowave|outrun|80s|eighties|vaporwave|darkwave",
+        "synthwave",
+        "synth",
+        ("arp", "pad"),
+        "synth",
+    ),
+    Genre(
+        "edm",
+        r"\bedm\b|house|techno|trance|electro|dance|club|dubstep|rave|drum\s*(?:and|&|n'?)"
+        r"\s*bass|\bdnb\b|jungle|future bass",
+        "electronic",
+        "synth",
+        ("pad", "arp"),
+        "synth",
+    ),
+    Genre(
+        "ambient",
+        r"ambient|meditat|\bspa\b|sleep|calm|drone|new age|soundscape",
+        "none",
+        "none",
+        ("pad", "bells"),
+        "bells",
+    ),
+    Genre(
+        "rock",
+        r"\brock\b|metal|punk|grunge|\bindie\b|alt(?:ernative)?\b",
+        "rock",
+        "electric",
+        ("eguitar", "organ"),
+        "eguitar",
+    ),
+    Genre(
+        "jazz",
+        r"\bjazz|swing|bebop|lounge|\bbossa|samba|neo[\s-]?soul",
+        "jazz",
+        "upright",
+        ("piano", "brass"),
+        "piano",
+        sevenths=True,
+    ),
+    Genre(
+        "soul",
+        r"\bsoul\b|r&b|\brnb\b|funk|gospel|motown|disco",
+        "acoustic",
+        "electric",
+        ("epiano", "brass", "strings"),
+        "epiano",
+        sevenths=True,
+    ),
+    Genre(
+        "folk",
+        r"\bfolk|country|bluegrass|americana|campfire|acoustic|singer[\s-]?songwriter",
+        "acoustic",
+        "electric",
+        ("guitar", "strings"),
+        "guitar",
+    ),
+    Genre(
+        "ballad",
+        r"ballad|lullaby|love song|sentimental|romantic",
+        "soft",
+        "electric",
+        ("piano", "strings"),
+        "piano",
+    ),
     Genre("waltz", r"\bwaltz|minuet", "soft", "upright", ("strings", "piano"), "strings"),
-    Genre("reggae", r"reggae|\bska\b|\bdub\b|dancehall|reggaeton|latin", "acoustic", "electric",
-          ("guitar", "organ"), "synth"),
-    Genre("pop", r"\bpop\b|k-?pop|radio|catchy|anthem", "electronic", "synth",
-          ("piano", "pad", "strings"), "synth"),
+    Genre(
+        "reggae",
+        r"reggae|\bska\b|\bdub\b|dancehall|reggaeton|latin",
+        "acoustic",
+        "electric",
+        ("guitar", "organ"),
+        "synth",
+    ),
+    Genre(
+        "pop",
+        r"\bpop\b|k-?pop|radio|catchy|anthem",
+        "electronic",
+        "synth",
+        ("piano", "pad", "strings"),
+        "synth",
+    ),
 ]
 # seeded palettes for a caption that names neither genre nor instrument
 DEFAULT_GENRES = ("pop", "ballad", "folk", "synthwave", "soul")
 
 # one of a family is enough: a named piano is not joined by the genre's electric piano
-_FAMILY = {"piano": "keys", "epiano": "keys", "organ": "keys", "guitar": "guitar",
-           "eguitar": "guitar"}
+_FAMILY = {
+    "piano": "keys",
+    "epiano": "keys",
+    "organ": "keys",
+    "guitar": "guitar",
+    "eguitar": "guitar",
+}
 
 # words that leave the named instruments alone ("solo" only where no genre is named: "a
 # rock song with a guitar solo" keeps its band)
-_ALONE = re.compile(r"\balone\b|\bonly\b|\bjust\b|unaccompanied|a cappella|by itself",
-                    re.IGNORECASE)
+_ALONE = re.compile(
+    r"\balone\b|\bonly\b|\bjust\b|unaccompanied|a cappella|by itself", re.IGNORECASE
+)
 _SOLO = re.compile(r"\bsolo\b", re.IGNORECASE)
 
 
 def _negated(caption: str, what: str) -> bool:
-    return bool(re.search(rf"\b(?:no|without|minus|zero|drop the)\s+(?:\w+\s+)?{what}|"
-                          rf"{what}[\s-]?less\b", caption, re.IGNORECASE))
+    return bool(
+        re.search(
+            rf"\b(?:no|without|minus|zero|drop the)\s+(?:\w+\s+)?{what}|"
+            rf"{what}[\s-]?less\b",
+            caption,
+            re.IGNORECASE,
+        )
+    )
 
 
 @dataclass(frozen=True)
 class Style:
     genre: str
-    drums: str                       # kit name or "none"
-    bass: str                        # bass voice or "none"
-    chords: tuple[str, ...]          # chord instruments, in order of entry
-    lead: str                        # melody instrument
+    drums: str  # kit name or "none"
+    bass: str  # bass voice or "none"
+    chords: tuple[str, ...]  # chord instruments, in order of entry
+    lead: str  # melody instrument
     textures: tuple[str, ...]
     sevenths: bool
     hits: bool
@@ -162,17 +274,23 @@ def style_for(caption: str, seed: int = 0) -> Style:
     named = _named(caption, INSTRUMENT_WORDS)
     if "eguitar" in named and "guitar" in named:
         named.remove("guitar")
-    if "epiano" in named and "piano" in named and not re.search(r"(?<!electric )piano",
-                                                                  caption, re.IGNORECASE):
+    if (
+        "epiano" in named
+        and "piano" in named
+        and not re.search(r"(?<!electric )piano", caption, re.IGNORECASE)
+    ):
         named.remove("piano")
     genre = genre_of(caption)
-    if genre is not None and genre.name == "rock" and "guitar" in named and \
-            not re.search(r"acoustic", caption, re.IGNORECASE):
-        named[named.index("guitar")] = "eguitar"          # a rock guitar is electric
-    solo = bool(named) and bool(_ALONE.search(caption) or (_SOLO.search(caption) and
-                                                           genre is None))
+    if (
+        genre is not None
+        and genre.name == "rock"
+        and "guitar" in named
+        and not re.search(r"acoustic", caption, re.IGNORECASE)
+    ):
+        named[named.index("guitar")] = "eguitar"  # a rock guitar is electric
+    solo = bool(named) and bool(_ALONE.search(caption) or (_SOLO.search(caption) and genre is None))
     if genre is None:
-        if named:                    # "piano and strings": a gentle acoustic default
+        if named:  # "piano and strings": a gentle acoustic default
             genre = next(g for g in GENRES if g.name == "ballad")
         else:
             pick = rng.choice(DEFAULT_GENRES)
@@ -196,19 +314,26 @@ def style_for(caption: str, seed: int = 0) -> Style:
                     taken.add(_FAMILY.get(extra, extra))
     if solo:
         lead = lead if lead in named else named[0]
-        drums, bass, textures = "none", "none", [t for t in textures if t in
-                                                  _named(caption, TEXTURE_WORDS)]
+        drums, bass, textures = (
+            "none",
+            "none",
+            [t for t in textures if t in _named(caption, TEXTURE_WORDS)],
+        )
     for pattern, name in BASS_WORDS:
         if re.search(pattern, caption, re.IGNORECASE):
             bass = name
             if name == "808" and drums in ("none", "electronic", "acoustic", "soft"):
                 drums = "trap"
             break
-    if re.search(r"\bdrums?\b|\bbeat\b|percussion|\bgroove", caption, re.IGNORECASE) \
-            and drums == "none" and not _negated(caption, r"(?:drums?|beat|percussion)"):
+    if (
+        re.search(r"\bdrums?\b|\bbeat\b|percussion|\bgroove", caption, re.IGNORECASE)
+        and drums == "none"
+        and not _negated(caption, r"(?:drums?|beat|percussion)")
+    ):
         drums = "electronic" if genre.name in ("ambient", "synthwave") else "acoustic"
     if _negated(caption, r"(?:drums?|beat|percussion)") or re.search(
-            r"drumless|beatless|a cappella", caption, re.IGNORECASE):
+        r"drumless|beatless|a cappella", caption, re.IGNORECASE
+    ):
         drums = "none"
     if _negated(caption, r"bass"):
         bass = "none"
@@ -217,5 +342,13 @@ def style_for(caption: str, seed: int = 0) -> Style:
             chords.remove(name)
     if not chords:
         chords = [lead]
-    return Style(genre=genre.name, drums=drums, bass=bass, chords=tuple(chords), lead=lead,
-                 textures=tuple(textures), sevenths=genre.sevenths, hits=genre.hits)
+    return Style(
+        genre=genre.name,
+        drums=drums,
+        bass=bass,
+        chords=tuple(chords),
+        lead=lead,
+        textures=tuple(textures),
+        sevenths=genre.sevenths,
+        hits=genre.hits,
+    )

@@ -25,14 +25,26 @@ from .request import INSTRUMENTAL, is_instrumental
 from .style import GENRES, INSTRUMENT_WORDS, genre_of, style_for
 
 INSTRUMENT_NAMES = {
-    "piano": "piano", "epiano": "electric piano", "organ": "organ", "bells": "bells",
-    "guitar": "acoustic guitar", "eguitar": "electric guitar", "strings": "strings",
-    "pad": "warm pads", "synth": "synth lead", "arp": "arpeggiated synth", "brass": "brass",
-    "choir": "choir", "flute": "flute",
+    "piano": "piano",
+    "epiano": "electric piano",
+    "organ": "organ",
+    "bells": "bells",
+    "guitar": "acoustic guitar",
+    "eguitar": "electric guitar",
+    "strings": "strings",
+    "pad": "warm pads",
+    "synth": "synth lead",
+    "arp": "arpeggiated synth",
+    "brass": "brass",
+    "choir": "choir",
+    "flute": "flute",
 }
 MOODS = [
-    (r"\bsad|lonely|tears?|cry|lost|goodbye|heartbreak|grief|miss", "ballad",
-     ("melancholic", "emotional")),
+    (
+        r"\bsad|lonely|tears?|cry|lost|goodbye|heartbreak|grief|miss",
+        "ballad",
+        ("melancholic", "emotional"),
+    ),
     (r"\bnight|city|neon|drive|midnight|retro", "synthwave", ("nostalgic", "dreamy")),
     (r"summer|sun|beach|party|dance|happy|joy", "pop", ("uplifting", "bright")),
     (r"rain|coffee|study|morning|sleepy|cozy", "lofi", ("mellow", "cozy")),
@@ -40,43 +52,88 @@ MOODS = [
     (r"fight|rise|hero|battle|storm|fire|power", "trailer", ("epic", "powerful")),
     (r"love|kiss|heart|together|forever", "soul", ("romantic", "smooth")),
 ]
-STOP = set("""a an the and or but of in on at to for from with without about into over under
+STOP = set(
+    """a an the and or but of in on at to for from with without about into over under
 song songs music track tune beat about some this that these those my your our their its
 his her is are was were be been being it i you we they me us them make write made like
 really very just more most less few lot lots want need sad happy lonely dark bright slow
 fast upbeat chill calm angry epic dreamy sweet soft loud heavy gentle mellow moody quiet
-little big old new good bad beautiful""".split())
-GENRE_CAPTION = {"trailer": "epic cinematic orchestral", "orchestral": "orchestral",
-                 "trap": "trap", "lofi": "lo-fi hip hop", "hiphop": "hip hop",
-                 "synthwave": "synthwave", "edm": "electronic dance", "ambient": "ambient",
-                 "rock": "indie rock", "jazz": "jazz", "soul": "neo soul", "folk": "folk",
-                 "ballad": "piano ballad", "waltz": "waltz", "reggae": "reggae", "pop": "pop"}
+little big old new good bad beautiful""".split()
+)
+GENRE_CAPTION = {
+    "trailer": "epic cinematic orchestral",
+    "orchestral": "orchestral",
+    "trap": "trap",
+    "lofi": "lo-fi hip hop",
+    "hiphop": "hip hop",
+    "synthwave": "synthwave",
+    "edm": "electronic dance",
+    "ambient": "ambient",
+    "rock": "indie rock",
+    "jazz": "jazz",
+    "soul": "neo soul",
+    "folk": "folk",
+    "ballad": "piano ballad",
+    "waltz": "waltz",
+    "reggae": "reggae",
+    "pop": "pop",
+}
 
-VERSE = ["I keep the {a} close when the {b} is gone",
-         "Walking through the {a} with nothing but a {b}",
-         "Every little {a} remembers your name",
-         "We were chasing {a} under a {b} sky",
-         "Counting all the hours till the {a} comes home",
-         "There's a {a} in the window and a {b} at the door",
-         "I wrote your name in the {a} and the {b}",
-         "Holding on to {a} like it's all I know",
-         "The {a} is calling and I can't stay still",
-         "Maybe the {a} will carry us through"]
-CHORUS = ["Oh {a}, take me home tonight",
-          "We are the {a}, we are the {b}",
-          "Hold on to the {a}, don't let it go",
-          "Sing it loud until the {a} comes back",
-          "All I need is the {a} and you",
-          "Light up the {a}, light up the {b}"]
-BRIDGE = ["And if the {a} should fall apart",
-          "I'll find the {b} in the dark",
-          "Say the word and I'll be there",
-          "Nothing left but {a} and air"]
-FALLBACK = ["light", "night", "road", "heart", "sky", "river", "home", "fire", "rain",
-            "morning", "echo", "shadow", "dream", "ocean", "city", "summer"]
+VERSE = [
+    "I keep the {a} close when the {b} is gone",
+    "Walking through the {a} with nothing but a {b}",
+    "Every little {a} remembers your name",
+    "We were chasing {a} under a {b} sky",
+    "Counting all the hours till the {a} comes home",
+    "There's a {a} in the window and a {b} at the door",
+    "I wrote your name in the {a} and the {b}",
+    "Holding on to {a} like it's all I know",
+    "The {a} is calling and I can't stay still",
+    "Maybe the {a} will carry us through",
+]
+CHORUS = [
+    "Oh {a}, take me home tonight",
+    "We are the {a}, we are the {b}",
+    "Hold on to the {a}, don't let it go",
+    "Sing it loud until the {a} comes back",
+    "All I need is the {a} and you",
+    "Light up the {a}, light up the {b}",
+]
+BRIDGE = [
+    "And if the {a} should fall apart",
+    "I'll find the {b} in the dark",
+    "Say the word and I'll be there",
+    "Nothing left but {a} and air",
+]
+FALLBACK = [
+    "light",
+    "night",
+    "road",
+    "heart",
+    "sky",
+    "river",
+    "home",
+    "fire",
+    "rain",
+    "morning",
+    "echo",
+    "shadow",
+    "dream",
+    "ocean",
+    "city",
+    "summer",
+]
 
-TAG_NAMES = {"intro": "Intro", "verse": "Verse", "pre": "Pre-Chorus", "chorus": "Chorus",
-             "bridge": "Bridge", "solo": "Solo", "breakdown": "Breakdown", "outro": "Outro"}
+TAG_NAMES = {
+    "intro": "Intro",
+    "verse": "Verse",
+    "pre": "Pre-Chorus",
+    "chorus": "Chorus",
+    "bridge": "Bridge",
+    "solo": "Solo",
+    "breakdown": "Breakdown",
+    "outro": "Outro",
+}
 
 
 def subject_words(idea: str) -> list[str]:
@@ -104,7 +161,7 @@ def inspire(idea: str, rng: random.Random) -> tuple[str, str]:
                 genre = next(g for g in GENRES if g.name == mood_genre)
             break
     if genre is None:
-        name = rng.choice(("pop", "folk", "soul"))     # chosen once, not once per genre
+        name = rng.choice(("pop", "folk", "soul"))  # chosen once, not once per genre
         genre = next(g for g in GENRES if g.name == name)
     if not moods:
         moods = rng.choice([("warm", "hopeful"), ("dreamy", "gentle"), ("driving", "bold")])
@@ -116,8 +173,9 @@ def inspire(idea: str, rng: random.Random) -> tuple[str, str]:
     if style.bass != "none":
         rhythm.append({"808": "808 bass", "upright": "upright bass"}.get(style.bass, "bass"))
     voice = rng.choice(["female vocals", "male vocals"])
-    caption = ", ".join([GENRE_CAPTION.get(genre.name, genre.name), *named[:3], *rhythm,
-                         *moods, voice])
+    caption = ", ".join(
+        [GENRE_CAPTION.get(genre.name, genre.name), *named[:3], *rhythm, *moods, voice]
+    )
     return caption, write_lyrics(subject_words(idea), rng)
 
 
@@ -134,14 +192,22 @@ def write_lyrics(subjects: list[str], rng: random.Random) -> str:
 
     def verse() -> list[str]:
         return [line(p, pool[:6]) for p in rng.sample(VERSE, 4)]
+
     chorus = [line(p, main) for p in rng.sample(CHORUS, 4)]
     bridge = [line(p, pool[:6]) for p in rng.sample(BRIDGE, 2)]
-    blocks = [("[Verse 1]", verse()), ("[Chorus]", chorus), ("[Verse 2]", verse()),
-              ("[Chorus]", chorus), ("[Bridge]", bridge), ("[Chorus]", chorus)]
+    blocks = [
+        ("[Verse 1]", verse()),
+        ("[Chorus]", chorus),
+        ("[Verse 2]", verse()),
+        ("[Chorus]", chorus),
+        ("[Bridge]", bridge),
+        ("[Chorus]", chorus),
+    ]
     return "\n\n".join("\n".join([tag, *lines]) for tag, lines in blocks)
 
 
 # ---------------------------------------------------------------- format
+
 
 def tidy_caption(caption: str) -> str:
     """Tags separated by ", ", trimmed, each once (the first spelling kept)."""
@@ -158,7 +224,7 @@ _TAG_LINE = re.compile(r"^\s*[\[(]?\s*([A-Za-z][A-Za-z\- ]*?)\s*(\d*)\s*[\])]?\s
 
 
 def _tag(raw: str) -> str | None:
-    """"[Verse 2]" for a line that is only a section tag ("verse 2:", "(CHORUS)"), else
+    """ "[Verse 2]" for a line that is only a section tag ("verse 2:", "(CHORUS)"), else
     None."""
     m = _TAG_LINE.match(raw)
     if not m:
@@ -166,8 +232,23 @@ def _tag(raw: str) -> str | None:
     text = m.group(1).strip().lower()
     bare = re.sub(r"[\s\-]+", "-", text)
     marked = raw.strip()[:1] in "[(" or raw.rstrip().endswith(":")
-    names = {"intro", "verse", "pre-chorus", "prechorus", "pre", "chorus", "hook", "refrain",
-             "bridge", "interlude", "solo", "breakdown", "outro", "instrumental", "middle-8"}
+    names = {
+        "intro",
+        "verse",
+        "pre-chorus",
+        "prechorus",
+        "pre",
+        "chorus",
+        "hook",
+        "refrain",
+        "bridge",
+        "interlude",
+        "solo",
+        "breakdown",
+        "outro",
+        "instrumental",
+        "middle-8",
+    }
     if not marked and bare not in names:
         return None
     kind = music.section_kind(text)
@@ -180,7 +261,7 @@ def _tag(raw: str) -> str | None:
 def tidy_lyrics(lyrics: str) -> str:
     if is_instrumental(lyrics):
         return INSTRUMENTAL if lyrics.strip() else ""
-    lines: list[tuple[bool, str]] = []                 # (is a tag, text)
+    lines: list[tuple[bool, str]] = []  # (is a tag, text)
     for raw in lyrics.splitlines():
         tag = _tag(raw)
         if tag is not None:
@@ -188,7 +269,7 @@ def tidy_lyrics(lyrics: str) -> str:
             continue
         text = re.sub(r"\s+", " ", raw).strip()
         lines.append((False, text[:1].upper() + text[1:]))
-    if not any(is_tag for is_tag, _ in lines):          # tag the stanzas
+    if not any(is_tag for is_tag, _ in lines):  # tag the stanzas
         blocks, current = [], []
         for _, text in lines + [(False, "")]:
             if text:
@@ -209,7 +290,7 @@ def tidy_lyrics(lyrics: str) -> str:
     out: list[str] = []
     for is_tag, text in lines:
         if not text:
-            continue                                    # blank lines only between sections
+            continue  # blank lines only between sections
         if is_tag and out:
             out.append("")
         out.append(text)

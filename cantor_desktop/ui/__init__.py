@@ -2,4 +2,4 @@
 
 from . import pyside_scan
 
-pyside_scan.install()   # before any page's imports: see pyside_scan
+pyside_scan.install()  # before any page's imports: see pyside_scan

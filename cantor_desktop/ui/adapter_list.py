@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 class AdapterList(QObject):
-    changed = Signal(list)          # [adapter dicts as GET /v1/adapters gives them]
+    changed = Signal(list)  # [adapter dicts as GET /v1/adapters gives them]
 
     @classmethod
     def of(cls, link) -> "AdapterList":
@@ -38,7 +38,7 @@ class AdapterList(QObject):
         self.link = link
         self.adapters: list[dict[str, Any]] = []
         self.folder = ""
-        self.loaded = False          # the node answered at least once
+        self.loaded = False  # the node answered at least once
         link.models_loaded.connect(lambda _models: self.refresh())
 
     def names(self) -> list[str]:
@@ -50,8 +50,11 @@ class AdapterList(QObject):
     def refresh(self) -> None:
         if self.link.client is None:
             return
-        self.link.tasks.start("adapters:list", self.read(), on_error=lambda text: log.info(
-            "the node's adapters could not be read: %s", text))
+        self.link.tasks.start(
+            "adapters:list",
+            self.read(),
+            on_error=lambda text: log.info("the node's adapters could not be read: %s", text),
+        )
 
     async def read(self) -> list[dict[str, Any]]:
         self.set(await self.link.client.adapters())
@@ -65,9 +68,13 @@ class AdapterList(QObject):
             self.changed.emit(list(items))
 
     # -- changes --------------------------------------------------------------------------
-    def add(self, paths: list[str], on_done: Callable[[list], None] | None = None,
-            on_error: Callable[[str], None] | None = None,
-            on_progress: Callable[[str, int, int], None] | None = None) -> None:
+    def add(
+        self,
+        paths: list[str],
+        on_done: Callable[[list], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        on_progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         """Add each path (a .safetensors file or a PEFT folder); ``on_done([(path, the
         adapter or None, why not)])``; ``on_progress(path, sent, total)`` while uploading."""
         remote = self.link.remote
@@ -76,13 +83,15 @@ class AdapterList(QObject):
             if not remote:
                 return await self.link.client.add_adapter(path)
             from ..models.adapters import AdapterError, inspect
+
             if Path(path).is_dir():
-                raise AdapterError("a PEFT folder can be added only on the node's own machine "
-                                   "(there: Library → Add adapter…, or `cantor adapters add`); "
-                                   "a .safetensors file can be sent from here")
+                raise AdapterError(
+                    "a PEFT folder can be added only on the node's own machine "
+                    "(there: Library → Add adapter…, or `cantor adapters add`); "
+                    "a .safetensors file can be sent from here"
+                )
             await asyncio.to_thread(inspect, Path(path))
-            report = (lambda sent, total: on_progress(path, sent, total)) if on_progress \
-                else None
+            report = (lambda sent, total: on_progress(path, sent, total)) if on_progress else None
             return await self.link.client.upload_adapter(path, on_progress=report)
 
         async def run() -> list:
@@ -98,6 +107,7 @@ class AdapterList(QObject):
             finally:
                 await self.read()
             return outcomes
+
         self._start("adapters:add", run(), on_done, on_error)
 
     def remove(self, name: str, on_done=None, on_error=None) -> None:
@@ -106,6 +116,7 @@ class AdapterList(QObject):
                 return await self.link.client.remove_adapter(name)
             finally:
                 await self.read()
+
         self._start(f"adapters:remove:{name}", remove(), on_done, on_error)
 
     def _start(self, key: str, coro, on_done, on_error) -> None:

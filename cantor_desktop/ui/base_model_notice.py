@@ -16,16 +16,16 @@ from ..units import human_size
 
 
 class BaseModelNotice(QWidget):
-    changed = Signal()           # the model, or whether an edit can be sent, changed
+    changed = Signal()  # the model, or whether an edit can be sent, changed
 
     def __init__(self, link, task: str, source_model: str | None, parent=None):
         super().__init__(parent)
         self.link = link
         self.task = task
         self.source_model = source_model or None
-        self.pulling: str | None = None       # the model being pulled from here
-        self.problem = ""                      # why nothing can be sent yet ("" = it can)
-        self.refusal: str | None = None        # the node's own words, kept until it changes
+        self.pulling: str | None = None  # the model being pulled from here
+        self.problem = ""  # why nothing can be sent yet ("" = it can)
+        self.refusal: str | None = None  # the node's own words, kept until it changes
         self.text = QLabel()
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.PlainText)
@@ -55,13 +55,17 @@ class BaseModelNotice(QWidget):
         return not self.problem
 
     def _missing(self) -> bool:
-        return (needs_base(self.task, self.source_model) and bool(self.link.models)
-                and installed_base(self.link.models) is None)
+        return (
+            needs_base(self.task, self.source_model)
+            and bool(self.link.models)
+            and installed_base(self.link.models) is None
+        )
 
     def update_state(self) -> None:
         offer = self.offer
-        if self.pulling is None and (self._missing() or
-                                     (self.refusal is not None and not self.link.models)):
+        if self.pulling is None and (
+            self._missing() or (self.refusal is not None and not self.link.models)
+        ):
             self._say_missing(offer, said=self.refusal)
         elif self.pulling is None:
             self.problem = ""
@@ -77,14 +81,17 @@ class BaseModelNotice(QWidget):
         self.changed.emit()
 
     def _say_missing(self, offer, said: str | None = None) -> None:
-        what = {"extract": "Stems", "lego": "Adding a layer",
-                "complete": "Completing a song"}.get(self.task, "This")
+        what = {"extract": "Stems", "lego": "Adding a layer", "complete": "Completing a song"}.get(
+            self.task, "This"
+        )
         if offer is not None:
             size = human_size(offer["download_bytes"]) if offer.get("download_bytes") else ""
             name = offer.get("display_name") or offer["name"]
-            self.problem = said or (f"{what} need{'s' if what != 'Stems' else ''} a base "
-                                    f"model, and none is installed: {name}, a "
-                                    f"{size + ' ' if size else ''}download.")
+            self.problem = said or (
+                f"{what} need{'s' if what != 'Stems' else ''} a base "
+                f"model, and none is installed: {name}, a "
+                f"{size + ' ' if size else ''}download."
+            )
             self.pull.setText(f"Download it{f' ({size})' if size else ''}")
             self.pull.setEnabled(True)
             self.pull.show()
@@ -110,8 +117,9 @@ class BaseModelNotice(QWidget):
         self.refusal = None
         self.pull.setEnabled(False)
         self.pull.setText("Downloading…")
-        self.text.setText(f"Downloading {offer.get('display_name') or offer['name']}… "
-                          f"(the Library shows it too)")
+        self.text.setText(
+            f"Downloading {offer.get('display_name') or offer['name']}… (the Library shows it too)"
+        )
         self.link.pull(offer["name"])
         self.changed.emit()
 
@@ -119,8 +127,9 @@ class BaseModelNotice(QWidget):
         if name != self.pulling:
             return
         if event.type == "progress" and event.fraction is not None:
-            self.text.setText(f"Downloading {name}: {event.fraction * 100:.0f}% of "
-                              f"{human_size(event.total)}")
+            self.text.setText(
+                f"Downloading {name}: {event.fraction * 100:.0f}% of {human_size(event.total)}"
+            )
         elif event.type == "done":
             self.pulling = None
             self.text.setText(f"{name} is downloaded; a moment…")  # the link reads the

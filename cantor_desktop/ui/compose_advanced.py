@@ -10,8 +10,15 @@ starts without its dozen fields (~0.2 MiB).
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox,
-                               QLineEdit, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QLineEdit,
+    QWidget,
+)
 
 from .. import song_request
 from .compose_form import ComposeForm
@@ -19,8 +26,11 @@ from .widgets import ComboBox
 
 ADVANCED_ROWS = (
     ("steps", "Steps", "Diffusion steps: turbo models use 8, SFT and base 50; more is slower"),
-    ("guidance", "Guidance", "How closely the audio follows the caption (ignored above 1 on "
-                             "turbo models)"),
+    (
+        "guidance",
+        "Guidance",
+        "How closely the audio follows the caption (ignored above 1 on turbo models)",
+    ),
     ("shift", "Shift", "Where the steps spend their effort: turbo 3, others 1"),
     ("solver", "Solver", "The sampler: euler (default), sde, dpm3m, stork4"),
     ("lm_temperature", "LM temperature", "How adventurous the language model is (0.85)"),
@@ -29,14 +39,22 @@ ADVANCED_ROWS = (
     ("lm_top_k", "LM top-k", "Only the k likeliest tokens (0: off)"),
     ("lm_negative_prompt", "Negative prompt", "What the language model should steer away from"),
     ("lock_caption", "Lock my caption", "Keep the caption exactly as written"),
-    ("adapter", "Adapter", "A LoRA adapter of the node: a style or a voice of its own "
-                           "(Library → Add adapter…)"),
-    ("adapter_scale", "Adapter scale", "How strongly the adapter applies: 0 not at all, "
-                                       "1 as trained, up to 2"),
+    (
+        "adapter",
+        "Adapter",
+        "A LoRA adapter of the node: a style or a voice of its own (Library → Add adapter…)",
+    ),
+    (
+        "adapter_scale",
+        "Adapter scale",
+        "How strongly the adapter applies: 0 not at all, 1 as trained, up to 2",
+    ),
 )
 NO_ADAPTER = "none"
-PRESETS = {"turbo": {"steps": 8, "guidance": 1.0, "shift": 3.0},
-           "sft": {"steps": 50, "guidance": 1.0, "shift": 1.0}}
+PRESETS = {
+    "turbo": {"steps": 8, "guidance": 1.0, "shift": 3.0},
+    "sft": {"steps": 50, "guidance": 1.0, "shift": 1.0},
+}
 """ace-server's own presets (its /props); the engine's defaults for its models."""
 
 
@@ -58,8 +76,11 @@ class AdvancedFields(QGroupBox):
         self.preset = ComboBox()
         self.preset.addItem("—", None)
         for name, values in PRESETS.items():
-            self.preset.addItem(f"{name}: {values['steps']} steps, guidance "
-                                f"{values['guidance']:g}, shift {values['shift']:g}", name)
+            self.preset.addItem(
+                f"{name}: {values['steps']} steps, guidance "
+                f"{values['guidance']:g}, shift {values['shift']:g}",
+                name,
+            )
         self.preset.setToolTip("The engine's own settings for turbo and SFT/base models")
         self.preset.activated.connect(self._apply_preset)
         rows.insertRow(0, "Preset", self.preset)
@@ -99,7 +120,7 @@ class AdvancedFields(QGroupBox):
         for name, w in self.fields.items():
             if isinstance(w, QCheckBox):
                 out[name] = w.isChecked()
-            elif isinstance(w, QDoubleSpinBox):     # the scale goes with an adapter only
+            elif isinstance(w, QDoubleSpinBox):  # the scale goes with an adapter only
                 out[name] = f"{w.value():g}" if self.fields["adapter"].currentData() else ""
             elif isinstance(w, QComboBox):
                 out[name] = w.currentData() or ""

@@ -14,12 +14,27 @@ from .. import song_request
 from ..song_request import INSTRUMENTAL, RequestError
 
 SKETCH_MODEL = "sketch"
-ADVANCED_TEXT = ("steps", "guidance", "shift", "solver", "lm_temperature", "lm_cfg",
-                 "lm_top_p", "lm_top_k", "adapter", "adapter_scale")
-LYRICS_HINT = ("[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
-               "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]")
-KEYS = tuple(f"{n} {m}" for m in ("major", "minor")
-             for n in ("C", "C#", "Db", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B"))
+ADVANCED_TEXT = (
+    "steps",
+    "guidance",
+    "shift",
+    "solver",
+    "lm_temperature",
+    "lm_cfg",
+    "lm_top_p",
+    "lm_top_k",
+    "adapter",
+    "adapter_scale",
+)
+LYRICS_HINT = (
+    "[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
+    "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]"
+)
+KEYS = tuple(
+    f"{n} {m}"
+    for m in ("major", "minor")
+    for n in ("C", "C#", "Db", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B")
+)
 
 
 @dataclass
@@ -34,15 +49,15 @@ class ComposeForm:
     key: str = ""
     time_signature: str = ""
     language: str = ""
-    seed: str = ""            # empty = random
+    seed: str = ""  # empty = random
     seed_locked: bool = False
     model: str = SKETCH_MODEL
     format: str = "wav24"
     takes: int = 1
     # a cover of a song or an upload, and a reference sound (their names for people)
-    cover_of: dict[str, Any] | None = None     # {"song": id, "take": n} or {"upload": id}
+    cover_of: dict[str, Any] | None = None  # {"song": id, "take": n} or {"upload": id}
     cover_name: str = ""
-    strength: float = 1.0                      # share of the steps that hear the source
+    strength: float = 1.0  # share of the steps that hear the source
     faithful: bool = False
     reference: dict[str, Any] | None = None
     reference_name: str = ""
@@ -93,9 +108,11 @@ class ComposeForm:
     @property
     def advanced_set(self) -> int:
         """How many advanced controls are not auto (shown on the folded section)."""
-        return sum(1 for n in ADVANCED_TEXT + ("lm_negative_prompt",)
-                   if str(getattr(self, n)).strip() and str(getattr(self, n)).lower() != "auto") \
-            + int(self.lock_caption)
+        return sum(
+            1
+            for n in ADVANCED_TEXT + ("lm_negative_prompt",)
+            if str(getattr(self, n)).strip() and str(getattr(self, n)).lower() != "auto"
+        ) + int(self.lock_caption)
 
     def problem(self) -> RequestError | None:
         """The first field the node would refuse, or None when Generate may go."""
@@ -114,7 +131,7 @@ class ComposeForm:
             except RequestError as exc:
                 found.append(exc)
                 if exc.field == "caption":
-                    body["caption"] = "caption"          # check the others all the same
+                    body["caption"] = "caption"  # check the others all the same
                 elif exc.field in body:
                     del body[exc.field]
                 else:
@@ -150,14 +167,18 @@ class ComposeForm:
                 continue
             if type(value) is type(default) or (default is None and isinstance(value, dict)):
                 setattr(form, f.name, value)
-            elif isinstance(default, float) and isinstance(value, int) and \
-                    not isinstance(value, bool):
+            elif (
+                isinstance(default, float)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
                 setattr(form, f.name, float(value))
         return form
 
     @classmethod
     def from_settings(cls, params: Mapping[str, Any], seed: int | None = None) -> "ComposeForm":
-        """"Use these settings": a finished song's parameters back into the form (seed locked)."""
+        """ "Use these settings": a finished song's parameters back into the form (seed locked)."""
+
         def text(name: str) -> str:
             value = params.get(name)
             if value is None:
@@ -169,13 +190,19 @@ class ComposeForm:
         lyrics = params.get("lyrics") or ""
         instrumental = song_request.is_instrumental(lyrics)
         used_seed = seed if seed is not None else params.get("seed")
-        form = cls(caption=str(params.get("caption") or ""),
-                   lyrics="" if instrumental else lyrics, instrumental=instrumental,
-                   duration=text("duration"), bpm=text("bpm"), key=text("key"),
-                   time_signature=text("time_signature"), language=text("language"),
-                   model=str(params.get("model") or SKETCH_MODEL),
-                   format=str(params.get("format") or "wav24"),
-                   takes=int(params.get("batch") or 1))
+        form = cls(
+            caption=str(params.get("caption") or ""),
+            lyrics="" if instrumental else lyrics,
+            instrumental=instrumental,
+            duration=text("duration"),
+            bpm=text("bpm"),
+            key=text("key"),
+            time_signature=text("time_signature"),
+            language=text("language"),
+            model=str(params.get("model") or SKETCH_MODEL),
+            format=str(params.get("format") or "wav24"),
+            takes=int(params.get("batch") or 1),
+        )
         for name in ADVANCED_TEXT + ("lm_negative_prompt",):
             setattr(form, name, text(name))
         form.lock_caption = bool(params.get("lock_caption"))

@@ -20,11 +20,11 @@ from .tasks import Tasks
 
 
 class DragExports(QObject):
-    ready = Signal(str)          # the exported path of a take
+    ready = Signal(str)  # the exported path of a take
 
     def __init__(self, files, parent: QObject | None = None):
         super().__init__(parent)
-        self.files = files       # SongFiles: the take's file on this machine
+        self.files = files  # SongFiles: the take's file on this machine
         self.tasks = Tasks()
         self._done: dict[str, str] = {}
 
@@ -34,6 +34,7 @@ class DragExports(QObject):
 
     def _options(self):
         from .. import export
+
         return export.ExportOptions.from_config(config.current()[0])
 
     def _key(self, source: str, options) -> str:
@@ -71,9 +72,10 @@ class DragExports(QObject):
         except RuntimeError:
             return
         from .export_dialog import export_takes, song_meta
+
         folder = paths().drag_exports_dir / key
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.iterdir():          # a stale attempt of the same choices
+        for old in folder.iterdir():  # a stale attempt of the same choices
             old.unlink(missing_ok=True)
         meta = song_meta(song, take)
 
@@ -81,9 +83,18 @@ class DragExports(QObject):
             self._done[key] = str(results[0].path)
             self.ready.emit(self._done[key])
 
-        self.tasks.start(key, asyncio.to_thread(export_takes, [(source, meta)], Path(folder),
-                                                options, lambda *_: None, lambda: False),
-                         on_done=done)
+        self.tasks.start(
+            key,
+            asyncio.to_thread(
+                export_takes,
+                [(source, meta)],
+                Path(folder),
+                options,
+                lambda *_: None,
+                lambda: False,
+            ),
+            on_done=done,
+        )
 
     def shutdown(self) -> None:
         self.tasks.cancel_all()

@@ -13,9 +13,19 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QVBoxLayout)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+)
 
 from .. import config, export
 from ..song import Song, Take
@@ -23,10 +33,12 @@ from . import app_state
 from .tasks import Tasks
 from .widgets import ComboBox, DoubleSpinBox
 
-LOUDNESS_CHOICES = (("Off — the audio as it was made", None),
-                    ("−14 LUFS — streaming (Spotify, YouTube, Tidal)", -14.0),
-                    ("−16 LUFS — Apple Music, podcasts", -16.0),
-                    ("A target of my own…", "custom"))
+LOUDNESS_CHOICES = (
+    ("Off — the audio as it was made", None),
+    ("−14 LUFS — streaming (Spotify, YouTube, Tidal)", -14.0),
+    ("−16 LUFS — Apple Music, podcasts", -16.0),
+    ("A target of my own…", "custom"),
+)
 
 
 def song_meta(song: Song, take: Take) -> export.SongMeta:
@@ -36,21 +48,30 @@ def song_meta(song: Song, take: Take) -> export.SongMeta:
     if take.sidecar:
         try:
             import json
+
             sidecar = json.loads(Path(take.sidecar).read_text("utf-8"))
         except (OSError, ValueError):
             sidecar = None
     return export.SongMeta.from_song(song.to_json(), take=take.n, sidecar=sidecar)
 
 
-def export_takes(items: list[tuple[str, export.SongMeta]], folder: Path,
-                 options: export.ExportOptions, progress, cancel) -> list[export.ExportResult]:
+def export_takes(
+    items: list[tuple[str, export.SongMeta]],
+    folder: Path,
+    options: export.ExportOptions,
+    progress,
+    cancel,
+) -> list[export.ExportResult]:
     """Export each (local audio path, meta) in turn (a worker thread runs this)."""
     results = []
     for i, (path, meta) in enumerate(items):
+
         def step(fraction: float, stage: str, i=i) -> None:
             progress((i + fraction) / len(items), stage, i)
-        results.append(export.export_file(Path(path), folder, options, meta=meta,
-                                          progress=step, cancel=cancel))
+
+        results.append(
+            export.export_file(Path(path), folder, options, meta=meta, progress=step, cancel=cancel)
+        )
     return results
 
 
@@ -61,7 +82,7 @@ class ExportDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Export")
         self.takes = takes
-        self.files = files                       # SongFiles: local copies of the takes
+        self.files = files  # SongFiles: local copies of the takes
         self.tasks = Tasks()
         self._stop = threading.Event()
         self.results: list[export.ExportResult] = []
@@ -85,16 +106,20 @@ class ExportDialog(QDialog):
         self.target.setSuffix(" LUFS")
         self.target.setDecimals(1)
         self.target.setValue(options.loudness if options.loudness is not None else -14.0)
-        preset = next((i for i, (_w, v) in enumerate(LOUDNESS_CHOICES)
-                       if v == options.loudness), len(LOUDNESS_CHOICES) - 1)
+        preset = next(
+            (i for i, (_w, v) in enumerate(LOUDNESS_CHOICES) if v == options.loudness),
+            len(LOUDNESS_CHOICES) - 1,
+        )
         self.loudness.setCurrentIndex(preset)
         self.peak = DoubleSpinBox()
         self.peak.setRange(*export.PEAK_RANGE)
         self.peak.setSuffix(" dBTP")
         self.peak.setDecimals(1)
         self.peak.setValue(options.peak)
-        self.peak.setToolTip("The highest a sample may reach after loudness is set, measured "
-                             "between samples (true peak): −1 dBTP leaves room for encoders")
+        self.peak.setToolTip(
+            "The highest a sample may reach after loudness is set, measured "
+            "between samples (true peak): −1 dBTP leaves room for encoders"
+        )
         self.pattern = QLineEdit(options.pattern)
         self.pattern.setToolTip("Fields: {title} {bpm} {key} {n} (take) {seed} {model} {date}")
         folder_row = QHBoxLayout()
@@ -125,16 +150,20 @@ class ExportDialog(QDialog):
         self.bar.setRange(0, 1000)
         self.bar.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        self.go = self.buttons.addButton(f"Export {len(takes)} file"
-                                         f"{'s' if len(takes) != 1 else ''}",
-                                         QDialogButtonBox.AcceptRole)
+        self.go = self.buttons.addButton(
+            f"Export {len(takes)} file{'s' if len(takes) != 1 else ''}", QDialogButtonBox.AcceptRole
+        )
         self.go.clicked.connect(self.start)
         self.buttons.rejected.connect(self.stop_or_close)
 
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(f"{len(takes)} take{'s' if len(takes) != 1 else ''}: "
-                                + ", ".join(f"{s.name[:30]} (take {t.n})" for s, t in takes[:4])
-                                + ("…" if len(takes) > 4 else "")))
+        layout.addWidget(
+            QLabel(
+                f"{len(takes)} take{'s' if len(takes) != 1 else ''}: "
+                + ", ".join(f"{s.name[:30]} (take {t.n})" for s, t in takes[:4])
+                + ("…" if len(takes) > 4 else "")
+            )
+        )
         layout.addLayout(form)
         layout.addWidget(self.remember)
         layout.addWidget(self.drag)
@@ -155,9 +184,13 @@ class ExportDialog(QDialog):
         """The choices as export options; ExportError names a field that is not allowed."""
         choice = self.loudness.currentData()
         loudness = self.target.value() if choice == "custom" else choice
-        return export.ExportOptions(format=self.format.currentData(),
-                                    rate=self.rate.currentData(), loudness=loudness,
-                                    peak=self.peak.value(), pattern=self.pattern.text())
+        return export.ExportOptions(
+            format=self.format.currentData(),
+            rate=self.rate.currentData(),
+            loudness=loudness,
+            peak=self.peak.value(),
+            pattern=self.pattern.text(),
+        )
 
     def check(self, *_) -> bool:
         custom = self.loudness.currentData() == "custom"
@@ -178,9 +211,10 @@ class ExportDialog(QDialog):
         song, take = self.takes[0]
         try:
             from ..export import output_name
+
             name = output_name(song_meta(song, take), options, Path(take.file_name))
             self.preview.setText(f"First file: {name}")
-        except Exception:          # a preview only: the export names its own problems
+        except Exception:  # a preview only: the export names its own problems
             self.preview.setText("")
         return True
 
@@ -205,8 +239,10 @@ class ExportDialog(QDialog):
         for song, take in self.takes:
             local = self.files.ensure(song, take) if self.files is not None else take.audio
             if local is None:
-                self.problem.setText(f"{song.name} (take {take.n}) is still being fetched "
-                                     f"from the node; export again in a moment")
+                self.problem.setText(
+                    f"{song.name} (take {take.n}) is still being fetched "
+                    f"from the node; export again in a moment"
+                )
                 return
             items.append((local, song_meta(song, take)))
         self._stop.clear()
@@ -214,12 +250,15 @@ class ExportDialog(QDialog):
         self.bar.show()
         loop = asyncio.get_running_loop()
 
-        def progress(fraction: float, stage: str, index: int) -> None:   # worker thread
+        def progress(fraction: float, stage: str, index: int) -> None:  # worker thread
             loop.call_soon_threadsafe(self._progress, fraction, stage, index)
 
-        self.tasks.start("export", asyncio.to_thread(export_takes, items, folder, options,
-                                                     progress, self._stop.is_set),
-                         on_done=self._done, on_error=self._failed)
+        self.tasks.start(
+            "export",
+            asyncio.to_thread(export_takes, items, folder, options, progress, self._stop.is_set),
+            on_done=self._done,
+            on_error=self._failed,
+        )
 
     def _progress(self, fraction: float, stage: str, index: int) -> None:
         self.bar.setValue(int(fraction * 1000))
@@ -238,12 +277,13 @@ class ExportDialog(QDialog):
     def _failed(self, text: str) -> None:
         self.bar.hide()
         self.go.setEnabled(True)
-        self.problem.setText("Export stopped." if "ExportCancelled" in text
-                             else f"Export failed: {text}")
+        self.problem.setText(
+            "Export stopped." if "ExportCancelled" in text else f"Export failed: {text}"
+        )
 
     def stop_or_close(self) -> None:
         if self.tasks.running("export"):
-            self._stop.set()               # the worker stops at its next check
+            self._stop.set()  # the worker stops at its next check
             return
         self.reject()
 

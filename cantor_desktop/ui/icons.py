@@ -102,8 +102,13 @@ def state_icon(state: str) -> QIcon:
     return icon
 
 
-TEMPLATE_BADGES = {"stopped": "ring", "starting": "half", "idle": "", "generating": "dot",
-                   "error": "cross"}
+TEMPLATE_BADGES = {
+    "stopped": "ring",
+    "starting": "half",
+    "idle": "",
+    "generating": "dot",
+    "error": "cross",
+}
 """A template image has one colour, so its state shows as a shape: a ring when stopped, a
 half-filled ring while starting, nothing when idle, a dot while generating, a cross on error."""
 
@@ -124,7 +129,7 @@ def template_pixmap(size: int, state: str):
     if badge:
         r = size * 0.40
         box = QRectF(size - r - 0.5, size - r - 0.5, r, r)
-        p.setCompositionMode(QPainter.CompositionMode_Clear)   # a gap around the badge
+        p.setCompositionMode(QPainter.CompositionMode_Clear)  # a gap around the badge
         p.setPen(Qt.NoPen)
         p.setBrush(black)
         grow = max(1.0, size / 16)
@@ -145,10 +150,12 @@ def template_pixmap(size: int, state: str):
         elif badge == "cross":
             p.setPen(QPen(black, line * 1.3, Qt.SolidLine, Qt.RoundCap))
             m = r * 0.22
-            p.drawLine(QPointF(box.left() + m, box.top() + m), QPointF(box.right() - m,
-                                                                       box.bottom() - m))
-            p.drawLine(QPointF(box.right() - m, box.top() + m), QPointF(box.left() + m,
-                                                                        box.bottom() - m))
+            p.drawLine(
+                QPointF(box.left() + m, box.top() + m), QPointF(box.right() - m, box.bottom() - m)
+            )
+            p.drawLine(
+                QPointF(box.right() - m, box.top() + m), QPointF(box.left() + m, box.bottom() - m)
+            )
     p.end()
     return pm
 

@@ -43,6 +43,7 @@ def instance_name(user: str | None = None, home: str | None = None) -> str:
             user = "?"
     if home is None:
         from ..access import home_key
+
         home = home_key()
     return "cantor-" + sha256_hex(f"{user}\0{home}")[:16]
 
@@ -58,6 +59,7 @@ def another_app_answers(name: str) -> bool | None:
     if os.name == "nt":
         return None
     import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_MS / 1000)
     try:
@@ -79,9 +81,9 @@ class SingleInstance(QObject):
     def __init__(self, name: str | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.name = name or instance_name()
-        self.server = None                 # QLocalServer (Windows)
-        self._clients: list = []           # its QLocalSockets
-        self._listener = None              # (socket, its path, its inode, notifier) (POSIX)
+        self.server = None  # QLocalServer (Windows)
+        self._clients: list = []  # its QLocalSockets
+        self._listener = None  # (socket, its path, its inode, notifier) (POSIX)
         self._peers: dict[QSocketNotifier, tuple] = {}
         self._retired: list[QSocketNotifier] = []
         """Notifiers of peers let go, freed outside their own signal. They have no Qt parent:
@@ -90,10 +92,11 @@ class SingleInstance(QObject):
 
     def claim(self) -> bool:
         from ..paths import paths
+
         folder = paths().state_dir
         folder.mkdir(parents=True, exist_ok=True)
         lock = QLockFile(str(folder / f"{self.name}.lock"))
-        lock.setStaleLockTime(0)            # stale only when its owner is gone
+        lock.setStaleLockTime(0)  # stale only when its owner is gone
         locked = lock.tryLock(5000)
         try:
             if self._hand_over():
@@ -108,6 +111,7 @@ class SingleInstance(QObject):
         if os.name != "nt":
             return bool(another_app_answers(self.name))
         from PySide6.QtNetwork import QLocalSocket
+
         sock = QLocalSocket()
         sock.connectToServer(self.name)
         if not sock.waitForConnected(CONNECT_MS):
@@ -119,12 +123,13 @@ class SingleInstance(QObject):
         sock.disconnectFromServer()
         if sock.state() != QLocalSocket.UnconnectedState:
             sock.waitForDisconnected(CONNECT_MS)
-        return True                     # an app answers: it is the one, even if deaf
+        return True  # an app answers: it is the one, even if deaf
 
     # -- POSIX: a Unix socket ------------------------------------------------------------
 
     def _listen_unix(self) -> bool:
         import socket
+
         path = socket_path(self.name)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -136,14 +141,14 @@ class SingleInstance(QObject):
                 # nobody answered above, so this is a socket left by an app that was killed
                 os.unlink(path)
                 sock.bind(path)
-            os.chmod(path, 0o600)          # this user only (no other user may connect)
+            os.chmod(path, 0o600)  # this user only (no other user may connect)
             sock.listen(8)
             sock.setblocking(False)
             inode = os.stat(path).st_ino
         except OSError as exc:
             sock.close()
             log.warning("cannot listen as the single Cantor app (%s): %s", path, exc)
-            return True                     # run anyway: better two windows than none
+            return True  # run anyway: better two windows than none
         notifier = QSocketNotifier(sock.fileno(), QSocketNotifier.Type.Read)
         notifier.activated.connect(self._accept)
         self._listener = (sock, path, inode, notifier)
@@ -156,7 +161,7 @@ class SingleInstance(QObject):
         while True:
             try:
                 conn, _ = self._listener[0].accept()
-            except OSError:              # none waiting (BlockingIOError), or closed
+            except OSError:  # none waiting (BlockingIOError), or closed
                 return
             conn.setblocking(False)
             notifier = QSocketNotifier(conn.fileno(), QSocketNotifier.Type.Read)
@@ -181,7 +186,7 @@ class SingleInstance(QObject):
             if line + b"\n" == SHOW:
                 log.info("another launch asked for the window")
                 self.activated.emit()
-        if not data or len(pending) > LONGEST_WORD:        # gone, or not one of ours
+        if not data or len(pending) > LONGEST_WORD:  # gone, or not one of ours
             self._drop_peer(notifier)
 
     def _drop_peer(self, notifier: QSocketNotifier) -> None:
@@ -194,21 +199,25 @@ class SingleInstance(QObject):
 
     def _listen_pipe(self) -> bool:
         from PySide6.QtNetwork import QLocalServer
+
         server = QLocalServer(self)
         server.setSocketOptions(QLocalServer.UserAccessOption)
         if not server.listen(self.name):
             QLocalServer.removeServer(self.name)
             if not server.listen(self.name):
-                log.warning("cannot listen as the single Cantor app (%s): %s", self.name,
-                            server.errorString())
-                return True                 # run anyway: better two windows than none
+                log.warning(
+                    "cannot listen as the single Cantor app (%s): %s",
+                    self.name,
+                    server.errorString(),
+                )
+                return True  # run anyway: better two windows than none
         server.newConnection.connect(self._on_connection)
         self.server = server
         return True
 
     def _on_connection(self) -> None:
         while self.server is not None and self.server.hasPendingConnections():
-            sock = self.server.nextPendingConnection()     # the server owns it
+            sock = self.server.nextPendingConnection()  # the server owns it
             self._clients.append(sock)
             sock.readyRead.connect(self._read_all)
             sock.disconnected.connect(self._read_all)
@@ -235,7 +244,7 @@ class SingleInstance(QObject):
             self._listener = None
             notifier.setEnabled(False)
             sock.close()
-            with contextlib.suppress(OSError):     # ours only: never a later app's socket
+            with contextlib.suppress(OSError):  # ours only: never a later app's socket
                 if os.stat(path).st_ino == inode:
                     os.unlink(path)
         for sock in self._clients:

@@ -29,13 +29,15 @@ FINISH_TIMEOUT = 20.0
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from ..openssl_later import import_asyncio_without_ssl
-    import_asyncio_without_ssl()    # ~5 MiB of OpenSSL waits for a remote https:// node
+
+    import_asyncio_without_ssl()  # ~5 MiB of OpenSSL waits for a remote https:// node
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
 
     app = QApplication.instance() or application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
     from .instance import SingleInstance, another_app_answers
+
     instance = SingleInstance()
     # another Cantor of this user and home shows itself: asked before any window, with the
     # standard library where it can be (POSIX), else by claiming the name with Qt now
@@ -44,22 +46,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from .window import MainWindow
+
     # the frame first, painted before anything else is imported or read
     window = MainWindow(skeleton=True)
     window.show()
     import time
+
     deadline = time.monotonic() + 0.5
     while not window._painted and time.monotonic() < deadline:
         app.processEvents()
 
-    if early is False and not instance.claim():   # a launch at the same moment came first
+    if early is False and not instance.claim():  # a launch at the same moment came first
         window.close()
         return 0
     from .. import logs
     from ..paths import paths
+
     paths().ensure()
     logs.setup(paths().app_log)
     from .tasks import new_loop
+
     loop = new_loop(app)
     shell = Shell(app, window=window)
     instance.activated.connect(shell.reopen)
@@ -74,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         # Qt's loop ended first (Qt's own quit), and qasync ran the loop's last callbacks
         # after it: the quit path, cut short, says "Event loop stopped before Future
         # completed" or "no running event loop". The node was stopped (finish_now).
-        log.warning("the event loop ended before Cantor had quit (%s); the node was stopped",
-                    exc)
+        log.warning("the event loop ended before Cantor had quit (%s); the node was stopped", exc)
     finally:
         shell.finish_now()
         instance.release()
@@ -129,7 +134,7 @@ def _application_class(app_events: bool):
     from PySide6.QtWidgets import QApplication
 
     class CantorApplication(QApplication):
-        on_event = None           # Shell.app_event, called where event() is overridden
+        on_event = None  # Shell.app_event, called where event() is overridden
 
     if not app_events:
         return CantorApplication
@@ -151,7 +156,7 @@ def _app_events(shell):
 
     from PySide6.QtCore import QObject
 
-    ref = weakref.ref(shell)          # the filter lives with the application, not the shell
+    ref = weakref.ref(shell)  # the filter lives with the application, not the shell
 
     class AppEvents(QObject):
         def eventFilter(self, obj, event):  # noqa: N802 - Qt's name
@@ -188,6 +193,7 @@ class Shell:
         self.tray.song_clicked.connect(self.window.open_song)
         self.tray.quit_requested.connect(self.quit)
         import asyncio
+
         self._quit = asyncio.get_event_loop().create_future()
         self.done = False
         """True once the shutdown path has run (a QEvent.Quit then passes)."""
@@ -197,7 +203,7 @@ class Shell:
         self._quit_path_over = False
         self.reopen_on_activate = sys.platform == "darwin"
         self._events = None
-        if hasattr(app, "on_event"):          # our own application class
+        if hasattr(app, "on_event"):  # our own application class
             app.on_event = self.app_event
         else:
             self._events = _app_events(self)
@@ -205,8 +211,9 @@ class Shell:
         app.commitDataRequest.connect(self._session_ending)
         app.aboutToQuit.connect(self.finish_now)
         self._held = []
-        if sys.platform == "win32":     # the installer's AppMutex: Setup waits while we run
+        if sys.platform == "win32":  # the installer's AppMutex: Setup waits while we run
             from ..procs import windows
+
             self._held = windows.app_mutex()
         if not self.tray.available:
             # without a tray, closing the window is the only way out: it quits
@@ -216,12 +223,14 @@ class Shell:
     def start_node_soon(self) -> None:
         """Connect to (or start) the node once the window has painted, or after 0.5 s."""
         from PySide6.QtCore import QTimer
+
         started = []
 
         def go():
             if not started:
                 started.append(True)
                 self.link.start()
+
         if self.window._painted:
             QTimer.singleShot(0, go)
         else:
@@ -236,7 +245,7 @@ class Shell:
 
         kind = event.type()
         if kind == QEvent.Quit and not self.done:
-            event.ignore()                # refused for now: we quit in order, then end
+            event.ignore()  # refused for now: we quit in order, then end
             self.quit()
             return True
         if kind == QEvent.ApplicationActivate and self.reopen_on_activate:
@@ -252,7 +261,7 @@ class Shell:
             self.window.bring_up()
 
     def quit(self, *_):
-        self.window.quitting = True       # a close from now on is the end, not the tray
+        self.window.quitting = True  # a close from now on is the end, not the tray
         if not self._quit.done():
             self._quit.set_result(True)
 
@@ -272,7 +281,7 @@ class Shell:
                 self.tray.icon.hide()
             self.done = True
         finally:
-            self._quit_path_over = True   # ended, or failed: then main() raises its error
+            self._quit_path_over = True  # ended, or failed: then main() raises its error
         # returning ends the loop (run_until_complete): no app.quit(), whose QEvent.Quit would
         # first ask every window to close, and the window refuses while it keeps to the tray
 
@@ -291,8 +300,9 @@ class Shell:
 
         log.warning("stopping the node before exiting")
         # the Qt loop may still count as this thread's running loop: stop it on another
-        worker = threading.Thread(target=lambda: asyncio.run(process.stop()),
-                                  name="stop-node", daemon=True)
+        worker = threading.Thread(
+            target=lambda: asyncio.run(process.stop()), name="stop-node", daemon=True
+        )
         worker.start()
         worker.join(FINISH_TIMEOUT)
 

@@ -41,6 +41,7 @@ def node_url(cfg: config.Config) -> str:
     if url:
         return url.rstrip("/")
     from ..nodeclient import local_url
+
     return local_url(cfg)
 
 
@@ -51,39 +52,41 @@ def remote_token() -> str | None:
     """The token the user gave for a remote node (OS keyring)."""
     try:
         from ..secrets import get_secret
+
         return get_secret(REMOTE_TOKEN)
     except Exception:
         return None
 
 
 class NodeLink(QObject):
-    state_changed = Signal(str)       # a LinkState
-    status_changed = Signal(str)      # one line: backend, loaded model, current song
-    error = Signal(str)               # something the user should read
-    song_updated = Signal(object)     # Song: new, or changed
-    song_finished = Signal(object)    # Song that just reached done
-    song_removed = Signal(str)        # song id: forgotten by the node (whoever asked)
-    songs_loaded = Signal(list)       # [Song] newest first
+    state_changed = Signal(str)  # a LinkState
+    status_changed = Signal(str)  # one line: backend, loaded model, current song
+    error = Signal(str)  # something the user should read
+    song_updated = Signal(object)  # Song: new, or changed
+    song_finished = Signal(object)  # Song that just reached done
+    song_removed = Signal(str)  # song id: forgotten by the node (whoever asked)
+    songs_loaded = Signal(list)  # [Song] newest first
     system_loaded = Signal(dict)
     models_loaded = Signal(list)
     pull_event = Signal(str, object)  # model name, PullEvent (the node's, or paused/failed)
-    backend_event = Signal(str, dict) # action key, event
-    config_loaded = Signal(dict)      # the settings of a node that is not this home's
+    backend_event = Signal(str, dict)  # action key, event
+    config_loaded = Signal(dict)  # the settings of a node that is not this home's
 
-    def __init__(self, parent: QObject | None = None, *, url: str | None = None,
-                 start_child: bool = True):
+    def __init__(
+        self, parent: QObject | None = None, *, url: str | None = None, start_child: bool = True
+    ):
         super().__init__(parent)
         self.tasks = Tasks(on_error=lambda key, text: self.error.emit(text))
         self.machine = LinkMachine()
         self.client = None
-        self.process = None            # the NodeProcess we started, if any
+        self.process = None  # the NodeProcess we started, if any
         self.songs: dict[str, Song] = {}
         self.system: dict[str, Any] = {}
         self.models: list[dict[str, Any]] = []
         self.node_config: dict[str, Any] = {}
         self._url_override = url
         self._start_child = start_child
-        self.home: str | None = None     # the home the node serves (its /v1/health)
+        self.home: str | None = None  # the home the node serves (its /v1/health)
         self._streaming = asyncio.Event()
 
     # -- state ----------------------------------------------------------------------------
@@ -118,8 +121,14 @@ class NodeLink(QObject):
         bits = []
         fam = (self.system.get("families") or {}).get("acestep") or {}
         backend = fam.get("pinned") or fam.get("default")
-        row = next((b for b in fam.get("backends") or []
-                    if isinstance(b, dict) and b.get("name") == backend), None)
+        row = next(
+            (
+                b
+                for b in fam.get("backends") or []
+                if isinstance(b, dict) and b.get("name") == backend
+            ),
+            None,
+        )
         if backend and row is not None and not row.get("installed"):
             # the auto choice is only a candidate until an engine build is installed
             bits.append(f"no ACE-Step engine yet ({backend} can be installed)")
@@ -183,6 +192,7 @@ class NodeLink(QObject):
             await self.refresh_system()
             if on_done is not None:
                 on_done()
+
         self.tasks.start("config:" + ",".join(sorted(theirs)), patch(), on_error=on_error)
 
     async def read_config(self) -> None:
@@ -206,6 +216,7 @@ class NodeLink(QObject):
         async def restart():
             await self._stop()
             await self._connect()
+
         self.tasks.start("node", restart())
 
     async def shutdown(self) -> None:
@@ -215,14 +226,18 @@ class NodeLink(QObject):
 
     def _own_address(self) -> bool:
         """The app drives this machine's node at node.toml's address (not one it was given)."""
-        return (self._start_child and self._url_override is None
-                and not config.current()[0].get("app.node_url").strip())
+        return (
+            self._start_child
+            and self._url_override is None
+            and not config.current()[0].get("app.node_url").strip()
+        )
 
     async def _new_client(self):
         """A client of the node we drive: our own child's token is the one it reported;
         this home's other node is found with its own token; another node needs the token the
         user gave for it (kept in the keyring, read off the GUI thread)."""
         from ..nodeclient import NodeClient
+
         if self.remote:
             token = await asyncio.to_thread(remote_token)
         else:
@@ -238,7 +253,7 @@ class NodeLink(QObject):
         if home != self.home:
             was_remote = self.remote
             self.home = home
-            if self.remote != was_remote:         # the token it wants is another one
+            if self.remote != was_remote:  # the token it wants is another one
                 old, self.client = self.client, await self._new_client()
                 await old.aclose()
         return True
@@ -252,8 +267,9 @@ class NodeLink(QObject):
             if answered and self.remote and self._own_address():
                 # the address we would use holds another home's node (another install, a
                 # portable copy): ours runs beside it, on a free port
-                log.info("a node of another home answers at %s; starting ours on a free port",
-                         self.url)
+                log.info(
+                    "a node of another home answers at %s; starting ours on a free port", self.url
+                )
                 self._url_override = f"http://127.0.0.1:{free_port()}"
                 self.home = None
                 await self.client.aclose()
@@ -280,13 +296,15 @@ class NodeLink(QObject):
         from urllib.parse import urlparse
 
         from ..node_process import NodeProcess
+
         if self.process is None:
             parsed = urlparse(self.url)
-            self.process = NodeProcess(parsed.hostname or "127.0.0.1", parsed.port or 7823,
-                                       supervised=True)     # watched: restarts on upgrade
+            self.process = NodeProcess(
+                parsed.hostname or "127.0.0.1", parsed.port or 7823, supervised=True
+            )  # watched: restarts on upgrade
         await self.process.start()
         if self.client is not None and self.process.token:
-            self.client.use_token(self.process.token)   # the token our child reported
+            self.client.use_token(self.process.token)  # the token our child reported
         self.tasks.start("supervise", self.process.watch(on_state=self._on_child))
 
     def _on_child(self, state: LinkState, detail: str) -> None:
@@ -331,9 +349,13 @@ class NodeLink(QObject):
 
     # -- data -----------------------------------------------------------------------------
     async def refresh(self) -> None:
-        results = await asyncio.gather(self.refresh_songs(), self.refresh_system(),
-                                       self.refresh_models(), self.read_config(),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            self.refresh_songs(),
+            self.refresh_system(),
+            self.refresh_models(),
+            self.read_config(),
+            return_exceptions=True,
+        )
         for result in results:
             if isinstance(result, Exception):
                 self.error.emit(describe_error(result))
@@ -344,7 +366,7 @@ class NodeLink(QObject):
         for data in items:
             try:
                 records.append(Song.from_json(data))
-            except ValueError as exc:       # not one of the node's songs: never a path
+            except ValueError as exc:  # not one of the node's songs: never a path
                 log.warning("skipping a song the node listed: %s", exc)
         self.songs = {r.id: r for r in records}
         self.songs_loaded.emit(sorted(records, key=lambda r: r.created, reverse=True))
@@ -361,8 +383,11 @@ class NodeLink(QObject):
         self.models_loaded.emit(self.models)
 
     def refresh_later(self, what: str = "all") -> None:
-        coro = {"songs": self.refresh_songs, "system": self.refresh_system,
-                "models": self.refresh_models}.get(what, self.refresh)
+        coro = {
+            "songs": self.refresh_songs,
+            "system": self.refresh_system,
+            "models": self.refresh_models,
+        }.get(what, self.refresh)
         if self.client is not None:
             self.tasks.start(f"refresh:{what}", coro())
 
@@ -404,7 +429,7 @@ class NodeLink(QObject):
         song = self.songs.get(event.song_id)
         if song is None:
             if event.song is None:
-                return              # progress of a song we have not seen added: the list has it
+                return  # progress of a song we have not seen added: the list has it
             song = self.songs[event.song_id] = event.song
         else:
             song.apply(event)
@@ -417,19 +442,26 @@ class NodeLink(QObject):
         if self.client is None:
             raise RuntimeError("The node is not running; start it from the tray or the status bar")
         song_id = await self.client.submit_song(body)
-        song = self.songs.get(song_id)       # the stream may have told us already
+        song = self.songs.get(song_id)  # the stream may have told us already
         if song is None:
-            song = self.songs[song_id] = Song(id=song_id, request=dict(body),
-                                              created=time.time())
+            song = self.songs[song_id] = Song(id=song_id, request=dict(body), created=time.time())
             self.song_updated.emit(song)
         return song
 
-    def change_song(self, song_id: str, *, title: str | None = None,
-                    favourite: bool | None = None, on_error=None) -> None:
+    def change_song(
+        self,
+        song_id: str,
+        *,
+        title: str | None = None,
+        favourite: bool | None = None,
+        on_error=None,
+    ) -> None:
         """Rename a song or mark it a favourite, on the node (the stream brings it back)."""
+
         async def change():
             data = await self.client.change_song(song_id, title=title, favourite=favourite)
             self._fold(SongEvent("changed", song_id, song=Song.from_json(data)))
+
         self.tasks.start(f"change:{song_id}", change(), on_error=on_error)
 
     def forget_song(self, song_id: str, on_error=None, delete_files: bool = False) -> None:
@@ -441,16 +473,19 @@ class NodeLink(QObject):
 
         async def forget():
             await self.client.delete_song(song_id, delete_files=delete_files)
+
         self.tasks.start(f"forget:{song_id}", forget(), on_error=on_error)
 
     def retry_song(self, song_id: str) -> None:
         async def retry():
             await self.client.retry(song_id)
+
         self.tasks.start(f"retry:{song_id}", retry())
 
     def cancel_song(self, song_id: str) -> None:
         async def cancel():
             await self.client.cancel(song_id)
+
         self.tasks.start(f"cancel:{song_id}", cancel())
 
     # -- models ---------------------------------------------------------------------------
@@ -468,17 +503,20 @@ class NodeLink(QObject):
                         self.pull_event.emit(name, event)
                         if ended:
                             return
-                self.pull_event.emit(name, PullEvent.failed(
-                    name, "the node ended the download without finishing it"))
+                self.pull_event.emit(
+                    name, PullEvent.failed(name, "the node ended the download without finishing it")
+                )
             except asyncio.CancelledError:
                 if not ended:
                     self.pull_event.emit(name, PullEvent.paused(name))
                 raise
             except Exception as exc:
-                self.pull_event.emit(name, PullEvent.failed(name, describe_error(exc),
-                                                            type(exc).__name__))
+                self.pull_event.emit(
+                    name, PullEvent.failed(name, describe_error(exc), type(exc).__name__)
+                )
             finally:
                 self.refresh_later("models")
+
         if self.client is None:
             self.pull_event.emit(name, PullEvent.failed(name, "the node is not running"))
             return
@@ -498,6 +536,7 @@ class NodeLink(QObject):
                 return await self.client.discard_parts(name)
             finally:
                 await self.refresh_models()
+
         self._model_task(f"discard:{name}", discard(), on_done, on_error)
 
     def remove_model(self, name: str, on_done=None, on_error=None) -> None:
@@ -506,10 +545,12 @@ class NodeLink(QObject):
                 return await self.client.delete_model(name)
             finally:
                 await self.refresh_models()
+
         self._model_task(f"remove:{name}", remove(), on_done, on_error)
 
-    def import_models(self, files: list[str], on_done=None, on_error=None,
-                      on_progress=None) -> None:
+    def import_models(
+        self, files: list[str], on_done=None, on_error=None, on_progress=None
+    ) -> None:
         """Bring .gguf files to the node's library: this home's node adopts them where they
         are; a remote node gets each file uploaded (checked here first, so a file that is
         not a model is never sent). ``on_done([(path, answer or None, error or "")])``;
@@ -520,9 +561,9 @@ class NodeLink(QObject):
             if not remote:
                 return await self.client.import_model(path)
             from ..models.importer import check_file
+
             await asyncio.to_thread(check_file, path)
-            report = (lambda sent, total: on_progress(path, sent, total)) if on_progress \
-                else None
+            report = (lambda sent, total: on_progress(path, sent, total)) if on_progress else None
             return await self.client.upload_model(path, on_progress=report)
 
         async def run() -> list:
@@ -535,11 +576,13 @@ class NodeLink(QObject):
                         raise
                     except Exception as exc:
                         from ..models.library import LibraryError
+
                         why = str(exc) if isinstance(exc, LibraryError) else describe_error(exc)
                         outcomes.append((path, None, why))
             finally:
                 await self.refresh_models()
             return outcomes
+
         self._model_task("import", run(), on_done, on_error)
 
     def _model_task(self, key: str, coro, on_done, on_error) -> None:
@@ -565,8 +608,13 @@ class NodeLink(QObject):
             async for event, data in iterator:
                 data = data if isinstance(data, dict) else {"message": data}
                 if event == "error":
-                    emit({"backend": who, "outcome": "rejected",
-                          "message": data.get("message") or "failed"})
+                    emit(
+                        {
+                            "backend": who,
+                            "outcome": "rejected",
+                            "message": data.get("message") or "failed",
+                        }
+                    )
                     return False
                 if event == "done":
                     return True
@@ -575,11 +623,11 @@ class NodeLink(QObject):
 
         async def run():
             try:
-                if action == "use":      # fetch if needed, trial-load, pin ("auto" unpins)
+                if action == "use":  # fetch if needed, trial-load, pin ("auto" unpins)
                     ok = await stream(self.client.use_backend(backend or "auto"), backend)
                 elif action == "update":
                     ok = await stream(self.client.update_backends(), None)
-                else:                    # "find": the node tries the candidates, best first
+                else:  # "find": the node tries the candidates, best first
                     ok = await stream(self.client.install_backend(), None)
                 # a refusal's reason went out as its own event just before: not again here
                 emit({"state": "done" if ok else "failed", "error": ""})
@@ -591,10 +639,12 @@ class NodeLink(QObject):
                 raise
             finally:
                 self.refresh_later("system")
+
         self.tasks.start(key, run())
         return key
 
 
 def _host_of(url: str) -> str:
     from urllib.parse import urlparse
+
     return urlparse(url).hostname or ""

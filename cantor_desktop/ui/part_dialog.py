@@ -14,18 +14,33 @@ from .take_edit_dialog import TakeEditDialog
 from .widgets import ComboBox
 
 WORDS = {
-    "lego": ("Add a layer", "Add one instrument to “{name}”, in its tempo and key.",
-             "Instrument", "How it should sound, e.g. clean funk guitar, off-beat chops",
-             "Add it"),
-    "complete": ("Complete", "“{name}” is a part: write the rest of the song around it.",
-                 "This part is", "The song to make around it, e.g. warm indie pop, "
-                                 "drums, bass, piano", "Complete it"),
+    "lego": (
+        "Add a layer",
+        "Add one instrument to “{name}”, in its tempo and key.",
+        "Instrument",
+        "How it should sound, e.g. clean funk guitar, off-beat chops",
+        "Add it",
+    ),
+    "complete": (
+        "Complete",
+        "“{name}” is a part: write the rest of the song around it.",
+        "This part is",
+        "The song to make around it, e.g. warm indie pop, drums, bass, piano",
+        "Complete it",
+    ),
 }
 
 
 class PartDialog(TakeEditDialog):
-    def __init__(self, link, song: Song, take: Take, task: str,
-                 region: tuple[float, float] | None = None, parent=None):
+    def __init__(
+        self,
+        link,
+        song: Song,
+        take: Take,
+        task: str,
+        region: tuple[float, float] | None = None,
+        parent=None,
+    ):
         if task not in WORDS:
             raise ValueError(f"not a part task: {task}")
         title, intro, track_label, placeholder, button = WORDS[task]
@@ -46,13 +61,15 @@ class PartDialog(TakeEditDialog):
         if task == "lego":
             self.region = QCheckBox()
             if region is not None:
-                self.region.setText(f"Only from {region[0]:.1f} s to {region[1]:.1f} s "
-                                    f"(the selection)")
+                self.region.setText(
+                    f"Only from {region[0]:.1f} s to {region[1]:.1f} s (the selection)"
+                )
                 self.region.setChecked(True)
                 self.region_seconds = region
             else:
-                self.region.setText("Over the whole song (select a part of the waveform "
-                                    "first to add it only there)")
+                self.region.setText(
+                    "Over the whole song (select a part of the waveform first to add it only there)"
+                )
                 self.region.setEnabled(False)
             form.addRow("Where", self.region)
         self.body.addLayout(form)
@@ -61,20 +78,28 @@ class PartDialog(TakeEditDialog):
         self._update()
 
     def _update(self, *_) -> None:
-        self.go.setEnabled(bool(self.caption.text().strip()) and self.notice.ready
-                           and not self.tasks.running("part"))
+        self.go.setEnabled(
+            bool(self.caption.text().strip())
+            and self.notice.ready
+            and not self.tasks.running("part")
+        )
 
     def request(self) -> dict:
-        fields = {"caption": self.caption.text().strip(), "track": self.track.currentData(),
-                  "model": self.notice.model}
+        fields = {
+            "caption": self.caption.text().strip(),
+            "track": self.track.currentData(),
+            "model": self.notice.model,
+        }
         if self.region is not None and self.region.isChecked():
             start, end = self.region_seconds
             fields["region"] = {"start": start, "end": end}
-        return edit_request(self.task, {"song": self.song.id, "take": self.take.n},
-                            self.song.request, **fields)
+        return edit_request(
+            self.task, {"song": self.song.id, "take": self.take.n}, self.song.request, **fields
+        )
 
     def submit(self) -> None:
         from ..song_request import RequestError, validate
+
         request = self.request()
         try:
             validate(request)
@@ -82,14 +107,14 @@ class PartDialog(TakeEditDialog):
             self.note.setText(str(exc))
             return
         self.note.setText("Sending it to the node…")
-        self.tasks.start("part", self.link.submit(request), on_done=self._sent,
-                         on_error=self._failed)
+        self.tasks.start(
+            "part", self.link.submit(request), on_done=self._sent, on_error=self._failed
+        )
         self._update()
 
     def _sent(self, song: Song) -> None:
         self.sent = song
-        self.note.setText(f"{self.windowTitle()}: queued; the new version appears under "
-                          f"the song.")
+        self.note.setText(f"{self.windowTitle()}: queued; the new version appears under the song.")
         self.accept()
 
     def _failed(self, text: str) -> None:

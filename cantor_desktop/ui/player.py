@@ -46,8 +46,9 @@ def decode(path: str, rate: int | None = None, channels: int | None = None) -> P
         n_out = max(1, int(round(len(data) * rate / native)))
         t_out = np.arange(n_out, dtype=np.float64) * (native / rate)
         t_in = np.arange(len(data), dtype=np.float64)
-        data = np.stack([np.interp(t_out, t_in, data[:, c]) for c in range(data.shape[1])],
-                        axis=1).astype(np.float32)
+        data = np.stack(
+            [np.interp(t_out, t_in, data[:, c]) for c in range(data.shape[1])], axis=1
+        ).astype(np.float32)
     channels = channels or data.shape[1]
     if channels != data.shape[1]:
         mono = data.mean(axis=1, keepdims=True)
@@ -59,6 +60,7 @@ def decode(path: str, rate: int | None = None, channels: int | None = None) -> P
 def output_device():
     """The default output device, or None when there is none."""
     from PySide6.QtMultimedia import QMediaDevices
+
     device = QMediaDevices.defaultAudioOutput()
     return None if device.isNull() else device
 
@@ -67,6 +69,7 @@ def device_format(device, rate: int, channels: int):
     """A 16-bit format the device takes: the file's own if it can, else the device's rate
     and channel count (the decoder then resamples or mixes)."""
     from PySide6.QtMultimedia import QAudioFormat
+
     fmt = QAudioFormat()
     fmt.setSampleRate(rate)
     fmt.setChannelCount(channels)
@@ -82,10 +85,10 @@ def device_format(device, rate: int, channels: int):
 class Player(QObject):
     """One song at a time. ``load(path)`` then ``play()``; signals carry the news."""
 
-    position_changed = Signal(int)   # ms
-    state_changed = Signal(str)      # "loading", "playing", "paused", "stopped"
-    loaded = Signal(str)             # path, ready to play
-    failed = Signal(str)             # a sentence for the user
+    position_changed = Signal(int)  # ms
+    state_changed = Signal(str)  # "loading", "playing", "paused", "stopped"
+    loaded = Signal(str)  # path, ready to play
+    failed = Signal(str)  # a sentence for the user
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -140,6 +143,7 @@ class Player(QObject):
         self._seek_when_loaded = at_ms
         self._set_state("loading")
         import soundfile as sf
+
         try:
             info = sf.info(path)
         except Exception as exc:  # noqa: BLE001 — soundfile raises several kinds
@@ -148,9 +152,12 @@ class Player(QObject):
             return False
         fmt = device_format(device, info.samplerate, info.channels)
         rate, channels = fmt.sampleRate(), fmt.channelCount()
-        self.tasks.start("decode", asyncio.to_thread(decode, path, rate, channels),
-                         on_done=lambda pcm: self._on_decoded(path, pcm),
-                         on_error=lambda text: self._on_decoded(path, f"Cannot play {path}: {text}"))
+        self.tasks.start(
+            "decode",
+            asyncio.to_thread(decode, path, rate, channels),
+            on_done=lambda pcm: self._on_decoded(path, pcm),
+            on_error=lambda text: self._on_decoded(path, f"Cannot play {path}: {text}"),
+        )
         return True
 
     def _on_decoded(self, path: str, result) -> None:
@@ -178,6 +185,7 @@ class Player(QObject):
     # -- transport --------------------------------------------------------------------------
     def _make_sink(self):
         from PySide6.QtMultimedia import QAudioFormat, QAudioSink
+
         fmt = QAudioFormat()
         fmt.setSampleRate(self.pcm.rate)
         fmt.setChannelCount(self.pcm.channels)
@@ -256,6 +264,7 @@ class Player(QObject):
 
     def _sink_state(self, state) -> None:
         from PySide6.QtMultimedia import QtAudio
+
         if self._sink is None:
             return
         if state == QtAudio.State.IdleState and self._buffer.atEnd():

@@ -28,7 +28,7 @@ def mentions_pyside(module: ModuleType, *_more, **_named) -> bool:
             return False
         with open(path, "rb") as source:
             return b"PySide6" in source.read()
-    except Exception:       # unreadable, a NUL in the path, …: no source, as PySide6 says
+    except Exception:  # unreadable, a NUL in the path, …: no source, as PySide6 says
         return False
 
 

@@ -17,20 +17,26 @@ _tasks = Tasks()
 
 async def read_secret(name: str) -> str | None:
     """The stored secret, or None (none stored, or no keyring here)."""
+
     def read():
         from ..secrets import get_secret
+
         try:
             return get_secret(name)
         except Exception:
             return None
+
     return await asyncio.to_thread(read)
 
 
 async def write_secret(name: str, value: str) -> None:
     """Store ``value`` (an empty value deletes the secret)."""
+
     def write():
         from ..secrets import delete_secret, set_secret
+
         set_secret(name, value) if value else delete_secret(name)
+
     await asyncio.to_thread(write)
 
 
@@ -38,11 +44,15 @@ def save_secret_later(name: str, value: str, show: Callable[[str], None], what: 
     """Save a secret from a button; ``show`` gets the outcome in words (saved, removed, or
     why not)."""
     try:
-        asyncio.get_running_loop()      # qasync's loop counts as running all along
+        asyncio.get_running_loop()  # qasync's loop counts as running all along
     except RuntimeError:
         show(f"{what} not saved: no event loop")
         return
-    _tasks.start(f"secret:{name}", write_secret(name, value),
-                 on_done=lambda _r: show(f"{what} saved in the keyring" if value
-                                         else f"{what} removed from the keyring"),
-                 on_error=lambda text: show(f"{what} not saved: {text}"))
+    _tasks.start(
+        f"secret:{name}",
+        write_secret(name, value),
+        on_done=lambda _r: show(
+            f"{what} saved in the keyring" if value else f"{what} removed from the keyring"
+        ),
+        on_error=lambda text: show(f"{what} not saved: {text}"),
+    )

@@ -23,13 +23,14 @@ def node_file_name(song: Song, take: Take | None = None) -> str:
     song id (checked when the record was made: never a path)."""
     take = take or (song.takes[0] if song.takes else None)
     n = take.n if take is not None else 1
-    return safe_file_name(take.audio if take is not None else "",
-                          f"{check_song_id(song.id)}_take{n}.wav")
+    return safe_file_name(
+        take.audio if take is not None else "", f"{check_song_id(song.id)}_take{n}.wav"
+    )
 
 
 class SongFiles(QObject):
-    fetched = Signal(str)        # song id: a take's audio is now in the cache
-    failed = Signal(str, str)    # song id, the reason in words
+    fetched = Signal(str)  # song id: a take's audio is now in the cache
+    failed = Signal(str, str)  # song id, the reason in words
 
     TTL = 5.0  # seconds an existence check is trusted (painting asks often)
 
@@ -89,8 +90,11 @@ class SongFiles(QObject):
             return found
         take = take or song.takes[0]
         key = (song.id, take.n)
-        if key in self._fetching or key in self._failed or \
-                getattr(self.link, "client", None) is None:
+        if (
+            key in self._fetching
+            or key in self._failed
+            or getattr(self.link, "client", None) is None
+        ):
             return None
         self._fetching.add(key)
         dest = self.cached_path(song, take)
@@ -108,8 +112,7 @@ class SongFiles(QObject):
             self._failed[key] = text
             self.failed.emit(song.id, text)
 
-        self.link.tasks.start(f"audio:{song.id}:{take.n}", fetch(), on_error=failed,
-                              on_done=done)
+        self.link.tasks.start(f"audio:{song.id}:{take.n}", fetch(), on_error=failed, on_done=done)
         return None
 
     def drop_cached(self, song: Song) -> None:

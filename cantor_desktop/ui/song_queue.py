@@ -32,7 +32,7 @@ class SongQueue(QWidget):
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self.empty = QLabel(EMPTY_TEXT)
-        self.empty.setEnabled(False)                 # the style's quiet text colour
+        self.empty.setEnabled(False)  # the style's quiet text colour
         self._layout.addWidget(self.empty)
         self._layout.addStretch(1)
         self.tree = None
@@ -51,7 +51,7 @@ class SongQueue(QWidget):
             header.setSectionResizeMode(col, QHeaderView.Fixed)
             header.resizeSection(col, width)
         self.empty.hide()
-        while self._layout.count() > 1:              # the stretch under the empty line
+        while self._layout.count() > 1:  # the stretch under the empty line
             self._layout.takeAt(1)
         self._layout.addWidget(tree)
         self.tree = tree

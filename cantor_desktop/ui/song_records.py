@@ -11,8 +11,11 @@ from ..song import Song, SongState, Stage, Take
 from ..song_request import is_instrumental
 from .transfer import human_duration
 
-STAGE_WORDS = {Stage.LM: "Writing the arrangement", Stage.SYNTH: "Rendering audio",
-               Stage.SAVING: "Saving"}
+STAGE_WORDS = {
+    Stage.LM: "Writing the arrangement",
+    Stage.SYNTH: "Rendering audio",
+    Stage.SAVING: "Saving",
+}
 
 
 def when(song: Song) -> str:
@@ -49,8 +52,10 @@ def tempo_and_key(song: Song, take: Take | None = None) -> tuple[float | None, s
     take = take or (song.takes[0] if song.takes else None)
     bpm = take.bpm if take is not None and take.bpm else song.request.get("bpm")
     key = take.key if take is not None and take.key else song.request.get("key")
-    return (float(bpm) if isinstance(bpm, (int, float)) else None,
-            key if isinstance(key, str) and key else None)
+    return (
+        float(bpm) if isinstance(bpm, (int, float)) else None,
+        key if isinstance(key, str) and key else None,
+    )
 
 
 def facts(song: Song, take: Take | None = None) -> list[str]:
@@ -58,19 +63,34 @@ def facts(song: Song, take: Take | None = None) -> list[str]:
     bpm, key = tempo_and_key(song, take)
     seconds = duration(song, take)
     seed = take.seed if take is not None else None
-    return [b for b in (
-        f"{bpm:.0f} BPM" if bpm else "", key or "",
-        human_duration(seconds) if seconds else "",
-        "instrumental" if instrumental(song) else "vocals",
-        song.model, f"seed {seed}" if seed is not None else "") if b]
+    return [
+        b
+        for b in (
+            f"{bpm:.0f} BPM" if bpm else "",
+            key or "",
+            human_duration(seconds) if seconds else "",
+            "instrumental" if instrumental(song) else "vocals",
+            song.model,
+            f"seed {seed}" if seed is not None else "",
+        )
+        if b
+    ]
 
 
 def search_text(song: Song) -> str:
     """What a search matches: title, caption, lyrics, model, key (lower case)."""
     bpm, key = tempo_and_key(song)
-    return " ".join(str(x) for x in (song.title, song.caption, song.request.get("lyrics") or "",
-                                     song.model, key or "", f"{bpm:.0f}bpm" if bpm else "")
-                    ).lower()
+    return " ".join(
+        str(x)
+        for x in (
+            song.title,
+            song.caption,
+            song.request.get("lyrics") or "",
+            song.model,
+            key or "",
+            f"{bpm:.0f}bpm" if bpm else "",
+        )
+    ).lower()
 
 
 def parent_of(song: Song) -> str | None:
@@ -92,8 +112,10 @@ def edit_words(song: Song) -> str:
         return f"Repainted {region.get('start', 0):g}–{region.get('end', 0):g} s{of}"
     if task == "extend":
         ext = req.get("extend") or {}
-        bits = [f"+{ext['before']:g} s before" if ext.get("before") else "",
-                f"+{ext['after']:g} s after" if ext.get("after") else ""]
+        bits = [
+            f"+{ext['before']:g} s before" if ext.get("before") else "",
+            f"+{ext['after']:g} s after" if ext.get("after") else "",
+        ]
         return f"Extended {' and '.join(b for b in bits if b)}{of}"
     if task == "cover":
         strength = req.get("strength")
@@ -139,8 +161,8 @@ class Row:
 
     song: Song
     take: Take | None = None
-    first: bool = True            # the first row of its song (shows the song's name)
-    depth: int = 0                # 0: a song; 1…: a version of the one above it
+    first: bool = True  # the first row of its song (shows the song's name)
+    depth: int = 0  # 0: a song; 1…: a version of the one above it
 
     @property
     def key(self) -> tuple[str, int]:
@@ -157,7 +179,7 @@ class Row:
             words = edit_words(self.song)
             track = str(self.song.request.get("track") or "").lower()
             if words and track and name.lower().endswith(track):
-                name = words       # "Stem: drums", not "Stem: drums — Song_drums"
+                name = words  # "Stem: drums", not "Stem: drums — Song_drums"
             elif words:
                 name = f"{words} — {name}"
         if self.take is not None and len(self.song.takes) > 1:

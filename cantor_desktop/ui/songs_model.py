@@ -13,15 +13,40 @@ import asyncio
 import os
 from typing import Iterable
 
-from PySide6.QtCore import (QMimeData, QObject, QPointF, QRect, QRegularExpression, QSize,
-                            QSortFilterProxyModel, Qt, QUrl, Signal)
-from PySide6.QtGui import (QColor, QFont, QPainter, QPen, QPolygonF, QStandardItem,
-                           QStandardItemModel)
+from PySide6.QtCore import (
+    QMimeData,
+    QObject,
+    QPointF,
+    QRect,
+    QRegularExpression,
+    QSize,
+    QSortFilterProxyModel,
+    Qt,
+    QUrl,
+    Signal,
+)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QPainter,
+    QPen,
+    QPolygonF,
+    QStandardItem,
+    QStandardItemModel,
+)
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
 from ..song import Song, SongState
-from .song_records import (Row, facts, family_order, parent_of, rows_of, search_text,
-                           status_text, when)
+from .song_records import (
+    Row,
+    facts,
+    family_order,
+    parent_of,
+    rows_of,
+    search_text,
+    status_text,
+    when,
+)
 from .tasks import Tasks
 
 RowRole = Qt.UserRole + 1
@@ -58,8 +83,8 @@ class SongsModel(QSortFilterProxyModel):
         self.setSourceModel(self.rows)
         self.setFilterRole(SearchRole)
         self._songs: dict[str, Song] = {}
-        self._items: dict[str, list[QStandardItem]] = {}   # song id → its items, in order
-        self._texts: dict[str, str] = {}                    # song id → its search text
+        self._items: dict[str, list[QStandardItem]] = {}  # song id → its items, in order
+        self._texts: dict[str, str] = {}  # song id → its search text
         self._query = ""
         self._favourites_only = False
 
@@ -126,18 +151,18 @@ class SongsModel(QSortFilterProxyModel):
         old = self._items.get(song.id)
         self._songs[song.id] = song
         if old is None and parent_of(song) in self._songs:
-            self.set_songs(list(self._songs.values()))     # a new version joins its family
+            self.set_songs(list(self._songs.values()))  # a new version joins its family
             return
         depth = old[0].data(RowRole).depth if old else 0
         fresh = rows_of(song, depth)
-        if old is not None and len(old) == len(fresh):       # same rows, new content
+        if old is not None and len(old) == len(fresh):  # same rows, new content
             text = self._texts[song.id] = self._search_text(song)
             for item, row in zip(old, fresh):
                 item.setData(row, RowRole)
                 item.setData(text, SearchRole)
                 item.setData(row.label, Qt.DisplayRole)
             return
-        at = old[0].row() if old else 0                      # a new song: the newest
+        at = old[0].row() if old else 0  # a new song: the newest
         if old:
             self.rows.removeRows(at, len(old))
         items = self._make_items(song, depth)
@@ -162,10 +187,11 @@ class SongsModel(QSortFilterProxyModel):
             self.setFilterFixedString("")
         elif len(words) == 1:
             self.setFilterFixedString(words[0])
-        else:                                   # every word, anywhere, in any order
+        else:  # every word, anywhere, in any order
             pattern = "^" + "".join(f"(?=.*{QRegularExpression.escape(w)})" for w in words)
-            self.setFilterRegularExpression(QRegularExpression(
-                pattern, QRegularExpression.DotMatchesEverythingOption))
+            self.setFilterRegularExpression(
+                QRegularExpression(pattern, QRegularExpression.DotMatchesEverythingOption)
+            )
 
     # -- inside --------------------------------------------------------------------------
     def _search_text(self, song: Song) -> str:
@@ -204,15 +230,19 @@ class WaveformStore(QObject):
         if not self.tasks.running(key):
             try:
                 asyncio.get_running_loop()
-            except RuntimeError:          # no loop (a bare widget): drawn as a line
+            except RuntimeError:  # no loop (a bare widget): drawn as a line
                 return None
             from . import waveform
-            self.tasks.start(key, asyncio.to_thread(waveform.peaks, path),
-                             on_done=lambda peaks, p=path: self._computed(p, peaks),
-                             on_error=lambda _text, p=path: self._failed.add(p))
+
+            self.tasks.start(
+                key,
+                asyncio.to_thread(waveform.peaks, path),
+                on_done=lambda peaks, p=path: self._computed(p, peaks),
+                on_error=lambda _text, p=path: self._failed.add(p),
+            )
         return None
 
-    def _computed(self, path: str, peaks) -> None:      # on the GUI thread
+    def _computed(self, path: str, peaks) -> None:  # on the GUI thread
         self._peaks[path] = peaks
         if not self._closed:
             self.ready.emit(path)
@@ -237,8 +267,8 @@ class SongDelegate(QStyledItemDelegate):
         super().__init__(parent)
         self.store = store
         self.files = files  # SongFiles: the local (or fetched) copy of a node's take
-        self.playing: tuple[str, int] | None = None     # (song id, take) playing or paused
-        self.sounding = False                           # playing now (not paused)
+        self.playing: tuple[str, int] | None = None  # (song id, take) playing or paused
+        self.sounding = False  # playing now (not paused)
         self.play_position = 0.0  # 0..1 of the playing take
 
     def _local(self, row: Row) -> str | None:
@@ -258,8 +288,12 @@ class SongDelegate(QStyledItemDelegate):
 
     def star_rect(self, rect: QRect, indent: int) -> QRect:
         """Level with the title line (the row's upper half, inside its 4-px margin)."""
-        return QRect(rect.left() + self.PLAY_W + 10 + indent, rect.top() + 4, self.STAR_W,
-                     (rect.height() - 8) // 2)
+        return QRect(
+            rect.left() + self.PLAY_W + 10 + indent,
+            rect.top() + 4,
+            self.STAR_W,
+            (rect.height() - 8) // 2,
+        )
 
     @staticmethod
     def indent(row: Row) -> int:
@@ -288,11 +322,16 @@ class SongDelegate(QStyledItemDelegate):
         painter.setPen(option.palette.text().color())
         fm = painter.fontMetrics()
         name_left = r.left() + (self.STAR_W if row.first else 0)
-        label = row.label if (row.take is None or len(song.takes) < 2 or not row.first) \
+        label = (
+            row.label
+            if (row.take is None or len(song.takes) < 2 or not row.first)
             else f"{row.label}  ·  Take 1"
-        painter.drawText(QRect(name_left, r.top(), text_w - (name_left - r.left()),
-                               r.height() // 2), Qt.AlignLeft | Qt.AlignVCenter,
-                         fm.elidedText(label, Qt.ElideRight, text_w - (name_left - r.left())))
+        )
+        painter.drawText(
+            QRect(name_left, r.top(), text_w - (name_left - r.left()), r.height() // 2),
+            Qt.AlignLeft | Qt.AlignVCenter,
+            fm.elidedText(label, Qt.ElideRight, text_w - (name_left - r.left())),
+        )
         painter.setFont(option.font)
         bits = facts(song, row.take)
         if row.first:
@@ -309,8 +348,11 @@ class SongDelegate(QStyledItemDelegate):
         meta = "  ·  ".join(b for b in bits if b)
         painter.setPen(QColor("#6b7280") if song.state != SongState.FAILED else QColor("#c0392b"))
         fm = painter.fontMetrics()
-        painter.drawText(QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
-                         Qt.AlignLeft | Qt.AlignVCenter, fm.elidedText(meta, Qt.ElideRight, text_w))
+        painter.drawText(
+            QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
+            Qt.AlignLeft | Qt.AlignVCenter,
+            fm.elidedText(meta, Qt.ElideRight, text_w),
+        )
         wave = QRect(r.left() + text_w + 16, r.top() + 2, r.width() - text_w - 16, r.height() - 4)
         self._paint_wave(painter, wave, row)
         painter.restore()
@@ -333,13 +375,19 @@ class SongDelegate(QStyledItemDelegate):
         painter.drawEllipse(button)
         painter.setBrush(QColor("white") if self.playing == row.key else QColor("#2f7fd8"))
         c = button.center()
-        if playing:        # pause bars
+        if playing:  # pause bars
             painter.drawRect(QRect(c.x() - 5, c.y() - 6, 4, 12))
             painter.drawRect(QRect(c.x() + 2, c.y() - 6, 4, 12))
-        else:              # play triangle
-            painter.drawPolygon(QPolygonF([QPointF(c.x() - 4, c.y() - 7),
-                                           QPointF(c.x() - 4, c.y() + 7),
-                                           QPointF(c.x() + 7, c.y())]))
+        else:  # play triangle
+            painter.drawPolygon(
+                QPolygonF(
+                    [
+                        QPointF(c.x() - 4, c.y() - 7),
+                        QPointF(c.x() - 4, c.y() + 7),
+                        QPointF(c.x() + 7, c.y()),
+                    ]
+                )
+            )
 
     def _paint_wave(self, painter: QPainter, rect: QRect, row: Row) -> None:
         if rect.width() < 20:
@@ -348,9 +396,13 @@ class SongDelegate(QStyledItemDelegate):
         local = self._local(row)
         if local is None:
             if song.state in (SongState.QUEUED, SongState.RUNNING):
-                painter.fillRect(rect.adjusted(0, rect.height() // 2 - 3, 0, -rect.height() // 2 + 3),
-                                 QColor("#e5e7eb"))
-                done = QRect(rect.left(), rect.center().y() - 3, int(rect.width() * song.progress), 6)
+                painter.fillRect(
+                    rect.adjusted(0, rect.height() // 2 - 3, 0, -rect.height() // 2 + 3),
+                    QColor("#e5e7eb"),
+                )
+                done = QRect(
+                    rect.left(), rect.center().y() - 3, int(rect.width() * song.progress), 6
+                )
                 painter.fillRect(done, QColor("#2f7fd8"))
             return
         peaks = self.store.get(local)
@@ -367,18 +419,21 @@ class SongDelegate(QStyledItemDelegate):
         step = max(1, n // max(1, rect.width() // 2))
         for i in range(0, n, step):
             x = rect.left() + rect.width() * i / n
-            h = max(0.5, float(peaks[i:i + step].max()) * half)
+            h = max(0.5, float(peaks[i : i + step].max()) * half)
             top.append((x, mid - h))
             bottom.append((x, mid + h))
-        poly = QPolygonF([QPointF(x, y) for x, y in top] +
-                         [QPointF(x, y) for x, y in reversed(bottom)])
+        poly = QPolygonF(
+            [QPointF(x, y) for x, y in top] + [QPointF(x, y) for x, y in reversed(bottom)]
+        )
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setPen(Qt.NoPen)
         painter.setBrush(QColor("#93b4e0"))
         painter.drawPolygon(poly)
         if played >= 0:
             painter.save()
-            painter.setClipRect(QRect(rect.left(), rect.top(), int(rect.width() * played), rect.height()))
+            painter.setClipRect(
+                QRect(rect.left(), rect.top(), int(rect.width() * played), rect.height())
+            )
             painter.setBrush(QColor("#2f7fd8"))
             painter.drawPolygon(poly)
             painter.restore()

@@ -37,8 +37,13 @@ def stems_of(songs: Iterable[Song], song: Song) -> list[Song]:
     if is_stem(song):
         parent = parent_of(song)
         take = (song.request.get("source") or {}).get("take", 1)
-        found = [s for s in songs if is_stem(s) and parent_of(s) == parent
-                 and (s.request.get("source") or {}).get("take", 1) == take]
+        found = [
+            s
+            for s in songs
+            if is_stem(s)
+            and parent_of(s) == parent
+            and (s.request.get("source") or {}).get("take", 1) == take
+        ]
     else:
         found = [s for s in songs if is_stem(s) and parent_of(s) == song.id]
     found = [s for s in found if s.state == SongState.DONE and s.takes]
@@ -46,6 +51,7 @@ def stems_of(songs: Iterable[Song], song: Song) -> list[Song]:
     def order(s: Song):
         track = str(s.request.get("track") or "")
         return (TRACKS.index(track) if track in TRACKS else len(TRACKS), -s.created)
+
     return sorted(found, key=order)
 
 
@@ -54,8 +60,7 @@ def stem_file_name(song: Song, take: Take, source: str) -> str:
     for a stem of several takes."""
     title = song.title or f"{song.caption}_{song.request.get('track')}"
     n = f"_take{take.n}" if len(song.takes) > 1 else ""
-    return safe_name(title + n, fallback=f"stem_{song.request.get('track')}") + \
-        Path(source).suffix
+    return safe_name(title + n, fallback=f"stem_{song.request.get('track')}") + Path(source).suffix
 
 
 class StemNames:
@@ -75,17 +80,18 @@ class StemNames:
             src = os.stat(source)
             try:
                 have = os.stat(dest)
-                if (have.st_ino == src.st_ino and have.st_dev == src.st_dev) or \
-                        (have.st_size == src.st_size and have.st_mtime_ns >= src.st_mtime_ns):
+                if (have.st_ino == src.st_ino and have.st_dev == src.st_dev) or (
+                    have.st_size == src.st_size and have.st_mtime_ns >= src.st_mtime_ns
+                ):
                     return str(dest)
             except FileNotFoundError:
                 pass
             dest.parent.mkdir(parents=True, exist_ok=True)
-            for old in dest.parent.iterdir():       # a renamed stem: its old name goes
+            for old in dest.parent.iterdir():  # a renamed stem: its old name goes
                 old.unlink(missing_ok=True)
             try:
                 os.link(source, dest)
-            except OSError:                         # another file system: copy it once
+            except OSError:  # another file system: copy it once
                 part = dest.with_name(dest.name + ".part")
                 shutil.copyfile(source, part)
                 part.replace(dest)

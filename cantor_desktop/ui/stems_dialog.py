@@ -17,9 +17,11 @@ class StemsDialog(TakeEditDialog):
     def __init__(self, link, song: Song, take: Take, parent=None):
         super().__init__(link, song, take, "Stems", parent)
         self.queued: list[Song] = []
-        self.add_text(f"Pull tracks out of “{self.take_name}” as stems. Each is a new version "
-                      f"under the song, named "
-                      f"{stem_title(song.title, song.caption, '<track>')}.")
+        self.add_text(
+            f"Pull tracks out of “{self.take_name}” as stems. Each is a new version "
+            f"under the song, named "
+            f"{stem_title(song.title, song.caption, '<track>')}."
+        )
         layout = self.body
         self.all = QCheckBox("All twelve")
         self.all.setTristate(False)
@@ -35,8 +37,9 @@ class StemsDialog(TakeEditDialog):
         self.all.clicked.connect(self._all_clicked)
         self.make = self.finish("extract", "Make stems")
         from .song_records import instrumental
+
         first = ("drums", "bass") if instrumental(song) else ("vocals", "drums", "bass")
-        self.choose(first)                              # a musician's usual first stems
+        self.choose(first)  # a musician's usual first stems
         self._update()
 
     # -- choices ----------------------------------------------------------------------------
@@ -62,9 +65,17 @@ class StemsDialog(TakeEditDialog):
     def requests(self) -> list[dict]:
         """One extract request per chosen track, on the notice's model."""
         source = {"song": self.song.id, "take": self.take.n}
-        return [edit_request("extract", source, self.song.request,
-                             caption=self.song.caption or self.song.name, track=track,
-                             model=self.notice.model) for track in self.tracks()]
+        return [
+            edit_request(
+                "extract",
+                source,
+                self.song.request,
+                caption=self.song.caption or self.song.name,
+                track=track,
+                model=self.notice.model,
+            )
+            for track in self.tracks()
+        ]
 
     # -- sending ----------------------------------------------------------------------------
     def submit(self) -> None:
@@ -72,8 +83,7 @@ class StemsDialog(TakeEditDialog):
         if not requests or not self.notice.ready:
             return
         self.note.setText(f"Sending {len(requests)} stem(s) to the node…")
-        self.tasks.start("stems", self._send(requests), on_done=self._sent,
-                         on_error=self._failed)
+        self.tasks.start("stems", self._send(requests), on_done=self._sent, on_error=self._failed)
         self._update()
 
     async def _send(self, requests: list[dict]) -> list[Song]:
@@ -82,8 +92,9 @@ class StemsDialog(TakeEditDialog):
         for request in requests:
             song = await self.link.submit(request)
             self.queued.append(song)
-            self.link.change_song(song.id, title=stem_title(
-                self.song.title, self.song.caption, request["track"]))
+            self.link.change_song(
+                song.id, title=stem_title(self.song.title, self.song.caption, request["track"])
+            )
         return self.queued
 
     def _sent(self, songs: list[Song]) -> None:

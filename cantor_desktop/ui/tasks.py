@@ -19,6 +19,7 @@ def describe_error(exc: BaseException) -> str:
     network's in words, anything else as its type and text."""
     from ..errors import CantorError
     from ..node_http import ConnectError, ReadTimeout
+
     if isinstance(exc, ConnectError):
         return "The node does not answer (is it running?)"
     if isinstance(exc, ReadTimeout):
@@ -37,9 +38,13 @@ class Tasks:
         self._tasks: dict[str, asyncio.Task] = {}
         self._on_error = on_error
 
-    def start(self, key: str, coro: Coroutine[Any, Any, Any],
-              on_error: Callable[[str], None] | None = None,
-              on_done: Callable[[Any], None] | None = None) -> asyncio.Task:
+    def start(
+        self,
+        key: str,
+        coro: Coroutine[Any, Any, Any],
+        on_error: Callable[[str], None] | None = None,
+        on_done: Callable[[Any], None] | None = None,
+    ) -> asyncio.Task:
         self.cancel(key)
         task = asyncio.ensure_future(coro)
         self._tasks[key] = task
@@ -103,6 +108,7 @@ def new_loop(app, *, already_running: bool = False):
 
     os.environ.setdefault("QT_API", "pyside6")
     import qasync
+
     loop = qasync.QEventLoop(app, already_running=already_running)
     loop._cantor_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cantor-io")
     loop.set_default_executor(loop._cantor_executor)

@@ -33,8 +33,17 @@ class TrayMenu:
         self.keep_loaded.setCheckable(True)
         self.open = QAction("Open Cantor", self.widget)
         self.quit = QAction("Quit", self.widget)
-        for a in (self.status, None, self.start, self.stop, self.restart, self.keep_loaded, None,
-                  self.open, self.quit):
+        for a in (
+            self.status,
+            None,
+            self.start,
+            self.stop,
+            self.restart,
+            self.keep_loaded,
+            None,
+            self.open,
+            self.quit,
+        ):
             self.widget.addSeparator() if a is None else self.widget.addAction(a)
         self.start.triggered.connect(link.start)
         self.stop.triggered.connect(link.stop)
@@ -114,6 +123,7 @@ class Tray(QObject):
             action.setChecked(not on)
             action.blockSignals(False)
             self.link.error.emit(f"Keep model loaded not saved: {text}")
+
         self.link.set_settings({"node.keep_loaded": on}, on_error=failed)
 
     def tell(self, title: str, text: str) -> None:
@@ -124,8 +134,9 @@ class Tray(QObject):
     def notify_done(self, rec) -> None:
         self._last_song = rec.id
         if self.icon is not None and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage("Song ready", rec.caption or "Your song is done",
-                                  QSystemTrayIcon.Information, 8000)
+            self.icon.showMessage(
+                "Song ready", rec.caption or "Your song is done", QSystemTrayIcon.Information, 8000
+            )
 
     def _message_clicked(self) -> None:
         if self._last_song:

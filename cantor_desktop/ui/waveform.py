@@ -29,6 +29,7 @@ def _cache_file(path: str) -> Path:
 
 def cached_peaks(path: str):
     import numpy as np
+
     try:
         return np.load(_cache_file(path))
     except (OSError, ValueError):
@@ -55,7 +56,7 @@ def compute_peaks(path: str, bins: int = BINS):
             if whole:
                 folded = data[:whole].reshape(-1, per_bin).max(axis=1)
                 take = min(folded.size, bins - index)
-                out[index:index + take] = folded[:take]
+                out[index : index + take] = folded[:take]
                 index += take
             carry = data[whole:]
             if index >= bins:
@@ -76,6 +77,7 @@ def peaks(path: str):
     import io
 
     import numpy as np
+
     buf = io.BytesIO()
     np.save(buf, values)
     write_atomic(target, buf.getvalue())

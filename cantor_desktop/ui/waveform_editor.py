@@ -8,10 +8,10 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-MIN_REGION = 1.0          # seconds (the node's own rule for a repainted region)
-MAX_SONG = 600.0          # seconds: a song and its extension together
+MIN_REGION = 1.0  # seconds (the node's own rule for a repainted region)
+MAX_SONG = 600.0  # seconds: a song and its extension together
 SNAP = 0.1
-MARGIN = 60               # px of room beyond each end to drag an extension into
+MARGIN = 60  # px of room beyond each end to drag an extension into
 
 
 class WaveformEditor(QWidget):
@@ -28,8 +28,10 @@ class WaveformEditor(QWidget):
         self.before = 0.0
         self.after = 0.0
         self._press: float | None = None
-        self.setToolTip("Drag across the waveform to select a part to repaint; drag past "
-                        "either end to extend the song there")
+        self.setToolTip(
+            "Drag across the waveform to select a part to repaint; drag past "
+            "either end to extend the song there"
+        )
 
     # -- what is shown -----------------------------------------------------------------------
     def set_take(self, peaks, duration: float | None) -> None:
@@ -96,7 +98,7 @@ class WaveformEditor(QWidget):
         self.before = self._snap(-a) if a < 0 else 0.0
         self.after = self._snap(b - self.duration) if b > self.duration else 0.0
         if self.before or self.after:
-            self.region = None              # an extension, not a region to repaint
+            self.region = None  # an extension, not a region to repaint
         else:
             a, b = self._snap(max(0.0, a)), self._snap(min(self.duration, b))
             self.region = (a, b) if b > a else None
@@ -133,8 +135,10 @@ class WaveformEditor(QWidget):
             short = "" if self.repaintable else f" (at least {MIN_REGION:g} s to repaint)"
             return f"Selected {a:.1f}–{b:.1f} s ({b - a:.1f} s){short}"
         if self.before or self.after:
-            bits = [f"{self.before:.1f} s before" if self.before else "",
-                    f"{self.after:.1f} s after" if self.after else ""]
+            bits = [
+                f"{self.before:.1f} s before" if self.before else "",
+                f"{self.after:.1f} s after" if self.after else "",
+            ]
             return "Extend by " + " and ".join(b for b in bits if b)
         return "Drag across the waveform to select a part to repaint, or past an end to extend"
 
@@ -146,11 +150,22 @@ class WaveformEditor(QWidget):
         p.fillRect(self.rect(), self.palette().base())
         mid = r.center().y()
         if self.before:
-            p.fillRect(QRectF(self.x_of(-self.before), r.top(), r.left() - self.x_of(-self.before),
-                              r.height()), QBrush(QColor("#d1fae5"), Qt.BDiagPattern))
+            p.fillRect(
+                QRectF(
+                    self.x_of(-self.before), r.top(), r.left() - self.x_of(-self.before), r.height()
+                ),
+                QBrush(QColor("#d1fae5"), Qt.BDiagPattern),
+            )
         if self.after:
-            p.fillRect(QRectF(r.right(), r.top(), self.x_of(self.duration + self.after) - r.right(),
-                              r.height()), QBrush(QColor("#10b981"), Qt.BDiagPattern))
+            p.fillRect(
+                QRectF(
+                    r.right(),
+                    r.top(),
+                    self.x_of(self.duration + self.after) - r.right(),
+                    r.height(),
+                ),
+                QBrush(QColor("#10b981"), Qt.BDiagPattern),
+            )
         if self.peaks is not None and len(self.peaks):
             n = len(self.peaks)
             half = r.height() / 2
@@ -158,7 +173,7 @@ class WaveformEditor(QWidget):
             top, bottom = [], []
             for i in range(0, n, step):
                 x = r.left() + r.width() * i / n
-                h = max(0.5, float(self.peaks[i:i + step].max()) * half)
+                h = max(0.5, float(self.peaks[i : i + step].max()) * half)
                 top.append(QPointF(x, mid - h))
                 bottom.append(QPointF(x, mid + h))
             p.setPen(Qt.NoPen)
@@ -178,6 +193,9 @@ class WaveformEditor(QWidget):
         p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignLeft, "0:00")
         if self.duration:
             total = int(round(self.duration))
-            p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignRight,
-                       f"{total // 60}:{total % 60:02d}")
+            p.drawText(
+                QRect(r.left(), r.bottom() + 2, r.width(), 16),
+                Qt.AlignRight,
+                f"{total // 60}:{total % 60:02d}",
+            )
         p.end()

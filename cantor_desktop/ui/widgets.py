@@ -17,7 +17,7 @@ class _WheelOnlyWhenFocused:
         if self.hasFocus():
             super().wheelEvent(event)
         else:
-            event.ignore()            # to the scroll area behind it
+            event.ignore()  # to the scroll area behind it
 
 
 class ComboBox(_WheelOnlyWhenFocused, QComboBox):
@@ -58,7 +58,7 @@ def heading(text: str, scale: float = 1.0):
     font.setBold(True)
     if scale != 1.0 and font.pointSizeF() > 0:
         font.setPointSizeF(font.pointSizeF() * scale)
-    elif scale != 1.0:                       # a font set in pixels
+    elif scale != 1.0:  # a font set in pixels
         font.setPixelSize(round(font.pixelSize() * scale))
     label.setFont(font)
     return label

@@ -8,8 +8,14 @@ then loads the settings and builds the Compose page, the banner and the node wir
 from __future__ import annotations
 
 from PySide6.QtCore import Signal  # not Qt: its enums cost ~13 ms to load
-from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QMainWindow, QStackedWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QListWidget,
+    QMainWindow,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 
 PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
@@ -19,17 +25,22 @@ def _build(name: str, link):
     """Pages other than Compose are built the first time they are needed (quick start-up)."""
     if name == "Songs":
         from .pages.songs import SongsPage
+
         return SongsPage(link)
     if name == "Library":
         from .pages.library import LibraryPage
+
         return LibraryPage(link)
     if name == "Hardware & Backends":
         from .pages.hardware import HardwarePage
+
         return HardwarePage(link)
     if name == "Settings":
         from .pages.settings import SettingsPage
+
         return SettingsPage(link)
     from .pages.compose import ComposePage
+
     return ComposePage(link)
 
 
@@ -43,7 +54,7 @@ class MainWindow(QMainWindow):
         self.link = link
         self.keep_in_tray = False  # set by main when a tray icon is showing
         self.tray = None
-        self.quitting = False           # set by the shell's quit: a close is then accepted
+        self.quitting = False  # set by the shell's quit: a close is then accepted
         self.populated = False
         self._built: dict[str, QWidget] = {}
         self._painted = False
@@ -73,7 +84,8 @@ class MainWindow(QMainWindow):
         """The node's dot, state line and buttons: after the first paint (QStatusBar's first
         use costs ~3 ms, a tenth of the frame's own cost)."""
         from PySide6.QtWidgets import QLabel, QPushButton
-        self.dot = QLabel("●")     # a glyph in the state's colour: nothing to draw
+
+        self.dot = QLabel("●")  # a glyph in the state's colour: nothing to draw
         self.state_label = QLabel("Starting…")
         self.node_button = QPushButton("Start node")
         self.node_button.setFlat(True)
@@ -94,8 +106,10 @@ class MainWindow(QMainWindow):
         from .. import config
         from .icons import app_icon
         from .pages.firstrun import ReadinessBanner
+
         if self.link is None:
             from .node_link import NodeLink
+
             self.link = NodeLink(self)
         self.setWindowIcon(app_icon())
         self.settings, self.settings_error = config.load_or_defaults()
@@ -163,6 +177,7 @@ class MainWindow(QMainWindow):
         if not self._painted:
             self._painted = True
             from PySide6.QtCore import QTimer
+
             QTimer.singleShot(0, self.first_painted.emit)
         super().paintEvent(e)
 
@@ -198,10 +213,11 @@ class MainWindow(QMainWindow):
         self.show_page("Hardware & Backends")
         hardware = self.hardware
         if hardware.running_key is None:
-            hardware.find_best()     # without a node it says so in the page's log
+            hardware.find_best()  # without a node it says so in the page's log
 
     def use_settings(self, song) -> None:
         from .compose_form import ComposeForm
+
         seed = song.takes[0].seed if song.takes else None
         self.compose.set_form(ComposeForm.from_settings(song.request, seed))
         self.show_page("Compose")
@@ -226,6 +242,7 @@ class MainWindow(QMainWindow):
     def bring_up(self) -> None:
         self.show()
         from PySide6.QtCore import Qt
+
         self.setWindowState(self.windowState() & ~Qt.WindowMinimized)
         self.raise_()
         self.activateWindow()
@@ -233,6 +250,7 @@ class MainWindow(QMainWindow):
     def _state(self, state: str) -> None:
         from .icons import STATE_COLOURS
         from .widgets import set_text_colour
+
         set_text_colour(self.dot, STATE_COLOURS.get(state, STATE_COLOURS["stopped"]))
         self.state_label.setText(self.link.status_line())
         running = state in ("idle", "generating", "starting")
@@ -247,6 +265,7 @@ class MainWindow(QMainWindow):
     def show_log(self) -> None:
         from PySide6.QtCore import QTimer
         from PySide6.QtWidgets import QDialog, QPlainTextEdit
+
         dialog = QDialog(self)
         dialog.setWindowTitle("Node log")
         dialog.resize(820, 480)
@@ -288,9 +307,12 @@ class MainWindow(QMainWindow):
             self.hide()
             self.statusBar().showMessage("Cantor keeps running in the tray")
             from . import app_state
+
             if self.tray is not None and app_state.once("told_close_to_tray"):
-                self.tray.tell("Cantor is still running",
-                               "Closing the window keeps Cantor and its songs going in the "
-                               "tray. Quit from the tray icon's menu.")
+                self.tray.tell(
+                    "Cantor is still running",
+                    "Closing the window keeps Cantor and its songs going in the "
+                    "tray. Quit from the tray icon's menu.",
+                )
             return
         super().closeEvent(event)

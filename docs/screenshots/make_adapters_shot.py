@@ -27,19 +27,51 @@ from make_screenshots import OUT, home, spin, wait  # noqa: E402
 
 def adapters(folder: Path) -> list[str]:
     import numpy as np
-    from support.adapter_files import (comfyui_file, lora_tensors, peft_folder, sd_unet_file,
-                                       write_safetensors)
+    from support.adapter_files import (
+        comfyui_file,
+        lora_tensors,
+        peft_folder,
+        sd_unet_file,
+        write_safetensors,
+    )
+
     every = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
     layers = tuple(range(24))
-    return [str(peft_folder(folder / "chinese-new-year", rank=16, alpha=32, layers=layers,
-                            modules=every, dtype=np.float16)),
-            str(comfyui_file(folder / "lofi-tape.safetensors", rank=8, layers=layers,
-                             modules=every, dtype=np.float16)),
-            str(write_safetensors(folder / "xl-choir.safetensors",
-                                  lora_tensors("diffusion_model.", size="XL", rank=8,
-                                               layers=tuple(range(32)), modules=every,
-                                               dtype=np.float16))),
-            str(sd_unet_file(folder / "sdxl-watercolor.safetensors"))]
+    return [
+        str(
+            peft_folder(
+                folder / "chinese-new-year",
+                rank=16,
+                alpha=32,
+                layers=layers,
+                modules=every,
+                dtype=np.float16,
+            )
+        ),
+        str(
+            comfyui_file(
+                folder / "lofi-tape.safetensors",
+                rank=8,
+                layers=layers,
+                modules=every,
+                dtype=np.float16,
+            )
+        ),
+        str(
+            write_safetensors(
+                folder / "xl-choir.safetensors",
+                lora_tensors(
+                    "diffusion_model.",
+                    size="XL",
+                    rank=8,
+                    layers=tuple(range(32)),
+                    modules=every,
+                    dtype=np.float16,
+                ),
+            )
+        ),
+        str(sd_unet_file(folder / "sdxl-watercolor.safetensors")),
+    ]
 
 
 def main() -> int:
@@ -48,18 +80,21 @@ def main() -> int:
     from support.hub import ModelHub
 
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop
+
     app = QApplication(sys.argv)
     loop = new_loop(app, already_running=True)
     config.update({"node.port": free_port()})
     hub = ModelHub()
     from cantor_desktop.models import catalogue
-    for entry in catalogue.builtin().files.values():   # the hub lists the whole catalogue
+
+    for entry in catalogue.builtin().files.values():  # the hub lists the whole catalogue
         hub.add(entry.name, 4096)
         hub.advertise(entry.name, size=entry.size)
     hub.__enter__()
     os.environ["HF_ENDPOINT"] = hub.base_url
 
     from cantor_desktop.ui.main import Shell
+
     shell = Shell(app)
     w = shell.window
     w.resize(1200, 760)

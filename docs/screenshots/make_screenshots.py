@@ -36,6 +36,7 @@ def spin(ms: int) -> None:
 
 def wait(pred, timeout=30.0) -> None:
     import time
+
     end = time.monotonic() + timeout
     while time.monotonic() < end and not pred():
         spin(50)
@@ -53,31 +54,39 @@ def main() -> int:
     from support.hub import ModelHub
 
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop
+
     app = QApplication(sys.argv)
     loop = new_loop(app, already_running=True)
     config.update({"node.port": free_port()})
-    config.update({"models.lm": "0.6B"})      # the language model the hub's set has
+    config.update({"models.lm": "0.6B"})  # the language model the hub's set has
     hub = ModelHub()
     pulled = hub.add_set(size=48 * 1024 * 1024)
     from cantor_desktop.models import catalogue
-    for entry in catalogue.builtin().files.values():   # the hub lists the whole catalogue
+
+    for entry in catalogue.builtin().files.values():  # the hub lists the whole catalogue
         if entry.name not in hub.files:
             hub.add(entry.name, 4096)
             hub.advertise(entry.name, size=entry.size)
     hub.__enter__()
     for name in pulled:
         hub.server.throttle(hub.cdn_path(name), 6 * 1024 * 1024)
-    failing = "acestep-v15-sft-Q8_0"               # a download that fails (Retry offered)
+    failing = "acestep-v15-sft-Q8_0"  # a download that fails (Retry offered)
     hub.server.fail(hub.cdn_path(f"{failing}.gguf"), 404, times=None)
     os.environ["HF_ENDPOINT"] = hub.base_url
 
     from cantor_desktop.ui.main import Shell
+
     shell = Shell(app)
     w = shell.window
     w.resize(1200, 760)
     w.show()
-    pages = {"compose": "Compose", "songs": "Songs", "library": "Library",
-             "hardware": "Hardware & Backends", "settings": "Settings"}
+    pages = {
+        "compose": "Compose",
+        "songs": "Songs",
+        "library": "Library",
+        "hardware": "Hardware & Backends",
+        "settings": "Settings",
+    }
     # empty: before the node answers
     for key, name in pages.items():
         w.show_page(name)
@@ -102,21 +111,36 @@ def main() -> int:
     c.duration.setText("20")
     c.takes.setValue(2)
     c.generate.click()
-    wait(lambda: len(shell.link.songs) >= 2 and all(s.is_finished for s in shell.link.songs.values()), 60)
+    wait(
+        lambda: (
+            len(shell.link.songs) >= 2 and all(s.is_finished for s in shell.link.songs.values())
+        ),
+        60,
+    )
     c.takes.setValue(1)
     c.caption.setPlainText("epic orchestral trailer, taiko, choir")
     c.duration.setText("600")
     c.bpm.setText("")
     c.generate.click()
-    wait(lambda: any(s.state == "running" and s.progress > 0.2 for s in shell.link.songs.values()), 60)
+    wait(
+        lambda: any(s.state == "running" and s.progress > 0.2 for s in shell.link.songs.values()),
+        60,
+    )
     w.show_page("Compose")
     shot(w, "compose-busy")
     w.show_page("Songs")
     first = next(iter(sorted(shell.link.songs.values(), key=lambda r: r.created)))
     w.songs.select(first.id)
     shell.link.change_song(first.id, favourite=True)
-    wait(lambda: all(w.songs.store.known(t.audio) for r in shell.link.songs.values()
-                     if r.state == "done" for t in r.takes), 20)
+    wait(
+        lambda: all(
+            w.songs.store.known(t.audio)
+            for r in shell.link.songs.values()
+            if r.state == "done"
+            for t in r.takes
+        ),
+        20,
+    )
     spin(500)
     shot(w, "songs-busy")
     w.songs.search.setText("synth")

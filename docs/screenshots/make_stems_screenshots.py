@@ -55,13 +55,23 @@ def main() -> int:
     dialog.grab().save(str(OUT / "stems-dialog.png"))
     print("saved stems-dialog")
     dialog.make.click()
-    wait(lambda: sum(1 for s in shell.link.songs.values()
-                     if s.request.get("task") == "extract" and s.state == "done" and s.title)
-         == 4, 60)
+    wait(
+        lambda: (
+            sum(
+                1
+                for s in shell.link.songs.values()
+                if s.request.get("task") == "extract" and s.state == "done" and s.title
+            )
+            == 4
+        ),
+        60,
+    )
     page.select(song.id, 1)
     page.select_stems()
-    wait(lambda: all(page.store.known(t.audio) for s in shell.link.songs.values()
-                     for t in s.takes), 20)
+    wait(
+        lambda: all(page.store.known(t.audio) for s in shell.link.songs.values() for t in s.takes),
+        20,
+    )
     shot(w, "songs-stems")
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)

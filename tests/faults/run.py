@@ -23,8 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reliability.md"
 COMMAND = ".venv/bin/python tests/faults/run.py"
-LINE_RE = re.compile(r"^(?:\[faults\]\s*)?(?P<what>[^\[\]].*?): tried (?P<tried>\d+)\s*[,/]\s*"
-                     r"survived (?P<survived>\d+)\s*[,/]\s*lost (?P<lost>\d+)(?P<rest>.*)$")
+LINE_RE = re.compile(
+    r"^(?:\[faults\]\s*)?(?P<what>[^\[\]].*?): tried (?P<tried>\d+)\s*[,/]\s*"
+    r"survived (?P<survived>\d+)\s*[,/]\s*lost (?P<lost>\d+)(?P<rest>.*)$"
+)
 XFAIL_RE = re.compile(r"^XFAIL (?P<test>\S+(?:\[.*?\])?) - (?P<reason>.*)$")
 OUTCOME_RE = re.compile(r"^(FAILED|ERROR) (?P<test>\S+)")
 
@@ -39,11 +41,29 @@ def machine() -> str:
 
 
 def run(pytest_args: list[str]) -> tuple[int, list[dict], list[tuple[str, str]], list[str], str]:
-    cmd = [sys.executable, "-m", "pytest", "-m", "slow", "-s", "-rxfE", "-p", "no:cacheprovider",
-           str(ROOT / "tests" / "faults"), *pytest_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "slow",
+        "-s",
+        "-rxfE",
+        "-p",
+        "no:cacheprovider",
+        str(ROOT / "tests" / "faults"),
+        *pytest_args,
+    ]
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
     rows: list[dict] = []
     xfails: list[tuple[str, str]] = []
     failed: list[str] = []
@@ -55,9 +75,15 @@ def run(pytest_args: list[str]) -> tuple[int, list[dict], list[tuple[str, str]],
         line = raw.strip()
         if m := LINE_RE.match(line):
             rest = m.group("rest").lstrip(" ;—-").strip()
-            rows.append({"what": m.group("what").strip(), "tried": int(m.group("tried")),
-                         "survived": int(m.group("survived")), "lost": int(m.group("lost")),
-                         "note": rest})
+            rows.append(
+                {
+                    "what": m.group("what").strip(),
+                    "tried": int(m.group("tried")),
+                    "survived": int(m.group("survived")),
+                    "lost": int(m.group("lost")),
+                    "note": rest,
+                }
+            )
         elif m := XFAIL_RE.match(line):
             xfails.append((m.group("test"), m.group("reason")))
         elif m := OUTCOME_RE.match(line):
@@ -70,10 +96,14 @@ def run(pytest_args: list[str]) -> tuple[int, list[dict], list[tuple[str, str]],
 def table(rows: list[dict]) -> str:
     total = [sum(r[k] for r in rows) for k in ("tried", "survived", "lost")]
     width = max([len(r["what"]) for r in rows] + [len("overall")])
-    out = [f"| {'fault':<{width}} | tried | survived | lost |",
-           f"|{'-' * (width + 2)}|------:|---------:|-----:|"]
+    out = [
+        f"| {'fault':<{width}} | tried | survived | lost |",
+        f"|{'-' * (width + 2)}|------:|---------:|-----:|",
+    ]
     for r in rows:
-        out.append(f"| {r['what']:<{width}} | {r['tried']:>5} | {r['survived']:>8} | {r['lost']:>4} |")
+        out.append(
+            f"| {r['what']:<{width}} | {r['tried']:>5} | {r['survived']:>8} | {r['lost']:>4} |"
+        )
     out.append(f"| {'**overall**':<{width}} | {total[0]:>5} | {total[1]:>8} | {total[2]:>4} |")
     return "\n".join(out)
 
@@ -108,14 +138,27 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "",
     ]
     if lost_notes:
-        parts += ["What was lost (each is a known bug below, reported to the lead):", "",
-                  *lost_notes, ""]
+        parts += [
+            "What was lost (each is a known bug below, reported to the lead):",
+            "",
+            *lost_notes,
+            "",
+        ]
     if seen_notes:
-        parts += ["How this run counted (what the tests saw besides the counts):", "",
-                  *seen_notes, ""]
+        parts += [
+            "How this run counted (what the tests saw besides the counts):",
+            "",
+            *seen_notes,
+            "",
+        ]
     if bugs:
-        parts += ["Known bugs (strict xfail tests: they turn into failures once fixed, so the "
-                  "mark gets removed):", "", *bugs, ""]
+        parts += [
+            "Known bugs (strict xfail tests: they turn into failures once fixed, so the "
+            "mark gets removed):",
+            "",
+            *bugs,
+            "",
+        ]
     if failed:
         parts += ["Failing tests in this run:", "", *[f"- `{t}`" for t in failed], ""]
     parts += [
@@ -129,20 +172,20 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "whole file when the engine had already handed it over), and the next song is done.",
         "- **node kill -9 with a queue** (`test_node_faults.py`): the node is killed 10 times "
         "while songs of its batch are queued or running; after the restart no song is lost: "
-        "the running one is failed \"node stopped\" (and done once retried), the rest run.",
+        'the running one is failed "node stopped" (and done once retried), the rest run.',
         "- **leftover processes** (`test_process_faults.py`, Linux): the real app (offscreen) "
         "with its node and the sketch engine; kill -9 the app 20 times (each time a new app "
         "that made a song: its node and engine must end with it), then under one app kill -9 "
         "the node 20 times (its engine must end, the app starts one new node, never two, and "
         "the next song is done) and the engine 20 times (nothing of it stays, not even a "
         "zombie). A round is lost when any process is left; the goal is 0. Windows and macOS: "
-        "packaging/README.md, \"Process life on Windows and macOS\".",
+        'packaging/README.md, "Process life on Windows and macOS".',
         "- **download cuts, flipped bytes, disk full** (`test_download_faults.py`): a download "
         "cut at 50 random offsets resumes byte-identical; a flipped byte is refused and never "
         "installed; a full disk (tmpfs) is a clear error that keeps the partial file.",
         "- **archives** (`test_archive_faults.py`): absolute paths, `..`, links out, hard links, "
         "zip bombs, the link chain `a -> .` then `a/a/esc -> ../../etc` (tar and zip), 20 000 "
-        "tiny entries and a 48 MiB zip \"symlink\" entry are refused, nothing is written "
+        'tiny entries and a 48 MiB zip "symlink" entry are refused, nothing is written '
         "outside, no link leads out and memory stays under 8 MiB; setuid/setgid 0o6777 files "
         "are unpacked as 0o755.",
         "- **manifests** (`test_manifest_faults.py`): unsigned, tampered (a byte, a build "
@@ -169,7 +212,7 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
         "Lemonade-style `POST /v1/audio/generations` under its own field names, against a real "
         "node: each a 4xx whose JSON "
         "error names the field; the queue does not grow and the sketch engine's log gets no "
-        "new \"Job … created\" line (a good song before and after proves the check is live).",
+        'new "Job … created" line (a good song before and after proves the check is live).',
         "- **OpenAPI fuzz** (`test_api_fuzz.py`): schemathesis generates valid and invalid "
         "examples for every operation of the node's `/openapi.json` against a real node. A "
         "valid example survives only with a 2xx, an invalid one only with a 4xx, and every "
@@ -188,7 +231,7 @@ def write_doc(rows, xfails, failed, summary, code, extra_args) -> None:
     print(f"\nwrote {DOC.relative_to(ROOT)}")
 
 
-KEPT_FROM = "\n## The real engine"     # written by hand from tests/real_engine: kept
+KEPT_FROM = "\n## The real engine"  # written by hand from tests/real_engine: kept
 
 
 def _kept_sections() -> str:

@@ -51,20 +51,32 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import (content_type_conformance, negative_data_rejection,  # noqa: E402
-                                 not_a_server_error, positive_data_acceptance,
-                                 response_schema_conformance, status_code_conformance)
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,  # noqa: E402
+    not_a_server_error,
+    positive_data_acceptance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from schemathesis.config import SchemathesisConfig  # noqa: E402
 from schemathesis.core.failures import Failure, FailureGroup  # noqa: E402
 
 from cantor_desktop import config, gguf  # noqa: E402
-from cantor_desktop.song_request import (BATCH_RANGE, BPM_RANGE, CAPTION_MAX,  # noqa: E402
-                                         DURATION_RANGE, LANGUAGES, SEED_MAX, TIME_SIGNATURES)
+from cantor_desktop.song_request import (
+    BATCH_RANGE,
+    BPM_RANGE,
+    CAPTION_MAX,  # noqa: E402
+    DURATION_RANGE,
+    LANGUAGES,
+    SEED_MAX,
+    TIME_SIGNATURES,
+)
 
 pytestmark = pytest.mark.slow
 
 EXAMPLES = int(os.environ.get("CANTOR_FUZZ_EXAMPLES", "100"))
-ONLY = os.environ.get("CANTOR_FUZZ_ONLY", "")      # e.g. "PATCH /v1/config": one operation
+ONLY = os.environ.get("CANTOR_FUZZ_ONLY", "")  # e.g. "PATCH /v1/config": one operation
 LEFT_OUT = {
     ("POST", "/v1/models/pull"): "downloads a model from the internet",
     ("POST", "/v1/backends/install"): "downloads an engine build",
@@ -75,46 +87,76 @@ LEFT_OUT = {
 }
 MODEL_TO_DELETE = "acestep-v15-turbo-Q8_0"
 ADAPTER_TO_DELETE = "fuzz-style"
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]
-EXPECTED = SchemathesisConfig.from_dict({"checks": {
-    "positive_data_acceptance": {"expected-statuses": ["2xx"]},
-    "negative_data_rejection": {"expected-statuses": ["4xx"]}}})
-SSE_STREAMS = {("GET", "/v1/events")}     # endless: the first event is read, then it is closed
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+EXPECTED = SchemathesisConfig.from_dict(
+    {
+        "checks": {
+            "positive_data_acceptance": {"expected-statuses": ["2xx"]},
+            "negative_data_rejection": {"expected-statuses": ["4xx"]},
+        }
+    }
+)
+SSE_STREAMS = {("GET", "/v1/events")}  # endless: the first event is read, then it is closed
 
 
 # -- request schemas written from the node's own rules ------------------------------------------
 
+
 def _song_body_schema() -> dict:
     """Valid songs (cancelled at once) and, in negative mode, bodies that break a rule."""
-    return {"type": "object", "required": ["caption"], "additionalProperties": False,
-            "properties": {
-                # a letter or digit: Python's strip() also takes \\x1c-\\x1f, which JSON
-                # Schema's \\S (ECMAScript) leaves, so "\\S" alone lets a blank caption by
-                "caption": {"type": "string", "minLength": 1, "maxLength": CAPTION_MAX,
-                            "pattern": "[A-Za-z0-9]"},
-                "lyrics": {"type": "string", "maxLength": 200},
-                "duration": {"type": "number", "minimum": DURATION_RANGE[0],
-                             "maximum": DURATION_RANGE[0] + 5},
-                "bpm": {"type": "integer", "minimum": BPM_RANGE[0], "maximum": BPM_RANGE[1]},
-                "key": {"type": "string", "enum": ["C major", "F# minor", "bb MAJ"]},
-                "time_signature": {"type": "integer", "enum": list(TIME_SIGNATURES)},
-                "language": {"type": "string", "enum": list(LANGUAGES)},
-                "seed": {"type": "integer", "minimum": -1, "maximum": SEED_MAX},
-                "model": {"type": "string", "enum": ["sketch"]},
-                "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
-                "batch": {"type": "integer", "minimum": BATCH_RANGE[0],
-                          "maximum": BATCH_RANGE[1]}}}
+    return {
+        "type": "object",
+        "required": ["caption"],
+        "additionalProperties": False,
+        "properties": {
+            # a letter or digit: Python's strip() also takes \\x1c-\\x1f, which JSON
+            # Schema's \\S (ECMAScript) leaves, so "\\S" alone lets a blank caption by
+            "caption": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": CAPTION_MAX,
+                "pattern": "[A-Za-z0-9]",
+            },
+            "lyrics": {"type": "string", "maxLength": 200},
+            "duration": {
+                "type": "number",
+                "minimum": DURATION_RANGE[0],
+                "maximum": DURATION_RANGE[0] + 5,
+            },
+            "bpm": {"type": "integer", "minimum": BPM_RANGE[0], "maximum": BPM_RANGE[1]},
+            "key": {"type": "string", "enum": ["C major", "F# minor", "bb MAJ"]},
+            "time_signature": {"type": "integer", "enum": list(TIME_SIGNATURES)},
+            "language": {"type": "string", "enum": list(LANGUAGES)},
+            "seed": {"type": "integer", "minimum": -1, "maximum": SEED_MAX},
+            "model": {"type": "string", "enum": ["sketch"]},
+            "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
+            "batch": {"type": "integer", "minimum": BATCH_RANGE[0], "maximum": BATCH_RANGE[1]},
+        },
+    }
 
 
 def _generation_body_schema(doc_schema: dict) -> dict:
     """Lemonade's names for the same rules (a valid one is really made: 10–15 s songs)."""
     song = _song_body_schema()["properties"]
     props = dict(doc_schema.get("properties", {}))
-    props.update({"prompt": song["caption"], "model": song["model"], "key": song["key"],
-                  "vocal_language": song["language"], "lyrics": song["lyrics"],
-                  "duration": song["duration"], "bpm": song["bpm"], "seed": song["seed"],
-                  "time_signature": song["time_signature"]})
+    props.update(
+        {
+            "prompt": song["caption"],
+            "model": song["model"],
+            "key": song["key"],
+            "vocal_language": song["language"],
+            "lyrics": song["lyrics"],
+            "duration": song["duration"],
+            "bpm": song["bpm"],
+            "seed": song["seed"],
+            "time_signature": song["time_signature"],
+        }
+    )
     return {**doc_schema, "properties": props, "additionalProperties": False}
 
 
@@ -132,29 +174,40 @@ def _settings_schema() -> dict:
             props[key] = {"type": "integer", "minimum": opt.minimum, "maximum": opt.maximum}
         elif opt.kind is list:
             continue
-        else:                      # a value with a rule of its own: its default passes it
+        else:  # a value with a rule of its own: its default passes it
             props[key] = {"enum": [opt.default()]}
-    return {"type": "object", "minProperties": 1, "additionalProperties": False,
-            "properties": props}
+    return {
+        "type": "object",
+        "minProperties": 1,
+        "additionalProperties": False,
+        "properties": props,
+    }
 
 
 def _wav(seconds: float = 1.0, rate: int = 44100) -> bytes:
     t = np.arange(int(seconds * rate)) / rate
     buf = io.BytesIO()
-    sf.write(buf, (0.3 * np.sin(2 * np.pi * 330 * t)).astype("float32"), rate, format="WAV",
-             subtype="PCM_16")
+    sf.write(
+        buf,
+        (0.3 * np.sin(2 * np.pi * 330 * t)).astype("float32"),
+        rate,
+        format="WAV",
+        subtype="PCM_16",
+    )
     return buf.getvalue()
 
 
 # -- the world the examples point at --------------------------------------------------------
+
 
 class World:
     """The node's songs, uploads and models in the states the operations need."""
 
     def __init__(self, node):
         self.node = node
-        self.http = httpx.Client(base_url=node.url, headers=node.headers, timeout=60,
-                                 trust_env=False)
+        self.http = httpx.Client(
+            base_url=node.url, headers=node.headers, timeout=60, trust_env=False
+        )
         self.wav = _wav()
         self.done = node.make_song()
         self.upload_id = self.upload()
@@ -170,8 +223,12 @@ class World:
 
     def live_song(self) -> str:
         """A queued or running song (long, so it is still there when the example acts)."""
-        return self._ok(self.http.post("/v1/songs", json={"caption": "fuzz: a song to act on",
-                                                          "duration": 600, "model": "sketch"}))["id"]
+        return self._ok(
+            self.http.post(
+                "/v1/songs",
+                json={"caption": "fuzz: a song to act on", "duration": 600, "model": "sketch"},
+            )
+        )["id"]
 
     def ended_song(self) -> str:
         """A cancelled song (the cancel is asked, then waited for: it ends the engine job)."""
@@ -187,9 +244,14 @@ class World:
         self.http.post(f"/v1/songs/{sid}/cancel")
 
     def upload(self) -> str:
-        return self._ok(self.http.post("/v1/uploads", params={"name": "fuzz.wav"},
-                                       content=self.wav,
-                                       headers={"Content-Type": "audio/wav"}))["id"]
+        return self._ok(
+            self.http.post(
+                "/v1/uploads",
+                params={"name": "fuzz.wav"},
+                content=self.wav,
+                headers={"Content-Type": "audio/wav"},
+            )
+        )["id"]
 
     def install_model(self) -> None:
         """The DiT of MODEL_TO_DELETE in the node's library (a header-only GGUF)."""
@@ -224,12 +286,14 @@ class World:
         """A new ComfyUI LoRA made for ACE-Step, on the node's machine, under a name the
         node's adapters folder does not have yet."""
         from support.adapter_files import comfyui_file
+
         self.adapters += 1
         return comfyui_file(self.node.home / "elsewhere" / f"fuzz-lora-{self.adapters}.safetensors")
 
     def install_adapter(self) -> None:
         """ADAPTER_TO_DELETE in the node's adapters folder (written there, as a user would)."""
         from support.adapter_files import comfyui_file
+
         folder = self.node.home / "models" / "adapters"
         folder.mkdir(parents=True, exist_ok=True)
         comfyui_file(folder / f"{ADAPTER_TO_DELETE}.safetensors")
@@ -248,36 +312,77 @@ def _enrich(doc: dict, world: World, positive: bool) -> dict:
     paths = doc["paths"]
 
     def body(path: str, method: str, schema: dict) -> None:
-        paths[path][method]["requestBody"] = {"required": True, "content": {
-            "application/json": {"schema": schema}}}
+        paths[path][method]["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": schema}},
+        }
 
     if positive:
         body("/v1/songs", "post", _song_body_schema())
         gen = paths["/v1/audio/generations"]["post"]["requestBody"]["content"]
-        body("/v1/audio/generations", "post",
-             _generation_body_schema(gen["application/json"]["schema"]))
+        body(
+            "/v1/audio/generations",
+            "post",
+            _generation_body_schema(gen["application/json"]["schema"]),
+        )
         patch = paths["/v1/songs/{song_id}"]["patch"]["requestBody"]["content"]
         patch["application/json"]["schema"]["properties"]["title"]["pattern"] = "^[^\\n\\r]*$"
         body("/v1/config", "patch", _settings_schema())
-        body("/v1/models/import", "post", {"type": "object", "required": ["path"],
-                                           "additionalProperties": False, "properties": {
-                                               "path": {"enum": [world.gguf_file()]}}})
-        body("/v1/hub/token", "put", {"type": "object", "required": ["token"],
-                                      "additionalProperties": False, "properties": {
-                                          "token": {"type": "string",   # printable, no space
-                                                    "pattern": "^hf_[!-~]{8,60}$"}}})
-        body("/v1/lm", "post", {"type": "object", "required": ["mode", "caption"],
-                                "additionalProperties": False, "properties": {
-                                    "mode": {"enum": ["inspire", "format"]},
-                                    "caption": _song_body_schema()["properties"]["caption"],
-                                    "lyrics": {"type": "string", "maxLength": 200},
-                                    "model": {"enum": ["sketch"]}}})
-        body("/v1/understand", "post", {"type": "object", "required": ["source"],
-                                        "additionalProperties": False, "properties": {
-                                            "source": {"enum": [
-                                                {"song": world.done["id"], "take": 1},
-                                                {"upload": world.upload_id}]},
-                                            "model": {"enum": ["sketch"]}}})
+        body(
+            "/v1/models/import",
+            "post",
+            {
+                "type": "object",
+                "required": ["path"],
+                "additionalProperties": False,
+                "properties": {"path": {"enum": [world.gguf_file()]}},
+            },
+        )
+        body(
+            "/v1/hub/token",
+            "put",
+            {
+                "type": "object",
+                "required": ["token"],
+                "additionalProperties": False,
+                "properties": {
+                    "token": {
+                        "type": "string",  # printable, no space
+                        "pattern": "^hf_[!-~]{8,60}$",
+                    }
+                },
+            },
+        )
+        body(
+            "/v1/lm",
+            "post",
+            {
+                "type": "object",
+                "required": ["mode", "caption"],
+                "additionalProperties": False,
+                "properties": {
+                    "mode": {"enum": ["inspire", "format"]},
+                    "caption": _song_body_schema()["properties"]["caption"],
+                    "lyrics": {"type": "string", "maxLength": 200},
+                    "model": {"enum": ["sketch"]},
+                },
+            },
+        )
+        body(
+            "/v1/understand",
+            "post",
+            {
+                "type": "object",
+                "required": ["source"],
+                "additionalProperties": False,
+                "properties": {
+                    "source": {
+                        "enum": [{"song": world.done["id"], "take": 1}, {"upload": world.upload_id}]
+                    },
+                    "model": {"enum": ["sketch"]},
+                },
+            },
+        )
     takes = len(world.done["takes"])
     for item in paths.values():
         for op in item.values():
@@ -288,9 +393,14 @@ def _enrich(doc: dict, world: World, positive: bool) -> dict:
                 elif name == "upload_id":
                     param["schema"] = {"type": "string", "enum": [world.upload_id]}
                 elif name == "name" and param.get("in") == "path":
-                    param["schema"] = {"type": "string", "enum": [
-                        ADAPTER_TO_DELETE if "adapters" in str(op.get("operationId", ""))
-                        else MODEL_TO_DELETE]}
+                    param["schema"] = {
+                        "type": "string",
+                        "enum": [
+                            ADAPTER_TO_DELETE
+                            if "adapters" in str(op.get("operationId", ""))
+                            else MODEL_TO_DELETE
+                        ],
+                    }
                 elif name == "take":
                     param["schema"] = {"type": "integer", "minimum": 1, "maximum": takes}
     return doc
@@ -313,7 +423,7 @@ def _prepare(key: tuple[str, str], case, world: World, positive: bool) -> None:
     if key == ("DELETE", "/v1/models/{name}/parts"):
         world.leave_parts()
     if key == ("POST", "/v1/uploads") and positive:
-        case.body, case.media_type = world.wav, "application/octet-stream"   # documented
+        case.body, case.media_type = world.wav, "application/octet-stream"  # documented
     if key == ("DELETE", "/v1/adapters/{name}"):
         world.install_adapter()
     if key == ("POST", "/v1/adapters") and positive:
@@ -341,34 +451,49 @@ def _call(key: tuple[str, str], case, node) -> requests.Response | httpx.Respons
                     break
         else:
             first = r.content
-        answer = httpx.Response(r.status_code, headers=dict(r.headers), content=first,
-                                request=httpx.Request(kwargs["method"], kwargs["url"]))
-        answer._elapsed = r.elapsed        # what a fully read httpx response carries
+        answer = httpx.Response(
+            r.status_code,
+            headers=dict(r.headers),
+            content=first,
+            request=httpx.Request(kwargs["method"], kwargs["url"]),
+        )
+        answer._elapsed = r.elapsed  # what a fully read httpx response carries
         return answer
 
 
 def _operations(schema):
     for result in schema.get_all_operations():
         op = result.ok()
-        if (op.method.upper(), op.path) not in LEFT_OUT and ONLY in f"{op.method.upper()} {op.path}":
+        if (
+            op.method.upper(),
+            op.path,
+        ) not in LEFT_OUT and ONLY in f"{op.method.upper()} {op.path}":
             yield op
 
 
 def test_openapi_fuzz_answers_as_documented(node_under_test, tally):
     node = node_under_test
     world = World(node)
-    doc = httpx.get(node.url + "/openapi.json", timeout=10, trust_env=False,
-                    headers=node.headers).json()
-    schemas = {mode: schemathesis.openapi.from_dict(
-        _enrich(doc, world, mode is GenerationMode.POSITIVE), config=EXPECTED)
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)}
-    by_mode = {mode: {(o.method.upper(), o.path): o for o in _operations(schema)}
-               for mode, schema in schemas.items()}
+    doc = httpx.get(
+        node.url + "/openapi.json", timeout=10, trust_env=False, headers=node.headers
+    ).json()
+    schemas = {
+        mode: schemathesis.openapi.from_dict(
+            _enrich(doc, world, mode is GenerationMode.POSITIVE), config=EXPECTED
+        )
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+    }
+    by_mode = {
+        mode: {(o.method.upper(), o.path): o for o in _operations(schema)}
+        for mode, schema in schemas.items()
+    }
     operations = list(by_mode[GenerationMode.POSITIVE].values())
     assert len(operations) >= (1 if ONLY else 15), [f"{o.method} {o.path}" for o in operations]
 
-    t = tally(f"OpenAPI fuzz: {len(operations)} operations x {EXAMPLES} examples x "
-              f"positive/negative, answers checked against the document")
+    t = tally(
+        f"OpenAPI fuzz: {len(operations)} operations x {EXAMPLES} examples x "
+        f"positive/negative, answers checked against the document"
+    )
     statuses: Counter[str] = Counter()
     not_negative: Counter[str] = Counter()
     examples: Counter[tuple] = Counter()
@@ -380,12 +505,18 @@ def test_openapi_fuzz_answers_as_documented(node_under_test, tally):
             for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
                 positive = mode is GenerationMode.POSITIVE
                 op = by_mode[mode][key]
-                checks = CHECKS + [positive_data_acceptance if positive
-                                   else negative_data_rejection]
+                checks = CHECKS + [
+                    positive_data_acceptance if positive else negative_data_rejection
+                ]
 
-                @settings(max_examples=EXAMPLES, deadline=None, database=None,
-                          derandomize=True, phases=[Phase.explicit, Phase.generate],
-                          suppress_health_check=list(HealthCheck))
+                @settings(
+                    max_examples=EXAMPLES,
+                    deadline=None,
+                    database=None,
+                    derandomize=True,
+                    phases=[Phase.explicit, Phase.generate],
+                    suppress_health_check=list(HealthCheck),
+                )
                 @given(case=op.as_strategy(generation_mode=mode))
                 def run(case):
                     label = f"{key[0]} {op.path} [{mode.value}]"
@@ -401,13 +532,17 @@ def test_openapi_fuzz_answers_as_documented(node_under_test, tally):
                     statuses[f"{mode.value} {status // 100}xx"] += 1
                     try:
                         case.validate_response(response, checks=checks)
-                    except (Failure, FailureGroup, AssertionError) as exc:   # a failed check
+                    except (Failure, FailureGroup, AssertionError) as exc:  # a failed check
                         failures = list(getattr(exc, "exceptions", [exc]))
-                        why = "; ".join(" / ".join(x for x in str(f).strip().splitlines()
-                                                   if x.strip())[:400] for f in failures)
+                        why = "; ".join(
+                            " / ".join(x for x in str(f).strip().splitlines() if x.strip())[:400]
+                            for f in failures
+                        )
                         sent = case.body if isinstance(case.body, (dict, list, str)) else "(bytes)"
-                        t.fail(f"{label}: {status} {response.text[:160]!r} — {why} — sent "
-                               f"{case.path_parameters or ''} {case.query or ''} {sent!r:.200}")
+                        t.fail(
+                            f"{label}: {status} {response.text[:160]!r} — {why} — sent "
+                            f"{case.path_parameters or ''} {case.query or ''} {sent!r:.200}"
+                        )
                     else:
                         if not positive and status // 100 != 4:
                             # schemathesis found the mutation valid once on the wire (a
@@ -418,17 +553,17 @@ def test_openapi_fuzz_answers_as_documented(node_under_test, tally):
                     finally:
                         if key == ("PATCH", "/v1/config"):
                             world.restore_config(config_text)
-                        if status == 202 and key[1] in ("/v1/songs",
-                                                        "/v1/songs/{song_id}/retry"):
-                            world.cancel(response.json()["id"])   # a valid song: end it now
+                        if status == 202 and key[1] in ("/v1/songs", "/v1/songs/{song_id}/retry"):
+                            world.cancel(response.json()["id"])  # a valid song: end it now
 
                 try:
                     run()
                 except Unsatisfiable:
                     unsatisfiable.append(f"{key[0]} {op.path} [{mode.value}]")
                     if positive:
-                        t.fail(f"{key[0]} {op.path}: no valid example can be made from the "
-                               f"document")
+                        t.fail(
+                            f"{key[0]} {op.path}: no valid example can be made from the document"
+                        )
                 if not node.alive():
                     t.fail(f"the node died after {key[0]} {op.path} [{mode.value}]")
                     break
@@ -436,15 +571,23 @@ def test_openapi_fuzz_answers_as_documented(node_under_test, tally):
         world.restore_config(config_text)
         world.close()
     t.note("answers: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
-    t.note(f"no example could be made for {len(unsatisfiable)} operation(s) and mode(s) (an "
-           f"operation without input has no invalid one): " + ", ".join(unsatisfiable)
-           if unsatisfiable else "every operation had examples in both modes")
+    t.note(
+        f"no example could be made for {len(unsatisfiable)} operation(s) and mode(s) (an "
+        f"operation without input has no invalid one): " + ", ".join(unsatisfiable)
+        if unsatisfiable
+        else "every operation had examples in both modes"
+    )
     if not_negative:
-        t.note(f"{sum(not_negative.values())} negative examples were valid once sent and are "
-               f"not counted: " + ", ".join(f"{k} {v}" for k, v in sorted(not_negative.items())))
+        t.note(
+            f"{sum(not_negative.values())} negative examples were valid once sent and are "
+            f"not counted: " + ", ".join(f"{k} {v}" for k, v in sorted(not_negative.items()))
+        )
     print("\nanswers:", dict(sorted(statuses.items())))
     assert node.alive()
-    never = [f"{m} {p}" for m, p in by_mode[GenerationMode.POSITIVE]
-             if not examples[((m, p), "positive")]]
+    never = [
+        f"{m} {p}"
+        for m, p in by_mode[GenerationMode.POSITIVE]
+        if not examples[((m, p), "positive")]
+    ]
     assert not never, f"operations that never got a valid example: {never}"
     assert not t.lost, "\n".join(dict.fromkeys(t.lost))

@@ -22,12 +22,24 @@ from support.fake_builds import unsafe_archive  # noqa: E402
 pytestmark = pytest.mark.slow
 
 COMMON = ("link_chain", "link_chain_write", "setuid", "many")
-CASES = [("tar.gz", h) for h in ("absolute", "dotdot", "symlink_out", "symlink_abs",
-                                   "symlink_then_write", "hardlink_out", "bomb", *COMMON)] + \
-        [("zip", h) for h in ("absolute", "dotdot", "symlink_out", "symlink_abs", "bomb",
-                              *COMMON, "huge_link")]
-MASKED = {"setuid"}                 # unpacked, with modes masked; every other case is refused
-MAX_PEAK = 8 * 2**20                # Python memory while unpacking any of them
+CASES = [
+    ("tar.gz", h)
+    for h in (
+        "absolute",
+        "dotdot",
+        "symlink_out",
+        "symlink_abs",
+        "symlink_then_write",
+        "hardlink_out",
+        "bomb",
+        *COMMON,
+    )
+] + [
+    ("zip", h)
+    for h in ("absolute", "dotdot", "symlink_out", "symlink_abs", "bomb", *COMMON, "huge_link")
+]
+MASKED = {"setuid"}  # unpacked, with modes masked; every other case is refused
+MAX_PEAK = 8 * 2**20  # Python memory while unpacking any of them
 
 
 def _snapshot(folder: Path) -> set[str]:
@@ -35,15 +47,20 @@ def _snapshot(folder: Path) -> set[str]:
 
 
 def _modes_too_wide(dest: Path) -> list[str]:
-    return [f"{p.relative_to(dest)} {oct(stat.S_IMODE(p.lstat().st_mode))}"
-            for p in dest.rglob("*") if not p.is_symlink() and p.is_file()
-            and stat.S_IMODE(p.lstat().st_mode) & ~0o755]
+    return [
+        f"{p.relative_to(dest)} {oct(stat.S_IMODE(p.lstat().st_mode))}"
+        for p in dest.rglob("*")
+        if not p.is_symlink() and p.is_file() and stat.S_IMODE(p.lstat().st_mode) & ~0o755
+    ]
 
 
 def _links_outside(dest: Path) -> list[str]:
     real = os.path.realpath(dest)
-    return [str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_symlink()
-            and not (os.path.realpath(p) + os.sep).startswith(real + os.sep)]
+    return [
+        str(p.relative_to(dest))
+        for p in dest.rglob("*")
+        if p.is_symlink() and not (os.path.realpath(p) + os.sep).startswith(real + os.sep)
+    ]
 
 
 def _try(tmp: Path, kind: str, how: str) -> str | None:
@@ -51,7 +68,7 @@ def _try(tmp: Path, kind: str, how: str) -> str | None:
     sandbox = tmp / f"{how}-{kind.replace('.', '')}"
     dest = sandbox / "a" / "b" / "dest"
     dest.mkdir(parents=True)
-    (sandbox / "a" / "etc").mkdir()           # where `../../etc` from dest leads
+    (sandbox / "a" / "etc").mkdir()  # where `../../etc` from dest leads
     archive = unsafe_archive(sandbox / f"bad.{kind}", how, kind)
     before = _snapshot(sandbox)
     abs_target = Path("/tmp/cantor-escape-abs")
@@ -62,7 +79,7 @@ def _try(tmp: Path, kind: str, how: str) -> str | None:
     except engine_store.UnsafeArchive:
         if how in MASKED:
             return "refused an archive that only needed its modes masked"
-    except Exception as exc:               # refused, but not the way it should be
+    except Exception as exc:  # refused, but not the way it should be
         return f"unexpected {type(exc).__name__}: {exc}"
     else:
         if how not in MASKED:
@@ -74,8 +91,9 @@ def _try(tmp: Path, kind: str, how: str) -> str | None:
         tracemalloc.stop()
     if peak > MAX_PEAK:
         return f"held {peak} bytes in memory while unpacking"
-    outside = {p for p in _snapshot(sandbox) - before
-               if not p.startswith(str(dest.relative_to(sandbox)))}
+    outside = {
+        p for p in _snapshot(sandbox) - before if not p.startswith(str(dest.relative_to(sandbox)))
+    }
     if outside:
         return f"wrote outside: {sorted(outside)}"
     if links := _links_outside(dest):

@@ -32,8 +32,9 @@ from support.procs import free_port
 
 pytestmark = pytest.mark.slow
 
-SONG = json.dumps({"caption": "a web page's song", "duration": 600, "format": "wav32",
-                   "batch": 4}).encode()
+SONG = json.dumps(
+    {"caption": "a web page's song", "duration": 600, "format": "wav32", "batch": 4}
+).encode()
 BODY_METHODS = {"POST", "PATCH", "PUT", "DELETE"}
 
 
@@ -70,7 +71,9 @@ def _operations(node: NodeUnderTest, song_id: str) -> list[tuple[str, str]]:
     return ops
 
 
-def _attacks(port: int, token: str, method: str, path: str) -> list[tuple[str, list[str], bytes, int]]:
+def _attacks(
+    port: int, token: str, method: str, path: str
+) -> list[tuple[str, list[str], bytes, int]]:
     """(name, request lines, body, the refusal it must get)."""
     line = f"{method} {path} HTTP/1.1"
     own = f"Host: 127.0.0.1:{port}"
@@ -79,9 +82,10 @@ def _attacks(port: int, token: str, method: str, path: str) -> list[tuple[str, l
     body = SONG if method in BODY_METHODS else b""
     attacks = []
     if (method, path) != ("GET", "/v1/health"):
-        attacks += [("no token", [line, own, json_type], body, 401),
-                    ("wrong token", [line, own, "Authorization: Bearer " + "A" * 43, json_type],
-                     body, 401)]
+        attacks += [
+            ("no token", [line, own, json_type], body, 401),
+            ("wrong token", [line, own, "Authorization: Bearer " + "A" * 43, json_type], body, 401),
+        ]
     attacks += [
         ("rebinding Host", [line, f"Host: evil.example:{port}", auth, json_type], body, 403),
         ("empty Host", [line, "Host: ", auth, json_type], body, 403),
@@ -91,11 +95,21 @@ def _attacks(port: int, token: str, method: str, path: str) -> list[tuple[str, l
     if method in BODY_METHODS:
         attacks += [
             ("text/plain", [line, own, auth, "Content-Type: text/plain"], SONG, 415),
-            ("form", [line, own, auth, "Content-Type: application/x-www-form-urlencoded"],
-             b"caption=x&duration=600", 415),
-            ("multipart", [line, own, auth, "Content-Type: multipart/form-data; boundary=b"],
-             b"--b\r\nContent-Disposition: form-data; name=\"c\"\r\n\r\n" + SONG + b"\r\n--b--\r\n",
-             415)]
+            (
+                "form",
+                [line, own, auth, "Content-Type: application/x-www-form-urlencoded"],
+                b"caption=x&duration=600",
+                415,
+            ),
+            (
+                "multipart",
+                [line, own, auth, "Content-Type: multipart/form-data; boundary=b"],
+                b'--b\r\nContent-Disposition: form-data; name="c"\r\n\r\n'
+                + SONG
+                + b"\r\n--b--\r\n",
+                415,
+            ),
+        ]
     return attacks
 
 
@@ -111,8 +125,10 @@ def test_every_operation_refuses_a_web_page_and_a_stranger(node_under_test, tall
     ops = _operations(node, done["id"])
     assert len(ops) >= 15, ops
 
-    t = tally(f"attack: {len(ops)} operations x no/wrong token, rebinding/empty Host, "
-              f"foreign Origin, text/plain/form/multipart (refused)")
+    t = tally(
+        f"attack: {len(ops)} operations x no/wrong token, rebinding/empty Host, "
+        f"foreign Origin, text/plain/form/multipart (refused)"
+    )
     for method, path in ops:
         for name, lines, body, must in _attacks(port, token, method, path):
             status = _send(port, lines, body)
@@ -144,25 +160,34 @@ def test_a_400_mb_body_is_refused_and_memory_stays_bounded(node_under_test, tall
 
     def declared() -> int:
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-            s.sendall((f"POST /v1/songs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                       f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-                       f"Content-Length: {400 * 2**20}\r\n\r\n").encode())
+            s.sendall(
+                (
+                    f"POST /v1/songs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {400 * 2**20}\r\n\r\n"
+                ).encode()
+            )
             sent = 0
             try:
                 while sent < 400 * 2**20:
                     s.sendall(chunk)
                     sent += len(chunk)
             except OSError:
-                pass           # the node answered and closed: the rest is never read
+                pass  # the node answered and closed: the rest is never read
             return int(s.recv(4096).split(b" ", 2)[1] or 0)
 
     def chunked() -> int:
         def gen():
             for _ in range(400):
                 yield chunk
+
         try:
-            r = httpx.post(node.url + "/v1/songs", content=gen(), timeout=60,
-                           headers={**node.headers, "Content-Type": "application/json"})
+            r = httpx.post(
+                node.url + "/v1/songs",
+                content=gen(),
+                timeout=60,
+                headers={**node.headers, "Content-Type": "application/json"},
+            )
             return r.status_code
         except httpx.HTTPError:
             return 0
@@ -192,14 +217,23 @@ def test_300_half_open_connections_do_not_stop_health(tmp_path, tally):
     env.pop("CANTOR_NODE_TOKEN", None)
 
     def low_limit():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        )
 
     from cantor_desktop.selfexec import self_argv
-    child = subprocess.Popen(self_argv("node") + ["--host", "127.0.0.1", "--port", str(port)],
-                             env=env, preexec_fn=low_limit, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    t = tally("attack: 300 half-open connections on a node started with 256 open files "
-              "(health answers within 1 s)")
+
+    child = subprocess.Popen(
+        self_argv("node") + ["--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        preexec_fn=low_limit,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    t = tally(
+        "attack: 300 half-open connections on a node started with 256 open files "
+        "(health answers within 1 s)"
+    )
     socks: list[socket.socket] = []
     try:
         deadline = time.monotonic() + 30
@@ -224,10 +258,13 @@ def test_300_half_open_connections_do_not_stop_health(tmp_path, tally):
             if ok and took <= 1.0:
                 t.ok()
             else:
-                t.fail(f"after {len(socks)} half-open: health {'slow' if ok else 'failed'} "
-                       f"({took:.2f} s)")
+                t.fail(
+                    f"after {len(socks)} half-open: health {'slow' if ok else 'failed'} "
+                    f"({took:.2f} s)"
+                )
         # the half-sent requests are dropped once their headers are late
         from cantor_desktop.node.server import HEADER_TIMEOUT_S
+
         time.sleep(HEADER_TIMEOUT_S + 2)
         closed = 0
         for s in socks:
@@ -239,10 +276,14 @@ def test_300_half_open_connections_do_not_stop_health(tmp_path, tally):
         if closed == len(socks):
             t.ok()
         else:
-            t.fail(f"{len(socks) - closed} half-open connections still held after "
-                   f"{HEADER_TIMEOUT_S + 2:g} s")
-        print(f"\nnode open-file limit after start-up: {soft} (started with 256); "
-              f"{closed}/{len(socks)} half-open connections dropped")
+            t.fail(
+                f"{len(socks) - closed} half-open connections still held after "
+                f"{HEADER_TIMEOUT_S + 2:g} s"
+            )
+        print(
+            f"\nnode open-file limit after start-up: {soft} (started with 256); "
+            f"{closed}/{len(socks)} half-open connections dropped"
+        )
         assert soft > 256
     finally:
         for s in socks:
@@ -271,11 +312,26 @@ def test_the_manifest_rce_replayed_runs_nothing(tmp_path, tally):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     evil_port = free_port()
-    manifest = {"schema": 1, "families": {"acestep": [
-        {"backend": b, "os": "linux", "arch": a, "version": "v9", "archive": "tar.gz",
-         "url": f"http://127.0.0.1:{evil_port}/evil.tar.gz", "executable": "ace-server",
-         "sha256": hashlib.sha256(archive).hexdigest(), "size": len(archive)}
-        for b in ("cpu", "vulkan", "cuda12") for a in ("x86_64", "arm64")]}}
+    manifest = {
+        "schema": 1,
+        "families": {
+            "acestep": [
+                {
+                    "backend": b,
+                    "os": "linux",
+                    "arch": a,
+                    "version": "v9",
+                    "archive": "tar.gz",
+                    "url": f"http://127.0.0.1:{evil_port}/evil.tar.gz",
+                    "executable": "ace-server",
+                    "sha256": hashlib.sha256(archive).hexdigest(),
+                    "size": len(archive),
+                }
+                for b in ("cpu", "vulkan", "cuda12")
+                for a in ("x86_64", "arm64")
+            ]
+        },
+    }
 
     class Evil(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -297,30 +353,70 @@ def test_the_manifest_rce_replayed_runs_nothing(tmp_path, tally):
         port, token = node.proc.port, node.proc.token
         toml = (node.home / "node.toml").read_bytes()
         steps = [
-            ("PATCH manifest, rebinding", ["PATCH /v1/config HTTP/1.1", f"Host: evil.example:{port}",
-                                           f"Authorization: Bearer {token}",
-                                           "Content-Type: application/json"],
-             json.dumps({"engines.manifest": f"http://127.0.0.1:{evil_port}/m.json"}).encode(), 403),
-            ("PATCH manifest, text/plain", ["PATCH /v1/config HTTP/1.1", f"Host: 127.0.0.1:{port}",
-                                            "Content-Type: text/plain"],
-             json.dumps({"engines.manifest": f"http://127.0.0.1:{evil_port}/m.json"}).encode(), 401),
-            ("PATCH manifest, with the token", ["PATCH /v1/config HTTP/1.1",
-                                                f"Host: 127.0.0.1:{port}",
-                                                f"Authorization: Bearer {token}",
-                                                "Content-Type: application/json"],
-             json.dumps({"engines.manifest": f"http://127.0.0.1:{evil_port}/m.json"}).encode(), 403),
-            ("PATCH engine path, with the token", ["PATCH /v1/config HTTP/1.1",
-                                                   f"Host: 127.0.0.1:{port}",
-                                                   f"Authorization: Bearer {token}",
-                                                   "Content-Type: application/json"],
-             json.dumps({"engines.acestep.path": "/bin/sh"}).encode(), 403),
-            ("use cpu, rebinding", ["POST /v1/backends/use HTTP/1.1", f"Host: evil.example:{port}",
-                                    f"Authorization: Bearer {token}",
-                                    "Content-Type: application/json"], b'{"backend":"cpu"}', 403),
-            ("install, form body", ["POST /v1/backends/install HTTP/1.1",
-                                    f"Host: 127.0.0.1:{port}",
-                                    "Content-Type: application/x-www-form-urlencoded"],
-             b"family=acestep", 401),
+            (
+                "PATCH manifest, rebinding",
+                [
+                    "PATCH /v1/config HTTP/1.1",
+                    f"Host: evil.example:{port}",
+                    f"Authorization: Bearer {token}",
+                    "Content-Type: application/json",
+                ],
+                json.dumps({"engines.manifest": f"http://127.0.0.1:{evil_port}/m.json"}).encode(),
+                403,
+            ),
+            (
+                "PATCH manifest, text/plain",
+                [
+                    "PATCH /v1/config HTTP/1.1",
+                    f"Host: 127.0.0.1:{port}",
+                    "Content-Type: text/plain",
+                ],
+                json.dumps({"engines.manifest": f"http://127.0.0.1:{evil_port}/m.json"}).encode(),
+                401,
+            ),
+            (
+                "PATCH manifest, with the token",
+                [
+                    "PATCH /v1/config HTTP/1.1",
+                    f"Host: 127.0.0.1:{port}",
+                    f"Authorization: Bearer {token}",
+                    "Content-Type: application/json",
+                ],
+                json.dumps({"engines.manifest": f"http://127.0.0.1:{evil_port}/m.json"}).encode(),
+                403,
+            ),
+            (
+                "PATCH engine path, with the token",
+                [
+                    "PATCH /v1/config HTTP/1.1",
+                    f"Host: 127.0.0.1:{port}",
+                    f"Authorization: Bearer {token}",
+                    "Content-Type: application/json",
+                ],
+                json.dumps({"engines.acestep.path": "/bin/sh"}).encode(),
+                403,
+            ),
+            (
+                "use cpu, rebinding",
+                [
+                    "POST /v1/backends/use HTTP/1.1",
+                    f"Host: evil.example:{port}",
+                    f"Authorization: Bearer {token}",
+                    "Content-Type: application/json",
+                ],
+                b'{"backend":"cpu"}',
+                403,
+            ),
+            (
+                "install, form body",
+                [
+                    "POST /v1/backends/install HTTP/1.1",
+                    f"Host: 127.0.0.1:{port}",
+                    "Content-Type: application/x-www-form-urlencoded",
+                ],
+                b"family=acestep",
+                401,
+            ),
         ]
         for name, lines, body, must in steps:
             status = _send(port, lines, body)

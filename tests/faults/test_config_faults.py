@@ -22,7 +22,7 @@ from cantor_desktop import config
 
 pytestmark = pytest.mark.slow
 
-MESSAGE_MAX = 600      # a clear message fits on a screen; it never quotes a 1 MB value
+MESSAGE_MAX = 600  # a clear message fits on a screen; it never quotes a 1 MB value
 
 
 def _nested(depth: int) -> bytes:
@@ -41,15 +41,18 @@ VARIANTS: list[tuple[str, bytes, str | None]] = [
     ("port = a date", b"[node]\nport = 1979-05-27T07:32:00Z\n", "node.port"),
     ("port = array", b"[node]\nport = [1, 2]\n", "node.port"),
     ("port = 10000-deep nested array", _nested(10000), None),
-    ("keep_loaded = \"yes\"", b'[node]\nkeep_loaded = "yes"\n', "node.keep_loaded"),
+    ('keep_loaded = "yes"', b'[node]\nkeep_loaded = "yes"\n', "node.keep_loaded"),
     ("keep_loaded = 1", b"[node]\nkeep_loaded = 1\n", "node.keep_loaded"),
     ("host empty", b'[node]\nhost = ""\n', "node.host"),
     ("host with spaces", b'[node]\nhost = "127.0.0.1 evil"\n', "node.host"),
     ("backend rocm", b'[backends]\nacestep = "rocm"\n', "backends.acestep"),
     ("format ogg", b'[songs]\nformat = "ogg"\n', "songs.format"),
     ("format = 1 MB string", b'[songs]\nformat = "' + b"x" * (1 << 20) + b'"\n', "songs.format"),
-    ("manifest plain http to a remote host",
-     b'[engines]\nmanifest = "http://example.com/engines.json"\n', "engines.manifest"),
+    (
+        "manifest plain http to a remote host",
+        b'[engines]\nmanifest = "http://example.com/engines.json"\n',
+        "engines.manifest",
+    ),
     ("manifest file://", b'[engines]\nmanifest = "file:///etc/passwd"\n', "engines.manifest"),
     ("node = 5 (value where a table belongs)", b"node = 5\n", "node"),
     ("[[node]] array of tables", b"[[node]]\nport = 1\n", "node"),
@@ -57,11 +60,11 @@ VARIANTS: list[tuple[str, bytes, str | None]] = [
     ("[node.port] table where a value belongs", b"[node.port]\nx = 1\n", "node.port"),
     ("inline table with a bad value", b'node = { port = "x" }\n', "node.port"),
     ("duplicate key", b"[node]\nport = 7000\nport = 7001\n", None),
-    ("duplicate table", b"[node]\nport = 7000\n[node]\nhost = \"x\"\n", None),
+    ("duplicate table", b'[node]\nport = 7000\n[node]\nhost = "x"\n', None),
     ("BOM then a bad value", b'\xef\xbb\xbf[node]\nport = "x"\n', "node.port"),
     ("two BOMs", b"\xef\xbb\xbf\xef\xbb\xbf[node]\nport = 7000\n", None),
-    ("UTF-16 with BOM", '[node]\nport = 7000\n'.encode("utf-16"), None),
-    ("UTF-16-LE without BOM", '[node]\nport = 7000\n'.encode("utf-16-le"), None),
+    ("UTF-16 with BOM", "[node]\nport = 7000\n".encode("utf-16"), None),
+    ("UTF-16-LE without BOM", "[node]\nport = 7000\n".encode("utf-16-le"), None),
     ("Latin-1 text", '# caf\xe9\n[songs]\ndir = "/home/caf\xe9"\n'.encode("latin-1"), None),
     ("NUL byte in a string", b'[node]\nhost = "127.0\x00.0.1"\n', None),
     ("NUL byte in a key", b"[node]\npo\x00rt = 7000\n", None),
@@ -87,8 +90,9 @@ def _problems(path: Path, data: bytes, names: str | None) -> list[str]:
         if path.read_bytes() != data:
             problems.append(f"file changed by {after}")
             path.write_bytes(data)
-        extra = sorted(p.name for p in path.parent.iterdir()
-                       if p.name not in (path.name, path.name + ".lock"))
+        extra = sorted(
+            p.name for p in path.parent.iterdir() if p.name not in (path.name, path.name + ".lock")
+        )
         if extra:
             problems.append(f"left {extra} after {after}")
 
@@ -109,8 +113,10 @@ def _problems(path: Path, data: bytes, names: str | None) -> list[str]:
         problems.append(f"load raised {type(exc).__name__}: {str(exc)[:100]}")
     untouched("load")
 
-    for what, call in (("update", lambda: config.update({"node.keep_loaded": True}, path)),
-                       ("set_from_text", lambda: config.set_from_text("node.port", "7000", path))):
+    for what, call in (
+        ("update", lambda: config.update({"node.keep_loaded": True}, path)),
+        ("set_from_text", lambda: config.set_from_text("node.port", "7000", path)),
+    ):
         try:
             call()
             problems.append(f"{what} wrote over it")
@@ -124,8 +130,11 @@ def _problems(path: Path, data: bytes, names: str | None) -> list[str]:
         cfg, err = config.load_or_defaults(path)
         if err is None:
             problems.append("load_or_defaults saw no error")
-        if cfg.get("node.port") != 7823 or cfg.get("songs.format") != "wav24" or \
-                cfg.get("node.keep_loaded") is not False:
+        if (
+            cfg.get("node.port") != 7823
+            or cfg.get("songs.format") != "wav24"
+            or cfg.get("node.keep_loaded") is not False
+        ):
             problems.append("load_or_defaults did not give the defaults")
     except BaseException as exc:  # noqa: BLE001
         problems.append(f"load_or_defaults raised {type(exc).__name__}: {str(exc)[:100]}")
@@ -154,8 +163,11 @@ def test_thirty_hostile_node_toml_variants(tmp_path, tally):
     assert not unexpected, "\n".join(unexpected)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_BUGS) or [pytest.param("-", marks=pytest.mark.skip(
-    reason="no known config bugs"))])
+@pytest.mark.parametrize(
+    "name",
+    sorted(KNOWN_BUGS)
+    or [pytest.param("-", marks=pytest.mark.skip(reason="no known config bugs"))],
+)
 def test_known_config_bug(name, tmp_path, request):
     if name in KNOWN_BUGS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[name]))
@@ -195,7 +207,7 @@ READER = textwrap.dedent("""
     print(len(stamps), sum(1 for t in stamps if start <= t <= end))
 """)
 
-MIN_READS = 20       # reads while both writers were writing: the reader really overlapped
+MIN_READS = 20  # reads while both writers were writing: the reader really overlapped
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the reader polls its stdin with select")
@@ -204,23 +216,37 @@ def test_two_writers_at_once_lose_no_key(tmp_path, tally):
     while a third, started first, reads all along: both last values and the user's comment
     and unknown key are in the file, no read ever failed, the writers overlapped each other
     and the reader read at least MIN_READS times while both wrote."""
-    t = tally(f"node.toml: two writers at once, 3 rounds x 40 updates each, a reader "
-              f"throughout (≥ {MIN_READS} reads while both wrote)")
+    t = tally(
+        f"node.toml: two writers at once, 3 rounds x 40 updates each, a reader "
+        f"throughout (≥ {MIN_READS} reads while both wrote)"
+    )
     n = 40
     env = {**os.environ, "PYTHONPATH": str(Path(config.__file__).parent.parent)}
     overlaps: list[str] = []
     for rnd in range(3):
         path = tmp_path / f"r{rnd}" / "node.toml"
         path.parent.mkdir()
-        path.write_text("# my settings\n[node]\nport = 7823\n\n[mine]\nkeep = \"me\"\n")
-        reader = subprocess.Popen([sys.executable, "-c", READER, str(path)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env)
+        path.write_text('# my settings\n[node]\nport = 7823\n\n[mine]\nkeep = "me"\n')
+        reader = subprocess.Popen(
+            [sys.executable, "-c", READER, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert reader.stdout.readline().strip() == "reading", reader.stderr.read()
-        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), key, str(n)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env=env)
-                   for key in ("node.port", "models.default")]
+        writers = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(path), key, str(n)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for key in ("node.port", "models.default")
+        ]
         for w in writers:
             assert w.stdout.readline().strip() == "go"
         for w in writers:
@@ -230,19 +256,24 @@ def test_two_writers_at_once_lose_no_key(tmp_path, tally):
         for w in writers:
             out, err = w.communicate(timeout=120)
             if w.returncode != 0:
-                errors.append(err.strip().splitlines()[-1] if err.strip() else f"exit {w.returncode}")
+                errors.append(
+                    err.strip().splitlines()[-1] if err.strip() else f"exit {w.returncode}"
+                )
             else:
                 spans.append(tuple(map(float, out.split())))
         both = (max(a for a, _ in spans), min(b for _, b in spans)) if len(spans) == 2 else (0, 0)
         out, err = reader.communicate(f"{both[0]} {both[1]}\n", timeout=120)
         if reader.returncode != 0:
-            errors.append("reader: " + (err.strip().splitlines()[-1] if err.strip()
-                                        else f"exit {reader.returncode}"))
+            errors.append(
+                "reader: "
+                + (err.strip().splitlines()[-1] if err.strip() else f"exit {reader.returncode}")
+            )
             reads = during = 0
         else:
             reads, during = map(int, out.split())
-        overlaps.append(f"{during} of {reads} reads in {(both[1] - both[0]) * 1000:.0f} ms "
-                        "of both writing")
+        overlaps.append(
+            f"{during} of {reads} reads in {(both[1] - both[0]) * 1000:.0f} ms of both writing"
+        )
         text = path.read_text()
         cfg = config.load(path)
         if errors:
@@ -252,8 +283,10 @@ def test_two_writers_at_once_lose_no_key(tmp_path, tally):
         elif during < MIN_READS:
             t.fail(f"round {rnd}: the reader read only {during} times while both wrote")
         elif cfg.get("node.port") != 2000 + n - 1 or cfg.get("models.default") != f"model-{n - 1}":
-            t.fail(f"round {rnd}: lost a key: port {cfg.get('node.port')}, "
-                   f"default {cfg.get('models.default')}")
+            t.fail(
+                f"round {rnd}: lost a key: port {cfg.get('node.port')}, "
+                f"default {cfg.get('models.default')}"
+            )
         elif "# my settings" not in text or 'keep = "me"' not in text:
             t.fail(f"round {rnd}: lost the user's comment or unknown key")
         else:

@@ -34,8 +34,10 @@ def blob() -> bytes:
 
 def report(capsys, what: str, tried: int, survived: int, lost: int, extra: str = "") -> None:
     with capsys.disabled():
-        print(f"\n[faults] {what}: tried {tried} / survived {survived} / lost {lost}"
-              f"{' — ' + extra if extra else ''}")
+        print(
+            f"\n[faults] {what}: tried {tried} / survived {survived} / lost {lost}"
+            f"{' — ' + extra if extra else ''}"
+        )
 
 
 def fetch(url: str, dest: Path, **kw) -> Path:
@@ -55,7 +57,7 @@ def test_cut_at_50_random_offsets_resumes_byte_identical(blob, tmp_path, capsys)
             dest = tmp_path / f"f{i}.bin"
             srv.clear_log()
             srv.cut("/f.bin", after=off)
-            across_calls = i % 2 == 1     # odd trials: the first call gives up, a new call resumes
+            across_calls = i % 2 == 1  # odd trials: the first call gives up, a new call resumes
             try:
                 if across_calls:
                     with pytest.raises(DownloadError, match="connection"):
@@ -74,8 +76,14 @@ def test_cut_at_50_random_offsets_resumes_byte_identical(blob, tmp_path, capsys)
                 lost += 1
                 failures.append(f"offset {off}: {exc}")
             dest.unlink(missing_ok=True)
-    report(capsys, "download cut at random offsets", tried, survived, lost,
-           f"seed {SEED}, {SIZE} bytes, half resumed by a second call")
+    report(
+        capsys,
+        "download cut at random offsets",
+        tried,
+        survived,
+        lost,
+        f"seed {SEED}, {SIZE} bytes, half resumed by a second call",
+    )
     assert not failures, failures
 
 
@@ -118,8 +126,9 @@ def small_tmpfs(tmp_path):
         pytest.skip("needs root and mount(8) to create a 4 MiB tmpfs")
     mnt = tmp_path / "tmpfs"
     mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -160,20 +169,26 @@ def test_disk_full_during_download(tmp_path, small_tmpfs, capsys):
         assert not dest.exists(), "a partial file was installed"
         kept = part.read_bytes()
         assert 0 < len(kept) < len(data)
-        assert kept == data[:len(kept)], "the kept part is corrupt"
+        assert kept == data[: len(kept)], "the kept part is corrupt"
         # with the space back, the next call resumes from the kept part
         filler.unlink()
         fetch(srv.url("/m.bin"), dest, sha256=digest)
         assert dest.read_bytes() == data and not part.exists()
         assert srv.requests_for("/m.bin")[-1].header("range") == f"bytes={len(kept)}-"
         elapsed = time.monotonic() - t0
-    report(capsys, "disk full during a download", 1, 1, 0,
-           f"kept {len(kept)} clean bytes, resumed after space was freed ({elapsed:.1f} s); "
-           f"message: {message}")
+    report(
+        capsys,
+        "disk full during a download",
+        1,
+        1,
+        0,
+        f"kept {len(kept)} clean bytes, resumed after space was freed ({elapsed:.1f} s); "
+        f"message: {message}",
+    )
 
 
 def test_not_enough_space_on_small_disk_refused_up_front(small_tmpfs, capsys):
-    data = random.Random(SEED + 3).randbytes(5 * 1024 * 1024)   # bigger than the 4 MiB disk
+    data = random.Random(SEED + 3).randbytes(5 * 1024 * 1024)  # bigger than the 4 MiB disk
     digest = hashlib.sha256(data).hexdigest()
     dest = small_tmpfs / "big.bin"
     with FileServer({"/big.bin": data}) as srv:

@@ -34,10 +34,28 @@ OTHER_KEY = manifest_keys.new_private_key()
 
 
 def _doc(url: str = f"{GITHUB}/a.tar.gz") -> dict:
-    return {"schema": 1, "published": "fault", "families": {"acestep": {"builds": [
-        {"backend": "cpu", "os": "linux", "arch": "x86_64", "version": "v9", "url": url,
-         "sha256": "b" * 64, "size": None, "archive": "tar.gz", "executable": "ace-server",
-         "env": {"GGML_BACKEND": "CPU"}}]}}}
+    return {
+        "schema": 1,
+        "published": "fault",
+        "families": {
+            "acestep": {
+                "builds": [
+                    {
+                        "backend": "cpu",
+                        "os": "linux",
+                        "arch": "x86_64",
+                        "version": "v9",
+                        "url": url,
+                        "sha256": "b" * 64,
+                        "size": None,
+                        "archive": "tar.gz",
+                        "executable": "ace-server",
+                        "env": {"GGML_BACKEND": "CPU"},
+                    }
+                ]
+            }
+        },
+    }
 
 
 GOOD = manifest_bytes(_doc())
@@ -92,8 +110,9 @@ def _case(srv: FileServer, evil: HostileServer, name: str) -> tuple[str, str | N
         return url, "changed after it was signed"
     if name == "tampered-build-added":
         doc = _doc()
-        doc["families"]["acestep"]["builds"].append(dict(doc["families"]["acestep"]["builds"][0],
-                                                         backend="vulkan"))
+        doc["families"]["acestep"]["builds"].append(
+            dict(doc["families"]["acestep"]["builds"][0], backend="vulkan")
+        )
         serve(manifest_bytes(doc), _sig(GOOD))
         return url, "changed after it was signed"
     if name == "tampered-whitespace":
@@ -155,17 +174,36 @@ def _case(srv: FileServer, evil: HostileServer, name: str) -> tuple[str, str | N
     raise ValueError(name)
 
 
-CASES = ["control-signed", "control-loopback-redirects", "unsigned", "sig-404-after-redirect",
-         "sig-empty", "sig-not-base64", "sig-wrong-length", "sig-binary", "wrong-key",
-         "tampered-byte", "tampered-build-added", "tampered-whitespace",
-         "signature-of-another-manifest", "signed-build-on-foreign-host",
-         "signed-build-on-lookalike-host", "signed-build-plain-http", "middle-hop-plain-http",
-         "sig-middle-hop-plain-http", "redirect-to-file", "endless-redirects", "endless-body",
-         "body-declared-1GB", "endless-sig", "gzip-encoded", "not-json-but-signed"]
+CASES = [
+    "control-signed",
+    "control-loopback-redirects",
+    "unsigned",
+    "sig-404-after-redirect",
+    "sig-empty",
+    "sig-not-base64",
+    "sig-wrong-length",
+    "sig-binary",
+    "wrong-key",
+    "tampered-byte",
+    "tampered-build-added",
+    "tampered-whitespace",
+    "signature-of-another-manifest",
+    "signed-build-on-foreign-host",
+    "signed-build-on-lookalike-host",
+    "signed-build-plain-http",
+    "middle-hop-plain-http",
+    "sig-middle-hop-plain-http",
+    "redirect-to-file",
+    "endless-redirects",
+    "endless-body",
+    "body-declared-1GB",
+    "endless-sig",
+    "gzip-encoded",
+    "not-json-but-signed",
+]
 
 
-async def _try(url: str, words: str | None, evil: HostileServer,
-               monkeypatch) -> str | None:
+async def _try(url: str, words: str | None, evil: HostileServer, monkeypatch) -> str | None:
     """Fetch as --update does (fetch), then as install and --use do (fetch_or_fallback)."""
     monkeypatch.setenv("CANTOR_MANIFEST_URL", url)
     mounts = {"http://evil.example": httpx.AsyncHTTPTransport(proxy=evil.base_url)}
@@ -192,7 +230,7 @@ async def _try(url: str, words: str | None, evil: HostileServer,
         return "kept a copy of a refused manifest"
     if "evil.example/" in words and evil.hits("/bounce") + evil.hits("/sig-bounce"):
         return "asked evil.example for a hop it should have refused"
-    fallback, note = await manifest.fetch_or_fallback()      # what install and --use get
+    fallback, note = await manifest.fetch_or_fallback()  # what install and --use get
     if fallback.source != "builtin" or "built into Cantor" not in note:
         return f"fell back to {fallback.source} ({note!r})"
     return None

@@ -29,13 +29,17 @@ from support.procs import free_port, gone
 pytestmark = pytest.mark.slow
 
 FINAL = ("done", "failed", "cancelled")
-LANDED_KILLS = 20          # the figure: kills that landed mid-song
-MAX_ATTEMPTS = 40          # more than this many tries to get them fails the test
+LANDED_KILLS = 20  # the figure: kills that landed mid-song
+MAX_ATTEMPTS = 40  # more than this many tries to get them fails the test
 
 
 def _request(rng: random.Random) -> dict:
-    req = {"caption": "fault test groove", "model": "sketch",
-           "duration": rng.choice([60, 240, 600]), "seed": rng.randrange(1000)}
+    req = {
+        "caption": "fault test groove",
+        "model": "sketch",
+        "duration": rng.choice([60, 240, 600]),
+        "seed": rng.randrange(1000),
+    }
     if rng.random() < 0.5:
         req["lyrics"] = "[Verse]\nla la la la\nhold on hold on"
     return req
@@ -65,7 +69,7 @@ def test_engine_killed_mid_song_twenty_times(cantor_home, tally):
     write_config(cantor_home)
     rng = random.Random(int(os.environ.get("CANTOR_FAULT_SEED", "1234")))
     t = tally("engine kill -9 mid-song")
-    missed: list[str] = []             # kills that did not land: not counted
+    missed: list[str] = []  # kills that did not land: not counted
     outcomes = {"failed": 0, "done": 0}
 
     async def trial(c) -> None:
@@ -95,7 +99,7 @@ def test_engine_killed_mid_song_twenty_times(cantor_home, tally):
             missed.append(f"the song ended before the signal ({song['state']})")
             return
         if not gone(pid):
-            missed.append("the engine survived SIGKILL")   # cannot happen; never counted
+            missed.append("the engine survived SIGKILL")  # cannot happen; never counted
             return
         if song["state"] == "failed":
             outcomes["failed"] += 1
@@ -103,7 +107,7 @@ def test_engine_killed_mid_song_twenty_times(cantor_home, tally):
                 t.fail(f"failed without the engine's reason: {song['error']!r}")
                 return
         elif song["state"] == "done":
-            outcomes["done"] += 1      # the engine had handed the audio over already
+            outcomes["done"] += 1  # the engine had handed the audio over already
             problem = _whole_file(song)
             if problem:
                 t.fail(f"done after the kill, but {problem}")
@@ -130,10 +134,12 @@ def test_engine_killed_mid_song_twenty_times(cantor_home, tally):
             await node.stop()
 
     asyncio.run(main())
-    note = (f"{t.tried + len(missed)} songs tried, {len(missed)} not counted (no kill "
-            f"landed mid-song: {', '.join(sorted(set(missed))) or 'none'}); after a landed "
-            f"kill {outcomes['failed']} failed with the signal, {outcomes['done']} were done "
-            f"with a whole file")
+    note = (
+        f"{t.tried + len(missed)} songs tried, {len(missed)} not counted (no kill "
+        f"landed mid-song: {', '.join(sorted(set(missed))) or 'none'}); after a landed "
+        f"kill {outcomes['failed']} failed with the signal, {outcomes['done']} were done "
+        f"with a whole file"
+    )
     t.note(note)
     assert t.tried >= LANDED_KILLS, f"only {t.tried} kills landed mid-song: {note}"
     assert not t.lost, t.lost
@@ -156,8 +162,9 @@ def test_node_killed_ten_times_with_a_queue(cantor_home, tally):
             waiting = [s["state"] for s in await c.songs() if s["id"] in batch]
         node.kill9()
         if not any(state in ("queued", "running") for state in waiting):
-            t.fail(f"no song of the batch was queued or running when the node was killed "
-                   f"({waiting})")
+            t.fail(
+                f"no song of the batch was queued or running when the node was killed ({waiting})"
+            )
             return
         again = await Node(cantor_home, port=port).start()
         try:

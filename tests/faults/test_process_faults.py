@@ -30,9 +30,13 @@ from support.procs import free_port  # noqa: E402
 from support.app_run import AppUnderTest, still_running  # noqa: E402
 from support.node import write_config  # noqa: E402
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                 reason="the Linux tie; Windows and macOS: packaging/README.md")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"),
+        reason="the Linux tie; Windows and macOS: packaging/README.md",
+    ),
+]
 
 ROUNDS = int(os.environ.get("CANTOR_KILL_ROUNDS", "20"))
 
@@ -145,8 +149,10 @@ def test_kill_9_the_app_the_node_and_the_engine_20_times_each(app_home, tally):
             song = _song_or_reason(app)
             if left or extra or song["state"] != "done":
                 left_total["node"] += len(left) + extra
-                tn.fail(f"node round {i}: left {_describe(left)}; {most} nodes at once; "
-                        f"next song {song['state']}")
+                tn.fail(
+                    f"node round {i}: left {_describe(left)}; {most} nodes at once; "
+                    f"next song {song['state']}"
+                )
                 _clear(left)
             else:
                 tn.ok()
@@ -155,12 +161,14 @@ def test_kill_9_the_app_the_node_and_the_engine_20_times_each(app_home, tally):
             engine = app.engine_pid()
             os.kill(engine, signal.SIGKILL)
             left = still_running([engine], 10)
-            song = _song_or_reason(app)             # the node starts a new engine
+            song = _song_or_reason(app)  # the node starts a new engine
             zombies = _zombies(app)
             if left or zombies or song["state"] != "done":
                 left_total["engine"] += len(left) + len(zombies)
-                te.fail(f"engine round {i}: left {_describe(left)}; zombies {zombies}; next "
-                        f"song {song['state']}")
+                te.fail(
+                    f"engine round {i}: left {_describe(left)}; zombies {zombies}; next "
+                    f"song {song['state']}"
+                )
                 _clear(left)
             else:
                 te.ok()
@@ -172,6 +180,9 @@ def test_kill_9_the_app_the_node_and_the_engine_20_times_each(app_home, tally):
     finally:
         if app.proc.poll() is None:
             app.proc.kill()
-    print(f"\nleftover processes: app {left_total['app']}, node {left_total['node']}, "
-          f"engine {left_total['engine']}", flush=True)
+    print(
+        f"\nleftover processes: app {left_total['app']}, node {left_total['node']}, "
+        f"engine {left_total['engine']}",
+        flush=True,
+    )
     assert not (t.lost or tn.lost or te.lost), (t.lost, tn.lost, te.lost)

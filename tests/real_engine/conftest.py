@@ -22,4 +22,3 @@ def figure(what: str, count: int, of: int, extra: str = "") -> str:
     line = f"[real-engine] {what}: {count}/{of}" + (f" — {extra}" if extra else "")
     print(line, flush=True)
     return line
-

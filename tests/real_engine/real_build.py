@@ -38,7 +38,8 @@ def libs_dir() -> Path:
 
 needs_real_engine = pytest.mark.skipif(
     binary() is None or not binary().is_file(),
-    reason=f"{BINARY_ENV} does not name a real ace-server build")
+    reason=f"{BINARY_ENV} does not name a real ace-server build",
+)
 
 
 def _runpath_stripped(data: bytes, build_dir: str) -> bytes:
@@ -57,8 +58,7 @@ def release_files(*, leave_out: tuple[str, ...] = ()) -> dict[str, bytes]:
     files = {"ace-server": _runpath_stripped(exe.read_bytes(), build_dir)}
     for name in LIBRARIES:
         if name not in leave_out:
-            files[name] = _runpath_stripped((libs_dir() / name).resolve().read_bytes(),
-                                            build_dir)
+            files[name] = _runpath_stripped((libs_dir() / name).resolve().read_bytes(), build_dir)
     return files
 
 
@@ -88,8 +88,13 @@ def unpack_beside(folder: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
 def version() -> str:
     """What the binary says it is (``[Server] acestep.cpp <version>``), via a tiny start."""
     exe = binary()
-    done = subprocess.run([str(exe), "--models", "/nonexistent-cantor"], capture_output=True,
-                          text=True, timeout=20, env=library_env())
+    done = subprocess.run(
+        [str(exe), "--models", "/nonexistent-cantor"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env=library_env(),
+    )
     found = re.search(r"acestep\.cpp (.+)", done.stderr)
     return found.group(1).strip() if found else "unknown"
 

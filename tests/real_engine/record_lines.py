@@ -53,8 +53,9 @@ def models(folder: Path, *, full: bool, junk: bool = False) -> Path:
 
 def http(method: str, url: str, body=None, timeout: float = 5.0) -> tuple[int, str]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"} if data else {})
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"} if data else {}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, resp.read().decode("utf-8", "replace")
@@ -123,24 +124,41 @@ def main() -> int:
             run = Run([str(exe)] + args, env, tmp)
             run.finish()
             return run.text(), folder, None
+
         return attempt
 
-    sections.append(scenario("unknown option (exit 1)", plain(["--bogus"], tmp),
-                             lambda t: "Usage" in t or "usage" in t))
-    sections.append(scenario("no --models (exit 1)", plain(["--port", "8080"], tmp),
-                             lambda t: "--models is required" in t))
+    sections.append(
+        scenario(
+            "unknown option (exit 1)",
+            plain(["--bogus"], tmp),
+            lambda t: "Usage" in t or "usage" in t,
+        )
+    )
+    sections.append(
+        scenario(
+            "no --models (exit 1)",
+            plain(["--port", "8080"], tmp),
+            lambda t: "--models is required" in t,
+        )
+    )
     empty = tmp / "empty"
     empty.mkdir()
-    sections.append(scenario("empty models folder (exit 1)",
-                             plain(["--models", str(empty)], empty),
-                             lambda t: "no GGUF models found" in t))
+    sections.append(
+        scenario(
+            "empty models folder (exit 1)",
+            plain(["--models", str(empty)], empty),
+            lambda t: "no GGUF models found" in t,
+        )
+    )
 
-    def job(folder: Path, path: str, body: dict, *, backend: str = "CPU",
-            then=None):
+    def job(folder: Path, path: str, body: dict, *, backend: str = "CPU", then=None):
         def attempt():
             port = free_port()
-            run = Run([str(exe), "--models", str(folder), "--host", "127.0.0.1", "--port",
-                       str(port)], {**env, "GGML_BACKEND": backend}, tmp)
+            run = Run(
+                [str(exe), "--models", str(folder), "--host", "127.0.0.1", "--port", str(port)],
+                {**env, "GGML_BACKEND": backend},
+                tmp,
+            )
             url = f"http://127.0.0.1:{port}"
             if wait_health(url, run.proc):
                 try:
@@ -151,28 +169,60 @@ def main() -> int:
                     pass
             run.finish(5.0)
             return run.text(), folder, port
+
         return attempt
 
     lm_only = models(tmp / "lm-only", full=False)
     full = models(tmp / "full", full=True, junk=True)
-    sections.append(scenario("trial probe on the CPU: header-only LM (exit 1)",
-                             job(lm_only, "/lm", {"caption": "probe", "lm_mode": "generate"}),
-                             lambda t: t.endswith("'model.embed_tokens.weight' not found\n")))
-    sections.append(scenario("GGML_BACKEND=CUDA0 on a CPU-only build (exit 1)",
-                             job(lm_only, "/lm", {"caption": "probe", "lm_mode": "generate"},
-                                 backend="CUDA0"),
-                             lambda t: t.endswith("Available: CPU\n")))
-    sections.append(scenario(
-        "a vocal song's /lm on a full header-only set, with a file of another architecture",
-        job(full, "/lm", {"caption": "dreamy synthwave, ERROR not found", "lyrics": "la la",
-                          "duration": 10, "lm_model": LM, "lm_mode": "generate"}),
-        lambda t: t.endswith("'model.embed_tokens.weight' not found\n")))
-    sections.append(scenario(
-        "an instrumental /synth on header-only DiT, text encoder and VAE (exit 1)",
-        job(full, "/synth", {"caption": "lofi piano", "lyrics": "[Instrumental]",
-                             "duration": 10, "synth_model": DIT, "vae": VAE,
-                             "output_format": "wav16"}),
-        lambda t: "synth load failed" in t and t.endswith("\n")))
+    sections.append(
+        scenario(
+            "trial probe on the CPU: header-only LM (exit 1)",
+            job(lm_only, "/lm", {"caption": "probe", "lm_mode": "generate"}),
+            lambda t: t.endswith("'model.embed_tokens.weight' not found\n"),
+        )
+    )
+    sections.append(
+        scenario(
+            "GGML_BACKEND=CUDA0 on a CPU-only build (exit 1)",
+            job(lm_only, "/lm", {"caption": "probe", "lm_mode": "generate"}, backend="CUDA0"),
+            lambda t: t.endswith("Available: CPU\n"),
+        )
+    )
+    sections.append(
+        scenario(
+            "a vocal song's /lm on a full header-only set, with a file of another architecture",
+            job(
+                full,
+                "/lm",
+                {
+                    "caption": "dreamy synthwave, ERROR not found",
+                    "lyrics": "la la",
+                    "duration": 10,
+                    "lm_model": LM,
+                    "lm_mode": "generate",
+                },
+            ),
+            lambda t: t.endswith("'model.embed_tokens.weight' not found\n"),
+        )
+    )
+    sections.append(
+        scenario(
+            "an instrumental /synth on header-only DiT, text encoder and VAE (exit 1)",
+            job(
+                full,
+                "/synth",
+                {
+                    "caption": "lofi piano",
+                    "lyrics": "[Instrumental]",
+                    "duration": 10,
+                    "synth_model": DIT,
+                    "vae": VAE,
+                    "output_format": "wav16",
+                },
+            ),
+            lambda t: "synth load failed" in t and t.endswith("\n"),
+        )
+    )
 
     def stop(url: str, job_id: str, run: Run) -> None:
         time.sleep(0.3)
@@ -180,11 +230,18 @@ def main() -> int:
         http("POST", f"{url}/job?id={job_id}&cancel=1")
         run.proc.send_signal(signal.SIGTERM)
 
-    sections.append(scenario(
-        "a /synth naming a DiT that is not there (the job fails, the engine stays), then SIGTERM",
-        job(full, "/synth", {"caption": "x", "lyrics": "[Instrumental]", "synth_model": "nope.gguf"},
-            then=stop),
-        lambda t: "DiT not found: nope.gguf" in t and t.endswith("[Server] Done\n")))
+    sections.append(
+        scenario(
+            "a /synth naming a DiT that is not there (the job fails, the engine stays), then SIGTERM",
+            job(
+                full,
+                "/synth",
+                {"caption": "x", "lyrics": "[Instrumental]", "synth_model": "nope.gguf"},
+                then=stop,
+            ),
+            lambda t: "DiT not found: nope.gguf" in t and t.endswith("[Server] Done\n"),
+        )
+    )
 
     def taken():
         port = free_port()
@@ -192,14 +249,23 @@ def main() -> int:
         holder.bind(("127.0.0.1", port))
         holder.listen()
         try:
-            run = Run([str(exe), "--models", str(lm_only), "--host", "127.0.0.1", "--port",
-                       str(port)], env, tmp)
+            run = Run(
+                [str(exe), "--models", str(lm_only), "--host", "127.0.0.1", "--port", str(port)],
+                env,
+                tmp,
+            )
             code = run.finish()
         finally:
             holder.close()
         return run.text() + f"(exit code {code})\n", lm_only, port
-    sections.append(scenario("a port already in use", taken,
-                             lambda t: "cannot bind" in t and t.endswith("(exit code 0)\n")))
+
+    sections.append(
+        scenario(
+            "a port already in use",
+            taken,
+            lambda t: "cannot bind" in t and t.endswith("(exit code 0)\n"),
+        )
+    )
 
     bare = real_build.unpack_beside(tmp / "release", leave_out=("libggml-base.so.0",))
 
@@ -208,13 +274,21 @@ def main() -> int:
         run = Run([str(bare), "--models", str(lm_only)], clean, tmp)
         code = run.finish()
         return run.text() + f"(exit code {code})\n", bare.parent, None
-    sections.append(scenario("a release build whose library is missing", missing,
-                             lambda t: "error while loading shared libraries" in t))
 
-    header = ("# Recorded from the real ace-server (upstream acestep.cpp fa33775, CPU-only "
-              "build) with header-only models,\n# by tests/real_engine/record_lines.py. "
-              "Temp folders are /models, ports 8080; the rest is verbatim.\n"
-              "# Sections start with '## '. '(exit code N)' lines are the recorder's notes.\n")
+    sections.append(
+        scenario(
+            "a release build whose library is missing",
+            missing,
+            lambda t: "error while loading shared libraries" in t,
+        )
+    )
+
+    header = (
+        "# Recorded from the real ace-server (upstream acestep.cpp fa33775, CPU-only "
+        "build) with header-only models,\n# by tests/real_engine/record_lines.py. "
+        "Temp folders are /models, ports 8080; the rest is verbatim.\n"
+        "# Sections start with '## '. '(exit code N)' lines are the recorder's notes.\n"
+    )
     body = "".join(f"\n## {name}\n" + "\n".join(lines) + "\n" for name, lines in sections)
     OUT.write_text(header + body, "utf-8")
     print(f"wrote {OUT} ({sum(len(lines) for _, lines in sections)} lines)")

@@ -21,8 +21,10 @@ from cantor_desktop import backends, config, engine_store, manifest
 pytestmark = needs_real_engine
 CUDA_FATAL = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
 VULKAN_FATAL = "[Load] FATAL: GGML_BACKEND=Vulkan0 not found. Available: CPU"
-MISSING = ("ace-server: error while loading shared libraries: libggml-base.so.0: cannot open "
-           "shared object file: No such file or directory")
+MISSING = (
+    "ace-server: error while loading shared libraries: libggml-base.so.0: cannot open "
+    "shared object file: No such file or directory"
+)
 
 
 @pytest.fixture
@@ -32,7 +34,7 @@ def nvidia(tmp_path, monkeypatch):
     monkeypatch.setenv("CANTOR_HW_OS", "linux")
     monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)   # the store sets its own
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)  # the store sets its own
     return root
 
 
@@ -50,8 +52,12 @@ def release(tmp_path, monkeypatch):
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cantor_desktop", "backends", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "cantor_desktop", "backends", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_install_from_real_archives_rejects_the_gpus_with_their_fatal_lines(nvidia, release):
@@ -61,11 +67,15 @@ def test_install_from_real_archives_rejects_the_gpus_with_their_fatal_lines(nvid
     assert f"GPU backend rejected: {CUDA_FATAL}" in out
     assert f"GPU backend rejected: {VULKAN_FATAL}" in out
     assert any(line.startswith("cpu: works — kept (v0.1.1)") for line in out), out
-    assert release.downloads(release.real) == 1          # one archive serves all three
+    assert release.downloads(release.real) == 1  # one archive serves all three
     st = json.loads(cli("--json").stdout)
     states = {b["name"]: b["state"] for b in st["backends"]}
-    assert states == {"cuda12": "rejected", "metal": "unsupported", "vulkan": "rejected",
-                      "cpu": "installed"}
+    assert states == {
+        "cuda12": "rejected",
+        "metal": "unsupported",
+        "vulkan": "rejected",
+        "cpu": "installed",
+    }
     assert st["default"] == "cpu"
     cuda = next(b for b in st["backends"] if b["name"] == "cuda12")
     assert cuda["message"].startswith(f"rejected: {CUDA_FATAL} (trial load of v0.1.1")
@@ -109,5 +119,8 @@ def test_a_users_build_unpacked_by_hand_finds_its_libraries(nvidia, tmp_path):
     assert build.source == "user" and build.backend == "cpu"
     st = backends.status("acestep")
     assert [st.backend(n).state for n in ("cuda12", "vulkan", "cpu")] == [
-        "rejected", "rejected", "installed"]
+        "rejected",
+        "rejected",
+        "installed",
+    ]
     assert st.backend("cuda12").message.startswith(f"rejected: {CUDA_FATAL}")

@@ -34,9 +34,12 @@ class Server:
         env = {**os.environ, "LD_LIBRARY_PATH": str(libs_dir())}
         env.pop("GGML_BACKEND", None)
         self._log = open(log, "wb")
-        self.proc = subprocess.Popen(argv + ["--models", str(models), "--host", "127.0.0.1",
-                                             "--port", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=self._log, env=env)
+        self.proc = subprocess.Popen(
+            argv + ["--models", str(models), "--host", "127.0.0.1", "--port", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env=env,
+        )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
@@ -54,8 +57,9 @@ class Server:
         if req is not None or raw is not None:
             form["request"] = (None, raw if raw is not None else json.dumps(req))
         form.update(files)
-        r = httpx.post(self.url + path, files=form or None,
-                       content=None if form else b"{}", timeout=30)
+        r = httpx.post(
+            self.url + path, files=form or None, content=None if form else b"{}", timeout=30
+        )
         return r.status_code, r.json()
 
     def stop(self) -> None:
@@ -66,7 +70,7 @@ class Server:
 @pytest.fixture
 def models(tmp_path) -> Path:
     folder = tmp_path / "models"
-    ensure_sketch_models(folder)            # header-only LM, DiT, Text-Enc and VAE
+    ensure_sketch_models(folder)  # header-only LM, DiT, Text-Enc and VAE
     return folder
 
 
@@ -78,8 +82,13 @@ def both(models: Path, tmp_path: Path):
 
 LATENT = np.zeros((50, 64), dtype="<f4").tobytes()
 WAV = wav_bytes(np.zeros((48000 * 2, 2), dtype=np.float32), "wav16")
-REPAINT = {"caption": "x", "task_type": "repaint", "repainting_start": 0.5,
-           "repainting_end": 1.5, "output_format": "wav16"}
+REPAINT = {
+    "caption": "x",
+    "task_type": "repaint",
+    "repainting_start": 0.5,
+    "repainting_end": 1.5,
+    "output_format": "wav16",
+}
 
 
 def test_the_same_refusals(models, tmp_path):
@@ -93,8 +102,7 @@ def test_the_same_refusals(models, tmp_path):
         ("/synth", dict(req=REPAINT, audio=("a.wav", b""))),
         ("/synth", dict(req=REPAINT, audio=("a.wav", b"MZ\x90\x00" + b"\0" * 500))),
         ("/synth", dict(req={**REPAINT, "caption": ""}, src_latents=("a.f32", LATENT))),
-        ("/synth", dict(req={**REPAINT, "output_format": "wav"},
-                        src_latents=("a.f32", LATENT))),
+        ("/synth", dict(req={**REPAINT, "output_format": "wav"}, src_latents=("a.f32", LATENT))),
         ("/understand", dict(req={})),
         ("/understand", dict(raw="[1]", audio=("a.wav", WAV))),
         ("/understand", dict(req={}, src_latents=("a.f32", b"\0" * 100))),
@@ -107,7 +115,7 @@ def test_the_same_refusals(models, tmp_path):
         for path, kw in cases:
             got, want = sketch.post(path, **kw), real.post(path, **kw)
             assert got == want, (path, kw, want)
-        for path in ("/understand", "/vae"):                  # not multipart
+        for path in ("/understand", "/vae"):  # not multipart
             a = httpx.post(real.url + path, json={}).json()
             b = httpx.post(sketch.url + path, json={}).json()
             assert a == b, path
@@ -116,21 +124,43 @@ def test_the_same_refusals(models, tmp_path):
         sketch.stop()
 
 
-@pytest.mark.parametrize("path, kw, line", [
-    ("/synth", dict(req=REPAINT, src_latents=("a.f32", LATENT), audio=("a.wav", WAV)),
-     ("[Server] Source latents: 50 frames (2.00s), VAE encode skipped",
-      "[Server] Source audio: 2.00s @ 48kHz")),
-    ("/synth", dict(req=REPAINT, ref_latents=("r.f32", LATENT), ref_audio=("r.wav", b"junk")),
-     ("[Server] Reference latents: 50 frames (2.00s), VAE encode skipped",
-      "[Server] WARNING: failed to decode ref_audio, ignoring")),
-    ("/understand", dict(req={}, src_latents=("a.f32", LATENT)),
-     ("[Server] Understand source: 50 latent frames (2.00s)",)),
-    ("/understand", dict(req=None, audio=("a.wav", WAV)),
-     ("[Server] Understand source: 2.00s @ 48kHz",)),
-    ("/vae", dict(req=None, audio=("a.wav", WAV)), ("created (vae encode, 2.00s audio)",)),
-    ("/vae", dict(req={"output_format": "wav16"}, src_latents=("a.f32", LATENT)),
-     ("created (vae decode, 50 latent frames)",)),
-])
+@pytest.mark.parametrize(
+    "path, kw, line",
+    [
+        (
+            "/synth",
+            dict(req=REPAINT, src_latents=("a.f32", LATENT), audio=("a.wav", WAV)),
+            (
+                "[Server] Source latents: 50 frames (2.00s), VAE encode skipped",
+                "[Server] Source audio: 2.00s @ 48kHz",
+            ),
+        ),
+        (
+            "/synth",
+            dict(req=REPAINT, ref_latents=("r.f32", LATENT), ref_audio=("r.wav", b"junk")),
+            (
+                "[Server] Reference latents: 50 frames (2.00s), VAE encode skipped",
+                "[Server] WARNING: failed to decode ref_audio, ignoring",
+            ),
+        ),
+        (
+            "/understand",
+            dict(req={}, src_latents=("a.f32", LATENT)),
+            ("[Server] Understand source: 50 latent frames (2.00s)",),
+        ),
+        (
+            "/understand",
+            dict(req=None, audio=("a.wav", WAV)),
+            ("[Server] Understand source: 2.00s @ 48kHz",),
+        ),
+        ("/vae", dict(req=None, audio=("a.wav", WAV)), ("created (vae encode, 2.00s audio)",)),
+        (
+            "/vae",
+            dict(req={"output_format": "wav16"}, src_latents=("a.f32", LATENT)),
+            ("created (vae decode, 50 latent frames)",),
+        ),
+    ],
+)
 def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
     """Both accept the request and log the same line for it. The real engine's stderr goes
     through a pipe its own thread reads, and that thread sometimes stops passing lines on
@@ -148,8 +178,9 @@ def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
             except httpx.TransportError as exc:
                 # header-only weights: the real engine's worker can crash on the job before
                 # its HTTP thread has sent the answer; a fresh engine is asked again
-                missing.append(f"the real engine hung up: {exc}; its log ends: "
-                               f"{real.log()[-300:]!r}")
+                missing.append(
+                    f"the real engine hung up: {exc}; its log ends: {real.log()[-300:]!r}"
+                )
                 continue
             b = sketch.post(path, **kw)
             assert a[0] == b[0] == 200 and set(a[1]) == set(b[1]) == {"id"}
@@ -157,8 +188,9 @@ def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
                 wait_until(lambda: text in sketch.log(), f"{text!r} in the Sketch's log")
             try:
                 for text in line:
-                    wait_until(lambda: text in real.log(), f"{text!r} in the real engine's "
-                               "log", timeout=15)
+                    wait_until(
+                        lambda: text in real.log(), f"{text!r} in the real engine's log", timeout=15
+                    )
                 return
             except AssertionError as exc:
                 missing.append(f"{exc}; its log ends: {real.log()[-300:]!r}")

@@ -43,7 +43,8 @@ def configure(home: Path, engine: Path) -> None:
     (home / "node.toml").write_text(
         f'[engines.acestep]\npath = "{engine}"\n\n'
         f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
-        f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n')
+        f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n'
+    )
 
 
 async def started(home: Path, hub: ModelHub) -> Node:
@@ -56,8 +57,13 @@ async def started(home: Path, hub: ModelHub) -> Node:
 
 def sing(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    return subprocess.run(self_argv("cli") + ["sing", *args], capture_output=True, text=True,
-                          timeout=120, env={**env, "CANTOR_HOME": str(home)})
+    return subprocess.run(
+        self_argv("cli") + ["sing", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "CANTOR_HOME": str(home)},
+    )
 
 
 def expected_fatal(vocal: bool) -> str:
@@ -66,8 +72,9 @@ def expected_fatal(vocal: bool) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_100_failing_songs_of_cantor_sing_name_their_reason(cantor_home, tmp_path, hub,
-                                                            monkeypatch):
+def test_100_failing_songs_of_cantor_sing_name_their_reason(
+    cantor_home, tmp_path, hub, monkeypatch
+):
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     configure(cantor_home, unpack_beside(tmp_path / "my-ace"))
     results = []
@@ -78,8 +85,9 @@ def test_100_failing_songs_of_cantor_sing_name_their_reason(cantor_home, tmp_pat
             for i in range(100):
                 vocal = i % 2 == 0
                 words = ["--lyrics", "la la la"] if vocal else ["--instrumental"]
-                done = await asyncio.to_thread(sing, cantor_home, f"song {i}", *words,
-                                               "--duration", "10")
+                done = await asyncio.to_thread(
+                    sing, cantor_home, f"song {i}", *words, "--duration", "10"
+                )
                 results.append((vocal, done))
         finally:
             await node.stop()
@@ -88,15 +96,20 @@ def test_100_failing_songs_of_cantor_sing_name_their_reason(cantor_home, tmp_pat
     reasons = []
     for vocal, done in results:
         assert done.returncode == 1, done.stderr
-        assert "another Cantor home" not in done.stderr          # the running node was used
-        line = next(ln for ln in done.stderr.splitlines()
-                    if ln.startswith("cantor sing: the song failed: "))
+        assert "another Cantor home" not in done.stderr  # the running node was used
+        line = next(
+            ln for ln in done.stderr.splitlines() if ln.startswith("cantor sing: the song failed: ")
+        )
         reasons.append((vocal, line.split("the song failed: ", 1)[1]))
     more = [r for _, r in reasons if names_more_than_an_exit_code(r)]
     cause = [r for vocal, r in reasons if expected_fatal(vocal) in r]
-    figure("failing songs whose reason names more than an exit code", len(more), len(reasons),
-           f"{len(cause)} name the first FATAL line (the rest lost it: the engine dropped its "
-           f"last lines; they name the stage, the model file and the last line that arrived)")
+    figure(
+        "failing songs whose reason names more than an exit code",
+        len(more),
+        len(reasons),
+        f"{len(cause)} name the first FATAL line (the rest lost it: the engine dropped its "
+        f"last lines; they name the stage, the model file and the last line that arrived)",
+    )
     for _vocal, reason in reasons:
         if expected_fatal(_vocal) not in reason:
             assert "during the" in reason and "last line" in reason or "printed nothing" in reason
@@ -104,8 +117,10 @@ def test_100_failing_songs_of_cantor_sing_name_their_reason(cantor_home, tmp_pat
     # the cause comes first and whole, never after the symptom
     for vocal, reason in reasons:
         if not vocal and DIT_FATAL in reason:
-            assert reason.index(DIT_FATAL) < reason.find("synth load failed") or \
-                "synth load failed" not in reason
+            assert (
+                reason.index(DIT_FATAL) < reason.find("synth load failed")
+                or "synth load failed" not in reason
+            )
 
 
 def engine_log_offset(home: Path) -> int:
@@ -152,8 +167,13 @@ def test_kill_9_of_the_real_engine_mid_job(cantor_home, tmp_path, hub, monkeypat
                 for i in range(20):
                     vocal = i % 4 < 2
                     offset = engine_log_offset(cantor_home)
-                    sid = await c.submit_song({"caption": f"kill {i}", "duration": 10,
-                                               "lyrics": "la la" if vocal else "[Instrumental]"})
+                    sid = await c.submit_song(
+                        {
+                            "caption": f"kill {i}",
+                            "duration": 10,
+                            "lyrics": "la la" if vocal else "[Instrumental]",
+                        }
+                    )
                     kill = i % 2 == 0
                     how = await kill_when_created(cantor_home, offset) if kill else "no kill"
                     song = await until_state(c, sid, ("done", "failed", "cancelled"), 60)
@@ -165,15 +185,19 @@ def test_kill_9_of_the_real_engine_mid_job(cantor_home, tmp_path, hub, monkeypat
     for outcome in outcomes:
         print(outcome)
     landed = [o for o in outcomes if o[1] == "killed" and "SIGKILL" in o[3]]
-    figure("kill -9 mid-job: songs ending failed with a reason of their own",
-           sum(1 for o in outcomes if o[2] == "failed" and names_more_than_an_exit_code(o[3])),
-           len(outcomes), f"the kill landed mid-job in {len(landed)} of 10 tries")
+    figure(
+        "kill -9 mid-job: songs ending failed with a reason of their own",
+        sum(1 for o in outcomes if o[2] == "failed" and names_more_than_an_exit_code(o[3])),
+        len(outcomes),
+        f"the kill landed mid-job in {len(landed)} of 10 tries",
+    )
     for vocal, how, state, reason in outcomes:
         assert state == "failed" and names_more_than_an_exit_code(reason), (how, reason)
-        assert "lost job" not in reason, reason      # a dying engine's "Job not found"
+        assert "lost job" not in reason, reason  # a dying engine's "Job not found"
         if how == "no kill":
-            assert "SIGKILL" not in reason, reason          # never an earlier song's
-        if "SIGKILL" in reason:       # its own FATAL line arrived first, or what is known
+            assert "SIGKILL" not in reason, reason  # never an earlier song's
+        if "SIGKILL" in reason:  # its own FATAL line arrived first, or what is known
             assert expected_fatal(vocal) in reason or (
-                "during the" in reason and ("LM" if vocal else "synth") in reason), reason
+                "during the" in reason and ("LM" if vocal else "synth") in reason
+            ), reason
     assert landed, outcomes

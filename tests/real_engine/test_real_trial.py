@@ -20,8 +20,7 @@ CUDA_FATAL = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
 
 def real(device: str, backend: str) -> InstalledBuild:
     env = {"GGML_BACKEND": device, "LD_LIBRARY_PATH": library_env()["LD_LIBRARY_PATH"]}
-    return InstalledBuild("acestep", backend, "real", [str(binary())], env, binary(),
-                          source="user")
+    return InstalledBuild("acestep", backend, "real", [str(binary())], env, binary(), source="user")
 
 
 async def trials(build: InstalledBuild, backend: str, n: int) -> list[trial.TrialResult]:
@@ -40,10 +39,14 @@ def test_200_trials_of_the_working_cpu_build_reject_none():
     rejected = [r.reason for r in results if not r.ok]
     probes = collections.Counter(r.probes for r in results)
     repeated = sum(n for k, n in probes.items() if k > 1)
-    figure("false rejections of a working CPU build", len(rejected), len(results),
-           f"{repeated} trials needed more than one probe (the device line lost); probes per "
-           f"trial: {dict(sorted(probes.items()))}; "
-           f"{sum(r.seconds for r in results) / len(results):.2f} s per trial")
+    figure(
+        "false rejections of a working CPU build",
+        len(rejected),
+        len(results),
+        f"{repeated} trials needed more than one probe (the device line lost); probes per "
+        f"trial: {dict(sorted(probes.items()))}; "
+        f"{sum(r.seconds for r in results) / len(results):.2f} s per trial",
+    )
     assert rejected == []
 
 
@@ -54,6 +57,10 @@ def test_200_trials_of_a_gpu_named_build_are_rejected_with_the_whole_fatal_line(
     whole = [r for r in results if not r.ok and r.reason == CUDA_FATAL]
     others = collections.Counter(r.reason for r in results if r not in whole)
     probes = collections.Counter(r.probes for r in results)
-    figure("complete rejection reasons of a GPU-named build", len(whole), len(results),
-           f"probes per trial: {dict(sorted(probes.items()))}")
+    figure(
+        "complete rejection reasons of a GPU-named build",
+        len(whole),
+        len(results),
+        f"probes per trial: {dict(sorted(probes.items()))}",
+    )
     assert others == collections.Counter()

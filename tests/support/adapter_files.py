@@ -18,8 +18,13 @@ import numpy as np
 HIDDEN = {"2B": 2048, "XL": 2560}
 
 
-def write_safetensors(path: Path, tensors: dict[str, np.ndarray],
-                      metadata: dict[str, str] | None = None, *, by_hand: bool = False) -> Path:
+def write_safetensors(
+    path: Path,
+    tensors: dict[str, np.ndarray],
+    metadata: dict[str, str] | None = None,
+    *,
+    by_hand: bool = False,
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file = None
     if not by_hand:
@@ -35,8 +40,11 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray],
     blobs, offset = [], 0
     for name, array in tensors.items():
         data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": dtypes[array.dtype], "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": dtypes[array.dtype],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     if metadata:
@@ -47,11 +55,19 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray],
     return path
 
 
-def lora_tensors(prefix: str = "base_model.model.", *, size: str = "2B", rank: int = 4,
-                 layers: tuple[int, ...] = (0, 1), modules=("self_attn.q_proj",
-                                                             "self_attn.o_proj"),
-                 a: str = "lora_A", b: str = "lora_B", alpha: float | None = None,
-                 dtype=np.float32, width: int | None = None) -> dict[str, np.ndarray]:
+def lora_tensors(
+    prefix: str = "base_model.model.",
+    *,
+    size: str = "2B",
+    rank: int = 4,
+    layers: tuple[int, ...] = (0, 1),
+    modules=("self_attn.q_proj", "self_attn.o_proj"),
+    a: str = "lora_A",
+    b: str = "lora_B",
+    alpha: float | None = None,
+    dtype=np.float32,
+    width: int | None = None,
+) -> dict[str, np.ndarray]:
     """LoRA pairs for ACE-Step's DiT (``width`` overrides the hidden size: another model)."""
     hidden = width or HIDDEN[size]
     rng = np.random.default_rng(7)
@@ -70,19 +86,37 @@ def lora_tensors(prefix: str = "base_model.model.", *, size: str = "2B", rank: i
 def comfyui_file(path: Path, **kw) -> Path:
     """A single-file ComfyUI LoRA (``diffusion_model.`` prefix, lora_down/up, baked alpha)."""
     kw.setdefault("alpha", 8.0)
-    return write_safetensors(path, lora_tensors("diffusion_model.", a="lora_down", b="lora_up",
-                                                **kw))
+    return write_safetensors(
+        path, lora_tensors("diffusion_model.", a="lora_down", b="lora_up", **kw)
+    )
 
 
-def peft_folder(folder: Path, *, base: str | None = "ACE-Step/Ace-Step1.5", rank: int = 4,
-                alpha: int = 8, config: bool = True, extra: dict | None = None, **kw) -> Path:
+def peft_folder(
+    folder: Path,
+    *,
+    base: str | None = "ACE-Step/Ace-Step1.5",
+    rank: int = 4,
+    alpha: int = 8,
+    config: bool = True,
+    extra: dict | None = None,
+    **kw,
+) -> Path:
     """A PEFT adapter folder as PEFT saves one (and, like the hub's, with a README)."""
     folder.mkdir(parents=True, exist_ok=True)
     write_safetensors(folder / "adapter_model.safetensors", lora_tensors(rank=rank, **kw))
     if config:
-        (folder / "adapter_config.json").write_text(json.dumps({
-            "peft_type": "LORA", "base_model_name_or_path": base, "r": rank,
-            "lora_alpha": alpha, "target_modules": ["q_proj", "o_proj"], **(extra or {})}))
+        (folder / "adapter_config.json").write_text(
+            json.dumps(
+                {
+                    "peft_type": "LORA",
+                    "base_model_name_or_path": base,
+                    "r": rank,
+                    "lora_alpha": alpha,
+                    "target_modules": ["q_proj", "o_proj"],
+                    **(extra or {}),
+                }
+            )
+        )
     (folder / "README.md").write_text("a style\n")
     return folder
 
@@ -90,21 +124,36 @@ def peft_folder(folder: Path, *, base: str | None = "ACE-Step/Ace-Step1.5", rank
 def sd_unet_file(path: Path) -> Path:
     """A Stable Diffusion LoRA in the kohya layout (an image model's)."""
     rng = np.random.default_rng(3)
-    return write_safetensors(path, {
-        "lora_unet_down_blocks_0_attentions_0_proj_in.lora_down.weight":
-            rng.standard_normal((4, 320)).astype(np.float32),
-        "lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight":
-            np.zeros((320, 4), np.float32),
-        "lora_unet_down_blocks_0_attentions_0_proj_in.alpha": np.array(4.0, np.float32)},
-        metadata={"ss_base_model_version": "sdxl_base_v1-0"})
+    return write_safetensors(
+        path,
+        {
+            "lora_unet_down_blocks_0_attentions_0_proj_in.lora_down.weight": rng.standard_normal(
+                (4, 320)
+            ).astype(np.float32),
+            "lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight": np.zeros(
+                (320, 4), np.float32
+            ),
+            "lora_unet_down_blocks_0_attentions_0_proj_in.alpha": np.array(4.0, np.float32),
+        },
+        metadata={"ss_base_model_version": "sdxl_base_v1-0"},
+    )
 
 
 def llm_peft_folder(folder: Path) -> Path:
     """A PEFT LoRA of a language model (Qwen style: ``model.layers.N.self_attn``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    write_safetensors(folder / "adapter_model.safetensors",
-                      lora_tensors("base_model.model.model.", width=1024))
-    (folder / "adapter_config.json").write_text(json.dumps({
-        "peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 4,
-        "lora_alpha": 8, "task_type": "CAUSAL_LM"}))
+    write_safetensors(
+        folder / "adapter_model.safetensors", lora_tensors("base_model.model.model.", width=1024)
+    )
+    (folder / "adapter_config.json").write_text(
+        json.dumps(
+            {
+                "peft_type": "LORA",
+                "base_model_name_or_path": "Qwen/Qwen3-0.6B",
+                "r": 4,
+                "lora_alpha": 8,
+                "task_type": "CAUSAL_LM",
+            }
+        )
+    )
     return folder

@@ -69,8 +69,14 @@ sys.exit(code)
 
 
 class AppUnderTest:
-    def __init__(self, home: Path, port: int, *, backoff_max: float | None = None,
-                 app_events: bool | None = None):
+    def __init__(
+        self,
+        home: Path,
+        port: int,
+        *,
+        backoff_max: float | None = None,
+        app_events: bool | None = None,
+    ):
         self.home = home
         self.app_events = app_events
         self.port = port
@@ -80,14 +86,23 @@ class AppUnderTest:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "AppUnderTest":
-        env = {**os.environ, "CANTOR_HOME": str(self.home), "QT_QPA_PLATFORM": "offscreen",
-               "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "CANTOR_HOME": str(self.home),
+            "QT_QPA_PLATFORM": "offscreen",
+            "PYTHONPATH": str(ROOT),
+        }
         if self.app_events is not None:
             env["TEST_APP_EVENTS"] = "1" if self.app_events else "0"
         extra = [] if self.backoff_max is None else [str(self.backoff_max)]
-        self.proc = subprocess.Popen([sys.executable, "-c", APP, str(self.quit_file), *extra],
-                                     env=env, cwd=str(ROOT), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", APP, str(self.quit_file), *extra],
+            env=env,
+            cwd=str(ROOT),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         return self
 
     @property
@@ -100,7 +115,10 @@ class AppUnderTest:
             if self.proc.poll() is not None:
                 return False
             try:
-                if httpx.get(self.url + "/v1/health", timeout=1, trust_env=False).status_code == 200:
+                if (
+                    httpx.get(self.url + "/v1/health", timeout=1, trust_env=False).status_code
+                    == 200
+                ):
                     return True
             except httpx.HTTPError:
                 pass
@@ -112,23 +130,29 @@ class AppUnderTest:
 
     def song(self, timeout: float = 60.0) -> dict:
         """One short sketch song, waited for (its engine then runs)."""
-        r = httpx.post(self.url + "/v1/songs", json={"caption": "quit test", "duration": 10,
-                                                     "model": "sketch"},
-                       headers=self.headers(), timeout=10, trust_env=False)
+        r = httpx.post(
+            self.url + "/v1/songs",
+            json={"caption": "quit test", "duration": 10, "model": "sketch"},
+            headers=self.headers(),
+            timeout=10,
+            trust_env=False,
+        )
         r.raise_for_status()
         sid = r.json()["id"]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            song = httpx.get(f"{self.url}/v1/songs/{sid}", headers=self.headers(), timeout=10,
-                             trust_env=False).json()
+            song = httpx.get(
+                f"{self.url}/v1/songs/{sid}", headers=self.headers(), timeout=10, trust_env=False
+            ).json()
             if song["state"] in ("done", "failed", "cancelled"):
                 return song
             time.sleep(0.1)
         raise AssertionError(f"song {sid} did not end")
 
     def engine_pid(self) -> int | None:
-        system = httpx.get(self.url + "/v1/system", headers=self.headers(), timeout=10,
-                           trust_env=False).json()
+        system = httpx.get(
+            self.url + "/v1/system", headers=self.headers(), timeout=10, trust_env=False
+        ).json()
         return next((i["pid"] for i in system["loaded"] if i.get("running")), None)
 
     def node_pid(self) -> int | None:

@@ -15,9 +15,11 @@ def sketch_as_acestep(home: Path, folder: Path, port: int | None = None) -> None
     engine = folder / "ace-server"
     engine.write_text(f'#!/bin/sh\nexec {shlex.join(self_argv("sketch-server"))} "$@"\n')
     engine.chmod(0o755)
-    text = (f'[backends]\nacestep = "cpu"\n\n[engines.acestep]\npath = "{engine}"\n\n'
-            f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
-            f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n')
+    text = (
+        f'[backends]\nacestep = "cpu"\n\n[engines.acestep]\npath = "{engine}"\n\n'
+        f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
+        f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n'
+    )
     if port is not None:
         text += f"\n[node]\nport = {port}\n"
     (home / "node.toml").write_text(text)

@@ -35,7 +35,7 @@ from cantor_desktop import selfexec
 from .http_files import FileServer
 from .signed_manifests import serve_signed
 
-GPU_ENGINE = r'''
+GPU_ENGINE = r"""
 import json, os, secrets, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -77,7 +77,7 @@ class H(BaseHTTPRequestHandler):
         os._exit(1)
 
 ThreadingHTTPServer(("127.0.0.1", int(opts.get("--port", "8080"))), H).serve_forever()
-'''
+"""
 
 
 def _sh(lines: list[str]) -> bytes:
@@ -95,12 +95,17 @@ def fallback_script() -> bytes:
 
 
 def gpu_script(engine_path: Path, devices: str) -> bytes:
-    return _sh([f'exec {shlex.quote(sys.executable)} {shlex.quote(str(engine_path))} '
-                f'{shlex.quote(devices)} "$@"'])
+    return _sh(
+        [
+            f"exec {shlex.quote(sys.executable)} {shlex.quote(str(engine_path))} "
+            f'{shlex.quote(devices)} "$@"'
+        ]
+    )
 
 
-def cuda_broken_script(line: str = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. "
-                                   "Available: CPU") -> bytes:
+def cuda_broken_script(
+    line: str = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU",
+) -> bytes:
     return _sh([f"echo {shlex.quote(line)} >&2", "echo 'second line' >&2", "exit 1"])
 
 
@@ -108,8 +113,12 @@ def never_ready_script() -> bytes:
     return _sh(["echo '[Server] Scanning models' >&2", "exec sleep 600"])
 
 
-def make_archive(path: Path, files: dict[str, bytes], kind: str = "tar.gz",
-                 exec_names: tuple[str, ...] = ("ace-server",)) -> Path:
+def make_archive(
+    path: Path,
+    files: dict[str, bytes],
+    kind: str = "tar.gz",
+    exec_names: tuple[str, ...] = ("ace-server",),
+) -> Path:
     """A tar.gz or zip with the given files (``exec_names`` mode 0755, others 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "tar.gz":
@@ -131,7 +140,7 @@ def make_archive(path: Path, files: dict[str, bytes], kind: str = "tar.gz",
 
 
 MANY_ENTRIES = 20_000
-HUGE_LINK = 48 * 2**20      # under the ratio check's free allowance: only the link cap stops it
+HUGE_LINK = 48 * 2**20  # under the ratio check's free allowance: only the link cap stops it
 
 
 def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
@@ -185,14 +194,22 @@ def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
                 raise ValueError(how)
         return path
     with tarfile.open(path, "w:gz") as tf:
-        def add(name: str, data: bytes = b"", type_=tarfile.REGTYPE, linkname: str = "",
-                size: int | None = None, fileobj=None):
+
+        def add(
+            name: str,
+            data: bytes = b"",
+            type_=tarfile.REGTYPE,
+            linkname: str = "",
+            size: int | None = None,
+            fileobj=None,
+        ):
             info = tarfile.TarInfo(name)
             info.type = type_
             info.linkname = linkname
             info.mode = 0o755
             info.size = len(data) if size is None else size
             tf.addfile(info, fileobj or (io.BytesIO(data) if type_ == tarfile.REGTYPE else None))
+
         add("ace-server", working_script())
         if how == "absolute":
             add("/tmp/cantor-escape-abs", payload)
@@ -269,28 +286,44 @@ class BuildServer:
     def manifest_url(self) -> str:
         return self.server.url("/manifest.json")
 
-    def archive(self, name: str, script: bytes, kind: str = "tar.gz",
-                extra: dict[str, bytes] | None = None) -> Path:
-        files = {"ace-server": script, "libggml-test.so": b"\x7fELF not really\n",
-                 **(extra or {})}
+    def archive(
+        self, name: str, script: bytes, kind: str = "tar.gz", extra: dict[str, bytes] | None = None
+    ) -> Path:
+        files = {"ace-server": script, "libggml-test.so": b"\x7fELF not really\n", **(extra or {})}
         return make_archive(self.folder / name, files, kind)
 
-    def add(self, backend: str, archive: Path, *, version: str = "v0.1.1",
-            sha256: str | None = "auto", env: dict | None = None, os_name: str = "linux",
-            arch: str = "x86_64", size: int | None | str = "auto",
-            executable: str = "ace-server", family: str = "acestep") -> dict:
+    def add(
+        self,
+        backend: str,
+        archive: Path,
+        *,
+        version: str = "v0.1.1",
+        sha256: str | None = "auto",
+        env: dict | None = None,
+        os_name: str = "linux",
+        arch: str = "x86_64",
+        size: int | None | str = "auto",
+        executable: str = "ace-server",
+        family: str = "acestep",
+    ) -> dict:
         """Serve ``archive`` and list it in the manifest for ``backend``."""
         url_path = "/builds/" + archive.name
         self.server.add_file(url_path, archive)
         from cantor_desktop.manifest import DEVICE_ENV
-        entry = {"backend": backend, "os": os_name, "arch": arch, "version": version,
-                 "url": self.server.url(url_path),
-                 "sha256": sha256_of(archive) if sha256 == "auto" else sha256,
-                 "size": archive.stat().st_size if size == "auto" else size,
-                 "archive": "zip" if archive.name.endswith(".zip") else "tar.gz",
-                 "executable": executable,
-                 "env": env if env is not None else {"GGML_BACKEND": DEVICE_ENV[backend]},
-                 "family": family}
+
+        entry = {
+            "backend": backend,
+            "os": os_name,
+            "arch": arch,
+            "version": version,
+            "url": self.server.url(url_path),
+            "sha256": sha256_of(archive) if sha256 == "auto" else sha256,
+            "size": archive.stat().st_size if size == "auto" else size,
+            "archive": "zip" if archive.name.endswith(".zip") else "tar.gz",
+            "executable": executable,
+            "env": env if env is not None else {"GGML_BACKEND": DEVICE_ENV[backend]},
+            "family": family,
+        }
         self.entries.append(entry)
         self.publish()
         return entry
@@ -300,29 +333,41 @@ class BuildServer:
         for e in self.entries:
             body = {k: v for k, v in e.items() if k != "family"}
             fams.setdefault(e["family"], {"builds": []})["builds"].append(body)
-        self.manifest_raw = serve_signed(self.server, "/manifest.json",
-                                         {"schema": 1, "published": "test", "families": fams})
+        self.manifest_raw = serve_signed(
+            self.server, "/manifest.json", {"schema": 1, "published": "test", "families": fams}
+        )
 
     def downloads(self, archive: Path) -> int:
-        return sum(1 for r in self.server.requests_for("/builds/" + archive.name)
-                   if r.method == "GET")
+        return sum(
+            1 for r in self.server.requests_for("/builds/" + archive.name) if r.method == "GET"
+        )
 
 
-def fake_machine(root: Path, *, nvidia_driver: str | None = "550.54.14", render: bool = True,
-                 vulkan_loader: bool = True, avx2: bool = True,
-                 smi_fails: str | None = None) -> tuple[Path, Path]:
+def fake_machine(
+    root: Path,
+    *,
+    nvidia_driver: str | None = "550.54.14",
+    render: bool = True,
+    vulkan_loader: bool = True,
+    avx2: bool = True,
+    smi_fails: str | None = None,
+) -> tuple[Path, Path]:
     """A simulated Linux x86_64 machine: (file root, bin folder with a fake nvidia-smi).
 
     Put the bin folder first on PATH and set CANTOR_HW_ROOT to the root."""
     bin_dir = root / "_bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     flags = "fpu sse sse2 avx" + (" avx2" if avx2 else "")
-    _write(root / "proc/cpuinfo", f"processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: {flags}\n")
+    _write(
+        root / "proc/cpuinfo", f"processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: {flags}\n"
+    )
     _write(root / "proc/meminfo", "MemTotal:       16318480 kB\nMemFree:  1000 kB\n")
     if nvidia_driver:
-        _write(root / "proc/driver/nvidia/version",
-               f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {nvidia_driver}  "
-               f"Thu Feb 22 01:44:30 UTC 2024\n")
+        _write(
+            root / "proc/driver/nvidia/version",
+            f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {nvidia_driver}  "
+            f"Thu Feb 22 01:44:30 UTC 2024\n",
+        )
         _write(root / "sys/class/drm/card0/device/vendor", "0x10de\n")
         nv = root / "sys/bus/pci/drivers/nvidia"
         nv.mkdir(parents=True, exist_ok=True)
@@ -331,8 +376,9 @@ def fake_machine(root: Path, *, nvidia_driver: str | None = "550.54.14", render:
         if smi_fails:
             smi.write_text(f"#!/bin/sh\necho {shlex.quote(smi_fails)}\nexit 9\n")
         else:
-            smi.write_text("#!/bin/sh\necho '0, NVIDIA GeForce RTX 4070, "
-                           f"{nvidia_driver}, 12282, 8.9'\n")
+            smi.write_text(
+                f"#!/bin/sh\necho '0, NVIDIA GeForce RTX 4070, {nvidia_driver}, 12282, 8.9'\n"
+            )
         smi.chmod(0o755)
     if render:
         (root / "dev/dri").mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from cantor_desktop.procs import windows
 
-CURRENT_PROCESS = -1   # GetCurrentProcess()'s pseudo handle
+CURRENT_PROCESS = -1  # GetCurrentProcess()'s pseudo handle
 
 
 @dataclass
@@ -59,21 +59,29 @@ class AccessDenied(Exception):
 
 
 class FakeOS:
-    def __init__(self, me: int = 7_000_000):   # above any real pid (Linux pid_max ≤ 2^22)
+    def __init__(self, me: int = 7_000_000):  # above any real pid (Linux pid_max ≤ 2^22)
         self.procs: dict[int, Proc] = {}
         self.jobs: dict[int, Job] = {}
         self.mutexes: dict[str, int] = {}
         self._next_pid = me + 1
         self._next_handle = 100
         self.me = me
-        self.procs[me] = Proc(me, r"C:\Program Files\Cantor\cantor-desktop.exe",
-                              ["cantor-desktop.exe"], ppid=4)
+        self.procs[me] = Proc(
+            me, r"C:\Program Files\Cantor\cantor-desktop.exe", ["cantor-desktop.exe"], ppid=4
+        )
         self.psutil = _Psutil(self)
         self.kernel32 = _Kernel32(self)
 
     # -- the world ---------------------------------------------------------------------------
-    def spawn(self, parent: int, exe: str, cmdline: list[str], *, pid: int | None = None,
-              ignores_term: bool = False) -> int:
+    def spawn(
+        self,
+        parent: int,
+        exe: str,
+        cmdline: list[str],
+        *,
+        pid: int | None = None,
+        ignores_term: bool = False,
+    ) -> int:
         """CreateProcess: the child inherits its parent's jobs, error mode, DLL directory."""
         pid = pid or self._next_pid
         self._next_pid = max(self._next_pid, pid) + 1
@@ -266,6 +274,11 @@ class _Psutil:
             if not p.alive:
                 continue
             item = _Process(self._os, pid)
-            item.info = {"pid": pid, "exe": p.exe, "cmdline": list(p.cmdline), "ppid": p.ppid,
-                         "status": "running"}
+            item.info = {
+                "pid": pid,
+                "exe": p.exe,
+                "cmdline": list(p.cmdline),
+                "ppid": p.ppid,
+                "status": "running",
+            }
             yield item

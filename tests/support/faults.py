@@ -25,8 +25,10 @@ from .procs import free_port
 
 
 def report_line(what: str, tried: int, survived: int, lost: int, extra: str = "") -> str:
-    return (f"[faults] {what}: tried {tried} / survived {survived} / lost {lost}"
-            f"{' — ' + extra if extra else ''}")
+    return (
+        f"[faults] {what}: tried {tried} / survived {survived} / lost {lost}"
+        f"{' — ' + extra if extra else ''}"
+    )
 
 
 @dataclass
@@ -37,7 +39,7 @@ class Tally:
     tried: int = 0
     survived: int = 0
     lost: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)     # what was seen, besides the counts
+    notes: list[str] = field(default_factory=list)  # what was seen, besides the counts
 
     def ok(self) -> None:
         self.tried += 1
@@ -45,21 +47,22 @@ class Tally:
 
     def fail(self, reason: str) -> None:
         self.tried += 1
-        self.lost.append(" ".join(reason.split()))      # one line in the report
+        self.lost.append(" ".join(reason.split()))  # one line in the report
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
     def line(self) -> str:
-        return report_line(self.what, self.tried, self.survived, len(self.lost),
-                           "; ".join(self.lost + self.notes))
+        return report_line(
+            self.what, self.tried, self.survived, len(self.lost), "; ".join(self.lost + self.notes)
+        )
 
 
 # -- a real node for the API fault tests ------------------------------------------------
 # Its own CANTOR_HOME, the sketch engine as default model, and every download address
 # pointed at a closed local port: nothing here can reach the internet.
 
-UNREACHABLE = "http://127.0.0.1:9"          # discard port: nothing listens
+UNREACHABLE = "http://127.0.0.1:9"  # discard port: nothing listens
 ENGINE_JOB_RE = re.compile(r"\[Server\] Job [0-9a-f]+ created")
 
 
@@ -69,15 +72,23 @@ class NodeUnderTest:
         home.mkdir(parents=True, exist_ok=True)
         (home / "node.toml").write_text(
             f'[models]\ndefault = "sketch"\n\n[songs]\ndir = "{home / "songs"}"\n'
-            f'format = "wav16"\n\n[engines]\nmanifest = "{UNREACHABLE}/engines.json"\n', "utf-8")
-        env = {"CANTOR_HOME": str(home), "CANTOR_MANIFEST_URL": f"{UNREACHABLE}/engines.json",
-               # the node's keyring is a file in its own home, never the user's
-               "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-               "XDG_DATA_HOME": str(home / "xdg-data"),
-               "HF_ENDPOINT": UNREACHABLE, "HTTPS_PROXY": UNREACHABLE,
-               "HTTP_PROXY": UNREACHABLE, "NO_PROXY": "127.0.0.1,localhost"}
-        self.proc = NodeProcess("127.0.0.1", free_port(), env=env,
-                                log_path=home / "logs" / "node-child.log")
+            f'format = "wav16"\n\n[engines]\nmanifest = "{UNREACHABLE}/engines.json"\n',
+            "utf-8",
+        )
+        env = {
+            "CANTOR_HOME": str(home),
+            "CANTOR_MANIFEST_URL": f"{UNREACHABLE}/engines.json",
+            # the node's keyring is a file in its own home, never the user's
+            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+            "XDG_DATA_HOME": str(home / "xdg-data"),
+            "HF_ENDPOINT": UNREACHABLE,
+            "HTTPS_PROXY": UNREACHABLE,
+            "HTTP_PROXY": UNREACHABLE,
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+        self.proc = NodeProcess(
+            "127.0.0.1", free_port(), env=env, log_path=home / "logs" / "node-child.log"
+        )
 
     @property
     def url(self) -> str:
@@ -106,26 +117,38 @@ class NodeUnderTest:
     def engine_jobs(self) -> int:
         """How many jobs the sketch engine has been given (its log's "Job … created" lines)."""
         logs = self.home / "logs"
-        return sum(len(ENGINE_JOB_RE.findall(p.read_text("utf-8", "replace")))
-                   for p in logs.glob("engine-*.log*"))
+        return sum(
+            len(ENGINE_JOB_RE.findall(p.read_text("utf-8", "replace")))
+            for p in logs.glob("engine-*.log*")
+        )
 
     def song_count(self) -> int:
-        r = httpx.get(self.url + "/v1/songs", params={"limit": 100000}, timeout=10,
-                      trust_env=False, headers=self.headers)
+        r = httpx.get(
+            self.url + "/v1/songs",
+            params={"limit": 100000},
+            timeout=10,
+            trust_env=False,
+            headers=self.headers,
+        )
         r.raise_for_status()
         return len(r.json()["songs"])
 
     def make_song(self, timeout: float = 60.0) -> dict:
         """One short instrumental song through the node, waited for until it ends."""
-        r = httpx.post(self.url + "/v1/songs", json={"caption": "fault suite check",
-                                                     "duration": 10, "seed": 1},
-                       timeout=10, trust_env=False, headers=self.headers)
+        r = httpx.post(
+            self.url + "/v1/songs",
+            json={"caption": "fault suite check", "duration": 10, "seed": 1},
+            timeout=10,
+            trust_env=False,
+            headers=self.headers,
+        )
         r.raise_for_status()
         sid = r.json()["id"]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            song = httpx.get(f"{self.url}/v1/songs/{sid}", timeout=10, trust_env=False,
-                             headers=self.headers).json()
+            song = httpx.get(
+                f"{self.url}/v1/songs/{sid}", timeout=10, trust_env=False, headers=self.headers
+            ).json()
             if song["state"] in ("done", "failed", "cancelled"):
                 return song
             time.sleep(0.1)

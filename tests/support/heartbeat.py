@@ -33,8 +33,8 @@ def _runqueue_ns() -> int | None:
 
 @dataclass(frozen=True)
 class Gap:
-    wall_s: float            # between two beats
-    waited_s: float          # of which the thread waited in the run queue (0 if unknown)
+    wall_s: float  # between two beats
+    waited_s: float  # of which the thread waited in the run queue (0 if unknown)
 
     @property
     def app_s(self) -> float:
@@ -44,8 +44,9 @@ class Gap:
 class Heartbeat:
     def __init__(self, interval_ms: int = 5, skip: int = 3):
         from PySide6.QtCore import QTimer
+
         self.interval_ms = interval_ms
-        self.skip = skip                 # the first gaps include starting the timer
+        self.skip = skip  # the first gaps include starting the timer
         # plain doubles, not a record per beat: 20,000 beats of objects the garbage collector
         # tracks set off full collections in the app being measured (80-100 ms each with
         # 10,000 songs loaded): the stall the heartbeat reported was its own
@@ -78,7 +79,7 @@ class Heartbeat:
         return [Gap(w, q) for w, q in zip(self._wall, self._waited)]
 
     def counted(self) -> list[Gap]:
-        return self.gaps[self.skip:]
+        return self.gaps[self.skip :]
 
     def worst_app_ms(self) -> float:
         return max((g.app_s for g in self.counted()), default=0.0) * 1000
@@ -93,9 +94,13 @@ class Heartbeat:
         g = self.worst()
         if g is None:
             return "no beats"
-        how = ("of which the machine kept the thread waiting for a CPU "
-               f"{g.waited_s * 1000:.1f} ms" if self.measures_runqueue
-               else "run-queue time not measured on this OS")
-        return (f"worst gap {g.wall_s * 1000:.1f} ms ({how}); the app's part "
-                f"{g.app_s * 1000:.1f} ms; {len(self.counted())} beats; longest wall gap "
-                f"{self.worst_wall_ms():.1f} ms")
+        how = (
+            f"of which the machine kept the thread waiting for a CPU {g.waited_s * 1000:.1f} ms"
+            if self.measures_runqueue
+            else "run-queue time not measured on this OS"
+        )
+        return (
+            f"worst gap {g.wall_s * 1000:.1f} ms ({how}); the app's part "
+            f"{g.app_s * 1000:.1f} ms; {len(self.counted())} beats; longest wall gap "
+            f"{self.worst_wall_ms():.1f} ms"
+        )

@@ -29,7 +29,8 @@ class _Quiet(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):
         import sys
-        if not isinstance(sys.exc_info()[1], ConnectionError):   # hang-ups are expected
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # hang-ups are expected
             super().handle_error(request, client_address)
 
 
@@ -66,8 +67,9 @@ class HostileServer:
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> "HostileServer":
         self._httpd = _Quiet(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -102,7 +104,7 @@ def _handler(server: HostileServer):
             pass
 
         def finish(self):
-            try:                      # the client hangs up mid-body: that is the point
+            try:  # the client hangs up mid-body: that is the point
                 super().finish()
             except ConnectionError:
                 pass

@@ -97,10 +97,11 @@ class _Fault:
 @dataclass
 class _Plan:
     """What to do to one response body."""
-    cut_at: int | None = None          # absolute body-relative count of bytes to send, then close
+
+    cut_at: int | None = None  # absolute body-relative count of bytes to send, then close
     stall_at: int | None = None
     stall_seconds: float = 0.0
-    flip_offsets: list[int] = field(default_factory=list)   # absolute file offsets
+    flip_offsets: list[int] = field(default_factory=list)  # absolute file offsets
     rate: float = 0.0
 
 
@@ -124,7 +125,7 @@ class _Source:
             pos = start
             while pos < end:
                 n = min(CHUNK, end - pos)
-                yield pos, bytes(view[pos:pos + n])
+                yield pos, bytes(view[pos : pos + n])
                 pos += n
             return
         with open(self.data, "rb") as fh:
@@ -139,8 +140,12 @@ class _Source:
 
 
 class FileServer:
-    def __init__(self, files: dict[str, bytes | Path] | None = None, folder: Path | None = None,
-                 json_routes: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        files: dict[str, bytes | Path] | None = None,
+        folder: Path | None = None,
+        json_routes: dict[str, Any] | None = None,
+    ):
         self._lock = threading.Lock()
         self._files: dict[str, _Source] = {}
         for path, data in (files or {}).items():
@@ -162,9 +167,12 @@ class FileServer:
         handler = _make_handler(self)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="FileServer", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="FileServer",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -296,15 +304,19 @@ def _make_handler(server: FileServer):
 
         # --- helpers ---
         def _log(self) -> Request:
-            req = Request(self.command, self.path,
-                          {k.lower(): v for k, v in self.headers.items()})
+            req = Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()})
             with server._lock:
                 server.requests.append(req)
             return req
 
-        def _simple(self, req: Request, status: int, body: bytes = b"",
-                    ctype: str = "text/plain; charset=utf-8",
-                    extra: dict[str, str] | None = None) -> None:
+        def _simple(
+            self,
+            req: Request,
+            status: int,
+            body: bytes = b"",
+            ctype: str = "text/plain; charset=utf-8",
+            extra: dict[str, str] | None = None,
+        ) -> None:
             req.status = status
             self.send_response(status)
             self.send_header("Content-Type", ctype)
@@ -345,18 +357,26 @@ def _make_handler(server: FileServer):
                 if path.startswith(prefix):
                     auth = self.headers.get("Authorization")
                     if not auth:
-                        self._simple(req, 401, b"authorization required\n",
-                                     extra={"WWW-Authenticate": "Bearer"})
+                        self._simple(
+                            req,
+                            401,
+                            b"authorization required\n",
+                            extra={"WWW-Authenticate": "Bearer"},
+                        )
                         return
                     if auth != f"Bearer {token}":
                         self._simple(req, 403, b"forbidden\n")
                         return
             for src, dst, status, extra in redirects:
                 if path.startswith(src):
-                    rest = full[len(src):]
+                    rest = full[len(src) :]
                     target = dst(rest) if callable(dst) else dst + rest
-                    self._simple(req, status, b"", extra={"Location": target,
-                                                          **(extra(path) if extra else {})})
+                    self._simple(
+                        req,
+                        status,
+                        b"",
+                        extra={"Location": target, **(extra(path) if extra else {})},
+                    )
                     return
             if self.command == "GET":
                 fails = server._take_faults(path, {"fail"})
@@ -379,18 +399,26 @@ def _make_handler(server: FileServer):
             start, end, status = 0, size, 200
             rng = self.headers.get("Range")
             if_range = self.headers.get("If-Range")
-            ignore = bool(rng) and self.command == "GET" and bool(
-                server._take_faults(path, {"ignore_range"}))
+            ignore = (
+                bool(rng)
+                and self.command == "GET"
+                and bool(server._take_faults(path, {"ignore_range"}))
+            )
             if rng and not ignore and (if_range is None or if_range == source.etag):
                 parsed = _parse_range(rng)
                 if parsed is None:
-                    self._simple(req, 416, b"bad range\n",
-                                 extra={"Content-Range": f"bytes */{size}"})
+                    self._simple(
+                        req, 416, b"bad range\n", extra={"Content-Range": f"bytes */{size}"}
+                    )
                     return
                 first, last = parsed
                 if first >= size:
-                    self._simple(req, 416, b"range not satisfiable\n",
-                                 extra={"Content-Range": f"bytes */{size}"})
+                    self._simple(
+                        req,
+                        416,
+                        b"range not satisfiable\n",
+                        extra={"Content-Range": f"bytes */{size}"},
+                    )
                     return
                 start = first
                 end = size if last is None else min(last + 1, size)
@@ -432,7 +460,7 @@ def _make_handler(server: FileServer):
                             b[flip - off] ^= 0xFF
                     buf = bytes(b)
                 if stop_at is not None and sent + len(buf) >= stop_at:
-                    head = buf[:stop_at - sent]
+                    head = buf[: stop_at - sent]
                     if head:
                         self.wfile.write(head)
                         sent += len(head)
@@ -473,7 +501,7 @@ def _parse_range(value: str) -> tuple[int, int | None] | None:
     value = value.strip()
     if not value.startswith("bytes=") or "," in value:
         return None
-    spec = value[len("bytes="):]
+    spec = value[len("bytes=") :]
     first, _, last = spec.partition("-")
     try:
         if first == "":

@@ -37,8 +37,12 @@ from cantor_desktop.models import catalogue
 from .http_files import FileServer, Request
 
 REPO = catalogue.REPO
-_ARCH = {"dit": gguf.ARCH_DIT, "lm": gguf.ARCH_LM, "text_enc": gguf.ARCH_TEXT_ENC,
-         "vae": gguf.ARCH_VAE}
+_ARCH = {
+    "dit": gguf.ARCH_DIT,
+    "lm": gguf.ARCH_LM,
+    "text_enc": gguf.ARCH_TEXT_ENC,
+    "vae": gguf.ARCH_VAE,
+}
 SIGNATURE = "X-Amz-Signature"
 
 
@@ -63,8 +67,8 @@ def _cdn_guard(req: Request) -> tuple[int, bytes] | None:
 class ModelHub:
     def __init__(self, repo: str = REPO):
         self.repo = repo
-        self.server = FileServer()          # huggingface.co: the API and /resolve
-        self.cdn = FileServer()             # the CDN: another server, another origin
+        self.server = FileServer()  # huggingface.co: the API and /resolve
+        self.cdn = FileServer()  # the CDN: another server, another origin
         self.cdn.guard = _cdn_guard
         self.files: dict[str, bytes] = {}
         self._advertised: dict[str, dict] = {}
@@ -74,8 +78,7 @@ class ModelHub:
     def __enter__(self) -> "ModelHub":
         self.cdn.start()
         self.server.start()
-        self.server.redirect(f"/{self.repo}/resolve/main/", self._signed_url,
-                             headers=self._linked)
+        self.server.redirect(f"/{self.repo}/resolve/main/", self._signed_url, headers=self._linked)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -106,8 +109,10 @@ class ModelHub:
         data = self.files.get(name)
         if data is None:
             return {}
-        return {"X-Linked-Etag": f'"{hashlib.sha256(data).hexdigest()}"',
-                "X-Linked-Size": str(len(data))}
+        return {
+            "X-Linked-Etag": f'"{hashlib.sha256(data).hexdigest()}"',
+            "X-Linked-Size": str(len(data)),
+        }
 
     # content
     def add(self, name: str, size: int = 64 * 1024, data: bytes | None = None) -> str:
@@ -121,8 +126,12 @@ class ModelHub:
         self.cdn._files[path].etag = f'"{sha}"'
         return sha
 
-    def add_set(self, dit: str = "acestep-v15-turbo-Q8_0.gguf",
-                lm: str = "acestep-5Hz-lm-0.6B-Q8_0.gguf", size: int = 64 * 1024) -> list[str]:
+    def add_set(
+        self,
+        dit: str = "acestep-v15-turbo-Q8_0.gguf",
+        lm: str = "acestep-5Hz-lm-0.6B-Q8_0.gguf",
+        size: int = 64 * 1024,
+    ) -> list[str]:
         names = [dit, "Qwen3-Embedding-0.6B-Q8_0.gguf", "vae-BF16.gguf", lm]
         for n in names:
             if n not in self.files:
@@ -132,8 +141,9 @@ class ModelHub:
     def sha256(self, name: str) -> str:
         return hashlib.sha256(self.files[name]).hexdigest()
 
-    def advertise(self, name: str, *, size: int | None = None, sha256: str | None = None,
-                  no_lfs: bool = False) -> None:
+    def advertise(
+        self, name: str, *, size: int | None = None, sha256: str | None = None, no_lfs: bool = False
+    ) -> None:
         """Make the tree listing say something else about a file (size, sha256, no lfs)."""
         self._advertised[name] = {"size": size, "sha256": sha256, "no_lfs": no_lfs}
 
@@ -148,8 +158,12 @@ class ModelHub:
             lie = self._advertised.get(name, {})
             size = lie.get("size") or len(data)
             sha = lie.get("sha256") or hashlib.sha256(data).hexdigest()
-            item = {"type": "file", "path": name, "size": size,
-                    "oid": hashlib.sha1(data).hexdigest()}
+            item = {
+                "type": "file",
+                "path": name,
+                "size": size,
+                "oid": hashlib.sha1(data).hexdigest(),
+            }
             if not lie.get("no_lfs"):
                 item["lfs"] = {"oid": sha, "size": size, "pointerSize": 134}
             out.append(item)

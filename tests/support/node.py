@@ -19,8 +19,14 @@ from .procs import free_port
 
 
 def write_config(home: Path, **extra: str) -> None:
-    lines = ['[models]', 'default = "sketch"', '', '[songs]', f'dir = "{home / "songs"}"',
-             'format = "wav16"']
+    lines = [
+        "[models]",
+        'default = "sketch"',
+        "",
+        "[songs]",
+        f'dir = "{home / "songs"}"',
+        'format = "wav16"',
+    ]
     for key, value in extra.items():
         lines.append(f"{key} = {value}")
     (home / "node.toml").write_text("\n".join(lines) + "\n", "utf-8")
@@ -29,12 +35,24 @@ def write_config(home: Path, **extra: str) -> None:
 class Node:
     """A node child running on ``home``; use :meth:`client` for a NodeClient."""
 
-    def __init__(self, home: Path, *, host: str = "127.0.0.1", port: int | None = None,
-                 token: str | None = None, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        home: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        token: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.home = home
         env = {"CANTOR_HOME": str(home), **(env or {})}
-        self.proc = NodeProcess(host, port or free_port(), token=token, env=env,
-                                log_path=home / "logs" / "node-child.log")
+        self.proc = NodeProcess(
+            host,
+            port or free_port(),
+            token=token,
+            env=env,
+            log_path=home / "logs" / "node-child.log",
+        )
 
     async def start(self) -> "Node":
         await self.proc.start()
@@ -49,8 +67,9 @@ class Node:
 
     def http(self, **kw) -> httpx.AsyncClient:
         """A raw HTTP client of this node carrying its token (for tests of the wire)."""
-        return httpx.AsyncClient(base_url=self.url, headers=bearer(self.proc.token),
-                                 trust_env=False, **kw)
+        return httpx.AsyncClient(
+            base_url=self.url, headers=bearer(self.proc.token), trust_env=False, **kw
+        )
 
     async def stop(self) -> None:
         await self.proc.stop()
@@ -72,9 +91,12 @@ async def wait_for(predicate, timeout: float = 20.0, every: float = 0.02):
         await asyncio.sleep(every)
 
 
-async def collect(client: NodeClient, song_id: str, timeout: float = 60.0) -> list[tuple[str, dict]]:
+async def collect(
+    client: NodeClient, song_id: str, timeout: float = 60.0
+) -> list[tuple[str, dict]]:
     async def read():
         return [item async for item in client.events(song_id)]
+
     return await asyncio.wait_for(read(), timeout)
 
 
@@ -82,6 +104,7 @@ async def until_state(client: NodeClient, song_id: str, states, timeout: float =
     async def check():
         song = await client.song(song_id)
         return song if song["state"] in states else None
+
     return await wait_for(check, timeout)
 
 

@@ -46,14 +46,17 @@ def stop(proc: subprocess.Popen, grace: float = 10.0) -> int | None:
 def answers(url: str, timeout: float = 1.0) -> bool:
     """A node (or anything with /v1/health) answers 200 at ``url``."""
     try:
-        return httpx.get(url.rstrip("/") + "/v1/health", timeout=timeout,
-                         trust_env=False).status_code == 200
+        return (
+            httpx.get(url.rstrip("/") + "/v1/health", timeout=timeout, trust_env=False).status_code
+            == 200
+        )
     except httpx.HTTPError:
         return False
 
 
-def wait_until(condition: Callable[[], T], what: str, timeout: float = 30.0,
-               every: float = 0.02) -> T:
+def wait_until(
+    condition: Callable[[], T], what: str, timeout: float = 30.0, every: float = 0.02
+) -> T:
     """Poll ``condition`` until it returns something truthy, and return that. ``timeout``
     only stops a test that would otherwise hang: it is not the figure being checked."""
     deadline = time.monotonic() + timeout

@@ -59,8 +59,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 VERSION = "scripted0 (2026-07-21)"
-KINDS = {"acestep-lm": "LM", "acestep-dit": "DiT", "acestep-text-enc": "Text-Enc",
-         "acestep-vae": "VAE"}
+KINDS = {
+    "acestep-lm": "LM",
+    "acestep-dit": "DiT",
+    "acestep-text-enc": "Text-Enc",
+    "acestep-vae": "VAE",
+}
 FORMATS = ("mp3", "wav16", "wav24", "wav32")
 LM_MODES = ("generate", "inspire", "format")
 SAMPLE_RATE = 48000
@@ -70,9 +74,17 @@ def write_gguf(path: Path, architecture: str) -> Path:
     """A header-only GGUF (v3, no tensors, one key: general.architecture)."""
     key = b"general.architecture"
     value = architecture.encode()
-    data = (b"GGUF" + struct.pack("<I", 3) + struct.pack("<q", 0) + struct.pack("<q", 1)
-            + struct.pack("<Q", len(key)) + key + struct.pack("<I", 8)
-            + struct.pack("<Q", len(value)) + value)
+    data = (
+        b"GGUF"
+        + struct.pack("<I", 3)
+        + struct.pack("<q", 0)
+        + struct.pack("<q", 1)
+        + struct.pack("<Q", len(key))
+        + key
+        + struct.pack("<I", 8)
+        + struct.pack("<Q", len(value))
+        + value
+    )
     Path(path).write_bytes(data)
     return Path(path)
 
@@ -86,14 +98,14 @@ def read_architecture(path: Path) -> str | None:
         pos = 24
         for _ in range(n_kv):
             (klen,) = struct.unpack_from("<Q", data, pos)
-            key = data[pos + 8:pos + 8 + klen].decode()
+            key = data[pos + 8 : pos + 8 + klen].decode()
             pos += 8 + klen
             (vtype,) = struct.unpack_from("<I", data, pos)
             pos += 4
             if vtype != 8:
                 return None
             (vlen,) = struct.unpack_from("<Q", data, pos)
-            value = data[pos + 8:pos + 8 + vlen].decode()
+            value = data[pos + 8 : pos + 8 + vlen].decode()
             pos += 8 + vlen
             if key == "general.architecture":
                 return value
@@ -104,11 +116,11 @@ def read_architecture(path: Path) -> str | None:
 
 # -- log ----------------------------------------------------------------------------------------
 
-_LOG: list[str] = []          # the last 512 lines, replayed by /logs
-_LOG_TOTAL = [0]               # lines printed so far
+_LOG: list[str] = []  # the last 512 lines, replayed by /logs
+_LOG_TOTAL = [0]  # lines printed so far
 _LOG_COND = threading.Condition()
-_HELD: list[str] = []          # drop_last_lines: written this many lines behind
-_DROP = [0, False]             # [N, cut the first lost line]
+_HELD: list[str] = []  # drop_last_lines: written this many lines behind
+_DROP = [0, False]  # [N, cut the first lost line]
 
 
 def say(line: str) -> None:
@@ -152,14 +164,18 @@ def cot_yaml(req: dict) -> list[str]:
         text += "\n"
     if float(req.get("duration") or 0) > 0:
         text += f"duration: {int(float(req['duration']))}\n"
-    for key, name in (("keyscale", "keyscale"), ("vocal_language", "language"),
-                      ("timesignature", "timesignature")):
+    for key, name in (
+        ("keyscale", "keyscale"),
+        ("vocal_language", "language"),
+        ("timesignature", "timesignature"),
+    ):
         if req.get(key):
             text += f"{name}: {req[key]}\n"
     return text.splitlines()
 
 
 # -- audio --------------------------------------------------------------------------------------
+
 
 def wav_bytes(fmt: str, seconds: float = 0.05, freq: float = 440.0) -> bytes:
     """A real 48 kHz stereo WAV (44-byte header) in the engine's formats."""
@@ -170,20 +186,25 @@ def wav_bytes(fmt: str, seconds: float = 0.05, freq: float = 440.0) -> bytes:
         frames = b"".join(struct.pack("<ff", s, s) for s in samples)
     elif fmt == "wav24":
         tag, bits = 1, 24
-        frames = b"".join(int(s * 8388607).to_bytes(3, "little", signed=True) * 2
-                          for s in samples)
+        frames = b"".join(int(s * 8388607).to_bytes(3, "little", signed=True) * 2 for s in samples)
     else:
         tag, bits = 1, 16
         frames = b"".join(struct.pack("<hh", int(s * 32767), int(s * 32767)) for s in samples)
     block = 2 * bits // 8
-    header = (b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVE"
-              + b"fmt " + struct.pack("<IHHIIHH", 16, tag, 2, SAMPLE_RATE,
-                                      SAMPLE_RATE * block, block, bits)
-              + b"data" + struct.pack("<I", len(frames)))
+    header = (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(frames))
+        + b"WAVE"
+        + b"fmt "
+        + struct.pack("<IHHIIHH", 16, tag, 2, SAMPLE_RATE, SAMPLE_RATE * block, block, bits)
+        + b"data"
+        + struct.pack("<I", len(frames))
+    )
     return header + frames
 
 
 # -- the engine ---------------------------------------------------------------------------------
+
 
 class Engine:
     def __init__(self, script: dict, models: dict[str, list[str]], keep_loaded: bool):
@@ -200,8 +221,14 @@ class Engine:
     def add_job(self, kind: str, body) -> str:
         job_id = secrets.token_hex(8)
         with self.lock:
-            self.jobs[job_id] = {"status": "running", "kind": kind, "body": body,
-                                 "cancel": False, "result": None, "type": None}
+            self.jobs[job_id] = {
+                "status": "running",
+                "kind": kind,
+                "body": body,
+                "cancel": False,
+                "result": None,
+                "type": None,
+            }
             self.order.append(job_id)
             finished = [j for j in self.order if self.jobs[j]["status"] != "running"]
             while len(self.order) > 32 and finished:
@@ -209,7 +236,9 @@ class Engine:
                 self.order.remove(old)
                 del self.jobs[old]
         if kind == "lm":
-            say(f"[Server] Job {job_id} created (LM, mode={LM_MODES.index(body.get('lm_mode', 'generate'))})")
+            say(
+                f"[Server] Job {job_id} created (LM, mode={LM_MODES.index(body.get('lm_mode', 'generate'))})"
+            )
         else:
             say(f"[Server] Job {job_id} created ({len(body)} requests)")
         self.queue.put(job_id)
@@ -266,8 +295,10 @@ class Engine:
 
     def _run_lm(self, job_id: str, job: dict) -> None:
         req = job["body"]
-        say("[Ace-LM] Ready: path=" + self.models["LM"][0] + ", max_seq=8192, max_batch=1, "
-            "fa=yes, fsm=yes")
+        say(
+            "[Ace-LM] Ready: path=" + self.models["LM"][0] + ", max_seq=8192, max_batch=1, "
+            "fa=yes, fsm=yes"
+        )
         devices = str(self.script.get("devices", "CPU")).split(",")
         want = os.environ.get("GGML_BACKEND") or devices[0]
         if want not in devices:
@@ -306,12 +337,17 @@ class Engine:
         result = self.script.get("lm_result")
         if result is None:
             enriched = dict(req)
-            enriched.update({"audio_codes": ",".join(str(i % 64000) for i in range(codes)),
-                             "bpm": req.get("bpm") or 120, "duration": duration,
-                             "keyscale": req.get("keyscale") or "A minor",
-                             "timesignature": req.get("timesignature") or "4",
-                             "vocal_language": req.get("vocal_language") or "en",
-                             "caption": req.get("caption", "") + ", enriched by the LM"})
+            enriched.update(
+                {
+                    "audio_codes": ",".join(str(i % 64000) for i in range(codes)),
+                    "bpm": req.get("bpm") or 120,
+                    "duration": duration,
+                    "keyscale": req.get("keyscale") or "A minor",
+                    "timesignature": req.get("timesignature") or "4",
+                    "vocal_language": req.get("vocal_language") or "en",
+                    "caption": req.get("caption", "") + ", enriched by the LM",
+                }
+            )
             result = [enriched]
         say(f"[Server] Job {job_id} done (LM, {len(result)} results)")
         self._finish(job, "done", json.dumps(result).encode(), "application/json")
@@ -329,12 +365,18 @@ class Engine:
             seed = seed if seed >= 0 else 42
             duration = float(req.get("duration") or 30.0)
             if self.script.get("skip_entry"):
-                say(f"[Resolve-T] ERROR: T={int(duration * 25) + 15000} exceeds silence_latent "
-                    f"max 15000, skipping")
-                say("[DiT] WARNING: guidance_scale=7.0 but null_condition_emb not found. "
-                    "Disabling CFG.")
-            say(f"[Resolve-T] seed={seed}, steps={steps}, guidance=1.0, shift=3.0, "
-                f"duration={duration:.1f}s")
+                say(
+                    f"[Resolve-T] ERROR: T={int(duration * 25) + 15000} exceeds silence_latent "
+                    f"max 15000, skipping"
+                )
+                say(
+                    "[DiT] WARNING: guidance_scale=7.0 but null_condition_emb not found. "
+                    "Disabling CFG."
+                )
+            say(
+                f"[Resolve-T] seed={seed}, steps={steps}, guidance=1.0, shift=3.0, "
+                f"duration={duration:.1f}s"
+            )
             for k in range(1, steps + 1):
                 if job["cancel"]:
                     say(f"[DiT] Cancelled at step {k}/{steps}")
@@ -342,17 +384,23 @@ class Engine:
                 time.sleep(delay)
                 say(f"[DiT] Step {k}/{steps} t={1 - (k - 1) / steps:.3f}")
             frames = int(round(duration * 25))
-            if frames <= 1024:       # the --vae-chunk default: one piece
-                say(f"[VAE] Decoded: T_latent={frames} -> T_audio={frames * 1920} "
-                    f"({frames * 1920 / 48000:.2f}s @ 48kHz)")
+            if frames <= 1024:  # the --vae-chunk default: one piece
+                say(
+                    f"[VAE] Decoded: T_latent={frames} -> T_audio={frames * 1920} "
+                    f"({frames * 1920 / 48000:.2f}s @ 48kHz)"
+                )
             else:
                 tiles = -(-frames // 896)
                 say(f"[VAE] Tiled decode: {tiles} tiles (chunk=1024, overlap=64, stride=896)")
-                say(f"[VAE] Tiled decode done: {tiles} tiles -> T_audio={frames * 1920} "
-                    f"({frames * 1920 / 48000:.2f}s @ 48kHz)")
+                say(
+                    f"[VAE] Tiled decode done: {tiles} tiles -> T_audio={frames * 1920} "
+                    f"({frames * 1920 / 48000:.2f}s @ 48kHz)"
+                )
             fmt = req.get("output_format", "mp3")
             for _ in range(max(1, min(int(req.get("synth_batch_size", 1)), 9))):
-                tracks.append(wav_bytes(fmt if fmt != "mp3" else "wav16", freq=220 + 110 * len(tracks)))
+                tracks.append(
+                    wav_bytes(fmt if fmt != "mp3" else "wav16", freq=220 + 110 * len(tracks))
+                )
         if not self.keep_loaded:
             say("[Store] Unload DiT (2550.0 MB)")
         mode = self.script.get("synth_body", "multipart")
@@ -362,13 +410,17 @@ class Engine:
             boundary = self.script.get("boundary", "ace-batch-boundary")
             chunks = []
             for audio in tracks:
-                chunks.append(f"--{boundary}\r\nContent-Type: audio/wav\r\n\r\n".encode()
-                              + audio + b"\r\n")
+                chunks.append(
+                    f"--{boundary}\r\nContent-Type: audio/wav\r\n\r\n".encode() + audio + b"\r\n"
+                )
                 if mode != "multipart-no-latent":
                     latent = struct.pack("<" + "f" * 64 * 4, *([0.25] * 64 * 4))
-                    chunks.append(f"--{boundary}\r\nContent-Type: application/octet-stream\r\n"
-                                  "Content-Disposition: form-data; name=\"latent\"\r\n\r\n"
-                                  .encode() + latent + b"\r\n")
+                    chunks.append(
+                        f"--{boundary}\r\nContent-Type: application/octet-stream\r\n"
+                        'Content-Disposition: form-data; name="latent"\r\n\r\n'.encode()
+                        + latent
+                        + b"\r\n"
+                    )
             chunks.append(f"--{boundary}--\r\n".encode())
             body, ctype = b"".join(chunks), f"multipart/mixed; boundary={boundary}"
         say(f"[Server] Job {job_id} done ({len(tracks)} tracks)")
@@ -402,14 +454,25 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"status": "ok"})
         if url.path == "/props":
             e = self.engine
-            return self._json(200, {
-                "version": VERSION,
-                "models": {"lm": e.models["LM"], "embedding": e.models["Text-Enc"],
-                           "dit": e.models["DiT"], "vae": e.models["VAE"]},
-                "adapters": [], "cli": {"max_batch": 1},
-                "default": {"caption": "", "lyrics": "", "output_format": "mp3"},
-                "presets": {"turbo": {"inference_steps": 8, "guidance_scale": 1.0, "shift": 3.0},
-                            "sft": {"inference_steps": 50, "guidance_scale": 1.0, "shift": 1.0}}})
+            return self._json(
+                200,
+                {
+                    "version": VERSION,
+                    "models": {
+                        "lm": e.models["LM"],
+                        "embedding": e.models["Text-Enc"],
+                        "dit": e.models["DiT"],
+                        "vae": e.models["VAE"],
+                    },
+                    "adapters": [],
+                    "cli": {"max_batch": 1},
+                    "default": {"caption": "", "lyrics": "", "output_format": "mp3"},
+                    "presets": {
+                        "turbo": {"inference_steps": 8, "guidance_scale": 1.0, "shift": 3.0},
+                        "sft": {"inference_steps": 50, "guidance_scale": 1.0, "shift": 1.0},
+                    },
+                },
+            )
         if url.path == "/job":
             return self._job(query, post=False)
         if url.path == "/logs":
@@ -425,7 +488,9 @@ class Handler(BaseHTTPRequestHandler):
         if url.path not in ("/lm", "/synth"):
             return self._error(404, "Not found")
         e = self.engine
-        if url.path == "/synth" and not (e.models["DiT"] and e.models["Text-Enc"] and e.models["VAE"]):
+        if url.path == "/synth" and not (
+            e.models["DiT"] and e.models["Text-Enc"] and e.models["VAE"]
+        ):
             return self._error(501, "No synth models in registry (need dit + text-encoder + vae)")
         if url.path == "/lm" and not e.models["LM"]:
             return self._error(501, "No LM models in registry")
@@ -452,9 +517,10 @@ class Handler(BaseHTTPRequestHandler):
         if record:
             with open(record, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps({"path": url.path, "body": body}) + "\n")
-        job_id = e.add_job("lm" if url.path == "/lm" else "synth",
-                           body if url.path == "/lm" else requests)
-        time.sleep(float(e.script.get("submit_delay", 0)))   # a slow answer to the POST
+        job_id = e.add_job(
+            "lm" if url.path == "/lm" else "synth", body if url.path == "/lm" else requests
+        )
+        time.sleep(float(e.script.get("submit_delay", 0)))  # a slow answer to the POST
         self._json(200, {"id": job_id})
 
     def _job(self, query: dict, *, post: bool) -> None:
@@ -497,7 +563,7 @@ class Handler(BaseHTTPRequestHandler):
                 with _LOG_COND:
                     _LOG_COND.wait(1.0)
                     new = min(_LOG_TOTAL[0] - sent, len(_LOG))
-                    fresh = _LOG[len(_LOG) - new:] if new > 0 else []
+                    fresh = _LOG[len(_LOG) - new :] if new > 0 else []
                     sent = _LOG_TOTAL[0]
                 for line in fresh:
                     self.wfile.write(f"data: {line}\n\n".encode())
@@ -508,6 +574,7 @@ class Handler(BaseHTTPRequestHandler):
 
 # -- helpers for tests (import this module; it also runs as the engine) ------------------------
 
+
 def engine_argv() -> list[str]:
     """The command that runs this stand-in; the supervisor appends ace-server's options."""
     return [sys.executable, str(Path(__file__).resolve())]
@@ -517,8 +584,12 @@ def make_models(folder: Path, kinds=("lm", "dit", "text-enc", "vae")) -> Path:
     """A models folder of header-only GGUFs, one per kind."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    names = {"lm": "acestep-5Hz-lm-0.6B-Q8_0.gguf", "dit": "acestep-v15-turbo-Q8_0.gguf",
-             "text-enc": "Qwen3-Embedding-0.6B-Q8_0.gguf", "vae": "vae-BF16.gguf"}
+    names = {
+        "lm": "acestep-5Hz-lm-0.6B-Q8_0.gguf",
+        "dit": "acestep-v15-turbo-Q8_0.gguf",
+        "text-enc": "Qwen3-Embedding-0.6B-Q8_0.gguf",
+        "vae": "vae-BF16.gguf",
+    }
     for kind in kinds:
         write_gguf(folder / names[kind], f"acestep-{kind}")
     return folder
@@ -528,17 +599,27 @@ class RunningEngine:
     """The stand-in as a plain child process (for client tests that need no supervisor):
     ``with RunningEngine(models, port, script, stderr_path) as engine: engine.url``."""
 
-    def __init__(self, models: Path, port: int, script: dict | None = None,
-                 stderr_path: Path | None = None, ready_timeout: float = 10.0):
+    def __init__(
+        self,
+        models: Path,
+        port: int,
+        script: dict | None = None,
+        stderr_path: Path | None = None,
+        ready_timeout: float = 10.0,
+    ):
         import subprocess
         import urllib.request
+
         self.url = f"http://127.0.0.1:{port}"
         self.stderr_path = stderr_path
         env = {**os.environ, "SCRIPTED_ENGINE": json.dumps(script or {})}
         err = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen(engine_argv() + ["--models", str(models), "--host",
-                                                      "127.0.0.1", "--port", str(port)],
-                                     stderr=err, stdout=subprocess.DEVNULL, env=env)
+        self.proc = subprocess.Popen(
+            engine_argv() + ["--models", str(models), "--host", "127.0.0.1", "--port", str(port)],
+            stderr=err,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
         if stderr_path:
             err.close()
         deadline = time.monotonic() + ready_timeout
@@ -594,11 +675,13 @@ def main(argv: list[str]) -> int:
         elif opt == "--keep-loaded":
             keep_loaded = True
         elif opt == "--adapters" and args:
-            args.pop(0)             # accepted, as ace-server does; this engine has none
+            args.pop(0)  # accepted, as ace-server does; this engine has none
         else:
             say(f"Unknown option: {opt}")
-            say("Usage: ace-server --models DIR [--keep-loaded] [--host H] [--port P] "
-                "[--adapters DIR]")
+            say(
+                "Usage: ace-server --models DIR [--keep-loaded] [--host H] [--port P] "
+                "[--adapters DIR]"
+            )
             return 1
     if not models_dir:
         say("[Server] ERROR: --models is required")
@@ -648,8 +731,10 @@ def main(argv: list[str]) -> int:
         return 0
     server.daemon_threads = True
     say("[Server] Pipelines: /lm /synth /understand")
-    say(f"[Server] Models: {len(models['LM'])} LM, {len(models['Text-Enc'])} Text-Enc, "
-        f"{len(models['DiT'])} DiT, {len(models['VAE'])} VAE, 0 Adapter")
+    say(
+        f"[Server] Models: {len(models['LM'])} LM, {len(models['Text-Enc'])} Text-Enc, "
+        f"{len(models['DiT'])} DiT, {len(models['VAE'])} VAE, 0 Adapter"
+    )
 
     def on_term(signum, frame):
         say("[Server] Shutting down...")
@@ -662,7 +747,7 @@ def main(argv: list[str]) -> int:
     while Handler.engine.busy.is_set():  # let the running job finish
         time.sleep(0.02)
     say("[Server] Done")
-    with _LOG_COND:                      # an orderly exit writes everything
+    with _LOG_COND:  # an orderly exit writes everything
         for line in _HELD:
             sys.stderr.write(line + "\n")
         sys.stderr.flush()

@@ -23,6 +23,7 @@ def qloop(qapp):
     test body therefore start tasks exactly as they would from a click.
     """
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop
+
     loop = new_loop(qapp, already_running=True)
     yield loop
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -43,6 +44,7 @@ def run(loop, coro, timeout: float | None = None):
     that hangs. A ``timeout`` given here is a limit of its own, never a silent cap on a
     longer wait inside."""
     from PySide6.QtCore import QEventLoop, QTimer
+
     future = asyncio.ensure_future(coro)
     if not future.done():
         spin = QEventLoop()
@@ -77,16 +79,21 @@ class NodeProc:
 
 def start_node(port: int | None = None) -> NodeProc:
     from cantor_desktop.selfexec import self_argv
+
     port = port or free_port()
     log = open(os.path.join(os.environ["CANTOR_HOME"], "node-test.out"), "ab")
-    proc = subprocess.Popen(self_argv("node") + ["serve", "--host", "127.0.0.1", "--port",
-                                                 str(port)], stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        self_argv("node") + ["serve", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=log,
+    )
     node = NodeProc(port, proc)
 
     def up() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"node exited with {proc.returncode}")
         return answers(node.url)
+
     try:
         wait_until(up, "the node to answer", timeout=60, every=0.1)
     except AssertionError:
@@ -105,6 +112,7 @@ def node():
 def make_wav(path, seconds: float = 2.0, rate: int = 44100):
     import numpy as np
     import soundfile as sf
+
     t = np.arange(int(seconds * rate)) / rate
     env = np.linspace(0.1, 1.0, t.size)
     data = (0.5 * env * np.sin(2 * np.pi * 220 * t)).astype("float32")

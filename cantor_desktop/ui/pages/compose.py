@@ -14,9 +14,20 @@ import logging
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
-                               QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSlider,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ... import config, song_request
 from ...paths import paths
@@ -28,10 +39,21 @@ from ..widgets import ComboBox, SpinBox, heading, set_text_colour
 log = logging.getLogger(__name__)
 
 SKETCH_LABEL = "Sketch — built-in, no AI model"
-LABELS = {"caption": "Caption", "lyrics": "Lyrics", "duration": "Duration", "bpm": "BPM",
-          "key": "Key", "time_signature": "Time signature", "language": "Language",
-          "seed": "Seed", "model": "Model", "format": "Format", "batch": "Takes",
-          "adapter": "Adapter", "adapter_scale": "Adapter scale"}
+LABELS = {
+    "caption": "Caption",
+    "lyrics": "Lyrics",
+    "duration": "Duration",
+    "bpm": "BPM",
+    "key": "Key",
+    "time_signature": "Time signature",
+    "language": "Language",
+    "seed": "Seed",
+    "model": "Model",
+    "format": "Format",
+    "batch": "Takes",
+    "adapter": "Adapter",
+    "adapter_scale": "Adapter scale",
+}
 BAD_FIELD = "border: 1px solid #c0392b; border-radius: 3px;"
 DRAFT_SAVE_MS = 600
 
@@ -75,7 +97,7 @@ class ComposePage(QWidget):
         self.link = link
         self._format_chosen = False
         outer = QVBoxLayout(self)
-        title = heading("Compose", 1.5)          # as <h2> shows it
+        title = heading("Compose", 1.5)  # as <h2> shows it
         outer.addWidget(title)
 
         body = QHBoxLayout()
@@ -83,8 +105,10 @@ class ComposePage(QWidget):
         left = QVBoxLayout()
         body.addLayout(left, 3)
         self.caption = QPlainTextEdit()
-        self.caption.setPlaceholderText("Describe the song: style, instruments, mood — e.g. "
-                                        "“warm lo-fi piano, rain, slow groove”")
+        self.caption.setPlaceholderText(
+            "Describe the song: style, instruments, mood — e.g. "
+            "“warm lo-fi piano, rain, slow groove”"
+        )
         self.caption.setFixedHeight(64)
         left.addWidget(QLabel("Caption"))
         left.addWidget(self.caption)
@@ -94,11 +118,15 @@ class ComposePage(QWidget):
         self.instrumental = QCheckBox("Instrumental")
         self.instrumental.setToolTip("Sends [Instrumental]; your lyrics are kept for later")
         self.inspire = QPushButton("Inspire me")
-        self.inspire.setToolTip("Write a caption and lyrics from the short idea in Caption "
-                                "(the language model; you edit the result)")
+        self.inspire.setToolTip(
+            "Write a caption and lyrics from the short idea in Caption "
+            "(the language model; you edit the result)"
+        )
         self.tidy = QPushButton("Tidy my lyrics")
-        self.tidy.setToolTip("The language model puts your caption and lyrics in the shape "
-                             "ACE-Step sings best (you edit the result)")
+        self.tidy.setToolTip(
+            "The language model puts your caption and lyrics in the shape "
+            "ACE-Step sings best (you edit the result)"
+        )
         lyr_head.addWidget(self.inspire)
         lyr_head.addWidget(self.tidy)
         lyr_head.addWidget(self.instrumental)
@@ -131,7 +159,9 @@ class ComposePage(QWidget):
         self.seed = QLineEdit()
         self.seed.setPlaceholderText("random")
         self.seed_lock = QCheckBox("Lock")
-        self.seed_lock.setToolTip("Lock: reuse this seed for every take; unlocked: a new random seed")
+        self.seed_lock.setToolTip(
+            "Lock: reuse this seed for every take; unlocked: a new random seed"
+        )
         seed_row.addWidget(self.seed, 1)
         seed_row.addWidget(self.seed_lock)
         self.model = ComboBox()
@@ -157,11 +187,12 @@ class ComposePage(QWidget):
         self._adapters: list | None = None
         self._song_grid = grid
         self._advanced_row = grid.rowCount()
-        toggle_row = QHBoxLayout()                  # the toggle at the left, as wide as its text
+        toggle_row = QHBoxLayout()  # the toggle at the left, as wide as its text
         toggle_row.addWidget(self.advanced_toggle)
         toggle_row.addStretch(1)
         grid.addRow(toggle_row)
         from .. import app_state
+
         if app_state.load().get("compose_advanced_open"):
             self.advanced_toggle.setChecked(True)
             self.advanced_fields()
@@ -180,8 +211,10 @@ class ComposePage(QWidget):
         self.strength_words.setWordWrap(True)
         set_text_colour(self.strength_words, "#6b7280")
         self.faithful = QCheckBox("Faithful")
-        self.faithful.setToolTip("Hear the source exactly, not through the model's codes: "
-                                 "closer to the original, less room for the new caption")
+        self.faithful.setToolTip(
+            "Hear the source exactly, not through the model's codes: "
+            "closer to the original, less room for the new caption"
+        )
         self.cover_clear = QPushButton("×")
         self.cover_clear.setFixedWidth(28)
         self.cover_clear.setToolTip("Make a new song instead of a cover")
@@ -207,7 +240,7 @@ class ComposePage(QWidget):
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         set_text_colour(self.problem, "#c0392b")
-        self._tried = False     # Generate asked for: empty required fields are outlined too
+        self._tried = False  # Generate asked for: empty required fields are outlined too
         self.generate = QPushButton("Generate")
         self.generate.setDefault(True)
         self.generate.setMinimumWidth(140)
@@ -225,11 +258,19 @@ class ComposePage(QWidget):
         self.queue.action.connect(self._row_action)
         outer.addWidget(self.queue, 2)
 
-        self.fields = {"caption": self.caption, "lyrics": self.lyrics,
-                       "duration": self.duration, "bpm": self.bpm, "key": self.key,
-                       "time_signature": self.time_signature, "language": self.language,
-                       "seed": self.seed, "model": self.model, "format": self.format,
-                       "batch": self.takes}
+        self.fields = {
+            "caption": self.caption,
+            "lyrics": self.lyrics,
+            "duration": self.duration,
+            "bpm": self.bpm,
+            "key": self.key,
+            "time_signature": self.time_signature,
+            "language": self.language,
+            "seed": self.seed,
+            "model": self.model,
+            "format": self.format,
+            "batch": self.takes,
+        }
         self.set_models([])
         self.format.setCurrentText(self._node_format())
         self.format.activated.connect(lambda _i: setattr(self, "_format_chosen", True))
@@ -260,6 +301,7 @@ class ComposePage(QWidget):
         link.song_updated.connect(self.show_song)
         link.models_loaded.connect(self.set_models)
         from ..adapter_list import AdapterList
+
         self.adapter_list = AdapterList.of(link)
         self.adapter_list.changed.connect(self.set_adapters)
         self.load_draft()
@@ -269,19 +311,27 @@ class ComposePage(QWidget):
     def form(self) -> ComposeForm:
         key = self.key.currentText().strip()
         return ComposeForm(
-            caption=self.caption.toPlainText(), lyrics=self.lyrics.toPlainText(),
-            instrumental=self.instrumental.isChecked(), duration=self.duration.text(),
-            bpm=self.bpm.text(), key="" if key.lower() == "auto" else key,
+            caption=self.caption.toPlainText(),
+            lyrics=self.lyrics.toPlainText(),
+            instrumental=self.instrumental.isChecked(),
+            duration=self.duration.text(),
+            bpm=self.bpm.text(),
+            key="" if key.lower() == "auto" else key,
             time_signature=self.time_signature.currentData() or "",
-            language=self.language.currentData() or "", seed=self.seed.text(),
-            seed_locked=self.seed_lock.isChecked(), model=self.model.currentData() or SKETCH_MODEL,
-            format=self.format.currentText(), takes=self.takes.value(),
+            language=self.language.currentData() or "",
+            seed=self.seed.text(),
+            seed_locked=self.seed_lock.isChecked(),
+            model=self.model.currentData() or SKETCH_MODEL,
+            format=self.format.currentText(),
+            takes=self.takes.value(),
             cover_of=self._cover[0] if self._cover else None,
             cover_name=self._cover[1] if self._cover else "",
-            strength=self.strength.value() / 100, faithful=self.faithful.isChecked(),
+            strength=self.strength.value() / 100,
+            faithful=self.faithful.isChecked(),
             reference=self._reference[0] if self._reference else None,
             reference_name=self._reference[1] if self._reference else "",
-            **self._advanced_values())
+            **self._advanced_values(),
+        )
 
     def set_form(self, form: ComposeForm) -> None:
         self.caption.setPlainText(form.caption)
@@ -317,6 +367,7 @@ class ComposePage(QWidget):
         """The Advanced section, built now if this is its first use."""
         if self._advanced is None:
             from ..compose_advanced import AdvancedFields
+
             self._advanced = AdvancedFields(self)
             self._song_grid.insertRow(self._advanced_row + 1, self._advanced)  # then shown
             self._advanced.setVisible(self.advanced_toggle.isChecked())
@@ -336,6 +387,7 @@ class ComposePage(QWidget):
 
     def _fold(self, open_: bool) -> None:
         from .. import app_state
+
         self.advanced_fields().setVisible(open_)
         self._advanced_title()
         try:
@@ -365,15 +417,18 @@ class ComposePage(QWidget):
         found = listed.get(name)
         if found is None:
             return song_request.RequestError(
-                "adapter", f"{name} is not installed on the node (Library → Add adapter…)")
+                "adapter", f"{name} is not installed on the node (Library → Add adapter…)"
+            )
         if found.get("problem"):
-            return song_request.RequestError("adapter", f"{name} cannot be used: "
-                                                        f"{found['problem']}")
+            return song_request.RequestError(
+                "adapter", f"{name} cannot be used: {found['problem']}"
+            )
         dit, model = found.get("dit"), form.model
         if dit and model and model != SKETCH_MODEL and (dit == "XL") != ("xl" in model.lower()):
             article = "an" if dit == "XL" else "a"
             return song_request.RequestError(
-                "adapter", f"{name} was made for the {dit} DiT; choose {article} {dit} model")
+                "adapter", f"{name} was made for the {dit} DiT; choose {article} {dit} model"
+            )
         return None
 
     # -- the language model's helpers -----------------------------------------------------
@@ -384,9 +439,12 @@ class ComposePage(QWidget):
         if not form.caption.strip() and mode == "inspire":
             self.problem.setText("Inspire me: write a short idea in Caption first")
             return
-        body = {"mode": mode, "caption": form.caption,
-                "lyrics": "" if form.instrumental else form.lyrics,
-                "model": form.model}
+        body = {
+            "mode": mode,
+            "caption": form.caption,
+            "lyrics": "" if form.instrumental else form.lyrics,
+            "model": form.model,
+        }
         button = self.inspire if mode == "inspire" else self.tidy
         button.setEnabled(False)
         words = {"inspire": "Writing a song from your idea…", "format": "Tidying…"}[mode]
@@ -411,8 +469,9 @@ class ComposePage(QWidget):
             button.setEnabled(True)
             self.problem.setText(f"The language model could not help: {text}")
 
-        self.link.tasks.start(f"lm:{mode}", self.link.client.lm(**body), on_done=done,
-                              on_error=failed)
+        self.link.tasks.start(
+            f"lm:{mode}", self.link.client.lm(**body), on_done=done, on_error=failed
+        )
 
     # -- a dropped audio file: understood, then the form filled from it -----------------------
     AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".aiff", ".aif", ".ogg")
@@ -437,6 +496,7 @@ class ComposePage(QWidget):
         """Send the file to the node, let its model read it (caption, lyrics, tempo, key,
         time signature, length, language) and fill the form for the musician to edit."""
         import os
+
         name = os.path.basename(path)
         self.problem.setText(f"Listening to {name}…")
 
@@ -469,14 +529,18 @@ class ComposePage(QWidget):
                 self.language.setCurrentIndex(max(0, idx))
             self.set_reference(None)
             self.check()
-            self.problem.setText(f"Filled from {name}: edit it, or make a cover of the file "
-                                 f"(Cover this file)")
+            self.problem.setText(
+                f"Filled from {name}: edit it, or make a cover of the file (Cover this file)"
+            )
             self._dropped = ({"upload": upload["id"]}, name)
             self.cover_file.setVisible(True)
 
-        self.link.tasks.start("understand", understand(), on_done=done,
-                              on_error=lambda text: self.problem.setText(
-                                  f"Could not read {name}: {text}"))
+        self.link.tasks.start(
+            "understand",
+            understand(),
+            on_done=done,
+            on_error=lambda text: self.problem.setText(f"Could not read {name}: {text}"),
+        )
 
     # -- covers and references --------------------------------------------------------------
     def set_cover(self, source: dict | None, name: str = "") -> None:
@@ -497,8 +561,13 @@ class ComposePage(QWidget):
 
     def _show_starting(self) -> None:
         self.starting.setVisible(bool(self._cover or self._reference))
-        for w in (self.cover_label, self.strength, self.faithful, self.cover_clear,
-                  self.strength_words):
+        for w in (
+            self.cover_label,
+            self.strength,
+            self.faithful,
+            self.cover_clear,
+            self.strength_words,
+        ):
             w.setVisible(self._cover is not None)
         for w in (self.reference_label, self.reference_clear):
             w.setVisible(self._reference is not None)
@@ -506,8 +575,10 @@ class ComposePage(QWidget):
             self.cover_label.setText(f"Cover of “{self._cover[1]}” — strength")
             self.strength_words.setText(strength_words(self.strength.value() / 100))
         if self._reference:
-            self.reference_label.setText(f"Reference sound: “{self._reference[1]}” (its timbre "
-                                         f"is borrowed; the song is still your caption's)")
+            self.reference_label.setText(
+                f"Reference sound: “{self._reference[1]}” (its timbre "
+                f"is borrowed; the song is still your caption's)"
+            )
 
     def check(self) -> bool:
         """Name every field the node would refuse (all at once), outline them, and allow
@@ -558,12 +629,14 @@ class ComposePage(QWidget):
         """Keep what is typed (written off the GUI thread: an fsync can take a while)."""
         try:
             asyncio.get_running_loop()
-        except RuntimeError:        # no loop (a bare widget in a test): nothing to keep
+        except RuntimeError:  # no loop (a bare widget in a test): nothing to keep
             return
         data = json.dumps(self.form().to_json()).encode("utf-8")
-        self.link.tasks.start("draft", asyncio.to_thread(config.write_atomic, draft_file(), data),
-                              on_error=lambda text: log.warning(
-                                  "the compose draft could not be kept: %s", text))
+        self.link.tasks.start(
+            "draft",
+            asyncio.to_thread(config.write_atomic, draft_file(), data),
+            on_error=lambda text: log.warning("the compose draft could not be kept: %s", text),
+        )
 
     def load_draft(self) -> None:
         try:

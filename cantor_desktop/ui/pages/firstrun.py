@@ -19,7 +19,10 @@ def readiness(system: dict, models: list) -> tuple[str, str]:
     rows = fam.get("backends") or []
     installed_backend = any(isinstance(b, dict) and b.get("installed") for b in rows)
     if installed_backend or fam.get("pinned"):
-        return "needs download", "A backend is ready; download an ACE-Step model to make songs with AI."
+        return (
+            "needs download",
+            "A backend is ready; download an ACE-Step model to make songs with AI.",
+        )
     return "needs setup", "ACE-Step is not set up yet. The built-in Sketch engine works right now."
 
 
@@ -58,7 +61,7 @@ class ReadinessBanner(QFrame):
         from PySide6.QtGui import QColor, QPalette
 
         self.setFrameShape(QFrame.Box)
-        self.setForegroundRole(QPalette.Mid)          # the edge; the labels keep WindowText
+        self.setForegroundRole(QPalette.Mid)  # the edge; the labels keep WindowText
         palette = self.palette()
         palette.setColor(QPalette.Window, QColor("#eef4fc"))
         palette.setColor(QPalette.Mid, QColor("#c9dbf3"))
@@ -68,11 +71,17 @@ class ReadinessBanner(QFrame):
     def update_from(self, system: dict, models: list) -> None:
         self.state, sentence = readiness(system, models)
         self.sentence.setText(sentence)
-        default = next((m for m in models if m.get("name", "").startswith("acestep-v15-turbo")
-                        and not m.get("builtin")), None)
+        default = next(
+            (
+                m
+                for m in models
+                if m.get("name", "").startswith("acestep-v15-turbo") and not m.get("builtin")
+            ),
+            None,
+        )
         size = (default or {}).get("download_bytes") or (default or {}).get("size_bytes")
         gb = f" ({human_bytes(size)})" if size else ""
-        if self.state == "needs download":     # the backend is there: the download is next
+        if self.state == "needs download":  # the backend is there: the download is next
             self.setup.setText(f"Download an ACE-Step model{gb}")
         else:
             self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")

@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QListWidget, QProgressBar, QPushButton, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ... import config
 from ..transfer import human_bytes
@@ -29,8 +40,11 @@ def backend_rows(system: dict) -> list[dict]:
     evidence = hw.get("backends") or {}
     fam = family_status(system)
     listed = fam.get("backends") or []
-    status = {b.get("name"): b for b in listed if isinstance(b, dict)} if isinstance(listed, list) \
+    status = (
+        {b.get("name"): b for b in listed if isinstance(b, dict)}
+        if isinstance(listed, list)
         else dict(listed)
+    )
     known = bool(evidence or status)  # nothing yet: the node has not described the machine
     rows = []
     for name in config.BACKENDS:
@@ -39,21 +53,25 @@ def backend_rows(system: dict) -> list[dict]:
         if not known:
             state = "unknown"
         else:  # not installed but this machine can run it: it can be installed
-            state = st.get("state") or ("installable" if ev.get("supported", name == "cpu")
-                                        else "unsupported")
+            state = st.get("state") or (
+                "installable" if ev.get("supported", name == "cpu") else "unsupported"
+            )
             if state == "available":
                 state = "installable"
         supported = known and state != "unsupported" and bool(ev.get("supported", True))
-        rows.append({
-            "name": name, "state": str(state).replace("_", " "),
-            "evidence": "; ".join(st.get("evidence") or ev.get("evidence") or []),
-            "reason": st.get("message") or ev.get("reason") or "",
-            "version": st.get("version") or "",
-            "pinned": fam.get("pinned") == name or bool(st.get("pinned")),
-            "default": fam.get("default") == name,
-            "installed": bool(st.get("installed")),
-            "supported": supported,
-        })
+        rows.append(
+            {
+                "name": name,
+                "state": str(state).replace("_", " "),
+                "evidence": "; ".join(st.get("evidence") or ev.get("evidence") or []),
+                "reason": st.get("message") or ev.get("reason") or "",
+                "version": st.get("version") or "",
+                "pinned": fam.get("pinned") == name or bool(st.get("pinned")),
+                "default": fam.get("default") == name,
+                "installed": bool(st.get("installed")),
+                "supported": supported,
+            }
+        )
     return rows
 
 
@@ -63,10 +81,12 @@ def machine_text(system: dict) -> str:
         return "Waiting for the node to describe this machine…"
     if "error" in hw:
         return f"Could not read the hardware: {hw['error']}"
-    lines = [f"<b>{hw.get('os', '?')} · {hw.get('arch', '?')}</b>",
-             f"CPU: {hw.get('cpu_name') or 'unknown'}"
-             + (f" ({', '.join(hw.get('cpu_features') or [])})" if hw.get("cpu_features") else ""),
-             f"Memory: {human_bytes(hw.get('ram_bytes'))}"]
+    lines = [
+        f"<b>{hw.get('os', '?')} · {hw.get('arch', '?')}</b>",
+        f"CPU: {hw.get('cpu_name') or 'unknown'}"
+        + (f" ({', '.join(hw.get('cpu_features') or [])})" if hw.get("cpu_features") else ""),
+        f"Memory: {human_bytes(hw.get('ram_bytes'))}",
+    ]
     gpus = hw.get("gpus") or []
     if not gpus:
         lines.append("GPUs: none found")
@@ -106,7 +126,9 @@ class HardwarePage(QWidget):
 
         row = QHBoxLayout()
         self.find = QPushButton("Find the best backend")
-        self.find.setToolTip("Install each candidate in turn, best first, and keep the first that works")
+        self.find.setToolTip(
+            "Install each candidate in turn, best first, and keep the first that works"
+        )
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.hide()
@@ -135,22 +157,33 @@ class HardwarePage(QWidget):
     def set_system(self, system: dict) -> None:
         self.machine.setText(machine_text(system))
         self.keep_loaded.blockSignals(True)
-        self.keep_loaded.setChecked(bool(system.get("keep_loaded",
-                                    config.load_or_defaults()[0].get("node.keep_loaded"))))
+        self.keep_loaded.setChecked(
+            bool(system.get("keep_loaded", config.load_or_defaults()[0].get("node.keep_loaded")))
+        )
         self.keep_loaded.blockSignals(False)
         rows = backend_rows(system)
         self.table.setRowCount(len(rows))
         for i, r in enumerate(rows):
-            name = r["name"] + ("  📌 pinned" if r["pinned"] else "") + \
-                ("  (auto choice)" if r["default"] and not r["pinned"] else "")
+            name = (
+                r["name"]
+                + ("  📌 pinned" if r["pinned"] else "")
+                + ("  (auto choice)" if r["default"] and not r["pinned"] else "")
+            )
             self.table.setItem(i, 0, QTableWidgetItem(name))
-            state = QTableWidgetItem(r["state"] + (f" {r['version']}" if r["version"] and
-                                                   r["installed"] else ""))
+            state = QTableWidgetItem(
+                r["state"] + (f" {r['version']}" if r["version"] and r["installed"] else "")
+            )
             self.table.setItem(i, 1, state)
-            shown = r["evidence"] if r["supported"] and r["evidence"] else (
-                r["reason"] or r["evidence"]
-                or ("waiting for the node" if r["state"] == "unknown" else ""))
-            if r["state"] == "rejected":           # the engine's own reason, first
+            shown = (
+                r["evidence"]
+                if r["supported"] and r["evidence"]
+                else (
+                    r["reason"]
+                    or r["evidence"]
+                    or ("waiting for the node" if r["state"] == "unknown" else "")
+                )
+            )
+            if r["state"] == "rejected":  # the engine's own reason, first
                 shown = r["reason"]
             ev = QTableWidgetItem(shown)
             ev.setToolTip(r["evidence"] + ("\n" + r["reason"] if r["reason"] else ""))
@@ -189,8 +222,11 @@ class HardwarePage(QWidget):
             return
         self.running_key = self.link.backend_action(action, backend)
         self.running_action = action
-        what = {"find": "Finding the best backend…", "update": "Updating the installed backends…",
-                "use": f"Switching to {backend}…" if backend else "Unpinning: back to auto…"}
+        what = {
+            "find": "Finding the best backend…",
+            "update": "Updating the installed backends…",
+            "use": f"Switching to {backend}…" if backend else "Unpinning: back to auto…",
+        }
         self.log.addItem(what[action])
         self.progress.setValue(0)
         self.progress.show()
@@ -198,8 +234,12 @@ class HardwarePage(QWidget):
         self.find.setEnabled(False)
 
     def _model_ready(self) -> bool:
-        return any(m.get("state") in ("installed", "ready") and m.get("name") != "sketch"
-                   and not m.get("builtin") for m in self.link.models or [])
+        return any(
+            m.get("state") in ("installed", "ready")
+            and m.get("name") != "sketch"
+            and not m.get("builtin")
+            for m in self.link.models or []
+        )
 
     def find_best(self) -> None:
         """The node tries the backends this machine supports, best first, and keeps the first
@@ -215,13 +255,16 @@ class HardwarePage(QWidget):
         if state in ("done", "failed", "cancelled"):
             if state != "done":
                 reason = event.get("error") or ""
-                self.log.addItem(f"{state.capitalize()}: {reason}" if reason
-                                 else f"{state.capitalize()}.")
+                self.log.addItem(
+                    f"{state.capitalize()}: {reason}" if reason else f"{state.capitalize()}."
+                )
             else:
                 self.log.addItem("Done.")
                 if self.running_action in ("find", "use") and not self._model_ready():
-                    self.log.addItem("Next: download an ACE-Step model in Library "
-                                     "(the built-in Sketch engine works meanwhile).")
+                    self.log.addItem(
+                        "Next: download an ACE-Step model in Library "
+                        "(the built-in Sketch engine works meanwhile)."
+                    )
                 self.log.scrollToBottom()
             self.progress.hide()
             self.cancel.hide()
@@ -236,12 +279,24 @@ class HardwarePage(QWidget):
         text = event.get("message") or event.get("reason")
         backend = event.get("backend")
         kind = event.get("kind") or event.get("event") or ""
-        if text and kind != "download" or (kind == "download" and event.get("progress") in (None, 0)):
-            label = {"rejected": "✗ ", "failed": "✗ ", "skipped": "– ", "chosen": "✓ ", "done": "✓ "}.get(kind, "")
+        if (
+            text
+            and kind != "download"
+            or (kind == "download" and event.get("progress") in (None, 0))
+        ):
+            label = {
+                "rejected": "✗ ",
+                "failed": "✗ ",
+                "skipped": "– ",
+                "chosen": "✓ ",
+                "done": "✓ ",
+            }.get(kind, "")
             prefix = f"{backend}: " if backend and not str(text).startswith(f"{backend}:") else ""
             self.log.addItem(f"{label}{prefix}{text}")
             self.log.scrollToBottom()
 
     def _keep_loaded(self, on: bool) -> None:
-        self.link.set_settings({"node.keep_loaded": on}, on_error=lambda text: self.log.addItem(
-            f"Could not save keep-loaded: {text}"))
+        self.link.set_settings(
+            {"node.keep_loaded": on},
+            on_error=lambda text: self.log.addItem(f"Could not save keep-loaded: {text}"),
+        )

@@ -14,10 +14,23 @@ from html import escape
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QMenu, QMessageBox, QProgressBar,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ...models.advice import Machine, Recommendation, describe, family_words, recommend
 from ...models.events import PullEvent, PullStep
@@ -37,15 +50,17 @@ RED, AMBER = "color: #c0392b;", "color: #b45309;"
 STAR = "★"
 KINDS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
 ADAPTER_COLUMNS = ["Adapter", "Size", "Made for", ""]
-ADAPTER_ROWS_SHOWN = 4          # the adapter table's height, in rows (it scrolls past that)
+ADAPTER_ROWS_SHOWN = 4  # the adapter table's height, in rows (it scrolls past that)
 
 
 def done_message(name: str, event: PullEvent) -> str:
     """What a finished pull says: ready, or downloaded with the engine problem and what to do."""
     if event.engine_ready is False:
         reason = (event.engine_error or "the engine step failed").strip().rstrip(".")
-        return (f"{name}: Model ready. No engine yet: {reason} — "
-                f"Hardware & Backends → Find the best backend")
+        return (
+            f"{name}: Model ready. No engine yet: {reason} — "
+            f"Hardware & Backends → Find the best backend"
+        )
     return f"{name} is downloaded and ready."
 
 
@@ -59,8 +74,9 @@ def failed_message(name: str, event: PullEvent) -> str:
     return text
 
 
-def row_actions(state: str, *, builtin: bool, pulling: bool, failed: bool,
-                partial: bool) -> list[str]:
+def row_actions(
+    state: str, *, builtin: bool, pulling: bool, failed: bool, partial: bool
+) -> list[str]:
     """The buttons a row offers, by what the model is doing (no Qt)."""
     if builtin:
         return []
@@ -78,7 +94,7 @@ def row_actions(state: str, *, builtin: bool, pulling: bool, failed: bool,
 
 
 def _named(name: str, why: str) -> str:
-    """"name: why", unless the reason already starts with the name."""
+    """ "name: why", unless the reason already starts with the name."""
     return why if why.startswith(name) else f"{name}: {why}"
 
 
@@ -88,12 +104,12 @@ class LibraryPage(QWidget):
         self.link = link
         self.meters: dict[str, TransferMeter] = {}
         self.rows: dict[str, int] = {}
-        self.pulling: set[str] = set()              # models whose pull is running
-        self.failed: dict[str, str] = {}           # model → why its last pull failed
+        self.pulling: set[str] = set()  # models whose pull is running
+        self.failed: dict[str, str] = {}  # model → why its last pull failed
         self.paused: set[str] = set()
         self.recommended: Recommendation | None = None
-        self._kinds: dict[str, str] = {}           # file name → kind, from pull plans
-        self._received: dict[str, int] = {}        # model → bytes its running pull got
+        self._kinds: dict[str, str] = {}  # file name → kind, from pull plans
+        self._received: dict[str, int] = {}  # model → bytes its running pull got
         self._models: dict[str, dict] = {}
         self._shown: dict[str, dict] = {}
         self._token_client = None
@@ -105,16 +121,18 @@ class LibraryPage(QWidget):
 
         self.advice = QFrame()
         self.advice.setObjectName("advice")
-        self.advice.setStyleSheet("#advice { background:#eef7ee; border:1px solid #bcdcbc; "
-                                  "border-radius:4px; }")
+        self.advice.setStyleSheet(
+            "#advice { background:#eef7ee; border:1px solid #bcdcbc; border-radius:4px; }"
+        )
         row = QHBoxLayout(self.advice)
         row.setContentsMargins(10, 6, 10, 6)
         self.advice_text = QLabel()
         self.advice_text.setWordWrap(True)
         row.addWidget(self.advice_text, 1)
         self.advice_button = QPushButton("Download")
-        self.advice_button.clicked.connect(lambda: self.recommended and
-                                           self.pull(self.recommended.name))
+        self.advice_button.clicked.connect(
+            lambda: self.recommended and self.pull(self.recommended.name)
+        )
         row.addWidget(self.advice_button)
         self.advice.hide()
         layout.addWidget(self.advice)
@@ -145,15 +163,17 @@ class LibraryPage(QWidget):
         self.details.setStyleSheet("color: #4b5563;")
         under.addWidget(self.details, 1)
         self.every_quant = QCheckBox("Show every quantisation")
-        self.every_quant.setToolTip("Off: one size (Q8_0) of each model, plus the recommended "
-                                    "one and whatever is on the node already")
+        self.every_quant.setToolTip(
+            "Off: one size (Q8_0) of each model, plus the recommended "
+            "one and whatever is on the node already"
+        )
         self.every_quant.toggled.connect(lambda _on: self._filter_rows())
         under.addWidget(self.every_quant, 0, Qt.AlignTop)
         layout.addLayout(under)
         self._adapter_section(layout)
         self.message = QLabel()
         self.message.setWordWrap(True)
-        self.message.setTextFormat(Qt.PlainText)      # node messages are text, never markup
+        self.message.setTextFormat(Qt.PlainText)  # node messages are text, never markup
         layout.addWidget(self.message)
 
         tools = QHBoxLayout()
@@ -183,6 +203,7 @@ class LibraryPage(QWidget):
         link.pull_event.connect(self.on_pull_event)
         self.set_models(link.models)
         from ..adapter_list import AdapterList
+
         self.adapter_list = AdapterList.of(link)
         self.adapter_list.changed.connect(self.set_adapters)
         self.set_adapters(self.adapter_list.adapters)
@@ -199,7 +220,7 @@ class LibraryPage(QWidget):
             return
         self.narrow = narrow
         h = self.table.horizontalHeader()
-        for col, w in (NARROW if narrow else WIDE):
+        for col, w in NARROW if narrow else WIDE:
             h.setSectionHidden(col, w == 0)
             if w:
                 h.resizeSection(col, w)
@@ -243,26 +264,44 @@ class LibraryPage(QWidget):
             self._read_hf_token()
 
     def _disk_line(self) -> None:
-        used = sum(int(m.get("size_bytes") or 0) for m in self._models.values()
-                   if not m.get("builtin"))
-        folder = next((m.get("folder") for m in self._models.values()
-                       if m.get("folder") and not m.get("builtin") and not m.get("imported")),
-                      None)
+        used = sum(
+            int(m.get("size_bytes") or 0) for m in self._models.values() if not m.get("builtin")
+        )
+        folder = next(
+            (
+                m.get("folder")
+                for m in self._models.values()
+                if m.get("folder") and not m.get("builtin") and not m.get("imported")
+            ),
+            None,
+        )
         where = " on the node's machine" if self.link.remote else ""
-        self.disk.setText(f"Models use {human_bytes(used)}{where}"
-                          + (f" · {folder}" if folder else ""))
+        self.disk.setText(
+            f"Models use {human_bytes(used)}{where}" + (f" · {folder}" if folder else "")
+        )
 
     def _fill_row(self, row: int, name: str, m: dict) -> None:
         title = m.get("display_name") or name
         marked = self.recommended is not None and self.recommended.name == name
         if marked:
             title = f"{STAR} {title}"
-        about = ("for trying things out: no download" if m.get("builtin")
-                 else family_words(m.get("variant")))
+        about = (
+            "for trying things out: no download"
+            if m.get("builtin")
+            else family_words(m.get("variant"))
+        )
         item = QTableWidgetItem(f"{title}\n{about}" if about else title)
-        item.setToolTip("\n".join(x for x in (
-            name, "Recommended for this machine." if marked else "",
-            describe(m.get("variant"), m.get("quant")) or about) if x))
+        item.setToolTip(
+            "\n".join(
+                x
+                for x in (
+                    name,
+                    "Recommended for this machine." if marked else "",
+                    describe(m.get("variant"), m.get("quant")) or about,
+                )
+                if x
+            )
+        )
         if marked:
             font = QFont(item.font())
             font.setBold(True)
@@ -282,8 +321,9 @@ class LibraryPage(QWidget):
         if not m.get("builtin") and (size or name in self.pulling):
             bar = self._bar(row)
             bar.setValue(1000 if state == READY else int(1000 * size / max(1, size + to_get)))
-            bar.setFormat(READY if state == READY else
-                          f"{human_bytes(size)} of {human_bytes(size + to_get)}")
+            bar.setFormat(
+                READY if state == READY else f"{human_bytes(size)} of {human_bytes(size + to_get)}"
+            )
         self.table.setItem(row, 4, QTableWidgetItem(""))
         self.table.setItem(row, 5, QTableWidgetItem(""))
         self._refresh_actions(name)
@@ -319,21 +359,34 @@ class LibraryPage(QWidget):
         cell.setText("" if m.get("builtin") else state)
         cell.setToolTip(self.failed.get(name, ""))
         cell.setData(Qt.ForegroundRole, QColor("#c0392b") if state == "failed" else None)
-        buttons = row_actions(state, builtin=bool(m.get("builtin")),
-                              pulling=state == "downloading", failed=state == "failed",
-                              partial=int(m.get("size_bytes") or 0) > 0)
+        buttons = row_actions(
+            state,
+            builtin=bool(m.get("builtin")),
+            pulling=state == "downloading",
+            failed=state == "failed",
+            partial=int(m.get("size_bytes") or 0) > 0,
+        )
         w = QWidget()
         box = QHBoxLayout(w)
         box.setContentsMargins(2, 2, 2, 2)
         if m.get("builtin"):
             box.addWidget(QLabel("always ready"))
-        handlers = {"Pause": self.pause, "Cancel": self.cancel, "Retry": self.pull,
-                    "Discard": self.cancel, "Remove": self.remove, "Resume": self.pull,
-                    "Repair": self.pull, "Download": self.pull}
-        tips = {"Discard": "delete the partly downloaded files on the node",
-                "Cancel": "stop and delete the partly downloaded files on the node",
-                "Pause": "stop; Resume carries on where it stopped",
-                "Retry": "try the download again (what arrived is kept)"}
+        handlers = {
+            "Pause": self.pause,
+            "Cancel": self.cancel,
+            "Retry": self.pull,
+            "Discard": self.cancel,
+            "Remove": self.remove,
+            "Resume": self.pull,
+            "Repair": self.pull,
+            "Download": self.pull,
+        }
+        tips = {
+            "Discard": "delete the partly downloaded files on the node",
+            "Cancel": "stop and delete the partly downloaded files on the node",
+            "Pause": "stop; Resume carries on where it stopped",
+            "Retry": "try the download again (what arrived is kept)",
+        }
         for label in buttons:
             b = QPushButton(label)
             b.setToolTip(tips.get(label, ""))
@@ -346,10 +399,15 @@ class LibraryPage(QWidget):
         rec = self.recommended.name if self.recommended else None
         for name, row in self.rows.items():
             m = self._models.get(name, {})
-            keep = (every or m.get("builtin") or name == rec or name in self.failed
-                    or m.get("quant") in (None, DEFAULT_QUANT)
-                    or m.get("state") not in ("not downloaded", None)
-                    or name in self.pulling)
+            keep = (
+                every
+                or m.get("builtin")
+                or name == rec
+                or name in self.failed
+                or m.get("quant") in (None, DEFAULT_QUANT)
+                or m.get("state") not in ("not downloaded", None)
+                or name in self.pulling
+            )
             self.table.setRowHidden(row, not keep)
 
     def _show_details(self) -> None:
@@ -360,8 +418,10 @@ class LibraryPage(QWidget):
             self.details.clear()
             return
         text = describe(m.get("variant"), m.get("quant"))
-        self.details.setText(f"<b>{escape(m.get('display_name') or name)}</b> "
-                             f"({escape(name)}) — {text or 'a model file you brought'}")
+        self.details.setText(
+            f"<b>{escape(m.get('display_name') or name)}</b> "
+            f"({escape(name)}) — {text or 'a model file you brought'}"
+        )
 
     # -- the recommendation ---------------------------------------------------------------
     def _update_advice(self, refill: bool = True) -> bool:
@@ -375,9 +435,11 @@ class LibraryPage(QWidget):
             return changed
         m = self._models[rec.name]
         ready = m.get("state") == READY
-        self.advice_text.setText(f"{STAR} <b>Recommended for this machine: "
-                                 f"{escape(m.get('display_name') or rec.name)}</b>"
-                                 f"{' (downloaded)' if ready else ''} — {rec.reason}")
+        self.advice_text.setText(
+            f"{STAR} <b>Recommended for this machine: "
+            f"{escape(m.get('display_name') or rec.name)}</b>"
+            f"{' (downloaded)' if ready else ''} — {rec.reason}"
+        )
         self.advice_button.setVisible(not ready and rec.name not in self.pulling)
         to_get = int(m.get("download_bytes") or 0)
         self.advice_button.setText(f"Download ({human_bytes(to_get)})" if to_get else "Download")
@@ -405,28 +467,40 @@ class LibraryPage(QWidget):
 
     def cancel(self, name: str) -> None:
         """Stop (if running) and delete the partly downloaded files on the node."""
+
         def done(answer: dict) -> None:
             self.failed.pop(name, None)
             self.paused.discard(name)
             gone = answer.get("deleted") or []
-            self._say(f"{name}: deleted {len(gone)} partly downloaded file(s), "
-                      f"{human_bytes(answer.get('freed_bytes') or 0)}." if gone
-                      else f"{name}: nothing partly downloaded was left to delete.")
+            self._say(
+                f"{name}: deleted {len(gone)} partly downloaded file(s), "
+                f"{human_bytes(answer.get('freed_bytes') or 0)}."
+                if gone
+                else f"{name}: nothing partly downloaded was left to delete."
+            )
             self._refresh_actions(name)
 
-        self.link.discard_pull(name, on_done=done, on_error=lambda text: self._say(
-            f"Could not delete the partial files of {name}: {text}", RED))
+        self.link.discard_pull(
+            name,
+            on_done=done,
+            on_error=lambda text: self._say(
+                f"Could not delete the partial files of {name}: {text}", RED
+            ),
+        )
         self._refresh_actions(name)
 
     def remove(self, name: str, confirm: bool = True) -> None:
         if confirm:
-            answer = QMessageBox.question(self, "Remove model",
-                                          f"Remove {name} and delete its files?")
+            answer = QMessageBox.question(
+                self, "Remove model", f"Remove {name} and delete its files?"
+            )
             if answer != QMessageBox.Yes:
                 return
         self.link.remove_model(
-            name, on_done=lambda _a: self._say(f"{name} removed."),
-            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED))
+            name,
+            on_done=lambda _a: self._say(f"{name} removed."),
+            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED),
+        )
 
     def on_pull_event(self, name: str, event: PullEvent) -> None:
         row = self.rows.get(name)
@@ -435,8 +509,7 @@ class LibraryPage(QWidget):
             self.pulling.discard(name)
             if step is PullStep.DONE:
                 self.failed.pop(name, None)
-                self._say(done_message(name, event),
-                          AMBER if event.engine_ready is False else "")
+                self._say(done_message(name, event), AMBER if event.engine_ready is False else "")
             elif step is PullStep.FAILED:
                 self.failed[name] = event.message
                 self._say(failed_message(name, event), RED)
@@ -446,16 +519,19 @@ class LibraryPage(QWidget):
             if row is not None:
                 self.table.item(row, 4).setText("")
                 self.table.item(row, 5).setText("")
-                if step is PullStep.FAILED and not self._received.get(name) \
-                        and not self._models.get(name, {}).get("size_bytes"):
-                    self.table.removeCellWidget(row, 3)      # nothing arrived: no bar
+                if (
+                    step is PullStep.FAILED
+                    and not self._received.get(name)
+                    and not self._models.get(name, {}).get("size_bytes")
+                ):
+                    self.table.removeCellWidget(row, 3)  # nothing arrived: no bar
                 if step is PullStep.DONE and name in self._models:
                     self._models[name] = {**self._models[name], "state": READY}
             self._refresh_actions(name)
             self._filter_rows()
             self._update_advice()
             return
-        if name not in self.pulling:       # a pull started elsewhere (the first-run banner)
+        if name not in self.pulling:  # a pull started elsewhere (the first-run banner)
             self.pulling.add(name)
             self._refresh_actions(name)
         if row is None:
@@ -486,10 +562,13 @@ class LibraryPage(QWidget):
         self.table.item(row, 5).setText(human_duration(eta))
         tip = f"{human_bytes(speed)}/s, {human_duration(eta)} left"
         if event.file:
-            tip = (f"{event.file}: {human_bytes(event.file_received)} / "
-                   f"{human_bytes(event.file_total)} — {tip}")
-            pct = (f" {int(100 * event.file_received / event.file_total)}%"
-                   if event.file_total else "")
+            tip = (
+                f"{event.file}: {human_bytes(event.file_received)} / "
+                f"{human_bytes(event.file_total)} — {tip}"
+            )
+            pct = (
+                f" {int(100 * event.file_received / event.file_total)}%" if event.file_total else ""
+            )
             what = KINDS.get(self._kinds.get(event.file, ""), event.file)
             self.table.item(row, 2).setText(f"{what}{pct}")  # this file; the bar: all of them
             self.table.item(row, 2).setToolTip(tip)
@@ -497,19 +576,26 @@ class LibraryPage(QWidget):
 
     # -- import ---------------------------------------------------------------------------
     def import_gguf(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, "Import GGUF model files", "",
-                                                "GGUF models (*.gguf)")
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Import GGUF model files", "", "GGUF models (*.gguf)"
+        )
         if files:
             self.import_files(files)
 
     def import_files(self, files: list[str]) -> None:
         """This home's node adopts the files where they are; a node elsewhere gets them
         uploaded into its models folder."""
-        self._say(f"Sending {len(files)} file(s) to the node…" if self.link.remote
-                  else f"Importing {len(files)} file(s)…")
-        self.link.import_models(files, on_done=self._imported,
-                                on_error=lambda text: self._say(f"Import failed: {text}", RED),
-                                on_progress=self._upload_progress)
+        self._say(
+            f"Sending {len(files)} file(s) to the node…"
+            if self.link.remote
+            else f"Importing {len(files)} file(s)…"
+        )
+        self.link.import_models(
+            files,
+            on_done=self._imported,
+            on_error=lambda text: self._say(f"Import failed: {text}", RED),
+            on_progress=self._upload_progress,
+        )
 
     def _upload_progress(self, path: str, sent: int, total: int) -> None:
         name = path.replace("\\", "/").rsplit("/", 1)[-1]
@@ -523,24 +609,30 @@ class LibraryPage(QWidget):
             text += " into the node's models folder"
         if bad:
             text += ". Not imported: " + "; ".join(
-                f"{p.replace(chr(92), '/').rsplit('/', 1)[-1]}: {e}" for p, e in bad)
+                f"{p.replace(chr(92), '/').rsplit('/', 1)[-1]}: {e}" for p, e in bad
+            )
         self._say(text + ".", RED if bad else "")
 
     # -- the Hugging Face token (on the node's machine) -----------------------------------
     def _read_hf_token(self) -> None:
-        self.link.tasks.start("hf_token", self.link.client.hf_token(),
-                              on_done=self._show_hf_token,
-                              on_error=lambda text: self.hf_state.setText("unknown"))
+        self.link.tasks.start(
+            "hf_token",
+            self.link.client.hf_token(),
+            on_done=self._show_hf_token,
+            on_error=lambda text: self.hf_state.setText("unknown"),
+        )
 
     def _show_hf_token(self, status: dict) -> None:
         on = bool(status.get("set"))
         source = status.get("source")
-        self.hf_state.setText("✓ set" + (" (HF_TOKEN)" if source == "environment" else "")
-                              if on else "not set")
+        self.hf_state.setText(
+            "✓ set" + (" (HF_TOKEN)" if source == "environment" else "") if on else "not set"
+        )
         self.hf_state.setToolTip(status.get("note") or "")
         self.hf_remove.setEnabled(on and source == "keyring")
         self.hf_token.setPlaceholderText(
-            "type a new one to replace it" if on else "for gated models only")
+            "type a new one to replace it" if on else "for gated models only"
+        )
 
     def _save_hf_token(self) -> None:
         token = self.hf_token.text().strip()
@@ -555,8 +647,13 @@ class LibraryPage(QWidget):
             self.hf_token.clear()
             self._show_hf_token(status)
             self._say("Hugging Face token saved on the node's machine (its keyring).")
-        self.link.tasks.start("hf_token", self.link.client.set_hf_token(token), on_done=saved,
-                              on_error=lambda text: self._say(f"Token not saved: {text}", RED))
+
+        self.link.tasks.start(
+            "hf_token",
+            self.link.client.set_hf_token(token),
+            on_done=saved,
+            on_error=lambda text: self._say(f"Token not saved: {text}", RED),
+        )
 
     def _remove_hf_token(self) -> None:
         if self.link.client is None:
@@ -565,11 +662,18 @@ class LibraryPage(QWidget):
 
         def removed(status: dict) -> None:
             self._show_hf_token(status)
-            self._say("Hugging Face token removed from the node's machine."
-                      if status.get("removed") else "No token was stored on the node.")
-        self.link.tasks.start("hf_token", self.link.client.remove_hf_token(), on_done=removed,
-                              on_error=lambda text: self._say(f"Token not removed: {text}",
-                                                              RED))
+            self._say(
+                "Hugging Face token removed from the node's machine."
+                if status.get("removed")
+                else "No token was stored on the node."
+            )
+
+        self.link.tasks.start(
+            "hf_token",
+            self.link.client.remove_hf_token(),
+            on_done=removed,
+            on_error=lambda text: self._say(f"Token not removed: {text}", RED),
+        )
 
     # -- adapters (LoRA) ------------------------------------------------------------------
     def _adapter_section(self, layout: QVBoxLayout) -> None:
@@ -580,8 +684,10 @@ class LibraryPage(QWidget):
         self.adapters_note.setStyleSheet("color: #4b5563;")
         head.addWidget(self.adapters_note, 1)
         self.add_adapter_button = QPushButton("Add adapter…")
-        self.add_adapter_button.setToolTip("A .safetensors LoRA (ComfyUI) or a PEFT folder, "
-                                           "made for ACE-Step 1.5; Compose → Advanced uses it")
+        self.add_adapter_button.setToolTip(
+            "A .safetensors LoRA (ComfyUI) or a PEFT folder, "
+            "made for ACE-Step 1.5; Compose → Advanced uses it"
+        )
         self.add_adapter_button.clicked.connect(self.choose_adapters)
         head.addWidget(self.add_adapter_button)
         layout.addLayout(head)
@@ -612,20 +718,22 @@ class LibraryPage(QWidget):
             name = a["name"]
             self.adapter_rows[name] = row
             item = QTableWidgetItem(name)
-            facts = [f"{a.get('engine_name') or name} ({(a.get('format') or '?').upper()})",
-                     a.get("path") or ""]
+            facts = [
+                f"{a.get('engine_name') or name} ({(a.get('format') or '?').upper()})",
+                a.get("path") or "",
+            ]
             if a.get("base_model"):
                 facts.append(f"base model: {a['base_model']}")
             if a.get("rank"):
-                facts.append(f"rank {a['rank']}" + (f", alpha {a['alpha']:g}"
-                                                    if a.get("alpha") else ""))
+                facts.append(
+                    f"rank {a['rank']}" + (f", alpha {a['alpha']:g}" if a.get("alpha") else "")
+                )
             if a.get("targets"):
                 facts.append("changes " + ", ".join(a["targets"]))
             item.setToolTip("\n".join(f for f in facts if f))
             t.setItem(row, 0, item)
             t.setItem(row, 1, QTableWidgetItem(human_bytes(int(a.get("size") or 0))))
-            made_for = QTableWidgetItem(a.get("made_for") or
-                                        f"cannot be used: {a.get('problem')}")
+            made_for = QTableWidgetItem(a.get("made_for") or f"cannot be used: {a.get('problem')}")
             made_for.setToolTip(made_for.text())
             if a.get("problem"):
                 made_for.setData(Qt.ForegroundRole, QColor("#c0392b"))
@@ -641,19 +749,24 @@ class LibraryPage(QWidget):
         where = " on the node's machine" if self.link.remote else ""
         if adapters:
             used = sum(int(a.get("size") or 0) for a in adapters)
-            self.adapters_note.setText(f"{len(adapters)} adapter(s), {human_bytes(used)}{where}"
-                                       f" · Compose → Advanced → Adapter uses one")
+            self.adapters_note.setText(
+                f"{len(adapters)} adapter(s), {human_bytes(used)}{where}"
+                f" · Compose → Advanced → Adapter uses one"
+            )
         elif self.adapter_list.loaded:
-            self.adapters_note.setText(f"none yet{where}: add a .safetensors LoRA or a PEFT "
-                                       f"folder made for ACE-Step 1.5")
+            self.adapters_note.setText(
+                f"none yet{where}: add a .safetensors LoRA or a PEFT folder made for ACE-Step 1.5"
+            )
         else:
             self.adapters_note.setText("")
 
     def choose_adapters(self) -> None:
         """A file (a node elsewhere: uploaded), or on this home's node a PEFT folder too."""
+
         def files() -> None:
-            chosen, _ = QFileDialog.getOpenFileNames(self, "Add LoRA adapters", "",
-                                                     "LoRA adapters (*.safetensors)")
+            chosen, _ = QFileDialog.getOpenFileNames(
+                self, "Add LoRA adapters", "", "LoRA adapters (*.safetensors)"
+            )
             if chosen:
                 self.add_adapters(chosen)
 
@@ -668,33 +781,47 @@ class LibraryPage(QWidget):
         menu = QMenu(self)
         menu.addAction("A .safetensors file…", files)
         menu.addAction("A PEFT folder (adapter_model.safetensors)…", folder)
-        menu.exec(self.add_adapter_button.mapToGlobal(
-            self.add_adapter_button.rect().bottomLeft()))
+        menu.exec(self.add_adapter_button.mapToGlobal(self.add_adapter_button.rect().bottomLeft()))
 
     def add_adapters(self, paths: list[str]) -> None:
-        self._say(f"Sending {len(paths)} adapter(s) to the node…" if self.link.remote
-                  else f"Adding {len(paths)} adapter(s)…")
-        self.adapter_list.add(paths, on_done=self._adapters_added,
-                              on_error=lambda text: self._say(f"Adding failed: {text}", RED),
-                              on_progress=self._upload_progress)
+        self._say(
+            f"Sending {len(paths)} adapter(s) to the node…"
+            if self.link.remote
+            else f"Adding {len(paths)} adapter(s)…"
+        )
+        self.adapter_list.add(
+            paths,
+            on_done=self._adapters_added,
+            on_error=lambda text: self._say(f"Adding failed: {text}", RED),
+            on_progress=self._upload_progress,
+        )
 
     def _adapters_added(self, outcomes: list) -> None:
         good = [answer for _p, answer, _e in outcomes if answer is not None]
         bad = [(p, e) for p, answer, e in outcomes if answer is None]
         text = "; ".join(f"Added {a['name']} (made for {a.get('made_for')})" for a in good)
         if bad:
-            text += ("; " if text else "") + "Not added: " + "; ".join(
-                _named(p.replace(chr(92), "/").rstrip("/").rsplit("/", 1)[-1], e)
-                for p, e in bad)
+            text += (
+                ("; " if text else "")
+                + "Not added: "
+                + "; ".join(
+                    _named(p.replace(chr(92), "/").rstrip("/").rsplit("/", 1)[-1], e)
+                    for p, e in bad
+                )
+            )
         self._say(text.rstrip(".") + ".", RED if bad else "")
 
     def remove_adapter(self, name: str, confirm: bool = True) -> None:
         if confirm:
-            answer = QMessageBox.question(self, "Remove adapter",
-                                          f"Remove the adapter {name} and delete its files?")
+            answer = QMessageBox.question(
+                self, "Remove adapter", f"Remove the adapter {name} and delete its files?"
+            )
             if answer != QMessageBox.Yes:
                 return
         self.adapter_list.remove(
-            name, on_done=lambda a: self._say(
-                f"{name} removed, {human_bytes(int(a.get('freed_bytes') or 0))} freed."),
-            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED))
+            name,
+            on_done=lambda a: self._say(
+                f"{name} removed, {human_bytes(int(a.get('freed_bytes') or 0))} freed."
+            ),
+            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED),
+        )

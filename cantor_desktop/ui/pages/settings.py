@@ -17,9 +17,21 @@ import os
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ... import config
 from ..tasks import Tasks
@@ -28,14 +40,24 @@ from ...paths import paths
 
 POLL_MS = 500
 LABELS = {
-    "node.host": "Listen address", "node.port": "Port", "node.keep_loaded": "Keep model loaded",
-    "backends.acestep": "ACE-Step backend", "engines.manifest": "Engine manifest URL",
-    "engines.acestep.path": "Own ace-server executable", "models.default": "Default model",
-    "models.lm": "Language model size", "songs.dir": "Songs folder", "songs.format": "Song format",
-    "app.node_url": "Node address (remote)", "node.allowed_hosts": "Allowed host names",
-    "node.max_queue": "Most songs waiting", "export.format": "Format",
-    "export.rate": "Sample rate", "export.loudness": "Loudness (LUFS or off)",
-    "export.peak": "True-peak ceiling (dBTP)", "export.pattern": "File names",
+    "node.host": "Listen address",
+    "node.port": "Port",
+    "node.keep_loaded": "Keep model loaded",
+    "backends.acestep": "ACE-Step backend",
+    "engines.manifest": "Engine manifest URL",
+    "engines.acestep.path": "Own ace-server executable",
+    "models.default": "Default model",
+    "models.lm": "Language model size",
+    "songs.dir": "Songs folder",
+    "songs.format": "Song format",
+    "app.node_url": "Node address (remote)",
+    "node.allowed_hosts": "Allowed host names",
+    "node.max_queue": "Most songs waiting",
+    "export.format": "Format",
+    "export.rate": "Sample rate",
+    "export.loudness": "Loudness (LUFS or off)",
+    "export.peak": "True-peak ceiling (dBTP)",
+    "export.pattern": "File names",
     "export.drag": "Drag out exported files",
 }
 
@@ -50,7 +72,7 @@ def _stamp(path) -> tuple | None:
 
 class SettingsPage(QWidget):
     saved = Signal()
-    saved_keys = Signal(list)   # the keys the last save changed
+    saved_keys = Signal(list)  # the keys the last save changed
     file_changed = Signal()
 
     def __init__(self, link=None, parent=None):
@@ -68,7 +90,9 @@ class SettingsPage(QWidget):
         outer.addWidget(QLabel("<h2>Settings</h2>"))
         self.banner = QLabel()
         self.banner.setWordWrap(True)
-        self.banner.setStyleSheet("background:#fdecea; color:#8a1c1c; padding:8px; border-radius:4px;")
+        self.banner.setStyleSheet(
+            "background:#fdecea; color:#8a1c1c; padding:8px; border-radius:4px;"
+        )
         self.banner.hide()
         outer.addWidget(self.banner)
         scroll = QScrollArea()
@@ -82,10 +106,17 @@ class SettingsPage(QWidget):
         for opt in config.OPTIONS.values():
             table = opt.key.split(".")[0]
             if table not in groups:
-                box = QGroupBox({"node": "Node", "backends": "Backends", "engines": "Engines",
-                                 "models": "Models", "songs": "Songs",
-                                 "export": "Export (this app)",
-                                 "app": "This app"}.get(table, table))
+                box = QGroupBox(
+                    {
+                        "node": "Node",
+                        "backends": "Backends",
+                        "engines": "Engines",
+                        "models": "Models",
+                        "songs": "Songs",
+                        "export": "Export (this app)",
+                        "app": "This app",
+                    }.get(table, table)
+                )
                 form = QFormLayout(box)
                 col.addWidget(box)
                 groups[table] = form
@@ -132,14 +163,19 @@ class SettingsPage(QWidget):
         folders = QGroupBox("Folders")
         fl = QFormLayout(folders)
         p = paths()
-        for name, where in (("Settings file", p.config_file), ("Models", p.models_dir),
-                            ("Engines", p.engines_dir), ("Logs", p.logs_dir)):
+        for name, where in (
+            ("Settings file", p.config_file),
+            ("Models", p.models_dir),
+            ("Engines", p.engines_dir),
+            ("Logs", p.logs_dir),
+        ):
             b = QPushButton(str(where))
             b.setFlat(True)
             b.setStyleSheet("text-align:left;")
             target = where.parent if where.suffix else where
-            b.clicked.connect(lambda _=False, t=target: QDesktopServices.openUrl(
-                QUrl.fromLocalFile(str(t))))
+            b.clicked.connect(
+                lambda _=False, t=target: QDesktopServices.openUrl(QUrl.fromLocalFile(str(t)))
+            )
             fl.addRow(name, b)
         col.addWidget(folders)
         col.addStretch(1)
@@ -171,8 +207,9 @@ class SettingsPage(QWidget):
     @property
     def remote(self) -> bool:
         """The node we drive is not this home's: its settings are its own."""
-        return self.link is not None and self.link.state in ("idle", "generating") \
-            and self.link.remote
+        return (
+            self.link is not None and self.link.state in ("idle", "generating") and self.link.remote
+        )
 
     def _node_changed(self, *_) -> None:
         if self.remote != self._remote_shown:
@@ -188,10 +225,8 @@ class SettingsPage(QWidget):
             opt = config.OPTIONS[key]
             locked = self.remote and opt.local_only and not config.is_app_key(key)
             widget.setEnabled(not locked)
-            hint = (f"Set on the node's machine: cantor config set {key} VALUE"
-                    if locked else "")
-            widget.setToolTip((hint + "\n" if hint else "") +
-                              f"{opt.help}\nnode.toml key: {key}")
+            hint = f"Set on the node's machine: cantor config set {key} VALUE" if locked else ""
+            widget.setToolTip((hint + "\n" if hint else "") + f"{opt.help}\nnode.toml key: {key}")
             note = self.notes[key]
             note.setText(hint)
             note.setVisible(bool(hint))
@@ -205,7 +240,7 @@ class SettingsPage(QWidget):
             w = ComboBox()
             w.addItems(list(choices))
             w.currentIndexChanged.connect(self._check)
-        elif opt.key == "models.default":           # a choice of what is installed
+        elif opt.key == "models.default":  # a choice of what is installed
             w = ComboBox()
             w.currentIndexChanged.connect(self._check)
         elif opt.kind is int:
@@ -280,8 +315,11 @@ class SettingsPage(QWidget):
         combo = self.fields["models.default"]
         current = current if current is not None else self.value("models.default")
         models = list(getattr(self.link, "models", None) or [])
-        names = ["sketch"] + [m["name"] for m in models if isinstance(m, dict)
-                              and m.get("state") == "ready" and m.get("name") != "sketch"]
+        names = ["sketch"] + [
+            m["name"]
+            for m in models
+            if isinstance(m, dict) and m.get("state") == "ready" and m.get("name") != "sketch"
+        ]
         combo.blockSignals(True)
         combo.clear()
         for name in names:
@@ -302,17 +340,24 @@ class SettingsPage(QWidget):
         self._stamp = _stamp(self.path)
         cfg, error = config.load_or_defaults(self.path)
         if error is not None:
-            self.banner.setText(f"node.toml is not valid and was left as it is — fix it in an "
-                                f"editor or with `cantor config`:\n{error}")
+            self.banner.setText(
+                f"node.toml is not valid and was left as it is — fix it in an "
+                f"editor or with `cantor config`:\n{error}"
+            )
             self.banner.show()
             self.save_button.setEnabled(False)
             return
         self.banner.hide()
         pending = {} if force else self.changes()
         values = cfg.as_dict()
-        if self.remote:            # the node's own settings; only app.* are ours
-            values.update({k: v for k, v in self.link.node_config.items()
-                           if k in values and not config.is_app_key(k)})
+        if self.remote:  # the node's own settings; only app.* are ours
+            values.update(
+                {
+                    k: v
+                    for k, v in self.link.node_config.items()
+                    if k in values and not config.is_app_key(k)
+                }
+            )
         for key, value in values.items():
             if key not in pending:
                 self.set_value(key, value)
@@ -327,13 +372,17 @@ class SettingsPage(QWidget):
 
         from ..node_link import REMOTE_TOKEN
         from ..secret_store import read_secret
+
         try:
             asyncio.get_running_loop()  # qasync's loop counts as running all along
         except RuntimeError:  # no event loop (a bare widget in a test): leave the field
             return
-        self.tasks.start("read:remote-token", read_secret(REMOTE_TOKEN),
-                         on_done=lambda value: self.token.setText(value or ""),
-                         on_error=lambda _text: None)
+        self.tasks.start(
+            "read:remote-token",
+            read_secret(REMOTE_TOKEN),
+            on_done=lambda value: self.token.setText(value or ""),
+            on_error=lambda _text: None,
+        )
 
     def save(self) -> bool:
         if not self._check():
@@ -353,8 +402,7 @@ class SettingsPage(QWidget):
             failed.append(text)
             self.status.setText(f"Not saved: {text}")
 
-        self.link.set_settings(changes, on_error=refused,
-                               on_done=lambda: self._saved(changes))
+        self.link.set_settings(changes, on_error=refused, on_done=lambda: self._saved(changes))
         return not failed
 
     def _saved(self, changes: dict) -> None:
@@ -372,4 +420,5 @@ class SettingsPage(QWidget):
     def _save_token(self) -> None:
         from ..node_link import REMOTE_TOKEN
         from ..secret_store import save_secret_later
+
         save_secret_later(REMOTE_TOKEN, self.token.text().strip(), self.status.setText, "Token")

@@ -13,9 +13,21 @@ import sys
 
 from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QDrag, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QInputDialog,
-                               QLabel, QLineEdit, QListView, QMenu, QMessageBox, QPushButton,
-                               QSlider, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ...song import Song, SongState, Take
 from ..player import Player
@@ -37,19 +49,19 @@ class SongsView(QListView):
     on: the song's file stays where it is.
     """
 
-    play_clicked = Signal(object)      # Row
-    star_clicked = Signal(object)      # Row
+    play_clicked = Signal(object)  # Row
+    star_clicked = Signal(object)  # Row
     drag_note = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._press: QPoint | None = None
         self.files: SongFiles | None = None  # set by the page: where each take's audio is here
-        self.exports = None                  # DragExports, set by the page
-        self.stem_names = None               # StemNames, set by the page: {title}_{track}
+        self.exports = None  # DragExports, set by the page
+        self.stem_names = None  # StemNames, set by the page: {title}_{track}
         self.waiting_exports = 0
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.setUniformItemSizes(True)       # 10,000 rows lay out in no time
+        self.setUniformItemSizes(True)  # 10,000 rows lay out in no time
         self.setDragEnabled(True)
         self.setDragDropMode(QAbstractItemView.DragOnly)
         self.setDefaultDropAction(Qt.CopyAction)
@@ -57,7 +69,9 @@ class SongsView(QListView):
 
     def selected_rows(self) -> list[Row]:
         rows = [i.data(RowRole) for i in self.selectionModel().selectedRows()]
-        return sorted(rows, key=lambda r: self.model().row_of(r.song.id, r.take.n if r.take else None))
+        return sorted(
+            rows, key=lambda r: self.model().row_of(r.song.id, r.take.n if r.take else None)
+        )
 
     def drag_paths(self) -> list[str]:
         """The files of the selected takes: exported with the remembered choices when the
@@ -74,7 +88,7 @@ class SongsView(QListView):
                     paths.append(found)
                     continue
                 waiting += 1
-            if self.files is not None:    # a remote take drags its fetched copy
+            if self.files is not None:  # a remote take drags its fetched copy
                 found = self.files.ensure(row.song, row.take)
             else:
                 found = row.take.audio if os.path.exists(row.take.audio) else None
@@ -92,12 +106,14 @@ class SongsView(QListView):
     def _drag(self) -> None:
         mime = self.drag_mime_data()
         if self.waiting_exports:
-            self.drag_note.emit("The exported file is still being made: this drag handed out "
-                                "the song as made; drag again in a moment for the export")
+            self.drag_note.emit(
+                "The exported file is still being made: this drag handed out "
+                "the song as made; drag again in a moment for the export"
+            )
         if mime is not None:
             drag = QDrag(self)
             drag.setMimeData(mime)
-            self.last_drag_result = drag.exec(Qt.CopyAction)   # the answer is never acted on
+            self.last_drag_result = drag.exec(Qt.CopyAction)  # the answer is never acted on
 
     def _hit(self, pos: QPoint) -> tuple[str, Row] | None:
         index = self.indexAt(pos)
@@ -124,9 +140,12 @@ class SongsView(QListView):
         super().mousePressEvent(event)
 
     def mouseMoveEvent(self, event):  # noqa: N802
-        if (self._press is not None and event.buttons() & Qt.LeftButton and
-                (event.position().toPoint() - self._press).manhattanLength()
-                >= QApplication.startDragDistance()):
+        if (
+            self._press is not None
+            and event.buttons() & Qt.LeftButton
+            and (event.position().toPoint() - self._press).manhattanLength()
+            >= QApplication.startDragDistance()
+        ):
             self._press = None
             self._drag()
             return
@@ -138,8 +157,8 @@ class SongsView(QListView):
 
 class SongsPage(QWidget):
     use_settings = Signal(object)  # Song
-    cover_requested = Signal(dict, str)       # source, its name: Compose makes a cover
-    reference_requested = Signal(dict, str)   # source, its name: Compose borrows its sound
+    cover_requested = Signal(dict, str)  # source, its name: Compose makes a cover
+    reference_requested = Signal(dict, str)  # source, its name: Compose borrows its sound
 
     def __init__(self, link, parent=None):
         super().__init__(parent)
@@ -150,7 +169,7 @@ class SongsPage(QWidget):
         self.delegate = SongDelegate(self.store, self, files=self.files)
         self._play_when_fetched: tuple[str, int] | None = None
         self.playing: Row | None = None
-        self.heard: list[tuple[tuple[str, int], int]] = []   # A/B: the last two (take, ms)
+        self.heard: list[tuple[tuple[str, int], int]] = []  # A/B: the last two (take, ms)
         self._player = Player(self)
         self._player.position_changed.connect(self._position)
         self._player.state_changed.connect(self._player_state)
@@ -168,8 +187,10 @@ class SongsPage(QWidget):
         header.addWidget(self.favourites)
         header.addWidget(self.search)
         layout.addLayout(header)
-        self.empty = QLabel("No songs yet. Make one on the Compose page — the built-in "
-                            "Sketch engine works right away.")
+        self.empty = QLabel(
+            "No songs yet. Make one on the Compose page — the built-in "
+            "Sketch engine works right away."
+        )
         self.empty.setStyleSheet("color: #6b7280; padding: 24px;")
         self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
@@ -178,6 +199,7 @@ class SongsPage(QWidget):
         self.drag_exports = DragExports(self.files, self)
         self.view.exports = self.drag_exports
         from ..stem_set import StemNames
+
         self.view.stem_names = StemNames()
         self.view.setModel(self.model)
         self.view.setItemDelegate(self.delegate)
@@ -191,8 +213,10 @@ class SongsPage(QWidget):
         self.repaint = QPushButton("Repaint…")
         self.repaint.setToolTip("Make the selected part again (the rest is kept)")
         self.extend = QPushButton("Extend")
-        self.extend.setToolTip("Add music before or after, in the song's tempo and key "
-                               "(drag past an end of the waveform)")
+        self.extend.setToolTip(
+            "Add music before or after, in the song's tempo and key "
+            "(drag past an end of the waveform)"
+        )
         self.cover = QPushButton("Cover…")
         self.cover.setToolTip("A new song in another style that follows this one")
         self.as_reference = QPushButton("Use as reference")
@@ -203,8 +227,7 @@ class SongsPage(QWidget):
         self.stems.setToolTip("Pull out drums, bass, vocals… as stems (one song each)")
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
-        for w in (self.repaint, self.extend, self.cover, self.as_reference, self.layer,
-                  self.stems):
+        for w in (self.repaint, self.extend, self.cover, self.as_reference, self.layer, self.stems):
             edit_bar.addWidget(w)
         layout.addWidget(self.editor)
         layout.addLayout(edit_bar)
@@ -228,13 +251,24 @@ class SongsPage(QWidget):
         self.reuse = QPushButton("Use these settings")
         self.rename = QPushButton("Rename…")
         self.export = QPushButton("Export…")
-        self.export.setToolTip("Save the selected takes as WAV, FLAC, AIFF or MP3 at 48 or "
-                               "44.1 kHz, at a loudness of your choice, tagged with tempo and "
-                               "key")
+        self.export.setToolTip(
+            "Save the selected takes as WAV, FLAC, AIFF or MP3 at 48 or "
+            "44.1 kHz, at a loudness of your choice, tagged with tempo and "
+            "key"
+        )
         self.trash = QPushButton("Move to trash")
         self.trash.setToolTip("Move the selected songs' files to the trash (Delete)")
-        for w in (self.play, self.seek, self.time, self.reveal, self.copy, self.reuse,
-                  self.rename, self.export, self.trash):
+        for w in (
+            self.play,
+            self.seek,
+            self.time,
+            self.reveal,
+            self.copy,
+            self.reuse,
+            self.rename,
+            self.export,
+            self.trash,
+        ):
             bar.addWidget(w, 1 if w is self.seek else 0)
         layout.addLayout(bar)
         self.note = QLabel("")
@@ -246,8 +280,9 @@ class SongsPage(QWidget):
         self._player.failed.connect(self.note.setText)
         self.store.ready.connect(self._wave_ready)
         self.files.fetched.connect(self._fetched)
-        self.files.failed.connect(lambda _id, text: self.note.setText(
-            f"Could not fetch the song from the node: {text}"))
+        self.files.failed.connect(
+            lambda _id, text: self.note.setText(f"Could not fetch the song from the node: {text}")
+        )
         self.view.doubleClicked.connect(lambda _i: self.toggle_play())
         self.view.play_clicked.connect(self.play_row)
         self.view.star_clicked.connect(self.toggle_favourite)
@@ -272,10 +307,12 @@ class SongsPage(QWidget):
         if link.songs:
             self.model.set_songs(list(link.songs.values()))
 
-        for keys, slot, widget in (("Space", self.toggle_play, self.view),
-                                   ("B", self.switch_ab, self.view),
-                                   (QKeySequence.Delete, self.trash_selected, self.view),
-                                   (QKeySequence.Find, self.focus_search, self)):
+        for keys, slot, widget in (
+            ("Space", self.toggle_play, self.view),
+            ("B", self.switch_ab, self.view),
+            (QKeySequence.Delete, self.trash_selected, self.view),
+            (QKeySequence.Find, self.focus_search, self),
+        ):
             shortcut = QShortcut(QKeySequence(keys), widget)
             shortcut.setContext(Qt.WidgetWithChildrenShortcut)
             shortcut.activated.connect(slot)
@@ -322,8 +359,12 @@ class SongsPage(QWidget):
 
     def _update_buttons(self):
         row = self.current_row()
-        if row is not None and row.take is not None and row.song.state == SongState.DONE \
-                and self.drag_exports.wanted():
+        if (
+            row is not None
+            and row.take is not None
+            and row.song.state == SongState.DONE
+            and self.drag_exports.wanted()
+        ):
             self.drag_exports.prepare(row.song, row.take)
         song = row.song if row is not None else None
         playable = row is not None and row.take is not None and song.state == SongState.DONE
@@ -332,8 +373,10 @@ class SongsPage(QWidget):
         for w in (self.reveal, self.copy):
             w.setEnabled(has_file)
         self.play.setEnabled(has_file or remote)
-        self.trash.setEnabled(any(r.song.is_finished for r in self.view.selected_rows())
-                              or (song is not None and song.is_finished))
+        self.trash.setEnabled(
+            any(r.song.is_finished for r in self.view.selected_rows())
+            or (song is not None and song.is_finished)
+        )
         self.reuse.setEnabled(song is not None)
         self.rename.setEnabled(song is not None)
         self.export.setEnabled(playable)
@@ -356,8 +399,11 @@ class SongsPage(QWidget):
     def _wave_ready(self, path: str) -> None:
         self.view.viewport().update()
         row = self.current_row()
-        if row is not None and row.take is not None and \
-                self.files.local(row.song, row.take) == path:
+        if (
+            row is not None
+            and row.take is not None
+            and self.files.local(row.song, row.take) == path
+        ):
             self.editor.set_peaks(self.store.get(path))
 
     # -- editing ----------------------------------------------------------------------------
@@ -370,8 +416,7 @@ class SongsPage(QWidget):
             self.editor.set_take(None, 0)
         else:
             local = self.files.local(row.song, row.take)
-            self.editor.set_take(self.store.get(local) if local else None,
-                                 row.take.duration)
+            self.editor.set_take(self.store.get(local) if local else None, row.take.duration)
         self._edit_buttons()
 
     def _edit_buttons(self) -> None:
@@ -385,8 +430,7 @@ class SongsPage(QWidget):
 
     def _edit_base(self, row: Row) -> dict:
         """The edit's request: the song's own caption, lyrics, model and format."""
-        keep = ("caption", "lyrics", "model", "format", "language", "key", "bpm",
-                "time_signature")
+        keep = ("caption", "lyrics", "model", "format", "language", "key", "bpm", "time_signature")
         base = {k: row.song.request[k] for k in keep if row.song.request.get(k) is not None}
         base["source"] = {"song": row.song.id, "take": row.take.n}
         return base
@@ -405,12 +449,17 @@ class SongsPage(QWidget):
         start, end = self.editor.region
         if caption is None:
             caption, ok = QInputDialog.getText(
-                self, "Repaint", f"Caption for {start:.1f}–{end:.1f} s (the rest is kept):",
-                QLineEdit.Normal, row.song.caption)
+                self,
+                "Repaint",
+                f"Caption for {start:.1f}–{end:.1f} s (the rest is kept):",
+                QLineEdit.Normal,
+                row.song.caption,
+            )
             if not ok:
                 return
-        request = self.edit_request("repaint", region={"start": start, "end": end},
-                                    caption=caption or row.song.caption)
+        request = self.edit_request(
+            "repaint", region={"start": start, "end": end}, caption=caption or row.song.caption
+        )
         if lyrics is not None:
             request["lyrics"] = lyrics
         self._submit_edit(request, f"Repainting {start:.1f}–{end:.1f} s")
@@ -418,8 +467,7 @@ class SongsPage(QWidget):
     def extend_selection(self) -> None:
         if not self.editor.extendable:
             return
-        ext = {k: v for k, v in (("before", self.editor.before),
-                                 ("after", self.editor.after)) if v}
+        ext = {k: v for k, v in (("before", self.editor.before), ("after", self.editor.after)) if v}
         self._submit_edit(self.edit_request("extend", extend=ext), self.editor.describe())
 
     def _submit_edit(self, request: dict | None, what: str) -> None:
@@ -429,6 +477,7 @@ class SongsPage(QWidget):
 
         def failed(text: str) -> None:
             self.note.setText(f"{what} was refused: {text}")
+
         self.link.tasks.start("edit", self.link.submit(request), on_error=failed)
         self.editor.clear()
 
@@ -463,10 +512,12 @@ class SongsPage(QWidget):
     # stems, layers, completions: their dialogs load when asked
     def open_stems(self):
         from ..stems_dialog import open_for
+
         return open_for(self, self.current_row())
 
     def open_part(self, task: str):
         from ..part_dialog import open_for
+
         return open_for(self, self.current_row(), task)
 
     def select_stems(self) -> int:
@@ -474,6 +525,7 @@ class SongsPage(QWidget):
         drag hands them all out, named {title}_{track}."""
         from PySide6.QtCore import QItemSelectionModel as Sel
         from ..stem_set import stems_of
+
         song = self.current()
         stems = stems_of(self.model.songs(), song) if song is not None else []
         rows = [self.model.row_of(s.id, t.n) for s in stems for t in s.takes]
@@ -506,8 +558,10 @@ class SongsPage(QWidget):
             menu.addAction("Play / Pause  (Space)", self.toggle_play)
             menu.addAction("Show in folder", self.reveal_selected)
             menu.addAction("Copy path", self.copy_path)
-        menu.addAction("Unmark favourite" if row.song.favourite else "Mark favourite",
-                       lambda: self.toggle_favourite(row))
+        menu.addAction(
+            "Unmark favourite" if row.song.favourite else "Mark favourite",
+            lambda: self.toggle_favourite(row),
+        )
         menu.addAction("Rename…", self.rename_selected)
         if row.take is not None:
             menu.addAction("Export…", self.export_selected)
@@ -518,6 +572,7 @@ class SongsPage(QWidget):
             menu.addAction("Add a layer…", lambda: self.open_part("lego"))
             menu.addAction("Complete…", lambda: self.open_part("complete"))
         from ..stem_set import stems_of
+
         if stems_of(self.model.songs(), row.song):
             menu.addAction("Select stems (to drag them out together)", self.select_stems)
         menu.addAction("Use these settings", self._reuse)
@@ -562,8 +617,9 @@ class SongsPage(QWidget):
     def switch_ab(self) -> None:
         """B: jump to the other of the two takes heard last, at the same point."""
         if self.playing is None or len(self.heard) < 2:
-            self.note.setText("A/B: play two takes (or versions) first, then press B to "
-                              "switch between them")
+            self.note.setText(
+                "A/B: play two takes (or versions) first, then press B to switch between them"
+            )
             return
         other = next((key for key, _ms in self.heard if key != self.playing.key), None)
         row = self.model.row(self.model.row_of(*other)) if other else None
@@ -605,26 +661,36 @@ class SongsPage(QWidget):
     # -- the rest ---------------------------------------------------------------------------
     def toggle_favourite(self, row: Row) -> None:
         song = row.song
-        self.link.change_song(song.id, favourite=not song.favourite,
-                              on_error=lambda text: self.note.setText(
-                                  f"Could not mark {song.name!r}: {text}"))
+        self.link.change_song(
+            song.id,
+            favourite=not song.favourite,
+            on_error=lambda text: self.note.setText(f"Could not mark {song.name!r}: {text}"),
+        )
 
     def export_selected(self):
         """Export… for the selected takes (the dialog and the export module load now, not
         with the page)."""
         from ..export_dialog import open_for
+
         return open_for(self)
 
     def rename_selected(self) -> None:
         song = self.current()
         if song is None:
             return
-        title, ok = QInputDialog.getText(self, "Rename song", "Title (empty: the caption):",
-                                         QLineEdit.Normal, song.title or song.caption)
+        title, ok = QInputDialog.getText(
+            self,
+            "Rename song",
+            "Title (empty: the caption):",
+            QLineEdit.Normal,
+            song.title or song.caption,
+        )
         if ok:
-            self.link.change_song(song.id, title=title.strip(),
-                                  on_error=lambda text: self.note.setText(
-                                      f"Could not rename the song: {text}"))
+            self.link.change_song(
+                song.id,
+                title=title.strip(),
+                on_error=lambda text: self.note.setText(f"Could not rename the song: {text}"),
+            )
 
     def _local_selected(self) -> str | None:
         row = self.current_row()
@@ -650,8 +716,10 @@ class SongsPage(QWidget):
         except OSError:
             ok = False
         if not ok:
-            self.note.setText(f"No file manager answered. The file is {path} "
-                              f"(Copy path puts it on the clipboard).")
+            self.note.setText(
+                f"No file manager answered. The file is {path} "
+                f"(Copy path puts it on the clipboard)."
+            )
         return ok
 
     def copy_path(self) -> None:
@@ -669,7 +737,9 @@ class SongsPage(QWidget):
         """Move every file of the selected songs (all their takes and sidecars) to the
         trash; the node forgets them. Returns the ids of the songs removed."""
         songs: dict[str, Song] = {}
-        for row in self.view.selected_rows() or ([self.current_row()] if self.current_row() else []):
+        for row in self.view.selected_rows() or (
+            [self.current_row()] if self.current_row() else []
+        ):
             if row.song.is_finished:
                 songs[row.song.id] = row.song
         if not songs:
@@ -677,12 +747,17 @@ class SongsPage(QWidget):
         files = [(song, take) for song in songs.values() for take in song.takes]
         if confirm:
             names = [node_file_name(s, t) for s, t in files]
-            shown = "\n".join(names[:8]) + (f"\n… and {len(names) - 8} more" if len(names) > 8 else "")
+            shown = "\n".join(names[:8]) + (
+                f"\n… and {len(names) - 8} more" if len(names) > 8 else ""
+            )
             answer = QMessageBox.question(
-                self, "Move to trash",
+                self,
+                "Move to trash",
                 f"Move {len(songs)} song(s) — {len(files)} audio file(s) and their sidecars — "
-                f"to the trash?\n\n{shown}" if files else
-                f"Forget {len(songs)} song(s) that made no file?")
+                f"to the trash?\n\n{shown}"
+                if files
+                else f"Forget {len(songs)} song(s) that made no file?",
+            )
             if answer != QMessageBox.Yes:
                 return []
         moved = []
@@ -692,9 +767,13 @@ class SongsPage(QWidget):
                 moved.append(song.id)
                 self._drop(song)
                 self.files.drop_cached(song)
-                self.link.forget_song(song.id, delete_files=True, on_error=lambda text, s=song:
-                                      self.note.setText(f"The node could not delete "
-                                                        f"{s.name!r}: {text}"))
+                self.link.forget_song(
+                    song.id,
+                    delete_files=True,
+                    on_error=lambda text, s=song: self.note.setText(
+                        f"The node could not delete {s.name!r}: {text}"
+                    ),
+                )
                 continue
             problems = [p for take in song.takes for p in _trash_take(take)]
             if problems:
@@ -702,8 +781,12 @@ class SongsPage(QWidget):
                 continue
             moved.append(song.id)
             self._drop(song)
-            self.link.forget_song(song.id, on_error=lambda text, s=song: self.note.setText(
-                f"Moved {s.name!r} to the trash, but the node still lists it: {text}"))
+            self.link.forget_song(
+                song.id,
+                on_error=lambda text, s=song: self.note.setText(
+                    f"Moved {s.name!r} to the trash, but the node still lists it: {text}"
+                ),
+            )
         return moved
 
     def _drop(self, song: Song) -> None:
