@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Set up everything Cantor needs from nothing on a Debian/Ubuntu machine with Python 3.11+:
-# the Debian libraries Qt needs (when missing), a virtual environment in .venv, and the
-# Python packages. Safe to run again: it only does what is missing.
-#   usage: scripts/bootstrap.sh [EXTRAS]      e.g. scripts/bootstrap.sh test
+# the Debian libraries Qt needs (when missing), uv, a virtual environment in .venv, and the
+# Python packages exactly as uv.lock pins them. Safe to run again: it only does what is
+# missing. A failing install fails here, with uv's own message.
+#   usage: scripts/bootstrap.sh [EXTRAS]      e.g. scripts/bootstrap.sh test   (or test,packaging)
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 extras="${1:-}"
-venv="$top/.venv"
 
 # Debian packages: Qt's xcb/offscreen platforms, fonts, sound, the keyring's D-Bus, Xvfb.
 debs=(libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libfreetype6
@@ -34,7 +34,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
 fi
 
 python=""
-for cand in python3.13 python3.12 python3.11 python3; do
+for cand in python3.13 python3.12 python3.11 python3 python; do
   if command -v "$cand" >/dev/null 2>&1 && \
      "$cand" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
     python="$cand"; break
@@ -42,14 +42,22 @@ for cand in python3.13 python3.12 python3.11 python3; do
 done
 [ -n "$python" ] || { echo "bootstrap: Cantor needs Python 3.11 or newer" >&2; exit 1; }
 
-[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-
-spec="$top"; [ -n "$extras" ] && spec="$top[$extras]"
-stamp="$venv/.cantor-installed-${extras:-base}"
-if [ ! -f "$stamp" ] || [ "$top/pyproject.toml" -nt "$stamp" ]; then
-  echo "bootstrap: installing Python packages into .venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$venv/bin/python" -m pip install -q -e "$spec" 2>&1 | grep -v "^WARNING: Location" || true
-  "$venv/bin/python" -c 'import cantor_desktop, PySide6, qasync, httpx' 
-  touch "$stamp"
+# uv installs exactly what uv.lock names (the same packages for the venv, CI and the frozen
+# bundles). It comes from PyPI at the version below, into .tools/ beside the checkout.
+uv_version="0.13.9"
+tools="$top/.tools"
+uv="$tools/bin/uv"; [ -x "$tools/Scripts/uv.exe" ] && uv="$tools/Scripts/uv.exe"
+if ! { [ -x "$uv" ] && "$uv" --version 2>/dev/null | grep -qx "uv $uv_version.*"; }; then
+  echo "bootstrap: installing uv $uv_version into .tools"
+  rm -rf "$tools"
+  "$python" -m venv "$tools"
+  tpy="$tools/bin/python"; [ -x "$tools/Scripts/python.exe" ] && tpy="$tools/Scripts/python.exe"
+  "$tpy" -m pip install -q --disable-pip-version-check "uv==$uv_version"
+  uv="$tools/bin/uv"; [ -x "$tools/Scripts/uv.exe" ] && uv="$tools/Scripts/uv.exe"
 fi
+
+# uv reads the system's certificates (a proxy's CA in /etc/ssl included) like pip does
+export UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}"
+args=(sync --locked --inexact --python "$python" --project "$top")
+for extra in ${extras//,/ }; do args+=(--extra "$extra"); done
+"$uv" "${args[@]}"
