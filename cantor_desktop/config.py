@@ -317,6 +317,15 @@ OPTIONS: dict[str, Option] = {
             choices=("auto", "0.6B", "1.7B", "4B"),
         ),
         Option(
+            "downloads.connections",
+            int,
+            lambda: 8,
+            "Connections a model or engine download uses at once, each fetching its own "
+            "part of the file (1: one stream).",
+            minimum=1,
+            maximum=32,
+        ),
+        Option(
             "songs.dir",
             str,
             lambda: str(paths().default_songs_dir),

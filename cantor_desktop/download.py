@@ -3,27 +3,38 @@
 What it guarantees:
 - Bytes go to ``<dest>.part``; the file appears at ``dest`` only after its sha256 (and its
   size, when known) matched, via fsync + ``os.replace``. A failed hash deletes the part.
-- A ``.part`` left by an earlier call (cancelled, cut, crashed) is resumed with
-  ``Range: bytes=N-``: 206 → append (the total comes from Content-Range); 200 → the server
-  ignored the range, start over; 416 → the part is complete (size equals the total) or
-  stale (dropped, start over).
+- A file bigger than one ``chunk`` (16 MiB) is fetched in ranges over ``connections``
+  connections at once (node.toml ``downloads.connections``, default 8; 1 = one stream), as
+  download managers and ``hf_transfer`` do: a CDN caps each connection far below the line.
+  The part is sized to the whole file up front and each range is written in place; the
+  ranges file beside it (``<dest>.part.ranges``) says what is saved, so a cut, a crash or
+  Ctrl+C loses at most about a second and the next call resumes every range where it
+  stopped (:mod:`.partfile`). The sha256 is taken in order as ranges arrive, from memory
+  for what arrives less than ``HASH_AHEAD`` beyond the hash frontier; only bytes that
+  arrive further ahead are read back from the part (``stats.reread``).
+- A server that ignores Range (200 to a range request) gets one stream. So does a small
+  file, and a ``.part`` left by one stream (a clean prefix, no ranges file), which is
+  resumed with ``Range: bytes=N-``: 206 → append (the total comes from Content-Range);
+  200 → start over; 416 → the part is complete (size equals the total) or stale (start
+  over).
 - No data for ``stall_timeout`` seconds, a network error, a 5xx, 408 or 429 → retry with
   exponential backoff, at most ``retries`` times in a row without progress (an attempt that
-  added bytes resets the count, so a long download over a flaky link still finishes).
-  Other 4xx are final; 401/403 raise `AuthRequired`. A host name that does not resolve
-  before any byte of this call arrived (offline, no DNS) is final at once: retrying for
-  half a minute would only make an offline user wait for the same error.
+  added bytes resets the count, so a long download over a flaky link still finishes); in a
+  ranged download each range counts its own failures. A range answered with other bytes
+  than asked (another Content-Range or total, a body past its end) is asked again; the file
+  changing under the download (its ETag or size) starts it over. Other 4xx are final;
+  401/403 raise `AuthRequired`. A host name that does not resolve before any byte of this
+  call arrived (offline, no DNS) is final at once.
 - Redirects are followed one by one; every hop must pass `config.check_download_url`
   (https, or http only to loopback). httpx drops ``Authorization`` on a hop to another
-  origin.
+  origin, and the ranges that go straight to the resolved address carry the headers of
+  that last hop only (a CDN never sees the hub's token).
 - Free space is checked before the first byte when the size is known; ENOSPC while
   writing raises `DiskFull` and keeps what was written.
-- Cancelling the task keeps the part for the next call.
+- Cancelling the task keeps the part (and its ranges file) for the next call.
 
-Hashing and writing run on two worker threads so the event loop (the app's Qt loop) only
-receives; they overlap on a multi-core machine. The receive path is tuned for fast links
-(2 MiB socket reads while a body streams, no extra copies in h11, no loop wake-up per
-finished batch): on loopback it costs ~1.2 CPU-s/GiB including sha256 (bench/download.py).
+Everything goes through httpx's public API; hashing and writing run on worker threads so
+the event loop (the node's, or the app's Qt loop) only receives.
 """
 
 from __future__ import annotations
@@ -33,44 +44,48 @@ import concurrent.futures
 import errno
 import hashlib
 import os
-import socket
 import shutil
+import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
-from . import config
+from . import config, partfile
 from .errors import CantorError
-from .units import human_size  # noqa: F401 - the CLI and models import it from here
+from .units import human_size
 
 __all__ = [
-    "Progress",
-    "DownloadError",
-    "HashMismatch",
-    "HTTPStatus",
     "AuthRequired",
-    "Stalled",
-    "NotEnoughSpace",
     "DiskFull",
-    "download",
+    "DownloadError",
+    "HTTPStatus",
+    "HashMismatch",
+    "NotEnoughSpace",
+    "Progress",
+    "Stalled",
     "check_free_space",
-    "sha256_file",
-    "part_path",
+    "discard_part",
+    "download",
     "human_size",
+    "part_path",
+    "part_received",
+    "sha256_file",
 ]
 
 BATCH = 1 << 20  # bytes handed to the writer and hash threads at a time
-MAX_IN_FLIGHT = 8  # batches queued to each thread before the receiver waits
-READ_SIZE = 2 << 20  # most bytes taken from the socket per read (see _widen_reads)
+MAX_IN_FLIGHT = 8  # batches queued to each thread before the receiver waits (one stream)
 HASH_BLOCK = 1 << 20  # read size when hashing a file from disk
+CHUNK = 16 << 20  # a range of a ranged download (the first and last ones are smaller)
+HASH_AHEAD = 64 << 20  # batches this far past the hash frontier are kept in memory
 PROGRESS_INTERVAL = 0.1  # seconds between progress callbacks (≤ 10/s, plus a final one)
 MAX_REDIRECTS = 20
 MAX_BACKOFF = 60.0
 RETRY_STATUSES = {408, 425, 429}
+GONE_STATUSES = {401, 403, 404, 410}  # from a resolved (signed) address: resolve it again
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,23 @@ def part_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
 
+def part_received(dest: Path) -> int:
+    """Bytes the ``.part`` of ``dest`` holds (a ranged part is sized to the whole file: its
+    ranges file says how much of it is there)."""
+    return partfile.received(part_path(dest))
+
+
+def discard_part(dest: Path) -> int:
+    """Delete the ``.part`` of ``dest`` and its ranges file; the bytes they held."""
+    return partfile.discard(part_path(dest))
+
+
+def configured_connections() -> int:
+    """node.toml's ``downloads.connections`` (the default when node.toml is unreadable)."""
+    cfg, _problem = config.current()
+    return int(cfg.get("downloads.connections"))
+
+
 def _hash_file(path: Path, limit: int | None = None):
     h = hashlib.sha256()
     left = limit
@@ -206,6 +238,7 @@ class _Sink:
         self.fd: int | None = None
         self.broken: DownloadError | None = None  # after a failed write nothing more is written
         self.pending: deque[concurrent.futures.Future] = deque()
+        self.closed = False
 
     # --- worker-thread functions ---
     def _open(self, restart: bool) -> int:
@@ -309,6 +342,9 @@ class _Sink:
 
     def close_now(self) -> None:
         """Synchronous cleanup (also on cancellation): finish queued work, close the file."""
+        if self.closed:
+            return
+        self.closed = True
         self.pending.clear()
         self.writer.submit(self._close)
         self.writer.shutdown(wait=True)  # runs every queued write, then the close
@@ -316,83 +352,6 @@ class _Sink:
 
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
-
-
-def _tune_httpcore() -> None:
-    """Let httpcore's HTTP/1.1 reader take up to READ_SIZE per socket read (default 64 KiB).
-
-    A read returns whatever is already there, so small responses and SSE are unaffected;
-    on a fast link the per-read overhead of 64 KiB reads capped httpx at ~0.6 GiB/s on
-    loopback. Process-wide by design: every client, including one a caller passes in,
-    benefits. Only ever raised."""
-    try:
-        from httpcore._async.http11 import AsyncHTTP11Connection
-    except ImportError:  # pragma: no cover - a future httpcore; the default still works
-        return
-    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < READ_SIZE:
-        AsyncHTTP11Connection.READ_NUM_BYTES = READ_SIZE
-
-
-def _tune_h11() -> None:
-    """Make h11 hand a body chunk that empties its receive buffer over without copying it.
-
-    h11 returns ``data[:n]`` and deletes it from its buffer, copying the chunk twice
-    (``maybe_extract_at_most`` slices once to test for emptiness and again to extract).
-    When the chunk is the whole buffer, the buffer object itself is the answer and a
-    fresh empty one takes its place: the same bytes, the same state after, no copies.
-    Process-wide (like `_tune_httpcore`); any other case runs h11's own code."""
-    try:
-        from h11._receivebuffer import ReceiveBuffer
-    except ImportError:  # pragma: no cover - a future h11; its own code still works
-        return
-    original = ReceiveBuffer.maybe_extract_at_most
-    if getattr(original, "_cantor_fast_path", False):
-        return
-    probe = ReceiveBuffer()
-    if not all(hasattr(probe, a) for a in ("_data", "_next_line_search", "_multiple_lines_search")):
-        return  # pragma: no cover - internals changed; leave h11 alone
-
-    def maybe_extract_at_most(self, count: int):
-        data = self._data
-        if 0 < len(data) <= count and type(data) is bytearray:
-            self._data = bytearray()
-            self._next_line_search = 0
-            self._multiple_lines_search = 0
-            return data
-        return original(self, count)
-
-    maybe_extract_at_most._cantor_fast_path = True
-    maybe_extract_at_most.__doc__ = original.__doc__
-    ReceiveBuffer.maybe_extract_at_most = maybe_extract_at_most
-
-
-_tune_h11()
-
-
-def _widen_reads(response: httpx.Response) -> Callable[[], None]:
-    """Let this connection's asyncio transport receive up to READ_SIZE per recv().
-
-    asyncio reads at most 256 KiB per wake-up, and anyio pauses and resumes reading (two
-    epoll_ctl calls) around every read, so at 1 GiB/s the loop spent more time on wake-ups
-    and syscalls than on the bytes. A recv returns only what is already buffered, so a
-    slow link is unaffected. Only this connection's plain-TCP transport is changed (an
-    instance attribute; TLS or another backend keeps its defaults), and only while the body
-    streams: the returned function puts the old size back before the connection returns to
-    the pool."""
-    stream = response.extensions.get("network_stream")
-    transport = getattr(getattr(stream, "_stream", None), "_transport", None)
-    before = getattr(transport, "max_size", 0)
-    if transport is None or not isinstance(before, int) or not 0 < before < READ_SIZE:
-        return lambda: None
-    transport.max_size = READ_SIZE
-
-    def restore() -> None:
-        transport.max_size = before
-
-    return restore
-
-
-_tune_httpcore()
 
 
 class _Meter:
@@ -474,6 +433,19 @@ def _check_url(url: str, original: str) -> None:
         )
 
 
+@dataclass
+class Stats:
+    """How a download went (``download(..., stats=Stats())`` fills it): for the bench."""
+
+    mode: str = ""  # "ranges" or "stream"
+    connections: int = 0
+    ranges: int = 0
+    requests: int = 0
+    resumed_from: int = 0
+    reread: int = 0  # bytes read back from the part for the hash (arrived too far ahead)
+    read_saved: int = 0  # bytes an earlier call saved, read from the part for the hash
+
+
 async def download(
     url: str,
     dest: Path,
@@ -486,8 +458,14 @@ async def download(
     retries: int = 5,
     backoff: float = 1.0,
     client: httpx.AsyncClient | None = None,
+    connections: int | None = None,
+    chunk: int = CHUNK,
+    stats: Stats | None = None,
 ) -> Path:
-    """Fetch ``url`` to ``dest`` (replacing it) and return ``dest``; see the module doc."""
+    """Fetch ``url`` to ``dest`` (replacing it) and return ``dest``; see the module doc.
+
+    ``connections``: ranges fetched at once (default: node.toml ``downloads.connections``);
+    ``chunk``: the size of a range (files up to one chunk come in one stream)."""
     dest = Path(dest)
     _check_url(url, url)
     if sha256 is not None:
@@ -496,76 +474,161 @@ async def download(
             raise DownloadError(
                 f"Bad sha256 for {url}: {sha256!r} is not 64 hex digits", url=url, dest=dest
             )
+    if connections is None:
+        connections = configured_connections()
+    connections = max(1, int(connections))
+    chunk = max(1, int(chunk))
+    stats = stats if stats is not None else Stats()
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = part_path(dest)
+    saved = partfile.load(part)
+    if saved is not None and (
+        (size is not None and saved.size != size) or (saved.sha256 not in (None, sha256))
+    ):
+        partfile.discard(part)  # a part of another version of the file
+        saved = None
+    elif saved is None and partfile.ranges_path(part).exists():
+        partfile.discard(part)  # a ranges file that does not match its part: start over
     if size is not None:
-        have = part.stat().st_size if part.exists() else 0
+        have = saved.received if saved is not None else part_received(dest)
         check_free_space(dest.parent, max(0, size - have))
 
     own_client = client is None
     if own_client:
-        client = httpx.AsyncClient(timeout=httpx.Timeout(stall_timeout), follow_redirects=False)
-    sink = _Sink(part, url, dest)
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(stall_timeout),
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=max(10, connections + 2)),
+        )
     meter = _Meter(url, dest, on_progress)
-    state = _State()
-    failures = 0
+    job = _Job(
+        client,
+        url,
+        dest,
+        part,
+        meter,
+        stats,
+        sha256=sha256,
+        size=size,
+        headers=headers or {},
+        stall_timeout=stall_timeout,
+        retries=retries,
+        backoff=backoff,
+    )
     try:
-        while True:
-            state.progressed = False
+        if saved is not None:
             try:
-                digest = await _attempt(
-                    client,
-                    url,
-                    dest,
-                    part,
-                    sink,
-                    meter,
-                    state,
-                    sha256=sha256,
-                    size=size,
-                    headers=headers or {},
-                    stall_timeout=stall_timeout,
-                )
-                break
-            except httpx.HTTPError as exc:  # not a transport failure: nothing to retry
-                raise DownloadError(
-                    f"{url}: {exc or type(exc).__name__}", url=url, dest=dest
-                ) from exc
-            except _Retry as r:
-                # Bounded: `retries` failures in a row; an attempt that saved bytes resets
-                # the count (each reset needs new bytes, so this always ends).
-                failures = 1 if state.progressed else failures + 1
-                if r.unresolved and not state.received_any:
-                    raise r.error from r.__cause__
-                if failures > retries:
-                    err = r.error
-                    err.args = (f"{err} (gave up after {failures} attempts in a row)",)
-                    raise err from r.__cause__
-                if not r.immediate:
-                    delay = backoff * 2 ** (failures - 1)
-                    if r.retry_after is not None:  # the server's Retry-After, if longer
-                        delay = max(delay, r.retry_after)
-                    await asyncio.sleep(min(MAX_BACKOFF, delay))
-        await _install(part, dest, digest, sha256, size, sink.length, url)
-        meter.received = sink.length
-        meter.final()
+                await _Ranged(job, connections, chunk).run(saved=saved)
+                return dest
+            except _OneStream:
+                pass  # the server stopped honouring Range, or the file changed: start over
+        elif connections > 1 and not part.exists():
+            job.ranged = (connections, chunk)  # decided by the first answer (see _attempt)
+        await _stream(job)
         return dest
     finally:
-        sink.close_now()
         if own_client:
             await client.aclose()
         try:
-            if part.stat().st_size == 0:
+            if part.stat().st_size == 0 and not partfile.ranges_path(part).exists():
                 part.unlink()  # nothing was saved: leave no empty .part behind
         except OSError:
             pass
+
+
+class _OneStream(Exception):
+    """Fetch the file in one stream instead (the ranged part is discarded)."""
+
+
+@dataclass
+class _Job:
+    """One call of download(): what every attempt needs."""
+
+    client: httpx.AsyncClient
+    url: str
+    dest: Path
+    part: Path
+    meter: _Meter
+    stats: Stats
+    sha256: str | None
+    size: int | None
+    headers: dict[str, str]
+    stall_timeout: float
+    retries: int
+    backoff: float
+    received_any: bool = False  # some attempt of this call received file bytes
+    ranged: tuple[int, int] | None = None  # (connections, chunk) when ranges may be used
+
+    async def pause(self, r: _Retry, failures: int) -> None:
+        """After a failed attempt: give up (raise) or wait before the next one."""
+        if r.unresolved and not self.received_any:
+            raise r.error from r.__cause__
+        if failures > self.retries:
+            err = r.error
+            err.args = (f"{err} (gave up after {failures} attempts in a row)",)
+            raise err from r.__cause__
+        if not r.immediate:
+            delay = self.backoff * 2 ** (failures - 1)
+            if r.retry_after is not None:  # the server's Retry-After, if longer
+                delay = max(delay, r.retry_after)
+            await asyncio.sleep(min(MAX_BACKOFF, delay))
 
 
 @dataclass
 class _State:
     etag: str | None = None  # validator of the bytes in the part, seen in this call
     progressed: bool = False  # the current attempt received file bytes
-    received_any: bool = False  # some attempt of this call received file bytes
+
+
+async def _stream(job: _Job) -> None:
+    """The whole file over one connection, appended to a clean-prefix part; or, when the
+    first answer offers ranges of a file bigger than a chunk, a ranged download that
+    starts with that answer."""
+    job.stats.mode, job.stats.connections = "stream", 1
+    sink = _Sink(job.part, job.url, job.dest)
+    state = _State()
+    failures = 0
+    try:
+        while True:
+            state.progressed = False
+            try:
+                digest = await _attempt(job, sink, state)
+                break
+            except _GoRanged as go:
+                assert job.ranged is not None
+                sink.close_now()
+                job.part.unlink(missing_ok=True)  # empty: the ranged part replaces it
+                try:
+                    await _Ranged(job, *job.ranged).run(first=go.response)
+                    return
+                except _OneStream:
+                    # a range came back whole (200) or the file changed: one stream
+                    job.ranged = None
+                    job.stats.mode, job.stats.connections = "stream", 1
+                    sink = _Sink(job.part, job.url, job.dest)
+                    state = _State()
+            except httpx.HTTPError as exc:  # not a transport failure: nothing to retry
+                raise DownloadError(
+                    f"{job.url}: {exc or type(exc).__name__}", url=job.url, dest=job.dest
+                ) from exc
+            except _Retry as r:
+                # Bounded: `retries` failures in a row; an attempt that saved bytes resets
+                # the count (each reset needs new bytes, so this always ends).
+                failures = 1 if state.progressed else failures + 1
+                await job.pause(r, failures)
+        await _install(job.part, job.dest, digest, job.sha256, job.size, sink.length, job.url)
+        job.meter.received = sink.length
+        job.meter.final()
+    finally:
+        sink.close_now()
+
+
+class _GoRanged(Exception):
+    """The first answer offers ranges of a big file: continue as a ranged download."""
+
+    def __init__(self, response: httpx.Response):
+        super().__init__("ranged")
+        self.response = response
 
 
 async def _open_response(
@@ -600,31 +663,24 @@ def _unresolved(exc: BaseException) -> bool:
     return False
 
 
-async def _attempt(
-    client,
-    url,
-    dest,
-    part,
-    sink: _Sink,
-    meter: _Meter,
-    state: _State,
-    *,
-    sha256,
-    size,
-    headers,
-    stall_timeout,
-) -> str:
-    offset = await sink.open(restart=False)
-    req_headers = {"Accept-Encoding": "identity", **headers}
-    if offset > 0:
-        req_headers["Range"] = f"bytes={offset}-"
-        if state.etag:
-            req_headers["If-Range"] = state.etag
+async def _request(
+    job: _Job, req_headers: dict[str, str], *, direct: tuple[str, dict[str, str]] | None = None
+) -> httpx.Response:
+    """GET with the job's redirect policy (or straight to ``direct``: an address and the
+    headers its last redirect hop carried); network failures become `_Retry`."""
+    url, dest = job.url, job.dest
     try:
-        response = await _open_response(client, url, req_headers, stall_timeout)
+        if direct is None:
+            return await _open_response(job.client, url, req_headers, job.stall_timeout)
+        merged = httpx.Headers(direct[1])
+        merged.update(req_headers)
+        request = job.client.build_request(
+            "GET", direct[0], headers=merged, timeout=httpx.Timeout(job.stall_timeout)
+        )
+        return await job.client.send(request, stream=True, follow_redirects=False)
     except httpx.TimeoutException as exc:
         raise _Retry(
-            Stalled(f"{url}: no answer for {stall_timeout:g} s", url=url, dest=dest)
+            Stalled(f"{url}: no answer for {job.stall_timeout:g} s", url=url, dest=dest)
         ) from exc
     except httpx.TransportError as exc:
         host = httpx.URL(url).host
@@ -642,6 +698,51 @@ async def _attempt(
         raise _Retry(
             DownloadError(f"{url}: network error: {exc or type(exc).__name__}", url=url, dest=dest)
         ) from exc
+
+
+def _check_status(job: _Job, response: httpx.Response) -> None:
+    """Raise for what is not a 200 or a 206: AuthRequired, `_Retry` (5xx, 408, 429), or
+    HTTPStatus (final)."""
+    url, dest = job.url, job.dest
+    status = response.status_code
+    if status in (401, 403):
+        raise AuthRequired(
+            f"{url}: access denied (HTTP {status}); this download needs a valid token",
+            status,
+            url=url,
+            dest=dest,
+        )
+    if status >= 500 or status in RETRY_STATUSES:
+        after = response.headers.get("Retry-After", "").strip()
+        raise _Retry(
+            HTTPStatus(
+                f"{url}: HTTP {status} {response.reason_phrase}", status, url=url, dest=dest
+            ),
+            retry_after=float(after) if after.isdigit() else None,
+        )
+    if status not in (200, 206):
+        raise HTTPStatus(
+            f"{url}: HTTP {status} {response.reason_phrase}".rstrip(), status, url=url, dest=dest
+        )
+
+
+def _body(response: httpx.Response):
+    """The body's bytes: raw unless a server encoded it anyway (we ask for identity)."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    return response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
+
+
+async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
+    url, dest, size, meter = job.url, job.dest, job.size, job.meter
+    offset = await sink.open(restart=False)
+    req_headers = {"Accept-Encoding": "identity", **job.headers}
+    if offset > 0:
+        req_headers["Range"] = f"bytes={offset}-"
+        if state.etag:
+            req_headers["If-Range"] = state.etag
+    response = await _request(job, req_headers)
+    job.stats.requests += 1
+    handed_over = False
     try:
         status = response.status_code
         if status == 416 and offset > 0:
@@ -655,28 +756,7 @@ async def _attempt(
                 DownloadError(f"{url}: the server refused to resume", url=url, dest=dest),
                 immediate=True,
             )
-        if status in (401, 403):
-            raise AuthRequired(
-                f"{url}: access denied (HTTP {status}); this download needs a valid token",
-                status,
-                url=url,
-                dest=dest,
-            )
-        if status >= 500 or status in RETRY_STATUSES:
-            after = response.headers.get("Retry-After", "").strip()
-            raise _Retry(
-                HTTPStatus(
-                    f"{url}: HTTP {status} {response.reason_phrase}", status, url=url, dest=dest
-                ),
-                retry_after=float(after) if after.isdigit() else None,
-            )
-        if status not in (200, 206):
-            raise HTTPStatus(
-                f"{url}: HTTP {status} {response.reason_phrase}".rstrip(),
-                status,
-                url=url,
-                dest=dest,
-            )
+        _check_status(job, response)
 
         total: int | None = None
         start = 0
@@ -714,19 +794,28 @@ async def _attempt(
             )
         if total is not None:
             check_free_space(dest.parent, total - start)
+        if (
+            job.ranged is not None
+            and status == 200
+            and offset == 0
+            and total is not None
+            and total > job.ranged[1]
+            and "bytes" in response.headers.get("Accept-Ranges", "").lower()
+            and response.headers.get("Content-Encoding", "identity").strip().lower()
+            in ("", "identity")
+        ):
+            handed_over = True
+            raise _GoRanged(response)
         meter.start(start, total if total is not None else size)
-        restore_reads = _widen_reads(response)
+        job.stats.resumed_from = start
 
         pieces: list[bytes] = []
         queued = 0
-        # We ask for identity; raw bytes skip httpx's decoder layer unless a server encodes anyway.
-        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-        body = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
         try:
-            async for piece in body:
+            async for piece in _body(response):
                 pieces.append(piece)
                 queued += len(piece)
-                state.progressed = state.received_any = True
+                state.progressed = job.received_any = True
                 meter.add(len(piece))
                 if queued >= BATCH:
                     await sink.write(pieces)
@@ -734,30 +823,10 @@ async def _attempt(
             if pieces:
                 await sink.write(pieces)
                 pieces = []
-        except httpx.TimeoutException as exc:
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
             if pieces:
                 await sink.write(pieces)
-            raise _Retry(
-                Stalled(
-                    f"{url}: no data for {stall_timeout:g} s at {human_size(meter.received)}",
-                    url=url,
-                    dest=dest,
-                )
-            ) from exc
-        except httpx.TransportError as exc:
-            if pieces:
-                await sink.write(pieces)
-            raise _Retry(
-                DownloadError(
-                    f"{url}: connection lost at "
-                    f"{human_size(meter.received)}: "
-                    f"{exc or type(exc).__name__}",
-                    url=url,
-                    dest=dest,
-                )
-            ) from exc
-        finally:
-            restore_reads()
+            raise _lost(job, exc, meter.received) from exc
         await sink.drain()
         expected = total if total is not None else size
         if expected is not None and sink.length < expected:
@@ -770,7 +839,312 @@ async def _attempt(
             )
         return await sink.finish()
     finally:
-        await response.aclose()
+        if not handed_over:
+            await response.aclose()
+
+
+def _lost(job: _Job, exc: Exception, at: int) -> _Retry:
+    """A body that stopped: a stall or a lost connection, worth another attempt."""
+    if isinstance(exc, httpx.TimeoutException):
+        return _Retry(
+            Stalled(
+                f"{job.url}: no data for {job.stall_timeout:g} s at {human_size(at)}",
+                url=job.url,
+                dest=job.dest,
+            )
+        )
+    return _Retry(
+        DownloadError(
+            f"{job.url}: connection lost at {human_size(at)}: {exc or type(exc).__name__}",
+            url=job.url,
+            dest=job.dest,
+        )
+    )
+
+
+class _Ranged:
+    """A ranged download: ``connections`` workers take the ranges of a `partfile.PartFile`
+    in file order, each range over its own request (see the module doc)."""
+
+    def __init__(self, job: _Job, connections: int, chunk: int):
+        self.job = job
+        self.connections = connections
+        self.chunk = chunk
+        self.pf: partfile.PartFile | None = None
+        self.todo: deque[int] = deque()
+        self.direct: tuple[str, dict[str, str]] | None = None  # the resolved address
+        self.etag: str | None = None
+
+    async def run(
+        self, *, first: httpx.Response | None = None, saved: partfile.Saved | None = None
+    ) -> None:
+        """Resume ``saved``, or start with ``first`` (a 200 answer for the whole file, whose
+        first bytes make the first range; it is closed after them)."""
+        job = self.job
+        job.stats.mode = "ranges"
+        try:
+            if saved is not None:
+                self.etag = saved.etag
+                # opened here, not on a thread: a cancellation must not lose the open part
+                self.pf = partfile.PartFile.resume(job.part, saved, ahead=HASH_AHEAD)
+            else:
+                assert first is not None
+                await self._create(first)
+            pf = self.pf
+            assert pf is not None
+            job.stats.ranges = len(pf.ranges)
+            job.stats.resumed_from = pf.resumed
+            job.meter.start(pf.resumed, pf.size)
+            self.todo = deque(pf.todo())
+            if first is not None:
+                self.todo.remove(0)
+            workers = max(1, min(self.connections, len(self.todo) + (first is not None)))
+            job.stats.connections = workers
+            tasks = [
+                asyncio.create_task(self._worker(first if k == 0 else None)) for k in range(workers)
+            ]
+            first = None  # the first worker owns it now
+            try:
+                await _all_or_first_error(tasks)
+            except _Changed as exc:
+                await asyncio.to_thread(pf.close, save=False)
+                self.pf = None
+                partfile.discard(job.part)
+                raise _OneStream(str(exc)) from exc
+            digest = await pf.digest()
+            job.stats.reread, job.stats.read_saved = pf.reread, pf.read_saved
+            await asyncio.to_thread(pf.close, save=False)
+            self.pf = None
+            try:
+                await _install(job.part, job.dest, digest, job.sha256, job.size, pf.size, job.url)
+            finally:
+                partfile.ranges_path(job.part).unlink(missing_ok=True)
+            job.meter.received = pf.size
+            job.meter.final()
+        except partfile.WriteFailed as exc:
+            raise self._write_error(exc) from None
+        finally:
+            if first is not None:
+                await first.aclose()
+            if self.pf is not None:
+                # runs on cancellation too: finishes queued writes and saves the ranges
+                # file, so the next call resumes
+                self.pf.close()
+
+    def _write_error(self, exc: partfile.WriteFailed) -> DownloadError:
+        message = f"{exc} ({self.job.url})" + (
+            "; free some space and retry to resume" if exc.disk_full else ""
+        )
+        cls = DiskFull if exc.disk_full else DownloadError
+        return cls(message, url=self.job.url, dest=self.job.dest)
+
+    async def _create(self, first: httpx.Response) -> None:
+        """The part and its ranges for the file ``first`` answers with (its first range:
+        the bytes ``first`` brings before it is closed)."""
+        job = self.job
+        total = int(first.headers["Content-Length"])
+        self.etag = first.headers.get("ETag")
+        self._remember(first)
+        first_end = max(1, self.chunk // self.connections)
+        ranges = partfile.plan(total, self.connections, self.chunk, first=first_end)
+        # made here, not on a thread: a cancellation must not lose the open part (a few
+        # milliseconds: a sparse file and a small JSON file)
+        self.pf = partfile.PartFile.create(
+            job.part, total, ranges, job.sha256, self.etag, ahead=HASH_AHEAD
+        )
+
+    def _remember(self, response: httpx.Response) -> None:
+        """Send the next ranges straight to where the redirects led, with that hop's
+        headers (without the hub's token when that is another origin)."""
+        request = response.request
+        if str(request.url) == self.job.url:
+            self.direct = None
+            return
+        keep = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in ("range", "if-range", "host", "content-length")
+        }
+        self.direct = (str(request.url), keep)
+
+    async def _worker(self, response: httpx.Response | None) -> None:
+        index = 0 if response is not None else None
+        while True:
+            if index is None:
+                if not self.todo:
+                    return
+                index = self.todo.popleft()
+            await self._fetch(index, response)
+            response, index = None, None
+
+    async def _fetch(self, index: int, response: httpx.Response | None) -> None:
+        """Range ``index`` to the end, over as many attempts as it takes (see `_Job.pause`)."""
+        job, pf = self.job, self.pf
+        assert pf is not None
+        r = pf.ranges[index]
+        failures = 0
+        while not r.done:
+            had = r.got
+            try:
+                if response is None:
+                    response = await self._open(r)
+                await self._receive(index, r, response)
+                if not r.done:
+                    raise _Retry(
+                        DownloadError(
+                            f"{job.url}: the answer for bytes {r.start}-{r.end - 1} ended "
+                            f"at {r.next_offset}",
+                            url=job.url,
+                            dest=job.dest,
+                        )
+                    )
+            except httpx.HTTPError as exc:  # not a transport failure: nothing to retry
+                raise DownloadError(
+                    f"{job.url}: {exc or type(exc).__name__}", url=job.url, dest=job.dest
+                ) from exc
+            except _Retry as retry:
+                failures = 1 if r.got > had else failures + 1
+                await job.pause(retry, failures)
+            finally:
+                if response is not None:
+                    await response.aclose()
+                    response = None
+
+    async def _open(self, r: partfile.Range) -> httpx.Response:
+        job = self.job
+        req = {
+            "Accept-Encoding": "identity",
+            **job.headers,
+            "Range": f"bytes={r.next_offset}-{r.end - 1}",
+        }
+        if self.etag and not self.etag.startswith("W/"):
+            req["If-Range"] = self.etag
+        direct = self.direct
+        if direct is not None:
+            req.pop("Authorization", None)
+            req.pop("authorization", None)
+        response = await _request(job, req, direct=direct)
+        job.stats.requests += 1
+        if direct is not None and response.status_code in GONE_STATUSES:
+            # a signed address that expired: resolve it again through the original URL
+            await response.aclose()
+            self.direct = None
+            raise _Retry(
+                HTTPStatus(
+                    f"{job.url}: HTTP {response.status_code} from {direct[0]}",
+                    response.status_code,
+                    url=job.url,
+                    dest=job.dest,
+                ),
+                immediate=True,
+            )
+        try:
+            self._check_range(r, response)
+        except BaseException:
+            await response.aclose()
+            raise
+        if direct is None:
+            self._remember(response)
+        return response
+
+    def _check_range(self, r: partfile.Range, response: httpx.Response) -> None:
+        job, pf = self.job, self.pf
+        assert pf is not None
+        status = response.status_code
+        if status == 200 or status == 416:
+            raise _Changed(
+                f"HTTP {status} to a range request"
+            )  # Range ignored, or the file changed
+        _check_status(job, response)
+        cr = _parse_content_range(response.headers.get("Content-Range"))
+        if cr is not None and cr[1] is not None and cr[1] != pf.size:
+            raise _Changed(f"the file is now {cr[1]} bytes, not {pf.size}")
+        etag = response.headers.get("ETag")
+        if self.etag and etag and etag != self.etag and not etag.startswith("W/"):
+            raise _Changed(f"its ETag changed from {self.etag} to {etag}")
+        if cr is None or cr[0] != r.next_offset:
+            raise _Retry(
+                DownloadError(
+                    f"{job.url}: asked for bytes {r.next_offset}-{r.end - 1}, got "
+                    f"Content-Range {response.headers.get('Content-Range')!r}",
+                    url=job.url,
+                    dest=job.dest,
+                ),
+                immediate=True,
+            )
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise _Changed(f"a range came encoded ({encoding})")
+
+    async def _receive(self, index: int, r: partfile.Range, response: httpx.Response) -> None:
+        """Write the body of an answer for range ``r`` in place, up to the range's end. A 206
+        that goes past it is asked again; a 200 (the whole file, the first answer) is
+        expected to, and is closed there."""
+        job, pf = self.job, self.pf
+        assert pf is not None
+        end = r.end
+        at = r.next_offset
+        pieces: list[bytes] = []
+        queued = 0
+
+        async def flush() -> None:
+            nonlocal at, pieces, queued
+            if pieces:
+                await pf.write(index, at, pieces)
+                job.meter.add(queued)
+                at += queued
+                pieces, queued = [], 0
+
+        try:
+            async for piece in response.aiter_raw():
+                if at + queued + len(piece) > end:
+                    pieces.append(piece[: end - at - queued])
+                    queued = end - at
+                    await flush()
+                    if response.status_code == 200:
+                        return
+                    raise _Retry(
+                        DownloadError(
+                            f"{job.url}: the answer for bytes {r.start}-{end - 1} went past "
+                            f"its end",
+                            url=job.url,
+                            dest=job.dest,
+                        ),
+                        immediate=True,
+                    )
+                pieces.append(piece)
+                queued += len(piece)
+                job.received_any = True
+                if queued >= BATCH:
+                    await flush()
+            await flush()
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            await flush()
+            raise _lost(job, exc, job.meter.received) from exc
+        finally:
+            await pf.drain(index)  # r.got counts what the writer saved
+
+
+class _Changed(Exception):
+    """The file under a ranged download changed, or the server stopped honouring Range."""
+
+
+async def _all_or_first_error(tasks: list[asyncio.Task]) -> None:
+    """Wait for every task; on the first failure (or a cancellation of this wait) cancel
+    the rest, wait for them, and raise that failure."""
+    try:
+        _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    for t in pending:
+        t.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    for t in tasks:
+        if t.done() and not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
 
 
 async def _install(

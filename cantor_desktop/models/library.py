@@ -23,8 +23,9 @@ from typing import Callable, Iterator
 from filelock import FileLock
 
 from .. import config, gguf
-from ..download import sha256_file
+from ..download import part_received, sha256_file
 from ..errors import CantorError
+from ..partfile import ranges_path
 from ..paths import paths
 from . import catalogue as cat
 from .catalogue import FAMILY, SKETCH, SKETCH_DISPLAY, FileEntry, UnknownModel
@@ -166,10 +167,9 @@ def part_path(final: Path) -> Path:
 
 
 def _part_size(final: Path) -> int:
-    try:
-        return part_path(final).stat().st_size
-    except OSError:
-        return 0
+    """Bytes a download left in ``final``'s part (a ranged part is sized to the whole file;
+    its ranges file says how much of it arrived)."""
+    return part_received(final)
 
 
 def _scan_family_dir() -> dict[str, LocalFile]:
@@ -209,7 +209,7 @@ def _scan_family_dir() -> dict[str, LocalFile]:
                     variant=info["variant"],
                     lm_size=info["lm_size"],
                     exists=False,
-                    part_bytes=entry.stat().st_size,
+                    part_bytes=_part_size(folder / final_name),
                 )
     return found
 
@@ -711,7 +711,10 @@ def remove(name: str) -> RemoveResult:
         _forget_hashes([Path(p) for p in gone])
         return result
     removed_paths = [
-        p for f in targets for p in (f.path, part_path(f.path)) if _delete_counted(p, result)
+        p
+        for f in targets
+        for p in (f.path, part_path(f.path), ranges_path(part_path(f.path)))
+        if _delete_counted(p, result)
     ]
     _forget_hashes(removed_paths)
     return result
@@ -737,6 +740,7 @@ def remove_parts(name: str, *, companions: bool = True) -> RemoveResult:
         if f.kind != "dit" and not companions:
             continue
         _delete_counted(part_path(folder / f.name), result)
+        _delete_counted(ranges_path(part_path(folder / f.name)), result)
     return result
 
 

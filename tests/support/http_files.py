@@ -45,8 +45,22 @@ Each is consumed when a GET response for that path starts.
   (default: the middle) in what is sent.
 - ``throttle(path, bytes_per_second, times=None)``: pace the body.
 - ``ignore_range(path, times=None)``: answer a Range request with 200 and the whole file.
+- ``no_ranges(path)``: a server without range support: no ``Accept-Ranges`` header, and a
+  Range request gets 200 and the whole file.
+- ``shift_range(path, by, times=1)``: answer ``bytes=N-M`` with the bytes (and the
+  Content-Range) of ``bytes=N+by-M``: another range than the one asked.
+- ``widen_range(path, extra, times=1)``: answer ``bytes=N-M`` with ``bytes=N-(M+extra)``:
+  more bytes than asked, past the range's end.
 - ``fail(path, status, times=1)``: answer with that status (e.g. 500, 503) and a short body.
 - ``clear_faults(path=None)``.
+- Every fault takes ``ranged=True`` to affect only answers to requests with a Range header
+  (the ranges of a parallel download, not its first plain GET).
+
+Shaping, for every file this server sends (a CDN and the line to it): ``shape(rate=B/s,
+first_byte=seconds)`` caps each response (each connection: HTTP/1.1 sends one response at a
+time) at ``rate`` and waits ``first_byte`` seconds before the headers of every file
+response. Unshaped and without faults, a file from disk is sent with ``socket.sendfile``
+(the server is not what a benchmark measures).
 
 Request log: ``srv.requests`` (list of ``Request(method, path, headers, status,
 bytes_sent)``; ``headers`` keys are lower-case, ``.header(name)`` reads one),
@@ -92,6 +106,8 @@ class _Fault:
     offset: int | None = None
     rate: float = 0.0
     status: int = 0
+    by: int = 0
+    ranged: bool = False
 
 
 @dataclass
@@ -156,6 +172,9 @@ class FileServer:
         self.guard: Any = None
         self._tokens: list[tuple[str, str]] = []
         self._faults: dict[str, list[_Fault]] = {}
+        self._no_ranges: set[str] = set()
+        self.rate = 0.0  # shape(): bytes/s per response
+        self.first_byte = 0.0  # shape(): seconds before each file response
         self.requests: list[Request] = []
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -165,7 +184,7 @@ class FileServer:
     def start(self) -> "FileServer":
         self._stop.clear()
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
@@ -232,37 +251,62 @@ class FileServer:
         with self._lock:
             self._faults.setdefault(path, []).append(fault)
 
-    def cut(self, path: str, after: int, times: int | None = 1) -> None:
-        self._add_fault(path, _Fault("cut", times, after=after))
+    def cut(self, path: str, after: int, times: int | None = 1, ranged: bool = False) -> None:
+        self._add_fault(path, _Fault("cut", times, after=after, ranged=ranged))
 
-    def stall(self, path: str, after: int, seconds: float, times: int | None = 1) -> None:
-        self._add_fault(path, _Fault("stall", times, after=after, seconds=seconds))
+    def stall(
+        self, path: str, after: int, seconds: float, times: int | None = 1, ranged: bool = False
+    ) -> None:
+        self._add_fault(path, _Fault("stall", times, after=after, seconds=seconds, ranged=ranged))
 
-    def corrupt(self, path: str, offset: int | None = None, times: int | None = None) -> None:
-        self._add_fault(path, _Fault("corrupt", times, offset=offset))
+    def corrupt(
+        self, path: str, offset: int | None = None, times: int | None = None, ranged: bool = False
+    ) -> None:
+        self._add_fault(path, _Fault("corrupt", times, offset=offset, ranged=ranged))
 
-    def throttle(self, path: str, bytes_per_second: float, times: int | None = None) -> None:
-        self._add_fault(path, _Fault("throttle", times, rate=bytes_per_second))
+    def throttle(
+        self, path: str, bytes_per_second: float, times: int | None = None, ranged: bool = False
+    ) -> None:
+        self._add_fault(path, _Fault("throttle", times, rate=bytes_per_second, ranged=ranged))
 
     def ignore_range(self, path: str, times: int | None = None) -> None:
         self._add_fault(path, _Fault("ignore_range", times))
 
-    def fail(self, path: str, status: int, times: int | None = 1) -> None:
-        self._add_fault(path, _Fault("fail", times, status=status))
+    def no_ranges(self, path: str) -> None:
+        with self._lock:
+            self._no_ranges.add(path)
+
+    def shift_range(self, path: str, by: int, times: int | None = 1) -> None:
+        self._add_fault(path, _Fault("shift_range", times, by=by, ranged=True))
+
+    def widen_range(self, path: str, extra: int, times: int | None = 1) -> None:
+        self._add_fault(path, _Fault("widen_range", times, by=extra, ranged=True))
+
+    def fail(self, path: str, status: int, times: int | None = 1, ranged: bool = False) -> None:
+        self._add_fault(path, _Fault("fail", times, status=status, ranged=ranged))
+
+    def shape(self, rate: float = 0.0, first_byte: float = 0.0) -> None:
+        """Cap every file response at ``rate`` bytes/s (0: no cap) and wait ``first_byte``
+        seconds before answering each file request, as a CDN far away does."""
+        with self._lock:
+            self.rate, self.first_byte = float(rate), float(first_byte)
 
     def clear_faults(self, path: str | None = None) -> None:
         with self._lock:
             if path is None:
                 self._faults.clear()
+                self._no_ranges.clear()
             else:
                 self._faults.pop(path, None)
+                self._no_ranges.discard(path)
 
-    def _take_faults(self, path: str, kinds: set[str]) -> list[_Fault]:
-        """Consume one use of each active fault of the given kinds for this path."""
+    def _take_faults(self, path: str, kinds: set[str], ranged: bool = False) -> list[_Fault]:
+        """Consume one use of each active fault of the given kinds for this path (faults
+        marked ``ranged`` only for a request with a Range header: ``ranged`` True)."""
         taken = []
         with self._lock:
             for f in list(self._faults.get(path, [])):
-                if f.kind not in kinds:
+                if f.kind not in kinds or (f.ranged and not ranged):
                     continue
                 taken.append(f)
                 if f.times is not None:
@@ -379,7 +423,7 @@ def _make_handler(server: FileServer):
                     )
                     return
             if self.command == "GET":
-                fails = server._take_faults(path, {"fail"})
+                fails = server._take_faults(path, {"fail"}, bool(self.headers.get("Range")))
                 if fails:
                     self._simple(req, fails[0].status, f"injected {fails[0].status}\n".encode())
                     return
@@ -399,7 +443,12 @@ def _make_handler(server: FileServer):
             start, end, status = 0, size, 200
             rng = self.headers.get("Range")
             if_range = self.headers.get("If-Range")
-            ignore = (
+            with server._lock:
+                ranges_ok = path not in server._no_ranges
+                delay = server.first_byte
+            if delay and self.command == "GET":
+                server._stop.wait(delay)
+            ignore = not ranges_ok or (
                 bool(rng)
                 and self.command == "GET"
                 and bool(server._take_faults(path, {"ignore_range"}))
@@ -423,19 +472,27 @@ def _make_handler(server: FileServer):
                 start = first
                 end = size if last is None else min(last + 1, size)
                 status = 206
+                if self.command == "GET":
+                    for f in server._take_faults(path, {"shift_range", "widen_range"}, True):
+                        if f.kind == "shift_range":
+                            start = min(max(0, start + f.by), size - 1)
+                        else:
+                            end = min(size, end + f.by)
             req.status = status
             self.send_response(status)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(end - start))
             self.send_header("ETag", source.etag)
-            self.send_header("Accept-Ranges", "bytes")
+            if ranges_ok:
+                self.send_header("Accept-Ranges", "bytes")
             if status == 206:
                 self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
             self.end_headers()
             if self.command == "HEAD":
                 return
-            plan = _Plan()
-            for f in server._take_faults(path, {"cut", "stall", "corrupt", "throttle"}):
+            plan = _Plan(rate=server.rate)
+            kinds = {"cut", "stall", "corrupt", "throttle"}
+            for f in server._take_faults(path, kinds, status == 206):
                 if f.kind == "cut":
                     plan.cut_at = f.after if plan.cut_at is None else min(plan.cut_at, f.after)
                 elif f.kind == "stall":
@@ -450,6 +507,12 @@ def _make_handler(server: FileServer):
             # cut/stall counts are bytes of THIS response's body; flips are file offsets.
             marks = [m for m in (plan.cut_at, plan.stall_at) if m is not None]
             stop_at = min(marks) if marks else None
+            plain = stop_at is None and not plan.flip_offsets and not plan.rate
+            if plain and isinstance(source.data, Path):
+                self.wfile.flush()
+                with open(source.data, "rb") as fh:
+                    req.bytes_sent = self.connection.sendfile(fh, start, end - start)
+                return
             sent = 0
             t0 = time.monotonic()
             for off, buf in source.chunks(start, end):
@@ -495,6 +558,18 @@ def _make_handler(server: FileServer):
 
 
 _MISSING = object()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up (a download cancelled, a first answer closed after its first
+    range) is normal here, not a traceback in the test output."""
+
+    def handle_error(self, request, client_address) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def _parse_range(value: str) -> tuple[int, int | None] | None:

@@ -6,8 +6,9 @@ It behaves as huggingface.co does for what Cantor asks of it:
   ``lfs.oid`` (sha256). Public, gated repository or not.
 - ``GET|HEAD /{repo}/resolve/main/{file}`` (the hub): where a gated file is gated — 401
   without ``Authorization: Bearer <token>``, 403 with a wrong one — and then a 302 to the
-  CDN, carrying ``X-Linked-Etag: "<sha256>"`` and ``X-Linked-Size`` as the hub does for
-  LFS files. The CDN is another server (another port: another origin), and the redirect
+  CDN, carrying ``X-Linked-Etag: "<sha256>"``, ``X-Linked-Size``, ``ETag`` and
+  ``X-Repo-Commit`` as the hub does for LFS files (what ``huggingface_hub``'s
+  ``hf_hub_download`` reads from its HEAD before it follows the redirect). The CDN is another server (another port: another origin), and the redirect
   is a signed URL: the token stays with the hub.
 - ``GET|HEAD /{repo}/{file}?X-Amz-Signature=…`` (the CDN, ``hub.cdn``): the bytes with
   Range support and ``ETag: "<sha256>"``. Like a signed S3/CloudFront URL it refuses a
@@ -16,7 +17,10 @@ It behaves as huggingface.co does for what Cantor asks of it:
   would fail here, and every request the CDN saw is in ``hub.cdn.requests``.
 
 Files are small header-only GGUFs (the architecture follows from the file name) padded with
-random bytes so downloads have some size. Point Cantor at it with ``HF_ENDPOINT=hub.base_url``.
+random bytes so downloads have some size, or a file on disk (``add(name, path=...)``, for
+the benchmarks' gigabytes). Point Cantor (or ``huggingface_hub``) at it with
+``HF_ENDPOINT=hub.base_url``. ``hub.cdn.shape(rate=..., first_byte=...)`` makes the CDN
+behave like one far away: each connection capped, each answer late.
 
     with ModelHub() as hub:
         hub.add("acestep-v15-turbo-Q8_0.gguf")
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from cantor_desktop import gguf
@@ -44,6 +49,7 @@ _ARCH = {
     "vae": gguf.ARCH_VAE,
 }
 SIGNATURE = "X-Amz-Signature"
+COMMIT = "c4a7f0d3e5b6a7980112233445566778899aabbc"  # the revision "main" resolves to
 
 
 def model_bytes(name: str, size: int = 64 * 1024, seed: int | None = None) -> bytes:
@@ -70,7 +76,8 @@ class ModelHub:
         self.server = FileServer()  # huggingface.co: the API and /resolve
         self.cdn = FileServer()  # the CDN: another server, another origin
         self.cdn.guard = _cdn_guard
-        self.files: dict[str, bytes] = {}
+        self.files: dict[str, bytes | Path] = {}
+        self._facts: dict[str, tuple[str, int]] = {}  # name → (sha256, size)
         self._advertised: dict[str, dict] = {}
         self.server.add_json(f"/api/models/{repo}/tree/main", lambda req: self.tree())
 
@@ -106,24 +113,39 @@ class ModelHub:
     def _linked(self, path: str) -> dict[str, str]:
         """The redirect's LFS headers, as the hub sends them."""
         name = path.rsplit("/", 1)[-1]
-        data = self.files.get(name)
-        if data is None:
+        if name not in self.files:
             return {}
+        sha, size = self._facts[name]
         return {
-            "X-Linked-Etag": f'"{hashlib.sha256(data).hexdigest()}"',
-            "X-Linked-Size": str(len(data)),
+            "X-Linked-Etag": f'"{sha}"',
+            "X-Linked-Size": str(size),
+            "ETag": f'"{sha}"',
+            "X-Repo-Commit": COMMIT,
         }
 
     # content
-    def add(self, name: str, size: int = 64 * 1024, data: bytes | None = None) -> str:
-        """Publish a file; returns its sha256."""
-        data = data if data is not None else model_bytes(name, size)
-        self.files[name] = data
-        path = self.cdn_path(name)
-        self.cdn.add_file(path, data)
-        sha = hashlib.sha256(data).hexdigest()
+    def add(
+        self,
+        name: str,
+        size: int = 64 * 1024,
+        data: bytes | None = None,
+        path: Path | None = None,
+    ) -> str:
+        """Publish a file (made up, ``data``, or the file at ``path``); returns its sha256."""
+        if path is not None:
+            source: bytes | Path = Path(path)
+            sha = _sha256_of_file(Path(path))
+            length = Path(path).stat().st_size
+        else:
+            source = data if data is not None else model_bytes(name, size)
+            sha = hashlib.sha256(source).hexdigest()
+            length = len(source)
+        self.files[name] = source
+        self._facts[name] = (sha, length)
+        cdn_path = self.cdn_path(name)
+        self.cdn.add_file(cdn_path, source)
         # the CDN's ETag of an LFS file is its sha256
-        self.cdn._files[path].etag = f'"{sha}"'
+        self.cdn._files[cdn_path].etag = f'"{sha}"'
         return sha
 
     def add_set(
@@ -139,7 +161,7 @@ class ModelHub:
         return names
 
     def sha256(self, name: str) -> str:
-        return hashlib.sha256(self.files[name]).hexdigest()
+        return self._facts[name][0]
 
     def advertise(
         self, name: str, *, size: int | None = None, sha256: str | None = None, no_lfs: bool = False
@@ -154,15 +176,16 @@ class ModelHub:
 
     def tree(self) -> list[dict]:
         out = []
-        for name, data in sorted(self.files.items()):
+        for name in sorted(self.files):
+            real_sha, real_size = self._facts[name]
             lie = self._advertised.get(name, {})
-            size = lie.get("size") or len(data)
-            sha = lie.get("sha256") or hashlib.sha256(data).hexdigest()
+            size = lie.get("size") or real_size
+            sha = lie.get("sha256") or real_sha
             item = {
                 "type": "file",
                 "path": name,
                 "size": size,
-                "oid": hashlib.sha1(data).hexdigest(),
+                "oid": hashlib.sha1(real_sha.encode()).hexdigest(),  # the git blob's id
             }
             if not lie.get("no_lfs"):
                 item["lfs"] = {"oid": sha, "size": size, "pointerSize": 134}
@@ -170,3 +193,11 @@ class ModelHub:
         out.append({"type": "directory", "path": "extras", "size": 0, "oid": "0" * 40})
         out.append({"type": "file", "path": "README.md", "size": 10, "oid": "1" * 40})
         return out
+
+
+def _sha256_of_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
