@@ -228,6 +228,7 @@ class PartFile:
         self._checkpointing = False
         self._pending: dict[int, deque[concurrent.futures.Future]] = {}  # per range
         self._done_future: asyncio.Future | None = None
+        self._moved: asyncio.Event | None = None  # set when the hash frontier moves
         self._loop: asyncio.AbstractEventLoop | None = None
         self.fd = -1
         self.rfd = -1
@@ -289,12 +290,19 @@ class PartFile:
     # -- the event-loop side ---------------------------------------------------------------
     async def write(self, index: int, offset: int, pieces: list[bytes]) -> None:
         """Hand one batch of range ``index`` (arrived at ``offset``) to the hasher and the
-        writer; waits only when the writer is behind (a slow disk)."""
+        writer. Waits when the writer is behind (a slow disk), and when the batch is too
+        far ahead of the hash only because the hasher is behind (the bytes it needs next
+        are there): a slow CPU is then the limit, and reading batches back would only add
+        to its work. When the hash waits for bytes that have not arrived (a slow
+        connection at the frontier), the batch is written and read back later instead."""
         if self.failed is not None:
             raise self.failed
         n = sum(len(p) for p in pieces)
+        await self._wait_for_hasher(offset, n)
         with self._cond:
-            if 0 <= offset - self._frontier <= self.ahead_limit:
+            if offset == self._frontier or (
+                offset > self._frontier and self._ahead_bytes + n <= self.ahead_limit
+            ):
                 self._ahead[offset] = pieces
                 self._ahead_bytes += n
                 self._cond.notify_all()
@@ -305,6 +313,32 @@ class PartFile:
         while len(queue) > MAX_WRITES_IN_FLIGHT:
             await asyncio.shield(asyncio.wrap_future(queue[0]))
             queue.popleft().result()
+
+    def _hasher_behind(self, offset: int, n: int) -> bool:
+        """The batch would not fit the memory kept for the hash, and the hasher has the
+        bytes it needs next: it is the hasher that is slow."""
+        with self._cond:
+            if self.failed is not None or offset <= self._frontier:
+                return False
+            if self._ahead_bytes + n <= self.ahead_limit:
+                return False
+            return self._frontier in self._ahead or self._disk_avail(self._frontier) > 0
+
+    async def _wait_for_hasher(self, offset: int, n: int) -> None:
+        """Wait while the hasher is behind (it signals the event loop after each step)."""
+        if not self._hasher_behind(offset, n):
+            return
+        loop = asyncio.get_running_loop()
+        with self._cond:
+            if self._moved is None:
+                self._loop = loop
+                self._moved = asyncio.Event()
+            event = self._moved
+        while True:
+            event.clear()  # before the check: a step after it sets the event again
+            if not self._hasher_behind(offset, n):
+                return
+            await event.wait()
 
     async def drain(self, index: int | None = None) -> None:
         """Wait for the queued writes of range ``index`` (of every range: None); a failed
@@ -443,6 +477,8 @@ class PartFile:
                     self._frontier += step
                     for k in [k for k in self._ahead if k < self._frontier]:
                         self._ahead_bytes -= sum(len(p) for p in self._ahead.pop(k))
+                    if self._moved is not None and self._loop is not None:
+                        self._loop.call_soon_threadsafe(self._moved.set)
         except BaseException as exc:  # noqa: BLE001 - handed to the event loop
             with self._cond:
                 self.failed = exc
@@ -464,7 +500,9 @@ class PartFile:
             i += 1
 
     def _finished(self) -> None:
-        """Caller holds the lock: wake digest()."""
+        """Caller holds the lock: wake digest() and any batch waiting for the hasher."""
+        if self._moved is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._moved.set)
         fut, loop = self._done_future, self._loop
         if fut is not None and loop is not None:
             loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
