@@ -202,3 +202,140 @@ def test_not_enough_space_on_small_disk_refused_up_front(small_tmpfs, capsys):
             fetch(srv.url("/big.bin"), dest, sha256=digest, size=len(data))
         assert srv.requests == []
     report(capsys, "not enough space", 2, 2, 0, "refused before the first byte")
+
+
+# -- ranged (parallel) downloads ---------------------------------------------------------
+
+RANGED = {"chunk": 128 * 1024, "connections": 4}  # a 2-MiB file in about twenty ranges
+
+
+def test_ranged_cuts_at_random_offsets_resume_byte_identical(blob, tmp_path, capsys):
+    """A range answer cut at a random offset: retried in the same call, or (odd trials)
+    the call gives up and the next call resumes from the ranges file, fetching only what is
+    missing. The saved ranges always hold the file's own bytes."""
+    from cantor_desktop import partfile
+
+    rng = random.Random(SEED + 4)
+    digest = hashlib.sha256(blob).hexdigest()
+    tried = survived = lost = 0
+    failures: list[str] = []
+    with FileServer({"/f.bin": blob}) as srv:
+        for i in range(30):
+            tried += 1
+            dest = tmp_path / f"r{i}.bin"
+            srv.clear_faults()
+            srv.clear_log()
+            after = rng.randrange(1, 32 * 1024)  # inside the range (32 KiB or more) it cuts
+            srv.cut("/f.bin", after=after, times=rng.randint(1, 3), ranged=True)
+            across_calls = i % 2 == 1
+            try:
+                if across_calls:
+                    with pytest.raises(DownloadError):
+                        fetch(srv.url("/f.bin"), dest, sha256=digest, retries=0, **RANGED)
+                    part = dl.part_path(dest)
+                    saved = partfile.load(part)
+                    assert saved is not None, "no ranges file kept"
+                    data = part.read_bytes()
+                    for r in saved.ranges:
+                        assert data[r.start : r.start + r.got] == blob[r.start : r.start + r.got]
+                    srv.clear_faults()
+                    srv.clear_log()
+                    fetch(srv.url("/f.bin"), dest, sha256=digest, **RANGED)
+                    sent = sum(r.bytes_sent for r in srv.requests_for("/f.bin"))
+                    assert sent == SIZE - saved.received, (sent, SIZE - saved.received)
+                else:
+                    fetch(srv.url("/f.bin"), dest, sha256=digest, **RANGED)
+                assert dest.read_bytes() == blob
+                assert not dl.part_path(dest).exists()
+                assert not partfile.ranges_path(dl.part_path(dest)).exists()
+                survived += 1
+            except AssertionError as exc:
+                lost += 1
+                failures.append(f"trial {i}, cut after {after}: {exc}")
+            dest.unlink(missing_ok=True)
+    report(
+        capsys,
+        "ranged download cut at random offsets",
+        tried,
+        survived,
+        lost,
+        f"seed {SEED}, {SIZE} bytes over 4 connections, half resumed by a second call",
+    )
+    assert not failures, failures
+
+
+def test_ranged_flipped_byte_refused_never_installed(blob, tmp_path, capsys):
+    from cantor_desktop import partfile
+
+    rng = random.Random(SEED + 5)
+    digest = hashlib.sha256(blob).hexdigest()
+    tried = survived = lost = 0
+    failures: list[str] = []
+    with FileServer({"/f.bin": blob}) as srv:
+        for i in range(10):
+            tried += 1
+            flip = rng.randrange(SIZE)
+            dest = tmp_path / f"f{i}.bin"
+            srv.clear_faults()
+            srv.corrupt("/f.bin", offset=flip, times=None)
+            try:
+                with pytest.raises(HashMismatch):
+                    fetch(srv.url("/f.bin"), dest, sha256=digest, **RANGED)
+                part = dl.part_path(dest)
+                assert not dest.exists(), "a corrupt file was installed"
+                assert not part.exists() and not partfile.ranges_path(part).exists()
+                survived += 1
+            except AssertionError as exc:
+                lost += 1
+                failures.append(f"flip at {flip}: {exc}")
+    report(capsys, "ranged flipped byte", tried, survived, lost, "HashMismatch, nothing kept")
+    assert not failures, failures
+
+
+def test_disk_full_during_a_ranged_download(tmp_path, small_tmpfs, capsys):
+    from cantor_desktop import partfile
+
+    data = random.Random(SEED + 6).randbytes(3 * 1024 * 1024)
+    digest = hashlib.sha256(data).hexdigest()
+    dest = small_tmpfs / "model.bin"
+    part = dl.part_path(dest)
+    filler = small_tmpfs / "filler"
+
+    async def fill_the_disk_midway(url):
+        task = asyncio.create_task(download(url, dest, sha256=digest, backoff=0.0, **RANGED))
+        while partfile.received(part) < 512 * 1024 or partfile.load(part) is None:
+            await asyncio.sleep(0.01)
+        with open(filler, "wb", buffering=0) as fh:  # the sparse part's holes: all that is left
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+            except OSError:
+                pass
+        return await task
+
+    with FileServer({"/m.bin": data}) as srv:
+        srv.throttle("/m.bin", 600_000)
+        with pytest.raises(DiskFull) as info:
+            asyncio.run(fill_the_disk_midway(srv.url("/m.bin")))
+        message = str(info.value)
+        assert "Disk full while writing" in message and "kept" in message
+        assert not dest.exists(), "a partial file was installed"
+        filler.unlink()
+        saved = partfile.load(part)
+        assert saved is not None and 0 < saved.received < len(data)
+        kept = part.read_bytes()
+        for r in saved.ranges:
+            assert kept[r.start : r.start + r.got] == data[r.start : r.start + r.got]
+        srv.clear_faults()
+        srv.clear_log()
+        fetch(srv.url("/m.bin"), dest, sha256=digest, **RANGED)
+        assert dest.read_bytes() == data and not part.exists()
+        assert sum(r.bytes_sent for r in srv.requests_for("/m.bin")) == len(data) - saved.received
+    report(
+        capsys,
+        "disk full during a ranged download",
+        1,
+        1,
+        0,
+        f"kept {saved.received} clean bytes in ranges, resumed after space was freed",
+    )
