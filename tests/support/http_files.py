@@ -57,9 +57,9 @@ Each is consumed when a GET response for that path starts.
   (the ranges of a parallel download, not its first plain GET).
 
 Shaping, for every file this server sends (a CDN and the line to it): ``shape(rate=B/s,
-first_byte=seconds)`` caps each response (each connection: HTTP/1.1 sends one response at a
-time) at ``rate`` and waits ``first_byte`` seconds before the headers of every file
-response. Unshaped and without faults, a file from disk is sent with ``socket.sendfile``
+first_byte=seconds, line=B/s)`` caps each response (each connection: HTTP/1.1 sends one
+response at a time) at ``rate``, waits ``first_byte`` seconds before the headers of every
+file response, and caps all responses together at ``line`` (the user's line). Unshaped and without faults, a file from disk is sent with ``socket.sendfile``
 (the server is not what a benchmark measures).
 
 Request log: ``srv.requests`` (list of ``Request(method, path, headers, status,
@@ -175,6 +175,7 @@ class FileServer:
         self._no_ranges: set[str] = set()
         self.rate = 0.0  # shape(): bytes/s per response
         self.first_byte = 0.0  # shape(): seconds before each file response
+        self.line: _Line | None = None  # shape(): all responses together
         self.requests: list[Request] = []
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -285,11 +286,13 @@ class FileServer:
     def fail(self, path: str, status: int, times: int | None = 1, ranged: bool = False) -> None:
         self._add_fault(path, _Fault("fail", times, status=status, ranged=ranged))
 
-    def shape(self, rate: float = 0.0, first_byte: float = 0.0) -> None:
-        """Cap every file response at ``rate`` bytes/s (0: no cap) and wait ``first_byte``
-        seconds before answering each file request, as a CDN far away does."""
+    def shape(self, rate: float = 0.0, first_byte: float = 0.0, line: float = 0.0) -> None:
+        """Cap every file response at ``rate`` bytes/s (0: no cap), wait ``first_byte``
+        seconds before answering each file request, as a CDN far away does, and cap all
+        of them together at ``line`` bytes/s (0: no cap)."""
         with self._lock:
             self.rate, self.first_byte = float(rate), float(first_byte)
+            self.line = _Line(line) if line else None
 
     def clear_faults(self, path: str | None = None) -> None:
         with self._lock:
@@ -507,7 +510,8 @@ def _make_handler(server: FileServer):
             # cut/stall counts are bytes of THIS response's body; flips are file offsets.
             marks = [m for m in (plan.cut_at, plan.stall_at) if m is not None]
             stop_at = min(marks) if marks else None
-            plain = stop_at is None and not plan.flip_offsets and not plan.rate
+            line = server.line
+            plain = stop_at is None and not plan.flip_offsets and not plan.rate and not line
             if plain and isinstance(source.data, Path):
                 self.wfile.flush()
                 with open(source.data, "rb") as fh:
@@ -531,6 +535,9 @@ def _make_handler(server: FileServer):
                     self.wfile.flush()
                     if plan.stall_at == stop_at and plan.stall_seconds:
                         server._stop.wait(plan.stall_seconds)
+                    self._drop()
+                    return
+                if line is not None and line.take(len(buf), server._stop):
                     self._drop()
                     return
                 self.wfile.write(buf)
@@ -558,6 +565,24 @@ def _make_handler(server: FileServer):
 
 
 _MISSING = object()
+
+
+class _Line:
+    """A line of ``rate`` bytes/s shared by every response: each chunk waits its turn."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.lock = threading.Lock()
+        self.free_at = 0.0
+
+    def take(self, n: int, stop: threading.Event) -> bool:
+        """Wait until ``n`` more bytes fit the line; True when the server is stopping."""
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.free_at)
+            self.free_at = start + n / self.rate
+            wait = start - now
+        return wait > 0 and stop.wait(wait)
 
 
 class _QuietServer(ThreadingHTTPServer):
