@@ -154,3 +154,35 @@ async def direct_sketch_engine(home: Path):
     )
     await sup.start()
     return sup
+
+
+async def follow_new_song(client, request: dict):
+    """Queue a song and yield its events: ``("queued", {"id": …})`` first, then each of
+    the song's own events to its final one. The node-wide event stream is open (its
+    ``hello`` read) before the song is submitted, so no event of the song, not even its
+    first step, can pass before the bench listens."""
+    import contextlib
+
+    async with contextlib.aclosing(client.all_events()) as stream:
+        events = stream.__aiter__()
+        event, data = await events.__anext__()
+        if event != "hello":
+            raise RuntimeError(f"the node's event stream began with {event!r}, not hello")
+        sid = await client.submit_song(request)
+        yield "submitted", {"id": sid}
+        async for event, data in events:
+            if isinstance(data, dict) and data.get("id") == sid:
+                yield event, data
+                if event in ("done", "failed", "cancelled"):
+                    return
+
+
+async def song_to_the_end(client, request: dict) -> tuple[str, str, dict]:
+    """Queue a song, listening first; its id, its final event and that event's data."""
+    sid = ""
+    async for event, data in follow_new_song(client, request):
+        if event == "submitted":
+            sid = data["id"]
+        elif event in ("done", "failed", "cancelled"):
+            return sid, event, data
+    raise RuntimeError(f"the node's event stream ended before song {sid} did")

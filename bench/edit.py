@@ -44,6 +44,7 @@ from common import (
     free_port,
     machine_facts,
     sketch_home,  # noqa: E402
+    song_to_the_end,
     wait_http,
 )
 
@@ -119,12 +120,9 @@ async def node_song(client, request: dict, expect_seconds: float) -> float:
     """Through the node: POST, SSE until done; the take checked. Seconds taken (and the
     part of them outside the engine job, by the node's own timings, in OUTSIDE)."""
     t0 = time.perf_counter()
-    sid = await client.submit_song(request)
-    async for event, data in client.events(sid):
-        if event in ("done", "failed", "cancelled"):
-            if event != "done":
-                raise RuntimeError(f"song {event}: {data}")
-            break
+    sid, event, data = await song_to_the_end(client, request)
+    if event != "done":
+        raise RuntimeError(f"song {event}: {data}")
     elapsed = time.perf_counter() - t0
     song = await client.song(sid)
     take = song["takes"][0]
@@ -244,10 +242,9 @@ async def main_async(args) -> dict:
         wait_http(f"http://127.0.0.1:{bare_port}/", 30, bare)
         async with NodeClient(node.url) as client:
             d = float(args.duration)
-            sid = await client.submit_song({**SOURCE, "duration": d})
-            async for event, _ in client.events(sid):
-                if event in ("done", "failed", "cancelled"):
-                    break
+            sid, event, data = await song_to_the_end(client, {**SOURCE, "duration": d})
+            if event != "done":
+                raise RuntimeError(f"the source song {event}: {data}")
             latent = (home / "state" / "latents" / f"{sid}_take1.sketch.f32").read_bytes()
             parts = {"src_latents": Part("src_latents.f32", latent)}
             source = {"song": sid, "take": 1}

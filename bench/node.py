@@ -37,8 +37,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import (
     add_json_option,
     direct_sketch_engine,
+    follow_new_song,
     free_port,
     sketch_home,  # noqa: E402
+    song_to_the_end,
     write_json,
 )
 
@@ -82,12 +84,9 @@ def audio_problem(audio, seconds: float) -> str | None:
 async def through_node(client, request: dict) -> tuple[float, str | None]:
     """Seconds from POST to the SSE ``done``; then (not timed) the take's file checked."""
     t0 = time.perf_counter()
-    sid = await client.submit_song(request)
-    async for event, _data in client.events(sid):
-        if event in ("done", "failed", "cancelled"):
-            if event != "done":
-                raise RuntimeError(f"song {event}: {_data}")
-            break
+    sid, event, data = await song_to_the_end(client, request)
+    if event != "done":
+        raise RuntimeError(f"song {event}: {data}")
     took = time.perf_counter() - t0
     song = await client.song(sid)
     return took, audio_problem(song["takes"][0]["audio"], request["duration"])
@@ -196,12 +195,10 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
         await asyncio.wait_for(asyncio.gather(*(r.replayed() for r in readers)), 30)
         known = set(readers[0].jobs)  # the replayed jobs: none of them the song's
         events: dict[float, float] = {}
-        sid = await client.submit_song(request)
-        async for event, data in client.events(sid):
+        # listening before the song is queued: its first step cannot pass unseen
+        async for event, data in follow_new_song(client, request):
             if event == "progress" and data.get("stage") == "synth":
                 events.setdefault(round(data["progress"], 4), time.perf_counter())
-            if event in ("done", "failed", "cancelled"):
-                break
         ours = [j for j in readers[0].jobs if j not in known]
         if len(ours) != 1:
             raise RuntimeError(f"expected one new engine job for the song, saw {ours}")

