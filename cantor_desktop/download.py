@@ -494,15 +494,14 @@ async def download(
         check_free_space(dest.parent, max(0, size - have))
 
     own_client = client is None
-    if own_client:
-        client = httpx.AsyncClient(
-            timeout=httpx.Timeout(stall_timeout),
-            follow_redirects=False,
-            limits=httpx.Limits(max_connections=max(10, connections + 2)),
-        )
+    http = client or httpx.AsyncClient(
+        timeout=httpx.Timeout(stall_timeout),
+        follow_redirects=False,
+        limits=httpx.Limits(max_connections=max(10, connections + 2)),
+    )
     meter = _Meter(url, dest, on_progress)
     job = _Job(
-        client,
+        http,
         url,
         dest,
         part,
@@ -528,7 +527,7 @@ async def download(
         return dest
     finally:
         if own_client:
-            await client.aclose()
+            await http.aclose()
         try:
             if part.stat().st_size == 0 and not partfile.ranges_path(part).exists():
                 part.unlink()  # nothing was saved: leave no empty .part behind
@@ -765,7 +764,7 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
             if cr is None or cr[0] != offset:
                 start = -1  # a range we did not ask for: start over
             else:
-                start, total = cr
+                start, total = offset, cr[1]
         if status == 200 or start == -1:
             if offset > 0 or start == -1:
                 # The server ignored the range (or the file changed): start from scratch.

@@ -157,6 +157,11 @@ def discard(part: Path) -> int:
     return freed
 
 
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class WriteFailed(Exception):
     """Writing the part failed; ``disk_full`` when the file system ran out of space."""
 
@@ -505,7 +510,7 @@ class PartFile:
             self._loop.call_soon_threadsafe(self._moved.set)
         fut, loop = self._done_future, self._loop
         if fut is not None and loop is not None:
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+            loop.call_soon_threadsafe(_resolve, fut)
 
     # -- closing ---------------------------------------------------------------------------
     def close(self, *, save: bool = True) -> None:
