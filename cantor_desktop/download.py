@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import errno
+import functools
 import hashlib
 import os
 import shutil
@@ -51,8 +52,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    import ssl
 
 from . import config, partfile
 from .errors import CantorError
@@ -176,6 +181,13 @@ def part_received(dest: Path) -> int:
 def discard_part(dest: Path) -> int:
     """Delete the ``.part`` of ``dest`` and its ranges file; the bytes they held."""
     return partfile.discard(part_path(dest))
+
+
+@functools.lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every download of this process: making one reads the whole CA
+    bundle (a pull of four files made four), and a context serves any number of clients."""
+    return httpx.create_ssl_context()
 
 
 def configured_connections() -> int:
@@ -498,6 +510,7 @@ async def download(
         timeout=httpx.Timeout(stall_timeout),
         follow_redirects=False,
         limits=httpx.Limits(max_connections=max(10, connections + 2)),
+        verify=_tls_context(),
     )
     meter = _Meter(url, dest, on_progress)
     job = _Job(
