@@ -437,8 +437,9 @@ def soak_figure(plan: Plan) -> list[Row]:
             f"{first['rss']:.0f} MiB at song {first['songs']} (idle before the first: "
             f"{f['idle']['rss']:.0f} MiB)",
             f"{f['growth_pss_mib']:+.1f} MiB PSS",
-            f"highest {f['peak_over_first_mib']:+.1f} MiB over song {first['songs']}",
-            f"within {f['goal_mib']:.0f} MiB after song {first['songs']}",
+            f"samples within {f['band_mib']:.0f} MiB; highest "
+            f"{f['peak_over_first_mib']:+.1f} MiB over song {first['songs']}",
+            f"flat within {f['goal_mib']:.0f} MiB after song {first['songs']}",
             f["ok"],
             note=f"RSS every {f['every']} songs: {curve} MiB; PSS: {pss} MiB; idle PSS "
             f"{f['idle']['pss']:.0f} MiB; songs: {kinds}; each take checked; read after "
