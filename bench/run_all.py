@@ -442,8 +442,9 @@ def soak_figure(plan: Plan) -> list[Row]:
             f"flat within {f['goal_mib']:.0f} MiB after song {first['songs']}",
             f["ok"],
             note=f"RSS every {f['every']} songs: {curve} MiB; PSS: {pss} MiB; idle PSS "
-            f"{f['idle']['pss']:.0f} MiB; songs: {kinds}; each take checked; read after "
-            f"{last['minutes']:.0f} min, 2 s idle after each sample's song",
+            f"{f['idle']['pss']:.0f} MiB; songs: {kinds}; each take checked; "
+            f"{f['songs']} songs in {last['minutes']:.0f} min, each sample 2 s after its "
+            f"song",
         )
     ]
 
