@@ -361,6 +361,7 @@ def test_engine_request_maps_a_song_to_engine_fields():
         "keyscale": "F# minor",
         "timesignature": "3",
         "vocal_language": "fr",
+        "lm_seed": 9,  # the LM's codes follow the seed too: the same seed, the same song
         "synth_model": "acestep-v15-turbo-Q8_0.gguf",
         "lm_model": "acestep-5Hz-lm-0.6B-Q8_0.gguf",
     }

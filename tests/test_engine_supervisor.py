@@ -431,3 +431,46 @@ def test_a_job_not_found_by_a_dying_engine_is_its_death_with_the_reason(models):
 
     reason = run(go())
     assert reason == f"engine stopped: {fatal} (exit code 1)", reason
+
+
+def test_a_cancelled_job_ends_at_its_next_step_or_its_engine_is_stopped(models):
+    """A cancel lands at the job's next step (the engine reads "running" until then): the
+    client waits for it. A step that outlasts the grace (a DiT step of a long song on a
+    CPU) is ended by killing the engine, so no CPU goes to the cancelled song; the next
+    song starts the engine again."""
+
+    async def cancel_during(script, grace):
+        sup = supervisor(models, script)
+        await sup.start()
+        client = sup.client(cancel_grace=grace)
+        pid = sup.pid
+        log = paths().engine_log("acestep")
+        start = log.stat().st_size
+        try:
+            task = asyncio.ensure_future(
+                client.song({"caption": "x", "lyrics": "[Instrumental]", "output_format": "wav16"})
+            )
+            deadline = time.monotonic() + 20
+            while "[Resolve-T]" not in log.read_text()[start:]:
+                assert time.monotonic() < deadline, "the job never started its steps"
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.4)  # into a step
+            t0 = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            took = time.monotonic() - t0
+            return took, pid, sup.running, alive(pid)
+        finally:
+            await client.aclose()
+            await sup.aclose()
+
+    # steps of 0.3 s: the cancel lands at the next one, the engine goes on running
+    took, pid, running, lives = run(cancel_during({"dit_steps": 50, "step_delay": 0.3}, 5.0))
+    assert running and lives and took < 5.0
+    assert "[DiT] Cancelled at step" in paths().engine_log("acestep").read_text()
+    # a step of 60 s: after the grace the engine is killed, at once
+    took, pid, running, lives = run(cancel_during({"dit_steps": 4, "step_delay": 60}, 0.5))
+    assert not running and not lives, "the engine still works on a cancelled song"
+    assert 0.5 <= took < 5.0
+    assert "cancelled job" in paths().engine_log("acestep").read_text()

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 import httpx
 
@@ -27,6 +27,10 @@ MAX_POLL = 1.0  # never slower than this
 POLL_GROWTH = 1.5
 STAGE_TIMEOUT = 1200.0  # 20 minutes per stage
 DYING_WITHIN = 1.5  # a job "not found" by an engine that is gone this soon died with it
+CANCEL_GRACE = 3.0
+"""Seconds a cancelled job may take to end at the engine. ace-server checks its cancel flag
+between LM tokens, DiT steps and VAE tiles; a step or tile that runs longer (a long song on
+a CPU) is ended by stopping the engine, so no CPU goes to a song nobody wants."""
 # Song formats the engine does not write itself: ask for 24-bit PCM (peak-normalised, and
 # FLAC's deepest depth) and let the node convert.
 _CONVERTED_FORMATS = {"flac": "wav24", "mp3": "wav24"}
@@ -159,7 +163,8 @@ def engine_request(
     Edits name their task: cover (``cover-nofsq`` when faithful) with its strengths,
     repaint with its region, extend as the engine's outpainting (a repaint that starts
     before 0 or ends past the source's ``source_duration``), extract / lego / complete with
-    their track. ``audio_codes`` (a take's own) re-render it without the LM."""
+    their track. ``audio_codes`` (a take's own) re-render it without the LM. A seed asked
+    for seeds the LM too (``lm_seed``), so the same seed gives the same song."""
     body: dict[str, Any] = {
         "caption": song.caption,
         "lyrics": INSTRUMENTAL if song.instrumental else song.lyrics,
@@ -220,6 +225,10 @@ def engine_request(
         body["timesignature"] = str(song.time_signature)
     if song.language and not song.instrumental:
         body["vocal_language"] = song.language
+    if int(song.seed) >= 0 and not song.instrumental:
+        # the LM draws the audio codes (the song's length and melody) from its own seed,
+        # random unless given: a song asked for by its seed is then the same song again
+        body["lm_seed"] = int(song.seed)
     if synth_model:
         body["synth_model"] = synth_model
     if lm_model and not song.instrumental:
@@ -354,10 +363,18 @@ class EngineClient:
     engine's ``/logs`` replay."""
 
     def __init__(
-        self, base_url: str, *, log: JobLog | None = None, stage_timeout: float = STAGE_TIMEOUT
+        self,
+        base_url: str,
+        *,
+        log: JobLog | None = None,
+        stage_timeout: float = STAGE_TIMEOUT,
+        on_stuck_cancel: Callable[[str], Awaitable[None]] | None = None,
+        cancel_grace: float = CANCEL_GRACE,
     ):
         self.base_url = base_url.rstrip("/")
         self._log = log
+        self._on_stuck_cancel = on_stuck_cancel  # ends a job the engine did not end itself
+        self.cancel_grace = cancel_grace
         self._marks: dict[str, Any] = {}  # job id → the log's mark when it was sent
         self._jobs: dict[str, tuple[str, Any]] = {}  # job id → (path, body) while it runs
         self.stage_timeout = stage_timeout
@@ -529,7 +546,7 @@ class EngineClient:
                 job_id = await asyncio.wait_for(posting, 5.0)
             except BaseException:  # noqa: BLE001 - no id, nothing to cancel
                 raise asyncio.CancelledError() from None
-            await self._cancel_quietly(job_id)
+            await self._cancel_settled(job_id)
             raise
         self._marks[job_id] = since
         self._jobs[job_id] = (path, body)
@@ -539,7 +556,7 @@ class EngineClient:
         except httpx.TransportError as exc:
             raise await self._engine_gone(exc, job_id, path, body) from None
         except asyncio.CancelledError:
-            await self._cancel_quietly(job_id)
+            await self._cancel_settled(job_id)
             raise
         finally:
             self._marks.pop(job_id, None)
@@ -694,6 +711,37 @@ class EngineClient:
             pass
         except Exception:  # noqa: BLE001 - never mask the caller's error
             log.exception("cancel of job %s failed", job_id)
+
+    async def _cancel_settled(self, job_id: str) -> None:
+        """Cancel the job and see it end: the engine's cancel lands at its next LM token,
+        DiT step or VAE tile. A job still running after :attr:`cancel_grace` seconds is
+        ended by ``on_stuck_cancel`` (the supervisor stops the engine). Survives the
+        caller's own cancellation, which is why it is called."""
+
+        async def settle() -> None:
+            await self._cancel_quietly(job_id)
+            deadline = time.monotonic() + self.cancel_grace
+            while time.monotonic() < deadline:
+                try:
+                    if await self.status(job_id) != "running":
+                        return
+                except (httpx.HTTPError, EngineError):
+                    return  # gone with its engine, or evicted: nothing runs it
+                await asyncio.sleep(0.05)
+            if self._on_stuck_cancel is not None:
+                log.warning(
+                    "the engine did not end cancelled job %s within %g s: stopping it",
+                    job_id,
+                    self.cancel_grace,
+                )
+                await self._on_stuck_cancel(job_id)
+
+        try:
+            await asyncio.shield(settle())
+        except asyncio.CancelledError:
+            pass  # the caller is being cancelled again (the node stops): it stops the engine
+        except Exception:  # noqa: BLE001 - never mask the caller's cancellation
+            log.exception("settling the cancel of job %s failed", job_id)
 
     async def _reason(self, job_id: str, *, wait: bool, dying: bool = False) -> str | None:
         """Why the job failed, from the engine's log (only lines since it was sent). The

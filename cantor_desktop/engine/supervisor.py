@@ -195,8 +195,29 @@ class EngineSupervisor:
         )
 
     def client(self, **kwargs) -> EngineClient:
-        """A client for this engine whose failures carry the engine's own reason."""
+        """A client for this engine whose failures carry the engine's own reason, and whose
+        cancelled jobs that outlast their grace are ended by stopping this engine."""
+        kwargs.setdefault("on_stuck_cancel", self.end_stuck_job)
         return EngineClient(self.base_url, log=self, **kwargs)
+
+    async def end_stuck_job(self, job_id: str) -> None:
+        """A cancelled job the engine keeps working on (a DiT step or VAE tile longer than
+        the grace): kill the engine now (SIGTERM would let the job finish). The next song
+        starts it again."""
+        async with self._lock:
+            proc = self._proc
+            if proc is None or proc.returncode is not None:
+                return
+            self._engine_log.info("---- stopping: cancelled job %s did not end", job_id)
+            self._stopping = True
+            self._ready = False
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+            if self._watcher is not None:
+                await asyncio.shield(self._watcher)
+            self._engine_log.info("---- stopped (%s)", describe_exit(proc.returncode))
 
     def subscribe(self, callback: Callable[[ProgressEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)

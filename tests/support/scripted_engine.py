@@ -251,16 +251,23 @@ class Engine:
                 job = self.jobs.get(job_id)
                 if job is None or job["status"] != "running":
                     continue
+                if job["cancel"]:  # cancelled while queued: ends when its turn comes
+                    job["status"] = "cancelled"
+                    continue
             self.busy.set()
             try:
                 self._run(job_id, job)
             finally:
                 self.busy.clear()
+                with self.lock:  # the cancel lands when the job notices it
+                    if job["cancel"] and job["status"] == "running":
+                        job["status"] = "cancelled"
 
     def _finish(self, job: dict, status: str, result=None, ctype=None) -> None:
         with self.lock:
             if job["status"] == "running":
-                job["status"] = status
+                # a cancel that came during the job's last stretch still ends it cancelled
+                job["status"] = "cancelled" if job["cancel"] else status
                 job["result"], job["type"] = result, ctype
 
     def _scripted_failure(self, job: dict, endpoint: str) -> bool:
@@ -536,9 +543,11 @@ class Handler(BaseHTTPRequestHandler):
                 if query.get("cancel") != ["1"]:
                     return self._error(400, "Unknown action")
                 if job["status"] == "running":
+                    # as ace-server: the answer says cancelled, the job reads running until
+                    # its worker notices (between LM tokens, DiT steps, VAE tiles)
                     say(f"[Server] Cancel requested for job {job_id}")
                     job["cancel"] = True
-                    job["status"] = "cancelled"
+                    return self._json(200, {"status": "cancelled"})
                 return self._json(200, {"status": job["status"]})
             if query.get("result") == ["1"]:
                 if job["status"] != "done":
