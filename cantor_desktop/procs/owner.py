@@ -46,8 +46,8 @@ def owner_fd() -> int | None:
         return _pipe[1]
 
 
-def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux for SIGTERM when the parent thread dies. prctl is
+def _die_with_parent_hook(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux for ``sig`` when the parent thread dies. prctl is
     resolved here, in the parent, so the forked child makes only one system call; from this
     process's own C library (``CDLL(None)``): no library search, which on Linux runs
     ``ldconfig -p`` as a subprocess at every start of the app and the node."""
@@ -59,15 +59,18 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
         return None
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
-    term = int(signal.SIGTERM)
+    number = int(sig)
 
     def hook() -> None:
-        prctl(PR_SET_PDEATHSIG, term, 0, 0, 0)
+        prctl(PR_SET_PDEATHSIG, number, 0, 0, 0)
 
     return hook
 
 
 DIE_WITH_PARENT = _die_with_parent_hook()
+KILLED_WITH_PARENT = _die_with_parent_hook(signal.SIGKILL)
+"""For an engine: its graceful stop (SIGTERM) finishes the job it runs, for an owner that is
+gone and will never take the result."""
 
 
 def watch_owner(

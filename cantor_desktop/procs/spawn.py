@@ -53,15 +53,23 @@ def _prepare_windows(k32: Any = None) -> None:
 
 
 def child_kwargs(
-    *, os_name: str | None = None, kernel32: Any = None, owner_pipe: bool = True
+    *,
+    os_name: str | None = None,
+    kernel32: Any = None,
+    owner_pipe: bool = True,
+    killed_with_owner: bool = False,
 ) -> dict[str, Any]:
-    """Popen keyword arguments for a long-lived child (an engine, a trial load, the node)."""
+    """Popen keyword arguments for a long-lived child (an engine, a trial load, the node).
+    On Linux the child is asked to stop (SIGTERM) when its owner dies, or with
+    ``killed_with_owner`` killed outright (an engine, whose graceful stop would finish the
+    running job first); on Windows the Job Object ends it either way."""
     if (os_name or os.name) == "nt":
         _prepare_windows(kernel32)
         return {"creationflags": windows.CREATE_NO_WINDOW | windows.CREATE_NEW_PROCESS_GROUP}
     kwargs: dict[str, Any] = {"start_new_session": True}
-    if owner.DIE_WITH_PARENT is not None:
-        kwargs["preexec_fn"] = owner.DIE_WITH_PARENT
+    hook = owner.KILLED_WITH_PARENT if killed_with_owner else owner.DIE_WITH_PARENT
+    if hook is not None:
+        kwargs["preexec_fn"] = hook
     fd = owner.owner_fd() if owner_pipe else None
     if fd is not None:
         kwargs["pass_fds"] = (fd,)

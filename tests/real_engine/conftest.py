@@ -22,3 +22,31 @@ def figure(what: str, count: int, of: int, extra: str = "") -> str:
     line = f"[real-engine] {what}: {count}/{of}" + (f" — {extra}" if extra else "")
     print(line, flush=True)
     return line
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def fabricated():
+    """The fabricated model set (fabricated.py), written once per content version into a
+    cache kept across sessions; shared by every test of the session (read-only: the engine
+    and the library only read it)."""
+    from real_engine import fabricated as fab
+    from real_engine.real_build import binary
+
+    exe = binary()
+    if exe is None or not exe.is_file():
+        pytest.skip("CANTOR_REAL_ACE_SERVER does not name a real ace-server build")
+    return fab.model_set()
+
+
+@pytest.fixture
+def real_engine() -> Path:
+    """The real ace-server binary (its libraries beside it; RUNPATH $ORIGIN)."""
+    from real_engine.real_build import binary
+
+    exe = binary()
+    if exe is None or not exe.is_file():
+        pytest.skip("CANTOR_REAL_ACE_SERVER does not name a real ace-server build")
+    return exe

@@ -47,6 +47,9 @@ CACHE_ENV = "CANTOR_FABRICATED_MODELS"
 """Where the sets are kept (default: the repository's build/fabricated-models, gitignored)."""
 
 LM = "acestep-5Hz-lm-0.6B-F16.gguf"
+LONG_LM = "acestep-5Hz-lm-1.7B-F16.gguf"
+"""The "1.7B" slot holds an LM that never ends early: it writes audio codes until its
+``max_tokens`` (duration x 5 + 100), seconds of LM work to cancel in (``models.lm = "1.7B"``)."""
 TURBO = "acestep-v15-turbo-Q4_0.gguf"
 BASE = "acestep-v15-base-Q4_0.gguf"
 TEXT_ENC = "Qwen3-Embedding-0.6B-Q4_0.gguf"
@@ -64,7 +67,7 @@ COND_FFN = 6144
 
 # chosen here
 LM_WIDTH = 64
-END_CHANCE = 0.1
+END_CHANCE = 0.2
 """The chance that the LM ends its audio codes after each one (at its default sampling)."""
 DIT_LAYERS = 2
 BPE_MERGES = 400
@@ -79,6 +82,7 @@ class ModelSet:
     def files(self) -> dict[str, Path]:
         return {
             "lm": self.folder / LM,
+            "long_lm": self.folder / LONG_LM,
             "turbo": self.folder / TURBO,
             "base": self.folder / BASE,
             "text_enc": self.folder / TEXT_ENC,
@@ -269,11 +273,14 @@ def end_bias(chance: float = END_CHANCE, temperature: float = 0.85) -> float:
     return temperature * math.log(chance / (1 - chance) * codes)
 
 
-def write_lm(path: Path) -> None:
+def write_lm(path: Path, *, never_ends: bool = False) -> None:
     """Every layer's matrices are zero, so the residual stream is the input token's
     embedding. Each row of the (tied) embedding is 1 in one dimension and 0 elsewhere, the
     end token's larger: after the final norm the hidden state is the same for every input,
-    and each logit is its row's value there: one fixed distribution, whatever came before."""
+    and each logit is its row's value there (times the final norm's weight): one fixed
+    distribution, whatever came before. Every row stays positive, so no input flips the
+    hidden state's sign. The long LM's end row is near 0 and its logits 40 times larger:
+    its end token is about e^-46 as likely as a code."""
     heads, kv_heads, head_dim, ffn = 2, 1, 32, 128
     config = {
         "vocab_size": LM_VOCAB,
@@ -289,9 +296,10 @@ def write_lm(path: Path) -> None:
     }
     embed = np.zeros((LM_VOCAB, LM_WIDTH), np.float32)
     embed[:, 1] = 1.0
-    embed[TOKEN_IM_END, 1] = 1.0 + end_bias()
+    embed[TOKEN_IM_END, 1] = 0.01 if never_ends else 1.0 + end_bias()
+    scale = 40.0 if never_ends else 1.0
     norm = np.zeros(LM_WIDTH, np.float32)
-    norm[1] = 1.0 / math.sqrt(LM_WIDTH)  # rms_norm scales the lone 1 up by sqrt(width)
+    norm[1] = scale / math.sqrt(LM_WIDTH)  # rms_norm scales the lone value up by sqrt(width)
     tensors = [
         _Tensor("model.embed_tokens.weight", (LM_VOCAB, LM_WIDTH), "F16", embed),
         _vector("model.norm.weight", LM_WIDTH, norm),
@@ -301,7 +309,10 @@ def write_lm(path: Path) -> None:
     _write(
         path,
         "acestep-lm",
-        [("general.name", "fabricated ACE-Step LM (tests)"), ("acestep.config_json", json.dumps(config))]
+        [
+            ("general.name", "fabricated ACE-Step LM (tests)"),
+            ("acestep.config_json", json.dumps(config)),
+        ]
         + _tokenizer_kv(),
         tensors,
     )
@@ -492,6 +503,7 @@ def write_vae(path: Path) -> None:
 def write_set(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     write_lm(folder / LM)
+    write_lm(folder / LONG_LM, never_ends=True)
     write_dit(folder / TURBO, turbo=True)
     write_dit(folder / BASE, turbo=False)
     write_text_encoder(folder / TEXT_ENC)

@@ -1,0 +1,122 @@
+"""Cancel a song in each stage of the real ace-server's work: the LM writing audio codes, the
+DiT's steps, the VAE's decode. The song ends ``cancelled`` within a few seconds and the
+engine no longer works on it: its job reads ``cancelled`` (or, where a step outlasts the
+grace, the engine was stopped), and the engine process spends no CPU after. The next song
+works."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import httpx
+import pytest
+
+from real_engine.conftest import figure
+from real_engine.fabricated import BASE_MODEL, TURBO_MODEL
+from real_engine.real_build import needs_real_engine
+from real_engine.real_node import EngineLog, cpu_after, set_up
+from support.node import Node, until_state
+
+pytestmark = needs_real_engine
+LANDS_WITHIN = 6.0  # seconds from the cancel to the song's "cancelled": the grace (3 s) and more
+QUIET = 2.0  # seconds over which the engine's CPU time is read after the cancel
+IDLE_CPU = 0.05  # CPU seconds an idle engine may spend in QUIET (its HTTP threads)
+
+VOCAL = {
+    "caption": "dreamy synthwave",
+    "lyrics": "la la la",
+    "bpm": 96,
+    "key": "A minor",
+    "time_signature": 4,
+}
+STAGES = {
+    # the long LM (fabricated.LONG_LM) writes codes until duration x 5 + 100
+    "lm": (
+        {**VOCAL, "duration": 600, "seed": 1, "model": TURBO_MODEL},
+        r"^\[LM-Phase2\] Step 50,",
+        r"^\[LM-Phase2\] Cancelled",
+    ),
+    # 100 steps of the base DiT on a 10-s instrumental
+    "dit": (
+        {"caption": "lofi piano", "duration": 10, "seed": 2, "steps": 100, "model": BASE_MODEL},
+        r"^\[DiT\] Step 3/100",
+        r"^\[DiT\] Cancelled at step",
+    ),
+    # the VAE decoding a 10-s instrumental
+    "vae": (
+        {"caption": "lofi piano", "duration": 10, "seed": 3, "model": TURBO_MODEL},
+        r"^\[VAE\] Graph",
+        r"^\[VAE\] Cancelled at tile",
+    ),
+}
+
+
+async def engine_job(client, log_text: str, path_word: str) -> tuple[str, str] | None:
+    """(engine url, job id) of the last job of the engine."""
+    found = re.findall(rf"^\[Server\] Job (\w+) created \({path_word}", log_text, re.M)
+    system = await client.system()
+    running = [e for e in system["loaded"] if e["engine"] == "acestep" and e.get("url")]
+    if not found or not running:
+        return None
+    return running[0]["url"], found[-1]
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_a_cancel_in_each_stage_ends_the_song_and_the_engines_work(
+    stage, cantor_home, fabricated, real_engine
+):
+    request, started, landed = STAGES[stage]
+    set_up(cantor_home, real_engine, fabricated, lm="1.7B" if stage == "lm" else "0.6B")
+    out: dict = {}
+
+    async def main():
+        node = await Node(cantor_home).start()
+        try:
+            async with node.client() as c:
+                log = EngineLog(cantor_home)
+                sid = await c.submit_song(request)
+                await log.wait_for(started, timeout=300)
+                job = await engine_job(c, log.text(), "LM" if stage == "lm" else r"\d")
+                system = await c.system()
+                pid = next(e["pid"] for e in system["loaded"] if e["engine"] == "acestep")
+                t0 = time.monotonic()
+                await c.cancel(sid)
+                song = await until_state(c, sid, ("cancelled", "failed", "done"), 60)
+                out["took"] = time.monotonic() - t0
+                out["state"] = song["state"]
+                out["cpu"] = await cpu_after(pid, QUIET)
+                out["job"] = None
+                if job is not None:
+                    try:
+                        async with httpx.AsyncClient(trust_env=False) as http:
+                            r = await http.get(f"{job[0]}/job", params={"id": job[1]})
+                        out["job"] = r.json().get("status")
+                    except httpx.TransportError:
+                        out["job"] = "engine stopped"
+                out["log"] = log.text()
+                # the next song works
+                nxt = await c.submit_song({**VOCAL, "duration": 10, "seed": 5})
+                out["next"] = (await until_state(c, nxt, ("done", "failed"), 900))["state"]
+        finally:
+            await node.stop()
+
+    asyncio.run(main())
+    how = "job cancelled" if out["job"] == "cancelled" else out["job"]
+    figure(
+        f"cancel in the {stage} stage: songs ending cancelled within {LANDS_WITHIN:g} s",
+        int(out["state"] == "cancelled" and out["took"] < LANDS_WITHIN),
+        1,
+        f"{out['took']:.1f} s; the engine: {how}; {out['cpu']:.2f} CPU-s in the {QUIET:g} s after",
+    )
+    assert out["state"] == "cancelled", out
+    assert out["took"] < LANDS_WITHIN, out["took"]
+    assert out["cpu"] < IDLE_CPU, f"the engine still works: {out['cpu']:.2f} CPU-s"
+    if stage in ("lm", "dit"):  # a token or a step is short: the engine's own cancel lands
+        assert out["job"] == "cancelled", out["job"]
+        assert re.search(landed, out["log"], re.M), out["log"][-2000:]
+    else:
+        assert out["job"] in ("cancelled", "engine stopped"), out["job"]
+    assert out["next"] == "done"
