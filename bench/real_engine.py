@@ -45,7 +45,7 @@ SONG = {
     "key": "A minor",
     "time_signature": 4,
     "duration": 10,
-    "seed": 5,
+    "seed": 10,  # two audio codes from the fabricated LM (fabricated.SHORT_SEEDS)
     "format": "wav16",
 }
 

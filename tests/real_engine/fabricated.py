@@ -16,15 +16,17 @@ The set, in one folder:
   same ones for a seed.
 - ``acestep-v15-turbo-Q4_0.gguf`` and ``acestep-v15-base-Q4_0.gguf``: a two-layer DiT at the
   real width (2048: the condition input is 2048 wide, ``src/dit-graph.h:489``, and a LoRA
-  made for ACE-Step 1.5 must fit it) with the fixed-size parts of the same file: condition
-  encoder, FSQ detokenizer and tokenizer, ``silence_latent``, ``acestep.is_turbo``
-  (``src/model-store.cpp:546-553``). Zero Q4_0 matrices.
+  made for ACE-Step 1.5 must fit it), two heads and a narrow MLP, with the fixed-size
+  parts of the same file: condition encoder, FSQ detokenizer and tokenizer,
+  ``silence_latent``, ``acestep.is_turbo`` (``src/model-store.cpp:546-553``). Zero Q4_0
+  matrices.
 - ``Qwen3-Embedding-0.6B-Q4_0.gguf``: the full-shape text encoder (28 layers, 1024 wide,
   ``src/qwen3-enc.h:327-358``), zero Q4_0.
 - ``vae-BF16.gguf``: the full-shape VAE decoder and encoder, zero BF16 (the engine reads
   every tensor as raw BF16, ``src/vae.h:64-160``, ``src/vae-enc.h:56-152``).
 
-:func:`model_set` writes it once per content version (a hash of this file) into a cache folder kept across test sessions, atomically and under a lock.
+:func:`model_set` writes it once per content version (a hash of what the files hold) into
+a cache folder kept across test sessions, atomically and under a lock.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ COND_FFN = 6144
 LM_WIDTH = 64
 END_CHANCE = 0.2
 """The chance that the LM ends its audio codes after each one (at its default sampling)."""
+SHORT_SEEDS = (10, 15)
+"""Seeds whose vocal song (caption, lyrics, bpm, key, time signature, 10 s asked) gets two
+audio codes from the fabricated LM: 0.4 s of audio. The engine's sampler decides: seeds 1-24
+give 4, 1, 1, 3, 0, 3, 0, 1, 0, 2, 0, 0, 7, 6, 2, 3, 1, 1, 0, 8, 0, 0, 3, 3 codes, and an LM
+that ends at once leaves the song at the duration asked (a 10-s song)."""
 DIT_LAYERS = 2
 BPE_MERGES = 400
 
@@ -157,9 +164,27 @@ def _qwen3_layer(prefix: str, width: int, ffn: int, heads: int, kv_heads: int, h
     ]
 
 
-def _write(path: Path, arch: str, kv: list[tuple[str, object]], tensors: list[_Tensor]) -> None:
+@dataclass
+class _File:
+    """What one GGUF file holds: its architecture, its keys, its tensors."""
+
+    arch: str
+    kv: list[tuple[str, object]]
+    tensors: list[_Tensor]
+
+    def digest(self, h) -> None:
+        """Feed everything written into the hash ``h`` (zero tensors by their shape)."""
+        h.update(json.dumps([self.arch, self.kv]).encode())
+        for t in self.tensors:
+            h.update(f"{t.name}|{t.shape}|{t.kind}|".encode())
+            if t.values is not None:
+                h.update(np.ascontiguousarray(t.values, np.float32).tobytes())
+
+
+def _write(path: Path, spec: _File) -> None:
     """One GGUF file, streamed tensor by tensor (the big ones are never all in memory)."""
     gguf = _gguf()
+    arch, kv, tensors = spec.arch, spec.kv, spec.tensors
     writer = gguf.GGUFWriter(str(path), arch)
     for key, value in kv:
         if isinstance(value, bool):
@@ -273,7 +298,7 @@ def end_bias(chance: float = END_CHANCE, temperature: float = 0.85) -> float:
     return temperature * math.log(chance / (1 - chance) * codes)
 
 
-def write_lm(path: Path, *, never_ends: bool = False) -> None:
+def lm_file(*, never_ends: bool = False) -> _File:
     """Every layer's matrices are zero, so the residual stream is the input token's
     embedding. Each row of the (tied) embedding is 1 in one dimension and 0 elsewhere, the
     end token's larger: after the final norm the hidden state is the same for every input,
@@ -306,8 +331,7 @@ def write_lm(path: Path, *, never_ends: bool = False) -> None:
     ]
     for t in _qwen3_layer("model.layers.0", LM_WIDTH, ffn, heads, kv_heads, head_dim):
         tensors.append(_Tensor(t.name, t.shape, "F32", t.values))
-    _write(
-        path,
+    return _File(
         "acestep-lm",
         [
             ("general.name", "fabricated ACE-Step LM (tests)"),
@@ -318,15 +342,14 @@ def write_lm(path: Path, *, never_ends: bool = False) -> None:
     )
 
 
-def write_text_encoder(path: Path) -> None:
+def text_encoder_file() -> _File:
     tensors = [
         _matrix("embed_tokens.weight", TEXT_VOCAB, 1024),
         _vector("norm.weight", 1024),
     ]
     for i in range(28):
         tensors += _qwen3_layer(f"layers.{i}", 1024, 3072, 16, 8, 128)
-    _write(
-        path,
+    return _File(
         "acestep-text-enc",
         [("general.name", "fabricated Qwen3-Embedding (tests)")] + _tokenizer_kv(),
         tensors,
@@ -385,9 +408,10 @@ def _cond_parts() -> list[_Tensor]:
     return out
 
 
-def write_dit(path: Path, *, turbo: bool) -> None:
-    """A DiT of :data:`DIT_LAYERS` layers at the real width (dit.h:274-411)."""
-    h, heads, kv_heads, head_dim, ffn = 2048, 16, 8, 128, 6144
+def dit_file(*, turbo: bool) -> _File:
+    """A DiT of :data:`DIT_LAYERS` layers at the real width (dit.h:274-411), with two
+    attention heads (of 128) and a narrow MLP: its steps cost little beside the VAE."""
+    h, heads, kv_heads, head_dim, ffn = 2048, 2, 1, 128, 512
     tensors = _temb("decoder.time_embed", h) + _temb("decoder.time_embed_r", h)
     tensors += [
         _Tensor("decoder.proj_in.1.weight", (h, 192, 2), "F32"),
@@ -427,8 +451,7 @@ def write_dit(path: Path, *, turbo: bool) -> None:
     ]
     tensors += _cond_parts()
     variant = "turbo" if turbo else "base"
-    _write(
-        path,
+    return _File(
         "acestep-dit",
         [
             ("general.name", f"fabricated ACE-Step 1.5 {variant} DiT (tests)"),
@@ -475,7 +498,7 @@ def _res_units(prefix: str, channels: int) -> list[_Tensor]:
     return out
 
 
-def write_vae(path: Path) -> None:
+def vae_file() -> _File:
     """The decoder (vae.h:172-256) and the encoder (vae-enc.h:56-152), full shape."""
     tensors = _weight_norm("decoder.conv1", 2048, 64, 7)
     for i, (cin, cout, stride) in enumerate(
@@ -497,28 +520,36 @@ def write_vae(path: Path) -> None:
         tensors += _res_units(p, cin)
         tensors += _snake(f"{p}.snake1", cin) + _weight_norm(f"{p}.conv1", cout, cin, 2 * stride)
     tensors += _snake("encoder.snake1", 2048) + _weight_norm("encoder.conv2", 128, 2048, 3)
-    _write(path, "acestep-vae", [("general.name", "fabricated ACE-Step VAE (tests)")], tensors)
+    return _File("acestep-vae", [("general.name", "fabricated ACE-Step VAE (tests)")], tensors)
+
+
+def files() -> dict[str, _File]:
+    """Every file of the set by name (built, not written)."""
+    return {
+        LM: lm_file(),
+        LONG_LM: lm_file(never_ends=True),
+        TURBO: dit_file(turbo=True),
+        BASE: dit_file(turbo=False),
+        TEXT_ENC: text_encoder_file(),
+        VAE: vae_file(),
+    }
 
 
 def write_set(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    write_lm(folder / LM)
-    write_lm(folder / LONG_LM, never_ends=True)
-    write_dit(folder / TURBO, turbo=True)
-    write_dit(folder / BASE, turbo=False)
-    write_text_encoder(folder / TEXT_ENC)
-    write_vae(folder / VAE)
-
-
-# ------------------------------------------------------------------------ the cache
+    for name, spec in files().items():
+        _write(folder / name, spec)
 
 
 def content_version() -> str:
-    """Changes whenever what is written changes: a hash of this file and the gguf
-    package's version."""
+    """A hash of everything the set's files hold (keys, tensor names, shapes, types and
+    values), and the gguf package's version: it changes when what is written changes, and
+    only then."""
     gguf = _gguf()
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(getattr(gguf, "__version__", "").encode())
+    digest = hashlib.sha256(getattr(gguf, "__version__", "").encode())
+    for name, spec in files().items():
+        digest.update(name.encode())
+        spec.digest(digest)
     return digest.hexdigest()[:12]
 
 

@@ -53,6 +53,9 @@ BASE = BASE_MODEL
 TURBO = TURBO_MODEL
 
 
+_PREFIX = re.compile(r"^\S+ \S+ INFO cantor\.engine\.\w+: ", re.MULTILINE)
+
+
 class EngineLog:
     """The node's log of the engine's lines (``logs/engine-acestep.log``), read from where
     it was when this was made."""
@@ -62,12 +65,14 @@ class EngineLog:
         self.start = self.path.stat().st_size if self.path.exists() else 0
 
     def text(self) -> str:
+        """The engine's own lines since then (the log's time and logger prefix removed)."""
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self.start)
-                return fh.read().decode("utf-8", "replace")
+                raw = fh.read().decode("utf-8", "replace")
         except OSError:
             return ""
+        return _PREFIX.sub("", raw)
 
     def lines(self) -> list[str]:
         return self.text().splitlines()

@@ -17,6 +17,7 @@ import pytest
 import soundfile as sf
 
 from real_engine.conftest import figure
+from real_engine.fabricated import SHORT_SEEDS
 from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, set_up
 from support.adapter_files import peft_folder
@@ -25,6 +26,7 @@ from support.node import Node
 from cantor_desktop.selfexec import self_argv
 
 pytestmark = needs_real_engine
+SEED = str(SHORT_SEEDS[0])  # two audio codes: a 0.4-s song
 VOCAL = ["--lyrics", "la la la", "--bpm", "96", "--key", "A minor", "--time-signature", "4"]
 SOURCE_LATENTS = r"^\[Server\] Source latents: (\d+) frames \(([\d.]+)s\), VAE encode skipped"
 MISMATCH = "[Adapter] FATAL: no tensors merged (model mismatch)"
@@ -65,7 +67,7 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
         try:
             async with node.client() as c:
                 source = await step(
-                    "source", "sing", "dreamy synthwave", *VOCAL, "--duration", "10", "--seed", "5"
+                    "source", "sing", "dreamy synthwave", *VOCAL, "--duration", "10", "--seed", SEED
                 )
                 assert source.returncode == 0, source.stderr
                 song = (await c.songs())[0]
@@ -97,7 +99,7 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
                     "--duration",
                     "10",
                     "--seed",
-                    "5",
+                    SEED,
                     "--adapter",
                     "fits",
                 )
@@ -109,7 +111,7 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
                     "--duration",
                     "10",
                     "--seed",
-                    "5",
+                    SEED,
                     "--adapter",
                     "deeper",
                 )

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from real_engine.conftest import figure
-from real_engine.fabricated import TURBO_MODEL
+from real_engine.fabricated import SHORT_SEEDS, TURBO_MODEL
 from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, set_up
 from support.node import Node, until_state
@@ -26,7 +26,7 @@ SONG = {
     "key": "A minor",
     "time_signature": 4,
     "duration": 10,
-    "seed": 5,
+    "seed": SHORT_SEEDS[0],
     "model": TURBO_MODEL,
 }
 # a 10-s instrumental: seconds of VAE work to be killed in
