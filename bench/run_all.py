@@ -609,6 +609,84 @@ def export_figure(plan: Plan) -> list[Row]:
     ]
 
 
+REAL_ENGINE_FIGURES = [
+    "Real engine: node overhead per song",
+    "Real engine: progress latency p95 (engine log → SSE)",
+    "Real engine: Generate → playable take, keep-loaded on",
+]
+
+
+def real_engine_figures(plan: Plan) -> list[Row]:
+    """bench/real_songs.py: the node on the real ace-server with the fabricated models.
+    Without ``CANTOR_REAL_ACE_SERVER`` the rows say it was skipped, and why."""
+    out = run_script(
+        plan,
+        ["bench/real_songs.py", "--runs", str(1 if plan.quick else 3)],
+        "real engine",
+        check=False,
+    )
+    if out.figures is None:
+        skipped = re.search(r"^skipped: (.*)$", out, re.MULTILINE)
+        if not skipped:
+            figures_of(out, "the real engine")  # raises, naming the script's failure
+        reason = skipped.group(1)
+        return [
+            Row(name, "—", "—", "—", "—", "—", None, note=f"skipped: {reason}")
+            for name in REAL_ENGINE_FIGURES
+        ]
+    f = out.figures
+    node_s, alone_s = f["overhead"]["node_s"], f["overhead"]["alone_s"]
+    ratios = [a / b for a, b in zip(node_s, alone_s)]
+    via, alone = median(node_s), median(alone_s)
+    rows = [
+        Row(
+            REAL_ENGINE_FIGURES[0],
+            f"{via:.2f} s",
+            f"{alone:.2f} s (the same /lm and /synth, engine alone, polled every 10 ms)",
+            f"{via / alone:.3f}× ({(via - alone) * 1000:+.0f} ms)",
+            f"{min(ratios):.3f}×–{max(ratios):.3f}× (n={len(ratios)})",
+            "≤ 1.05×",
+            via / alone <= 1.05,
+            note="a vocal song of two audio codes (0.4 s) on the fabricated models, "
+            "the take written and its sidecar; the engine on one thread (cores / 2)",
+        )
+    ]
+    p = f["progress"]
+    lat, base = p["latency_ms"], p["baseline_ms"]
+    if lat:
+        ours, theirs = p95_of(lat), p95_of(base) if base else float("nan")
+        rows.append(
+            Row(
+                REAL_ENGINE_FIGURES[1],
+                f"{ours:.1f} ms",
+                f"{theirs:.1f} ms (a second client of the engine's /logs)",
+                f"{ours - theirs:+.1f} ms",
+                f"median {median(lat):+.1f}, max {max(lat):+.1f} (n={len(lat)})",
+                "≤ 100 ms, none lost",
+                ours <= 100 and p["lost"] == 0,
+                note=f"{p['steps']} [DiT] Step lines, {p['lost']} without their event",
+            )
+        )
+    else:
+        rows += error_rows(REAL_ENGINE_FIGURES[1:2], RuntimeError("no step line matched"))
+    k = f["keep_loaded"]
+    on, off = median(k["on_s"]), median(k["off_s"])
+    rows.append(
+        Row(
+            REAL_ENGINE_FIGURES[2],
+            f"{on:.2f} s",
+            f"{off:.2f} s (keep-loaded off: the engine loads every model for each song)",
+            f"{on / off:.2f}×",
+            f"on {min(k['on_s']):.2f}–{max(k['on_s']):.2f} s, off "
+            f"{min(k['off_s']):.2f}–{max(k['off_s']):.2f} s (n={len(k['on_s'])})",
+            "< 1×",
+            on < off,
+            note="POST /v1/songs → the take on disk, the second song of two in a row",
+        )
+    )
+    return rows
+
+
 EDIT_FIGURES = [
     "Edit of a 60-s song through the node",
     "50 MB WAV upload on loopback",
@@ -1226,7 +1304,7 @@ def main() -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma list of groups: app,idle,download,node,edit,sketch,export,soak,bundle",
+        help="comma list of groups: app,idle,download,node,edit,sketch,export,soak,bundle,real",
     )
     args = ap.parse_args()
     plan = plan_for(args.quick)
@@ -1240,6 +1318,7 @@ def main() -> int:
         "export",
         "soak",
         "bundle",
+        "real",
     }
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
@@ -1295,6 +1374,11 @@ def main() -> int:
             rows += soak_figure(plan)
         except Exception as exc:  # noqa: BLE001
             rows += error_rows([SOAK_FIGURE], exc)
+    if "real" in groups:
+        try:
+            rows += real_engine_figures(plan)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(REAL_ENGINE_FIGURES, exc)
     if "bundle" in groups:
         try:
             rows += bundle_figures(plan)

@@ -60,6 +60,18 @@ def test_run_all_reads_a_real_edit_run():
     assert all(r.ours.endswith("ms") and r.compare.endswith(("ms", "×", "stem")) for r in rows)
 
 
+def test_run_all_says_why_the_real_engine_figures_are_skipped(monkeypatch):
+    monkeypatch.delenv("CANTOR_REAL_ACE_SERVER", raising=False)
+    run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
+    rows = run_all.real_engine_figures(run_all.plan_for(quick=True))
+    assert [r.figure for r in rows] == run_all.REAL_ENGINE_FIGURES
+    for r in rows:
+        assert not r.error and r.ok is None and r.result == "—"
+        assert r.note == (
+            "skipped: CANTOR_REAL_ACE_SERVER does not name a real ace-server build"
+        ), r.note
+
+
 def test_fault_runner_reads_both_line_formats():
     run = _load(ROOT / "tests" / "faults" / "run.py", "faults_run")
     m = run.LINE_RE.match("[faults] node.toml: 40 files: tried 40 / survived 39 / lost 1 — x")

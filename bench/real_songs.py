@@ -15,7 +15,7 @@ the same song through the node and sent to the engine alone.
 CPU-bound: every figure is on this machine's one engine thread (ace-server uses cores / 2).
 
     CANTOR_REAL_ACE_SERVER=build/real-engine/ace-server \
-        .venv/bin/python bench/real_engine.py [--runs 3]
+        .venv/bin/python bench/real_songs.py [--runs 3]
 
 Without ``CANTOR_REAL_ACE_SERVER`` it prints why and exits 3 (bench/run_all.py: skipped).
 """
@@ -253,7 +253,7 @@ def main() -> int:
     )
     write_json(
         args.json,
-        "bench/real_engine.py",
+        "bench/real_songs.py",
         {
             "overhead": {"node_s": a["node_s"], "alone_s": a["alone_s"]},
             "progress": {
