@@ -3,7 +3,7 @@ its own session, tied to the process that owns it), and an environment without s
 
 An engine runs in its own session or process group (a Ctrl-C in the terminal reaches the
 node, which stops the engine in order, not both at once). It never outlives its owner: on
-Linux the kernel sends it SIGTERM when the owner dies, even by kill -9; on Windows the owner
+Linux the kernel kills it (SIGKILL) when the owner dies, even by kill -9; on Windows the owner
 sits in a kill-on-close Job Object that its children inherit; on macOS Cantor's own engine
 watches the owner's pipe and the node ends a third-party engine it left behind at its next
 start (node/leftovers.py).
@@ -18,8 +18,10 @@ from .. import procs
 
 
 def engine_process_kwargs() -> dict[str, Any]:
-    """Keyword arguments for subprocess.Popen / asyncio.create_subprocess_exec."""
-    return procs.child_kwargs()
+    """Keyword arguments for subprocess.Popen / asyncio.create_subprocess_exec. An engine is
+    killed when its node dies (Linux's parent-death signal is SIGKILL): ace-server's SIGTERM
+    lets the running job finish — minutes of a song's decode for a node that is gone."""
+    return procs.child_kwargs(killed_with_owner=True)
 
 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "CREDENTIAL")

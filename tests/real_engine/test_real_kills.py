@@ -113,7 +113,7 @@ def test_kill_9_of_the_node_mid_song(cantor_home, fabricated, real_engine):
                 out["next"] = await until_state(c, nxt, ("done", "failed"), 900)
         finally:
             await node.stop()
-        if out["engine_alive"]:
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)  # the test's own leftover, never the product's
 
     asyncio.run(main())

@@ -126,9 +126,14 @@ _DROP = [0, False]  # [N, cut the first lost line]
 def say(line: str) -> None:
     with _LOG_COND:
         _HELD.append(line)
-        while len(_HELD) > _DROP[0]:
-            sys.stderr.write(_HELD.pop(0) + "\n")
-        sys.stderr.flush()
+        try:
+            while len(_HELD) > _DROP[0]:
+                sys.stderr.write(_HELD.pop(0) + "\n")
+            sys.stderr.flush()
+        except (BrokenPipeError, ValueError):
+            # whoever read stderr is gone: the line is lost and the work goes on, as with
+            # ace-server (its job runs on after its node died, until it ends or is killed)
+            pass
     with _LOG_COND:
         _LOG.append(line)
         del _LOG[:-512]
