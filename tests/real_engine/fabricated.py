@@ -560,9 +560,9 @@ def cache_root() -> Path:
 
 def model_set(root: Path | None = None) -> ModelSet:
     """The set, written once per content version and kept: a finished set is a folder with
-    a ``done`` mark; sets of older versions are removed. The files are the same bytes every
-    time they are written, and a song's audio codes the same for a seed (the LM's one
-    distribution, sampled by the engine's seeded generator)."""
+    a ``done`` mark; of the older versions only the newest is kept. The files are the same
+    bytes every time they are written, and a song's audio codes the same for a seed (the
+    LM's one distribution, sampled by the engine's seeded generator)."""
     from filelock import FileLock
 
     root = root or cache_root()
@@ -571,9 +571,14 @@ def model_set(root: Path | None = None) -> ModelSet:
     root.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root / ".lock")):
         if not (folder / "done").is_file():
-            for old in root.iterdir():
-                if old.is_dir() and old.name.startswith("v") and old.name != folder.name:
-                    shutil.rmtree(old, ignore_errors=True)
+            # older versions go, but the newest of them stays: a session still running
+            # on it keeps its files (each set is about 1.7 GB)
+            older = sorted(
+                (p for p in root.iterdir() if p.is_dir() and p.name.startswith("v")),
+                key=lambda p: p.stat().st_mtime,
+            )
+            for old in older[:-1]:
+                shutil.rmtree(old, ignore_errors=True)
             staging = root / f".writing-{os.getpid()}-{time.monotonic_ns()}"
             try:
                 write_set(staging)
