@@ -11,6 +11,9 @@ the same song through the node and sent to the engine alone.
    measure); baseline: a second ``/logs`` client. p95.
 3. Generate → playable take (POST → the take on disk), the second of two songs in a row,
    with ``keep_loaded`` off and on (the engine keeps its models between songs). Ratio on / off.
+4. With ``--vae-tiles SECONDS`` only: the engine's CPU time for a whole instrumental song
+   with ace-server's own VAE tiling against smaller tiles (which let a cancel land inside
+   the VAE): what they cost every song.
 
 CPU-bound: every figure is on this machine's one engine thread (ace-server uses cores / 2).
 
@@ -219,9 +222,72 @@ async def keep_loaded_times(engine_path: Path, models, runs: int) -> dict:
     return out
 
 
+VAE_TILES = {
+    "ace-server's own (--vae-chunk 1024 --vae-overlap 64)": [],
+    "--vae-chunk 64 --vae-overlap 8": ["--vae-chunk", "64", "--vae-overlap", "8"],
+    "--vae-chunk 32 --vae-overlap 4": ["--vae-chunk", "32", "--vae-overlap", "4"],
+    "--vae-chunk 16 --vae-overlap 4": ["--vae-chunk", "16", "--vae-overlap", "4"],
+}
+
+
+async def vae_tile_costs(engine_path: Path, models, runs: int, seconds: float) -> dict:
+    """The engine's CPU time for a whole ``seconds``-long instrumental ``/synth`` job, with
+    each VAE tiling: what smaller tiles (a cancel that lands inside the VAE) cost a song.
+    The engines run side by side with their models kept loaded, so only the job is timed;
+    the tilings take turns."""
+    import psutil
+
+    from cantor_desktop.engine.supervisor import EngineSupervisor
+    from real_engine.fabricated import TURBO
+
+    body = {
+        "caption": "bench lofi piano",
+        "lyrics": "[Instrumental]",
+        "duration": seconds,
+        "seed": 3,
+        "output_format": "wav16",
+        "synth_model": TURBO,
+    }
+    sups = {}
+    for name, flags in VAE_TILES.items():
+        sup = EngineSupervisor(
+            "acestep",
+            [str(engine_path), *flags],
+            {},
+            models.folder,
+            keep_loaded=True,
+            log_path=Path(os.environ["CANTOR_HOME"]) / "logs" / f"tiles-{len(sups)}.log",
+        )
+        await sup.start()
+        sups[name] = sup
+    cpu: dict[str, list[float]] = {name: [] for name in VAE_TILES}
+    try:
+        for i in range(runs + 1):  # the first round loads the models
+            for name, sup in sups.items():
+                client = sup.client()
+                proc = psutil.Process(sup.pid)
+                before = sum(proc.cpu_times()[:2])
+                job = await client.submit("/synth", body)
+                while await client.status(job) == "running":
+                    await asyncio.sleep(0.05)
+                if i:
+                    cpu[name].append(sum(proc.cpu_times()[:2]) - before)
+                await client.aclose()
+    finally:
+        for sup in sups.values():
+            await sup.aclose()
+    return cpu
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--vae-tiles",
+        type=float,
+        metavar="SECONDS",
+        help="only measure what smaller VAE tiles cost a SECONDS-long instrumental song",
+    )
     add_json_option(parser)
     args = parser.parse_args()
     from real_engine.real_build import binary
@@ -233,6 +299,18 @@ def main() -> int:
     from real_engine.fabricated import model_set
 
     models = model_set()
+    if args.vae_tiles:
+        home_for(engine, models, keep_loaded=True)
+        cpu = asyncio.run(vae_tile_costs(engine, models, args.runs, args.vae_tiles))
+        base = statistics.median(next(iter(cpu.values())))
+        for name, values in cpu.items():
+            m = statistics.median(values)
+            print(
+                f"{name}: {m:.1f} CPU-s for a {args.vae_tiles:g}-s song, {m / base:.2f}x "
+                f"({', '.join(f'{v:.1f}' for v in values)})"
+            )
+        write_json(args.json, "bench/real_songs.py", {"vae_tiles_cpu_s": cpu})
+        return 0
     a = asyncio.run(overhead_and_latency(engine, models, args.runs))
     k = asyncio.run(keep_loaded_times(engine, models, args.runs))
     node_m, alone_m = statistics.median(a["node_s"]), statistics.median(a["alone_s"])
