@@ -17,7 +17,7 @@ import pytest
 import soundfile as sf
 
 from real_engine.conftest import figure
-from real_engine.fabricated import SHORT_SEEDS
+from real_engine.fabricated import SHORT_SEEDS, TURBO_MODEL
 from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, configure, set_up
 from support.node import Node
@@ -62,7 +62,7 @@ def assert_step_events(events: list, song_id: str, n: int, band: tuple[float, fl
     lo, hi = band
     for k in range(1, n + 1):
         want = (lo + (hi - lo) * k / n) * SAVING_FROM
-        assert any(abs(p - want) < 1e-6 for p in seen), (k, n, want, seen)
+        assert any(abs(p - want) < 1e-4 for p in seen), (k, n, want, seen)  # 4 decimals
 
 
 def decoded(path: Path) -> sf.SoundFile:
@@ -185,6 +185,12 @@ def test_the_apps_node_link_sings_twice_with_the_models_kept_loaded(
         progress: list[tuple[str, float]] = []
         shell.link.song_updated.connect(lambda r: progress.append((r.id, r.progress)))
         compose, songs = shell.window.compose, shell.window.songs
+        # the model the musician picks (the list holds the node's ready models)
+        run(
+            qloop,
+            until(lambda: compose.model.findData(TURBO_MODEL) >= 0, 60, "the model list"),
+        )
+        compose.model.setCurrentIndex(compose.model.findData(TURBO_MODEL))
         logs = []
         for n in (1, 2):
             log = EngineLog(cantor_home)
@@ -223,7 +229,7 @@ def test_the_apps_node_link_sings_twice_with_the_models_kept_loaded(
     finally:
         run(qloop, node.stop())
     first, second = logs
-    loads = [re.findall(r"^\[Store\] Load (\S+)", text, re.M) for text in logs]
+    loads = [re.findall(r"^\[Store\] Load ([\w-]+):", text, re.M) for text in logs]
     figure(
         "keep-loaded: the second song loads no model again",
         int(bool(loads[0]) and not loads[1]),
