@@ -16,7 +16,7 @@ import pytest
 from real_engine.conftest import figure
 from real_engine.fabricated import BASE_MODEL, SHORT_SEEDS, TURBO_MODEL
 from real_engine.real_build import needs_real_engine
-from real_engine.real_node import EngineLog, cpu_after, set_up
+from real_engine.real_node import EngineLog, configure, cpu_after, set_up
 from support.node import Node, until_state
 
 pytestmark = needs_real_engine
@@ -97,7 +97,8 @@ def test_a_cancel_in_each_stage_ends_the_song_and_the_engines_work(
                     except httpx.TransportError:
                         out["job"] = "engine stopped"
                 out["log"] = log.text()
-                # the next song works
+                # the next song works (on the short LM: the long one writes 150 codes)
+                configure(cantor_home, real_engine)
                 nxt = await c.submit_song({**VOCAL, "duration": 10, "seed": SHORT_SEEDS[0]})
                 out["next"] = (await until_state(c, nxt, ("done", "failed"), 900))["state"]
         finally:
