@@ -13,6 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from cantor_desktop.net import free_port
+
 from real_engine.fabricated import BASE_MODEL, TURBO_MODEL, ModelSet
 
 
@@ -20,18 +22,23 @@ def configure(
     home: Path,
     engine: Path,
     *,
+    port: int | None = None,
     model: str = TURBO_MODEL,
     lm: str = "0.6B",
     keep_loaded: bool = False,
     fmt: str = "wav16",
-) -> None:
+) -> int:
+    """node.toml for the real engine, and the node's port (a free one unless given: the CLI
+    finds the running node there, and a test never takes the default port). Returns it."""
+    port = port or free_port()
     (home / "node.toml").write_text(
-        f"[node]\nkeep_loaded = {'true' if keep_loaded else 'false'}\n\n"
+        f"[node]\nport = {port}\nkeep_loaded = {'true' if keep_loaded else 'false'}\n\n"
         f'[engines.acestep]\npath = "{engine}"\n\n'
         f'[models]\ndefault = "{model}"\nlm = "{lm}"\n\n'
         f'[songs]\ndir = "{home / "songs"}"\nformat = "{fmt}"\n',
         "utf-8",
     )
+    return port
 
 
 def import_models(models: ModelSet) -> None:
@@ -44,9 +51,11 @@ def import_models(models: ModelSet) -> None:
     assert len(taken) == len(models.files), results
 
 
-def set_up(home: Path, engine: Path, models: ModelSet, **kw) -> None:
-    configure(home, engine, **kw)
+def set_up(home: Path, engine: Path, models: ModelSet, **kw) -> int:
+    """node.toml and the imported models; returns the node's port."""
+    port = configure(home, engine, **kw)
     import_models(models)
+    return port
 
 
 BASE = BASE_MODEL

@@ -69,11 +69,11 @@ def test_a_cancel_in_each_stage_ends_the_song_and_the_engines_work(
     stage, cantor_home, fabricated, real_engine
 ):
     request, started, landed = STAGES[stage]
-    set_up(cantor_home, real_engine, fabricated, lm="1.7B" if stage == "lm" else "0.6B")
+    port = set_up(cantor_home, real_engine, fabricated, lm="1.7B" if stage == "lm" else "0.6B")
     out: dict = {}
 
     async def main():
-        node = await Node(cantor_home).start()
+        node = await Node(cantor_home, port=port).start()
         try:
             async with node.client() as c:
                 log = EngineLog(cantor_home)
@@ -98,7 +98,7 @@ def test_a_cancel_in_each_stage_ends_the_song_and_the_engines_work(
                         out["job"] = "engine stopped"
                 out["log"] = log.text()
                 # the next song works (on the short LM: the long one writes 150 codes)
-                configure(cantor_home, real_engine)
+                configure(cantor_home, real_engine, port=port)
                 nxt = await c.submit_song({**VOCAL, "duration": 10, "seed": SHORT_SEEDS[0]})
                 out["next"] = (await until_state(c, nxt, ("done", "failed"), 900))["state"]
         finally:

@@ -51,7 +51,7 @@ def seconds(path: str) -> float:
 
 @pytest.mark.timeout(1800)
 def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp_path):
-    set_up(cantor_home, real_engine, fabricated)
+    port = set_up(cantor_home, real_engine, fabricated)
     fits = peft_folder(tmp_path / "fits", size="2B", layers=(0, 1))
     deeper = peft_folder(tmp_path / "deeper", size="2B", layers=(10, 11))
     out: dict = {}
@@ -63,7 +63,7 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
         return done
 
     async def main():
-        node = await Node(cantor_home).start()
+        node = await Node(cantor_home, port=port).start()
         try:
             async with node.client() as c:
                 source = await step(

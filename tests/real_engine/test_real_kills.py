@@ -50,11 +50,11 @@ async def gone_within(pid: int, seconds: float) -> float | None:
 
 @pytest.mark.timeout(1800)
 def test_kill_9_of_the_engine_mid_song(cantor_home, fabricated, real_engine):
-    set_up(cantor_home, real_engine, fabricated)
+    port = set_up(cantor_home, real_engine, fabricated)
     out: dict = {}
 
     async def main():
-        node = await Node(cantor_home).start()
+        node = await Node(cantor_home, port=port).start()
         try:
             async with node.client() as c:
                 log = EngineLog(cantor_home)
@@ -92,11 +92,11 @@ def test_kill_9_of_the_node_mid_song(cantor_home, fabricated, real_engine):
     """The node dies in the VAE stage of a song: its engine must not go on decoding a song
     nobody will receive (ace-server finishes its running job on SIGTERM). The next node
     says why the song ended, and sings."""
-    set_up(cantor_home, real_engine, fabricated)
+    port = set_up(cantor_home, real_engine, fabricated)
     out: dict = {}
 
     async def main():
-        node = await Node(cantor_home).start()
+        node = await Node(cantor_home, port=port).start()
         async with node.client() as c:
             log = EngineLog(cantor_home)
             sid = await c.submit_song(LONG)
@@ -105,7 +105,7 @@ def test_kill_9_of_the_node_mid_song(cantor_home, fabricated, real_engine):
         node.kill9()
         out["engine_gone_after"] = await gone_within(pid, 5.0)
         out["engine_alive"] = alive(pid)
-        node = await Node(cantor_home).start()
+        node = await Node(cantor_home, port=port).start()
         try:
             async with node.client() as c:
                 out["song"] = await c.song(sid)

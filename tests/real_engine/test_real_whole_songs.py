@@ -72,7 +72,7 @@ def decoded(path: Path) -> sf.SoundFile:
 
 @pytest.mark.timeout(1800)
 def test_cantor_sing_makes_an_instrumental_and_a_vocal_song(cantor_home, fabricated, real_engine):
-    configure(cantor_home, real_engine, fmt="wav24")
+    port = configure(cantor_home, real_engine, fmt="wav24")
     imported = cli(cantor_home, "models", "import", str(fabricated.folder))
     assert imported.returncode == 0, imported.stderr
     listed = cli(cantor_home, "models")
@@ -81,7 +81,7 @@ def test_cantor_sing_makes_an_instrumental_and_a_vocal_song(cantor_home, fabrica
     results = {}
 
     async def main():
-        node = await Node(cantor_home).start()
+        node = await Node(cantor_home, port=port).start()
         try:
             async with node.client() as c:
                 reader = asyncio.ensure_future(record_events(c, events))
@@ -177,8 +177,8 @@ def test_the_apps_node_link_sings_twice_with_the_models_kept_loaded(
     from cantor_desktop.ui.node_link import NodeLink
     from support.ui import run, until
 
-    set_up(cantor_home, real_engine, fabricated, keep_loaded=True)
-    node = run(qloop, Node(cantor_home).start())
+    port = set_up(cantor_home, real_engine, fabricated, keep_loaded=True)
+    node = run(qloop, Node(cantor_home, port=port).start())
     try:
         shell = Shell(qapp, NodeLink(url=node.url, start_child=False))
         run(qloop, shell.link._connect())
