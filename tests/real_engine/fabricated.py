@@ -76,6 +76,9 @@ SHORT_SEEDS = (10, 15)
 audio codes from the fabricated LM: 0.4 s of audio. The engine's sampler decides: seeds 1-24
 give 4, 1, 1, 3, 0, 3, 0, 1, 0, 2, 0, 0, 7, 6, 2, 3, 1, 1, 0, 8, 0, 0, 3, 3 codes, and an LM
 that ends at once leaves the song at the duration asked (a 10-s song)."""
+EDIT_SEED = 20
+"""A seed whose vocal song gets eight codes: 1.6 s, long enough to repaint a part of (the
+node repaints at least 1 s)."""
 DIT_LAYERS = 2
 BPE_MERGES = 400
 

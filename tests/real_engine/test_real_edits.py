@@ -17,7 +17,7 @@ import pytest
 import soundfile as sf
 
 from real_engine.conftest import figure
-from real_engine.fabricated import SHORT_SEEDS
+from real_engine.fabricated import EDIT_SEED
 from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, set_up
 from support.adapter_files import peft_folder
@@ -26,7 +26,7 @@ from support.node import Node
 from cantor_desktop.selfexec import self_argv
 
 pytestmark = needs_real_engine
-SEED = str(SHORT_SEEDS[0])  # two audio codes: a 0.4-s song
+SEED = str(EDIT_SEED)  # eight audio codes: a 1.6-s song (a repaint is at least 1 s)
 VOCAL = ["--lyrics", "la la la", "--bpm", "96", "--key", "A minor", "--time-signature", "4"]
 SOURCE_LATENTS = r"^\[Server\] Source latents: (\d+) frames \(([\d.]+)s\), VAE encode skipped"
 MISMATCH = "[Adapter] FATAL: no tensors merged (model mismatch)"
@@ -73,7 +73,6 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
                 song = (await c.songs())[0]
                 sid = song["id"]
                 out["source_song"] = song
-                length = song["takes"][0]["duration"]
                 await step(
                     "repaint",
                     "repaint",
@@ -81,7 +80,7 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
                     "--from",
                     "0",
                     "--to",
-                    f"{length / 2:.2f}",
+                    "1",  # the node's shortest region
                     "guitar solo",
                 )
                 await step("extend", "extend", sid, "--after", "1")
