@@ -80,6 +80,7 @@ EDIT_SEED = 20
 """A seed whose vocal song gets eight codes: 1.6 s, long enough to repaint a part of (the
 node repaints at least 1 s)."""
 DIT_LAYERS = 2
+DIT_WIDTH, DIT_HEADS, DIT_KV_HEADS, DIT_HEAD_DIM, DIT_FFN = 2048, 2, 1, 128, 512
 BPE_MERGES = 400
 
 
@@ -414,7 +415,7 @@ def _cond_parts() -> list[_Tensor]:
 def dit_file(*, turbo: bool) -> _File:
     """A DiT of :data:`DIT_LAYERS` layers at the real width (dit.h:274-411), with two
     attention heads (of 128) and a narrow MLP: its steps cost little beside the VAE."""
-    h, heads, kv_heads, head_dim, ffn = 2048, 2, 1, 128, 512
+    h, heads, kv_heads, head_dim, ffn = DIT_WIDTH, DIT_HEADS, DIT_KV_HEADS, DIT_HEAD_DIM, DIT_FFN
     tensors = _temb("decoder.time_embed", h) + _temb("decoder.time_embed_r", h)
     tensors += [
         _Tensor("decoder.proj_in.1.weight", (h, 192, 2), "F32"),
@@ -524,6 +525,38 @@ def vae_file() -> _File:
         tensors += _snake(f"{p}.snake1", cin) + _weight_norm(f"{p}.conv1", cout, cin, 2 * stride)
     tensors += _snake("encoder.snake1", 2048) + _weight_norm("encoder.conv2", 128, 2048, 3)
     return _File("acestep-vae", [("general.name", "fabricated ACE-Step VAE (tests)")], tensors)
+
+
+def lora_folder(folder: Path, *, layers: tuple[int, ...] = (0, 1), rank: int = 4) -> Path:
+    """A PEFT LoRA adapter (as PEFT saves one) for the fabricated DiT's attention: ``q_proj``
+    (2048 in, its heads out) and ``o_proj`` (its heads in, 2048 out) of ``layers``."""
+    from support.adapter_files import write_safetensors
+
+    inner = DIT_HEADS * DIT_HEAD_DIM
+    rng = np.random.default_rng(7)
+    tensors = {}
+    for n in layers:
+        for module, fan_in, fan_out in (
+            ("self_attn.q_proj", DIT_WIDTH, inner),
+            ("self_attn.o_proj", inner, DIT_WIDTH),
+        ):
+            base = f"base_model.model.layers.{n}.{module}"
+            tensors[f"{base}.lora_A.weight"] = rng.standard_normal((rank, fan_in)).astype("f4")
+            tensors[f"{base}.lora_B.weight"] = np.zeros((fan_out, rank), "f4")
+    folder.mkdir(parents=True, exist_ok=True)
+    write_safetensors(folder / "adapter_model.safetensors", tensors)
+    (folder / "adapter_config.json").write_text(
+        json.dumps(
+            {
+                "peft_type": "LORA",
+                "base_model_name_or_path": "ACE-Step/Ace-Step1.5",
+                "r": rank,
+                "lora_alpha": rank,
+                "target_modules": ["q_proj", "o_proj"],
+            }
+        )
+    )
+    return folder
 
 
 def files() -> dict[str, _File]:

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 import soundfile as sf
-
 from real_engine.conftest import figure
-from real_engine.fabricated import EDIT_SEED
+from real_engine.fabricated import EDIT_SEED, lora_folder
 from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, set_up
-from support.adapter_files import peft_folder
 from support.node import Node
 
 from cantor_desktop.selfexec import self_argv
@@ -52,8 +50,8 @@ def seconds(path: str) -> float:
 @pytest.mark.timeout(1800)
 def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp_path):
     port = set_up(cantor_home, real_engine, fabricated)
-    fits = peft_folder(tmp_path / "fits", size="2B", layers=(0, 1))
-    deeper = peft_folder(tmp_path / "deeper", size="2B", layers=(10, 11))
+    fits = lora_folder(tmp_path / "fits")  # q_proj and o_proj of layers 0 and 1, its shapes
+    deeper = lora_folder(tmp_path / "deeper", layers=(10, 11))  # layers the DiT has not
     out: dict = {}
 
     async def step(name: str, *args: str) -> subprocess.CompletedProcess:
