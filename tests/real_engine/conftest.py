@@ -1,10 +1,13 @@
-"""The real-engine checks: tests that run the real ace-server a developer built (named by
-``CANTOR_REAL_ACE_SERVER``; see real_build.py). Skipped without it; the long ones are also
-marked ``slow``:
+"""The real-engine checks: tests that run the real ace-server (named by
+``CANTOR_REAL_ACE_SERVER``; see real_build.py), skipped without it. CI unpacks the build in
+``../shared/engines/`` and runs them after the main suite (``.ci/real-engine.sh``):
 
-    CANTOR_REAL_ACE_SERVER=/tmp/ace/build/ace-server ./run-tests -m slow tests/real_engine -s
+    CANTOR_REAL_ACE_SERVER=build/real-engine/ace-server ./run-tests tests/real_engine -s
 
-Each long test prints one ``[real-engine] …`` line with its figures (docs/reliability.md).
+Whole songs run on the fabricated model set (fabricated.py, the ``fabricated`` fixture: one
+set per session, cached on disk across sessions); the older checks use header-only models.
+The long ones (hundreds of songs, trials) are marked ``slow``. Each test prints one
+``[real-engine] …`` line with its figures (docs/reliability.md).
 """
 
 from __future__ import annotations
