@@ -162,7 +162,7 @@ def test_cantor_sing_makes_an_instrumental_and_a_vocal_song(cantor_home, fabrica
         sum(1 for s in songs.values() if s["state"] == "done"),
         len(songs),
         f"instrumental 10.0 s wav24; vocal {n_codes} codes = {n_codes * 0.2:.1f} s wav16, "
-        f"twice the same for seed 5",
+        f"twice the same for seed {SHORT_SEEDS[0]}",
     )
 
 
