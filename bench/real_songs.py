@@ -312,20 +312,22 @@ def main() -> int:
         write_json(args.json, "bench/real_songs.py", {"vae_tiles_cpu_s": cpu})
         return 0
     a = asyncio.run(overhead_and_latency(engine, models, args.runs))
-    k = asyncio.run(keep_loaded_times(engine, models, args.runs))
     node_m, alone_m = statistics.median(a["node_s"]), statistics.median(a["alone_s"])
     lat = [x * 1000 for x in a["latency_s"]]
     base = [x * 1000 for x in a["baseline_s"]]
-    off, on = statistics.median(k["off_s"]), statistics.median(k["on_s"])
     print(
         f"song through the node {node_m:.2f} s, engine alone {alone_m:.2f} s: "
-        f"{node_m / alone_m:.3f}x ({(node_m - alone_m) * 1000:+.0f} ms)"
+        f"{node_m / alone_m:.3f}x ({(node_m - alone_m) * 1000:+.0f} ms)",
+        flush=True,
     )
     if lat:
         print(
             f"progress latency p95 {p95(lat):.1f} ms (second /logs client {p95(base):.1f} ms), "
-            f"{a['steps']} steps, {a['lost']} lost"
+            f"{a['steps']} steps, {a['lost']} lost",
+            flush=True,
         )
+    k = asyncio.run(keep_loaded_times(engine, models, args.runs))
+    off, on = statistics.median(k["off_s"]), statistics.median(k["on_s"])
     print(
         f"Generate → take, second song: keep_loaded off {off:.2f} s, on {on:.2f} s: {on / off:.3f}x"
     )
