@@ -467,7 +467,8 @@ async def _fetch(
         on_event,
         "unpack",
         backend,
-        f"{backend}: {build.version} verified (sha256) and unpacked in {inst.path}",
+        f"{backend}: {build.version} verified (sha256) and unpacked in {inst.path}"
+        + (f"; {inst.signature}" if inst.signature else ""),
         family,
         progress=1.0,
     )

@@ -1,7 +1,8 @@
 """Installed engine builds: ``engines/<family>/<backend>/<version>/`` plus a ``current`` marker.
 
 Installing follows Lemonade's flow: download into the cache (verified by sha256) → unpack into
-a staging folder next to the target, refusing entries that would land outside it → write the
+a staging folder next to the target, refusing entries that would land outside it → on macOS,
+verify its code signatures or sign it ad hoc (``procs/codesign.py``) → write the
 version file → make the executable runnable → rename into place → point ``current`` at it.
 The build ``current`` named before stays on disk and is named in ``previous``, so a failed or
 unwanted update rolls back with :func:`rollback`. Until the marker is rewritten the old build
@@ -45,6 +46,7 @@ from . import config, download
 from .errors import CantorError
 from .manifest import DEVICE_ENV, Build
 from .paths import paths
+from .procs import codesign
 
 VERSION_FILE = "cantor-build.json"
 CURRENT = "current"
@@ -84,6 +86,7 @@ class InstalledBuild:
     source: str = "store"  # "store" | "user" | "sketch"
     sha256: str = ""
     url: str = ""
+    signature: str = ""  # macOS: "code signature verified …" / "signed ad hoc …"
 
     def to_dict(self) -> dict:
         return {
@@ -536,6 +539,7 @@ def _read_build(family: str, backend: str, build_dir: Path) -> tuple[InstalledBu
         source="store",
         sha256=str(info.get("sha256", "")),
         url=str(info.get("url", "")),
+        signature=str(info.get("macos_signature", "")),
     ), ""
 
 
@@ -805,6 +809,7 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
                 )
             if os.name == "posix":
                 exe.chmod(exe.stat().st_mode | 0o755)
+            signature = _prepare_for_macos(staging, build)
             info = {
                 "store_format": STORE_FORMAT,
                 "family": build.family,
@@ -817,6 +822,8 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
                 "os": build.os,
                 "arch": build.arch,
             }
+            if signature.outcome != "skipped":
+                info["macos_signature"] = signature.describe()
             config.write_atomic(
                 staging / VERSION_FILE, (json.dumps(info, indent=2) + "\n").encode()
             )
@@ -854,6 +861,16 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
     if result is None:
         raise StoreError(f"{build.describe()}: installed but cannot be read back")
     return result
+
+
+def _prepare_for_macos(staging: Path, build: Build) -> codesign.Prepared:
+    """On a Mac, every Mach-O file of the unpacked build verified with codesign, or signed
+    ad hoc when any is unsigned or broken (``procs/codesign.py``): otherwise macOS kills the
+    engine at start without a word. A build it cannot make runnable is refused here."""
+    try:
+        return codesign.prepare_build(staging, describe=build.describe())
+    except codesign.SignError as exc:
+        raise StoreError(str(exc)) from exc
 
 
 def _prune(folder: Path) -> None:

@@ -44,6 +44,7 @@ from .engine.supervisor import describe_exit
 from .engine_store import InstalledBuild
 from .manifest import DEVICE_ENV
 from .paths import paths
+from .procs import codesign
 
 DEVICE_LINE = re.compile(r"^\[Load\]\s+LM backend:\s*(\S+)")
 PROBE_MODEL = "acestep-probe-lm.gguf"
@@ -389,10 +390,21 @@ async def trial_load(build: InstalledBuild, backend: str, *, timeout: float = 60
     deadline = time.monotonic() + timeout
     spent = 0.0
     probes = 0
+    killed: codesign.Killed | None = None
     while True:
         result = await _one_probe(build, backend, deadline)
         probes += 1
         spent += result.seconds
+        if killed is None and _killed_silently(result):
+            # macOS kills code whose signature does not hold, before it can say a word
+            killed = await asyncio.to_thread(
+                codesign.killed_reason,
+                build.argv[0],
+                result.exit_code,
+                user_build=build.source == "user",
+            )
+            if killed is not None and killed.signature_broken:
+                result.conclusive = True
         if (
             result.conclusive
             or probes >= MAX_PROBES
@@ -403,4 +415,16 @@ async def trial_load(build: InstalledBuild, backend: str, *, timeout: float = 60
     result.probes = probes
     if not result.conclusive and probes > 1:
         result.reason += f"; the same in all {probes} tries"
+    if killed is not None and _killed_silently(result):
+        result.reason += f". {killed.reason}"
     return result
+
+
+def _killed_silently(result: TrialResult) -> bool:
+    """The probe ended by SIGKILL (not ours) without a line: on a Mac, the signature."""
+    return (
+        not result.ok
+        and os.name == "posix"
+        and result.exit_code == -signal.SIGKILL
+        and not any(ln.strip() for ln in result.lines)
+    )

@@ -60,7 +60,7 @@ class EngineStartError(CantorError, RuntimeError):
         self.lines = lines or []
 
 
-from ..procs import describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
+from ..procs import codesign, describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
 
 
 class EngineSupervisor:
@@ -363,6 +363,10 @@ class EngineSupervisor:
             message = (
                 f"the {self.family} engine stopped at start ({describe_exit(code)}) without a word"
             )
+            killed = codesign.killed_reason(self.argv[0], code)
+            if killed is not None:
+                message += f". {killed.reason}"
+
         return EngineStartError(
             message, reason=first_error or (lines[-1] if lines else None), code=code, lines=lines
         )
