@@ -186,7 +186,7 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
         return "", [], "no /proc/cpuinfo under the probe root"
     name = platform.processor() or ""
     feats: list[str] = []
-    if arch == "arm64":
+    if arch == "arm64" and os_name != "macos":
         feats.append("NEON")  # every arm64 core has Advanced SIMD
     elif os_name == "windows":
         try:
@@ -197,19 +197,35 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
                 feats.append("AVX-512")
         except Exception:
             pass
-    elif os_name == "macos":
-        code, out, _ = _run(
-            ["sysctl", "-n", "machdep.cpu.leaf7_features", "machdep.cpu.brand_string"]
-        )
-        if code == 0:
-            words = out.upper().split()
-            if "AVX2" in words:
-                feats.append("AVX2")
-            if "AVX512F" in words:
-                feats.append("AVX-512")
-            lines = out.strip().splitlines()
-            name = lines[-1].strip() if lines else name
+    if os_name == "macos":
+        name, more = macos_cpu(arch)
+        feats += [f for f in more if f not in feats]
     return name, feats, "the operating system"
+
+
+def macos_cpu(arch: str, run=None) -> tuple[str, list[str]]:
+    """(name, features) from sysctl. The brand string names the chip on both kinds of Mac
+    ("Apple M2 Pro", "Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz"); an Intel Mac also lists
+    AVX2/AVX-512 in ``machdep.cpu.leaf7_features`` (a name Apple Silicon does not have, so
+    it is asked for separately). Under Rosetta the brand reads "VirtualApple …"."""
+    run = run or _run
+    name = ""
+    code, out, _ = run(["sysctl", "-n", "machdep.cpu.brand_string"])
+    if code == 0 and out.strip():
+        name = out.strip().splitlines()[0].strip()
+        if name.startswith("VirtualApple"):  # Rosetta hides the chip's name
+            name = "Apple Silicon"
+    feats: list[str] = []
+    if arch == "arm64":
+        feats.append("NEON")
+    else:
+        code, out, _ = run(["sysctl", "-n", "machdep.cpu.leaf7_features"])
+        words = out.upper().split() if code == 0 else []
+        if "AVX2" in words:
+            feats.append("AVX2")
+        if "AVX512F" in words:
+            feats.append("AVX-512")
+    return name or platform.processor() or "", feats
 
 
 def total_ram() -> int | None:

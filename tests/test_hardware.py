@@ -119,3 +119,45 @@ def test_vulkaninfo_devices_are_evidence(tmp_path):
     vk = hardware.probe(root, str(bin_dir), os_name="linux", arch="x86_64").backends["vulkan"]
     assert vk.supported
     assert "vulkaninfo: AMD Radeon RX 7600 (RADV NAVI33)" in vk.evidence
+
+
+def _sysctl(answers: dict[str, str]):
+    asked: list[list[str]] = []
+
+    def run(argv):
+        asked.append(argv)
+        name = argv[-1]
+        if name in answers:
+            return 0, answers[name] + "\n", ""
+        return 1, "", f"sysctl: unknown oid '{name}'"
+
+    return run, asked
+
+
+def test_macos_apple_silicon_cpu_is_named_by_its_brand_string():
+    run, asked = _sysctl({"machdep.cpu.brand_string": "Apple M2 Pro"})
+    assert hardware.macos_cpu("arm64", run) == ("Apple M2 Pro", ["NEON"])
+    # Apple Silicon has no leaf7_features: it is not asked for (it would fail the call)
+    assert asked == [["sysctl", "-n", "machdep.cpu.brand_string"]]
+
+
+def test_macos_intel_cpu_is_named_with_its_vector_features():
+    run, asked = _sysctl(
+        {
+            "machdep.cpu.brand_string": "Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz",
+            "machdep.cpu.leaf7_features": "RDWRFSGS TSC_THREAD_OFFSET SGX BMI1 AVX2 SMEP BMI2",
+        }
+    )
+    assert hardware.macos_cpu("x86_64", run) == (
+        "Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz",
+        ["AVX2"],
+    )
+    assert asked == [
+        ["sysctl", "-n", "machdep.cpu.brand_string"],
+        ["sysctl", "-n", "machdep.cpu.leaf7_features"],
+    ]
+
+
+def test_macos_under_rosetta_the_chip_is_called_apple_silicon():
+    run, _ = _sysctl({"machdep.cpu.brand_string": "VirtualApple @ 2.50GHz processor"})
+    assert hardware.macos_cpu("arm64", run) == ("Apple Silicon", ["NEON"])
