@@ -4,7 +4,8 @@
 #   packaging/build.sh linux     bundle dist/cantor/, the .deb and the tarball   (Linux)
 #   packaging/build.sh windows   bundle dist/cantor/ and the Inno Setup installer (Windows,
 #                                from Git Bash, with Inno Setup 6 installed)
-#   packaging/build.sh macos     dist/Cantor.app and the .dmg                    (macOS)
+#   packaging/build.sh macos     dist/Cantor.app and the .dmg, for the architecture of
+#                                the build's Python (arm64 or x86_64; one build each) (macOS)
 #
 # Options: --no-installers (bundle only), --no-figures (skip start-up and self-test
 # figures), --clean (rebuild PyInstaller's cache too). Figures printed at the end:
@@ -87,7 +88,7 @@ if [ "$installers" = 1 ]; then
       [ -x "$iscc" ] || { echo "build.sh: Inno Setup 6 (ISCC.exe) not found" >&2; exit 1; }
       "$iscc" "/DAppVersion=$version" "$top/installer/windows/cantor.iss" ;;
     macos)
-      "$top/installer/macos/make_dmg.sh" "$bundle" "$top/dist" ;;
+      CANTOR_PYTHON="$py" "$top/installer/macos/make_dmg.sh" "$bundle" "$top/dist" ;;
   esac
 fi
 

@@ -4,11 +4,17 @@
 #   installer/macos/make_dmg.sh [APP] [OUT_DIR]        (defaults: dist/Cantor.app dist)
 #   packaging/build.sh macos                            (builds the .app, then runs this)
 #
-# Signing: set CANTOR_CODESIGN_IDENTITY="Developer ID Application: Name (TEAMID)" to sign
-# the .app (hardened runtime, installer/macos/entitlements.plist) and the .dmg. Without it
-# the .dmg is unsigned (fine for local use; Gatekeeper will ask). With
-# CANTOR_NOTARY_PROFILE=<notarytool keychain profile> the signed .dmg is also notarized and
-# stapled.
+# Environment:
+#   CANTOR_CODESIGN_IDENTITY="Developer ID Application: Name (TEAMID)"
+#       sign the .app inside-out (every library, extension, framework and helper first,
+#       then the .app; hardened runtime, secure timestamp, installer/macos/entitlements.plist
+#       on executables; never --deep), verify it, and sign the .dmg
+#   CANTOR_NOTARY_PROFILE=<notarytool keychain profile> (with the identity)
+#       notarise and staple the .app, then the .dmg; Gatekeeper's assessment (spctl) of
+#       both must then say accepted
+#   CANTOR_PYTHON   the build's Python (default .venv/bin/python)
+# Without an identity the .app keeps PyInstaller's ad-hoc signature (verified here) and the
+# .dmg is unsigned: fine on the Mac that built it; Gatekeeper will refuse it elsewhere.
 set -euo pipefail
 if [ "$(uname -s)" != "Darwin" ]; then
   echo "make_dmg.sh runs on macOS (it needs hdiutil and codesign)" >&2
@@ -17,6 +23,8 @@ fi
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 app="${1:-$top/dist/Cantor.app}"
 out="${2:-$top/dist}"
+py="${CANTOR_PYTHON:-$top/.venv/bin/python}"
+release=("$py" "$top/packaging/macos_release.py")
 [ -d "$app" ] || { echo "make_dmg: no $app (run packaging/build.sh macos)" >&2; exit 1; }
 mkdir -p "$out"
 
@@ -24,20 +32,32 @@ version="$(/usr/libexec/PlistBuddy -c 'Print CFBundleShortVersionString' "$app/C
 arch="$(uname -m)"
 dmg="$out/Cantor-$version-macos-$arch.dmg"
 identity="${CANTOR_CODESIGN_IDENTITY:-}"
+profile="${CANTOR_NOTARY_PROFILE:-}"
+
+# every binary is for this build's architecture; notes on any asking for a newer macOS
+"${release[@]}" check "$app" --arch "$arch"
 
 if [ -n "$identity" ]; then
-  echo "make_dmg: signing $app as $identity"
-  codesign --force --deep --timestamp --options runtime \
-           --entitlements "$top/installer/macos/entitlements.plist" \
-           --sign "$identity" "$app"
-  codesign --verify --deep --strict --verbose=2 "$app"
+  echo "make_dmg: signing $app inside-out as $identity"
+  "${release[@]}" sign "$app" --identity "$identity" \
+      --entitlements "$top/installer/macos/entitlements.plist"
+  if [ -n "$profile" ]; then
+    "${release[@]}" notarize "$app" --profile "$profile"
+    "${release[@]}" assess "$app"
+  else
+    echo "make_dmg: CANTOR_NOTARY_PROFILE not set: the .app is signed, not notarised" \
+         "(Gatekeeper will refuse it on another Mac)"
+  fi
 else
-  echo "make_dmg: CANTOR_CODESIGN_IDENTITY not set; the .app and .dmg stay unsigned"
+  echo "make_dmg: CANTOR_CODESIGN_IDENTITY not set; the .app keeps PyInstaller's ad-hoc" \
+       "signature and the .dmg stays unsigned"
+  "${release[@]}" verify "$app"
 fi
 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
-cp -R "$app" "$stage/"
+# ditto keeps the signatures, extended attributes and the stapled ticket
+ditto "$app" "$stage/$(basename "$app")"
 ln -s /Applications "$stage/Applications"
 rm -f "$dmg"
 hdiutil create -volname "Cantor $version" -srcfolder "$stage" -fs HFS+ -format UDZO \
@@ -45,9 +65,10 @@ hdiutil create -volname "Cantor $version" -srcfolder "$stage" -fs HFS+ -format U
 
 if [ -n "$identity" ]; then
   codesign --force --timestamp --sign "$identity" "$dmg"
-  if [ -n "${CANTOR_NOTARY_PROFILE:-}" ]; then
-    xcrun notarytool submit "$dmg" --keychain-profile "$CANTOR_NOTARY_PROFILE" --wait
-    xcrun stapler staple "$dmg"
+  codesign --verify --strict --verbose=2 "$dmg"
+  if [ -n "$profile" ]; then
+    "${release[@]}" notarize "$dmg" --profile "$profile"
+    "${release[@]}" assess "$dmg"
   fi
 fi
 hdiutil verify "$dmg"
