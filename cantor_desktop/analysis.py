@@ -29,13 +29,10 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any, Mapping
 
+from . import keys
+
 if TYPE_CHECKING:
     import numpy as np
-
-NOTE_NAMES = ("C", "C#", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B")
-# how a key on a black key is usually spelt (the sketch engine and the LM spell them so)
-_MAJOR_NAMES = ("C", "Db", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B")
-_MINOR_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "Bb", "B")
 
 # Albrecht & Shanahan (2013), "The use of large corpora to train a new type of key-finding
 # algorithm", Music Perception 31(1): pitch-class distributions of major and minor pieces
@@ -287,8 +284,8 @@ def estimate_key(
 
 
 def key_name(tonic: int, minor: bool) -> str:
-    names = _MINOR_NAMES if minor else _MAJOR_NAMES
-    return f"{names[tonic % 12]} {'minor' if minor else 'major'}"
+    """The key as musicians spell it ("Eb minor"): keys.py."""
+    return keys.Key(tonic % 12, minor).name
 
 
 # -- the node's call ----------------------------------------------------------------------------
@@ -328,6 +325,8 @@ def tempo_key(
             out[field], sources[field] = source[field], "source"
         elif field != "time_signature":
             sources[field] = "measured"
+    if out["key"]:  # the LM's "D# minor" is written "Eb minor"
+        out["key"] = keys.spell(out["key"]) or out["key"]
     out["facts_from"] = sources
     if "measured" in sources.values() and audio is not None:
         if isinstance(audio, (bytes, bytearray, memoryview)):

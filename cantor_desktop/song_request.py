@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+from . import keys
 from .config import SONG_FORMATS, short_repr
 from .errors import CantorError
 
@@ -22,28 +23,6 @@ BATCH_RANGE = (1, 4)
 SEED_MAX = 2**32 - 1
 CAPTION_MAX = 2000
 LYRICS_MAX = 20000
-
-NOTES = (
-    "C",
-    "C#",
-    "Db",
-    "D",
-    "D#",
-    "Eb",
-    "E",
-    "F",
-    "F#",
-    "Gb",
-    "G",
-    "G#",
-    "Ab",
-    "A",
-    "A#",
-    "Bb",
-    "B",
-)
-MODES = ("major", "minor")
-_KEY_RE = re.compile(r"^\s*([A-Ga-g])\s*([#♯b♭]?)\s+(major|minor|maj|min)\s*$", re.IGNORECASE)
 
 # ~50 vocal languages ACE-Step knows, plus "unknown" (the model decides)
 LANGUAGES = (
@@ -189,19 +168,16 @@ def is_instrumental(lyrics: str | None) -> bool:
 
 
 def normalise_key(text: str) -> str:
-    """ "f# MINOR" → "F# minor"; "Bb maj" → "Bb major". RequestError when it is no key."""
-    found = _KEY_RE.match(text or "")
-    if not found:
+    """A key in any spelling, in its usual one (keys.py): "f# MINOR" → "F# minor", "D#m" →
+    "Eb minor", "B♭ maj" → "Bb major". RequestError when it is no key."""
+    key = keys.parse(text, need_mode=True)
+    if key is None:
         raise RequestError(
             "key",
             f"{short_repr(text)} is not a key; write a note and major or minor, "
-            'e.g. "F# minor" or "Bb major"',
+            'e.g. "F# minor", "Eb minor", "E♭m" or "Bb major"',
         )
-    note = found.group(1).upper() + found.group(2).replace("♯", "#").replace("♭", "b")
-    if note not in NOTES:
-        raise RequestError("key", f"{short_repr(text)} is not a key: {note} is not a note")
-    mode = "major" if found.group(3).lower().startswith("maj") else "minor"
-    return f"{note} {mode}"
+    return key.name
 
 
 @dataclass

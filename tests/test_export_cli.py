@@ -49,7 +49,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
                         "caption": "dreamy synthwave: night/drive 🌙",
                         "duration": 20,
                         "bpm": 110,
-                        "key": "F# minor",
+                        "key": "D# minor",  # typed so; written as musicians do: E♭ minor
                         "seed": 7,
                         "batch": 2,
                         "model": "sketch",
@@ -121,8 +121,8 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
     assert r.returncode == 0, r.stderr
     paths = [Path(line) for line in r.stdout.splitlines()]
     assert [p.name for p in paths] == [
-        "dreamy-synthwave-night-drive_110bpm_F#m_take1.flac",
-        "dreamy-synthwave-night-drive_110bpm_F#m_take2.flac",
+        "dreamy-synthwave-night-drive_110bpm_Ebm_take1.flac",
+        "dreamy-synthwave-night-drive_110bpm_Ebm_take2.flac",
     ]
     from mutagen.flac import FLAC
 
@@ -132,7 +132,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
         assert abs(reference_loudness(audio, rate) + 14.0) <= 0.5
         assert lu.true_peak(audio, rate) <= -1.0 + 0.01
         tags = FLAC(str(path))
-        assert tags["BPM"] == ["110"] and tags["KEY"] == ["F#m"]
+        assert tags["BPM"] == ["110"] and tags["KEY"] == ["Ebm"]
         assert tags["CANTOR_SEED"] == [str(song["takes"][take - 1]["seed"])]
         assert tags["CANTOR_TAKE"] == [f"{take}/2"] and tags["CANTOR_BPM_SOURCE"] == ["asked"]
     assert not list(out.rglob("*.part"))
@@ -151,7 +151,7 @@ def test_export_a_songs_takes_from_a_running_node(cantor_home, tmp_path):
     r = runs["file"]
     assert r.returncode == 0, r.stderr
     (direct,) = [Path(line) for line in r.stdout.splitlines()]
-    assert direct.name == "dreamy-synthwave-night-drive_110bpm_F#m_take1.wav"
+    assert direct.name == "dreamy-synthwave-night-drive_110bpm_Ebm_take1.wav"
     info = sf.info(str(direct))
     assert info.samplerate == 44100 and info.subtype == "PCM_24"
 

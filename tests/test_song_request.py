@@ -42,7 +42,8 @@ def test_lyrics_are_not_instrumental():
         ({"caption": "x", "bpm": True}, "bpm"),
         ({"caption": "x", "key": "H minor"}, "key"),
         ({"caption": "x", "key": "C"}, "key"),
-        ({"caption": "x", "key": "E# major"}, "key"),
+        ({"caption": "x", "key": "E## major"}, "key"),
+        ({"caption": "x", "key": "Ebmx"}, "key"),
         ({"caption": "x", "time_signature": 5}, "time_signature"),
         ({"caption": "x", "batch": 0}, "batch"),
         ({"caption": "x", "batch": 5}, "batch"),
@@ -94,6 +95,11 @@ def test_good_request_is_normalised():
 def test_key_spellings():
     assert normalise_key("Bb major") == "Bb major"
     assert normalise_key("c♯ minor") == "C# minor"
+    # any spelling is accepted and written the usual way (keys.py)
+    for typed in ("D# minor", "Eb minor", "E♭m", "ebm", "E flat minor", "d♯ min", "Ebmin"):
+        assert normalise_key(typed) == "Eb minor", typed
+    assert normalise_key("Gb major") == "F# major" and normalise_key("A# minor") == "Bb minor"
+    assert normalise_key("E# major") == "F major"  # a theoretical spelling, still a key
 
 
 @pytest.mark.parametrize(

@@ -281,7 +281,7 @@ def test_rows_show_tempo_key_length_instrumental_and_model():
     song.request["key"] = "F# minor"
     assert facts(song, song.takes[0]) == [
         "93 BPM",
-        "F# minor",
+        "F♯ minor",  # keys.display: the app writes real sharps and flats
         "12 s",
         "instrumental",
         "sketch",
@@ -289,6 +289,8 @@ def test_rows_show_tempo_key_length_instrumental_and_model():
     ]
     song.takes[0].bpm, song.takes[0].key = 120.0, "A minor"  # measured or filled by the LM
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "A minor"]
+    song.takes[0].key = "D# minor"  # an old sidecar's spelling
+    assert facts(song, song.takes[0])[:2] == ["120 BPM", "E♭ minor"]
 
 
 def test_a_drop_target_that_answers_move_costs_the_user_nothing(qtbot, tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from .. import keys
 from .edit_common import EXIT_OK, Session, run_async
 from .node_session import add_node_option
 
@@ -58,6 +59,8 @@ def tempo_key(song) -> tuple[str, str]:
     take = song.takes[0] if song.takes else None
     bpm = (take.bpm if take and take.bpm else None) or song.request.get("bpm")
     key = (take.key if take and take.key else None) or song.request.get("key")
+    # the usual spelling, also for an old song's "D# minor"; ASCII: a console may not print ♭
+    key = (keys.spell(key) or key) if key else None
     return (f"{float(bpm):.0f}" if isinstance(bpm, (int, float)) else "-", key or "-")
 
 

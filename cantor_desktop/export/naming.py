@@ -2,7 +2,7 @@
 
 A pattern is text with fields in braces (``{title}_{bpm}bpm_{key}_take{n}``); the result is
 one file name (never a path): characters no file system takes (``/ \\ : * ? " < > |``,
-control characters), emoji and other symbols are dropped or made a hyphen, no leading dot,
+control characters), ``#``, emoji and other symbols are dropped or made a hyphen, no leading dot,
 no trailing dot or space (Windows), no device name (CON, NUL, COM1…), at most
 :data:`NAME_MAX_BYTES` bytes of UTF-8, in Unicode NFC (macOS would otherwise decompose).
 """
@@ -18,7 +18,7 @@ DEFAULT_PATTERN = "{title}_{bpm}bpm_{key}_take{n}"
 FIELDS = {
     "title": "the song's title (else the caption's first words)",
     "bpm": "the tempo, e.g. 92",
-    "key": "the key, e.g. Am, F#m, Bb",
+    "key": "the key, e.g. Am, Ebm, Bb, Fsharpm (no # in a file name)",
     "n": "the take number",
     "take": "the take number (as {n})",
     "seed": "the seed",
@@ -37,7 +37,10 @@ _WINDOWS_DEVICES = {
     *(f"COM{i}" for i in range(10)),
     *(f"LPT{i}" for i in range(10)),
 }
-_KEEP_PUNCT = set(" -_.,()[]#&+'!=~@")
+_KEEP_PUNCT = set(" -_.,()[]&+'!=~@")
+# "#" is dropped: it ends a URL's path and starts a comment in shells and many tools (a key
+# with a sharp is written "Fsharpm" by keys.file_text, so no key loses its sharp here)
+_DROP = set("#")
 
 
 def pattern_problem(pattern: object) -> str | None:
@@ -83,6 +86,8 @@ def safe_name(text: str, fallback: str = "song") -> str:
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
+        if ch in _DROP:
+            continue
         if ch in _KEEP_PUNCT or cat[0] in "LN" or (cat[0] == "M" and out):
             out.append(ch)
         elif ch.isspace():
@@ -104,14 +109,3 @@ def safe_name(text: str, fallback: str = "song") -> str:
     if len(encoded) > NAME_MAX_BYTES:
         name = encoded[:NAME_MAX_BYTES].decode("utf-8", "ignore").rstrip(" .-_") or fallback
     return name
-
-
-def short_key(key: str | None) -> str | None:
-    """ "A minor" → "Am", "Bb major" → "Bb" (the ID3 TKEY spelling, also for names)."""
-    if not key:
-        return None
-    parts = key.split()
-    if len(parts) != 2:
-        return None
-    note, mode = parts
-    return note + ("m" if mode.lower().startswith("min") else "")

@@ -22,28 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .naming import short_key
+from .. import keys
 
 SOFTWARE = "Cantor Desktop"
-_PITCH = {
-    "C": 0,
-    "C#": 1,
-    "Db": 1,
-    "D": 2,
-    "D#": 3,
-    "Eb": 3,
-    "E": 4,
-    "F": 5,
-    "F#": 6,
-    "Gb": 6,
-    "G": 7,
-    "G#": 8,
-    "Ab": 8,
-    "A": 9,
-    "A#": 10,
-    "Bb": 10,
-    "B": 11,
-}
 
 
 @dataclass
@@ -136,6 +117,8 @@ class SongMeta:
             for where, source in ((data, facts.get(name)), (request, "asked"), (lm, "lm")):
                 value = where.get(name)
                 if value:
+                    if name == "key":  # an old sidecar's "D# minor" is E♭ minor's "Eb minor"
+                        value = keys.spell(value) or value
                     setattr(self, name, float(value) if name == "bpm" else str(value))
                     setattr(self, f"{name}_source", source)
                     break
@@ -153,7 +136,9 @@ class SongMeta:
 
     @property
     def key_short(self) -> str | None:
-        return short_key(self.key)
+        """The tag form ("Ebm", "F#m"): ID3 TKEY's own notation, in the key's usual
+        spelling whatever the sidecar wrote (an old one may say "D# minor")."""
+        return keys.short(self.key)
 
     @property
     def display_title(self) -> str:
@@ -184,7 +169,7 @@ class SongMeta:
         return {
             "title": self.title or words,
             "bpm": self.bpm_text,
-            "key": self.key_short,
+            "key": keys.file_text(self.key),  # "Ebm", "Fsharpm": no # in a file name
             "n": self.take,
             "take": self.take,
             "seed": self.seed,
@@ -230,11 +215,10 @@ def acid_chunk(meta: SongMeta, duration: float) -> bytes | None:
         return None
     flags = ACID_STRETCH | ACID_DISK_BASED
     root = 0
-    if meta.key:
-        note = meta.key.split()[0]
-        if note in _PITCH:
-            flags |= ACID_ROOT_SET
-            root = ACID_ROOT_BASE + _PITCH[note]
+    key = keys.parse(meta.key)
+    if key is not None:
+        flags |= ACID_ROOT_SET
+        root = ACID_ROOT_BASE + key.tonic
     beats = max(1, int(round(duration * meta.bpm / 60.0)))
     body = struct.pack(
         "<IHHfIHHf", flags, root, 0x8000, 0.0, beats, 4, meta.time_signature or 4, float(meta.bpm)

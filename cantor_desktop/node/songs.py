@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .. import keys
 from ..analysis import tempo_key
 from ..config import write_atomic
 
@@ -156,7 +157,8 @@ def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
     ts = str(enriched.get("timesignature") or "").strip()
     return {
         "bpm": number(enriched.get("bpm"), int),
-        "key": str(enriched.get("keyscale") or "").strip() or None,
+        # in its usual spelling: ACE-Step's LM may write "D# minor" for E♭ minor
+        "key": _spelt(str(enriched.get("keyscale") or "").strip()) or None,
         "time_signature": int(ts) if ts.isdigit() and int(ts) > 0 else None,
         "duration": number(enriched.get("duration"), float),
         "language": str(enriched.get("vocal_language") or "").strip() or None,
@@ -164,6 +166,10 @@ def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
         # the 5 Hz codes the DiT rendered: "same song, new render" sends them back
         "audio_codes": str(enriched.get("audio_codes") or "").strip() or None,
     }
+
+
+def _spelt(key: str) -> str:
+    return keys.spell(key) or key
 
 
 def lm_metadata_per_take(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-NOTE_NAMES = ["C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B"]
+from .. import keys
+
 MAJOR = (0, 2, 4, 5, 7, 9, 11)
 MINOR = (0, 2, 3, 5, 7, 8, 10)
 # progressions as scale degrees (0-based), one chord per bar
@@ -13,52 +14,28 @@ PROGRESSIONS = {
     "minor": [(0, 5, 2, 6), (0, 3, 5, 4), (0, 6, 5, 6), (0, 3, 0, 4), (0, 5, 3, 4)],
 }
 
-_KEY_RE = re.compile(
-    r"\b([A-Ga-g])\s*(#|♯|b|♭|-?sharp|-?flat)?\s*[- ]?"
-    r"(major|minor|maj|min|moll|dur|m)?\b",
-    re.IGNORECASE,
-)
+# a key named in free text: a capital note (or one after "key"), an accidental, a mode
 _KEY_IN_TEXT = re.compile(
-    r"(?<![\w#])([A-G])\s*(#|♯|b|♭|\s+sharp|\s+flat)?\s*(major|minor|maj\b|min\b|m\b)",
+    r"(?<![\w#♯♭])([A-G])\s*(#|♯|b|♭|\s+sharp|\s+flat|-sharp|-flat)?\s*"
+    r"(major|minor|maj\b|min\b|m\b)",
     re.IGNORECASE,
 )
-
-
-def _pitch_class(letter: str, accidental: str | None) -> int:
-    pc = NOTE_NAMES.index(letter.upper())
-    acc = (accidental or "").strip().lower()
-    if acc in ("#", "♯", "sharp", "-sharp"):
-        pc += 1
-    elif acc in ("b", "♭", "flat", "-flat"):
-        pc -= 1
-    return pc % 12
-
-
-# how a key on a black key is usually spelt: Bb major, not A# major; F# minor
-_MAJOR_SPELLING = {1: "Db", 3: "Eb", 6: "F#", 8: "Ab", 10: "Bb"}
-_MINOR_SPELLING = {1: "C#", 3: "D#", 6: "F#", 8: "G#", 10: "Bb"}
 
 
 def key_name(tonic: int, minor: bool) -> str:
-    pc = tonic % 12
-    name = (_MINOR_SPELLING if minor else _MAJOR_SPELLING).get(pc, NOTE_NAMES[pc])
-    return f"{name} {'minor' if minor else 'major'}"
+    """The key as musicians spell it ("Eb minor", "F# major"): keys.py, one spelling each."""
+    return keys.Key(tonic % 12, minor).name
 
 
 def parse_key(text: str) -> tuple[int, bool] | None:
-    """A key like "F# minor", "Bb major", "Am", "C" -> (tonic pitch class, is_minor)."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    m = _KEY_RE.fullmatch(text)
-    if not m:
-        return None
-    mode = (m.group(3) or "major").lower()
-    return _pitch_class(m.group(1), m.group(2)), mode in ("minor", "min", "moll", "m")
+    """A key in any spelling ("F# minor", "Bb major", "E♭m", "Am", "C") -> (tonic pitch
+    class, is_minor)."""
+    key = keys.parse(text)
+    return (key.tonic, key.minor) if key else None
 
 
 def find_key(caption: str) -> tuple[int, bool] | None:
-    """A key named in free text ("a ballad in A minor"), or None."""
+    """A key named in free text ("a ballad in A minor", "in E♭m"), or None."""
     for m in _KEY_IN_TEXT.finditer(caption or ""):
         letter, acc, mode = m.group(1), m.group(2), m.group(3).lower()
         if mode == "m" and letter.islower():
@@ -68,7 +45,9 @@ def find_key(caption: str) -> tuple[int, bool] | None:
         # "a minor" is a key only with a capital letter or an explicit "key"
         if letter.islower() and "key" not in caption[max(0, m.start() - 12) : m.start()].lower():
             continue
-        return _pitch_class(letter, acc), mode in ("minor", "min", "m")
+        key = keys.parse(f"{letter}{(acc or '').strip()} {mode}")
+        if key is not None:
+            return key.tonic, key.minor
     return None
 
 

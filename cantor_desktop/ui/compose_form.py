@@ -10,7 +10,7 @@ import random
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from .. import song_request
+from .. import keys, song_request
 from ..song_request import INSTRUMENTAL, RequestError
 
 SKETCH_MODEL = "sketch"
@@ -30,11 +30,7 @@ LYRICS_HINT = (
     "[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
     "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]"
 )
-KEYS = tuple(
-    f"{n} {m}"
-    for m in ("major", "minor")
-    for n in ("C", "C#", "Db", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B")
-)
+KEYS = tuple(k.display for k in keys.ALL)  # "E♭ minor": one spelling per key (keys.py)
 
 
 @dataclass

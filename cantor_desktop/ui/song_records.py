@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
+from .. import keys
 from ..song import Song, SongState, Stage, Take
 from ..song_request import is_instrumental
 from .transfer import human_duration
@@ -67,7 +68,7 @@ def facts(song: Song, take: Take | None = None) -> list[str]:
         b
         for b in (
             f"{bpm:.0f} BPM" if bpm else "",
-            key or "",
+            keys.display(key) if key else "",
             human_duration(seconds) if seconds else "",
             "instrumental" if instrumental(song) else "vocals",
             song.model,
@@ -87,7 +88,7 @@ def search_text(song: Song) -> str:
             song.caption,
             song.request.get("lyrics") or "",
             song.model,
-            key or "",
+            f"{keys.spell(key) or key} {keys.display(key)}" if key else "",  # "eb" and "e♭"
             f"{bpm:.0f}bpm" if bpm else "",
         )
     ).lower()

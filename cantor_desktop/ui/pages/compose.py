@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ... import config, song_request
+from ... import config, keys, song_request
 from ...paths import paths
 from ...song import Song, SongState
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
@@ -339,7 +339,7 @@ class ComposePage(QWidget):
         self.instrumental.setChecked(form.instrumental)
         self.duration.setText(form.duration)
         self.bpm.setText(form.bpm)
-        self.key.setCurrentText(form.key or "auto")
+        self.key.setCurrentText(keys.display(form.key) if form.key else "auto")
         idx = self.time_signature.findData(form.time_signature)
         self.time_signature.setCurrentIndex(max(0, idx))
         idx = self.language.findData(form.language)
@@ -462,7 +462,7 @@ class ComposePage(QWidget):
                 if answer.get(name) and not w.text().strip():
                     w.setText(f"{answer[name]:g}")
             if answer.get("key") and self.key.currentText() == "auto":
-                self.key.setCurrentText(answer["key"])
+                self.key.setCurrentText(keys.display(answer["key"]))
             self.check()
 
         def failed(text: str) -> None:
@@ -520,7 +520,7 @@ class ComposePage(QWidget):
                 if heard.get(key):
                     widget.setText(f"{heard[key]:g}")
             if heard.get("key"):
-                self.key.setCurrentText(heard["key"])
+                self.key.setCurrentText(keys.display(heard["key"]))
             if heard.get("time_signature"):
                 idx = self.time_signature.findData(str(heard["time_signature"]))
                 self.time_signature.setCurrentIndex(max(0, idx))
