@@ -767,7 +767,8 @@ class Arranger:
 
     def _vocals(self, lines: list[form.Line]) -> None:
         """One sung note per syllable. The same line sung again gets the same contour; a
-        chorus sits a fifth higher than a verse; lines end on the chord's root."""
+        chorus sits a fifth higher than a verse; lines end on the chord's root. With "no
+        vocals" in the caption the lead instrument plays those notes instead."""
         if not lines:
             return
         sc = self.sc
@@ -800,18 +801,28 @@ class Arranger:
                     degree = _nearest_degree(midi - base, sc) - lift
                 length = line.slot * (2 if last else 1) * 0.92
                 vowel = vowels[i] if i < len(vowels) else "a"
-                self.add(
-                    round(t * SR),
-                    "vocals",
-                    ("voice", midi, int(length * SR), vowel),
-                    0.85 + 0.15 * rng.random(),
-                )
+                gain = 0.85 + 0.15 * rng.random()
+                if self.style.vocals:
+                    self.add(
+                        round(t * SR), "vocals", ("voice", midi, int(length * SR), vowel), gain
+                    )
+                else:  # "no vocals": the lead instrument plays the tune the words would sing
+                    inst = self.style.lead
+                    note = midi + (12 if LEAD_LOW.get(inst, 62) >= 67 else 0)
+                    self.add(
+                        round(t * SR),
+                        PART_OF.get(inst, "synth"),
+                        self._lead_key(inst, note, int(length * SR)),
+                        0.8 * gain,
+                    )
                 t += line.slot
 
     # ------------------------------------------------------------ effects, textures
 
     def _effects(self, s: form.Section, nxt: form.Section | None) -> None:
         genre = self.style.genre
+        if self.style.alone:  # an instrument alone: no swells, no hits
+            return
         if (
             nxt is not None
             and nxt.kind == "chorus"

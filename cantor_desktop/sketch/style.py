@@ -4,8 +4,14 @@
 "808 trap", "solo piano", "dreamy synthwave, no drums") into a :class:`Style`: the drum kit,
 the bass, the instruments that play chords, the one that plays the melody, and textures.
 Instruments the caption names replace the genre's own melodic instruments; the genre keeps
-its drums, bass and textures unless the caption says otherwise ("solo", "no drums").
-A caption naming no genre gets the pop palette, varied by the seed.
+its drums, bass and textures unless the caption says otherwise ("solo piano", "no drums",
+"without bass", "no vocals" — :mod:`.caption` reads those wherever they sit).
+
+The genre is the first of :data:`GENRES` the caption names by a genre word; words that
+only set a mood ("cinematic", "epic", "romantic", "calm", "acoustic" …) choose a genre only
+when no genre word is there ("an epic rock anthem" is rock), and do not make a band: "solo
+piano … intimate, cinematic" is a piano alone. A caption naming no genre gets the pop
+palette, varied by the seed.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+
+from . import caption as caption_words
 
 # instrument -> the ace-server track (stem) it renders into
 PART_OF = {
@@ -34,35 +42,18 @@ MELODIC = tuple(PART_OF)
 # instruments that can carry a melody (a pad, choir, arpeggio or organ accompanies)
 LEADS = ("piano", "epiano", "bells", "guitar", "eguitar", "strings", "brass", "synth", "flute")
 
-# what a caption word names (the first match for each instrument counts)
-INSTRUMENT_WORDS: list[tuple[str, str]] = [
-    (r"electric piano|e-?piano|rhodes|wurli", "epiano"),
-    (r"piano|\bkeys\b|keyboard", "piano"),
-    (r"\borgans?\b", "organ"),
-    (r"\bbells?\b|glocken|celesta|music[\s-]?box|chimes?|vibraphone|marimba|kalimba", "bells"),
-    (r"electric guitar|distort|overdrive|power[\s-]?chord|shred", "eguitar"),
-    (r"guitar|\bacoustic|\bstrum|banjo|ukulele|mandolin", "guitar"),
-    (r"strings?\b|violin|viola|cello|quartet", "strings"),
-    (r"\bpads?\b|drone|atmospher|ethereal|dreamy|lush", "pad"),
-    (r"brass|horns?\b|trumpet|trombone|tuba|\bsax", "brass"),
-    (r"choir|choral|chant|\bvoices\b", "choir"),
-    (r"\bsynth(?!wave|etic)|\blead\b|chiptune|8-?bit", "synth"),
-    (r"arpeggi|\barp\b", "arp"),
-    (r"flute|woodwind|clarinet|oboe|whistle|pan[\s-]?pipe|recorder", "flute"),
-]
-TEXTURE_WORDS: list[tuple[str, str]] = [
-    (r"\brain|storm|thunder|drizzle", "rain"),
-    (r"vinyl|crackl|record player|\bdusty", "vinyl"),
-    (r"\bwind\b|windy|breeze", "wind"),
-    (r"ocean|\bwaves?\b|\bsea\b|shore|beach", "waves"),
-]
-BASS_WORDS: list[tuple[str, str]] = [
-    (r"\b808s?\b", "808"),
-    (r"upright|double bass|contrabass|walking bass", "upright"),
-    (r"slap|bass guitar|electric bass", "electric"),
-    (r"sub[\s-]?bass|\bsub\b", "sub"),
-    (r"synth[\s-]?bass|acid", "synth"),
-]
+# what caption words name: caption.py (kept importable from here for the LM's words)
+INSTRUMENT_WORDS, TEXTURE_WORDS, BASS_WORDS = (
+    caption_words.INSTRUMENT_WORDS,
+    caption_words.TEXTURE_WORDS,
+    caption_words.BASS_WORDS,
+)
+# words of a genre's pattern that set a mood but name no band
+MOOD_WORDS = re.compile(
+    r"epic|cinematic|heroic|battle|romantic|sentimental|calm|sleep|meditat|catchy|anthem|"
+    r"radio|acoustic|soundtrack|film score|lullaby|love song|drone|soundscape|new age|spa",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -215,24 +206,6 @@ _FAMILY = {
     "eguitar": "guitar",
 }
 
-# words that leave the named instruments alone ("solo" only where no genre is named: "a
-# rock song with a guitar solo" keeps its band)
-_ALONE = re.compile(
-    r"\balone\b|\bonly\b|\bjust\b|unaccompanied|a cappella|by itself", re.IGNORECASE
-)
-_SOLO = re.compile(r"\bsolo\b", re.IGNORECASE)
-
-
-def _negated(caption: str, what: str) -> bool:
-    return bool(
-        re.search(
-            rf"\b(?:no|without|minus|zero|drop the)\s+(?:\w+\s+)?{what}|"
-            rf"{what}[\s-]?less\b",
-            caption,
-            re.IGNORECASE,
-        )
-    )
-
 
 @dataclass(frozen=True)
 class Style:
@@ -244,34 +217,42 @@ class Style:
     textures: tuple[str, ...]
     sevenths: bool
     hits: bool
+    alone: bool = False  # the named instruments play alone: no band, no swells or hits
+    vocals: bool = True  # False: "no vocals" — a sung line is played by the lead instead
 
     @property
     def instruments(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.lead, *self.chords)))
 
 
-def _named(caption: str, table) -> list[str]:
-    """The instruments a caption names, in the order it names them."""
-    found = []
-    for pattern, name in table:
-        m = re.search(pattern, caption, re.IGNORECASE)
-        if m and name not in [n for _, n in found]:
-            found.append((m.start(), name))
-    return [name for _, name in sorted(found)]
+def genre_match(caption: str) -> tuple[Genre | None, bool]:
+    """(the caption's genre, named by a genre word?): the first genre named by a genre
+    word, else the first named by a mood word only (see the module doc)."""
+    by_mood = None
+    for genre in GENRES:
+        words = [m.group(0) for m in re.finditer(genre.pattern, caption, re.IGNORECASE)]
+        if any(not MOOD_WORDS.fullmatch(w.strip()) for w in words):
+            return genre, True
+        if words and by_mood is None:
+            by_mood = genre
+    return by_mood, False
 
 
 def genre_of(caption: str) -> Genre | None:
-    for genre in GENRES:
-        if re.search(genre.pattern, caption, re.IGNORECASE):
-            return genre
-    return None
+    return genre_match(caption)[0]
+
+
+def _genre(name: str) -> Genre:
+    return next(g for g in GENRES if g.name == name)
 
 
 def style_for(caption: str, seed: int = 0) -> Style:
     """The style a caption asks for (deterministic for a caption and a seed)."""
     caption = caption or ""
     rng = random.Random(f"style\0{seed}")
-    named = _named(caption, INSTRUMENT_WORDS)
+    reading = caption_words.read(caption)
+    refused = reading.refused
+    named = list(reading.instruments)
     if "eguitar" in named and "guitar" in named:
         named.remove("guitar")
     if (
@@ -280,7 +261,7 @@ def style_for(caption: str, seed: int = 0) -> Style:
         and not re.search(r"(?<!electric )piano", caption, re.IGNORECASE)
     ):
         named.remove("piano")
-    genre = genre_of(caption)
+    genre, genre_named = genre_match(caption)
     if (
         genre is not None
         and genre.name == "rock"
@@ -288,58 +269,60 @@ def style_for(caption: str, seed: int = 0) -> Style:
         and not re.search(r"acoustic", caption, re.IGNORECASE)
     ):
         named[named.index("guitar")] = "eguitar"  # a rock guitar is electric
-    solo = bool(named) and bool(_ALONE.search(caption) or (_SOLO.search(caption) and genre is None))
+    # alone: said so ("solo piano", "just pads", "cello only"), or "solo" in a caption
+    # that names no band ("piano solo, cinematic"; not "a rock song with a guitar solo")
+    ensemble = reading.ensemble or genre_named
+    alone = bool(named) and (reading.alone or (reading.solo_word and not ensemble))
+    if alone and reading.strong_instruments:  # "dreamy solo piano": no pad behind it
+        strong = set(reading.strong_instruments) | {"eguitar"}
+        named = [n for n in named if n in strong]
     if genre is None:
-        if named:  # "piano and strings": a gentle acoustic default
-            genre = next(g for g in GENRES if g.name == "ballad")
-        else:
-            pick = rng.choice(DEFAULT_GENRES)
-            genre = next(g for g in GENRES if g.name == pick)
+        # "piano and strings": a gentle acoustic default
+        genre = _genre("ballad") if named else _genre(rng.choice(DEFAULT_GENRES))
     drums, bass = genre.drums, genre.bass
     textures = list(genre.textures)
-    for t in _named(caption, TEXTURE_WORDS):
+    for t in reading.textures:
         if t not in textures:
             textures.append(t)
-    chords, lead = list(genre.chords), genre.lead
+    chords, lead = [c for c in genre.chords if c not in refused], genre.lead
     if named:
         chords = list(named)
         lead = next((n for n in named if n in LEADS), genre.lead)
         # a genre's colour stays behind a named instrument, entering later ("lo-fi piano":
         # the piano leads and comps, the lo-fi pad comes in for the choruses)
-        if not solo:
+        if not alone:
             taken = {_FAMILY.get(n, n) for n in named}
             for extra in genre.chords:
+                if extra in refused:
+                    continue
                 if _FAMILY.get(extra, extra) not in taken and len(chords) < 3:
                     chords.append(extra)
                     taken.add(_FAMILY.get(extra, extra))
-    if solo:
+    if alone:
         lead = lead if lead in named else named[0]
-        drums, bass, textures = (
-            "none",
-            "none",
-            [t for t in textures if t in _named(caption, TEXTURE_WORDS)],
-        )
-    for pattern, name in BASS_WORDS:
-        if re.search(pattern, caption, re.IGNORECASE):
-            bass = name
-            if name == "808" and drums in ("none", "electronic", "acoustic", "soft"):
-                drums = "trap"
-            break
-    if (
-        re.search(r"\bdrums?\b|\bbeat\b|percussion|\bgroove", caption, re.IGNORECASE)
-        and drums == "none"
-        and not _negated(caption, r"(?:drums?|beat|percussion)")
-    ):
+        drums, bass, textures = "none", "none", list(reading.textures)
+    if reading.bass:
+        bass = reading.bass
+        if bass == "808" and drums in ("none", "electronic", "acoustic", "soft") and not alone:
+            drums = "trap"
+    elif reading.bass == "" and bass == "none":  # "with a bass": the genre had none
+        bass = "electric"
+    if reading.drums and drums == "none":
         drums = "electronic" if genre.name in ("ambient", "synthwave") else "acoustic"
-    if _negated(caption, r"(?:drums?|beat|percussion)") or re.search(
-        r"drumless|beatless|a cappella", caption, re.IGNORECASE
-    ):
+    if "drums" in refused:
         drums = "none"
-    if _negated(caption, r"bass"):
+    if "bass" in refused:
         bass = "none"
-    for name in list(chords):
-        if _negated(caption, name):
-            chords.remove(name)
+    vocals = "vocals" not in refused
+    if not vocals and "choir" not in named:
+        refused = refused | {"choir"}  # "no vocals": no choir either, unless asked for
+    chords = [c for c in chords if c not in refused]
+    textures = [t for t in textures if t not in refused]
+    if lead in refused:  # "hip hop beat, no piano": another instrument takes the tune
+        lead = next(
+            (c for c in chords if c in LEADS),
+            chords[0] if chords else next((c for c in LEADS if c not in refused), lead),
+        )
     if not chords:
         chords = [lead]
     return Style(
@@ -350,5 +333,7 @@ def style_for(caption: str, seed: int = 0) -> Style:
         lead=lead,
         textures=tuple(textures),
         sevenths=genre.sevenths,
-        hits=genre.hits,
+        hits=genre.hits and not alone,
+        alone=alone,
+        vocals=vocals,
     )
