@@ -136,7 +136,8 @@ def min_macos(
         needs = _wheel_macos(tags, arch)
         if needs is None or needs <= QT_MIN_MACOS:
             continue
-        if not any(os.path.realpath(dist.locate_file(f)) in wanted for f in dist.files or ()):
+        located = (os.path.realpath(str(dist.locate_file(f))) for f in dist.files or ())
+        if not any(path in wanted for path in located):
             continue
         raised[dist.metadata["Name"]] = f"{needs[0]}.{needs[1]}"
         floor = max(floor, needs)

@@ -189,23 +189,27 @@ def _mentions(caption: str) -> list[Mention]:
             for m in re.finditer(pattern, caption, re.IGNORECASE):
                 weak = kind == "instrument" and bool(WEAK.fullmatch(m.group(0)))
                 found.append(Mention(m.start(), m.end(), kind, name, m.group(0), weak=weak))
-    for m in LESS.finditer(caption):
-        kind = {"drum": "drums", "beat": "drums", "percussion": "drums", "vocal": "vocals"}
-        what = kind.get(m.group(1).lower(), "bass")
-        found.append(Mention(m.start(), m.end(), what, "", m.group(0), refused=True))
-    for m in A_CAPPELLA.finditer(caption):
-        found += [
-            Mention(m.start(), m.end(), "drums", "drums", m.group(0), refused=True),
-            Mention(m.start(), m.end(), "bass", "", m.group(0), refused=True),
-        ]
+    less_kind = {"drum": "drums", "beat": "drums", "percussion": "drums", "vocal": "vocals"}
+    for less in LESS.finditer(caption):
+        what = less_kind.get(less.group(1).lower(), "bass")
+        found.append(Mention(less.start(), less.end(), what, "", less.group(0), refused=True))
+    for cappella in A_CAPPELLA.finditer(caption):
+        at, to, text = cappella.start(), cappella.end(), cappella.group(0)
+        found.append(Mention(at, to, "drums", "drums", text, refused=True))
+        found.append(Mention(at, to, "bass", "", text, refused=True))
     # where two overlap ("electric piano" and "piano", "synth bass" and "synth", "bass
     # guitar" and "guitar"), the longer one is what the caption says
     found.sort(key=lambda m: (m.start, -(m.end - m.start)))
     kept: list[Mention] = []
-    for m in found:
-        if kept and m.start < kept[-1].end and (m.start, m.end) != (kept[-1].start, kept[-1].end):
+    for mention in found:
+        last = kept[-1] if kept else None
+        if (
+            last
+            and mention.start < last.end
+            and (mention.start, mention.end) != (last.start, last.end)
+        ):
             continue
-        kept.append(m)
+        kept.append(mention)
     return kept
 
 
