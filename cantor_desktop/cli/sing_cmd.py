@@ -63,7 +63,9 @@ def register(sub) -> None:
         "--duration", metavar="S", help="length in seconds (10-600; default: the model's choice)"
     )
     p.add_argument("--bpm", metavar="N", help="tempo (30-300)")
-    p.add_argument("--key", metavar="K", help='key, e.g. "F# minor"')
+    p.add_argument(
+        "--key", metavar="K", help='key in any spelling, e.g. "F# minor", "Ebm", "E flat minor"'
+    )
     p.add_argument(
         "--time-signature", metavar="N", dest="time_signature", help="beats per bar: 2, 3, 4 or 6"
     )
