@@ -34,7 +34,7 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -315,9 +315,3 @@ def killed_reason(
         f"or broken code signature does; check with: codesign --verify --strict {quoted}",
         False,
     )
-
-
-def verify_all(paths: Iterable[Path], run: Runner | None = None) -> list[tuple[Path, Verdict]]:
-    """``codesign --verify`` for each path (the release's final check)."""
-    run = run or run_tool
-    return [(p, verdict(*run(verify_argv(p)), p)) for p in paths]
