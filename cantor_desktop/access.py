@@ -14,11 +14,13 @@ code and no Qt.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import secrets
 from pathlib import Path
 
 from .errors import CantorError
-from .openssl_later import sha256_hex
 from .paths import HOME_ENV, paths
 
 TOKEN_ENV = "CANTOR_NODE_TOKEN"
@@ -35,7 +37,7 @@ class TokenError(CantorError, RuntimeError):
 def home_key(state_dir: Path | None = None) -> str:
     """A short stable name for one home (its state folder), for the keyring entry."""
     folder = (state_dir or paths().state_dir).expanduser().resolve()
-    return sha256_hex(str(folder))[:16]
+    return hashlib.sha256(str(folder).encode("utf-8")).hexdigest()[:16]
 
 
 def token_file(state_dir: Path | None = None) -> Path:
@@ -134,8 +136,6 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
 
 
 def _new_token() -> str:
-    import secrets  # the node's (the app needs no OpenSSL: openssl_later)
-
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
@@ -171,8 +171,6 @@ def matches(given: str | None, expected: str) -> bool:
     """Constant-time comparison of a presented token with the node's."""
     if not given:
         return False
-    import hmac  # the node's (the app needs no OpenSSL: openssl_later)
-
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
 
 

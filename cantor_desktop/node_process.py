@@ -161,10 +161,10 @@ class NodeProcess:
         self.token = text[len(access.REPORT_PREFIX.strip()) :].strip()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        from .node_http import NodeHTTP, TransportError
+        from .nodeclient import NodeClient, NodeError
 
         deadline = time.monotonic() + timeout
-        async with NodeHTTP(self.url, timeout=1.0, connect_timeout=1.0) as http:
+        async with NodeClient(self.url, token=self.token, timeout=1.0) as client:
             while True:
                 if self.proc is None or self.proc.poll() is not None:
                     code = None if self.proc is None else self.proc.returncode
@@ -173,10 +173,9 @@ class NodeProcess:
                         f"{self._last_words() or 'no output'}"
                     )
                 try:
-                    response = await http.request("GET", "/v1/health")
-                    if response.status_code == 200:
-                        return
-                except TransportError:
+                    await client.health()
+                    return
+                except NodeError:
                     pass
                 if time.monotonic() >= deadline:
                     await self.stop()

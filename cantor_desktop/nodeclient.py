@@ -1,11 +1,16 @@
-"""The one HTTP client to a Cantor node (HTTP/1.1 over :mod:`.node_http`, SSE included).
+"""The one client of a Cantor node (httpx, SSE included).
 
-The CLI (`cantor sing`, `cantor upgrade`) and the Qt app both talk to the node only through
-:class:`NodeClient`; every method mirrors one endpoint of DESIGN's API table. A node error
-becomes :class:`NodeError` carrying the node's message, the HTTP status and the field it
-named. Streams (song events, model pull, backend install/update) are async generators of
+The CLI (`cantor sing`, `cantor upgrade`), the Qt app and the node's own supervisor
+(node_process) talk to a node only through this module; every :class:`NodeClient` method
+mirrors one endpoint of DESIGN's API table. A node error becomes :class:`NodeError` carrying
+the node's message, the HTTP status and the field it named (status 0: the node could not be
+reached). Streams (song events, model pull, backend install/update) are async generators of
 ``(event, data)`` pairs; wrap one in ``contextlib.aclosing`` when you may stop reading
 before its final event, so its HTTP response is closed by the task that opened it.
+
+Requests go only to the node they were meant for: no redirect is followed and no proxy is
+taken from the environment; certificates are checked for an ``https://`` node (certifi's
+authorities, httpx's default), and the certificate store is not even loaded for plain http.
 """
 
 from __future__ import annotations
@@ -16,16 +21,23 @@ import json
 import os
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
+
+import httpx
 
 from . import __version__, access, config
 from .errors import CantorError
 from .models.events import PullEvent
 from .net import http_url
-from .node_http import NodeHTTP, Response, TransportError
 from .song import FINAL_EVENTS, check_song_id, safe_file_name
 
 DEFAULT_TIMEOUT = 30.0
+"""Seconds a request may wait for the node's next bytes (streams and long jobs: no limit)."""
+CONNECT_TIMEOUT = 5.0
+"""Seconds to make a connection: a node that does not accept within them is unreachable."""
+NO_READ_TIMEOUT = httpx.Timeout(None, connect=CONNECT_TIMEOUT)
+"""For streams and long jobs (a song's events, an upload, the LM): connect in time, then
+wait for the node as long as it takes."""
 
 
 class NodeError(CantorError):
@@ -100,22 +112,83 @@ class NodeAuth:
 OURS, OTHER_HOME, NO_NODE = "ours", "other home", "none"
 
 
+def http_client(
+    url: str,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncClient:
+    """The httpx client for the node at ``url`` (paths are relative to it).
+
+    ``trust_env=False``: no proxy, ``.netrc`` or ``SSL_CERT_FILE`` from the environment —
+    a ``HTTP_PROXY`` set for the browser must not carry the node's token to the proxy, nor
+    send a request for 127.0.0.1 through it. Redirects are not followed (httpx's default,
+    relied on): a node never redirects, and the token goes only to the node it was meant
+    for. Certificates are checked for ``https://`` (certifi's authorities); for plain http
+    the store is not loaded (~3 MiB and ~20 ms a client, for a loopback node that never uses
+    it). ``timeout``: for each read and write; a connection is made within
+    :data:`CONNECT_TIMEOUT` (or ``timeout``, when shorter)."""
+    connect = CONNECT_TIMEOUT if timeout is None else min(CONNECT_TIMEOUT, timeout)
+    return httpx.AsyncClient(
+        base_url=url,
+        trust_env=False,
+        follow_redirects=False,
+        verify=httpx.URL(url).scheme != "http",
+        timeout=httpx.Timeout(timeout, connect=connect),
+        headers={"User-Agent": f"cantor/{__version__}"},
+        transport=transport,
+    )
+
+
+def unreachable_words(exc: httpx.RequestError) -> str:
+    """Why a request found no node, in words: a timeout by its kind and length, else the
+    operating system's own reason (httpx's "All connection attempts failed" names only its
+    kind; "Connection refused" is underneath)."""
+    try:
+        limits = exc.request.extensions.get("timeout", {})
+    except RuntimeError:  # failed before a request was made
+        limits = {}
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"no connection within {_seconds(limits.get('connect'))}"
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"the node sent nothing for {_seconds(limits.get('read'))}"
+    if isinstance(exc, httpx.WriteTimeout):
+        return f"the node took nothing of the request for {_seconds(limits.get('write'))}"
+    reason: BaseException | None = exc
+    while reason is not None:
+        if isinstance(reason, OSError) and reason.errno is not None:
+            return str(reason)
+        reason = reason.__cause__ or reason.__context__
+    return str(exc) or type(exc).__name__
+
+
+def _seconds(limit: float | None) -> str:
+    return f"{limit:g} s" if limit is not None else "too long"
+
+
 async def which_node(url: str, timeout: float = 1.0) -> str:
     """Who answers ``GET /v1/health`` at ``url``: :data:`OURS` (a node serving this Cantor
     home), :data:`OTHER_HOME` (a Cantor node of another home — or one too old to say — which
     the CLI must never use), or :data:`NO_NODE`."""
     try:
-        async with NodeHTTP(url, timeout=timeout, connect_timeout=timeout) as http:
-            response = await http.request("GET", "/v1/health")
+        async with http_client(url, timeout=timeout) as http:
+            response = await http.get("/v1/health")
             body = response.json()
-    except (TransportError, ValueError):
+    except (httpx.RequestError, ValueError):
         return NO_NODE
     if response.status_code != 200 or not isinstance(body, dict) or body.get("status") != "ok":
         return NO_NODE
     return OURS if body.get("home") == access.home_key() else OTHER_HOME
 
 
-def _error_from(response: Response) -> NodeError:
+def _error_from(response: httpx.Response) -> NodeError:
+    if response.is_redirect:
+        where = response.headers.get("location", "elsewhere")
+        return NodeError(
+            f"the node sent this request on to {where}: Cantor follows no redirect from a "
+            "node (give the node's own address)",
+            response.status_code,
+        )
     try:
         body = response.json()
         err = body.get("error", {}) if isinstance(body, dict) else {}
@@ -176,13 +249,12 @@ class NodeClient:
         token: str | None = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
     ):
         self.base_url = (base_url or local_url()).rstrip("/")
         discover = token is None and config.is_loopback_host(urlsplit(self.base_url).hostname or "")
         self._auth = NodeAuth(token, discover)
-        self._http = NodeHTTP(
-            self.base_url, timeout=timeout, connect_timeout=5.0, user_agent=f"cantor/{__version__}"
-        )
+        self._http = http_client(self.base_url, timeout=timeout, transport=transport)
 
     @property
     def token(self) -> str | None:
@@ -205,13 +277,14 @@ class NodeClient:
 
     async def _send(
         self, method: str, path: str, *, headers: dict[str, str] | None = None, **kw: Any
-    ) -> Response:
+    ) -> httpx.Response:
         """Send with the token, and once more with this home's newer token after a 401 (when
-        the body can be sent again); the response's body is not read yet."""
+        the body can be sent again); the response's body is not read yet (close it)."""
         replayable = not hasattr(kw.get("content"), "__aiter__")
         for attempt in (1, 2):
             sent = {**(headers or {}), **await self._auth.headers(path)}
-            response = await self._http.send(method, path, headers=sent, **kw)
+            request = self._http.build_request(method, path, headers=sent, **kw)
+            response = await self._http.send(request, stream=True)
             if response.status_code == 401 and attempt == 1 and replayable:
                 try:
                     renewed = await self._auth.renewed()
@@ -225,27 +298,29 @@ class NodeClient:
         raise AssertionError("unreachable")
 
     @contextlib.asynccontextmanager
-    async def _opened(self, method: str, path: str, **kw: Any) -> AsyncIterator[Response]:
+    async def _opened(self, method: str, path: str, **kw: Any) -> AsyncIterator[httpx.Response]:
         """A streamed response, closed when the block ends; a refusal as NodeError."""
         response = await self._send(method, path, **kw)
         try:
-            if response.status_code >= 400:
+            if response.status_code >= 300:
                 await response.aread()
                 raise _error_from(response)
             yield response
         finally:
             await response.aclose()
 
-    async def _request(self, method: str, path: str, **kw: Any) -> Response:
+    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
         try:
             response = await self._send(method, path, **kw)
             try:
                 await response.aread()
             finally:
                 await response.aclose()
-        except TransportError as exc:
-            raise NodeError(f"cannot reach the node at {self.base_url}: {exc}") from None
-        if response.status_code >= 400:
+        except httpx.RequestError as exc:
+            raise NodeError(
+                f"cannot reach the node at {self.base_url}: {unreachable_words(exc)}"
+            ) from exc
+        if response.status_code >= 300:
             raise _error_from(response)
         return response
 
@@ -272,7 +347,7 @@ class NodeClient:
         last: tuple[str, Any] | None = None
         _loop_closes_async_generators()
         try:
-            async with self._opened(method, path, timeout=None, **kw) as response:
+            async with self._opened(method, path, timeout=NO_READ_TIMEOUT, **kw) as response:
                 lines = response.aiter_lines()
                 events = parse_sse(lines)
                 try:
@@ -284,8 +359,8 @@ class NodeClient:
                 finally:
                     await events.aclose()
                     await lines.aclose()
-        except TransportError as exc:
-            raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
+        except httpx.RequestError as exc:
+            raise NodeError(f"lost the node at {self.base_url}: {unreachable_words(exc)}") from None
         if last is not None:
             yield last  # the response is already closed: nothing left to leak
 
@@ -325,12 +400,12 @@ class NodeClient:
                     continue  # a step a newer node knows and this client does not
 
     async def delete_model(self, name: str) -> dict[str, Any]:
-        return await self._json("DELETE", f"/v1/models/{name}")
+        return await self._json("DELETE", f"/v1/models/{_segment(name)}")
 
     async def discard_parts(self, name: str) -> dict[str, Any]:
         """Delete what a failed or stopped download left (``.part`` files):
         ``{"name", "deleted", "freed_bytes"}``; NodeError 409 while it still downloads."""
-        return await self._json("DELETE", f"/v1/models/{name}/parts")
+        return await self._json("DELETE", f"/v1/models/{_segment(name)}/parts")
 
     async def import_model(self, path: str | os.PathLike) -> dict[str, Any]:
         """Adopt a .gguf file on the node's own machine (a node of this machine only)."""
@@ -362,11 +437,18 @@ class NodeClient:
         chunk: int = 1 << 20,
     ) -> Any:
         """POST a file's bytes (``application/octet-stream``, ``?name=``), read in a worker
-        thread as it goes; the node's JSON answer."""
+        thread as it goes; the node's JSON answer.
+
+        A node that refuses the file from its head alone (too large for it, a token it does
+        not take) answers at once and hangs up. httpx reads that answer only if it arrived
+        before the write failed (httpcore reads a response after a write error, but over
+        asyncio the bytes not yet read go with the connection): the error then says the
+        upload broke off, how far it got, and where the reason is."""
         total = path.stat().st_size
+        sent = 0
 
         async def body():
-            sent = 0
+            nonlocal sent
             with open(path, "rb") as fh:
                 while True:
                     data = await asyncio.to_thread(fh.read, chunk)
@@ -379,14 +461,28 @@ class NodeClient:
 
         # closed here, even when the node answers before reading it all (a refusal)
         async with contextlib.aclosing(body()) as content:
-            return await self._json(
-                "POST",
-                endpoint,
-                params={"name": name},
-                content=content,
-                timeout=None,
-                headers={"Content-Type": "application/octet-stream", "Content-Length": str(total)},
-            )
+            try:
+                return await self._json(
+                    "POST",
+                    endpoint,
+                    params={"name": name},
+                    content=content,
+                    timeout=NO_READ_TIMEOUT,
+                    headers={
+                        "Content-Type": "application/octet-stream",
+                        "Content-Length": str(total),
+                    },
+                )
+            except NodeError as exc:
+                cause = exc.__cause__
+                if not sent or not isinstance(cause, httpx.RequestError):
+                    raise
+                raise NodeError(
+                    f"the upload of {path.name} to the node at {self.base_url} broke off after "
+                    f"{_size(sent)} of {_size(total)} ({unreachable_words(cause)}); "
+                    "the node may have refused it (a file too large for it, a token it does "
+                    "not take): its log says why"
+                ) from None
 
     # -- adapters ------------------------------------------------------------------------
 
@@ -400,7 +496,9 @@ class NodeClient:
         body: dict[str, Any] = {"path": os.fspath(path)}
         if name:
             body["name"] = name
-        return (await self._json("POST", "/v1/adapters", json=body, timeout=None))["added"]
+        return (await self._json("POST", "/v1/adapters", json=body, timeout=NO_READ_TIMEOUT))[
+            "added"
+        ]
 
     async def upload_adapter(
         self,
@@ -420,9 +518,7 @@ class NodeClient:
 
     async def remove_adapter(self, name: str) -> dict[str, Any]:
         """Delete an adapter on the node; NodeError 409 while a song uses it."""
-        from urllib.parse import quote
-
-        return await self._json("DELETE", f"/v1/adapters/{quote(name, safe='')}")
+        return await self._json("DELETE", f"/v1/adapters/{_segment(name)}")
 
     async def hf_token(self) -> dict[str, Any]:
         """Whether the node's machine has a Hugging Face token (never the token itself)."""
@@ -463,18 +559,22 @@ class NodeClient:
         dest = Path(dest)
         try:
             async with self._opened(
-                "GET", f"/v1/songs/{song_id}/audio", params={"take": take}, timeout=None
+                "GET", f"/v1/songs/{song_id}/audio", params={"take": take}, timeout=NO_READ_TIMEOUT
             ) as response:
                 if dest.is_dir():
                     dest = dest / (_filename(response) or song_id)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 part = dest.with_name(dest.name + ".part")
-                with open(part, "wb") as fh:
-                    async for chunk in response.aiter_bytes():
-                        fh.write(chunk)
+                try:
+                    with open(part, "wb") as fh:
+                        async for chunk in response.aiter_bytes():
+                            fh.write(chunk)
+                except BaseException:
+                    part.unlink(missing_ok=True)  # never left to be taken for a whole take
+                    raise
                 part.replace(dest)
-        except TransportError as exc:
-            raise NodeError(f"lost the node at {self.base_url}: {exc}") from None
+        except httpx.RequestError as exc:
+            raise NodeError(f"lost the node at {self.base_url}: {unreachable_words(exc)}") from None
         return dest
 
     async def upload(
@@ -495,7 +595,7 @@ class NodeClient:
         body = {"mode": mode, "caption": caption, "lyrics": lyrics}
         if model:
             body["model"] = model
-        return await self._json("POST", "/v1/lm", json=body, timeout=None)
+        return await self._json("POST", "/v1/lm", json=body, timeout=NO_READ_TIMEOUT)
 
     async def understand(self, source: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Caption, lyrics, BPM, key, time signature, duration and language of a take
@@ -503,7 +603,7 @@ class NodeClient:
         body: dict[str, Any] = {"source": source}
         if model:
             body["model"] = model
-        return await self._json("POST", "/v1/understand", json=body, timeout=None)
+        return await self._json("POST", "/v1/understand", json=body, timeout=NO_READ_TIMEOUT)
 
     def all_events(self) -> AsyncIterator[tuple[str, Any]]:
         """Every song's events for as long as the node runs (``hello`` first): see
@@ -536,7 +636,9 @@ class NodeClient:
 
     async def generate(self, **fields: Any) -> tuple[bytes, str]:
         """Lemonade-style one-shot: audio bytes and their content type."""
-        response = await self._request("POST", "/v1/audio/generations", json=fields, timeout=None)
+        response = await self._request(
+            "POST", "/v1/audio/generations", json=fields, timeout=NO_READ_TIMEOUT
+        )
         return response.content, response.headers.get("content-type", "")
 
     # -- config --------------------------------------------------------------------------
@@ -595,7 +697,17 @@ def _loop_closes_async_generators() -> None:
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
 
 
-def _filename(response: Response) -> str:
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count} bytes"
+
+
+def _segment(name: str) -> str:
+    """A name as one segment of a path: a model named after a file ("my song é.gguf", or
+    one with a "?" or "#") reaches the node whole, never cut into a query or a fragment."""
+    return quote(name, safe="")
+
+
+def _filename(response: httpx.Response) -> str:
     disposition = response.headers.get("content-disposition", "")
     for part in disposition.split(";"):
         key, _, value = part.strip().partition("=")

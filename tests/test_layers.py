@@ -16,7 +16,6 @@ CLIENT_SIDE = (
     "cantor_desktop.cli",
     "cantor_desktop.nodeclient",
     "cantor_desktop.node_process",
-    "cantor_desktop.node_http",
 )
 # The bundle's self-test checks that Qt's plugins load in the frozen app, and the frozen
 # app's entry point names its .desktop file before the first window: Qt's by design.

@@ -10,33 +10,56 @@ import sys
 
 import pytest
 
-from cantor_desktop.node_http import NodeHTTP, Response
+import httpx
+
 from cantor_desktop.nodeclient import NodeClient
 
 from support.node import LONG, SHORT, Node, write_config
 
 
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, noting which task opened and which first closed each
+    response (the body's stream is closed when the response is)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport(trust_env=False)
+        self.responses: list[dict] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        record = {"path": request.url.path, "opened_by": asyncio.current_task(), "closed_by": None}
+        self.responses.append(record)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_RecordedStream(response, record),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _RecordedStream(httpx.AsyncByteStream):
+    def __init__(self, response: httpx.Response, record: dict) -> None:
+        self.response = response
+        self.record = record
+
+    async def __aiter__(self):
+        async for chunk in self.response.aiter_raw():
+            yield chunk
+
+    async def aclose(self) -> None:
+        if self.record["closed_by"] is None:
+            self.record["closed_by"] = asyncio.current_task()
+        await self.response.aclose()
+
+
 @pytest.fixture
-def recorded(monkeypatch) -> list[dict]:
-    """The real client; notes which task opened and which first closed each response."""
-    responses: list[dict] = []
-    send, aclose = NodeHTTP.send, Response.aclose
-
-    async def recording_send(self, method, path, **kw):
-        response = await send(self, method, path, **kw)
-        response.record = {"path": path, "opened_by": asyncio.current_task(), "closed_by": None}
-        responses.append(response.record)
-        return response
-
-    async def recording_aclose(self):
-        record = getattr(self, "record", None)
-        if record is not None and record["closed_by"] is None:
-            record["closed_by"] = asyncio.current_task()
-        await aclose(self)
-
-    monkeypatch.setattr(NodeHTTP, "send", recording_send)
-    monkeypatch.setattr(Response, "aclose", recording_aclose)
-    return responses
+def recorded() -> RecordingTransport:
+    """A transport for NodeClient(transport=...) that records each response's tasks."""
+    return RecordingTransport()
 
 
 def _watch_unraisable():
@@ -59,7 +82,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
         )
         node = await Node(cantor_home).start()
         try:
-            async with NodeClient(node.url) as c:
+            async with NodeClient(node.url, transport=recorded) as c:
                 long_id = await c.submit_song(LONG)
 
                 # 1. the reader stops early (aclosing closes the stream in this task)
@@ -74,7 +97,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
                         pass
 
                 reader = asyncio.create_task(read_forever())
-                while not any(r["opened_by"] is reader for r in recorded):
+                while not any(r["opened_by"] is reader for r in recorded.responses):
                     await asyncio.sleep(0.01)  # its stream is open: it waits in it
                 reader.cancel()
                 try:
@@ -94,7 +117,7 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
                 await asyncio.sleep(0.2)
                 gc.collect()
                 await c.health()  # the client still works
-                return recorded, reader, final
+                return recorded.responses, reader, final
         finally:
             await node.stop()
 
@@ -120,12 +143,12 @@ def test_the_final_event_comes_after_the_response_is_closed(cantor_home, recorde
     async def main():
         node = await Node(cantor_home).start()
         try:
-            async with NodeClient(node.url) as c:
+            async with NodeClient(node.url, transport=recorded) as c:
                 sid = await c.submit_song(SHORT)
                 stream = c.events(sid)
                 async for event, _data in stream:
                     if event == "done":
-                        closed = recorded[-1]["closed_by"]
+                        closed = recorded.responses[-1]["closed_by"]
                         break
                 await stream.aclose()
                 return closed

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 
 def test_errors_reach_the_user_by_their_kind_not_their_class_name():
+    import httpx
+
     from cantor_desktop.config import ConfigError
-    from cantor_desktop.node_http import ConnectError, ConnectTimeout, ReadTimeout
     from cantor_desktop.nodeclient import NodeError
     from cantor_desktop.song_request import RequestError
     from cantor_desktop.ui.tasks import describe_error
@@ -22,9 +23,12 @@ def test_errors_reach_the_user_by_their_kind_not_their_class_name():
         == "bpm: must be from 30 to 300"
     )
     assert describe_error(ConfigError("node.toml: line 2, column 6: …")).startswith("node.toml")
-    assert describe_error(ConnectError("refused")) == "The node does not answer (is it running?)"
     assert (
-        describe_error(ConnectTimeout("no answer")) == "The node does not answer (is it running?)"
+        describe_error(httpx.ConnectError("refused")) == "The node does not answer (is it running?)"
     )
-    assert describe_error(ReadTimeout("slow")) == "The node took too long to answer"
+    assert (
+        describe_error(httpx.ConnectTimeout("no answer"))
+        == "The node does not answer (is it running?)"
+    )
+    assert describe_error(httpx.ReadTimeout("slow")) == "The node took too long to answer"
     assert describe_error(KeyError("x")) == "KeyError: 'x'"

@@ -18,12 +18,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import getpass
+import hashlib
 import logging
 import os
 
 from PySide6.QtCore import QLockFile, QObject, QSocketNotifier, Signal
 
-from ..openssl_later import sha256_hex
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def instance_name(user: str | None = None, home: str | None = None) -> str:
         from ..access import home_key
 
         home = home_key()
-    return "cantor-" + sha256_hex(f"{user}\0{home}")[:16]
+    return "cantor-" + hashlib.sha256(f"{user}\0{home}".encode("utf-8")).hexdigest()[:16]
 
 
 def socket_path(name: str) -> str:

@@ -28,9 +28,6 @@ FINISH_TIMEOUT = 20.0
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
-    from ..openssl_later import import_asyncio_without_ssl
-
-    import_asyncio_without_ssl()  # ~5 MiB of OpenSSL waits for a remote https:// node
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
 
     app = QApplication.instance() or application_class()(argv)

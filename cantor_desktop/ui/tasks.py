@@ -17,12 +17,13 @@ log = logging.getLogger(__name__)
 def describe_error(exc: BaseException) -> str:
     """A short sentence for the user: the message of our own errors (written for them), the
     network's in words, anything else as its type and text."""
-    from ..errors import CantorError
-    from ..node_http import ConnectError, ReadTimeout
+    import httpx
 
-    if isinstance(exc, ConnectError):
+    from ..errors import CantorError
+
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
         return "The node does not answer (is it running?)"
-    if isinstance(exc, ReadTimeout):
+    if isinstance(exc, httpx.TimeoutException):
         return "The node took too long to answer"
     if isinstance(exc, CantorError):
         return exc.user_message
