@@ -43,6 +43,18 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size in MiB: the process's private pages plus its share of pages
+    other processes map too (Qt's libraries, with another Qt app open), where the OS says
+    (Linux; nan elsewhere)."""
+    import psutil
+
+    try:
+        return getattr(psutil.Process(pid).memory_full_info(), "pss", float("nan")) / 2**20
+    except (psutil.Error, OSError):
+        return float("nan")
+
+
 def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
     """Poll ``url`` until it answers 200 (raise if ``proc`` dies or time runs out)."""
     import httpx

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ssl
+from pathlib import Path
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_an_https_node_with_a_trusted_certificate_answers(tmp_path, monkeypatch)
         server, port, answered = await _tls_health_server(tmp_path)
         bundle = tmp_path / "authorities.pem"
         bundle.write_bytes(
-            open(certifi.where(), "rb").read() + (tmp_path / "cert.pem").read_bytes()
+            Path(certifi.where()).read_bytes() + (tmp_path / "cert.pem").read_bytes()
         )
         monkeypatch.setattr(certifi, "where", lambda: str(bundle))
         async with server:

@@ -24,7 +24,6 @@ import os
 
 from PySide6.QtCore import QLockFile, QObject, QSocketNotifier, Signal
 
-
 log = logging.getLogger(__name__)
 
 CONNECT_MS = 1000
@@ -45,7 +44,7 @@ def instance_name(user: str | None = None, home: str | None = None) -> str:
         from ..access import home_key
 
         home = home_key()
-    return "cantor-" + hashlib.sha256(f"{user}\0{home}".encode("utf-8")).hexdigest()[:16]
+    return "cantor-" + hashlib.sha256(f"{user}\0{home}".encode()).hexdigest()[:16]
 
 
 def socket_path(name: str) -> str:
