@@ -57,7 +57,7 @@ if ! { [ -x "$uv" ] && "$uv" --version 2>/dev/null | grep -qx "uv $uv_version.*"
 fi
 
 # uv reads the system's certificates (a proxy's CA in /etc/ssl included) like pip does
-export UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}"
+export UV_SYSTEM_CERTS="${UV_SYSTEM_CERTS:-1}"
 args=(sync --locked --inexact --python "$python" --project "$top")
 for extra in ${extras//,/ }; do args+=(--extra "$extra"); done
 "$uv" "${args[@]}"

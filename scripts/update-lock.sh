@@ -8,7 +8,7 @@ top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$top"
 scripts/bootstrap.sh test          # uv itself, at the version bootstrap pins
 uv="$top/.tools/bin/uv"; [ -x "$top/.tools/Scripts/uv.exe" ] && uv="$top/.tools/Scripts/uv.exe"
-export UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}"
+export UV_SYSTEM_CERTS="${UV_SYSTEM_CERTS:-1}"
 
 cp uv.lock "${TMPDIR:-/tmp}/uv.lock.before"
 if [ $# -eq 0 ]; then
