@@ -140,8 +140,9 @@ def test_a_cover_carries_its_source_and_strength_explained(qtbot, qloop):
 
 
 def test_fields_are_outlined_when_they_hold_something_wrong_or_generate_was_asked(qtbot, qloop):
-    from cantor_desktop.ui.pages.compose import BAD_FIELD
+    from cantor_desktop.ui.theme import invalid_outline
 
+    BAD_FIELD = invalid_outline()
     link, page = make_page(qtbot)
     assert "Caption" in page.problem.text()  # said at once, under the form …
     assert page.caption.styleSheet() == ""  # … but an empty field is not red yet

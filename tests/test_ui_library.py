@@ -117,7 +117,7 @@ def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub,
     assert _buttons(page, MODEL) == ["Retry"]  # no Pause, no Cancel
     assert (
         page.message.text().startswith(f"Download of {MODEL} failed")
-        and "c0392b" in page.message.styleSheet()
+        and page.message.property("cantorTone") == "danger"
     )
     run(qloop, until(lambda: any(n == len(events) for n in reloads), what="the list again"))
     assert _buttons(page, MODEL) == ["Retry"]  # still, after the list reloads
@@ -315,7 +315,7 @@ def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(
             qloop,
             until(lambda: page.message.text().startswith("Token not saved"), what="the refusal"),
         )
-        assert "c0392b" in page.message.styleSheet()
+        assert page.message.property("cantorTone") == "danger"
         run(qloop, link.shutdown())
     finally:
         run(qloop, theirs.stop())

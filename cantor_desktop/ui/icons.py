@@ -10,20 +10,14 @@ are imported where they are used: a window without a tray draws nothing at start
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from PySide6.QtCore import QSize
 from PySide6.QtGui import QIcon
 
-STATE_COLOURS = {
-    "stopped": "#8a8f98",
-    "starting": "#e0a100",
-    "idle": "#2e9d5b",
-    "generating": "#2f7fd8",
-    "error": "#d23b3b",
-}
-
+from .theme import LIGHT, TEMPLATE_GAP, TEMPLATE_INK, TRAY_NOTE
+from .theme import TRAY_STATE_COLOURS as STATE_COLOURS
 
 APP_ICON_SIZES = (16, 24, 32, 48, 64, 128, 256)
 
@@ -57,7 +51,7 @@ def _note(p, size: int, colour) -> None:
     p.drawPath(beam)
 
 
-def note_pixmap(size: int = 64, colour: str = "#3b4252", badge: str | None = None):
+def note_pixmap(size: int = 64, colour: str = TRAY_NOTE["light"], badge: str | None = None):
     from PySide6.QtCore import QRectF, Qt
     from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
 
@@ -68,14 +62,14 @@ def note_pixmap(size: int = 64, colour: str = "#3b4252", badge: str | None = Non
     _note(p, size, QColor(colour))
     if badge:
         r = size * 0.36
-        p.setPen(QPen(QColor("white"), max(1.0, size / 32)))
+        p.setPen(QPen(QColor(TEMPLATE_GAP), max(1.0, size / 32)))
         p.setBrush(QColor(STATE_COLOURS.get(badge, badge)))
         p.drawEllipse(QRectF(size - r - 1, size - r - 1, r, r))
     p.end()
     return pm
 
 
-@lru_cache(maxsize=None)
+@cache
 def app_icon() -> QIcon:
     """The launcher's icon, from its PNG files: Qt reads a size's file the first time that
     size is shown, so none is read where no window icon is drawn (macOS shows the bundle's,
@@ -89,16 +83,23 @@ def app_icon() -> QIcon:
             icon.addFile(str(path), QSize(size, size))
     if icon.isNull():
         for size in APP_ICON_SIZES:
-            icon.addPixmap(note_pixmap(size, "#2f7fd8"))
+            icon.addPixmap(note_pixmap(size, LIGHT.accent))
     return icon
 
 
-@lru_cache(maxsize=None)
 def state_icon(state: str) -> QIcon:
-    """The tray icon: the note, with a dot in the state's colour."""
+    """The tray icon: the note (dark on a light system, light on a dark one), with a dot in
+    the state's colour."""
+    from .theme import system_scheme
+
+    return _state_icon(state, system_scheme())
+
+
+@cache
+def _state_icon(state: str, scheme: str) -> QIcon:
     icon = QIcon()
     for size in (16, 22, 24, 32, 48, 64):
-        icon.addPixmap(note_pixmap(size, "#3b4252", state))
+        icon.addPixmap(note_pixmap(size, TRAY_NOTE[scheme], state))
     return icon
 
 
@@ -123,7 +124,7 @@ def template_pixmap(size: int, state: str):
     pm.fill(Qt.transparent)
     p = QPainter(pm)
     p.setRenderHint(QPainter.Antialiasing)
-    black = QColor("black")
+    black = QColor(TEMPLATE_INK)
     _note(p, size, black)
     badge = TEMPLATE_BADGES.get(state, "ring")
     if badge:
@@ -160,7 +161,7 @@ def template_pixmap(size: int, state: str):
     return pm
 
 
-@lru_cache(maxsize=None)
+@cache
 def template_icon(state: str) -> QIcon:
     """:func:`template_pixmap` at the menu bar's sizes (22 pt, and 44 px for Retina),
     marked as a mask: on macOS that makes it a template image."""

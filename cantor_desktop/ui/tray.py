@@ -18,7 +18,7 @@ from .icons import tray_icon
 class TrayMenu:
     """The tray's menu and its actions (the status line first, disabled)."""
 
-    def __init__(self, tray: "Tray") -> None:
+    def __init__(self, tray: Tray) -> None:
         from PySide6.QtGui import QAction
         from PySide6.QtWidgets import QMenu
 
@@ -75,6 +75,10 @@ class Tray(QObject):
         link.status_changed.connect(self.on_status)
         link.song_finished.connect(self.notify_done)
         self.on_state(link.state)
+        if self.icon is not None:  # a light or dark system panel: the note's colour follows
+            from . import theme
+
+            theme.notifier().changed.connect(lambda _scheme: self.on_state(self.link.state))
 
     @property
     def menu(self) -> TrayMenu:

@@ -8,6 +8,8 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from . import theme
+
 MIN_REGION = 1.0  # seconds (the node's own rule for a repainted region)
 MAX_SONG = 600.0  # seconds: a song and its extension together
 SNAP = 0.1
@@ -79,16 +81,16 @@ class WaveformEditor(QWidget):
         return round(round(seconds / SNAP) * SNAP, 3)
 
     # -- mouse ------------------------------------------------------------------------------
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event) -> None:
         if event.button() == Qt.LeftButton and self.duration > 0:
             self._press = self.seconds_at(event.position().x())
             self._drag_to(self._press)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+    def mouseMoveEvent(self, event) -> None:
         if self._press is not None:
             self._drag_to(self.seconds_at(event.position().x()))
 
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802
+    def mouseReleaseEvent(self, event) -> None:
         if self._press is not None:
             self._drag_to(self.seconds_at(event.position().x()))
             self._press = None
@@ -143,18 +145,19 @@ class WaveformEditor(QWidget):
         return "Drag across the waveform to select a part to repaint, or past an end to extend"
 
     # -- painting ---------------------------------------------------------------------------
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
+        c = theme.colours()
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
         r = self._wave_rect()
-        p.fillRect(self.rect(), self.palette().base())
+        p.fillRect(self.rect(), QColor(c.surface))
         mid = r.center().y()
         if self.before:
             p.fillRect(
                 QRectF(
                     self.x_of(-self.before), r.top(), r.left() - self.x_of(-self.before), r.height()
                 ),
-                QBrush(QColor("#d1fae5"), Qt.BDiagPattern),
+                QBrush(QColor(c.extend_before), Qt.BDiagPattern),
             )
         if self.after:
             p.fillRect(
@@ -164,7 +167,7 @@ class WaveformEditor(QWidget):
                     self.x_of(self.duration + self.after) - r.right(),
                     r.height(),
                 ),
-                QBrush(QColor("#10b981"), Qt.BDiagPattern),
+                QBrush(QColor(c.extend_after), Qt.BDiagPattern),
             )
         if self.peaks is not None and len(self.peaks):
             n = len(self.peaks)
@@ -177,19 +180,21 @@ class WaveformEditor(QWidget):
                 top.append(QPointF(x, mid - h))
                 bottom.append(QPointF(x, mid + h))
             p.setPen(Qt.NoPen)
-            p.setBrush(QColor("#93b4e0"))
+            p.setBrush(QColor(c.wave))
             p.drawPolygon(QPolygonF(top + list(reversed(bottom))))
         else:
-            p.setPen(QPen(QColor("#d1d5db"), 1))
+            p.setPen(QPen(QColor(c.line), 1))
             p.drawLine(r.left(), mid, r.right(), mid)
         if self.region is not None:
             a, b = self.region
             sel = QRectF(self.x_of(a), r.top(), max(1.0, self.x_of(b) - self.x_of(a)), r.height())
-            p.fillRect(sel, QColor(47, 127, 216, 60))
-            p.setPen(QPen(QColor("#2f7fd8"), 2))
+            ground = QColor(c.accent)
+            ground.setAlpha(70)
+            p.fillRect(sel, ground)
+            p.setPen(QPen(QColor(c.accent), 2))
             p.drawLine(sel.topLeft(), sel.bottomLeft())
             p.drawLine(sel.topRight(), sel.bottomRight())
-        p.setPen(QColor("#6b7280"))
+        p.setPen(QColor(c.muted))
         p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignLeft, "0:00")
         if self.duration:
             total = int(round(self.duration))

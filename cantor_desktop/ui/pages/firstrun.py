@@ -56,17 +56,11 @@ class ReadinessBanner(QFrame):
         self.state = "unknown"
 
     def _colour(self) -> None:
-        """A pale blue panel with a thin blue edge, from the palette: a style sheet would
-        load Qt's style-sheet engine for the whole window at start (~0.4 MiB)."""
-        from PySide6.QtGui import QColor, QPalette
+        """A panel of the scheme's own, its text in the panel's text colour (from the
+        palette: a style sheet would load Qt's style-sheet engine at start, ~0.4 MiB)."""
+        from .. import theme
 
-        self.setFrameShape(QFrame.Box)
-        self.setForegroundRole(QPalette.Mid)  # the edge; the labels keep WindowText
-        palette = self.palette()
-        palette.setColor(QPalette.Window, QColor("#eef4fc"))
-        palette.setColor(QPalette.Mid, QColor("#c9dbf3"))
-        self.setPalette(palette)
-        self.setAutoFillBackground(True)
+        theme.paint_panel(self, "info")
 
     def update_from(self, system: dict, models: list) -> None:
         self.state, sentence = readiness(system, models)

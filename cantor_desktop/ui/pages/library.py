@@ -13,7 +13,7 @@ import re
 from html import escape
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QCheckBox,
     QFileDialog,
@@ -34,8 +34,9 @@ from PySide6.QtWidgets import (
 
 from ...models.advice import Machine, Recommendation, describe, family_words, recommend
 from ...models.events import PullEvent, PullStep
-from . import page_header
+from .. import theme
 from ..transfer import TransferMeter, human_bytes, human_duration
+from . import page_header
 
 COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
 # Fixed column widths (Size … actions); the Model column takes the rest. Below WIDE_AT px of
@@ -46,7 +47,7 @@ NARROW = ((1, 84), (2, 96), (3, 120), (4, 0), (5, 0), (6, 174))
 WIDE_AT = 880
 READY = "ready"
 DEFAULT_QUANT = "Q8_0"
-RED, AMBER = "color: #c0392b;", "color: #b45309;"
+RED, AMBER = "danger", "warning"  # tones of the message line (ui.theme)
 STAR = "★"
 KINDS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
 ADAPTER_COLUMNS = ["Adapter", "Size", "Made for", ""]
@@ -121,9 +122,7 @@ class LibraryPage(QWidget):
 
         self.advice = QFrame()
         self.advice.setObjectName("advice")
-        self.advice.setStyleSheet(
-            "#advice { background:#eef7ee; border:1px solid #bcdcbc; border-radius:4px; }"
-        )
+        theme.paint_panel(self.advice, "info")
         row = QHBoxLayout(self.advice)
         row.setContentsMargins(10, 6, 10, 6)
         self.advice_text = QLabel()
@@ -160,7 +159,7 @@ class LibraryPage(QWidget):
         under = QHBoxLayout()
         self.details = QLabel()
         self.details.setWordWrap(True)
-        self.details.setStyleSheet("color: #4b5563;")
+        theme.tone(self.details, "muted")
         under.addWidget(self.details, 1)
         self.every_quant = QCheckBox("Show every quantisation")
         self.every_quant.setToolTip(
@@ -188,7 +187,7 @@ class LibraryPage(QWidget):
         self.hf_token.setToolTip("Kept in the keyring of the node's machine; never shown again")
         self.hf_token.setMinimumWidth(240)
         self.hf_state = QLabel("")
-        self.hf_state.setStyleSheet("color: #4b5563;")
+        theme.tone(self.hf_state, "muted")
         self.hf_save = QPushButton("Save token")
         self.hf_save.clicked.connect(self._save_hf_token)
         self.hf_remove = QPushButton("Remove")
@@ -207,9 +206,14 @@ class LibraryPage(QWidget):
         self.adapter_list = AdapterList.of(link)
         self.adapter_list.changed.connect(self.set_adapters)
         self.set_adapters(self.adapter_list.adapters)
+        theme.notifier().changed.connect(self._scheme_changed)
+
+    def _scheme_changed(self, _scheme: str) -> None:
+        for table in (self.table, self.adapter_table):
+            theme.retone_items(table)
 
     # -- layout ---------------------------------------------------------------------------
-    def eventFilter(self, obj, event):  # noqa: N802 — fit the columns to the table's width
+    def eventFilter(self, obj, event):
         if obj is self.table and event.type() == QEvent.Resize:
             self._fit_columns(event.size().width())
         return super().eventFilter(obj, event)
@@ -225,8 +229,8 @@ class LibraryPage(QWidget):
             if w:
                 h.resizeSection(col, w)
 
-    def _say(self, text: str, style: str = "") -> None:
-        self.message.setStyleSheet(style)
+    def _say(self, text: str, tone: str | None = None) -> None:
+        theme.tone(self.message, tone or None)
         self.message.setText(text)
 
     # -- the models -----------------------------------------------------------------------
@@ -358,7 +362,7 @@ class LibraryPage(QWidget):
         cell = self.table.item(row, 2)
         cell.setText("" if m.get("builtin") else state)
         cell.setToolTip(self.failed.get(name, ""))
-        cell.setData(Qt.ForegroundRole, QColor("#c0392b") if state == "failed" else None)
+        theme.item_tone(cell, "danger" if state == "failed" else None)
         buttons = row_actions(
             state,
             builtin=bool(m.get("builtin")),
@@ -681,7 +685,7 @@ class LibraryPage(QWidget):
         head.addWidget(QLabel("<b>Adapters (LoRA)</b>"))
         self.adapters_note = QLabel()
         self.adapters_note.setTextFormat(Qt.PlainText)
-        self.adapters_note.setStyleSheet("color: #4b5563;")
+        theme.tone(self.adapters_note, "muted")
         head.addWidget(self.adapters_note, 1)
         self.add_adapter_button = QPushButton("Add adapter…")
         self.add_adapter_button.setToolTip(
@@ -736,7 +740,7 @@ class LibraryPage(QWidget):
             made_for = QTableWidgetItem(a.get("made_for") or f"cannot be used: {a.get('problem')}")
             made_for.setToolTip(made_for.text())
             if a.get("problem"):
-                made_for.setData(Qt.ForegroundRole, QColor("#c0392b"))
+                theme.item_tone(made_for, "danger")
             t.setItem(row, 2, made_for)
             cell = QWidget()
             box = QHBoxLayout(cell)

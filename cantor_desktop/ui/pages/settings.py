@@ -34,9 +34,10 @@ from PySide6.QtWidgets import (
 )
 
 from ... import config
+from ...paths import paths
+from .. import theme
 from ..tasks import Tasks
 from ..widgets import ComboBox, SpinBox
-from ...paths import paths
 
 POLL_MS = 500
 LABELS = {
@@ -90,9 +91,8 @@ class SettingsPage(QWidget):
         outer.addWidget(QLabel("<h2>Settings</h2>"))
         self.banner = QLabel()
         self.banner.setWordWrap(True)
-        self.banner.setStyleSheet(
-            "background:#fdecea; color:#8a1c1c; padding:8px; border-radius:4px;"
-        )
+        self.banner.setMargin(8)
+        theme.paint_panel(self.banner, "alarm")
         self.banner.hide()
         outer.addWidget(self.banner)
         scroll = QScrollArea()
@@ -123,12 +123,12 @@ class SettingsPage(QWidget):
             widget = self._editor(opt)
             self.fields[opt.key] = widget
             err = QLabel()
-            err.setStyleSheet("color:#c0392b;")
+            theme.tone(err, "danger")
             err.setWordWrap(True)
             err.hide()
             self.errors[opt.key] = err
             note = QLabel()
-            note.setStyleSheet("color:#666;")
+            theme.tone(note, "muted")
             note.setWordWrap(True)
             note.setTextInteractionFlags(Qt.TextSelectableByMouse)
             note.hide()
