@@ -72,29 +72,44 @@ def test_waveform_peaks_are_computed_in_the_background_once_and_cached(qtbot, ql
     assert peaks[-1] > peaks[0] * 3  # the test tone swells: the shape is the file's
     assert waveform.cached_peaks(path) is not None
     assert any(waveform.cache_dir().iterdir())
+    from cantor_desktop.ui.theme import colours
+
     image = p.view.viewport().grab().toImage()
-    blue = sum(
+    wave = colours().wave
+    painted = sum(
         1
-        for x in range(0, image.width(), 4)
-        for y in range(0, 64, 4)
-        if image.pixelColor(x, y).blue() > 180 and image.pixelColor(x, y).red() < 180
+        for x in range(0, image.width(), 2)
+        for y in range(0, 64, 2)
+        if image.pixelColor(x, y).name() == wave
     )
-    assert blue > 10  # the waveform is painted
+    assert painted > 10  # the waveform is painted
 
 
-def test_ten_thousand_songs_load_and_paint_fast(qtbot):
+def test_ten_thousand_songs_reach_the_view_a_batch_at_a_time_as_it_scrolls(qtbot):
+    """The page opens on the rows a screen needs, not 10,000: the model hands the view a
+    batch, the view asks for more as it scrolls to the end, and a song far down the list
+    is fetched when it is selected from elsewhere (the tray, Compose). The time it takes
+    is a figure of bench/app.py."""
     p = page(qtbot)
     records = [record(i) for i in range(10_000)]
     p.show()
     qtbot.waitExposed(p)
-    # CPU time of this (the GUI) thread: the work the page does, not how long a loaded
-    # machine kept the thread off its CPU
-    start = time.thread_time()
     p.model.set_songs(records)
-    p.view.viewport().repaint()
-    elapsed = time.thread_time() - start
-    assert p.model.rowCount() == 10_000
-    print(f"10,000 songs: {elapsed * 1000:.0f} ms of CPU (the figure: bench/app.py)")
+    batch = p.model.BATCH
+    assert p.model.rowCount() == batch and p.model.canFetchMore()
+    assert p.model.shown_songs() == 10_000 and p.count.text() == "10000 songs"
+    assert p.model.row(0).song.caption == "song 9999"  # newest first
+    bar = p.view.verticalScrollBar()
+    for _ in range(3):  # the user scrolls to the end of what is there: more arrive
+        bar.setValue(bar.maximum())
+        qtbot.wait(20)
+    assert p.model.rowCount() >= 2 * batch
+    oldest = records[0].id
+    assert p.model.row_of(oldest) == -1  # not handed to the view yet …
+    p.select(oldest)  # … until it is asked for
+    assert p.current().id == oldest and p.model.row_of(oldest) == 9_999
+    captions = [p.model.row(n).song.caption for n in range(p.model.rowCount())]
+    assert captions == [f"song {i}" for i in range(9_999, -1, -1)]  # every song, in order
 
 
 def test_move_to_trash_removes_the_song(qtbot, tmp_path, monkeypatch):
@@ -259,19 +274,31 @@ def test_search_as_you_type_and_favourites(qtbot):
     assert p.model.rowCount() == 5
 
 
-def test_search_over_ten_thousand_songs_keeps_each_keystroke_short(qtbot):
+def test_search_over_ten_thousand_songs_finds_every_match_and_keeps_the_selection(qtbot):
+    """Each keystroke filters all 10,000 songs (how long it takes is bench/app.py's); a
+    selected take that still matches stays selected."""
     p = page(qtbot)
-    p.model.set_songs([record(i) for i in range(10_000)])
+    records = [record(i) for i in range(10_000)]
+    p.model.set_songs(records)
     p.show()
     qtbot.waitExposed(p)
-    worst = 0.0
-    for text in ("s", "so", "son", "song", "song 9", "song 99", "song 999", "song 9999"):
-        start = time.thread_time()  # the GUI thread's own work (see above)
+    p.select(record(9_990).id)
+    for text in ("s", "so", "son", "song", "song 9", "song 99", "song 999"):
         p.search.setText(text)
-        p.view.viewport().repaint()
-        worst = max(worst, time.thread_time() - start)
+        assert p.current() is not None and p.current().id == record(9_990).id, text
+    assert p.model.shown_songs() == 19 and p.count.text() == "19 of 10000 songs"  # …999…
+    p.search.setText("song 9999")
     assert [p.model.row(n).song.caption for n in range(p.model.rowCount())] == ["song 9999"]
-    print(f"slowest keystroke: {worst * 1000:.1f} ms of CPU (the figure: bench/app.py)")
+    assert p.current() is None  # song 9990 no longer shows: nothing to act on
+    assert not p.actions["cover"].isEnabled()
+    p.search.setText("song 12")  # every word anywhere: 12 in the number or in "112bpm"
+    from cantor_desktop.ui.song_records import search_text
+
+    expected = [r.id for r in records if "12" in search_text(r)]
+    assert len(expected) > p.model.BATCH  # more than one batch: the rest as it scrolls
+    assert p.model.shown_songs() == len(expected)
+    p.search.clear()
+    assert p.model.shown_songs() == 10_000
 
 
 def test_rows_show_tempo_key_length_instrumental_and_model():
@@ -427,3 +454,92 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     assert editor.region is None and editor.after > 1 and p.extend.isEnabled()
     ext = p.edit_request("extend", extend={"after": editor.after})
     assert validate(ext).extend["after"] == editor.after
+
+
+# -- what a new user tripped on --------------------------------------------------------------
+
+
+def long_song(i: int, path: str | None = None) -> Song:
+    song = record(i, path)
+    song.request["caption"] = (
+        "warm lo-fi piano, rain on the window, slow brushed drums, vinyl crackle, a cello "
+        "that answers the piano in the second verse, tape hiss and a far-away choir " * 2
+    )
+    return song
+
+
+def test_edit_buttons_follow_the_selection_and_say_why_they_are_off(qtbot, tmp_path):
+    p = page(qtbot)
+    wav = make_wav(tmp_path / "e.wav", seconds=4.0)
+    failed = Song.from_json(
+        {
+            "id": f"{77:016x}",
+            "state": "failed",
+            "created": 1_800_000_000,
+            "error": "out of memory",
+            "request": {"caption": "a failed one", "model": "sketch"},
+        }
+    )
+    p.model.set_songs([record(1, wav), failed])
+    edit = (p.repaint, p.extend, p.cover, p.as_reference, p.layer, p.stems)
+    # nothing selected: every edit is off, and says what to do
+    assert not any(b.isEnabled() for b in edit)
+    for b in edit:
+        assert "Select a take in the list first" in b.toolTip(), b.text()
+    assert not p.actions["stems"].isEnabled()  # the Song menu's own, too
+    # a failed song: nothing to edit, and why
+    p.select(failed.id)
+    assert not any(b.isEnabled() for b in edit)
+    assert "failed" in p.cover.toolTip()
+    # a finished take: what needs no more choice is on; repaint and extend say what to do
+    p.select(record(1).id, 1)
+    assert all(b.isEnabled() for b in (p.cover, p.as_reference, p.layer, p.stems))
+    assert not p.repaint.isEnabled() and "Drag across the waveform" in p.repaint.toolTip()
+    assert not p.extend.isEnabled() and "past either end" in p.extend.toolTip()
+    p.editor.select(0.5, 1.0)  # too short to repaint
+    assert not p.repaint.isEnabled() and "at least 1 s" in p.repaint.toolTip()
+    p.editor.select(0.5, 2.5)
+    assert p.repaint.isEnabled() and "\n—" not in p.repaint.toolTip()
+    p.editor.extend_by(after=5)
+    assert p.extend.isEnabled() and not p.repaint.isEnabled()
+    # clicking a disabled one does nothing; an enabled one reaches its action
+    seen = []
+    p.cover_requested.connect(lambda source, name: seen.append(source))
+    p.view.clearSelection()
+    p.view.setCurrentIndex(p.model.index(-1, 0))
+    p.cover.click()
+    assert seen == []
+    p.select(record(1).id, 1)
+    p.cover.click()
+    assert seen == [{"song": record(1).id, "take": 1}]
+
+
+def test_selecting_a_song_with_a_long_name_never_widens_the_window(qtbot, tmp_path):
+    """The window is as wide as the musician made it: a long caption, the waveform's
+    words and the export's summary are cut with an ellipsis, not given more room."""
+    from cantor_desktop.ui.export_dialog import takes_summary
+    from cantor_desktop.ui.window import MainWindow
+
+    link = NodeLink(start_child=False)
+    window = MainWindow(link)
+    qtbot.addWidget(window)
+    window.show_page("Songs")
+    window.resize(window.minimumSizeHint().width(), 700)
+    window.show()
+    qtbot.waitExposed(window)
+    size, least = window.size(), window.minimumSizeHint()
+    songs = window.songs
+    wav = make_wav(tmp_path / "l.wav", seconds=3.0)
+    songs.model.set_songs([long_song(i, wav) for i in range(3)])
+    for i in range(3):
+        songs.select(long_song(i).id, 1)
+        songs.editor.select(0.2, 2.9)
+        qtbot.wait(10)
+        assert window.size() == size and window.minimumSizeHint().width() <= least.width()
+    words = songs.edit_words
+    assert words.shown_text().endswith("…") or words.width() >= words.sizeHint().width()
+    # the export dialog's first line: each name cut with an ellipsis, never mid-word bare
+    song = long_song(1, "/x/a.wav")
+    line = takes_summary([(song, song.takes[0])], words.fontMetrics())
+    assert "…" in line and line.endswith("(take 1)")
+    assert song.name not in line

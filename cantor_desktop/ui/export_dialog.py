@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
 
 from .. import config, export
 from ..song import Song, Take
-from . import app_state
+from . import app_state, theme
 from .tasks import Tasks
-from .widgets import ComboBox, DoubleSpinBox
+from .widgets import ComboBox, DoubleSpinBox, ElidedLabel
 
 LOUDNESS_CHOICES = (
     ("Off — the audio as it was made", None),
@@ -53,6 +53,21 @@ def song_meta(song: Song, take: Take) -> export.SongMeta:
         except (OSError, ValueError):
             sidecar = None
     return export.SongMeta.from_song(song.to_json(), take=take.n, sidecar=sidecar)
+
+
+NAME_WIDTH = 260  # px of one song's name in the dialog's first line
+
+
+def takes_summary(takes: list[tuple[Song, Take]], metrics, shown: int = 4) -> str:
+    """The dialog's first line: how many takes, and the first few by name, each name cut
+    with an ellipsis at a width (``metrics``: the label's QFontMetrics), never mid-word
+    without one."""
+    names = ", ".join(
+        f"{metrics.elidedText(s.name, Qt.ElideRight, NAME_WIDTH)} (take {t.n})"
+        for s, t in takes[:shown]
+    )
+    more = f" and {len(takes) - shown} more" if len(takes) > shown else ""
+    return f"{len(takes)} take{'s' if len(takes) != 1 else ''}: {names}{more}"
 
 
 def export_takes(
@@ -141,10 +156,10 @@ class ExportDialog(QDialog):
         self.drag.setChecked(bool(cfg.get("export.drag")))
 
         self.problem = QLabel()
-        self.problem.setStyleSheet("color: #c0392b;")
+        theme.tone(self.problem, "danger")
         self.problem.setWordWrap(True)
         self.preview = QLabel()
-        self.preview.setStyleSheet("color: #6b7280;")
+        theme.tone(self.preview, "muted")
         self.preview.setWordWrap(True)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
@@ -157,13 +172,9 @@ class ExportDialog(QDialog):
         self.buttons.rejected.connect(self.stop_or_close)
 
         layout = QVBoxLayout(self)
-        layout.addWidget(
-            QLabel(
-                f"{len(takes)} take{'s' if len(takes) != 1 else ''}: "
-                + ", ".join(f"{s.name[:30]} (take {t.n})" for s, t in takes[:4])
-                + ("…" if len(takes) > 4 else "")
-            )
-        )
+        self.summary = ElidedLabel(takes_summary(takes, self.fontMetrics()))
+        self.summary.set_tip("\n".join(f"{s.name} (take {t.n})" for s, t in takes))
+        layout.addWidget(self.summary)
         layout.addLayout(form)
         layout.addWidget(self.remember)
         layout.addWidget(self.drag)
@@ -287,7 +298,7 @@ class ExportDialog(QDialog):
             return
         self.reject()
 
-    def done(self, result: int) -> None:  # noqa: A003 — QDialog API
+    def done(self, result: int) -> None:
         self._stop.set()
         super().done(result)
 

@@ -1,42 +1,39 @@
 """The Songs list as a Qt model (one row per take), the waveform store, the row delegate and
 the drag helper.
 
-Model/view keeps 10,000 songs cheap: rows are plain records, painting is done by one
-delegate, a search filters a prepared lower-case text per song, and waveform peaks are
-computed off the GUI thread once and cached (memory + disk), their results handed back on
-the GUI thread by the app's one way of running background work (:class:`.tasks.Tasks`).
+Model/view keeps 10,000 songs cheap: rows are plain records handed to the view a batch at a
+time as they scroll into view (``canFetchMore``/``fetchMore``), painting is done by one
+delegate, a search filters a prepared lower-case text per song (made in idle moments after
+the songs arrive), and a waveform is drawn from a small cached summary of the file (its
+peaks, computed off the GUI thread once and kept in memory and on disk; the shape at a
+row's size is kept too), never from the audio itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable
 
 from PySide6.QtCore import (
+    QAbstractListModel,
     QMimeData,
+    QModelIndex,
     QObject,
     QPointF,
     QRect,
-    QRegularExpression,
     QSize,
-    QSortFilterProxyModel,
     Qt,
+    QTimer,
     QUrl,
     Signal,
 )
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QPainter,
-    QPen,
-    QPolygonF,
-    QStandardItem,
-    QStandardItemModel,
-)
+from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
 from ..song import Song, SongState
+from . import theme
 from .song_records import (
     Row,
     facts,
@@ -50,7 +47,6 @@ from .song_records import (
 from .tasks import Tasks
 
 RowRole = Qt.UserRole + 1
-SearchRole = Qt.UserRole + 2
 
 
 def song_mime_data(paths: Iterable[str]) -> QMimeData:
@@ -60,39 +56,90 @@ def song_mime_data(paths: Iterable[str]) -> QMimeData:
     return mime
 
 
-# a QStandardItem's own flags less editing and dropping onto it, set in one call (10,000 rows)
-ITEM_FLAGS = Qt.ItemIsSelectable | Qt.ItemIsEnabled | Qt.ItemIsDragEnabled
+ROW_FLAGS = Qt.ItemIsSelectable | Qt.ItemIsEnabled
+TAKE_FLAGS = ROW_FLAGS | Qt.ItemIsDragEnabled
 
 
-class SongsModel(QSortFilterProxyModel):
+class SongsModel(QAbstractListModel):
     """Every take of every song, newest song first, takes in order under their song.
 
     ``set_songs`` replaces all, ``upsert`` changes or adds one song, ``remove`` drops one;
     ``set_filter`` shows only what matches a search (every word, in title, caption, lyrics,
     model, key, tempo) and, when asked, only favourites.
 
-    The rows live in a QStandardItemModel and the filter is Qt's own proxy: laying out and
-    filtering 10,000 rows runs in C++, where a Python model would be asked for its row count
-    twice per row on every keystroke."""
+    The songs that pass the filter are kept in order (``_matching``, by id); their rows are
+    made and handed to the view :data:`BATCH` at a time, when the view scrolls near the end
+    of what it has (``fetchMore``), so opening the page or typing a letter costs the same
+    for 100 songs as for 10,000: the rows on screen, not the rows there are."""
 
-    FAVOURITE = "\x07favourite"
+    BATCH = 200
+    TEXTS_PER_TICK = 400  # search texts made per idle moment after the songs arrive
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        self.rows = QStandardItemModel(self)
-        self.setSourceModel(self.rows)
-        self.setFilterRole(SearchRole)
         self._songs: dict[str, Song] = {}
-        self._items: dict[str, list[QStandardItem]] = {}  # song id → its items, in order
-        self._texts: dict[str, str] = {}  # song id → its search text
+        self._order: list[str] = []  # every song's id, families together
+        self._depth: dict[str, int] = {}  # song id → 0 for a song, 1… for its versions
+        self._texts: dict[str, str] = {}  # song id → its search text (made when needed)
         self._query = ""
         self._favourites_only = False
+        self._matching: list[str] = []  # the songs that pass, in order
+        self._next = 0  # the first of _matching not made into rows yet
+        self._rows: list[Row] = []  # the rows the view has
+        self._first: dict[str, int] | None = None  # song id → its first row (made on need)
+        self._band: dict[str, int] = {}
+        self._pending: list[str] = []  # songs whose search text is still to be made
+        self._texts_timer = QTimer(self)
+        self._texts_timer.setSingleShot(True)
+        self._texts_timer.timeout.connect(self._make_some_texts)
+
+    # -- Qt's model -------------------------------------------------------------------------
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: QModelIndex, role: int = Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        if role == RowRole:
+            return self._rows[index.row()]
+        if role == Qt.DisplayRole or role == Qt.AccessibleTextRole:
+            return self._rows[index.row()].label
+        return None
+
+    def flags(self, index: QModelIndex):
+        if not index.isValid():
+            return Qt.NoItemFlags
+        return TAKE_FLAGS if self._rows[index.row()].take is not None else ROW_FLAGS
+
+    def canFetchMore(self, parent: QModelIndex = QModelIndex()) -> bool:  # noqa: B008
+        return not parent.isValid() and self._next < len(self._matching)
+
+    def fetchMore(self, parent: QModelIndex = QModelIndex()) -> None:  # noqa: B008
+        if parent.isValid():
+            return
+        rows = self._make_rows(self.BATCH)
+        if rows:
+            at = len(self._rows)
+            self.beginInsertRows(QModelIndex(), at, at + len(rows) - 1)
+            self._rows.extend(rows)
+            self._first = None
+            self.endInsertRows()
+
+    def _make_rows(self, count: int) -> list[Row]:
+        """The rows of the next songs of ``_matching``: at least ``count`` (or all left)."""
+        rows: list[Row] = []
+        matching, songs, depth = self._matching, self._songs, self._depth
+        n = self._next
+        while n < len(matching) and len(rows) < count:
+            song_id = matching[n]
+            rows.extend(rows_of(songs[song_id], depth.get(song_id, 0)))
+            n += 1
+        self._next = n
+        return rows
 
     # -- reading -------------------------------------------------------------------------
     def row(self, n: int) -> Row | None:
-        if not 0 <= n < self.rowCount():
-            return None
-        return self.index(n, 0).data(RowRole)
+        return self._rows[n] if 0 <= n < len(self._rows) else None
 
     def song(self, song_id: str) -> Song | None:
         return self._songs.get(song_id)
@@ -101,112 +148,204 @@ class SongsModel(QSortFilterProxyModel):
         return list(self._songs.values())
 
     def shown_songs(self) -> int:
-        """How many songs the filter lets through (a song's rows share its search text)."""
-        words = self._words()
-        if not words:
-            return len(self._songs)
-        texts = self._texts.values()
-        if len(words) == 1:
-            word = words[0]
-            return sum(1 for text in texts if word in text)
-        return sum(1 for text in texts if all(w in text for w in words))
+        """How many songs the filter lets through (made into rows or not yet)."""
+        return len(self._matching)
 
-    def _words(self) -> list[str]:
-        return self._query.split() + ([self.FAVOURITE] if self._favourites_only else [])
+    def band(self, song_id: str) -> int:
+        """0 or 1: the songs shown alternate between two grounds (a song's takes share
+        one)."""
+        self._index()
+        return self._band.get(song_id, 0)
 
-    def row_of(self, song_id: str, take: int | None = None) -> int:
-        """The shown row of a song's take (its first row without ``take``); -1 when not."""
-        for item in self._items.get(song_id, ()):
-            row: Row = item.data(RowRole)
-            if take is None or (row.take is not None and row.take.n == take):
-                found = self.mapFromSource(item.index())
-                return found.row() if found.isValid() else -1
+    def row_of(self, song_id: str, take: int | None = None, *, fetch: bool = False) -> int:
+        """The row of a song's take (its first row without ``take``); -1 when it has none
+        (filtered out, or, unless ``fetch``, not handed to the view yet)."""
+        if fetch:
+            self._fetch_until(song_id)
+        n = self._index().get(song_id)
+        if n is None:
+            return -1
+        if take is None:
+            return n
+        rows = self._rows
+        while n < len(rows) and rows[n].song.id == song_id:
+            if rows[n].take is not None and rows[n].take.n == take:
+                return n
+            n += 1
         return -1
 
-    def flags(self, index):
-        base = super().flags(index)
-        row = index.data(RowRole) if index.isValid() else None
-        if row is not None and row.take is not None:
-            base |= Qt.ItemIsDragEnabled
-        return base
+    def _index(self) -> dict[str, int]:
+        """Song id → its first row, for the rows the view has (made again after a change),
+        and every other song's band."""
+        if self._first is None:
+            first: dict[str, int] = {}
+            band: dict[str, int] = {}
+            for n, r in enumerate(self._rows):
+                if r.first:
+                    band[r.song.id] = len(first) % 2
+                    first[r.song.id] = n
+            self._first, self._band = first, band
+        return self._first
+
+    def _fetch_until(self, song_id: str) -> None:
+        """Hand the view the rows up to a song's (one selected from elsewhere)."""
+        if song_id in self._index():
+            return
+        try:
+            n = self._matching.index(song_id, self._next)
+        except ValueError:
+            return
+        while self._next <= n:
+            self.fetchMore()
 
     # -- changing ------------------------------------------------------------------------
     def set_songs(self, songs: Iterable[Song]) -> None:
         """All songs, each family together (a song, then its versions newest first)."""
         self._songs = {s.id: s for s in songs}
+        self._reorder()
         self._texts = {}
-        ordered = family_order(self._songs)
-        self._items = {s.id: self._make_items(s, depth) for s, depth in ordered}
-        self.beginResetModel()
-        self.rows.blockSignals(True)
-        self.rows.clear()
-        root = self.rows.invisibleRootItem()
-        for song, _depth in ordered:
-            for item in self._items[song.id]:
-                root.appendRow(item)
-        self.rows.blockSignals(False)
-        self.endResetModel()
+        self._pending = list(self._order)
+        self._refilter()
+        self._texts_timer.start(0)
 
     def upsert(self, song: Song) -> None:
-        old = self._items.get(song.id)
+        known = song.id in self._songs
         self._songs[song.id] = song
-        if old is None and parent_of(song) in self._songs:
-            self.set_songs(list(self._songs.values()))  # a new version joins its family
+        self._texts.pop(song.id, None)
+        if not known and parent_of(song) in self._songs:
+            self._reorder()  # a new version joins its family
+            self._refilter(keep=True)
             return
-        depth = old[0].data(RowRole).depth if old else 0
-        fresh = rows_of(song, depth)
-        if old is not None and len(old) == len(fresh):  # same rows, new content
-            text = self._texts[song.id] = self._search_text(song)
-            for item, row in zip(old, fresh):
-                item.setData(row, RowRole)
-                item.setData(text, SearchRole)
-                item.setData(row.label, Qt.DisplayRole)
-            return
-        at = old[0].row() if old else 0  # a new song: the newest
-        if old:
-            self.rows.removeRows(at, len(old))
-        items = self._make_items(song, depth)
-        for offset, item in enumerate(items):
-            self.rows.insertRow(at + offset, item)
-        self._items[song.id] = items
+        if not known:
+            self._order.insert(0, song.id)  # the newest song
+            self._depth[song.id] = 0
+        passes = self._passes(song)
+        shown = self._index().get(song.id)
+        if shown is not None and passes:
+            self._replace_rows(song)
+        elif shown is not None or (known and not passes and song.id in self._matching):
+            self._take_out(song.id)
+        elif passes and (not known or song.id not in self._matching):
+            self._put_in(song.id)
 
     def remove(self, song_id: str) -> None:
-        items = self._items.pop(song_id, None)
-        self._songs.pop(song_id, None)
+        if self._songs.pop(song_id, None) is None:
+            return
         self._texts.pop(song_id, None)
-        if items:
-            self.rows.removeRows(items[0].row(), len(items))
+        self._order.remove(song_id)
+        self._depth.pop(song_id, None)
+        if song_id in self._matching:
+            self._take_out(song_id)
 
     def set_filter(self, query: str = "", favourites_only: bool = False) -> None:
         query = " ".join(query.lower().split())
         if (query, favourites_only) == (self._query, self._favourites_only):
             return
         self._query, self._favourites_only = query, favourites_only
-        words = self._words()
-        if not words:
-            self.setFilterFixedString("")
-        elif len(words) == 1:
-            self.setFilterFixedString(words[0])
-        else:  # every word, anywhere, in any order
-            pattern = "^" + "".join(f"(?=.*{QRegularExpression.escape(w)})" for w in words)
-            self.setFilterRegularExpression(
-                QRegularExpression(pattern, QRegularExpression.DotMatchesEverythingOption)
-            )
+        self._refilter()
 
     # -- inside --------------------------------------------------------------------------
-    def _search_text(self, song: Song) -> str:
-        return search_text(song) + (f" {self.FAVOURITE}" if song.favourite else "")
+    def _reorder(self) -> None:
+        ordered = family_order(self._songs)
+        self._order = [s.id for s, _d in ordered]
+        self._depth = {s.id: d for s, d in ordered if d}
 
-    def _make_items(self, song: Song, depth: int = 0) -> list[QStandardItem]:
-        text = self._texts[song.id] = self._search_text(song)
-        items = []
-        for row in rows_of(song, depth):
-            item = QStandardItem(row.label)
-            item.setData(row, RowRole)
-            item.setData(text, SearchRole)
-            item.setFlags(ITEM_FLAGS)
-            items.append(item)
-        return items
+    def _refilter(self, keep: bool = False) -> None:
+        """Pass every song through the filter again and hand the view its first batch
+        (``keep``: as many rows as it had)."""
+        had = len(self._rows)
+        self.beginResetModel()
+        if not self._query and not self._favourites_only:
+            self._matching = list(self._order)
+        else:
+            songs, passes = self._songs, self._passes
+            self._matching = [song_id for song_id in self._order if passes(songs[song_id])]
+        self._next = 0
+        self._rows = self._make_rows(max(self.BATCH, had if keep else 0))
+        self._first = None
+        self.endResetModel()
+
+    def _passes(self, song: Song) -> bool:
+        if self._favourites_only and not song.favourite:
+            return False
+        query = self._query
+        if not query:
+            return True
+        text = self._texts.get(song.id)
+        if text is None:
+            text = self._texts[song.id] = search_text(song)
+        if " " not in query:
+            return query in text
+        return all(word in text for word in query.split())
+
+    def _make_some_texts(self) -> None:
+        """Search texts, a few hundred per idle moment once the songs are in: the first
+        keystroke then only compares (making all 10,000 at once would cost it ~0.1 s)."""
+        texts, pending, songs = self._texts, self._pending, self._songs
+        for _ in range(min(self.TEXTS_PER_TICK, len(pending))):
+            song_id = pending.pop()
+            song = songs.get(song_id)
+            if song is not None and song_id not in texts:
+                texts[song_id] = search_text(song)
+        if pending:
+            self._texts_timer.start(0)
+
+    def _span(self, song_id: str) -> tuple[int, int]:
+        """(first row, number of rows) of a song the view has."""
+        start = self._index()[song_id]
+        rows = self._rows
+        end = start + 1
+        while end < len(rows) and rows[end].song.id == song_id:
+            end += 1
+        return start, end - start
+
+    def _replace_rows(self, song: Song) -> None:
+        start, count = self._span(song.id)
+        fresh = rows_of(song, self._depth.get(song.id, 0))
+        if len(fresh) == count:  # same rows, new content
+            self._rows[start : start + count] = fresh
+            self.dataChanged.emit(self.index(start, 0), self.index(start + count - 1, 0))
+            return
+        self.beginRemoveRows(QModelIndex(), start, start + count - 1)
+        del self._rows[start : start + count]
+        self._first = None
+        self.endRemoveRows()
+        self.beginInsertRows(QModelIndex(), start, start + len(fresh) - 1)
+        self._rows[start:start] = fresh
+        self._first = None
+        self.endInsertRows()
+
+    def _take_out(self, song_id: str) -> None:
+        at = self._matching.index(song_id)
+        if at >= self._next:  # not made into rows yet
+            del self._matching[at]
+            return
+        start, count = self._span(song_id)
+        self.beginRemoveRows(QModelIndex(), start, start + count - 1)
+        del self._rows[start : start + count]
+        del self._matching[at]
+        self._next -= 1
+        self._first = None
+        self.endRemoveRows()
+
+    def _put_in(self, song_id: str) -> None:
+        """A song that passes now, at its place in the order (the top, for a new one)."""
+        place = {sid: n for n, sid in enumerate(self._order)}
+        mine = place[song_id]
+        at = next(
+            (n for n, sid in enumerate(self._matching) if place.get(sid, -1) > mine),
+            len(self._matching),
+        )
+        all_made = self._next == len(self._matching)
+        self._matching.insert(at, song_id)
+        if at < self._next or all_made:  # among the rows the view has: made now
+            start = self._index()[self._matching[at + 1]] if at < self._next else len(self._rows)
+            fresh = rows_of(self._songs[song_id], self._depth.get(song_id, 0))
+            self.beginInsertRows(QModelIndex(), start, start + len(fresh) - 1)
+            self._rows[start:start] = fresh
+            self._next += 1
+            self._first = None
+            self.endInsertRows()
 
 
 class WaveformStore(QObject):
@@ -257,11 +396,15 @@ class WaveformStore(QObject):
 
 
 class SongDelegate(QStyledItemDelegate):
-    """Paints one row: ▶ button, name and facts (or status), favourite star, waveform."""
+    """Paints one row: a large ▶ button, name and facts (or status), favourite star, and the
+    waveform (the played part in the accent). Colours come from :mod:`.theme` at paint
+    time, so a switch between light and dark shows at once."""
 
     ROW_HEIGHT = 64
-    PLAY_W = 34
+    PLAY = 36  # the play button's diameter: a large target
+    PLAY_W = 46  # the room it takes at the row's left
     STAR_W = 22
+    WAVES_KEPT = 256  # waveform shapes kept, by file and size
 
     def __init__(self, store: WaveformStore, parent=None, files=None):
         super().__init__(parent)
@@ -270,6 +413,7 @@ class SongDelegate(QStyledItemDelegate):
         self.playing: tuple[str, int] | None = None  # (song id, take) playing or paused
         self.sounding = False  # playing now (not paused)
         self.play_position = 0.0  # 0..1 of the playing take
+        self._shapes: OrderedDict[tuple, QPolygonF] = OrderedDict()
 
     def _local(self, row: Row) -> str | None:
         """The file on this machine to draw (starting its fetch from the node if needed)."""
@@ -279,12 +423,12 @@ class SongDelegate(QStyledItemDelegate):
             return self.files.ensure(row.song, row.take)
         return row.take.audio if os.path.exists(row.take.audio) else None
 
-    def sizeHint(self, option, index) -> QSize:  # noqa: N802
+    def sizeHint(self, option, index) -> QSize:
         return QSize(400, self.ROW_HEIGHT)
 
     # -- hit areas (the page's view asks where a click landed) --------------------------
     def play_rect(self, rect: QRect) -> QRect:
-        return QRect(rect.left() + 6, rect.center().y() - 13, 26, 26)
+        return QRect(rect.left() + 6, rect.center().y() - self.PLAY // 2, self.PLAY, self.PLAY)
 
     def star_rect(self, rect: QRect, indent: int) -> QRect:
         """Level with the title line (the row's upper half, inside its 4-px margin)."""
@@ -300,26 +444,36 @@ class SongDelegate(QStyledItemDelegate):
         """Versions sit under their song, takes under their version."""
         return 28 * row.depth + (0 if row.first else 18)
 
+    @staticmethod
+    def row_colours(selected: bool, band: int, failed: bool) -> tuple[str, str, str]:
+        """(ground, title, facts) of a row: what the contrast test measures, too."""
+        c = theme.colours()
+        ground = c.selection if selected else (c.surface_alt if band else c.surface)
+        return ground, c.text, c.danger if failed else c.muted
+
     def paint(self, painter: QPainter, option, index) -> None:
         row: Row = index.data(RowRole)
         song = row.song
+        c = theme.colours()
+        model = index.model()
+        band = model.band(song.id) if hasattr(model, "band") else 0
+        ground, title_colour, facts_colour = self.row_colours(
+            bool(option.state & QStyle.State_Selected), band, song.state == SongState.FAILED
+        )
         painter.save()
-        if option.state & QStyle.State_Selected:
-            painter.fillRect(option.rect, option.palette.highlight().color().lighter(170))
-        elif self._band(index):
-            painter.fillRect(option.rect, QColor(0, 0, 0, 8))
+        painter.fillRect(option.rect, QColor(ground))
         self._paint_play(painter, option.rect, row)
         indent = self.indent(row)
         r = option.rect.adjusted(self.PLAY_W + 10 + indent, 4, -10, -4)
         text_w = min(380, r.width() // 2)
         if row.first:
             star = self.star_rect(option.rect, indent)
-            painter.setPen(QColor("#e0a800") if song.favourite else QColor("#c4c8cf"))
+            painter.setPen(QColor(c.favourite if song.favourite else c.muted))
             painter.drawText(star, Qt.AlignLeft | Qt.AlignVCenter, "★" if song.favourite else "☆")
         title = QFont(option.font)
         title.setBold(row.first)
         painter.setFont(title)
-        painter.setPen(option.palette.text().color())
+        painter.setPen(QColor(title_colour))
         fm = painter.fontMetrics()
         name_left = r.left() + (self.STAR_W if row.first else 0)
         label = (
@@ -346,7 +500,7 @@ class SongDelegate(QStyledItemDelegate):
             else:
                 bits.insert(0, "file moved or deleted")
         meta = "  ·  ".join(b for b in bits if b)
-        painter.setPen(QColor("#6b7280") if song.state != SongState.FAILED else QColor("#c0392b"))
+        painter.setPen(QColor(facts_colour))
         fm = painter.fontMetrics()
         painter.drawText(
             QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
@@ -357,83 +511,97 @@ class SongDelegate(QStyledItemDelegate):
         self._paint_wave(painter, wave, row)
         painter.restore()
 
-    @staticmethod
-    def _band(index) -> bool:
-        """Alternate the background per song, not per row: a song's takes share a band."""
-        model = index.model()
-        row: Row = index.data(RowRole)
-        return model.row_of(row.song.id) % 2 == 1 if hasattr(model, "row_of") else False
-
     def _paint_play(self, painter: QPainter, rect: QRect, row: Row) -> None:
         if row.take is None:
             return
+        c = theme.colours()
         button = self.play_rect(rect)
-        playing = self.playing == row.key and self.sounding
+        current = self.playing == row.key
+        playing = current and self.sounding
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setPen(Qt.NoPen)
-        painter.setBrush(QColor("#2f7fd8") if self.playing == row.key else QColor("#d9e4f5"))
+        painter.setBrush(QColor(c.accent if current else c.raised))
         painter.drawEllipse(button)
-        painter.setBrush(QColor("white") if self.playing == row.key else QColor("#2f7fd8"))
-        c = button.center()
+        painter.setBrush(QColor(c.on_accent if current else c.text))
+        cx, cy = button.center().x() + 0.5, button.center().y() + 0.5
         if playing:  # pause bars
-            painter.drawRect(QRect(c.x() - 5, c.y() - 6, 4, 12))
-            painter.drawRect(QRect(c.x() + 2, c.y() - 6, 4, 12))
+            painter.drawRect(QRect(int(cx) - 6, int(cy) - 7, 4, 14))
+            painter.drawRect(QRect(int(cx) + 2, int(cy) - 7, 4, 14))
         else:  # play triangle
             painter.drawPolygon(
-                QPolygonF(
-                    [
-                        QPointF(c.x() - 4, c.y() - 7),
-                        QPointF(c.x() - 4, c.y() + 7),
-                        QPointF(c.x() + 7, c.y()),
-                    ]
-                )
+                QPolygonF([QPointF(cx - 5, cy - 8), QPointF(cx - 5, cy + 8), QPointF(cx + 8, cy)])
             )
 
     def _paint_wave(self, painter: QPainter, rect: QRect, row: Row) -> None:
         if rect.width() < 20:
             return
+        c = theme.colours()
         song = row.song
         local = self._local(row)
         if local is None:
             if song.state in (SongState.QUEUED, SongState.RUNNING):
                 painter.fillRect(
                     rect.adjusted(0, rect.height() // 2 - 3, 0, -rect.height() // 2 + 3),
-                    QColor("#e5e7eb"),
+                    QColor(c.track),
                 )
                 done = QRect(
                     rect.left(), rect.center().y() - 3, int(rect.width() * song.progress), 6
                 )
-                painter.fillRect(done, QColor("#2f7fd8"))
+                painter.fillRect(done, QColor(c.accent))
             return
         peaks = self.store.get(local)
         mid = rect.center().y()
         if peaks is None:
-            painter.setPen(QPen(QColor("#d1d5db"), 1))
+            painter.setPen(QPen(QColor(c.line), 1))
             painter.drawLine(rect.left(), mid, rect.right(), mid)
             return
-        n = len(peaks)
-        half = rect.height() / 2
+        poly = self.shape(local, peaks, rect)
         played = self.play_position if row.key == self.playing else -1.0
-        top = []
-        bottom = []
-        step = max(1, n // max(1, rect.width() // 2))
-        for i in range(0, n, step):
-            x = rect.left() + rect.width() * i / n
-            h = max(0.5, float(peaks[i : i + step].max()) * half)
-            top.append((x, mid - h))
-            bottom.append((x, mid + h))
-        poly = QPolygonF(
-            [QPointF(x, y) for x, y in top] + [QPointF(x, y) for x, y in reversed(bottom)]
-        )
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setPen(Qt.NoPen)
-        painter.setBrush(QColor("#93b4e0"))
+        painter.setBrush(QColor(c.wave))
         painter.drawPolygon(poly)
         if played >= 0:
             painter.save()
             painter.setClipRect(
                 QRect(rect.left(), rect.top(), int(rect.width() * played), rect.height())
             )
-            painter.setBrush(QColor("#2f7fd8"))
+            painter.setBrush(QColor(c.accent))
             painter.drawPolygon(poly)
             painter.restore()
+
+    def shape(self, path: str, peaks, rect: QRect) -> QPolygonF:
+        """The waveform's outline for a rectangle: made once per file and size from the
+        cached peaks (two points per pixel column at most), then reused for every paint."""
+        key = (path, id(peaks), rect.left(), rect.top(), rect.width(), rect.height())
+        found = self._shapes.get(key)
+        if found is not None:
+            self._shapes.move_to_end(key)
+            return found
+        poly = outline(peaks, rect)
+        self._shapes[key] = poly
+        if len(self._shapes) > self.WAVES_KEPT:
+            self._shapes.popitem(last=False)
+        return poly
+
+
+def outline(peaks, rect: QRect) -> QPolygonF:
+    """A symmetric waveform polygon of ``peaks`` (0..1) filling ``rect``, with at most one
+    point per two pixels (each the loudest peak it covers)."""
+    import numpy as np
+
+    values = np.asarray(peaks, dtype=np.float32)
+    n = len(values)
+    if n == 0:
+        return QPolygonF()
+    columns = max(1, min(n, rect.width() // 2))
+    step = max(1, n // columns)
+    usable = (n // step) * step
+    folded = values[:usable].reshape(-1, step).max(axis=1)
+    half = rect.height() / 2
+    mid = rect.center().y()
+    heights = np.maximum(0.5, folded * half)
+    xs = rect.left() + rect.width() * (np.arange(len(folded)) * step) / n
+    top = [QPointF(float(x), mid - float(h)) for x, h in zip(xs, heights)]
+    bottom = [QPointF(float(x), mid + float(h)) for x, h in zip(xs, heights)]
+    return QPolygonF(top + bottom[::-1])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QSpinBox
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSizePolicy, QSpinBox
 
 
 class _WheelOnlyWhenFocused:
@@ -13,7 +13,7 @@ class _WheelOnlyWhenFocused:
     def _setup(self) -> None:
         self.setFocusPolicy(Qt.StrongFocus)
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def wheelEvent(self, event) -> None:
         if self.hasFocus():
             super().wheelEvent(event)
         else:
@@ -38,14 +38,57 @@ class DoubleSpinBox(_WheelOnlyWhenFocused, QDoubleSpinBox):
         self._setup()
 
 
-def set_text_colour(label, colour: str) -> None:
-    """Colour a label's text through its palette. A style sheet would do the same, but the
-    first one in a window loads Qt's style-sheet engine for it (~0.4 MiB)."""
-    from PySide6.QtGui import QColor, QPalette
+class ElidedLabel(QLabel):
+    """One line of text that fits the room it is given: cut with an ellipsis (…) where it
+    is too long, the whole text in its tooltip. It asks for its whole width but makes do
+    with a few characters, so a long name never makes the window wider."""
 
-    palette = label.palette()
-    palette.setColor(QPalette.WindowText, QColor(colour))
-    label.setPalette(palette)
+    def __init__(self, text: str = "", parent=None, mode=Qt.ElideRight):
+        super().__init__(parent)
+        self._full = ""
+        self._tip = ""
+        self._mode = mode
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = text or ""
+        self._fit()
+        self.updateGeometry()
+
+    def text(self) -> str:
+        return self._full
+
+    def set_tip(self, tip: str) -> None:
+        """A tooltip of its own (else: the whole text, where it is cut)."""
+        self._tip = tip
+        self._fit()
+
+    def shown_text(self) -> str:
+        """What is painted now: the text, or its start and an ellipsis."""
+        return super().text()
+
+    def minimumSizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        return QSize(fm.horizontalAdvance("Mmm…"), super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        margins = self.contentsMargins()
+        width = fm.horizontalAdvance(self._full) + margins.left() + margins.right() + 2
+        return QSize(width, super().sizeHint().height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        shown = self.fontMetrics().elidedText(
+            self._full, self._mode, max(0, self.contentsRect().width())
+        )
+        if shown != super().text():
+            QLabel.setText(self, shown)
+        self.setToolTip(self._tip or (self._full if shown != self._full else ""))
 
 
 def heading(text: str, scale: float = 1.0):
@@ -62,3 +105,18 @@ def heading(text: str, scale: float = 1.0):
         font.setPixelSize(round(font.pixelSize() * scale))
     label.setFont(font)
     return label
+
+
+def follow(button, action) -> None:
+    """A push button that is a QAction's face: a click triggers the action, and the button
+    is enabled, and says in its tooltip what it does (or why it cannot now), as the action
+    is. (A QToolButton with a default action would do the same, but looks like a tool
+    button.)"""
+
+    def sync() -> None:
+        button.setEnabled(action.isEnabled())
+        button.setToolTip(action.toolTip())
+
+    button.clicked.connect(action.trigger)
+    action.changed.connect(sync)
+    sync()

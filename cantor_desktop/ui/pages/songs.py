@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QDrag, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QDesktopServices, QDrag, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -30,13 +30,16 @@ from PySide6.QtWidgets import (
 )
 
 from ...song import Song, SongState, Take
-from ..player import Player
 from ..drag_exports import DragExports
+from ..player import Player
 from ..song_files import SongFiles, node_file_name
 from ..song_records import Row
+from .. import shortcuts, theme
+from ..song_actions import Selection, SongActions
 from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
 from ..transfer import human_duration
 from ..waveform_editor import WaveformEditor
+from ..widgets import ElidedLabel, follow
 from . import page_header
 
 
@@ -128,7 +131,7 @@ class SongsView(QListView):
             return "star", row
         return None
 
-    def mousePressEvent(self, event):  # noqa: N802
+    def mousePressEvent(self, event):
         if event.button() == Qt.LeftButton:
             hit = self._hit(event.position().toPoint())
             if hit is not None:
@@ -139,7 +142,7 @@ class SongsView(QListView):
             self._press = event.position().toPoint()
         super().mousePressEvent(event)
 
-    def mouseMoveEvent(self, event):  # noqa: N802
+    def mouseMoveEvent(self, event):
         if (
             self._press is not None
             and event.buttons() & Qt.LeftButton
@@ -151,7 +154,7 @@ class SongsView(QListView):
             return
         super().mouseMoveEvent(event)
 
-    def startDrag(self, actions):  # noqa: N802 — Qt's own drag would offer a move
+    def startDrag(self, actions):
         self._drag()
 
 
@@ -160,9 +163,10 @@ class SongsPage(QWidget):
     cover_requested = Signal(dict, str)  # source, its name: Compose makes a cover
     reference_requested = Signal(dict, str)  # source, its name: Compose borrows its sound
 
-    def __init__(self, link, parent=None):
+    def __init__(self, link, parent=None, actions: SongActions | None = None):
         super().__init__(parent)
         self.link = link
+        self.actions = actions if actions is not None else SongActions(self)
         self.model = SongsModel(self)
         self.store = WaveformStore(self)
         self.files = SongFiles(link, self)
@@ -173,13 +177,16 @@ class SongsPage(QWidget):
         self._player = Player(self)
         self._player.position_changed.connect(self._position)
         self._player.state_changed.connect(self._player_state)
+        act = self.actions
 
         layout = QVBoxLayout(self)
         self.count = QLabel()
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Search titles, captions, lyrics, keys…  (Ctrl+F)")
+        self.search.setPlaceholderText(
+            shortcuts.tip("Search titles, captions, lyrics, keys…", act["find"].shortcuts())
+        )
         self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(280)
+        self.search.setMinimumWidth(220)
         self.favourites = QPushButton("★ Favourites")
         self.favourites.setCheckable(True)
         self.favourites.setToolTip("Show only the songs marked with a star")
@@ -191,7 +198,9 @@ class SongsPage(QWidget):
             "No songs yet. Make one on the Compose page — the built-in "
             "Sketch engine works right away."
         )
-        self.empty.setStyleSheet("color: #6b7280; padding: 24px;")
+        self.empty.setMargin(24)
+        self.empty.setWordWrap(True)
+        theme.tone(self.empty, "muted")
         self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
         self.view = SongsView()
@@ -208,40 +217,34 @@ class SongsPage(QWidget):
 
         # editing the selected take: a region to repaint, an end to extend, a cover
         self.editor = WaveformEditor()
-        self.edit_words = QLabel()
-        self.edit_words.setStyleSheet("color: #6b7280;")
+        self.edit_words = ElidedLabel()
+        theme.tone(self.edit_words, "muted")
         self.repaint = QPushButton("Repaint…")
-        self.repaint.setToolTip("Make the selected part again (the rest is kept)")
         self.extend = QPushButton("Extend")
-        self.extend.setToolTip(
-            "Add music before or after, in the song's tempo and key "
-            "(drag past an end of the waveform)"
-        )
         self.cover = QPushButton("Cover…")
-        self.cover.setToolTip("A new song in another style that follows this one")
         self.as_reference = QPushButton("Use as reference")
-        self.as_reference.setToolTip("Borrow this take's sound for a new song")
         self.layer = QPushButton("Add a layer…")
-        self.layer.setToolTip("Add an instrument, over the selected part or the whole song")
         self.stems = QPushButton("Stems…")
-        self.stems.setToolTip("Pull out drums, bass, vocals… as stems (one song each)")
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
-        for w in (self.repaint, self.extend, self.cover, self.as_reference, self.layer, self.stems):
+        for w, name in (
+            (self.repaint, "repaint"),
+            (self.extend, "extend"),
+            (self.cover, "cover"),
+            (self.as_reference, "reference"),
+            (self.layer, "layer"),
+            (self.stems, "stems"),
+        ):
+            follow(w, act[name])
             edit_bar.addWidget(w)
         layout.addWidget(self.editor)
         layout.addLayout(edit_bar)
         self.editor.selection_changed.connect(self._edit_buttons)
-        self.repaint.clicked.connect(self.repaint_selection)
-        self.extend.clicked.connect(self.extend_selection)
-        self.cover.clicked.connect(self._cover_clicked)
-        self.as_reference.clicked.connect(self._reference_clicked)
-        self.layer.clicked.connect(lambda: self.open_part("lego"))
-        self.stems.clicked.connect(self.open_stems)
 
         bar = QHBoxLayout()
         self.play = QPushButton("Play")
-        self.play.setToolTip("Play or pause the selected take (Space)")
+        self.play.setMinimumSize(88, 36)  # the big target of the page
+        theme.accent_button(self.play)
         self.seek = QSlider(Qt.Horizontal)
         self.seek.setRange(0, 1000)
         self.time = QLabel("")
@@ -251,13 +254,17 @@ class SongsPage(QWidget):
         self.reuse = QPushButton("Use these settings")
         self.rename = QPushButton("Rename…")
         self.export = QPushButton("Export…")
-        self.export.setToolTip(
-            "Save the selected takes as WAV, FLAC, AIFF or MP3 at 48 or "
-            "44.1 kHz, at a loudness of your choice, tagged with tempo and "
-            "key"
-        )
         self.trash = QPushButton("Move to trash")
-        self.trash.setToolTip("Move the selected songs' files to the trash (Delete)")
+        for w, name in (
+            (self.play, "play"),
+            (self.reveal, "reveal"),
+            (self.copy, "copy_path"),
+            (self.reuse, "reuse"),
+            (self.rename, "rename"),
+            (self.export, "export"),
+            (self.trash, "trash"),
+        ):
+            follow(w, act[name])
         for w in (
             self.play,
             self.seek,
@@ -272,10 +279,37 @@ class SongsPage(QWidget):
             bar.addWidget(w, 1 if w is self.seek else 0)
         layout.addLayout(bar)
         self.note = QLabel("")
-        self.note.setStyleSheet("color: #6b7280;")
+        theme.tone(self.note, "muted")
         self.note.setWordWrap(True)
         self.note.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.note)
+
+        # what each command does (the buttons above, the Song menu and the list's own menu
+        # trigger the same actions)
+        for name, slot in (
+            ("play", self.toggle_play),
+            ("ab", self.switch_ab),
+            ("repaint", self.repaint_selection),
+            ("extend", self.extend_selection),
+            ("cover", self._cover_clicked),
+            ("reference", self._reference_clicked),
+            ("layer", lambda: self.open_part("lego")),
+            ("complete", lambda: self.open_part("complete")),
+            ("stems", self.open_stems),
+            ("render_again", self.render_again),
+            ("export", self.export_selected),
+            ("reveal", self.reveal_selected),
+            ("copy_path", self.copy_path),
+            ("reuse", self._reuse),
+            ("rename", self.rename_selected),
+            ("favourite", self._favourite_current),
+            ("trash", self.trash_selected),
+            ("find", self.focus_search),
+        ):
+            act[name].triggered.connect(lambda _checked=False, f=slot: f())
+        for name in ("play", "ab", "trash"):  # keys of the list: where the list has the focus
+            act[name].setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            self.view.addAction(act[name])
 
         self._player.failed.connect(self.note.setText)
         self.store.ready.connect(self._wave_ready)
@@ -292,30 +326,13 @@ class SongsPage(QWidget):
         self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
         self.search.textChanged.connect(self._filter)
         self.favourites.toggled.connect(self._filter)
-        self.play.clicked.connect(self.toggle_play)
         self.seek.sliderMoved.connect(self._seek)
-        self.reveal.clicked.connect(self.reveal_selected)
-        self.copy.clicked.connect(self.copy_path)
-        self.reuse.clicked.connect(self._reuse)
-        self.rename.clicked.connect(self.rename_selected)
-        self.export.clicked.connect(self.export_selected)
-        self.trash.clicked.connect(self.trash_selected)
         self.model.modelReset.connect(self._update_count)
         link.songs_loaded.connect(self.model.set_songs)
         link.song_updated.connect(self._song_changed)
         link.song_removed.connect(self._song_removed)
         if link.songs:
             self.model.set_songs(list(link.songs.values()))
-
-        for keys, slot, widget in (
-            ("Space", self.toggle_play, self.view),
-            ("B", self.switch_ab, self.view),
-            (QKeySequence.Delete, self.trash_selected, self.view),
-            (QKeySequence.Find, self.focus_search, self),
-        ):
-            shortcut = QShortcut(QKeySequence(keys), widget)
-            shortcut.setContext(Qt.WidgetWithChildrenShortcut)
-            shortcut.activated.connect(slot)
         self._update_count()
         self._update_buttons()
 
@@ -331,9 +348,30 @@ class SongsPage(QWidget):
         self.view.setVisible(total > 0)
 
     def _filter(self, *_) -> None:
+        """Search as you type: the selection stays on the takes that still show."""
+        keep = [r.key for r in self.view.selected_rows()]
+        current = self.view.currentIndex().data(RowRole)
         self.model.set_filter(self.search.text(), self.favourites.isChecked())
+        if keep or current is not None:
+            self._reselect(keep, current.key if current is not None else None)
         self._update_count()
         self._update_buttons()
+
+    def _reselect(self, keys: list[tuple[str, int]], current: tuple[str, int] | None) -> None:
+        from PySide6.QtCore import QItemSelection, QItemSelectionModel as Sel
+
+        chosen = QItemSelection()
+        for song_id, take in keys:
+            n = self.model.row_of(song_id, take or None)
+            if n >= 0:
+                chosen.select(self.model.index(n, 0), self.model.index(n, 0))
+        selection = self.view.selectionModel()
+        if not chosen.isEmpty():
+            selection.select(chosen, Sel.ClearAndSelect)
+        if current is not None:
+            n = self.model.row_of(current[0], current[1] or None)
+            if n >= 0:
+                selection.setCurrentIndex(self.model.index(n, 0), Sel.NoUpdate)
 
     def focus_search(self) -> None:
         self.search.setFocus()
@@ -351,7 +389,7 @@ class SongsPage(QWidget):
         return row.song if row is not None else None
 
     def select(self, song_id: str, take: int | None = None) -> None:
-        row = self.model.row_of(song_id, take)
+        row = self.model.row_of(song_id, take, fetch=True)
         if row >= 0:
             idx = self.model.index(row, 0)
             self.view.setCurrentIndex(idx)
@@ -366,21 +404,41 @@ class SongsPage(QWidget):
             and self.drag_exports.wanted()
         ):
             self.drag_exports.prepare(row.song, row.take)
+        playable = row is not None and row.take is not None and row.song.state == SongState.DONE
+        self._editor_take(row if playable else None)
+        self._sync_actions(row)
+
+    def selection_facts(self, row: Row | None = None) -> Selection:
+        """What the actions need to know about the selection now."""
+        row = row if row is not None else self.current_row()
         song = row.song if row is not None else None
         playable = row is not None and row.take is not None and song.state == SongState.DONE
-        has_file = playable and self.files.local(song, row.take) is not None
-        remote = playable and self.files.is_remote(song, row.take)
-        for w in (self.reveal, self.copy):
-            w.setEnabled(has_file)
-        self.play.setEnabled(has_file or remote)
-        self.trash.setEnabled(
-            any(r.song.is_finished for r in self.view.selected_rows())
-            or (song is not None and song.is_finished)
+        editing = playable and row.key == getattr(self, "_edit_key", None)
+        return Selection(
+            row=row,
+            rows=len(self.view.selectionModel().selectedRows()),
+            has_file=playable and self.files.local(song, row.take) is not None,
+            remote=playable and self.files.is_remote(song, row.take),
+            region=editing and self.editor.repaintable,
+            short_region=editing and self.editor.region is not None,
+            extension=editing and self.editor.extendable,
+            finished_selected=any(r.song.is_finished for r in self.view.selected_rows())
+            or (song is not None and song.is_finished),
         )
-        self.reuse.setEnabled(song is not None)
-        self.rename.setEnabled(song is not None)
-        self.export.setEnabled(playable)
-        self._editor_take(row if playable else None)
+
+    def _sync_actions(self, row: Row | None = None) -> None:
+        reasons = self.actions.update(self.selection_facts(row))
+        self.favourites_action_text(row)
+        return reasons
+
+    def favourites_action_text(self, row: Row | None) -> None:
+        fav = row is not None and row.song.favourite
+        self.actions["favourite"].setText("Unmark favourite" if fav else "Mark favourite")
+
+    def _favourite_current(self) -> None:
+        row = self.current_row()
+        if row is not None:
+            self.toggle_favourite(row)
 
     def _song_changed(self, song: Song) -> None:
         known = self.model.song(song.id) is not None
@@ -423,10 +481,7 @@ class SongsPage(QWidget):
         row = self.current_row()
         ready = row is not None and row.take is not None and row.song.state == SongState.DONE
         self.edit_words.setText(self.editor.describe() if ready else "")
-        self.repaint.setEnabled(ready and self.editor.repaintable)
-        self.extend.setEnabled(ready and self.editor.extendable)
-        for w in (self.cover, self.as_reference, self.layer, self.stems):
-            w.setEnabled(ready)
+        self._sync_actions(row)
 
     def _edit_base(self, row: Row) -> dict:
         """The edit's request: the song's own caption, lyrics, model and format."""
@@ -524,11 +579,12 @@ class SongsPage(QWidget):
         """Select every take of the current song's stems (or of a stem's siblings), so one
         drag hands them all out, named {title}_{track}."""
         from PySide6.QtCore import QItemSelectionModel as Sel
+
         from ..stem_set import stems_of
 
         song = self.current()
         stems = stems_of(self.model.songs(), song) if song is not None else []
-        rows = [self.model.row_of(s.id, t.n) for s in stems for t in s.takes]
+        rows = [self.model.row_of(s.id, t.n, fetch=True) for s in stems for t in s.takes]
         rows = [r for r in rows if r >= 0]
         if not rows:
             return 0
@@ -545,40 +601,38 @@ class SongsPage(QWidget):
         self._update_buttons()
         if self._play_when_fetched and self._play_when_fetched[0] == song_id:
             key, self._play_when_fetched = self._play_when_fetched, None
-            row = self.model.row(self.model.row_of(*key))
+            row = self.model.row(self.model.row_of(*key, fetch=True))
             if row is not None:
                 self.play_row(row)
 
-    def _menu(self, pos):
+    def context_menu(self) -> QMenu | None:
+        """The list's own menu for the selection: the same actions as the Song menu (their
+        shortcuts shown in the platform's own text)."""
         row = self.current_row()
         if row is None:
-            return
+            return None
+        act = self.actions
         menu = QMenu(self)
+        names = ["play", "reveal", "copy_path", None] if row.take is not None else []
+        names += ["favourite", "rename"]
         if row.take is not None:
-            menu.addAction("Play / Pause  (Space)", self.toggle_play)
-            menu.addAction("Show in folder", self.reveal_selected)
-            menu.addAction("Copy path", self.copy_path)
-        menu.addAction(
-            "Unmark favourite" if row.song.favourite else "Mark favourite",
-            lambda: self.toggle_favourite(row),
-        )
-        menu.addAction("Rename…", self.rename_selected)
-        if row.take is not None:
-            menu.addAction("Export…", self.export_selected)
-            menu.addAction("Cover…", self._cover_clicked)
-            menu.addAction("Use as reference", self._reference_clicked)
-            menu.addAction("Same song, new render", self.render_again)
-            menu.addAction("Stems…", self.open_stems)
-            menu.addAction("Add a layer…", lambda: self.open_part("lego"))
-            menu.addAction("Complete…", lambda: self.open_part("complete"))
+            names += ["export", None, "cover", "reference", "render_again", "stems", "layer"]
+            names += ["complete"]
+        for name in names:
+            menu.addSeparator() if name is None else menu.addAction(act[name])
         from ..stem_set import stems_of
 
         if stems_of(self.model.songs(), row.song):
             menu.addAction("Select stems (to drag them out together)", self.select_stems)
-        menu.addAction("Use these settings", self._reuse)
+        menu.addAction(act["reuse"])
         menu.addSeparator()
-        menu.addAction("Move to trash  (Delete)", self.trash_selected)
-        menu.exec(self.view.viewport().mapToGlobal(pos))
+        menu.addAction(act["trash"])
+        return menu
+
+    def _menu(self, pos):
+        menu = self.context_menu()
+        if menu is not None:
+            menu.exec(self.view.viewport().mapToGlobal(pos))
 
     # -- playing ----------------------------------------------------------------------------
     def toggle_play(self) -> None:
@@ -622,7 +676,7 @@ class SongsPage(QWidget):
             )
             return
         other = next((key for key, _ms in self.heard if key != self.playing.key), None)
-        row = self.model.row(self.model.row_of(*other)) if other else None
+        row = self.model.row(self.model.row_of(*other, fetch=True)) if other else None
         if row is None:
             return
         self.play_row(row, at_ms=self._player.position_ms())
