@@ -194,10 +194,11 @@ class NodeProcess:
         lines = [line for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-3:])
 
-    async def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+    async def stop(self, timeout: float = STOP_TIMEOUT, grace: float = SIGNAL_GRACE) -> int | None:
         """Stop the child this object started and everything it started: ask it
-        (``POST /v1/node/shutdown``), wait ``timeout`` s, then SIGTERM (POSIX), then kill;
-        engines of it still running after that are ended too. Returns its exit code."""
+        (``POST /v1/node/shutdown``), wait ``timeout`` s, then SIGTERM (POSIX) and wait
+        ``grace`` s, then kill; engines of it still running after that are ended too.
+        Returns its exit code."""
         self._stopping = True
         proc = self.proc
         if proc is None:
@@ -212,7 +213,7 @@ class NodeProcess:
                     proc.send_signal(signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-                await self._wait_exit(proc, SIGNAL_GRACE)
+                await self._wait_exit(proc, grace)
             if proc.poll() is None:
                 log.warning("node pid %d did not stop; killing it", proc.pid)
                 proc.kill()

@@ -25,9 +25,10 @@ def app_home(cantor_home):
     return cantor_home, port
 
 
-def quit_by_event_after_a_song(home, port, *, app_events: bool):
+def quit_by_event_after_a_song(home, port, *, app_events: bool, how: str = ""):
     """Start the app, make a song (its engine then runs), send the application a
-    ``QEvent.Quit``; the app's exit code, output and the processes it had."""
+    ``QEvent.Quit`` (``how``: see :meth:`AppUnderTest.quit_by_event`); the app's exit
+    code, output and the processes it had."""
     app = AppUnderTest(home, port, app_events=app_events).start()
     try:
         assert app.node_up(), app.finish(5)
@@ -36,7 +37,7 @@ def quit_by_event_after_a_song(home, port, *, app_events: bool):
         tree = app.tree()
         assert engine in tree and app.node_pid() in tree
         assert app.engines_record()["sketch"]["pid"] == engine
-        app.quit_by_event()
+        app.quit_by_event(how)
         code, out, err = app.finish()
     finally:
         if app.proc.poll() is None:
@@ -44,14 +45,32 @@ def quit_by_event_after_a_song(home, port, *, app_events: bool):
     return app, code, out, err, tree
 
 
-def test_cmd_q_quits_in_order_and_leaves_no_process(app_home):
-    app, code, out, err, tree = quit_by_event_after_a_song(*app_home, app_events=True)  # macOS
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param("", id="cmd-q"),
+        pytest.param("dock", id="dock-quit-with-the-window-closed"),
+        pytest.param("logout", id="logout"),
+    ],
+)
+def test_macos_termination_is_accepted_with_the_node_already_stopped(app_home, how):
+    """Cmd+Q, the Dock's Quit and logout all reach AppKit's applicationShouldTerminate:,
+    which Qt answers with the application's answer to a QEvent.Quit. The answer is yes
+    (a no cancels a logout), and by the time it is given the node and its engine have
+    stopped; the app then leaves through main(), cleanly."""
+    app, code, out, err, tree = quit_by_event_after_a_song(*app_home, app_events=True, how=how)
     assert code == 0, err
-    assert "quit-event accepted: False" in out  # taken over, then quit in order
+    assert "quit-event accepted: True" in out, out  # AppKit hears yes
+    assert "children running at the answer: 0" in out, out  # the node stopped first
+    if how == "dock":
+        assert "window visible before quit: False" in out
     assert "main returned 0" in out
     assert "Traceback" not in err and "Event loop stopped" not in err, err
     assert still_running(tree, 5) == []
     assert app.engines_record() == {}  # the node cleaned up after its engine
+    log = (app.home / "logs" / "app.log").read_text()
+    assert "asked to terminate; quitting now" in log
+    assert ("the session is ending" in log) == (how == "logout")
 
 
 def test_elsewhere_a_quit_event_ends_the_loop_and_the_node_still_stops(app_home):
@@ -221,14 +240,26 @@ def test_a_dock_click_reopens_a_hidden_window_on_macos(shell, qapp):
     assert not shell.window.isVisible()
 
 
-def test_a_quit_event_is_taken_over_by_the_one_quit_path(shell, qapp):
+def test_a_quit_event_runs_the_quit_path_at_once_and_is_accepted(shell, qapp, qloop):
     from PySide6.QtCore import QCoreApplication, QEvent
 
+    from support.ui import run
+
+    shell.window.show()
     event = QEvent(QEvent.Quit)
     QCoreApplication.sendEvent(qapp, event)
-    assert not event.isAccepted() and shell._quit.done()
-    shell.done = True  # once quit, a Quit passes to Qt
-    assert shell.app_event(QEvent(QEvent.Quit)) is False
+    assert event.isAccepted() and shell.done and shell._quit.done()
+    assert not shell.window.isVisible()
+    run(qloop, shell.until_quit())  # the loop's end: only the link is let go of
+    assert shell.link.state == "stopped"
+    assert shell.app_event(QEvent(QEvent.Quit)) is False  # once quit, a Quit passes to Qt
+
+
+def test_the_menus_quit_takes_the_one_quit_path(shell):
+    """Off macOS the menu's Quit Cantor is the tray's Quit (on macOS its role makes it
+    AppKit's, which sends the QEvent.Quit above)."""
+    shell.window.menu_bar.actions["quit"].trigger()
+    assert shell._quit.done() and shell.window.quitting
 
 
 def test_our_application_class_hands_its_own_events_to_the_shell(monkeypatch):

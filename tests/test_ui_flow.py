@@ -231,7 +231,9 @@ def test_the_first_close_to_the_tray_says_so_once(qapp, qloop):
         s.window.show()
         s.window.close()
         assert not s.window.isVisible()  # still running, in the tray
-    assert len(told) == 1 and "Quit from the tray" in told[0]
+    from cantor_desktop.ui.shortcuts import tray_word
+
+    assert len(told) == 1 and f"Quit from the {tray_word()}" in told[0]
     again = shell(qapp, start_child=False)  # a later start of the app: not again
     again.tray.tell = lambda title, text: told.append(text)
     again.window.keep_in_tray = True

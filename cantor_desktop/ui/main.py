@@ -3,13 +3,19 @@
 One app per user and home (:mod:`.instance`): a second launch shows the first one's window
 and exits 0 before it paints anything.
 
-Every way to quit takes one path, :meth:`Shell.quit`: the tray's Quit; on macOS Cmd+Q and
-the Dock's Quit (a ``QEvent.Quit`` to the application, which is taken over here so Qt does
-not end the loop under us: see :data:`APP_EVENTS`); logout and the installer's Restart
-Manager (``commitDataRequest``); closing the window when there is no tray; Ctrl-C and
-SIGTERM. It hides the window, asks the node we started to stop (the node stops its
-engines), and only then lets the loop end. Should the loop end first anyway,
-:meth:`Shell.finish_now` stops the node before the process exits.
+Every way to quit takes one path, :meth:`Shell.quit`: the tray's and the menu's Quit;
+logout and the installer's Restart Manager (``commitDataRequest``); closing the window when
+there is no tray; Ctrl-C and SIGTERM. It hides the window, asks the node we started to stop
+(the node stops its engines), and only then lets the loop end. Should the loop end first
+anyway, :meth:`Shell.finish_now` stops the node before the process exits.
+
+macOS asks differently: Cmd+Q, the Dock's Quit, logout and shutdown all reach AppKit's
+``applicationShouldTerminate:``, which Qt answers by sending the application a
+``QEvent.Quit`` and waiting for it (see :data:`APP_EVENTS`). A refused Quit would cancel a
+logout ("Cantor cancelled logout"), so the Quit is accepted, after the same steps run
+synchronously within :data:`QUIT_BUDGET` seconds (:meth:`Shell.end_now`): the window hides,
+the pages stop, the node we started is stopped (asked, then signalled, then killed). Qt then
+returns to its loop and the app leaves through ``main()``, as Qt's Cocoa plugin expects.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ os.environ.setdefault("QT_API", "pyside6")  # qasync must pick PySide6
 log = logging.getLogger(__name__)
 
 FINISH_TIMEOUT = 20.0
+QUIT_BUDGET = 10.0
+"""Seconds the synchronous quit (:meth:`Shell.end_now`) may take: the node is asked for
+:data:`NODE_ASK_S`, then signalled for :data:`NODE_SIGNAL_S`, then killed. A user's Cmd+Q
+sees the window go at once; at logout macOS's loginwindow waits 45 s before it gives up."""
+NODE_ASK_S, NODE_SIGNAL_S = 4.0, 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
+    from .theme import install
+
+    install(app)  # the look and the system's light or dark, before the first paint
     from .instance import SingleInstance, another_app_answers
 
     instance = SingleInstance()
@@ -174,6 +188,9 @@ class Shell:
         from .tray import Tray
         from .window import MainWindow
 
+        from .theme import install
+
+        install(app)  # a no-op after main() did it (benches and tests make their own app)
         app.setWindowIcon(app_icon())
         self.app = app
         self.link = link or NodeLink(start_child=start_child)
@@ -189,6 +206,7 @@ class Shell:
         self.tray.open_requested.connect(self.window.bring_up)
         self.tray.song_clicked.connect(self.window.open_song)
         self.tray.quit_requested.connect(self.quit)
+        self.window.quit_requested.connect(self.quit)  # the menu's Quit (off macOS)
         import asyncio
 
         self._quit = asyncio.get_event_loop().create_future()
@@ -235,15 +253,16 @@ class Shell:
             QTimer.singleShot(500, go)
 
     def app_event(self, event) -> bool:
-        """An event sent to the application: True when it is taken here. A Quit is refused
-        for now (it is accepted by Qt only once :meth:`until_quit` is done) and becomes
-        :meth:`quit`; an activation reopens a hidden window where that is the custom."""
+        """An event sent to the application: True when it is taken here. A Quit (macOS's
+        termination: Cmd+Q, the Dock, logout) is answered yes once :meth:`end_now` has run
+        the quit path; the loop then ends through :meth:`until_quit`. An activation
+        reopens a hidden window where that is the custom."""
         from PySide6.QtCore import QEvent
 
         kind = event.type()
         if kind == QEvent.Quit and not self.done:
-            event.ignore()  # refused for now: we quit in order, then end
-            self.quit()
+            self.end_now()
+            event.accept()  # AppKit hears yes: the logout goes on
             return True
         if kind == QEvent.ApplicationActivate and self.reopen_on_activate:
             self.reopen_if_hidden()
@@ -268,15 +287,33 @@ class Shell:
         log.info("the session is ending; quitting")
         self.quit()
 
+    def end_now(self, budget: float = QUIT_BUDGET) -> None:
+        """The quit path, synchronously, within ``budget`` seconds: AppKit waits for the
+        answer to a termination. The window and the tray icon go, the pages stop, the node
+        we started is stopped; :meth:`until_quit` then only lets go of the link."""
+        if self.done:
+            return
+        log.info("asked to terminate; quitting now")
+        self.quit()
+        self.window.hide()
+        if self.tray.icon is not None:
+            self.tray.icon.hide()
+        self.window.shutdown()
+        self._stop_node(budget, timeout=NODE_ASK_S, grace=NODE_SIGNAL_S)
+        self.done = True
+
     async def until_quit(self) -> None:
         try:
             await self._quit
-            self.window.hide()
-            await self.link.shutdown()
-            self.window.shutdown()
-            if self.tray.icon is not None:
-                self.tray.icon.hide()
-            self.done = True
+            if not self.done:
+                self.window.hide()
+                await self.link.shutdown()
+                self.window.shutdown()
+                if self.tray.icon is not None:
+                    self.tray.icon.hide()
+                self.done = True
+            else:  # ended synchronously (end_now): the link's tasks and client go
+                await self.link.shutdown()
         finally:
             self._quit_path_over = True  # ended, or failed: then main() raises its error
         # returning ends the loop (run_until_complete): no app.quit(), whose QEvent.Quit would
@@ -289,6 +326,10 @@ class Shell:
             return
         self.done = True
         self.ended_early = not self._quit_path_over
+        self._stop_node(FINISH_TIMEOUT)
+
+    def _stop_node(self, budget: float, **stop_args) -> None:
+        """Stop the node we started, synchronously, waiting ``budget`` s at most."""
         process = getattr(self.link, "process", None)
         if process is None or not process.running:
             return
@@ -298,10 +339,10 @@ class Shell:
         log.warning("stopping the node before exiting")
         # the Qt loop may still count as this thread's running loop: stop it on another
         worker = threading.Thread(
-            target=lambda: asyncio.run(process.stop()), name="stop-node", daemon=True
+            target=lambda: asyncio.run(process.stop(**stop_args)), name="stop-node", daemon=True
         )
         worker.start()
-        worker.join(FINISH_TIMEOUT)
+        worker.join(budget)
 
 
 def build(app, link=None) -> Shell:

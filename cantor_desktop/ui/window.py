@@ -17,16 +17,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-
 PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
 
 
-def _build(name: str, link):
+def _build(name: str, link, song_actions=None):
     """Pages other than Compose are built the first time they are needed (quick start-up)."""
     if name == "Songs":
         from .pages.songs import SongsPage
 
-        return SongsPage(link)
+        return SongsPage(link, actions=song_actions)
     if name == "Library":
         from .pages.library import LibraryPage
 
@@ -46,9 +45,11 @@ def _build(name: str, link):
 
 class MainWindow(QMainWindow):
     first_painted = Signal()
+    quit_requested = Signal()  # the menu's Quit: the shell quits (the node stops)
 
-    def __init__(self, link=None, *, skeleton: bool = False) -> None:
+    def __init__(self, link=None, *, skeleton: bool = False, platform: str | None = None) -> None:
         super().__init__()
+        self.platform = platform  # sys.platform unless a test names another
         self.setWindowTitle("Cantor")
         self.resize(1180, 760)
         self.link = link
@@ -70,6 +71,9 @@ class MainWindow(QMainWindow):
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.sidebar.setFont(font)
         self.sidebar.setSpacing(6)  # roomy rows without a style sheet (quicker first paint)
+        from .theme import navigation
+
+        navigation(self.sidebar)
         self.pages = QStackedWidget()
         for _name in PAGES:
             self.pages.addWidget(QWidget())
@@ -77,6 +81,10 @@ class MainWindow(QMainWindow):
         row.addWidget(self.sidebar)
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
+        from .menus import MenuBar
+
+        self.menu_bar = MenuBar(self, platform)  # the titles now; the actions after first paint
+        self.song_actions = None
         if not skeleton:
             self.populate()
 
@@ -115,7 +123,13 @@ class MainWindow(QMainWindow):
         self.settings, self.settings_error = config.load_or_defaults()
         self.banner = ReadinessBanner()
         self.outer.insertWidget(0, self.banner)
+        from .song_actions import SongActions
+
+        self.song_actions = SongActions(self, self.platform)
+        self.song_actions["find"].triggered.connect(self.find_songs)
         self.page("Compose")
+        self.menu_bar.fill(self.song_actions, self.compose.generate_action)
+        self.compose.generate_action.triggered.connect(lambda: self.show_page("Compose"))
         self.sidebar.currentRowChanged.connect(self._show_row)
         self._show_row(self.sidebar.currentRow())
         bar = self.statusBar()
@@ -137,7 +151,7 @@ class MainWindow(QMainWindow):
         """The page, built now if this is its first use."""
         self.populate()
         if name not in self._built:
-            widget = _build(name, self.link)
+            widget = _build(name, self.link, self.song_actions)
             index = PAGES.index(name)
             current = self.pages.currentIndex()
             old = self.pages.widget(index)
@@ -173,7 +187,7 @@ class MainWindow(QMainWindow):
     hardware = property(lambda self: self.page("Hardware & Backends"))
     settings_page = property(lambda self: self.page("Settings"))
 
-    def paintEvent(self, e) -> None:  # noqa: N802 — paints only (event() would see them all)
+    def paintEvent(self, e) -> None:
         if not self._painted:
             self._painted = True
             from PySide6.QtCore import QTimer
@@ -248,10 +262,9 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     def _state(self, state: str) -> None:
-        from .icons import STATE_COLOURS
-        from .widgets import set_text_colour
+        from . import theme
 
-        set_text_colour(self.dot, STATE_COLOURS.get(state, STATE_COLOURS["stopped"]))
+        theme.tone(self.dot, theme.NODE_STATE_TONES.get(state, "muted"))
         self.state_label.setText(self.link.status_line())
         running = state in ("idle", "generating", "starting")
         self.node_button.setText("Stop node" if running else "Start node")
@@ -294,6 +307,71 @@ class MainWindow(QMainWindow):
         load()
         dialog.show()
 
+    # -- the menus' own commands ------------------------------------------------------------
+    def find_songs(self) -> None:
+        self.show_page("Songs")
+        self.songs.focus_search()
+
+    def import_models(self) -> None:
+        self.show_page("Library")
+        self.library.import_gguf()
+
+    def edit_focus(self, method: str) -> None:
+        """Edit → Cut, Copy, Paste, Select All: to the field that has the focus."""
+        from PySide6.QtWidgets import QApplication
+
+        focus = QApplication.focusWidget()
+        if focus is not None and hasattr(focus, method):
+            getattr(focus, method)()
+
+    def toggle_zoom(self) -> None:
+        self.showNormal() if self.isMaximized() else self.showMaximized()
+
+    def show_about(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
+        from .. import __version__
+
+        QMessageBox.about(
+            self,
+            "About Cantor",
+            f"<b>Cantor {__version__}</b><p>Make songs with ACE-Step on your own machine. "
+            "The built-in Sketch engine drafts a song with no download and no GPU.</p>",
+        )
+
+    def show_about_qt(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
+        QMessageBox.aboutQt(self, "About Qt")
+
+    def show_help(self) -> None:
+        """Cantor's guide: the README that comes with it, else where to find help."""
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+        from PySide6.QtWidgets import QMessageBox
+
+        from .menus import readme
+
+        found = readme()
+        if found is not None and QDesktopServices.openUrl(QUrl.fromLocalFile(str(found))):
+            return
+        QMessageBox.information(
+            self,
+            "Cantor Help",
+            "Write a caption on the Compose page (and lyrics, or choose Instrumental), then "
+            "Generate. Your songs are on the Songs page: play them, edit them, drag them into "
+            "your DAW. The Library downloads ACE-Step models; Hardware & Backends finds the "
+            "best engine for this machine. Help → Node Log shows what the node is doing.",
+        )
+
+    def open_logs(self) -> None:
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        from ..paths import paths
+
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(paths().logs_dir)))
+
     def shutdown(self) -> None:
         """Stop playback and join the pages' worker threads (the app is quitting)."""
         for page in self._built.values():
@@ -301,18 +379,20 @@ class MainWindow(QMainWindow):
             if stop is not None:
                 stop()
 
-    def closeEvent(self, event) -> None:  # noqa: N802
+    def closeEvent(self, event) -> None:
         if self.keep_in_tray and not self.quitting:
             event.ignore()
             self.hide()
-            self.statusBar().showMessage("Cantor keeps running in the tray")
             from . import app_state
+            from .shortcuts import tray_word
 
+            where = tray_word()
+            self.statusBar().showMessage(f"Cantor keeps running in the {where}")
             if self.tray is not None and app_state.once("told_close_to_tray"):
                 self.tray.tell(
                     "Cantor is still running",
-                    "Closing the window keeps Cantor and its songs going in the "
-                    "tray. Quit from the tray icon's menu.",
+                    f"Closing the window keeps Cantor and its songs going in the {where}. "
+                    f"Quit from the {where} icon's menu, or with Quit Cantor.",
                 )
             return
         super().closeEvent(event)

@@ -2,9 +2,14 @@
 tests of how it starts, quits and dies. (No tests here.)
 
 The child makes the app's own QApplication class first and then runs the app's own ``main``
-— exactly what the cantor-desktop entry point runs — with two additions of the test's: it counts the main
-windows it shows, and when the file ``quit_file`` appears it sends the application a
-``QEvent.Quit``, which is what macOS sends for Cmd+Q and the Dock's Quit. ``app_events``
+— exactly what the cantor-desktop entry point runs — with additions of the test's: it counts
+the main windows it shows, and when the file ``quit_file`` appears it does what macOS's
+termination does there (Qt's Cocoa plugin, ``applicationShouldTerminate:``): for a logout
+(the file says ``logout``) the session manager's ``commitDataRequest`` first, then a
+``QEvent.Quit`` sent to the application and waited for; with ``dock`` the window is closed
+to the tray first, as when the Dock's Quit ends an app with no window. It prints whether
+the Quit was accepted and how many of its children were still running when the answer
+came. ``app_events``
 chooses the application class macOS gets (True: its own events come to the shell) or the
 one the other systems get (False); None leaves this system's own. A test that kills
 the node again and again may cap the app's restart back-off (``backoff_max``).
@@ -42,6 +47,16 @@ if len(sys.argv) > 2:       # a test that kills the node over and over: a shorte
     from cantor_desktop import node_process
     node_process.BACKOFF_MAX = float(sys.argv[2])
 shown = set()
+shells = []  # the app's Shell, to reach its commitDataRequest slot (a QSessionManager
+_init = app_main.Shell.__init__  # cannot be made from Python)
+
+
+def remember(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    shells.append(self)
+
+
+app_main.Shell.__init__ = remember
 
 class Shown(QObject):
     def eventFilter(self, obj, event):
@@ -52,12 +67,26 @@ class Shown(QObject):
 watcher = Shown()
 app.installEventFilter(watcher)
 
+def running_children():
+    import psutil
+
+    return [c for c in psutil.Process().children(recursive=True) if c.is_running()
+            and c.status() != psutil.STATUS_ZOMBIE]
+
+
 def poll():
     if os.path.exists(quit_file):
+        how = open(quit_file).read().strip()
         os.unlink(quit_file)
+        if how == "dock" and shells:
+            shells[0].window.close()                # in the tray (or the Dock) only
+            print("window visible before quit:", shells[0].window.isVisible(), flush=True)
+        if how == "logout" and shells:
+            shells[0]._session_ending(None)         # commitDataRequest: not cancelled
         event = QEvent(QEvent.Quit)
-        QCoreApplication.sendEvent(app, event)      # as macOS does for Cmd+Q
+        QCoreApplication.sendEvent(app, event)      # then the Quit, waited for
         print("quit-event accepted:", event.isAccepted(), flush=True)
+        print("children running at the answer:", len(running_children()), flush=True)
     QTimer.singleShot(50, poll)
 
 QTimer.singleShot(50, poll)
@@ -171,8 +200,10 @@ class AppUnderTest:
         except psutil.NoSuchProcess:
             return []
 
-    def quit_by_event(self) -> None:
-        self.quit_file.write_text("")
+    def quit_by_event(self, how: str = "") -> None:
+        """macOS's termination: "" Cmd+Q, "dock" the Dock's Quit with the window closed,
+        "logout" the session ending."""
+        self.quit_file.write_text(how)
 
     def kill9(self) -> None:
         os.kill(self.pid, signal.SIGKILL)

@@ -13,7 +13,7 @@ import json
 import logging
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
@@ -32,9 +32,10 @@ from PySide6.QtWidgets import (
 from ... import config, keys, song_request
 from ...paths import paths
 from ...song import Song, SongState
+from .. import shortcuts, theme
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
 from ..song_queue import SongQueue
-from ..widgets import ComboBox, SpinBox, heading, set_text_colour
+from ..widgets import ComboBox, SpinBox, heading
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,6 @@ LABELS = {
     "adapter": "Adapter",
     "adapter_scale": "Adapter scale",
 }
-BAD_FIELD = "border: 1px solid #c0392b; border-radius: 3px;"
 DRAFT_SAVE_MS = 600
 
 
@@ -209,7 +209,7 @@ class ComposePage(QWidget):
         self.strength.setValue(100)
         self.strength_words = QLabel()
         self.strength_words.setWordWrap(True)
-        set_text_colour(self.strength_words, "#6b7280")
+        theme.tone(self.strength_words, "muted")
         self.faithful = QCheckBox("Faithful")
         self.faithful.setToolTip(
             "Hear the source exactly, not through the model's codes: "
@@ -239,9 +239,11 @@ class ComposePage(QWidget):
         action = QHBoxLayout()
         self.problem = QLabel()
         self.problem.setWordWrap(True)
-        set_text_colour(self.problem, "#c0392b")
+        theme.tone(self.problem, "danger")
         self._tried = False  # Generate asked for: empty required fields are outlined too
         self.generate = QPushButton("Generate")
+        self.generate.setMinimumHeight(36)
+        theme.accent_button(self.generate)
         self.generate.setDefault(True)
         self.generate.setMinimumWidth(140)
         action.addWidget(self.problem, 1)
@@ -279,11 +281,17 @@ class ComposePage(QWidget):
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_SAVE_MS)
         self._draft_timer.timeout.connect(self.save_draft)
-        for keys in ("Ctrl+Return", "Ctrl+Enter"):
-            shortcut = QShortcut(QKeySequence(keys), self)
-            shortcut.setContext(Qt.WidgetWithChildrenShortcut)
-            shortcut.activated.connect(self.on_generate)
-        self.generate.setToolTip("Generate (Ctrl+Enter)")
+        # Generate: the button, its keys on this page (⌘↩ / Ctrl+Return), the Song menu
+        self.generate_action = QAction("Generate", self)
+        self.generate_action.setMenuRole(QAction.NoRole)
+        self.generate_action.setShortcuts(shortcuts.keys("generate"))
+        self.generate_action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+        self.generate_action.setToolTip(
+            shortcuts.tip("Generate a song from the form", self.generate_action.shortcuts())
+        )
+        self.generate_action.triggered.connect(self.on_generate)
+        self.addAction(self.generate_action)
+        self.generate.setToolTip(self._generate_tip())
         for w in (self.caption, self.lyrics):
             w.textChanged.connect(self.check)
         for w in (self.duration, self.bpm, self.seed):
@@ -306,6 +314,7 @@ class ComposePage(QWidget):
         self.adapter_list.changed.connect(self.set_adapters)
         self.load_draft()
         self.check()
+        theme.notifier().changed.connect(lambda _scheme: self.check())  # outlines re-coloured
 
     # -- the form ---------------------------------------------------------------------------
     def form(self) -> ComposeForm:
@@ -476,11 +485,11 @@ class ComposePage(QWidget):
     # -- a dropped audio file: understood, then the form filled from it -----------------------
     AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".aiff", ".aif", ".ogg")
 
-    def dragEnterEvent(self, event) -> None:  # noqa: N802
+    def dragEnterEvent(self, event) -> None:
         if self._dropped_audio(event.mimeData()):
             event.acceptProposedAction()
 
-    def dropEvent(self, event) -> None:  # noqa: N802
+    def dropEvent(self, event) -> None:
         path = self._dropped_audio(event.mimeData())
         if path:
             event.acceptProposedAction()
@@ -593,20 +602,23 @@ class ComposePage(QWidget):
         advanced = self._advanced.fields if self._advanced is not None else {}
         for name, widget in {**self.fields, **advanced}.items():
             outline = name in bad and (self._tried or _holds_input(widget))
-            widget.setStyleSheet(BAD_FIELD if outline else "")
+            widget.setStyleSheet(theme.invalid_outline() if outline else "")
         self._advanced_title()
         if self._draft_timer is not None:
             self._draft_timer.start()
         if not problems:
             self.problem.setText("")
             self.generate.setEnabled(True)
-            self.generate.setToolTip("Generate (Ctrl+Enter)")
+            self.generate.setToolTip(self._generate_tip())
             return True
         text = "\n".join(f"{LABELS.get(p.field, p.field)} {p.message}" for p in problems)
         self.problem.setText(text)
         self.generate.setEnabled(False)
         self.generate.setToolTip(text)
         return False
+
+    def _generate_tip(self) -> str:
+        return shortcuts.tip("Generate", self.generate_action.shortcuts())
 
     # -- the node's default format, live ----------------------------------------------------
     def _node_format(self) -> str:

@@ -1,0 +1,153 @@
+"""The window's menu bar: File, Edit, Song, Window and Help, as each OS has them.
+
+On macOS the menus go to the system's menu bar, and the actions with a role land where a
+Mac user looks for them: About Cantor, Settings… (⌘,) and Quit Cantor (⌘Q) in the
+application menu, whatever menu they were put in here; the Window menu has Minimize (⌘M)
+and Zoom. Elsewhere the bar is the window's, Settings… sits in Edit and Quit in File.
+Every other action has no role, so Qt's guess by name ("Settings", "About") never moves
+it. Shortcuts come from :mod:`.shortcuts` (the platform's standard keys, shown in its own
+text).
+
+The titles are made with the window's frame (an empty menu bar paints at once); the actions
+come in :meth:`MenuBar.fill`, after the first paint.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenuBar
+
+from . import shortcuts
+
+TITLES = ("&File", "&Edit", "&Song", "&Window", "&Help")
+
+
+class MenuBar:
+    """The menu bar of a :class:`.window.MainWindow` and its application-wide actions."""
+
+    def __init__(self, window, platform: str | None = None):
+        self.window = window
+        self.platform = platform or sys.platform
+        self.mac = shortcuts.is_mac(self.platform)
+        self.bar: QMenuBar = window.menuBar()
+        self.menus = {title.replace("&", ""): self.bar.addMenu(title) for title in TITLES}
+        self.actions: dict[str, QAction] = {}
+        self.filled = False
+
+    def _action(
+        self,
+        name: str,
+        text: str,
+        slot,
+        keys: str | None = None,
+        role=QAction.NoRole,
+        tip: str | None = None,
+    ) -> QAction:
+        action = QAction(text, self.window)
+        action.setMenuRole(role)  # NoRole: never moved by a guess from its text on macOS
+        found = shortcuts.keys(keys, self.platform) if keys else []
+        if found:
+            action.setShortcuts(found)
+        action.setToolTip(shortcuts.tip(tip or text.rstrip("…"), found))
+        action.triggered.connect(lambda _checked=False: slot())
+        self.actions[name] = action
+        return action
+
+    def fill(self, song_actions, generate: QAction | None = None) -> None:
+        """Every menu's actions (the song ones are the Songs page's own)."""
+        if self.filled:
+            return
+        self.filled = True
+        w = self.window
+        act = self._action
+        self.actions.update({f"song:{k}": v for k, v in song_actions.actions.items()})
+        about = act("about", "About Cantor", w.show_about, role=QAction.AboutRole)
+        settings = act(
+            "preferences",
+            "Settings…",
+            lambda: w.show_page("Settings"),
+            keys="preferences",
+            role=QAction.PreferencesRole,
+        )
+        quit_ = act(
+            "quit", "Quit Cantor", w.quit_requested.emit, keys="quit", role=QAction.QuitRole
+        )
+        quit_.setToolTip(
+            shortcuts.tip("Quit Cantor and stop the node it started", quit_.shortcuts())
+        )
+
+        file = self.menus["File"]
+        songs = song_actions.actions
+        for item in (songs["export"], songs["reveal"], songs["copy_path"], None):
+            file.addSeparator() if item is None else file.addAction(item)
+        file.addAction(
+            act("import", "Import GGUF Files…", w.import_models, tip="Add model files you have")
+        )
+        file.addSeparator()
+        file.addAction(act("close", "Close Window", w.close, keys="close_window"))
+        if not self.mac:
+            file.addSeparator()
+        file.addAction(quit_)  # macOS moves it to the application menu (its role)
+
+        edit = self.menus["Edit"]
+        for name, text, slot in (
+            ("cut", "Cut", "cut"),
+            ("copy", "Copy", "copy"),
+            ("paste", "Paste", "paste"),
+            ("select_all", "Select All", "selectAll"),
+        ):
+            edit.addAction(act(name, text, lambda s=slot: w.edit_focus(s), keys=name))
+        edit.addSeparator()
+        edit.addAction(songs["find"])
+        if not self.mac:
+            edit.addSeparator()
+        edit.addAction(settings)  # macOS: the application menu's Settings… (⌘,)
+
+        song = self.menus["Song"]
+        song.setToolTipsVisible(True)  # a disabled action says why
+        items = [generate, None] if generate is not None else []
+        items += ["play", "ab", None, "repaint", "extend", "cover", "reference"]
+        items += ["layer", "complete", "stems", "render_again", None]
+        items += ["rename", "favourite", "reuse", None, "trash"]
+        for item in items:
+            if item is None:
+                song.addSeparator()
+            else:
+                song.addAction(songs[item] if isinstance(item, str) else item)
+
+        window = self.menus["Window"]
+        window.addAction(
+            act("minimize", "Minimize", w.showMinimized, keys="minimize" if self.mac else None)
+        )
+        window.addAction(act("zoom", "Zoom", w.toggle_zoom))
+        window.addSeparator()
+        from .window import PAGES
+
+        for n, page in enumerate(PAGES[:4], start=1):
+            window.addAction(
+                act(f"page:{page}", page, lambda p=page: w.show_page(p), keys=f"page_{n}")
+            )
+        if self.mac:  # Settings… is in the application menu there
+            window.addAction(act("page:Settings", "Settings", lambda: w.show_page("Settings")))
+        window.addSeparator()
+        window.addAction(act("bring_up", "Cantor", w.bring_up, tip="Bring the window to the front"))
+
+        help_ = self.menus["Help"]
+        help_.addAction(act("help", "Cantor Help", w.show_help, keys="help"))
+        help_.addAction(act("node_log", "Node Log", w.show_log, tip="The node's log, live"))
+        help_.addAction(act("logs", "Open Logs Folder", w.open_logs))
+        help_.addSeparator()
+        help_.addAction(about)  # macOS: the application menu's About Cantor
+        help_.addAction(act("about_qt", "About Qt", w.show_about_qt, role=QAction.AboutQtRole))
+
+
+def readme() -> Path | None:
+    """The guide that comes with Cantor: the README beside the package (a checkout) or in
+    the bundle; None when neither is there."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    top = Path(bundle) if bundle else Path(__file__).resolve().parents[2]
+    found = top / "README.md"
+    return found if found.is_file() else None
