@@ -229,6 +229,7 @@ APP_FIGURES = [
     "App start to first paint",
     "Longest event-loop stall (pull + song)",
     "Songs page with 10,000 songs",
+    "Search keystroke, 10,000 songs",
 ]
 
 
@@ -236,6 +237,10 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
     if not (ROOT / "bench" / "app.py").exists():
         return error_rows(APP_FIGURES, RuntimeError("bench/app.py is missing"))
     start_b, start_c, songs_b, songs_c, stall, notes = [], [], [], [], [], []
+    keys_b: list[float] = []  # a search keystroke: median at 100 songs, per run
+    keys_c: list[float] = []  # … median at 10,000
+    keys_worst: list[float] = []  # … worst at 10,000
+    parse_open: list[float] = []
     app_idle: list[float] = []
     own: list[float] = []
     compose: list[float] = []
@@ -260,6 +265,13 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
             compose.append(median(ready))
         songs_c.append(median(f["songs_page"]["songs_10000_ms"]))
         songs_b.append(median(f["songs_page"]["songs_100_ms"]))
+        if "parse_open_10000_ms" in f["songs_page"]:
+            parse_open.append(median(f["songs_page"]["parse_open_10000_ms"]))
+        keys = f.get("songs_search")
+        if keys:
+            keys_b.append(median(keys["keystroke_100_ms"]))
+            keys_c.append(median(keys["keystroke_10000_ms"]))
+            keys_worst.append(max(keys["keystroke_10000_ms"]))
         r = f["stall"]
         if not r["counted"]:  # the song or the pull did not end as it should
             problems[APP_FIGURES[1]] = "not counted: " + "; ".join(r["problems"])
@@ -330,11 +342,35 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
                 spread(songs_c),
                 "≤ 300 ms",
                 f <= 300,
-                note="model reset + first paint, median of 3 per run, every song a row",
+                note="the page made, its list filled (rows fetched as they scroll into view) "
+                "and painted, median of 5 per run"
+                + (
+                    f"; with reading the node's JSON into songs first {median(parse_open):.0f} ms"
+                    if parse_open
+                    else ""
+                ),
             )
         )
     else:
-        rows += error_rows(APP_FIGURES[2:], RuntimeError(problems.get(APP_FIGURES[2], "")))
+        rows += error_rows(APP_FIGURES[2:3], RuntimeError(problems.get(APP_FIGURES[2], "")))
+    if keys_c:
+        k = median(keys_c)
+        worst = max(keys_worst)
+        rows.append(
+            Row(
+                APP_FIGURES[3],
+                f"{k:.1f} ms (worst {worst:.1f} ms)",
+                f"{median(keys_b):.1f} ms (100 songs)",
+                f"{k / median(keys_b):.1f}×",
+                spread(keys_c, "{:.1f}"),
+                "≤ 16 ms",
+                worst <= 16,
+                note="a letter typed (or taken back) to the list repainted with the result, "
+                "22 keystrokes per run; the goal holds for the worst",
+            )
+        )
+    else:
+        rows += error_rows(APP_FIGURES[3:], RuntimeError(problems.get(APP_FIGURES[3], "")))
     return rows
 
 

@@ -150,5 +150,16 @@ def test_a_script_that_fails_gives_no_figures(tmp_path):
 def test_the_app_bench_songs_page_runs_on_the_song_record_of_today(qapp):
     """bench/app.py's Songs-page figure, in this process (the whole bench takes minutes)."""
     app_bench = _load(ROOT / "bench" / "app.py", "bench_app")
-    small, big = app_bench.bench_songs_page(qapp, n=1000)
-    assert len(small) == len(big) == 3 and all(t > 0 for t in small + big)
+    page = app_bench.bench_songs_page(qapp, n=1000, runs=2)
+    assert set(page) == {f"{k}_{n}" for k in ("parse", "open", "parse_open") for n in (100, 1000)}
+    assert all(len(v) == 2 and all(t > 0 for t in v) for v in page.values())
+
+
+def test_the_app_bench_search_keystrokes_check_what_they_find(qapp, qloop):
+    """bench/app.py's keystroke figure: every keystroke timed, at both sizes, and the
+    search's result checked against the songs (the figure's value is the bench's)."""
+    app_bench = _load(ROOT / "bench" / "app.py", "bench_app")
+    base, full = app_bench.bench_search(qapp, n=1000)
+    typed = len(app_bench.SEARCH_TYPED)
+    assert len(base) == len(full) == 2 * typed and all(t > 0 for t in base + full)
+    assert len(app_bench.bench_search.cpu[1000]) == len(full)

@@ -543,3 +543,58 @@ def test_selecting_a_song_with_a_long_name_never_widens_the_window(qtbot, tmp_pa
     line = takes_summary([(song, song.takes[0])], words.fontMetrics())
     assert "…" in line and line.endswith("(take 1)")
     assert song.name not in line
+
+
+def test_changes_reach_the_rows_shown_and_those_not_made_yet(qtbot):
+    """Songs change while only a batch is on screen: a new one, a favourite marked under a
+    favourites-only filter, one removed far down the list, a running one's progress. What
+    the list shows once every batch is fetched is what the songs say."""
+    from cantor_desktop.ui.songs_model import SongsModel
+
+    model = SongsModel()
+    songs = [record(i, f"/x/{i}.wav") for i in range(300)]
+    model.set_songs(songs)
+
+    def every_row():
+        while model.canFetchMore():
+            model.fetchMore()
+        return [model.row(n).song.id for n in range(model.rowCount())]
+
+    fresh = record(1000, "/x/new.wav")
+    model.upsert(fresh)  # the newest: the top row at once
+    assert model.row(0).song.id == fresh.id and model.shown_songs() == 301
+    model.remove(songs[5].id)  # far down, not made into rows yet
+    assert model.shown_songs() == 300
+    model.set_filter("", favourites_only=True)
+    assert model.rowCount() == 0 and not model.canFetchMore()
+    starred = record(7, "/x/7.wav")
+    starred.favourite = True
+    model.upsert(starred)
+    assert [model.row(n).song.id for n in range(model.rowCount())] == [starred.id]
+    model.set_filter("song 1", favourites_only=False)
+    new_match, new_other = record(1001, "/x/a.wav"), record(2002, "/x/b.wav")
+    new_other.request["caption"] = "other"
+    model.upsert(new_match)
+    model.upsert(new_other)
+    assert model.row(0).song.id == new_match.id
+    assert new_other.id not in every_row()
+    model.set_filter("")
+    expected = [s.id for s in sorted(model.songs(), key=lambda s: s.created, reverse=True)]
+    assert every_row() == expected and len(expected) == 302
+    running = Song.from_json(
+        {
+            "id": f"{3000:016x}",
+            "state": "running",
+            "created": 1_900_000_000,
+            "progress": 0.2,
+            "request": {"caption": "in flight", "model": "sketch"},
+        }
+    )
+    model.upsert(running)
+    changed = []
+    model.dataChanged.connect(lambda a, b: changed.append((a.row(), b.row())))
+    before = model.rowCount()
+    later = Song.from_json({**running.to_json(), "progress": 0.6})
+    model.upsert(later)
+    assert model.rowCount() == before and changed == [(0, 0)]
+    assert model.row(0).song.progress == 0.6

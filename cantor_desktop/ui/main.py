@@ -188,9 +188,10 @@ class Shell:
         from .tray import Tray
         from .window import MainWindow
 
-        from .theme import install
+        from .theme import follow_system, install
 
         install(app)  # a no-op after main() did it (benches and tests make their own app)
+        follow_system(app)  # after the first paint: the system's scheme, live
         app.setWindowIcon(app_icon())
         self.app = app
         self.link = link or NodeLink(start_child=start_child)

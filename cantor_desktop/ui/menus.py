@@ -8,19 +8,15 @@ Every other action has no role, so Qt's guess by name ("Settings", "About") neve
 it. Shortcuts come from :mod:`.shortcuts` (the platform's standard keys, shown in its own
 text).
 
-The titles are made with the window's frame (an empty menu bar paints at once); the actions
-come in :meth:`MenuBar.fill`, after the first paint.
+It is made after the window's first paint, with the banner and the Compose page (the frame
+paints first: start-up).
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenuBar
-
-from . import shortcuts
 
 TITLES = ("&File", "&Edit", "&Song", "&Window", "&Help")
 
@@ -31,10 +27,10 @@ class MenuBar:
     def __init__(self, window, platform: str | None = None):
         self.window = window
         self.platform = platform or sys.platform
-        self.mac = shortcuts.is_mac(self.platform)
+        self.mac = self.platform == "darwin"
         self.bar: QMenuBar = window.menuBar()
         self.menus = {title.replace("&", ""): self.bar.addMenu(title) for title in TITLES}
-        self.actions: dict[str, QAction] = {}
+        self.actions: dict = {}  # name → QAction
         self.filled = False
 
     def _action(
@@ -43,11 +39,16 @@ class MenuBar:
         text: str,
         slot,
         keys: str | None = None,
-        role=QAction.NoRole,
+        role=None,
         tip: str | None = None,
-    ) -> QAction:
+    ):
+        from PySide6.QtGui import QAction
+
+        from . import shortcuts
+
         action = QAction(text, self.window)
-        action.setMenuRole(role)  # NoRole: never moved by a guess from its text on macOS
+        # NoRole: never moved by a guess from its text on macOS
+        action.setMenuRole(QAction.NoRole if role is None else role)
         found = shortcuts.keys(keys, self.platform) if keys else []
         if found:
             action.setShortcuts(found)
@@ -56,8 +57,13 @@ class MenuBar:
         self.actions[name] = action
         return action
 
-    def fill(self, song_actions, generate: QAction | None = None) -> None:
-        """Every menu's actions (the song ones are the Songs page's own)."""
+    def fill(self, song_actions, generate=None) -> None:
+        """Every menu's actions (the song ones are the Songs page's own; ``generate`` is
+        Compose's QAction)."""
+        from PySide6.QtGui import QAction
+
+        from . import shortcuts
+
         if self.filled:
             return
         self.filled = True
@@ -144,9 +150,11 @@ class MenuBar:
         help_.addAction(act("about_qt", "About Qt", w.show_about_qt, role=QAction.AboutQtRole))
 
 
-def readme() -> Path | None:
-    """The guide that comes with Cantor: the README beside the package (a checkout) or in
-    the bundle; None when neither is there."""
+def readme():
+    """The guide that comes with Cantor (a Path): the README beside the package (a
+    checkout) or in the bundle; None when neither is there."""
+    from pathlib import Path
+
     bundle = getattr(sys, "_MEIPASS", None)
     top = Path(bundle) if bundle else Path(__file__).resolve().parents[2]
     found = top / "README.md"

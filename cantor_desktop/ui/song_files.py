@@ -41,6 +41,7 @@ class SongFiles(QObject):
         self._fetching: set[tuple[str, int]] = set()
         self._failed: dict[tuple[str, int], str] = {}
         self._remote: tuple[bool, float] | None = None
+        self._names: dict[tuple[str, int, str], str] = {}
 
     def _exists(self, path: str) -> bool:
         now = time.monotonic()
@@ -52,6 +53,14 @@ class SongFiles(QObject):
 
     def cached_path(self, song: Song, take: Take) -> Path:
         return paths().remote_songs_dir / node_file_name(song, take)
+
+    def _cached_name(self, song: Song, take: Take) -> str:
+        """:meth:`cached_path` as text, worked out once per take (painting asks often)."""
+        key = (song.id, take.n, take.audio)
+        found = self._names.get(key)
+        if found is None:
+            found = self._names[key] = str(self.cached_path(song, take))
+        return found
 
     def is_remote(self, song: Song, take: Take | None) -> bool:
         """The node's file is not on this machine: a remote node, or a path not here."""
@@ -74,7 +83,7 @@ class SongFiles(QObject):
         take = take or song.takes[0]
         if not self.is_remote(song, take):
             return take.audio
-        cached = str(self.cached_path(song, take))
+        cached = self._cached_name(song, take)
         return cached if self._exists(cached) else None
 
     def fetching(self, song: Song, take: Take | None = None) -> bool:

@@ -133,7 +133,10 @@ def edit_words(song: Song) -> str:
 def family_order(songs: dict[str, Song]) -> list[tuple[Song, int]]:
     """Songs with their versions together: each family (a song and everything made from it,
     at any depth) in the order of its newest member, newest first; in a family the original
-    comes first, then its versions newest first. Returns (song, depth)."""
+    comes first, then its versions newest first. Returns (song, depth).
+
+    Most songs are families of one: those are sorted as they are (10,000 songs arrive at
+    once when the Songs page opens)."""
     children: dict[str, list[Song]] = {}
     roots: list[Song] = []
     for song in songs.values():
@@ -142,18 +145,34 @@ def family_order(songs: dict[str, Song]) -> list[tuple[Song, int]]:
             children.setdefault(parent, []).append(song)
         else:
             roots.append(song)
+    if not children:
+        return [(song, 0) for song in sorted(roots, key=_created, reverse=True)]
 
     def members(song: Song, depth: int, seen: set[str]) -> list[tuple[Song, int]]:
         seen.add(song.id)
         out = [(song, depth)]
-        for child in sorted(children.get(song.id, ()), key=lambda s: s.created, reverse=True):
+        for child in sorted(children.get(song.id, ()), key=_created, reverse=True):
             if child.id not in seen:
                 out.extend(members(child, depth + 1, seen))
         return out
 
-    families = [members(root, 0, set()) for root in roots]
-    families.sort(key=lambda fam: max(s.created for s, _ in fam), reverse=True)
-    return [item for fam in families for item in fam]
+    families: list[tuple[float, list[tuple[Song, int]]]] = []
+    for root in roots:
+        if root.id in children:
+            family = members(root, 0, set())
+            families.append((max(s.created for s, _ in family), family))
+        else:
+            families.append((root.created, [(root, 0)]))
+    families.sort(key=_first, reverse=True)
+    return [item for _newest, family in families for item in family]
+
+
+def _created(song: Song) -> float:
+    return song.created
+
+
+def _first(pair: tuple) -> float:
+    return pair[0]
 
 
 @dataclass

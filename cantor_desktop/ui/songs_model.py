@@ -29,7 +29,7 @@ from PySide6.QtCore import (
     QUrl,
     Signal,
 )
-from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
 from ..song import Song, SongState
@@ -72,7 +72,7 @@ class SongsModel(QAbstractListModel):
     of what it has (``fetchMore``), so opening the page or typing a letter costs the same
     for 100 songs as for 10,000: the rows on screen, not the rows there are."""
 
-    BATCH = 200
+    BATCH = 64  # rows handed to the view at a time: a few screens of 64-px rows
     TEXTS_PER_TICK = 400  # search texts made per idle moment after the songs arrive
 
     def __init__(self, parent: QObject | None = None):
@@ -89,6 +89,8 @@ class SongsModel(QAbstractListModel):
         self._first: dict[str, int] | None = None  # song id → its first row (made on need)
         self._band: dict[str, int] = {}
         self._pending: list[str] = []  # songs whose search text is still to be made
+        self._found: dict[tuple[str, bool], list[str]] = {}  # recent searches' songs
+        self._made: dict[str, list[Row]] = {}  # a song's rows, made once (until it changes)
         self._texts_timer = QTimer(self)
         self._texts_timer.setSingleShot(True)
         self._texts_timer.timeout.connect(self._make_some_texts)
@@ -128,14 +130,20 @@ class SongsModel(QAbstractListModel):
     def _make_rows(self, count: int) -> list[Row]:
         """The rows of the next songs of ``_matching``: at least ``count`` (or all left)."""
         rows: list[Row] = []
-        matching, songs, depth = self._matching, self._songs, self._depth
+        matching, made = self._matching, self._made
         n = self._next
         while n < len(matching) and len(rows) < count:
             song_id = matching[n]
-            rows.extend(rows_of(songs[song_id], depth.get(song_id, 0)))
+            found = made.get(song_id)
+            if found is None:
+                found = made[song_id] = self._rows_of(song_id)
+            rows.extend(found)
             n += 1
         self._next = n
         return rows
+
+    def _rows_of(self, song_id: str) -> list[Row]:
+        return rows_of(self._songs[song_id], self._depth.get(song_id, 0))
 
     # -- reading -------------------------------------------------------------------------
     def row(self, n: int) -> Row | None:
@@ -146,6 +154,9 @@ class SongsModel(QAbstractListModel):
 
     def songs(self) -> list[Song]:
         return list(self._songs.values())
+
+    def song_count(self) -> int:
+        return len(self._songs)
 
     def shown_songs(self) -> int:
         """How many songs the filter lets through (made into rows or not yet)."""
@@ -201,6 +212,8 @@ class SongsModel(QAbstractListModel):
     # -- changing ------------------------------------------------------------------------
     def set_songs(self, songs: Iterable[Song]) -> None:
         """All songs, each family together (a song, then its versions newest first)."""
+        self._found.clear()
+        self._made = {}
         self._songs = {s.id: s for s in songs}
         self._reorder()
         self._texts = {}
@@ -209,6 +222,8 @@ class SongsModel(QAbstractListModel):
         self._texts_timer.start(0)
 
     def upsert(self, song: Song) -> None:
+        self._found.clear()
+        self._made.pop(song.id, None)
         known = song.id in self._songs
         self._songs[song.id] = song
         self._texts.pop(song.id, None)
@@ -231,6 +246,8 @@ class SongsModel(QAbstractListModel):
     def remove(self, song_id: str) -> None:
         if self._songs.pop(song_id, None) is None:
             return
+        self._found.clear()
+        self._made.pop(song_id, None)
         self._texts.pop(song_id, None)
         self._order.remove(song_id)
         self._depth.pop(song_id, None)
@@ -246,24 +263,52 @@ class SongsModel(QAbstractListModel):
 
     # -- inside --------------------------------------------------------------------------
     def _reorder(self) -> None:
+        self._made = {}
         ordered = family_order(self._songs)
         self._order = [s.id for s, _d in ordered]
         self._depth = {s.id: d for s, d in ordered if d}
 
     def _refilter(self, keep: bool = False) -> None:
-        """Pass every song through the filter again and hand the view its first batch
+        """Pass the songs through the filter again and hand the view its first batch
         (``keep``: as many rows as it had)."""
         had = len(self._rows)
         self.beginResetModel()
-        if not self._query and not self._favourites_only:
-            self._matching = list(self._order)
-        else:
-            songs, passes = self._songs, self._passes
-            self._matching = [song_id for song_id in self._order if passes(songs[song_id])]
+        self._matching = self._search()
         self._next = 0
         self._rows = self._make_rows(max(self.BATCH, had if keep else 0))
         self._first = None
         self.endResetModel()
+
+    def _search(self) -> list[str]:
+        """The ids of the songs that pass, in order. A query that only grew (a letter
+        typed) looks only among what the shorter one found; a query met a moment ago (a
+        letter taken back) is remembered."""
+        query, favourites = self._query, self._favourites_only
+        if not query and not favourites:
+            return list(self._order)
+        found = self._found.get((query, favourites))
+        if found is not None:
+            return list(found)
+        among = self._order
+        for (earlier, fav), ids in self._found.items():
+            if fav == favourites and earlier and query.startswith(earlier):
+                if len(ids) < len(among):
+                    among = ids  # every word of the longer query holds a word of this one
+        songs, texts = self._songs, self._texts
+        if favourites:
+            among = [i for i in among if songs[i].favourite]
+        if query:
+            missing = [i for i in among if i not in texts]
+            for i in missing:
+                texts[i] = search_text(songs[i])
+            # word by word, the longest (the likeliest to narrow) first: each pass is one
+            # tight comparison per song still in
+            for word in sorted(set(query.split()), key=len, reverse=True):
+                among = [i for i in among if word in texts[i]]
+        if len(self._found) > 32:
+            self._found.clear()
+        self._found[(query, favourites)] = among
+        return list(among)
 
     def _passes(self, song: Song) -> bool:
         if self._favourites_only and not song.favourite:
@@ -301,7 +346,7 @@ class SongsModel(QAbstractListModel):
 
     def _replace_rows(self, song: Song) -> None:
         start, count = self._span(song.id)
-        fresh = rows_of(song, self._depth.get(song.id, 0))
+        fresh = self._made[song.id] = self._rows_of(song.id)
         if len(fresh) == count:  # same rows, new content
             self._rows[start : start + count] = fresh
             self.dataChanged.emit(self.index(start, 0), self.index(start + count - 1, 0))
@@ -340,7 +385,7 @@ class SongsModel(QAbstractListModel):
         self._matching.insert(at, song_id)
         if at < self._next or all_made:  # among the rows the view has: made now
             start = self._index()[self._matching[at + 1]] if at < self._next else len(self._rows)
-            fresh = rows_of(self._songs[song_id], self._depth.get(song_id, 0))
+            fresh = self._made[song_id] = self._rows_of(song_id)
             self.beginInsertRows(QModelIndex(), start, start + len(fresh) - 1)
             self._rows[start:start] = fresh
             self._next += 1
@@ -405,6 +450,7 @@ class SongDelegate(QStyledItemDelegate):
     PLAY_W = 46  # the room it takes at the row's left
     STAR_W = 22
     WAVES_KEPT = 256  # waveform shapes kept, by file and size
+    LINES_KEPT = 1024  # rows' words kept, by song state and width
 
     def __init__(self, store: WaveformStore, parent=None, files=None):
         super().__init__(parent)
@@ -414,6 +460,7 @@ class SongDelegate(QStyledItemDelegate):
         self.sounding = False  # playing now (not paused)
         self.play_position = 0.0  # 0..1 of the playing take
         self._shapes: OrderedDict[tuple, QPolygonF] = OrderedDict()
+        self._lines: OrderedDict[tuple, tuple[Song, str, str]] = OrderedDict()
 
     def _local(self, row: Row) -> str | None:
         """The file on this machine to draw (starting its fetch from the node if needed)."""
@@ -472,44 +519,67 @@ class SongDelegate(QStyledItemDelegate):
             painter.drawText(star, Qt.AlignLeft | Qt.AlignVCenter, "★" if song.favourite else "☆")
         title = QFont(option.font)
         title.setBold(row.first)
+        name_left = r.left() + (self.STAR_W if row.first else 0)
+        name_w = text_w - (name_left - r.left())
+        local = self._local(row)
+        name, meta = self._words(row, local, title, option.font, name_w, text_w)
         painter.setFont(title)
         painter.setPen(QColor(title_colour))
-        fm = painter.fontMetrics()
-        name_left = r.left() + (self.STAR_W if row.first else 0)
-        label = (
-            row.label
-            if (row.take is None or len(song.takes) < 2 or not row.first)
-            else f"{row.label}  ·  Take 1"
-        )
         painter.drawText(
-            QRect(name_left, r.top(), text_w - (name_left - r.left()), r.height() // 2),
+            QRect(name_left, r.top(), name_w, r.height() // 2),
             Qt.AlignLeft | Qt.AlignVCenter,
-            fm.elidedText(label, Qt.ElideRight, text_w - (name_left - r.left())),
+            name,
         )
         painter.setFont(option.font)
-        bits = facts(song, row.take)
+        painter.setPen(QColor(facts_colour))
+        painter.drawText(
+            QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
+            Qt.AlignLeft | Qt.AlignVCenter,
+            meta,
+        )
+        wave = QRect(r.left() + text_w + 16, r.top() + 2, r.width() - text_w - 16, r.height() - 4)
+        self._paint_wave(painter, wave, row, local)
+        painter.restore()
+
+    def _words(self, row: Row, local, title_font, font, name_w: int, meta_w: int):
+        """A row's name and facts line, each cut with an ellipsis to its width: made once
+        per song state and width (painting a list asks for them on every frame)."""
+        song, take = row.song, row.take
+        files = self.files
+        fetching = files is not None and take is not None and files.fetching(song, take)
+        problem = files.problem(song, take) if files is not None and take is not None else None
+        key = (song.id, take.n if take else 0, row.first, name_w, meta_w, local is None)
+        key += (fetching, problem, title_font.key())
+        # the link folds a song's events into the same record: what the words show
+        key += (song.state, song.stage, song.progress, song.position, song.error, song.title)
+        key += (len(song.takes),)
+        found = self._lines.get(key)
+        if found is not None and found[0] is song:  # the same record: a change is a new one
+            return found[1], found[2]
+        label = (
+            row.label
+            if (take is None or len(song.takes) < 2 or not row.first)
+            else f"{row.label}  ·  Take 1"
+        )
+        bits = facts(song, take)
         if row.first:
             bits.insert(0, when(song))
         if song.state != SongState.DONE:
             bits.insert(0, status_text(song))
-        elif row.take is not None and self._local(row) is None:
-            if self.files is not None and self.files.fetching(song, row.take):
+        elif take is not None and local is None:
+            if fetching:
                 bits.insert(0, "downloading…")
-            elif self.files is not None and self.files.problem(song, row.take):
-                bits.insert(0, f"download failed: {self.files.problem(song, row.take)}")
+            elif problem:
+                bits.insert(0, f"download failed: {problem}")
             else:
                 bits.insert(0, "file moved or deleted")
         meta = "  ·  ".join(b for b in bits if b)
-        painter.setPen(QColor(facts_colour))
-        fm = painter.fontMetrics()
-        painter.drawText(
-            QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
-            Qt.AlignLeft | Qt.AlignVCenter,
-            fm.elidedText(meta, Qt.ElideRight, text_w),
-        )
-        wave = QRect(r.left() + text_w + 16, r.top() + 2, r.width() - text_w - 16, r.height() - 4)
-        self._paint_wave(painter, wave, row)
-        painter.restore()
+        name = QFontMetrics(title_font).elidedText(label, Qt.ElideRight, name_w)
+        meta = QFontMetrics(font).elidedText(meta, Qt.ElideRight, meta_w)
+        self._lines[key] = (song, name, meta)
+        if len(self._lines) > self.LINES_KEPT:
+            self._lines.popitem(last=False)
+        return name, meta
 
     def _paint_play(self, painter: QPainter, rect: QRect, row: Row) -> None:
         if row.take is None:
@@ -532,12 +602,11 @@ class SongDelegate(QStyledItemDelegate):
                 QPolygonF([QPointF(cx - 5, cy - 8), QPointF(cx - 5, cy + 8), QPointF(cx + 8, cy)])
             )
 
-    def _paint_wave(self, painter: QPainter, rect: QRect, row: Row) -> None:
+    def _paint_wave(self, painter: QPainter, rect: QRect, row: Row, local: str | None) -> None:
         if rect.width() < 20:
             return
         c = theme.colours()
         song = row.song
-        local = self._local(row)
         if local is None:
             if song.state in (SongState.QUEUED, SongState.RUNNING):
                 painter.fillRect(

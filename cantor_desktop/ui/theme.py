@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
 
-@dataclass(frozen=True)
-class Colours:
+class Colours(NamedTuple):
     """One scheme's colours, by what they are for."""
 
     scheme: str
@@ -158,6 +157,7 @@ class _Notifier(QObject):
 _current: Colours | None = None
 _notifier: _Notifier | None = None
 _installed = False
+_following = False  # the system's colour-scheme hint is asked for and listened to
 _system_is_dark: bool | None = None  # the platform palette before ours, when Qt cannot say
 
 
@@ -183,18 +183,22 @@ def pinned_scheme() -> str | None:
 
 
 def system_scheme(hint=None) -> str:
-    """The system's scheme: Qt's colour-scheme hint, else (a desktop that does not say) the
-    lightness of the platform's own palette."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QGuiApplication
+    """The system's scheme: Qt's colour-scheme hint once :func:`follow_system` has asked
+    for it, else (before that, or a desktop that does not say) the lightness of the
+    platform's own palette, which follows the system's appearance on macOS, Windows and
+    the desktops that tell Qt."""
+    if hint is None and _following:
+        from PySide6.QtGui import QGuiApplication
 
-    if hint is None:
         app = QGuiApplication.instance()
-        hint = app.styleHints().colorScheme() if app is not None else Qt.ColorScheme.Unknown
-    if hint == Qt.ColorScheme.Dark:
-        return "dark"
-    if hint == Qt.ColorScheme.Light:
-        return "light"
+        hint = app.styleHints().colorScheme() if app is not None else None
+    if hint is not None:
+        from PySide6.QtCore import Qt
+
+        if hint == Qt.ColorScheme.Dark:
+            return "dark"
+        if hint == Qt.ColorScheme.Light:
+            return "light"
     return "dark" if _system_is_dark else "light"
 
 
@@ -242,16 +246,18 @@ def palette(c: Colours):
 
 
 def install(app, scheme: str | None = None) -> Colours:
-    """Give the application Cantor's style, palette and font, and follow the system's
-    scheme from now on. Again later (or with ``scheme``): switch to that scheme."""
+    """Give the application Cantor's style, palette and font, in the scheme the system's
+    palette shows (or ``scheme``). Made for the first paint: Qt's colour-scheme hint (whose
+    first use builds PySide's ``Qt`` namespace, a tenth of the start-up) is asked for by
+    :func:`follow_system`, after it. Again later: switch to that scheme."""
     global _installed, _system_is_dark
     if not _installed:
         _installed = True
         _system_is_dark = app.palette().window().color().lightness() < 128
-        if sys.platform != "darwin":
-            # one look on Windows and Linux, and the same in both schemes (the native
-            # Windows style ignores a palette); macOS keeps its own controls, which follow
-            # the system's appearance themselves
+        if sys.platform == "win32":
+            # the native Windows styles draw their own colours over a palette: Fusion, as
+            # on Linux (Qt's default there), draws ours; macOS keeps its own controls,
+            # which follow the system's appearance themselves
             from PySide6.QtWidgets import QStyleFactory
 
             style = QStyleFactory.create("Fusion")
@@ -262,9 +268,20 @@ def install(app, scheme: str | None = None) -> Colours:
 
         font.setFeature(QFont.Tag("tnum"), 1)  # digits of one width: times and BPM line up
         app.setFont(font)
-        app.styleHints().colorSchemeChanged.connect(_system_changed)
     apply(app, scheme or wanted_scheme())
     return colours()
+
+
+def follow_system(app) -> None:
+    """From now on the scheme is the system's own (``QStyleHints.colorScheme``), live: a
+    switch in the system's settings re-colours the open window at once."""
+    global _following
+    if _following:
+        return
+    _following = True
+    app.styleHints().colorSchemeChanged.connect(_system_changed)
+    if pinned_scheme() is None and system_scheme() != colours().scheme:
+        apply(app, system_scheme())
 
 
 def _system_changed(hint) -> None:

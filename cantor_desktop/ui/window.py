@@ -81,9 +81,7 @@ class MainWindow(QMainWindow):
         row.addWidget(self.sidebar)
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
-        from .menus import MenuBar
-
-        self.menu_bar = MenuBar(self, platform)  # the titles now; the actions after first paint
+        self.menu_bar = None  # after the first paint (populate), like the banner
         self.song_actions = None
         if not skeleton:
             self.populate()
@@ -126,6 +124,9 @@ class MainWindow(QMainWindow):
         from .song_actions import SongActions
 
         self.song_actions = SongActions(self, self.platform)
+        from .menus import MenuBar
+
+        self.menu_bar = MenuBar(self, self.platform)
         self.song_actions["find"].triggered.connect(self.find_songs)
         self.page("Compose")
         self.menu_bar.fill(self.song_actions, self.compose.generate_action)

@@ -339,7 +339,7 @@ class SongsPage(QWidget):
     # -- helpers ----------------------------------------------------------------------------
     def _update_count(self, *_):
         shown = self.model.shown_songs()
-        total = len(self.model.songs())
+        total = self.model.song_count()
         if shown == total:
             self.count.setText(f"{total} song{'s' if total != 1 else ''}")
         else:
