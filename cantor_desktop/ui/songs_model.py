@@ -459,7 +459,7 @@ class SongDelegate(QStyledItemDelegate):
         self.playing: tuple[str, int] | None = None  # (song id, take) playing or paused
         self.sounding = False  # playing now (not paused)
         self.play_position = 0.0  # 0..1 of the playing take
-        self._shapes: OrderedDict[tuple, QPolygonF] = OrderedDict()
+        self._shapes: OrderedDict[tuple, tuple[object, QPolygonF]] = OrderedDict()
         self._lines: OrderedDict[tuple, tuple[Song, str, str]] = OrderedDict()
 
     def _local(self, row: Row) -> str | None:
@@ -642,13 +642,13 @@ class SongDelegate(QStyledItemDelegate):
     def shape(self, path: str, peaks, rect: QRect) -> QPolygonF:
         """The waveform's outline for a rectangle: made once per file and size from the
         cached peaks (two points per pixel column at most), then reused for every paint."""
-        key = (path, id(peaks), rect.left(), rect.top(), rect.width(), rect.height())
+        key = (path, rect.left(), rect.top(), rect.width(), rect.height())
         found = self._shapes.get(key)
-        if found is not None:
+        if found is not None and found[0] is peaks:  # the same summary of the same file
             self._shapes.move_to_end(key)
-            return found
+            return found[1]
         poly = outline(peaks, rect)
-        self._shapes[key] = poly
+        self._shapes[key] = (peaks, poly)
         if len(self._shapes) > self.WAVES_KEPT:
             self._shapes.popitem(last=False)
         return poly

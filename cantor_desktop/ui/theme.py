@@ -297,7 +297,17 @@ def apply(app, scheme: str) -> None:
     global _current
     _current = SCHEMES[scheme]
     app.setPalette(palette(_current))
+    from PySide6.QtGui import QColor, QPalette
     from PySide6.QtWidgets import QApplication
+
+    # Fusion draws a check box's (and a radio button's) edge a shade darker than the
+    # window: on a dark window, no edge at all. Their class palette's window (never
+    # painted, the edge's only use of it) is made light enough for an edge that shows.
+    boxes = palette(_current)
+    if scheme == "dark":
+        boxes.setColor(QPalette.Window, QColor(_current.disabled).lighter(130))
+    for cls in ("QCheckBox", "QRadioButton"):
+        QApplication.setPalette(boxes, cls)
 
     for widget in QApplication.allWidgets():
         kind = widget.property("cantorTone")

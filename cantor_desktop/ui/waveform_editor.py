@@ -4,8 +4,8 @@ tenth of a second; nothing is sent anywhere from here (the page builds the reque
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
+from PySide6.QtCore import QRect, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from . import theme
@@ -25,6 +25,7 @@ class WaveformEditor(QWidget):
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.setMouseTracking(True)
         self.peaks = None
+        self._shape = None  # (peaks, size, QPolygonF): the waveform's outline at its size
         self.duration = 0.0
         self.region: tuple[float, float] | None = None
         self.before = 0.0
@@ -170,18 +171,15 @@ class WaveformEditor(QWidget):
                 QBrush(QColor(c.extend_after), Qt.BDiagPattern),
             )
         if self.peaks is not None and len(self.peaks):
-            n = len(self.peaks)
-            half = r.height() / 2
-            step = max(1, n // max(1, r.width() // 2))
-            top, bottom = [], []
-            for i in range(0, n, step):
-                x = r.left() + r.width() * i / n
-                h = max(0.5, float(self.peaks[i : i + step].max()) * half)
-                top.append(QPointF(x, mid - h))
-                bottom.append(QPointF(x, mid + h))
+            size = (r.left(), r.top(), r.width(), r.height())
+            shape = self._shape
+            if shape is None or shape[0] is not self.peaks or shape[1] != size:
+                from .songs_model import outline  # made once per take and size
+
+                shape = self._shape = (self.peaks, size, outline(self.peaks, r))
             p.setPen(Qt.NoPen)
             p.setBrush(QColor(c.wave))
-            p.drawPolygon(QPolygonF(top + list(reversed(bottom))))
+            p.drawPolygon(shape[2])
         else:
             p.setPen(QPen(QColor(c.line), 1))
             p.drawLine(r.left(), mid, r.right(), mid)

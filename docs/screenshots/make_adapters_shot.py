@@ -107,8 +107,9 @@ def main() -> int:
     lib.add_adapters(adapters(Path(home) / "brought"))
     wait(lambda: lib.adapter_table.rowCount() == 3 and "Not added" in lib.message.text(), 60)
     spin(800)
-    w.grab().save(str(OUT / "adapters.png"))
-    print("saved adapters")
+    from both_schemes import save_both
+
+    save_both(w, "adapters", settle=lambda: spin(150))
     fut = asyncio.ensure_future(shell.link.shutdown())
     wait(fut.done, 20)
     hub.__exit__(None, None, None)

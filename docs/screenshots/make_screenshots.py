@@ -3,6 +3,8 @@
 Run under Xvfb from the repository root:
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python docs/screenshots/make_screenshots.py
 
+Each page is saved in the light scheme (NAME.png) and the dark one (NAME-dark.png).
+
 Uses a throw-away CANTOR_HOME, a real child node with the sketch engine, and the test
 suite's model hub on 127.0.0.1 for a download in progress (no internet).
 """
@@ -19,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(OUT))
 os.environ.setdefault("QT_API", "pyside6")
 home = tempfile.mkdtemp(prefix="cantor-shots-")
 os.environ["CANTOR_HOME"] = home
@@ -43,9 +46,10 @@ def wait(pred, timeout=30.0) -> None:
 
 
 def shot(window, name: str) -> None:
+    from both_schemes import save_both
+
     spin(300)
-    window.grab().save(str(OUT / f"{name}.png"))
-    print("saved", name)
+    save_both(window, name, settle=lambda: spin(150))
 
 
 def main() -> int:

@@ -52,8 +52,9 @@ def main() -> int:
     dialog = page.open_stems()
     dialog.choose(["drums", "bass", "keyboard", "brass"])
     spin(300)
-    dialog.grab().save(str(OUT / "stems-dialog.png"))
-    print("saved stems-dialog")
+    from both_schemes import save_both
+
+    save_both(dialog, "stems-dialog", settle=lambda: spin(150))
     dialog.make.click()
     wait(
         lambda: (

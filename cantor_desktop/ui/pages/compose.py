@@ -1,7 +1,7 @@
 """Compose: the song form (checked as you type with the node's rules) and the live queue.
 
 Every field the node would refuse is named at once (with the field's own label) and
-outlined; Ctrl+Enter generates. What is typed is kept as a draft across restarts. The queue
+outlined; Ctrl+Return (⌘↩ on a Mac) generates. What is typed is kept as a draft across restarts. The queue
 shows the songs in flight; one that finished offers Play (in Songs), one that failed or was
 cancelled offers Retry.
 """

@@ -1,8 +1,9 @@
 """Songs: every song the node has, newest first, one row per take — waveform, play, A/B,
 search, favourites, rename, reveal, re-use, trash, drag out.
 
-Keys: Space plays or pauses the selected take, B switches between the two takes heard last
-at the same point (A/B), Delete moves the selection to the trash, Ctrl+F searches.
+Keys (the Song menu's, :mod:`..song_actions`): Space plays or pauses the selected take, B
+switches between the two takes heard last at the same point (A/B), the platform's Delete
+(and ⌘⌫ on a Mac) moves the selection to the trash, its Find key searches.
 """
 
 from __future__ import annotations
