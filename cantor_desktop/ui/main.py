@@ -185,10 +185,9 @@ class Shell:
     def __init__(self, app, link=None, *, start_child: bool = True, window=None):
         from .icons import app_icon
         from .node_link import NodeLink
+        from .theme import follow_system, install
         from .tray import Tray
         from .window import MainWindow
-
-        from .theme import follow_system, install
 
         install(app)  # a no-op after main() did it (benches and tests make their own app)
         follow_system(app)  # after the first paint: the system's scheme, live

@@ -291,9 +291,10 @@ class SongsModel(QAbstractListModel):
             return list(found)
         among = self._order
         for (earlier, fav), ids in self._found.items():
-            if fav == favourites and earlier and query.startswith(earlier):
-                if len(ids) < len(among):
-                    among = ids  # every word of the longer query holds a word of this one
+            # every word of the longer query holds a word of this one: a subset of its songs
+            grew = fav == favourites and earlier and query.startswith(earlier)
+            if grew and len(ids) < len(among):
+                among = ids
         songs, texts = self._songs, self._texts
         if favourites:
             among = [i for i in among if songs[i].favourite]

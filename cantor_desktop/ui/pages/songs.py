@@ -31,12 +31,12 @@ from PySide6.QtWidgets import (
 )
 
 from ...song import Song, SongState, Take
+from .. import shortcuts, theme
 from ..drag_exports import DragExports
 from ..player import Player
+from ..song_actions import Selection, SongActions
 from ..song_files import SongFiles, node_file_name
 from ..song_records import Row
-from .. import shortcuts, theme
-from ..song_actions import Selection, SongActions
 from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
 from ..transfer import human_duration
 from ..waveform_editor import WaveformEditor
@@ -359,7 +359,8 @@ class SongsPage(QWidget):
         self._update_buttons()
 
     def _reselect(self, keys: list[tuple[str, int]], current: tuple[str, int] | None) -> None:
-        from PySide6.QtCore import QItemSelection, QItemSelectionModel as Sel
+        from PySide6.QtCore import QItemSelection
+        from PySide6.QtCore import QItemSelectionModel as Sel
 
         chosen = QItemSelection()
         for song_id, take in keys:
