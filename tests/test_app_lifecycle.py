@@ -62,8 +62,9 @@ def test_macos_termination_is_accepted_with_the_node_already_stopped(app_home, h
     assert code == 0, err
     assert "quit-event accepted: True" in out, out  # AppKit hears yes
     assert "children running at the answer: 0" in out, out  # the node stopped first
-    if how == "dock":
+    if how == "dock":  # the window was closed, Cantor ran on until the Dock's Quit
         assert "window visible before quit: False" in out
+        assert "quitting before the event: False" in out
     assert "main returned 0" in out
     assert "Traceback" not in err and "Event loop stopped" not in err, err
     assert still_running(tree, 5) == []

@@ -79,8 +79,10 @@ def poll():
         how = open(quit_file).read().strip()
         os.unlink(quit_file)
         if how == "dock" and shells:
-            shells[0].window.close()                # in the tray (or the Dock) only
+            shells[0].window.keep_in_tray = True    # macOS has its menu bar icon: the
+            shells[0].window.close()                # window closes, Cantor runs on
             print("window visible before quit:", shells[0].window.isVisible(), flush=True)
+            print("quitting before the event:", shells[0]._quit.done(), flush=True)
         if how == "logout" and shells:
             shells[0]._session_ending(None)         # commitDataRequest: not cancelled
         event = QEvent(QEvent.Quit)
