@@ -197,3 +197,20 @@ def test_digits_line_up(qapp):
 
     theme.install(qapp)
     assert QFont.Tag("tnum") in qapp.font().featureTags()
+
+
+def test_a_scheme_change_after_a_window_is_gone_reaches_only_what_is_left(qapp, qloop):
+    """The pages hear a scheme change through the theme's notifier, which outlives them:
+    a page that was deleted is not called (its connection ended with it)."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.window import MainWindow
+
+    for _ in range(2):
+        window = MainWindow(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
+        window.library  # the pages that listen: Compose, Library
+        window.deleteLater()
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    for scheme in ("dark", "light"):
+        theme.apply(qapp, scheme)  # no call into a deleted page (pytest-qt fails on one)

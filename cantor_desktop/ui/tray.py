@@ -78,7 +78,11 @@ class Tray(QObject):
         if self.icon is not None:  # a light or dark system panel: the note's colour follows
             from . import theme
 
-            theme.notifier().changed.connect(lambda _scheme: self.on_state(self.link.state))
+            theme.notifier().changed.connect(self._scheme_changed)
+
+    def _scheme_changed(self, _scheme: str) -> None:
+        """(A method, not a lambda: the connection ends with the tray.)"""
+        self.on_state(self.link.state)
 
     @property
     def menu(self) -> TrayMenu:

@@ -314,7 +314,7 @@ class ComposePage(QWidget):
         self.adapter_list.changed.connect(self.set_adapters)
         self.load_draft()
         self.check()
-        theme.notifier().changed.connect(lambda _scheme: self.check())  # outlines re-coloured
+        theme.notifier().changed.connect(self._scheme_changed)  # outlines re-coloured
 
     # -- the form ---------------------------------------------------------------------------
     def form(self) -> ComposeForm:
@@ -616,6 +616,10 @@ class ComposePage(QWidget):
         self.generate.setEnabled(False)
         self.generate.setToolTip(text)
         return False
+
+    def _scheme_changed(self, _scheme: str) -> None:
+        """(A method, not a lambda: the connection ends with the page.)"""
+        self.check()
 
     def _generate_tip(self) -> str:
         return shortcuts.tip("Generate", self.generate_action.shortcuts())
