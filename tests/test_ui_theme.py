@@ -209,7 +209,7 @@ def test_a_scheme_change_after_a_window_is_gone_reaches_only_what_is_left(qapp, 
 
     for _ in range(2):
         window = MainWindow(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
-        window.library  # the pages that listen: Compose, Library
+        window.page("Library")  # built: the pages that listen are Compose and Library
         window.deleteLater()
         QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
     for scheme in ("dark", "light"):
