@@ -245,9 +245,16 @@ OPTIONS: dict[str, Option] = {
             lambda: "127.0.0.1",
             "Address the node listens on; anything but loopback requires a token.",
             check=_check_host,
+            local_only=True,
         ),
         Option(
-            "node.port", int, lambda: 7823, "Port of the node's HTTP API.", minimum=1, maximum=65535
+            "node.port",
+            int,
+            lambda: 7823,
+            "Port of the node's HTTP API.",
+            minimum=1,
+            maximum=65535,
+            local_only=True,
         ),
         Option(
             "node.keep_loaded",

@@ -191,7 +191,7 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
                 array = (r.status_code, r.json())
                 r = await http.get("/v1/songs/0123456789abcdef")
                 missing = (r.status_code, r.json())
-                r = await http.patch("/v1/config", json={"node.port": 0})
+                r = await http.patch("/v1/config", json={"node.max_queue": 0})
                 bad_config = (r.status_code, r.json())
                 r = await http.post("/v1/backends/use", json={"backend": "gpu9"})
                 bad_backend = (r.status_code, r.json())
@@ -224,7 +224,7 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
     )
     assert array[0] == 422 and array[1]["error"]["field"] == "body"
     assert missing[0] == 404 and missing[1]["error"]["type"] == "not_found"
-    assert bad_config[0] == 422 and bad_config[1]["error"]["field"] == "node.port"
+    assert bad_config[0] == 422 and bad_config[1]["error"]["field"] == "node.max_queue"
     assert bad_backend[0] == 422 and bad_backend[1]["error"]["field"] == "backend"
     assert system["loaded"] == [] and songs == []  # nothing reached an engine
 

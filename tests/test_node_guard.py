@@ -278,6 +278,8 @@ def test_the_rce_replayed_runs_nothing(home, tmp_path):
                     ("songs.dir", "/tmp"),
                     ("app.node_url", evil.url("/")),
                     ("node.allowed_hosts", ["evil.example"]),
+                    ("node.host", "0.0.0.0"),  # the whole network, with the token
+                    ("node.port", 8123),
                 ):
                     body = json.dumps({key: value}).encode()
                     got[f"{key} rebinding"] = request(
@@ -327,6 +329,8 @@ def test_the_rce_replayed_runs_nothing(home, tmp_path):
         "songs.dir",
         "app.node_url",
         "node.allowed_hosts",
+        "node.host",
+        "node.port",
     ):
         assert got[f"{key} rebinding"] == 403
         status, error = got[f"{key} with the token"]
