@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import urlparse
 
-from .errors import CantorError
+from .errors import CantorError, short_repr
 from .paths import paths
 
 if TYPE_CHECKING:
@@ -417,12 +417,6 @@ def option(key: str) -> Option:
 
 
 # -- reading and writing ----------------------------------------------------------------------
-
-
-def short_repr(value: Any, limit: int = 60) -> str:
-    """repr() cut to a readable length: an error about a 1 MB value must not be 1 MB long."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def _plain(value: Any) -> Any:

@@ -48,7 +48,7 @@ _SCALAR_FMT = {
     T_FLOAT64: "<d",
 }
 _MAX_KEY = 1 << 16  # a key longer than this is a corrupt file, not a real key
-_MAX_STRING = 1 << 30
+_MAX_ARCH = 256  # an architecture name is a word, not a paragraph
 _MAX_KV = 1 << 24
 
 
@@ -109,14 +109,55 @@ def write_header_only(
 
 
 # ---------------------------------------------------------------- reading
+#
+# A file in the models folder may come from anyone (a download, an import, an upload), so
+# reading its header is linear in the header's size and bounded: arrays are skipped without
+# recursion and nested at most MAX_DEPTH deep, an array has at most MAX_ARRAY elements, and
+# the kv section must end within the first MAX_HEADER bytes. Whatever the bytes, the only
+# error is a GGUFError naming the limit or the fault, quoting at most a short prefix.
+
+MAX_HEADER = 64 * 2**20
+"""The kv section ends within this many bytes (a language model's tokenizer, the largest
+header ACE-Step has, is about 6 MB)."""
+MAX_DEPTH = 4
+"""Arrays of arrays nested this deep at most (ggml itself reads no nested array)."""
+MAX_ARRAY = 1 << 24
+"""Elements in one array at most."""
+MAX_STRINGS = 1 << 21
+"""Strings in the whole header at most: each costs a step to skip (a tokenizer's
+vocabulary and merges are ~300 000 each)."""
+_BLOCK = 1 << 20
+_SHOWN = 40  # characters of a key or value an error quotes
+
+
+def _quote(text: str) -> str:
+    from .errors import short_repr
+
+    return short_repr(text, _SHOWN)
 
 
 class _Reader:
     def __init__(self, f: BinaryIO, name: str):
         self.f, self.name = f, name
         self.size = os.fstat(f.fileno()).st_size
+        self.strings = 0
+
+    def _bad(self, what: str) -> GGUFError:
+        return GGUFError(f"{self.name}: corrupt GGUF header ({what})")
+
+    def _room(self, n: int, what: str) -> None:
+        """``n`` more bytes must lie within the file and within MAX_HEADER."""
+        at = self.f.tell()
+        if at + n > self.size:
+            raise GGUFError(f"{self.name}: truncated GGUF header (while reading {what})")
+        if at + n > MAX_HEADER:
+            raise GGUFError(
+                f"{self.name}: the GGUF header is larger than {MAX_HEADER // 2**20} MiB, the "
+                f"most read (while reading {what})"
+            )
 
     def take(self, n: int, what: str) -> bytes:
+        self._room(n, what)
         data = self.f.read(n)
         if len(data) != n:
             raise GGUFError(f"{self.name}: truncated GGUF header (while reading {what})")
@@ -126,45 +167,88 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
     def skip(self, n: int, what: str) -> None:
-        # seek past; a seek beyond the end does not fail, so compare with the file size
-        if self.f.tell() + n > self.size:
-            raise GGUFError(f"{self.name}: truncated GGUF header (while reading {what})")
+        # seek past; a seek beyond the end does not fail, so check the room first
+        self._room(n, what)
         self.f.seek(n, os.SEEK_CUR)
 
-    def string(self, what: str, limit: int = _MAX_STRING) -> str:
+    def string(self, what: str, limit: int = MAX_HEADER) -> str:
         n = self.unpack("<Q", what)
         if n > limit:
-            raise GGUFError(f"{self.name}: corrupt GGUF header ({what} length {n})")
+            raise self._bad(f"{what} is {n} bytes long; at most {limit}")
         raw = self.take(n, what)
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise GGUFError(f"{self.name}: corrupt GGUF header ({what} is not UTF-8)") from None
+            raise self._bad(f"{what} is not UTF-8") from None
 
     def value(self, vtype: int, key: str, keep: bool):
         """Read (keep=True) or skip one value of type ``vtype``; arrays are always skipped."""
+        shown = _quote(key)
         if vtype in _SCALAR_FMT:
-            return self.unpack(_SCALAR_FMT[vtype], f"value of {key!r}")
+            return self.unpack(_SCALAR_FMT[vtype], f"value of {shown}")
         if vtype == T_STRING:
             if keep:
-                return self.string(f"value of {key!r}")
-            n = self.unpack("<Q", f"value of {key!r}")
-            if n > _MAX_STRING:
-                raise GGUFError(f"{self.name}: corrupt GGUF header (string of {key!r})")
-            self.skip(n, f"value of {key!r}")
+                return self.string(f"value of {shown}")
+            self.skip(self.unpack("<Q", f"value of {shown}"), f"value of {shown}")
             return None
         if vtype == T_ARRAY:
-            etype = self.unpack("<I", f"array type of {key!r}")
-            count = self.unpack("<Q", f"array length of {key!r}")
-            if etype in _SCALAR_FMT:
-                self.skip(count * struct.calcsize(_SCALAR_FMT[etype]), f"array {key!r}")
-            elif etype in (T_STRING, T_ARRAY):
-                for _ in range(count):
-                    self.value(etype, key, keep=False)
-            else:
-                raise GGUFError(f"{self.name}: unknown GGUF array type {etype} for {key!r}")
+            self._skip_array(shown)
             return None
-        raise GGUFError(f"{self.name}: unknown GGUF value type {vtype} for {key!r}")
+        raise GGUFError(f"{self.name}: unknown GGUF value type {vtype} for {shown}")
+
+    def _skip_array(self, shown: str) -> None:
+        """Skip an array (and the arrays in it) with a stack of counts, never recursion."""
+        pending: list[tuple[int, int]] = []  # (element type, elements left) per open array
+        etype, count = self._array_head(shown, 1)
+        pending.append((etype, count))
+        while pending:
+            etype, left = pending[-1]
+            if left == 0:
+                pending.pop()
+                continue
+            if etype in _SCALAR_FMT:
+                self.skip(left * struct.calcsize(_SCALAR_FMT[etype]), f"array {shown}")
+                pending[-1] = (etype, 0)
+            elif etype == T_STRING:
+                self._skip_strings(left, f"array {shown}")
+                pending[-1] = (etype, 0)
+            else:  # T_ARRAY
+                pending[-1] = (etype, left - 1)
+                pending.append(self._array_head(shown, len(pending) + 1))
+
+    def _skip_strings(self, count: int, what: str) -> None:
+        """Skip ``count`` length-prefixed strings, walking a block read at a time."""
+        self.strings += count
+        if self.strings > MAX_STRINGS:
+            raise self._bad(f"more than {MAX_STRINGS} strings (in {what})")
+        at = self.f.tell()  # the file position of buf[0]
+        buf, off = b"", 0
+        unpack_from = struct.unpack_from
+        for _ in range(count):
+            if len(buf) - off < 8:
+                at += off
+                self.f.seek(at)
+                buf, off = self.f.read(min(_BLOCK, max(0, MAX_HEADER - at))), 0
+                if len(buf) < 8:
+                    self.f.seek(at)
+                    self._room(8, what)  # says truncated, or too large
+            (n,) = unpack_from("<Q", buf, off)
+            off += 8 + n
+            if at + off > MAX_HEADER or at + off > self.size:
+                self.f.seek(at + off - n)
+                self._room(n, what)
+        self.f.seek(at + off)
+
+    def _array_head(self, shown: str, depth: int) -> tuple[int, int]:
+        if depth > MAX_DEPTH:
+            raise self._bad(f"arrays in {shown} are nested more than {MAX_DEPTH} deep")
+        etype = self.unpack("<I", f"array type of {shown}")
+        count = self.unpack("<Q", f"array length of {shown}")
+        if etype not in _SCALAR_FMT and etype not in (T_STRING, T_ARRAY):
+            raise GGUFError(f"{self.name}: unknown GGUF array type {etype} for {shown}")
+        if count > MAX_ARRAY:
+            raise self._bad(f"array {shown} has {count} elements; at most {MAX_ARRAY}")
+        return etype, count
 
 
 def _iter_kv(path: Path, f: BinaryIO):
@@ -172,17 +256,17 @@ def _iter_kv(path: Path, f: BinaryIO):
     r = _Reader(f, str(path))
     magic = f.read(4)
     if magic != MAGIC:
-        raise GGUFError(f"{path}: not a GGUF file (magic {magic!r}, expected b'GGUF')")
+        raise GGUFError(f"{path}: not a GGUF file (it does not start with {MAGIC.decode()})")
     version = r.unpack("<I", "version")
     if version not in (2, 3):
         raise GGUFError(f"{path}: unsupported GGUF version {version}")
     r.unpack("<q", "tensor count")
     n_kv = r.unpack("<q", "kv count")
     if not 0 <= n_kv <= _MAX_KV:
-        raise GGUFError(f"{path}: corrupt GGUF header (kv count {n_kv})")
+        raise GGUFError(f"{path}: corrupt GGUF header (kv count {n_kv}; at most {_MAX_KV})")
     for _ in range(n_kv):
         key = r.string("key", _MAX_KEY)
-        vtype = r.unpack("<I", f"type of {key!r}")
+        vtype = r.unpack("<I", f"type of {_quote(key)}")
         yield key, vtype, r
 
 
@@ -214,7 +298,7 @@ def read_architecture(path: str | os.PathLike) -> str:
             if key == ARCH_KEY:
                 if vtype != T_STRING:
                     raise GGUFError(f"{path}: {ARCH_KEY} is not a string (type {vtype})")
-                return r.value(vtype, key, keep=True)
+                return r.string(f"value of {ARCH_KEY}", _MAX_ARCH)
             r.value(vtype, key, keep=False)
     raise GGUFError(f"{path}: GGUF header has no {ARCH_KEY}")
 

@@ -164,7 +164,7 @@ def _raw(path: Path, header: bytes, data: bytes = b"") -> Path:
                 _raw(d / "big.safetensors", b"{}").write_bytes(struct.pack("<Q", 2**40) + b"{}")
                 and d / "big.safetensors"
             ),
-            "announce a 1099511627776-byte header",
+            "announce a header longer than the file",
         ),
         (lambda d: _raw(d / "nj.safetensors", b"not json"), "its header is not JSON"),
         (lambda d: _raw(d / "none.safetensors", b'{"__metadata__": {}}'), "holds no tensors"),
@@ -453,3 +453,90 @@ def test_the_reader_and_the_hand_writer_agree_with_the_safetensors_library(tmp_p
     loaded = st.load_file(str(tmp_path / "hand.safetensors"))
     assert set(loaded) == set(tensors)
     assert all(np.array_equal(loaded[k], tensors[k]) for k in tensors)
+
+
+# -- hostile files: bounded work, short quotes, no links -----------------------------------
+
+
+def test_a_shape_of_100000_huge_dimensions_is_refused_at_once_naming_the_cap(tmp_path):
+    """It took 26-29 s of CPU (the product grew with the square of the list) and the 422
+    repeated the whole shape back (issue 28)."""
+    shape = [2**62] * 100_000
+    header = json.dumps(
+        {"x.lora_A.weight": {"dtype": "F32", "shape": shape, "data_offsets": [0, 4]}}
+    ).encode()
+    path = _raw(tmp_path / "dims.safetensors", header, b"\0" * 4)
+    with pytest.raises(NotAnAdapter) as caught:
+        ad.inspect(path)
+    message = str(caught.value)
+    assert f"100000 dimensions; at most {ad.MAX_DIMS}" in message and len(message) < 300
+    # within the cap, huge dimensions stop the product once it passes the file's size
+    header = json.dumps(
+        {"x.lora_A.weight": {"dtype": "F32", "shape": [10**4000] * 8, "data_offsets": [0, 4]}}
+    ).encode()
+    with pytest.raises(NotAnAdapter, match="does not fill its 4 bytes") as caught:
+        ad.inspect(_raw(tmp_path / "huge.safetensors", header, b"\0" * 4))
+    assert len(str(caught.value)) < 300
+
+
+def test_long_names_deep_metadata_and_a_big_header_stay_short_and_bounded(tmp_path):
+    name = "n" * 2**20 + ".lora_A.weight"
+    header = json.dumps(
+        {
+            "__metadata__": {"deep": "x"},
+            name: {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]},
+        }
+    ).encode()
+    with pytest.raises(NotAnAdapter) as caught:
+        ad.inspect(_raw(tmp_path / "long.safetensors", header, b"\0" * 4))
+    assert len(str(caught.value)) < 300 and "characters" in str(caught.value)
+    # metadata that is not strings is not kept (str() of 900-deep lists could recurse)
+    deep = {"__metadata__": {"base_model": json.loads("[" * 900 + "]" * 900)}}
+    header = json.dumps(
+        {**deep, "x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}
+    ).encode()
+    tensors, metadata = ad.read_header(_raw(tmp_path / "deep.safetensors", header, b"\0" * 4))
+    assert metadata == {} and list(tensors) == ["x"]
+    big = tmp_path / "big.safetensors"
+    with open(big, "wb") as f:  # sparse: announces a header past the cap
+        f.write(struct.pack("<Q", ad.HEADER_CAP + 1))
+        f.truncate(ad.HEADER_CAP + 2**20)
+    with pytest.raises(NotAnAdapter, match="larger than 16 MiB, the most read"):
+        ad.inspect(big)
+
+
+def test_links_inside_an_imported_adapter_are_refused(tmp_path):
+    """A PEFT folder whose adapter_config.json (or weights) is a link to a file of the
+    node's user was followed and copied in (issue 28); a linked single file too."""
+    store = ad.AdapterStore(tmp_path / "models" / "adapters")
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"hunter2": 1}')
+    secret.chmod(0o600)
+    linked_config = peft_folder(tmp_path / "cfg", config=False)
+    (linked_config / "adapter_config.json").symlink_to(secret)
+    linked_weights = tmp_path / "w"
+    linked_weights.mkdir()
+    (linked_weights / "adapter_model.safetensors").symlink_to(
+        comfyui_file(tmp_path / "real.safetensors")
+    )
+    linked_file = tmp_path / "one.safetensors"
+    linked_file.symlink_to(tmp_path / "real.safetensors")
+    for src in (
+        linked_config,
+        linked_weights,
+        linked_file,
+        linked_weights / "adapter_model.safetensors",
+    ):
+        with pytest.raises(NotAnAdapter, match="is a symbolic link") as caught:
+            store.add(src)
+        assert "hunter2" not in str(caught.value) and caught.value.status == 422
+    assert store.list() == [] and not list((tmp_path / "models").rglob("*.json"))
+
+
+def test_a_link_swapped_in_after_the_checks_is_not_followed(tmp_path):
+    real = comfyui_file(tmp_path / "real.safetensors")
+    link = tmp_path / "link.safetensors"
+    link.symlink_to(real)
+    with pytest.raises(NotAnAdapter, match="symbolic link"):
+        ad.copy_regular_file(link, tmp_path / "copy.safetensors")
+    assert not (tmp_path / "copy.safetensors").exists()

@@ -168,3 +168,120 @@ def test_threads_writing_the_same_header_never_share_a_temp_file(tmp_path):
     assert errors == []
     assert [p.name for p in folder.iterdir()] == ["sketch-lm.gguf"]
     assert gguf.read_architecture(folder / "sketch-lm.gguf") == gguf.ARCH_LM
+
+
+# -- hostile headers: linear, bounded, one kind of error ------------------------------------
+
+
+def _header(*kvs: bytes) -> bytes:
+    return b"GGUF" + struct.pack("<Iqq", 3, 0, len(kvs)) + b"".join(kvs)
+
+
+def _arch_kv(arch: str = "acestep-dit") -> bytes:
+    return _s(gguf.ARCH_KEY) + struct.pack("<I", gguf.T_STRING) + _s(arch)
+
+
+def _nested(depth: int) -> bytes:
+    """``a`` = an array of one array of one array … ``depth`` deep, the innermost empty."""
+    return (
+        _s("a")
+        + struct.pack("<I", gguf.T_ARRAY)
+        + struct.pack("<IQ", gguf.T_ARRAY, 1) * (depth - 1)
+        + struct.pack("<IQ", gguf.T_UINT8, 0)
+    )
+
+
+def test_nested_arrays_are_read_up_to_the_cap_and_refused_past_it(tmp_path):
+    """5,000 deep raised an uncaught RecursionError (issue 28); now the reader keeps a stack
+    of counts and refuses past MAX_DEPTH, naming it."""
+    ok = tmp_path / "ok.gguf"
+    ok.write_bytes(_header(_nested(gguf.MAX_DEPTH), _arch_kv()))
+    assert gguf.read_architecture(ok) == "acestep-dit"
+    deep = tmp_path / "deep.gguf"
+    deep.write_bytes(_header(_nested(5000), _arch_kv()))
+    with pytest.raises(gguf.GGUFError, match=f"nested more than {gguf.MAX_DEPTH} deep"):
+        gguf.read_architecture(deep)
+    with pytest.raises(gguf.GGUFError, match="nested"):
+        gguf.read_metadata(deep)
+
+
+def test_array_string_and_header_caps_are_named(tmp_path):
+    long_array = tmp_path / "long.gguf"
+    long_array.write_bytes(
+        _header(
+            _s("a") + struct.pack("<IIQ", gguf.T_ARRAY, gguf.T_UINT8, gguf.MAX_ARRAY + 1),
+            _arch_kv(),
+        )
+    )
+    with pytest.raises(gguf.GGUFError, match=f"at most {gguf.MAX_ARRAY}"):
+        gguf.read_architecture(long_array)
+    strings = tmp_path / "strings.gguf"
+    strings.write_bytes(
+        _header(
+            _s("a") + struct.pack("<IIQ", gguf.T_ARRAY, gguf.T_STRING, gguf.MAX_STRINGS + 1),
+            _arch_kv(),
+        )
+    )
+    with pytest.raises(gguf.GGUFError, match=f"more than {gguf.MAX_STRINGS} strings"):
+        gguf.read_architecture(strings)
+    big = tmp_path / "big.gguf"  # a header past MAX_HEADER (sparse: no 64 MB written)
+    with open(big, "wb") as f:
+        f.write(_header(_s("a") + struct.pack("<IQ", gguf.T_STRING, gguf.MAX_HEADER)))
+        f.truncate(gguf.MAX_HEADER + 2**20)
+    with pytest.raises(gguf.GGUFError, match="larger than 64 MiB"):
+        gguf.read_metadata(big)
+
+
+def test_many_strings_are_skipped_in_linear_time(tmp_path):
+    """A tokenizer-sized string array (the real LM's header) and one of the most strings
+    allowed are both skipped; the second holds 2,097,152 strings."""
+    n = gguf.MAX_STRINGS
+    path = tmp_path / "vocab.gguf"
+    path.write_bytes(
+        _header(
+            _s("tokenizer.ggml.tokens")
+            + struct.pack("<IIQ", gguf.T_ARRAY, gguf.T_STRING, n)
+            + _s("tk") * n,
+            _arch_kv("acestep-lm"),
+        )
+    )
+    assert gguf.read_architecture(path) == "acestep-lm"
+
+
+def test_a_non_gguf_file_is_named_without_quoting_its_bytes(tmp_path):
+    secret = tmp_path / "x.gguf"
+    secret.write_bytes(b"hunter2 is the password")
+    with pytest.raises(gguf.GGUFError) as caught:
+        gguf.read_architecture(secret)
+    assert "hunt" not in str(caught.value) and "does not start with GGUF" in str(caught.value)
+
+
+def test_mutated_headers_give_only_gguf_errors(tmp_path):
+    """500 random corruptions of a header with strings, an array and numbers: each reads
+    or fails with GGUFError (never another exception)."""
+    import random
+
+    good = _header(
+        _arch_kv(),
+        _s("arr")
+        + struct.pack("<IIQ", gguf.T_ARRAY, gguf.T_STRING, 3)
+        + _s("a")
+        + _s("bb")
+        + _s(""),
+        _nested(3),
+        _s("n") + struct.pack("<II", gguf.T_UINT32, 7),
+    )
+    rnd = random.Random(28)
+    path = tmp_path / "m.gguf"
+    for _ in range(500):
+        data = bytearray(good)
+        for _ in range(rnd.randint(1, 4)):
+            data[rnd.randrange(len(data))] = rnd.randrange(256)
+        if rnd.random() < 0.3:
+            data = data[: rnd.randrange(len(data))]
+        path.write_bytes(bytes(data))
+        for read in (gguf.read_metadata, gguf.read_architecture):
+            try:
+                read(path)
+            except gguf.GGUFError:
+                pass

@@ -258,3 +258,58 @@ def test_disk_usage(tmp_path):
     assert usage["library_bytes"] == 5000 and usage["partial_bytes"] == 300
     assert usage["imported_bytes"] == (tmp_path / "x.gguf").stat().st_size
     assert usage["total_bytes"] == 5300 + usage["imported_bytes"] and usage["free_bytes"] > 0
+
+
+def test_an_unreadable_gguf_in_the_models_folder_is_listed_corrupt_and_breaks_nothing(tmp_path):
+    """A GGUF with arrays nested 5,000 deep made listing, songs without a model and
+    `cantor models` fail until it was removed (issue 28)."""
+    import struct
+
+    folder = library.family_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    key = b"a"
+    deep = (
+        b"GGUF"
+        + struct.pack("<Iqq", 3, 0, 1)
+        + struct.pack("<Q", len(key))
+        + key
+        + struct.pack("<I", gguf.T_ARRAY)
+        + struct.pack("<IQ", gguf.T_ARRAY, 1) * 5000
+        + struct.pack("<IQ", gguf.T_UINT8, 0)
+    )
+    (folder / "deep.gguf").write_bytes(deep)
+    put(DIT), put(TE), put(VAE)
+    models = by_name()
+    broken = models["deep"]
+    assert broken.state == library.CORRUPT
+    assert "nested more than" in broken.files[0].problem
+    assert models["acestep-v15-turbo-Q8_0"].state == library.MISSING_COMPANION  # as ever
+    assert library.resolve("acestep-v15-turbo").dit == DIT
+    assert library.resolve("sketch").builtin
+    with pytest.raises(library.ModelNotReady, match="corrupt"):
+        library.resolve("deep")
+
+
+def test_a_linked_gguf_is_refused_by_import_without_reading_it(tmp_path):
+    """A link named x.gguf to a file of the node's user: its first bytes came back in the
+    refusal ("magic b'hunt'")."""
+    from cantor_desktop.models import importer
+
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"hunter2 hunter2")
+    secret.chmod(0o600)
+    link = tmp_path / "x.gguf"
+    link.symlink_to(secret)
+    with pytest.raises(importer.ImportRefused, match="symbolic link") as caught:
+        importer.import_local(link)
+    assert "hunt" not in str(caught.value)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "y.gguf").symlink_to(secret)
+    [result] = library.import_path(folder)
+    assert result.kind is None and "symbolic link" in result.note and "hunt" not in result.note
+    not_gguf = tmp_path / "plain.gguf"
+    not_gguf.write_bytes(b"hunter2 hunter2")
+    with pytest.raises(importer.ImportRefused) as caught:
+        importer.import_local(not_gguf)
+    assert "hunt" not in str(caught.value)

@@ -47,13 +47,16 @@ def _list(args) -> int:
     rows = [("NAME", "STATE", "ON DISK", "TO GET", "")]
     for m in models:
         to_get = _size(m.download_bytes, m.download_approximate) if m.download_bytes else "-"
+        problem = next((f.problem for f in m.files if f.problem), None)
         rows.append(
             (
                 m.name,
                 m.state,
                 _size(m.size_bytes) if m.size_bytes else "-",
                 to_get,
-                m.display_name + (f"  [imported: {m.folder}]" if m.imported else ""),
+                m.display_name
+                + (f"  [imported: {m.folder}]" if m.imported else "")
+                + (f"  [{problem}]" if problem else ""),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

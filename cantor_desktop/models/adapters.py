@@ -26,13 +26,14 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
-from ..errors import CantorError
+from ..errors import CantorError, short_repr, short_text
 from ..paths import paths
 
 FOLDER = "adapters"
@@ -41,7 +42,14 @@ PEFT_WEIGHTS = "adapter_model.safetensors"
 PEFT_CONFIG = "adapter_config.json"
 SUFFIX = ".safetensors"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
-HEADER_CAP = 100 * 2**20  # the safetensors library's own limit on the JSON header
+HEADER_CAP = 16 * 2**20
+"""The most JSON header read (an adapter's names a few thousand tensors in well under 1 MB;
+the safetensors library itself stops at 100 MB)."""
+MAX_DIMS = 8
+"""Dimensions of one tensor at most (an adapter's are 1 to 4)."""
+MAX_TENSORS = 200_000
+"""Tensors in one file at most (a LoKr of every DiT module has a few thousand)."""
+DTYPE = re.compile(r"[A-Z][A-Z0-9_]{0,15}")
 CONFIG_CAP = 1 * 2**20
 UPLOAD_CAP = 8 * 2**30
 """The largest adapter an upload may be (a rank-256 LoRA of the XL DiT in F32 is ~3 GB)."""
@@ -75,7 +83,7 @@ PEFT_TYPES = ("LORA", "LOKR")
 # a DiT module an adapter may change: decoder.layers.N.{self_attn,cross_attn}.{q,k,v,o}_proj,
 # decoder.layers.N.mlp.{gate,up,down}_proj, and the small embedders around them
 _LAYER_MODULE = re.compile(
-    r"layers\.(\d+)\.(self_attn\.[qkvo]_proj|cross_attn\.[qkvo]_proj|"
+    r"layers\.(\d{1,4})\.(self_attn\.[qkvo]_proj|cross_attn\.[qkvo]_proj|"
     r"mlp\.(?:gate|up|down)_proj)"
 )
 _OTHER_MODULES = {
@@ -87,7 +95,7 @@ _OTHER_MODULES = {
     "time_embed_r.time_proj",
     "condition_embedder",
 }
-_LYCORIS_LAYER = re.compile(r"lycoris_layers_(\d+)_(self_attn|cross_attn|mlp)_(\w+_proj)$")
+_LYCORIS_LAYER = re.compile(r"lycoris_layers_(\d{1,4})_(self_attn|cross_attn|mlp)_(\w+_proj)$")
 _PREFIXES = ("base_model.model.", "diffusion_model.")
 _LORA_MARKS = (".lora_A.", ".lora_B.", ".lora_down.", ".lora_up.")
 # modules whose input (q, k, v, gate, up) or output (o, down) is the DiT's hidden width
@@ -169,21 +177,30 @@ class Tensor:
 
 def read_header(path: Path, shown: str | None = None) -> tuple[dict[str, Tensor], dict[str, str]]:
     """The tensors of a ``.safetensors`` file and its ``__metadata__`` (strings), from its
-    header alone; NotAnAdapter saying what is wrong with the file."""
+    header alone; NotAnAdapter saying what is wrong with the file.
+
+    Linear in the header's size and bounded (:data:`HEADER_CAP`, :data:`MAX_TENSORS`,
+    :data:`MAX_DIMS`): a file from anyone costs a bounded read and never an error other
+    than NotAnAdapter, which quotes at most a short prefix of what the file says."""
     shown = shown or path.name
     try:
-        size = path.stat().st_size
         with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
             if len(head) < 8:
                 raise NotAnAdapter(
                     f"{shown} is not a safetensors file: it is only {size} bytes long"
                 )
             (length,) = struct.unpack("<Q", head)
-            if length > HEADER_CAP or 8 + length > size:
+            if 8 + length > size:
                 raise NotAnAdapter(
-                    f"{shown} is not a safetensors file: its first 8 bytes "
-                    f"announce a {length}-byte header in a {size}-byte file"
+                    f"{shown} is not a safetensors file: its first 8 bytes announce a "
+                    f"header longer than the file"
+                )
+            if length > HEADER_CAP:
+                raise NotAnAdapter(
+                    f"{shown} is refused: its header is larger than "
+                    f"{HEADER_CAP // 2**20} MiB, the most read"
                 )
             raw = fh.read(length)
     except OSError as exc:
@@ -194,42 +211,62 @@ def read_header(path: Path, shown: str | None = None) -> tuple[dict[str, Tensor]
         raise NotAnAdapter(f"{shown} is not a safetensors file: its header is not JSON") from None
     if not isinstance(header, dict):
         raise NotAnAdapter(f"{shown} is not a safetensors file: its header is not a JSON object")
+    if len(header) > MAX_TENSORS + 1:
+        raise NotAnAdapter(
+            f"{shown} is refused: it names {len(header) - 1} tensors; at most {MAX_TENSORS}"
+        )
     data_size = size - 8 - length
     tensors: dict[str, Tensor] = {}
     metadata: dict[str, str] = {}
     for name, entry in header.items():
         if name == "__metadata__":
-            if isinstance(entry, dict):
-                metadata = {str(k): str(v) for k, v in entry.items()}
+            if isinstance(entry, dict):  # strings to strings; anything else is not kept
+                metadata = {k: v for k, v in entry.items() if isinstance(v, str)}
             continue
+        quoted = short_repr(name)
         if not isinstance(entry, dict):
-            raise NotAnAdapter(f"{shown}: tensor {name!r} has no dtype, shape and offsets")
+            raise NotAnAdapter(f"{shown}: tensor {quoted} has no dtype, shape and offsets")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if isinstance(shape, list) and len(shape) > MAX_DIMS:
+            raise NotAnAdapter(
+                f"{shown} is damaged: tensor {quoted} has {len(shape)} dimensions; "
+                f"at most {MAX_DIMS}"
+            )
         if (
             not isinstance(dtype, str)
+            or not DTYPE.fullmatch(dtype)
             or not isinstance(shape, list)
-            or not all(isinstance(d, int) and d >= 0 for d in shape)
+            or not all(type(d) is int and d >= 0 for d in shape)
             or not isinstance(offsets, list)
             or len(offsets) != 2
-            or not all(isinstance(o, int) for o in offsets)
+            or not all(type(o) is int for o in offsets)
             or not 0 <= offsets[0] <= offsets[1] <= data_size
         ):
             raise NotAnAdapter(
-                f"{shown} is damaged: tensor {name!r} has a bad dtype, shape "
+                f"{shown} is damaged: tensor {quoted} has a bad dtype, shape "
                 f"or byte range (the file may be cut short)"
             )
-        count = 1
-        for d in shape:
-            count *= d
-        if dtype in DTYPE_BYTES and count * DTYPE_BYTES[dtype] != offsets[1] - offsets[0]:
+        span = offsets[1] - offsets[0]
+        if dtype in DTYPE_BYTES and _elements(shape, span) * DTYPE_BYTES[dtype] != span:
             raise NotAnAdapter(
-                f"{shown} is damaged: tensor {name!r} ({dtype} {shape}) does "
-                f"not fill its {offsets[1] - offsets[0]} bytes"
+                f"{shown} is damaged: tensor {quoted} ({dtype}, {len(shape)} dimensions) "
+                f"does not fill its {span} bytes"
             )
         tensors[name] = Tensor(name, dtype, list(shape), 8 + length + offsets[0])
     if not tensors:
         raise NotAnAdapter(f"{shown} holds no tensors")
     return tensors, metadata
+
+
+def _elements(shape: list[int], most: int) -> int:
+    """The product of ``shape``, or ``most + 1`` as soon as it passes ``most`` (a shape of
+    huge numbers costs one multiplication past the file's size, never a growing product)."""
+    count = 1
+    for d in shape:
+        count *= d
+        if count > most:
+            return most + 1
+    return count
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -351,11 +388,11 @@ def _base_verdict(base: str, where: str) -> tuple[bool, str] | None:
         return None
     if _ACE.search(base):
         if _ACE_V1.search(base):
-            return True, f"ACE-Step v1 (3.5B; {where} names {base})"
+            return True, f"ACE-Step v1 (3.5B; {where} names {short_text(base)})"
         return False, base
     if _local_path(base):
         return None  # a trainer's local folder: its tensors decide
-    return True, f"{base} ({where})"
+    return True, f"{short_text(base)} ({where})"
 
 
 def _declared_base(config: dict[str, Any], metadata: dict[str, str], shown: str) -> str | None:
@@ -385,7 +422,7 @@ def _declared_base(config: dict[str, Any], metadata: dict[str, str], shown: str)
         for value, where in found
         if where.endswith("base_model_name_or_path") or where.endswith("base_model")
     ]
-    return next((v for v in named if v), None)
+    return next((short_text(v, 200) for v in named if v), None)
 
 
 def _dit_modules(tensors: dict[str, Tensor], shown: str) -> dict[str, dict[str, Tensor]]:
@@ -400,19 +437,19 @@ def _dit_modules(tensors: dict[str, Tensor], shown: str) -> dict[str, dict[str, 
     if not modules:
         if what == "another model":
             raise NotAnAdapter(
-                f"{shown} holds no LoRA or LoKr tensors (e.g. {sample!r}): it "
+                f"{shown} holds no LoRA or LoKr tensors (e.g. {short_repr(sample)}): it "
                 f"is not an adapter (a whole model's weights?)"
             )
         raise MadeForAnotherModel(
             f"{shown} holds no LoRA or LoKr tensors, and its tensors "
-            f"(e.g. {sample!r}) are those of {what}: refused",
+            f"(e.g. {short_repr(sample)}) are those of {what}: refused",
             what,
         )
     dit = {m: parts for m, parts in modules.items() if _is_dit_module(m)}
     if not dit:
         raise MadeForAnotherModel(
             f"{shown} was made for {what}: none of its {len(modules)} modules (e.g. "
-            f"{next(iter(modules))!r}) is in ACE-Step 1.5's DiT, whose layers are "
+            f"{short_repr(next(iter(modules)))}) is in ACE-Step 1.5's DiT, whose layers are "
             f"'layers.N.self_attn.q_proj' and the like: refused",
             what,
         )
@@ -628,6 +665,32 @@ def name_from(path: Path) -> str:
     return cleaned or "adapter"
 
 
+def _refuse_link(path: Path) -> None:
+    """An adapter is taken from the files themselves, never through a symbolic link (a link
+    could point at any file the node may read)."""
+    if path.is_symlink():
+        raise NotAnAdapter(
+            f"path: {path} is a symbolic link; give the file or folder itself (links are refused)"
+        )
+
+
+def copy_regular_file(src: Path, dest: Path) -> None:
+    """Copy ``src`` only when it is a regular file at the moment it is opened (a link
+    put in its place after the checks is refused, not followed)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(src, flags)
+    except OSError:
+        if src.is_symlink():
+            _refuse_link(src)
+        raise
+    with open(fd, "rb") as fin:
+        if not stat.S_ISREG(os.fstat(fin.fileno()).st_mode):
+            raise AdapterError(f"path: {src} is not a regular file")
+        with open(dest, "xb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+
+
 def _tree_size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -777,11 +840,14 @@ class AdapterStore:
         src = Path(text)
         if not src.is_absolute():
             raise AdapterError(f"path: {text} is not an absolute path on the node's machine")
-        if not src.exists():
+        if not src.exists() and not src.is_symlink():
             raise AdapterError(f"path: {src} does not exist on the node's machine")
+        _refuse_link(src)
         if src.is_file() and src.name == PEFT_WEIGHTS:
             src = src.parent
         if src.is_dir():
+            for part in (PEFT_WEIGHTS, PEFT_CONFIG):
+                _refuse_link(src / part)
             if not (src / PEFT_WEIGHTS).is_file():
                 inspect(src)  # says what is missing
             return src, True
@@ -827,9 +893,9 @@ class AdapterStore:
                 if peft:
                     staged.mkdir()
                     for f in files:
-                        shutil.copyfile(f, staged / f.name)
+                        copy_regular_file(f, staged / f.name)
                 else:
-                    shutil.copyfile(src, staged)
+                    copy_regular_file(src, staged)
                 _fsync_tree(staged)
             except OSError as exc:
                 raise AdapterError(

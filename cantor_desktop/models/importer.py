@@ -20,6 +20,7 @@ from typing import AsyncIterator
 
 from .. import download as dl
 from .. import gguf
+from ..errors import short_repr
 from . import catalogue as cat
 from . import library
 
@@ -73,7 +74,7 @@ def check_header(path: Path, name: str | None = None) -> str:
     if kind is None:
         raise ImportRefused(
             f"{shown} is not an ACE-Step model file (its architecture is "
-            f"{arch!r}; ACE-Step files are {', '.join(_KIND_FROM_ARCH)})"
+            f"{short_repr(arch, 40)}; ACE-Step files are {', '.join(_KIND_FROM_ARCH)})"
         )
     named = cat.classify_name(shown)
     if named is not None and named["kind"] != kind:
@@ -92,6 +93,11 @@ def check_file(path: str | os.PathLike) -> tuple[Path, str]:
     src = Path(text)
     if not src.is_absolute():
         raise ImportRefused(f"{text} is not an absolute path on the node's machine")
+    if src.is_symlink():
+        raise ImportRefused(
+            f"{src} is a symbolic link; import the file itself (links are refused: one could "
+            f"point at any file the node may read)"
+        )
     if not src.exists():
         raise ImportRefused(f"{src} does not exist on the node's machine")
     if src.is_dir():

@@ -24,7 +24,7 @@ from filelock import FileLock
 
 from .. import config, gguf
 from ..download import part_received, sha256_file
-from ..errors import CantorError
+from ..errors import CantorError, short_repr
 from ..partfile import ranges_path
 from ..paths import paths
 from . import catalogue as cat
@@ -147,6 +147,7 @@ class LocalFile:
     imported: bool = False
     exists: bool = True  # False: only name.part is there
     part_bytes: int = 0
+    problem: str | None = None  # a header that cannot be read: the file is corrupt
 
 
 def _classify_file(path: Path) -> dict | None:
@@ -155,11 +156,19 @@ def _classify_file(path: Path) -> dict | None:
         return info
     try:
         kind = _KIND_FROM_GGUF.get(gguf.model_kind(path) or "")
-    except gguf.GGUFError:
-        return None
+    except gguf.GGUFError as exc:
+        # a file of its own name whose header cannot be read: listed as a corrupt model
+        # (never left out silently, never an error for the whole library)
+        reason = str(exc).replace(f"{path}: ", "")
+        return {"kind": "dit", "quant": None, "variant": None, "lm_size": None, "problem": reason}
     if kind is None:
         return None
     return {"kind": kind, "quant": None, "variant": None, "lm_size": None}
+
+
+def _file_or_link(path: Path) -> bool:
+    """A regular file, or a link (listed, to be refused by name rather than left out)."""
+    return path.is_symlink() or path.is_file()
 
 
 def part_path(final: Path) -> Path:
@@ -194,6 +203,7 @@ def _scan_family_dir() -> dict[str, LocalFile]:
                     variant=info["variant"],
                     lm_size=info["lm_size"],
                     part_bytes=_part_size(Path(entry.path)),
+                    problem=info.get("problem"),
                 )
     for entry in entries:
         name = entry.name
@@ -250,6 +260,7 @@ class FileInfo:
     size_approximate: bool = False
     imported: bool = False
     sha256: str | None = None
+    problem: str | None = None  # why a corrupt file is corrupt, when its header says
 
     @property
     def to_get(self) -> int:
@@ -308,6 +319,8 @@ def _file_state(
         state = F_CORRUPT
     if record and record.get("ok") and record.get("size") != st.st_size:
         state = F_CORRUPT  # a verified file whose size changed is not that file any more
+    if local.problem:
+        state = F_CORRUPT
     if not entry or entry.approximate:
         size = st.st_size if state == F_READY else size
     return FileInfo(
@@ -321,6 +334,7 @@ def _file_state(
         size_approximate=approx and state != F_READY,
         imported=local.imported,
         sha256=(record or {}).get("sha256") if fresh else sha,
+        problem=local.problem,
     )
 
 
@@ -773,10 +787,10 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
     Raises LibraryError when the path does not exist or holds no GGUF file.
     """
     src = Path(os.path.abspath(os.path.expanduser(str(path))))
-    if not src.exists():
+    if not src.exists() and not src.is_symlink():
         raise LibraryError(f"{src} does not exist")
-    if src.is_dir():
-        files = sorted(p for p in src.iterdir() if p.suffix.lower() == ".gguf" and p.is_file())
+    if src.is_dir() and not src.is_symlink():
+        files = sorted(p for p in src.iterdir() if p.suffix.lower() == ".gguf" and _file_or_link(p))
         if not files:
             raise LibraryError(f"{src} holds no .gguf files (folders are not searched recursively)")
     else:
@@ -791,6 +805,13 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
             if f.parent == home.resolve() or f.parent == home:
                 results.append(ImportedFile(str(f), None, "already in the library folder"))
                 continue
+            if f.is_symlink():
+                results.append(
+                    ImportedFile(
+                        str(f), None, "a symbolic link (links are refused: import the file itself)"
+                    )
+                )
+                continue
             try:
                 arch = gguf.read_architecture(f)
             except gguf.GGUFError as exc:
@@ -799,7 +820,9 @@ def import_path(path: str | os.PathLike) -> list[ImportedFile]:
             kind = _KIND_FROM_GGUF.get(gguf.KIND_BY_ARCH.get(arch, ""))
             if kind is None:
                 results.append(
-                    ImportedFile(str(f), None, f"not an ACE-Step file (architecture {arch!r})")
+                    ImportedFile(
+                        str(f), None, f"not an ACE-Step file (architecture {short_repr(arch, 40)})"
+                    )
                 )
                 continue
             if kind == "dit":
