@@ -154,3 +154,32 @@ def test_an_upload_reads_its_file_off_the_event_loop(home, tmp_path, monkeypatch
     assert readers and not any(readers)  # never on the loop's thread
     size = path.stat().st_size
     assert progress[-1] == (size, size) and len(progress) == -(-size // (1 << 20))
+
+
+def _wav(path, channels: int, frames: int, subtype: str = "PCM_U8"):
+    data = np.zeros((frames, channels), dtype="float32")
+    data[:, 0] = 0.25 * np.sin(np.arange(frames) / 10)
+    sf.write(str(path), data, 48000, format="WAV", subtype=subtype)
+    return path
+
+
+def test_many_channels_are_refused_and_decoding_is_bounded_whatever_the_channels(tmp_path):
+    """A 1,024-channel 8-bit upload was decoded 65,536 frames at a time as float32 (256 MB
+    a block; the node peaked at 355 MB for one 64 MiB upload, issue 28). Now more than
+    MAX_CHANNELS is refused before decoding, and each block holds at most DECODE_BYTES."""
+    import tracemalloc
+
+    from cantor_desktop.node import uploads
+
+    wide = _wav(tmp_path / "wide.wav", 1024, 200)
+    with pytest.raises(uploads.UploadError, match="1024 channels; at most 8"):
+        uploads.examine(wide)
+    eight = _wav(tmp_path / "eight.wav", 8, 48000 * 30)  # 11 MiB of 8-bit audio
+    tracemalloc.start()
+    try:
+        facts = uploads.examine(eight)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert facts["channels"] == 8 and abs(facts["duration"] - 30) < 0.01
+    assert peak < 3 * uploads.DECODE_BYTES, peak  # a block, and the one before it

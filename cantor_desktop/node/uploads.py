@@ -28,7 +28,12 @@ MAX_SECONDS = 600.0  # 10 minutes, the longest song
 FORMATS = {"WAV": ".wav", "FLAC": ".flac", "MP3": ".mp3", "AIFF": ".aiff", "OGG": ".ogg"}
 CONTENT_TYPES = ("audio/*", "application/octet-stream")
 UPLOAD_ID = re.compile(r"[0-9a-f]{16}")
-CHUNK_FRAMES = 1 << 16
+MAX_CHANNELS = 8
+"""ACE-Step works in stereo; more than 7.1 is no song to edit (and a 1,024-channel file
+would cost 1,024 floats a frame to decode)."""
+DECODE_BYTES = 4 * 2**20
+"""Each block decoded while an upload is checked holds at most this much float32 audio,
+whatever the channel count: three uploads checked at once stay a few MB."""
 
 
 class UploadError(CantorError, ValueError):
@@ -91,6 +96,11 @@ def examine(part: Path) -> dict[str, Any]:
         )
     if info.samplerate <= 0 or info.channels <= 0:
         raise UploadError("the audio has no sample rate or no channels")
+    if info.channels > MAX_CHANNELS:
+        raise UploadError(
+            f"the audio has {info.channels} channels; at most {MAX_CHANNELS} are taken "
+            f"(ACE-Step works in stereo)"
+        )
     declared = info.frames / info.samplerate if info.frames > 0 else None
     if declared is not None and declared > MAX_SECONDS + 0.5:
         raise UploadError(
@@ -98,10 +108,11 @@ def examine(part: Path) -> dict[str, Any]:
             f"{MAX_SECONDS / 60:.0f} minutes are taken"
         )
     frames = 0
+    block_frames = max(1, DECODE_BYTES // (4 * info.channels))
     try:
         with sf.SoundFile(str(part)) as f:
             while True:
-                block = f.read(CHUNK_FRAMES, dtype="float32", always_2d=True)
+                block = f.read(block_frames, dtype="float32", always_2d=True)
                 if not len(block):
                     break
                 frames += len(block)
