@@ -37,6 +37,37 @@ QUIET = (
 few seconds was 5 of every 6 lines of app.log): warnings and worse only."""
 RETRY_AFTER_S = 60.0
 
+_CONTROLS = {
+    c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+    for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F)]
+    + [*range(0x2066, 0x206A)]
+}
+_CONTROLS[ord("\t")] = "\\t"
+_CONTROLS[ord("\n")] = "\\n"
+_CONTROLS[ord("\r")] = "\\r"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character escaped (``\\n``, ``\\x1b``, ``\\u2028`` and
+    the bidi overrides): what a request or a file controls can never start a line of its
+    own in a log, nor colour or reorder one."""
+    return text.translate(_CONTROLS)
+
+
+class OneLineFormatter(logging.Formatter):
+    """One record, one line: the message is escaped with :func:`one_line`; a traceback
+    keeps its lines, each indented so that none can pass for a record of its own."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return one_line(super().formatMessage(record))
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        head, sep, rest = text.partition("\n")
+        if not sep:
+            return text
+        return head + "\n" + "\n".join("    " + one_line(line) for line in rest.split("\n"))
+
 
 class RotatingFile(logging.FileHandler):
     """A file that rolls over at ``maxBytes`` (``x.log`` → ``x.log.1`` … ``x.log.N``), and
@@ -122,7 +153,7 @@ class RotatingFile(logging.FileHandler):
 def rotating_handler(path: Path) -> logging.Handler:
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = RotatingFile(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setFormatter(OneLineFormatter(FORMAT))
     return handler
 
 
@@ -142,6 +173,6 @@ def setup(log_file: Path, *, stderr_level: int | None = None, level: int = loggi
     if stderr_level is not None:
         err = logging.StreamHandler(sys.stderr)
         err.setLevel(stderr_level)
-        err.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        err.setFormatter(OneLineFormatter("%(levelname)s: %(message)s"))
         err._cantor = True  # type: ignore[attr-defined]
         root.addHandler(err)

@@ -158,3 +158,27 @@ def test_a_log_emptied_by_another_process_is_not_rolled_over_again(tmp_path):
     handler.close()
     assert not (tmp_path / "cli.log.1").exists()
     assert path.read_text().count("after") == 1
+
+
+def test_one_record_is_one_line_whatever_the_message_holds(tmp_path):
+    """A refused request's path was logged decoded: `%0a` wrote a forged line into
+    node.log, which the app shows (issue 28)."""
+    from cantor_desktop import logs
+
+    logs.setup(tmp_path / "node.log")
+    log = logging.getLogger("cantor_desktop.node.guard")
+    log.info("refused %s %s: %s", "GET", "/x\n2026-01-01 00:00:00,000 INFO forged\r\x1b[2K", "no")
+    log.info("bidi \u202e and separators \u2028\u2029 and NUL \x00")
+    try:
+        raise ValueError("bad\nINFO forged too")
+    except ValueError:
+        log.exception("it failed")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    lines = (tmp_path / "node.log").read_text("utf-8").splitlines()
+    records = [line for line in lines if not line.startswith(" ")]
+    assert len(records) == 3, lines
+    assert "/x\\n2026-01-01 00:00:00,000 INFO forged\\r\\x1b[2K: no" in records[0]
+    assert records[1].endswith("bidi \\u202e and separators \\u2028\\u2029 and NUL \\x00")
+    assert all(line.startswith("    ") for line in lines[3:]) and "Traceback" in lines[3]
+    assert not any(line.startswith("INFO") for line in lines)
