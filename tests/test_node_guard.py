@@ -477,25 +477,38 @@ def test_system_probes_the_hardware_once_not_on_every_call(home, tmp_path):
     assert counter.read_text().count("run") == 1
 
 
-def test_engines_start_without_any_secret_of_the_node_or_the_user(monkeypatch):
+def test_engines_start_with_an_allow_list_never_the_users_environment(monkeypatch):
+    """The environment was ours minus a list of names, so GITHUB_PAT and any other secret
+    the user exports reached the engine (issue 28); now only what an engine needs."""
     from cantor_desktop.engine.process_options import engine_environment
 
-    monkeypatch.setenv("CANTOR_NODE_TOKEN", "n")
-    monkeypatch.setenv("HF_TOKEN", "h")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a")
-    monkeypatch.setenv("CANTOR_HOME", "/somewhere")
+    for name in (
+        "CANTOR_NODE_TOKEN",
+        "HF_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "GITHUB_PAT",
+        "OPENAI_KEY",
+        "DATABASE_URL",
+        "CANTOR_HOME",
+        "SSH_AUTH_SOCK",
+        "GGML_SECRET_TOKEN",  # an allowed prefix, a secret's name: dropped all the same
+    ):
+        monkeypatch.setenv(name, "secret")
+    for name in ("LANG", "LC_ALL", "TMPDIR", "CUDA_VISIBLE_DEVICES", "VK_ICD_FILENAMES"):
+        monkeypatch.setenv(name, "kept")
     env = engine_environment({"GGML_BACKEND": "CPU"})
-    assert not {"CANTOR_NODE_TOKEN", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"} & set(env)
-    assert env["GGML_BACKEND"] == "CPU" and env["CANTOR_HOME"] == "/somewhere"
+    assert "secret" not in env.values(), sorted(k for k, v in env.items() if v == "secret")
+    assert env["GGML_BACKEND"] == "CPU" and env["PATH"] == __import__("os").environ["PATH"]
+    assert {"LANG", "LC_ALL", "TMPDIR", "CUDA_VISIBLE_DEVICES", "VK_ICD_FILENAMES"} <= set(env)
 
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc")
-def test_a_running_engine_holds_no_token(home):
+def test_a_running_engine_holds_no_token(home):  # and no other variable of the user's
     """The real sketch engine child of a real node: its environment (read from /proc)."""
     import pathlib
 
     async def main():
-        node = await Node(home, env={"HF_TOKEN": "hf_secret"}).start()
+        node = await Node(home, env={"HF_TOKEN": "hf_secret", "GITHUB_PAT": "ghp_x"}).start()
         try:
             async with node.client() as c:
                 sid = await c.submit_song(LONG)
@@ -514,8 +527,8 @@ def test_a_running_engine_holds_no_token(home):
             await node.stop()
 
     names = run(main())
-    assert "CANTOR_HOME" in names
-    assert "CANTOR_NODE_TOKEN" not in names and "HF_TOKEN" not in names
+    assert "PATH" in names and "CANTOR_OWNER_FD" in names  # what it needs: it ran a song
+    assert not {"CANTOR_NODE_TOKEN", "HF_TOKEN", "GITHUB_PAT", "CANTOR_HOME"} & names
 
 
 # -- the body timer stops with the body -------------------------------------------------------
