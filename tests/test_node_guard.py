@@ -614,3 +614,50 @@ def test_a_body_that_stops_arriving_is_still_dropped():
     )
     assert sent[0]["status"] == 408
     assert b"stopped arriving" in sent[1]["body"]
+
+
+def test_a_body_that_trickles_is_dropped_at_its_total_deadline():
+    """One byte every 20 s stayed open past 80 s: the 30-s limit was per chunk (issue 28).
+    Now a whole body has a deadline too: here a byte every 0.1 s (never idle for the 0.5-s
+    per-chunk limit) is dropped once the 0.4-s total has passed."""
+    from cantor_desktop.node.guard import Guard
+
+    async def app(scope, receive, send):
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guard = Guard(app, token=lambda: "t", body_idle_s=0.5, body_grace_s=0.4, body_min_rate=1e9)
+
+    async def go():
+        sent: list[dict] = []
+        got = 0
+
+        async def receive():
+            nonlocal got
+            await asyncio.sleep(0.1)
+            got += 1
+            return {"type": "http.request", "body": b" ", "more_body": True}
+
+        async def send(message):
+            sent.append(message)
+
+        start = time.monotonic()
+        await asyncio.wait_for(guard(_scope(1000), receive, send), 5)
+        return sent, got, time.monotonic() - start
+
+    sent, got, took = run(go())
+    assert sent[0]["status"] == 408 and b"did not arrive whole within" in sent[1]["body"]
+    assert 2 <= got <= 6 and took < 2
+
+
+def test_the_body_deadline_grows_with_the_size_announced():
+    from cantor_desktop.node.guard import BODY_GRACE_S, BODY_MIN_RATE, Guard
+
+    guard = Guard(lambda *a: None, token=lambda: "t")
+    assert guard.body_deadline_s(_scope(300), 2**20) == BODY_GRACE_S + 300 / BODY_MIN_RATE
+    upload = guard.body_deadline_s(_scope(64 * 2**20), 256 * 2**20)
+    assert upload == BODY_GRACE_S + 256  # 64 MiB at 256 KiB/s
+    unannounced = {**_scope(0), "headers": [(b"host", b"127.0.0.1:7823")]}
+    assert guard.body_deadline_s(unannounced, 2**20) == BODY_GRACE_S + 4  # its cap

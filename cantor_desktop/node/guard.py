@@ -12,8 +12,10 @@ Checked in this order, before any handler runs (``reference/security.md`` has th
 4. The body — a request that carries one must say ``Content-Type: application/json``
    (or a type its endpoint declares in :data:`BODY_RULES`), else 415: a web page can send
    text/plain, form and multipart bodies without a preflight, never JSON. Bodies are capped
-   while they stream in (413 past the cap, memory bounded), and a body that stops arriving
-   is dropped after :data:`BODY_IDLE_S` (408).
+   while they stream in (413 past the cap, memory bounded). A body that stops arriving for
+   :data:`BODY_IDLE_S` is dropped (408), and so is one not whole within its deadline:
+   :data:`BODY_GRACE_S` plus its size (announced, else its cap) at :data:`BODY_MIN_RATE` —
+   a trickle of one byte every few seconds cannot hold a request open.
 
 Everything refused is answered in the node's error shape and logged once at INFO.
 """
@@ -33,7 +35,12 @@ from .. import access
 log = logging.getLogger(__name__)
 
 JSON_CAP = 1 * 2**20
-BODY_IDLE_S = 30.0
+BODY_IDLE_S = 10.0
+"""No byte of a body for this long: the request is dropped (408)."""
+BODY_GRACE_S = 10.0
+BODY_MIN_RATE = 256 * 2**10
+"""A whole body must arrive within BODY_GRACE_S plus its size at this rate (a song request:
+10 s; a 64 MiB upload: 4 min 26 s)."""
 OPEN_PATHS = {("GET", "/v1/health"), ("HEAD", "/v1/health")}
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -170,6 +177,8 @@ class Guard:
         declared_hosts: Callable[[], Iterable[str]] = lambda: (),
         json_cap: int = JSON_CAP,
         body_idle_s: float = BODY_IDLE_S,
+        body_grace_s: float = BODY_GRACE_S,
+        body_min_rate: float = BODY_MIN_RATE,
         rules: list[BodyRule] | None = None,
     ):
         self.app = app
@@ -177,6 +186,8 @@ class Guard:
         self.declared_hosts = declared_hosts
         self.json_cap = json_cap
         self.body_idle_s = body_idle_s
+        self.body_grace_s = body_grace_s
+        self.body_min_rate = body_min_rate
         self.rules = BODY_RULES if rules is None else rules
 
     async def __call__(self, scope, receive, send) -> None:
@@ -272,10 +283,21 @@ class Guard:
 
     # -- the body, counted as it streams in ---------------------------------------------
 
+    def body_deadline_s(self, scope: dict[str, Any], cap: int) -> float:
+        """How long the whole body of this request may take to arrive."""
+        try:
+            size = min(int(_header(scope, b"content-length") or cap), cap)
+        except ValueError:
+            size = cap
+        return self.body_grace_s + max(0, size) / self.body_min_rate
+
     async def _with_capped_body(self, scope, receive, send, cap: int) -> None:
         seen = 0
         started = False
         body_in = False
+        loop = asyncio.get_running_loop()
+        allowed = self.body_deadline_s(scope, cap)
+        deadline = loop.time() + allowed
 
         async def capped_receive():
             nonlocal seen, body_in
@@ -283,9 +305,16 @@ class Guard:
                 # The body is whole: what comes now is the client hanging up, which a
                 # streamed answer (a pull's progress) waits for as long as it runs.
                 return await receive()
+            left = deadline - loop.time()
             try:
-                message = await asyncio.wait_for(receive(), self.body_idle_s)
+                message = await asyncio.wait_for(receive(), max(0.0, min(self.body_idle_s, left)))
             except asyncio.TimeoutError:
+                if left <= self.body_idle_s:
+                    raise BodyStalled(
+                        f"the body did not arrive whole within {allowed:.0f} s "
+                        f"({self.body_grace_s:g} s, plus 1 s per "
+                        f"{self.body_min_rate / 2**10:.0f} KiB it holds)"
+                    ) from None
                 raise BodyStalled(f"the body stopped arriving for {self.body_idle_s:g} s") from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
