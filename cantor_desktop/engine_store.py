@@ -25,6 +25,7 @@ changes (:func:`trial_record`, :func:`record_trial`).
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import re
@@ -43,7 +44,7 @@ from typing import Callable
 from filelock import FileLock, Timeout
 
 from . import config, download
-from .errors import CantorError
+from .errors import CantorError, short_repr
 from .manifest import DEVICE_ENV, Build
 from .paths import paths
 from .procs import codesign
@@ -63,6 +64,11 @@ MAX_ENTRIES = 4096  # an engine build holds tens of files; more is an inode bomb
 MODE_MASK = 0o755  # no setuid/setgid/sticky, nothing group- or world-writable
 MAX_LINK_TARGET = 4096  # bytes of a link's target (a zip "symlink" entry's content)
 MAX_ZIP_DIRECTORY_ENTRY = 1024  # bytes per entry of a zip's central directory, at most
+MAX_NAME = 4096  # bytes of an entry's name (a path), like PATH_MAX
+COPY_CHUNK = 1 << 20  # an entry's data is copied this much at a time
+MAX_METADATA = 1 << 20
+"""Bytes of a tar entry's GNU long name or pax header at most: tarfile reads each whole
+before it yields the entry, so a bigger one is refused before it is read."""
 
 
 class StoreError(CantorError):
@@ -121,6 +127,11 @@ class StoreEntry:
 
 def _check_name(name: str) -> str:
     """An archive member name → a safe relative "/"-path, or UnsafeArchive."""
+    if len(name) > MAX_NAME:
+        raise UnsafeArchive(
+            f"refused: entry {short_repr(name)} has a name of {len(name)} characters; "
+            f"at most {MAX_NAME}"
+        )
     if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
         raise UnsafeArchive(f"refused: entry {name!r} has an absolute path")
     parts = re.split(r"[\\/]", name)
@@ -237,12 +248,36 @@ def _write_stream(src, path: Path, mode: int, budget: _Budget, rel: str) -> None
     fd = os.open(path, flags, 0o600)
     with os.fdopen(fd, "wb") as out:
         while True:
-            buf = src.read(1 << 20)
+            buf = src.read(COPY_CHUNK)
             if not buf:
                 break
             budget.take(len(buf), rel)
             out.write(buf)
     os.chmod(path, (mode & MODE_MASK) | 0o600)
+
+
+class _CappedReads:
+    """The decompressed tar stream, where no single read may pass :data:`MAX_METADATA`
+    (the entries' data is read :data:`COPY_CHUNK` at a time): tarfile reads a GNU long name
+    or a pax header whole, so a 300 MB one is refused here instead of filling memory."""
+
+    def __init__(self, raw, limit: int = max(MAX_METADATA, COPY_CHUNK)):
+        self.raw, self.limit = raw, limit
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0 or n > self.limit:
+            raise UnsafeArchive(
+                f"refused: an entry's long name or extended header is "
+                f"{'unbounded' if n is None or n < 0 else f'{n} bytes'}; at most "
+                f"{MAX_METADATA} are read"
+            )
+        return self.raw.read(n)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self.raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
 
 
 def _zip_directory(archive: Path) -> tuple[int, int]:
@@ -291,7 +326,10 @@ def unpack(
     written: list[str] = []
     if kind == "tar.gz":
         try:
-            with tarfile.open(archive, "r:gz") as tf:
+            with (
+                gzip.open(archive, "rb") as raw,
+                tarfile.open(fileobj=_CappedReads(raw), mode="r:") as tf,
+            ):
                 for member in tf:
                     budget.entry(member.name)
                     _unpack_tar_member(tf, member, dest, dest_real, budget, written)

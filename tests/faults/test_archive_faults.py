@@ -33,10 +33,22 @@ CASES = [
         "hardlink_out",
         "bomb",
         *COMMON,
+        "long_name",
+        "huge_long_name",
+        "huge_pax",
     )
 ] + [
     ("zip", h)
-    for h in ("absolute", "dotdot", "symlink_out", "symlink_abs", "bomb", *COMMON, "huge_link")
+    for h in (
+        "absolute",
+        "dotdot",
+        "symlink_out",
+        "symlink_abs",
+        "bomb",
+        *COMMON,
+        "huge_link",
+        "long_name",
+    )
 ]
 MASKED = {"setuid"}  # unpacked, with modes masked; every other case is refused
 MAX_PEAK = 8 * 2**20  # Python memory while unpacking any of them

@@ -148,8 +148,14 @@ def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
     dotdot, symlink_out, symlink_abs, hardlink_out, bomb, symlink_then_write (tar only),
     link_chain (``a -> .`` then ``a/a/esc -> ../../etc``), link_chain_write (the same, then a
     file written through ``esc``), setuid (mode 0o6777 files: unpacked, masked to 0o755),
-    many (20 000 empty files), huge_link (zip only: a 48 MiB "symlink" entry)."""
+    many (20 000 empty files), huge_link (zip only: a 48 MiB "symlink" entry), long_name (a
+    60 000-character name; tar: a GNU long-name record), huge_long_name and huge_pax (tar
+    only: a 300 MB GNU long name, a 300 MB pax header, which tarfile reads whole)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "tar.gz" and how in ("huge_long_name", "huge_pax"):
+        return _huge_metadata_tar(
+            path, tarfile.GNUTYPE_LONGNAME if how == "huge_long_name" else tarfile.XHDTYPE
+        )
     payload = b"escaped\n"
     if kind == "zip":
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -190,6 +196,8 @@ def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
                     zf.writestr(f"f/{i}", b"")
             elif how == "huge_link":
                 link("lib", b"a" * HUGE_LINK)
+            elif how == "long_name":
+                zf.writestr("n" * LONG_NAME, payload)
             else:
                 raise ValueError(how)
         return path
@@ -241,8 +249,40 @@ def unsafe_archive(path: Path, how: str, kind: str = "tar.gz") -> Path:
             for i in range(MANY_ENTRIES):
                 info = tarfile.TarInfo(f"f/{i}")
                 tf.addfile(info, io.BytesIO(b""))
+        elif how == "long_name":
+            info = tarfile.TarInfo("n" * LONG_NAME)
+            info.size = len(payload)
+            tf.format = tarfile.GNU_FORMAT
+            tf.addfile(info, io.BytesIO(payload))
         else:
             raise ValueError(how)
+    return path
+
+
+HUGE_METADATA = 300 * 2**20
+LONG_NAME = 60_000
+
+
+def _huge_metadata_tar(path: Path, type_: bytes) -> Path:
+    """A tar.gz whose second entry's GNU long name (or pax header) is HUGE_METADATA bytes,
+    streamed into gzip (never held whole here either), then a file it names."""
+    import gzip
+
+    def header(name: str, size: int, kind: bytes) -> bytes:
+        info = tarfile.TarInfo(name)
+        info.type, info.size, info.mode = kind, size, 0o644
+        return info.tobuf(format=tarfile.GNU_FORMAT)
+
+    script = working_script()
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(header("ace-server", len(script), tarfile.REGTYPE))
+        out.write(script + b"\0" * (-len(script) % 512))
+        name = "././@LongLink" if type_ == tarfile.GNUTYPE_LONGNAME else "././@PaxHeader"
+        out.write(header(name, HUGE_METADATA, type_))
+        record = b"a" * 2**20 if type_ == tarfile.GNUTYPE_LONGNAME else b"8 a=bcd\n" * 131072
+        for _ in range(HUGE_METADATA // len(record)):
+            out.write(record)
+        out.write(header("after", 3, tarfile.REGTYPE) + b"abc" + b"\0" * 509 + b"\0" * 1024)
     return path
 
 
