@@ -254,7 +254,7 @@ def test_a_web_page_changes_nothing_whatever_it_sends(home):
     assert answers == expected
     assert preflight[0] == 403
     assert not any(k.startswith("access-control") for k in preflight[1])
-    assert health[0] == 200 and set(json.loads(health[2])) == {"status", "version", "home"}
+    assert health[0] == 200 and set(json.loads(health[2])) == {"status", "version"}
     assert songs == [] and not system["restarting"]
     assert (home / "node.toml").read_bytes() == toml
 

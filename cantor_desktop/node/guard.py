@@ -18,6 +18,13 @@ Checked in this order, before any handler runs (``reference/security.md`` has th
    a trickle of one byte every few seconds cannot hold a request open.
 
 Everything refused is answered in the node's error shape and logged once at INFO.
+
+Capacity is kept apart: requests that carry the node's token (the owner's) may run
+:data:`OWNER_CONCURRENCY` at once, all others (health checks, refusals) only
+:data:`STRANGER_CONCURRENCY`, each answered with ``Connection: close`` — a flood of tokenless
+requests is refused (503) long before the owner's share is touched. Which connection serves
+whom is told to :class:`.connections.Connections`, which closes the others first when
+connections run out.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
 
 from .. import access
+from .connections import Connections
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +50,11 @@ BODY_MIN_RATE = 256 * 2**10
 """A whole body must arrive within BODY_GRACE_S plus its size at this rate (a song request:
 10 s; a 64 MiB upload: 4 min 26 s)."""
 OPEN_PATHS = {("GET", "/v1/health"), ("HEAD", "/v1/health")}
+OWNER_CONCURRENCY = 1024
+"""Requests with the token answered at once; more are 503 (the owner's own flood)."""
+STRANGER_CONCURRENCY = 32
+"""Requests without it answered at once (a health check takes a millisecond)."""
+CLOSE = (b"connection", b"close")
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -180,9 +193,16 @@ class Guard:
         body_grace_s: float = BODY_GRACE_S,
         body_min_rate: float = BODY_MIN_RATE,
         rules: list[BodyRule] | None = None,
+        connections: Connections | None = None,
+        owner_concurrency: int = OWNER_CONCURRENCY,
+        stranger_concurrency: int = STRANGER_CONCURRENCY,
     ):
         self.app = app
         self.token = token
+        self.connections = connections
+        self.limits = {True: owner_concurrency, False: stranger_concurrency}
+        self.in_flight = {True: 0, False: 0}
+        self.busy_refusals = {True: 0, False: 0}
         self.declared_hosts = declared_hosts
         self.json_cap = json_cap
         self.body_idle_s = body_idle_s
@@ -194,19 +214,50 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self.check(scope)
-        if refusal is not None:
-            status, message, kind = refusal
-            log.info("refused %s %s: %s", scope.get("method"), scope.get("path"), message)
-            await _error(send, status, message, kind)
-            return
-        cap = self.body_cap(scope)
-        if cap is None:
-            await self.app(scope, receive, send)
-            return
-        await self._with_capped_body(scope, receive, send, cap)
+        owner = self.has_token(scope)
+        client = scope.get("client")
+        if self.connections is not None:
+            self.connections.request_started(client, owner)
+        self.in_flight[owner] += 1
+        try:
+            if not owner:
+                send = _closing(send)  # a stranger's connection ends with its answer
+            if self.in_flight[owner] > self.limits[owner]:
+                self.busy_refusals[owner] += 1
+                await _error(
+                    send,
+                    503,
+                    "the node is answering as many requests as it takes; try again",
+                    "busy",
+                )
+                return
+            refusal = self.check(scope)
+            if refusal is not None:
+                status, message, kind = refusal
+                log.info("refused %s %s: %s", scope.get("method"), scope.get("path"), message)
+                await _error(send, status, message, kind)
+                return
+            cap = self.body_cap(scope)
+            if cap is None:
+                await self.app(scope, receive, send)
+                return
+            await self._with_capped_body(scope, receive, send, cap)
+        finally:
+            self.in_flight[owner] -= 1
+            if self.connections is not None:
+                self.connections.request_done(client)
 
     # -- the checks, in order -----------------------------------------------------------
+
+    def has_token(self, scope: dict[str, Any]) -> bool:
+        """The request carries the node's token (always True for a node without one: the
+        tests of its handlers alone)."""
+        expected = self.token()
+        if not expected:
+            return True
+        header = _header(scope, b"authorization") or ""
+        scheme, _, given = header.partition(" ")
+        return scheme.lower() == "bearer" and access.matches(given.strip(), expected)
 
     def check(self, scope: dict[str, Any]) -> tuple[int, str, str] | None:
         method, path = scope.get("method", ""), scope.get("path", "")
@@ -228,17 +279,13 @@ class Guard:
             origin, host_header, local_ip, declared, local_port
         ):
             return 403, f"origin {origin[:80]} may not use the node", "forbidden_origin"
-        expected = self.token()
-        if expected and (method, path) not in OPEN_PATHS:
-            header = _header(scope, b"authorization") or ""
-            scheme, _, given = header.partition(" ")
-            if scheme.lower() != "bearer" or not access.matches(given.strip(), expected):
-                return (
-                    401,
-                    "a valid bearer token is required (the app and the CLI find it "
-                    "themselves; for another machine see `cantor node token`)",
-                    "unauthorized",
-                )
+        if (method, path) not in OPEN_PATHS and not self.has_token(scope):
+            return (
+                401,
+                "a valid bearer token is required (the app and the CLI find it "
+                "themselves; for another machine see `cantor node token`)",
+                "unauthorized",
+            )
         if method in BODY_METHODS:
             ctype = _header(scope, b"content-type")
             length = _header(scope, b"content-length")
@@ -337,6 +384,20 @@ class Guard:
         except BodyStalled as exc:
             if not started:
                 await _error(send, 408, str(exc), "timeout")
+
+
+def _closing(send):
+    """``send`` with ``Connection: close`` added to the answer's head."""
+
+    async def closing_send(message):
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers") or [])
+            if CLOSE not in headers:
+                headers.append(CLOSE)
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return closing_send
 
 
 async def _error(send, status: int, message: str, kind: str) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from .. import __version__, config
+from .. import __version__, config, proof
 from .http_common import ApiError, json_body
 from .schemas import (
     CONFIG_JSON,
@@ -22,18 +22,34 @@ from .schemas import (
     obj,
     ok,
 )
-from .state import node
+from .state import node, node_token
 
 router = APIRouter()
 
 
-@router.get("/v1/health", responses={**ok(HEALTH_JSON, "a node is up"), 403: ERRORS[403]})
-async def health(request: Request):
-    """Open to all (no token): says that a node is up, and which home it serves (an
-    opaque key) so that a client never takes another home's node for its own."""
-    from .. import access
-
-    return {"status": "ok", "version": __version__, "home": access.home_key()}
+@router.get(
+    "/v1/health",
+    responses={**ok(HEALTH_JSON, "a node is up"), 403: ERRORS[403], 422: ERRORS[422]},
+)
+async def health(
+    request: Request,
+    challenge: str | None = Query(
+        None,
+        pattern=f"^{proof.CHALLENGE.pattern}$",
+        description="64 hex digits: the answer carries the node's proof of its token",
+    ),
+):
+    """Open to all (no token): says that a node is up. With a ``challenge``, the answer
+    also proves that this node holds the token (:mod:`cantor_desktop.proof`): ``proof`` is
+    the MAC of the challenge and ``port`` under the token. It tells nothing else: no
+    home, no user, no path."""
+    body: dict = {"status": "ok", "version": __version__}
+    token = node_token(request)
+    if challenge is not None and token:
+        port = int((request.scope.get("server") or (None, 0))[1] or 0)
+        body["port"] = port
+        body["proof"] = proof.answer(token, challenge, port)
+    return body
 
 
 @router.get("/v1/config", responses={**ok(CONFIG_JSON, "the settings"), **GUARDED})

@@ -315,7 +315,10 @@ UPLOAD_JSON = obj(
         "created": NUM,
     }
 )
-HEALTH_JSON = obj({"status": {"const": "ok"}, "version": STR, "home": STR})
+HEALTH_JSON = obj(
+    {"status": {"const": "ok"}, "version": STR},
+    {"proof": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "port": INT},
+)
 SYSTEM_JSON = obj(
     {
         "version": STR,

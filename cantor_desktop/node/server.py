@@ -1,27 +1,31 @@
 """Starting the node: its token, its door (:mod:`.guard`), then uvicorn.
 
 Every request carries the node's token, loopback included (:mod:`cantor_desktop.access`
-makes and keeps it); without one the node refuses to start. The HTTP protocol drops a
-connection whose request headers do not arrive within :data:`HEADER_TIMEOUT_S` (a
-half-sent request must not hold a file descriptor forever), the number of connections
-served at once is capped, and the open-file limit is raised as far as the system allows.
+makes and keeps it); without one the node refuses to start. The open-file limit is raised
+as far as the system allows; the connections it allows are shared out by
+:mod:`.connections` (a request's head must arrive within :data:`HEADER_TIMEOUT_S`; when they
+run out, those serving no owner's request give way) and the Guard (the owner's requests
+have a capacity of their own). uvicorn is used through its public settings only: an idle
+keep-alive connection is closed after :data:`KEEP_ALIVE_S`, a request head is at most
+:data:`MAX_HEAD_BYTES`, and uvicorn's own ``limit_concurrency`` is off (it counts everyone
+alike, the owner included: 1,030 tokenless connections kept every owner's request at 503).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 from typing import Callable
 
 from .. import access
 from ..access import TokenError
 from . import memory
+from .connections import HEAD_TIMEOUT_S, Connections
 
 log = logging.getLogger(__name__)
 
-HEADER_TIMEOUT_S = 10.0
-MAX_CONNECTIONS = 1024
+HEADER_TIMEOUT_S = HEAD_TIMEOUT_S
+KEEP_ALIVE_S = 5
+MAX_HEAD_BYTES = 16 * 2**10
 WANTED_OPEN_FILES = 8192
 
 __all__ = ["TokenError", "serve", "raise_open_file_limit"]
@@ -43,57 +47,6 @@ def raise_open_file_limit(wanted: int = WANTED_OPEN_FILES) -> int | None:
         except (ValueError, OSError):
             pass
     return soft
-
-
-def _protocol_class():
-    """uvicorn's h11 protocol, with a deadline for each request's headers."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderDeadlineProtocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm_header_timer()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._waiting_for_headers():
-                if self._header_timer is None:
-                    self._arm_header_timer()
-            else:
-                self._disarm_header_timer()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._disarm_header_timer()  # the keep-alive timer takes over
-
-        def connection_lost(self, exc) -> None:
-            self._disarm_header_timer()
-            super().connection_lost(exc)
-
-        def _waiting_for_headers(self) -> bool:
-            # bytes of a request have arrived, but not its whole head
-            idle = self.cycle is None or self.cycle.response_complete
-            return idle and self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])
-
-        def _arm_header_timer(self) -> None:
-            self._disarm_header_timer()
-            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_late)
-
-        def _disarm_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_late(self) -> None:
-            self._header_timer = None
-            idle = self.cycle is None or self.cycle.response_complete
-            if idle and self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-    return HeaderDeadlineProtocol
 
 
 def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) -> bool:
@@ -127,12 +80,15 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
     def on_ready(node) -> None:
         node.request_exit = request_exit
         node.exiting = exiting
+        node.token = token
 
     app = create_app(on_ready=on_ready)
+    connections = Connections.for_open_files(limit)
     guarded = Guard(
         app,
         token=lambda: token,
         declared_hosts=lambda: current_config()[0].get("node.allowed_hosts"),
+        connections=connections,
     )
     uv_config = uvicorn.Config(
         guarded,
@@ -142,9 +98,10 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=3,
-        timeout_keep_alive=30,
-        http=_protocol_class(),
-        limit_concurrency=MAX_CONNECTIONS,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        http=connections.protocol(),
+        limit_concurrency=None,
     )
 
     class _Server(uvicorn.Server):
@@ -155,7 +112,13 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
 
     server = _Server(uv_config)
     holder["server"] = server
-    log.info("node listening on %s:%s (token required; open files %s)", host, port, limit)
+    log.info(
+        "node listening on %s:%s (token required; open files %s, connections %d)",
+        host,
+        port,
+        limit,
+        connections.most,
+    )
     server.run()
     node = getattr(app.state, "node", None)
     if not server.started:

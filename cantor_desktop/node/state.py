@@ -33,6 +33,7 @@ class NodeState:
         self.started = time.time()
         self.shutting_down = asyncio.Event()
         self.restart_requested = False
+        self.token: str | None = None  # what every request carries (health proves it)
         self.request_exit: Callable[[], None] = lambda: None
         self.exiting: Callable[[], bool] = lambda: False  # the server is stopping
         self._hardware_lock = asyncio.Lock()
@@ -117,6 +118,13 @@ async def default_state() -> NodeState:
 
 def node(request: Request) -> NodeState:
     return request.app.state.node
+
+
+def node_token(request: Request) -> str | None:
+    """The token the node's requests carry (None before start-up is over, and in tests of
+    the handlers alone)."""
+    state = getattr(request.app.state, "node", None)
+    return getattr(state, "token", None)
 
 
 def node_config() -> config.Config:
