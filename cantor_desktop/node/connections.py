@@ -34,6 +34,7 @@ HEAD_TIMEOUT_S = 10.0
 """A request's head must be whole this long after its connection opened or was last
 answered."""
 MOST_CONNECTIONS = 4096
+MOST_BACKLOG = 2048
 RESERVED_FILES = 128
 """Open files kept for everything else (logs, the songs, the engines' pipes, the state)."""
 
@@ -62,8 +63,14 @@ class Connections:
     """Every open connection of the node (one per node, shared by its protocols and its
     Guard). All of it runs on the event loop's thread."""
 
-    def __init__(self, most: int = MOST_CONNECTIONS, head_timeout_s: float = HEAD_TIMEOUT_S):
+    def __init__(
+        self,
+        most: int = MOST_CONNECTIONS,
+        head_timeout_s: float = HEAD_TIMEOUT_S,
+        backlog: int = MOST_BACKLOG,
+    ):
         self.most = most
+        self.backlog = backlog
         self.head_timeout_s = head_timeout_s
         self.by_address: dict[Address, _Connection] = {}
         self.open = 0
@@ -77,11 +84,21 @@ class Connections:
 
     @classmethod
     def for_open_files(cls, soft_limit: int | None, **kw: Any) -> Connections:
-        """Sized to this process's open-file limit (None: no such limit, Windows)."""
-        most = MOST_CONNECTIONS
+        """Sized to this process's open-file limit (None: no such limit, Windows).
+
+        asyncio accepts up to ``backlog`` connections at a time before any of them reaches
+        :meth:`opened` (which makes room), so the connections kept, the backlog and the
+        reserve together stay within the limit: the node never runs out of files to
+        accept with (EMFILE: asyncio stops accepting for a second, the owner included).
+        With 8,192 files: 4,096 connections, a backlog of 1,008; with 1,024: 560 and 112."""
+        most, backlog = MOST_CONNECTIONS, MOST_BACKLOG
         if soft_limit is not None and soft_limit > 0:
-            most = max(16, min(most, soft_limit - RESERVED_FILES))
-        return cls(most=most, **kw)
+            usable = max(64, soft_limit - RESERVED_FILES)
+            backlog = max(8, min(backlog, usable // 8))
+            # a batch accepted, a batch made room for (closed on the next turn of the loop)
+            # and one more batch on its way: at most three backlogs beyond those kept
+            most = max(16, min(most, usable - 3 * backlog))
+        return cls(most=most, backlog=backlog, **kw)
 
     # -- from the protocol ------------------------------------------------------------
 
@@ -133,6 +150,7 @@ class Connections:
         return {
             "open": self.open,
             "most": self.most,
+            "backlog": self.backlog,
             "evicted": self.evicted,
             "refused": self.refused,
             "late_heads": self.late_heads,

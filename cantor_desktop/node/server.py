@@ -102,6 +102,7 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         http=connections.protocol(),
         limit_concurrency=None,
+        backlog=connections.backlog,
     )
 
     class _Server(uvicorn.Server):
@@ -113,11 +114,12 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
     server = _Server(uv_config)
     holder["server"] = server
     log.info(
-        "node listening on %s:%s (token required; open files %s, connections %d)",
+        "node listening on %s:%s (token required; open files %s, connections %d, backlog %d)",
         host,
         port,
         limit,
         connections.most,
+        connections.backlog,
     )
     server.run()
     node = getattr(app.state, "node", None)
