@@ -28,7 +28,7 @@ from typing import Callable
 from . import access, config, procs
 from .errors import CantorError
 from .link_state import LinkState
-from .net import connect_host, free_port, http_url
+from .net import connect_host, http_url
 from .paths import paths
 from .selfexec import self_argv
 
@@ -47,7 +47,7 @@ class NodeStartError(CantorError, RuntimeError):
 
 
 async def answers(url: str, timeout: float = 1.0) -> bool:
-    """True when a Cantor node (of any home) answers ``GET /v1/health`` at ``url``."""
+    """True when something answers at ``url`` (this home's node, or a stranger)."""
     from .nodeclient import NO_NODE, which_node
 
     return await which_node(url, timeout) != NO_NODE
@@ -84,7 +84,6 @@ class NodeProcess:
         self._stopping = False
         self._log_offset = 0
         self._started_at = 0.0
-        self.note = ""  # why this node was started (told to the user)
 
     @property
     def url(self) -> str:
@@ -161,28 +160,30 @@ class NodeProcess:
         self.token = text[len(access.REPORT_PREFIX.strip()) :].strip()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        from .nodeclient import NodeClient, NodeError
+        """Until the child answers — and proves it holds its token: whatever else may answer
+        on its port meanwhile is not taken for it."""
+        from .nodeclient import OURS, STRANGER, stranger_words, which_node
 
         deadline = time.monotonic() + timeout
-        async with NodeClient(self.url, token=self.token, timeout=1.0) as client:
-            while True:
-                if self.proc is None or self.proc.poll() is not None:
-                    code = None if self.proc is None else self.proc.returncode
-                    raise NodeStartError(
-                        f"the node exited (code {code}) before it answered: "
-                        f"{self._last_words() or 'no output'}"
-                    )
-                try:
-                    await client.health()
-                    return
-                except NodeError:
-                    pass
-                if time.monotonic() >= deadline:
-                    await self.stop()
-                    raise NodeStartError(
-                        f"the node did not answer within {timeout:g} s (see {self.log_path})"
-                    )
-                await asyncio.sleep(0.05)
+        found = None
+        while True:
+            if self.proc is None or self.proc.poll() is not None:
+                code = None if self.proc is None else self.proc.returncode
+                stranger = f"{stranger_words(self.url)}; " if found == STRANGER else ""
+                raise NodeStartError(
+                    f"the node exited (code {code}) before it answered: {stranger}"
+                    f"{self._last_words() or 'no output'}"
+                )
+            found = await which_node(self.url, timeout=1.0, token=self.token)
+            if found == OURS:
+                return
+            if time.monotonic() >= deadline:
+                await self.stop()
+                why = stranger_words(self.url) if found == STRANGER else "it did not answer"
+                raise NodeStartError(
+                    f"the node is not ready after {timeout:g} s: {why} (see {self.log_path})"
+                )
+            await asyncio.sleep(0.05)
 
     def _last_words(self) -> str:
         try:
@@ -318,11 +319,12 @@ async def ensure_node(
     """A node to talk to: the configured one if it answers, else a private one started now.
 
     Returns ``(url, process)``; ``process`` is None when the node was already running (not
-    ours to stop). Either way this home's token is the one it wants. A node that serves
-    another Cantor home is never used: a private one is started on a free port instead, and
-    ``process.note`` says so.
+    ours to stop). Either way this home's token is the one it wants, and the node proved it
+    holds it. Anything else on the node's port — a program of another account, another
+    Cantor home's node — is a stranger: it is sent nothing, no node is started on top of
+    it, and NodeStartError names it.
     """
-    from .nodeclient import OTHER_HOME, OURS, local_url, which_node
+    from .nodeclient import OURS, STRANGER, local_url, stranger_words, which_node
 
     cfg, _err = config.load_or_defaults()
     url = local_url(cfg)
@@ -334,16 +336,10 @@ async def ensure_node(
     found = await which_node(url)
     if found == OURS:
         return url, None
-    note = (
-        f"the node at {url} serves another Cantor home; this call uses a private node"
-        if found == OTHER_HOME
-        else ""
-    )
-    if found == OTHER_HOME or _port_taken(connect_host(host).strip("[]"), port):
-        port = free_port()
+    if found == STRANGER or _port_taken(connect_host(host).strip("[]"), port):
+        raise NodeStartError(stranger_words(url))
     try:
         proc = NodeProcess(host, port)
-        proc.note = note
         return await proc.start(), proc
     except access.TokenError as exc:
         raise NodeStartError(f"the node needs a token: {exc}") from None

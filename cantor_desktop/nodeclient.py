@@ -11,6 +11,11 @@ before its final event, so its HTTP response is closed by the task that opened i
 Requests go only to the node they were meant for: no redirect is followed and no proxy is
 taken from the environment; certificates are checked for an ``https://`` node (certifi's
 authorities, httpx's default), and the certificate store is not even loaded for plain http.
+
+The token goes only to a node that has proved it holds it (:mod:`.proof`): a client proves
+the node before its first request with the token, again after the node could not be reached
+and at most every :data:`PROOF_TTL_S` while it works. Anything else on the node's address is
+a stranger (:class:`StrangerNode`): named, sent nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from . import __version__, access, config
+from . import __version__, access, config, proof
 from .errors import CantorError
 from .models.events import PullEvent
 from .net import http_url
@@ -63,6 +68,37 @@ class NodeError(CantorError):
         return self.status == 0
 
 
+class StrangerNode(NodeError):
+    """Something answers at the node's address but cannot prove it holds the token: it was
+    sent nothing, and no node is started on top of it."""
+
+    def __init__(self, url: str):
+        super().__init__(stranger_words(url), 0, None, "stranger")
+        self.url = url
+
+    @property
+    def unreachable(self) -> bool:
+        return False
+
+
+def stranger_words(url: str) -> str:
+    """What the user is told about a stranger at ``url``."""
+    parts = urlsplit(url)
+    if config.is_loopback_host(parts.hostname or ""):
+        return (
+            f"something else answers on port {parts.port}; it is not this Cantor's node: it "
+            f"could not prove it holds this Cantor's token (another program, another Cantor "
+            f"home's node, or a token given in CANTOR_NODE_TOKEN that is not this node's), "
+            f"so it was sent none. Stop it, or give Cantor another port: cantor config set "
+            f"node.port PORT"
+        )
+    return (
+        f"the node at {url} could not prove it holds the token you gave: the token is not "
+        f"that node's (`cantor node token` there prints it), or the node is older than this "
+        f"Cantor (upgrade it); the token was not sent"
+    )
+
+
 def local_url(cfg: config.Config | None = None) -> str:
     """The URL of this machine's node as node.toml configures it."""
     if cfg is None:
@@ -78,25 +114,62 @@ def local_token() -> str | None:
         return None
 
 
+PROOF_TTL_S = 5.0
+"""A node is proved again before the token goes out when its last proof is this old."""
+
+
 class NodeAuth:
-    """The bearer token on every request. Without a token given, the token of this home's
-    node is looked up when first needed, and again once after a 401 (the node may have made
-    it after this client started: the app's first run). The lookups run off the event loop:
-    the OS keyring can take a while (D-Bus, an unlock prompt), and the window must not wait."""
+    """The bearer token on every request, sent only to a node that proved it holds it.
+
+    Without a token given, the token of this home's node is looked up when first needed,
+    and again once after a 401 (the node may have made it after this client started: the
+    app's first run). The lookups run off the event loop: the OS keyring can take a while
+    (D-Bus, an unlock prompt), and the window must not wait."""
 
     OPEN = ("/v1/health",)
     """Answered without a token: no need to look one up (nor open the keyring) for them."""
 
-    def __init__(self, token: str | None, discover: bool):
+    def __init__(self, token: str | None, discover: bool, url: str):
         self.token = token
         self.discover = discover
+        self.url = url
+        self._proven: tuple[str, float] | None = None  # (token, when) of the last proof
 
     async def headers(self, path: str) -> dict[str, str]:
         if path in self.OPEN and self.token is None:
             return {}
         if self.token is None and self.discover:
             self.token = await asyncio.to_thread(local_token)
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if not self.token:
+            return {}
+        await self.prove()
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def prove(self) -> None:
+        """Make sure the node at the URL holds the token before it is sent (StrangerNode
+        when it does not; NodeError "unreachable" when nothing answers)."""
+        token = self.token
+        now = asyncio.get_running_loop().time()
+        if (
+            token
+            and self._proven
+            and self._proven[0] == token
+            and now - self._proven[1] < PROOF_TTL_S
+        ):
+            return
+        found, why = await _judge(self.url, CONNECT_TIMEOUT, token)
+        if found == OURS:
+            self._proven = (token, asyncio.get_running_loop().time())
+            return
+        self._proven = None
+        if found == STRANGER:
+            raise StrangerNode(self.url)
+        raise NodeError(f"cannot reach the node at {self.url}: {why}")
+
+    def forget(self) -> None:
+        """The node could not be reached: prove it again before the next token goes out
+        (whatever answers next may be another program)."""
+        self._proven = None
 
     async def renewed(self) -> bool:
         """After a 401: True when this home's node has a token other than the one sent."""
@@ -109,7 +182,9 @@ class NodeAuth:
         return False
 
 
-OURS, OTHER_HOME, NO_NODE = "ours", "other home", "none"
+OURS, STRANGER, NO_NODE = "ours", "stranger", "none"
+CONNECT_TIMEOUT = 5.0
+BUSY_RETRIES = 3
 
 
 def http_client(
@@ -166,19 +241,55 @@ def _seconds(limit: float | None) -> str:
     return f"{limit:g} s" if limit is not None else "too long"
 
 
-async def which_node(url: str, timeout: float = 1.0) -> str:
-    """Who answers ``GET /v1/health`` at ``url``: :data:`OURS` (a node serving this Cantor
-    home), :data:`OTHER_HOME` (a Cantor node of another home — or one too old to say — which
-    the CLI must never use), or :data:`NO_NODE`."""
-    try:
-        async with http_client(url, timeout=timeout) as http:
-            response = await http.get("/v1/health")
-            body = response.json()
-    except (httpx.RequestError, ValueError):
-        return NO_NODE
-    if response.status_code != 200 or not isinstance(body, dict) or body.get("status") != "ok":
-        return NO_NODE
-    return OURS if body.get("home") == access.home_key() else OTHER_HOME
+async def which_node(url: str, timeout: float = 1.0, token: str | None = None) -> str:
+    """Who answers at ``url``: :data:`OURS` (a node that proved it holds ``token`` — by
+    default, for an address on this machine, this home's token), :data:`STRANGER` (anything
+    else that answers: another account's program, another Cantor home's node, a node that
+    cannot prove it; never sent the token), or :data:`NO_NODE`.
+
+    The proof is :mod:`.proof`'s: a fresh challenge to the tokenless health check, answered
+    with a MAC under the token of the challenge and the port the node answered on (on this
+    machine, the port asked). On Linux a listener of this machine's port that belongs to
+    another user is a stranger before anything is sent."""
+    return (await _judge(url, timeout, token))[0]
+
+
+async def _judge(url: str, timeout: float, token: str | None) -> tuple[str, str]:
+    """:func:`which_node`'s verdict, and why when nothing answers (the transport's words)."""
+    from .net import listening_uids
+
+    parts = urlsplit(url)
+    local = config.is_loopback_host(parts.hostname or "")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if local:
+        owners = await asyncio.to_thread(listening_uids, port)
+        if owners and owners != {os.getuid()}:
+            return STRANGER, ""
+        if token is None:
+            token = await asyncio.to_thread(local_token)
+    challenge = proof.new_challenge()
+    body: Any = None
+    for attempt in range(BUSY_RETRIES):
+        try:
+            async with http_client(url, timeout=timeout) as http:
+                response = await http.get("/v1/health", params={proof.QUERY: challenge})
+                body = response.json() if response.status_code == 200 else None
+        except httpx.RequestError as exc:
+            return NO_NODE, unreachable_words(exc)
+        except ValueError:
+            return STRANGER, ""  # something answers, not with a node's JSON
+        if response.status_code != 503:
+            break
+        await asyncio.sleep(0.2 * (attempt + 1))  # a node busy with strangers: ask again
+    else:
+        return NO_NODE, "it is too busy to answer (503)"
+    if not isinstance(body, dict) or body.get("status") != "ok" or not token:
+        return STRANGER, ""
+    answered_port = body.get("port")
+    if not isinstance(answered_port, int) or (local and answered_port != port):
+        return STRANGER, ""
+    proved = proof.verify(token, challenge, answered_port, body.get("proof"))
+    return (OURS if proved else STRANGER), ""
 
 
 def _error_from(response: httpx.Response) -> NodeError:
@@ -253,7 +364,7 @@ class NodeClient:
     ):
         self.base_url = (base_url or local_url()).rstrip("/")
         discover = token is None and config.is_loopback_host(urlsplit(self.base_url).hostname or "")
-        self._auth = NodeAuth(token, discover)
+        self._auth = NodeAuth(token, discover, self.base_url)
         self._http = http_client(self.base_url, timeout=timeout, transport=transport)
 
     @property
@@ -263,6 +374,19 @@ class NodeClient:
     def use_token(self, token: str) -> None:
         """The node's token, learnt after this client was made (a child node reports it)."""
         self._auth.token = token
+
+    async def identify(self) -> str:
+        """:func:`which_node` for this client's node and token (the token found first, for
+        this home's node): OURS, STRANGER or NO_NODE; a node found to be ours is proved."""
+        if self._auth.token is None and self._auth.discover:
+            self._auth.token = await asyncio.to_thread(local_token)
+        try:
+            await self._auth.prove()
+        except StrangerNode:
+            return STRANGER
+        except NodeError:
+            return NO_NODE
+        return OURS
 
     async def __aenter__(self) -> "NodeClient":
         return self
@@ -284,7 +408,11 @@ class NodeClient:
         for attempt in (1, 2):
             sent = {**(headers or {}), **await self._auth.headers(path)}
             request = self._http.build_request(method, path, headers=sent, **kw)
-            response = await self._http.send(request, stream=True)
+            try:
+                response = await self._http.send(request, stream=True)
+            except httpx.RequestError:
+                self._auth.forget()
+                raise
             if response.status_code == 401 and attempt == 1 and replayable:
                 try:
                     renewed = await self._auth.renewed()

@@ -21,6 +21,16 @@ from support.node import Node, write_config
 SONG_ID = "0123456789abcdef"
 
 
+def health_proof(token: str, challenge: str, port: int) -> bytes:
+    """What a node that holds ``token`` answers to a challenge (cantor_desktop.proof)."""
+    import json
+
+    from cantor_desktop import proof
+
+    answer = proof.answer(token, challenge, port)
+    return json.dumps({"status": "ok", "version": "x", "port": port, "proof": answer}).encode()
+
+
 async def _server(handle):
     """A TCP server on 127.0.0.1 running ``handle(reader, writer)`` per connection; it
     counts the connections it accepted."""
@@ -504,6 +514,14 @@ def test_a_401_makes_the_client_look_up_this_homes_newer_token_once(cantor_home,
     async def handle(reader, writer):
         while True:
             head, _ = await _read_request(reader)
+            line = head.split(b"\r\n")[0].decode()
+            if "/v1/health?challenge=" in line:  # it proves the token it holds now
+                challenge = line.split("challenge=")[1].split()[0]
+                port = writer.get_extra_info("sockname")[1]
+                held = os.environ[TOKEN_ENV]
+                writer.write(_answer(health_proof(held, challenge, port)))
+                await writer.drain()
+                continue
             token = next(
                 (
                     line.split(b" ")[-1]

@@ -67,14 +67,10 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
     node = _their_node(tmp_path)
     run(qloop, node.start())
     try:
-        # no token given yet: the app says what is missing
+        # no token given yet: the node cannot prove ours, and the app says so
         link = NodeLink(url=node.url, start_child=False)
-        errors: list[str] = []
-        link.error.connect(errors.append)
         run(qloop, link._connect())
-        assert link.remote
-        run(qloop, until(lambda: errors, what="an error"))
-        assert any("token" in e for e in errors)
+        assert link.state == "error" and "could not prove it holds" in link.detail
         run(qloop, link.shutdown())
 
         set_secret(REMOTE_TOKEN, node.proc.token)
@@ -114,11 +110,11 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
     assert songs == []
 
 
-def test_the_app_runs_its_own_node_beside_another_home_s_on_its_address(
+def test_the_app_names_another_homes_node_on_its_address_and_starts_none(
     qapp, qloop, cantor_home, tmp_path
 ):
-    """Another install's node on this home's port is not ours: the app starts its own on a
-    free port instead of sending our token to it (or theirs to us)."""
+    """Another install's node on this home's port cannot prove it holds our token: the app
+    sends it none, says what is on the port, and starts no node beside it (issue 28)."""
     from cantor_desktop import config
     from cantor_desktop.ui.node_link import NodeLink
 
@@ -128,10 +124,10 @@ def test_the_app_runs_its_own_node_beside_another_home_s_on_its_address(
     link = NodeLink()  # this home's link, its own node wanted
     try:
         run(qloop, link._connect(), timeout=60)
-        assert link.state in ("idle", "generating") and link.owns_node and not link.remote
-        assert link.process.port != theirs.proc.port
-        songs = run(qloop, link.client.songs())
-        assert songs == []
+        assert link.state == "error" and not link.owns_node
+        assert f"something else answers on port {theirs.proc.port}" in link.detail
     finally:
         run(qloop, link.shutdown())
         run(qloop, theirs.stop())
+    refused = (theirs.home / "logs" / "node.log").read_text()
+    assert "refused" not in refused  # it was never even sent a wrong token

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from typing import AsyncIterator
 
 
@@ -50,8 +49,6 @@ async def node_client(command: str, node_url: str | None = None) -> AsyncIterato
             url, private = await ensure_node()
         except NodeStartError as exc:
             raise NodeUnavailable(str(exc)) from None
-        if private is not None and private.note:
-            print(f"cantor {command}: {private.note}", file=sys.stderr)
     try:
         async with NodeClient(url, token=private.token if private else given_token()) as node:
             yield node

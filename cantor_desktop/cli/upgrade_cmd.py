@@ -41,7 +41,15 @@ def _describe(event, data) -> str:
 
 async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
     from ..node_process import answers
-    from ..nodeclient import OTHER_HOME, OURS, NodeClient, NodeError, local_url, which_node
+    from ..nodeclient import (
+        OURS,
+        STRANGER,
+        NodeClient,
+        NodeError,
+        local_url,
+        stranger_words,
+        which_node,
+    )
     from .node_session import given_token
 
     url = (node_url or local_url()).rstrip("/")
@@ -49,11 +57,8 @@ async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
         print(f"cantor upgrade: no node answers at {url}", file=sys.stderr)
         return 1
     found = OURS if node_url else await which_node(url)  # --node: the one asked for
-    if found == OTHER_HOME:
-        print(
-            f"cantor upgrade: the node at {url} serves another Cantor home; it is left alone",
-            file=sys.stderr,
-        )
+    if found == STRANGER:
+        print(f"cantor upgrade: {stranger_words(url)}; it is left alone", file=sys.stderr)
     if found == OURS:
         async with NodeClient(url, given_token()) as node:
             try:

@@ -23,9 +23,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from .. import access, config
+from .. import config
 from ..link_state import LinkMachine, LinkState
-from ..net import free_port
 from ..song import Song, SongEvent, SongState
 from .tasks import Tasks, describe_error
 
@@ -86,7 +85,7 @@ class NodeLink(QObject):
         self.node_config: dict[str, Any] = {}
         self._url_override = url
         self._start_child = start_child
-        self.home: str | None = None  # the home the node serves (its /v1/health)
+        self._theirs_here = False  # a node on this machine that proved the user's token
         self._streaming = asyncio.Event()
 
     # -- state ----------------------------------------------------------------------------
@@ -160,12 +159,10 @@ class NodeLink(QObject):
 
     @property
     def remote(self) -> bool:
-        """True when the app drives a node that is not this home's (on another machine, or
-        another home here): its node.toml and its token are not ours. Known for sure once
-        the node said which home it serves; before that, judged by its address."""
-        if self.home is not None:
-            return self.home != access.home_key()
-        return not config.is_loopback_host(_host_of(self.url))
+        """True when the app drives a node that is not this home's: on another machine, or
+        one here the user pointed it to that proved the token the user gave (its node.toml
+        and its token are not ours). A node here that proves neither is never driven."""
+        return self._theirs_here or not config.is_loopback_host(_host_of(self.url))
 
     def set_settings(self, changes: dict[str, Any], on_error=None, on_done=None) -> None:
         """Change node.toml keys where the node reads them: our file for this home's node,
@@ -245,18 +242,24 @@ class NodeLink(QObject):
         return NodeClient(self.url, token=token)
 
     async def _answers(self) -> bool:
-        try:
-            health = await self.client.health()
-        except Exception:
-            return False
-        home = health.get("home") if isinstance(health, dict) else None
-        if home != self.home:
-            was_remote = self.remote
-            self.home = home
-            if self.remote != was_remote:  # the token it wants is another one
-                old, self.client = self.client, await self._new_client()
-                await old.aclose()
-        return True
+        """Whether our node answers, having proved it holds the token; a stranger at its
+        address is an error naming it (it is sent nothing, and no node starts on top of it)."""
+        from ..nodeclient import OURS, STRANGER, NodeClient, StrangerNode
+
+        found = await self.client.identify()
+        if found == STRANGER and not self._own_address() and not self._theirs_here:
+            # a node here the user pointed the app to: the token the user gave for it
+            token = await asyncio.to_thread(remote_token)
+            if token:
+                theirs = NodeClient(self.url, token=token)
+                if await theirs.identify() == OURS:
+                    old, self.client, self._theirs_here = self.client, theirs, True
+                    await old.aclose()
+                    return True
+                await theirs.aclose()
+        if found == STRANGER:
+            raise StrangerNode(self.url)
+        return found == OURS
 
     async def _connect(self) -> None:
         self._set_state(LinkState.STARTING)
@@ -264,17 +267,6 @@ class NodeLink(QObject):
             if self.client is None:
                 self.client = await self._new_client()
             answered = await self._answers()
-            if answered and self.remote and self._own_address():
-                # the address we would use holds another home's node (another install, a
-                # portable copy): ours runs beside it, on a free port
-                log.info(
-                    "a node of another home answers at %s; starting ours on a free port", self.url
-                )
-                self._url_override = f"http://127.0.0.1:{free_port()}"
-                self.home = None
-                await self.client.aclose()
-                self.client = await self._new_client()
-                answered = False
             if not answered:
                 if not (self._start_child and config.is_loopback_host(_host_of(self.url))):
                     self._set_state(LinkState.ERROR, f"no node answers at {self.url}")
@@ -324,7 +316,7 @@ class NodeLink(QObject):
             except Exception as exc:
                 log.warning("stopping the node: %s", exc)
         client, self.client = self.client, None
-        self.home = None
+        self._theirs_here = False
         if client is not None:
             try:
                 await client.aclose()
@@ -334,10 +326,18 @@ class NodeLink(QObject):
 
     async def _watch(self) -> None:
         """Health every few seconds: a node that stopped answering is shown (and a child of
-        ours is restarted by its supervisor meanwhile); one that came back is read again."""
+        ours is restarted by its supervisor meanwhile); one that came back is read again; a
+        stranger in its place is named."""
+        from ..nodeclient import StrangerNode
+
         while True:
             await asyncio.sleep(HEALTH_EVERY)
-            if await self._answers():
+            try:
+                answered = await self._answers()
+            except StrangerNode as exc:
+                self._set_state(LinkState.ERROR, str(exc))
+                continue
+            if answered:
                 if not self.state.connected:
                     self._connected()
                     await self.refresh()

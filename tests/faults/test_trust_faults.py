@@ -18,6 +18,7 @@ Run: .venv/bin/python tests/faults/run.py
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -491,3 +492,144 @@ def test_a_refused_path_cannot_forge_a_log_line_and_a_trickled_body_is_dropped(
             t.fail(f"a byte every {every_s:g} s: {status} after {took:.1f} s")
         t.note(f"a byte every {every_s:g} s: {status} after {took:.1f} s")
     assert node.alive() and not t.lost, t.lost
+
+
+# -- a squatter on the node's port ------------------------------------------------------------
+
+SQUATTER = Path(__file__).resolve().parents[1] / "support" / "squatter.py"
+
+
+def _squat(port: int, home_key: str, *, other_account: bool, relay: str = "") -> subprocess.Popen:
+    code = SQUATTER.read_text("utf-8")
+    prefix = as_another_account() if other_account else []
+    proc = subprocess.Popen(
+        [*prefix, sys.executable, "-I", "-c", code, str(port), home_key, relay],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    first = proc.stdout.readline()
+    assert json.loads(first) == {"listening": port}, (first, proc.stderr.read()[-1000:])
+    return proc
+
+
+def _heard(proc: subprocess.Popen) -> list[dict]:
+    proc.terminate()
+    out, _err = proc.communicate(timeout=10)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _owner_home(home: Path, port: int) -> str:
+    """An owner's home whose node is stopped (its node.toml names ``port``), with a token
+    made as the node makes it; its token."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "node.toml").write_text(
+        f'[node]\nport = {port}\n\n[models]\ndefault = "sketch"\n', "utf-8"
+    )
+    from cantor_desktop import access
+
+    return access.node_token(create=True, state_dir=home / "state")
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CANTOR_HOME": str(home)}  # the test's file keyring: the token's
+    env.pop("CANTOR_NODE_TOKEN", None)
+    return subprocess.run(
+        [*self_argv("cli"), *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _the_app_meets(loop, home: Path, monkeypatch) -> tuple[str, str]:
+    """The app's link to its node (what the window shows), started on ``home``: its state
+    and detail once it has decided."""
+    from cantor_desktop.ui.node_link import NodeLink
+    from support.ui import run
+
+    monkeypatch.setenv("CANTOR_HOME", str(home))
+    link = NodeLink()
+
+    async def decided():
+        link.start()
+        for _ in range(300):
+            if link.state in ("error", "idle", "generating"):
+                return str(link.state), link.detail
+            await asyncio.sleep(0.1)
+        return str(link.state), link.detail
+
+    try:
+        return run(loop, decided())
+    finally:
+        run(loop, link.shutdown())
+
+
+@pytest.mark.parametrize("account", ["another", "same"])
+def test_a_squatter_on_the_nodes_port_is_sent_no_token(
+    tmp_path, tally, qloop, monkeypatch, account
+):
+    """While the owner's node is stopped, a program listens on its port and answers health
+    as the node did (the owner's ``home`` key, a made-up proof; as the same account, also a
+    relay of the challenge to the owner's real node on another port). The CLI and the app
+    send it no token, name it, and start no node on top of it."""
+    if account == "another" and os.geteuid() != 0:
+        pytest.skip("a second account needs root here (setpriv); CI runs as root")
+    from cantor_desktop import access
+    from cantor_desktop.nodeclient import STRANGER, which_node
+    from support.ui import run
+
+    home = tmp_path / "owner"
+    port = free_port()
+    token = _owner_home(home, port)
+    key = access.home_key(home / "state")
+    t = tally(
+        f"trust: a squatter as {account} account on the stopped node's port (CLI and app "
+        f"send no token, name it, start no node)"
+    )
+    rounds = [("fake proof", "")]
+    real = None
+    if account == "same":
+        real = NodeUnderTest(tmp_path / "real")  # the owner's other node, relayed to
+        real.proc.token = token
+        run(qloop, real.proc.start())
+        rounds.append(("relayed proof", real.url))
+    try:
+        for name, relay in rounds:
+            squatter = _squat(port, key, other_account=(account == "another"), relay=relay)
+            try:
+                verdict = run(qloop, which_node(f"http://127.0.0.1:{port}", token=token))
+                sing = _cli(home, "sing", "a song", "--instrumental", "--model", "sketch")
+                stop = _cli(home, "node", "stop")
+                app = _the_app_meets(qloop, home, monkeypatch)
+                still_there = squatter.poll() is None
+                nodes = [
+                    p
+                    for p in psutil.process_iter(["cmdline"])
+                    if "node" in (p.info["cmdline"] or [])
+                    and str(port) in (p.info["cmdline"] or [])
+                ]
+            finally:
+                heard = _heard(squatter)
+            sent = [h for h in heard if h.get("authorization")]
+            words = f"something else answers on port {port}"
+            problems = []
+            if verdict != STRANGER:
+                problems.append(f"which_node said {verdict}")
+            if sent:
+                problems.append(f"token sent: {sent[:2]}")
+            if sing.returncode == 0 or words not in sing.stderr:
+                problems.append(f"cantor sing: {sing.returncode} {sing.stderr[-300:]}")
+            if stop.returncode == 0 or words not in stop.stderr:
+                problems.append(f"cantor node stop: {stop.returncode} {stop.stderr[-300:]}")
+            if app[0] != "error" or words not in app[1]:
+                problems.append(f"the app: {app}")
+            if nodes or not still_there:
+                problems.append(f"a node was started on top of it: {nodes}")
+            if problems:
+                t.fail(f"{name}: " + "; ".join(problems))
+            else:
+                t.ok()
+            t.note(f"{name}: {len(heard)} requests heard, none with a token")
+    finally:
+        if real is not None:
+            run(qloop, real.proc.stop())
+    assert not t.lost, t.lost
