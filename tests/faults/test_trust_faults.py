@@ -590,7 +590,7 @@ def test_a_squatter_on_the_nodes_port_is_sent_no_token(
     if account == "same":
         real = NodeUnderTest(tmp_path / "real")  # the owner's other node, relayed to
         real.proc.token = token
-        run(qloop, real.proc.start())
+        run(qloop, real.proc.start(timeout=90))
         rounds.append(("relayed proof", real.url))
     try:
         for name, relay in rounds:
