@@ -24,7 +24,7 @@ import re
 LABEL = b"cantor node proof v1\x00"
 """Domain separation: this MAC is a proof of the node's token and can stand for nothing else."""
 CHALLENGE_BYTES = 32
-CHALLENGE = re.compile(r"[0-9a-f]{%d}" % (2 * CHALLENGE_BYTES))
+CHALLENGE = re.compile(f"[0-9a-f]{{{2 * CHALLENGE_BYTES}}}")
 QUERY = "challenge"
 
 

@@ -14,12 +14,11 @@ import socket
 import time
 
 import pytest
+from support.node import Node, write_config
 
 from cantor_desktop import proof
 from cantor_desktop.node.connections import Connections
 from cantor_desktop.node.guard import Guard
-
-from support.node import Node, write_config
 
 
 class FakeTransport(asyncio.Transport):

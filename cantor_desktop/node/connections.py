@@ -49,7 +49,7 @@ def address_of(peer: Any) -> Address | None:
 
 
 class _Connection:
-    __slots__ = ("address", "transport", "timer", "busy", "owner")
+    __slots__ = ("address", "busy", "owner", "timer", "transport")
 
     def __init__(self, address: Address | None, transport: asyncio.BaseTransport):
         self.address = address

@@ -33,12 +33,11 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from support.faults import NodeUnderTest
+from support.procs import free_port
 
 from cantor_desktop.access import bearer
 from cantor_desktop.selfexec import self_argv
-
-from support.faults import NodeUnderTest
-from support.procs import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -543,8 +542,9 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
 def _the_app_meets(loop, home: Path, monkeypatch) -> tuple[str, str]:
     """The app's link to its node (what the window shows), started on ``home``: its state
     and detail once it has decided."""
-    from cantor_desktop.ui.node_link import NodeLink
     from support.ui import run
+
+    from cantor_desktop.ui.node_link import NodeLink
 
     monkeypatch.setenv("CANTOR_HOME", str(home))
     link = NodeLink()
@@ -573,9 +573,10 @@ def test_a_squatter_on_the_nodes_port_is_sent_no_token(
     send it no token, name it, and start no node on top of it."""
     if account == "another" and os.geteuid() != 0:
         pytest.skip("a second account needs root here (setpriv); CI runs as root")
+    from support.ui import run
+
     from cantor_desktop import access
     from cantor_desktop.nodeclient import STRANGER, which_node
-    from support.ui import run
 
     home = tmp_path / "owner"
     port = free_port()

@@ -57,7 +57,7 @@ async def main(port: int, slots: int, seconds: float) -> dict:
                         )
                         stats["dropped"] += 1 if got == b"" else 0
                         break
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                     writer.write(b"\r\n")
                     await writer.drain()
