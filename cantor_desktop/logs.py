@@ -58,7 +58,7 @@ class OneLineFormatter(logging.Formatter):
     """One record, one line: the message is escaped with :func:`one_line`; a traceback
     keeps its lines, each indented so that none can pass for a record of its own."""
 
-X
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
         return one_line(super().formatMessage(record))
 
     def format(self, record: logging.LogRecord) -> str:

@@ -22,12 +22,12 @@ from cantor_desktop.node.guard import Guard
 
 
 class FakeTransport(asyncio.Transport):
-    _port = 40000
+    next_port = 40000
 
     def __init__(self):
         super().__init__()
-        FakeTransport._port += 1
-        self.peer = ("127.0.0.1", FakeTransport._port)
+        FakeTransport.next_port += 1
+        self.peer = ("127.0.0.1", FakeTransport.next_port)
         self.closed = self.aborted = False
 
     def get_extra_info(self, name, default=None):
