@@ -103,6 +103,12 @@ def read_token(state_dir: Path | None = None) -> str | None:
     env = os.environ.get(TOKEN_ENV, "").strip()
     if env:
         return env
+    return home_token(state_dir)
+
+
+def home_token(state_dir: Path | None = None) -> str | None:
+    """The token this home's own node keeps (its 0600 file, else its keyring entry), never
+    the one ``CANTOR_NODE_TOKEN`` gives for a node elsewhere."""
     found = _read_file(token_file(state_dir))
     if found:
         return found

@@ -90,13 +90,26 @@ def run(args) -> int:
         return 130
 
 
+async def _this_homes(url: str) -> bool:
+    """Whether the node at ``url`` is this home's own (it proves this home's token, not
+    one given in CANTOR_NODE_TOKEN): a path on this machine is then on the node's."""
+    from ..access import TokenError, home_token
+    from ..nodeclient import OURS, which_node
+
+    try:
+        token = await asyncio.to_thread(home_token)
+    except TokenError:
+        token = None
+    return await which_node(url, token=token or "") == OURS
+
+
 async def _run(args) -> int:
-    from ..nodeclient import OURS, NodeError, which_node
+    from ..nodeclient import NodeError
     from .node_session import NodeUnavailable, node_client
 
     try:
         async with node_client("adapters", args.node) as node:
-            local = not args.node or await which_node(node.base_url) == OURS
+            local = not args.node or await _this_homes(node.base_url)
             if args.action is None:
                 show(await node.adapters(), args.json)
             elif args.action == "add":
