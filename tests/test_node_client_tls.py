@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import ssl
 from pathlib import Path
 
@@ -48,6 +49,20 @@ def _self_signed(tmp_path):
     return cert_file, key_file
 
 
+def _health(head: bytes, writer) -> bytes:
+    """A node's health answer to this request: with the proof of the token "t" when the
+    request carries the client's challenge (cantor_desktop.proof)."""
+    from cantor_desktop import proof
+
+    line = head.split(b"\r\n")[0].decode()
+    if "challenge=" not in line:
+        return b'{"status": "ok"}'
+    challenge = line.split("challenge=")[1].split()[0]
+    port = writer.get_extra_info("sockname")[1]
+    answer = proof.answer("t", challenge, port)
+    return json.dumps({"status": "ok", "port": port, "proof": answer}).encode()
+
+
 async def _tls_health_server(tmp_path):
     """A TLS server answering every request like a node's health (a stranger's certificate)."""
     cert_file, key_file = _self_signed(tmp_path)
@@ -57,8 +72,8 @@ async def _tls_health_server(tmp_path):
 
     async def serve(reader, writer):
         try:
-            await reader.readuntil(b"\r\n\r\n")
-            body = b'{"status": "ok", "home": "x"}'
+            head = await reader.readuntil(b"\r\n\r\n")
+            body = _health(head, writer)
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                 b"content-length: %d\r\n\r\n%s" % (len(body), body)
@@ -109,7 +124,7 @@ def test_an_https_node_with_a_trusted_certificate_answers(tmp_path, monkeypatch)
             return health, answered
 
     health, answered = asyncio.run(go())
-    assert health == {"status": "ok", "home": "x"} and answered == [True]
+    assert health == {"status": "ok"} and answered == [True, True]  # the proof, then health
 
 
 def test_a_plain_http_node_never_loads_the_certificate_store(monkeypatch):
@@ -124,8 +139,8 @@ def test_a_plain_http_node_never_loads_the_certificate_store(monkeypatch):
 
     async def go():
         async def serve(reader, writer):
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(b'HTTP/1.1 200 OK\r\ncontent-length: 16\r\n\r\n{"status": "ok"}')
+            body = _health(await reader.readuntil(b"\r\n\r\n"), writer)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
             await writer.drain()
             writer.close()
 

@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from cantor_desktop.nodeclient import NO_NODE, NodeClient, NodeError, which_node
+from cantor_desktop.nodeclient import NO_NODE, STRANGER, NodeClient, NodeError, which_node
 
 from support.node import Node, write_config
 
@@ -31,22 +31,46 @@ def health_proof(token: str, challenge: str, port: int) -> bytes:
     return json.dumps({"status": "ok", "version": "x", "port": port, "proof": answer}).encode()
 
 
-async def _server(handle):
+async def _server(handle, holds: str | None = "t"):
     """A TCP server on 127.0.0.1 running ``handle(reader, writer)`` per connection; it
-    counts the connections it accepted."""
+    counts the connections it accepted. A server that ``holds`` a token proves it, as a node
+    does: a connection whose first request is the client's challenge to ``/v1/health`` gets
+    the proof and is closed, and is not counted (``holds=None``: the handler answers it)."""
     accepted = []
 
     async def serve(reader, writer):
-        accepted.append(writer)
+        pump = None
         try:
+            if holds is not None:
+                head = await reader.readuntil(b"\r\n\r\n")
+                line = head.split(b"\r\n")[0].decode()
+                if "/v1/health?challenge=" in line:
+                    challenge = line.split("challenge=")[1].split()[0]
+                    port = writer.get_extra_info("sockname")[1]
+                    writer.write(_answer(health_proof(holds, challenge, port)))
+                    await writer.drain()
+                    return
+                replay = asyncio.StreamReader()  # the handler reads the request from its start
+                replay.feed_data(head)
+                pump = asyncio.create_task(_pump(reader, replay))
+                reader = replay
+            accepted.append(writer)
             await handle(reader, writer)
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
+            if pump is not None:
+                pump.cancel()
             writer.close()
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", accepted
+
+
+async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamReader) -> None:
+    while data := await source.read(65536):
+        sink.feed_data(data)
+    sink.feed_eof()
 
 
 async def _read_request(reader) -> tuple[bytes, bytes]:
@@ -417,7 +441,7 @@ def test_a_redirect_is_never_followed_and_the_token_stays_with_the_node():
                 )
                 await writer.drain()
 
-        server, url, _ = await _server(redirect)
+        server, url, _ = await _server(redirect, holds="secret")
         async with elsewhere, server, NodeClient(url, token="secret") as node:
             with pytest.raises(NodeError) as caught:
                 await node.health()
@@ -430,7 +454,7 @@ def test_a_redirect_is_never_followed_and_the_token_stays_with_the_node():
     error, who, reached, other_url = asyncio.run(go())
     assert error.status == 307 and f"{other_url}/v1/health" in error.message
     assert "redirect" in error.message
-    assert who == NO_NODE and reached == 0
+    assert who == STRANGER and reached == 0  # it answers, and is not this home's node
 
 
 def test_no_proxy_from_the_environment_sees_the_node_or_its_token(monkeypatch):
@@ -443,7 +467,7 @@ def test_no_proxy_from_the_environment_sees_the_node_or_its_token(monkeypatch):
             monkeypatch.setenv(name, proxy_url)
         for name in ("NO_PROXY", "no_proxy"):
             monkeypatch.delenv(name, raising=False)
-        server, url, direct = await _server(_answer_forever)
+        server, url, direct = await _server(_answer_forever, holds="secret")
         async with proxy, server, NodeClient(url, token="secret") as node:
             await node.system()
             return len(direct), len(through_proxy)
@@ -542,7 +566,7 @@ def test_a_401_makes_the_client_look_up_this_homes_newer_token_once(cantor_home,
             await writer.drain()
 
     async def go():
-        server, url, _ = await _server(handle)
+        server, url, _ = await _server(handle, holds=None)
         async with server, NodeClient(url) as node:
             first = await node.system()
             with pytest.raises(NodeError) as refused:
@@ -584,6 +608,6 @@ def test_a_whole_conversation_with_a_real_node(cantor_home):
             await node.stop()
 
     health, events, size, refused = asyncio.run(go())
-    assert health["status"] == "ok" and health["home"]
+    assert health["status"] == "ok" and "home" not in health  # it tells strangers nothing
     assert events[-1] == "done" and size > 1000
     assert refused.status == 422 and refused.field == "duration"
