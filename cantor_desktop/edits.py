@@ -125,7 +125,7 @@ def edit_request(
 def stem_title(title: str, caption: str, track: str) -> str:
     """``{title}_{track}``: the song's title, else its caption's first words (as an export
     names it), and the track — what a DAW shows for the stem."""
-    from .node.songs import slug
+    from .export.naming import slug
 
     name = title.strip() or slug(caption)
     return f"{name}_{track}"

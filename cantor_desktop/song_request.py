@@ -14,8 +14,8 @@ from typing import Any, Mapping
 from . import keys
 from .config import SONG_FORMATS, short_repr
 from .errors import CantorError
+from .lyrics import INSTRUMENTAL, is_instrumental
 
-INSTRUMENTAL = "[Instrumental]"
 DURATION_RANGE = (10.0, 600.0)
 BPM_RANGE = (30, 300)
 TIME_SIGNATURES = (2, 3, 4, 6)
@@ -157,14 +157,6 @@ class RequestError(CantorError, ValueError):
         super().__init__(f"{field_name}: {message}")
         self.field = field_name
         self.message = message
-
-
-def is_instrumental(lyrics: str | None) -> bool:
-    """Absent, empty, or ``[Instrumental]`` in any case with any surrounding white space."""
-    if lyrics is None:
-        return True
-    text = lyrics.strip()
-    return text == "" or text.lower() == INSTRUMENTAL.lower()
 
 
 def normalise_key(text: str) -> str:

@@ -135,7 +135,7 @@ def test_every_stage_received_is_shown_and_done_ends_at_100(monkeypatch):
     """Stages that pass without a progress event of their own still get their line (not a
     terminal: one line per stage); a stream that only says ``done`` (a late subscriber)
     still ends on 100%."""
-    from cantor_desktop.cli.sing_cmd import EventShower, ProgressBar
+    from cantor_desktop.cli.follow import EventShower, ProgressBar
     from cantor_desktop.song import Song, SongEvent
 
     out = io.StringIO()

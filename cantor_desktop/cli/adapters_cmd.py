@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def register(sub) -> None:

@@ -18,7 +18,7 @@ from .. import config
 # backends and manifest are imported when the command runs: every `cantor` start (the node's
 # too) builds this parser, and they cost a few hundred milliseconds to import.
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def register(sub) -> None:

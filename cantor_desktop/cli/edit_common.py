@@ -21,7 +21,8 @@ from typing import Any
 from ..errors import CantorError
 from ..song import Song, SongState
 from ..song_request import RequestError
-from .sing_cmd import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ProgressBar, _follow
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .follow import ProgressBar, follow, output_path
 
 INPUT_STATUSES = (400, 404, 409, 413, 415, 422)
 _SONG_ARG = re.compile(r"([0-9a-f]{4,16})(?::(\d+))?")
@@ -61,26 +62,6 @@ def bad_input(exc: RequestError) -> CliError:
     option = OPTION_OF.get(exc.field)
     where = f"{exc.field} ({option})" if option and option != exc.field else exc.field
     return CliError(f"{where}: {exc.message}", EXIT_USAGE)
-
-
-class _IntermixedParser(argparse.ArgumentParser):
-    """Positionals may come after options (``repaint ID --from 5 --to 8 "jazzy"``), also an
-    optional one, which plain argparse would have matched empty before the options."""
-
-    def parse_known_args(self, args=None, namespace=None):
-        if getattr(self, "_mixing", False):  # the passes intermixed parsing makes
-            return super().parse_known_args(args, namespace)
-        self._mixing = True
-        try:
-            return self.parse_known_intermixed_args(args, namespace)
-        finally:
-            self._mixing = False
-
-
-def intermixed(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Let a subcommand's optional CAPTION follow its options."""
-    p.__class__ = _IntermixedParser
-    return p
 
 
 SONG_HELP = "a song id from `cantor songs` (ID:TAKE for another take), or an audio file"
@@ -314,7 +295,7 @@ class Session:
         return f"get it{size} with:  cantor pull {BASE_PULL}   — then run this command again"
 
     async def follow(self, song_id: str, request: dict[str, Any], bar: ProgressBar) -> Song:
-        song = await _follow(self.client, Song(id=song_id, request=request), bar)
+        song = await follow(self.client, Song(id=song_id, request=request), bar)
         bar.end()
         if song.is_finished:
             self.finished.add(song_id)
@@ -347,8 +328,6 @@ def ended(prog: str, song: Song) -> int:
 
 async def deliver(node, song: Song, output: str | None) -> list[Path]:
     """Print (and with ``-o`` copy) a finished song's takes, as `cantor sing` does."""
-    from .sing_cmd import output_path
-
     paths = []
     for take in song.takes:
         path = Path(take.audio)

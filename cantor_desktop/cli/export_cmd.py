@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 from .node_session import NodeUnavailable, add_node_option, node_client
-from .sing_cmd import ProgressBar
+from .follow import ProgressBar
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def register(sub) -> None:

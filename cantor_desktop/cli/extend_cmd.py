@@ -3,18 +3,18 @@ song, in its tempo and key; the song itself is kept. Exit codes as `cantor sing`
 
 from __future__ import annotations
 
-from .edit_common import add_edit_options, add_song_argument, intermixed, run_edit
+from .edit_common import add_edit_options, add_song_argument, run_edit
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "extend",
+        intermixed=True,
         help="add music before or after a song",
         description="Add seconds of music after (and/or before) a song, "
         "continuing its tempo and key; the song is kept. The "
         "result is a new version of the song.",
     )
-    intermixed(p)
     add_song_argument(p)
     p.add_argument(
         "caption",

@@ -10,7 +10,7 @@ import getpass
 import os
 import sys
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def register(sub) -> None:

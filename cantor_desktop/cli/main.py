@@ -8,6 +8,8 @@ import logging
 import sys
 
 from .. import __version__
+from .exit_codes import EXIT_USAGE
+from .parser import CommandParser
 
 # subcommand modules under cantor_desktop.cli; each defines register(subparsers)
 COMMAND_MODULES = [
@@ -31,16 +33,14 @@ COMMAND_MODULES = [
     "login_cmd",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="cantor", description="Make songs with ACE-Step on your own machine."
     )
     parser.add_argument("--version", action="version", version=f"cantor {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__package__}.{name}").register(sub)
     for command, subparser in sub.choices.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def register(sub) -> None:

@@ -12,7 +12,8 @@ import asyncio
 import sys
 import time
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
 NO_ENGINE = (
     "Model ready. No engine yet: {reason}. Run `cantor backends --install` when you are online."
 )

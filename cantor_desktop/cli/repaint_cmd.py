@@ -4,18 +4,18 @@ kept. SONG is a song id (``ID:TAKE`` for another take) or an audio file. Exit co
 
 from __future__ import annotations
 
-from .edit_common import add_edit_options, add_song_argument, intermixed, read_lyrics, run_edit
+from .edit_common import add_edit_options, add_song_argument, read_lyrics, run_edit
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "repaint",
+        intermixed=True,
         help="make a part of a song again (the rest is kept)",
         description="Make FROM..TO of a song again, with a caption (and "
         "lyrics) for that part; the rest of the song is kept. "
         "The result is a new version of the song.",
     )
-    intermixed(p)
     add_song_argument(p)
     p.add_argument(
         "caption",

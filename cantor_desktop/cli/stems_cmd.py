@@ -28,7 +28,7 @@ from .edit_common import (
     run_async,
 )
 from .node_session import add_node_option
-from .sing_cmd import ProgressBar
+from .follow import ProgressBar
 
 PROG = "cantor stems"
 

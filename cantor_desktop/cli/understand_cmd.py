@@ -87,7 +87,7 @@ def run(args) -> int:
 
 
 async def understand(arg, args) -> int:
-    from .sing_cmd import ProgressBar
+    from .follow import ProgressBar
 
     async with Session(PROG, args.node) as session:
         node = session.client

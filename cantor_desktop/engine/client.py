@@ -18,7 +18,9 @@ from typing import Any, Awaitable, Callable, Protocol
 import httpx
 
 from ..errors import CantorError
-from ..song_request import INSTRUMENTAL, SongRequest, is_instrumental
+from ..lyrics import INSTRUMENTAL, is_instrumental
+from ..procs.exits import is_bare_exit
+from ..song_request import SongRequest
 
 log = logging.getLogger(__name__)
 
@@ -324,9 +326,7 @@ def join_reasons(lines: list[str]) -> str | None:
 
 def _names_a_cause(reason: str) -> bool:
     """More than how the process ended ("exit code 1", "killed by signal 9 (SIGKILL)")."""
-    from .supervisor import describe_exit_pattern
-
-    return not describe_exit_pattern.fullmatch(reason.strip())
+    return not is_bare_exit(reason)
 
 
 def _files(path: str, body: Any) -> str:

@@ -37,10 +37,6 @@ JOB_MARKS = 64  # "Job ID created" positions kept
 _LINE_LIMIT = 1024 * 1024  # longest stderr line read whole
 _JOB_CREATED = re.compile(r"^\[Server\] Job (\S+) created ")
 _GENERATIONS = itertools.count(1)
-describe_exit_pattern = re.compile(
-    r"exit code -?\d+|killed by signal \d+ \([\w ]+\)|"
-    r"still running"
-)
 
 
 class EngineStartError(CantorError, RuntimeError):

@@ -27,6 +27,8 @@ FIELDS = {
     "caption": "the caption's first words",
     "id": "the song's id",
 }
+CAPTION_WORDS = 6  # of a caption, in a song's file name
+SLUG_MAX = 60  # characters: file names stay far below every file system's limit
 NAME_MAX_BYTES = 150  # far below every file system's 255, with room for "-2.flac"
 PATTERN_MAX = 200
 _WINDOWS_DEVICES = {
@@ -41,6 +43,16 @@ _KEEP_PUNCT = set(" -_.,()[]&+'!=~@")
 # "#" is dropped: it ends a URL's path and starts a comment in shells and many tools (a key
 # with a sharp is written "Fsharpm" by keys.file_text, so no key loses its sharp here)
 _DROP = set("#")
+
+
+def slug(caption: str, words: int = CAPTION_WORDS) -> str:
+    """A caption's first words as a file name part: ``warm-lofi-piano-rain`` (ASCII letters
+    and digits, accents dropped; ``song`` when none are left)."""
+    text = unicodedata.normalize("NFKD", caption)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    parts = re.findall(r"[A-Za-z0-9]+", text.lower())
+    name = "-".join(parts[:words])[:SLUG_MAX].strip("-")
+    return name or "song"
 
 
 def pattern_problem(pattern: object) -> str | None:

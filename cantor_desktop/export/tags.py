@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import keys
+from ..lyrics import is_instrumental
+from .naming import slug
 
 SOFTWARE = "Cantor Desktop"
 
@@ -163,8 +165,6 @@ class SongMeta:
         return " · ".join(parts)
 
     def name_fields(self) -> dict[str, Any]:
-        from ..node.songs import slug
-
         words = slug(self.caption) if self.caption else None
         return {
             "title": self.title or words,
@@ -181,8 +181,6 @@ class SongMeta:
 
 
 def _lyrics(value: Any) -> str:
-    from ..song_request import is_instrumental
-
     return "" if not isinstance(value, str) or is_instrumental(value) else value.strip()
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import struct
 import time
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,21 +20,12 @@ from typing import Any
 from .. import keys
 from ..analysis import tempo_key
 from ..config import write_atomic
+from ..export.naming import slug
 
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sidecar")
 EXTENSIONS = {"wav16": ".wav", "wav24": ".wav", "wav32": ".wav", "flac": ".flac", "mp3": ".mp3"}
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg"}
-CAPTION_WORDS = 6
-SLUG_MAX = 60  # characters: file names stay far below every file system's limit
 WAV_SUBTYPES = {"wav16": "PCM_16", "wav24": "PCM_24", "wav32": "FLOAT"}
-
-
-def slug(caption: str, words: int = CAPTION_WORDS) -> str:
-    text = unicodedata.normalize("NFKD", caption)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    parts = re.findall(r"[A-Za-z0-9]+", text.lower())
-    name = "-".join(parts[:words])[:SLUG_MAX].strip("-")
-    return name or "song"
 
 
 def base_name(caption: str, seed: int | None, when: float, take: int | None = None) -> str:

@@ -7,6 +7,7 @@ number, so the common ones are named with what usually causes them.
 
 from __future__ import annotations
 
+import re
 import signal
 
 RESTART_EXIT_CODE = 75
@@ -58,6 +59,16 @@ def describe_exit(code: int | None) -> str:
         return "still running"
     text = code_text(code)
     return f"killed by {text}" if text.startswith("signal") else f"exit code {text[5:]}"
+
+
+_BARE_EXIT = re.compile(r"exit code -?\d+|killed by signal \d+ \([\w ]+\)|still running")
+
+
+def is_bare_exit(text: str) -> bool:
+    """Whether ``text`` says only how a process ended, as :func:`describe_exit` words it
+    ("exit code 1", "killed by signal 9 (SIGKILL)"), and nothing of why; a Windows status
+    with its meaning names a cause."""
+    return _BARE_EXIT.fullmatch(text.strip()) is not None
 
 
 def code_text(code: int) -> str:

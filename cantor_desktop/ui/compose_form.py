@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from .. import keys, song_request
-from ..song_request import INSTRUMENTAL, RequestError
+from ..lyrics import INSTRUMENTAL
+from ..song_request import RequestError
 
 SKETCH_MODEL = "sketch"
 ADVANCED_TEXT = (

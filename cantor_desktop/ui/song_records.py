@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .. import keys
 from ..song import Song, SongState, Stage, Take
-from ..song_request import is_instrumental
+from ..lyrics import is_instrumental
 from .transfer import human_duration
 
 STAGE_WORDS = {
