@@ -94,102 +94,14 @@ def dispatch(argv: list[str]) -> int:
     return _app(argv)
 
 
-MP_WORKER = "--multiprocessing-fork"
-MP_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-"""The helpers multiprocessing starts as ``-c "[import sys; ]from multiprocessing.<helper>
-import main; main(<literals>)"`` (CPython 3.11 to 3.14)."""
-
-
-def _python_flags_only(args: list[str]) -> bool:
-    """Python's own flags, as multiprocessing passes them (``-X opt`` and ``-W arg`` take a
-    value)."""
-    value_next = False
-    for arg in args:
-        if value_next:
-            value_next = False
-            continue
-        if not arg.startswith("-"):
-            return False
-        value_next = arg in ("-X", "-W")
-    return True
-
-
-def _helper_call(code: str) -> tuple[str, list, dict] | None:
-    """(module, args, keywords) when ``code`` is exactly one of multiprocessing's helper
-    command lines, with literal arguments only; None for any other code."""
-    import ast
-
-    try:
-        body = ast.parse(code).body
-    except (SyntaxError, ValueError):
-        return None
-    if body and isinstance(body[0], ast.Import) and [a.name for a in body[0].names] == ["sys"]:
-        body = body[1:]
-    if len(body) != 2:
-        return None
-    imp, call = body[0], getattr(body[1], "value", None)
-    if not (
-        isinstance(imp, ast.ImportFrom)
-        and imp.level == 0
-        and imp.module in MP_HELPERS
-        and [(a.name, a.asname) for a in imp.names] == [("main", None)]
-        and isinstance(body[1], ast.Expr)
-        and isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Name)
-        and call.func.id == "main"
-    ):
-        return None
-    try:
-        args = [ast.literal_eval(a) for a in call.args]
-        keywords: dict = {}
-        for kw in call.keywords:
-            value = ast.literal_eval(kw.value)
-            if kw.arg is not None:
-                keywords[kw.arg] = value
-            elif isinstance(value, dict):
-                keywords.update(value)
-            else:
-                return None
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return imp.module, args, keywords
-
-
-def multiprocessing_child(argv: list[str]) -> int | None:
-    """Run this process as the multiprocessing child it was started as, if it was one.
-
-    multiprocessing starts its workers (``--multiprocessing-fork``) and, on POSIX, its
-    resource tracker and fork server (``-c`` and a line of code) as ``sys.executable``: in a
-    frozen Cantor that is Cantor, which would open a window. PyInstaller's runtime hook for
-    this imports multiprocessing into every start (~1.2 MiB of the app's idle memory); the
-    spec leaves it out and this does its job when asked. Only those helpers' own command
-    lines run: any other ``-c`` after Python's flags is refused, never executed.
-    Returns the exit code, or None for an ordinary start."""
-    if argv[:1] == [MP_WORKER]:
-        import multiprocessing.spawn
-
-        multiprocessing.spawn.freeze_support()  # runs the worker and exits
-        return 1  # (it did not: not a worker after all)
-    at = argv.index("-c") if "-c" in argv else -1
-    if at < 0 or not _python_flags_only(argv[:at]):
-        return None
-    helper = _helper_call(argv[at + 1] if at + 1 < len(argv) else "")
-    if helper is None:
-        print("cantor: -c runs only multiprocessing's own helpers", file=sys.stderr)
-        return 2
-    module, args, keywords = helper
-    sys.argv = [sys.argv[0], *argv[at + 2 :]]
-    import importlib
-
-    importlib.import_module(module).main(*args, **keywords)
-    return 0
-
-
 def main() -> int:
     if getattr(sys, "frozen", False):
-        code = multiprocessing_child(sys.argv[1:])
-        if code is not None:
-            return code
+        # multiprocessing starts its children (a worker, its resource tracker, a fork server)
+        # as sys.executable: in a frozen Cantor, Cantor. PyInstaller's runtime hook makes
+        # freeze_support() run such a child and exit here, before any of Cantor starts.
+        import multiprocessing
+
+        multiprocessing.freeze_support()
     # a windowed executable (Windows, macOS) started without a console has no stdio: give
     # print() and logging somewhere harmless to write instead of failing
     for name in ("stdout", "stderr"):

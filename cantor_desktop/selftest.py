@@ -295,6 +295,32 @@ def check_no_scipy() -> str:
     return f"{len(sys.modules)} modules loaded, none of scipy"
 
 
+def check_multiprocessing(where: Path, timeout: float = 60.0) -> str:
+    """A worker multiprocessing spawns (as it does on Windows and macOS) runs as that worker.
+
+    Frozen, the worker is this executable: frozen_main's freeze_support(), with PyInstaller's
+    runtime hook, runs it as the worker (and, on POSIX, as the resource tracker spawning
+    starts) instead of as a second Cantor."""
+    import multiprocessing
+
+    made = where / "made-by-a-multiprocessing-worker"
+    t = time.perf_counter()
+    worker = multiprocessing.get_context("spawn").Process(target=os.makedirs, args=(str(made),))
+    worker.start()
+    worker.join(timeout)
+    if worker.exitcode is None:
+        worker.kill()
+        raise SelfTestError(
+            f"a multiprocessing worker did not end within {timeout:.0f} s (did it start as the app?)"
+        )
+    if worker.exitcode != 0 or not made.is_dir():
+        raise SelfTestError(
+            f"a multiprocessing worker ended with exit code {worker.exitcode} and did not run"
+        )
+    made.rmdir()
+    return f"a spawned worker ran and ended (exit 0, {time.perf_counter() - t:.1f} s)"
+
+
 # --- Qt parts the app loads late: playback, keyring ---------------------------------------------
 
 
@@ -367,6 +393,15 @@ def check_keyring() -> str:
 # --- the window -------------------------------------------------------------------------------
 
 
+def loop_running() -> bool:
+    """Whether an asyncio loop runs on this thread now (qasync's, under a Qt callback)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def open_main_window_once(
     argv: list[str] | None = None,
     timeout: float = 60.0,
@@ -406,7 +441,7 @@ def open_main_window_once(
         QTimer.singleShot(20_000, app.quit)
 
     def close_when_whole() -> None:
-        if asyncio._get_running_loop() is not None:  # ui.main's qasync loop: Shell is built
+        if loop_running():  # ui.main's qasync loop: Shell is built
             QTimer.singleShot(int(settle * 1000), close_all)
         elif time.monotonic() > deadline:
             close_all()
@@ -448,16 +483,20 @@ def open_main_window_once(
 def run(keep: bool = False, timeout: float = 180.0) -> int:
     report = Report()
     home = Path(tempfile.mkdtemp(prefix="cantor-selftest-"))
+    frozen = bool(getattr(sys, "frozen", False))
+    print(f"cantor self-test ({'frozen' if frozen else 'unfrozen'}: {sys.executable})", flush=True)
     # everything below (and every child) uses the temporary home, offscreen, no OS keyring
-    os.environ["CANTOR_HOME"] = str(home)
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
     os.environ.pop("CANTOR_NODE_TOKEN", None)
-    frozen = bool(getattr(sys, "frozen", False))
-    print(f"cantor self-test ({'frozen' if frozen else 'unfrozen'}: {sys.executable})", flush=True)
     failed = False
     node = None
     try:
+        # first, with a home of its own: multiprocessing's resource tracker lives as long as
+        # this process, and every process with the run's home must be gone at its end
+        os.environ["CANTOR_HOME"] = str(home / "multiprocessing")
+        report.ok("multiprocessing worker", check_multiprocessing(home))
+        os.environ["CANTOR_HOME"] = str(home)
         from .paths import paths
 
         paths().ensure()
