@@ -182,3 +182,49 @@ def test_one_record_is_one_line_whatever_the_message_holds(tmp_path):
     assert records[1].endswith("bidi \\u202e and separators \\u2028\\u2029 and NUL \\x00")
     assert all(line.startswith("    ") for line in lines[3:]) and "Traceback" in lines[3]
     assert not any(line.startswith("INFO") for line in lines)
+
+
+def test_a_backup_held_open_loses_no_record_and_the_rollover_is_tried_again(tmp_path, monkeypatch):
+    """An older backup that cannot be moved up (held open elsewhere, as Windows refuses a
+    rename then): the live file is reopened and keeps every record, growing past the limit
+    while the backup is held; once it is free, the next rollover moves every file up."""
+    import logging
+    import os
+
+    from cantor_desktop import logs
+
+    monkeypatch.setattr(logs, "RETRY_AFTER_S", 0.0)  # try again at the next record
+    for n in (1, 2, 3):
+        (tmp_path / f"node.log.{n}").write_text(f"backup {n}\n")
+    held = {str(tmp_path / "node.log.2")}
+    rename = os.rename
+
+    def windows_rename(source, dest):
+        if str(source) in held:
+            raise PermissionError(13, "used by another process", str(source))
+        rename(source, dest)
+
+    monkeypatch.setattr(os, "rename", windows_rename)
+    handler = logs.rotating_handler(tmp_path / "node.log")
+    handler.maxBytes = 1000
+    errors = []
+    handler.handleError = lambda record: errors.append(record.getMessage())
+    logger = logging.Logger("t")
+    logger.addHandler(handler)
+    try:
+        for i in range(20):
+            logger.info("record %02d %s", i, "x" * 100)
+        grown = (tmp_path / "node.log").stat().st_size
+        held.clear()
+        for i in range(20, 22):
+            logger.info("record %02d %s", i, "x" * 100)
+    finally:
+        handler.close()
+    assert errors == [] and grown > 2000
+    text = (tmp_path / "node.log.1").read_text() + (tmp_path / "node.log").read_text()
+    assert [int(line.split("record ")[1][:2]) for line in text.splitlines()] == list(range(22))
+    assert [(tmp_path / f"node.log.{n}").read_text() for n in (2, 3, 5)] == [
+        "backup 1\n",
+        "backup 2\n",
+        "backup 3\n",
+    ]

@@ -289,9 +289,16 @@ def test_cantor_node_stop_stops_this_homes_node(cantor_home):
 
 def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path):
     """Windows' restart for a node run in a terminal: this process stays, the node runs as
-    its child, again while it asks (here a real child that asks once)."""
-    from cantor_desktop import procs
+    its child, again while it asks (here a real child that asks once); it lets go of the
+    node's log first, which the child rotates."""
+    import logging
+
+    from cantor_desktop import logs, procs
     from cantor_desktop.cli.node_cmd import restart_node, run_restarting
+
+    logs.setup(tmp_path / "node.log", stderr_level=logging.WARNING)
+    ours = [h for h in logging.getLogger().handlers if h.get_name() == logs.FILE_HANDLER]
+    assert len(ours) == 1 and ours[0].stream is not None
 
     runs = tmp_path / "runs"
     script = (
@@ -302,4 +309,5 @@ def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path
     )
     assert run_restarting([sys.executable, "-c", script, str(runs)]) == 3
     assert runs.read_text() == "xx"
+    assert ours[0].stream is None and ours[0] not in logging.getLogger().handlers
     assert restart_node(["never-run"], supervised=True) == procs.RESTART_EXIT_CODE

@@ -172,13 +172,9 @@ def run_restarting(argv: list[str]) -> int:
     import signal
     import subprocess
 
-    from .. import procs
+    from .. import logs, procs
 
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, "_cantor", False):
-            root.removeHandler(handler)
-            handler.close()
+    logs.release()
     # a handler, not SIG_IGN: an ignored signal would stay ignored in the child too
     previous = signal.signal(signal.SIGINT, lambda *_: None)
     env = {**os.environ, procs.SUPERVISED_ENV: "1"}
