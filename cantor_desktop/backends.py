@@ -184,7 +184,11 @@ def is_newer(build: Build | None, inst: InstalledBuild) -> bool:
     """Does the manifest name a newer (or re-published) build than the one installed?"""
     if build is None or inst.source != "store":
         return False
-    new, old = manifest.version_key(build.version), manifest.version_key(inst.version)
+    new = manifest.version_key(build.version)  # checked when the manifest was read
+    try:
+        old = manifest.version_key(inst.version)
+    except manifest.ManifestError:  # installed before versions had to be PEP 440 ones
+        return build.sha256 != inst.sha256
     return new > old or (new == old and build.sha256 != inst.sha256)
 
 

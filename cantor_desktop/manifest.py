@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import httpx
+from packaging.version import InvalidVersion, Version
 
 from . import config, manifest_keys
 from .errors import CantorError
@@ -122,10 +123,16 @@ class Manifest:
         return self.refused.get((family, backend, os, arch))
 
 
-def version_key(version: str) -> tuple:
-    """Order "v0.1.10" after "v0.1.9"; non-numeric parts compare as text."""
-    parts = re.findall(r"\d+|[A-Za-z]+", version)
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+def version_key(version: str) -> Version:
+    """A build's version in PEP 440 order (``packaging.version``), a leading "v" allowed:
+    v0.1.10 after v0.1.9, v0.2.0-rc1 before v0.2.0. ManifestError when it is not one."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        raise ManifestError(
+            f"version {version!r} is not a version: numbers with dots, a pre-release such as "
+            f"-rc1 after them (PEP 440)"
+        ) from None
 
 
 def _need(entry: dict, key: str, where: str, kind: type | tuple = str) -> Any:
@@ -184,6 +191,10 @@ def _parse_build(family: str, index: int, entry: Any) -> Build:
     version = _need(entry, "version", where)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", version):
         raise ManifestError(f"{where}: version {version!r} must be letters, digits, . _ + -")
+    try:
+        version_key(version)
+    except ManifestError as exc:
+        raise ManifestError(f"{where}: {exc}") from None
     return Build(
         family=family,
         backend=backend,

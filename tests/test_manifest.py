@@ -107,6 +107,26 @@ def test_newest_version_first():
     assert manifest.parse(doc, "t").best("acestep", "cpu", "linux", "x86_64").version == "v10"
 
 
+def test_a_release_candidate_is_older_than_its_release():
+    doc = _doc()
+    builds = doc["families"]["acestep"]["builds"]
+    for version in ("v0.2.0", "v0.2.0-rc1", "v0.1.10", "v0.1.9"):
+        b = copy.deepcopy(builds[0])
+        b["version"] = version
+        builds.append(b)
+    builds.pop(0)
+    found = manifest.parse(doc, "t").builds_for("acestep", "cpu", "linux", "x86_64")
+    assert [b.version for b in found] == ["v0.2.0", "v0.2.0-rc1", "v0.1.10", "v0.1.9"]
+    assert manifest.version_key("v0.2.0-rc1") < manifest.version_key("v0.2.0")
+
+
+def test_a_version_that_is_no_version_is_refused_naming_the_build():
+    doc = _doc()
+    doc["families"]["acestep"]["builds"][0]["version"] = "nightly"
+    with pytest.raises(manifest.ManifestError, match=r"acestep build #1 .*'nightly' is not a"):
+        manifest.parse(doc, "t")
+
+
 def test_fetch_from_loopback_and_cache(monkeypatch):
     doc = _doc()
     with FileServer() as srv:
