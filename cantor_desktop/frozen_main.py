@@ -104,9 +104,10 @@ def main() -> int:
         multiprocessing.freeze_support()
     # a windowed executable (Windows, macOS) started without a console has no stdio: give
     # print() and logging somewhere harmless to write instead of failing
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     return dispatch(sys.argv[1:])
 
 

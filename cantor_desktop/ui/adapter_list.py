@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,6 +20,8 @@ from PySide6.QtCore import QObject, Signal
 from .tasks import describe_error
 
 log = logging.getLogger(__name__)
+_LISTS: "weakref.WeakKeyDictionary[Any, AdapterList]" = weakref.WeakKeyDictionary()
+"""The one list of each node link (gone with the link)."""
 
 
 class AdapterList(QObject):
@@ -27,10 +30,9 @@ class AdapterList(QObject):
     @classmethod
     def of(cls, link) -> "AdapterList":
         """The one list of ``link`` (made when first asked for)."""
-        found = getattr(link, "_adapter_list", None)
+        found = _LISTS.get(link)
         if found is None:
-            found = cls(link)
-            link._adapter_list = found
+            found = _LISTS[link] = cls(link)
         return found
 
     def __init__(self, link):

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     import time
 
     deadline = time.monotonic() + 0.5
-    while not window._painted and time.monotonic() < deadline:
+    while not window.painted and time.monotonic() < deadline:
         app.processEvents()
 
     if early is False and not instance.claim():  # a launch at the same moment came first
@@ -246,7 +246,7 @@ class Shell:
                 started.append(True)
                 self.link.start()
 
-        if self.window._painted:
+        if self.window.painted:
             QTimer.singleShot(0, go)
         else:
             self.window.first_painted.connect(go)

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from typing import Any, Callable, Coroutine
 
 log = logging.getLogger(__name__)
+_EXECUTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Each loop :func:`new_loop` made → its default executor (which :func:`close_loop_executor`
+joins; asyncio has no public way to read it back)."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -111,14 +115,14 @@ def new_loop(app, *, already_running: bool = False):
     import qasync
 
     loop = qasync.QEventLoop(app, already_running=already_running)
-    loop._cantor_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cantor-io")
-    loop.set_default_executor(loop._cantor_executor)
+    executor = _EXECUTORS[loop] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cantor-io")
+    loop.set_default_executor(executor)
     asyncio.set_event_loop(loop)
     return loop
 
 
 def close_loop_executor(loop, wait: bool = True) -> None:
     """Join the loop's worker threads (work not yet started is dropped)."""
-    executor = getattr(loop, "_cantor_executor", None)
+    executor = _EXECUTORS.get(loop)
     if executor is not None:
         executor.shutdown(wait=wait, cancel_futures=True)

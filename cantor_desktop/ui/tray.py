@@ -48,7 +48,7 @@ class TrayMenu:
         self.start.triggered.connect(link.start)
         self.stop.triggered.connect(link.stop)
         self.restart.triggered.connect(link.restart)
-        self.keep_loaded.toggled.connect(tray._keep_loaded)
+        self.keep_loaded.toggled.connect(tray.set_keep_loaded)
         self.open.triggered.connect(tray.open_requested)
         self.widget.aboutToShow.connect(tray.sync_keep_loaded)
         self.quit.triggered.connect(tray.quit_requested)
@@ -124,7 +124,7 @@ class Tray(QObject):
         action.setChecked(bool(cfg.get("node.keep_loaded")))
         action.blockSignals(False)
 
-    def _keep_loaded(self, on: bool) -> None:
+    def set_keep_loaded(self, on: bool) -> None:
         def failed(text: str) -> None:
             action = self.menu.keep_loaded
             action.blockSignals(True)

@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         self.quitting = False  # set by the shell's quit: a close is then accepted
         self.populated = False
         self._built: dict[str, QWidget] = {}
-        self._painted = False
+        self.painted = False  # True once the window has painted (first_painted follows)
 
         central = QWidget()
         self.outer = QVBoxLayout(central)
@@ -188,9 +188,9 @@ class MainWindow(QMainWindow):
     hardware = property(lambda self: self.page("Hardware & Backends"))
     settings_page = property(lambda self: self.page("Settings"))
 
-    def paintEvent(self, e) -> None:
-        if not self._painted:
-            self._painted = True
+    def paintEvent(self, e) -> None:  # noqa: N802 — paints only (event() would see them all)
+        if not self.painted:
+            self.painted = True
             from PySide6.QtCore import QTimer
 
             QTimer.singleShot(0, self.first_painted.emit)
