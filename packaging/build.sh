@@ -33,19 +33,16 @@ case "$target" in
 esac
 
 # --- the Python that builds ------------------------------------------------------------------
-if [ "$target" = linux ]; then
-  "$top/scripts/bootstrap.sh" packaging    # Debian packages, .venv, cantor + pyinstaller
-  py="$top/.venv/bin/python"
-elif [ "$target" = windows ]; then
-  py="$top/.venv/Scripts/python.exe"
-else
-  py="$top/.venv/bin/python"
-fi
-if [ ! -x "$py" ]; then
-  echo "build.sh: no $py; make it first:  python -m venv .venv && .venv/<bin|Scripts>/pip install -e '.[packaging]'" >&2
-  exit 1
-fi
-"$py" -c "import PyInstaller" 2>/dev/null || "$py" -m pip install -q "pyinstaller>=6.6"
+# Exactly the packages uv.lock names, with the packaging extra (PyInstaller), in an
+# environment of its own (build/venv, synced exactly: nothing a test run or a hand added),
+# on every target: a bundle made next month has the packages of today's test run. On
+# Linux bootstrap also installs the Debian packages Qt needs; on Windows (Git Bash) and
+# macOS it skips that and installs uv and the environment the same way.
+export UV_PROJECT_ENVIRONMENT="$top/build/venv"
+"$top/scripts/bootstrap.sh" --exact packaging
+py="$UV_PROJECT_ENVIRONMENT/bin/python"
+[ -x "$UV_PROJECT_ENVIRONMENT/Scripts/python.exe" ] && py="$UV_PROJECT_ENVIRONMENT/Scripts/python.exe"
+"$py" -c "import PyInstaller" || { echo "build.sh: $py has no PyInstaller" >&2; exit 1; }
 
 # --- the bundle ------------------------------------------------------------------------------
 t0=$(date +%s)

@@ -3,9 +3,14 @@
 # the Debian libraries Qt needs (when missing), uv, a virtual environment in .venv, and the
 # Python packages exactly as uv.lock pins them. Safe to run again: it only does what is
 # missing. A failing install fails here, with uv's own message.
-#   usage: scripts/bootstrap.sh [EXTRAS]      e.g. scripts/bootstrap.sh test   (or test,packaging)
+#   usage: scripts/bootstrap.sh [--exact] [EXTRAS]    e.g. scripts/bootstrap.sh test
+# EXTRAS: test, packaging, or both (test,packaging). --exact also removes what the lock does
+# not name (the bundle's build environment); without it, packages of other extras stay.
+# The environment is .venv, or $UV_PROJECT_ENVIRONMENT when set (uv's own variable).
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+exact=0
+if [ "${1:-}" = "--exact" ]; then exact=1; shift; fi
 extras="${1:-}"
 
 # Debian packages: Qt's xcb/offscreen platforms, fonts, sound, the keyring's D-Bus, Xvfb.
@@ -57,7 +62,9 @@ if ! { [ -x "$uv" ] && "$uv" --version 2>/dev/null | grep -qx "uv $uv_version.*"
 fi
 
 # uv reads the system's certificates (a proxy's CA in /etc/ssl included) like pip does
+# (UV_SYSTEM_CERTS: uv 0.13 names UV_NATIVE_TLS deprecated)
 export UV_SYSTEM_CERTS="${UV_SYSTEM_CERTS:-1}"
-args=(sync --locked --inexact --python "$python" --project "$top")
+args=(sync --locked --python "$python" --project "$top")
+[ "$exact" = 1 ] || args+=(--inexact)
 for extra in ${extras//,/ }; do args+=(--extra "$extra"); done
 "$uv" "${args[@]}"
