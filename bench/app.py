@@ -164,7 +164,6 @@ def wait(pred, timeout: float) -> bool:
 
 def bench_stall(app, pull_mib: int) -> dict:
     """Heartbeat every 2 ms on the app's loop while a pull and a song run through the node."""
-    from PySide6.QtCore import QTimer
 
     from cantor_desktop import config
     from support.heartbeat import Heartbeat

@@ -28,7 +28,6 @@ import asyncio
 import io
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -419,7 +418,6 @@ def open_main_window_once(
     the app's own quit path, which stops a node the app started. Should the app still run
     20 s later, QApplication.quit() ends it.
     """
-    import asyncio
 
     t0 = time.perf_counter() if t0 is None else t0
     os.environ.setdefault("QT_API", "pyside6")

@@ -28,7 +28,6 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

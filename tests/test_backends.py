@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import backends, config, engine_store, hardware, manifest, trial
+from cantor_desktop import backends, config, engine_store, manifest, trial
 from cantor_desktop.backends import BackendStatus, choose_default
 from cantor_desktop.paths import paths
 from support.fake_builds import (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from cantor_desktop import hardware
 from support.fake_builds import fake_machine

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import manifest, manifest_keys
+from cantor_desktop import manifest_keys
 from cantor_desktop.selfexec import self_argv
 from support.fake_builds import BuildServer, make_archive
 from support.signed_manifests import TEST_KEY, manifest_bytes

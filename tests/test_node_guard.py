@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 
-import httpx
 import pytest
 
 from cantor_desktop.node.guard import host_allowed, origin_allowed, split_host

@@ -306,4 +306,4 @@ def test_a_model_pulled_while_the_engine_runs_is_used_after_a_restart(cantor_hom
     log = (cantor_home / "logs" / "engine-acestep.log").read_text()
     starts = [line for line in log.splitlines() if "---- starting:" in line]
     assert len(starts) == 2, starts  # once at first, once for the new DiT
-    assert f"DiT not found" not in log
+    assert "DiT not found" not in log

@@ -10,7 +10,6 @@ import subprocess
 import httpx
 import pytest
 
-from cantor_desktop.node_process import NodeStartError
 from cantor_desktop.selfexec import self_argv
 
 from support.procs import free_port, gone

@@ -172,7 +172,7 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     run(qloop, s.link._connect())
     s.window.show()
     library = s.window.library  # the pages are open before the heartbeat starts: building
-    s.window.songs  # one is a UI action of its own, not the song or the pull
+    _ = s.window.songs  # one is a UI action of its own, not the song or the pull
     run(qloop, until(lambda: "acestep-v15-turbo-Q8_0" in library.rows, what="the catalogue"))
     import gc
 

@@ -12,13 +12,15 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from .. import config
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 # backends and manifest are imported when the command runs: every `cantor` start (the node's
 # too) builds this parser, and they cost a few hundred milliseconds to import.
-
-from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+if TYPE_CHECKING:
+    from .. import backends
 
 
 def register(sub) -> None:

@@ -10,7 +10,6 @@ naming the field (the command line's, or the node's 4xx).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import re
 import sys

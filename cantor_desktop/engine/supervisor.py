@@ -13,9 +13,7 @@ import asyncio
 import collections
 import itertools
 import logging
-import os
 import re
-import socket
 from pathlib import Path
 from typing import Callable
 
@@ -249,7 +247,7 @@ class EngineSupervisor:
             await self._stop(timeout)
 
     async def _start(self) -> None:
-        for attempt in range(3):
+        for _attempt in range(3):
             port = free_port()
             try:
                 await self._launch(port)

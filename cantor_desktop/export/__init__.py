@@ -48,7 +48,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from ..errors import CantorError
 from .naming import DEFAULT_PATTERN, pattern_problem, render, safe_name
@@ -332,7 +332,6 @@ def export_file(
     (tempo and key measured when unknown); ``name`` overrides the pattern (an extension is
     added). Raises ExportError (bad input, a folder that cannot be written),
     ExportCancelled, or OSError."""
-    import numpy as np
     import soundfile as sf
 
     started = time.perf_counter()
@@ -469,7 +468,7 @@ def _write(
     overshoot passed the ceiling, encode again a little lower."""
     import numpy as np
 
-    for round_ in range(MP3_ROUNDS if options.format == "mp3" else 1):
+    for _round in range(MP3_ROUNDS if options.format == "mp3" else 1):
         _encode(part, audio, rate, options, meta, report)
         if options.format != "mp3" or options.loudness is None:
             break

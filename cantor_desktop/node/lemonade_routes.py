@@ -119,7 +119,7 @@ async def generations(request: Request):
             except asyncio.TimeoutError:
                 if await request.is_disconnected():
                     n.runner.cancel(song)
-                    raise ApiError(499, "client went away", "cancelled")
+                    raise ApiError(499, "client went away", "cancelled") from None
     finally:
         n.queue.hub.unsubscribe(song.id, q)
     if song.state == "done":

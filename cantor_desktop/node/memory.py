@@ -21,9 +21,10 @@ def _glibc() -> ctypes.CDLL | None:
         return None
     try:
         libc = ctypes.CDLL(None)  # this process's own C library, whichever it is
-        libc.gnu_get_libc_version  # glibc only (musl has no malloc_trim)
-        libc.malloc_trim, libc.mallopt
-    except (OSError, AttributeError):
+    except OSError:
+        return None
+    # glibc only (musl has no malloc_trim)
+    if not all(hasattr(libc, f) for f in ("gnu_get_libc_version", "malloc_trim", "mallopt")):
         return None
     return libc
 

@@ -17,12 +17,11 @@ import json
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..config import write_atomic
-from ..song import FINISHED, NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
+from ..song import NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +179,12 @@ class SongQueue:
             self._dirty = False
             records = self._snapshot()  # a consistent snapshot, taken on the loop
             try:
-                await asyncio.to_thread(lambda: write_atomic(self.path, self._encode(records)))
+                await asyncio.to_thread(self._write, records)
             except OSError:
                 log.exception("saving the queue to %s", self.path)
+
+    def _write(self, records) -> None:
+        write_atomic(self.path, self._encode(records))
 
     async def flush(self) -> None:
         """Wait until every change so far is on disk."""

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 from .. import config
 from ..errors import CantorError
 from ..paths import paths
+from ..song import FINISHED, NODE_STOPPED, Song
 from ..song_request import SongRequest
 from . import memory
 from . import songs as song_files
-from .queue import FINISHED, NODE_STOPPED, QUEUED, RUNNING, Song, SongQueue
+from .queue import QUEUED, RUNNING, SongQueue
 
 if TYPE_CHECKING:
     from ..engine.supervisor import EngineSupervisor
@@ -345,7 +346,6 @@ class Runner:
             self.queue.set_engine(song, plan.describe())
 
         from ..engine.client import (
-            EngineError,
             EngineUnreachable,
             JobCancelled,
             JobFailed,
@@ -500,10 +500,10 @@ class Runner:
         from . import sources as song_sources
 
         found = {}
-        for field in ("source", "reference", "codes_from"):
-            ref = getattr(request, field)
+        for name in ("source", "reference", "codes_from"):
+            ref = getattr(request, name)
             if ref:
-                found[field] = song_sources.resolve(field, ref, self.queue.songs, engine)
+                found[name] = song_sources.resolve(name, ref, self.queue.songs, engine)
         return found
 
     async def _parts(self, client, found: dict[str, Any], wake, engine: str) -> dict | None:
@@ -513,11 +513,11 @@ class Runner:
         from . import sources as song_sources
 
         parts: dict = {}
-        for field, audio_name, latent_name in (
+        for name, audio_name, latent_name in (
             ("source", "audio", "src_latents"),
             ("reference", "ref_audio", "ref_latents"),
         ):
-            src = found.get(field)
+            src = found.get(name)
             if src is None:
                 continue
             if src.latent is None and "upload" in src.ref:

@@ -32,6 +32,8 @@ from .table import (
 )
 
 __all__ = [
+    "macos",
+    "windows",
     "RESTART_EXIT_CODE",
     "code_text",
     "SUPERVISED_ENV",

@@ -144,8 +144,8 @@ def song_duration(lyrics: str, bpm: int, ts: int, rng: random.Random) -> float:
     if not lines:
         return float(rng.choice((30, 45, 60, 90, 120)))
     bars = 2 + 2  # intro and outro
-    for words in lines:
-        bars += -(-sum(words) // (ts * 2)) + 1  # the line, then a bar's breath
+    for syllables in lines:
+        bars += -(-sum(syllables) // (ts * 2)) + 1  # the line, then a bar's breath
     return float(bars * bar)
 
 

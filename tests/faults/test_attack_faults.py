@@ -18,7 +18,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -244,7 +243,7 @@ def test_300_half_open_connections_do_not_stop_health(tmp_path, tally):
             except httpx.HTTPError:
                 time.sleep(0.1)
         soft = psutil.Process(child.pid).rlimit(psutil.RLIMIT_NOFILE)[0]
-        for round_ in range(3):
+        for _round in range(3):
             for _ in range(100):
                 s = socket.create_connection(("127.0.0.1", port), timeout=5)
                 s.sendall(f"POST /v1/songs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())

@@ -13,7 +13,6 @@ request dump, VAE decode) cannot be recorded this way: they are in ace_server_fo
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess

@@ -20,7 +20,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 import os
 import shlex
 import stat

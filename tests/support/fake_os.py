@@ -103,7 +103,7 @@ class FakeOS:
             return
         proc.alive = False
         proc.how_ended = how
-        for handle, (kind, target) in list(proc.handles.items()):
+        for handle in list(proc.handles):
             self._close(proc, handle)
 
     def running(self) -> set[int]:
@@ -253,7 +253,7 @@ class _Process:
         self._os.exit(self.pid, "terminated")
 
     def kill(self):
-        self._p
+        _ = self._p  # NoSuchProcess for a process gone, as psutil's kill raises
         self._os.exit(self.pid, "killed")
 
 
