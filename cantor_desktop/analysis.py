@@ -27,7 +27,7 @@ else what the LM filled in, else measures, and says where each value came from.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import keys
 
@@ -231,7 +231,7 @@ def chromas(x: np.ndarray, beat: float | None) -> dict[str, np.ndarray]:
     return dict(zip(BANDS, totals))
 
 
-def _zscore(v: np.ndarray) -> np.ndarray:
+def _zscore(v: np.ndarray | Sequence[float]) -> np.ndarray:
     import numpy as np
 
     v = np.asarray(v, dtype=float)
@@ -335,6 +335,8 @@ def tempo_key(
             except Exception:
                 return out
         else:
+            if rate is None:
+                raise ValueError("tempo_key: an array of samples needs its rate")
             samples = audio
         x = prepare(samples, rate)
         bpm = estimate_tempo(x, RATE, prepared=True)  # the key's phrase starts need it

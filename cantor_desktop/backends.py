@@ -29,7 +29,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeGuard
 
 from . import config, download, engine_store, hardware, manifest, procs, selfexec, trial
 from .engine_store import InstalledBuild
@@ -137,7 +137,7 @@ class SystemStatus:
         return next(b for b in self.backends if b.name == name)
 
     def to_dict(self, *, with_hardware: bool = False) -> dict:
-        out = {
+        out: dict[str, Any] = {
             "os": self.os,
             "arch": self.arch,
             "pinned": self.pinned,
@@ -180,7 +180,7 @@ def no_build_text(backend: str, os_name: str, arch: str, cpu_build: bool = True)
     )
 
 
-def is_newer(build: Build | None, inst: InstalledBuild) -> bool:
+def is_newer(build: Build | None, inst: InstalledBuild) -> TypeGuard[Build]:
     """Does the manifest name a newer (or re-published) build than the one installed?"""
     if build is None or inst.source != "store":
         return False
@@ -277,11 +277,16 @@ def _backend_status(
                 f"staged: {waiting.version} (fetched by --update; trial-loaded "
                 f"when the node next starts, before it takes over)"
             )
-        newest = applicable_record(family, name, build, hw) if build is not None else None
-        refused = newest is not None and newest.rejected and is_newer(build, inst)
-        if refused:
+        # the newer build, when its trial here rejected it
+        refused: tuple[Build, engine_store.TrialRecord] | None = None
+        if is_newer(build, inst):
+            newest = applicable_record(family, name, build, hw)
+            if newest is not None and newest.rejected:
+                refused = (build, newest)
+        if refused is not None:
             st.evidence.append(
-                f"update {build.version} rejected here ({newest.when()} UTC): {newest.reason}"
+                f"update {refused[0].version} rejected here ({refused[1].when()} UTC): "
+                f"{refused[1].reason}"
             )
         if record is not None and record.rejected:
             st.state = REJECTED
@@ -289,7 +294,7 @@ def _backend_status(
             st.message = _rejected_text(record, name)
         elif (
             is_newer(build, inst)
-            and not refused
+            and refused is None
             and not (
                 waiting is not None
                 and engine_store.build_key(waiting) == engine_store.build_key(build)
@@ -308,10 +313,10 @@ def _backend_status(
                     f"{waiting.version} is staged: the node tries it at its next "
                     f"start and keeps {inst.version} if it fails. "
                 )
-            elif refused:
+            elif refused is not None:
                 st.message += (
-                    f"The update to {build.version} was rejected here and is not "
-                    f"offered again: {newest.reason}. "
+                    f"The update to {refused[0].version} was rejected here and is not "
+                    f"offered again: {refused[1].reason}. "
                 )
             st.message += _use_hint(name, pinned)
         return st
@@ -487,6 +492,13 @@ class _Tried:
     no_build: bool = False
     fetched: bool = True  # False: the build never arrived, so nothing was rejected
 
+    @property
+    def kept(self) -> InstalledBuild:
+        """The build that works (asked only when ``ok``)."""
+        if not self.ok or self.build is None:
+            raise RuntimeError("no build was kept")
+        return self.build
+
     def told(self, backend: str) -> tuple[str, str]:
         """The event kind and the words for a failed outcome: no build for this machine, a
         build that could not be fetched, or one the trial load rejected."""
@@ -628,11 +640,11 @@ async def install(
                 on_event,
                 "kept",
                 name,
-                f"{name}: works — kept ({_source_text(outcome.build)}). The node uses it "
+                f"{name}: works — kept ({_source_text(outcome.kept)}). The node uses it "
                 f"from its next start.",
                 family,
             )
-            return outcome.build
+            return outcome.kept
         if outcome.no_build:
             _emit(on_event, "no_build", name, outcome.reason, family)
             continue
@@ -695,7 +707,7 @@ async def use(
             kind, text = outcome.told(backend)
             _emit(on_event, kind, backend, text, fam)
             raise BackendError(f"{text} (node.toml is unchanged; {in_use_text(fam, hw, m)})")
-        builds.append(outcome.build)
+        builds.append(outcome.kept)
     config.update({f"backends.{fam}": backend for fam in config.FAMILIES})
     _emit(
         on_event,
@@ -766,7 +778,7 @@ async def update(
                         f"The installed build stays in use."
                     ) from None
                 done.append(inst)
-                if stage:
+                if stage and current is not None:
                     text = (
                         f"{name}: {build.version} fetched and verified. A running node "
                         f"keeps the build it has; at its next start the node trial-loads "
@@ -790,7 +802,12 @@ async def update(
                     text = f"{name}: {item.version} is the newest published build."
                     newest = m.best(fam, name, hw.os, hw.arch)
                     refused = applicable_record(fam, name, newest, hw)
-                    if refused is not None and refused.rejected and newest.version != item.version:
+                    if (
+                        newest is not None
+                        and refused is not None
+                        and refused.rejected
+                        and newest.version != item.version
+                    ):
                         text = (
                             f"{name}: {item.version} stays; {newest.version} was "
                             f"rejected here and is not offered again "
@@ -830,8 +847,8 @@ async def settle_staged(
             on_event(event)
 
     names = [only] if only else list(BACKENDS)
-    waiting = [(name, engine_store.staged(family, name)) for name in names]
-    waiting = [(name, build) for name, build in waiting if build is not None]
+    staged = [(name, engine_store.staged(family, name)) for name in names]
+    waiting = [(name, build) for name, build in staged if build is not None]
     if not waiting:
         return told
     hw = hw or hardware.probe_from_env()
@@ -881,10 +898,10 @@ async def engine_for(
     backend it was never tried on, a build tried before a driver changed). In auto mode a
     backend rejected now is skipped for the next one. Raises BackendError saying why no
     engine can run (never naming as in use one that is not installed and working)."""
-    hw = hw or await asyncio.to_thread(hardware.probe_from_env)
-    await settle_staged(family, hw=hw, on_event=on_event)
+    machine = hw if hw is not None else await asyncio.to_thread(hardware.probe_from_env)
+    await settle_staged(family, hw=machine, on_event=on_event)
     for _round in range(len(BACKENDS) + 1):
-        st = await asyncio.to_thread(status, family, hw)
+        st = await asyncio.to_thread(status, family, machine)
         chosen = st.default
         if not chosen:
             raise BackendError(
@@ -906,7 +923,7 @@ async def engine_for(
             )
         if item.trial is not None:
             return build
-        result = await _trial(family, chosen, build, hw, on_event)
+        result = await _trial(family, chosen, build, machine, on_event)
         if result.ok:
             return build
         log.warning("the %s engine for %s was rejected: %s", chosen, family, result.reason)
@@ -1026,10 +1043,10 @@ async def ensure_engine(
             on_event,
             "kept",
             wanted,
-            f"{wanted}: works — installed ({outcome.build.version}).",
+            f"{wanted}: works — installed ({outcome.kept.version}).",
             family,
         )
-        return outcome.build
+        return outcome.kept
     return await install(family, on_event, hw=hw)
 
 

@@ -112,7 +112,9 @@ class Option:
         elif self.kind is int:
             if isinstance(plain, bool) or not isinstance(plain, int):
                 raise bad()
-            if not (self.minimum <= plain <= self.maximum):
+            if (self.minimum is not None and plain < self.minimum) or (
+                self.maximum is not None and plain > self.maximum
+            ):
                 raise bad()
         elif self.kind is list:
             if not isinstance(plain, list) or not all(isinstance(v, str) for v in plain):
@@ -467,9 +469,9 @@ def parse_text(text: str, path: Path | None = None) -> tomlkit.TOMLDocument:
     except RecursionError:
         raise ConfigError(f"{name}: nested too deeply to read", path=path) from None
     except Exception as exc:  # e.g. a duplicate key: tomlkit gives no position
-        line, col = _position_from_tomllib(text)
-        where = f"line {line}, column {col}: " if line else ""
-        raise ConfigError(f"{name}: {where}{exc}", line=line, col=col, path=path) from None
+        at_line, at_col = _position_from_tomllib(text)
+        where = f"line {at_line}, column {at_col}: " if at_line else ""
+        raise ConfigError(f"{name}: {where}{exc}", line=at_line, col=at_col, path=path) from None
 
 
 def _position_from_tomllib(text: str) -> tuple[int | None, int | None]:

@@ -432,11 +432,11 @@ def _unpack_tar_member(
         with open(source, "rb") as src:
             _write_stream(src, path, source.stat().st_mode, budget, rel)
     else:
-        src = tf.extractfile(member)
-        if src is None:
+        packed = tf.extractfile(member)
+        if packed is None:
             raise StoreError(f"cannot read {rel!r} from the archive")
-        with src:
-            _write_stream(src, path, member.mode, budget, rel)
+        with packed:
+            _write_stream(packed, path, member.mode, budget, rel)
     written.append(rel)
 
 

@@ -270,7 +270,7 @@ def _iter_kv(path: Path, f: BinaryIO):
         yield key, vtype, r
 
 
-def _open(path: str | os.PathLike):
+def _open(path: str | os.PathLike) -> tuple[Path, BinaryIO]:
     path = Path(path)
     try:
         return path, open(path, "rb")
@@ -280,10 +280,10 @@ def _open(path: str | os.PathLike):
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str | int | float | bool]:
     """Every string, number and bool kv of the header (arrays are skipped)."""
-    path, f = _open(path)
+    file, f = _open(path)
     out: dict[str, str | int | float | bool] = {}
     with f:
-        for key, vtype, r in _iter_kv(path, f):
+        for key, vtype, r in _iter_kv(file, f):
             value = r.value(vtype, key, keep=True)
             if value is not None:
                 out[key] = value
@@ -292,15 +292,15 @@ def read_metadata(path: str | os.PathLike) -> dict[str, str | int | float | bool
 
 def read_architecture(path: str | os.PathLike) -> str:
     """``general.architecture`` of a GGUF file; stops reading as soon as it is found."""
-    path, f = _open(path)
+    file, f = _open(path)
     with f:
-        for key, vtype, r in _iter_kv(path, f):
+        for key, vtype, r in _iter_kv(file, f):
             if key == ARCH_KEY:
                 if vtype != T_STRING:
-                    raise GGUFError(f"{path}: {ARCH_KEY} is not a string (type {vtype})")
+                    raise GGUFError(f"{file}: {ARCH_KEY} is not a string (type {vtype})")
                 return r.string(f"value of {ARCH_KEY}", _MAX_ARCH)
             r.value(vtype, key, keep=False)
-    raise GGUFError(f"{path}: GGUF header has no {ARCH_KEY}")
+    raise GGUFError(f"{file}: GGUF header has no {ARCH_KEY}")
 
 
 def model_kind(path: str | os.PathLike) -> str | None:

@@ -174,7 +174,7 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
                 name = value.strip()
             elif key in ("flags", "features"):
                 flags.update(value.split())
-        feats = []
+        feats: list[str] = []
         if "avx2" in flags:
             feats.append("AVX2")
         if "avx512f" in flags:
@@ -185,7 +185,7 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
     if root != Path("/"):
         return "", [], "no /proc/cpuinfo under the probe root"
     name = platform.processor() or ""
-    feats: list[str] = []
+    feats = []
     if arch == "arm64" and os_name != "macos":
         feats.append("NEON")  # every arm64 core has Advanced SIMD
     elif os_name == "windows":
@@ -272,7 +272,7 @@ def _ram(root: Path) -> int | None:
 def _drm_devices(root: Path, pattern: str) -> list[tuple[str, str, str]]:
     """[(node name, vendor id like "0x10de", driver name)] for /sys/class/drm/<pattern>."""
     base = _under(root, "/sys/class/drm")
-    out = []
+    out: list[tuple[str, str, str]] = []
     try:
         entries = sorted(base.glob(pattern))
     except OSError:

@@ -32,11 +32,12 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from .net import free_port
 
-SONGS = (
+SONGS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "instrumental",
         {
@@ -356,7 +357,7 @@ def check_playback(path: Path, duration: float, timeout: float = 20.0) -> str:
         data = QByteArray(pcm.data)
         buffer = QBuffer()
         buffer.setData(data)
-        buffer.open(QIODevice.ReadOnly)
+        buffer.open(QIODevice.OpenModeFlag.ReadOnly)
         sink.start(buffer)
         clock = QElapsedTimer()
         clock.start()
@@ -433,7 +434,7 @@ def open_main_window_once(
         if closing:
             return
         closing.append(True)
-        for w in app.topLevelWidgets():
+        for w in QApplication.topLevelWidgets():
             if w.isVisible():
                 w.close()
         QTimer.singleShot(20_000, app.quit)

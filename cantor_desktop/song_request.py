@@ -282,7 +282,7 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
         raise RequestError(
             "lyrics", f"are too long ({len(lyrics)} characters; at most {LYRICS_MAX})"
         )
-    lyrics = INSTRUMENTAL if is_instrumental(lyrics) else lyrics
+    lyrics = lyrics if lyrics is not None and not is_instrumental(lyrics) else INSTRUMENTAL
 
     duration = (
         None
@@ -317,7 +317,7 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
                 f"use one of {', '.join(LANGUAGES)}",
             )
         language = lang.strip().lower()
-    seed = -1 if data.get("seed") is None else _number("seed", data["seed"], integer=True)
+    seed = -1 if data.get("seed") is None else int(_number("seed", data["seed"], integer=True))
     if seed != -1 and not (0 <= seed <= SEED_MAX):
         raise RequestError(
             "seed", f"must be -1 (random) or from 0 to {SEED_MAX}, not {short_repr(seed)}"

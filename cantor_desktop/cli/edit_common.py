@@ -147,6 +147,7 @@ async def find_song(node, arg: SongArg) -> Song:
     """The song an id (or the first digits of one) names; CliError 2 when none or several."""
     from ..nodeclient import NodeError
 
+    assert arg.song is not None  # asked only for a SONG that is an id (types only)
     if len(arg.song) == 16:
         try:
             return Song.from_json(await node.song(arg.song))
@@ -222,10 +223,10 @@ class Session:
     def __init__(self, prog: str, node_url: str | None):
         self.prog = prog
         self.node_url = node_url
-        self.client = None
+        self.client: Any = None  # the node's client (nodeclient.NodeClient) once entered
         self.queued: list[str] = []
         self.finished: set[str] = set()
-        self._node = None
+        self._node: Any = None
 
     async def __aenter__(self):
         from .node_session import NodeUnavailable, node_client

@@ -106,9 +106,9 @@ def run(args) -> int:
             def show(r):
                 print(f"{r.state:<10} {r.path}")
 
-            results = library.verify(on_file=show)
-            bad = [r for r in results if r.state in ("corrupt", "missing")]
-            print(f"{len(results)} file(s) checked, {len(bad)} corrupt or missing")
+            checked = library.verify(on_file=show)
+            bad = [r for r in checked if r.state in ("corrupt", "missing")]
+            print(f"{len(checked)} file(s) checked, {len(bad)} corrupt or missing")
             return EXIT_FAILED if bad else EXIT_OK
     except library.NotInstalled as exc:
         print(f"cantor models: {exc}", file=sys.stderr)

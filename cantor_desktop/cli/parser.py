@@ -18,7 +18,7 @@ class CommandParser(argparse.ArgumentParser):
         self.intermixed = intermixed
         self._intermixing = False
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         if not self.intermixed or self._intermixing:  # the passes intermixed parsing makes
             return super().parse_known_args(args, namespace)
         self._intermixing = True

@@ -62,7 +62,9 @@ async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
     if found == OURS:
         async with NodeClient(url, given_token()) as node:
             try:
-                async with contextlib.aclosing(node.update_backends()) as events:
+                # (nodeclient names its async generator an AsyncIterator; helper httpx
+                # rewrites it: drop this ignore when mypy says it is unused)
+                async with contextlib.aclosing(node.update_backends()) as events:  # type: ignore[type-var]
                     async for event, data in events:
                         if event == "error":  # said once, as the command's error
                             print(f"cantor upgrade: {data.get('message')}", file=sys.stderr)

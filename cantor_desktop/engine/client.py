@@ -182,14 +182,16 @@ def engine_request(
         if song.noise is not None:
             body["cover_noise_strength"] = float(song.noise)
     elif task == "repaint":
+        if song.region is None:
+            raise ValueError("repaint needs a region")
         body.update(
             task_type="repaint",
             repainting_start=float(song.region["start"]),
             repainting_end=float(song.region["end"]),
         )
     elif task == "extend":
-        if source_duration is None:
-            raise ValueError("extend needs the source's duration")
+        if source_duration is None or song.extend is None:
+            raise ValueError("extend needs the source's duration and what to add")
         # the repainted region is only what is added: [D, D + after] after the source,
         # [-before, 0] before it (ace-server keeps everything outside the region); both at
         # once can only be one region over the whole canvas, which re-makes the source too

@@ -308,9 +308,12 @@ class EngineSupervisor:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.ready_timeout
         url = f"http://127.0.0.1:{self.port}/health"
+        watcher = self._watcher
+        if watcher is None:
+            raise RuntimeError("the engine's process is not watched: _launch starts that first")
         async with httpx.AsyncClient(timeout=1.0) as http:
             while True:
-                if self._watcher.done():
+                if watcher.done():
                     raise self._early_exit_error()
                 try:
                     response = await http.get(url)
@@ -336,7 +339,7 @@ class EngineSupervisor:
                         lines=list(self._launch_lines),
                     )
                 # wake at once if the process exits
-                await asyncio.wait([self._watcher], timeout=0.1)
+                await asyncio.wait([watcher], timeout=0.1)
 
     def _early_exit_error(self) -> Exception:
         code = self._exit_code
@@ -376,8 +379,11 @@ class EngineSupervisor:
                 proc.terminate()
             except ProcessLookupError:
                 pass
+            watcher = self._watcher
             try:
-                await asyncio.wait_for(asyncio.shield(self._watcher), timeout)
+                await asyncio.wait_for(
+                    asyncio.shield(watcher) if watcher is not None else proc.wait(), timeout
+                )
             except asyncio.TimeoutError:
                 log.warning("%s engine did not stop within %g s; killing it", self.family, timeout)
                 try:

@@ -498,8 +498,8 @@ def _encode(
     from . import tags
 
     fmt, subtype, _ext, _what = FORMATS[options.format]
-    wav = options.format.startswith("wav")
-    target = io.BytesIO() if wav else str(part)
+    buffer = io.BytesIO() if options.format.startswith("wav") else None
+    target = buffer if buffer is not None else str(part)
     kwargs: dict[str, Any] = {}
     if options.format == "mp3":
         kwargs = {"compression_level": 0.0, "bitrate_mode": "CONSTANT"}  # 320 kbps
@@ -510,8 +510,8 @@ def _encode(
         for start in range(0, len(audio), step):
             report("encoding", 0.9 * start / len(audio))
             out.write(audio[start : start + step])
-    if wav:
-        data = target.getvalue()
+    if buffer is not None:
+        data = buffer.getvalue()
         extra = [c for c in (tags.acid_chunk(meta, len(audio) / rate), tags.info_chunk(meta)) if c]
         data = tags.insert_before_data(data, extra)
         with open(part, "wb") as fh:

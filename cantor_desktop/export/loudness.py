@@ -81,11 +81,11 @@ def peak_envelope(audio: np.ndarray, rate: int, check: Check | None = None) -> n
 def _frame_peaks(block: np.ndarray, group: int) -> np.ndarray:
     """max |x| over each ``group`` consecutive rows and all channels (element-wise maxima:
     numpy's reductions over a short last axis are slow)."""
-    peak = None
+    peak = np.abs(block[0::group, 0])
     for phase in range(group):
         for ch in range(block.shape[1]):
-            part = np.abs(block[phase::group, ch])
-            peak = part if peak is None else np.maximum(peak, part, out=peak)
+            if phase or ch:
+                np.maximum(peak, np.abs(block[phase::group, ch]), out=peak)
     return peak
 
 

@@ -95,7 +95,7 @@ def _field_text(value: object) -> str:
 def safe_name(text: str, fallback: str = "song") -> str:
     """One file name that every OS accepts, from any text (see the module docstring)."""
     text = unicodedata.normalize("NFC", str(text))
-    out = []
+    out: list[str] = []
     for ch in text:
         cat = unicodedata.category(ch)
         if ch in _DROP:

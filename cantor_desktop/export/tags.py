@@ -51,11 +51,11 @@ class SongMeta:
     @classmethod
     def from_sidecar(cls, data: Mapping[str, Any]) -> "SongMeta":
         """A song's sidecar (``cantor_song`` JSON beside its audio)."""
-        request = data.get("request") if isinstance(data.get("request"), Mapping) else {}
-        lm = data.get("lm_metadata") if isinstance(data.get("lm_metadata"), Mapping) else {}
+        request = _mapping(data.get("request"))
+        lm = _mapping(data.get("lm_metadata"))
         model = data.get("model")
         model_name = model.get("name") if isinstance(model, Mapping) else model
-        timings = data.get("timings") if isinstance(data.get("timings"), Mapping) else {}
+        timings = _mapping(data.get("timings"))
         meta = cls(
             title=str(data.get("title") or ""),
             caption=str(request.get("caption") or ""),
@@ -81,14 +81,14 @@ class SongMeta:
         take's sidecar when it can be read (the LM's values live only there)."""
         files = [f for f in song.get("takes") or song.get("files") or [] if isinstance(f, Mapping)]
         entry = next((f for f in files if _int(f.get("n", f.get("take"))) == take), {})
-        request = song.get("request") if isinstance(song.get("request"), Mapping) else {}
+        request = _mapping(song.get("request"))
         base = dict(sidecar or {})
         base.setdefault("id", song.get("id"))
         base.setdefault("request", request)
         base.setdefault("take", take)
         base.setdefault("takes", len(files) or 1)
         base.setdefault("seed", entry.get("seed"))
-        engine = song.get("engine") if isinstance(song.get("engine"), Mapping) else {}
+        engine = _mapping(song.get("engine"))
         base.setdefault("model", engine.get("model") or request.get("model"))
         base.setdefault("timings", {"queued_at": song.get("created")})
         for name in ("bpm", "key", "time_signature", "facts_from"):
@@ -114,7 +114,7 @@ class SongMeta:
     ) -> None:
         """The sidecar's own tempo and key (recorded at saving, with ``facts_from``), else
         the request's, else the LM's; still unknown ones are measured by the export."""
-        facts = data.get("facts_from") if isinstance(data.get("facts_from"), Mapping) else {}
+        facts = _mapping(data.get("facts_from"))
         for name in ("bpm", "key"):
             for where, source in ((data, facts.get(name)), (request, "asked"), (lm, "lm")):
                 value = where.get(name)
@@ -178,6 +178,11 @@ class SongMeta:
             "caption": words,
             "id": self.song_id,
         }
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (a JSON object), else an empty one."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _lyrics(value: Any) -> str:
@@ -271,8 +276,11 @@ def insert_before_data(wav: bytes, chunks: list[bytes]) -> bytes:
 def _id3_frames(meta: SongMeta) -> list:
     from mutagen import id3
 
-    frames = [id3.TIT2(encoding=3, text=meta.display_title), id3.TSSE(encoding=3, text=SOFTWARE)]
-    if meta.bpm_text:
+    frames: list[id3.Frame] = [
+        id3.TIT2(encoding=3, text=meta.display_title),
+        id3.TSSE(encoding=3, text=SOFTWARE),
+    ]
+    if meta.bpm:
         frames.append(id3.TBPM(encoding=3, text=str(int(round(meta.bpm)))))
     if meta.key_short:
         frames.append(id3.TKEY(encoding=3, text=meta.key_short))
@@ -309,15 +317,15 @@ def write_id3(path: Path, meta: SongMeta, kind: str) -> None:
             tags.add(frame)
         tags.save(str(path), v2_version=3)
         return
-    if kind == "aiff":
-        from mutagen.aiff import AIFF as Kind
-    else:
-        from mutagen.wave import WAVE as Kind
-    audio = Kind(str(path))
+    from mutagen.aiff import AIFF
+    from mutagen.wave import WAVE
+
+    audio = AIFF(str(path)) if kind == "aiff" else WAVE(str(path))
     if audio.tags is None:
         audio.add_tags()
+    id3_tags: Any = audio.tags  # (mutagen declares it None until add_tags)
     for frame in _id3_frames(meta):
-        audio.tags.add(frame)
+        id3_tags.add(frame)
     audio.save(v2_version=3)
 
 

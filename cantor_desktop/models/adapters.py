@@ -21,6 +21,7 @@ renames the adapter out of the folder first, then deletes it.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -756,7 +757,7 @@ class AdapterStore:
                 found.append(Adapter(name, engine_name, str(path), size, added, problem=str(exc)))
         return found
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:  # (list is a method here)
         return [name for name, _e, _p in self._entries()]
 
     def get(self, name: str) -> Adapter:
@@ -951,7 +952,12 @@ class AdapterStore:
                         data, pending, size = b"".join(pending), [], 0
                         await asyncio.to_thread(out.write, data)
                 await asyncio.to_thread(out.write, b"".join(pending))
-                await asyncio.to_thread(lambda: (out.flush(), os.fsync(out.fileno())))
+
+                def to_disk() -> None:
+                    out.flush()
+                    os.fsync(out.fileno())
+
+                await asyncio.to_thread(to_disk)
             if length is not None and got != length:
                 raise AdapterError(
                     f"body: the upload of {name} stopped after {got} of {length} bytes",

@@ -97,15 +97,21 @@ class Machine:
     @classmethod
     def from_system(cls, system: Mapping[str, Any]) -> "Machine":
         """From the node's ``GET /v1/system`` answer (missing parts stay unknown)."""
-        hw = system.get("hardware") if isinstance(system.get("hardware"), Mapping) else {}
+        hw = system.get("hardware")
+        if not isinstance(hw, Mapping):
+            hw = {}
         ram = hw.get("ram_bytes")
         vram_mib = [
-            g.get("vram_mib")
+            g["vram_mib"]
             for g in hw.get("gpus") or ()
             if isinstance(g, Mapping) and isinstance(g.get("vram_mib"), int)
         ]
-        families = system.get("families") if isinstance(system.get("families"), Mapping) else {}
-        fam = families.get("acestep") if isinstance(families.get("acestep"), Mapping) else {}
+        families = system.get("families")
+        if not isinstance(families, Mapping):
+            families = {}
+        fam = families.get("acestep")
+        if not isinstance(fam, Mapping):
+            fam = {}
         backend = fam.get("pinned") or fam.get("default")
         return cls(
             ram_bytes=ram if isinstance(ram, int) and ram > 0 else None,
@@ -145,7 +151,7 @@ def _where(machine: Machine) -> str:
     if machine.on_gpu and machine.backend != "metal":
         return f"your GPU has {_gib(memory)} ({backend})" if memory else ""
     if machine.backend == "metal":
-        return f"your Mac shares {_gib(machine.ram_bytes)} with its GPU" if memory else ""
+        return f"your Mac shares {_gib(machine.ram_bytes or 0)} with its GPU" if memory else ""
     return f"songs run on the CPU with {_gib(memory)} of memory" if memory else ""
 
 

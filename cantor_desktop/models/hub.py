@@ -141,7 +141,9 @@ async def fetch_tree(
                 path, size = item.get("path"), item.get("size")
                 if not isinstance(path, str) or not isinstance(size, int):
                     continue
-                lfs = item.get("lfs") if isinstance(item.get("lfs"), dict) else {}
+                lfs = item.get("lfs")
+                if not isinstance(lfs, dict):
+                    lfs = {}
                 sha = lfs.get("oid") if isinstance(lfs.get("oid"), str) else None
                 if sha is not None and not _SHA256.match(sha.lower()):
                     sha = None

@@ -198,7 +198,12 @@ async def receive_upload(
                     parts, pending, size = pending, [], 0
                     await asyncio.to_thread(flush, parts)
             await asyncio.to_thread(flush, pending)
-            await asyncio.to_thread(lambda: (out.flush(), os.fsync(out.fileno())))
+
+            def to_disk() -> None:
+                out.flush()
+                os.fsync(out.fileno())
+
+            await asyncio.to_thread(to_disk)
         if length is not None and got != length:
             raise ImportRefused(
                 f"{name}: the upload stopped after {got} of {length} bytes",

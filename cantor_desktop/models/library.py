@@ -308,7 +308,7 @@ def _file_state(
         record and record.get("size") == st.st_size and record.get("mtime_ns") == st.st_mtime_ns
     )
     state, verified = F_READY, None
-    if fresh:
+    if fresh and record is not None:
         if record.get("ok") is False:
             state = F_CORRUPT
         elif record.get("ok") is True:
@@ -667,6 +667,8 @@ def resolve(name: str, *, lm_size: str | None = None) -> ModelFiles:
             else f"run `cantor pull {model.name}`"
         )
         raise ModelNotReady(f"{model.name} is not ready ({'; '.join(problems)}): {hint}")
+    if model.folder is None:
+        raise ModelNotReady(f"{model.name} is not ready: it has no folder")
     lm = by_kind.get("lm")
     return ModelFiles(
         family=FAMILY,

@@ -25,7 +25,7 @@ from ..paths import paths
 from . import catalogue as cat
 from . import hub, library
 from .catalogue import FAMILY, SKETCH, UnknownModel
-from .events import PullEvent
+from .events import PullEvent, PullStep
 from .library import LibraryError, ModelFiles
 
 TOKEN_MESSAGE = "This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN"
@@ -127,7 +127,7 @@ async def pull(
     if wanted == SKETCH:
         emit(
             PullEvent(
-                "done",
+                PullStep.DONE,
                 SKETCH,
                 message="the sketch engine is built in: nothing to download",
                 engine_ready=True,
@@ -138,7 +138,7 @@ async def pull(
     if lm_size is not None and lm_size not in cat.LM_SIZES:
         raise BadModelName(f"--lm-size {lm_size!r} is not one of {', '.join(cat.LM_SIZES)}")
 
-    emit(PullEvent("catalogue", wanted, message="asking the model hub for the file list"))
+    emit(PullEvent(PullStep.CATALOGUE, wanted, message="asking the model hub for the file list"))
     try:
         catalogue = await cat.refresh()
     except hub.HubError as exc:  # a bad HF_ENDPOINT
@@ -170,7 +170,7 @@ async def pull(
     approximate = any(f.size_approximate for f in todo) or catalogue.source == "builtin"
     emit(
         PullEvent(
-            "plan",
+            PullStep.PLAN,
             model_name,
             total=total,
             approximate=approximate,
@@ -201,6 +201,8 @@ async def pull(
         started = time.monotonic()
         for f in todo:
             entry = catalogue.get(f.name)
+            if entry is None:  # the plan is made from the catalogue: never, unless changed
+                raise PullError(f"{f.name} is no longer in the hub's list of files")
             dest = folder / f.name
             if f.state == library.F_CORRUPT and dest.exists():
                 dest.unlink()  # ours, in the library folder: replace it
@@ -209,7 +211,7 @@ async def pull(
             size = None if entry.approximate else entry.size
             emit(
                 PullEvent(
-                    "file_start",
+                    PullStep.FILE_START,
                     model_name,
                     file=f.name,
                     file_total=size or f.size,
@@ -227,7 +229,7 @@ async def pull(
                 left = max(0, total - got)
                 emit(
                     PullEvent(
-                        "progress",
+                        PullStep.PROGRESS,
                         model_name,
                         file=_f.name,
                         file_received=p.received,
@@ -257,7 +259,7 @@ async def pull(
             done_bytes = base + f.to_get
             emit(
                 PullEvent(
-                    "file_done",
+                    PullStep.FILE_DONE,
                     model_name,
                     file=f.name,
                     file_received=dest.stat().st_size,
@@ -273,7 +275,7 @@ async def pull(
 
     files = library.resolve(model_name, lm_size=lm_size)
     if not with_engine:
-        emit(PullEvent("done", model_name, message=f"{model_name} is ready"))
+        emit(PullEvent(PullStep.DONE, model_name, message=f"{model_name} is ready"))
         return files
     outcome = await _engine_step(model_name, emit)
     if outcome.engine_ready:
@@ -282,7 +284,7 @@ async def pull(
         message = f"Model ready. No engine yet: {outcome.engine_error}"
     emit(
         PullEvent(
-            "done",
+            PullStep.DONE,
             model_name,
             message=message,
             engine_ready=outcome.engine_ready,
@@ -299,7 +301,7 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
     """Make sure an engine is installed. The model files are already complete and verified,
     so a failure here (typically no internet for the engine download) does not fail the
     pull: it is reported in the returned event (``engine_ready`` False, ``engine_error``)."""
-    emit(PullEvent("engine", model_name, message="making sure an engine is installed"))
+    emit(PullEvent(PullStep.ENGINE, model_name, message="making sure an engine is installed"))
     from .. import backends
 
     try:
@@ -307,7 +309,7 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
             FAMILY,
             lambda ev: emit(
                 PullEvent(
-                    "engine",
+                    PullStep.ENGINE,
                     model_name,
                     message=str(_as_dict(ev).get("message") or ev),
                     engine=_as_dict(ev),
@@ -319,7 +321,7 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
         engine = {"ready": False, "error": reason}
         emit(
             PullEvent(
-                "engine",
+                PullStep.ENGINE,
                 model_name,
                 message=f"no engine yet: {reason}",
                 engine=engine,
@@ -328,7 +330,7 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
             )
         )
         return PullEvent(
-            "engine", model_name, engine=engine, engine_ready=False, engine_error=reason
+            PullStep.ENGINE, model_name, engine=engine, engine_ready=False, engine_error=reason
         )
     backend = getattr(build, "backend", None)
     version = str(getattr(build, "version", "") or "") or None
@@ -336,7 +338,7 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
     engine = {"ready": True, "backend": backend, "version": version}
     emit(
         PullEvent(
-            "engine",
+            PullStep.ENGINE,
             model_name,
             message=f"engine ready: {what or build}",
             engine=engine,
@@ -346,5 +348,10 @@ async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> Pu
         )
     )
     return PullEvent(
-        "engine", model_name, engine=engine, engine_ready=True, backend=backend, version=version
+        PullStep.ENGINE,
+        model_name,
+        engine=engine,
+        engine_ready=True,
+        backend=backend,
+        version=version,
     )

@@ -17,6 +17,7 @@ the engine's own "Job … done" line.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -278,7 +279,7 @@ class Runner:
             self.queue.start(song)
             task = asyncio.get_running_loop().create_task(self._run(song), name=f"song-{song.id}")
             self.tasks[song.id] = task
-            task.add_done_callback(lambda t, song=song, key=key: self._ran(song, key, t))
+            task.add_done_callback(functools.partial(self._ran, song, key))
 
     # -- one song ------------------------------------------------------------------------
 
@@ -481,7 +482,7 @@ class Runner:
         keep_loaded: bool,
         *,
         adapters: bool = False,
-        needs: tuple[str, ...] = (),
+        needs: tuple[str | None, ...] = (),
     ) -> bool:
         """Start the song's engine if it is not running (again, when the adapters or model
         files it needs came after it started); a start that fails ends the song with the
@@ -554,7 +555,7 @@ class Runner:
         keep_loaded: bool,
         *,
         adapters: bool = False,
-        needs: tuple[str, ...] = (),
+        needs: tuple[str | None, ...] = (),
     ) -> None:
         """Make sure ``key``'s engine runs. ace-server scans ``--models`` and ``--adapters``
         only when it starts: an engine started before a model file it now ``needs`` was
@@ -565,11 +566,12 @@ class Runner:
 
         seen = await asyncio.to_thread(store().fingerprint)
         started = self._engine_saw.get(key)
-        running = started is not None and sup.running and started[0] == sup.pid
-        if running and adapters and started[1] != seen:
+        if started is not None and not (sup.running and started[0] == sup.pid):
+            started = None  # what another process of it saw: it is not running now
+        if started is not None and adapters and started[1] != seen:
             log.info("the adapters changed since the %s engine started: restarting it", key)
             await sup.stop()
-        elif running and any(name not in started[2] for name in needs if name):
+        elif started is not None and any(name not in started[2] for name in needs if name):
             log.info(
                 "the %s engine started before %s was there: restarting it",
                 key,

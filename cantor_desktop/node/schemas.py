@@ -9,7 +9,7 @@ A client, and the API fuzz (tests/faults/test_api_fuzz.py), check answers agains
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from .. import config
 from .. import song_request as r
@@ -17,6 +17,9 @@ from ..song import SONG_ID, SongState, Stage
 from .uploads import UPLOAD_ID
 
 # -- building blocks -----------------------------------------------------------------------
+
+Responses: TypeAlias = dict[int | str, dict[str, Any]]
+"""A route's ``responses`` (FastAPI's type): status → OpenAPI response object."""
 
 STR, INT, NUM, BOOL = ({"type": t} for t in ("string", "integer", "number", "boolean"))
 OBJ, LIST = {"type": "object"}, {"type": "array"}
@@ -32,7 +35,7 @@ def obj(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dic
     }
 
 
-def ok(schema: dict[str, Any], what: str = "done", status: int = 200) -> dict[int, Any]:
+def ok(schema: dict[str, Any], what: str = "done", status: int = 200) -> Responses:
     """A JSON answer with ``status``, for a route's ``responses``."""
     return {status: {"description": what, "content": {"application/json": {"schema": schema}}}}
 
@@ -84,7 +87,7 @@ ERROR_SCHEMA = {
         }
     },
 }
-ERRORS = {
+ERRORS: Responses = {
     code: {"description": what, "content": {"application/json": {"schema": ERROR_SCHEMA}}}
     for code, what in (
         (400, "bad request"),
@@ -100,8 +103,8 @@ ERRORS = {
         (502, "the engine failed"),
     )
 }
-GUARDED = {code: ERRORS[code] for code in (401, 403, 422)}  # every route but health
-SSE = {200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}}}
+GUARDED: Responses = {code: ERRORS[code] for code in (401, 403, 422)}  # every route but health
+SSE: Responses = {200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}}}
 
 
 # -- the song request ----------------------------------------------------------------------

@@ -47,6 +47,8 @@ LEAD_LOW = {
     "choir": 60,
 }
 # melody register per section, in scale degrees above the verse
+Hits = list[tuple[float, float]]  # a drum's (slot, velocity) in a bar
+
 LIFT = {
     "intro": 0,
     "verse": 0,
@@ -264,12 +266,14 @@ class Arranger:
         kit, slots, b = self.style.drums, self.slots, self.song.beats_per_bar
         snare = {"trap": "clap", "electronic": "clap"}.get(kit, "snare")
         kick = "taiko" if kit == "orchestral" else "kick"
-        eighths = [(i, 0.8 if i % 2 == 0 else 0.55) for i in range(slots)]
-        quarters = [(i, 0.7) for i in range(0, slots, 2)]
+        eighths: Hits = [(i, 0.8 if i % 2 == 0 else 0.55) for i in range(slots)]
+        quarters: Hits = [(i, 0.7) for i in range(0, slots, 2)]
+        g: dict[str, Hits]
         if b != 4:  # 2/4, 3/4, 6/8: simple and clear
             back = {2: [2], 3: [2, 4], 6: [6]}[b]
+            kicks: Hits = [(0, 0.85), (8, 0.7)] if b == 6 and level == "full" else [(0, 0.85)]
             g = {
-                kick: [(0, 0.85)] + ([(8, 0.7)] if b == 6 and level == "full" else []),
+                kick: kicks,
                 "hat": quarters if level == "light" else eighths,
             }
             g[snare] = [(p, 1.0 if level != "light" else 0.85) for p in back]
@@ -390,6 +394,7 @@ class Arranger:
             self.kicks.add(start)
         part = "percussion" if drum in ("taiko", "taikohi", "timpani", "shaker") else "drums"
         tonic = self.song.tonic
+        key: tuple
         if drum == "taikohi":  # big drums and kicks tuned to the key
             key = ("drum", kit, "taiko", 1, self.place(tonic + 7, 38))
         elif drum == "taiko":
@@ -686,7 +691,7 @@ class Arranger:
         lift = LIFT[s.kind]
         base = self.place(self.song.tonic, LEAD_LOW.get(inst, 62))
         root_deg = [self.degrees[b] for b in range(s.start, min(s.end, self.bars))]
-        notes: list[tuple[int, float, float, int]] = []  # bar, slot, length, degree
+        notes: list[tuple[int, int, int, int]] = []  # bar, slot, length (half beats), degree
         bars = len(root_deg)
         for p0 in range(0, bars, 4):
             phrase = min(4, bars - p0)
@@ -711,8 +716,9 @@ class Arranger:
                     notes.append((bar, cad[-1][0], cad[-1][1], target))
                     continue
                 shift = root_deg[bar] - root_deg[p0] if what == "a2" else 0
-                for (slot, dur), d in zip(rhythm, degs):
-                    deg = d + shift
+                assert rhythm is not None and degs is not None  # only "end" has none (types)
+                for (slot, dur), step in zip(rhythm, degs):
+                    deg = step + shift
                     if slot == 0 or (slots == 8 and slot == 4):
                         deg = self._chord_degree(root_deg[bar], deg)
                     notes.append((bar, slot, dur, deg))

@@ -244,7 +244,7 @@ def _song(recipe, ctx, steps, parts) -> Build:
         if recipe.get("gain") is None:
             recipe["gain"] = render.master_gain(out, recipe.get("norm", True))
         out *= np.float32(recipe["gain"])
-        r.buf = None
+        r.buf = np.zeros((0, 2), dtype=np.float32)  # the render buffer is spent: let it go
         return out
 
     return Build([r], finish)
@@ -285,7 +285,7 @@ def _repaint(recipe, ctx, steps, parts) -> Build:
         n, lpad = int(recipe["n"]), int(recipe["lpad"])
         out = place(src.finish(), lpad, n)
         new = place(r.finish(), int(recipe["at"]), n)
-        r.buf = None
+        r.buf = np.zeros((0, 2), dtype=np.float32)  # the render buffer is spent: let it go
         rs, re_, w = _region_weights(recipe)
         if recipe.get("gain") is None:
             src_len = length_of(recipe["src"])
@@ -320,7 +320,7 @@ def _cover(recipe, ctx, steps, parts) -> Build:
     def finish() -> np.ndarray:
         n = int(recipe["n"])
         out = place(r.finish(), int(recipe["at"]), n)
-        r.buf = None
+        r.buf = np.zeros((0, 2), dtype=np.float32)  # the render buffer is spent: let it go
         if recipe.get("gain") is None:
             recipe["gain"] = render.master_gain(out, True)
         out *= np.float32(recipe["gain"])
@@ -355,7 +355,7 @@ def _layered(recipe, ctx, steps, parts, layer_parts: set[str], target: float) ->
         if r is not None:
             n = len(out)
             layer = place(r.finish(), int(recipe["at"]), n)
-            r.buf = None
+            r.buf = np.zeros((0, 2), dtype=np.float32)  # the render buffer is spent: let it go
             rs, re_, w = _region_weights(recipe) if "rs" in recipe else (0, n, None)
             if w is not None:
                 layer[:rs] = 0.0

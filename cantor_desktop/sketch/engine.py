@@ -132,6 +132,14 @@ class Job:
     def result_size(self) -> int:
         return sum(len(p) for p in self.result)
 
+    @property
+    def given(self) -> Incoming:
+        """The source the job works on: the server sends one with every encode, decode,
+        understand and edit job."""
+        if self.source is None:
+            raise JobFailed
+        return self.source
+
 
 class Engine:
     def __init__(self, opts: Options, registry: Registry, log: EngineLog):
@@ -175,11 +183,11 @@ class Engine:
         elif kind == "encode":
             self.log(
                 f"[Server] Job {job_id} created (vae encode, "
-                f"{len(source.audio) / 48000:.2f}s audio)"
+                f"{len(job.given.audio) / 48000:.2f}s audio)"
             )
         elif kind == "decode":
             self.log(
-                f"[Server] Job {job_id} created (vae decode, {len(source.latent)} latent frames)"
+                f"[Server] Job {job_id} created (vae decode, {len(job.given.latent)} latent frames)"
             )
         else:
             self.log(f"[Server] Job {job_id} created ({len(requests)} requests)")
@@ -485,7 +493,7 @@ class Engine:
             for r in renderers:
                 r.step(k)
             self.log(f"[DiT] Step {k + 1}/{steps} t={t:.3f}")
-        parts = []
+        parts: list[tuple[encode.Audio, str, bytes]] = []
         for req, recipe, build, samples in takes:
             if job.cancel.is_set():
                 raise Cancelled
@@ -502,7 +510,7 @@ class Engine:
                     f"[MP3] Encoding {len(audio) / render.SR:.1f}s at {req['mp3_bitrate']} kbps"
                 )
                 try:
-                    data = encode.mp3_bytes(audio, req["mp3_bitrate"])
+                    data: encode.Audio = encode.mp3_bytes(audio, req["mp3_bitrate"])
                 except encode.EncodeError as e:
                     self.log(f"[MP3] ERROR: {e}")
                     raise JobFailed from None
@@ -510,7 +518,7 @@ class Engine:
             else:
                 data, ctype = encode.wav_pieces(audio, fmt), "audio/wav"
             parts.append((data, ctype, latent.to_bytes(lat)))
-            audio = None  # free the render buffer now
+            del audio  # free the render buffer now
         return (
             encode.multipart_pieces(parts),
             f"multipart/mixed; boundary={encode.BOUNDARY}",
@@ -622,15 +630,16 @@ class Engine:
             kind: self.registry.pick(kind, req[field])
             for kind, field in (("lm", "lm_model"), ("dit", "synth_model"), ("vae", "vae"))
         }
-        if None in names.values():
+        lm_file, vae_file = names["lm"], names["vae"]
+        if lm_file is None or names["dit"] is None or vae_file is None:
             self.log(
                 f"[Server] LM, DiT or VAE not found: lm={req['lm_model']} "
                 f"dit={req['synth_model']} vae={req['vae']}"
             )
             raise JobFailed
-        self._load("LM", names["lm"])
-        self._load("VAE", names["vae"])
-        incoming = job.source
+        self._load("LM", lm_file)
+        self._load("VAE", vae_file)
+        incoming = job.given
         if incoming.latent is not None:
             lat = incoming.latent
             self.log(
@@ -679,7 +688,7 @@ class Engine:
 
         self._load_vae(job, "encode")
         t0 = time.perf_counter()
-        audio = job.source.audio
+        audio = job.given.audio
         fp = self.memory.keep(audio)
         recipe = edit.audio_recipe(fp, len(audio), frame.measure_facts(audio))
         lat = latent.write(recipe, latent.features(audio))
@@ -695,7 +704,7 @@ class Engine:
         req = job.requests[0]
         self._load_vae(job, "decode")
         t0 = time.perf_counter()
-        lat = job.source.latent
+        lat = job.given.latent
         recipe, head = latent.read(lat)
         audio = None
         if (

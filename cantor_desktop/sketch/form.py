@@ -12,6 +12,7 @@ bridge, solo or breakdown between later choruses, then an outro.
 from __future__ import annotations
 
 import random
+from typing import Any
 from dataclasses import dataclass, replace
 
 from . import music
@@ -115,7 +116,8 @@ def generated(bars: int, seed: int) -> list[Section]:
         elif left:
             plan.append(("verse", left))
         break
-    runs, bar = [["intro", 0, intro]], intro
+    runs: list[list[Any]] = [["intro", 0, intro]]  # [kind, first bar, bars]
+    bar = intro
     for kind, n in plan:
         if runs[-1][0] == kind:
             runs[-1][2] += n

@@ -13,6 +13,7 @@ outro at the ends, bridge, verse, chorus); the metre of outside audio is taken a
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -119,9 +120,15 @@ def measure(
     """The frame of outside audio (48 kHz): ``facts`` (:func:`measure_facts`) when already
     measured, else measured here (``audio`` is needed then)."""
     facts = dict(facts or {})
-    duration = (len(audio) if samples is None else samples) / SR
+
+    def heard() -> np.ndarray:
+        if audio is None:
+            raise ValueError("measure(): the facts given do not say it all, and no audio")
+        return audio
+
+    duration = (len(heard()) if samples is None else samples) / SR
     if "offset" not in facts:
-        facts.update(measure_facts(audio))
+        facts.update(measure_facts(heard()))
     bpm = float(facts.get("bpm") or 120.0)
     key = music.parse_key(facts.get("key") or "") or (0, False)
     frame = Frame(
@@ -135,7 +142,7 @@ def measure(
     )
     groups = facts.get("groups")
     frame.kinds = (
-        kinds_of_groups(groups, frame) if groups is not None else loudness_sections(audio, frame)
+        kinds_of_groups(groups, frame) if groups is not None else loudness_sections(heard(), frame)
     )
     return frame
 
@@ -149,7 +156,12 @@ def measure_facts(audio: np.ndarray) -> dict:
     bpm = analysis.estimate_tempo(x, analysis.RATE, prepared=True)
     key = analysis.estimate_key(x, analysis.RATE, prepared=True, bpm=bpm or 0.0)
     offset = beat_phase(x, bpm) if bpm else 0.0
-    facts = {"bpm": round(bpm, 3) if bpm else None, "key": key, "ts": 4, "offset": round(offset, 4)}
+    facts: dict[str, Any] = {
+        "bpm": round(bpm, 3) if bpm else None,
+        "key": key,
+        "ts": 4,
+        "offset": round(offset, 4),
+    }
     key_t = music.parse_key(key or "") or (0, False)
     frame = Frame(
         bpm=bpm or 120.0,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Voices:
 
     def __init__(self, seed: int):
         self.seed = seed & 0xFFFFFFFF
-        self.cache: dict[tuple, np.ndarray] = {}
+        self.cache: dict[tuple, Any] = {}  # waveforms, and the rain's list of drops
         self._t = np.zeros(0, dtype=np.float32)
         self._idx = np.zeros(0, dtype=np.float64)
 
@@ -489,11 +490,10 @@ class Voices:
             "jazz": (100, 55, 0.25, 0.1),
             "soft": (110, 52, 0.3, 0.1),
         }.get(kit, (130, 48, 0.35, 0.3))
-        if midi:
-            low = midi_hz(midi)
+        bottom = midi_hz(midi) if midi else float(low)
         n = int(length * SR)
         t = self.t(n).astype(np.float64)
-        freq = low + (top - low) * np.exp(-t * 28)
+        freq = bottom + (top - bottom) * np.exp(-t * 28)
         w = np.sin(np.cumsum(freq) * (_TWO_PI / SR)) * np.exp(-t / (length / 5.5))
         k = min(n, 200)
         w[:k] += click * self.noise(k, 1000, 8000, "kick", kit) * np.exp(-t[:k] * 800) * 0.3
@@ -718,8 +718,7 @@ class Voices:
     # ------------------------------------------------------------ helpers
 
     def _sum(self, notes: tuple, one) -> np.ndarray:
-        out = None
-        for m in notes:
-            w = one(m)
-            out = w.copy() if out is None else out + w
+        out = one(notes[0]).copy()
+        for m in notes[1:]:
+            out = out + one(m)
         return out / np.float32(math.sqrt(len(notes)))

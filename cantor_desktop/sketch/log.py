@@ -36,8 +36,8 @@ class EngineLog:
                 try:
                     if isinstance(stream, io.TextIOBase):
                         stream.write(data)
-                    else:
-                        stream.write(data.encode("utf-8", "replace"))
+                    else:  # a binary stream (stderr's buffer)
+                        stream.write(data.encode("utf-8", "replace"))  # type: ignore[arg-type]
                 except (OSError, ValueError):
                     pass  # a closed stderr must not stop the engine
             try:

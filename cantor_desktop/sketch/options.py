@@ -77,10 +77,11 @@ def parse(argv: list[str], err=None) -> Options | int:
                 print(USAGE, file=err)
                 return 1
             i += 1
-            name, value = _VALUE[arg], argv[i]
+            name, text = _VALUE[arg], argv[i]
+            value: str | int = text
             if name in _INT:
                 try:
-                    value = int(value)
+                    value = int(text)
                 except ValueError:
                     print(f"Invalid value for {arg}: {argv[i]}", file=err)
                     print(USAGE, file=err)

@@ -308,7 +308,7 @@ class Renderer:
         and its first half-cycle only push one way) is taken out before the fades."""
         if self._sent:
             self._reverb()
-        self.send = None
+        self.send = np.zeros(0, dtype=np.float32)  # the reverb's send is spent: let it go
         n = self.total
         out = self.buf[:n]
         if n:

@@ -41,6 +41,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sketch-server"
     engine: Engine  # set on the subclass made by serve()
+    server: _Server  # the one that serves it
 
     def log_message(self, format, *args):  # no access log on stderr (ace-server has none)
         pass
