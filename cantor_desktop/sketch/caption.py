@@ -223,9 +223,8 @@ def _refusals(caption: str, mentions: list[Mention]) -> list[Mention]:
             # the clause this word is in: back to the last boundary before it
             cut = max((b.end() for b in BOUNDARY.finditer(caption, 0, m.start)), default=0)
             clause = caption[cut : m.start]
-            last = None
-            for last in NEGATOR.finditer(clause):
-                pass
+            negators = list(NEGATOR.finditer(clause))
+            last = negators[-1] if negators else None
             if last is not None and not BACK_TO_ASKING.search(clause[last.end() :]):
                 refused = True
             elif goes_on and out and LIST_GLUE.match(caption[out[-1].end : m.start]):
