@@ -119,7 +119,7 @@ class NodeProcess:
         if report:  # tells us on stdout (no keyring in this process)
             env[access.REPORT_ENV] = "1"
             env.pop(access.TOKEN_ENV, None)
-        else:
+        elif self.token is not None:
             env[access.TOKEN_ENV] = self.token
         env.pop(procs.SUPERVISED_ENV, None)
         if self.supervised:
@@ -144,13 +144,14 @@ class NodeProcess:
 
     async def _read_token(self, timeout: float) -> None:
         """The one line the child writes on stdout: its token (see access.report_token)."""
-        proc = self.proc
+        assert self.proc is not None and self.proc.stdout is not None  # started with a pipe
+        stdout = self.proc.stdout
         try:
-            line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), timeout)
-        except asyncio.TimeoutError:
+            line = await asyncio.wait_for(asyncio.to_thread(stdout.readline), timeout)
+        except TimeoutError:
             line = b""
         finally:
-            proc.stdout.close()
+            stdout.close()
         text = line.decode("utf-8", "replace").strip()
         if not text.startswith(access.REPORT_PREFIX.strip()):
             await self.stop()

@@ -25,7 +25,8 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -317,9 +318,10 @@ def _error_from(response: httpx.Response) -> NodeError:
     )
 
 
-async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
+async def parse_sse(lines: AsyncIterator[str]) -> AsyncGenerator[tuple[str, Any], None]:
     """Server-Sent Events lines → (event, data); data is JSON-decoded when it is JSON."""
-    event, data = "message", []
+    event = "message"
+    data: list[str] = []
     async for line in lines:
         if line == "":
             if data:
@@ -463,7 +465,7 @@ class NodeClient:
 
     async def _stream(
         self, method: str, path: str, *, final: tuple[str, ...] = (), **kw: Any
-    ) -> AsyncIterator[tuple[str, Any]]:
+    ) -> AsyncGenerator[tuple[str, Any], None]:
         """One SSE response as ``(event, data)`` pairs.
 
         The response is opened and closed by the task iterating the stream: a final event
@@ -476,7 +478,7 @@ class NodeClient:
         _loop_closes_async_generators()
         try:
             async with self._opened(method, path, timeout=NO_READ_TIMEOUT, **kw) as response:
-                lines = response.aiter_lines()
+                lines = cast(AsyncGenerator[str, None], response.aiter_lines())
                 events = parse_sse(lines)
                 try:
                     async for event, data in events:

@@ -26,8 +26,6 @@ REPLACEABLE = {"sys.stdout", "sys.stderr", "sys.stdin"}  # documented as replace
 # Modules whose owners are rewriting them now; each is expected to fail until its owner's
 # branch lands, and then fails as an unexpected pass until its line here is removed.
 KNOWN = {
-    "node_http.py": "helper httpx replaces node_http.py with httpx",
-    "openssl_later.py": "helper httpx removes openssl_later.py (hidden ssl, CPython's _sha2)",
     "node/server.py": "helper trust replaces the subclass of uvicorn's H11Protocol",
 }
 

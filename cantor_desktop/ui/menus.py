@@ -130,9 +130,7 @@ class MenuBar:
         )
         window.addAction(act("zoom", "Zoom", w.toggle_zoom))
         window.addSeparator()
-        from .window import PAGES
-
-        for n, page in enumerate(PAGES[:4], start=1):
+        for n, page in enumerate(w.PAGES[:4], start=1):
             window.addAction(
                 act(f"page:{page}", page, lambda p=page: w.show_page(p), keys=f"page_{n}")
             )

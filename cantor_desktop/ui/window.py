@@ -44,6 +44,7 @@ def _build(name: str, link, song_actions=None):
 
 
 class MainWindow(QMainWindow):
+    PAGES = PAGES  # the pages in the sidebar's order (the Window menu lists them too)
     first_painted = Signal()
     quit_requested = Signal()  # the menu's Quit: the shell quits (the node stops)
 

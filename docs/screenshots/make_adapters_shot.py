@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 # its throw-away CANTOR_HOME and keyring are set when it is imported (and the paths to
 # the repository and the tests)
-from make_screenshots import OUT, home, spin, wait  # noqa: E402
+from make_screenshots import home, spin, wait  # noqa: E402
 
 
 def adapters(folder: Path) -> list[str]:

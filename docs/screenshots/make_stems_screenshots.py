@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 # its throw-away CANTOR_HOME and keyring are set when it is imported
-from make_screenshots import OUT, shot, spin, wait  # noqa: E402
+from make_screenshots import shot, spin, wait  # noqa: E402
 
 
 def main() -> int:
