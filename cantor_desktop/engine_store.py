@@ -39,7 +39,7 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable, cast
 
 from filelock import FileLock, Timeout
 
@@ -328,7 +328,7 @@ def unpack(
         try:
             with (
                 gzip.open(archive, "rb") as raw,
-                tarfile.open(fileobj=_CappedReads(raw), mode="r:") as tf,
+                tarfile.open(fileobj=cast(IO[bytes], _CappedReads(raw)), mode="r:") as tf,
             ):
                 for member in tf:
                     budget.entry(member.name)

@@ -159,7 +159,7 @@ class NodeAuth:
         ):
             return
         found, why = await _judge(self.url, CONNECT_TIMEOUT, token)
-        if found == OURS:
+        if found == OURS and token:
             self._proven = (token, asyncio.get_running_loop().time())
             return
         self._proven = None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def address_of(peer: Any) -> Address | None:
 class _Connection:
     __slots__ = ("address", "busy", "owner", "timer", "transport")
 
-    def __init__(self, address: Address | None, transport: asyncio.BaseTransport):
+    def __init__(self, address: Address | None, transport: asyncio.Transport):
         self.address = address
         self.transport = transport
         self.timer: asyncio.TimerHandle | None = None
@@ -102,7 +102,7 @@ class Connections:
 
     # -- from the protocol ------------------------------------------------------------
 
-    def opened(self, transport: asyncio.BaseTransport) -> _Connection | None:
+    def opened(self, transport: asyncio.Transport) -> _Connection | None:
         """A new connection; None when there is no room (it has been closed)."""
         self.open += 1
         if self.open > self.most and not self._make_room():
@@ -206,7 +206,8 @@ class Connections:
                 self.conn: _Connection | None = None
 
             def connection_made(self, transport: asyncio.BaseTransport) -> None:
-                self.conn = connections.opened(transport)
+                # a stream socket's transport: asyncio.Transport (abort() included)
+                self.conn = connections.opened(cast(asyncio.Transport, transport))
                 if self.conn is not None:
                     self.http.connection_made(transport)  # type: ignore[arg-type]
 
@@ -219,8 +220,8 @@ class Connections:
             def data_received(self, data: bytes) -> None:
                 self.http.data_received(data)
 
-            def eof_received(self) -> bool | None:
-                return self.http.eof_received()
+            def eof_received(self) -> None:
+                self.http.eof_received()  # None: the transport closes itself
 
             def pause_writing(self) -> None:
                 self.http.pause_writing()
