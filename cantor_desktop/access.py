@@ -59,7 +59,11 @@ def _read_file(path: Path) -> str | None:
 
 
 def _write_file(path: Path, token: str) -> None:
-    """Create the token file readable and writable by the user only (never a partial file)."""
+    write_private_file(path, token)
+
+
+def write_private_file(path: Path, token: str) -> None:
+    """Create a secret's file readable and writable by the user only (never a partial file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
@@ -183,3 +187,19 @@ def matches(given: str | None, expected: str) -> bool:
 def bearer(token: str | None) -> dict[str, str]:
     """The request header that carries ``token`` (none for None)."""
     return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def keep_token(token: str, state_dir: Path | None = None) -> str:
+    """Make ``token`` this home's node token from now on (a pool's members share one):
+    kept in the keyring when it keeps it (a 0600 file left by an earlier token goes), else
+    in the 0600 file. Returns where it is kept, for the user."""
+    from filelock import FileLock
+
+    folder = state_dir or paths().state_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / f"{FILE_NAME}.lock"), timeout=30):
+        if _keyring_set(_keyring_name(state_dir), token):
+            token_file(state_dir).unlink(missing_ok=True)
+            return "the OS keyring"
+        write_private_file(token_file(state_dir), token)
+        return str(token_file(state_dir))

@@ -76,6 +76,8 @@ class Option:
     minimum: int | None = None
     maximum: int | None = None
     optional: bool = False  # absent is meaningful (no default written)
+    shown: Callable[[Any], Any] | None = None
+    """How a value appears in a message (a URL's password hidden), when not as it is."""
     local_only: bool = False
     """Set only on the node's own machine (node.toml or `cantor config set`), never over
     HTTP: what runs, where files go, and who may talk to the node."""
@@ -99,7 +101,10 @@ class Option:
         """Return the value when allowed, else raise ConfigError naming the key."""
 
         def bad(reason: str = "") -> ConfigError:
-            got = short_repr(_plain(value))
+            plain = _plain(value)
+            if self.shown is not None and isinstance(plain, str):
+                plain = self.shown(plain)
+            got = short_repr(plain)
             why = f" ({reason})" if reason else ""
             return ConfigError(
                 f"{self.key} = {got} is not allowed{why}; allowed: {self.allowed()}", key=self.key
@@ -204,6 +209,24 @@ def _check_node_url(value: str) -> str | None:
     if parsed.scheme in ("http", "https") and parsed.hostname:
         return None
     return "empty (the local node) or an http:// or https:// address"
+
+
+def _check_pool_url(value: str) -> str | None:
+    from .pool.address import check
+
+    return check(value)
+
+
+def _redact_url(value: str) -> str:
+    from .pool.address import redact
+
+    return redact(value)
+
+
+def _check_optional_node_url(value: str) -> str | None:
+    if value == "":
+        return None
+    return _check_node_url(value)
 
 
 def _check_nonempty(value: str) -> str | None:
@@ -388,6 +411,58 @@ OPTIONS: dict[str, Option] = {
             lambda: False,
             "Songs dragged out of the app are exported with these choices (false: the files "
             "as the node made them).",
+        ),
+        Option(
+            "pool.url",
+            str,
+            lambda: "",
+            "A pool of nodes to join: redis://[user@]HOST:6379/0 (rediss:// for TLS); empty: "
+            "this node alone. `cantor pool join URL` sets it and keeps the password in the "
+            "keyring.",
+            check=_check_pool_url,
+            shown=_redact_url,
+            local_only=True,
+        ),
+        Option(
+            "pool.name",
+            str,
+            lambda: "",
+            "This node's name in its pool (empty: the machine's name).",
+            local_only=True,
+        ),
+        Option(
+            "pool.advertise",
+            str,
+            lambda: "",
+            "Where the pool's other members reach this node, e.g. http://studio-b:7823 "
+            "(empty: the address it listens on, or the one that routes to Redis).",
+            check=_check_optional_node_url,
+            local_only=True,
+        ),
+        Option(
+            "pool.lease",
+            int,
+            lambda: 30,
+            "Seconds a node that stopped answering keeps its song before another member "
+            "takes it over.",
+            minimum=2,
+            maximum=3600,
+            local_only=True,
+        ),
+        Option(
+            "pool.shared_songs",
+            bool,
+            lambda: False,
+            "songs.dir is a folder every member of the pool mounts at the same path.",
+            local_only=True,
+        ),
+        Option(
+            "pool.ca",
+            str,
+            lambda: "",
+            "A CA certificate file for a rediss:// pool whose Redis certificate the studio "
+            "signs itself (empty: the system's).",
+            local_only=True,
         ),
         Option(
             "app.node_url",

@@ -149,6 +149,10 @@ class Song:
     position: int | None = None  # place in the queue while queued (0 = next)
     title: str = ""  # the musician's name for it ("" = the caption)
     favourite: bool = False
+    node: dict[str, Any] | None = None
+    """In a pool: the member that made it, or makes it now (``id``, ``name``, and
+    ``shared``: its takes are on the folder every member shares, else on that member)."""
+    waiting: str | None = None  # in a pool: why no member takes this queued song now
     seq: int = 0  # submission order (the node's; not sent)
 
     PRIVATE = ("seq",)
@@ -220,6 +224,8 @@ class Song:
             position=_number(data.get("position"), int),
             title=str(data.get("title") or ""),
             favourite=bool(data.get("favourite")),
+            node=dict(data["node"]) if isinstance(data.get("node"), Mapping) else None,
+            waiting=data.get("waiting") if isinstance(data.get("waiting"), str) else None,
             seq=int(_number(data.get("seq"), int) or 0),
         )
 

@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "models_cmd",
     "adapters_cmd",
     "login_cmd",
+    "pool_cmd",
 ]
 
 

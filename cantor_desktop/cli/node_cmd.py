@@ -26,6 +26,12 @@ def register(sub) -> None:
     )
     p.add_argument("--host", help="address to listen on (default: node.host in node.toml)")
     p.add_argument("--port", type=int, help="port (default: node.port in node.toml)")
+    p.add_argument(
+        "--pool",
+        metavar="URL",
+        help="join a pool of nodes: redis://[user@]HOST:6379/0 (default: pool.url in "
+        "node.toml; see `cantor pool join`)",
+    )
     p.set_defaults(func=run)
 
 
@@ -59,6 +65,15 @@ def run(args) -> int:
     except config.ConfigError as exc:
         print(f"cantor node: {exc}", file=sys.stderr)
         return 2
+    if args.pool:
+        from ..pool import address as pool_address
+
+        try:
+            pool_address.parse(args.pool)
+        except pool_address.PoolAddressError as exc:
+            print(f"cantor node: {exc}", file=sys.stderr)
+            return 2
+        os.environ[pool_address.POOL_ENV] = args.pool  # the node reads it (and a restart)
     return serve_forever(host, port)
 
 

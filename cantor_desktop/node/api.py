@@ -29,9 +29,11 @@ from . import (
     library_routes,
     model_routes,
     node_routes,
+    pool_routes,
     song_routes,
     upload_routes,
 )
+from ..pool.link import PoolUnavailable
 from .guard import BodyStalled, BodyTooLarge
 from .http_common import ApiError, error_response
 from .state import NodeState, default_state
@@ -48,6 +50,7 @@ ROUTERS = (
     upload_routes,
     helper_routes,
     lemonade_routes,
+    pool_routes,
 )
 
 
@@ -62,7 +65,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        node = await (state_factory or default_state)()
+        try:
+            node = await (state_factory or default_state)()
+        except Exception as exc:
+            app.state.startup_error = exc  # the reason the node says when it exits
+            raise
         app.state.node = node
         if on_ready is not None:
             on_ready(node)
@@ -72,6 +79,8 @@ def create_app(
         finally:
             node.shutting_down.set()
             await node.runner.stop()
+            if node.pool is not None:
+                await node.pool.close()
 
     # no /docs: its page would load JavaScript from a CDN into the node's origin
     app = FastAPI(
@@ -81,6 +90,10 @@ def create_app(
     @app.exception_handler(ApiError)
     async def _api_error(_request, exc: ApiError):
         return exc.response()
+
+    @app.exception_handler(PoolUnavailable)
+    async def _pool_away(_request, exc: PoolUnavailable):
+        return error_response(503, str(exc), "pool_unreachable")
 
     @app.exception_handler(BodyTooLarge)
     async def _too_large(_request, exc: BodyTooLarge):

@@ -68,6 +68,7 @@ async def system(request: Request):
         "families": {},
         "uptime": round(time.time() - n.started, 1),
         "restarting": n.restart_requested,
+        "pool": n.pool.describe() if n.pool is not None else None,
     }
     from .. import backends
 

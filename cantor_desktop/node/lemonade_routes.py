@@ -109,7 +109,12 @@ async def generations(request: Request):
             exc.message = exc.message.replace(f"{old}:", f"{exc.field}:", 1)
         raise
     n.check_room(node_config().get("node.max_queue"))
-    song = n.queue.add(checked)
+    lane = None
+    if n.pool is not None:  # the audio comes back from here: this member makes it
+        from ..pool.keys import node_lane
+
+        lane = node_lane(n.pool.me["id"])
+    song = await n.queue.submit(checked, lane)
     n.runner.wake()
     q = n.queue.hub.subscribe(song.id)
     try:

@@ -8,6 +8,13 @@ stopped"; :meth:`SongQueue.retry` puts it back in the queue in one call.
 
 Live events for subscribers (SSE) go through :class:`EventHub`; all of this runs on the
 node's one asyncio loop, so no locks are needed.
+
+The routes and the runner see one interface, which a pool of nodes implements too
+(:class:`.pool_queue.PoolQueue`, the records in Redis): reads (``songs``, :meth:`get`,
+:meth:`newest_first`, :meth:`public`, :meth:`snapshot_events`, ``hub``), the API's changes
+(:meth:`submit`, :meth:`change`, :meth:`forget`, :meth:`retry`, then :meth:`flush`), and the
+runner's (:meth:`runnable`, :meth:`start`, the ``set_*`` and ``finish_*`` methods, and
+:meth:`abandon` when the node stops mid-song).
 """
 
 from __future__ import annotations
@@ -213,6 +220,13 @@ class SongQueue:
         self.hub.publish(self._queued_event(song))
         return song
 
+    async def submit(self, request: dict[str, Any], lane: str | None = None) -> Song:
+        """Queue a song and wait until it is saved (it survives a crash from here on).
+        ``lane`` is a pool's; one node's queue has one line."""
+        song = self.add(request)
+        await self.flush()
+        return song
+
     def get(self, song_id: str) -> Song | None:
         return self.songs.get(song_id)
 
@@ -224,6 +238,13 @@ class SongQueue:
         return iter(
             sorted((s for s in self.songs.values() if s.state == QUEUED), key=lambda s: s.seq)
         )
+
+    def runnable(self) -> list[Song]:
+        """What the runner may start, first first: here every queued song."""
+        return list(self.queued())
+
+    def attach(self, runner: Any) -> None:
+        """The runner that starts this queue's songs (a pool's queue wakes it)."""
 
     def running(self) -> list[Song]:
         return [s for s in self.songs.values() if s.state == RUNNING]
@@ -306,6 +327,11 @@ class SongQueue:
         song.state, song.error, song.finished, song.eta = FAILED, error, time.time(), None
         self.save()
         self.hub.publish(self.final_event(song))
+
+    def abandon(self, song: Song) -> None:
+        """The node stops with ``song`` running: it ends failed ("node stopped"), and one
+        retry queues it again."""
+        self.finish_failed(song, NODE_STOPPED)
 
     def finish_cancelled(self, song: Song) -> None:
         log.info("song %s cancelled", song.id)

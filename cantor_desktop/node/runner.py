@@ -190,6 +190,7 @@ class Runner:
     # -- life ----------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.queue.attach(self)
         loop = asyncio.get_running_loop()
         self._settling = loop.create_task(self._settle_staged(), name="settle-staged")
         self._loop_task = loop.create_task(self._loop(), name="runner")
@@ -260,7 +261,7 @@ class Runner:
             return
         cfg = _config()
         keys: dict[str, str | Exception] = {}  # model → engine key, once per pass
-        for song in list(self.queue.queued()):
+        for song in self.queue.runnable():
             name = model_name(song.request, cfg)
             if name not in keys:
                 try:
@@ -297,7 +298,7 @@ class Runner:
         not stay "running" on an engine no other song could then use."""
         if task.cancelled() and song.state == RUNNING:
             if self._stopping:
-                self.queue.finish_failed(song, NODE_STOPPED)
+                self.queue.abandon(song)
             else:
                 self.queue.finish_cancelled(song)
         self.tasks.pop(song.id, None)

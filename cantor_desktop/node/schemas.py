@@ -290,6 +290,8 @@ SONG_JSON = obj(
         "position": {"type": ["integer", "null"]},
         "title": STR,
         "favourite": BOOL,
+        "node": {"type": ["object", "null"]},
+        "waiting": {"type": ["string", "null"]},
     }
 )
 SONG_STATE = obj({"id": STR, "state": SONG_JSON["properties"]["state"]})

@@ -82,7 +82,9 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         node.exiting = exiting
         node.token = token
 
-    app = create_app(on_ready=on_ready)
+    from .state import default_state
+
+    app = create_app(state_factory=lambda: default_state((host, port)), on_ready=on_ready)
     connections = Connections.for_open_files(limit)
     guarded = Guard(
         app,
@@ -124,6 +126,9 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
     server.run()
     node = getattr(app.state, "node", None)
     if not server.started:
+        refused = getattr(app.state, "startup_error", None)
+        if refused is not None:
+            raise OSError(f"the node did not start: {refused}")
         raise OSError(f"the node could not listen on {host}:{port} (see {_log_hint()})")
     return bool(node is not None and node.restart_requested)
 

@@ -22,9 +22,14 @@ NO_MODEL_YET = (
 )
 
 
-def validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | None]:
+def validated(
+    body: Any, cfg: config.Config, pool_models: dict[str, list[str]] | None = None
+) -> tuple[dict[str, Any], str | None]:
     """The checked request, and a note for the user when the node chose for them: a song
-    that names no model on a machine without any ACE-Step model is made by the Sketch."""
+    that names no model on a machine without any ACE-Step model is made by the Sketch.
+
+    ``pool_models``: in a pool, every model a live member can make (→ those members); the
+    model is checked against them instead of this machine's library."""
     try:
         req = validate(body, default_format=cfg.get("songs.format"))
     except RequestError as exc:
@@ -36,13 +41,41 @@ def validated(body: Any, cfg: config.Config) -> tuple[dict[str, Any], str | None
     data = req.to_dict()
     note = None
     data["model"] = model_name(data, cfg)
-    if req.model is None and data["model"] != SKETCH and not installed_names(acestep_only=True):
-        data["model"], note = SKETCH, NO_MODEL_YET
-    check_model(data["model"])
+    if pool_models is not None:
+        from .pool import canonical_model
+
+        data["model"] = canonical_model(data["model"])
+        if req.model is None and data["model"] not in pool_models:
+            if not any(name != SKETCH for name in pool_models):
+                data["model"], note = SKETCH, NO_MODEL_YET
+        check_pool_model(data["model"], pool_models)
+    else:
+        if req.model is None and data["model"] != SKETCH and not installed_names(acestep_only=True):
+            data["model"], note = SKETCH, NO_MODEL_YET
+        check_model(data["model"])
     from .adapter_routes import check_song_adapter
 
     check_song_adapter(data)
     return data, note
+
+
+def check_pool_model(name: str, pool_models: dict[str, list[str]]) -> None:
+    """404 naming the model and what each member of the pool has, when none can make it."""
+    if name in pool_models:
+        return
+    members: dict[str, list[str]] = {}
+    for model, names in sorted(pool_models.items()):
+        for member in names:
+            members.setdefault(member, []).append(model)
+    has = "; ".join(f"{member}: {', '.join(models)}" for member, models in sorted(members.items()))
+    raise ApiError(
+        404,
+        f"model {name!r}: no node of the pool has it (the pool's nodes have — {has}); "
+        f"`cantor pull {name}` on a member adds it",
+        "model_not_found",
+        "model",
+        pool=members,
+    )
 
 
 def check_sources(data: dict[str, Any], songs: dict[str, Song]) -> None:

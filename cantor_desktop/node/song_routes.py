@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import AsyncIterator
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ..song import Song
@@ -90,16 +90,54 @@ async def event_stream(n: NodeState, song: Song | None, request: Request) -> Asy
         **ERRORS,
     },
 )
-async def submit(request: Request):
+async def submit(request: Request, node_id: str | None = Query(None, alias="node")):
+    """Queue a song. In a pool ``?node=ID`` (or a member's name) sends it to one member;
+    without it any member that can make it takes it."""
     n = node(request)
     body = await json_body(request)
     cfg = node_config()
-    data, note = await asyncio.to_thread(validated, body, cfg)  # lists the model folder
-    await asyncio.to_thread(check_sources, data, n.queue.songs)
+    pool = n.pool
+    lane = None
+    if pool is not None:
+        pool.link.check_up()
+        target = None
+        if node_id:
+            target = pool.member_named(node_id)
+            if target is None:
+                raise ApiError(
+                    422, f"node: no member of the pool is called {node_id!r}", field="node"
+                )
+        models = pool.members.pool_models()
+        if target is not None:
+            member = pool.members.member(target) or {}
+            models = {m: [member.get("name") or target] for m in member.get("models") or ()}
+        data, note = await asyncio.to_thread(validated, body, cfg, models)
+        holder = pool.holder_of(data)
+        if target is None and holder is not None and holder != pool.me["id"]:
+            # an edit of a take that lives on another member: that member queues it
+            member = pool.members.member(holder)
+            if member is None or not pool.members.is_alive(holder):
+                name = (member or {}).get("name") or holder
+                raise ApiError(
+                    409,
+                    f"the take this song edits is on {name}, which is not in the pool now",
+                    "member_away",
+                    "source",
+                )
+            from . import pool_peers
+
+            return await pool_peers.send(
+                member, "POST", "/v1/songs", params={"node": holder}, body=body
+            )
+        if target is None or target == pool.me["id"]:
+            await asyncio.to_thread(check_sources, data, n.queue.songs)
+        lane = pool.lane_for(data, target)
+    else:
+        data, note = await asyncio.to_thread(validated, body, cfg)  # lists the model folder
+        await asyncio.to_thread(check_sources, data, n.queue.songs)
     n.check_room(cfg.get("node.max_queue"))
-    song = n.queue.add(data)
+    song = await n.queue.submit(data, lane)  # saved before the 202: it survives a crash
     n.runner.wake()
-    await n.queue.flush()  # on disk before the 202: it survives a crash
     answer = {"id": song.id, "state": str(song.state), "model": data["model"]}
     if note:
         answer["note"] = note
@@ -178,10 +216,35 @@ async def audio(request: Request, song_id: str, take: int = 1):
     found = song.take(take)
     if found is None:
         raise ApiError(422, f"take: must be from 1 to {len(song.takes)}", field="take")
+    elsewhere = _maker_elsewhere(n, song)
+    if elsewhere is not None:
+        from . import pool_peers
+
+        return await pool_peers.stream(elsewhere, f"/v1/songs/{song.id}/audio", {"take": take})
     path = Path(found.audio)
     if not path.is_file():
         raise ApiError(410, f"the audio file {path} is gone", "gone", "id")
     return audio_file(path, filename=path.name)
+
+
+def _maker_elsewhere(n: NodeState, song: Song) -> dict | None:
+    """In a pool: the member that made ``song`` when its takes are on that member only
+    (not here, not on the shared folder); ApiError when that member is away."""
+    if n.pool is None or not song.node or song.node.get("shared"):
+        return None
+    maker = song.node.get("id")
+    if not maker or maker == n.pool.me["id"]:
+        return None
+    member = n.pool.members.member(maker)
+    if member is None or not n.pool.members.is_alive(maker):
+        name = song.node.get("name") or maker
+        raise ApiError(
+            503,
+            f"the takes of song {song.id} are on {name}, which is not in the pool now",
+            "member_away",
+            "id",
+        )
+    return member
 
 
 @router.post("/v1/songs/{song_id}/cancel", responses={**ok(SONG_STATE, "cancelled"), **ERRORS})
@@ -229,6 +292,14 @@ async def delete_song(request: Request, song_id: str, delete_files: bool = False
             "id",
             state=song.state,
         )
+    if delete_files and song.takes:
+        elsewhere = _maker_elsewhere(n, song)
+        if elsewhere is not None:  # the files are on their maker: it deletes them
+            from . import pool_peers
+
+            return await pool_peers.send(
+                elsewhere, "DELETE", f"/v1/songs/{song.id}", params={"delete_files": "true"}
+            )
     removed: dict[str, list[str]] = {"deleted": [], "kept": []}
     if delete_files and song.takes:
         from .songs import delete_takes
@@ -264,7 +335,8 @@ async def retry(request: Request, song_id: str):
             state=song.state,
         )
     cfg = node_config()
-    await asyncio.to_thread(check_model, song.request.get("model") or cfg.get("models.default"))
+    if n.pool is None:
+        await asyncio.to_thread(check_model, song.request.get("model") or cfg.get("models.default"))
     n.check_room(cfg.get("node.max_queue"))
     n.queue.retry(song)
     n.runner.wake()

@@ -25,9 +25,10 @@ HARDWARE_TTL_S = 60.0
 class NodeState:
     """What the API handlers share: the queue, the runner, shutdown hooks."""
 
-    def __init__(self, queue: SongQueue, runner: Runner):
+    def __init__(self, queue: SongQueue, runner: Runner, pool: Any = None):
         self.queue = queue
         self.runner = runner
+        self.pool = pool  # a .pool.Pool when this node is a member of one, else None
         self.backend_action: str | None = None  # the one backend install/use/update running
         self._hardware: tuple[float, Any] | None = None
         self.started = time.time()
@@ -102,13 +103,27 @@ class NodeState:
             )
 
 
-async def default_state() -> NodeState:
+async def default_state(listen: tuple[str, int] | None = None) -> NodeState:
+    """The queue and the runner: the embedded queue, or a pool's when a pool URL is given
+    (``cantor node --pool``, ``[pool] url``); ``listen`` is the node's address."""
     from ..paths import paths
 
     from . import leftovers
 
     p = paths().ensure()
     await asyncio.to_thread(leftovers.end_leftovers)
+    cfg, _err = config.current()
+    from .pool import pool_url
+
+    url = pool_url(cfg)
+    if url:
+        from .pool import Pool
+
+        pool = Pool(url, cfg, listen or (cfg.get("node.host"), cfg.get("node.port")))
+        await pool.open()
+        runner = Runner(pool.queue)
+        pool.bind(runner)
+        return NodeState(pool.queue, runner, pool)
     queue = SongQueue(p.queue_file)
     stopped = queue.load()
     if stopped:

@@ -1,0 +1,173 @@
+"""A pool's members: each node says every few seconds that it is there, what it can make
+and what it is doing, and reads the same of the others.
+
+A member is alive while its key ``cantor:alive:<id>`` exists: the heartbeat sets it with a
+time to live of three beats, so a node that dies drops out by itself. Its last report stays
+in the members hash (so ``cantor pool status`` can name a member that went away, and a take
+made on it can say where it is). What a node can make is the models it has whose engine
+has a build it can run (the built-in Sketch always), looked at again every few beats and
+when the library changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import config
+from ..pool import keys
+from .runner import SKETCH
+
+if TYPE_CHECKING:
+    from .pool_queue import PoolQueue
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES_EVERY = 5  # beats between two looks at the library
+
+
+def capabilities(cfg: config.Config) -> dict[str, str]:
+    """The models this node can make now → their engine key (sketch always)."""
+    from .model_routes import installed_names
+    from .runner import plan_model
+
+    found = {SKETCH: SKETCH}
+    for name in installed_names(acestep_only=True):
+        try:
+            plan = plan_model(name, cfg)
+        except Exception as exc:
+            log.debug("pool: %s cannot be made here: %s", name, exc)
+            continue
+        found[plan.model] = plan.key
+    return found
+
+
+class Membership:
+    """This node's heartbeat, and the pool's members as the last beats told them."""
+
+    def __init__(
+        self,
+        queue: PoolQueue,
+        info: Callable[[], dict[str, Any]],
+        *,
+        period_s: float,
+        on_capabilities: Callable[[dict[str, str]], None],
+    ):
+        self.queue = queue
+        self.link = queue.link
+        self.node_id = queue.node_id
+        self.info = info
+        self.period_s = period_s
+        self.on_capabilities = on_capabilities
+        self.models: dict[str, str] = {SKETCH: SKETCH}
+        self.members: dict[str, dict[str, Any]] = {}  # every member ever seen → last report
+        self.alive: set[str] = set()
+        self._look = asyncio.Event()
+        self._look.set()
+        self._task: asyncio.Task | None = None
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.period_s * 3 * 1000)
+
+    def look_again(self) -> None:
+        """The library or the backends changed: what this node can make is looked at again."""
+        self._look.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="pool-heartbeat")
+
+    async def stop(self) -> None:
+        """Leave at once (the others see this node gone now, not after the time to live)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self.link.up.is_set():
+            try:
+                await asyncio.wait_for(self.link.redis.delete(keys.alive(self.node_id)), 2.0)
+            except Exception:
+                pass
+
+    async def _run(self) -> None:
+        beats = 0
+        while True:
+            if self._look.is_set() or beats % CAPABILITIES_EVERY == 0:
+                self._look.clear()
+                cfg, _err = config.current()
+                try:
+                    models = await asyncio.to_thread(capabilities, cfg)
+                except Exception:
+                    log.exception("pool: what this node can make")
+                    models = self.models
+                if models != self.models:
+                    log.info("pool: this node can make %s", ", ".join(sorted(models)))
+                self.models = models
+                self.on_capabilities(models)
+            beats += 1
+            if self.link.up.is_set():
+                try:
+                    await self.beat()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    if self.link.is_connection_error(exc):
+                        self.link.down(exc)
+                    else:
+                        log.exception("pool: heartbeat")
+            try:
+                await asyncio.wait_for(self._look.wait(), self.period_s)
+            except TimeoutError:
+                pass
+
+    async def beat(self) -> None:
+        report = {**self.info(), "models": sorted(self.models), "seen": time.time()}
+        r = self.link.redis
+        pipe = r.pipeline(transaction=False)
+        pipe.set(keys.alive(self.node_id), "1", px=self.ttl_ms)
+        pipe.hset(keys.MEMBERS, self.node_id, json.dumps(report, separators=(",", ":")))
+        pipe.hgetall(keys.MEMBERS)
+        found = (await pipe.execute())[-1]
+        members = {}
+        for node_id, text in found.items():
+            try:
+                members[node_id] = json.loads(text)
+            except ValueError:
+                continue
+        ids = list(members)
+        flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
+        self.alive = {i for i, flag in zip(ids, flags) if flag}
+        self.members = members
+
+    # -- what the pool can make ------------------------------------------------------------
+
+    def makers(self, model: str) -> list[str]:
+        """Names of the live members that can make ``model``."""
+        return [
+            m.get("name") or i
+            for i, m in self.members.items()
+            if i in self.alive and model in (m.get("models") or ())
+        ]
+
+    def pool_models(self) -> dict[str, list[str]]:
+        """Every model a live member can make → the names of those members."""
+        out: dict[str, list[str]] = {}
+        for node_id in sorted(self.alive):
+            member = self.members.get(node_id) or {}
+            for model in member.get("models") or ():
+                out.setdefault(model, []).append(member.get("name") or node_id)
+        for model in self.models:  # this node, even before its first beat came back
+            names = out.setdefault(model, [])
+            me = (self.members.get(self.node_id) or {}).get("name") or self.node_id
+            if me not in names:
+                names.append(me)
+        return out
+
+    def member(self, node_id: str) -> dict[str, Any] | None:
+        return self.members.get(node_id)
+
+    def is_alive(self, node_id: str) -> bool:
+        return node_id in self.alive or node_id == self.node_id

@@ -1,0 +1,80 @@
+"""A pool's state as people read it, straight from Redis: its members (alive or gone, what
+each can make and is making), its lanes (songs waiting, songs taken and by whom) and its
+songs by state. ``GET /v1/pool`` answers with it and ``cantor pool status`` prints it."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from . import keys
+
+
+async def gather(r) -> dict[str, Any]:
+    found = await r.hgetall(keys.MEMBERS)
+    ids = sorted(found)
+    flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
+    members = []
+    for node_id, flag in zip(ids, flags):
+        try:
+            report = json.loads(found[node_id])
+        except ValueError:
+            report = {}
+        report["id"] = node_id
+        report["alive"] = bool(flag)
+        members.append(report)
+
+    lanes = []
+    for lane in sorted(await r.smembers(keys.LANES)):
+        try:
+            length = await r.xlen(lane)
+            groups = await r.xinfo_groups(lane)
+        except Exception:
+            continue
+        group = next((g for g in groups if g.get("name") == keys.GROUP), {})
+        claimed: dict[str, int] = {}
+        if group.get("pending"):
+            summary = await r.xpending(lane, keys.GROUP)
+            for consumer in summary.get("consumers") or ():
+                claimed[consumer["name"]] = int(consumer["pending"])
+        waiting = group.get("lag")
+        if waiting is None:
+            waiting = max(0, length - int(group.get("pending") or 0))
+        lanes.append(
+            {
+                "lane": lane,
+                "label": keys.lane_label(lane),
+                "entries": length,
+                "waiting": int(waiting or 0),
+                "claimed": claimed,
+            }
+        )
+
+    ids = await r.zrange(keys.ORDER, 0, -1)
+    pipe = r.pipeline(transaction=False)
+    for song_id in ids:
+        pipe.hmget(keys.song(song_id), "state", "_owner", "attempts", "_lane")
+    counts: dict[str, int] = {}
+    taken: list[dict[str, Any]] = []
+    for song_id, (state, owner, attempts, lane) in zip(ids, await pipe.execute()):
+        if state is None:
+            continue
+        state = json.loads(state)
+        counts[state] = counts.get(state, 0) + 1
+        if state == "running":
+            taken.append(
+                {
+                    "id": song_id,
+                    "node": owner,
+                    "attempt": int(attempts or 0),
+                    "lane": keys.lane_label(lane or ""),
+                }
+            )
+    return {
+        "members": members,
+        "lanes": lanes,
+        "songs": counts,
+        "running": taken,
+        "at": time.time(),
+    }

@@ -1,0 +1,135 @@
+"""A real redis-server on a free loopback port with its own folder, a password and the
+append-only file on (every write fsynced), for the pool's tests and its bench.
+
+``scripts/bootstrap.sh`` installs Debian's ``redis-server``; where it cannot be had the
+tests that need it are skipped with that reason (:func:`require`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from .procs import free_port
+
+PASSWORD = "pool-test-password"
+
+
+def binary() -> str | None:
+    return shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None
+    )
+
+
+def require() -> str:
+    """The redis-server binary, or the test is skipped saying why."""
+    import pytest
+
+    found = binary()
+    if found is None:
+        pytest.skip("redis-server is not installed (scripts/bootstrap.sh installs it with apt)")
+    return found
+
+
+class RedisServer:
+    """``redis-server`` child: :meth:`start`, :meth:`kill9`, :meth:`restart` (same folder,
+    same port: what the append-only file kept comes back)."""
+
+    def __init__(self, folder: Path, *, port: int | None = None, password: str = PASSWORD):
+        self.folder = folder
+        self.port = port or free_port()
+        self.password = password
+        self.proc: subprocess.Popen | None = None
+        folder.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        """The pool URL without the password (the nodes get it another way)."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def url_with_password(self) -> str:
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    def argv(self) -> list[str]:
+        return [
+            binary() or "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.folder),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+            "--requirepass",
+            self.password,
+            "--protected-mode",
+            "yes",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.folder / "redis.log"),
+        ]
+
+    def start(self, timeout: float = 10.0) -> RedisServer:
+        self.proc = subprocess.Popen(
+            self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"redis-server exited {self.proc.returncode}: {self.proc.stderr.read()!r}"
+                )
+            if self.ping():
+                return self
+            time.sleep(0.02)
+        raise RuntimeError("redis-server did not answer in time")
+
+    def ping(self) -> bool:
+        """True when the server answers an authenticated PING (RESP over a socket)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(
+                    f"*2\r\n$4\r\nAUTH\r\n${len(self.password)}\r\n{self.password}\r\n"
+                    "*1\r\n$4\r\nPING\r\n".encode()
+                )
+                data = b""
+                while data.count(b"\r\n") < 2:
+                    chunk = s.recv(256)
+                    if not chunk:
+                        return False
+                    data += chunk
+                return b"+PONG" in data
+        except OSError:
+            return False
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def restart(self) -> RedisServer:
+        self.kill9()
+        return self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
