@@ -1050,15 +1050,24 @@ async def ensure_engine(
     return await install(family, on_event, hw=hw)
 
 
+SKETCH_TEST_SYNTH_ENV = "CANTOR_TEST_SKETCH_SYNTH_S"
+"""Tests and benches only: every Sketch synth job of this node takes at least this many
+seconds (so engines sharing a small machine behave like engines on machines of their own)."""
+
+
 def sketch_build(family: str = "acestep") -> InstalledBuild:
     """The built-in sketch engine, started the same way as an ace-server build."""
     from .sketch import SKETCH_VERSION
 
+    argv = selfexec.self_argv("sketch-server")
+    paced = os.environ.get(SKETCH_TEST_SYNTH_ENV, "").strip()
+    if paced:  # tests and benches only: a fixed render time (sketch-server --help)
+        argv += ["--test-synth-seconds", paced]
     return InstalledBuild(
         family=family,
         backend="cpu",
         version=SKETCH_VERSION,
-        argv=selfexec.self_argv("sketch-server"),
+        argv=argv,
         env={},
         path=None,
         source="sketch",

@@ -484,6 +484,8 @@ class Engine:
             )
             takes.append((req, recipe, edit.build(recipe, ctx, steps), samples))
         renderers = [r for _, _, build, _ in takes for r in build.renderers]
+        paced = self.opts.test_synth_seconds  # tests and benches only (see options)
+        began = time.monotonic()
         for k in range(steps):
             if job.cancel.is_set():
                 self.log(f"[DiT] Cancelled at step {k + 1}/{steps}")
@@ -492,6 +494,11 @@ class Engine:
             t = shift * s / (1 + (shift - 1) * s)
             for r in renderers:
                 r.step(k)
+            if paced:
+                wait = began + paced * (k + 1) / steps - time.monotonic()
+                if wait > 0 and job.cancel.wait(wait):
+                    self.log(f"[DiT] Cancelled at step {k + 1}/{steps}")
+                    raise Cancelled
             self.log(f"[DiT] Step {k + 1}/{steps} t={t:.3f}")
         parts: list[tuple[encode.Audio, str, bytes]] = []
         for req, recipe, build, samples in takes:

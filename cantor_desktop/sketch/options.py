@@ -19,6 +19,9 @@ The built-in sketch engine (no AI model) with ace-server's command line.
   --vae-overlap N    accepted, unused by the sketch
   --max-seq N        accepted, unused by the sketch
   --no-fsm --no-fa --no-batch-cfg --clamp-fp16   accepted, unused by the sketch
+  --test-synth-seconds S   tests and benches only: every synth job takes at least S
+                     seconds of wall time (its steps paced evenly), so several engines on
+                     a small machine behave like engines on machines of their own
   --help             this text
 Device: GGML_BACKEND (the sketch has only CPU)."""
 
@@ -31,6 +34,7 @@ _VALUE = {
     "--vae-chunk": "vae_chunk",
     "--vae-overlap": "vae_overlap",
     "--max-seq": "max_seq",
+    "--test-synth-seconds": "test_synth_seconds",
 }
 _INT = {"port", "max_batch", "vae_chunk", "vae_overlap", "max_seq"}
 _FLAG = {
@@ -57,6 +61,7 @@ class Options:
     no_fa: bool = False
     no_batch_cfg: bool = False
     clamp_fp16: bool = False
+    test_synth_seconds: float = 0.0
 
 
 def parse(argv: list[str], err=None) -> Options | int:
@@ -78,8 +83,17 @@ def parse(argv: list[str], err=None) -> Options | int:
                 return 1
             i += 1
             name, text = _VALUE[arg], argv[i]
-            value: str | int = text
-            if name in _INT:
+            value: str | int | float = text
+            if name == "test_synth_seconds":
+                try:
+                    value = float(text)
+                except ValueError:
+                    value = -1.0
+                if not 0 <= value <= 3600:
+                    print(f"Invalid value for {arg}: {argv[i]}", file=err)
+                    print(USAGE, file=err)
+                    return 1
+            elif name in _INT:
                 try:
                     value = int(text)
                 except ValueError:
