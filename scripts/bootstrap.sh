@@ -13,12 +13,13 @@ exact=0
 if [ "${1:-}" = "--exact" ]; then exact=1; shift; fi
 extras="${1:-}"
 
-# Debian packages: Qt's xcb/offscreen platforms, fonts, sound, the keyring's D-Bus, Xvfb.
+# Debian packages: Qt's xcb/offscreen platforms, fonts, sound, the keyring's D-Bus, Xvfb;
+# redis-server for the tests and bench of a pool of nodes (each test starts its own).
 debs=(libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libfreetype6
       fonts-dejavu-core libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
       libxcb-shape0 libxcb-image0 libxcb-render-util0 libxcb-randr0 libxcb-xinerama0
       libxcb-xkb1 libx11-xcb1 libxrender1 libxi6 libsm6 libice6 libpulse0 libasound2
-      xvfb xauth curl python3-venv)
+      xvfb xauth curl python3-venv redis-server)
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${debs[@]}"; do

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import config
 from ..errors import CantorError
 from ..paths import paths
-from ..song import FINISHED, NODE_STOPPED, Song
+from ..song import FINISHED, Song
 from ..song_request import SongRequest
 from . import memory
 from . import songs as song_files
