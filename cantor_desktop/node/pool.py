@@ -128,6 +128,7 @@ class Pool:
         self.runner: Runner | None = None
         self.started = time.time()
         self._checks: asyncio.Task | None = None
+        self._check_on_connect = False  # open() checks the first connection itself
         self.link.on_up.append(self._check_token_later)
 
     # -- joining ---------------------------------------------------------------------------
@@ -136,7 +137,9 @@ class Pool:
         """Start everything; when Redis answers now, the token is checked before the node
         listens (a refusal stops the node with the reason)."""
         self.link.start()
-        if await self.link.wait_up(JOIN_WAIT_S):
+        up = await self.link.wait_up(JOIN_WAIT_S)
+        self._check_on_connect = True  # every later connection is checked when it comes
+        if up:
             await self._check_token()
             await self.queue.loaded(JOIN_WAIT_S)
         else:
@@ -170,6 +173,9 @@ class Pool:
         self.refused = None
 
     def _check_token_later(self) -> None:
+        if not self._check_on_connect:
+            return
+
         async def check():
             try:
                 await self._check_token()

@@ -12,6 +12,12 @@ While a song runs here its entry's idle time is kept near 0 (:meth:`PoolQueue.re
 every third of the lease); a node that stops refreshing (kill -9, a power cut, a frozen
 machine) leaves it to the first free member after the lease. When this node comes back it
 takes its own pending entries first (``XREADGROUP … 0``).
+
+After Redis comes back from an absence (a restart, the network) every entry taken before
+looks idle longer than the lease, its holder alive or not: a member that reconnects takes
+over no one's song for a lease and the longest reconnection back-off, while the holders,
+reconnecting too, keep their leases again and send what they finished meanwhile. (At a
+node's first connection there is no such wait: a dead member's song is taken at once.)
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..pool import keys
+from ..pool.link import BACKOFF_MAX
 from .queue import QUEUED, RUNNING
 
 if TYPE_CHECKING:
@@ -46,6 +53,8 @@ class Feeder:
         self._groups_made: set[str] = set()
         self._resume = True
         self._last_refresh = 0.0
+        self._connections = 0
+        self._takeover_after = 0.0  # monotonic time before which no entry is taken over
         self._task: asyncio.Task | None = None
         queue.on_change = self.wake.set
         self.link.on_up.append(self._connected)
@@ -53,6 +62,10 @@ class Feeder:
     def _connected(self) -> None:
         self._resume = True
         self._groups_made.clear()
+        self._last_refresh = 0.0  # this node's leases first
+        self._connections += 1
+        if self._connections > 1:  # back after an absence: the holders are coming back too
+            self._takeover_after = time.monotonic() + self.lease_s + BACKOFF_MAX
         self.wake.set()
 
     def serve(self, models: dict[str, str]) -> None:
@@ -181,7 +194,11 @@ class Feeder:
             elif key in busy:
                 continue
             song = None
-            if key is not None and lane != keys.node_lane(me):
+            if (
+                key is not None
+                and lane != keys.node_lane(me)
+                and time.monotonic() >= self._takeover_after
+            ):
                 _next, claimed, *_ = await r.xautoclaim(
                     lane, keys.GROUP, me, int(self.lease_s * 1000), "0-0", count=1
                 )

@@ -121,6 +121,10 @@ class PoolQueue(SongQueue):
         self._progress_sent: dict[str, float] = {}
         self._tasks: list[asyncio.Task] = []
         self._loaded = asyncio.Event()
+        self._io = asyncio.Lock()
+        """Held by a full load of the mirror and by each change of a record this node makes
+        (a write, a claim, a lease kept): a load never folds in a record read before one of
+        this node's own changes landed (its own events are not read back)."""
         r = link.redis
         self._submit = r.register_script(SUBMIT)
         self._claim = r.register_script(CLAIM)
@@ -198,15 +202,23 @@ class PoolQueue(SongQueue):
             try:
                 if droppable:
                     if self.link.up.is_set():
-                        await self.link.now(call)
+                        async with self._io:
+                            await self.link.now(call)
                 else:
-                    await self.link.attempt(call, what)
+                    await self.link.attempt(self._exclusive(call), what)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 if not droppable:
                     log.exception("pool: %s failed: %s", what, exc)
             self._ops.popleft()
+
+    def _exclusive(self, call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+        async def locked():
+            async with self._io:
+                return await call()
+
+        return locked
 
     # -- the mirror ------------------------------------------------------------------------
 
@@ -276,7 +288,8 @@ class PoolQueue(SongQueue):
             try:
                 if self._stale:
                     self._stale = False
-                    await self._reload()
+                    async with self._io:
+                        await self._reload()
                 got = await r.xread({keys.EVENTS: self._last_event}, count=500, block=READ_BLOCK_MS)
             except asyncio.CancelledError:
                 raise
@@ -375,6 +388,10 @@ class PoolQueue(SongQueue):
     async def claim(self, lane: str, entry: str, song_id: str) -> Song | None:
         """Take ``song_id`` (read from ``lane`` as ``entry``): the attempt goes up and this
         node holds it. None when the song no longer wants making (the entry is dropped)."""
+        async with self._io:
+            return await self._claim_song(lane, entry, song_id)
+
+    async def _claim_song(self, lane: str, entry: str, song_id: str) -> Song | None:
         node = json.dumps(
             {"id": self.node_id, "name": self.me["name"], "shared": self.me["shared"]}
         )
@@ -415,15 +432,16 @@ class PoolQueue(SongQueue):
     async def refresh(self) -> None:
         """Keep the lease of every song held here (lost ones are given up)."""
         for song_id, held in list(self.held.items()):
-            if held.finishing:
-                continue
-            kept = await self._refresh(
-                keys=[keys.song(song_id), held.lane],
-                args=[self.node_id, str(held.attempt), held.entry],
-            )
-            if not kept and self.held.get(song_id) is held and not held.finishing:
-                found = await self.link.redis.hgetall(keys.song(song_id))
-                self._lose(song_id, decode_record(found)[0] if found else None)
+            async with self._io:
+                if held.finishing or self.held.get(song_id) is not held:
+                    continue
+                kept = await self._refresh(
+                    keys=[keys.song(song_id), held.lane],
+                    args=[self.node_id, str(held.attempt), held.entry],
+                )
+                if not kept and self.held.get(song_id) is held and not held.finishing:
+                    found = await self.link.redis.hgetall(keys.song(song_id))
+                    self._lose(song_id, decode_record(found)[0] if found else None)
 
     def _lose(self, song_id: str, record: Song | None) -> None:
         """Another node holds this song now (or it was cancelled): stop making it here."""
@@ -462,9 +480,10 @@ class PoolQueue(SongQueue):
                 args=args,
             )
 
-        song.seq = int(await self.link.now(call))
-        self.songs[song.id] = song
-        self.lanes[song.id] = lane
+        async with self._io:
+            song.seq = int(await self.link.now(call))
+            self.songs[song.id] = song
+            self.lanes[song.id] = lane
         song.position = self.position(song)
         log.info(
             "song %s queued in the pool (%s, #%d): %s",
@@ -515,6 +534,13 @@ class PoolQueue(SongQueue):
                 if on_done is not None:
                     on_done(result)
                 return
+            found = await self.link.redis.hgetall(keys.song(song.id))
+            if found and guard == "owner" and self._already_mine(found, kind, attempt):
+                # this very change ran before, its answer lost with the connection
+                log.info("pool: %s of song %s was made already", kind, song.id)
+                if on_done is not None:
+                    on_done(result)
+                return
             log.warning(
                 "pool: %s of song %s refused (guard %s; it is %s, held by %r, attempt %s)",
                 kind,
@@ -526,7 +552,6 @@ class PoolQueue(SongQueue):
             )
             if on_refused is not None:
                 on_refused()
-            found = await self.link.redis.hgetall(keys.song(song.id))
             if found:
                 self._merge(decode_record(found)[0], "changed")
             elif song.id in self.songs:
@@ -534,6 +559,19 @@ class PoolQueue(SongQueue):
                 self.hub.deliver(SongEvent("removed", song.id))
 
         self._send(f"{kind} of song {song.id}", call)
+
+    def _already_mine(self, found: dict[str, str], kind: str, attempt: str) -> bool:
+        """The record ended as this node's attempt ``attempt`` ends it with ``kind``."""
+        try:
+            record = decode_record(found)[0]
+        except (ValueError, TypeError, KeyError):
+            return False
+        return (
+            kind in ("done", "failed", "cancelled")
+            and str(record.state) == kind
+            and str(record.attempts) == attempt
+            and (record.node or {}).get("id") == self.node_id
+        )
 
     def _fenced(self, song: Song) -> bool:
         """A song this node lost: whatever the runner does with it now counts for nothing."""

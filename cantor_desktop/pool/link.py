@@ -45,10 +45,19 @@ def connection_errors() -> tuple[type[BaseException], ...]:
 
 
 def make_client(address: PoolAddress, password: str | None, ca_file: str | None = None):
-    """A redis-py asyncio client of the pool (answers decoded as text)."""
+    """A redis-py asyncio client of the pool (answers decoded as text).
+
+    redis-py's own retries are off: a command whose connection drops may have run in Redis
+    already (its answer lost), and sent again it would run twice. :class:`PoolLink` says the
+    pool is unreachable and the work waits instead; the pool's scripts are fenced, and a
+    change that comes back refused is checked against the record (it may be this node's
+    own, already made)."""
     import redis.asyncio
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
 
     options: dict[str, Any] = {
+        "retry": Retry(NoBackoff(), 0),
         "host": address.host,
         "port": address.port,
         "db": address.db,
