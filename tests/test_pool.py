@@ -1,7 +1,8 @@
-"""A pool of three real nodes behind a real redis-server (password, append-only file): the
-queue, the records and the events shared; a node that dies or freezes mid-song; Redis
-killed and restarted; a node without a model. The long runs (20 kills, counted only when
-the kill landed mid-song) are in tests/faults/test_pool_faults.py."""
+"""A pool of three real nodes behind a real redis-server (password, append-only file), each
+with its own CANTOR_HOME and Sketch engines: the queue, the records and the events shared;
+the pool's token and Redis's password; a node frozen or killed mid-song; Redis killed and
+restarted. The long runs (60 songs, a node's own song across its restart) are in
+tests/faults/test_pool_faults.py; figures in bench/pool.py."""
 
 from __future__ import annotations
 
@@ -9,26 +10,29 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
-
 from support.pool_nodes import (
-    TOKEN,
     TURBO,
     PoolNode,
+    ThreeNodePool,
     all_finished,
     audio_digest,
     post,
     sidecars,
     song,
-    start_all,
-    wait_members,
     wait_pool_state,
 )
-from support.redis_server import RedisServer, require
+from support.redis_server import require
+
+from cantor_desktop.cli.pool_cmd import render
+from cantor_desktop.node_process import NodeStartError
 
 SKETCH_SONG = {"caption": "lofi piano rain", "duration": 10, "model": "sketch"}
+FINISHED = ("done", "failed", "cancelled")
 
 
 def run(coro):
@@ -37,46 +41,39 @@ def run(coro):
 
 @pytest.fixture(scope="module")
 def pool3(tmp_path_factory):
-    """Redis and three members: A and B make Sketch songs, C also ACE-Step turbo ones."""
+    """Redis and three members: alpha and bravo make Sketch songs, charlie ACE-Step too."""
     require()
-    base = tmp_path_factory.mktemp("pool3")
-    redis = RedisServer(base / "redis").start()
-    a = PoolNode(redis, base / "a", "alpha")
-    b = PoolNode(redis, base / "b", "bravo")
-    c = PoolNode(redis, base / "c", "charlie", acestep=True)
-    members = [a, b, c]
-    try:
-        t0 = time.monotonic()
-        run(start_all(members))
-        run(wait_members(a, 3))
-        print("started in", time.monotonic() - t0)
+    with ThreeNodePool(tmp_path_factory.mktemp("pool3")) as (redis, members):
         yield redis, members
-    finally:
-
-        async def stop():
-            for m in members:
-                await m.stop()
-
-        run(stop())
-        redis.stop()
 
 
 async def _events(member: PoolNode, into: list, ready: asyncio.Event) -> None:
     """Every event ``member`` streams on /v1/events (an app connected to it)."""
+    async with member.http() as h, h.stream("GET", "/v1/events", timeout=None) as r:
+        kind = None
+        async for line in r.aiter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+                if kind == "hello":
+                    ready.set()
+            elif line.startswith("data: ") and kind:
+                into.append((kind, json.loads(line[6:])))
+
+
+async def _listed(member: PoolNode) -> dict[str, dict]:
     async with member.http() as h:
-        async with h.stream("GET", "/v1/events", timeout=None) as r:
-            kind = None
-            async for line in r.aiter_lines():
-                if line.startswith("event: "):
-                    kind = line[7:]
-                    if kind == "hello":
-                        ready.set()
-                elif line.startswith("data: ") and kind:
-                    into.append((kind, json.loads(line[6:])))
+        r = await h.get("/v1/songs", params={"limit": 100000})
+    assert r.status_code == 200, r.text
+    return {s["id"]: s for s in r.json()["songs"]}
 
 
-def test_sixty_songs_posted_to_three_nodes_are_each_made_once_and_heard_from_every_node(pool3):
-    redis, members = pool3
+def _made_where(members: list[PoolNode], ids) -> list[tuple[str, str]]:
+    """(member name, song id) of every take file of ``ids`` in the whole pool."""
+    return [(m.name, s["id"]) for m in members for s in sidecars(m.songs_dir) if s["id"] in ids]
+
+
+def test_songs_posted_to_every_member_are_each_made_once_and_heard_from_every_member(pool3):
+    _redis, members = pool3
 
     async def go():
         seen: list = []
@@ -84,52 +81,44 @@ def test_sixty_songs_posted_to_three_nodes_are_each_made_once_and_heard_from_eve
         listener = asyncio.ensure_future(_events(members[0], seen, ready))
         await asyncio.wait_for(ready.wait(), 30)
         ids = []
-        for k in range(60):
+        for k in range(9):
             body = {**SKETCH_SONG, "caption": f"lofi piano rain {k}", "seed": k}
             ids.append(await post(members[k % 3], body))
         found = await all_finished(members[1], ids)
-        await asyncio.sleep(0.5)
+        while not set(ids) <= {d["id"] for kind, d in seen if kind == "done"}:
+            await asyncio.sleep(0.1)  # the last "done" may still be on its way to alpha
         listener.cancel()
         digests = {}
         for song_id in ids:
             for m in members:
                 digests.setdefault(song_id, set()).add(await audio_digest(m, song_id))
-        return ids, found, seen, digests
+        listed = [await _listed(m) for m in members]
+        return ids, found, seen, digests, listed
 
-    t0 = time.monotonic()
-    ids, found, seen, digests = run(go())
-    print("sixty:", time.monotonic() - t0, [s["attempts"] for s in found.values() if s["attempts"] != 1])
+    ids, found, seen, digests, listed = run(go())
     assert {s["state"] for s in found.values()} == {"done"}
-    assert all(len(s["takes"]) == 1 for s in found.values())
-    makers = {s["node"]["name"] for s in found.values()}
-    assert makers == {"alpha", "bravo", "charlie"}  # every member took songs
-    # each song made once: one take file in the whole pool, on the node its record names
-    written = [
-        (m.name, side["id"]) for m in members for side in sidecars(m.songs_dir) if side["id"] in ids
-    ]
+    assert all(len(s["takes"]) == 1 and s["attempts"] == 1 for s in found.values())
+    assert {s["node"]["name"] for s in found.values()} == {"alpha", "bravo", "charlie"}
+    # each song made once: one take file in the whole pool, on the member its record names
+    written = _made_where(members, ids)
     assert sorted(i for _n, i in written) == sorted(ids)
     assert all(found[i]["node"]["name"] == n for n, i in written)
-    # the same bytes from every member (two of them fetch it from its maker)
+    # the same bytes from every member (two of the three fetch it from its maker)
     assert all(len(d) == 1 and next(iter(d))[0] == 200 for d in digests.values())
+    # every member lists every song of the pool, with the member that made each take
+    for songs in listed:
+        assert set(ids) <= set(songs)
+        assert all(songs[i]["node"]["name"] == found[i]["node"]["name"] for i in ids)
     # an app connected to alpha saw every song end, whoever made it
-    done = {data["id"] for kind, data in seen if kind == "done"}
-    assert set(ids) <= done
-    # every member lists the whole pool
-    for m in members:
-
-        async def listed(m=m):
-            async with m.http() as h:
-                return {s["id"] for s in (await h.get("/v1/songs")).json()["songs"]}
-
-        assert set(ids) <= run(listed())
+    assert set(ids) <= {d["id"] for kind, d in seen if kind == "done"}
 
 
-def test_a_node_without_the_model_never_takes_its_songs(pool3):
-    redis, (a, b, c) = pool3
+def test_a_member_without_the_model_never_takes_its_songs(pool3):
+    _redis, (a, b, _c) = pool3
 
     async def go():
         turbo = {"caption": "indie rock", "duration": 10, "model": "acestep-v15-turbo"}
-        ids = [await post(a if k % 2 else b, {**turbo, "seed": k}) for k in range(4)]
+        ids = [await post(a if k % 2 else b, {**turbo, "seed": k}) for k in range(2)]
         found = await all_finished(a, ids)
         async with a.http() as h:
             nobody = await h.post("/v1/songs", json={**SKETCH_SONG, "model": "acestep-v15-xl-sft"})
@@ -146,26 +135,23 @@ def test_a_node_without_the_model_never_takes_its_songs(pool3):
     assert "charlie" in message and TURBO in message
 
 
-def test_a_song_sent_to_one_node_is_made_there(pool3):
-    redis, (a, b, c) = pool3
+def test_a_song_sent_to_one_member_is_made_there(pool3):
+    _redis, (a, _b, c) = pool3
 
     async def go():
-        ids = [await post(a, {**SKETCH_SONG, "seed": k}, node="bravo") for k in range(3)]
-        return await all_finished(c, ids)
-
-    found = run(go())
-    assert {s["node"]["name"] for s in found.values()} == {"bravo"}
-
-    async def unknown():
+        ids = [await post(a, {**SKETCH_SONG, "seed": k}, node="bravo") for k in range(2)]
+        found = await all_finished(c, ids)
         async with a.http() as h:
-            return await h.post("/v1/songs", json=SKETCH_SONG, params={"node": "zulu"})
+            unknown = await h.post("/v1/songs", json=SKETCH_SONG, params={"node": "zulu"})
+        return found, unknown
 
-    r = run(unknown())
-    assert r.status_code == 422 and r.json()["error"]["field"] == "node"
+    found, unknown = run(go())
+    assert {s["node"]["name"] for s in found.values()} == {"bravo"}
+    assert unknown.status_code == 422 and unknown.json()["error"]["field"] == "node"
 
 
 def test_the_pools_settings_are_local_only(pool3):
-    redis, (a, _b, _c) = pool3
+    _redis, (a, _b, _c) = pool3
 
     async def go():
         async with a.http() as h:
@@ -182,82 +168,97 @@ def test_the_pools_settings_are_local_only(pool3):
         assert r.status_code == 403 and r.json()["error"]["type"] == "local_only_setting"
 
 
-async def _running_on(member: PoolNode, song_id: str, timeout: float = 60.0) -> dict:
-    """The song once ``member`` runs it and its engine has made progress."""
+def _pool_status(home, redis, password: str, *extra: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "CANTOR_HOME": str(home),
+        "CANTOR_POOL_URL": redis.url,
+        "CANTOR_POOL_PASSWORD": password,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "cantor_desktop", "pool", "status", *extra],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_pool_status_shows_every_member_and_needs_redis_password(pool3, tmp_path):
+    redis, _members = pool3
+    ok = _pool_status(tmp_path, redis, redis.password, "--json")
+    assert ok.returncode == 0, ok.stderr
+    status = json.loads(ok.stdout)
+    alive = {m["name"] for m in status["members"] if m["alive"]}
+    assert alive == {"alpha", "bravo", "charlie"}
+    charlie = next(m for m in status["members"] if m["name"] == "charlie")
+    assert TURBO in charlie["models"] and "sketch" in charlie["models"]
+    assert status["songs"].get("done", 0) >= 1
+    text = render(status)  # what `cantor pool status` prints without --json
+    assert "members (3 alive)" in text
+    assert all(f"  {name} [" in text for name in ("alpha", "bravo", "charlie"))
+    # Redis's password is needed, and a wrong one is said so (never echoed)
+    wrong = _pool_status(tmp_path, redis, "not-the-password")
+    assert wrong.returncode == 1
+    assert "pool unreachable" in wrong.stderr and "Redis refused" in wrong.stderr
+    assert "not-the-password" not in wrong.stderr + wrong.stdout
+
+
+def test_a_node_without_the_pools_token_is_refused(pool3, tmp_path):
+    redis, members = pool3
+    stranger = PoolNode(redis, tmp_path / "x", "xray", token="a-token-of-its-own-0123456789")
+
+    with pytest.raises(NodeStartError) as refused:
+        run(stranger.start())
+    assert "not the token of the pool" in str(refused.value)
+    assert stranger.node.proc.proc.poll() is not None  # it exited: it never took a song
+
+    async def go():
+        song_id = next(iter(await _listed(members[0])))
+        async with stranger.http() as h:  # its token opens no member's door
+            return [(await h.get(f"{m.url}/v1/songs/{song_id}/audio")).status_code for m in members]
+
+    async def pool_members():
+        async with members[0].http() as h:
+            return {m["name"] for m in (await h.get("/v1/pool")).json()["members"]}
+
+    assert run(go()) == [401, 401, 401]
+    assert "xray" not in run(pool_members())
+
+
+async def _running_somewhere(member: PoolNode, song_id: str, timeout: float = 60.0) -> dict:
+    """The song once a member runs it and its engine has made progress."""
     deadline = time.monotonic() + timeout
     while True:
         s = await song(member, song_id)
-        if s["state"] == "running" and (s.get("node") or {}).get("name") == member.name:
-            if s["progress"] > 0:
-                return s
-        if s["state"] in ("done", "failed", "cancelled") or time.monotonic() > deadline:
-            raise AssertionError(f"song {song_id} never ran on {member.name}: {s}")
+        if s["state"] == "running" and s.get("node") and s["progress"] > 0:
+            return s
+        assert s["state"] not in FINISHED and time.monotonic() < deadline, s
         await asyncio.sleep(0.05)
 
 
-def test_a_node_killed_mid_song_leaves_it_to_another_that_makes_it_once(pool3):
-    redis, (a, b, c) = pool3
-
-    async def go():
-        song_id = await post(a, {**SKETCH_SONG, "caption": "killed mid song"}, node="bravo")
-        # sent to bravo's lane: bravo takes it; once it runs there, kill -9 bravo
-        await _running_on(b, song_id)
-        b.kill9()
-        # bravo's own lane is bravo's: the song waits, saying why, until bravo is back
-        s = await song(a, song_id)
-        await b.restart()
-        found = await all_finished(a, [song_id])
-        return song_id, s, found[song_id]
-
-    song_id, meanwhile, done = run(go())
-    assert done["state"] == "done" and done["node"]["name"] == "bravo"
-    assert done["attempts"] == 2 and len(done["takes"]) == 1
-    assert [s["id"] for s in sidecars(b.songs_dir)].count(song_id) == 1
-    assert meanwhile["state"] == "running"  # the record still held by the dead node
+async def _one_running(member: PoolNode, ids: list[str], timeout: float = 60.0) -> None:
+    """Once one of ``ids`` runs somewhere (and some are not done yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        songs = await _listed(member)
+        states = [songs[i]["state"] for i in ids]
+        if "running" in states:
+            return
+        assert any(s not in FINISHED for s in states) and time.monotonic() < deadline, states
+        await asyncio.sleep(0.02)
 
 
-def test_a_song_held_by_a_dead_node_is_taken_over_after_the_lease(pool3):
-    redis, (a, b, c) = pool3
-
-    async def go():
-        # a model lane that every member reads: whoever runs it is killed; another takes it
-        song_id = await post(a, {**SKETCH_SONG, "caption": "taken over", "duration": 20})
-        deadline = time.monotonic() + 60
-        while True:
-            s = await song(a, song_id)
-            if s["state"] == "running" and s.get("node") and s["progress"] > 0:
-                break
-            assert time.monotonic() < deadline, s
-            await asyncio.sleep(0.05)
-        victim = next(m for m in (a, b, c) if m.name == s["node"]["name"])
-        others = [m for m in (a, b, c) if m is not victim]
-        victim.kill9()
-        found = await all_finished(others[0], [song_id])
-        await victim.restart()
-        return song_id, victim, found[song_id]
-
-    song_id, victim, done = run(go())
-    assert done["state"] == "done" and done["node"]["name"] != victim.name
-    assert done["attempts"] == 2 and len(done["takes"]) == 1
-    made = [(m.name, s["id"]) for m in pool3[1] for s in sidecars(m.songs_dir)]
-    assert [n for n, i in made if i == song_id] == [done["node"]["name"]]
-
-
-def test_a_frozen_node_that_comes_back_late_adds_no_second_take(pool3):
-    """SIGSTOP the node making a song for longer than the lease: another member takes the
-    song over and makes it; when the frozen node wakes, its late result is refused by the
-    fence (the attempt is no longer its own) and it keeps no file of it."""
-    redis, members = pool3
+def test_a_frozen_member_that_comes_back_late_adds_no_second_take(pool3):
+    """SIGSTOP the member making a song for longer than the lease: another takes the song
+    over and makes it; when the frozen one wakes, its late result is refused by the fence
+    (the attempt is no longer its own) and it keeps no file of it."""
+    _redis, members = pool3
 
     async def go():
         song_id = await post(members[0], {**SKETCH_SONG, "caption": "frozen node"})
-        deadline = time.monotonic() + 60
-        while True:
-            s = await song(members[0], song_id)
-            if s["state"] == "running" and s.get("node") and s["progress"] > 0:
-                break
-            assert time.monotonic() < deadline, s
-            await asyncio.sleep(0.05)
+        s = await _running_somewhere(members[0], song_id)
         frozen = next(m for m in members if m.name == s["node"]["name"])
         other = next(m for m in members if m is not frozen)
         os.kill(frozen.pid, signal.SIGSTOP)
@@ -265,12 +266,84 @@ def test_a_frozen_node_that_comes_back_late_adds_no_second_take(pool3):
             found = await all_finished(other, [song_id])
         finally:
             os.kill(frozen.pid, signal.SIGCONT)
-        await asyncio.sleep(3.0)  # the woken node's lease check and late result
-        return song_id, frozen, found[song_id], await song(frozen, song_id)
+        # the woken member finishes its engine's job and is refused: wait until it has
+        # given the song up (its record mirrors the pool's again)
+        deadline = time.monotonic() + 30
+        while True:
+            mine = await song(frozen, song_id)
+            if mine["state"] == "done" and mine["node"]["name"] == found[song_id]["node"]["name"]:
+                break
+            assert time.monotonic() < deadline, mine
+            await asyncio.sleep(0.1)
+        return song_id, frozen, found[song_id], mine
 
     song_id, frozen, done, seen_by_frozen = run(go())
     assert done["state"] == "done" and done["node"]["name"] != frozen.name
     assert done["attempts"] == 2 and len(done["takes"]) == 1
-    assert [x for x in sidecars(frozen.songs_dir) if x["id"] == song_id] == []
-    assert seen_by_frozen["node"]["name"] == done["node"]["name"]
     assert len(seen_by_frozen["takes"]) == 1
+    assert _made_where(members, {song_id}) == [(done["node"]["name"], song_id)]
+
+
+def test_redis_killed_and_restarted_loses_no_song_and_members_reconnect(pool3):
+    redis, members = pool3
+
+    async def go():
+        ids = [
+            await post(members[k % 3], {**SKETCH_SONG, "caption": f"outage {k}", "seed": 100 + k})
+            for k in range(6)
+        ]
+        await _one_running(members[0], ids)
+        redis.kill9()
+        for m in members:
+            away = await wait_pool_state(m, "unreachable")
+            assert away["error"]
+        # meanwhile: every member still lists the pool's songs (its mirror) and says why a
+        # new song cannot be queued now
+        listed = [set(ids) <= set(await _listed(m)) for m in members]
+        async with members[1].http() as h:
+            refused = await h.post("/v1/songs", json=SKETCH_SONG)
+        redis.start()  # the same folder and port: the append-only file comes back
+        for m in members:
+            await wait_pool_state(m, "connected")
+        found = await all_finished(members[2], ids)
+        mirrors = [await all_finished(m, ids) for m in members]
+        return ids, listed, refused, found, mirrors
+
+    ids, listed, refused, found, mirrors = run(go())
+    assert listed == [True, True, True]
+    assert refused.status_code == 503
+    assert refused.json()["error"]["type"] == "pool_unreachable"
+    assert "pool unreachable" in refused.json()["error"]["message"]
+    assert {s["state"] for s in found.values()} == {"done"}, found
+    assert all(len(s["takes"]) == 1 for s in found.values())
+    written = _made_where(members, set(ids))
+    assert sorted(i for _n, i in written) == sorted(ids)  # each made once, none lost
+    # no member's work was taken from it by the outage: a song finished while Redis was
+    # away is written when it is back, not made again elsewhere
+    assert all(s["attempts"] == 1 for s in found.values()), found
+    # and every member's view of the pool is the same again (its own songs included)
+    for mirror in mirrors:
+        assert {i: (s["state"], s["node"]["name"]) for i, s in mirror.items()} == {
+            i: (s["state"], s["node"]["name"]) for i, s in found.items()
+        }
+
+
+def test_a_member_killed_mid_song_leaves_it_to_another_after_the_lease(pool3):
+    """kill -9 of the member making a song (its engine dies with it): after the lease the
+    song is claimed by another member and made there, once."""
+    _redis, members = pool3
+
+    async def go():
+        song_id = await post(members[0], {**SKETCH_SONG, "caption": "taken over"})
+        s = await _running_somewhere(members[0], song_id)
+        victim = next(m for m in members if m.name == s["node"]["name"])
+        others = [m for m in members if m is not victim]
+        victim.kill9()
+        found = await all_finished(others[0], [song_id])
+        return song_id, victim, found[song_id], await song(others[1], song_id)
+
+    song_id, victim, done, seen_elsewhere = run(go())
+    assert done["state"] == "done" and done["node"]["name"] != victim.name
+    assert done["attempts"] == 2 and len(done["takes"]) == 1
+    assert seen_elsewhere["node"] == done["node"]
+    assert _made_where(members, {song_id}) == [(done["node"]["name"], song_id)]

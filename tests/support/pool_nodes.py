@@ -44,15 +44,18 @@ class PoolNode:
         synth_seconds: float = 0.5,
         acestep: bool = False,
         shared_songs: Path | None = None,
+        token: str = TOKEN,
     ):
-        self.redis, self.home, self.name = redis, home, name
+        self.redis, self.home, self.name, self.token = redis, home, name, token
         home.mkdir(parents=True, exist_ok=True)
         if acestep:
             sketch_as_acestep(home, home)
             make_models(home / "models" / "acestep")
             # the Sketch default model, so songs that name none stay Sketch songs
-            text = (home / "node.toml").read_text().replace(
-                'default = "acestep-v15-turbo"', 'default = "sketch"'
+            text = (
+                (home / "node.toml")
+                .read_text()
+                .replace('default = "acestep-v15-turbo"', 'default = "sketch"')
             )
             (home / "node.toml").write_text(text)
         else:
@@ -69,7 +72,7 @@ class PoolNode:
             "CANTOR_POOL_PASSWORD": redis.password,
             "CANTOR_TEST_SKETCH_SYNTH_S": str(synth_seconds),
         }
-        self.node = Node(home, token=TOKEN, env=self.env)
+        self.node = Node(home, token=token, env=self.env)
         self.port = self.node.proc.port
 
     async def start(self) -> PoolNode:
@@ -77,7 +80,7 @@ class PoolNode:
         return self
 
     async def restart(self) -> PoolNode:
-        self.node = Node(self.home, port=self.port, token=TOKEN, env=self.env)
+        self.node = Node(self.home, port=self.port, token=self.token, env=self.env)
         return await self.start()
 
     @property
@@ -90,7 +93,7 @@ class PoolNode:
 
     def http(self, **kw) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            base_url=self.url, headers=bearer(TOKEN), trust_env=False, timeout=60, **kw
+            base_url=self.url, headers=bearer(self.token), trust_env=False, timeout=60, **kw
         )
 
     def kill9(self) -> None:
@@ -149,11 +152,11 @@ async def all_finished(member: PoolNode, ids: list[str], timeout: float = 240.0)
 async def audio_digest(member: PoolNode, song_id: str, take: int = 1) -> tuple[int, str]:
     """(status, sha256) of a take's audio as ``member`` serves it."""
     digest = hashlib.sha256()
-    async with member.http() as h:
-        async with h.stream("GET", f"/v1/songs/{song_id}/audio", params={"take": take}) as r:
-            async for chunk in r.aiter_bytes():
-                digest.update(chunk)
-            return r.status_code, digest.hexdigest()
+    path = f"/v1/songs/{song_id}/audio"
+    async with member.http() as h, h.stream("GET", path, params={"take": take}) as r:
+        async for chunk in r.aiter_bytes():
+            digest.update(chunk)
+        return r.status_code, digest.hexdigest()
 
 
 def sidecars(folder: Path) -> list[dict[str, Any]]:
@@ -170,9 +173,9 @@ def sidecars(folder: Path) -> list[dict[str, Any]]:
 
 
 async def start_all(members: list[PoolNode]) -> None:
-    """Start members one after another (a first start compiles and imports a lot)."""
-    for m in members:
-        await m.start()
+    """Start members at once (each waits for its imports and for Redis: together they
+    overlap)."""
+    await asyncio.gather(*(m.start() for m in members))
 
 
 async def wait_pool_state(member: PoolNode, state: str, timeout: float = 30.0) -> dict:
@@ -199,3 +202,37 @@ async def wait_members(member: PoolNode, count: int, timeout: float = 30.0) -> l
         if time.monotonic() > deadline:
             raise AssertionError(f"{len(alive)} members alive, not {count}")
         await asyncio.sleep(0.1)
+
+
+class ThreeNodePool:
+    """Redis and three members on ``base``: alpha and bravo make Sketch songs, charlie
+    also ACE-Step turbo ones (a model the others have not). A context manager."""
+
+    def __init__(self, base: Path):
+        self.redis = RedisServer(base / "redis")
+        self.members = [
+            PoolNode(self.redis, base / "a", "alpha"),
+            PoolNode(self.redis, base / "b", "bravo"),
+            PoolNode(self.redis, base / "c", "charlie", acestep=True),
+        ]
+
+    def __enter__(self) -> tuple[RedisServer, list[PoolNode]]:
+        self.redis.start()
+        try:
+            asyncio.run(start_all(self.members))
+            asyncio.run(wait_members(self.members[0], 3))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self.redis, self.members
+
+    def __exit__(self, *_exc) -> None:
+        async def stop():
+            for m in self.members:
+                if m.node.proc.proc is not None:
+                    await m.stop()
+
+        try:
+            asyncio.run(stop())
+        finally:
+            self.redis.stop()
