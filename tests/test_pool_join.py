@@ -1,6 +1,7 @@
 """`cantor pool join / status / leave` against a real redis-server (password, append-only
 file): the first member's token becomes the pool's, a later member must give it, the Redis
-password goes to the keyring and never into node.toml; and the pool URL's parsing."""
+password goes to the keyring and never into node.toml; the pool URL's parsing; a member
+sends the token only to a node that proves it holds it."""
 
 from __future__ import annotations
 
@@ -108,3 +109,46 @@ def test_redis_keeps_a_check_of_the_pools_token_never_the_token():
     assert "the-pools-token" not in check
     assert credentials.token_matches("the-pools-token", check)
     assert not credentials.token_matches("another-token", check)
+
+
+def test_a_member_sends_the_pools_token_only_to_a_node_that_proves_it(monkeypatch):
+    """A member's address comes from Redis: something else listening there (here a plain
+    HTTP server that answers health like a node) is asked for a proof and sent nothing."""
+    import asyncio
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from cantor_desktop.node import pool_peers
+    from cantor_desktop.node.http_common import ApiError
+
+    seen: list[dict[str, str]] = []
+
+    class Stranger(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(dict(self.headers))
+            body = json.dumps({"status": "ok", "port": self.server.server_port}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stranger)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(access.TOKEN_ENV, "the-pools-token-0123456789abcdef")
+    member = {"id": "evil", "name": "evil", "url": f"http://127.0.0.1:{server.server_port}"}
+    try:
+        for call in (
+            pool_peers.send(member, "GET", "/v1/songs"),
+            pool_peers.stream(member, "/v1/songs/x/audio", {"take": 1}),
+        ):
+            with pytest.raises(ApiError) as refused:
+                asyncio.run(call)
+            assert refused.value.status == 502
+            assert "did not prove it holds the pool's token" in str(refused.value)
+    finally:
+        server.shutdown()
+    assert seen and all(h.get("Authorization") is None for h in seen)

@@ -1,11 +1,16 @@
 """One member of a pool asking another: a take's audio from the member that made it, a song
 handed to the member that holds what it edits, a forgotten song's files deleted where they
 are. Over httpx (the one HTTP client), with the pool's token — every member's token — and
-through the other member's door like any client (Host, token, JSON bodies)."""
+through the other member's door like any client (Host, token, JSON bodies).
+
+A member's address comes from Redis, which anyone who can write there could change: like
+every client, a member sends the token only to a node that proved it holds it first
+(:func:`cantor_desktop.nodeclient.which_node`); a proof counts for :data:`PROOF_KEPT_S`."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import httpx
@@ -19,6 +24,33 @@ log = logging.getLogger(__name__)
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 PASSED_HEADERS = ("content-type", "content-length", "content-disposition", "last-modified", "etag")
+PROOF_KEPT_S = 60.0
+_proven: dict[str, float] = {}  # member URL → when it last proved it holds the token
+
+
+async def _prove(member: dict[str, Any]) -> None:
+    """ApiError unless the node at ``member``'s URL proves it holds the pool's token."""
+    from ..nodeclient import NO_NODE, OURS, which_node
+
+    url = member["url"]
+    if time.monotonic() - _proven.get(url, -PROOF_KEPT_S) < PROOF_KEPT_S:
+        return
+    token = access.node_token(create=False)
+    verdict = await which_node(url, TIMEOUT.connect or 5.0, token)
+    if verdict == OURS:
+        _proven[url] = time.monotonic()
+        return
+    _proven.pop(url, None)
+    name = member.get("name") or member.get("id")
+    if verdict == NO_NODE:
+        raise _unreachable(member, "nothing answers there")
+    log.warning("pool: %s at %s did not prove the pool's token: not asked", name, url)
+    raise ApiError(
+        502,
+        f"the pool's member {name} ({url}) did not prove it holds the pool's token: "
+        "it was sent nothing (is something else listening at that address?)",
+        "member_unproven",
+    )
 
 
 def _client(url: str) -> httpx.AsyncClient:
@@ -32,7 +64,7 @@ def _client(url: str) -> httpx.AsyncClient:
     )
 
 
-def _unreachable(member: dict[str, Any], exc: Exception) -> ApiError:
+def _unreachable(member: dict[str, Any], exc: Exception | str) -> ApiError:
     name = member.get("name") or member.get("id")
     return ApiError(
         502,
@@ -43,6 +75,7 @@ def _unreachable(member: dict[str, Any], exc: Exception) -> ApiError:
 
 async def stream(member: dict[str, Any], path: str, params: dict[str, Any]) -> StreamingResponse:
     """``GET path`` on ``member``, its answer passed on as it streams in."""
+    await _prove(member)
     client = _client(member["url"])
     try:
         request = client.build_request("GET", path, params=params)
@@ -75,6 +108,7 @@ async def send(
     member: dict[str, Any], method: str, path: str, *, params=None, body: Any = None
 ) -> JSONResponse:
     """A JSON request to ``member``; its answer (status and body) passed on."""
+    await _prove(member)
     async with _client(member["url"]) as client:
         try:
             answer = await client.request(method, path, params=params, json=body)
