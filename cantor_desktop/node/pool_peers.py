@@ -5,7 +5,7 @@ through the other member's door like any client (Host, token, JSON bodies).
 
 A member's address comes from Redis, which anyone who can write there could change: like
 every client, a member sends the token only to a node that proved it holds it first
-(:func:`cantor_desktop.nodeclient.which_node`); a proof counts for :data:`PROOF_KEPT_S`."""
+(:mod:`cantor_desktop.proof`); a proof counts for :data:`PROOF_KEPT_S`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import httpx
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from .. import __version__, access
+from .. import __version__, access, config
 from .http_common import ApiError
 
 log = logging.getLogger(__name__)
@@ -29,21 +29,41 @@ _proven: dict[str, float] = {}  # member URL → when it last proved it holds th
 
 
 async def _prove(member: dict[str, Any]) -> None:
-    """ApiError unless the node at ``member``'s URL proves it holds the pool's token."""
-    from ..nodeclient import NO_NODE, OURS, which_node
+    """ApiError unless the node at ``member``'s URL proves it holds the pool's token: the
+    challenge of :mod:`cantor_desktop.proof` to its tokenless health check, answered with a
+    MAC under the token of the challenge and the port it answered on."""
+    from urllib.parse import urlsplit
+
+    from .. import proof
 
     url = member["url"]
     if time.monotonic() - _proven.get(url, -PROOF_KEPT_S) < PROOF_KEPT_S:
         return
-    token = access.node_token(create=False)
-    verdict = await which_node(url, TIMEOUT.connect or 5.0, token)
-    if verdict == OURS:
+    token = access.node_token(create=False) or ""
+    challenge = proof.new_challenge()
+    try:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=TIMEOUT, trust_env=False, follow_redirects=False
+        ) as client:
+            answer = await client.get("/v1/health", params={proof.QUERY: challenge})
+        body = answer.json() if answer.status_code == 200 else None
+    except httpx.HTTPError as exc:
+        raise _unreachable(member, exc) from None
+    except ValueError:
+        body = None
+    parts = urlsplit(url)
+    answered = body.get("port") if isinstance(body, dict) else None
+    given = body.get("proof") if isinstance(body, dict) else None
+    if (
+        isinstance(answered, int)
+        # on this machine the port asked is the port answered (a relay is no proof)
+        and (answered == parts.port or not config.is_loopback_host(parts.hostname or ""))
+        and proof.verify(token, challenge, answered, given)
+    ):
         _proven[url] = time.monotonic()
         return
     _proven.pop(url, None)
     name = member.get("name") or member.get("id")
-    if verdict == NO_NODE:
-        raise _unreachable(member, "nothing answers there")
     log.warning("pool: %s at %s did not prove the pool's token: not asked", name, url)
     raise ApiError(
         502,
@@ -73,7 +93,9 @@ def _unreachable(member: dict[str, Any], exc: Exception | str) -> ApiError:
     )
 
 
-async def stream(member: dict[str, Any], path: str, params: dict[str, Any]) -> StreamingResponse:
+async def stream(
+    member: dict[str, Any], path: str, params: dict[str, Any]
+) -> StreamingResponse | JSONResponse:
     """``GET path`` on ``member``, its answer passed on as it streams in."""
     await _prove(member)
     client = _client(member["url"])
