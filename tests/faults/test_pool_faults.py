@@ -65,6 +65,7 @@ def test_sixty_songs_posted_to_three_members_are_each_made_once(pool3, tally):
     assert t.tried == 60 and not t.lost
 
 
+@pytest.mark.timeout(900)  # 20 trials, each with the killed member's restart
 def test_twenty_kills_mid_song_each_song_made_once_elsewhere(pool3, tally):
     _redis, members = pool3
     t = tally("pool: kill -9 of the member making a song (counted when mid-song)")
