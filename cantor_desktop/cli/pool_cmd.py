@@ -116,6 +116,7 @@ async def _join(args, address, password) -> int:
             return EXIT_FAILED
         check = await r.get(keys.TOKEN_CHECK)
         own = access.node_token(create=True) or ""
+        token: str | None
         if check is None:
             token = own
             await r.set(keys.TOKEN_CHECK, credentials.token_check(token), nx=True)

@@ -104,7 +104,7 @@ class PoolQueue(SongQueue):
         self.link = link
         self.me = me  # {"id", "name", "shared"}
         self.node_id: str = me["id"]
-        self.hub = PoolHub(self._forward)
+        self.hub: PoolHub = PoolHub(self._forward)
         self.lanes: dict[str, str] = {}  # song id → its lane
         self.held: dict[str, Held] = {}
         self.lost: set[str] = set()  # songs this node held and lost (fenced out)

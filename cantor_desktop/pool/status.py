@@ -32,7 +32,7 @@ async def gather(r) -> dict[str, Any]:
             groups = await r.xinfo_groups(lane)
         except Exception:
             continue
-        group = next((g for g in groups if g.get("name") == keys.GROUP), {})
+        group: dict[str, Any] = next((g for g in groups if g.get("name") == keys.GROUP), {})
         claimed: dict[str, int] = {}
         if group.get("pending"):
             summary = await r.xpending(lane, keys.GROUP)
