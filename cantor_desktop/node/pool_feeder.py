@@ -180,7 +180,7 @@ class Feeder:
 
     async def _pass(self, lanes: dict[str, str | None]) -> None:
         runner = self.queue.runner
-        if runner is None or runner.draining or runner._stopping:
+        if runner is None or runner.starts_nothing:
             return
         busy = self._busy()
         r = self.link.redis

@@ -189,6 +189,11 @@ class Runner:
 
     # -- life ----------------------------------------------------------------------------
 
+    @property
+    def starts_nothing(self) -> bool:
+        """A restart was asked or the node stops: no new song starts here."""
+        return self.draining or self._stopping
+
     def start(self) -> None:
         self.queue.attach(self)
         loop = asyncio.get_running_loop()
@@ -257,7 +262,7 @@ class Runner:
             await self._wake.wait()
 
     def _dispatch(self) -> None:
-        if self.draining or self._stopping:
+        if self.starts_nothing:
             return
         cfg = _config()
         keys: dict[str, str | Exception] = {}  # model → engine key, once per pass
