@@ -32,11 +32,11 @@ CAPABILITIES_EVERY = 5  # beats between two looks at the library
 
 def capabilities(cfg: config.Config) -> dict[str, str]:
     """The models this node can make now → their engine key (sketch always)."""
-    from .model_routes import installed_names
+    from ..models.library import READY, list_models
     from .runner import plan_model
 
     found = {SKETCH: SKETCH}
-    for name in installed_names(acestep_only=True):
+    for name in [m.name for m in list_models() if m.state == READY and m.name != SKETCH]:
         try:
             plan = plan_model(name, cfg)
         except Exception as exc:
