@@ -292,13 +292,6 @@ def test_windows_a_refused_job_is_said_and_the_child_still_starts(fake, caplog):
     assert "children may outlive it" in caplog.text
 
 
-def test_windows_the_app_mutex_the_installer_looks_for(fake):
-    windows.app_mutex(fake.kernel32)
-    assert set(fake.mutexes) == {"CantorDesktopRunning", r"Global\CantorDesktopRunning"}
-    iss = (ROOT / "installer" / "windows" / "cantor.iss").read_text()
-    assert f"AppMutex={windows.APP_MUTEX},Global\\{windows.APP_MUTEX}" in iss
-
-
 def test_windows_probes_run_without_a_console_window(monkeypatch):
     from cantor_desktop import hardware
 
@@ -593,3 +586,32 @@ def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monk
     with pytest.raises(PermissionError):
         config.write_atomic(target, b"x")
     assert calls == ["posix"]
+
+
+# -- what psutil lets through on Windows: a plain OSError (WinError 87) -----------------------
+
+
+def test_a_process_psutil_cannot_read_never_ends_the_search(fake):
+    """psutil raises a plain OSError (WinError 87) for cmdline() of a process that is starting
+    or ending, and for exe() where NtQuerySystemInformation lacks SystemProcessIdInformation
+    (Wine < 9.8): the search goes on, the image path is asked of Windows, and the leftovers
+    check still ends the engine that lost its node."""
+    from cantor_desktop.node import leftovers
+    from cantor_desktop.paths import paths
+
+    p = paths().ensure()
+    models = str(p.models_dir / "acestep")
+    (p.models_dir / "acestep").mkdir(parents=True)
+    exe = str(p.engines_dir / "acestep" / "cpu" / "v1" / "ace-server")
+    starting = fake.spawn(4, "setup.exe", ["setup.exe"])
+    fake.procs[starting].unreadable = ("cmdline", "exe")
+    orphan = fake.spawn(6_000_001, exe, [exe, "--models", models, "--port", "4100"])
+
+    assert procs.command_line(starting, ps=fake.psutil) is None
+    assert procs.image_path(starting, ps=fake.psutil, k32=fake.kernel32) == "setup.exe"
+    assert procs.image_path(starting, ps=fake.psutil) is None  # no Windows to ask here
+    seen = {f.pid: f for f in procs.find(lambda f: True, ps=fake.psutil, k32=fake.kernel32)}
+    assert seen[starting].cmdline == [] and seen[starting].exe == "setup.exe"
+    assert seen[orphan].exe == exe and seen[orphan].argument_after("--models") == models
+    assert leftovers.end_leftovers(0.2, ps=fake.psutil) == [orphan]
+    assert fake.procs[starting].alive and not fake.procs[orphan].alive

@@ -4,6 +4,13 @@ ending a process tree (asked first, then forced), finding processes by image and
 Nothing here sends a raw signal or reads /proc: ``os.kill(pid, 0)`` is Ctrl-C on Windows
 (GenerateConsoleCtrlEvent) and SIGKILL does not exist there. Every function takes ``ps``,
 the psutil module by default, so tests run the same code against a fake process table.
+
+On Windows psutil lets some system errors through as a plain ``OSError`` rather than its own
+NoSuchProcess/AccessDenied: ``cmdline()`` of a process that is starting or ending raises
+WinError 87 (giampaolo/psutil#2519), as ``exe()`` does for every process where Windows'
+``NtQuerySystemInformation(SystemProcessIdInformation)`` is missing (Wine before 9.8,
+giampaolo/psutil#2492). Such a process is unreadable, not a reason to stop looking at the
+others; its image path is then asked of Windows itself (``QueryFullProcessImageNameW``).
 """
 
 from __future__ import annotations
@@ -61,16 +68,45 @@ def command_line(pid: int, *, ps=None) -> list[str] | None:
         return list(proc.cmdline()) if proc is not None else None
     except (ps.NoSuchProcess, ps.AccessDenied):
         return None
+    except OSError as exc:  # psutil#2519: a process starting or ending (Windows)
+        log.debug("cannot read the command line of process %d: %s", pid, exc)
+        return None
 
 
-def image_path(pid: int, *, ps=None) -> str | None:
-    """The executable file of ``pid`` (its image), or None."""
+def image_path(pid: int, *, ps=None, k32=None) -> str | None:
+    """The executable file of ``pid`` (its image), or None. ``k32``: the kernel32 to ask
+    when psutil fails with a plain OSError (Windows' own; a fake in tests)."""
     ps = _ps(ps)
     try:
         proc = _process(pid, ps)
         return (proc.exe() or None) if proc is not None else None
     except (ps.NoSuchProcess, ps.AccessDenied):
         return None
+    except OSError as exc:
+        return _image_path_from_windows(pid, exc, k32)
+
+
+def _image_path_from_windows(pid: int, exc: OSError, k32=None) -> str | None:
+    """psutil could not name the image of ``pid`` (see the module's doc): ask Windows."""
+    if k32 is None and os.name != "nt":
+        log.debug("cannot read the image path of process %d: %s", pid, exc)
+        return None
+    from . import windows
+
+    return windows.image_path(pid, k32)
+
+
+def _read(proc, what: str, ps, default=None, k32=None):
+    """One attribute of a listed process, or ``default`` when it cannot be read."""
+    try:
+        return getattr(proc, what)()
+    except (ps.NoSuchProcess, ps.AccessDenied):
+        return default
+    except OSError as exc:
+        if what == "exe":
+            return _image_path_from_windows(proc.pid, exc, k32)
+        log.debug("cannot read %s of process %d: %s", what, proc.pid, exc)
+        return default
 
 
 def descendants(pid: int, *, ps=None) -> list[int]:
@@ -81,6 +117,9 @@ def descendants(pid: int, *, ps=None) -> list[int]:
         proc = _process(pid, ps)
         return [c.pid for c in proc.children(recursive=True)] if proc is not None else []
     except (ps.NoSuchProcess, ps.AccessDenied):
+        return []
+    except OSError as exc:
+        log.debug("cannot list the children of process %d: %s", pid, exc)
         return []
 
 
@@ -174,19 +213,20 @@ class Found:
         return None
 
 
-def find(match: Callable[[Found], bool], *, ps=None) -> list[Found]:
-    """Every running process (readable by us) for which ``match`` is true."""
+def find(match: Callable[[Found], bool], *, ps=None, k32=None) -> list[Found]:
+    """Every running process (readable by us) for which ``match`` is true. Each attribute is
+    read on its own: a process psutil cannot read (see the module's doc) is seen with what
+    could be read, and never ends the search."""
     ps = _ps(ps)
     found = []
-    for proc in ps.process_iter(["pid", "exe", "cmdline", "ppid", "status"]):
-        info = getattr(proc, "info", None) or {}
-        if info.get("status") == ps.STATUS_ZOMBIE or info.get("pid") == os.getpid():
+    for proc in ps.process_iter():
+        if proc.pid == os.getpid() or _read(proc, "status", ps) == ps.STATUS_ZOMBIE:
             continue
         item = Found(
-            pid=info.get("pid", proc.pid),
-            exe=info.get("exe") or None,
-            cmdline=list(info.get("cmdline") or []),
-            ppid=info.get("ppid"),
+            pid=proc.pid,
+            exe=_read(proc, "exe", ps, k32=k32) or None,
+            cmdline=list(_read(proc, "cmdline", ps) or []),
+            ppid=_read(proc, "ppid", ps),
         )
         try:
             if match(item):

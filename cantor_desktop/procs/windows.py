@@ -13,7 +13,6 @@
   bundle's runtime DLLs instead of its own. It is reset (``SetDllDirectoryW(NULL)``) once,
   and ``_MEIPASS`` added with ``os.add_dll_directory`` (per process, not inherited), which is
   what Python's own extension and ctypes loading search.
-- A **named mutex** the installer's ``AppMutex`` looks for, to know Cantor is running.
 
 Tests pass a fake kernel32 that models handles, jobs and a process table.
 """
@@ -39,10 +38,7 @@ JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x00002000
 JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS = 9
 PROCESS_TERMINATE = 0x0001
 PROCESS_SET_QUOTA = 0x0100
-ERROR_ALREADY_EXISTS = 183
-
-APP_MUTEX = "CantorDesktopRunning"
-"""Named in installer/windows/cantor.iss (AppMutex): Setup waits while the app runs."""
+PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
 
 
 class IO_COUNTERS(ctypes.Structure):  # noqa: N801 - Windows' name
@@ -103,7 +99,10 @@ def load_kernel32() -> Any:
         "SetErrorMode": (wintypes.UINT, [wintypes.UINT]),
         "GetDllDirectoryW": (wintypes.DWORD, [wintypes.DWORD, wintypes.LPWSTR]),
         "SetDllDirectoryW": (wintypes.BOOL, [wintypes.LPCWSTR]),
-        "CreateMutexW": (wintypes.HANDLE, [wintypes.LPVOID, wintypes.BOOL, wintypes.LPCWSTR]),
+        "QueryFullProcessImageNameW": (
+            wintypes.BOOL,
+            [wintypes.HANDLE, wintypes.DWORD, wintypes.LPWSTR, ctypes.POINTER(wintypes.DWORD)],
+        ),
     }
     for name, (restype, argtypes) in sig.items():
         fn = getattr(k, name)
@@ -179,6 +178,23 @@ class Job:
         if self.handle:
             self.k32.CloseHandle(self.handle)
             self.handle = None
+
+
+def image_path(pid: int, k32: Any = None) -> str | None:
+    """The executable file of process ``pid`` as Windows names it
+    (``QueryFullProcessImageNameW``, which needs only limited query rights), or None."""
+    k32 = k32 if k32 is not None else kernel32()
+    handle = k32.OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, False, pid)
+    if not handle:
+        return None
+    try:
+        size = ctypes.c_uint32(32768)
+        buf = ctypes.create_unicode_buffer(size.value)
+        if not k32.QueryFullProcessImageNameW(handle, 0, buf, ctypes.byref(size)):
+            return None
+        return buf.value or None
+    finally:
+        k32.CloseHandle(handle)
 
 
 _own_job: Job | None = None
@@ -263,15 +279,3 @@ def clean_path(path: str, meipass: str | None = None) -> str:
         return entry == bundle or entry.startswith(bundle + "\\")
 
     return ";".join(p for p in path.split(";") if p and not inside(p))
-
-
-def app_mutex(k32: Any = None, name: str = APP_MUTEX) -> list[Any]:
-    """Hold the named mutexes the installer's AppMutex checks (this session's and the
-    global one) for the life of the process; returns the handles."""
-    k32 = k32 if k32 is not None else kernel32()
-    handles = []
-    for full in (name, "Global\\" + name):
-        handle = k32.CreateMutexW(None, False, full)
-        if handle:
-            handles.append(handle)
-    return handles

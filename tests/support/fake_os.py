@@ -1,7 +1,7 @@
 """A pretend operating system for the Windows and macOS branches of cantor_desktop.procs.
 
 One process table behind two faces: ``psutil`` (Process, process_iter, the exceptions) and
-``kernel32`` (job objects, handles, error mode, DLL directory, mutexes), modelled on what the
+``kernel32`` (job objects, handles, error mode, DLL directory), modelled on what the
 Win32 documentation says: job membership is inherited by children started after it; a job
 with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE ends its processes when its last handle closes; a
 process's handles close when it exits; error mode and DLL directory are inherited.
@@ -34,6 +34,10 @@ class Proc:
     error_mode: int = 0
     dll_directory: str | None = None
     how_ended: str = ""
+    unreadable: tuple[str, ...] = ()
+    """What psutil cannot read of it: a plain OSError (WinError 87), as psutil lets through
+    for a process starting or ending, and for exe() where NtQuerySystemInformation lacks
+    SystemProcessIdInformation (Wine before 9.8)."""
 
 
 @dataclass
@@ -62,7 +66,6 @@ class FakeOS:
     def __init__(self, me: int = 7_000_000):  # above any real pid (Linux pid_max ≤ 2^22)
         self.procs: dict[int, Proc] = {}
         self.jobs: dict[int, Job] = {}
-        self.mutexes: dict[str, int] = {}
         self._next_pid = me + 1
         self._next_handle = 100
         self.me = me
@@ -162,9 +165,17 @@ class _Kernel32:
     def OpenProcess(self, access, inherit, pid):  # noqa: N802
         self.calls.append(("OpenProcess", pid))
         proc = self.os.procs.get(pid)
-        if proc is None or not proc.alive or not access & windows.PROCESS_SET_QUOTA:
+        rights = windows.PROCESS_SET_QUOTA | windows.PROCESS_QUERY_LIMITED_INFORMATION
+        if proc is None or not proc.alive or not access & rights:
             return 0
         return self.os._new_handle(self._me, "process", pid)
+
+    def QueryFullProcessImageNameW(self, handle, flags, buf, size):  # noqa: N802
+        kind, pid = self._me.handles.get(handle, (None, None))
+        if kind != "process" or not self.os.procs[pid].alive:
+            return 0
+        buf.value = self.os.procs[pid].exe
+        return 1
 
     def GetCurrentProcess(self):  # noqa: N802
         return CURRENT_PROCESS
@@ -206,10 +217,6 @@ class _Kernel32:
         self._me.dll_directory = path
         return 1
 
-    def CreateMutexW(self, attributes, owned, name):  # noqa: N802
-        self.os.mutexes[name] = self.os.mutexes.get(name, 0) + 1
-        return self.os._new_handle(self._me, "mutex", name)
-
 
 class _Process:
     def __init__(self, os_: FakeOS, pid: int):
@@ -228,11 +235,20 @@ class _Process:
     def status(self):
         return "running" if self._p.alive else "zombie"
 
+    def _readable(self, what: str) -> Proc:
+        proc = self._p
+        if what in proc.unreadable:
+            raise OSError(22, "Invalid parameter", None, 87)
+        return proc
+
     def cmdline(self):
-        return list(self._p.cmdline)
+        return list(self._readable("cmdline").cmdline)
 
     def exe(self):
-        return self._p.exe
+        return self._readable("exe").exe
+
+    def ppid(self):
+        return self._p.ppid
 
     def children(self, recursive=False):
         out, todo = [], [self.pid]
