@@ -545,6 +545,9 @@ def run(keep: bool = False, timeout: float = 180.0) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .stdio import utf8_output
+
+    utf8_output()  # its log goes to a file: cp1252 on Windows has no "→"
     parser = argparse.ArgumentParser(
         prog="cantor-desktop --self-test", description="Render two songs end to end and check them."
     )

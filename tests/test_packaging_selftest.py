@@ -3,6 +3,7 @@ child, the sketch engine, two songs, the main window offscreen), plus its audio 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,16 +17,25 @@ from cantor_desktop.selftest import SelfTestError, check_audio
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_self_test_passes_unfrozen():
-    r = subprocess.run(
-        [sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    out = r.stdout
-    assert r.returncode == 0, out + r.stderr
+def test_self_test_passes_unfrozen_with_its_output_in_a_file(tmp_path):
+    """Its output goes to a file, as ``packaging/build.sh`` sends it, in a locale whose
+    encoding has no "→" (Windows encodes a file in its ANSI code page, cp1252; this is the
+    C locale's ASCII): it passes, and the log is UTF-8."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIOENC"))}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    log = tmp_path / "selftest.log"
+    with open(log, "wb") as out_file:
+        r = subprocess.run(
+            [sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test"],
+            stdout=out_file,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+            cwd=ROOT,
+            env=env,
+        )
+    out = log.read_bytes().decode("utf-8")
+    assert r.returncode == 0, out
+    assert "node started: " in out and " → http://127.0.0.1:" in out
     assert "instrumental song: 10.00 s" in out
     assert "lyrics song: 12.00 s" in out
     assert "playback (soundfile + QAudioSink): 10.00 s decoded" in out
