@@ -7,6 +7,8 @@
     cantor-desktop --self-test             render two songs end to end, check them, exit 0/1
     cantor-desktop --measure-startup       print "first-paint <seconds>" once the main
                                            window has painted, then quit (packaging figures)
+    cantor-desktop --quit                  close the running app, its node and whatever runs
+                                           from this installation (the installer's first step)
 
 ``cantor_desktop.selfexec`` builds the ``--mode`` command lines, so children of a frozen
 Cantor are the frozen executable itself. An executable named ``cantor`` (the Windows console
@@ -86,6 +88,10 @@ def dispatch(argv: list[str]) -> int:
         return selftest_main(argv[1:])
     if argv[:1] == ["--measure-startup"]:
         return _measure_startup(argv[1:])
+    if argv[:1] == ["--quit"]:
+        from cantor_desktop.ui.quit_running import main as quit_main
+
+        return quit_main()
     names = {os.path.basename(sys.argv[0]).lower()}
     if getattr(sys, "frozen", False):
         names.add(os.path.basename(sys.executable).lower())

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.procs import free_port  # noqa: E402
-from support.app_run import AppUnderTest, still_running  # noqa: E402
-from support.node import write_config  # noqa: E402
+from support.app_run import AppUnderTest, still_running
+from support.node import write_config
+from support.procs import free_port
 
 
 @pytest.fixture
@@ -134,6 +134,50 @@ def test_a_killed_app_takes_its_node_and_engine_and_the_next_launch_is_the_app(a
             app.proc.kill()
 
 
+def test_the_installers_quit_closes_the_app_its_node_and_engine_in_order(app_home):
+    """``cantor-desktop --quit`` (what the Windows installer runs before an upgrade or an
+    uninstall) tells the running app to quit through its single-instance socket: the app
+    takes its own quit path (exit 0, its node and engine stopped, nothing left) and the
+    command returns once it is gone."""
+    import subprocess
+
+    home, port = app_home
+    app = AppUnderTest(home, port).start()
+    try:
+        assert app.node_up(), app.finish(5)
+        app.song()
+        tree = app.tree()
+        assert len(tree) >= 2
+        env = {**os.environ, "CANTOR_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
+        r = subprocess.run(
+            [sys.executable, "-m", "cantor_desktop.frozen_main", "--quit"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "the app quit" in r.stdout
+        assert app.proc.poll() is not None  # gone by the time --quit returned
+        code, out, err = app.finish()
+        assert code == 0 and "main returned 0" in out, err
+        assert still_running(tree, 5) == []
+        assert "asked to quit (cantor-desktop --quit" in (home / "logs" / "app.log").read_text()
+        r = subprocess.run(
+            [sys.executable, "-m", "cantor_desktop.frozen_main", "--quit"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert r.returncode == 0 and "no Cantor app was running" in r.stdout, r.stderr
+    finally:
+        if app.proc.poll() is None:
+            app.proc.kill()
+
+
 # -- in this process ---------------------------------------------------------------------
 
 
@@ -204,7 +248,7 @@ def test_the_first_app_listens_over_a_dead_apps_socket_for_this_user_only(qtbot,
         def let_go() -> bool:
             try:
                 return stranger.recv(1) == b""  # the app closed its end
-            except socket.timeout:
+            except TimeoutError:
                 return False
 
         qtbot.waitUntil(let_go, timeout=5000)

@@ -1,7 +1,9 @@
 """One Cantor app per user and home: a second launch brings the first window up and exits.
 
 The first app listens on a local socket named after the user and the home; a later launch
-connects, says ``show`` and exits 0 before it makes a window or starts anything. A lock file
+connects, says ``show`` and exits 0 before it makes a window or starts anything. The
+installer's ``cantor-desktop --quit`` (:mod:`.quit_running`) says ``quit`` instead: the app
+takes its one quit path (its node stops first) and lets its socket go last. A lock file
 around the check-then-listen step keeps two launches at the same moment from both becoming
 the first; a socket left by an app that was killed is removed when nobody answers on it.
 
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 
 CONNECT_MS = 1000
 SHOW = b"show\n"
+QUIT = b"quit\n"
 LONGEST_WORD = 64
 """A peer that sends more than this without a line is not a launch of ours: let it go."""
 
@@ -52,9 +55,10 @@ def socket_path(name: str) -> str:
     return os.path.join((os.environ.get("TMPDIR") or "/tmp").rstrip("/") or "/", name)
 
 
-def another_app_answers(name: str) -> bool | None:
-    """Whether an app already listens as ``name`` (it is asked to show itself), asked with
-    the standard library; None where that cannot be known so (Windows' named pipes)."""
+def another_app_answers(name: str, word: bytes = SHOW) -> bool | None:
+    """Whether an app already listens as ``name`` (it is told ``word``: show itself, or
+    quit), asked with the standard library; None where that cannot be known so (Windows'
+    named pipes: :func:`tell_app`)."""
     if os.name == "nt":
         return None
     import socket
@@ -63,7 +67,7 @@ def another_app_answers(name: str) -> bool | None:
     sock.settimeout(CONNECT_MS / 1000)
     try:
         sock.connect(socket_path(name))
-        sock.sendall(SHOW)
+        sock.sendall(word)
         return True
     except OSError:
         return False
@@ -71,11 +75,34 @@ def another_app_answers(name: str) -> bool | None:
         sock.close()
 
 
+def tell_app(name: str, word: bytes) -> bool:
+    """Tell the app listening as ``name`` ``word``; False when none answers."""
+    answered = another_app_answers(name, word)
+    if answered is not None:
+        return answered
+    from PySide6.QtNetwork import QLocalSocket
+
+    sock = QLocalSocket()
+    sock.connectToServer(name)
+    if not sock.waitForConnected(CONNECT_MS):
+        return False
+    sock.write(word)
+    sock.flush()
+    if sock.bytesToWrite():
+        sock.waitForBytesWritten(CONNECT_MS)
+    sock.disconnectFromServer()
+    if sock.state() != QLocalSocket.UnconnectedState:
+        sock.waitForDisconnected(CONNECT_MS)
+    return True  # an app answers: it is the one, even if deaf
+
+
 class SingleInstance(QObject):
     """``claim()`` → True: we are the app (``activated`` fires when a later launch asks for
-    the window); False: another app got our request to show itself — exit 0."""
+    the window, ``quit_requested`` when the installer asks it to quit); False: another app
+    got our request to show itself — exit 0."""
 
     activated = Signal()
+    quit_requested = Signal()
 
     def __init__(self, name: str | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -107,22 +134,15 @@ class SingleInstance(QObject):
                 lock.unlock()
 
     def _hand_over(self) -> bool:
-        if os.name != "nt":
-            return bool(another_app_answers(self.name))
-        from PySide6.QtNetwork import QLocalSocket
+        return tell_app(self.name, SHOW)
 
-        sock = QLocalSocket()
-        sock.connectToServer(self.name)
-        if not sock.waitForConnected(CONNECT_MS):
-            return False
-        sock.write(SHOW)
-        sock.flush()
-        if sock.bytesToWrite():
-            sock.waitForBytesWritten(CONNECT_MS)
-        sock.disconnectFromServer()
-        if sock.state() != QLocalSocket.UnconnectedState:
-            sock.waitForDisconnected(CONNECT_MS)
-        return True  # an app answers: it is the one, even if deaf
+    def _heard(self, line: bytes) -> None:
+        if line == SHOW:
+            log.info("another launch asked for the window")
+            self.activated.emit()
+        elif line == QUIT:
+            log.info("asked to quit (cantor-desktop --quit: the installer)")
+            self.quit_requested.emit()
 
     # -- POSIX: a Unix socket ------------------------------------------------------------
 
@@ -182,9 +202,7 @@ class SingleInstance(QObject):
         while b"\n" in pending:
             line, _, rest = bytes(pending).partition(b"\n")
             pending[:] = rest
-            if line + b"\n" == SHOW:
-                log.info("another launch asked for the window")
-                self.activated.emit()
+            self._heard(line + b"\n")
         if not data or len(pending) > LONGEST_WORD:  # gone, or not one of ours
             self._drop_peer(notifier)
 
@@ -227,9 +245,7 @@ class SingleInstance(QObject):
         object's slot, and let go once its peer has gone)."""
         for sock in list(self._clients):
             while sock.canReadLine():
-                if bytes(sock.readLine().data()) == SHOW:
-                    log.info("another launch asked for the window")
-                    self.activated.emit()
+                self._heard(bytes(sock.readLine().data()))
             if sock.state() == sock.LocalSocketState.UnconnectedState:
                 self._clients.remove(sock)
                 sock.deleteLater()

@@ -4,7 +4,8 @@ One app per user and home (:mod:`.instance`): a second launch shows the first on
 and exits 0 before it paints anything.
 
 Every way to quit takes one path, :meth:`Shell.quit`: the tray's and the menu's Quit;
-logout and the installer's Restart Manager (``commitDataRequest``); closing the window when
+logout and the installer's Restart Manager (``commitDataRequest``); the installer's
+``cantor-desktop --quit`` (through the single-instance socket); closing the window when
 there is no tray; Ctrl-C and SIGTERM. It hides the window, asks the node we started to stop
 (the node stops its engines), and only then lets the loop end. Should the loop end first
 anyway, :meth:`Shell.finish_now` stops the node before the process exits.
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     loop = new_loop(app)
     shell = Shell(app, window=window)
     instance.activated.connect(shell.reopen)
+    instance.quit_requested.connect(shell.quit)
     shell.start_node_soon()  # never waits: the window is up first
     quit_on_signals(shell.quit)
     try:
@@ -225,11 +227,6 @@ class Shell:
             app.installEventFilter(self._events)
         app.commitDataRequest.connect(self._session_ending)
         app.aboutToQuit.connect(self.finish_now)
-        self._held = []
-        if sys.platform == "win32":  # the installer's AppMutex: Setup waits while we run
-            from ..procs import windows
-
-            self._held = windows.app_mutex()
         if not self.tray.available:
             # without a tray, closing the window is the only way out: it quits
             self.window.destroyed.connect(self.quit)
