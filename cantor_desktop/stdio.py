@@ -25,7 +25,7 @@ def utf8_output() -> None:
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name, None)
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is None:
+        if stream is None or reconfigure is None:
             continue
         try:
             if codecs.lookup(stream.encoding or "ascii").name == "utf-8" or stream.isatty():
