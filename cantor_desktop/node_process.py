@@ -34,7 +34,12 @@ from .selfexec import self_argv
 
 log = logging.getLogger(__name__)
 
-READY_TIMEOUT = 20.0
+READY_TIMEOUT = 60.0
+"""How long a node child may take to say its token and answer. A warm start takes a second
+or two, but the first start after an install can take tens of seconds where every module
+is read cold and scanned (Windows Defender reads a fresh bundle's files on first use; the
+Windows lane's CPU-starved Wine is another such machine); a child that exits is noticed at
+once all the same."""
 STOP_TIMEOUT = 8.0  # for the node to stop after it was asked
 SIGNAL_GRACE = 5.0  # then after SIGTERM, before a kill
 STDERR_FILE = "node-stderr.log"
