@@ -2,8 +2,8 @@
 # Build Cantor for one target and print its figures. One command per target:
 #
 #   packaging/build.sh linux     bundle dist/cantor/, the .deb and the tarball   (Linux)
-#   packaging/build.sh windows   bundle dist/cantor/ and the Inno Setup installer (Windows,
-#                                from Git Bash, with Inno Setup 6 installed)
+#   packaging/build.sh windows   bundle dist/cantor/ and the MSI installer (Windows, from
+#                                Git Bash, with msitools' wixl; on Linux: the Windows lane)
 #   packaging/build.sh macos     dist/Cantor.app and the .dmg, for the architecture of
 #                                the build's Python (arm64 or x86_64; one build each) (macOS)
 #
@@ -79,11 +79,11 @@ if [ "$installers" = 1 ]; then
       "$top/installer/linux/build_deb.sh" "$bundle" "$top/dist"
       "$top/installer/linux/build_tarball.sh" "$bundle" "$top/dist" ;;
     windows)
+      # the per-user MSI (installer/windows/cantor.wxs), made with msitools' wixl (MSYS2:
+      # mingw-w64-x86_64-msitools); on Linux, packaging/windows-lane/lane.py build makes
+      # the same bundle and MSI under Wine
       version="$("$exe" --mode cli --version | awk '{print $2}' | tr -d '\r')"
-      iscc="$(command -v iscc || command -v ISCC.exe || true)"
-      [ -n "$iscc" ] || iscc="/c/Program Files (x86)/Inno Setup 6/ISCC.exe"
-      [ -x "$iscc" ] || { echo "build.sh: Inno Setup 6 (ISCC.exe) not found" >&2; exit 1; }
-      "$iscc" "/DAppVersion=$version" "$top/installer/windows/cantor.iss" ;;
+      "$py" "$top/installer/windows/build_msi.py" "$bundle" "$top/dist" --version "$version" ;;
     macos)
       CANTOR_PYTHON="$py" "$top/installer/macos/make_dmg.sh" "$bundle" "$top/dist" ;;
   esac
