@@ -1,0 +1,77 @@
+"""The Windows lane's tests drive Wine from the Linux side (``packaging/windows-lane/run``).
+
+They are skipped, with the reason, when the lane is not set up. One Xvfb and one Wine
+session serve them all; each test gets a marker in its processes' environment (so "nothing
+left running" is exact) and, where it needs one, a CANTOR_HOME of its own on the prefix's
+drive C:.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import lane
+import winproc
+
+LANE_HOMES = lane.DRIVE_C / "lane"
+
+
+def pytest_collection_modifyitems(config, items):
+    why = lane.ready()
+    if why:
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=why))
+
+
+@pytest.fixture(scope="session")
+def session():
+    """The lane's display (``run``'s Xvfb, else one of its own) and Wine session; at the
+    end, Wine's own processes of the prefix (wineserver, services, explorer) are stopped."""
+    xvfb = None if os.environ.get("DISPLAY") else winproc.Xvfb()
+    display = xvfb.display if xvfb else os.environ["DISPLAY"]
+    try:
+        lane.start_session(lane.base_env(display))
+        yield winproc.Session(display)
+    finally:
+        lane.wineserver("-k")
+        if xvfb:
+            xvfb.stop()
+
+
+@pytest.fixture
+def mark(request):
+    """This test's marker; whatever of it still runs at the end fails the test (and is
+    ended)."""
+    value = winproc.new_mark()
+    yield value
+    left = winproc.wait_gone(value, 15)
+    if left:
+        winproc.end(left)
+        pytest.fail(f"processes left running after the test: {left}")
+
+
+@pytest.fixture
+def win_home(request):
+    """A CANTOR_HOME of the test's own on drive C: (its Linux path, its Windows path)."""
+    name = request.node.name.replace("[", "-").replace("]", "")[:60]
+    home = LANE_HOMES / f"{name}-{time.monotonic_ns() % 10**6}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    return home, lane.win_path(home)
+
+
+@pytest.fixture(scope="session")
+def bundle(session):
+    """The frozen Windows bundle (built once per session by PyInstaller under Wine, reused
+    while its inputs are unchanged): its folder, and how it was made."""
+    result = lane.build_bundle(lane.base_env(session.display))
+    return lane.BUNDLE, result
