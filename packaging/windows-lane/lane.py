@@ -651,7 +651,7 @@ def install_wheels(requirements: str) -> None:
             str(req),
         ],
         check=True,
-        env={**os.environ, "UV_NATIVE_TLS": "1"},
+        env={**os.environ, "UV_SYSTEM_CERTS": "1"},
     )
     check_locked(requirements)
 
@@ -694,7 +694,7 @@ def install_project() -> str:
     subprocess.run(
         [uv(), "build", "--quiet", "--wheel", "--out-dir", str(out), str(source)],
         check=True,
-        env={**os.environ, "UV_NATIVE_TLS": "1"},
+        env={**os.environ, "UV_SYSTEM_CERTS": "1"},
     )
     wheel = next(out.glob("cantor_desktop-*.whl"))
     for old in [*SITE.glob("cantor_desktop"), *SITE.glob("cantor_desktop-*.dist-info")]:
