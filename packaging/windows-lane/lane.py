@@ -201,6 +201,8 @@ def start_session(env: dict | None = None) -> None:
     stdio on /dev/null: the services the first Windows process of a session starts inherit
     its stdio, and would hold a test's pipes open for as long as they run."""
     env = env or base_env()
+    if (PREFIX / "dosdevices").is_dir():
+        ensure_drives()
     subprocess.run(
         ["wineserver", "-p"],
         env=env,
@@ -221,24 +223,54 @@ def start_session(env: dict | None = None) -> None:
     )
 
 
+def drives() -> dict[str, Path]:
+    """The prefix's drives: C: its own drive, L: the lane's folder, S: the checkout.
+
+    Wine's default Z: (the whole Linux filesystem, ``dosdevices/z: -> /``) is taken away:
+    with the prefix inside the checkout, that link made every setuptools build of the
+    project (``uv sync``'s editable install, ``scripts/bootstrap.sh``) walk the whole
+    machine, as setuptools' file list follows links. The Windows programs of the lane only
+    need the checkout and the lane's folder."""
+    return {"C:": DRIVE_C, "L:": STATE, "S:": TOP}
+
+
+def ensure_drives() -> None:
+    """The drives of :func:`drives` and no others (Wine makes Z: with every new prefix)."""
+    dosdevices = PREFIX / "dosdevices"
+    want = {letter.lower(): target for letter, target in drives().items() if letter != "C:"}
+    for entry in dosdevices.iterdir():
+        name = entry.name.lower()
+        if re.fullmatch(r"[a-z]::?", name) and name[:2] != "c:" and name not in want:
+            entry.unlink()
+    for name, target in want.items():
+        link = dosdevices / name
+        if link.is_symlink() and Path(os.readlink(link)) == target:
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+
+
 def win_path(path: str | Path) -> str:
-    """The Windows name of a Linux path: under the prefix's drive C: as C:, else Z:."""
+    """The Windows name of a Linux path on one of the prefix's drives (:func:`drives`: the
+    innermost that holds it)."""
     path = Path(path).resolve()
-    try:
-        rel = path.relative_to(DRIVE_C.resolve())
-        return "C:\\" + str(rel).replace("/", "\\") if str(rel) != "." else "C:\\"
-    except ValueError:
-        return "Z:" + str(path).replace("/", "\\")
+    for letter, root in sorted(drives().items(), key=lambda d: -len(d[1].resolve().parts)):
+        try:
+            rel = path.relative_to(root.resolve())
+        except ValueError:
+            continue
+        return letter + "\\" + ("" if str(rel) == "." else str(rel).replace("/", "\\"))
+    raise ValueError(f"{path} is on no drive of the lane's prefix ({drives()})")
 
 
 def unix_path(path: str) -> Path:
-    """The Linux file behind a ``C:\\…`` or ``Z:\\…`` path."""
+    """The Linux file behind a Windows path on one of the prefix's drives."""
     drive, rest = path[:2].upper(), path[2:].replace("\\", "/").lstrip("/")
-    if drive == "C:":
-        return DRIVE_C / rest
-    if drive == "Z:":
-        return Path("/") / rest
-    raise ValueError(f"not a C: or Z: path: {path}")
+    root = drives().get(drive)
+    if root is None:
+        raise ValueError(f"not a path on the lane's drives {sorted(drives())}: {path}")
+    return root / rest
 
 
 # --- PE files: exports, and whether Wine's export is a stub -------------------------------------
@@ -504,6 +536,7 @@ def make_prefix() -> None:
     t = time.monotonic()
     wine(["wineboot", "--init"], timeout=300)
     wineserver("-w")
+    ensure_drives()
     users = DRIVE_C / "users"
     for folder in users.glob("*/*"):
         if folder.is_symlink():
