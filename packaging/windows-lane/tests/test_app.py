@@ -5,6 +5,7 @@ way the app ends — the tray's Quit, a logout, being killed — leaving nothing
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -14,9 +15,32 @@ import pytest
 import winproc
 
 PY = lane.PY
-APP = lane.win_path(lane.HERE / "drivers" / "app.py")
-END_SESSION = lane.win_path(lane.HERE / "drivers" / "end_session.py")
+DRIVERS = lane.SRC / "packaging" / "windows-lane" / "drivers"  # the checkout's copy on C:
+APP = lane.win_path(DRIVERS / "app.py")
+END_SESSION = lane.win_path(DRIVERS / "end_session.py")
 SCREENSHOTS = lane.TOP / "docs" / "screenshots"
+SHOTS_ON_C = lane.WORK / "screenshots"
+
+
+def screenshot(app, page: str, timeout: float, **options) -> dict:
+    """The whole Windows desktop with ``page`` shown, saved by the app to C:, then copied to
+    docs/screenshots/windows-<page>.png."""
+    SHOTS_ON_C.mkdir(parents=True, exist_ok=True)
+    name = f"windows-{page.lower()}.png"
+    shot = app.ask(
+        "screenshot",
+        timeout,
+        cmd="screenshot",
+        page=page,
+        path=lane.win_path(SHOTS_ON_C / name),
+        **options,
+    )
+    if shot["saved"]:
+        shutil.copyfile(SHOTS_ON_C / name, SCREENSHOTS / name)
+    return shot
+
+
+STARTED = time.time()
 STARTUP = 180  # s: the first start under Wine on a busy 2-core machine compiles modules
 
 
@@ -76,14 +100,7 @@ def test_compose_a_song_tray_balloon_second_launch_and_screenshots(session, mark
         while caption not in balloons and time.monotonic() < deadline:
             balloons = app.ask("balloons", cmd="balloons")["texts"]
         assert caption in balloons  # the tray's "Song ready" balloon, shown by Windows
-        shot = app.ask(
-            "screenshot",
-            60,
-            cmd="screenshot",
-            page="Compose",
-            path=lane.win_path(SCREENSHOTS / "windows-compose.png"),
-            settle=0.5,
-        )
+        shot = screenshot(app, "Compose", 60, settle=0.5)
         assert shot["saved"], shot
 
         # a second launch finds the first through its named pipe, asks it for its window
@@ -102,22 +119,9 @@ def test_compose_a_song_tray_balloon_second_launch_and_screenshots(session, mark
         assert app.ask("status", cmd="status")["visible"]
         assert "another launch asked for the window" in (home / "logs" / "app.log").read_text()
 
-        shot = app.ask(
-            "screenshot",
-            120,
-            cmd="screenshot",
-            page="Songs",
-            path=lane.win_path(SCREENSHOTS / "windows-songs.png"),
-            waveform=done["path"],
-        )
+        shot = screenshot(app, "Songs", 120, waveform=done["path"])
         assert shot["saved"] and shot["waveform"], shot  # the song's waveform, drawn
-        shot = app.ask(
-            "screenshot",
-            60,
-            cmd="screenshot",
-            page="Library",
-            path=lane.win_path(SCREENSHOTS / "windows-library.png"),
-        )
+        shot = screenshot(app, "Library", 60)
         assert shot["saved"], shot
         app.ask("quitting", cmd="tray_quit")
         assert app.wait(120) == 0, app.output()
@@ -186,8 +190,15 @@ def test_killing_the_app_ends_its_node_and_engine(session, mark, win_home):
     assert not left, f"still running after the app was killed: {left}"
 
 
-def test_screenshots_are_pngs_of_the_windows_desktop():
-    """(Made by the first test of this file; checked here so a stale file is noticed.)"""
+def test_screenshots_are_pngs_of_the_whole_windows_desktop():
+    """(Made by the first test of this file in this run: the copies on C: are new, and
+    docs/screenshots holds them.)"""
+    import struct
+
     for page in ("compose", "songs", "library"):
-        path = Path(SCREENSHOTS / f"windows-{page}.png")
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        made = SHOTS_ON_C / f"windows-{page}.png"
+        data = made.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert struct.unpack(">II", data[16:24]) == lane.DESKTOP_SIZE  # the whole desktop
+        assert made.stat().st_mtime > STARTED
+        assert Path(SCREENSHOTS / made.name).read_bytes() == data

@@ -20,7 +20,7 @@ sys.path.insert(0, str(lane.TOP / "installer" / "windows"))
 import build_msi
 
 PY = lane.PY
-PRODUCTS = lane.win_path(lane.HERE / "drivers" / "msi_products.py")
+PRODUCTS = lane.win_path(lane.SRC / "packaging" / "windows-lane" / "drivers" / "msi_products.py")
 WXS = (lane.TOP / "installer" / "windows" / "cantor.wxs").read_text()
 UPGRADE_CODE = "{" + re.search(r'UpgradeCode="([0-9A-F-]+)"', WXS).group(1) + "}"
 
@@ -30,7 +30,7 @@ def msis(bundle):
     """This version's MSI and a next one (the same bundle, the version one patch higher:
     what an upgrade looks like to Windows Installer)."""
     folder, _ = bundle
-    out = lane.STATE / "msi"
+    out = lane.WORK / "msi"
     shutil.rmtree(out, ignore_errors=True)
     version = build_msi.msi_version(build_msi.checkout_version())
     major, minor, patch = map(int, version.split("."))
