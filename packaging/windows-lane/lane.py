@@ -174,7 +174,7 @@ def wine(
         capture_output=True,
         check=False,
         timeout=timeout,
-        cwd=cwd or DRIVE_C,
+        cwd=cwd or (DRIVE_C if DRIVE_C.is_dir() else STATE),
     )
     out = subprocess.CompletedProcess(
         proc.args,
