@@ -120,7 +120,8 @@ def end_leftovers(home: Path | str, grace: float = 5.0) -> list[int]:
         time.sleep(0.1)
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
+            # Windows has no SIGKILL: there os.kill ends a process with TerminateProcess
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
         except (ProcessLookupError, PermissionError):
             pass
     return pids

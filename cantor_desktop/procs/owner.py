@@ -46,8 +46,9 @@ def owner_fd() -> int | None:
         return _pipe[1]
 
 
-def _die_with_parent_hook(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux for ``sig`` when the parent thread dies. prctl is
+def _die_with_parent_hook(sig: str = "SIGTERM") -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux for the signal named ``sig`` when the parent thread dies
+    (named: Windows has no SIGKILL, and this module is imported there too). prctl is
     resolved here, in the parent, so the forked child makes only one system call; from this
     process's own C library (``CDLL(None)``): no library search, which on Linux runs
     ``ldconfig -p`` as a subprocess at every start of the app and the node."""
@@ -59,7 +60,7 @@ def _die_with_parent_hook(sig: int = signal.SIGTERM) -> Callable[[], None] | Non
         return None
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
-    number = int(sig)
+    number = int(getattr(signal, sig))
 
     def hook() -> None:
         prctl(PR_SET_PDEATHSIG, number, 0, 0, 0)
@@ -68,7 +69,7 @@ def _die_with_parent_hook(sig: int = signal.SIGTERM) -> Callable[[], None] | Non
 
 
 DIE_WITH_PARENT = _die_with_parent_hook()
-KILLED_WITH_PARENT = _die_with_parent_hook(signal.SIGKILL)
+KILLED_WITH_PARENT = _die_with_parent_hook("SIGKILL")
 """For an engine: its graceful stop (SIGTERM) finishes the job it runs, for an owner that is
 gone and will never take the result."""
 
