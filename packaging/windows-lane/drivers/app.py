@@ -132,6 +132,7 @@ def main() -> int:
                     "status",
                     visible=bool(w and w.isVisible()),
                     link=str(link.state) if link else None,
+                    detail=link.detail if link else "",
                     node=process.pid if process is not None else None,
                     tray=bool(w and w.tray and w.tray.available),
                 )

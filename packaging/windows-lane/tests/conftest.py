@@ -8,10 +8,12 @@ drive C:.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,19 +32,37 @@ def pytest_collection_modifyitems(config, items):
     if why:
         for item in items:
             item.add_marker(pytest.mark.skip(reason=why))
+    # the tests of the frozen bundle last: it is built meanwhile (see ``session``)
+    items.sort(key=lambda item: "bundle" in getattr(item, "fixturenames", ()))
+
+
+BUILD: dict = {}
+
+
+def _bundle_wanted(items) -> bool:
+    return any("bundle" in getattr(item, "fixturenames", ()) for item in items)
 
 
 @pytest.fixture(scope="session")
-def session():
+def session(request):
     """The lane's display (``run``'s Xvfb, else one of its own) and Wine session; at the
     end, Wine's own processes of the prefix (wineserver, services, explorer) are stopped."""
     xvfb = None if os.environ.get("DISPLAY") else winproc.Xvfb()
     display = xvfb.display if xvfb else os.environ["DISPLAY"]
+    builder = ThreadPoolExecutor(1, thread_name_prefix="bundle")
     try:
         lane.sync_checkout()  # the drivers the tests run, as they are in the checkout now
         lane.start_session(lane.base_env(display))
+        if _bundle_wanted(request.session.items):
+            # PyInstaller under Wine is the lane's longest step, and mostly waits on Wine:
+            # it runs while the app, CLI and node tests run
+            BUILD["future"] = builder.submit(lane.build_bundle, lane.base_env(display))
         yield winproc.Session(display)
     finally:
+        if "future" in BUILD:
+            BUILD["future"].cancel()
+            concurrent.futures.wait([BUILD["future"]])
+        builder.shutdown()
         lane.wineserver("-k")
         if xvfb:
             xvfb.stop()
@@ -74,5 +94,6 @@ def win_home(request):
 def bundle(session):
     """The frozen Windows bundle (built once per session by PyInstaller under Wine, reused
     while its inputs are unchanged): its folder, and how it was made."""
-    result = lane.build_bundle(lane.base_env(session.display))
+    future = BUILD.get("future")
+    result = future.result() if future else lane.build_bundle(lane.base_env(session.display))
     return lane.BUNDLE, result
