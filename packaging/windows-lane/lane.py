@@ -75,6 +75,7 @@ DEBIAN_PACKAGES = (
     "fonts-wine",  # Wine's Tahoma and Marlett: Windows' UI font, the title bar's buttons
     "gcc-mingw-w64-x86-64-win32",
     "wixl",
+    "msitools",  # msiinfo: the installer test reads the MSI's tables
     "xvfb",
     "xauth",
 )
@@ -778,7 +779,7 @@ def stamp_inputs(requirements: str) -> str:
 def check_tools() -> None:
     missing = [
         tool
-        for tool in ("wine", "wineserver", MINGW + "gcc", "wixl", "Xvfb")
+        for tool in ("wine", "wineserver", MINGW + "gcc", "wixl", "msiinfo", "Xvfb")
         if shutil.which(tool) is None
     ]
     if missing:
