@@ -127,6 +127,20 @@ class LaneError(RuntimeError):
     """The lane cannot be set up; the message says what is missing."""
 
 
+TLS_FILE_VARIABLES = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
+    "NODE_EXTRA_CA_CERTS",
+    "NIX_SSL_CERT_FILE",
+    "GIT_SSL_CAINFO",
+    "HTTPLIB2_CA_CERTS",
+    "AWS_CA_BUNDLE",
+)
+
+
 def base_env(display: str | None = None) -> dict[str, str]:
     """The environment of every Wine process of the lane (on ``display``, else this
     process's DISPLAY: ``run`` starts the lane under its own Xvfb)."""
@@ -142,6 +156,11 @@ def base_env(display: str | None = None) -> dict[str, str]:
         "PYTHONUTF8",
         "PYTHONDONTWRITEBYTECODE",  # set on some machines; Wine's Python keeps its caches
         "PYTHONIOENCODING",
+        # Linux files that Windows programs would be told to open: httpx (and requests,
+        # curl, pip) read a CA bundle from these, and a Linux path is no file under Wine
+        # (every httpx client of the node failed with "[Errno 2]"); Windows has its own
+        # certificate store
+        *TLS_FILE_VARIABLES,
     ):
         env.pop(name, None)
     env.update(
