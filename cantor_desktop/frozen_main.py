@@ -114,7 +114,7 @@ def main() -> int:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
-    from .stdio import utf8_output
+    from cantor_desktop.stdio import utf8_output  # run as a script when frozen: no package
 
     utf8_output()  # `--self-test > selftest.log` on Windows would be cp1252 (no "→")
     return dispatch(sys.argv[1:])

@@ -44,6 +44,26 @@ def test_self_test_passes_unfrozen_with_its_output_in_a_file(tmp_path):
     assert "cantor self-test passed" in out
 
 
+def test_frozen_main_runs_as_a_script_as_pyinstaller_runs_it():
+    """PyInstaller runs frozen_main.py as ``__main__``, outside its package: a relative
+    import there ended every frozen start (the Windows lane found it)."""
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "cantor_desktop" / "frozen_main.py"),
+            "--mode",
+            "cli",
+            "--version",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("cantor "), r.stdout
+
+
 def _wav(path: Path, seconds: float, amplitude: float, rate: int = 48000) -> Path:
     t = np.arange(int(seconds * rate)) / rate
     sf.write(
