@@ -167,6 +167,8 @@ def main() -> int:
                     )
 
                 QTimer.singleShot(int(cmd.get("settle", 1.5) * 1000), grab)
+            elif what == "waveform":  # whether the Songs page has the song's peaks
+                emit("waveform", known=w.songs.store.known(cmd["path"]))
             elif what == "hide":
                 w.hide()
                 emit("hidden", visible=w.isVisible())
