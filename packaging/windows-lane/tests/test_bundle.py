@@ -48,8 +48,10 @@ def test_the_frozen_self_test_passes_with_its_output_in_a_file(bundle, session, 
     log = lane.DRIVE_C / "lane" / f"selftest-{mark}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     exe = lane.win_path(folder / "cantor.exe")
+    # one word per argument (no spaces in these paths): Wine would quote an argument with
+    # quotes inside as C's runtime does, which cmd does not read
     r = session.run(
-        ["cmd", "/c", f'"{exe}" --self-test > "{lane.win_path(log)}" 2>&1'], mark, timeout=600
+        ["cmd", "/c", exe, "--self-test", ">", lane.win_path(log), "2>&1"], mark, timeout=600
     )
     text = log.read_bytes().decode("utf-8")
     assert r.returncode == 0, text + r.stdout + r.stderr

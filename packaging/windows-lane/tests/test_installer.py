@@ -103,8 +103,8 @@ def test_install_self_test_upgrade_over_the_running_app_and_uninstall(session, m
 
     # the installed build passes its self-test (output to a file, as build.sh sends it)
     log = lane.DRIVE_C / "lane" / f"installed-selftest-{mark}.log"
-    r = session.run(
-        ["cmd", "/c", f'"{cli}" --self-test > "{lane.win_path(log)}" 2>&1'], mark, timeout=600
+    r = session.run(  # one word per argument, as in test_bundle
+        ["cmd", "/c", cli, "--self-test", ">", lane.win_path(log), "2>&1"], mark, timeout=600
     )
     text = log.read_bytes().decode("utf-8")
     assert r.returncode == 0 and "cantor self-test passed" in text, text
