@@ -119,6 +119,14 @@ def test_compose_a_song_tray_balloon_second_launch_and_screenshots(session, mark
         assert app.ask("status", cmd="status")["visible"]
         assert "another launch asked for the window" in (home / "logs" / "app.log").read_text()
 
+        # Songs draws the song's waveform (its peaks computed off the GUI thread)
+        app.ask("page", cmd="page", page="Songs")
+        deadline = time.monotonic() + 120
+        while (
+            not app.ask("waveform", cmd="waveform", path=done["path"])["known"]
+            and time.monotonic() < deadline
+        ):
+            time.sleep(1)
         shot = screenshot(app, "Songs", 120, waveform=done["path"])
         assert shot["saved"] and shot["waveform"], shot  # the song's waveform, drawn
         shot = screenshot(app, "Library", 60)
