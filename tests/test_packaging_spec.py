@@ -248,10 +248,10 @@ def test_what_is_loaded_by_name_at_run_time_is_in_the_bundle(spec_lists):
     # protocol and lifespan it picks from their names
     code = (
         "import sys, uvicorn\n"
-        "from cantor_desktop.node.server import _protocol_class\n"
+        "from cantor_desktop.node.connections import Connections\n"
         "async def app(scope, receive, send): pass\n"
         "uvicorn.Config(app, host='127.0.0.1', port=0, log_config=None, access_log=False,\n"
-        "               lifespan='on', http=_protocol_class()).load()\n"
+        "               lifespan='on', http=Connections().protocol()).load()\n"
         "print('\\n'.join(m for m in sys.modules if m.startswith('uvicorn.')))\n"
     )
     loaded = subprocess.run(
