@@ -486,6 +486,7 @@ def db(x: float) -> float:
     return 20 * np.log10(max(x, 1e-12))
 
 
+@pytest.mark.xdist_group("test_cli_edits")  # shares the module's sketch_edits
 def test_repaint_and_extend_keep_the_song_around_what_they_change(
     sketch_edits, cantor_home, tmp_path
 ):
@@ -516,6 +517,7 @@ def test_repaint_and_extend_keep_the_song_around_what_they_change(
     assert np.abs(longer[s(31) :]).max() > 0.01  # music, not silence
 
 
+@pytest.mark.xdist_group("test_cli_edits")  # shares the module's sketch_edits
 def test_cover_keeps_the_tempo_and_understand_hears_tempo_and_key(
     sketch_edits, cantor_home, tmp_path
 ):
@@ -567,6 +569,7 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
 
 
+@pytest.mark.xdist_group("test_cli_edits")  # shares the module's sketch_edits
 def test_stems_are_the_parts_and_a_layer_keeps_length_and_tempo(
     sketch_edits, cantor_home, tmp_path
 ):

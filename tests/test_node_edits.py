@@ -21,6 +21,9 @@ from support.node import Node, write_config
 from cantor_desktop import analysis
 from cantor_desktop.sketch import latent, render
 
+# one node and its source song for the whole module: its tests stay on one xdist worker (./run-tests)
+pytestmark = pytest.mark.xdist_group("test_node_edits")
+
 SR = 48000
 SOURCE = {
     "caption": "lofi piano",

@@ -223,12 +223,14 @@ def spec_lists() -> dict:
     }
 
 
+@pytest.mark.xdist_group("test_packaging_spec")  # shares the module's spec_lists
 def test_every_hidden_import_of_the_spec_exists(spec_lists):
     # PyInstaller only warns about a hidden import it cannot find; the bundle then lacks it
     missing = sorted(m for m in spec_lists["hidden"] if importlib.util.find_spec(m) is None)
     assert not missing
 
 
+@pytest.mark.xdist_group("test_packaging_spec")  # shares the module's spec_lists
 def test_what_is_loaded_by_name_at_run_time_is_in_the_bundle(spec_lists):
     """The modules the module graph cannot see: the CLI's commands (imported by name), the
     uvicorn implementations the node's server picks from strings, keyring's backends (entry
@@ -272,6 +274,7 @@ def test_what_is_loaded_by_name_at_run_time_is_in_the_bundle(spec_lists):
     assert backends and backends <= hidden, sorted(backends - hidden)
 
 
+@pytest.mark.xdist_group("test_packaging_spec")  # shares the module's spec_lists
 def test_the_app_imports_without_what_the_spec_excludes(spec_lists):
     """Every Cantor module (the app's pages and the node included) imported in a fresh
     interpreter where the excluded modules cannot be found, as in the frozen build: an
@@ -306,6 +309,7 @@ def test_the_app_imports_without_what_the_spec_excludes(spec_lists):
     assert not {x for x in spec_lists["excludes"] if x in loaded}
 
 
+@pytest.mark.xdist_group("test_packaging_spec")  # shares the module's spec_lists
 def test_the_data_cantor_reads_is_in_the_bundle(spec_lists):
     data = ROOT / "cantor_desktop" / "data"
     wanted = {

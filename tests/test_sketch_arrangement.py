@@ -325,6 +325,7 @@ def ten_minutes():
     return song, render.plan(song), render.master(render_song(song), normalise=True)
 
 
+@pytest.mark.xdist_group("test_sketch_arrangement")  # shares the module's ten_minutes
 def test_a_ten_minute_song_has_four_audibly_different_sections(ten_minutes):
     """Each section measured on the audio alone (the plan only says where it starts):
     loudness, spectral shape (level in eight octave bands, 40 Hz – 10 kHz, relative to the
@@ -370,6 +371,7 @@ def test_a_ten_minute_song_has_four_audibly_different_sections(ten_minutes):
     assert max(f[1] for f in mid) - min(f[1] for f in mid) < 1.0
 
 
+@pytest.mark.xdist_group("test_sketch_arrangement")  # shares the module's ten_minutes
 def test_a_ten_minute_song_keeps_tempo_and_key(ten_minutes):
     song, p, x = ten_minutes
     assert x.shape == (600 * SR, 2)

@@ -16,6 +16,9 @@ from cantor_desktop import analysis, gguf
 from cantor_desktop.sketch import latent
 from cantor_desktop.sketch.encode import wav_bytes
 
+# one Sketch engine and one 30-s take for the whole module: its tests stay on one xdist worker (./run-tests)
+pytestmark = pytest.mark.xdist_group("test_sketch_edits")
+
 SR = 48000
 SONG = {
     "caption": "lofi piano",

@@ -26,6 +26,9 @@ from test_sketch_support import (
 from cantor_desktop import gguf
 from cantor_desktop.sketch import ensure_sketch_models
 
+# one Sketch engine for the whole module: its tests stay on one xdist worker (./run-tests)
+pytestmark = pytest.mark.xdist_group("test_sketch_server")
+
 LYRICS = (
     "[Verse]\nHello darling, can you hear me\nSinging softly through the night\n"
     "[Chorus]\nHold on, hold on to the light"
