@@ -433,7 +433,9 @@ def test_trial_exit_without_device_line(tmp_path):
     script.write_text("#!/bin/sh\necho 'starting up' >&2\nexit 3\n")
     script.chmod(0o755)
     build = engine_store.InstalledBuild("acestep", "cpu", "t", [str(script)], {}, script)
-    r = asyncio.run(trial.trial_load(build, "cpu", timeout=10))
+    # what is checked is that every probe was tried: a deadline that never comes first (25
+    # processes: seconds alone, far longer on a loaded machine); it ends at the 25th
+    r = asyncio.run(trial.trial_load(build, "cpu", timeout=250))
     assert not r.ok and r.exit_code == 3 and r.probes == trial.MAX_PROBES
     assert r.reason == (
         "exited (exit code 3) before initialising a device (last line: "
