@@ -8,6 +8,7 @@ tests that need it are skipped with that reason (:func:`require`).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -17,7 +18,11 @@ from pathlib import Path
 
 from .procs import free_port
 
-PASSWORD = "pool-test-password"
+
+def new_password() -> str:
+    """A password of this server's own: a test that reaches another test's server (two
+    xdist workers given the same free port) is refused instead of taking it for its own."""
+    return "pool-test-" + secrets.token_hex(8)
 
 
 def binary() -> str | None:
@@ -40,10 +45,11 @@ class RedisServer:
     """``redis-server`` child: :meth:`start`, :meth:`kill9`, :meth:`restart` (same folder,
     same port: what the append-only file kept comes back)."""
 
-    def __init__(self, folder: Path, *, port: int | None = None, password: str = PASSWORD):
+    def __init__(self, folder: Path, *, port: int | None = None, password: str | None = None):
         self.folder = folder
         self.port = port or free_port()
-        self.password = password
+        self.chosen_port = port is None  # ours to change when another process took it
+        self.password = password or new_password()
         self.proc: subprocess.Popen | None = None
         folder.mkdir(parents=True, exist_ok=True)
 
@@ -88,9 +94,14 @@ class RedisServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"redis-server exited {self.proc.returncode}: {self.proc.stderr.read()!r}"
-                )
+                said = self.proc.stderr.read() if self.proc.stderr else b""
+                log = self.folder / "redis.log"
+                said += log.read_bytes()[-2000:] if log.exists() else b""
+                if self.chosen_port and b"in use" in said and self.proc.returncode != 0:
+                    # another process (a parallel test) bound the free port meanwhile
+                    self.port = free_port()
+                    return self.start(timeout)
+                raise RuntimeError(f"redis-server exited {self.proc.returncode}: {said!r}")
             if self.ping():
                 return self
             time.sleep(0.02)
