@@ -39,6 +39,10 @@ def run(coro):
     return asyncio.run(coro)
 
 
+# the tests share one pool (pool3) and build on its songs: one xdist worker runs them all
+pytestmark = pytest.mark.xdist_group("test_pool")
+
+
 @pytest.fixture(scope="module")
 def pool3(tmp_path_factory):
     """Redis and three members: alpha and bravo make Sketch songs, charlie ACE-Step too."""

@@ -5,6 +5,7 @@ as Server-Sent Events (one song's, or every song's on ``/v1/events``)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -38,6 +39,7 @@ STREAM_CHECK_S = 0.5
 AUDIO = {"description": "the audio file", "content": {t: {} for t in CONTENT_TYPES.values()}}
 
 router = APIRouter()
+log = logging.getLogger(__name__)
 
 
 def song_of(n: NodeState, song_id: str) -> Song:
@@ -81,6 +83,16 @@ async def event_stream(n: NodeState, song: Song | None, request: Request) -> Asy
         n.queue.hub.unsubscribe(key, q)
 
 
+async def _members_now(pool) -> None:
+    """The pool's members read from Redis now rather than at the next heartbeat: a song
+    for a member (or a model) that joined a moment ago is not refused. Redis failing here
+    leaves the last heartbeat's view, which the refusal then names."""
+    try:
+        await pool.members.beat()
+    except Exception:  # noqa: BLE001 - the heartbeat reports the link's trouble itself
+        log.debug("pool: members not read again", exc_info=True)
+
+
 @router.post(
     "/v1/songs",
     status_code=202,
@@ -103,11 +115,18 @@ async def submit(request: Request, node_id: str | None = Query(None, alias="node
         target = None
         if node_id:
             target = pool.member_named(node_id)
+            if target is None:  # one that joined since this node's last heartbeat?
+                await _members_now(pool)
+                target = pool.member_named(node_id)
             if target is None:
                 raise ApiError(
                     422, f"node: no member of the pool is called {node_id!r}", field="node"
                 )
         models = pool.members.pool_models()
+        wanted = body.get("model") if isinstance(body, dict) else None
+        if isinstance(wanted, str) and wanted not in models:  # a member that joined since?
+            await _members_now(pool)
+            models = pool.members.pool_models()
         if target is not None:
             member = pool.members.member(target) or {}
             models = {m: [member.get("name") or target] for m in member.get("models") or ()}
