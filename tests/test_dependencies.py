@@ -192,3 +192,31 @@ def test_what_is_public_or_ours_is_left_alone():
         ]
     )
     assert reaches(source) == []
+
+
+def test_httpcores_lazy_sniffio_import_finds_sniffio():
+    """httpcore 1.0.9 runs ``import sniffio`` each time it sets up a lock or an event and
+    falls back to asyncio when that fails; a failed import is not cached, so without sniffio
+    every ranged request searched sys.path again (https://github.com/encode/httpcore/pull/1103).
+    sniffio is a declared dependency until that ships: the import must succeed, and once
+    succeeded it is a dictionary look-up."""
+    import asyncio
+    import importlib.util
+    import socket
+    import sys
+
+    import httpx
+
+    sys.modules.pop("sniffio", None)
+    assert importlib.util.find_spec("sniffio") is not None, "sniffio is missing: see pyproject"
+    with socket.socket() as s:  # a port nobody listens on: the request fails after the locks
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def request() -> None:
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(httpx.ConnectError):
+                await client.get(f"http://127.0.0.1:{port}/")
+
+    asyncio.run(request())
+    assert "sniffio" in sys.modules  # httpcore imported it (once) to tell asyncio from trio
