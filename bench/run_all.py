@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
+    compiled_sources,
     ROOT,
     dir_size,
     free_port,
@@ -1150,21 +1151,6 @@ def bundle_figures(plan: Plan) -> list[Row]:
     except Exception as exc:  # noqa: BLE001 - one figure failing does not end the run
         rows += error_rows(["Frozen start to first window"], exc)
     return rows
-
-
-def compiled_sources() -> dict[str, str]:
-    """The environment that runs Cantor's sources from bytecode, as an installed app runs
-    (pip writes it at install; a checkout with PYTHONDONTWRITEBYTECODE would compile every
-    module at every start, ~1 MiB more): compiled here first, next to the sources, where
-    Python looks for it (a private cache prefix would hide the standard library's too)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(
-        [PY, "-m", "compileall", "-q", str(ROOT / "cantor_desktop")],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return env
 
 
 def _app_idle(
