@@ -12,6 +12,10 @@ The peers (the locked ``bench`` extra: ``scripts/bootstrap.sh test,bench``):
   settings (100 connections, 10-MB chunks);
 - ``curl -fL`` of each file's resolve URL (one process, the files one after another).
 
+Also timed, as a reference and not a peer: ``httpx loop``, the bare loop of the client
+``cantor pull`` is built on (httpx's AsyncClient, 8 ranges written in place, no hash, no
+progress, no resume): the floor for a downloader on httpx's public API.
+
 Every tool fetches the same model (a 4-file set: the DiT of ``--size-mib`` and three small
 companions) from the same local hub (tests/support/hub.py: the hub answers the resolve
 HEAD/GET as huggingface.co does, with ETag, X-Repo-Commit, X-Linked-Size and a redirect to
@@ -89,14 +93,59 @@ for name in sys.argv[3:]:
     )
 """
 
+# Not a peer (no musician runs it): the bare loop of the HTTP client cantor pull is built on,
+# httpx's AsyncClient, fetching the same files in 8 ranges written in place with no hash, no
+# progress and no resume. Its time is the floor for any downloader on httpx's public API.
+HTTPX_SCRIPT = """
+import asyncio, os, sys
+import httpx
+repo, out, base = sys.argv[1], sys.argv[2], os.environ["HF_ENDPOINT"]
+async def fetch(client, url, path):
+    head = await client.head(url)
+    size = int(head.headers["Content-Length"])
+    step = max(1, -(-size // 8))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+    os.ftruncate(fd, size)
+    async def one(start):
+        end = min(size, start + step) - 1
+        async with client.stream("GET", url, headers={"Range": f"bytes={start}-{end}"}) as r:
+            at = start
+            async for piece in r.aiter_raw():
+                os.pwrite(fd, piece, at)
+                at += len(piece)
+            assert at == end + 1, (path, at, end)
+    await asyncio.gather(*(one(s) for s in range(0, size, step)))
+    os.close(fd)
+async def main():
+    async with httpx.AsyncClient(follow_redirects=True, timeout=60) as client:
+        for name in sys.argv[3:]:
+            url = f"{base}/{repo}/resolve/main/{name}"
+            await fetch(client, url, os.path.join(out, name))
+asyncio.run(main())
+"""
+REFERENCE = "httpx loop"
+
 # What each tool does besides fetching (a peer that does not is marked so in the table).
-VERIFIES = {"cantor pull": True, "huggingface_hub": False, "hf_transfer": False, "curl": False}
-RESUMES = {"cantor pull": True, "huggingface_hub": True, "hf_transfer": False, "curl": False}
+VERIFIES = {
+    "cantor pull": True,
+    "huggingface_hub": False,
+    "hf_transfer": False,
+    "curl": False,
+    REFERENCE: False,
+}
+RESUMES = {
+    "cantor pull": True,
+    "huggingface_hub": True,
+    "hf_transfer": False,
+    "curl": False,
+    REFERENCE: False,
+}
 NOTES = {
     "cantor pull": "sha256 of every file checked; resumes range by range",
     "huggingface_hub": "size checked, no hash; resumes its one stream",
     "hf_transfer": "no hash, no resume",
     "curl": "no hash; resumes only with -C - (not how it is run here)",
+    REFERENCE: "not a peer: httpx's bare loop, 8 ranges, no hash, no progress, no resume",
 }
 
 
@@ -206,6 +255,8 @@ class Race:
             return [PY, "-c", HF_SCRIPT, repo, str(out), *self.names], out
         if tool == "hf_transfer":
             return [PY, "-c", HFT_SCRIPT, repo, str(out), *self.names], out
+        if tool == REFERENCE:
+            return [PY, "-c", HTTPX_SCRIPT, repo, str(out), *self.names], out
         if tool == "curl":
             argv = ["curl", "-sSfL"]
             for name in self.names:
@@ -302,7 +353,7 @@ def make_model(folder: Path, size: int) -> Path:
     return path
 
 
-TOOLS = ["cantor pull", "huggingface_hub", "hf_transfer", "curl"]
+TOOLS = ["cantor pull", "huggingface_hub", "hf_transfer", "curl", REFERENCE]
 
 
 def race(args, hub: ModelHub, work: Path, names: list[str], label: str) -> dict:
@@ -337,7 +388,7 @@ def summary(label: str, size_mib: int, res: dict) -> dict:
             "resumes": RESUMES[t],
             "note": NOTES[t],
         }
-    peers = {t: tr for t, tr in tools.items() if t != "cantor pull"}
+    peers = {t: tr for t, tr in tools.items() if t not in ("cantor pull", REFERENCE)}
     out: dict = {"tools": rows}
     if "cantor pull" in tools and peers:
         fastest = min(peers, key=lambda t: peers[t].med("wall"))
