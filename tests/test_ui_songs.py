@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
 
 from support.ui import make_wav, run, until
 
@@ -298,6 +298,44 @@ def test_search_over_ten_thousand_songs_finds_every_match_and_keeps_the_selectio
     assert p.model.shown_songs() == len(expected)
     p.search.clear()
     assert p.model.shown_songs() == 10_000
+
+
+def test_each_keystroke_finds_what_a_search_from_scratch_finds(qtbot):
+    """A keystroke reuses what the query before it found (and only looks for the word that
+    changed): typed, taken back, and typed differently, every query shows exactly the songs
+    that hold all its words."""
+    from cantor_desktop.ui.song_records import search_text
+
+    p = page(qtbot)
+    records = [record(i) for i in range(600)]
+    for i, r in enumerate(records):
+        r.request["caption"] = ["warm keys", "warm pads", "cold keys", "keys warm"][i % 4]
+    p.model.set_songs(records)
+    texts = {r.id: search_text(r) for r in records}
+
+    def shown() -> list[str]:
+        while p.model.canFetchMore(QModelIndex()):  # every row, not only the first batch
+            p.model.fetchMore(QModelIndex())
+        rows = [p.model.row(n) for n in range(p.model.rowCount())]
+        return [r.song.id for r in rows if r.first]
+
+    order = shown()
+    assert sorted(order) == sorted(texts)
+
+    def typed(query: str) -> None:
+        p.search.setText(query)
+        words = query.lower().split()
+        want = [i for i in order if all(w in texts[i] for w in words)]
+        assert shown() == want, query
+        assert p.model.shown_songs() == len(want), query
+
+    for sentence in ("warm keys 1", "keys warm", "song 12 warm", "warm k", "1 12 123"):
+        for k in range(1, len(sentence) + 1):
+            typed(sentence[:k])
+        for k in range(len(sentence) - 1, 0, -1):
+            typed(sentence[:k])
+    for query in ("warm ke", "warm key", "warm keys", "warm keysz", "warm keys", "cold", ""):
+        typed(query)
 
 
 def test_rows_show_tempo_key_length_instrumental_and_model():

@@ -290,21 +290,28 @@ class SongsModel(QAbstractListModel):
         if found is not None:
             return list(found)
         among = self._order
+        words = set(query.split())
+        best: tuple[int, int] | None = None
         for (earlier, fav), ids in self._found.items():
             # every word of the longer query holds a word of this one: a subset of its songs
-            grew = fav == favourites and earlier and query.startswith(earlier)
-            if grew and len(ids) < len(among):
+            if fav != favourites or not earlier or not query.startswith(earlier):
+                continue
+            if best is None or (len(ids), -len(earlier)) < best:
+                best = (len(ids), -len(earlier))
                 among = ids
+                # its songs hold each of its words already: only the new or longer ones are
+                # looked for (a letter typed checks one word, not every word again)
+                words = set(query.split()) - set(earlier.split())
         songs, texts = self._songs, self._texts
         if favourites:
             among = [i for i in among if songs[i].favourite]
         if query:
-            missing = [i for i in among if i not in texts]
-            for i in missing:
-                texts[i] = search_text(songs[i])
+            if len(texts) < len(songs):  # texts is a subset of songs: some are still to make
+                for i in [i for i in among if i not in texts]:
+                    texts[i] = search_text(songs[i])
             # word by word, the longest (the likeliest to narrow) first: each pass is one
             # tight comparison per song still in
-            for word in sorted(set(query.split()), key=len, reverse=True):
+            for word in sorted(words, key=len, reverse=True):
                 among = [i for i in among if word in texts[i]]
         if len(self._found) > 32:
             self._found.clear()
