@@ -614,3 +614,40 @@ def test_sketch_cancel_works_mid_render(sketch_models):
     stopped = [line for line in lines if "[DiT] Cancelled at step" in line]
     assert stopped and int(re.search(r"Cancelled at step (\d+)/", stopped[0]).group(1)) < 100
     assert len(tracks) == 1 and is_wav(tracks[0])  # the next song, on the same engine
+
+
+def test_a_songs_audio_is_freed_when_the_caller_drops_it_without_the_cyclic_gc(sketch_models):
+    """The result's body is read off the stream, not kept on httpx's Response (which lives
+    until the cyclic GC runs: https://github.com/encode/httpx/pull/3733); a node that kept
+    the last song's audio for minutes held 30+ MiB more after a long song."""
+    import gc
+    import tracemalloc
+
+    async def go():
+        async with (
+            running_sketch(sketch_models) as sketch,
+            EngineClient(sketch.base_url) as client,
+        ):
+            gc.disable()
+            tracemalloc.start()
+            try:
+                tracks = await client.song(
+                    {
+                        "caption": "steady funk groove",
+                        "lyrics": "[Instrumental]",
+                        "duration": 60,
+                        "output_format": "wav16",
+                        "seed": 5,
+                    }
+                )
+                size = sum(len(t.audio) + len(t.latent or b"") for t in tracks)
+                del tracks
+                left = tracemalloc.get_traced_memory()[0]
+            finally:
+                tracemalloc.stop()
+                gc.enable()
+            return size, left
+
+    size, left = run(go())
+    assert size > 10_000_000  # a minute of 48 kHz stereo
+    assert left < size / 4, f"{left / 2**20:.1f} MiB still held after a {size / 2**20:.1f} MiB song"

@@ -501,15 +501,15 @@ class EngineClient:
     async def result(self, job_id: str, path: str = "/synth") -> Any:
         """The finished job's result, parsed: JSON (``/lm``), Tracks (``/synth``), the heard
         request and latent (``/understand``), latent bytes (``/vae`` encode)."""
-        response = await self._request("GET", "/job", params={"id": job_id, "result": "1"})
-        kind, params = _content_type(response.headers)
+        headers, body = await self._body("GET", "/job", params={"id": job_id, "result": "1"})
+        kind, params = _content_type(headers)
         if path == "/understand":
-            return understood(kind, params, response.content)
+            return understood(kind, params, body)
         if path == "/vae":
-            return response.content
+            return body
         if kind == "application/json":
-            return response.json()
-        return tracks_from_response(kind, params, response.content)
+            return json.loads(body)
+        return tracks_from_response(kind, params, body)
 
     async def cancel(self, job_id: str) -> str:
         response = await self._request("POST", "/job", params={"id": job_id, "cancel": "1"})
@@ -649,6 +649,20 @@ class EngineClient:
         return bytes(latent)
 
     # -- internals ----------------------------------------------------------------------------
+
+    async def _body(self, method: str, url: str, **kwargs) -> tuple[httpx.Headers, bytes]:
+        """An answer's headers and body, the body read here rather than kept on the response.
+
+        httpx's Response and its stream refer to each other, so a response lives until the
+        cyclic garbage collector runs, with any body read into it: a song's audio (34 MiB for
+        two minutes) stayed in the node after the song, until some later collection
+        (https://github.com/encode/httpx/pull/3733). Bytes read from the stream belong to
+        the caller alone and go when it drops them."""
+        async with self._http.stream(method, url, **kwargs) as response:
+            if response.status_code >= 400:
+                await response.aread()  # an error's few words, for the message
+                raise EngineError(_error_message(response), response.status_code)
+            return response.headers, b"".join([part async for part in response.aiter_bytes()])
 
     async def _request(self, method: str, url: str, **kwargs) -> httpx.Response:
         response = await self._http.request(method, url, **kwargs)
