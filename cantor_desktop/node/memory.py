@@ -8,6 +8,7 @@ of it back; what stays is the audio libraries themselves (numpy, libsndfile, sox
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
 from functools import lru_cache
 
@@ -35,8 +36,24 @@ def limit_arenas(count: int = NODE_ARENAS) -> bool:
     return bool(libc is not None and libc.mallopt(M_ARENA_MAX, count) == 1)
 
 
+def settle_after_start() -> int:
+    """Once the node is up: collect what starting left, then move every object that start
+    made (modules, the app, its routes: ~80,000) out of the collector's sight for good, so
+    the collection after each song (:func:`give_back`) looks only at what songs made, a few
+    milliseconds rather than 100+ ms with the GIL held. Returns the objects frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 def give_back() -> bool:
-    """Return freed heap pages to the system; True when some were. Blocking (a few ms):
-    call it off the event loop."""
+    """Collect the garbage a song left in reference cycles, then return freed heap pages to
+    the system; True when some were. Blocking (a few ms): call it off the event loop.
+
+    A song's big buffers can sit in cycles that only the cyclic collector frees: an httpx
+    Response and its stream refer to each other (https://github.com/encode/httpx/pull/3733),
+    and a Response holds its Request, whose body is an edit's source audio. Until the next
+    collection, which an idle node may not reach for a long time, those stay resident."""
+    gc.collect()
     libc = _glibc()
     return bool(libc is not None and libc.malloc_trim(0) == 1)

@@ -110,6 +110,8 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)
+            if self.started:
+                memory.settle_after_start()
             if self.started and on_listening is not None:
                 on_listening()
 
