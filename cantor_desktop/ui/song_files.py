@@ -42,6 +42,7 @@ class SongFiles(QObject):
         self._failed: dict[tuple[str, int], str] = {}
         self._remote: tuple[bool, float] | None = None
         self._names: dict[tuple[str, int, str], str] = {}
+        self._cache_dir: Path | None = None  # paths() resolves the home: once, not per row
 
     def _exists(self, path: str) -> bool:
         now = time.monotonic()
@@ -52,7 +53,9 @@ class SongFiles(QObject):
         return known[0]
 
     def cached_path(self, song: Song, take: Take) -> Path:
-        return paths().remote_songs_dir / node_file_name(song, take)
+        if self._cache_dir is None:
+            self._cache_dir = paths().remote_songs_dir
+        return self._cache_dir / node_file_name(song, take)
 
     def _cached_name(self, song: Song, take: Take) -> str:
         """:meth:`cached_path` as text, worked out once per take (painting asks often)."""
