@@ -98,8 +98,8 @@ def test_run_all_reads_the_json_of_a_real_download_race():
         assert not row.error and row.ok is not None, row  # measured, held against its goal
         assert float(row.compare.rstrip("×")) > 0 and row.ours.endswith("MiB/s")
         assert "compared byte for byte with the hub's" in row.note
-        for tool in ("cantor pull", "huggingface_hub", "hf_transfer", "curl"):
-            assert f"{tool}: " in row.note  # every peer raced, its figures produced
+        for tool in ("cantor pull", "huggingface_hub", "hf_transfer", "curl", "httpx loop"):
+            assert f"{tool}: " in row.note  # every peer raced (and the reference), measured
     # the resume trial: stopped half-way, only the missing bytes fetched again
     assert "only what was missing" in rows[0].note
 
