@@ -219,7 +219,9 @@ def test_a_node_without_the_pools_token_is_refused(pool3, tmp_path):
     assert stranger.node.proc.proc.poll() is not None  # it exited: it never took a song
 
     async def go():
-        song_id = await post(members[0], {**SKETCH_SONG, "seed": 212})  # its own: xdist may run it first
+        song_id = await post(
+            members[0], {**SKETCH_SONG, "seed": 212}
+        )  # its own: xdist may run it first
         await all_finished(members[0], [song_id])
         async with stranger.http() as h:  # its token opens no member's door
             return [(await h.get(f"{m.url}/v1/songs/{song_id}/audio")).status_code for m in members]
