@@ -502,6 +502,11 @@ class NodeClient:
     async def system(self) -> dict[str, Any]:
         return await self._json("GET", "/v1/system")
 
+    async def pool(self) -> dict[str, Any]:
+        """The pool this node is a member of (``GET /v1/pool``): its members, lanes and
+        songs; NodeError 404 when the node is in none."""
+        return await self._json("GET", "/v1/pool")
+
     async def restart(self) -> dict[str, Any]:
         """Ask the node to restart once its running songs end."""
         return await self._json("POST", "/v1/node/restart")
@@ -662,15 +667,17 @@ class NodeClient:
 
     # -- songs ---------------------------------------------------------------------------
 
-    async def queue_song(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def queue_song(self, request: dict[str, Any], node: str | None = None) -> dict[str, Any]:
         """Queue a song: ``{"id", "state", "model"[, "note"]}`` — a note when the node chose
-        for the user (the Sketch on a machine with no ACE-Step model yet)."""
-        answer = await self._json("POST", "/v1/songs", json=request)
+        for the user (the Sketch on a machine with no ACE-Step model yet). In a pool,
+        ``node`` (a member's name or id) sends it to that member; None: any member."""
+        params = {"node": node} if node else None
+        answer = await self._json("POST", "/v1/songs", json=request, params=params)
         check_song_id(answer.get("id"))
         return answer
 
-    async def submit_song(self, request: dict[str, Any]) -> str:
-        return (await self.queue_song(request))["id"]
+    async def submit_song(self, request: dict[str, Any], node: str | None = None) -> str:
+        return (await self.queue_song(request, node))["id"]
 
     async def songs(self, state: str | None = None) -> list[dict[str, Any]]:
         params = {"state": state} if state else None

@@ -34,6 +34,7 @@ from ..pool import address as pool_address
 from ..pool import credentials, keys
 from ..pool.address import POOL_ENV
 from ..pool.link import PoolLink, PoolUnavailable
+from ..pool.view import canonical_model
 from ..song import Song
 from .pool_feeder import Feeder
 from .pool_members import Membership
@@ -57,18 +58,6 @@ class PoolRefused(CantorError):
 
 def pool_url(cfg: config.Config) -> str:
     return os.environ.get(POOL_ENV, "").strip() or (cfg.get("pool.url") or "")
-
-
-def canonical_model(name: str) -> str:
-    """The name every member advertises for ``name`` (a short name means its Q8_0)."""
-    if name == SKETCH:
-        return SKETCH
-    from ..models.catalogue import canonical_name
-
-    try:
-        return canonical_name(name)
-    except Exception:
-        return name
 
 
 def advertised_url(cfg: config.Config, host: str, port: int, redis_host: str) -> str:

@@ -30,12 +30,14 @@ log = logging.getLogger(__name__)
 CAPABILITIES_EVERY = 5  # beats between two looks at the library
 
 
-def capabilities(cfg: config.Config) -> dict[str, str]:
-    """The models this node can make now → their engine key (sketch always)."""
+def capabilities(cfg: config.Config) -> tuple[dict[str, str], dict[str, str]]:
+    """The models this node can make now → their engine key (sketch always), and each
+    engine key → the backend its build runs on (what the app shows of a member)."""
     from ..models.library import READY, list_models
     from .runner import plan_model
 
     found = {SKETCH: SKETCH}
+    backends = {SKETCH: SKETCH}
     for name in [m.name for m in list_models() if m.state == READY and m.name != SKETCH]:
         try:
             plan = plan_model(name, cfg)
@@ -43,7 +45,8 @@ def capabilities(cfg: config.Config) -> dict[str, str]:
             log.debug("pool: %s cannot be made here: %s", name, exc)
             continue
         found[plan.model] = plan.key
-    return found
+        backends[plan.key] = plan.backend
+    return found, backends
 
 
 class Membership:
@@ -64,6 +67,7 @@ class Membership:
         self.period_s = period_s
         self.on_capabilities = on_capabilities
         self.models: dict[str, str] = {SKETCH: SKETCH}
+        self.backends: dict[str, str] = {SKETCH: SKETCH}  # engine key → its backend
         self.members: dict[str, dict[str, Any]] = {}  # every member ever seen → last report
         self.alive: set[str] = set()
         self._look = asyncio.Event()
@@ -99,7 +103,7 @@ class Membership:
                 self._look.clear()
                 cfg, _err = config.current()
                 try:
-                    models = await asyncio.to_thread(capabilities, cfg)
+                    models, self.backends = await asyncio.to_thread(capabilities, cfg)
                 except Exception:
                     log.exception("pool: what this node can make")
                     models = self.models
@@ -124,7 +128,12 @@ class Membership:
                 pass
 
     async def beat(self) -> None:
-        report = {**self.info(), "models": sorted(self.models), "seen": time.time()}
+        report = {
+            **self.info(),
+            "models": sorted(self.models),
+            "backends": dict(self.backends),
+            "seen": time.time(),
+        }
         r = self.link.redis
         pipe = r.pipeline(transaction=False)
         pipe.set(keys.alive(self.node_id), "1", px=self.ttl_ms)

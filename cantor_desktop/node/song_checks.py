@@ -42,7 +42,7 @@ def validated(
     note = None
     data["model"] = model_name(data, cfg)
     if pool_models is not None:
-        from .pool import canonical_model
+        from ..pool.view import canonical_model
 
         data["model"] = canonical_model(data["model"])
         if req.model is None and data["model"] not in pool_models:

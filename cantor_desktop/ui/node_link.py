@@ -8,6 +8,11 @@ signals. The connection's state is one :class:`~cantor_desktop.link_state.LinkSt
 by one machine (:class:`~cantor_desktop.link_state.LinkMachine`) that the child supervisor,
 the health check and the song stream all report to.
 
+The pool: when the node is a member of one, ``GET /v1/pool`` is read every few seconds
+(more often while a page that shows it is open, and soon after a song moves), as one
+:class:`~cantor_desktop.pool.view.PoolView` on ``pool_changed``; the status line says when
+the pool is unreachable.
+
 Songs: one node-wide event stream (``GET /v1/events``) keeps :attr:`songs` current — songs
 made by this app, the CLI, another app or the API alike, their progress, their ends, renames
 and deletions — without polling; it is read again from the start after a drop.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -25,13 +31,18 @@ from PySide6.QtCore import QObject, Signal
 
 from .. import config
 from ..link_state import LinkMachine, LinkState
+from ..pool.view import PoolView
 from ..song import Song, SongEvent, SongState
 from .tasks import Tasks, describe_error
 
 log = logging.getLogger(__name__)
 
 HEALTH_EVERY = 2.0
+POOL_EVERY = 5.0  # the pool's state for the status line and the tray
+POOL_EVERY_SHOWN = 2.0  # while a page that shows the pool is open
+POOL_SETTLE_S = 0.3  # after a song moved: its members' queues, read once it settled
 STREAM_RETRY_S = 1.0
+POOL_MOVES = ("queued", "stage", "done", "failed", "cancelled", "removed")
 
 
 def node_url(cfg: config.Config) -> str:
@@ -70,6 +81,7 @@ class NodeLink(QObject):
     pull_event = Signal(str, object)  # model name, PullEvent (the node's, or paused/failed)
     backend_event = Signal(str, dict)  # action key, event
     config_loaded = Signal(dict)  # the settings of a node that is not this home's
+    pool_changed = Signal(object)  # PoolView, or None: the node is in no pool
 
     def __init__(
         self, parent: QObject | None = None, *, url: str | None = None, start_child: bool = True
@@ -87,6 +99,9 @@ class NodeLink(QObject):
         self._start_child = start_child
         self._theirs_here = False  # a node on this machine that proved the user's token
         self._streaming = asyncio.Event()
+        self.pool: PoolView | None = None
+        self._pool_viewers: set[str] = set()
+        self._pool_nudge = asyncio.Event()
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -143,6 +158,9 @@ class NodeLink(QObject):
             song = running[0]
             bits.append(f"“{song.name[:30]}” {int(song.progress * 100)}%")
         head = "Generating" if self.state == LinkState.GENERATING else "Node ready"
+        trouble = self.pool.short_problem() if self.pool is not None else None
+        if trouble:  # first: it is what the user must know
+            bits.insert(0, f"{trouble} ({self.pool.url})" if self.pool.url else trouble)
         return head + (" — " + ", ".join(bits) if bits else "")
 
     def _recount(self) -> None:
@@ -307,8 +325,9 @@ class NodeLink(QObject):
             self.refresh_later("all")
 
     async def _stop(self) -> None:
-        for key in ("watch", "events", "supervise"):
+        for key in ("watch", "events", "supervise", "pool"):
             self.tasks.cancel(key)
+        self._set_pool(None)
         process, self.process = self.process, None
         if process is not None:
             try:
@@ -375,7 +394,74 @@ class NodeLink(QObject):
     async def refresh_system(self) -> None:
         self.system = dict(await self.client.system())
         self.system_loaded.emit(self.system)
+        self._pool_from_system(self.system.get("pool"))
         self.status_changed.emit(self.status_line())
+
+    # -- the pool -------------------------------------------------------------------------
+    def _pool_from_system(self, block: Any) -> None:
+        """``/v1/system``'s pool block: whether the node is in a pool (then the pool is
+        followed) and its reachability now; the members stay as last read."""
+        found = PoolView.from_json(block)
+        if found is None:
+            self.tasks.cancel("pool")
+            self._set_pool(None)
+            return
+        if self.pool is not None and self.pool.members:
+            found = dataclasses.replace(self.pool, state=found.state, error=found.error)
+        self._set_pool(found)
+        if not self.tasks.running("pool"):
+            self.tasks.start("pool", self._follow_pool())
+
+    def _set_pool(self, view: PoolView | None) -> None:
+        if view == self.pool:
+            return
+        trouble_before = self.pool.short_problem() if self.pool is not None else None
+        self.pool = view
+        self.pool_changed.emit(view)
+        if (view.short_problem() if view is not None else None) != trouble_before:
+            self.status_changed.emit(self.status_line())
+
+    async def read_pool(self) -> PoolView | None:
+        """``GET /v1/pool`` now; None (and no longer followed) when the node is in none."""
+        from ..nodeclient import NodeError
+
+        try:
+            data = await self.client.pool()
+        except NodeError as exc:
+            if exc.status != 404:
+                raise
+            self._set_pool(None)
+            return None
+        view = PoolView.from_json(data)
+        self._set_pool(view)
+        return view
+
+    async def _follow_pool(self) -> None:
+        """The pool, every few seconds for as long as the node is in one (a failed read is
+        the node's absence, which the health check shows: tried again next time)."""
+        while True:
+            self._pool_nudge.clear()
+            try:
+                if await self.read_pool() is None:
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("the pool was not read: %s", exc)
+            every = POOL_EVERY_SHOWN if self._pool_viewers else POOL_EVERY
+            try:
+                await asyncio.wait_for(self._pool_nudge.wait(), every)
+                await asyncio.sleep(POOL_SETTLE_S)  # a burst of events: one read
+            except TimeoutError:
+                pass
+
+    def show_pool(self, viewer: str, shown: bool) -> None:
+        """A page that shows the pool opened (read it now, then often) or closed."""
+        if shown:
+            self._pool_viewers.add(viewer)
+            self._pool_nudge.set()
+        else:
+            self._pool_viewers.discard(viewer)
 
     async def refresh_models(self) -> None:
         raw = await self.client.models(all=True)  # the catalogue too: what can be pulled
@@ -436,12 +522,15 @@ class NodeLink(QObject):
         self.song_updated.emit(song)
         if event.kind == "done":
             self.song_finished.emit(song)
+        if self.pool is not None and self._pool_viewers and event.kind in POOL_MOVES:
+            self._pool_nudge.set()  # a member's queue changed: shown soon
         self._recount()
 
-    async def submit(self, body: dict[str, Any]) -> Song:
+    async def submit(self, body: dict[str, Any], node: str | None = None) -> Song:
+        """Queue a song; in a pool ``node`` sends it to that member (None: any)."""
         if self.client is None:
             raise RuntimeError("The node is not running; start it from the tray or the status bar")
-        song_id = await self.client.submit_song(body)
+        song_id = await self.client.submit_song(body, node)
         song = self.songs.get(song_id)  # the stream may have told us already
         if song is None:
             song = self.songs[song_id] = Song(id=song_id, request=dict(body), created=time.time())

@@ -59,8 +59,15 @@ def tempo_and_key(song: Song, take: Take | None = None) -> tuple[float | None, s
     )
 
 
+def made_on(song: Song) -> str:
+    """In a pool: the member that made the song (or makes it now); "" outside a pool."""
+    node = song.node or {}
+    return str(node.get("name") or node.get("id") or "")
+
+
 def facts(song: Song, take: Take | None = None) -> list[str]:
-    """The short facts a row shows: tempo, key, length, instrumental, model, seed."""
+    """The short facts a row shows: tempo, key, length, instrumental, model, seed, and in
+    a pool the member that made it."""
     bpm, key = tempo_and_key(song, take)
     seconds = duration(song, take)
     seed = take.seed if take is not None else None
@@ -73,13 +80,15 @@ def facts(song: Song, take: Take | None = None) -> list[str]:
             "instrumental" if instrumental(song) else "vocals",
             song.model,
             f"seed {seed}" if seed is not None else "",
+            f"on {made_on(song)}" if made_on(song) else "",
         )
         if b
     ]
 
 
 def search_text(song: Song) -> str:
-    """What a search matches: title, caption, lyrics, model, key (lower case)."""
+    """What a search matches: title, caption, lyrics, model, key, the member of a pool
+    that made it (lower case)."""
     bpm, key = tempo_and_key(song)
     return " ".join(
         str(x)
@@ -90,6 +99,7 @@ def search_text(song: Song) -> str:
             song.model,
             f"{keys.spell(key) or key} {keys.display(key)}" if key else "",  # "eb" and "e♭"
             f"{bpm:.0f}bpm" if bpm else "",
+            made_on(song),
         )
     ).lower()
 

@@ -38,6 +38,7 @@ from .song_records import (
     Row,
     facts,
     family_order,
+    made_on,
     parent_of,
     rows_of,
     search_text,
@@ -560,7 +561,7 @@ class SongDelegate(QStyledItemDelegate):
         key += (fetching, problem, title_font.key())
         # the link folds a song's events into the same record: what the words show
         key += (song.state, song.stage, song.progress, song.position, song.error, song.title)
-        key += (len(song.takes),)
+        key += (len(song.takes), made_on(song))
         found = self._lines.get(key)
         if found is not None and found[0] is song:  # the same record: a change is a new one
             return found[1], found[2]

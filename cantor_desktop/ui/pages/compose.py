@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ... import config, keys, song_request
 from ...paths import paths
+from ...pool.view import PoolView, canonical_model
 from ...song import Song, SongState
 from .. import shortcuts, theme
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
@@ -54,7 +55,9 @@ LABELS = {
     "batch": "Takes",
     "adapter": "Adapter",
     "adapter_scale": "Adapter scale",
+    "node": "Node",
 }
+ANY_NODE = "Any node"
 DRAFT_SAVE_MS = 600
 
 
@@ -169,6 +172,13 @@ class ComposePage(QWidget):
         self.format.addItems(config.SONG_FORMATS)
         self.takes = SpinBox()
         self.takes.setRange(*song_request.BATCH_RANGE)
+        self.node = ComboBox()  # in a pool: any member, or one by name
+        self.node.setToolTip(
+            "Which machine of the pool makes the song: any member that has the model, "
+            "or the one you choose"
+        )
+        self._pool: PoolView | None = None
+        self._node_items: tuple = ()
         grid.addRow("Duration (s)", self.duration)
         grid.addRow("BPM", self.bpm)
         grid.addRow("Key", self.key)
@@ -176,6 +186,7 @@ class ComposePage(QWidget):
         grid.addRow("Language", self.language)
         grid.addRow("Seed", seed_row)
         grid.addRow("Model", self.model)
+        grid.addRow("Node", self.node)
         grid.addRow("Format", self.format)
         grid.addRow("Takes", self.takes)
 
@@ -272,7 +283,9 @@ class ComposePage(QWidget):
             "model": self.model,
             "format": self.format,
             "batch": self.takes,
+            "node": self.node,
         }
+        self._models: list = []
         self.set_models([])
         self.format.setCurrentText(self._node_format())
         self.format.activated.connect(lambda _i: setattr(self, "_format_chosen", True))
@@ -308,6 +321,10 @@ class ComposePage(QWidget):
         self.generate.clicked.connect(self.on_generate)
         link.song_updated.connect(self.show_song)
         link.models_loaded.connect(self.set_models)
+        link.pool_changed.connect(self.set_pool)
+        self.model.currentIndexChanged.connect(self._fill_nodes)
+        self.node.currentIndexChanged.connect(self.check)
+        self.set_pool(link.pool)
         from ..adapter_list import AdapterList
 
         self.adapter_list = AdapterList.of(link)
@@ -597,6 +614,9 @@ class ComposePage(QWidget):
         adapter = self._adapter_problem(form)
         if adapter is not None and all(p.field != "adapter" for p in problems):
             problems.append(adapter)
+        node = self._node_problem(form.model)
+        if node is not None:
+            problems.append(node)
         self.seed.setEnabled(self.seed_lock.isChecked())
         bad = {p.field for p in problems}
         advanced = self._advanced.fields if self._advanced is not None else {}
@@ -675,18 +695,92 @@ class ComposePage(QWidget):
         self.check()
 
     def set_models(self, models: list) -> None:
+        """The node's ready models, and in a pool the models only other members have
+        (named with who has them)."""
+        self._models = list(models)
         current = self.model.currentData()
         self.model.blockSignals(True)
         self.model.clear()
         self.model.addItem(SKETCH_LABEL, SKETCH_MODEL)
+        here = {SKETCH_MODEL}
         for m in models:
             name = m.get("name") if isinstance(m, dict) else str(m)
             state = m.get("state", "ready") if isinstance(m, dict) else "ready"
             if name and name != SKETCH_MODEL and state in ("ready", "installed", "downloaded"):
                 self.model.addItem(m.get("title") or name if isinstance(m, dict) else name, name)
+                here.add(canonical_model(name))
+        for name, makers in sorted(self._pool_models().items()):
+            if name not in here:
+                self.model.addItem(f"{name} (on {', '.join(makers)})", name)
         idx = self.model.findData(current)
         self.model.setCurrentIndex(max(0, idx))
         self.model.blockSignals(False)
+
+    # -- the pool: which member makes the song ----------------------------------------------
+    def _pool_models(self) -> dict[str, list[str]]:
+        """Every model a live member of the pool has → those members' names."""
+        out: dict[str, list[str]] = {}
+        for m in self._pool.alive if self._pool is not None else ():
+            for model in m.models:
+                out.setdefault(model, []).append(m.name)
+        return out
+
+    def set_pool(self, view: PoolView | None) -> None:
+        """The node's pool (None: in none, and the Node choice is hidden)."""
+        before = self._pool_models()
+        self._pool = view
+        self._song_grid.setRowVisible(self.node, view is not None)
+        if self._pool_models() != before:
+            self.set_models(self._models)
+        self._fill_nodes()
+
+    def _fill_nodes(self) -> None:
+        """ "Any node", then each live member, one that lacks the chosen model greyed out
+        (saying so); a chosen member that left the pool stays, marked, until changed."""
+        if self._pool is not None and not self._pool.reachable:
+            return  # who is there is not known now: the list stays as it was
+        current = self.node.currentData() or ""
+        items: list[tuple[str, str, bool]] = [(ANY_NODE, "", True)]
+        if self._pool is not None:
+            model = self.model.currentData() or SKETCH_MODEL
+            for choice in self._pool.choices(model):
+                items.append((choice.label, choice.name, choice.usable))
+            if current and all(data != current for _label, data, _ok in items):
+                items.append((f"{current} — not in the pool now", current, False))
+        if tuple(items) != self._node_items:  # unchanged: an open list is left alone
+            self._node_items = tuple(items)
+            self.node.blockSignals(True)
+            self.node.clear()
+            for label, data, usable in items:
+                self.node.addItem(label, data)
+                item = self.node.model().item(self.node.count() - 1)
+                item.setEnabled(usable)
+            self.node.setCurrentIndex(max(0, self.node.findData(current)))
+            self.node.blockSignals(False)
+        self.check()
+
+    def chosen_node(self) -> str | None:
+        """The member the song goes to (None: any member, or no pool)."""
+        if self._pool is None:
+            return None
+        return self.node.currentData() or None
+
+    def _node_problem(self, model: str) -> song_request.RequestError | None:
+        """The chosen member cannot make the song: not in the pool now, or without the
+        model (the node would refuse it)."""
+        name = self.chosen_node()
+        if name is None or self._pool is None or not self._pool.reachable:
+            return None  # (an unreachable pool: the node says so when asked)
+        member = self._pool.member(name)
+        if member is None or not member.alive:
+            return song_request.RequestError(
+                "node", f"{name} is not in the pool now; choose {ANY_NODE} or another member"
+            )
+        if not member.can_make(model):
+            return song_request.RequestError(
+                "node", f"{name} does not have {model}; choose {ANY_NODE} or another member"
+            )
+        return None
 
     # -- generate and the queue ---------------------------------------------------------------
     def on_generate(self) -> None:
@@ -705,7 +799,9 @@ class ComposePage(QWidget):
             self.check()
             self.generated.emit(song.id)
 
-        self.link.tasks.start("submit", self.link.submit(body), on_error=failed, on_done=done)
+        self.link.tasks.start(
+            "submit", self.link.submit(body, self.chosen_node()), on_error=failed, on_done=done
+        )
 
     def show_song(self, song: Song) -> None:
         self.queue.show_song(song)

@@ -1,4 +1,5 @@
-"""Hardware & Backends: the machine, a row per backend with its evidence and actions."""
+"""Hardware & Backends: the machine, a row per backend with its evidence and actions, and
+the node's pool (its members) when it is in one."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from ... import config
+from ..pool_panel import PoolPanel
 from ..transfer import human_bytes
 
 FAMILY = "acestep"
@@ -112,6 +114,8 @@ class HardwarePage(QWidget):
         self.machine.setTextInteractionFlags(Qt.TextSelectableByMouse)
         bl.addWidget(self.machine)
         layout.addWidget(box)
+        self.pool = PoolPanel()
+        layout.addWidget(self.pool)
 
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(["Backend", "State", "Evidence", ""])
@@ -152,7 +156,17 @@ class HardwarePage(QWidget):
         self.keep_loaded.toggled.connect(self._keep_loaded)
         link.system_loaded.connect(self.set_system)
         link.backend_event.connect(self.on_event)
+        link.pool_changed.connect(self.pool.set_pool)
         self.set_system(link.system)
+        self.pool.set_pool(link.pool)
+
+    def showEvent(self, event) -> None:  # noqa: N802 — the pool is read often while shown
+        super().showEvent(event)
+        self.link.show_pool("hardware", True)
+
+    def hideEvent(self, event) -> None:  # noqa: N802
+        super().hideEvent(event)
+        self.link.show_pool("hardware", False)
 
     def set_system(self, system: dict) -> None:
         self.machine.setText(machine_text(system))
