@@ -51,8 +51,17 @@ def test_seed_lock_shows_the_seed_and_random_sends_minus_one(qtbot, qloop):
 
 
 def test_instrumental_switch_sends_the_sentinel_and_keeps_lyrics(qtbot, qloop, node):
+    from cantor_desktop.ui.pages.hardware import HardwarePage
+
     link, page = make_page(qtbot, node.url)
     run(qloop, link._connect())
+    # a node in no pool: no Node choice here, no Pool section on Hardware & Backends
+    assert link.system and link.pool is None
+    assert not page._song_grid.isRowVisible(page.node)
+    hardware = HardwarePage(link)
+    qtbot.addWidget(hardware)
+    hardware.show()
+    assert hardware.pool.isHidden()
     page.caption.setPlainText("sea shanty, stomping")
     page.lyrics.setPlainText("[Verse]\nheave away")
     page.instrumental.setChecked(True)

@@ -180,7 +180,7 @@ class PoolView:
         if self.state == CONNECTED:
             return None
         where = self.url or "the pool's Redis"
-        why = f" ({self.error})" if self.error else ""
+        why = f" ({self.error.strip().rstrip('.')})" if self.error else ""
         if self.state == REFUSED:
             return f"Pool refused this node: {self.error or where}"
         return (
@@ -198,7 +198,12 @@ class PoolView:
         """One line under the pool's title: its members, what waits, its songs."""
         count = len(self.alive) if self.members else (self.alive_count or 0)
         total = len(self.members) or count
-        bits = [f"{count} of {total} members alive" if total != count else f"{count} members"]
+        if not self.reachable:  # who is alive is not known while the pool is away
+            bits = [f"{total} members when last seen"]
+        elif total != count:
+            bits = [f"{count} of {total} members alive"]
+        else:
+            bits = [f"{count} members"]
         if self.waiting:
             bits.append(f"{self.waiting} song{'s' if self.waiting != 1 else ''} waiting")
         done = self.songs.get("done")

@@ -19,7 +19,7 @@ from ..pool.view import PoolMember, PoolView
 from . import theme
 
 COLUMNS = ("Node", "State", "Backend", "Models", "Queue")
-ROW_HEIGHT = 30
+ROW_HEIGHT = 26
 
 
 def member_state(member: PoolMember, view: PoolView) -> tuple[str, str | None]:
@@ -73,7 +73,7 @@ class PoolPanel(QGroupBox):
         self.summary.setText(f"{view.url} · {view.summary()}" if view.url else view.summary())
         self.table.setRowCount(len(view.members))
         for row, m in enumerate(view.members):
-            name = m.name + ("  (this node)" if m.name == view.me else "")
+            name = m.name + (" (this node)" if m.name == view.me else "")
             state, tone = member_state(m, view)
             cells = (name, state, m.backend, ", ".join(m.models) or "none", m.queue_words)
             for c, text in enumerate(cells):

@@ -126,6 +126,10 @@ class HardwarePage(QWidget):
         for col, w in ((0, 150), (1, 120), (3, 230)):
             h.setSectionResizeMode(col, QHeaderView.Fixed)
             h.resizeSection(col, w)
+        # every backend in sight, whatever else the page shows (the pool's members)
+        self.table.setMinimumHeight(
+            self.table.horizontalHeader().sizeHint().height() + len(config.BACKENDS) * 40 + 4
+        )
         layout.addWidget(self.table, 1)
 
         row = QHBoxLayout()
@@ -147,6 +151,7 @@ class HardwarePage(QWidget):
         layout.addLayout(row)
         self.log = QListWidget()
         self.log.setMaximumHeight(140)
+        self.log.setMinimumHeight(48)
         self.log.setWordWrap(True)  # long reasons (a manifest URL and its error) wrap
         self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         layout.addWidget(self.log)

@@ -1,0 +1,139 @@
+"""The app connected to a member of a real pool (a real redis-server, three real nodes with
+Sketch engines; tests/support/pool_nodes.py), as an app on another machine is: with the
+pool's token. Hardware & Backends lists every member with its backend and models, Compose
+sends a song to the member chosen and it is made there, and Redis stopped shows "pool
+unreachable" on the page, the status line and the tray until it is back."""
+
+from __future__ import annotations
+
+import pytest
+from support.pool_nodes import TOKEN, TURBO, ThreeNodePool
+from support.redis_server import require
+from support.ui import run, until
+
+from cantor_desktop.secrets import set_secret
+from cantor_desktop.song import SongState
+from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
+
+# one pool for the module's tests (the last one stops its Redis): one xdist worker runs them
+pytestmark = pytest.mark.xdist_group("test_ui_pool")
+
+
+@pytest.fixture(scope="module")
+def pool3(tmp_path_factory):
+    require()
+    with ThreeNodePool(tmp_path_factory.mktemp("uipool")) as (redis, members):
+        yield redis, members
+
+
+def connected(qloop, member) -> NodeLink:
+    """An app's link to ``member`` with the pool's token, connected, its pool read."""
+    set_secret(REMOTE_TOKEN, TOKEN)
+    link = NodeLink(url=member.url, start_child=False)
+    run(qloop, link._connect())
+    assert link.state == "idle", link.detail
+    run(qloop, until(lambda: link.pool is not None and link.pool.members, what="the pool"))
+    return link
+
+
+def test_hardware_page_lists_every_member_with_its_backend_and_models(qtbot, qloop, pool3):
+    from cantor_desktop.ui.pages.hardware import HardwarePage
+
+    _redis, (alpha, _bravo, _charlie) = pool3
+    link = connected(qloop, alpha)
+    page = HardwarePage(link)
+    qtbot.addWidget(page)
+    page.show()
+    panel = page.pool
+    run(qloop, until(lambda: len(panel.names()) == 3, what="three members listed"))
+    assert panel.isVisible()
+    assert panel.names() == ["alpha", "bravo", "charlie"]
+    rows = {
+        panel.names()[r]: {c: panel.cell(r, c) for c in ("Node", "State", "Backend", "Models")}
+        for r in range(3)
+    }
+    assert rows["alpha"]["Node"] == "alpha (this node)"
+    assert {r["State"] for r in rows.values()} == {"alive"}
+    assert rows["alpha"]["Models"] == rows["bravo"]["Models"] == "sketch"
+    assert rows["charlie"]["Models"] == f"{TURBO}, sketch"
+    assert rows["alpha"]["Backend"] == rows["bravo"]["Backend"] == "Sketch only"
+    assert rows["charlie"]["Backend"] not in ("Sketch only", "—", "")  # its ACE-Step backend
+    assert panel.problem.isHidden()
+    assert "3 members" in panel.summary.text()
+    assert "pool" not in link.status_line()
+    run(qloop, link.shutdown())
+
+
+def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot, qloop, pool3):
+    from cantor_desktop.ui.pages.compose import ANY_NODE, ComposePage
+    from cantor_desktop.ui.song_records import facts
+
+    _redis, (alpha, _bravo, _charlie) = pool3
+    link = connected(qloop, alpha)
+    page = ComposePage(link)
+    qtbot.addWidget(page)
+    assert page._song_grid.isRowVisible(page.node)
+    items = {page.node.itemData(i): page.node.model().item(i) for i in range(page.node.count())}
+    assert page.node.itemText(0) == ANY_NODE and set(items) == {"", "alpha", "bravo", "charlie"}
+    # a model only charlie has (alpha, the node the app drives, has it not): the others
+    # are greyed out, saying why; choosing one anyway is named on the form
+    turbo = page.model.findData(TURBO)
+    assert turbo > 0 and "charlie" in page.model.itemText(turbo)
+    page.model.setCurrentIndex(turbo)
+    items = {page.node.itemData(i): page.node.model().item(i) for i in range(page.node.count())}
+    assert items["charlie"].isEnabled() and not items["bravo"].isEnabled()
+    assert items["bravo"].text() == f"bravo — no {TURBO}"
+    page.node.setCurrentIndex(page.node.findData("bravo"))
+    assert not page.generate.isEnabled()
+    assert f"Node bravo does not have {TURBO}" in page.problem.text()
+    # a Sketch song sent to bravo is made on bravo
+    page.model.setCurrentIndex(page.model.findData("sketch"))
+    page.node.setCurrentIndex(page.node.findData("bravo"))
+    page.caption.setPlainText("lofi piano for bravo")
+    page.instrumental.setChecked(True)
+    page.duration.setText("10")
+    assert page.generate.isEnabled(), page.problem.text()
+    ids: list[str] = []
+    page.generated.connect(ids.append)
+    page.generate.click()
+    run(qloop, until(lambda: ids, what="the song to be queued"))
+    song = run(
+        qloop,
+        until(
+            lambda: (s := link.songs.get(ids[0])) is not None and s.is_finished and s,
+            timeout=120,
+            what="the song to be made",
+        ),
+    )
+    assert song.state == SongState.DONE, song.error
+    assert song.node["name"] == "bravo"
+    assert "on bravo" in facts(song, song.takes[0])  # Songs says where it was made
+    run(qloop, link.shutdown())
+
+
+def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, pool3):
+    """(The module's last test: it stops the pool's Redis.)"""
+    from cantor_desktop.ui.pages.hardware import HardwarePage
+    from cantor_desktop.ui.tray import Tray
+
+    redis, (alpha, _bravo, _charlie) = pool3
+    link = connected(qloop, alpha)
+    page = HardwarePage(link)
+    qtbot.addWidget(page)
+    page.show()
+    tray = Tray(link)
+    banner = page.pool.problem
+    assert banner.isHidden() and "pool unreachable" not in tray.menu.status.text()
+    redis.kill9()
+    try:
+        run(qloop, until(lambda: not banner.isHidden(), timeout=30, what="pool unreachable"))
+        assert banner.text().startswith(f"Pool unreachable: {redis.url} does not answer")
+        assert "pool unreachable" in link.status_line()
+        assert "pool unreachable" in tray.menu.status.text()  # the tray's line (and tooltip)
+        assert page.pool.cell(0, "State") == "unknown"
+    finally:
+        redis.start()  # the same folder and port: the members reconnect by themselves
+    run(qloop, until(lambda: banner.isHidden(), timeout=60, what="the pool to be back"))
+    assert "pool unreachable" not in tray.menu.status.text()
+    run(qloop, until(lambda: page.pool.cell(0, "State") == "alive", timeout=30, what="alive"))
+    run(qloop, link.shutdown())
