@@ -198,3 +198,43 @@ def test_the_queue_is_a_line_until_the_first_song_then_a_row_each(qtbot, qloop):
         Song(id="s1", request={"caption": "first"}, state=SongState.FAILED, progress=0.25)
     )
     assert page.queue.tree.itemWidget(page.queue._rows["s1"], 4).text() == "Retry"
+
+
+def test_the_node_choice_follows_the_pool_and_names_a_member_that_cannot_make_the_song(
+    qtbot, qloop
+):
+    """(Pool views as the node reads them; tests/test_ui_pool.py drives a real pool.)"""
+    from cantor_desktop.pool.view import PoolView
+
+    def pool(*members):
+        return PoolView.from_json(
+            {
+                "state": "connected",
+                "url": "redis://studio:6379/0",
+                "node": {"id": "a", "name": "alpha"},
+                "members": [
+                    {"id": n[0], "name": n, "alive": True, "models": list(models)}
+                    for n, models in members
+                ],
+            }
+        )
+
+    link, page = make_page(qtbot)
+    page.caption.setPlainText("lofi")
+    page.instrumental.setChecked(True)
+    assert not page._song_grid.isRowVisible(page.node) and page.chosen_node() is None
+    page.set_pool(pool(("alpha", ["sketch"]), ("bravo", ["sketch"])))
+    assert page._song_grid.isRowVisible(page.node)
+    page.node.setCurrentIndex(page.node.findData("bravo"))
+    assert page.chosen_node() == "bravo" and page.generate.isEnabled()
+    # bravo leaves the pool: still chosen, marked, and Generate says why it waits
+    page.set_pool(pool(("alpha", ["sketch"])))
+    assert page.node.currentText() == "bravo — not in the pool now"
+    assert not page.generate.isEnabled()
+    assert "Node bravo is not in the pool now" in page.problem.text()
+    page.set_pool(pool(("alpha", ["sketch"]), ("bravo", ["sketch"])))  # back
+    assert page.node.currentText() == "bravo" and page.generate.isEnabled()
+    # the node leaves the pool (restarted without one): the choice goes, any member it is
+    page.set_pool(None)
+    assert not page._song_grid.isRowVisible(page.node) and page.chosen_node() is None
+    assert page.generate.isEnabled()

@@ -113,15 +113,18 @@ def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot,
 
 def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, pool3):
     """(The module's last test: it stops the pool's Redis.)"""
+    from cantor_desktop.ui.pages.compose import ComposePage
     from cantor_desktop.ui.pages.hardware import HardwarePage
     from cantor_desktop.ui.tray import Tray
 
-    redis, (alpha, _bravo, _charlie) = pool3
+    redis, (alpha, bravo, _charlie) = pool3
     link = connected(qloop, alpha)
     page = HardwarePage(link)
     qtbot.addWidget(page)
     page.show()
     tray = Tray(link)
+    # another app, on bravo, with no page of the pool open: it reads only the pool's state
+    other = connected(qloop, bravo)
     banner = page.pool.problem
     assert banner.isHidden() and "pool unreachable" not in tray.menu.status.text()
     redis.kill9()
@@ -131,9 +134,21 @@ def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, poo
         assert "pool unreachable" in link.status_line()
         assert "pool unreachable" in tray.menu.status.text()  # the tray's line (and tooltip)
         assert page.pool.cell(0, "State") == "unknown"
+        # a song asked for meanwhile: the node's reason on the form, nothing queued
+        compose = ComposePage(link)
+        qtbot.addWidget(compose)
+        compose.caption.setPlainText("while Redis is away")
+        compose.instrumental.setChecked(True)
+        compose.generate.click()
+        run(qloop, until(lambda: "Could not queue" in compose.problem.text(), what="refusal"))
+        assert "pool unreachable" in compose.problem.text()
+        run(qloop, until(lambda: "pool unreachable" in other.status_line(), timeout=30))
+        assert [m.name for m in other.pool.members] == ["alpha", "bravo", "charlie"]  # kept
     finally:
         redis.start()  # the same folder and port: the members reconnect by themselves
     run(qloop, until(lambda: banner.isHidden(), timeout=60, what="the pool to be back"))
     assert "pool unreachable" not in tray.menu.status.text()
     run(qloop, until(lambda: page.pool.cell(0, "State") == "alive", timeout=30, what="alive"))
+    run(qloop, until(lambda: "pool" not in other.status_line(), timeout=30, what="bravo's"))
+    run(qloop, other.shutdown())
     run(qloop, link.shutdown())

@@ -1,10 +1,12 @@
 """``GET /v1/pool``: the pool this node is a member of — every member (alive or gone), its
 backend and engines, the models it can make, what it is making — its lanes (songs waiting,
-songs taken and by whom) and its songs by state. 404 on a node that is not in a pool."""
+songs taken and by whom) and its songs by state. 404 on a node that is not in a pool.
+``?brief=true``: only the pool's state as this node sees it (reachable or not, why, how many
+members are alive), without asking Redis — what an app polls while it shows no member."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 
 from .http_common import ApiError
 from .schemas import ERRORS, OBJ, ok
@@ -14,7 +16,7 @@ router = APIRouter()
 
 
 @router.get("/v1/pool", responses={**ok(OBJ, "the pool"), **ERRORS})
-async def pool_status(request: Request):
+async def pool_status(request: Request, brief: bool = Query(False)):
     n = node(request)
     if n.pool is None:
         raise ApiError(
@@ -23,4 +25,4 @@ async def pool_status(request: Request):
             "`cantor pool join URL`)",
             "not_in_pool",
         )
-    return await n.pool.status()
+    return n.pool.describe() if brief else await n.pool.status()

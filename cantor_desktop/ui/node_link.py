@@ -8,10 +8,11 @@ signals. The connection's state is one :class:`~cantor_desktop.link_state.LinkSt
 by one machine (:class:`~cantor_desktop.link_state.LinkMachine`) that the child supervisor,
 the health check and the song stream all report to.
 
-The pool: when the node is a member of one, ``GET /v1/pool`` is read every few seconds
-(more often while a page that shows it is open, and soon after a song moves), as one
-:class:`~cantor_desktop.pool.view.PoolView` on ``pool_changed``; the status line says when
-the pool is unreachable.
+The pool: when the node is a member of one, its state (``GET /v1/pool?brief=true``, which
+the node answers without asking Redis) is read every few seconds for the status line and
+the tray, which say when the pool is unreachable; while a page that shows the members is
+open, the whole pool (``GET /v1/pool``) every two seconds and soon after a song moves. One
+:class:`~cantor_desktop.pool.view.PoolView` goes out on ``pool_changed``.
 
 Songs: one node-wide event stream (``GET /v1/events``) keeps :attr:`songs` current — songs
 made by this app, the CLI, another app or the API alike, their progress, their ends, renames
@@ -38,8 +39,7 @@ from .tasks import Tasks, describe_error
 log = logging.getLogger(__name__)
 
 HEALTH_EVERY = 2.0
-POOL_EVERY = 5.0  # the pool's state for the status line and the tray
-POOL_EVERY_SHOWN = 2.0  # while a page that shows the pool is open
+POOL_EVERY = 3.0  # the pool's state for the status line and the tray (no Redis asked)
 POOL_SETTLE_S = 0.3  # after a song moved: its members' queues, read once it settled
 STREAM_RETRY_S = 1.0
 POOL_MOVES = ("queued", "stage", "done", "failed", "cancelled", "removed")
@@ -100,7 +100,7 @@ class NodeLink(QObject):
         self._theirs_here = False  # a node on this machine that proved the user's token
         self._streaming = asyncio.Event()
         self.pool: PoolView | None = None
-        self._pool_viewers: set[str] = set()
+        self._pool_viewers: dict[str, float] = {}  # page → how often it wants the members
         self._pool_nudge = asyncio.Event()
 
     # -- state ----------------------------------------------------------------------------
@@ -406,11 +406,15 @@ class NodeLink(QObject):
             self.tasks.cancel("pool")
             self._set_pool(None)
             return
-        if self.pool is not None and self.pool.members:
-            found = dataclasses.replace(self.pool, state=found.state, error=found.error)
-        self._set_pool(found)
+        self._set_pool(self._merged(found))
         if not self.tasks.running("pool"):
             self.tasks.start("pool", self._follow_pool())
+
+    def _merged(self, brief: PoolView) -> PoolView:
+        """The pool's state from a brief answer, its members as last read."""
+        if self.pool is not None and self.pool.members and not brief.members:
+            return dataclasses.replace(self.pool, state=brief.state, error=brief.error)
+        return brief
 
     def _set_pool(self, view: PoolView | None) -> None:
         if view == self.pool:
@@ -421,47 +425,62 @@ class NodeLink(QObject):
         if (view.short_problem() if view is not None else None) != trouble_before:
             self.status_changed.emit(self.status_line())
 
-    async def read_pool(self) -> PoolView | None:
-        """``GET /v1/pool`` now; None (and no longer followed) when the node is in none."""
+    async def read_pool(self, brief: bool = False) -> PoolView | None:
+        """``GET /v1/pool`` now (``brief``: its state only, the members kept as last read);
+        None (and no longer followed) when the node is in none."""
         from ..nodeclient import NodeError
 
         try:
-            data = await self.client.pool()
+            data = await self.client.pool(brief=brief)
         except NodeError as exc:
             if exc.status != 404:
                 raise
             self._set_pool(None)
             return None
         view = PoolView.from_json(data)
+        if view is not None:
+            view = self._merged(view)
         self._set_pool(view)
         return view
 
     async def _follow_pool(self) -> None:
-        """The pool, every few seconds for as long as the node is in one (a failed read is
-        the node's absence, which the health check shows: tried again next time)."""
+        """The pool for as long as the node is in one: its state every few seconds, its
+        members first and then as often as the open pages that show them ask, and soon
+        after a nudge (a page opened, a song moved). A failed read is the node's absence,
+        which the health check shows: tried again next time."""
+        last_full: float | None = None
+        nudged = False
         while True:
             self._pool_nudge.clear()
-            try:
-                if await self.read_pool() is None:
+            full_every = min(self._pool_viewers.values(), default=None)
+            now = time.monotonic()
+            full = last_full is None or (
+                full_every is not None and (nudged or now - last_full >= full_every)
+            )
+            try:  # the members only when wanted: reading them costs the node's Redis
+                if await self.read_pool(brief=not full) is None:
                     return
+                if full:
+                    last_full = now
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.debug("the pool was not read: %s", exc)
-            every = POOL_EVERY_SHOWN if self._pool_viewers else POOL_EVERY
             try:
-                await asyncio.wait_for(self._pool_nudge.wait(), every)
+                await asyncio.wait_for(self._pool_nudge.wait(), min(POOL_EVERY, full_every or 1e9))
                 await asyncio.sleep(POOL_SETTLE_S)  # a burst of events: one read
+                nudged = True
             except TimeoutError:
-                pass
+                nudged = False
 
-    def show_pool(self, viewer: str, shown: bool) -> None:
-        """A page that shows the pool opened (read it now, then often) or closed."""
-        if shown:
-            self._pool_viewers.add(viewer)
+    def show_pool(self, viewer: str, every: float | None) -> None:
+        """A page that shows the pool's members opened (``every``: how often it wants
+        them, in seconds; read now) or closed (None)."""
+        if every is not None:
+            self._pool_viewers[viewer] = every
             self._pool_nudge.set()
         else:
-            self._pool_viewers.discard(viewer)
+            self._pool_viewers.pop(viewer, None)
 
     async def refresh_models(self) -> None:
         raw = await self.client.models(all=True)  # the catalogue too: what can be pulled

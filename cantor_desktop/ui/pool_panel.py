@@ -54,7 +54,7 @@ class PoolPanel(QGroupBox):
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAsNeeded)
         h = self.table.horizontalHeader()
         h.setSectionResizeMode(3, QHeaderView.Stretch)
-        for c, w in ((0, 170), (1, 80), (2, 120), (4, 170)):
+        for c, w in ((0, 170), (1, 80), (2, 120), (4, 200)):
             h.setSectionResizeMode(c, QHeaderView.Interactive)
             h.resizeSection(c, w)
         col.addWidget(self.table)

@@ -53,7 +53,7 @@ def main() -> int:
         w.resize(1200, 760)
         w.show()
         link.start()
-        wait(lambda: link.state == "idle" and link.pool is not None and link.pool.members, 60)
+        wait(lambda: link.state.connected and link.pool is not None and link.pool.members, 60)
         w.show_page("Hardware & Backends")
         wait(lambda: any(m.making and m.waiting for m in link.pool.members), 60)
         spin(500)

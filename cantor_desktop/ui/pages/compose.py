@@ -58,6 +58,7 @@ LABELS = {
     "node": "Node",
 }
 ANY_NODE = "Any node"
+POOL_EVERY_S = 10.0  # who is in the pool and has what, for the Node choice
 DRAFT_SAVE_MS = 600
 
 
@@ -758,6 +759,14 @@ class ComposePage(QWidget):
             self.node.setCurrentIndex(max(0, self.node.findData(current)))
             self.node.blockSignals(False)
         self.check()
+
+    def showEvent(self, event) -> None:  # noqa: N802 — the pool's members while shown
+        super().showEvent(event)
+        self.link.show_pool("compose", POOL_EVERY_S)
+
+    def hideEvent(self, event) -> None:  # noqa: N802
+        super().hideEvent(event)
+        self.link.show_pool("compose", None)
 
     def chosen_node(self) -> str | None:
         """The member the song goes to (None: any member, or no pool)."""

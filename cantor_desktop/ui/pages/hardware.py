@@ -24,6 +24,7 @@ from ..pool_panel import PoolPanel
 from ..transfer import human_bytes
 
 FAMILY = "acestep"
+POOL_EVERY_S = 2.0  # the pool's members, live while the page is open
 
 
 def family_status(system: dict) -> dict:
@@ -167,11 +168,11 @@ class HardwarePage(QWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802 — the pool is read often while shown
         super().showEvent(event)
-        self.link.show_pool("hardware", True)
+        self.link.show_pool("hardware", POOL_EVERY_S)
 
     def hideEvent(self, event) -> None:  # noqa: N802
         super().hideEvent(event)
-        self.link.show_pool("hardware", False)
+        self.link.show_pool("hardware", None)
 
     def set_system(self, system: dict) -> None:
         self.machine.setText(machine_text(system))
