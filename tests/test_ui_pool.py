@@ -86,42 +86,49 @@ def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot,
     page.node.setCurrentIndex(page.node.findData("bravo"))
     assert not page.generate.isEnabled()
     assert f"Node bravo does not have {TURBO}" in page.problem.text()
-    # a Sketch song sent to bravo is made on bravo
+    # Sketch songs sent to bravo are made on bravo (three: any member could take one)
     page.model.setCurrentIndex(page.model.findData("sketch"))
     page.node.setCurrentIndex(page.node.findData("bravo"))
-    page.caption.setPlainText("lofi piano for bravo")
     page.instrumental.setChecked(True)
     page.duration.setText("10")
-    assert page.generate.isEnabled(), page.problem.text()
     ids: list[str] = []
     page.generated.connect(ids.append)
-    page.generate.click()
-    run(qloop, until(lambda: ids, what="the song to be queued"))
-    song = run(
+    for k in range(3):
+        page.caption.setPlainText(f"lofi piano for bravo {k}")
+        assert page.generate.isEnabled(), page.problem.text()
+        page.generate.click()
+        run(qloop, until(lambda k=k: len(ids) > k, what="the song to be queued"))
+    songs = run(
         qloop,
         until(
-            lambda: (s := link.songs.get(ids[0])) is not None and s.is_finished and s,
+            lambda: (
+                all((s := link.songs.get(i)) is not None and s.is_finished for i in ids)
+                and [link.songs[i] for i in ids]
+            ),
             timeout=120,
-            what="the song to be made",
+            what="the songs to be made",
         ),
     )
-    assert song.state == SongState.DONE, song.error
-    assert song.node["name"] == "bravo"
-    assert "on bravo" in facts(song, song.takes[0])  # Songs says where it was made
+    assert [s.state for s in songs] == [SongState.DONE] * 3, [s.error for s in songs]
+    assert {s.node["name"] for s in songs} == {"bravo"}
+    assert "on bravo" in facts(songs[0], songs[0].takes[0])  # Songs says where it was made
     run(qloop, link.shutdown())
 
 
 def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, pool3):
     """(The module's last test: it stops the pool's Redis.)"""
     from cantor_desktop.ui.pages.compose import ComposePage
-    from cantor_desktop.ui.pages.hardware import HardwarePage
     from cantor_desktop.ui.tray import Tray
+    from cantor_desktop.ui.window import MainWindow
 
     redis, (alpha, bravo, _charlie) = pool3
     link = connected(qloop, alpha)
-    page = HardwarePage(link)
-    qtbot.addWidget(page)
-    page.show()
+    window = MainWindow(link)
+    qtbot.addWidget(window)
+    window.populate()
+    window.show()
+    window.show_page("Hardware & Backends")
+    page = window.hardware
     tray = Tray(link)
     # another app, on bravo, with no page of the pool open: it reads only the pool's state
     other = connected(qloop, bravo)
@@ -133,6 +140,8 @@ def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, poo
         assert banner.text().startswith(f"Pool unreachable: {redis.url} does not answer")
         assert "pool unreachable" in link.status_line()
         assert "pool unreachable" in tray.menu.status.text()  # the tray's line (and tooltip)
+        assert "pool unreachable" in window.state_label.text()  # the status bar
+        assert window.dot.property("cantorTone") == "warning"
         assert page.pool.cell(0, "State") == "unknown"
         # a song asked for meanwhile: the node's reason on the form, nothing queued
         compose = ComposePage(link)
@@ -148,6 +157,8 @@ def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, poo
         redis.start()  # the same folder and port: the members reconnect by themselves
     run(qloop, until(lambda: banner.isHidden(), timeout=60, what="the pool to be back"))
     assert "pool unreachable" not in tray.menu.status.text()
+    assert "pool" not in window.state_label.text()
+    assert window.dot.property("cantorTone") != "warning"
     run(qloop, until(lambda: page.pool.cell(0, "State") == "alive", timeout=30, what="alive"))
     run(qloop, until(lambda: "pool" not in other.status_line(), timeout=30, what="bravo's"))
     run(qloop, other.shutdown())

@@ -138,6 +138,7 @@ class MainWindow(QMainWindow):
         self.node_button.clicked.connect(self._node_button)
         self.log_button.clicked.connect(self.show_log)
         self.link.state_changed.connect(self._state)
+        self.link.pool_changed.connect(self._pool)
         self.link.status_changed.connect(self.state_label.setText)
         self.link.error.connect(lambda text: bar.showMessage(text, 15000))
         self.link.system_loaded.connect(lambda s: self.banner.update_from(s, self.link.models))
@@ -266,10 +267,17 @@ class MainWindow(QMainWindow):
     def _state(self, state: str) -> None:
         from . import theme
 
-        theme.tone(self.dot, theme.NODE_STATE_TONES.get(state, "muted"))
+        tone = theme.NODE_STATE_TONES.get(state, "muted")
+        pool = self.link.pool
+        if self.link.state.connected and pool is not None and pool.short_problem():
+            tone = "warning"  # the node works, its pool does not: the line says why
+        theme.tone(self.dot, tone)
         self.state_label.setText(self.link.status_line())
         running = state in ("idle", "generating", "starting")
         self.node_button.setText("Stop node" if running else "Start node")
+
+    def _pool(self, _view) -> None:
+        self._state(str(self.link.state))
 
     def _node_button(self) -> None:
         if self.link.state in ("idle", "generating", "starting"):
