@@ -355,6 +355,13 @@ def test_rows_show_tempo_key_length_instrumental_and_model():
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "A minor"]
     song.takes[0].key = "D# minor"  # an old sidecar's spelling
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "E♭ minor"]
+    # in a pool the record names the member that made it: the row says so, search finds it
+    from cantor_desktop.ui.song_records import search_text
+
+    assert not any(f.startswith("on ") for f in facts(song, song.takes[0]))
+    song.node = {"id": "3fa2", "name": "studio-b", "shared": False}
+    assert facts(song, song.takes[0])[:2] == ["on studio-b", "120 BPM"]
+    assert "studio-b" in search_text(song)
 
 
 def test_a_drop_target_that_answers_move_costs_the_user_nothing(qtbot, tmp_path, monkeypatch):

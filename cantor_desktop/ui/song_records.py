@@ -66,21 +66,21 @@ def made_on(song: Song) -> str:
 
 
 def facts(song: Song, take: Take | None = None) -> list[str]:
-    """The short facts a row shows: tempo, key, length, instrumental, model, seed, and in
-    a pool the member that made it."""
+    """The short facts a row shows: in a pool the member that made it (first: a long line
+    is cut at its end), tempo, key, length, instrumental, model, seed."""
     bpm, key = tempo_and_key(song, take)
     seconds = duration(song, take)
     seed = take.seed if take is not None else None
     return [
         b
         for b in (
+            f"on {made_on(song)}" if made_on(song) else "",
             f"{bpm:.0f} BPM" if bpm else "",
             keys.display(key) if key else "",
             human_duration(seconds) if seconds else "",
             "instrumental" if instrumental(song) else "vocals",
             song.model,
             f"seed {seed}" if seed is not None else "",
-            f"on {made_on(song)}" if made_on(song) else "",
         )
         if b
     ]

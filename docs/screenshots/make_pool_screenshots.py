@@ -1,5 +1,5 @@
 """Screenshot the app connected to a member of a pool: Hardware & Backends with its Pool
-section, Compose with its Node choice, and the Pool section while Redis is down.
+section, Compose with its Node choice open, and the Pool section while Redis is down.
 
 Run under Xvfb from the repository root:
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python docs/screenshots/make_pool_screenshots.py
@@ -24,6 +24,28 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 # its throw-away CANTOR_HOME and keyring are set when it is imported (and the paths to
 # the repository and the tests)
 from make_screenshots import spin, wait  # noqa: E402
+
+
+def save_screen_both(window, combo, name: str) -> None:
+    """Like ``save_both``, with ``combo``'s list open: the list is a window of its own,
+    so the shot is taken from the screen (Xvfb's), where the window is."""
+    from both_schemes import OUT
+
+    from cantor_desktop.ui import theme
+
+    app = QApplication.instance()
+    for scheme, suffix in (("light", ""), ("dark", "-dark")):
+        theme.apply(app, scheme)
+        combo.hidePopup()
+        spin(200)
+        combo.showPopup()
+        spin(400)
+        g = window.geometry()
+        shot = app.primaryScreen().grabWindow(0, g.x(), g.y(), g.width(), g.height())
+        shot.save(str(OUT / f"{name}{suffix}.png"))
+    combo.hidePopup()
+    theme.apply(app, "light")
+    print("saved", name, "(light and dark)")
 
 
 def main() -> int:
@@ -66,7 +88,7 @@ def main() -> int:
         c.model.setCurrentIndex(max(0, c.model.findData(TURBO)))
         c.node.setCurrentIndex(max(0, c.node.findData("charlie")))
         spin(300)
-        save_both(w, "pool-compose", settle=lambda: spin(200))
+        save_screen_both(w, c.node, "pool-compose")
 
         redis.kill9()
         w.show_page("Hardware & Backends")
