@@ -736,8 +736,9 @@ class ComposePage(QWidget):
         self._fill_nodes()
 
     def _fill_nodes(self) -> None:
-        """ "Any node", then each live member, one that lacks the chosen model greyed out
-        (saying so); a chosen member that left the pool stays, marked, until changed."""
+        """The Node list: "Any node", then each live member, one that lacks the chosen
+        model greyed out (saying so); a chosen member that left the pool stays, marked,
+        until another is chosen."""
         if self._pool is not None and not self._pool.reachable:
             return  # who is there is not known now: the list stays as it was
         current = self.node.currentData() or ""
