@@ -502,11 +502,13 @@ class NodeClient:
     async def system(self) -> dict[str, Any]:
         return await self._json("GET", "/v1/system")
 
-    async def pool(self, brief: bool = False) -> dict[str, Any]:
+    async def pool(self, brief: bool = False, songs: bool = True) -> dict[str, Any]:
         """The pool this node is a member of (``GET /v1/pool``): its members, lanes and
-        songs (``brief``: only its state, which the node knows without asking Redis);
-        NodeError 404 when the node is in none."""
-        return await self._json("GET", "/v1/pool", params={"brief": "true"} if brief else None)
+        songs by state (``songs=False``: without them, which costs a look at every song;
+        ``brief``: only its state, which the node knows without asking Redis); NodeError
+        404 when the node is in none."""
+        params = {"brief": "true"} if brief else {} if songs else {"songs": "false"}
+        return await self._json("GET", "/v1/pool", params=params or None)
 
     async def restart(self) -> dict[str, Any]:
         """Ask the node to restart once its running songs end."""

@@ -281,13 +281,13 @@ class Pool:
             "members": len(self.members.alive),
         }
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self, songs: bool = True) -> dict[str, Any]:
         """For ``GET /v1/pool``: every member, its models and its queue, and every lane."""
         from ..pool.status import gather
 
         out = self.describe()
         if self.link.up.is_set() and not self.refused:
-            out.update(await self.link.now(lambda: gather(self.link.redis)))
+            out.update(await self.link.now(lambda: gather(self.link.redis, songs)))
         else:
             out.update(
                 {

@@ -2,7 +2,9 @@
 backend and engines, the models it can make, what it is making — its lanes (songs waiting,
 songs taken and by whom) and its songs by state. 404 on a node that is not in a pool.
 ``?brief=true``: only the pool's state as this node sees it (reachable or not, why, how many
-members are alive), without asking Redis — what an app polls while it shows no member."""
+members are alive), without asking Redis — what an app polls while it shows no member;
+``?songs=false``: without the songs by state (a look at every song's record), what an app
+showing the members polls."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ router = APIRouter()
 
 
 @router.get("/v1/pool", responses={**ok(OBJ, "the pool"), **ERRORS})
-async def pool_status(request: Request, brief: bool = Query(False)):
+async def pool_status(request: Request, brief: bool = Query(False), songs: bool = Query(True)):
     n = node(request)
     if n.pool is None:
         raise ApiError(
@@ -25,4 +27,4 @@ async def pool_status(request: Request, brief: bool = Query(False)):
             "`cantor pool join URL`)",
             "not_in_pool",
         )
-    return n.pool.describe() if brief else await n.pool.status()
+    return n.pool.describe() if brief else await n.pool.status(songs)

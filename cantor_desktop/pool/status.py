@@ -11,7 +11,9 @@ from typing import Any
 from . import keys
 
 
-async def gather(r) -> dict[str, Any]:
+async def gather(r, songs: bool = True) -> dict[str, Any]:
+    """The pool's state; ``songs=False`` leaves out the songs by state (reading them is a
+    look at every song's record: what an app polling the members does without)."""
     found = await r.hgetall(keys.MEMBERS)
     ids = sorted(found)
     flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
@@ -51,6 +53,9 @@ async def gather(r) -> dict[str, Any]:
             }
         )
 
+    out: dict[str, Any] = {"members": members, "lanes": lanes, "at": time.time()}
+    if not songs:
+        return out
     ids = await r.zrange(keys.ORDER, 0, -1)
     pipe = r.pipeline(transaction=False)
     for song_id in ids:
@@ -71,10 +76,4 @@ async def gather(r) -> dict[str, Any]:
                     "lane": keys.lane_label(lane or ""),
                 }
             )
-    return {
-        "members": members,
-        "lanes": lanes,
-        "songs": counts,
-        "running": taken,
-        "at": time.time(),
-    }
+    return {**out, "songs": counts, "running": taken}

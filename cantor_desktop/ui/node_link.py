@@ -11,7 +11,8 @@ the health check and the song stream all report to.
 The pool: when the node is a member of one, its state (``GET /v1/pool?brief=true``, which
 the node answers without asking Redis) is read every few seconds for the status line and
 the tray, which say when the pool is unreachable; while a page that shows the members is
-open, the whole pool (``GET /v1/pool``) every two seconds and soon after a song moves. One
+open, its members and lanes (``GET /v1/pool?songs=false``) every two seconds and soon
+after a song moves. One
 :class:`~cantor_desktop.pool.view.PoolView` goes out on ``pool_changed``.
 
 Songs: one node-wide event stream (``GET /v1/events``) keeps :attr:`songs` current — songs
@@ -431,7 +432,7 @@ class NodeLink(QObject):
         from ..nodeclient import NodeError
 
         try:
-            data = await self.client.pool(brief=brief)
+            data = await self.client.pool(brief=brief, songs=False)  # members and lanes
         except NodeError as exc:
             if exc.status != 404:
                 raise
