@@ -61,6 +61,12 @@ def test_hardware_page_lists_every_member_with_its_backend_and_models(qtbot, qlo
     assert panel.problem.isHidden()
     assert "3 members" in panel.summary.text()
     assert "pool" not in link.status_line()
+    # what the app polls: members and lanes without the songs' records; the state alone
+    lean = run(qloop, link.client.pool(songs=False))
+    assert len(lean["members"]) == 3 and "songs" not in lean and "lanes" in lean
+    brief = run(qloop, link.client.pool(brief=True))
+    assert brief["state"] == "connected" and brief["members"] == 3 and "lanes" not in brief
+    assert "songs" in run(qloop, link.client.pool())  # `cantor pool status`'s whole answer
     run(qloop, link.shutdown())
 
 
