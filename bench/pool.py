@@ -9,6 +9,8 @@ measured; the members join one after another (1, then 2, then 3 members in one p
 
     .venv/bin/python bench/pool.py            # about 4 minutes
     .venv/bin/python bench/pool.py --quick    # fewer songs and one kill
+
+``bench/run_all.py`` runs it as its ``pool`` group and reads the JSON it writes (``--json``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import add_json_option, write_json
 
 from support.node import Node, write_config
 from support.pool_nodes import TOKEN, PoolNode, all_finished, post, song
@@ -142,6 +147,20 @@ async def main(args) -> None:
         f"kill -9 → running on another member: median {statistics.median(kills):.2f} s "
         f"(lease {args.lease} s; {', '.join(f'{k:.2f}' for k in kills)})"
     )
+    write_json(
+        args.json,
+        "pool",
+        {
+            "synth_s": args.synth,
+            "per_member": args.per_member,
+            "lease_s": args.lease,
+            "songs_per_min": {str(n): rate for n, rate in rates.items()},
+            "embedded_s": embedded,
+            "pooled_s": pooled,
+            "extra_ms": extra_ms,
+            "takeover_s": kills,
+        },
+    )
 
 
 if __name__ == "__main__":
@@ -152,6 +171,7 @@ if __name__ == "__main__":
     p.add_argument("--kills", type=int, default=3, help="kill -9 trials")
     p.add_argument("--lease", type=int, default=2, help="pool.lease of the members")
     p.add_argument("--quick", action="store_true", help="fewer songs and one kill")
+    add_json_option(p)
     a = p.parse_args()
     if a.quick:
         a.per_member, a.alone, a.kills = 2, 4, 1

@@ -7,7 +7,7 @@ Each figure is set against a baseline measured in the same run (A/B alternated w
 can be run one after the other), over several runs: the table shows the median and the
 spread (min–max over the runs). The figures come from the scripts beside this one, run as
 subprocesses and read from the JSON they write (bench/app.py, download.py, node.py, edit.py,
-soak.py;
+soak.py, pool.py;
 sketch.py and export.py when they write it, else what they print;
 packaging/measure_startup.py); idle memory and the idle-loop baseline for the stall are
 measured here.
@@ -797,6 +797,61 @@ def edit_figures(plan: Plan) -> list[Row]:
     ]
 
 
+POOL_FIGURES = [
+    "Pool: songs per minute, 3 members against 1",
+    "Pool: POST → done, a pool of one against the embedded queue",
+    "Pool: kill -9 of the member making a song → running on another",
+]
+
+
+def pool_figures(plan: Plan) -> list[Row]:
+    """bench/pool.py: a real redis-server and 1, 2, 3 members with paced Sketch engines."""
+    argv = ["bench/pool.py"] + (["--quick"] if plan.quick else [])
+    f = figures_of(run_script(plan, argv, "pool"), "the pool")
+    rate = {int(n): r for n, r in f["songs_per_min"].items()}
+    ratio = rate[3] / rate[1]
+    pooled = [s * 1000 for s in f["pooled_s"]]
+    embedded = [s * 1000 for s in f["embedded_s"]]
+    extra = f["extra_ms"]
+    kills, lease = f["takeover_s"], f["lease_s"]
+    paced = f"every Sketch synth job paced to {f['synth_s']:g} s (the cores are not the limit)"
+    return [
+        Row(
+            POOL_FIGURES[0],
+            f"{rate[3]:.1f} songs/min (3 members)",
+            f"{rate[1]:.1f} songs/min (1 member)",
+            f"{ratio:.2f}×",
+            f"2 members {rate[2] / rate[1]:.2f}×",
+            "≥ 2.7×",
+            ratio >= 2.7,
+            note=f"{f['per_member']} songs per member posted at once, spread over the "
+            f"members; a real redis-server (password, appendfsync always); {paced}",
+        ),
+        Row(
+            POOL_FIGURES[1],
+            f"{median(pooled):.0f} ms",
+            f"{median(embedded):.0f} ms (a node alone, embedded queue)",
+            f"{extra:+.0f} ms",
+            f"pool {min(pooled):.0f}…{max(pooled):.0f} ms, alone "
+            f"{min(embedded):.0f}…{max(embedded):.0f} ms (n={len(pooled)} each)",
+            "≤ 50 ms more",
+            extra <= 50,
+            note=f"one song at a time, POST then GET every 5 ms until done; {paced}",
+        ),
+        Row(
+            POOL_FIGURES[2],
+            f"{median(kills):.2f} s",
+            f"{lease:g} s (the lease, pool.lease)",
+            f"{median(kills) / lease:.2f}× the lease",
+            spread(kills, "{:.2f} s"),
+            "—",
+            None,
+            note="the lease is the floor: a silent member keeps its song that long, and the "
+            "others check every third of it",
+        ),
+    ]
+
+
 # -- measured here: idle memory, idle loop ---------------------------------------------------
 
 BARE_IDLE = r"""
@@ -1337,6 +1392,13 @@ def write_doc(
           to FLAC at -14 LUFS / -1 dBTP, 44.1 kHz, audio seconds per CPU second on one core;
           baseline soundfile's WAV→FLAC alone on the same file; a file that fails its checks
           (decode, rate, loudness ±0.5 LU, true peak, tags) is not counted.
+        - **Pool** (`bench/pool.py`): a real `redis-server` (password, `appendfsync
+          always`) and members with their own homes joining one pool one after another,
+          every Sketch synth job paced to a fixed time so the cores are not what is measured:
+          songs per minute with 3 members against 1 (songs posted at once to every member);
+          one song at a time, POST → done, through a pool of one against a node alone with
+          its embedded queue; kill -9 of the member making a song until another runs it,
+          against the lease.
         - **Bundle size**: the unpacked PyInstaller folder `dist/cantor/`, against the size of
           the PySide6 wheel it carries; frozen start against the unfrozen app
           (`packaging/measure_startup.py`).
@@ -1360,7 +1422,7 @@ def main() -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma list of groups: app,idle,download,node,edit,sketch,export,soak,bundle,real",
+        help="comma list of groups: app,idle,download,node,edit,sketch,export,soak,pool,bundle,real",
     )
     args = ap.parse_args()
     plan = plan_for(args.quick)
@@ -1373,6 +1435,7 @@ def main() -> int:
         "sketch",
         "export",
         "soak",
+        "pool",
         "bundle",
         "real",
     }
@@ -1430,6 +1493,11 @@ def main() -> int:
             rows += soak_figure(plan)
         except Exception as exc:  # noqa: BLE001
             rows += error_rows([SOAK_FIGURE], exc)
+    if "pool" in groups:
+        try:
+            rows += pool_figures(plan)
+        except Exception as exc:  # noqa: BLE001
+            rows += error_rows(POOL_FIGURES, exc)
     if "real" in groups:
         try:
             rows += real_engine_figures(plan)
