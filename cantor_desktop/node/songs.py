@@ -39,12 +39,33 @@ def base_name(caption: str, seed: int | None, when: float, take: int | None = No
 
 
 def unique_path(folder: Path, stem: str, ext: str) -> Path:
-    path = folder / f"{stem}{ext}"
-    n = 2
-    while path.exists() or path.with_suffix(".json").exists():
-        path = folder / f"{stem}-{n}{ext}"
+    """A free name for a take (``stem-2`` … when taken), reserved: its sidecar is created
+    empty here (``O_EXCL``), so another writer of the same folder — a member of a pool
+    sharing ``songs.dir`` finishing a song of the same name in the same minute — never
+    picks it too and replaces this take. The empty sidecar names no song (nothing deletes
+    a take by it) and is replaced by the real one."""
+    n = 1
+    while True:
+        path = folder / (f"{stem}{ext}" if n == 1 else f"{stem}-{n}{ext}")
         n += 1
-    return path
+        if path.exists():
+            continue
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            os.close(os.open(path.with_suffix(".json"), flags, 0o666))
+        except FileExistsError:
+            continue
+        return path
+
+
+def _unreserve(path: Path) -> None:
+    """A name reserved by :func:`unique_path` for a take that was not written."""
+    sidecar = path.with_suffix(".json")
+    try:
+        if sidecar.stat().st_size == 0:
+            sidecar.unlink()
+    except OSError:
+        pass
 
 
 def _is_wav(data: bytes) -> bool:
@@ -207,32 +228,36 @@ def write_takes(
         take = index + 1 if many else None
         encoded = encode(audio, fmt)
         path = unique_path(folder, base_name(request.get("caption", ""), seed, when, take), ext)
-        info = audio_info(encoded)
-        lm = lm_metadata[index] if lm_metadata and index < len(lm_metadata) else None
-        # tempo and key: asked, else the LM's, else measured from the audio (with source)
-        music = tempo_key(request, lm, audio, source=source_facts)
-        sidecar = {
-            "cantor_song": 1,
-            "id": song_id,
-            "take": index + 1,
-            "takes": len(audios),
-            "audio": {"file": path.name, "format": fmt, **info},
-            "request": request,
-            "lm_metadata": lm,
-            "seed": seed,
-            **music,
-            **meta,
-        }
-        # audio and sidecar are written (each atomically, with fsync) side by side
-        side = _POOL.submit(
-            write_atomic,
-            path.with_suffix(".json"),
-            json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"),
-        )
-        write_atomic(path, encoded)
-        side.result()
-        for done in (path, path.with_suffix(".json")):
-            _readable(done)
+        try:
+            info = audio_info(encoded)
+            lm = lm_metadata[index] if lm_metadata and index < len(lm_metadata) else None
+            # tempo and key: asked, else the LM's, else measured from the audio (with source)
+            music = tempo_key(request, lm, audio, source=source_facts)
+            sidecar = {
+                "cantor_song": 1,
+                "id": song_id,
+                "take": index + 1,
+                "takes": len(audios),
+                "audio": {"file": path.name, "format": fmt, **info},
+                "request": request,
+                "lm_metadata": lm,
+                "seed": seed,
+                **music,
+                **meta,
+            }
+            # audio and sidecar are written (each atomically, with fsync) side by side
+            side = _POOL.submit(
+                write_atomic,
+                path.with_suffix(".json"),
+                json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"),
+            )
+            write_atomic(path, encoded)
+            side.result()
+            for done in (path, path.with_suffix(".json")):
+                _readable(done)
+        except BaseException:
+            _unreserve(path)
+            raise
         files.append(
             {
                 "take": index + 1,
