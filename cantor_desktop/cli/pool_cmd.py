@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TOKEN_ENV = "CANTOR_POOL_TOKEN"
@@ -63,9 +64,11 @@ def _client(address, password, ca):
     return make_client(address, password, ca)
 
 
-async def _ping(r) -> str | None:
+async def _ping(r, address, ca: str | None = None) -> str | None:
     """None when the pool answers, else why not (never the password)."""
     import redis.exceptions
+
+    from ..pool.link import explain
 
     try:
         await r.ping()
@@ -76,7 +79,18 @@ async def _ping(r) -> str | None:
             return "Redis wants a password (give it when asked, or with --password-stdin)"
         return str(exc)
     except Exception as exc:
-        return str(exc) or type(exc).__name__
+        return explain(exc, address, ca)
+    return None
+
+
+def _ca_problem(path: str) -> str | None:
+    """None when ``path`` is a readable file of PEM certificates, else what is wrong."""
+    try:
+        text = Path(path).expanduser().read_text("ascii", errors="replace")
+    except OSError as exc:
+        return f"--ca {path}: cannot be read ({exc.strerror or exc})"
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        return f"--ca {path}: not a PEM certificate file (no BEGIN CERTIFICATE line)"
     return None
 
 
@@ -96,6 +110,11 @@ def run_join(args) -> int:
     elif password is None and sys.stdin.isatty():
         password = getpass.getpass(f"Redis password for {found.shown()} (empty: none): ") or None
     if args.ca:
+        problem = _ca_problem(args.ca)
+        if problem:
+            _err(problem)
+            return EXIT_USAGE
+        args.ca = str(Path(args.ca).expanduser().resolve())  # the node may start elsewhere
         try:
             config.option("pool.ca").validate(args.ca)
         except config.ConfigError as exc:
@@ -110,7 +129,7 @@ async def _join(args, address, password) -> int:
 
     r = _client(address, password, args.ca)
     try:
-        problem = await _ping(r)
+        problem = await _ping(r, address, args.ca)
         if problem:
             _err(f"the pool at {address.shown()} did not answer: {problem}")
             return EXIT_FAILED
@@ -218,7 +237,7 @@ async def _status(args, address, password, ca) -> int:
 
     r = _client(address.without_password(), password, ca or None)
     try:
-        problem = await _ping(r)
+        problem = await _ping(r, address, ca or None)
         if problem:
             _err(f"pool unreachable: {address.shown()}: {problem}")
             return EXIT_FAILED

@@ -44,6 +44,38 @@ def connection_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+def explain(exc: BaseException, address: PoolAddress, ca_file: str | None = None) -> str:
+    """Why the pool's Redis cannot be used, for people: a TLS certificate that is not trusted
+    names the CA it was checked against; anything else is redis-py's own message."""
+    import ssl
+
+    cause: BaseException | None = exc
+    seen = 0
+    while cause is not None and seen < 5:  # redis-py keeps the ssl error as the context
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            why = cause.verify_message or str(cause)
+            trusted = (
+                f"the CA of pool.ca ({ca_file})"
+                if ca_file
+                else "this system's CAs (a studio that signs its own gives its CA with "
+                "`cantor pool join URL --ca FILE`, pool.ca)"
+            )
+            return (
+                f"TLS: the certificate of Redis at {address.shown()} is not trusted by "
+                f"{trusted}: {why}"
+            )
+        if isinstance(cause, ssl.SSLError):
+            return (
+                f"TLS with Redis at {address.shown()} failed ({cause.reason or cause}): does "
+                f"Redis listen with TLS on port {address.port}?"
+            )
+        if ca_file and isinstance(cause, FileNotFoundError | PermissionError | IsADirectoryError):
+            return f"the CA file of pool.ca ({ca_file}) cannot be read: {cause.strerror or cause}"
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return str(exc) or type(exc).__name__
+
+
 def make_client(address: PoolAddress, password: str | None, ca_file: str | None = None):
     """A redis-py asyncio client of the pool (answers decoded as text).
 
@@ -82,6 +114,7 @@ class PoolLink:
 
     def __init__(self, address: PoolAddress, password: str | None, ca_file: str | None = None):
         self.address = address
+        self.ca_file = ca_file
         self.redis = make_client(address, password, ca_file)
         self.up = asyncio.Event()
         self.error: str | None = "not connected yet"
@@ -115,7 +148,7 @@ class PoolLink:
 
     def down(self, exc: BaseException | str) -> None:
         """A command failed for want of Redis: unreachable until a PING answers."""
-        text = exc if isinstance(exc, str) else (str(exc) or type(exc).__name__)
+        text = exc if isinstance(exc, str) else explain(exc, self.address, self.ca_file)
         if self.up.is_set() or self.error != text:
             log.warning("pool %s unreachable: %s", self.address.shown(), text)
         if self.up.is_set():
@@ -135,7 +168,7 @@ class PoolLink:
             except Exception as exc:  # any failure: try again later, say why
                 import redis.exceptions
 
-                self.error = str(exc) or type(exc).__name__
+                self.error = explain(exc, self.address, self.ca_file)
                 if isinstance(exc, redis.exceptions.AuthenticationError):
                     self.error = f"Redis refused the password: {exc}"
                 await asyncio.sleep(wait)

@@ -45,6 +45,7 @@ class PoolNode:
         acestep: bool = False,
         shared_songs: Path | None = None,
         token: str = TOKEN,
+        ca: Path | None = None,
     ):
         self.redis, self.home, self.name, self.token = redis, home, name, token
         home.mkdir(parents=True, exist_ok=True)
@@ -65,6 +66,8 @@ class PoolNode:
         text += f'\n[pool]\nname = "{name}"\nlease = {lease}\n'
         if shared_songs is not None:
             text += "shared_songs = true\n"
+        if ca is not None:
+            text += f"ca = {json.dumps(str(ca))}\n"
         (home / "node.toml").write_text(text)
         self.songs_dir = songs
         self.env = {

@@ -1,8 +1,11 @@
 """A real redis-server on a free loopback port with its own folder, a password and the
 append-only file on (every write fsynced), for the pool's tests and its bench.
 
-``scripts/bootstrap.sh`` installs Debian's ``redis-server``; where it cannot be had the
-tests that need it are skipped with that reason (:func:`require`).
+With ``tls=(certificate, key, CA)`` it listens with TLS only (``rediss://``; clients are
+not asked for a certificate of their own).
+
+``scripts/bootstrap.sh`` installs Debian's ``redis-server`` (built with TLS); where it cannot
+be had the tests that need it are skipped with that reason (:func:`require`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -45,8 +49,16 @@ class RedisServer:
     """``redis-server`` child: :meth:`start`, :meth:`kill9`, :meth:`restart` (same folder,
     same port: what the append-only file kept comes back)."""
 
-    def __init__(self, folder: Path, *, port: int | None = None, password: str | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        port: int | None = None,
+        password: str | None = None,
+        tls: tuple[Path, Path, Path] | None = None,
+    ):
         self.folder = folder
+        self.tls = tls
         self.port = port or free_port()
         self.chosen_port = port is None  # ours to change when another process took it
         self.password = password or new_password()
@@ -56,17 +68,27 @@ class RedisServer:
     @property
     def url(self) -> str:
         """The pool URL without the password (the nodes get it another way)."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{self.scheme}://127.0.0.1:{self.port}/0"
+
+    @property
+    def scheme(self) -> str:
+        return "rediss" if self.tls else "redis"
 
     @property
     def url_with_password(self) -> str:
-        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+        return f"{self.scheme}://:{self.password}@127.0.0.1:{self.port}/0"
 
     def argv(self) -> list[str]:
+        if self.tls:
+            cert, key, ca = self.tls
+            listen = ["--port", "0", "--tls-port", str(self.port)]
+            listen += ["--tls-cert-file", str(cert), "--tls-key-file", str(key)]
+            listen += ["--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
+        else:
+            listen = ["--port", str(self.port)]
         return [
             binary() or "redis-server",
-            "--port",
-            str(self.port),
+            *listen,
             "--bind",
             "127.0.0.1",
             "--dir",
@@ -110,7 +132,11 @@ class RedisServer:
     def ping(self) -> bool:
         """True when the server answers an authenticated PING (RESP over a socket)."""
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as raw:
+                s = raw
+                if self.tls:
+                    context = ssl.create_default_context(cafile=str(self.tls[2]))
+                    s = context.wrap_socket(raw, server_hostname="127.0.0.1")
                 s.sendall(
                     f"*2\r\n$4\r\nAUTH\r\n${len(self.password)}\r\n{self.password}\r\n"
                     "*1\r\n$4\r\nPING\r\n".encode()
