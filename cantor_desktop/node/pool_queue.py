@@ -16,7 +16,11 @@ What differs is where the truth is:
   (:mod:`.pool_feeder`), not every queued song of the pool.
 
 Own events reach this node's subscribers at once; every other member's come from the
-stream (a node skips its own when they come back).
+stream. A node's own events come back through the stream too: their records are folded in
+quietly (a subscriber hears only of a difference), so the mirror ends where Redis's record
+ends. While a change of this node's own to a song is still in the outbox, no record of
+that song read from Redis (an event, a full load) is folded in: Redis's is older than the
+change; when the change lands, the song's record is read back once.
 """
 
 from __future__ import annotations
@@ -114,7 +118,8 @@ class PoolQueue(SongQueue):
         self.waiting_reason: Callable[[Song], str | None] = lambda song: None
         self._last_event = "0-0"
         self._stale = True  # the mirror needs a full load (first connection, an absence)
-        self._ops: deque[tuple[str, Callable[[], Awaitable[Any]], bool]] = deque()
+        self._ops: deque[tuple[str, Callable[[], Awaitable[Any]], bool, str]] = deque()
+        self._pending: dict[str, int] = {}  # song id → its changes in the outbox
         self._ops_ready = asyncio.Event()
         self._ops_idle = asyncio.Event()
         self._ops_idle.set()
@@ -184,8 +189,12 @@ class PoolQueue(SongQueue):
         while self.link.up.is_set():
             await asyncio.sleep(0.05)
 
-    def _send(self, what: str, call: Callable[[], Awaitable[Any]], *, droppable=False) -> None:
-        self._ops.append((what, call, droppable))
+    def _send(
+        self, what: str, call: Callable[[], Awaitable[Any]], *, droppable=False, song_id=""
+    ) -> None:
+        self._ops.append((what, call, droppable, song_id))
+        if song_id:
+            self._pending[song_id] = self._pending.get(song_id, 0) + 1
         self._ops_idle.clear()
         self._ops_ready.set()
 
@@ -198,7 +207,7 @@ class PoolQueue(SongQueue):
                 self._ops_ready.clear()
                 await self._ops_ready.wait()
                 continue
-            what, call, droppable = self._ops[0]
+            what, call, droppable, song_id = self._ops[0]
             try:
                 if droppable:
                     if self.link.up.is_set():
@@ -212,6 +221,35 @@ class PoolQueue(SongQueue):
                 if not droppable:
                     log.exception("pool: %s failed: %s", what, exc)
             self._ops.popleft()
+            if song_id:
+                left = self._pending.pop(song_id, 1) - 1
+                if left:
+                    self._pending[song_id] = left
+                else:
+                    await self._read_back(song_id)
+
+    async def _read_back(self, song_id: str) -> None:
+        """The record of a song whose changes from here have all landed, into the mirror:
+        what other members changed of it meanwhile was not folded in (see the module)."""
+        if song_id in self.held or not self.link.up.is_set():
+            return  # Redis away: the full load when it is back reads the song
+        try:
+            async with self._io:
+                found = await self.link.redis.hgetall(keys.song(song_id))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if self.link.is_connection_error(exc):
+                self.link.down(exc)  # the load when it is back reads the song
+            else:
+                log.warning("pool: reading song %s back failed: %s", song_id, exc)
+            return
+        mine = song_id in self.held or song_id in self._pending
+        if found and song_id in self.songs and not mine:
+            try:
+                self._merge(decode_record(found)[0], "changed")
+            except (ValueError, TypeError, KeyError) as exc:
+                log.error("pool: song %s has a damaged record: %s", song_id, exc)
 
     def _exclusive(self, call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
         async def locked():
@@ -223,7 +261,14 @@ class PoolQueue(SongQueue):
     # -- the mirror ------------------------------------------------------------------------
 
     async def _reload(self) -> None:
-        """Every record from Redis; what changed meanwhile is told to the subscribers."""
+        """Every record from Redis; what changed meanwhile is told to the subscribers.
+
+        A song with a change of this node's own still in the outbox (finished while Redis
+        was away, renamed, retried, forgotten) keeps what this node made of it: Redis's
+        record is older than that change, the change lands after this load, and this node
+        never reads its own events back — folding the record in would leave the mirror
+        at the older state for good. A change refused when it lands folds in Redis's
+        record then (:meth:`_change`)."""
         r = self.link.redis
         last = await r.xrevrange(keys.EVENTS, count=1)
         ids = await r.zrange(keys.ORDER, 0, -1)
@@ -240,7 +285,7 @@ class PoolQueue(SongQueue):
                     log.error("pool: song %s has a damaged record: %s", song_id, exc)
         self._last_event = last[0][0] if last else "0-0"
         for song_id in list(self.songs):
-            if song_id not in fresh and song_id not in self.held:
+            if song_id not in fresh and song_id not in self.held and song_id not in self._pending:
                 del self.songs[song_id]
                 self.hub.deliver(SongEvent("removed", song_id))
         for song_id, (song, lane, owner) in fresh.items():
@@ -254,6 +299,8 @@ class PoolQueue(SongQueue):
                 ):
                     self._lose(song_id, song)
                 continue
+            if song_id in self._pending:
+                continue  # this node's own change of it lands after this load (see above)
             self._merge(song, "changed")
         if fresh:
             self._seq = max(self._seq, max(s.seq for s, _l, _o in fresh.values()))
@@ -304,16 +351,33 @@ class PoolQueue(SongQueue):
             for _stream, entries in got or ():
                 for entry_id, data in entries:
                     self._last_event = entry_id
-                    if data.get("o") == self.node_id:
-                        continue
                     try:
-                        self._apply_remote(data.get("k", ""), json.loads(data.get("d") or "{}"))
+                        payload = json.loads(data.get("d") or "{}")
+                        if data.get("o") == self.node_id:
+                            self._apply_own(payload)
+                        else:
+                            self._apply_remote(data.get("k", ""), payload)
                     except (ValueError, TypeError, KeyError) as exc:
                         log.warning("pool: an event was skipped (%s): %s", exc, data)
+
+    def _apply_own(self, data: dict[str, Any]) -> None:
+        """One of this node's own events, back from the stream: its subscribers heard of it
+        already; its record is folded in quietly (the mirror ends where Redis's ends)."""
+        record = data.get("song")
+        song_id = data.get("id", "")
+        if not isinstance(record, dict) or song_id in self.held or song_id in self._pending:
+            return  # progress, a song running here, or a change of it still on its way
+        if song_id not in self.songs:
+            return  # forgotten here (its removal follows), or not loaded yet (the load has it)
+        if data.get("lane"):
+            self.lanes[song_id] = data["lane"]
+        self._merge(Song.from_json(record), "changed")
 
     def _apply_remote(self, kind: str, data: dict[str, Any]) -> None:
         event = SongEvent.from_sse(kind, data)
         song_id = event.song_id
+        if song_id in self._pending and event.song is not None:
+            return  # this node's own change of it lands later; its record is read back then
         if kind == "removed":
             if self.songs.pop(song_id, None) is not None:
                 self.hub.deliver(event)
@@ -558,7 +622,7 @@ class PoolQueue(SongQueue):
                 del self.songs[song.id]
                 self.hub.deliver(SongEvent("removed", song.id))
 
-        self._send(f"{kind} of song {song.id}", call)
+        self._send(f"{kind} of song {song.id}", call, song_id=song.id)
 
     def _already_mine(self, found: dict[str, str], kind: str, attempt: str) -> bool:
         """The record ended as this node's attempt ``attempt`` ends it with ``kind``."""

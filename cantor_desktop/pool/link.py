@@ -162,6 +162,12 @@ class PoolLink:
 
     async def _reconnect(self) -> None:
         wait = BACKOFF_FIRST
+        try:
+            # the idle connections went to the Redis that is gone: the next command on one
+            # would fail at once (and mark the pool unreachable again right after the PING)
+            await self.redis.connection_pool.disconnect(inuse_connections=False)
+        except Exception as exc:  # closing dead sockets: nothing to act on
+            log.debug("pool: closing the old connections: %s", exc)
         while not self.closed:
             try:
                 await asyncio.wait_for(self.redis.ping(), CONNECT_TIMEOUT)
