@@ -23,7 +23,8 @@ from support.pool_nodes import (
 )
 from support.redis_server import RedisServer, require
 
-pytestmark = pytest.mark.xdist_group("test_pool_shared")
+# on the worker of test_pool's pool: one pool of nodes starts its engines at a time
+pytestmark = pytest.mark.xdist_group("test_pool")
 
 # the same caption and seed for every song: the same file name, minute after minute
 SAME = {"caption": "shared folder hymn", "duration": 10, "model": "sketch", "seed": 7}

@@ -17,8 +17,9 @@ from cantor_desktop import access
 from cantor_desktop.cli.main import main
 from cantor_desktop.pool import credentials
 
-# one TLS Redis for the module's tests: one xdist worker runs them all
-pytestmark = pytest.mark.xdist_group("test_pool_tls")
+# one TLS Redis for the module's tests; the worker of test_pool's pool runs them (its
+# members start their engines one pool at a time, not beside another pool's)
+pytestmark = pytest.mark.xdist_group("test_pool")
 
 SKETCH_SONG = {"caption": "glass harmonica", "duration": 10, "model": "sketch"}
 
