@@ -846,8 +846,9 @@ def pool_figures(plan: Plan) -> list[Row]:
             spread(kills, "{:.2f} s"),
             "—",
             None,
-            note="the lease is the floor: a silent member keeps its song that long, and the "
-            "others check every third of it",
+            note="a song is taken over once its entry has been idle a lease; the killed "
+            "member kept it fresh every third of the lease, so the wait is between two "
+            "thirds of the lease and the lease, plus the others' next look",
         ),
     ]
 
