@@ -291,7 +291,7 @@ class SongsModel(QAbstractListModel):
         if found is not None:
             return list(found)
         among = self._order
-        words = set(query.split())
+        words = asked = set(query.split())
         best: tuple[int, int] | None = None
         for (earlier, fav), ids in self._found.items():
             # every word of the longer query holds a word of this one: a subset of its songs
@@ -302,7 +302,7 @@ class SongsModel(QAbstractListModel):
                 among = ids
                 # its songs hold each of its words already: only the new or longer ones are
                 # looked for (a letter typed checks one word, not every word again)
-                words = set(query.split()) - set(earlier.split())
+                words = asked - set(earlier.split())
         songs, texts = self._songs, self._texts
         if favourites:
             among = [i for i in among if songs[i].favourite]
