@@ -34,6 +34,7 @@ from ...paths import paths
 from ...pool.view import PoolView, canonical_model
 from ...song import Song, SongState
 from .. import shortcuts, theme
+from ..choice_list import Choice, ChoiceList
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
 from ..song_queue import SongQueue
 from ..widgets import ComboBox, SpinBox, heading
@@ -174,12 +175,13 @@ class ComposePage(QWidget):
         self.takes = SpinBox()
         self.takes.setRange(*song_request.BATCH_RANGE)
         self.node = ComboBox()  # in a pool: any member, or one by name
+        self._node_choices = ChoiceList(self.node)
+        self.node.setModel(self._node_choices)
         self.node.setToolTip(
             "Which machine of the pool makes the song: any member that has the model, "
             "or the one you choose"
         )
         self._pool: PoolView | None = None
-        self._node_items: tuple = ()
         grid.addRow("Duration (s)", self.duration)
         grid.addRow("BPM", self.bpm)
         grid.addRow("Key", self.key)
@@ -742,21 +744,16 @@ class ComposePage(QWidget):
         if self._pool is not None and not self._pool.reachable:
             return  # who is there is not known now: the list stays as it was
         current = self.node.currentData() or ""
-        items: list[tuple[str, str, bool]] = [(ANY_NODE, "", True)]
+        choices = [Choice(ANY_NODE, "")]
         if self._pool is not None:
             model = self.model.currentData() or SKETCH_MODEL
             for choice in self._pool.choices(model):
-                items.append((choice.label, choice.name, choice.usable))
-            if current and all(data != current for _label, data, _ok in items):
-                items.append((f"{current} — not in the pool now", current, False))
-        if tuple(items) != self._node_items:  # unchanged: an open list is left alone
-            self._node_items = tuple(items)
+                choices.append(Choice(choice.label, choice.name, choice.usable))
+            if current and all(row.data != current for row in choices):
+                choices.append(Choice(f"{current} — not in the pool now", current, False))
+        if tuple(choices) != self._node_choices.rows():  # unchanged: an open list is left alone
             self.node.blockSignals(True)
-            self.node.clear()
-            for label, data, usable in items:
-                self.node.addItem(label, data)
-                item = self.node.model().item(self.node.count() - 1)
-                item.setEnabled(usable)
+            self._node_choices.set_rows(choices)
             self.node.setCurrentIndex(max(0, self.node.findData(current)))
             self.node.blockSignals(False)
         self.check()
