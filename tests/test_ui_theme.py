@@ -214,3 +214,63 @@ def test_a_scheme_change_after_a_window_is_gone_reaches_only_what_is_left(qapp, 
         QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
     for scheme in ("dark", "light"):
         theme.apply(qapp, scheme)  # no call into a deleted page (pytest-qt fails on one)
+
+
+WALK_WHILE_GARBAGE_WAITS = """
+import gc, sys
+from PySide6.QtWidgets import QApplication, QComboBox, QSpinBox, QTableWidget, QWidget
+from cantor_desktop.ui import theme
+
+mid_walk = []  # collections started while every_widget() ran
+
+
+def watch(phase, info):
+    frame = sys._getframe().f_back
+    while frame is not None:
+        if phase == "start" and frame.f_code is theme.every_widget.__code__:
+            mid_walk.append(info["generation"])
+        frame = frame.f_back
+
+
+app = QApplication(sys.argv)
+kept = [QTableWidget() for _ in range(30)]  # inner widgets Python has not seen yet
+gc.callbacks.append(watch)
+for _ in range(20):
+    gone = QWidget()
+    for _ in range(10):
+        QTableWidget(gone), QComboBox(gone), QSpinBox(gone)
+    gone.me = gone  # a cycle: only the cyclic collector deletes it, whenever it runs
+    del gone
+    gc.set_threshold(1, 1, 1)  # it runs at every allocation: mid-conversion too
+    widgets = theme.every_widget()
+    gc.set_threshold(700, 10, 10)
+    assert all(isinstance(w, QWidget) for w in widgets), "not a widget"
+    assert not any(w.property("cantorTone") for w in widgets)
+    del widgets
+    gc.collect()
+theme.apply(app, "dark")
+print("walked", len(theme.every_widget()), "collections mid-walk", len(mid_walk))
+assert not mid_walk, f"{len(mid_walk)} collections while the list was made"
+"""
+
+
+def test_the_walk_over_every_widget_survives_a_collection_that_deletes_widgets(tmp_path):
+    """theme.apply() walks QApplication.allWidgets(). A garbage collection while PySide
+    converts that list deleted widgets still on it, and the walk read freed memory (a
+    segfault, or a QStandardItem where a widget was; CI, 2026-12-02): theme.every_widget()
+    holds the collector off while the list is made. Run in a process of its own, since
+    the failure is a crash."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CANTOR_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", WALK_WHILE_GARBAGE_WAITS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("walked ")

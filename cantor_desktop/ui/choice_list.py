@@ -2,11 +2,10 @@
 
 QComboBox's own model is a QStandardItemModel; greying a row out means taking its
 QStandardItem, and the Python wrapper of that item outlives the C++ item that
-``clear()`` deletes (a QStandardItem is no QObject, so the binding is never told).
-A later widget made at the same address then came back from
-``QApplication.allWidgets()`` as that stale QStandardItem, and the theme's walk over
-every widget failed on it (CI, 2026-12-02). This model hands out no item objects: a row
-is three plain values, and greyed out is a flag the view asks for.
+``clear()`` deletes (a QStandardItem is no QObject, so the binding is never told: a
+wrapper held across a refill still calls itself valid and reads freed memory). This
+model hands out no item objects: a row is three plain values, and greyed out is a flag
+the view asks the model for.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ Numbers line up: the application font asks for tabular (monospaced) digits.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import NamedTuple
@@ -291,6 +292,27 @@ def _system_changed(hint) -> None:
         apply(QGuiApplication.instance(), system_scheme(hint))
 
 
+def every_widget() -> list:
+    """``QApplication.allWidgets()`` with Python's cyclic garbage collector held off while
+    PySide turns Qt's list of pointers into Python objects.
+
+    A collection in the middle of that conversion (one wrapper made is one allocation
+    more) can delete a widget held only by a reference cycle while its pointer, or its
+    children's, is still on Qt's list: the next element converted is freed memory, a
+    segfault or a wrong object (CI, 2026-12-02; ``docs/upstream.md`` has the report and a
+    reproducer for PySide). Once converted, the list holds every wrapper, so nothing on it
+    can be collected while it is walked."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from PySide6.QtWidgets import QApplication
+
+        return QApplication.allWidgets()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def apply(app, scheme: str) -> None:
     """Switch to a scheme: the application palette, every toned label and panel, and a
     repaint of whatever paints itself."""
@@ -309,7 +331,7 @@ def apply(app, scheme: str) -> None:
     for cls in ("QCheckBox", "QRadioButton"):
         QApplication.setPalette(boxes, cls)
 
-    for widget in QApplication.allWidgets():
+    for widget in every_widget():
         kind = widget.property("cantorTone")
         if kind:
             _paint_tone(widget, str(kind))
