@@ -107,6 +107,7 @@ def test_elsewhere_it_does_nothing(monkeypatch):
 
 CYCLE_CHILD = r"""
 import gc, json
+from cantor_desktop import gc_settle
 from cantor_desktop.node import memory
 
 def rss():
@@ -115,7 +116,7 @@ def rss():
             return int(line.split()[1]) / 1024
 
 gc.disable()                     # as an idle node: no allocations, so no collection comes
-frozen = memory.settle_after_start()  # as the node does once it is up; then a song:
+frozen = gc_settle.settle()      # as the node does once it is up; then a song:
 class Answer:                    # as httpx's Response and its stream: each holds the other
     pass
 answer = Answer()

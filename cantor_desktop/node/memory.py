@@ -53,16 +53,6 @@ def configure_allocator(
     return capped and fixed
 
 
-def settle_after_start() -> int:
-    """Once the node is up: collect what starting left, then move every object that start
-    made (modules, the app, its routes: ~80,000) out of the collector's sight for good, so
-    the collection after each song (:func:`give_back`) looks only at what songs made, a few
-    milliseconds rather than 100+ ms with the GIL held. Returns the objects frozen."""
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
-
-
 def give_back() -> bool:
     """Collect the garbage a song left in reference cycles, then return freed heap pages to
     the system; True when some were. Blocking (a few ms): call it off the event loop.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from .. import access
+from .. import access, gc_settle
 from ..access import TokenError
 from . import memory
 from .connections import HEAD_TIMEOUT_S, Connections
@@ -111,7 +111,7 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)
             if self.started:
-                memory.settle_after_start()
+                gc_settle.settle()  # start-up made what the node keeps (see gc_settle)
             if self.started and on_listening is not None:
                 on_listening()
 

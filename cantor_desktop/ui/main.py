@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     loop = new_loop(app)
     shell = Shell(app, window=window)
+    shell.link.settle_gc = True  # the app's one link: see NodeLink.take_songs
     instance.activated.connect(shell.reopen)
     instance.quit_requested.connect(shell.quit)
     shell.start_node_soon()  # never waits: the window is up first

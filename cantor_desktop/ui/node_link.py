@@ -29,9 +29,9 @@ import logging
 import time
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
-from .. import config
+from .. import config, gc_settle
 from ..link_state import LinkMachine, LinkState
 from ..pool.view import PoolView
 from ..song import Song, SongEvent, SongState
@@ -43,6 +43,7 @@ HEALTH_EVERY = 2.0
 POOL_EVERY = 3.0  # the pool's state for the status line and the tray (no Redis asked)
 POOL_SETTLE_S = 0.3  # after a song moved: its members' queues, read once it settled
 STREAM_RETRY_S = 1.0
+SETTLE_AT = 1000  # songs in one list read: then the collector is settled again
 POOL_MOVES = ("queued", "stage", "done", "failed", "cancelled", "removed")
 
 
@@ -99,6 +100,8 @@ class NodeLink(QObject):
         self._url_override = url
         self._start_child = start_child
         self._theirs_here = False  # a node on this machine that proved the user's token
+        self.settle_gc = False  # the app's own link: settle the collector after list reads
+        self._settled = False  # the collector settled after a song list was read
         self._streaming = asyncio.Event()
         self.pool: PoolView | None = None
         self._pool_viewers: dict[str, float] = {}  # page → how often it wants the members
@@ -381,7 +384,15 @@ class NodeLink(QObject):
                 self.error.emit(describe_error(result))
 
     async def refresh_songs(self) -> None:
-        items = await self.client.songs()
+        self.take_songs(await self.client.songs())
+
+    def take_songs(self, items: list[dict]) -> None:
+        """The node's whole song list (its JSON), read and handed to the pages. The first
+        list read, and any of :data:`SETTLE_AT` songs or more, is followed (once the pages
+        have it) by a settle of the garbage collector when :attr:`settle_gc` is set (the
+        app sets it; tests and embedders that make many links do not): what start-up and
+        the songs made is then out of its sight, and a keystroke never pays for a walk
+        over all of it (:mod:`cantor_desktop.gc_settle`)."""
         records = []
         for data in items:
             try:
@@ -391,6 +402,13 @@ class NodeLink(QObject):
         self.songs = {r.id: r for r in records}
         self.songs_loaded.emit(sorted(records, key=lambda r: r.created, reverse=True))
         self._recount()
+        if self.settle_gc and (not self._settled or len(records) >= SETTLE_AT):
+            self._settled = True
+            QTimer.singleShot(0, self._settle)
+
+    @staticmethod
+    def _settle() -> None:
+        gc_settle.settle()  # a full collection first: no garbage is frozen with the songs
 
     async def refresh_system(self) -> None:
         self.system = dict(await self.client.system())
