@@ -64,7 +64,7 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
         raise TokenError("no node token could be made")
     access.report_token(token)
     limit = raise_open_file_limit()
-    memory.configure_allocator()  # before uvicorn and the song threads start: node.memory
+    memory.limit_arenas()  # before uvicorn and the song threads start: see node.memory
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine poll is noise
     holder: dict[str, uvicorn.Server] = {}
 
