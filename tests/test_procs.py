@@ -20,6 +20,7 @@ from cantor_desktop.procs import macos, spawn, windows
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.fake_os import FakeOS  # noqa: E402
+from support.procs import wait_until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -55,7 +56,10 @@ def test_a_tree_is_asked_then_forced_and_nothing_of_it_is_left():
         stubborn, quiet = map(int, root.stdout.readline().split())
         assert procs.alive(root.pid) and procs.alive(stubborn) and procs.alive(quiet)
         assert set(procs.descendants(root.pid)) == {stubborn, quiet}
-        assert procs.command_line(quiet)[-1] == "import time; time.sleep(60)"
+        # Popen returns once exec has closed the child's close-on-exec pipe, a moment before
+        # the kernel sets the new program's arguments: until then /proc says none (CI)
+        argv = wait_until(lambda: procs.command_line(quiet), "the child's command line", 10)
+        assert argv[-1] == "import time; time.sleep(60)"
         assert procs.same_path(procs.image_path(root.pid), sys.executable)
         started = time.monotonic()
         ended = procs.end_tree(root.pid, grace=0.5)
