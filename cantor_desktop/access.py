@@ -135,7 +135,7 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
             token = read_token(state_dir)
             if token:
                 return token
-            token = _adopt_legacy(state_dir) or _new_token()
+            token = _adopt_legacy(state_dir) or new_token()
             if not _keyring_set(_keyring_name(state_dir), token):
                 _write_file(token_file(state_dir), token)
             return token
@@ -145,8 +145,14 @@ def node_token(*, create: bool, state_dir: Path | None = None) -> str | None:
         ) from None
 
 
-def _new_token() -> str:
-    return secrets.token_urlsafe(TOKEN_BYTES)
+def new_token() -> str:
+    """A fresh node token: URL-safe base64, never beginning with "-". A user pastes it
+    after ``--token`` (``cantor pool join … --token T``), where a leading "-" reads as an
+    option and argparse refuses it ("expected one argument"): one token in 64 did."""
+    while True:
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        if not token.startswith("-"):
+            return token
 
 
 def _adopt_legacy(state_dir: Path | None) -> str | None:

@@ -201,9 +201,7 @@ def run_leave(args) -> int:
     found = pool_address.parse(url)
     credentials.forget_password(found)
     config.update({"pool.url": None})
-    import secrets as random
-
-    where = access.keep_token(random.token_urlsafe(access.TOKEN_BYTES))
+    where = access.keep_token(access.new_token())
     print(
         f"left the pool at {found.shown()}; this node has a token of its own again (kept in "
         f"{where}): apps elsewhere need it (`cantor node token`); restart the node"
