@@ -353,7 +353,8 @@ OPTIONS: dict[str, Option] = {
             int,
             lambda: 8,
             "Connections a model or engine download uses at once, each fetching its own "
-            "part of the file (1: one stream).",
+            "part of a file; a model's files share them, the next file starting on those "
+            "the one before it leaves free (1: one stream, one file after another).",
             minimum=1,
             maximum=32,
         ),

@@ -12,6 +12,9 @@ What it guarantees:
   stopped (:mod:`.partfile`). The sha256 is taken in order as ranges arrive, from memory
   for what arrives less than ``HASH_AHEAD`` beyond the hash frontier; only bytes that
   arrive further ahead are read back from the part (``stats.reread``).
+- Downloads that run together (a pull's files) can share their connections
+  (``slots``, :mod:`.connection_slots`): each request holds a slot while it runs, the
+  earlier file's first, so the next file starts while the one before it finishes.
 - A server that ignores Range (200 to a range request) gets one stream. So does a small
   file, and a ``.part`` left by one stream (a clean prefix, no ranges file), which is
   resumed with ``Range: bytes=N-``: 206 → append (the total comes from Content-Range);
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import errno
 import functools
 import hashlib
@@ -60,6 +64,7 @@ if TYPE_CHECKING:
     import ssl
 
 from . import config, partfile
+from .connection_slots import Turn
 from .errors import CantorError
 from .units import human_size
 
@@ -70,6 +75,7 @@ __all__ = [
     "HTTPStatus",
     "HashMismatch",
     "NotEnoughSpace",
+    "all_or_first_error",
     "Progress",
     "Stalled",
     "check_free_space",
@@ -473,11 +479,14 @@ async def download(
     connections: int | None = None,
     chunk: int = CHUNK,
     stats: Stats | None = None,
+    slots: Turn | None = None,
 ) -> Path:
     """Fetch ``url`` to ``dest`` (replacing it) and return ``dest``; see the module doc.
 
     ``connections``: ranges fetched at once (default: node.toml ``downloads.connections``);
-    ``chunk``: the size of a range (files up to one chunk come in one stream)."""
+    ``chunk``: the size of a range (files up to one chunk come in one stream); ``slots``:
+    this file's turn in connections shared with other downloads (`connection_slots`):
+    each request holds a slot while it runs."""
     dest = Path(dest)
     _check_url(url, url)
     if sha256 is not None:
@@ -526,6 +535,7 @@ async def download(
         stall_timeout=stall_timeout,
         retries=retries,
         backoff=backoff,
+        turn=slots,
     )
     try:
         if saved is not None:
@@ -534,11 +544,12 @@ async def download(
                 return dest
             except _OneStream:
                 pass  # the server stopped honouring Range, or the file changed: start over
-        elif connections > 1 and not part.exists():
+        elif connections > 1 and not part.exists() and (size is None or size > chunk):
             job.ranged = (connections, chunk)  # decided by the first answer (see _attempt)
         await _stream(job)
         return dest
     finally:
+        job.asked_all()
         if own_client:
             await http.aclose()
         try:
@@ -568,8 +579,18 @@ class _Job:
     stall_timeout: float
     retries: int
     backoff: float
+    turn: Turn | None = None  # this file's share of a pull's connections
     received_any: bool = False  # some attempt of this call received file bytes
     ranged: tuple[int, int] | None = None  # (connections, chunk) when ranges may be used
+
+    def hold(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """A slot of the pull's shared connections for one request (none to hold alone)."""
+        return self.turn.hold() if self.turn is not None else contextlib.nullcontext()
+
+    def asked_all(self) -> None:
+        """Every byte left is asked for: the pull's next file may start."""
+        if self.turn is not None:
+            self.turn.asked_all.set()
 
     async def pause(self, r: _Retry, failures: int) -> None:
         """After a failed attempt: give up (raise) or wait before the next one."""
@@ -604,7 +625,8 @@ async def _stream(job: _Job) -> None:
         while True:
             state.progressed = False
             try:
-                digest = await _attempt(job, sink, state)
+                async with job.hold():
+                    digest = await _attempt(job, sink, state)
                 break
             except _GoRanged as go:
                 assert job.ranged is not None
@@ -752,6 +774,8 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
         req_headers["Range"] = f"bytes={offset}-"
         if state.etag:
             req_headers["If-Range"] = state.etag
+    if job.ranged is None:
+        job.asked_all()  # one stream: this request asks for every byte left
     response = await _request(job, req_headers)
     job.stats.requests += 1
     handed_over = False
@@ -820,6 +844,7 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
             raise _GoRanged(response)
         meter.start(start, total if total is not None else size)
         job.stats.resumed_from = start
+        job.asked_all()
 
         pieces: list[bytes] = []
         queued = 0
@@ -917,7 +942,7 @@ class _Ranged:
             ]
             first = None  # the first worker owns it now
             try:
-                await _all_or_first_error(tasks)
+                await all_or_first_error(tasks)
             except _Changed as exc:
                 await asyncio.to_thread(pf.close, save=False)
                 self.pf = None
@@ -980,14 +1005,24 @@ class _Ranged:
         self.direct = (str(request.url), keep)
 
     async def _worker(self, response: httpx.Response | None) -> None:
+        """Ranges one after another over one connection. Its slot of shared connections is
+        kept from range to range and given up when no range is left, so the next file of
+        a pull gets it only then."""
         index = 0 if response is not None else None
-        while True:
-            if index is None:
-                if not self.todo:
-                    return
-                index = self.todo.popleft()
-            await self._fetch(index, response)
-            response, index = None, None
+        try:
+            async with self.job.hold():
+                while True:
+                    if index is None:
+                        if not self.todo:
+                            return
+                        index = self.todo.popleft()
+                        if not self.todo:
+                            self.job.asked_all()
+                    await self._fetch(index, response)
+                    response, index = None, None
+        finally:
+            if response is not None:  # stopped while waiting for a slot: close the first
+                await response.aclose()
 
     async def _fetch(self, index: int, response: httpx.Response | None) -> None:
         """Range ``index`` to the end, over as many attempts as it takes (see `_Job.pause`)."""
@@ -1141,9 +1176,11 @@ class _Changed(Exception):
     """The file under a ranged download changed, or the server stopped honouring Range."""
 
 
-async def _all_or_first_error(tasks: list[asyncio.Task]) -> None:
+async def all_or_first_error(tasks: list[asyncio.Task]) -> None:
     """Wait for every task; on the first failure (or a cancellation of this wait) cancel
     the rest, wait for them, and raise that failure."""
+    if not tasks:
+        return
     try:
         _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     except BaseException:

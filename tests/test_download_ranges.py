@@ -24,6 +24,7 @@ from support.http_files import FileServer
 from support.hub import ModelHub
 
 from cantor_desktop import config, partfile
+from cantor_desktop.connection_slots import ConnectionSlots
 from cantor_desktop import download as dl
 from cantor_desktop.download import DownloadError, HashMismatch, Progress, Stats, download
 from cantor_desktop.models import library
@@ -312,6 +313,52 @@ def test_connections_come_from_node_toml(server, blob, digest, tmp_path):
     dest.unlink()
     asyncio.run(download(server.url("/f.bin"), dest, sha256=digest, chunk=CHUNK, stats=stats))
     assert stats.mode == "ranges" and stats.connections == 3 and dest.read_bytes() == blob
+
+
+def test_a_shared_download_says_it_asked_for_everything_before_its_last_byte(tmp_path):
+    """With connections shared (a pull's files), the next file may start once this one has
+    asked for its last range, while its ranges still come.
+
+    1 MiB in ranges of 256, 192, 144 … KiB over 2 connections; the first range request
+    (192 KiB) paced at 100 KB/s, over a second, while the other connection takes every
+    other range, the last one included: when the signal comes, the server is still
+    sending the paced one."""
+    blob = random.Random(5).randbytes(1 << 20)
+    turn = ConnectionSlots(2).turn(0)
+    dest = tmp_path / "f.bin"
+
+    def unsent(srv: FileServer) -> int:
+        """Bytes the server still has to send of the range answers it has begun."""
+        ranged = [r for r in srv.requests_for("/f.bin") if r.header("range")]
+        left = 0
+        for r in ranged:
+            a, _, b = r.header("range").removeprefix("bytes=").partition("-")
+            left += max(0, int(b) + 1 - int(a) - r.bytes_sent)
+        return left
+
+    async def go(srv: FileServer) -> int:
+        job = asyncio.create_task(
+            download(
+                srv.url("/f.bin"),
+                dest,
+                sha256=hashlib.sha256(blob).hexdigest(),
+                slots=turn,
+                connections=2,
+                chunk=512 * 1024,
+                backoff=0.0,
+            )
+        )
+        await turn.asked_all.wait()
+        left = unsent(srv)
+        await job
+        return left
+
+    with FileServer({"/f.bin": blob}) as srv:
+        srv.throttle("/f.bin", 100_000, times=1, ranged=True)
+        left_when_asked = asyncio.run(go(srv))
+    assert dest.read_bytes() == blob and turn.asked_all.is_set()
+    assert left_when_asked > 0  # bytes were still coming after it was set
+    assert turn.slots.free == 2
 
 
 def test_plan_staggers_the_first_ranges_and_shrinks_the_last():

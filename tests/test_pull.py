@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from cantor_desktop import config
 from cantor_desktop import download as dl
 from cantor_desktop import secrets
 from cantor_desktop.models import library, pull
@@ -124,6 +125,14 @@ def test_keyring_token_is_used_when_no_env(hub):
     assert family_file(DIT).is_file()
 
 
+def saved(name):
+    """Bytes of a model file on disk: the whole file, or its .part."""
+    for p in (family_file(name), dl.part_path(family_file(name))):
+        if p.exists():
+            return p.stat().st_size
+    return 0
+
+
 def test_interrupted_pull_is_partial_then_resumes(hub):
     # the downloader writes in 1 MiB batches: a DiT of a few MiB leaves a real .part
     big = 3 * 1024 * 1024
@@ -154,10 +163,13 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
     listed = {m.name: m for m in library.list_models(lm_size="0.6B")}
     assert listed["acestep-v15-turbo-Q8_0"].state == library.PARTIAL
     have = part.stat().st_size
-    assert model.download_bytes == big + 3 * SIZE - have
+    # the companions came at once, over the connections the DiT left free: what is missing
+    # is the rest of the DiT and whatever of theirs had not arrived
+    missing = big - have + sum(SIZE - saved(name) for name in (TE, VAE, LM))
+    assert model.download_bytes == missing
     events = []
     run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append))
-    assert next(e for e in events if e.type == "plan").total == big + 3 * SIZE - have
+    assert next(e for e in events if e.type == "plan").total == missing
     assert family_file(DIT).read_bytes() == hub.files[DIT]
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
 
@@ -319,3 +331,21 @@ def test_the_hub_gates_resolve_and_its_cdn_would_refuse_a_forwarded_token(hub):
         assert c.get(cdn).content == hub.files[DIT]  # signed URL alone
         assert c.get(cdn, headers={"Authorization": "Bearer hf_sesame"}).status_code == 400
         assert c.get(cdn.split("?")[0]).status_code == 403  # unsigned
+
+
+def test_a_pull_shares_its_connections_and_the_next_file_takes_those_the_dit_leaves(hub):
+    """downloads.connections is what the whole pull opens: the DiT's ranges hold both, and
+    a companion's first request goes out only once the DiT has asked for its last range,
+    on the connection its ranges leave free (not after its last byte, nor at once beside
+    it)."""
+    config.set_from_text("downloads.connections", "2")
+    big = 40 * 1024 * 1024  # ranges of 8, 16 and 16 MiB: the last taken by the first done
+    hub.add(DIT, size=big)
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    for name in (DIT, TE, VAE, LM):
+        assert family_file(name).read_bytes() == hub.files[name]
+    paths = [r.path.split("?", 1)[0] for r in hub.cdn.requests]
+    dit = [k for k, p in enumerate(paths) if p == hub.cdn_path(DIT)]
+    others = [k for k, p in enumerate(paths) if p != hub.cdn_path(DIT)]
+    assert len(dit) >= 3 and len(others) == 3  # the first answer, then ranges
+    assert max(dit) < min(others)

@@ -13,13 +13,16 @@ progress lines, the node's SSE stream and the app's Library page.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Callable
 
 from filelock import FileLock, Timeout
 
 from .. import download as dl
+from ..connection_slots import ConnectionSlots, Turn
 from ..errors import CantorError
 from ..paths import paths
 from . import catalogue as cat
@@ -197,79 +200,17 @@ async def pull(
     try:
         if todo:
             dl.check_free_space(folder, total)  # before the first byte
-        done_bytes = 0
-        started = time.monotonic()
-        for f in todo:
-            entry = catalogue.get(f.name)
-            if entry is None:  # the plan is made from the catalogue: never, unless changed
-                raise PullError(f"{f.name} is no longer in the hub's list of files")
-            dest = folder / f.name
-            if f.state == library.F_CORRUPT and dest.exists():
-                dest.unlink()  # ours, in the library folder: replace it
-            url = hub.resolve_url(catalogue.repo, f.name, catalogue.revision)
-            sha = entry.sha256 or await hub.probe_sha256(url)
-            size = None if entry.approximate else entry.size
-            emit(
-                PullEvent(
-                    PullStep.FILE_START,
-                    model_name,
-                    file=f.name,
-                    file_total=size or f.size,
-                    received=done_bytes,
-                    total=total,
-                    approximate=approximate,
-                )
-            )
-            base = done_bytes
-
-            def on_progress(p: dl.Progress, _f=f, _base=base) -> None:
-                got = _base + max(0, p.received - p.resumed_from)
-                elapsed = max(1e-6, time.monotonic() - started)
-                speed = p.speed or got / elapsed
-                left = max(0, total - got)
-                emit(
-                    PullEvent(
-                        PullStep.PROGRESS,
-                        model_name,
-                        file=_f.name,
-                        file_received=p.received,
-                        file_total=p.total,
-                        received=got,
-                        total=total,
-                        speed=speed,
-                        eta=(left / speed) if speed > 0 else None,
-                        approximate=approximate,
-                    )
-                )
-
-            try:
-                await dl.download(
-                    url,
-                    dest,
-                    sha256=sha,
-                    size=size,
-                    headers=hub.auth_headers(),
-                    on_progress=on_progress,
-                    stall_timeout=stall_timeout,
-                    retries=retries,
-                )
-            except dl.AuthRequired:
-                raise NeedsToken(TOKEN_MESSAGE) from None
-            library.record_hash(dest, sha256=sha, expected=sha, ok=True if sha else None)
-            done_bytes = base + f.to_get
-            emit(
-                PullEvent(
-                    PullStep.FILE_DONE,
-                    model_name,
-                    file=f.name,
-                    file_received=dest.stat().st_size,
-                    file_total=dest.stat().st_size,
-                    received=done_bytes,
-                    total=total,
-                    verified=sha is not None,
-                    message="" if sha else "no sha256 known: checked by size only",
-                )
-            )
+        await _fetch_files(
+            catalogue,
+            todo,
+            folder,
+            model_name,
+            total,
+            approximate,
+            emit,
+            stall_timeout=stall_timeout,
+            retries=retries,
+        )
     finally:
         lock.release()
 
@@ -295,6 +236,119 @@ async def pull(
         )
     )
     return files
+
+
+async def _fetch_files(
+    catalogue: cat.Catalogue,
+    todo: list[library.FileInfo],
+    folder: Path,
+    model_name: str,
+    total: int,
+    approximate: bool,
+    emit: Callable[[PullEvent], None],
+    *,
+    stall_timeout: float,
+    retries: int,
+) -> None:
+    """Download ``todo`` over the pull's ``downloads.connections``, shared
+    (`connection_slots`): the first file takes them all, and the next one starts once the
+    file before it has asked for its last range, on the connections its last ranges leave
+    free. The first failure stops the others (their ``.part`` files are kept) and is
+    raised."""
+    slots = ConnectionSlots(dl.configured_connections())
+    turns = [slots.turn(rank) for rank in range(len(todo))]
+    got = {f.name: 0 for f in todo}  # bytes of each file fetched in this pull
+    speeds: dict[str, float] = {}  # the smoothed speed of each file still coming
+    started = time.monotonic()
+
+    def received() -> int:
+        return sum(got.values())
+
+    async def fetch(rank: int, f: library.FileInfo) -> None:
+        if rank > 0:
+            await turns[rank - 1].asked_all.wait()
+        try:
+            await fetch_file(turns[rank], f)
+        finally:
+            turns[rank].asked_all.set()  # also when it failed before its first request
+
+    async def fetch_file(turn: Turn, f: library.FileInfo) -> None:
+        entry = catalogue.get(f.name)
+        if entry is None:  # the plan is made from the catalogue: never, unless changed
+            raise PullError(f"{f.name} is no longer in the hub's list of files")
+        dest = folder / f.name
+        if f.state == library.F_CORRUPT and dest.exists():
+            dest.unlink()  # ours, in the library folder: replace it
+        url = hub.resolve_url(catalogue.repo, f.name, catalogue.revision)
+        sha = entry.sha256 or await hub.probe_sha256(url)
+        size = None if entry.approximate else entry.size
+        emit(
+            PullEvent(
+                PullStep.FILE_START,
+                model_name,
+                file=f.name,
+                file_total=size or f.size,
+                received=received(),
+                total=total,
+                approximate=approximate,
+            )
+        )
+
+        def on_progress(p: dl.Progress) -> None:
+            got[f.name] = max(0, p.received - p.resumed_from)
+            speeds[f.name] = p.speed
+            now_got = received()
+            speed = sum(speeds.values()) or now_got / max(1e-6, time.monotonic() - started)
+            left = max(0, total - now_got)
+            emit(
+                PullEvent(
+                    PullStep.PROGRESS,
+                    model_name,
+                    file=f.name,
+                    file_received=p.received,
+                    file_total=p.total,
+                    received=now_got,
+                    total=total,
+                    speed=speed,
+                    eta=(left / speed) if speed > 0 else None,
+                    approximate=approximate,
+                )
+            )
+
+        try:
+            await dl.download(
+                url,
+                dest,
+                sha256=sha,
+                size=size,
+                headers=hub.auth_headers(),
+                on_progress=on_progress,
+                stall_timeout=stall_timeout,
+                retries=retries,
+                slots=turn,
+            )
+        except dl.AuthRequired:
+            raise NeedsToken(TOKEN_MESSAGE) from None
+        finally:
+            speeds.pop(f.name, None)
+        library.record_hash(dest, sha256=sha, expected=sha, ok=True if sha else None)
+        got[f.name] = f.to_get
+        emit(
+            PullEvent(
+                PullStep.FILE_DONE,
+                model_name,
+                file=f.name,
+                file_received=dest.stat().st_size,
+                file_total=dest.stat().st_size,
+                received=received(),
+                total=total,
+                verified=sha is not None,
+                message="" if sha else "no sha256 known: checked by size only",
+            )
+        )
+
+    tasks = [asyncio.create_task(fetch(rank, f)) for rank, f in enumerate(todo)]
+    await dl.all_or_first_error(tasks)
 
 
 async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> PullEvent:
