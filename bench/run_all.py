@@ -427,6 +427,14 @@ def download_figures(plan: Plan) -> list[Row]:
             f"huggingface_hub < 1.0 ran it: 100 connections), curl {v['curl']}; cantor "
             f"{f['connections']} connections"
         )
+        floor = tools.get("httpx loop")
+        if floor is not None and peer != "httpx loop":
+            reach = median(tools[peer]["wall_s"]) / median(floor["wall_s"])
+            note += (
+                f"; httpx's bare loop (not a peer: the same files in 8 ranges with no hash, "
+                f"no progress and no resume, a process like every tool) reaches {reach:.2f}× "
+                f"of {peer}: the ceiling of any downloader on httpx's public API here"
+            )
         rs = f.get("resume")
         if rs and label == "shaped":
             note += (
