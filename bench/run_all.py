@@ -1340,8 +1340,8 @@ def write_doc(
         - Command: `{command}`
         - Machine: {facts["cpu"]}, {facts["cores"]} cores, {facts["ram"]} RAM, {facts["os"]},
           Python {facts["python"]}, no GPU, offscreen Qt; load average at the end {facts["load"]}
-        - Other work was running on the machine at the same time; ratios against a baseline
-          from the same run are the figures to trust, absolute times less so.
+        - Ratios against a baseline from the same run are the figures to trust; absolute
+          times depend on the machine and on whatever else runs on it.
 
         """)
     text += markdown(rows) + "\n\n"
