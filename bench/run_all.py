@@ -1,6 +1,10 @@
 """Every Cantor benchmark in one command, one table, written into docs/performance.md.
 
-    .venv/bin/python bench/run_all.py            # full sizes (about 5 minutes on 2 cores)
+    .venv/bin/python bench/run_all.py            # full sizes (about 25 minutes on 2 cores)
+    .venv/bin/python bench/run_all.py --quick    # small sizes, a smoke run (prints only)
+
+The real engine's rows need ``CANTOR_REAL_ACE_SERVER`` (an unpacked build, as
+``.ci/real-engine.sh`` makes it in build/real-engine); without it they say they were skipped.
     .venv/bin/python bench/run_all.py --quick    # small sizes, a smoke run (prints only)
 
 Each figure is set against a baseline measured in the same run (A/B alternated where the two
@@ -1330,7 +1334,7 @@ def write_doc(
         spread (min–max over the runs). Run it yourself:
 
         ```
-        {COMMAND}            # full sizes, rewrites this page (about 5 min on 2 cores)
+        {COMMAND}            # full sizes, rewrites this page (about 25 min on 2 cores)
         {COMMAND} --quick    # small sizes, a smoke run that prints the table only
         ```
 
