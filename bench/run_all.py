@@ -5,7 +5,6 @@
 
 The real engine's rows need ``CANTOR_REAL_ACE_SERVER`` (an unpacked build, as
 ``.ci/real-engine.sh`` makes it in build/real-engine); without it they say they were skipped.
-    .venv/bin/python bench/run_all.py --quick    # small sizes, a smoke run (prints only)
 
 Each figure is set against a baseline measured in the same run (A/B alternated where the two
 can be run one after the other), over several runs: the table shows the median and the
