@@ -67,7 +67,7 @@ class Turn:
     """One download's share of a pull's `ConnectionSlots`.
 
     ``asked_all`` is set once the download has asked for every byte it will fetch (its one
-    stream answered, or its last range taken by a connection), and when it ends: the pull
+    stream asked for, or its last range taken by a connection), and when it is done: the pull
     starts the next file then, so a later file never takes a connection the earlier one
     was about to use, and never waits for the earlier one's last byte either.
     """

@@ -541,15 +541,16 @@ async def download(
         if saved is not None:
             try:
                 await _Ranged(job, connections, chunk).run(saved=saved)
+                job.asked_all()
                 return dest
             except _OneStream:
                 pass  # the server stopped honouring Range, or the file changed: start over
         elif connections > 1 and not part.exists() and (size is None or size > chunk):
             job.ranged = (connections, chunk)  # decided by the first answer (see _attempt)
         await _stream(job)
+        job.asked_all()  # (a failure is for the caller to pass on: see models.pull)
         return dest
     finally:
-        job.asked_all()
         if own_client:
             await http.aclose()
         try:

@@ -349,3 +349,20 @@ def test_a_pull_shares_its_connections_and_the_next_file_takes_those_the_dit_lea
     others = [k for k, p in enumerate(paths) if p != hub.cdn_path(DIT)]
     assert len(dit) >= 3 and len(others) == 3  # the first answer, then ranges
     assert max(dit) < min(others)
+
+
+def test_a_file_that_fails_starts_no_later_file(hub):
+    """The DiT refused at its first answer (the hub offers another size than its list
+    says), before it asked for its ranges: the pull fails with that, and the companions
+    waiting their turn are not started."""
+    hub.add(DIT, size=dl.CHUNK + 1024 * 1024)  # bigger than a chunk: ranges
+    hub.advertise(DIT, size=dl.CHUNK + 1024 * 1024 + 1)
+    events = []
+    with pytest.raises(dl.DownloadError, match="expected"):
+        run(
+            pull.pull(
+                "acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append
+            )
+        )
+    assert [e.file for e in events if e.type == "file_start"] == [DIT]
+    assert not any(p.path.split("?", 1)[0] != hub.cdn_path(DIT) for p in hub.cdn.requests)

@@ -264,11 +264,18 @@ async def _fetch_files(
     def received() -> int:
         return sum(got.values())
 
+    failed: list[BaseException] = []
+
     async def fetch(rank: int, f: library.FileInfo) -> None:
         if rank > 0:
             await turns[rank - 1].asked_all.wait()
+        if failed:  # an earlier file failed: the pull is stopping, start nothing more
+            return
         try:
             await fetch_file(turns[rank], f)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
         finally:
             turns[rank].asked_all.set()  # also when it failed before its first request
 
