@@ -17,9 +17,9 @@ from __future__ import annotations
 import gc
 
 
-def settle(generation: int = 2) -> int:
-    """Collect (generations 0 to ``generation``: 2 is all of them, 1 the young ones, far
-    quicker), then freeze everything alive. Returns the number of objects frozen."""
-    gc.collect(generation)
+def settle() -> int:
+    """A full collection (no garbage is frozen), then everything alive frozen. Returns the
+    number of objects frozen."""
+    gc.collect()
     gc.freeze()
     return gc.get_freeze_count()

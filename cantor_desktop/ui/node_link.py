@@ -404,11 +404,7 @@ class NodeLink(QObject):
         self._recount()
         if self.settle_gc and (not self._settled or len(records) >= SETTLE_AT):
             self._settled = True
-            QTimer.singleShot(0, self._settle)
-
-    @staticmethod
-    def _settle() -> None:
-        gc_settle.settle()  # a full collection first: no garbage is frozen with the songs
+            QTimer.singleShot(0, gc_settle.settle)
 
     async def refresh_system(self) -> None:
         self.system = dict(await self.client.system())
