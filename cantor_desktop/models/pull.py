@@ -255,7 +255,9 @@ async def _fetch_files(
     file before it has asked for its last range, on the connections its last ranges leave
     free. The first failure stops the others (their ``.part`` files are kept) and is
     raised."""
-    slots = ConnectionSlots(dl.configured_connections())
+    connections = dl.configured_connections()  # node.toml and the keyring: read once
+    headers = hub.auth_headers()
+    slots = ConnectionSlots(connections)
     turns = [slots.turn(rank) for rank in range(len(todo))]
     got = {f.name: 0 for f in todo}  # bytes of each file fetched in this pull
     speeds: dict[str, float] = {}  # the smoothed speed of each file still coming
@@ -264,17 +266,18 @@ async def _fetch_files(
     def received() -> int:
         return sum(got.values())
 
-    failed: list[BaseException] = []
+    failed = False
 
     async def fetch(rank: int, f: library.FileInfo) -> None:
+        nonlocal failed
         if rank > 0:
             await turns[rank - 1].asked_all.wait()
         if failed:  # an earlier file failed: the pull is stopping, start nothing more
             return
         try:
             await fetch_file(turns[rank], f)
-        except BaseException as exc:
-            failed.append(exc)
+        except BaseException:
+            failed = True
             raise
         finally:
             turns[rank].asked_all.set()  # also when it failed before its first request
@@ -328,10 +331,11 @@ async def _fetch_files(
                 dest,
                 sha256=sha,
                 size=size,
-                headers=hub.auth_headers(),
+                headers=headers,
                 on_progress=on_progress,
                 stall_timeout=stall_timeout,
                 retries=retries,
+                connections=connections,
                 slots=turn,
             )
         except dl.AuthRequired:
@@ -340,13 +344,14 @@ async def _fetch_files(
             speeds.pop(f.name, None)
         library.record_hash(dest, sha256=sha, expected=sha, ok=True if sha else None)
         got[f.name] = f.to_get
+        length = dest.stat().st_size
         emit(
             PullEvent(
                 PullStep.FILE_DONE,
                 model_name,
                 file=f.name,
-                file_received=dest.stat().st_size,
-                file_total=dest.stat().st_size,
+                file_received=length,
+                file_total=length,
                 received=received(),
                 total=total,
                 verified=sha is not None,
