@@ -287,7 +287,10 @@ class Pool:
 
         out = self.describe()
         if self.link.up.is_set() and not self.refused:
-            out.update(await self.link.now(lambda: gather(self.link.redis, songs)))
+            read_at = time.monotonic()
+            found = await self.link.now(lambda: gather(self.link.redis, songs))
+            self.members.learn(found["members"], read_at)
+            out.update(found)
         else:
             out.update(
                 {

@@ -70,6 +70,7 @@ class Membership:
         self.backends: dict[str, str] = {SKETCH: SKETCH}  # engine key → its backend
         self.members: dict[str, dict[str, Any]] = {}  # every member ever seen → last report
         self.alive: set[str] = set()
+        self._read_at = 0.0  # when the read that ``members`` and ``alive`` come from began
         self._look = asyncio.Event()
         self._look.set()
         self._task: asyncio.Task | None = None
@@ -135,6 +136,7 @@ class Membership:
             "seen": time.time(),
         }
         r = self.link.redis
+        read_at = time.monotonic()
         pipe = r.pipeline(transaction=False)
         pipe.set(keys.alive(self.node_id), "1", px=self.ttl_ms)
         pipe.hset(keys.MEMBERS, self.node_id, json.dumps(report, separators=(",", ":")))
@@ -148,8 +150,22 @@ class Membership:
                 continue
         ids = list(members)
         flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
-        self.alive = {i for i, flag in zip(ids, flags) if flag}
-        self.members = members
+        self.learn(
+            [{**m, "id": i, "alive": bool(f)} for (i, m), f in zip(members.items(), flags)],
+            read_at,
+        )
+
+    def learn(self, listed: list[dict[str, Any]], read_at: float) -> None:
+        """What a read of the members hash begun at ``read_at`` (``time.monotonic()``) found
+        (``GET /v1/pool``'s), unless a read begun later was learnt already: so the brief
+        view never counts fewer members than the full one has just listed."""
+        if read_at < self._read_at:
+            return
+        self._read_at = read_at
+        self.members = {
+            m["id"]: {k: v for k, v in m.items() if k not in ("id", "alive")} for m in listed
+        }
+        self.alive = {m["id"] for m in listed if m.get("alive")}
 
     # -- what the pool can make ------------------------------------------------------------
 
