@@ -121,15 +121,16 @@ def test_delete_finished_songs_with_and_without_files_and_refuse_live_ones(canto
     assert history_after_restart == [queued]
 
 
-def test_files_now_belonging_to_another_song_are_kept(tmp_path):
+def test_files_now_belonging_to_another_song_are_kept(cantor_home):
     """The user deleted a song's files and a newer song took the same name: deleting the old
     record's files must not delete the new song's."""
     from cantor_desktop.node.songs import delete_takes
 
-    audio = tmp_path / "2026-11-30_1200_song_seed1.wav"
+    (cantor_home / "songs").mkdir()
+    audio = cantor_home / "songs" / "2026-11-30_1200_song_seed1.wav"
     sidecar = audio.with_suffix(".json")
     audio.write_bytes(b"RIFF new song")
-    sidecar.write_text(json.dumps({"id": "newer", "take": 1}))
+    sidecar.write_text(json.dumps({"id": "newer", "take": 1, "audio": {"file": audio.name}}))
     old = [Take(n=1, audio=str(audio), sidecar=str(sidecar))]
     assert delete_takes("older", old) == {"deleted": [], "kept": [str(audio), str(sidecar)]}
     assert audio.exists() and sidecar.exists()

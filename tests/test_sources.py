@@ -21,8 +21,9 @@ def _wav(path):
     return path
 
 
-def test_a_take_latent_goes_only_to_the_engine_kind_that_made_it(cantor_home, tmp_path):
-    audio = _wav(tmp_path / "take.wav")
+def test_a_take_latent_goes_only_to_the_engine_kind_that_made_it(cantor_home):
+    (cantor_home / "songs").mkdir()
+    audio = _wav(cantor_home / "songs" / "take.wav")
     song = Song(
         id="s1",
         request={"caption": "x"},

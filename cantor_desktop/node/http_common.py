@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import Request
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 TERMINAL_EVENTS = ("done", "error")
+AUDIO_CHUNK = 1 << 20
 
 
 class ApiError(Exception):
@@ -97,13 +99,49 @@ def from_this_machine(request: Request) -> bool:
 # -- answers -------------------------------------------------------------------------------
 
 
-def audio_file(path: Path, **kwargs: Any) -> FileResponse:
-    """A song's audio file, streamed from disk by a worker thread (a long wav32 is hundreds
-    of MB), with its content type."""
+def take_audio(path: str, *, filename: str | None = None, headers=None) -> StreamingResponse:
+    """A take's audio file, opened as :func:`.take_files.open_take` allows (a file of a
+    songs folder, never through a link) and streamed by a worker thread (a long wav32 is
+    hundreds of MB), with its content type. ApiError 410 when it is gone, 403 when the
+    record names a file that is not a take of this node."""
+    from urllib.parse import quote
+
+    from . import take_files
     from .songs import CONTENT_TYPES
 
-    return FileResponse(
-        path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"), **kwargs
+    try:
+        fh = take_files.open_take(path)
+    except take_files.OutsideSongs as exc:
+        raise ApiError(
+            403,
+            f"the song's record names a file Cantor does not serve: {exc}",
+            "outside_songs",
+            "id",
+        ) from None
+    except FileNotFoundError:
+        raise ApiError(410, f"the audio file {path} is gone", "gone", "id") from None
+    size = os.fstat(fh.fileno()).st_size
+    suffix = Path(path).suffix
+    head = {"content-length": str(size), **(headers or {})}
+    if filename is not None:
+        quoted = quote(filename)
+        head["content-disposition"] = (
+            f"attachment; filename*=utf-8''{quoted}"
+            if quoted != filename
+            else f'attachment; filename="{filename}"'
+        )
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            while chunk := await asyncio.to_thread(fh.read, AUDIO_CHUNK):
+                yield chunk
+        finally:
+            fh.close()
+
+    return StreamingResponse(
+        chunks(),
+        media_type=CONTENT_TYPES.get(suffix, "application/octet-stream"),
+        headers=head,
     )
 
 

@@ -5,12 +5,11 @@ values, with Lemonade's names in the errors)."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
 
-from .http_common import ApiError, audio_file, json_body
+from .http_common import ApiError, json_body, take_audio
 from .schemas import ERRORS, SONG_SCHEMA, json_request, or_null
 from .song_checks import validated
 from .songs import CONTENT_TYPES
@@ -128,7 +127,9 @@ async def generations(request: Request):
     finally:
         n.queue.hub.unsubscribe(song.id, q)
     if song.state == "done":
-        return audio_file(Path(song.takes[0].audio), headers={"X-Cantor-Song": song.id})
+        return await asyncio.to_thread(
+            take_audio, song.takes[0].audio, headers={"X-Cantor-Song": song.id}
+        )
     if song.state == "cancelled":
         raise ApiError(409, "the song was cancelled", "cancelled", id=song.id)
     raise ApiError(500, song.error or "the song failed", "generation_failed", id=song.id)

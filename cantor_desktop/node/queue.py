@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 from ..config import write_atomic
 from ..song import NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
+from . import take_files
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class SongQueue:
             self._seq = max(self._seq, song.seq)
         if stopped:
             self.save_now()
+        take_files.adopt_folders(t.audio for s in self.songs.values() for t in s.takes)
         return stopped
 
     def _snapshot(self) -> list[dict[str, Any]]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ..song import Song
-from .http_common import ApiError, audio_file, json_body, sse, sse_response
+from .http_common import ApiError, json_body, sse, sse_response, take_audio
 from .model_routes import check_model
 from .queue import ALL, CANCELLED, FAILED
 from .schemas import (
@@ -240,10 +239,7 @@ async def audio(request: Request, song_id: str, take: int = 1):
         from . import pool_peers
 
         return await pool_peers.stream(elsewhere, f"/v1/songs/{song.id}/audio", {"take": take})
-    path = Path(found.audio)
-    if not path.is_file():
-        raise ApiError(410, f"the audio file {path} is gone", "gone", "id")
-    return audio_file(path, filename=path.name)
+    return await asyncio.to_thread(take_audio, found.audio, filename=found.file_name)
 
 
 def _maker_elsewhere(n: NodeState, song: Song) -> dict | None:

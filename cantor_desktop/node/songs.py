@@ -21,11 +21,13 @@ from .. import keys
 from ..analysis import tempo_key
 from ..config import write_atomic
 from ..export.naming import slug
+from . import take_files
 
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sidecar")
 EXTENSIONS = {"wav16": ".wav", "wav24": ".wav", "wav32": ".wav", "flac": ".flac", "mp3": ".mp3"}
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg"}
 WAV_SUBTYPES = {"wav16": "PCM_16", "wav24": "PCM_24", "wav32": "FLOAT"}
+MAX_SIDECAR_BYTES = 4 * 2**20
 
 
 def base_name(caption: str, seed: int | None, when: float, take: int | None = None) -> str:
@@ -219,6 +221,7 @@ def write_takes(
     ``source_facts``: the tempo, key and time signature of the source an edit keeps them
     from (not measured again)."""
     folder.mkdir(parents=True, exist_ok=True)
+    take_files.remember_folder(folder)
     when = when or time.time()
     ext = EXTENSIONS[fmt]
     files = []
@@ -274,19 +277,33 @@ def write_takes(
 
 
 def delete_takes(song_id: str, takes: list[Any]) -> dict[str, list[str]]:
-    """Delete a song's audio files and sidecars. A take is deleted only when its sidecar
-    still names this song (the user may have moved the files, and a newer song may since
-    have been written under the same name); otherwise its files are kept and listed.
+    """Delete a song's audio files and sidecars: only files this node wrote for this song.
+    A take's audio must be a file of a songs folder (:mod:`.take_files`), and its sidecar
+    — the file beside it with ``.json``, whatever the record says — must still name this
+    song and this audio file (the user may have moved the files, a newer song may have been
+    written under the same name, a record from a pool may name any path); otherwise
+    nothing of it is deleted and its paths are listed as kept.
     Returns ``{"deleted": [...], "kept": [...]}`` (paths)."""
     deleted: list[str] = []
     kept: list[str] = []
     for take in takes:
-        audio = Path(take.audio)
-        sidecar = Path(take.sidecar or audio.with_suffix(".json"))
         try:
-            meta = json.loads(sidecar.read_text("utf-8"))
-            ours = isinstance(meta, dict) and meta.get("id") == song_id
-        except (OSError, ValueError):
+            audio = take_files.checked(take.audio)
+        except take_files.OutsideSongs:
+            kept.append(str(take.audio))
+            continue
+        sidecar = audio.with_suffix(".json")
+        try:
+            with take_files.open_take(sidecar) as fh:
+                meta = json.loads(fh.read(MAX_SIDECAR_BYTES).decode("utf-8"))
+            named = meta.get("audio") if isinstance(meta, dict) else None
+            ours = (
+                isinstance(meta, dict)
+                and meta.get("id") == song_id
+                and isinstance(named, dict)
+                and named.get("file") == audio.name
+            )
+        except (OSError, ValueError, take_files.OutsideSongs):
             ours = False
         if not ours:
             kept.extend(str(p) for p in (audio, sidecar) if p.exists())

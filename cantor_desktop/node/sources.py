@@ -20,7 +20,8 @@ from ..engine.client import LATENT_FRAME_BYTES, Part
 from ..errors import CantorError
 from ..paths import paths
 from ..song import Song, SongState
-from . import uploads
+from . import take_files, uploads
+from .songs import MAX_SIDECAR_BYTES
 
 LATENT_FPS = 25.0
 ENGINE_DECODES = (".wav", ".mp3")
@@ -46,12 +47,13 @@ class Source:
     name: str  # for people and the logs
     codes: str | None = None  # a take's own audio codes (songs with lyrics)
     facts: dict[str, Any] | None = None  # a take's bpm, key and time signature
+    take_file: bool = False  # a take's audio (opened as take_files allows), not an upload
 
     def parts(self, audio_name: str, latent_name: str) -> dict[str, Part]:
         """The multipart parts for the engine: the latent when kept, else the audio."""
         if self.latent is not None:
             return {latent_name: Part(f"{latent_name}.f32", self.latent)}
-        return {audio_name: engine_audio(self.audio_path)}
+        return {audio_name: engine_audio(self.audio_path, take_file=self.take_file)}
 
 
 def latents_dir() -> Path:
@@ -85,17 +87,19 @@ def _read_latent(path: Path) -> bytes | None:
     return data if data and len(data) % LATENT_FRAME_BYTES == 0 else None
 
 
-def engine_audio(path: Path) -> Part:
-    """Audio the engine decodes: WAV and MP3 as they are, the rest converted to WAV."""
-    if path.suffix.lower() in ENGINE_DECODES:
-        return Part(
-            path.name,
-            path.read_bytes(),
-            "audio/mpeg" if path.suffix.lower() == ".mp3" else "audio/wav",
-        )
-    import soundfile as sf
+def engine_audio(path: Path, *, take_file: bool = False) -> Part:
+    """Audio the engine decodes: WAV and MP3 as they are, the rest converted to WAV. A
+    take's file (``take_file``) is opened only as :func:`.take_files.open_take` allows."""
+    with take_files.open_take(path) if take_file else open(path, "rb") as fh:
+        if path.suffix.lower() in ENGINE_DECODES:
+            return Part(
+                path.name,
+                fh.read(),
+                "audio/mpeg" if path.suffix.lower() == ".mp3" else "audio/wav",
+            )
+        import soundfile as sf
 
-    data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        data, rate = sf.read(fh, dtype="float32", always_2d=True)
     out = io.BytesIO()
     sf.write(out, data, rate, format="WAV", subtype="PCM_24")
     return Part(path.with_suffix(".wav").name, out.getvalue(), "audio/wav")
@@ -120,7 +124,10 @@ def resolve(
             raise SourceError(
                 field, f"song {song.id} has {len(song.takes)} take(s), not take {ref.get('take')}"
             )
-        audio = Path(take.audio)
+        try:
+            audio = take_files.checked(take.audio)
+        except take_files.OutsideSongs as exc:
+            raise SourceError(field, f"song {song.id} take {take.n}: {exc}") from None
         if not audio.is_file():
             raise SourceError(field, f"the audio of song {song.id} take {take.n} is gone ({audio})")
         latent = _read_latent(take_latent_file(song.id, take.n, engine)) if engine else None
@@ -133,8 +140,9 @@ def resolve(
             audio,
             latent,
             f"“{song.name[:40]}” take {take.n}",
-            codes=_codes(take.sidecar),
+            codes=_codes(audio.with_suffix(".json")),
             facts={"bpm": take.bpm, "key": take.key, "time_signature": take.time_signature},
+            take_file=True,
         )
     try:
         upload = uploads.get(ref["upload"])
@@ -144,15 +152,14 @@ def resolve(
     return Source(ref, upload.duration, upload.path, latent, f"upload “{upload.name}”")
 
 
-def _codes(sidecar: str) -> str | None:
+def _codes(sidecar: Path) -> str | None:
     """A take's audio codes, as its sidecar kept them (songs made through the LM)."""
     import json
 
-    if not sidecar:
-        return None
     try:
-        data = json.loads(Path(sidecar).read_text("utf-8"))
-    except (OSError, ValueError):
+        with take_files.open_take(sidecar) as fh:
+            data = json.loads(fh.read(MAX_SIDECAR_BYTES).decode("utf-8"))
+    except (OSError, ValueError):  # take_files.OutsideSongs is a ValueError
         return None
     lm = data.get("lm_metadata") if isinstance(data, dict) else None
     codes = lm.get("audio_codes") if isinstance(lm, dict) else None
