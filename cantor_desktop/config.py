@@ -458,6 +458,15 @@ OPTIONS: dict[str, Option] = {
             local_only=True,
         ),
         Option(
+            "pool.allow_insecure",
+            bool,
+            lambda: False,
+            "Join the pool even where its Redis is on another machine with no password or "
+            "without TLS (`cantor pool join` asks; anyone on that network can then read the "
+            "pool's songs and write what its members read).",
+            local_only=True,
+        ),
+        Option(
             "pool.ca",
             str,
             lambda: "",

@@ -43,6 +43,7 @@ class Stage(StrEnum):
 
 
 NODE_STOPPED = "node stopped"
+TITLE_MAX = 200  # characters of a song's title, one line
 SONG_ID = re.compile(r"[0-9a-f]{16}")
 
 

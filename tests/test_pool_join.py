@@ -56,13 +56,23 @@ def test_join_makes_the_first_token_the_pools_and_asks_later_members_for_it(
     pool_token = pool_token.strip()
 
     code, out, err = _cantor(
-        monkeypatch, capsys, second, *join, "--token", "not-the-pools", stdin=redis.password
+        monkeypatch,
+        capsys,
+        second,
+        *join,
+        "--token-stdin",
+        stdin=f"{redis.password}\nnot-the-pools\n",
     )
     assert code == 1 and "not the token of the pool" in err
     assert not (second / "node.toml").exists() or url not in (second / "node.toml").read_text()
 
     code, out, err = _cantor(
-        monkeypatch, capsys, second, *join, "--token", pool_token, stdin=redis.password
+        monkeypatch,
+        capsys,
+        second,
+        *join,
+        "--token-stdin",
+        stdin=f"{redis.password}\n{pool_token}\n",
     )
     assert code == 0, err
     _code, second_token, _err = _cantor(monkeypatch, capsys, second, "node", "token")
@@ -154,9 +164,54 @@ def test_a_member_sends_the_pools_token_only_to_a_node_that_proves_it(monkeypatc
     assert seen and all(h.get("Authorization") is None for h in seen)
 
 
+def test_no_secret_is_taken_from_the_command_line(redis, tmp_path, monkeypatch, capsys):
+    """Every user of the machine can read a process's command line: a password in the pool
+    URL and ``--token`` are refused, naming the ways that keep them private, and nothing
+    is joined."""
+    home = tmp_path / "member"
+    for argv in (
+        ("pool", "join", redis.url_with_password),
+        ("pool", "join", redis.url, "--token", "the-pools-token"),
+        ("node", "--pool", redis.url_with_password),
+    ):
+        code, out, err = _cantor(monkeypatch, capsys, home, *argv)
+        assert code == 2, (argv, out, err)
+        assert redis.password not in out + err and "the-pools-token" not in out + err
+        assert "command line can be read by every user" in err
+        assert "--password-stdin" in err or "--token-stdin" in err
+    assert not (home / "node.toml").exists()
+
+
+def test_a_pool_open_to_its_network_is_joined_only_when_the_user_says_so(
+    redis, tmp_path, monkeypatch, capsys
+):
+    """Redis on another machine with no password, or with no TLS, exposes the pool to its
+    network: the join says what it exposes and needs --allow-insecure (or a yes when asked);
+    a node started on such a pool without that choice is refused with the reason."""
+    from cantor_desktop import config
+    from cantor_desktop.node.pool import Pool, PoolRefused
+
+    monkeypatch.delenv(credentials.PASSWORD_ENV, raising=False)
+    exposed = pool_address.parse("redis://10.9.8.7:6379/0")
+    said = pool_address.exposure(exposed, has_password=False) or ""
+    assert "asks for no password" in said and "not encrypted" in said
+    assert "Redis password" in (pool_address.exposure(exposed, has_password=True) or "")
+    assert pool_address.exposure(pool_address.parse("rediss://10.9.8.7/0"), True) is None
+    assert pool_address.exposure(pool_address.parse("redis://127.0.0.1/0"), False) is None
+
+    home = tmp_path / "member"
+    code, out, err = _cantor(monkeypatch, capsys, home, "pool", "join", "redis://10.9.8.7/0")
+    assert code == 2 and "open to its network" in err and "--allow-insecure" in err
+    assert not (home / "node.toml").exists()
+    monkeypatch.setenv("CANTOR_HOME", str(home))
+    cfg, _err = config.load_or_defaults()
+    with pytest.raises(PoolRefused, match="open to its network"):
+        Pool("redis://10.9.8.7:6379/0", cfg, ("127.0.0.1", 7823))
+
+
 def test_a_new_token_never_begins_with_a_dash():
-    """A token is pasted after ``--token``, where a leading "-" reads as an option and
-    argparse refuses it: one token in 64 did, and the join test above failed on one (CI)."""
+    """A token pasted where a leading "-" reads as an option (``--token-stdin``'s line is
+    safe; an earlier release took ``--token T``): none begins with one."""
     tokens = [access.new_token() for _ in range(5000)]
     assert not [t for t in tokens if t.startswith("-")]
     assert len(set(tokens)) == len(tokens)

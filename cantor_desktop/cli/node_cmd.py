@@ -30,7 +30,13 @@ def register(sub) -> None:
         "--pool",
         metavar="URL",
         help="join a pool of nodes: redis://[user@]HOST:6379/0 (default: pool.url in "
-        "node.toml; see `cantor pool join`)",
+        "node.toml; see `cantor pool join`); its password from CANTOR_POOL_PASSWORD or the "
+        "keyring, never the URL",
+    )
+    p.add_argument(
+        "--allow-insecure",
+        action="store_true",
+        help="with --pool: join even though Redis is on another machine with no password or no TLS",
     )
     p.set_defaults(func=run)
 
@@ -69,11 +75,19 @@ def run(args) -> int:
         from ..pool import address as pool_address
 
         try:
-            pool_address.parse(args.pool)
+            found = pool_address.parse(args.pool)
         except pool_address.PoolAddressError as exc:
             print(f"cantor node: {exc}", file=sys.stderr)
             return 2
+        if found.password is not None:
+            print(
+                f"cantor node: {pool_address.password_on_command_line('--pool')}",
+                file=sys.stderr,
+            )
+            return 2
         os.environ[pool_address.POOL_ENV] = args.pool  # the node reads it (and a restart)
+        if args.allow_insecure:
+            os.environ[pool_address.INSECURE_ENV] = "1"
     return serve_forever(host, port)
 
 

@@ -2,10 +2,13 @@
 
 - ``join URL``: checks the pool answers (the Redis password asked without echo, or read
   from ``--password-stdin`` / ``CANTOR_POOL_PASSWORD``), makes this home's node token the
-  pool's (the first member's token becomes the pool's; a later member gives it with
-  ``--token`` or when asked: ``cantor node token`` on a member prints it), keeps the
-  password in the OS keyring and writes ``[pool] url`` (without the password). The node
-  joins at its next start.
+  pool's (the first member's token becomes the pool's; a later member gives it when asked,
+  with ``--token-stdin`` or in ``CANTOR_POOL_TOKEN``: ``cantor node token`` on a member
+  prints it), keeps the password in the OS keyring and writes ``[pool] url`` (without the
+  password). The node joins at its next start. No secret is taken from the command line,
+  which every user of the machine can read; a pool whose Redis is on another machine with
+  no password or without TLS is joined only when the user says so (asked, or
+  ``--allow-insecure``).
 - ``leave``: ``[pool] url`` goes, the password is forgotten and this home gets a token of
   its own again (the pool's members can no longer call this node).
 - ``status``: the pool's members (alive or gone, their models and engines, what each is
@@ -16,6 +19,7 @@ Exit 0 done, 1 the pool refused or did not answer, 2 bad input.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import getpass
 import json
@@ -38,11 +42,21 @@ def register(sub) -> None:
     actions = p.add_subparsers(dest="pool_action", metavar="ACTION", required=True)
     join = actions.add_parser("join", help="make this machine's node a member of a pool")
     join.add_argument("url", help="redis://[user@]HOST[:6379][/DB] (rediss:// for TLS)")
+    join.add_argument("--token", help=argparse.SUPPRESS)  # refused: see run_join
     join.add_argument(
-        "--token", help=f"the pool's node token (else {TOKEN_ENV}, or asked for when needed)"
+        "--token-stdin",
+        action="store_true",
+        help=f"read the pool's node token from stdin (else {TOKEN_ENV}, or asked for)",
     )
     join.add_argument(
-        "--password-stdin", action="store_true", help="read the Redis password from stdin"
+        "--password-stdin",
+        action="store_true",
+        help="read the Redis password from stdin (the first line, before the token)",
+    )
+    join.add_argument(
+        "--allow-insecure",
+        action="store_true",
+        help="join even though Redis is on another machine with no password or no TLS",
     )
     join.add_argument("--name", help="this node's name in the pool (default: the machine's)")
     join.add_argument("--ca", help="a CA certificate file for a rediss:// pool")
@@ -104,11 +118,34 @@ def run_join(args) -> int:
     except pool_address.PoolAddressError as exc:
         _err(str(exc))
         return EXIT_USAGE
-    password = found.password or os.environ.get(credentials.PASSWORD_ENV) or None
+    if found.password is not None:
+        _err(pool_address.password_on_command_line("the pool URL"))
+        return EXIT_USAGE
+    if args.token is not None:
+        _err(
+            "--token: a command line can be read by every user of this machine while the "
+            f"command runs; give the token when asked, with --token-stdin or in {TOKEN_ENV}"
+        )
+        return EXIT_USAGE
+    password = os.environ.get(credentials.PASSWORD_ENV) or None
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n") or None
     elif password is None and sys.stdin.isatty():
         password = getpass.getpass(f"Redis password for {found.shown()} (empty: none): ") or None
+    args.token = sys.stdin.readline().strip() or None if args.token_stdin else None
+    exposed = pool_address.exposure(found, password is not None)
+    if exposed and not args.allow_insecure:
+        if not sys.stdin.isatty():
+            _err(
+                f"the pool at {found.shown()} is open to its network: {exposed} To join it "
+                "anyway, add --allow-insecure"
+            )
+            return EXIT_USAGE
+        print(f"The pool at {found.shown()} is open to its network: {exposed}")
+        if input("Join it anyway? [y/N] ").strip().lower() not in ("y", "yes"):
+            _err("not joined")
+            return EXIT_USAGE
+        args.allow_insecure = True
     if args.ca:
         problem = _ca_problem(args.ca)
         if problem:
@@ -153,7 +190,8 @@ async def _join(args, address, password) -> int:
             if not token:
                 _err(
                     f"the pool at {address.shown()} has members already: give its token "
-                    f"with --token or {TOKEN_ENV} (`cantor node token` on a member prints it)"
+                    f"with --token-stdin or in {TOKEN_ENV} (`cantor node token` on a member "
+                    "prints it)"
                 )
                 return EXIT_USAGE
         if not credentials.token_matches(token, check or ""):
@@ -163,7 +201,10 @@ async def _join(args, address, password) -> int:
         await r.aclose()
     where_token = access.keep_token(token) if token != own else None
     where_password = credentials.keep_password(address, password) if password else None
-    changes = {"pool.url": address.shown()}
+    changes: dict[str, object] = {
+        "pool.url": address.shown(),
+        "pool.allow_insecure": bool(args.allow_insecure),
+    }
     if args.name:
         changes["pool.name"] = args.name
     if args.ca:
@@ -282,4 +323,15 @@ def render(status: dict) -> str:
             f"  running {song['id']} on {names.get(song['node'], song['node'] or '?')} "
             f"(attempt {song['attempt']}, {song['lane']})"
         )
+    refused = status.get("refused_entries") or {}
+    counts = {k: v for k, v in refused.items() if k != "latest" and v}
+    if counts:
+        lines.append(
+            f"refused from Redis: {sum(counts.values())} ("
+            + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+            + "): they are not used; someone who can write to the pool's Redis wrote them, "
+            "or a member of another version"
+        )
+        for r in refused.get("latest") or ():
+            lines.append(f"  {r['kind']} {r['key']}: {r['reason']}")
     return "\n".join(lines)

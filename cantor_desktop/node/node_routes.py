@@ -41,14 +41,20 @@ async def health(
 ):
     """Open to all (no token): says that a node is up. With a ``challenge``, the answer
     also proves that this node holds the token (:mod:`cantor_desktop.proof`): ``proof`` is
-    the MAC of the challenge and ``port`` under the token. It tells nothing else: no
-    home, no user, no path."""
+    the MAC of the challenge and ``port`` under the token, and in a pool ``member_proof``
+    the MAC of the challenge and the address this node advertises to the pool. It tells
+    nothing else: no home, no user, no path."""
     body: dict = {"status": "ok", "version": __version__}
     token = node_token(request)
     if challenge is not None and token:
         port = int((request.scope.get("server") or (None, 0))[1] or 0)
         body["port"] = port
         body["proof"] = proof.answer(token, challenge, port)
+        pool = node(request).pool
+        if pool is not None:
+            body["member_proof"] = proof.member_answer(
+                token, challenge, pool.me["id"], pool.me["url"]
+            )
     return body
 
 

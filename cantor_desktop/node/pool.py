@@ -20,7 +20,6 @@ record says why (``waiting``), until one comes back.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import socket
@@ -32,7 +31,7 @@ from ..errors import CantorError
 from ..net import WILDCARDS, http_url
 from ..pool import address as pool_address
 from ..pool import credentials, keys
-from ..pool.address import POOL_ENV
+from ..pool.address import INSECURE_ENV, POOL_ENV
 from ..pool.link import PoolLink, PoolUnavailable
 from ..pool.view import canonical_model
 from ..song import Song
@@ -49,11 +48,16 @@ log = logging.getLogger(__name__)
 JOIN_WAIT_S = 3.0
 HEARTBEAT_S = 2.0
 
-__all__ = ["POOL_ENV", "Pool", "PoolRefused", "PoolUnavailable", "pool_url"]
+__all__ = ["POOL_ENV", "MemberRefused", "Pool", "PoolRefused", "PoolUnavailable", "pool_url"]
 
 
 class PoolRefused(CantorError):
     """This node may not join the pool (its token is not the pool's)."""
+
+
+class MemberRefused(CantorError):
+    """A song may not be sent to that member (it did not prove itself, or its name is
+    another's too)."""
 
 
 def pool_url(cfg: config.Config) -> str:
@@ -76,20 +80,23 @@ def advertised_url(cfg: config.Config, host: str, port: int, redis_host: str) ->
         return http_url(socket.gethostname(), port)
 
 
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 class Pool:
     """This node's membership of a pool and everything it runs for it."""
 
     def __init__(self, url: str, cfg: config.Config, listen: tuple[str, int]):
         found = pool_address.parse(url)
         self.address = found.without_password()
-        self.link = PoolLink(found, credentials.password(found), cfg.get("pool.ca") or None)
+        password = credentials.password(found)
+        exposed = pool_address.exposure(found, password is not None)
+        if exposed and not (cfg.get("pool.allow_insecure") or os.environ.get(INSECURE_ENV)):
+            raise PoolRefused(
+                f"the pool at {self.address.shown()} is open to its network: {exposed} "
+                f"`cantor pool join {self.address.shown()}` asks whether to join it anyway "
+                "(or `cantor config set pool.allow_insecure true`)"
+            )
+        if exposed:
+            log.warning("pool %s: %s", self.address.shown(), exposed)
+        self.link = PoolLink(found, password, cfg.get("pool.ca") or None)
         host, port = listen
         self.me: dict[str, Any] = {
             "id": credentials.node_id(),
@@ -97,7 +104,7 @@ class Pool:
             "url": advertised_url(cfg, host, port, found.host),
             "shared": bool(cfg.get("pool.shared_songs")),
         }
-        if _loopback(host) and not _loopback(found.host):
+        if pool_address.is_loopback(host) and not pool_address.is_loopback(found.host):
             log.warning(
                 "pool: this node listens on %s only: the other members cannot fetch its takes "
                 "(listen on the studio's network: `cantor config set node.host 0.0.0.0`)",
@@ -220,13 +227,37 @@ class Pool:
             "started": self.started,
         }
 
-    def member_named(self, wanted: str) -> str | None:
-        """A live member's id from its id or its name."""
-        for node_id in self.members.alive | {self.me["id"]}:
-            member = self.members.member(node_id) or (self.me if node_id == self.me["id"] else {})
-            if wanted in (node_id, member.get("name")):
-                return node_id
-        return None
+    async def member_named(self, wanted: str) -> str | None:
+        """A live member's id from its id or its name, when that member proved, at its
+        address, that it is that member (asked now when it was not yet); None when no live
+        member is called so. :class:`MemberRefused` when the only ones so called did not
+        prove it, or when two that did share the name."""
+        me = self.me["id"]
+        live = sorted(self.members.alive | {me})
+        found = [i for i in live if i == wanted] or [
+            i
+            for i in live
+            if wanted == ((self.members.member(i) or (self.me if i == me else {})).get("name"))
+        ]
+        if not found:
+            return None
+        for node_id in found:
+            if self.members.proven(node_id) is None:
+                await self.members.prove(node_id)
+        trusted = [i for i in found if self.members.proven(i)]
+        if not trusted:
+            why = self.members.proof_problem(found[0]) or "it did not prove it"
+            raise MemberRefused(
+                f"node: the member called {wanted!r} has not proved it is a member of the "
+                f"pool ({why}); nothing is sent to it"
+            )
+        if len(trusted) > 1:
+            raise MemberRefused(
+                f"node: {len(trusted)} members are called {wanted!r} ({', '.join(trusted)}): "
+                "send the song to one by its id, or give one another name "
+                "(`cantor config set pool.name NAME` on it)"
+            )
+        return trusted[0]
 
     def holder_of(self, data: dict[str, Any]) -> str | None:
         """The member that holds what an edit names (a take not on the shared folder), or
@@ -279,6 +310,7 @@ class Pool:
             "node": dict(self.me),
             "lease": self.lease_s,
             "members": len(self.members.alive),
+            "refused_entries": self.queue.refusals.describe(),
         }
 
     async def status(self, songs: bool = True) -> dict[str, Any]:
@@ -288,8 +320,13 @@ class Pool:
         out = self.describe()
         if self.link.up.is_set() and not self.refused:
             read_at = time.monotonic()
-            found = await self.link.now(lambda: gather(self.link.redis, songs))
+            found = await self.link.now(lambda: gather(self.link.redis, songs, self.queue.refusals))
             self.members.learn(found["members"], read_at)
+            clashes = {i for ids in self.members.clashes().values() for i in ids}
+            for member in found["members"]:
+                member["proven"] = self.members.proven(member["id"])
+                member["proof_problem"] = self.members.proof_problem(member["id"])
+                member["name_clash"] = member["id"] in clashes
             out.update(found)
         else:
             out.update(

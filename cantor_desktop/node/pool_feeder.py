@@ -138,7 +138,7 @@ class Feeder:
             for _stream, entries in got or ():
                 for entry_id, data in entries:
                     song_id = (data or {}).get("song")
-                    if not song_id or song_id in self.queue.held:
+                    if song_id in self.queue.held:
                         continue
                     await self.queue.claim(lane, entry_id, song_id)
         if self.queue.inbox and self.queue.runner is not None:
@@ -203,19 +203,19 @@ class Feeder:
                     lane, keys.GROUP, me, int(self.lease_s * 1000), "0-0", count=1
                 )
                 for entry_id, data in claimed or ():
-                    if data and data.get("song"):
+                    if data:
                         log.info(
                             "pool: %s: song %s was left by a node that stopped; taking it",
                             keys.lane_label(lane),
-                            data["song"],
+                            str(data.get("song"))[:40],
                         )
-                        song = await self.queue.claim(lane, entry_id, data["song"])
+                        song = await self.queue.claim(lane, entry_id, data.get("song"))
             if song is None:
                 got = await r.xreadgroup(keys.GROUP, me, {lane: ">"}, count=1)
                 for _stream, entries in got or ():
                     for entry_id, data in entries:
-                        if data and data.get("song"):
-                            song = await self.queue.claim(lane, entry_id, data["song"])
+                        if data:
+                            song = await self.queue.claim(lane, entry_id, data.get("song"))
             if song is not None and song.state == RUNNING:
                 busy.add(self._key(song.model) or key or "")
                 runner.wake()

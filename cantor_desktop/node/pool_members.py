@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import config
-from ..pool import keys
+from ..pool import keys, records
 from .runner import SKETCH
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CAPABILITIES_EVERY = 5  # beats between two looks at the library
+PROOF_AGAIN_S = 30.0  # a member that proved itself is asked again this often
+RETRY_PROOF_S = 10.0  # one that did not, or did not answer
 
 
 def capabilities(cfg: config.Config) -> tuple[dict[str, str], dict[str, str]]:
@@ -71,6 +73,9 @@ class Membership:
         self.members: dict[str, dict[str, Any]] = {}  # every member ever seen → last report
         self.alive: set[str] = set()
         self._read_at = 0.0  # when the read that ``members`` and ``alive`` come from began
+        self.proofs: dict[str, tuple[str, str | None, float]] = {}
+        """Member id → (the address checked, why it is not proven or None, when)."""
+        self._proving: asyncio.Task | None = None
         self._look = asyncio.Event()
         self._look.set()
         self._task: asyncio.Task | None = None
@@ -88,9 +93,10 @@ class Membership:
 
     async def stop(self) -> None:
         """Leave at once (the others see this node gone now, not after the time to live)."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in (self._task, self._proving):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self.link.up.is_set():
             try:
                 await asyncio.wait_for(self.link.redis.delete(keys.alive(self.node_id)), 2.0)
@@ -116,6 +122,7 @@ class Membership:
             if self.link.up.is_set():
                 try:
                     await self.beat()
+                    self._prove_soon()
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -145,9 +152,9 @@ class Membership:
         members = {}
         for node_id, text in found.items():
             try:
-                members[node_id] = json.loads(text)
-            except ValueError:
-                continue
+                members[node_id] = records.member_report(node_id, text)
+            except records.Refused as exc:
+                self.queue.refuse("member", str(node_id), str(exc))
         ids = list(members)
         flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
         self.learn(
@@ -166,6 +173,72 @@ class Membership:
             m["id"]: {k: v for k, v in m.items() if k not in ("id", "alive")} for m in listed
         }
         self.alive = {m["id"] for m in listed if m.get("alive")}
+
+    # -- who the members are -----------------------------------------------------------------
+
+    def proven(self, node_id: str) -> bool | None:
+        """Whether the member at its advertised address proved it is that member (this
+        node always is); None while it has not been asked yet."""
+        if node_id == self.node_id:
+            return True
+        found = self.proofs.get(node_id)
+        url = (self.members.get(node_id) or {}).get("url")
+        if found is None or found[0] != url:
+            return None
+        return found[1] is None
+
+    def proof_problem(self, node_id: str) -> str | None:
+        found = self.proofs.get(node_id)
+        return found[1] if found is not None and self.proven(node_id) is False else None
+
+    async def prove(self, node_id: str) -> bool:
+        """Ask ``node_id`` for its proof now (:func:`.pool_peers.check_member`)."""
+        from .pool_peers import check_member
+
+        if node_id == self.node_id:
+            return True
+        member = self.member(node_id)
+        if member is None:
+            return False
+        problem = await check_member(member)
+        before = self.proofs.get(node_id)
+        self.proofs[node_id] = (member["url"], problem, time.monotonic())
+        if problem is not None and (before is None or before[1] != problem):
+            log.warning("pool: member %s is not trusted: %s", member.get("name"), problem)
+        return problem is None
+
+    def _prove_soon(self) -> None:
+        """The live members not proven lately are asked, beside the heartbeat (one that
+        does not answer must not hold the next beat up)."""
+        if self._proving is not None and not self._proving.done():
+            return
+        now = time.monotonic()
+        due = []
+        for node_id in sorted(self.alive - {self.node_id}):
+            found = self.proofs.get(node_id)
+            url = (self.members.get(node_id) or {}).get("url")
+            again = PROOF_AGAIN_S if found is not None and found[1] is None else RETRY_PROOF_S
+            if found is None or found[0] != url or now - found[2] >= again:
+                due.append(node_id)
+        if due:
+            self._proving = asyncio.get_running_loop().create_task(
+                self._prove_all(due), name="pool-proofs"
+            )
+
+    async def _prove_all(self, node_ids: list[str]) -> None:
+        results = await asyncio.gather(*(self.prove(i) for i in node_ids), return_exceptions=True)
+        for node_id, result in zip(node_ids, results):
+            if isinstance(result, Exception):
+                log.warning("pool: asking member %s for its proof failed: %s", node_id, result)
+
+    def clashes(self) -> dict[str, list[str]]:
+        """Names that more than one live member gives itself → their ids."""
+        names: dict[str, list[str]] = {}
+        for node_id in sorted(self.alive | {self.node_id}):
+            name = (self.members.get(node_id) or {}).get("name")
+            if name:
+                names.setdefault(name, []).append(node_id)
+        return {name: ids for name, ids in names.items() if len(ids) > 1}
 
     # -- what the pool can make ------------------------------------------------------------
 
@@ -192,7 +265,9 @@ class Membership:
         return out
 
     def member(self, node_id: str) -> dict[str, Any] | None:
-        return self.members.get(node_id)
+        """A member's last report, with its id (what :mod:`.pool_peers` asks it by)."""
+        found = self.members.get(node_id)
+        return None if found is None else {**found, "id": node_id}
 
     def is_alive(self, node_id: str) -> bool:
         return node_id in self.alive or node_id == self.node_id

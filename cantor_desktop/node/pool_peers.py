@@ -3,9 +3,10 @@ handed to the member that holds what it edits, a forgotten song's files deleted 
 are. Over httpx (the one HTTP client), with the pool's token — every member's token — and
 through the other member's door like any client (Host, token, JSON bodies).
 
-A member's address comes from Redis, which anyone who can write there could change: like
-every client, a member sends the token only to a node that proved it holds it first
-(:mod:`cantor_desktop.proof`); a proof counts for :data:`PROOF_KEPT_S`."""
+A member's address comes from Redis, which anyone who can write there could change: a
+member sends the token only to a node that proved, first, that it holds the token and is
+the member at that very address (:mod:`cantor_desktop.proof`'s member proof); a proof
+counts for :data:`PROOF_KEPT_S`."""
 
 from __future__ import annotations
 
@@ -17,58 +18,61 @@ import httpx
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from .. import __version__, access, config
+from .. import __version__, access
 from .http_common import ApiError
 
 log = logging.getLogger(__name__)
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+PROOF_TIMEOUT = httpx.Timeout(5.0)
 PASSED_HEADERS = ("content-type", "content-length", "content-disposition", "last-modified", "etag")
 PROOF_KEPT_S = 60.0
-_proven: dict[str, float] = {}  # member URL → when it last proved it holds the token
+_proven: dict[tuple[str, str], float] = {}  # (member id, URL) → when it last proved itself
 
 
-async def _prove(member: dict[str, Any]) -> None:
-    """ApiError unless the node at ``member``'s URL proves it holds the pool's token: the
-    challenge of :mod:`cantor_desktop.proof` to its tokenless health check, answered with a
-    MAC under the token of the challenge and the port it answered on."""
-    from urllib.parse import urlsplit
-
+async def check_member(member: dict[str, Any]) -> str | None:
+    """None when the node at ``member``'s URL proves that it is that member: it holds the
+    pool's token and answers for that id at that very address (:func:`cantor_desktop.proof.
+    verify_member`: the challenge to its tokenless health check, answered with a MAC under
+    the token of the challenge and the address it advertises). Else why not, in words. A
+    proof counts for :data:`PROOF_KEPT_S`."""
     from .. import proof
 
-    url = member["url"]
-    if time.monotonic() - _proven.get(url, -PROOF_KEPT_S) < PROOF_KEPT_S:
-        return
+    url, member_id = member["url"], member["id"]
+    if time.monotonic() - _proven.get((member_id, url), -PROOF_KEPT_S) < PROOF_KEPT_S:
+        return None
     token = access.node_token(create=False) or ""
     challenge = proof.new_challenge()
     try:
         async with httpx.AsyncClient(
-            base_url=url, timeout=TIMEOUT, trust_env=False, follow_redirects=False
+            base_url=url, timeout=PROOF_TIMEOUT, trust_env=False, follow_redirects=False
         ) as client:
             answer = await client.get("/v1/health", params={proof.QUERY: challenge})
         body = answer.json() if answer.status_code == 200 else None
     except httpx.HTTPError as exc:
-        raise _unreachable(member, exc) from None
+        return f"it did not answer at {url}: {exc or type(exc).__name__}"
     except ValueError:
         body = None
-    parts = urlsplit(url)
-    answered = body.get("port") if isinstance(body, dict) else None
-    given = body.get("proof") if isinstance(body, dict) else None
-    if (
-        isinstance(answered, int)
-        # on this machine the port asked is the port answered (a relay is no proof)
-        and (answered == parts.port or not config.is_loopback_host(parts.hostname or ""))
-        and proof.verify(token, challenge, answered, given)
-    ):
-        _proven[url] = time.monotonic()
+    given = body.get("member_proof") if isinstance(body, dict) else None
+    if proof.verify_member(token, challenge, member_id, url, given):
+        _proven[(member_id, url)] = time.monotonic()
+        return None
+    _proven.pop((member_id, url), None)
+    return f"what answers at {url} did not prove it is that member of the pool"
+
+
+async def _prove(member: dict[str, Any]) -> None:
+    """ApiError unless the node at ``member``'s URL proves it is that member
+    (:func:`check_member`): nothing, the token least of all, goes to one that does not."""
+    problem = await check_member(member)
+    if problem is None:
         return
-    _proven.pop(url, None)
     name = member.get("name") or member.get("id")
-    log.warning("pool: %s at %s did not prove the pool's token: not asked", name, url)
+    log.warning("pool: %s (%s): %s: not asked", name, member.get("url"), problem)
     raise ApiError(
         502,
-        f"the pool's member {name} ({url}) did not prove it holds the pool's token: "
-        "it was sent nothing (is something else listening at that address?)",
+        f"the pool's member {name} ({member.get('url')}) did not prove it holds the pool's "
+        f"token: it was sent nothing ({problem})",
         "member_unproven",
     )
 

@@ -26,6 +26,7 @@ change; when the change lands, the song's record is read back once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -34,10 +35,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from ..pool import keys
+from ..pool import keys, records
 from ..pool.link import PoolLink
 from ..pool.scripts import CLAIM, REFRESH, SUBMIT, UPDATE
-from ..song import Song, SongEvent
+from ..song import Song, SongEvent, check_song_id
 from .queue import QUEUED, RUNNING, EventHub, SongQueue, _brief, new_id
 
 if TYPE_CHECKING:
@@ -73,13 +74,20 @@ def encode_fields(song: Song, names: tuple[str, ...]) -> list[str]:
     return out
 
 
-def decode_record(found: dict[str, str]) -> tuple[Song, str, str]:
-    """A record as Redis keeps it → (song, its lane, the node holding it or "")."""
-    data = {}
-    for name, value in found.items():
-        if not name.startswith("_"):
-            data[name] = json.loads(value)
-    return Song.from_json(data), found.get("_lane", ""), found.get("_owner", "")
+def encode_failure(error: str) -> list[str]:
+    """The fields that end a song failed with ``error``, for a script's ``HSET``."""
+    return [
+        "state",
+        '"failed"',
+        "error",
+        json.dumps(error, ensure_ascii=False),
+        "finished",
+        json.dumps(time.time()),
+        "stage",
+        "null",
+        "eta",
+        "null",
+    ]
 
 
 class PoolHub(EventHub):
@@ -112,6 +120,7 @@ class PoolQueue(SongQueue):
         self.lanes: dict[str, str] = {}  # song id → its lane
         self.held: dict[str, Held] = {}
         self.lost: set[str] = set()  # songs this node held and lost (fenced out)
+        self.refusals = records.Refusals()  # what this node would not take from Redis
         self.inbox: list[Song] = []  # taken from the pool, not started yet
         self.runner: Runner | None = None
         self.on_change: Callable[[], None] = lambda: None  # the feeder's wake
@@ -246,10 +255,30 @@ class PoolQueue(SongQueue):
             return
         mine = song_id in self.held or song_id in self._pending
         if found and song_id in self.songs and not mine:
-            try:
-                self._merge(decode_record(found)[0], "changed")
-            except (ValueError, TypeError, KeyError) as exc:
-                log.error("pool: song %s has a damaged record: %s", song_id, exc)
+            self._fold(song_id, found)
+
+    def _record(self, song_id: str, found: dict[str, str]) -> tuple[Song, str, str] | None:
+        """A song's record from Redis, checked (:mod:`cantor_desktop.pool.records`); None,
+        counted and logged once, when it is refused."""
+        try:
+            return records.song_record(found, song_id)
+        except records.Refused as exc:
+            self.refuse("song", song_id, str(exc))
+            return None
+
+    def refuse(self, kind: str, key: str, reason: str) -> None:
+        """An entry read from Redis is not used: counted, and logged the first time."""
+        if self.refusals.add(kind, key, reason):
+            log.warning("pool: %s %s read from Redis was refused: %s", kind, key[:80], reason)
+
+    def _fold(self, song_id: str, found: dict[str, str]) -> None:
+        """Redis's record of a song into the mirror; a refused one leaves the mirror."""
+        record = self._record(song_id, found) if found else None
+        if record is not None:
+            self._merge(record[0], "changed")
+        elif self.songs.pop(song_id, None) is not None:
+            self.lanes.pop(song_id, None)
+            self.hub.deliver(SongEvent("removed", song_id))
 
     def _exclusive(self, call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
         async def locked():
@@ -279,10 +308,9 @@ class PoolQueue(SongQueue):
         fresh: dict[str, tuple[Song, str, str]] = {}
         for song_id, record in zip(ids, found):
             if record:
-                try:
-                    fresh[song_id] = decode_record(record)
-                except (ValueError, TypeError, KeyError) as exc:
-                    log.error("pool: song %s has a damaged record: %s", song_id, exc)
+                checked = self._record(song_id, record)
+                if checked is not None:
+                    fresh[song_id] = checked
         self._last_event = last[0][0] if last else "0-0"
         for song_id in list(self.songs):
             if song_id not in fresh and song_id not in self.held and song_id not in self._pending:
@@ -351,30 +379,42 @@ class PoolQueue(SongQueue):
             for _stream, entries in got or ():
                 for entry_id, data in entries:
                     self._last_event = entry_id
-                    try:
-                        payload = json.loads(data.get("d") or "{}")
-                        if data.get("o") == self.node_id:
-                            self._apply_own(payload)
-                        else:
-                            self._apply_remote(data.get("k", ""), payload)
-                    except (ValueError, TypeError, KeyError) as exc:
-                        log.warning("pool: an event was skipped (%s): %s", exc, data)
+                    self._take_event(entry_id, data)
 
-    def _apply_own(self, data: dict[str, Any]) -> None:
+    def _take_event(self, entry_id: str, data: Any) -> None:
+        """One entry of the events stream, on its own: a refused or failing one is counted
+        and logged, and the reader goes on with the next."""
+        try:
+            found = records.event(entry_id, data)
+        except records.Refused as exc:
+            self.refuse("event", str(entry_id), str(exc))
+            return
+        try:
+            if found.origin == self.node_id:
+                self._apply_own(found)
+            else:
+                self._apply_remote(found)
+        except Exception as exc:  # noqa: BLE001 - one event never stops the reader
+            log.exception("pool: event %s could not be applied", entry_id)
+            self.refuse("event", str(entry_id), f"could not be applied: {exc}")
+
+    def _apply_own(self, event: records.Event) -> None:
         """One of this node's own events, back from the stream: its subscribers heard of it
         already; its record is folded in quietly (the mirror ends where Redis's ends)."""
-        record = data.get("song")
-        song_id = data.get("id", "")
-        if not isinstance(record, dict) or song_id in self.held or song_id in self._pending:
+        song_id = event.song_id
+        if event.song is None or song_id in self.held or song_id in self._pending:
             return  # progress, a song running here, or a change of it still on its way
         if song_id not in self.songs:
             return  # forgotten here (its removal follows), or not loaded yet (the load has it)
-        if data.get("lane"):
-            self.lanes[song_id] = data["lane"]
-        self._merge(Song.from_json(record), "changed")
+        if event.lane:
+            self.lanes[song_id] = event.lane
+        self._merge(event.song, "changed")
 
-    def _apply_remote(self, kind: str, data: dict[str, Any]) -> None:
-        event = SongEvent.from_sse(kind, data)
+    def _apply_remote(self, found: records.Event) -> None:
+        kind, data = found.kind, found.data
+        event = SongEvent.from_sse(kind, {**data, "song": None}, found.song_id)
+        if found.song is not None:
+            event = dataclasses.replace(event, song=found.song)
         song_id = event.song_id
         if song_id in self._pending and event.song is not None:
             return  # this node's own change of it lands later; its record is read back then
@@ -385,8 +425,8 @@ class PoolQueue(SongQueue):
             self._announce_positions()
             return
         if event.song is not None:
-            if data.get("lane"):
-                self.lanes[song_id] = data["lane"]
+            if found.lane:
+                self.lanes[song_id] = found.lane
             held = self.held.get(song_id)
             if held is not None:
                 record = event.song
@@ -449,9 +489,17 @@ class PoolQueue(SongQueue):
 
     # -- taking songs (the feeder calls these) ---------------------------------------------
 
-    async def claim(self, lane: str, entry: str, song_id: str) -> Song | None:
+    async def claim(self, lane: str, entry: str, song_id: Any) -> Song | None:
         """Take ``song_id`` (read from ``lane`` as ``entry``): the attempt goes up and this
-        node holds it. None when the song no longer wants making (the entry is dropped)."""
+        node holds it. None when the song no longer wants making (the entry is dropped),
+        and when the entry names no song id (it is dropped too, and counted)."""
+        try:
+            check_song_id(song_id)
+        except ValueError as exc:
+            self.refuse("entry", f"{lane[:60]} {entry}", str(exc))
+            await self.link.redis.xack(lane, keys.GROUP, entry)
+            await self.link.redis.xdel(lane, entry)
+            return None
         async with self._io:
             return await self._claim_song(lane, entry, song_id)
 
@@ -482,9 +530,13 @@ class PoolQueue(SongQueue):
         if not attempt:
             log.info("pool: song %s not taken (%s)", song_id, why)
             if found:
-                self._merge(decode_record(found)[0], "changed")
+                self._fold(song_id, found)
             return None
-        record, lane, _owner = decode_record(found)
+        checked = self._record(song_id, found)
+        if checked is None:
+            await self._refuse_claimed(song_id, lane, entry, attempt)
+            return None
+        record, lane, _owner = checked
         self.lanes[song_id] = lane
         self.lost.discard(song_id)
         self.held[song_id] = Held(attempt, lane, entry)
@@ -492,6 +544,27 @@ class PoolQueue(SongQueue):
         log.info("pool: song %s taken (attempt %d): %s", song_id, attempt, _brief(song))
         self.inbox.append(song)
         return song
+
+    async def _refuse_claimed(self, song_id: str, lane: str, entry: str, attempt: int) -> None:
+        """A song just taken whose record is refused: it fails, with the reason, and its
+        lane entry is done with (no member reads it again); the mirror drops it."""
+        reason = self.refusals.reason("song", song_id) or "its record was refused"
+        await self._update(
+            keys=[keys.song(song_id), keys.EVENTS, keys.ORDER, keys.SEQ],
+            args=[
+                self.node_id,
+                keys.EVENTS_MAXLEN,
+                "failed",
+                song_id,
+                "owner",
+                str(attempt),
+                "ack",
+                0,
+                *encode_failure(f"{self.me['name']} refused the song's record: {reason}"),
+            ],
+        )
+        await self.link.redis.xack(lane, keys.GROUP, entry)
+        self._fold(song_id, {})  # a refused record leaves the mirror
 
     async def refresh(self) -> None:
         """Keep the lease of every song held here (lost ones are given up)."""
@@ -505,7 +578,8 @@ class PoolQueue(SongQueue):
                 )
                 if not kept and self.held.get(song_id) is held and not held.finishing:
                     found = await self.link.redis.hgetall(keys.song(song_id))
-                    self._lose(song_id, decode_record(found)[0] if found else None)
+                    checked = self._record(song_id, found) if found else None
+                    self._lose(song_id, checked[0] if checked else None)
 
     def _lose(self, song_id: str, record: Song | None) -> None:
         """Another node holds this song now (or it was cancelled): stop making it here."""
@@ -599,7 +673,7 @@ class PoolQueue(SongQueue):
                     on_done(result)
                 return
             found = await self.link.redis.hgetall(keys.song(song.id))
-            if found and guard == "owner" and self._already_mine(found, kind, attempt):
+            if found and guard == "owner" and self._already_mine(song.id, found, kind, attempt):
                 # this very change ran before, its answer lost with the connection
                 log.info("pool: %s of song %s was made already", kind, song.id)
                 if on_done is not None:
@@ -616,20 +690,16 @@ class PoolQueue(SongQueue):
             )
             if on_refused is not None:
                 on_refused()
-            if found:
-                self._merge(decode_record(found)[0], "changed")
-            elif song.id in self.songs:
-                del self.songs[song.id]
-                self.hub.deliver(SongEvent("removed", song.id))
+            self._fold(song.id, found)
 
         self._send(f"{kind} of song {song.id}", call, song_id=song.id)
 
-    def _already_mine(self, found: dict[str, str], kind: str, attempt: str) -> bool:
+    def _already_mine(self, song_id: str, found: dict[str, str], kind: str, attempt: str) -> bool:
         """The record ended as this node's attempt ``attempt`` ends it with ``kind``."""
-        try:
-            record = decode_record(found)[0]
-        except (ValueError, TypeError, KeyError):
+        checked = self._record(song_id, found)
+        if checked is None:
             return False
+        record = checked[0]
         return (
             kind in ("done", "failed", "cancelled")
             and str(record.state) == kind

@@ -267,25 +267,37 @@ class Runner:
         cfg = _config()
         keys: dict[str, str | Exception] = {}  # model → engine key, once per pass
         for song in self.queue.runnable():
-            name = model_name(song.request, cfg)
-            if name not in keys:
-                try:
-                    keys[name] = engine_key(name)
-                except Exception as exc:
-                    keys[name] = exc
-            key = keys[name]
-            if isinstance(key, Exception):
-                self.queue.finish_failed(song, f"model {name!r} cannot be used: {key}")
-                continue
-            if key in self.busy:
-                continue
-            self.busy[key] = song.id
-            self.idle.clear()
-            # mark running at once so a second dispatch cannot pick it again
-            self.queue.start(song)
-            task = asyncio.get_running_loop().create_task(self._run(song), name=f"song-{song.id}")
-            self.tasks[song.id] = task
-            task.add_done_callback(functools.partial(self._ran, song, key))
+            try:
+                self._dispatch_one(song, cfg, keys)
+            except Exception as exc:  # one song's fault never holds up the others
+                log.exception("song %s could not be started", song.id)
+                if song.id not in self.tasks:
+                    self.queue.finish_failed(song, f"it could not be started: {exc}")
+
+    def _dispatch_one(
+        self, song: Song, cfg: config.Config, keys: dict[str, str | Exception]
+    ) -> None:
+        name = model_name(song.request, cfg)
+        if not isinstance(name, str):
+            raise TypeError(f"its model is {type(name).__name__}, not a name")
+        if name not in keys:
+            try:
+                keys[name] = engine_key(name)
+            except Exception as exc:
+                keys[name] = exc
+        key = keys[name]
+        if isinstance(key, Exception):
+            self.queue.finish_failed(song, f"model {name!r} cannot be used: {key}")
+            return
+        if key in self.busy:
+            return
+        self.busy[key] = song.id
+        self.idle.clear()
+        # mark running at once so a second dispatch cannot pick it again
+        self.queue.start(song)
+        task = asyncio.get_running_loop().create_task(self._run(song), name=f"song-{song.id}")
+        self.tasks[song.id] = task
+        task.add_done_callback(functools.partial(self._ran, song, key))
 
     # -- one song ------------------------------------------------------------------------
 

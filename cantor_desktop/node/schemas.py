@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 
 from .. import config
 from .. import song_request as r
-from ..song import SONG_ID, SongState, Stage
+from ..song import SONG_ID, TITLE_MAX, SongState, Stage
 from .uploads import UPLOAD_ID
 
 # -- building blocks -----------------------------------------------------------------------
@@ -216,7 +216,6 @@ UNDERSTAND_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {"source": {"type": "object"}, "model": {"type": "string"}},
 }
-TITLE_MAX = 200
 SONG_PATCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "minProperties": 1,
@@ -322,7 +321,11 @@ UPLOAD_JSON = obj(
 )
 HEALTH_JSON = obj(
     {"status": {"const": "ok"}, "version": STR},
-    {"proof": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "port": INT},
+    {
+        "proof": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "member_proof": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "port": INT,
+    },
 )
 SYSTEM_JSON = obj(
     {

@@ -113,10 +113,15 @@ async def submit(request: Request, node_id: str | None = Query(None, alias="node
         pool.link.check_up()
         target = None
         if node_id:
-            target = pool.member_named(node_id)
-            if target is None:  # one that joined since this node's last heartbeat?
-                await _members_now(pool)
-                target = pool.member_named(node_id)
+            from .pool import MemberRefused
+
+            try:
+                target = await pool.member_named(node_id)
+                if target is None:  # one that joined since this node's last heartbeat?
+                    await _members_now(pool)
+                    target = await pool.member_named(node_id)
+            except MemberRefused as exc:
+                raise ApiError(409, str(exc), "member_unproven", "node") from None
             if target is None:
                 raise ApiError(
                     422, f"node: no member of the pool is called {node_id!r}", field="node"

@@ -14,6 +14,8 @@ from ..errors import CantorError
 SCHEMES = ("redis", "rediss")
 POOL_ENV = "CANTOR_POOL_URL"
 """Set by ``cantor node --pool URL`` for the node it runs (wins over ``[pool] url``)."""
+INSECURE_ENV = "CANTOR_POOL_ALLOW_INSECURE"
+"""Set by ``cantor node --pool URL --allow-insecure``: that run joins an exposed pool."""
 DEFAULT_PORT = 6379
 
 
@@ -118,3 +120,43 @@ def check(url: str) -> str | None:
             "keeps it in the OS keyring"
         )
     return None
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def exposure(address: PoolAddress, has_password: bool) -> str | None:
+    """What joining the pool at ``address`` exposes to the network, in a sentence; None
+    when nothing (Redis on this machine, or TLS with a password)."""
+    if is_loopback(address.host):
+        return None
+    where = f"{address.host}:{address.port}"
+    bits = []
+    if not has_password:
+        bits.append(
+            f"Redis at {where} asks for no password: anyone who can reach it can read the "
+            "pool's songs and write records every member reads"
+        )
+    if not address.tls:
+        bits.append(
+            f"redis:// is not encrypted: anyone on the network between this machine and "
+            f"{where} can read the songs' requests"
+            + (" and the Redis password" if has_password else "")
+            + " and change what the members read (rediss:// encrypts it)"
+        )
+    return "; ".join(bits) + "." if bits else None
+
+
+def password_on_command_line(where: str) -> str:
+    """The refusal of a password written into a pool URL on a command line."""
+    return (
+        f"{where}: leave the password out of the URL — a command line can be read by every "
+        "user of this machine while the command runs. Give it when asked, with "
+        "--password-stdin or in CANTOR_POOL_PASSWORD."
+    )

@@ -8,27 +8,38 @@ import json
 import time
 from typing import Any
 
-from . import keys
+from ..song import SongState
+from . import keys, records
+
+STATES = frozenset(str(s) for s in SongState)
 
 
-async def gather(r, songs: bool = True) -> dict[str, Any]:
+async def gather(r, songs: bool = True, refusals: records.Refusals | None = None) -> dict[str, Any]:
     """The pool's state; ``songs=False`` leaves out the songs by state (reading them is a
-    look at every song's record: what an app polling the members does without)."""
+    look at every song's record: what an app polling the members does without). Members'
+    reports and songs' records are checked (:mod:`.records`): what is refused is counted
+    in ``refusals`` (a new count when none is given) and left out."""
+    refusals = refusals if refusals is not None else records.Refusals()
     found = await r.hgetall(keys.MEMBERS)
-    ids = sorted(found)
+    reports = {}
+    for node_id in sorted(found):
+        try:
+            reports[node_id] = records.member_report(node_id, found[node_id])
+        except records.Refused as exc:
+            refusals.add("member", str(node_id), str(exc))
+    ids = list(reports)
     flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
     members = []
     for node_id, flag in zip(ids, flags):
-        try:
-            report = json.loads(found[node_id])
-        except ValueError:
-            report = {}
-        report["id"] = node_id
-        report["alive"] = bool(flag)
-        members.append(report)
+        members.append({**reports[node_id], "id": node_id, "alive": bool(flag)})
 
     lanes = []
     for lane in sorted(await r.smembers(keys.LANES)):
+        try:
+            records.lane(lane)
+        except records.Refused as exc:
+            refusals.add("entry", str(lane)[:80], str(exc))
+            continue
         try:
             length = await r.xlen(lane)
             groups = await r.xinfo_groups(lane)
@@ -55,6 +66,7 @@ async def gather(r, songs: bool = True) -> dict[str, Any]:
 
     out: dict[str, Any] = {"members": members, "lanes": lanes, "at": time.time()}
     if not songs:
+        out["refused_entries"] = refusals.describe()
         return out
     ids = await r.zrange(keys.ORDER, 0, -1)
     pipe = r.pipeline(transaction=False)
@@ -65,7 +77,16 @@ async def gather(r, songs: bool = True) -> dict[str, Any]:
     for song_id, (state, owner, attempts, lane) in zip(ids, await pipe.execute()):
         if state is None:
             continue
-        state = json.loads(state)
+        try:
+            state = json.loads(state)
+            if state not in STATES:
+                raise records.Refused(f"state: {str(state)[:40]!r} is not a song's state")
+            owner = records.node_id(owner) if owner else ""
+            attempts = records.number("attempts", int(attempts or 0), 0, records.MAX_ATTEMPTS)
+            lane = records.lane(lane) if lane else ""
+        except (ValueError, TypeError) as exc:  # records.Refused is a ValueError
+            refusals.add("song", str(song_id), str(exc))
+            continue
         counts[state] = counts.get(state, 0) + 1
         if state == "running":
             taken.append(
@@ -76,4 +97,4 @@ async def gather(r, songs: bool = True) -> dict[str, Any]:
                     "lane": keys.lane_label(lane or ""),
                 }
             )
-    return {**out, "songs": counts, "running": taken}
+    return {**out, "songs": counts, "running": taken, "refused_entries": refusals.describe()}

@@ -49,6 +49,9 @@ class PoolMember:
     making: int = 0  # songs it makes now
     waiting: int = 0  # songs sent to it alone, waiting for it
     seen: float | None = field(default=None, compare=False)  # changes every beat
+    proven: bool | None = None  # proved at its address that it is this member (None: not asked)
+    proof_problem: str = ""  # why it is not trusted, when it is not
+    name_clash: bool = False  # another live member has its name
 
     @classmethod
     def from_json(cls, data: dict[str, Any], waiting: int = 0) -> PoolMember:
@@ -69,7 +72,16 @@ class PoolMember:
             making=len(_names(data.get("running"))),
             waiting=waiting,
             seen=float(seen) if isinstance(seen, (int, float)) else None,
+            proven=data["proven"] if isinstance(data.get("proven"), bool) else None,
+            proof_problem=str(data.get("proof_problem") or ""),
+            name_clash=data.get("name_clash") is True,
         )
+
+    @property
+    def trusted(self) -> bool:
+        """Not known to be an impostor: proved, or not asked yet (the node asks when a song
+        is sent to it)."""
+        return self.proven is not False
 
     def can_make(self, model: str) -> bool:
         return model in self.models or canonical_model(model) in self.models
@@ -125,6 +137,8 @@ class PoolView:
     waiting: int = 0  # songs waiting for any member that can make them
     songs: dict[str, int] = field(default_factory=dict)  # songs by state
     alive_count: int | None = None  # from /v1/system, before the members are read
+    refused: int = 0  # entries read from Redis that the node refused (a bad record …)
+    refused_latest: tuple[str, ...] = ()  # the newest of them, each with its reason
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> PoolView | None:
@@ -156,6 +170,13 @@ class PoolView:
         elif isinstance(listed, int):
             alive_count = listed
         songs: dict[str, Any] = data["songs"] if isinstance(data.get("songs"), dict) else {}
+        refused = data.get("refused_entries")
+        refused = refused if isinstance(refused, dict) else {}
+        latest = tuple(
+            f"{r.get('kind')} {r.get('key')}: {r.get('reason')}"
+            for r in refused.get("latest") or ()
+            if isinstance(r, dict)
+        )
         return cls(
             state=str(data.get("state") or UNREACHABLE),
             error=data.get("error") or None,
@@ -165,6 +186,8 @@ class PoolView:
             waiting=waiting_any,
             songs={str(k): int(v) for k, v in songs.items() if isinstance(v, int)},
             alive_count=alive_count,
+            refused=sum(v for k, v in refused.items() if k != "latest" and isinstance(v, int)),
+            refused_latest=latest,
         )
 
     @property
@@ -209,14 +232,41 @@ class PoolView:
         done = self.songs.get("done")
         if done:
             bits.append(f"{done} done")
+        if self.refused:
+            bits.append(
+                f"{self.refused} entr{'ies' if self.refused != 1 else 'y'} from Redis refused"
+            )
         return " · ".join(bits)
+
+    def untrusted(self) -> str | None:
+        """What the node does not trust in the pool, in a sentence; None when nothing."""
+        bits = []
+        for m in self.alive:
+            if m.proven is False:
+                bits.append(f"{m.name} did not prove it is a member ({m.proof_problem})")
+        clashes = sorted({m.name for m in self.alive if m.name_clash})
+        if clashes:
+            bits.append(f"more than one member is called {', '.join(clashes)}")
+        if self.refused:
+            newest = f": {self.refused_latest[0]}" if self.refused_latest else ""
+            bits.append(
+                f"{self.refused} entr{'ies' if self.refused != 1 else 'y'} read from the "
+                f"pool's Redis were refused{newest}"
+            )
+        return "; ".join(bits) + "." if bits else None
 
     def choices(self, model: str) -> list[NodeChoice]:
         """The members a song may be sent to (the live ones), each saying when it cannot
         make ``model``."""
         out = []
         for m in self.alive:
-            out.append(NodeChoice(m.name, "" if m.can_make(model) else f"no {model}"))
+            if not m.trusted:
+                why = "not verified"
+            elif m.name_clash:
+                why = "another member has this name"
+            else:
+                why = "" if m.can_make(model) else f"no {model}"
+            out.append(NodeChoice(m.name, why))
         return out
 
     def member(self, name: str) -> PoolMember | None:

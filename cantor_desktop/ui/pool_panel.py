@@ -26,6 +26,8 @@ def member_state(member: PoolMember, view: PoolView) -> tuple[str, str | None]:
     """(words, tone) of a member's state: while the pool is away no one can tell."""
     if not view.reachable:
         return "unknown", "muted"
+    if member.alive and member.proven is False:
+        return "not verified", "danger"
     return ("alive", "success") if member.alive else ("gone", "danger")
 
 
@@ -45,6 +47,12 @@ class PoolPanel(QGroupBox):
         self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
         theme.tone(self.summary, "muted")
         col.addWidget(self.summary)
+        self.untrusted = QLabel()
+        self.untrusted.setWordWrap(True)
+        self.untrusted.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        theme.tone(self.untrusted, "warning")
+        self.untrusted.hide()
+        col.addWidget(self.untrusted)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.verticalHeader().hide()
@@ -71,6 +79,9 @@ class PoolPanel(QGroupBox):
         self.problem.setText(problem or "")
         self.problem.setVisible(problem is not None)
         self.summary.setText(f"{view.url} · {view.summary()}" if view.url else view.summary())
+        untrusted = view.untrusted()
+        self.untrusted.setText(untrusted or "")
+        self.untrusted.setVisible(untrusted is not None)
         self.table.setRowCount(len(view.members))
         for row, m in enumerate(view.members):
             name = m.name + (" (this node)" if m.name == view.me else "")
@@ -82,6 +93,8 @@ class PoolPanel(QGroupBox):
                     theme.item_tone(item, tone)
                 if c == 0 and m.url:
                     item.setToolTip(f"{m.name} [{m.id}] at {m.url}")
+                elif c == 1 and m.proof_problem:
+                    item.setToolTip(m.proof_problem)
                 elif c == 3:
                     item.setToolTip("\n".join(m.models))
                 self.table.setItem(row, c, item)
