@@ -241,9 +241,8 @@ class Pool:
         ]
         if not found:
             return None
-        for node_id in found:
-            if self.members.proven(node_id) is None:
-                await self.members.prove(node_id)
+        unasked = [i for i in found if self.members.proven(i) is None]
+        await asyncio.gather(*(self.members.prove(i) for i in unasked))
         trusted = [i for i in found if self.members.proven(i)]
         if not trusted:
             why = self.members.proof_problem(found[0]) or "it did not prove it"

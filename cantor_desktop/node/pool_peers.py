@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 PROOF_TIMEOUT = httpx.Timeout(5.0)
 PASSED_HEADERS = ("content-type", "content-length", "content-disposition", "last-modified", "etag")
-PROOF_KEPT_S = 60.0
+PROOF_KEPT_S = 30.0
 _proven: dict[tuple[str, str], float] = {}  # (member id, URL) → when it last proved itself
 
 

@@ -319,6 +319,9 @@ class Refusal:
     reason: str
 
 
+PLURAL = {"song": "songs", "member": "members", "event": "events", "entry": "entries"}
+
+
 class Refusals:
     """What was refused from Redis, one entry per kind and key (a record read again is
     not counted twice), the newest kept first; counted even past :data:`KEPT`."""
@@ -349,6 +352,6 @@ class Refusals:
     def describe(self, most: int = 10) -> dict[str, Any]:
         newest = list(self._seen.values())[-most:][::-1]
         return {
-            **{f"{k}s": n for k, n in self.counts.items()},
+            **{PLURAL[k]: n for k, n in self.counts.items()},
             "latest": [{"kind": r.kind, "key": r.key, "reason": r.reason} for r in newest],
         }
