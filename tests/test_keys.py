@@ -65,6 +65,7 @@ def test_sharp_keys_keep_their_sharps_but_never_a_hash_in_a_file_name():
     assert fsharp_minor.file_text == "Fsharpm"
     assert keys.parse("Gb major").name == "F# major" and keys.parse("C# major").name == "Db major"
     assert keys.parse("A# minor").name == "Bb minor" and keys.parse("Ab minor").name == "G# minor"
+    assert keys.parse("Cb major").name == "B major"  # seven flats: a key, spelt as B major
     for key in keys.ALL:
         assert "#" not in key.file_text and key.file_text.isascii() and key.file_text.isalnum()
 

@@ -62,7 +62,8 @@ BAD: list[tuple[str, object]] = [
     ("key", {"key": "H minor"}),
     ("key", {"key": "F#"}),
     ("key", {"key": "C dorian"}),
-    ("key", {"key": "Cb major"}),
+    ("key", {"key": "Cbb major"}),  # Cb major is a key (B major), read and spelt so
+    ("key", {"key": "C## minor"}),
     ("key", {"key": 5}),
     ("key", {"key": ["C major"]}),
     ("key", {"key": "C major; rm -rf /"}),
