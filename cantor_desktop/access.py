@@ -21,6 +21,7 @@ import secrets
 from pathlib import Path
 
 from .errors import CantorError
+from .files import write_private_file
 from .paths import HOME_ENV, paths
 
 TOKEN_ENV = "CANTOR_NODE_TOKEN"
@@ -60,22 +61,6 @@ def _read_file(path: Path) -> str | None:
 
 def _write_file(path: Path, token: str) -> None:
     write_private_file(path, token)
-
-
-def write_private_file(path: Path, token: str) -> None:
-    """Create a secret's file readable and writable by the user only (never a partial file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        os.write(fd, token.encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if os.name != "nt":
-        os.chmod(tmp, 0o600)  # whatever the umask made of it
-    os.replace(tmp, path)
 
 
 def _keyring_get(name: str) -> str | None:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import tempfile
-import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import urlparse
 
 from .errors import CantorError, short_repr
+from .files import write_atomic
 from .paths import paths
 
 if TYPE_CHECKING:
@@ -710,63 +709,6 @@ def _set_in(doc: tomlkit.TOMLDocument, key: str, value: Any) -> None:
             del node[parts[-1]]
     else:
         node[parts[-1]] = value
-
-
-REPLACE_WAITS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
-"""Pauses between tries of :func:`replace_file` (about 2 s in all)."""
-
-
-def replace_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
-    """``os.replace``, tried again for a while when Windows refuses because another process
-    (the app reading node.toml, a virus scanner, an indexer) has ``dst`` open: that is
-    PermissionError (WinError 5 or 32) there, and it passes in milliseconds."""
-    for wait in REPLACE_WAITS:
-        try:
-            os.replace(src, dst)
-            return
-        except PermissionError as exc:
-            if not _held_open(exc):
-                raise
-            time.sleep(wait)
-    os.replace(src, dst)
-
-
-def _held_open(exc: PermissionError) -> bool:
-    """Windows says "access denied" or "sharing violation" for a file held open; on POSIX
-    a PermissionError from rename is a real permission problem, not worth waiting for."""
-    return getattr(exc, "winerror", None) in (5, 32) or os.name == "nt"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write data to path so readers see the old or the new file, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            try:
-                os.chmod(tmp, path.stat().st_mode & 0o777)
-            except OSError:
-                pass
-        replace_file(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if hasattr(os, "O_DIRECTORY"):
-        try:
-            dfd = os.open(path.parent, os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
 
 
 def update(changes: Mapping[str, Any], path: Path | None = None) -> Config:

@@ -48,6 +48,7 @@ from .errors import CantorError, short_repr
 from .manifest import DEVICE_ENV, Build
 from .paths import paths
 from .procs import codesign
+from .files import write_atomic
 
 VERSION_FILE = "cantor-build.json"
 CURRENT = "current"
@@ -609,9 +610,9 @@ def promote_staged(family: str, backend: str) -> InstalledBuild | None:
         if not name or not (folder / name).is_dir():
             return None
         old = _read_marker(folder, CURRENT)
-        config.write_atomic(folder / CURRENT, (name + "\n").encode())
+        write_atomic(folder / CURRENT, (name + "\n").encode())
         if old and old != name:
-            config.write_atomic(folder / PREVIOUS, (old + "\n").encode())
+            write_atomic(folder / PREVIOUS, (old + "\n").encode())
         (folder / STAGED).unlink(missing_ok=True)
         _prune(folder)
     return inspect(family, backend).build
@@ -758,7 +759,7 @@ def record_trial(
         records[record.key] = record.to_dict()
         for old in list(records)[:-TRIALS_KEPT]:
             del records[old]
-        config.write_atomic(
+        write_atomic(
             _trials_path(build.family, build.backend),
             (json.dumps({"records": records}, indent=1) + "\n").encode(),
         )
@@ -862,9 +863,7 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
             }
             if signature.outcome != "skipped":
                 info["macos_signature"] = signature.describe()
-            config.write_atomic(
-                staging / VERSION_FILE, (json.dumps(info, indent=2) + "\n").encode()
-            )
+            write_atomic(staging / VERSION_FILE, (json.dumps(info, indent=2) + "\n").encode())
             name = _dir_name(folder, build)
             target = folder / name
             if target.exists():
@@ -874,12 +873,12 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
                 target.rename(aside)
             staging.rename(target)
             if stage:
-                config.write_atomic(folder / STAGED, (name + "\n").encode())
+                write_atomic(folder / STAGED, (name + "\n").encode())
             else:
                 old = _read_marker(folder, CURRENT)
-                config.write_atomic(folder / CURRENT, (name + "\n").encode())
+                write_atomic(folder / CURRENT, (name + "\n").encode())
                 if old and old != name:
-                    config.write_atomic(folder / PREVIOUS, (old + "\n").encode())
+                    write_atomic(folder / PREVIOUS, (old + "\n").encode())
                 if _read_marker(folder, STAGED) == name:
                     (folder / STAGED).unlink(missing_ok=True)
         except BaseException:
@@ -952,7 +951,7 @@ def remove_current(family: str, backend: str) -> None:
         name = _read_marker(folder, CURRENT)
         previous = _read_marker(folder, PREVIOUS)
         if previous and previous != name and (folder / previous).is_dir():
-            config.write_atomic(folder / CURRENT, (previous + "\n").encode())
+            write_atomic(folder / CURRENT, (previous + "\n").encode())
         else:
             (folder / CURRENT).unlink(missing_ok=True)
         (folder / PREVIOUS).unlink(missing_ok=True)
@@ -970,7 +969,7 @@ def rollback(family: str, backend: str) -> InstalledBuild | None:
         previous = _read_marker(folder, PREVIOUS)
         if not previous or not (folder / previous).is_dir():
             return None
-        config.write_atomic(folder / CURRENT, (previous + "\n").encode())
+        write_atomic(folder / CURRENT, (previous + "\n").encode())
         if name:
-            config.write_atomic(folder / PREVIOUS, (name + "\n").encode())
+            write_atomic(folder / PREVIOUS, (name + "\n").encode())
     return inspect(family, backend).build

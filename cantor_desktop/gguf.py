@@ -101,7 +101,7 @@ def write_header_only(
     half, and two threads writing the same file at once (two songs planned together on a
     fresh home) never share a temp file.
     """
-    from .config import write_atomic
+    from .files import write_atomic
 
     path = Path(path)
     write_atomic(path, header_bytes(architecture, extra))

@@ -34,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 from . import config, manifest_keys
 from .errors import CantorError
 from .paths import paths
+from .files import write_atomic
 
 SCHEMA = 1
 OSES = ("linux", "windows", "macos")
@@ -398,8 +399,8 @@ async def fetch(
     manifest = _verified(raw, sig, url)
     cache = _cache_file(url)
     try:
-        config.write_atomic(_sig_file(cache), sig)
-        config.write_atomic(cache, raw)
+        write_atomic(_sig_file(cache), sig)
+        write_atomic(cache, raw)
     except OSError:
         pass
     return manifest

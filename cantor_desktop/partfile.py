@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import write_atomic
+from .files import write_atomic
 from .units import human_size
 
 VERSION = 1

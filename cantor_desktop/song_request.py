@@ -361,8 +361,8 @@ def check_ref(name: str, value: Any, *, songs: bool = True, uploads: bool = True
 
     if not isinstance(value, Mapping):
         raise RequestError(name, 'must be {"song": ID, "take": N} or {"upload": ID}')
-    keys = set(value)
-    if songs and "song" in value and keys <= {"song", "take"}:
+    given = set(value)
+    if songs and "song" in value and given <= {"song", "take"}:
         try:
             song = check_song_id(value["song"])
         except ValueError:
@@ -373,7 +373,7 @@ def check_ref(name: str, value: Any, *, songs: bool = True, uploads: bool = True
             else _ranged(f"{name}.take", value["take"], 1, BATCH_RANGE[1], integer=True)
         )
         return {"song": song, "take": take}
-    if uploads and "upload" in value and keys == {"upload"}:
+    if uploads and "upload" in value and given == {"upload"}:
         upload = value["upload"]
         if not isinstance(upload, str) or not re.fullmatch(r"[0-9a-f]{16}", upload):
             raise RequestError(name, f"{short_repr(upload)} is not an upload id")

@@ -21,6 +21,7 @@ from cantor_desktop.procs import macos, spawn, windows
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.fake_os import FakeOS  # noqa: E402
 from support.procs import wait_until  # noqa: E402
+from cantor_desktop.files import write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -568,7 +569,7 @@ def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monk
     target = tmp_path / "cfg" / "node.toml"
     target.write_text("old")
     monkeypatch.setattr(config.os, "replace", busy_twice)
-    config.write_atomic(target, b"new")
+    write_atomic(target, b"new")
     assert target.read_text() == "new" and len(calls) == 3
 
     def always_busy(src, dst):
@@ -578,7 +579,7 @@ def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monk
 
     monkeypatch.setattr(config.os, "replace", always_busy)
     with pytest.raises(PermissionError):
-        config.write_atomic(target, b"newer")
+        write_atomic(target, b"newer")
     assert target.read_text() == "new" and os.listdir(target.parent) == ["node.toml"]
 
     def denied(src, dst):  # POSIX: a real permission problem, said at once
@@ -588,7 +589,7 @@ def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monk
     calls.clear()
     monkeypatch.setattr(config.os, "replace", denied)
     with pytest.raises(PermissionError):
-        config.write_atomic(target, b"x")
+        write_atomic(target, b"x")
     assert calls == ["posix"]
 
 

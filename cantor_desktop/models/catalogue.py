@@ -22,6 +22,7 @@ from pathlib import Path
 from .. import config
 from ..paths import paths
 from . import hub
+from ..files import write_atomic
 
 FAMILY = "acestep"
 REPO = "Serveurperso/ACE-Step-1.5-GGUF"
@@ -303,7 +304,7 @@ async def refresh(*, timeout: float = hub.TREE_TIMEOUT) -> Catalogue:
     doc = live.to_json()
     doc["endpoint"] = hub.endpoint()
     doc["sizes_approximate"] = False
-    config.write_atomic(cache_file(), (json.dumps(doc, indent=1) + "\n").encode("utf-8"))
+    write_atomic(cache_file(), (json.dumps(doc, indent=1) + "\n").encode("utf-8"))
     return live
 
 

@@ -22,13 +22,14 @@ from typing import Callable, Iterator
 
 from filelock import FileLock
 
-from .. import config, gguf
+from .. import gguf
 from ..download import part_received, sha256_file
 from ..errors import CantorError, short_repr
 from ..partfile import ranges_path
 from ..paths import paths
 from . import catalogue as cat
 from .catalogue import FAMILY, SKETCH, SKETCH_DISPLAY, FileEntry, UnknownModel
+from ..files import write_atomic
 
 # model states
 READY = "ready"
@@ -84,7 +85,7 @@ def _read_json(path: Path, default):
 
 
 def _write_json(path: Path, doc) -> None:
-    config.write_atomic(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    write_atomic(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _imported() -> list[dict]:

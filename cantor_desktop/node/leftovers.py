@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from .. import procs
-from ..config import write_atomic
+from ..files import write_atomic
 from ..paths import paths
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..config import write_atomic
+from ..files import write_atomic
 from ..song import NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
 from . import take_files
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import keys
 from ..analysis import tempo_key
-from ..config import write_atomic
+from ..files import write_atomic
 from ..export.naming import slug
 from . import take_files
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import write_atomic
+from ..files import write_atomic
 from ..engine.client import LATENT_FRAME_BYTES, Part
 from ..errors import CantorError
 from ..paths import paths

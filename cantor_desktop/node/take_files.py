@@ -22,7 +22,8 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from ..config import current, write_atomic
+from ..config import current
+from ..files import write_atomic
 from ..paths import paths
 
 FOLDERS_FILE = "song-folders.json"

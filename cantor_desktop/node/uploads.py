@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import write_atomic
+from ..files import write_atomic
 from ..errors import CantorError
 from ..paths import paths
 

@@ -19,9 +19,9 @@ import os
 import secrets
 from pathlib import Path
 
-from .. import access
 from ..paths import paths
 from .address import PoolAddress
+from ..files import write_private_file
 
 PASSWORD_ENV = "CANTOR_POOL_PASSWORD"
 NODE_ID_FILE = "pool-node-id"
@@ -70,7 +70,7 @@ def keep_password(address: PoolAddress, value: str) -> str:
             return "the OS keyring"
     except NoKeyringError:
         pass
-    access.write_private_file(_password_file(address), value)
+    write_private_file(_password_file(address), value)
     return str(_password_file(address))
 
 
@@ -103,7 +103,7 @@ def node_id(state_dir: Path | None = None) -> str:
             found = ""
         if not found:
             found = secrets.token_hex(6)
-            from ..config import write_atomic
+            from ..files import write_atomic
 
             write_atomic(path, found.encode("ascii"))
     return found

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..config import write_atomic
+from ..files import write_atomic
 from ..paths import paths
 
 

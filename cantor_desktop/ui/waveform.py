@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..config import write_atomic
+from ..files import write_atomic
 from ..paths import paths
 
 BINS = 600

@@ -38,6 +38,7 @@ from ..choice_list import Choice, ChoiceList
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
 from ..song_queue import SongQueue
 from ..widgets import ComboBox, SpinBox, heading
+from ...files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -673,7 +674,7 @@ class ComposePage(QWidget):
         data = json.dumps(self.form().to_json()).encode("utf-8")
         self.link.tasks.start(
             "draft",
-            asyncio.to_thread(config.write_atomic, draft_file(), data),
+            asyncio.to_thread(write_atomic, draft_file(), data),
             on_error=lambda text: log.warning("the compose draft could not be kept: %s", text),
         )
 
