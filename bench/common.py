@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from cantor_desktop.net import free_port  # noqa: F401 - re-exported for the benches
+from cantor_desktop.system.net import free_port  # noqa: F401 - re-exported for the benches
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,7 +76,7 @@ def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = N
 
 def machine_facts() -> dict[str, str]:
     """What the figures were measured on: the hardware probe's CPU and RAM, plus the load."""
-    from cantor_desktop import hardware
+    from cantor_desktop.system import hardware
 
     hw = hardware.probe()
     load = ""
@@ -154,7 +154,7 @@ def sketch_home(prefix: str, song_format: str) -> Path:
 async def direct_sketch_engine(home: Path):
     """A Sketch engine of this process's own (the baseline: no node in between), started."""
     from cantor_desktop.engine.supervisor import EngineSupervisor
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
     from cantor_desktop.sketch import ensure_sketch_models
 
     models = home / "direct-models"

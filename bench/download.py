@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from common import add_json_option, compiled_sources, write_json
 from support.hub import ModelHub, model_bytes
 
-from cantor_desktop import partfile
+from cantor_desktop.fetch import partfile
 
 DIT = "acestep-v15-turbo-Q8_0.gguf"
 LM = "acestep-5Hz-lm-0.6B-Q8_0.gguf"

@@ -161,7 +161,7 @@ async def direct_job(
 ) -> float:
     """Straight to the engine: the runner's request and parts as one multipart job."""
     from cantor_desktop.engine.client import engine_request
-    from cantor_desktop.song_request import validate
+    from cantor_desktop.song.request import validate
 
     body = engine_request(
         validate(request),
@@ -223,8 +223,8 @@ async def upload_node(client, path: Path, seconds: float) -> float:
 
 async def main_async(args) -> dict:
     from cantor_desktop.engine.client import Part
-    from cantor_desktop.node_process import NodeProcess
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.node_process import NodeProcess
+    from cantor_desktop.client.nodeclient import NodeClient
 
     home = sketch_home("cantor-bench-edit-", "wav24")
     node = NodeProcess("127.0.0.1", free_port(), env={"CANTOR_HOME": str(home)})

@@ -41,7 +41,7 @@ import soundfile as sf  # noqa: E402
 
 from cantor_desktop import export  # noqa: E402
 from cantor_desktop.export import loudness as lu  # noqa: E402
-from cantor_desktop.node import songs  # noqa: E402
+from cantor_desktop.node import song_files as songs  # noqa: E402
 from cantor_desktop.sketch import encode, render  # noqa: E402
 from cantor_desktop.sketch.engine import song_from_request  # noqa: E402
 from cantor_desktop.sketch.request import normalise  # noqa: E402

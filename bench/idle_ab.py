@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, free_port, median, rss_mb, spread  # noqa: E402
 
-from cantor_desktop.procs.table import end_child  # noqa: E402
+from cantor_desktop.system.procs.table import end_child  # noqa: E402
 
 PY = sys.executable
 APP = "import sys; from cantor_desktop.ui.main import main; sys.exit(main())"

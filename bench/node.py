@@ -94,7 +94,7 @@ async def through_node(client, request: dict) -> tuple[float, str | None]:
 
 async def straight(engine, request: dict) -> tuple[float, str | None]:
     from cantor_desktop.engine.client import engine_request
-    from cantor_desktop.song_request import validate
+    from cantor_desktop.song.request import validate
 
     body = engine_request(
         validate(request),
@@ -112,7 +112,7 @@ async def straight(engine, request: dict) -> tuple[float, str | None]:
 async def straight_tight(engine, request: dict) -> tuple[float, str | None]:
     """The best a client of the bare engine can do: poll /job every 10 ms (no back-off)."""
     from cantor_desktop.engine.client import engine_request
-    from cantor_desktop.song_request import validate
+    from cantor_desktop.song.request import validate
 
     body = engine_request(
         validate(request),
@@ -162,7 +162,7 @@ class LogReader:
 
         from cantor_desktop.engine.progress import ProgressParser
         from cantor_desktop.node.runner import SAVING_FROM
-        from cantor_desktop.nodeclient import parse_sse
+        from cantor_desktop.client.nodeclient import parse_sse
 
         parser = ProgressParser()
         async with httpx.AsyncClient(timeout=None, trust_env=False) as http:
@@ -223,8 +223,8 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
 
 
 async def main_async(args) -> int:
-    from cantor_desktop.node_process import NodeProcess
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.node_process import NodeProcess
+    from cantor_desktop.client.nodeclient import NodeClient
 
     home = sketch_home("cantor-bench-node-", "wav16")
     node = NodeProcess("127.0.0.1", free_port(), env={"CANTOR_HOME": str(home)})

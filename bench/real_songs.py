@@ -94,7 +94,7 @@ async def through_node(client, request: dict) -> float:
 async def alone(engine, request: dict, files: dict) -> float:
     """The same two jobs the node sends, to the engine alone, polled every 10 ms."""
     from cantor_desktop.engine.client import engine_request
-    from cantor_desktop.song_request import validate
+    from cantor_desktop.song.request import validate
 
     body = engine_request(
         validate(request),
@@ -167,8 +167,8 @@ async def progress_latency(client, engine_url: str, request: dict, songs: int) -
 
 async def overhead_and_latency(engine_path: Path, models, runs: int) -> dict:
     from cantor_desktop.engine.supervisor import EngineSupervisor
-    from cantor_desktop.node_process import NodeProcess
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.node_process import NodeProcess
+    from cantor_desktop.client.nodeclient import NodeClient
     from real_engine.fabricated import LM, TURBO
 
     home = home_for(engine_path, models, keep_loaded=False)
@@ -204,8 +204,8 @@ async def overhead_and_latency(engine_path: Path, models, runs: int) -> dict:
 
 
 async def keep_loaded_times(engine_path: Path, models, runs: int) -> dict:
-    from cantor_desktop.node_process import NodeProcess
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.node_process import NodeProcess
+    from cantor_desktop.client.nodeclient import NodeClient
 
     out: dict[str, list[float]] = {"off_s": [], "on_s": []}
     for keep in (False, True):

@@ -47,7 +47,7 @@ from common import (
 )
 from common import p95 as p95_of  # noqa: E402
 
-from cantor_desktop.procs.table import end_child  # noqa: E402
+from cantor_desktop.system.procs.table import end_child  # noqa: E402
 
 PY = sys.executable
 DOC = ROOT / "docs" / "performance.md"
@@ -1115,7 +1115,7 @@ def idle_node(plan: Plan, after_songs: float | None) -> list[Row]:
                 port = free_port()
                 env = {**os.environ, **OFFLINE, "CANTOR_HOME": tmp, "PYTHONPATH": str(ROOT)}
                 if kind == "node":
-                    from cantor_desktop.selfexec import self_argv
+                    from cantor_desktop.system.selfexec import self_argv
 
                     argv = self_argv("node") + ["--host", "127.0.0.1", "--port", str(port)]
                 else:

@@ -62,7 +62,7 @@ class Engine:
     """The sketch engine as a process, and a client for its HTTP API."""
 
     def __init__(self, models: Path, log: Path):
-        from cantor_desktop.selfexec import self_argv
+        from cantor_desktop.system.selfexec import self_argv
 
         self.port = free_port()
         argv = self_argv("sketch-server") + [

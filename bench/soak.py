@@ -143,8 +143,8 @@ def plan(n: int) -> list[dict]:
 
 
 async def soak(args) -> dict:
-    from cantor_desktop.node_process import NodeProcess
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.node_process import NodeProcess
+    from cantor_desktop.client.nodeclient import NodeClient
 
     home = sketch_home("cantor-bench-soak-", "wav24")
     node = NodeProcess("127.0.0.1", free_port(), env={"CANTOR_HOME": str(home)})

@@ -24,7 +24,8 @@ from urllib.parse import urlparse
 
 from .errors import CantorError, short_repr
 from .files import write_atomic
-from .paths import paths
+from .song.request import SONG_FORMATS
+from .system.paths import paths
 
 if TYPE_CHECKING:
     import tomlkit
@@ -34,7 +35,6 @@ BACKENDS = ("cuda12", "metal", "vulkan", "cpu")
 """Every backend, in preference order (GPU-specific first, CPU last)."""
 
 FAMILIES = ("acestep",)
-SONG_FORMATS = ("wav16", "wav24", "wav32", "flac", "mp3")
 MANIFEST_ENV = "CANTOR_MANIFEST_URL"
 BOM = "\ufeff"
 

@@ -59,7 +59,7 @@ if command -v xvfb-run >/dev/null 2>&1; then
          xvfb-run -a "$scratch/usr/bin/cantor-desktop" --measure-startup 2>&1)" || {
     echo "$out"; fail "the app did not start on X11 (xvfb, the xcb platform plugin)"; }
   echo "ci.sh: X11 (xvfb): $(echo "$out" | grep '^first-paint')"
-  left="$(build/venv/bin/python -c 'import sys; from cantor_desktop.selftest import end_leftovers
+  left="$(build/venv/bin/python -c 'import sys; from cantor_desktop.bundle.selftest import end_leftovers
 print(" ".join(map(str, end_leftovers(sys.argv[1]))))' "$xhome")"
   [ -z "$left" ] || echo "ci.sh: warning: the app left processes running after it quit (pids $left; ended)"
 else

@@ -10,7 +10,7 @@ and staple the .app, assess it, make the .dmg from the stapled .app, sign the .d
 notarise and staple the .dmg, assess it.
 
 - **sign**: every Mach-O file and nested bundle first, the .app last
-  (``cantor_desktop/procs/codesign.py`` ``signing_order``), each with hardened runtime and a
+  (``cantor_desktop/system/procs/codesign.py`` ``signing_order``), each with hardened runtime and a
   secure timestamp, the entitlements on executables only. Never ``codesign --deep`` (Apple:
   it signs what it finds with one set of options, and misses code outside the standard
   places); the check afterwards is ``codesign --verify --deep --strict``, which Apple does
@@ -49,8 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cantor_desktop import macho
-from cantor_desktop.procs import codesign
+from cantor_desktop.system import macho
+from cantor_desktop.system.procs import codesign
 
 QT_MIN_MACOS = (13, 0)  # Qt 6.11 (PySide6 6.11.3 in uv.lock): macOS 13 Ventura or newer
 LOCAL_NETWORK_USE = (

@@ -24,26 +24,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cantor_desktop import manifest, manifest_keys  # noqa: E402
+from cantor_desktop.install import manifest, signing_keys  # noqa: E402
 
 
 def _read_private(path: Path):
     try:
-        return manifest_keys.load_private_key(path.read_bytes())
+        return signing_keys.load_private_key(path.read_bytes())
     except ValueError as exc:
         sys.exit(f"manifest_key: {path}: {exc}")
 
 
 def keygen(args) -> int:
     path = Path(args.keyfile)
-    key = manifest_keys.new_private_key()
+    key = signing_keys.new_private_key()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         sys.exit(f"manifest_key: {path} exists; a key is never overwritten")
     with os.fdopen(fd, "w") as fh:
-        fh.write(manifest_keys.private_key_text(key) + "\n")
-    print(manifest_keys.public_key_text(key))
+        fh.write(signing_keys.private_key_text(key) + "\n")
+    print(signing_keys.public_key_text(key))
     print(
         f"private key written to {path} (keep it out of the repository); the line above is "
         f"the public key for cantor_desktop/data/manifest_keys.json",
@@ -53,7 +53,7 @@ def keygen(args) -> int:
 
 
 def public(args) -> int:
-    print(manifest_keys.public_key_text(_read_private(Path(args.keyfile))))
+    print(signing_keys.public_key_text(_read_private(Path(args.keyfile))))
     return 0
 
 
@@ -66,8 +66,8 @@ def sign(args) -> int:
     except manifest.ManifestError as exc:
         sys.exit(f"manifest_key: not signed: {exc}")
     sig_path = Path(args.out or f"{target}.sig")
-    sig_path.write_bytes(manifest_keys.sign(raw, key))
-    print(f"{sig_path}: signed by {manifest_keys.public_key_text(key)}")
+    sig_path.write_bytes(signing_keys.sign(raw, key))
+    print(f"{sig_path}: signed by {signing_keys.public_key_text(key)}")
     return 0
 
 
@@ -75,16 +75,16 @@ def verify(args) -> int:
     target = Path(args.manifest)
     raw = target.read_bytes()
     sig = Path(args.sig or f"{target}.sig").read_bytes()
-    keys = manifest_keys.shipped_keys()
+    keys = signing_keys.shipped_keys()
     try:
         if args.pubkey:
-            manifest_keys.decode_public_key(args.pubkey, "--pubkey")
-            keys.append(manifest_keys.TrustedKey("--pubkey", args.pubkey))
+            signing_keys.decode_public_key(args.pubkey, "--pubkey")
+            keys.append(signing_keys.TrustedKey("--pubkey", args.pubkey))
         else:
-            keys = manifest_keys.trusted_keys()
-        name = manifest_keys.verify(raw, sig, keys)
+            keys = signing_keys.trusted_keys()
+        name = signing_keys.verify(raw, sig, keys)
         manifest.parse_bytes(raw, str(target))
-    except (ValueError, manifest_keys.SignatureRefused, manifest.ManifestError) as exc:
+    except (ValueError, signing_keys.SignatureRefused, manifest.ManifestError) as exc:
         print(f"manifest_key: {target}: refused: {exc}", file=sys.stderr)
         return 1
     print(f"{target}: signature good ({name})")

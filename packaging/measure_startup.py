@@ -29,7 +29,7 @@ LEFTOVERS: list[str] = []
 def _end_leftovers(home: str, argv: list[str]) -> None:
     """The app must stop the node it started when it quits; end (and count) any process
     still running with this run's CANTOR_HOME."""
-    from cantor_desktop.selftest import end_leftovers
+    from cantor_desktop.bundle.selftest import end_leftovers
 
     pids = end_leftovers(home, grace=2.0)  # a clean quit may still be stopping its node
     if pids:
@@ -90,7 +90,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     frozen = [str(Path(args.frozen).resolve())]
-    unfrozen = [args.python, "-m", "cantor_desktop.frozen_main"]
+    unfrozen = [args.python, "-m", "cantor_desktop.bundle.frozen_main"]
     first_paint(frozen)
     first_paint(unfrozen)
     times: dict[str, list[float]] = {"frozen": [], "unfrozen": []}

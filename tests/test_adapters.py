@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.models import adapters as ad
 from cantor_desktop.models.adapters import AdapterError, MadeForAnotherModel, NotAnAdapter
 from support.adapter_files import (
@@ -408,7 +408,7 @@ def _store_for_engines(tmp_path: Path) -> tuple[ad.AdapterStore, Path]:
 
 
 def test_the_sketch_names_the_adapters_as_the_store_says_the_engine_does(tmp_path):
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
 
     store, models = _store_for_engines(tmp_path)
     names, log = _engine_names(self_argv("sketch-server"), models, store.folder, tmp_path)

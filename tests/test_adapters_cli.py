@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 from support.procs import free_port
 from support.adapter_files import comfyui_file, peft_folder, sd_unet_file

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cantor_desktop import analysis
+from cantor_desktop.song import analysis
 
 from test_export import sketch_audio
 from support.node import Node, until_state, write_config

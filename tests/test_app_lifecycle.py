@@ -150,7 +150,7 @@ def test_the_installers_quit_closes_the_app_its_node_and_engine_in_order(app_hom
         assert len(tree) >= 2
         env = {**os.environ, "CANTOR_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
         r = subprocess.run(
-            [sys.executable, "-m", "cantor_desktop.frozen_main", "--quit"],
+            [sys.executable, "-m", "cantor_desktop.bundle.frozen_main", "--quit"],
             capture_output=True,
             text=True,
             timeout=120,
@@ -165,7 +165,7 @@ def test_the_installers_quit_closes_the_app_its_node_and_engine_in_order(app_hom
         assert still_running(tree, 5) == []
         assert "asked to quit (cantor-desktop --quit" in (home / "logs" / "app.log").read_text()
         r = subprocess.run(
-            [sys.executable, "-m", "cantor_desktop.frozen_main", "--quit"],
+            [sys.executable, "-m", "cantor_desktop.bundle.frozen_main", "--quit"],
             capture_output=True,
             text=True,
             timeout=60,

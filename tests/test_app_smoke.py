@@ -1,6 +1,6 @@
 """The main window opens offscreen, and a malformed node.toml is reported, not replaced."""
 
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 from cantor_desktop.ui.window import MainWindow
 
 

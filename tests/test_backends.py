@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import backends, config, engine_store, manifest, trial
-from cantor_desktop.backends import BackendStatus, choose_default
-from cantor_desktop.paths import paths
+from cantor_desktop.install import backends, engine_store, manifest, trial
+from cantor_desktop import config
+from cantor_desktop.install.backends import BackendStatus, choose_default
+from cantor_desktop.system.paths import paths
 from support.fake_builds import (
     BuildServer,
     cuda_broken_script,

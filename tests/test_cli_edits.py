@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 from support.procs import free_port
 from support.node import Node, until_state, write_config
@@ -166,8 +166,8 @@ def test_arguments_parse_as_a_musician_types_them():
     from cantor_desktop.cli.edit_common import PLACEHOLDER, parse_song_arg
     from cantor_desktop.cli.main import build_parser
     from cantor_desktop.cli import complete_cmd, repaint_cmd
-    from cantor_desktop.edits import parse_seconds, parse_tracks
-    from cantor_desktop.song_request import TRACKS, validate
+    from cantor_desktop.song.edits import parse_seconds, parse_tracks
+    from cantor_desktop.song.request import TRACKS, validate
 
     parser = build_parser()
     args = parser.parse_args(
@@ -203,7 +203,7 @@ def test_arguments_parse_as_a_musician_types_them():
 def test_the_model_of_an_edit():
     """Extract, lego and complete go to a ready base model (the one the node names first),
     a Sketch song stays with the Sketch, the model asked wins; other edits keep the song's."""
-    from cantor_desktop.edits import base_offer, model_for
+    from cantor_desktop.song.edits import base_offer, model_for
 
     turbo = {"name": "acestep-v15-turbo-Q8_0", "variant": "turbo", "state": "ready"}
     base4 = {"name": "acestep-v15-base-Q4_K_M", "variant": "base", "state": "ready"}
@@ -521,7 +521,7 @@ def test_repaint_and_extend_keep_the_song_around_what_they_change(
 def test_cover_keeps_the_tempo_and_understand_hears_tempo_and_key(
     sketch_edits, cantor_home, tmp_path
 ):
-    from cantor_desktop import analysis
+    from cantor_desktop.song import analysis
 
     file = tmp_path / "a song.wav"
 
@@ -573,7 +573,7 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
 def test_stems_are_the_parts_and_a_layer_keeps_length_and_tempo(
     sketch_edits, cantor_home, tmp_path
 ):
-    from cantor_desktop import analysis
+    from cantor_desktop.song import analysis
 
     async def main():
         async with node_and_cli(cantor_home) as (c, run):

@@ -7,7 +7,7 @@ import asyncio
 import os
 import subprocess
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 from support.fake_builds import BuildServer, working_script
 from support.node import write_config
 from support.procs import free_port
@@ -16,7 +16,7 @@ from support.procs import free_port
 def test_upgrade_without_a_node_updates_here_and_tells_each_step(
     cantor_home, tmp_path, monkeypatch
 ):
-    from cantor_desktop import backends, engine_store
+    from cantor_desktop.install import backends, engine_store
 
     write_config(cantor_home)
     monkeypatch.setenv("CANTOR_TRIAL_TIMEOUT", "20")

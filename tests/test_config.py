@@ -10,7 +10,7 @@ import pytest
 import tomlkit
 
 from cantor_desktop import config
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 
 USER_FILE = """\
 # my settings, by hand

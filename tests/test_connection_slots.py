@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from cantor_desktop.connection_slots import ConnectionSlots
+from cantor_desktop.fetch.connection_slots import ConnectionSlots
 
 
 def run(coro):

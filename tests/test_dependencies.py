@@ -180,7 +180,7 @@ def test_what_is_public_or_ours_is_left_alone():
     source = "\n".join(
         [
             "import os, sys, logging.handlers",
-            "from cantor_desktop.procs import _private_helper",  # ours: our own business
+            "from cantor_desktop.system.procs import _private_helper",  # ours: our own business
             "from . import _sibling",
             "os._exit(0)",  # public, documented, despite the underscore
             "sys.stdout = open(os.devnull, 'w')",  # documented as replaceable

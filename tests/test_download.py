@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from cantor_desktop import download as dl
-from cantor_desktop.download import (
+from cantor_desktop.fetch import download as dl
+from cantor_desktop.fetch.download import (
     AuthRequired,
     DownloadError,
     HashMismatch,

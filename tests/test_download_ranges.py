@@ -23,10 +23,11 @@ import pytest
 from support.http_files import FileServer
 from support.hub import ModelHub
 
-from cantor_desktop import config, partfile
-from cantor_desktop.connection_slots import ConnectionSlots
-from cantor_desktop import download as dl
-from cantor_desktop.download import DownloadError, HashMismatch, Progress, Stats, download
+from cantor_desktop import config
+from cantor_desktop.fetch import partfile
+from cantor_desktop.fetch.connection_slots import ConnectionSlots
+from cantor_desktop.fetch import download as dl
+from cantor_desktop.fetch.download import DownloadError, HashMismatch, Progress, Stats, download
 from cantor_desktop.models import library
 
 SIZE = 3 * 1024 * 1024 + 4321

@@ -23,7 +23,7 @@ from cantor_desktop.engine.client import (
     parse_multipart,
     tracks_from_response,
 )
-from cantor_desktop.song_request import validate
+from cantor_desktop.song.request import validate
 
 
 def run(coro):
@@ -396,7 +396,7 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from cantor_desktop import selfexec
+from cantor_desktop.system import selfexec
 from cantor_desktop.engine.supervisor import EngineSupervisor
 from cantor_desktop.sketch import ensure_sketch_models
 
@@ -473,7 +473,7 @@ def sketch_models(tmp_path):
 
 def engine_log() -> str:
     """What the sketch engine printed (the supervisor's log of it)."""
-    from cantor_desktop.paths import paths
+    from cantor_desktop.system.paths import paths
 
     path = paths().engine_log("sketch")
     return path.read_text("utf-8", "replace") if path.exists() else ""

@@ -16,7 +16,7 @@ OWNER = r"""
 import asyncio, sys, time
 from pathlib import Path
 from cantor_desktop.engine.supervisor import EngineSupervisor
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 from cantor_desktop.sketch import ensure_sketch_models
 
 async def main():
@@ -54,7 +54,7 @@ OWNER_MID_JOB = r"""
 import asyncio, json, sys
 from pathlib import Path
 from cantor_desktop.engine.supervisor import EngineSupervisor
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 from support.scripted_engine import engine_argv, make_models
 
 async def main():

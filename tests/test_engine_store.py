@@ -11,8 +11,10 @@ import tracemalloc
 
 import pytest
 
-from cantor_desktop import config, download, engine_store, manifest
-from cantor_desktop.paths import paths
+from cantor_desktop import config
+from cantor_desktop.fetch import download
+from cantor_desktop.install import engine_store, manifest
+from cantor_desktop.system.paths import paths
 from support.fake_builds import HUGE_LINK, BuildServer, never_ready_script, unsafe_archive
 
 

@@ -15,7 +15,7 @@ from support.scripted_engine import engine_argv, make_models
 
 from cantor_desktop.engine.client import JobFailed
 from cantor_desktop.engine.supervisor import EngineStartError, EngineSupervisor
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 
 
 def run(coro, limit: float = 30):
@@ -241,7 +241,7 @@ def test_stop_kills_an_engine_that_does_not_finish_after_sigterm(models):
 
 # -- the built-in sketch engine, started as the node starts it ----------------------------------
 
-from cantor_desktop import selfexec
+from cantor_desktop.system import selfexec
 from cantor_desktop.sketch import ensure_sketch_models
 
 

@@ -18,7 +18,7 @@ import soundfile as sf
 
 from cantor_desktop import config, export
 from cantor_desktop.export import loudness as lu
-from cantor_desktop.export.naming import render, safe_name
+from cantor_desktop.song.naming import render, safe_name
 from cantor_desktop.sketch import render as sketch_render
 from cantor_desktop.sketch.engine import song_from_request
 from cantor_desktop.sketch.request import normalise

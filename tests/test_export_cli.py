@@ -12,7 +12,7 @@ import soundfile as sf
 
 from cantor_desktop import config
 from cantor_desktop.export import loudness as lu
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 from support.procs import free_port
 from test_export import reference_loudness

@@ -1,4 +1,4 @@
-"""The self-test's export step (cantor_desktop/selftest.py check_export, check_no_scipy): it
+"""The self-test's export step (cantor_desktop/bundle/selftest.py check_export, check_no_scipy): it
 passes on a real Sketch song and names what is wrong when the export cannot meet its target.
 The whole self-test, this step included, runs in tests/test_packaging_selftest.py and on
 every frozen build (packaging/ci.sh)."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from cantor_desktop.selftest import SONGS, SelfTestError, check_export
+from cantor_desktop.bundle.selftest import SONGS, SelfTestError, check_export
 
 from test_export import sketch_audio
 
@@ -50,7 +50,8 @@ def test_the_export_step_names_what_is_wrong(tmp_path):
 
 def test_no_scipy_check_sees_scipy_once_loaded():
     code = (
-        "from cantor_desktop import export, selftest\n"
+        "from cantor_desktop import export\n"
+        "from cantor_desktop.bundle import selftest\n"
         "from cantor_desktop.export import loudness\n"
         "print(selftest.check_no_scipy())\n"
         "import scipy.signal\n"

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 
 
 def _s(text: str) -> bytes:
@@ -147,7 +147,7 @@ def test_threads_writing_the_same_header_never_share_a_temp_file(tmp_path):
     # two songs planned at once on a fresh home both write the sketch model's files
     import threading
 
-    from cantor_desktop import gguf
+    from cantor_desktop.models import gguf
 
     errors = []
     folder = tmp_path / "sketch-models"

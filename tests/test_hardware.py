@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cantor_desktop import hardware
+from cantor_desktop.system import hardware
 from support.fake_builds import fake_machine
 
 

@@ -1,4 +1,4 @@
-"""Keys as musicians spell them (cantor_desktop/keys.py): any spelling read, one written;
+"""Keys as musicians spell them (cantor_desktop/song/musical_keys.py): any spelling read, one written;
 no # in a file name; an old sidecar still reads; every place a key becomes text agrees."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from cantor_desktop import analysis, keys
-from cantor_desktop.export import naming
+from cantor_desktop.song import analysis, musical_keys
+from cantor_desktop.song import naming
 from cantor_desktop.export.tags import SongMeta
 from cantor_desktop.sketch import music
 
@@ -20,13 +20,13 @@ USUAL = {
 
 
 def test_each_key_has_one_usual_spelling():
-    for key in keys.ALL:
+    for key in musical_keys.ALL:
         assert key.name == f"{USUAL[key.mode][key.tonic]} {key.mode}"
-        assert keys.parse(key.name) == key  # and reads back
-        assert keys.parse(key.display) == key
-        assert keys.parse(key.short) == key
-        assert keys.parse(key.file_text) == key
-    assert len({k.name for k in keys.ALL}) == 24
+        assert musical_keys.parse(key.name) == key  # and reads back
+        assert musical_keys.parse(key.display) == key
+        assert musical_keys.parse(key.short) == key
+        assert musical_keys.parse(key.file_text) == key
+    assert len({k.name for k in musical_keys.ALL}) == 24
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_each_key_has_one_usual_spelling():
     ],
 )
 def test_any_spelling_is_read_and_written_the_usual_way(typed):
-    key = keys.parse(typed)
+    key = musical_keys.parse(typed)
     assert (key.name, key.display, key.short, key.file_text) == (
         "Eb minor",
         "E♭ minor",
@@ -59,26 +59,32 @@ def test_any_spelling_is_read_and_written_the_usual_way(typed):
 
 
 def test_sharp_keys_keep_their_sharps_but_never_a_hash_in_a_file_name():
-    fsharp_minor = keys.parse("Gb minor")  # nine flats: nobody writes it so
+    fsharp_minor = musical_keys.parse("Gb minor")  # nine flats: nobody writes it so
     assert fsharp_minor.name == "F# minor" and fsharp_minor.display == "F♯ minor"
     assert fsharp_minor.short == "F#m"  # ID3 TKEY's notation
     assert fsharp_minor.file_text == "Fsharpm"
-    assert keys.parse("Gb major").name == "F# major" and keys.parse("C# major").name == "Db major"
-    assert keys.parse("A# minor").name == "Bb minor" and keys.parse("Ab minor").name == "G# minor"
-    assert keys.parse("Cb major").name == "B major"  # seven flats: a key, spelt as B major
-    for key in keys.ALL:
+    assert (
+        musical_keys.parse("Gb major").name == "F# major"
+        and musical_keys.parse("C# major").name == "Db major"
+    )
+    assert (
+        musical_keys.parse("A# minor").name == "Bb minor"
+        and musical_keys.parse("Ab minor").name == "G# minor"
+    )
+    assert musical_keys.parse("Cb major").name == "B major"  # seven flats: a key, spelt as B major
+    for key in musical_keys.ALL:
         assert "#" not in key.file_text and key.file_text.isascii() and key.file_text.isalnum()
 
 
 @pytest.mark.parametrize("text", ["H minor", "E## major", "Ebmx", "", "minor", "the key of C", 7])
 def test_what_is_no_key_is_none(text):
-    assert keys.parse(text) is None and keys.spell(text) is None
-    assert keys.display(text) == ("" if text is None else str(text))
+    assert musical_keys.parse(text) is None and musical_keys.spell(text) is None
+    assert musical_keys.display(text) == ("" if text is None else str(text))
 
 
 def test_a_note_alone_is_its_major_key_unless_a_mode_is_needed():
-    assert keys.parse("Bb").name == "Bb major"
-    assert keys.parse("Bb", need_mode=True) is None
+    assert musical_keys.parse("Bb").name == "Bb major"
+    assert musical_keys.parse("Bb", need_mode=True) is None
 
 
 def test_the_sketch_and_the_analysis_spell_as_musicians_do():
@@ -134,4 +140,4 @@ def test_the_compose_list_offers_each_key_once_as_the_app_shows_it():
 
     assert len(KEYS) == 24 and "E♭ minor" in KEYS and "F♯ major" in KEYS
     assert "D# minor" not in KEYS and "D♯ minor" not in KEYS
-    assert [keys.parse(k).display for k in KEYS] == list(KEYS)
+    assert [musical_keys.parse(k).display for k in KEYS] == list(KEYS)

@@ -1,6 +1,8 @@
 """The package's layers, read from every module's imports (function-level ones too):
-Qt only in ``ui/``; the app's window never reaches into the node's code, and the node never
-into the client side (it runs headless, on another machine, without them)."""
+Qt only in ``ui/``; the rooms of the package (its folders and root modules) in layers, each
+importing only rooms of the layers below it; the app's window never reaching into the
+node's code, the installer or an engine (it talks to the node), and the node never into the
+client side (it runs headless, on another machine, without them)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,12 @@ QT = ("PySide6", "qasync", "shiboken6")
 CLIENT_SIDE = (
     "cantor_desktop.ui",
     "cantor_desktop.cli",
-    "cantor_desktop.nodeclient",
-    "cantor_desktop.node_process",
+    "cantor_desktop.client.nodeclient",
+    "cantor_desktop.client.node_process",
 )
 # The bundle's self-test checks that Qt's plugins load in the frozen app, and the frozen
 # app's entry point names its .desktop file before the first window: Qt's by design.
-QT_OUTSIDE_UI = {"cantor_desktop.selftest", "cantor_desktop.frozen_main"}
+QT_OUTSIDE_UI = {"cantor_desktop.bundle.selftest", "cantor_desktop.bundle.frozen_main"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -62,8 +64,8 @@ def offenders(where: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def test_the_import_reader_sees_relative_and_nested_imports():
-    assert "cantor_desktop.nodeclient.NodeClient" in MODULES["cantor_desktop.ui.node_link"]
-    assert "cantor_desktop.node_process" in MODULES["cantor_desktop.ui.node_link"]
+    assert "cantor_desktop.client.nodeclient.NodeClient" in MODULES["cantor_desktop.ui.node_link"]
+    assert "cantor_desktop.client.node_process" in MODULES["cantor_desktop.ui.node_link"]
     assert any(n.startswith("PySide6") for n in MODULES["cantor_desktop.ui.window"])
 
 
@@ -231,3 +233,82 @@ def test_our_modules_depend_one_way():
     cli.edit_common → cli.sing_cmd → cli.cover; engine.client ↔ engine.supervisor) are
     untied: each layer imports only the ones below it."""
     assert circles(GRAPH) == []
+
+
+# -- the rooms: each imports only the rooms of the layers below its own -----------------------
+
+LAYERS: list[set[str]] = [
+    {"errors", "units", "files"},  # plain helpers
+    {"system", "song"},  # the operating system; a song, its request and its rules
+    {"auth", "export", "pool"},  # tokens and proofs; exports for a DAW; a pool's Redis
+    {"config"},  # node.toml: the one settings registry
+    {"fetch"},  # the one downloader
+    {"models"},  # model files: catalogue, library, pulls, adapters
+    {"sketch", "engine"},  # the built-in engine; ace-server's client and supervisor
+    {"install"},  # engine builds: manifest, backends, trial loads
+    {"client", "node"},  # talking to a node; the node itself
+    {"cli", "ui"},  # the command line; the app
+    {"bundle", "__main__"},  # the entry points
+]
+PACKAGE_ITSELF = "(package)"  # ``from cantor_desktop import __version__``
+NEVER = {
+    "ui": {"node", "install", "engine", "fetch", "sketch"},  # the app asks the node
+}
+"""Rooms a room may not import though their layer is lower: the app drives a node (its own
+or another machine's) through the node's API, never by running the node's parts itself."""
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else PACKAGE_ITSELF
+
+
+def layer_of(name: str) -> int:
+    for i, rooms in enumerate(LAYERS):
+        if name in rooms:
+            return i
+    raise AssertionError(f"room {name!r} is in no layer of tests/test_layers.py")
+
+
+def room_edges() -> dict[tuple[str, str], list[str]]:
+    """(importing room, imported room) → the module imports that make the edge."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for module, names in MODULES.items():
+        for name in names:
+            target = name
+            while target not in MODULES and "." in target:
+                target = target.rpartition(".")[0]
+            if target not in MODULES or room(target) == room(module):
+                continue
+            found.setdefault((room(module), room(target)), []).append(f"{module} → {name}")
+    return found
+
+
+def test_every_room_is_in_a_layer():
+    rooms = {room(m) for m in MODULES} - {PACKAGE_ITSELF}
+    for name in sorted(rooms):
+        layer_of(name)
+    assert rooms == set().union(*LAYERS), "a layer names a room that is not there"
+
+
+def test_each_room_imports_only_rooms_of_lower_layers():
+    wrong = {
+        f"{a} → {b}": imports[:3]
+        for (a, b), imports in sorted(room_edges().items())
+        if b != PACKAGE_ITSELF and (layer_of(b) >= layer_of(a) or b in NEVER.get(a, set()))
+    }
+    assert wrong == {}
+
+
+def test_the_room_rule_sees_a_wrong_way_import():
+    """The rule itself: a module of a low room importing a high one is found."""
+    MODULES["cantor_desktop.song.fake"] = {"cantor_desktop.node.runner"}
+    MODULES["cantor_desktop.ui.fake"] = {"cantor_desktop.install.backends.ensure_engine"}
+    try:
+        edges = room_edges()
+        assert edges[("song", "node")] == ["cantor_desktop.song.fake → cantor_desktop.node.runner"]
+        assert ("ui", "install") in edges
+        with pytest.raises(AssertionError):
+            test_each_room_imports_only_rooms_of_lower_layers()
+    finally:
+        del MODULES["cantor_desktop.song.fake"], MODULES["cantor_desktop.ui.fake"]

@@ -46,7 +46,7 @@ def test_node_log_tells_each_song_s_story(cantor_home):
 
 
 def test_health_polls_are_not_logged_at_info(tmp_path):
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     logs.setup(tmp_path / "app.log")
     logging.getLogger("httpx").info('HTTP Request: GET http://127.0.0.1:7823/v1/health "200 OK"')
@@ -59,7 +59,7 @@ def test_health_polls_are_not_logged_at_info(tmp_path):
 
 def _fill(folder, name: str, size: int) -> dict[str, bytes]:
     """``name`` grown to ``size`` bytes of old lines, and its five backups, each marked."""
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     folder.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -75,7 +75,7 @@ def test_node_and_engine_logs_rotate_when_full_and_keep_five(cantor_home):
     """A node started over a full node.log, and an engine over a full engine log: each file
     moves up one (x.log → x.log.1 … x.log.4 → x.log.5), the fifth backup goes, the new lines
     start a fresh file, and no file grows past the limit."""
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     write_config(cantor_home)
     folder = cantor_home / "logs"
@@ -112,7 +112,7 @@ def test_a_log_that_cannot_roll_over_or_reopen_never_raises_into_the_caller(tmp_
     the code that logged carries on."""
     import logging
 
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     handler = logs.rotating_handler(tmp_path / "app.log")
     handler.maxBytes = 300
@@ -142,7 +142,7 @@ def test_a_log_emptied_by_another_process_is_not_rolled_over_again(tmp_path):
     one line pushes real history out."""
     import logging
 
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     path = tmp_path / "cli.log"
     handler = logs.rotating_handler(path)
@@ -163,7 +163,7 @@ def test_a_log_emptied_by_another_process_is_not_rolled_over_again(tmp_path):
 def test_one_record_is_one_line_whatever_the_message_holds(tmp_path):
     """A refused request's path was logged decoded: `%0a` wrote a forged line into
     node.log, which the app shows (issue 28)."""
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     logs.setup(tmp_path / "node.log")
     log = logging.getLogger("cantor_desktop.node.guard")
@@ -191,7 +191,7 @@ def test_a_backup_held_open_loses_no_record_and_the_rollover_is_tried_again(tmp_
     import logging
     import os
 
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     monkeypatch.setattr(logs, "RETRY_AFTER_S", 0.0)  # try again at the next record
     for n in (1, 2, 3):

@@ -20,10 +20,11 @@ import pytest
 from support.fake_builds import BuildServer, gpu_script, make_archive
 from support.macos_code import FakeCodesign, fat, thin, write
 
-from cantor_desktop import engine_store, macho, manifest, trial
-from cantor_desktop.engine_store import InstalledBuild
-from cantor_desktop.paths import paths
-from cantor_desktop.procs import codesign
+from cantor_desktop.install import engine_store, manifest, trial
+from cantor_desktop.system import macho
+from cantor_desktop.install.engine_store import InstalledBuild
+from cantor_desktop.system.paths import paths
+from cantor_desktop.system.procs import codesign
 
 CS = "/usr/bin/codesign"
 
@@ -404,7 +405,8 @@ def test_a_sigkill_off_macos_is_tried_again_as_before(tmp_path):
 def test_metal_on_a_mac_is_fetched_signed_trial_loaded_and_the_user_told(
     tmp_path, mac, monkeypatch
 ):
-    from cantor_desktop import backends, hardware
+    from cantor_desktop.install import backends
+    from cantor_desktop.system import hardware
 
     mac.default = "unsigned"
     with BuildServer(tmp_path / "srv") as srv:

@@ -11,7 +11,8 @@ import tracemalloc
 import httpx
 import pytest
 
-from cantor_desktop import config, manifest, manifest_keys
+from cantor_desktop import config
+from cantor_desktop.install import manifest, signing_keys
 from support.hostile_http import HostileServer
 from support.http_files import FileServer
 from support.signed_manifests import TEST_KEY, manifest_bytes, serve_signed
@@ -208,8 +209,7 @@ def test_signed_manifest_is_used_and_its_signature_kept():
     cache = manifest._cache_file(url)
     assert cache.read_bytes() == raw  # the exact bytes signed
     assert (
-        manifest_keys.verify(raw, manifest._sig_file(cache).read_bytes())
-        == manifest_keys.PUBKEY_ENV
+        signing_keys.verify(raw, manifest._sig_file(cache).read_bytes()) == signing_keys.PUBKEY_ENV
     )
     assert manifest.cached(url).source == url
 
@@ -227,7 +227,7 @@ def test_unsigned_manifest_refused_and_builtin_kept(monkeypatch):
 
 def test_tampered_manifest_refused():
     raw = manifest_bytes(_doc())
-    sig = manifest_keys.sign(raw, TEST_KEY)
+    sig = signing_keys.sign(raw, TEST_KEY)
     tampered = raw.replace(b'"v1"', b'"v2"')
     assert tampered != raw and json.loads(tampered)  # still a valid manifest
     with FileServer() as srv:
@@ -236,10 +236,10 @@ def test_tampered_manifest_refused():
 
 
 def test_manifest_signed_by_another_key_refused():
-    other = manifest_keys.new_private_key()
+    other = signing_keys.new_private_key()
     raw = manifest_bytes(_doc())
     with FileServer() as srv:
-        err = _refused(_served(srv, raw, manifest_keys.sign(raw, other)), "not made by a trusted")
+        err = _refused(_served(srv, raw, signing_keys.sign(raw, other)), "not made by a trusted")
     assert "CANTOR_MANIFEST_PUBKEY" in str(err)
 
 
@@ -259,7 +259,7 @@ def test_malformed_signature_refused(sig, words):
 
 def test_no_trusted_key_refuses_even_a_signed_loopback_manifest(monkeypatch):
     monkeypatch.delenv("CANTOR_MANIFEST_PUBKEY")
-    assert manifest_keys.shipped_keys() == []  # none published yet (docs/manifest.md)
+    assert signing_keys.shipped_keys() == []  # none published yet (docs/manifest.md)
     with FileServer() as srv:
         serve_signed(srv, "/m.json", _doc())
         _refused(srv.url("/m.json"), "no key to check it with")
@@ -280,11 +280,11 @@ def test_cached_copy_is_checked_again_with_todays_keys(monkeypatch):
         asyncio.run(manifest.fetch())
     assert manifest.current().source == url
     # the key is no longer trusted (rotated out): the cached copy no longer counts
-    other = manifest_keys.new_private_key()
-    monkeypatch.setenv("CANTOR_MANIFEST_PUBKEY", manifest_keys.public_key_text(other))
+    other = signing_keys.new_private_key()
+    monkeypatch.setenv("CANTOR_MANIFEST_PUBKEY", signing_keys.public_key_text(other))
     assert manifest.cached() is None and manifest.current().source == "builtin"
     # someone edits the cached file: it no longer counts either
-    monkeypatch.setenv("CANTOR_MANIFEST_PUBKEY", manifest_keys.public_key_text(TEST_KEY))
+    monkeypatch.setenv("CANTOR_MANIFEST_PUBKEY", signing_keys.public_key_text(TEST_KEY))
     cache = manifest._cache_file(url)
     cache.write_bytes(cache.read_bytes().replace(b'"v1"', b'"v9"'))
     assert manifest.current().source == "builtin"

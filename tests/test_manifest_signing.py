@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import manifest_keys
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.install import signing_keys
+from cantor_desktop.system.selfexec import self_argv
 from support.fake_builds import BuildServer, make_archive
 from support.signed_manifests import TEST_KEY, manifest_bytes
 
@@ -60,8 +60,8 @@ def test_tool_keygen_sign_verify(tmp_path):
     assert signed.returncode == 0, signed.stderr
     sig = Path(str(target) + ".sig").read_bytes()
     # what Cantor itself accepts: the tool's signature with the tool's public key
-    trusted = [manifest_keys.TrustedKey("tool", public)]
-    assert manifest_keys.verify(target.read_bytes(), sig, trusted) == "tool"
+    trusted = [signing_keys.TrustedKey("tool", public)]
+    assert signing_keys.verify(target.read_bytes(), sig, trusted) == "tool"
 
     # no key trusted but the shipped ones (none yet): refused
     bare = {k: v for k, v in os.environ.items() if k != "CANTOR_MANIFEST_PUBKEY"}
@@ -146,10 +146,10 @@ def test_openssl_signature_accepted_and_ours_verified_by_openssl(tmp_path):
         ],
         check=True,
     )
-    trusted = [manifest_keys.TrustedKey("openssl", public)]
-    assert manifest_keys.verify(raw, base64.b64encode(sig_bin.read_bytes()), trusted) == "openssl"
-    with pytest.raises(manifest_keys.SignatureRefused):
-        manifest_keys.verify(raw + b" ", base64.b64encode(sig_bin.read_bytes()), trusted)
+    trusted = [signing_keys.TrustedKey("openssl", public)]
+    assert signing_keys.verify(raw, base64.b64encode(sig_bin.read_bytes()), trusted) == "openssl"
+    with pytest.raises(signing_keys.SignatureRefused):
+        signing_keys.verify(raw + b" ", base64.b64encode(sig_bin.read_bytes()), trusted)
 
     # ours, checked by openssl
     from cryptography.hazmat.primitives import serialization
@@ -161,7 +161,7 @@ def test_openssl_signature_accepted_and_ours_verified_by_openssl(tmp_path):
         )
     )
     ours = tmp_path / "ours.sig"
-    ours.write_bytes(base64.b64decode(manifest_keys.sign(raw, TEST_KEY)))
+    ours.write_bytes(base64.b64decode(signing_keys.sign(raw, TEST_KEY)))
     checked = subprocess.run(
         [
             openssl,

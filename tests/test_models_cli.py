@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cantor_desktop.cli.main import main
-from cantor_desktop.download import part_path
+from cantor_desktop.fetch.download import part_path
 from cantor_desktop.models import library
 from support.hub import ModelHub
 
@@ -57,7 +57,7 @@ def test_pull_exit_codes(hub, capsys):
 
 
 def test_import_and_verify(tmp_path, capsys):
-    from cantor_desktop import gguf
+    from cantor_desktop.models import gguf
 
     gguf.write_header_only(tmp_path / "a.gguf", gguf.ARCH_DIT)
     gguf.write_header_only(tmp_path / "b.gguf", "llama")

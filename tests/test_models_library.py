@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.models import catalogue as cat
 from cantor_desktop.models import library
 from support.hub import model_bytes

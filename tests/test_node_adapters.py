@@ -10,7 +10,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 from support.adapter_files import (
     comfyui_file,
     llm_peft_folder,
@@ -276,7 +276,7 @@ def test_an_adapter_for_the_other_dit_size_is_refused_for_the_song(cantor_home, 
     import pytest
 
     from cantor_desktop.models.adapters import store
-    from cantor_desktop.node.adapter_routes import check_song_adapter
+    from cantor_desktop.node.routes.adapters import check_song_adapter
     from cantor_desktop.node.http_common import ApiError
 
     xl = write_safetensors(tmp_path / "big.safetensors", lora_tensors(size="XL", layers=(0, 30)))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from cantor_desktop.nodeclient import NodeError
+from cantor_desktop.client.nodeclient import NodeError
 
 from support.node import LONG, SHORT, Node, collect, until_state, write_config
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop.nodeclient import NodeError
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.client.nodeclient import NodeError
+from cantor_desktop.system.selfexec import self_argv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.procs import free_port

@@ -12,7 +12,7 @@ import pytest
 
 import httpx
 
-from cantor_desktop.nodeclient import NodeClient
+from cantor_desktop.client.nodeclient import NodeClient
 
 from support.node import LONG, SHORT, Node, write_config
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop.nodeclient import NodeClient, NodeError, which_node, NO_NODE
+from cantor_desktop.client.nodeclient import NodeClient, NodeError, which_node, NO_NODE
 
 
 def _self_signed(tmp_path):
@@ -51,8 +51,8 @@ def _self_signed(tmp_path):
 
 def _health(head: bytes, writer) -> bytes:
     """A node's health answer to this request: with the proof of the token "t" when the
-    request carries the client's challenge (cantor_desktop.proof)."""
-    from cantor_desktop import proof
+    request carries the client's challenge (cantor_desktop.auth.proof)."""
+    from cantor_desktop.auth import proof
 
     line = head.split(b"\r\n")[0].decode()
     if "challenge=" not in line:
@@ -158,7 +158,7 @@ def test_a_home_keeps_its_key(tmp_path):
     the token under."""
     import hashlib
 
-    from cantor_desktop import access
+    from cantor_desktop.auth import access
 
     state = tmp_path / "state é"
     assert (

@@ -16,7 +16,7 @@ import time
 import pytest
 from support.node import Node, write_config
 
-from cantor_desktop import proof
+from cantor_desktop.auth import proof
 from cantor_desktop.node.connections import Connections
 from cantor_desktop.node.guard import Guard
 

@@ -3,7 +3,7 @@ optionally with its files; 409 while queued or running; the queue file follows."
 
 from __future__ import annotations
 
-from cantor_desktop.song import Take
+from cantor_desktop.song.record import Take
 
 import asyncio
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cantor_desktop.node.queue import SongQueue
-from cantor_desktop.nodeclient import NodeError
+from cantor_desktop.client.nodeclient import NodeError
 
 from support.node import LONG, SHORT, Node, collect, until_state, write_config
 
@@ -124,7 +124,7 @@ def test_delete_finished_songs_with_and_without_files_and_refuse_live_ones(canto
 def test_files_now_belonging_to_another_song_are_kept(cantor_home):
     """The user deleted a song's files and a newer song took the same name: deleting the old
     record's files must not delete the new song's."""
-    from cantor_desktop.node.songs import delete_takes
+    from cantor_desktop.node.song_files import delete_takes
 
     (cantor_home / "songs").mkdir()
     audio = cantor_home / "songs" / "2026-11-30_1200_song_seed1.wav"

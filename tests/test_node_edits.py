@@ -18,7 +18,7 @@ import soundfile as sf
 
 from support.node import Node, write_config
 
-from cantor_desktop import analysis
+from cantor_desktop.song import analysis
 from cantor_desktop.sketch import latent, render
 
 # one node and its source song for the whole module: its tests stay on one xdist worker (./run-tests)

@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from cantor_desktop.nodeclient import NO_NODE, STRANGER, NodeClient, NodeError, which_node
+from cantor_desktop.client.nodeclient import NO_NODE, STRANGER, NodeClient, NodeError, which_node
 
 from support.node import Node, write_config
 
@@ -22,10 +22,10 @@ SONG_ID = "0123456789abcdef"
 
 
 def health_proof(token: str, challenge: str, port: int) -> bytes:
-    """What a node that holds ``token`` answers to a challenge (cantor_desktop.proof)."""
+    """What a node that holds ``token`` answers to a challenge (cantor_desktop.auth.proof)."""
     import json
 
-    from cantor_desktop import proof
+    from cantor_desktop.auth import proof
 
     answer = proof.answer(token, challenge, port)
     return json.dumps({"status": "ok", "version": "x", "port": port, "proof": answer}).encode()
@@ -530,7 +530,7 @@ def test_a_401_makes_the_client_look_up_this_homes_newer_token_once(cantor_home,
     """The app's first run: its client started before the node made the token. After a
     401 it looks the token up again and sends the request once more; a node that still
     refuses gets its 401 through."""
-    from cantor_desktop.access import TOKEN_ENV
+    from cantor_desktop.auth.access import TOKEN_ENV
 
     monkeypatch.setenv(TOKEN_ENV, "old")
     seen = []

@@ -10,7 +10,7 @@ import os
 import socket
 from pathlib import Path
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.models.events import PullEvent
 from support.hub import ModelHub, model_bytes
 from support.node import Node, write_config
@@ -210,7 +210,7 @@ def test_discarding_waits_for_a_running_download_then_says_why_not(cantor_home):
     (folder / f"{DIT}.part").write_bytes(b"x" * 10)
 
     async def main():
-        from cantor_desktop.paths import paths
+        from cantor_desktop.system.paths import paths
 
         paths().locks_dir.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(paths().locks_dir / "acestep-v15-turbo-Q8_0.lock"))
@@ -232,7 +232,7 @@ def test_discarding_waits_for_a_running_download_then_says_why_not(cantor_home):
 def test_the_hf_token_is_kept_by_the_node_and_never_read_back(cantor_home, tmp_path):
     """Set through a node of another home: it lands in that node's keyring (not this
     machine's own), the node uses it for a gated model, and no answer ever carries it."""
-    from cantor_desktop import secrets
+    from cantor_desktop.system import secrets
 
     secret = "hf_" + "s3cret" * 6
     with ModelHub() as hub:

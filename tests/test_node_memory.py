@@ -60,7 +60,7 @@ def test_elsewhere_it_does_nothing(monkeypatch):
 
 CYCLE_CHILD = r"""
 import gc, json
-from cantor_desktop import gc_settle
+from cantor_desktop.system import gc_settle
 from cantor_desktop.node import memory
 
 def rss():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.hub import ModelHub  # noqa: E402

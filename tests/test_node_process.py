@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from cantor_desktop.node_process import NodeProcess, NodeStartError, answers, ensure_node
+from cantor_desktop.client.node_process import NodeProcess, NodeStartError, answers, ensure_node
 
 from support.procs import free_port
 from support.node import SHORT, engine_pid, until_state, wait_for, write_config
@@ -33,7 +33,7 @@ def test_ensure_node_starts_a_private_node_once_then_reuses_it(cantor_home):
         url, proc = await ensure_node()
         try:
             again_url, again = await ensure_node()
-            from cantor_desktop.nodeclient import NodeClient
+            from cantor_desktop.client.nodeclient import NodeClient
 
             async with NodeClient(url) as c:
                 sid = await c.submit_song(SHORT)
@@ -66,7 +66,7 @@ def test_watch_restarts_a_node_that_died_and_its_queue_goes_on(cantor_home):
         )
         first_pid = proc.pid
         try:
-            from cantor_desktop.nodeclient import NodeClient
+            from cantor_desktop.client.nodeclient import NodeClient
 
             async with NodeClient(proc.url) as c:
                 sid = await c.submit_song({**SHORT, "duration": 60})
@@ -114,7 +114,7 @@ def test_a_node_that_cannot_listen_reports_why(cantor_home):
 
 def test_ensure_node_makes_the_token_the_node_and_its_clients_share(cantor_home):
     # every node wants its token, loopback included; clients on this machine find it
-    from cantor_desktop.nodeclient import NodeClient, NodeError, local_token
+    from cantor_desktop.client.nodeclient import NodeClient, NodeError, local_token
 
     port = free_port()
     write_config(cantor_home)
@@ -157,7 +157,7 @@ def _node_children() -> list[int]:
 
 async def _node_after_a_song(home) -> tuple[NodeProcess, int]:
     """A node child on a free port that has made one song: it and its engine's pid."""
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.nodeclient import NodeClient
 
     port = free_port()
     _config_port(home, port)
@@ -172,7 +172,7 @@ async def _node_after_a_song(home) -> tuple[NodeProcess, int]:
 def test_stop_asks_the_node_with_its_token_and_the_node_cleans_up_its_engines(cantor_home):
     import httpx
 
-    from cantor_desktop import procs
+    from cantor_desktop.system import procs
 
     async def main():
         proc, engine = await _node_after_a_song(cantor_home)
@@ -195,7 +195,7 @@ def test_stop_asks_the_node_with_its_token_and_the_node_cleans_up_its_engines(ca
 
 
 def test_a_hung_node_is_signalled_then_killed_and_its_engine_ends_too(cantor_home):
-    from cantor_desktop import procs
+    from cantor_desktop.system import procs
 
     async def main():
         proc, engine = await _node_after_a_song(cantor_home)
@@ -212,7 +212,7 @@ def test_a_hung_node_is_signalled_then_killed_and_its_engine_ends_too(cantor_hom
 
 
 def test_an_upgrade_restart_is_one_new_node_started_by_its_supervisor_at_once(cantor_home):
-    from cantor_desktop.nodeclient import NodeClient
+    from cantor_desktop.client.nodeclient import NodeClient
 
     port = free_port()
     _config_port(cantor_home, port)
@@ -254,7 +254,7 @@ def test_an_upgrade_restart_is_one_new_node_started_by_its_supervisor_at_once(ca
 
 
 def test_cantor_node_stop_stops_this_homes_node(cantor_home):
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
 
     port = free_port()
     _config_port(cantor_home, port)
@@ -293,7 +293,7 @@ def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path
     node's log first, which the child rotates."""
     import logging
 
-    from cantor_desktop import logs, procs
+    from cantor_desktop.system import logs, procs
     from cantor_desktop.cli.node_cmd import restart_node, run_restarting
 
     logs.setup(tmp_path / "node.log", stderr_level=logging.WARNING)

@@ -14,8 +14,8 @@ from cantor_desktop.node.queue import (
     RUNNING,
     SongQueue,
 )
-from cantor_desktop.node.songs import base_name, encode, slug, wav_header
-from cantor_desktop.nodeclient import parse_sse
+from cantor_desktop.node.song_files import base_name, encode, slug, wav_header
+from cantor_desktop.client.nodeclient import parse_sse
 
 
 def test_songs_survive_a_reload_and_running_becomes_node_stopped(tmp_path):

@@ -10,7 +10,7 @@ import subprocess
 import httpx
 import pytest
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 from support.procs import free_port, gone
 from support.node import LONG, SHORT, Node, engine_pid, until_state, wait_for, write_config

@@ -11,7 +11,7 @@ import asyncio
 
 from cantor_desktop.node.queue import CANCELLED, DONE, RUNNING, SongQueue
 from cantor_desktop.node.runner import Runner
-from cantor_desktop.song_request import validate
+from cantor_desktop.song.request import validate
 
 
 def sketch(seconds: int) -> dict:

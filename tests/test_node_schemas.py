@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cantor_desktop import config
-from cantor_desktop import song_request as r
+from cantor_desktop.song import request as r
 from cantor_desktop.node.schemas import AUTO_FIELDS, LM_SCHEMA, SONG_SCHEMA
-from cantor_desktop.song_request import RequestError, validate
+from cantor_desktop.song.request import RequestError, validate
 
 PROPS = SONG_SCHEMA["properties"]
 SONG = "0123456789abcdef"
@@ -68,7 +67,7 @@ def test_each_numeric_limit_is_the_song_request_s_constant(name, limits):
 def test_the_shared_lists_and_lengths_are_the_song_request_s():
     assert plain("time_signature")["enum"] == list(r.TIME_SIGNATURES)
     assert plain("language")["enum"] == list(r.LANGUAGES)
-    assert plain("format")["enum"] == list(config.SONG_FORMATS)
+    assert plain("format")["enum"] == list(r.SONG_FORMATS)
     assert plain("task")["enum"] == list(r.TASKS)
     assert plain("solver")["enum"] == list(r.SOLVERS)
     assert PROPS["caption"]["maxLength"] == r.CAPTION_MAX

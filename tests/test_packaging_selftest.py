@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from cantor_desktop.selftest import SelfTestError, check_audio
+from cantor_desktop.bundle.selftest import SelfTestError, check_audio
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ def test_self_test_passes_unfrozen_with_its_output_in_a_file(tmp_path):
     log = tmp_path / "selftest.log"
     with open(log, "wb") as out_file:
         r = subprocess.run(
-            [sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test"],
+            [sys.executable, "-m", "cantor_desktop.bundle.frozen_main", "--self-test"],
             stdout=out_file,
             stderr=subprocess.STDOUT,
             timeout=120,
@@ -50,7 +50,7 @@ def test_frozen_main_runs_as_a_script_as_pyinstaller_runs_it():
     r = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "cantor_desktop" / "frozen_main.py"),
+            str(ROOT / "cantor_desktop" / "bundle" / "frozen_main.py"),
             "--mode",
             "cli",
             "--version",
@@ -100,7 +100,14 @@ def test_check_audio_refuses_what_is_not_a_wav(tmp_path):
 
 def test_self_test_fails_with_the_reason_when_a_song_is_late():
     r = subprocess.run(
-        [sys.executable, "-m", "cantor_desktop.frozen_main", "--self-test", "--timeout", "0.001"],
+        [
+            sys.executable,
+            "-m",
+            "cantor_desktop.bundle.frozen_main",
+            "--self-test",
+            "--timeout",
+            "0.001",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

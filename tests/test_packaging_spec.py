@@ -113,7 +113,7 @@ def test_prune_keeps_what_real_qt_binaries_link_and_drops_the_rest():
 
 def _frozen_main(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "cantor_desktop.frozen_main", *args],
+        [sys.executable, "-m", "cantor_desktop.bundle.frozen_main", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -142,7 +142,7 @@ FROZEN_LAUNCHER = """#!{python}
 import runpy, sys
 sys.frozen = True  # as PyInstaller's bootloader sets it, and runs its runtime hook
 runpy.run_path({hook!r})
-from cantor_desktop.frozen_main import main
+from cantor_desktop.bundle.frozen_main import main
 sys.exit(main())
 """
 
@@ -176,7 +176,7 @@ def test_a_frozen_cantor_started_as_a_multiprocessing_child_runs_as_that(tmp_pat
     made = tmp_path / "made by the worker"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen", CANTOR_HOME=str(tmp_path))
-    from cantor_desktop.selftest import end_leftovers
+    from cantor_desktop.bundle.selftest import end_leftovers
 
     def run(argv: list[str]) -> subprocess.CompletedProcess:
         # a child that started as the app instead would outlive a timeout: the run's home
@@ -200,7 +200,7 @@ def test_a_frozen_cantor_started_as_a_multiprocessing_child_runs_as_that(tmp_pat
 
 
 def test_selfexec_children_of_a_frozen_build_are_the_build_itself(monkeypatch):
-    from cantor_desktop import selfexec
+    from cantor_desktop.system import selfexec
 
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     for mode in selfexec.MODES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platformdirs
 
 from cantor_desktop import config
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 
 
 def test_cantor_home_relocates_every_folder(cantor_home):
@@ -38,7 +38,7 @@ def test_without_cantor_home_platformdirs_decide(monkeypatch):
 
 def test_every_cache_and_library_file_comes_from_paths(cantor_home):
     # the modules that used to build these by hand now ask paths(); same locations
-    from cantor_desktop import manifest, trial
+    from cantor_desktop.install import manifest, trial
     from cantor_desktop.models import catalogue, library
     from cantor_desktop.node import runner
     from cantor_desktop.ui import waveform

@@ -29,7 +29,7 @@ from support.pool_nodes import (
 from support.redis_server import require
 
 from cantor_desktop.cli.pool_cmd import render
-from cantor_desktop.node_process import NodeStartError
+from cantor_desktop.client.node_process import NodeStartError
 
 SKETCH_SONG = {"caption": "lofi piano rain", "duration": 10, "model": "sketch"}
 FINISHED = ("done", "failed", "cancelled")

@@ -11,7 +11,7 @@ import json
 import pytest
 from support.redis_server import RedisServer, require
 
-from cantor_desktop import access
+from cantor_desktop.auth import access
 from cantor_desktop.cli.main import main
 from cantor_desktop.pool import address as pool_address
 from cantor_desktop.pool import credentials
@@ -128,7 +128,7 @@ def test_a_member_sends_the_pools_token_only_to_a_node_that_proves_it(monkeypatc
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from cantor_desktop.node import pool_peers
+    from cantor_desktop.node.pool import peers as pool_peers
     from cantor_desktop.node.http_common import ApiError
 
     seen: list[dict[str, str]] = []
@@ -189,7 +189,7 @@ def test_a_pool_open_to_its_network_is_joined_only_when_the_user_says_so(
     network: the join says what it exposes and needs --allow-insecure (or a yes when asked);
     a node started on such a pool without that choice is refused with the reason."""
     from cantor_desktop import config
-    from cantor_desktop.node.pool import Pool, PoolRefused
+    from cantor_desktop.node.pool.membership import Pool, PoolRefused
 
     monkeypatch.delenv(credentials.PASSWORD_ENV, raising=False)
     exposed = pool_address.parse("redis://10.9.8.7:6379/0")

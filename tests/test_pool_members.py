@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from cantor_desktop.node.pool_members import Membership
+from cantor_desktop.node.pool.members import Membership
 
 
 def _membership() -> Membership:

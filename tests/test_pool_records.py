@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from cantor_desktop import proof
-from cantor_desktop.node.pool_queue import RECORD_FIELDS, encode_fields
+from cantor_desktop.auth import proof
+from cantor_desktop.node.pool.queue import RECORD_FIELDS, encode_fields
 from cantor_desktop.pool import records
-from cantor_desktop.pool.view import PoolView
-from cantor_desktop.song import Song, SongState, Take
-from cantor_desktop.song_request import validate
+from cantor_desktop.client.pool_view import PoolView
+from cantor_desktop.song.record import Song, SongState, Take
+from cantor_desktop.song.request import validate
 
 SONG_ID = "0123456789abcdef"
 MEMBER = "a1b2c3d4e5f6"

@@ -13,7 +13,7 @@ from support.pool_nodes import TOKEN, PoolNode, all_finished, audio_digest, post
 from support.redis_server import RedisServer, require
 from support.tls_certs import authority, server_certificate
 
-from cantor_desktop import access
+from cantor_desktop.auth import access
 from cantor_desktop.cli.main import main
 from cantor_desktop.pool import credentials
 

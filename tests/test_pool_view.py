@@ -1,11 +1,11 @@
-"""The pool as the app reads it (cantor_desktop/pool/view.py, no Qt): members, their
+"""The pool as the app reads it (cantor_desktop/client/pool_view.py, no Qt): members, their
 backends and queues from ``GET /v1/pool``; reachability from ``GET /v1/system``; which
 member can make a model."""
 
 from __future__ import annotations
 
-from cantor_desktop.pool import keys
-from cantor_desktop.pool.view import PoolView
+from cantor_desktop.pool import redis_keys
+from cantor_desktop.client.pool_view import PoolView
 
 TURBO = "acestep-v15-turbo-Q8_0"
 
@@ -36,8 +36,8 @@ def status(**extra):
             member("b2", "bravo", alive=False),
         ],
         "lanes": [
-            {"lane": keys.model_lane(TURBO), "waiting": 2, "claimed": {}},
-            {"lane": keys.node_lane("c3"), "waiting": 3, "claimed": {"c3": 1}},
+            {"lane": redis_keys.model_lane(TURBO), "waiting": 2, "claimed": {}},
+            {"lane": redis_keys.node_lane("c3"), "waiting": 3, "claimed": {"c3": 1}},
         ],
         "songs": {"done": 12, "queued": 5},
         **extra,
@@ -61,7 +61,11 @@ def test_members_read_with_their_backend_models_and_queue():
 def test_a_member_s_queue_and_backend_in_words():
     running = member("x", "x", running=["s1", "s2"], engines=[{"backend": "cuda12"}])
     view = PoolView.from_json(
-        {**status(), "members": [running], "lanes": [{"lane": keys.node_lane("x"), "waiting": 1}]}
+        {
+            **status(),
+            "members": [running],
+            "lanes": [{"lane": redis_keys.node_lane("x"), "waiting": 1}],
+        }
     )
     (m,) = view.members
     assert m.queue_words == "making 2 · 1 waiting for it"

@@ -1,4 +1,4 @@
-"""Process life (cantor_desktop.procs): on real processes for this OS (Linux), and the Windows
+"""Process life (cantor_desktop.system.procs): on real processes for this OS (Linux), and the Windows
 and macOS branches against a pretend OS (tests/support/fake_os.py): which process ends, what
 the user reads."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import procs
-from cantor_desktop.procs import macos, spawn, windows
+from cantor_desktop.system import procs
+from cantor_desktop.system.procs import macos, spawn, windows
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.fake_os import FakeOS  # noqa: E402
@@ -90,7 +90,7 @@ def test_a_zombie_counts_as_ended_and_a_reused_pid_is_never_touched():
 
 OWNER = r"""
 import os, subprocess, sys, time
-from cantor_desktop import procs
+from cantor_desktop.system import procs
 kwargs = procs.child_kwargs()
 kwargs.pop("preexec_fn", None)        # the pipe alone, as on macOS: no parent-death signal
 env = procs.child_environment(dict(os.environ))
@@ -101,7 +101,7 @@ time.sleep(60)
 
 GRACEFUL = r"""
 import os, signal, sys, time
-from cantor_desktop.procs import watch_owner, OWNER_FD_ENV
+from cantor_desktop.system.procs import watch_owner, OWNER_FD_ENV
 def stop(*_):
     open(sys.argv[1], "w").write("stopped gracefully")
     sys.exit(0)
@@ -113,7 +113,7 @@ time.sleep(60)
 
 STUBBORN = r"""
 import os, signal, subprocess, sys, time
-from cantor_desktop.procs import watch_owner
+from cantor_desktop.system.procs import watch_owner
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                           start_new_session=True)
@@ -162,7 +162,7 @@ def test_a_child_that_will_not_stop_ends_its_own_children_and_exits_after_the_gr
 
 DEATH_SIGNAL_OWNER = r"""
 import subprocess, sys, time
-from cantor_desktop.procs import owner
+from cantor_desktop.system.procs import owner
 hook = owner.DIE_WITH_PARENT if sys.argv[1] == "tied" else None
 # a child that does not watch the owner's pipe (a third-party engine): only the signal ties it
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], preexec_fn=hook)
@@ -298,7 +298,7 @@ def test_windows_a_refused_job_is_said_and_the_child_still_starts(fake, caplog):
 
 
 def test_windows_probes_run_without_a_console_window(monkeypatch):
-    from cantor_desktop import hardware
+    from cantor_desktop.system import hardware
 
     seen = {}
 
@@ -345,7 +345,7 @@ def test_an_engine_that_dies_of_a_missing_dll_says_so_in_its_reason():
 
 def test_leftovers_end_exactly_the_engines_that_lost_their_node(fake):
     from cantor_desktop.node import leftovers
-    from cantor_desktop.paths import paths
+    from cantor_desktop.system.paths import paths
 
     p = paths().ensure()
     models = str(p.models_dir / "acestep")
@@ -391,8 +391,8 @@ def test_leftovers_end_exactly_the_engines_that_lost_their_node(fake):
 
 def test_leftovers_a_real_orphaned_sketch_engine_is_found_and_ended(tmp_path):
     from cantor_desktop.node import leftovers
-    from cantor_desktop.paths import paths
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.paths import paths
+    from cantor_desktop.system.selfexec import self_argv
     from cantor_desktop.sketch import ensure_sketch_models
     from support.procs import free_port
 
@@ -465,7 +465,9 @@ def test_macos_without_getxattr_the_xattr_tool_decides(monkeypatch):
 
 
 def test_macos_the_backends_page_says_a_user_build_is_quarantined(monkeypatch, tmp_path):
-    from cantor_desktop import backends, config, hardware
+    from cantor_desktop.install import backends
+    from cantor_desktop.system import hardware
+    from cantor_desktop import config
 
     exe = tmp_path / "ace-server"
     exe.write_text("#!/bin/sh\n")
@@ -483,7 +485,7 @@ def test_macos_the_backends_page_says_a_user_build_is_quarantined(monkeypatch, t
 
 
 def test_macos_rosetta_is_detected_so_metal_is_not_called_unsupported(monkeypatch):
-    from cantor_desktop import hardware
+    from cantor_desktop.system import hardware
 
     assert macos.under_rosetta(run=lambda argv: (0, "1\n"))
     assert not macos.under_rosetta(run=lambda argv: (0, "0\n"))  # native arm64
@@ -519,7 +521,7 @@ def test_a_log_held_open_elsewhere_still_rotates_and_loses_no_record(tmp_path):
     import logging
     import logging.handlers
 
-    from cantor_desktop import logs
+    from cantor_desktop.system import logs
 
     def run(handler) -> tuple[list[int], list[str]]:
         handler.maxBytes = 2000
@@ -551,9 +553,9 @@ def test_a_log_held_open_elsewhere_still_rotates_and_loses_no_record(tmp_path):
 
 
 def test_replacing_a_file_another_process_is_reading_waits_for_it(tmp_path, monkeypatch):
-    from cantor_desktop import config
+    from cantor_desktop import config, files
 
-    monkeypatch.setattr(config, "REPLACE_WAITS", (0.01,) * 5)
+    monkeypatch.setattr(files, "REPLACE_WAITS", (0.01,) * 5)
     real = os.replace
     calls = []
 
@@ -602,7 +604,7 @@ def test_a_process_psutil_cannot_read_never_ends_the_search(fake):
     (Wine < 9.8): the search goes on, the image path is asked of Windows, and the leftovers
     check still ends the engine that lost its node."""
     from cantor_desktop.node import leftovers
-    from cantor_desktop.paths import paths
+    from cantor_desktop.system.paths import paths
 
     p = paths().ensure()
     models = str(p.models_dir / "acestep")

@@ -1,5 +1,5 @@
 """`pull` against a model hub on 127.0.0.1 (tests/support/hub.py): resume, hashes, tokens,
-partial state, free space. Engine step skipped (with_engine=False) except where noted."""
+partial state, free space. Engine step skipped (no ensure_engine) except where noted."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import os
 import pytest
 
 from cantor_desktop import config
-from cantor_desktop import download as dl
-from cantor_desktop import secrets
+from cantor_desktop.fetch import download as dl
+from cantor_desktop.install import backends
+from cantor_desktop.system import secrets
 from cantor_desktop.models import library, pull
 from support.hub import ModelHub
 
@@ -39,9 +40,7 @@ def family_file(name):
 
 def test_pull_downloads_the_set_with_progress_and_resolves(hub):
     events = []
-    files = run(
-        pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append)
-    )
+    files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
     assert files.name == "acestep-v15-turbo-Q8_0"
     assert (files.dit, files.text_enc, files.vae, files.lm) == (DIT, TE, VAE, LM)
     assert files.models_dir == library.family_dir()
@@ -62,18 +61,14 @@ def test_pull_downloads_the_set_with_progress_and_resolves(hub):
     assert all(f.verified for f in model.files)
     # a second pull has nothing to get
     events.clear()
-    run(
-        pull.pull(
-            "acestep-v15-turbo-Q8_0", lm_size="0.6B", with_engine=False, on_event=events.append
-        )
-    )
+    run(pull.pull("acestep-v15-turbo-Q8_0", lm_size="0.6B", on_event=events.append))
     assert next(e for e in events if e.type == "plan").total == 0
     assert not hub.cdn.requests_for(hub.cdn_path(DIT))[1:]
 
 
 def test_cut_connection_resumes_to_identical_file(hub):
     hub.cdn.cut(hub.cdn_path(DIT), after=100_000)
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     assert family_file(DIT).read_bytes() == hub.files[DIT]
     ranges = [r.header("range") for r in hub.cdn.requests_for(hub.cdn_path(DIT))]
     assert ranges[0] is None and ranges[-1] == "bytes=100000-"
@@ -82,7 +77,7 @@ def test_cut_connection_resumes_to_identical_file(hub):
 def test_wrong_hash_is_refused_and_never_ready(hub):
     hub.advertise(DIT, sha256="0" * 64)
     with pytest.raises(dl.HashMismatch):
-        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     assert not family_file(DIT).exists()
     model = library.find("acestep-v15-turbo", lm_size="0.6B")
     assert model.state != library.READY
@@ -93,7 +88,7 @@ def test_wrong_hash_is_refused_and_never_ready(hub):
 def test_corrupted_bytes_in_transit_are_refused(hub):
     hub.cdn.corrupt(hub.cdn_path(TE))
     with pytest.raises(dl.HashMismatch):
-        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, retries=0))
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", retries=0))
     assert not family_file(TE).exists()
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state != library.READY
 
@@ -101,13 +96,13 @@ def test_corrupted_bytes_in_transit_are_refused(hub):
 def test_gated_file_needs_a_token(hub, monkeypatch):
     hub.gate(DIT, "hf_sesame")
     with pytest.raises(pull.NeedsToken) as err:
-        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     assert "cantor login" in str(err.value) and "HF_TOKEN" in str(err.value)
     monkeypatch.setenv("HF_TOKEN", "hf_wrong")
     with pytest.raises(pull.NeedsToken):
-        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     monkeypatch.setenv("HF_TOKEN", "hf_sesame")
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     assert family_file(DIT).read_bytes() == hub.files[DIT]
     # the token went to the hub, which gates /resolve …
     resolved = hub.server.requests_for(hub.resolve_path(DIT))
@@ -121,7 +116,7 @@ def test_gated_file_needs_a_token(hub, monkeypatch):
 def test_keyring_token_is_used_when_no_env(hub):
     hub.gate(DIT, "hf_from_keyring")
     secrets.set_secret(secrets.HF_TOKEN, "hf_from_keyring")
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     assert family_file(DIT).is_file()
 
 
@@ -147,7 +142,7 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
                 got_bytes.set()
 
         task = asyncio.create_task(
-            pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=on_event)
+            pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=on_event)
         )
         await asyncio.wait_for(got_bytes.wait(), 10)
         task.cancel()
@@ -168,7 +163,7 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
     missing = big - have + sum(SIZE - saved(name) for name in (TE, VAE, LM))
     assert model.download_bytes == missing
     events = []
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
     assert next(e for e in events if e.type == "plan").total == missing
     assert family_file(DIT).read_bytes() == hub.files[DIT]
     assert library.find("acestep-v15-turbo", lm_size="0.6B").state == library.READY
@@ -177,7 +172,7 @@ def test_interrupted_pull_is_partial_then_resumes(hub):
 def test_not_enough_disk_refused_before_first_byte(hub):
     hub.advertise(VAE, size=10**16)
     with pytest.raises(dl.NotEnoughSpace) as err:
-        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     assert "disk space" in str(err.value)
     assert hub.cdn.requests == []  # not one byte asked for
     assert not list(library.family_dir().glob("*.gguf*"))
@@ -185,17 +180,17 @@ def test_not_enough_disk_refused_before_first_byte(hub):
 
 def test_unknown_model_and_bad_lm_size(hub):
     with pytest.raises(pull.BadModelName) as err:
-        run(pull.pull("acestep-v15-nope", with_engine=False))
+        run(pull.pull("acestep-v15-nope"))
     assert "known variants" in str(err.value)
     with pytest.raises(pull.BadModelName):
-        run(pull.pull("acestep-v15-turbo", lm_size="3B", with_engine=False))
+        run(pull.pull("acestep-v15-turbo", lm_size="3B"))
 
 
 def test_hash_from_etag_when_tree_is_unreachable(hub, monkeypatch):
     # no tree API: the built-in catalogue (no sha256) answers; the CDN ETag gives the sha256
     hub.server.fail(f"/api/models/{hub.repo}/tree/main", 500, times=None)
     events = []
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
     plan = next(e for e in events if e.type == "plan")
     assert plan.approximate
     assert all(e.verified for e in events if e.type == "file_done")
@@ -203,7 +198,7 @@ def test_hash_from_etag_when_tree_is_unreachable(hub, monkeypatch):
 
 
 def test_sketch_needs_nothing(hub):
-    files = run(pull.pull("sketch", with_engine=False))
+    files = run(pull.pull("sketch"))
     assert files.builtin and files.name == "sketch"
     assert hub.server.requests == [] and hub.cdn.requests == []
 
@@ -211,7 +206,7 @@ def test_sketch_needs_nothing(hub):
 def test_pull_fetches_an_engine_when_none_is_installed(hub, tmp_path, monkeypatch):
     """The engine step: a CPU-only machine, a manifest on 127.0.0.1 with a working CPU build
     (it runs the sketch engine): pull installs and trial-loads it after the model files."""
-    from cantor_desktop import engine_store
+    from cantor_desktop.install import engine_store
     from support.fake_builds import BuildServer, fake_machine, working_script
 
     root, bin_dir = fake_machine(
@@ -226,7 +221,14 @@ def test_pull_fetches_an_engine_when_none_is_installed(hub, tmp_path, monkeypatc
         builds.add("cpu", builds.archive("cpu.tar.gz", working_script()))
         monkeypatch.setenv("CANTOR_MANIFEST_URL", builds.manifest_url)
         events = []
-        files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
+        files = run(
+            pull.pull(
+                "acestep-v15-turbo",
+                lm_size="0.6B",
+                on_event=events.append,
+                ensure_engine=backends.ensure_engine,
+            )
+        )
     kinds = [e.type for e in events]
     assert kinds.index("engine") > max(i for i, k in enumerate(kinds) if k == "file_done")
     ready = [e for e in events if e.type == "engine" and (e.engine or {}).get("ready")]
@@ -261,13 +263,20 @@ def offline_machine(tmp_path, monkeypatch, builds):
 def test_model_is_ready_when_the_engine_cannot_be_fetched(hub, tmp_path, monkeypatch):
     """Files complete and verified, engine download impossible: the pull does not fail; its
     one ``done`` says the engine is not ready and why, and the model is listed as ready."""
-    from cantor_desktop import engine_store
+    from cantor_desktop.install import engine_store
     from support.fake_builds import BuildServer
 
     with BuildServer(tmp_path / "srv") as builds:
         offline_machine(tmp_path, monkeypatch, builds)
         events = []
-        files = run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
+        files = run(
+            pull.pull(
+                "acestep-v15-turbo",
+                lm_size="0.6B",
+                on_event=events.append,
+                ensure_engine=backends.ensure_engine,
+            )
+        )
     assert files.dit == DIT and files.lm == LM
     assert [e.type for e in events].count("done") == 1 and events[-1].type == "done"
     done = events[-1]
@@ -289,7 +298,7 @@ def test_cli_pull_offline_says_model_ready_no_engine_and_exits_1(
 ):
     import subprocess
 
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
     from support.fake_builds import BuildServer
 
     with BuildServer(tmp_path / "srv") as builds:
@@ -341,7 +350,7 @@ def test_a_pull_shares_its_connections_and_the_next_file_takes_those_the_dit_lea
     config.set_from_text("downloads.connections", "2")
     big = 40 * 1024 * 1024  # ranges of 8, 16 and 16 MiB: the last taken by the first done
     hub.add(DIT, size=big)
-    run(pull.pull("acestep-v15-turbo", lm_size="0.6B", with_engine=False))
+    run(pull.pull("acestep-v15-turbo", lm_size="0.6B"))
     for name in (DIT, TE, VAE, LM):
         assert family_file(name).read_bytes() == hub.files[name]
     paths = [r.path.split("?", 1)[0] for r in hub.cdn.requests]
@@ -359,10 +368,6 @@ def test_a_file_that_fails_starts_no_later_file(hub):
     hub.advertise(DIT, size=dl.CHUNK + 1024 * 1024 + 1)
     events = []
     with pytest.raises(dl.DownloadError, match="expected"):
-        run(
-            pull.pull(
-                "acestep-v15-turbo", lm_size="0.6B", with_engine=False, on_event=events.append
-            )
-        )
+        run(pull.pull("acestep-v15-turbo", lm_size="0.6B", on_event=events.append))
     assert [e.file for e in events if e.type == "file_start"] == [DIT]
     assert not any(p.path.split("?", 1)[0] != hub.cdn_path(DIT) for p in hub.cdn.requests)

@@ -73,7 +73,7 @@ def test_the_events_module_stays_light():
     code = (
         "import sys, cantor_desktop.models.events; "
         "print(sorted(m for m in sys.modules if m.startswith(('httpx', "
-        "'cantor_desktop.models.hub', 'cantor_desktop.download', 'PySide6'))))"
+        "'cantor_desktop.models.hub', 'cantor_desktop.fetch.download', 'PySide6'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -8,7 +8,7 @@ import asyncio
 import os
 import subprocess
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 from support.node import Node, write_config
 from support.ui import run, until
@@ -60,7 +60,7 @@ def test_cli_sings_on_a_remote_node_with_its_token_and_says_when_it_has_none(can
 
 
 def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cantor_home, tmp_path):
-    from cantor_desktop.secrets import set_secret
+    from cantor_desktop.system.secrets import set_secret
     from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
     from cantor_desktop.ui.pages.settings import SettingsPage
 

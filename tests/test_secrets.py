@@ -6,7 +6,7 @@ import keyring.backends.fail
 import keyring.core
 import pytest
 
-from cantor_desktop import secrets
+from cantor_desktop.system import secrets
 from cantor_desktop.models import hub
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 from support.procs import free_port
 from support.node import Node, write_config
@@ -136,7 +136,7 @@ def test_every_stage_received_is_shown_and_done_ends_at_100(monkeypatch):
     terminal: one line per stage); a stream that only says ``done`` (a late subscriber)
     still ends on 100%."""
     from cantor_desktop.cli.follow import EventShower, ProgressBar
-    from cantor_desktop.song import Song, SongEvent
+    from cantor_desktop.song.record import Song, SongEvent
 
     out = io.StringIO()
     show = EventShower(ProgressBar(out))

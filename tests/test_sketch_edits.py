@@ -12,7 +12,8 @@ import pytest
 from support.procs import free_port
 from test_sketch_support import EngineProcess, parse_multipart, read_wav, started_engine
 
-from cantor_desktop import analysis, gguf
+from cantor_desktop.song import analysis
+from cantor_desktop.models import gguf
 from cantor_desktop.sketch import latent
 from cantor_desktop.sketch.encode import wav_bytes
 

@@ -9,7 +9,7 @@ import pytest
 
 from test_sketch_support import assert_on_the_beat
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.sketch import SKETCH_DISPLAY_NAME, ensure_sketch_models, music, render
 from cantor_desktop.sketch.engine import expand_tracks, song_from_request
 from cantor_desktop.sketch.request import normalise

@@ -23,7 +23,7 @@ from test_sketch_support import (
     started_engine,
 )
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.sketch import ensure_sketch_models
 
 # one Sketch engine for the whole module: its tests stay on one xdist worker (./run-tests)
@@ -76,7 +76,7 @@ def test_cli_command_hands_arguments_to_the_engine(tmp_path, capsys):
     assert cli_main(["sketch-server", "--models", str(tmp_path)]) == 1  # no models
     assert "[Server] ERROR: no GGUF models found in" in capsys.readouterr().err
 
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
 
     argv = self_argv("sketch-server")
     assert argv == [sys.executable, "-m", "cantor_desktop", "sketch-server"]

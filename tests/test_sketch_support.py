@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 from support.procs import stop
 
 

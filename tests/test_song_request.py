@@ -2,7 +2,7 @@
 
 import pytest
 
-from cantor_desktop.song_request import RequestError, is_instrumental, normalise_key, validate
+from cantor_desktop.song.request import RequestError, is_instrumental, normalise_key, validate
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_good_request_is_normalised():
 def test_key_spellings():
     assert normalise_key("Bb major") == "Bb major"
     assert normalise_key("c♯ minor") == "C# minor"
-    # any spelling is accepted and written the usual way (keys.py)
+    # any spelling is accepted and written the usual way (song/musical_keys.py)
     for typed in ("D# minor", "Eb minor", "E♭m", "ebm", "E flat minor", "d♯ min", "Ebmin"):
         assert normalise_key(typed) == "Eb minor", typed
     assert normalise_key("Gb major") == "F# major" and normalise_key("A# minor") == "Bb minor"
@@ -129,7 +129,7 @@ SONG = "0123456789abcdef"
 
 
 def test_editing_fields_in_shape_and_range_and_what_each_task_needs():
-    from cantor_desktop.song_request import RequestError, validate
+    from cantor_desktop.song.request import RequestError, validate
 
     ok = [
         {"task": "cover", "source": {"song": SONG, "take": 2}, "strength": 0.6, "noise": 0.2},

@@ -9,7 +9,7 @@ import numpy as np
 import soundfile as sf
 
 from cantor_desktop.node import sources, uploads
-from cantor_desktop.song import Song, SongState, Take
+from cantor_desktop.song.record import Song, SongState, Take
 
 FRAME = sources.LATENT_FRAME_BYTES
 

@@ -11,8 +11,8 @@ import pytest
 
 from cantor_desktop import config
 from cantor_desktop.node import take_files
-from cantor_desktop.node.songs import delete_takes
-from cantor_desktop.song import Take
+from cantor_desktop.node.song_files import delete_takes
+from cantor_desktop.song.record import Take
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_the_folders_file_is_written_by_the_writer_of_takes(songs, cantor_home):
     import numpy as np
     import soundfile as sf
 
-    from cantor_desktop.node.songs import write_takes
+    from cantor_desktop.node.song_files import write_takes
 
     out = io.BytesIO()
     sf.write(out, np.zeros((4800, 2), dtype="float32"), 48000, format="WAV", subtype="PCM_16")

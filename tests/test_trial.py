@@ -9,8 +9,8 @@ import os
 
 from support.scripted_engine import engine_argv
 
-from cantor_desktop import trial
-from cantor_desktop.engine_store import InstalledBuild
+from cantor_desktop.install import trial
+from cantor_desktop.install.engine_store import InstalledBuild
 
 CUDA_FATAL = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"
 

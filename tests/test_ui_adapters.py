@@ -102,7 +102,7 @@ def test_library_adds_and_removes_and_compose_follows(qtbot, qloop, node, cantor
 
 
 def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, cantor_home, tmp_path):
-    from cantor_desktop.secrets import set_secret
+    from cantor_desktop.system.secrets import set_secret
     from cantor_desktop.ui.node_link import REMOTE_TOKEN
     from test_node_library_routes import their_node
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from cantor_desktop.access import bearer, read_token
+from cantor_desktop.auth.access import bearer, read_token
 
 from support.ui import run, until
 
@@ -183,7 +183,7 @@ def test_the_advanced_section_is_built_when_first_needed_and_loses_nothing(qtbot
 
 
 def test_the_queue_is_a_line_until_the_first_song_then_a_row_each(qtbot, qloop):
-    from cantor_desktop.song import Song, SongState
+    from cantor_desktop.song.record import Song, SongState
 
     link, page = make_page(qtbot)
     assert page.queue.tree is None and page.queue.empty.isVisibleTo(page)
@@ -204,7 +204,7 @@ def test_the_node_choice_follows_the_pool_and_names_a_member_that_cannot_make_th
     qtbot, qloop
 ):
     """(Pool views as the node reads them; tests/test_ui_pool.py drives a real pool.)"""
-    from cantor_desktop.pool.view import PoolView
+    from cantor_desktop.client.pool_view import PoolView
 
     def pool(*members):
         return PoolView.from_json(

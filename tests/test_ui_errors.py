@@ -7,8 +7,8 @@ def test_errors_reach_the_user_by_their_kind_not_their_class_name():
     import httpx
 
     from cantor_desktop.config import ConfigError
-    from cantor_desktop.nodeclient import NodeError
-    from cantor_desktop.song_request import RequestError
+    from cantor_desktop.client.nodeclient import NodeError
+    from cantor_desktop.song.request import RequestError
     from cantor_desktop.ui.tasks import describe_error
 
     class Subclassed(NodeError):  # a name describe_error has never heard of

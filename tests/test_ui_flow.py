@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from cantor_desktop import config
-from cantor_desktop.access import bearer, read_token
+from cantor_desktop.auth.access import bearer, read_token
 from cantor_desktop.ui.main import Shell
 from cantor_desktop.ui.node_link import NodeLink
 from support.heartbeat import Heartbeat

@@ -12,7 +12,7 @@ import pytest
 
 from support.ui import run, until
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.models.events import PullEvent
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.library import LibraryPage
@@ -246,7 +246,7 @@ def test_import_by_path_through_this_homes_node(qtbot, qloop, node, cantor_home,
 def test_import_to_a_remote_node_uploads_into_its_models_folder(
     qtbot, qloop, cantor_home, tmp_path
 ):
-    from cantor_desktop.secrets import set_secret
+    from cantor_desktop.system.secrets import set_secret
     from cantor_desktop.ui.node_link import REMOTE_TOKEN
     from support.hub import model_bytes
     from test_node_library_routes import their_node
@@ -285,7 +285,7 @@ def test_import_to_a_remote_node_uploads_into_its_models_folder(
 def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(
     qtbot, qloop, cantor_home, tmp_path
 ):
-    from cantor_desktop import secrets
+    from cantor_desktop.system import secrets
     from cantor_desktop.ui.node_link import REMOTE_TOKEN
     from test_node_library_routes import their_node
 
@@ -366,7 +366,7 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
 def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
     # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
     # said "23.5 GiB": the same figure, named correctly in both
-    from cantor_desktop.download import human_size
+    from cantor_desktop.fetch.download import human_size
     from cantor_desktop.ui.transfer import human_bytes
 
     assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)

@@ -13,7 +13,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from support.procs import free_port
 from support.ui import make_wav
 
-from cantor_desktop.song import Song
+from cantor_desktop.song.record import Song
 from cantor_desktop.ui import shortcuts
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.window import MainWindow

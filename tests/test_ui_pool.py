@@ -11,8 +11,8 @@ from support.pool_nodes import TOKEN, TURBO, ThreeNodePool
 from support.redis_server import require
 from support.ui import run, until
 
-from cantor_desktop.secrets import set_secret
-from cantor_desktop.song import SongState
+from cantor_desktop.system.secrets import set_secret
+from cantor_desktop.song.record import SongState
 from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
 
 # one pool for the module's tests (the last one stops its Redis): one xdist worker runs them

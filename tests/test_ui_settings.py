@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cantor_desktop import config
-from cantor_desktop.paths import paths
+from cantor_desktop.system.paths import paths
 from cantor_desktop.ui.pages.settings import SettingsPage
 
 
@@ -69,7 +69,7 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
     saved here, and the page says why (tests/test_ui_library.py saves it on a node)."""
     import threading
     from support.ui import run, until
-    from cantor_desktop import secrets
+    from cantor_desktop.system import secrets
     from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
     from cantor_desktop.ui.pages.library import LibraryPage
     from support.procs import free_port

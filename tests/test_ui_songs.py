@@ -11,7 +11,7 @@ from support.ui import make_wav, run, until
 from cantor_desktop.ui import waveform
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.songs import SongsPage
-from cantor_desktop.song import Song
+from cantor_desktop.song.record import Song
 
 
 def record(i: int, path: str | None = None, *more: str) -> Song:
@@ -176,7 +176,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     import asyncio
     import dataclasses
 
-    from cantor_desktop.paths import paths
+    from cantor_desktop.system.paths import paths
 
     link = NodeLink(url=node.url, start_child=False)
     p = SongsPage(link)
@@ -485,7 +485,7 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     assert abs(start - 20) <= 0.3 and abs(end - 30) <= 0.3 and p.repaint.isEnabled()
     req = p.edit_request("repaint", region={"start": start, "end": end})
     assert req["source"] == {"song": song.id, "take": 1} and req["task"] == "repaint"
-    from cantor_desktop.song_request import validate
+    from cantor_desktop.song.request import validate
 
     assert validate(req).region == {"start": start, "end": end}  # what the node will take
     # a click without a drag selects nothing to repaint

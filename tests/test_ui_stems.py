@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QDialog
 
 from support.ui import run, start_node, until
 
-from cantor_desktop.song_request import TRACKS
+from cantor_desktop.song.request import TRACKS
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.songs import SongsPage
 
@@ -137,7 +137,7 @@ def turbo_node(monkeypatch, cantor_home, tmp_path):
 def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(
     qtbot, qloop, turbo_node
 ):
-    from cantor_desktop.nodeclient import NodeError
+    from cantor_desktop.client.nodeclient import NodeError
     from cantor_desktop.units import human_size
 
     link, page = _page(qtbot, qloop, turbo_node.url)

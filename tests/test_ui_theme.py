@@ -12,7 +12,7 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from support.contrast import MINIMUM, check_window, ground_of
 from support.procs import free_port
 
-from cantor_desktop.song import Song
+from cantor_desktop.song.record import Song
 from cantor_desktop.ui import theme
 
 UI = Path(__file__).resolve().parents[1] / "cantor_desktop" / "ui"

@@ -126,7 +126,7 @@ def test_an_upload_reads_its_file_off_the_event_loop(home, tmp_path, monkeypatch
     progress reported."""
     import threading
 
-    from cantor_desktop import nodeclient
+    from cantor_desktop.client import nodeclient
 
     readers, progress = [], []
 

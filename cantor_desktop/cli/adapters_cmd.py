@@ -93,8 +93,8 @@ def run(args) -> int:
 async def _this_homes(url: str) -> bool:
     """Whether the node at ``url`` is this home's own (it proves this home's token, not
     one given in CANTOR_NODE_TOKEN): a path on this machine is then on the node's."""
-    from ..access import TokenError, home_token
-    from ..nodeclient import OURS, which_node
+    from ..auth.access import TokenError, home_token
+    from ..client.nodeclient import OURS, which_node
 
     try:
         token = await asyncio.to_thread(home_token)
@@ -104,7 +104,7 @@ async def _this_homes(url: str) -> bool:
 
 
 async def _run(args) -> int:
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
     from .node_session import NodeUnavailable, node_client
 
     try:

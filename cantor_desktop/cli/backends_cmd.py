@@ -1,7 +1,7 @@
 """`cantor backends [--json] [--install | --use X | --update | --rollback |
 --keep-loaded on|off]`.
 
-A thin shell over :mod:`cantor_desktop.backends`. For tests and support, the hardware probe
+A thin shell over :mod:`cantor_desktop.install.backends`. For tests and support, the hardware probe
 honours ``CANTOR_HW_ROOT`` (a root for /proc, /sys, /dev), ``PATH`` (where nvidia-smi and
 vulkaninfo are looked for), ``CANTOR_HW_OS`` and ``CANTOR_HW_ARCH``.
 """
@@ -20,7 +20,7 @@ from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 # backends and manifest are imported when the command runs: every `cantor` start (the node's
 # too) builds this parser, and they cost a few hundred milliseconds to import.
 if TYPE_CHECKING:
-    from .. import backends
+    from ..install import backends
 
 
 def register(sub) -> None:
@@ -118,7 +118,7 @@ def _print_status(st: backends.SystemStatus) -> None:
 
 
 def run(args) -> int:
-    from .. import backends, manifest
+    from ..install import backends, manifest
 
     family = args.family
     printer = _Printer(quiet=args.json)

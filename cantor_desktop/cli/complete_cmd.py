@@ -7,7 +7,7 @@ from .edit_common import add_edit_options, add_song_argument, read_lyrics, run_e
 
 
 def register(sub) -> None:
-    from ..song_request import TRACKS
+    from ..song.request import TRACKS
 
     p = sub.add_parser(
         "complete",
@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def make_request(args):
-    from ..edits import edit_request, model_for
+    from ..song.edits import edit_request, model_for
 
     lyrics = read_lyrics(args.lyrics)
     track = " | ".join(t.strip() for t in args.track.replace("|", ",").split(",") if t.strip())

@@ -12,7 +12,7 @@ PROG = "cantor sing"
 
 
 def run_cover(args, build_request, bad_input_type) -> int:
-    from ..song_request import RequestError
+    from ..song.request import RequestError
 
     if args.cover is None:
         return report(PROG, CliError("strength (--strength): goes with --cover SONG"))

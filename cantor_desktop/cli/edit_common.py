@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CantorError
-from ..song import Song, SongState
-from ..song_request import RequestError
+from ..song.record import Song, SongState
+from ..song.request import RequestError
 from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .follow import ProgressBar, follow, output_path
 
@@ -145,7 +145,7 @@ class Source:
 
 async def find_song(node, arg: SongArg) -> Song:
     """The song an id (or the first digits of one) names; CliError 2 when none or several."""
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
 
     assert arg.song is not None  # asked only for a SONG that is an id (types only)
     if len(arg.song) == 16:
@@ -174,7 +174,7 @@ async def find_song(node, arg: SongArg) -> Song:
 
 async def resolve_source(node, arg: SongArg, bar: ProgressBar | None = None) -> Source:
     """A finished take of a song on the node, or the file uploaded to the node now."""
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
 
     if arg.path is not None:
         if bar is not None:
@@ -246,7 +246,7 @@ class Session:
             await self._node.__aexit__(kind, exc, tb)
 
     async def _cancel_unfinished(self) -> None:
-        from ..nodeclient import NodeError
+        from ..client.nodeclient import NodeError
 
         for song_id in self.queued:
             if song_id not in self.finished:
@@ -258,7 +258,7 @@ class Session:
     async def queue(self, request: dict[str, Any]) -> str:
         """Queue a song; the node's refusal becomes CliError (2 for bad input, naming the
         field; a missing base model also says how to get it)."""
-        from ..nodeclient import NodeError
+        from ..client.nodeclient import NodeError
 
         try:
             answer = await self.client.queue_song(request)
@@ -281,8 +281,8 @@ class Session:
 
     async def _base_hint(self) -> str:
         """How to get the base model, with its size as the node's catalogue says."""
-        from ..edits import BASE_PULL, base_offer
-        from ..nodeclient import NodeError
+        from ..song.edits import BASE_PULL, base_offer
+        from ..client.nodeclient import NodeError
         from ..units import human_size
 
         size = ""
@@ -304,7 +304,7 @@ class Session:
 
 def run_async(prog: str, coro) -> int:
     """Run a command's coroutine; CliError and node errors become their exit codes."""
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
 
     try:
         return asyncio.run(coro)
@@ -376,7 +376,7 @@ def report(prog: str, exc: CliError) -> int:
 async def hear(node, source: Source, bar: ProgressBar) -> None:
     """Fill a file's facts from what the engine hears in it (caption, tempo, key, time
     signature, language), for an edit that names no caption."""
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
 
     bar.note(f"listening to {source.name} for its caption, tempo and key…")
     try:
@@ -387,7 +387,7 @@ async def hear(node, source: Source, bar: ProgressBar) -> None:
             f"{source.name} ({exc.message}); give a caption",
             EXIT_USAGE if exc.status in INPUT_STATUSES else EXIT_FAILED,
         ) from None
-    from ..song_request import validate
+    from ..song.request import validate
 
     for name in ("caption", "bpm", "key", "time_signature", "language"):
         value = heard.get(name)
@@ -424,7 +424,7 @@ async def edit_one(
     """The shape of every one-song edit: find the source (``hear_file``: a file's caption,
     tempo and key from the engine), build its request (``make_request(source, models)``,
     which may raise RequestError), queue it, follow it, deliver it."""
-    from ..song_request import validate
+    from ..song.request import validate
 
     bar = ProgressBar()
     async with Session(prog, node_url) as session:
@@ -453,7 +453,7 @@ PLACEHOLDER = Source({"upload": "0" * 16}, name="song", caption="song")
 def precheck(make_request) -> None:
     """Check the request the command line makes (on a stand-in source) before starting or
     asking a node: bad input exits 2 at once, naming the option."""
-    from ..song_request import validate
+    from ..song.request import validate
 
     try:
         validate(make_request(PLACEHOLDER, []))

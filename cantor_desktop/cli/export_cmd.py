@@ -180,7 +180,7 @@ async def _export_song(
     song_id: str, take: int | None, out_dir: Path, options, node_url: str | None
 ) -> int:
     from ..export import SongMeta
-    from ..nodeclient import NodeError, check_song_id
+    from ..client.nodeclient import NodeError, check_song_id
 
     try:
         check_song_id(song_id)

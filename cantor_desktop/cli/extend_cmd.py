@@ -30,7 +30,7 @@ def register(sub) -> None:
 
 
 def make_request(args):
-    from ..edits import edit_request, parse_seconds
+    from ..song.edits import edit_request, parse_seconds
 
     def make(source, _models):
         extend = {}
@@ -39,7 +39,7 @@ def make_request(args):
         if args.after is not None:
             extend["after"] = parse_seconds(args.after, "extend.after")
         if not extend:
-            from ..song_request import RequestError
+            from ..song.request import RequestError
 
             raise RequestError("extend", "give --after S and/or --before S (seconds to add)")
         return edit_request(

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..song import Song, SongEvent, SongState, Take
+from ..song.record import Song, SongEvent, SongState, Take
 
 
 class ProgressBar:
@@ -104,7 +104,7 @@ class EventShower:
 async def follow(node, song: "Song", bar: ProgressBar) -> "Song":
     """Fold the song's events into its record until it ends; reconnects if the stream
     drops, and asks for the song itself if it never ends on the stream."""
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
 
     shower = EventShower(bar)
     for _attempt in range(5):

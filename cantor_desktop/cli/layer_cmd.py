@@ -8,7 +8,7 @@ from .edit_common import add_edit_options, add_song_argument, read_lyrics, run_e
 
 
 def register(sub) -> None:
-    from ..song_request import TRACKS
+    from ..song.request import TRACKS
 
     p = sub.add_parser(
         "layer",
@@ -36,8 +36,8 @@ def register(sub) -> None:
 
 
 def make_request(args):
-    from ..edits import edit_request, model_for, parse_seconds
-    from ..song_request import RequestError
+    from ..song.edits import edit_request, model_for, parse_seconds
+    from ..song.request import RequestError
 
     lyrics = read_lyrics(args.lyrics)
 

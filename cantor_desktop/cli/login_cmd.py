@@ -33,7 +33,7 @@ def _masked(token: str) -> str:
 
 
 def run(args) -> int:
-    from .. import secrets
+    from ..system import secrets
 
     try:
         if args.status:

@@ -57,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .. import logs
-    from ..paths import paths
-    from ..stdio import utf8_output
+    from ..system import logs
+    from ..system.paths import paths
+    from ..system.stdio import utf8_output
 
     utf8_output()  # a caption or an arrow printed to a file or a pipe (Windows: cp1252)
 

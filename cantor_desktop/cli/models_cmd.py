@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def _size(n: int, approx: bool = False) -> str:
-    from ..download import human_size
+    from ..fetch.download import human_size
 
     return ("~" if approx else "") + human_size(n)
 

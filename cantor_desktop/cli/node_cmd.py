@@ -42,7 +42,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .. import access, config
+    from ..auth import access
+    from .. import config
 
     if args.action == "token":
         try:
@@ -91,56 +92,21 @@ def run(args) -> int:
     return serve_forever(host, port)
 
 
-STOP_WAIT = 15.0
-
-
 async def stop_node(host: str | None = None, port: int | None = None) -> int:
-    """Ask this home's node to stop (``POST /v1/node/shutdown``) and wait until it is gone:
-    0 when it stopped or none ran, 1 when it would not."""
-    import asyncio
-    import time
+    """``cantor node stop``: :func:`..client.node_process.stop_node`, said on stderr."""
+    from ..client.node_process import stop_node as stop
 
-    from .. import config
-    from ..net import http_url
-    from ..node_process import answers
-    from ..nodeclient import NodeClient, NodeError, local_url
-
-    cfg, _err = config.load_or_defaults()
-    url = (
-        local_url(cfg)
-        if host is None and port is None
-        else http_url(
-            host or cfg.get("node.host"), port if port is not None else cfg.get("node.port")
-        )
-    )
-    if not await answers(url):
-        print(f"cantor node stop: no node answers at {url}", file=sys.stderr)
-        return 0
-    try:
-        async with NodeClient(url) as node:
-            await node.shutdown()
-    except NodeError as exc:
-        print(f"cantor node stop: {exc.message}", file=sys.stderr)
-        return 1
-    deadline = time.monotonic() + STOP_WAIT
-    while await answers(url, timeout=0.5):
-        if time.monotonic() > deadline:
-            print(
-                f"cantor node stop: the node at {url} is still running after {STOP_WAIT:g} s",
-                file=sys.stderr,
-            )
-            return 1
-        await asyncio.sleep(0.1)
-    print(f"cantor node stop: the node at {url} has stopped", file=sys.stderr)
-    return 0
+    code, said = await stop(host, port)
+    print(f"cantor node stop: {said}", file=sys.stderr)
+    return code
 
 
 def serve_forever(host: str, port: int) -> int:
-    from .. import logs, procs
-    from ..access import TokenError
+    from ..system import logs, procs
+    from ..auth.access import TokenError
     from ..node.server import serve
-    from ..paths import paths
-    from ..selfexec import self_argv
+    from ..system.paths import paths
+    from ..system.selfexec import self_argv
 
     supervised = os.environ.pop(procs.SUPERVISED_ENV, None) == "1"
     procs.watch_owner()  # started by the app: stop when the app is gone
@@ -180,12 +146,12 @@ def restart_node(argv: list[str], supervised: bool, *, os_name: str | None = Non
       and split ``C:\\Program Files\\…`` at the space: stay as a thin parent and run the node
       as its child, again each time it asks (:func:`run_restarting`).
     """
-    from .. import procs
+    from ..system import procs
 
     if supervised:
         return procs.RESTART_EXIT_CODE
     if (os_name or os.name) != "nt":
-        from ..procs.owner import keep_across_exec
+        from ..system.procs.owner import keep_across_exec
 
         keep_across_exec()
         sys.stdout.flush()
@@ -201,7 +167,7 @@ def run_restarting(argv: list[str]) -> int:
     import signal
     import subprocess
 
-    from .. import logs, procs
+    from ..system import logs, procs
 
     logs.release()
     # a handler, not SIG_IGN: an ignored signal would stay ignored in the child too

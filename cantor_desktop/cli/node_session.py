@@ -28,7 +28,7 @@ def add_node_option(p) -> None:
 def given_token() -> str | None:
     """The token the user gave for a node (CANTOR_NODE_TOKEN); None lets the client find this
     home's own."""
-    from ..access import TOKEN_ENV
+    from ..auth.access import TOKEN_ENV
 
     return os.environ.get(TOKEN_ENV, "").strip() or None
 
@@ -38,8 +38,8 @@ async def node_client(command: str, node_url: str | None = None) -> AsyncIterato
     """``async with node_client("sing", args.node) as node:`` — a NodeClient of the node this
     command uses; a private node started for it says why (on stderr) and is stopped after.
     NodeUnavailable when none can be had."""
-    from ..node_process import NodeStartError, ensure_node
-    from ..nodeclient import NodeClient
+    from ..client.node_process import NodeStartError, ensure_node
+    from ..client.nodeclient import NodeClient
 
     private = None
     if node_url:

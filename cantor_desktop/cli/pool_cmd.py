@@ -161,8 +161,9 @@ def run_join(args) -> int:
 
 
 async def _join(args, address, password) -> int:
-    from .. import access, config
-    from ..pool import credentials, keys
+    from ..auth import access
+    from .. import config
+    from ..pool import credentials, redis_keys
 
     r = _client(address, password, args.ca)
     try:
@@ -170,13 +171,13 @@ async def _join(args, address, password) -> int:
         if problem:
             _err(f"the pool at {address.shown()} did not answer: {problem}")
             return EXIT_FAILED
-        check = await r.get(keys.TOKEN_CHECK)
+        check = await r.get(redis_keys.TOKEN_CHECK)
         own = access.node_token(create=True) or ""
         token: str | None
         if check is None:
             token = own
-            await r.set(keys.TOKEN_CHECK, credentials.token_check(token), nx=True)
-            check = await r.get(keys.TOKEN_CHECK)
+            await r.set(redis_keys.TOKEN_CHECK, credentials.token_check(token), nx=True)
+            check = await r.get(redis_keys.TOKEN_CHECK)
             first = True
         else:
             first = False
@@ -227,7 +228,8 @@ async def _join(args, address, password) -> int:
 
 
 def run_leave(args) -> int:
-    from .. import access, config
+    from ..auth import access
+    from .. import config
     from ..pool import address as pool_address
     from ..pool import credentials
 

@@ -64,7 +64,7 @@ class Printer:
     """Turns PullEvents into lines: live (\\r) on a terminal, every few seconds otherwise."""
 
     def __init__(self, out=None, live: bool | None = None):
-        from ..download import human_size
+        from ..fetch.download import human_size
 
         self.size = human_size
         self.out = out = out or sys.stdout
@@ -130,15 +130,20 @@ class Printer:
 
 
 def run(args) -> int:
-    from .. import download as dl
+    from ..fetch import download as dl
     from ..models import pull as pl
     from ..models.library import LibraryError
 
     printer = Printer()
 
     async def go():
+        from ..install import backends
+
         return await pl.pull(
-            args.model, on_event=printer, lm_size=args.lm_size, with_engine=not args.no_engine
+            args.model,
+            on_event=printer,
+            lm_size=args.lm_size,
+            ensure_engine=None if args.no_engine else backends.ensure_engine,
         )
 
     try:

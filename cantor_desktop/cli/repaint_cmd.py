@@ -44,7 +44,7 @@ def register(sub) -> None:
 
 
 def make_request(args):
-    from ..edits import edit_request, parse_seconds
+    from ..song.edits import edit_request, parse_seconds
 
     lyrics = read_lyrics(args.lyrics)
 

@@ -12,15 +12,15 @@ import contextlib
 import sys
 from pathlib import Path
 
-from ..song import Song, SongState
+from ..song.record import Song, SongState
 from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .follow import ProgressBar, follow, output_path
 from .node_session import NodeUnavailable, add_node_option, node_client
 
 
 def register(sub) -> None:
-    from ..config import SONG_FORMATS
-    from ..song_request import (
+    from ..song.request import SONG_FORMATS
+    from ..song.request import (
         ADAPTER_SCALE_RANGE,
         GUIDANCE_RANGE,
         SHIFT_RANGE,
@@ -174,7 +174,7 @@ class _BadInput(Exception):
 
 
 def run(args) -> int:
-    from ..song_request import RequestError, validate
+    from ..song.request import RequestError, validate
 
     if args.cover is not None or args.strength is not None:
         from .cover import run_cover
@@ -197,7 +197,7 @@ def run(args) -> int:
 
 
 async def sing(request: dict, output: str | None, node_url: str | None = None) -> int:
-    from ..nodeclient import NodeError
+    from ..client.nodeclient import NodeError
 
     bar = ProgressBar()
     try:

@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..procs import watch_owner
+    from ..system.procs import watch_owner
     from ..sketch.server import main
 
     watch_owner()  # the node that started it ended: stop (macOS has no other tie)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .. import keys
+from ..song import musical_keys
 from .edit_common import EXIT_OK, Session, run_async
 from .node_session import add_node_option
 
@@ -60,7 +60,7 @@ def tempo_key(song) -> tuple[str, str]:
     bpm = (take.bpm if take and take.bpm else None) or song.request.get("bpm")
     key = (take.key if take and take.key else None) or song.request.get("key")
     # the usual spelling, also for an old song's "D# minor"; ASCII: a console may not print ♭
-    key = (keys.spell(key) or key) if key else None
+    key = (musical_keys.spell(key) or key) if key else None
     return (f"{float(bpm):.0f}" if isinstance(bpm, (int, float)) else "-", key or "-")
 
 
@@ -114,7 +114,7 @@ def run(args) -> int:
 
 
 async def songs(args) -> int:
-    from ..song import Song
+    from ..song.record import Song
 
     async with Session(PROG, args.node) as session:
         records = []

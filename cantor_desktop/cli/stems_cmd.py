@@ -34,7 +34,7 @@ PROG = "cantor stems"
 
 
 def register(sub) -> None:
-    from ..song_request import TRACKS
+    from ..song.request import TRACKS
 
     p = sub.add_parser(
         "stems",
@@ -63,7 +63,7 @@ def register(sub) -> None:
 
 
 def requests_for(source, tracks: list[str], models, asked: str | None) -> list[dict]:
-    from ..edits import edit_request, model_for
+    from ..song.edits import edit_request, model_for
 
     model = model_for("extract", source.model, models, asked)
     return [
@@ -80,8 +80,8 @@ def requests_for(source, tracks: list[str], models, asked: str | None) -> list[d
 
 
 def run(args) -> int:
-    from ..edits import parse_tracks
-    from ..song_request import RequestError
+    from ..song.edits import parse_tracks
+    from ..song.request import RequestError
 
     try:
         arg = parse_song_arg(args.song)
@@ -103,10 +103,10 @@ def run(args) -> int:
 async def stems(
     arg, tracks: list[str], asked: str | None, output: str | None, node_url: str | None
 ) -> int:
-    from ..edits import stem_title
-    from ..export.naming import safe_name
-    from ..nodeclient import NodeError
-    from ..song import SongState
+    from ..song.edits import stem_title
+    from ..song.naming import safe_name
+    from ..client.nodeclient import NodeError
+    from ..song.record import SongState
 
     bar = ProgressBar()
     async with Session(PROG, node_url) as session:

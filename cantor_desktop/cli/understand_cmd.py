@@ -75,7 +75,7 @@ def describe(heard: dict) -> list[str]:
 
 
 def run(args) -> int:
-    from ..song_request import RequestError
+    from ..song.request import RequestError
 
     try:
         arg = parse_song_arg(args.song, "FILE")

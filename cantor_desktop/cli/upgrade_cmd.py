@@ -40,8 +40,8 @@ def _describe(event, data) -> str:
 
 
 async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
-    from ..node_process import answers
-    from ..nodeclient import (
+    from ..client.node_process import answers
+    from ..client.nodeclient import (
         OURS,
         STRANGER,
         NodeClient,
@@ -81,7 +81,7 @@ async def upgrade(restart: bool = True, node_url: str | None = None) -> int:
                 print(f"cantor upgrade: {exc.message}", file=sys.stderr)
                 return 1
         return 0
-    from .. import backends
+    from ..install import backends
 
     def on_event(ev: backends.BackendEvent) -> None:
         print(_describe(*ev.to_sse()), file=sys.stderr)

@@ -18,9 +18,9 @@ from typing import Any, Awaitable, Callable, Protocol
 import httpx
 
 from ..errors import CantorError
-from ..lyrics import INSTRUMENTAL, is_instrumental
-from ..procs.exits import is_bare_exit
-from ..song_request import SongRequest
+from ..song.lyrics import INSTRUMENTAL, is_instrumental
+from ..system.procs.exits import is_bare_exit
+from ..song.request import SongRequest
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""How an engine process is started: the options of :mod:`cantor_desktop.procs` (windowless,
+"""How an engine process is started: the options of :mod:`cantor_desktop.system.procs` (windowless,
 its own session, tied to the process that owns it), and an environment of what it needs
 (an allow-list), never the user's secrets.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from .. import procs
+from ..system import procs
 
 
 def engine_process_kwargs() -> dict[str, Any]:
@@ -113,7 +113,7 @@ def passed(name: str) -> bool:
 def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment an engine starts with: the variables of ours it may see
     (:func:`passed`), plus ``extra`` (the build's own, such as ``GGML_BACKEND``), plus what
-    ties it to this process (:func:`cantor_desktop.procs.child_environment`)."""
+    ties it to this process (:func:`cantor_desktop.system.procs.child_environment`)."""
     env = {k: v for k, v in os.environ.items() if passed(k)}
     env.update(extra or {})
     return procs.child_environment(env)

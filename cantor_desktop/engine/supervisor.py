@@ -19,10 +19,10 @@ from typing import Callable
 
 import httpx
 
-from .. import logs
+from ..system import logs
 from ..errors import CantorError
-from ..net import free_port
-from ..paths import paths
+from ..system.net import free_port
+from ..system.paths import paths
 from .client import EngineClient, join_reasons
 from .process_options import engine_environment, engine_process_kwargs
 from .progress import LineClassifier, ProgressEvent, ProgressParser, is_error_line
@@ -54,7 +54,7 @@ class EngineStartError(CantorError, RuntimeError):
         self.lines = lines or []
 
 
-from ..procs import codesign, describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
+from ..system.procs import codesign, describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
 
 
 class EngineSupervisor:

@@ -29,7 +29,7 @@ at once on different threads)::
 forwards it with a queued signal. ``cancel`` returning True makes the export raise
 :class:`ExportCancelled` at the next check (at most a few hundred milliseconds of work
 later); the ``.part`` file is removed and nothing else is left behind. Tempo or key that the
-song does not record are measured from the audio (:mod:`cantor_desktop.analysis`).
+song does not record are measured from the audio (:mod:`cantor_desktop.song.analysis`).
 
 Resampling is soxr (libsoxr's "very high quality": 28-bit precision, linear phase, pass band
 to 91 % of Nyquist, alias rejection far below 24-bit's floor) rather than scipy's
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CantorError
-from .naming import DEFAULT_PATTERN, pattern_problem, render, safe_name
+from ..song.naming import DEFAULT_PATTERN, pattern_problem, render, safe_name
 from .tags import SongMeta
 
 __all__ = [
@@ -362,7 +362,7 @@ def export_file(
     report("reading", 1.0)
 
     if not meta.bpm or not meta.key:
-        from .. import analysis
+        from ..song import analysis
 
         measured = analysis.tempo_key({"bpm": meta.bpm, "key": meta.key}, None, audio, rate)
         for field in ("bpm", "key"):

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import keys
-from ..lyrics import is_instrumental
-from .naming import slug
+from ..song import musical_keys
+from ..song.lyrics import is_instrumental
+from ..song.naming import slug
 
 SOFTWARE = "Cantor Desktop"
 
@@ -120,7 +120,7 @@ class SongMeta:
                 value = where.get(name)
                 if value:
                     if name == "key":  # an old sidecar's "D# minor" is E♭ minor's "Eb minor"
-                        value = keys.spell(value) or value
+                        value = musical_keys.spell(value) or value
                     setattr(self, name, float(value) if name == "bpm" else str(value))
                     setattr(self, f"{name}_source", source)
                     break
@@ -140,7 +140,7 @@ class SongMeta:
     def key_short(self) -> str | None:
         """The tag form ("Ebm", "F#m"): ID3 TKEY's own notation, in the key's usual
         spelling whatever the sidecar wrote (an old one may say "D# minor")."""
-        return keys.short(self.key)
+        return musical_keys.short(self.key)
 
     @property
     def display_title(self) -> str:
@@ -169,7 +169,7 @@ class SongMeta:
         return {
             "title": self.title or words,
             "bpm": self.bpm_text,
-            "key": keys.file_text(self.key),  # "Ebm", "Fsharpm": no # in a file name
+            "key": musical_keys.file_text(self.key),  # "Ebm", "Fsharpm": no # in a file name
             "n": self.take,
             "take": self.take,
             "seed": self.seed,
@@ -218,7 +218,7 @@ def acid_chunk(meta: SongMeta, duration: float) -> bytes | None:
         return None
     flags = ACID_STRETCH | ACID_DISK_BASED
     root = 0
-    key = keys.parse(meta.key)
+    key = musical_keys.parse(meta.key)
     if key is not None:
         flags |= ACID_ROOT_SET
         root = ACID_ROOT_BASE + key.tonic

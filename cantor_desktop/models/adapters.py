@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
 from ..errors import CantorError, short_repr, short_text
-from ..paths import paths
+from ..system.paths import paths
 
 FOLDER = "adapters"
 STAGING = ".adapters-staging"
@@ -866,7 +866,7 @@ class AdapterStore:
         (its ``adapter_model.safetensors`` and ``adapter_config.json``). The copy is checked
         and only then renamed into the folder. AdapterError (with its HTTP status) when it
         is not an adapter, was made for another model, or its name is taken."""
-        from .. import download as dl
+        from ..fetch import download as dl
 
         src, peft = self.source_of(path)
         name = check_name(name) if name is not None else name_from(src)
@@ -914,7 +914,7 @@ class AdapterStore:
         and checked; nothing is kept from a refused or cut upload."""
         import asyncio
 
-        from .. import download as dl
+        from ..fetch import download as dl
 
         name = check_name(name)
         if self._taken(name):

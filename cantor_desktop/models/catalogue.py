@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from .. import config
-from ..paths import paths
+from ..system.paths import paths
 from . import hub
 from ..files import write_atomic
 
@@ -109,6 +109,15 @@ def canonical_name(name: str) -> str:
     return f"acestep-v15-{variant}-{quant}"
 
 
+def canonical_model(name: str) -> str:
+    """The name a model goes by between members of a pool and in a song's request: its
+    :func:`canonical_name`, or the name as given when it is no model of the catalogue."""
+    try:
+        return canonical_name(name)
+    except Exception:
+        return name
+
+
 def display_name(variant: str | None, quant: str | None) -> str:
     """ "ACE-Step 1.5 XL Turbo (Q8_0)", "ACE-Step 1.5 Turbo shift 3 (Q6_K)"."""
     if not variant:
@@ -137,7 +146,7 @@ def lm_size_for_ram(ram_bytes: int | None) -> str:
 
 def total_ram() -> int | None:
     """Installed memory in bytes, as the hardware probe reads it (None when unknown)."""
-    from ..hardware import total_ram as probe_total_ram
+    from ..system.hardware import total_ram as probe_total_ram
 
     return probe_total_ram()
 

@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .. import config, secrets
+from .. import config
+from ..system import secrets
 from ..errors import CantorError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"

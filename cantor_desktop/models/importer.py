@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import AsyncIterator
 
-from .. import download as dl
-from .. import gguf
+from ..fetch import download as dl
+from . import gguf
 from ..errors import short_repr
 from . import catalogue as cat
 from . import library

@@ -22,11 +22,11 @@ from typing import Callable, Iterator
 
 from filelock import FileLock
 
-from .. import gguf
-from ..download import part_received, sha256_file
+from . import gguf
+from ..fetch.download import part_received, sha256_file
 from ..errors import CantorError, short_repr
-from ..partfile import ranges_path
-from ..paths import paths
+from ..fetch.partfile import ranges_path
+from ..system.paths import paths
 from . import catalogue as cat
 from .catalogue import FAMILY, SKETCH, SKETCH_DISPLAY, FileEntry, UnknownModel
 from ..files import write_atomic

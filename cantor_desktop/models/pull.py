@@ -1,7 +1,7 @@
 """`pull`: download a model's set (DiT + text encoder + VAE + LM), then make sure an engine
 is installed for it.
 
-Downloads go through the one downloader (``cantor_desktop.download``): ``.part`` resume, the
+Downloads go through the one downloader (``cantor_desktop.fetch.download``): ``.part`` resume, the
 sha256 checked while streaming, the file only appearing when whole. Before the first byte
 the total still to download (minus what ``.part`` files already hold) is checked against the
 free disk space. Cancelling (Ctrl-C, the app's Cancel) keeps the ``.part`` files: the next
@@ -17,19 +17,23 @@ import asyncio
 import time
 from dataclasses import asdict
 from pathlib import Path
+from collections.abc import Awaitable
 from typing import Any, Callable
 
 from filelock import FileLock, Timeout
 
-from .. import download as dl
-from ..connection_slots import ConnectionSlots, Turn
+from ..fetch import download as dl
+from ..fetch.connection_slots import ConnectionSlots, Turn
 from ..errors import CantorError
-from ..paths import paths
+from ..system.paths import paths
 from . import catalogue as cat
 from . import hub, library
 from .catalogue import FAMILY, SKETCH, UnknownModel
 from .events import PullEvent, PullStep
 from .library import LibraryError, ModelFiles
+
+EnsureEngine = Callable[[str, Callable[[Any], None]], Awaitable[Any]]
+"""An engine made sure of for a family, its progress told (the installer's ensure_engine)."""
 
 TOKEN_MESSAGE = "This model needs a Hugging Face token: run `cantor login` or set HF_TOKEN"
 
@@ -111,7 +115,7 @@ async def pull(
     *,
     on_event: Callable[[PullEvent], None] | None = None,
     lm_size: str | None = None,
-    with_engine: bool = True,
+    ensure_engine: EnsureEngine | None = None,
     stall_timeout: float = 30.0,
     retries: int = 5,
 ) -> ModelFiles:
@@ -120,8 +124,10 @@ async def pull(
     Raises BadModelName (unknown model / LM size), NeedsToken (401/403),
     ``download.NotEnoughSpace`` (before any byte), ``download.DownloadError`` (network,
     hash), PullError (anything else worth telling the user). ``asyncio.CancelledError``
-    passes through with the ``.part`` files kept. The engine step never fails the pull: its
-    outcome is in the final ``done`` event (``engine_ready``, ``engine_error``).
+    passes through with the ``.part`` files kept. With ``ensure_engine`` (the installer's
+    :func:`cantor_desktop.install.backends.ensure_engine`) an engine is made sure of after the
+    files; that step never fails the pull: its outcome is in the final ``done`` event
+    (``engine_ready``, ``engine_error``).
     """
     emit = on_event or (lambda event: None)
     wanted = name.strip()
@@ -215,10 +221,10 @@ async def pull(
         lock.release()
 
     files = library.resolve(model_name, lm_size=lm_size)
-    if not with_engine:
+    if ensure_engine is None:
         emit(PullEvent(PullStep.DONE, model_name, message=f"{model_name} is ready"))
         return files
-    outcome = await _engine_step(model_name, emit)
+    outcome = await _engine_step(model_name, emit, ensure_engine)
     if outcome.engine_ready:
         message = f"{model_name} is ready"
     else:
@@ -363,15 +369,15 @@ async def _fetch_files(
     await dl.all_or_first_error(tasks)
 
 
-async def _engine_step(model_name: str, emit: Callable[[PullEvent], None]) -> PullEvent:
+async def _engine_step(
+    model_name: str, emit: Callable[[PullEvent], None], ensure_engine: EnsureEngine
+) -> PullEvent:
     """Make sure an engine is installed. The model files are already complete and verified,
     so a failure here (typically no internet for the engine download) does not fail the
     pull: it is reported in the returned event (``engine_ready`` False, ``engine_error``)."""
     emit(PullEvent(PullStep.ENGINE, model_name, message="making sure an engine is installed"))
-    from .. import backends
-
     try:
-        build = await backends.ensure_engine(
+        build = await ensure_engine(
             FAMILY,
             lambda ev: emit(
                 PullEvent(

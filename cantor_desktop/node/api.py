@@ -21,17 +21,17 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from . import (
-    adapter_routes,
-    backend_routes,
-    helper_routes,
-    lemonade_routes,
-    library_routes,
-    model_routes,
-    node_routes,
-    pool_routes,
-    song_routes,
-    upload_routes,
+from .routes import (
+    adapters as adapter_routes,
+    backends as backend_routes,
+    helpers as helper_routes,
+    lemonade as lemonade_routes,
+    library as library_routes,
+    models as model_routes,
+    node as node_routes,
+    pool as pool_routes,
+    songs as song_routes,
+    uploads as upload_routes,
 )
 from ..pool.link import PoolUnavailable
 from .guard import BodyStalled, BodyTooLarge

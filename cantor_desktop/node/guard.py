@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
 
-from .. import access
+from ..auth import access
 from .connections import Connections
 
 log = logging.getLogger(__name__)

@@ -107,7 +107,7 @@ def take_audio(path: str, *, filename: str | None = None, headers=None) -> Strea
     from urllib.parse import quote
 
     from . import take_files
-    from .songs import CONTENT_TYPES
+    from .song_files import CONTENT_TYPES
 
     try:
         fh = take_files.open_take(path)

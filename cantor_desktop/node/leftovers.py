@@ -1,6 +1,6 @@
 """Engines a dead node left behind.
 
-An engine is tied to its node (:mod:`cantor_desktop.procs`), but where the tie cannot hold —
+An engine is tied to its node (:mod:`cantor_desktop.system.procs`), but where the tie cannot hold —
 macOS, where ace-server cannot watch a pipe; a Windows that refused the job object — a node
 killed outright leaves its engine running, with its port and gigabytes of weights. The node
 records each engine it starts in ``paths().node_engines_file`` (pid, models folder, and the
@@ -23,9 +23,9 @@ import os
 import sys
 from pathlib import Path
 
-from .. import procs
+from ..system import procs
 from ..files import write_atomic
-from ..paths import paths
+from ..system.paths import paths
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..files import write_atomic
-from ..song import NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
+from ..song.record import NODE_STOPPED, Song, SongEvent, SongState, Stage, Take
 from . import take_files
 
 log = logging.getLogger(__name__)

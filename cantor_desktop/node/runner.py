@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import CantorError
-from ..paths import paths
-from ..song import FINISHED, Song
-from ..song_request import SongRequest
+from ..system.paths import paths
+from ..song.record import FINISHED, Song
+from ..song.request import SongRequest
 from . import memory
-from . import songs as song_files
+from . import song_files
 from .queue import QUEUED, RUNNING, SongQueue
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def sketch_models_dir() -> Path:
 
 
 def plan_sketch() -> EnginePlan:
-    from ..backends import sketch_build
+    from ..install.backends import sketch_build
     from ..sketch import ensure_sketch_models
 
     folder = sketch_models_dir()
@@ -118,7 +118,7 @@ def plan_model(name: str, cfg: config.Config, build=None) -> EnginePlan:
     (:func:`backends.engine_for` chooses it, trying what needs a trial); without one, the
     installed build of the pinned or automatically chosen backend, as it is. Never switches
     a pinned backend: a pinned backend that is not installed is an error."""
-    from .. import backends, engine_store
+    from ..install import backends, engine_store
     from ..models.library import resolve
 
     try:
@@ -204,7 +204,7 @@ class Runner:
         """At start, before any engine of this run: trial-load the builds ``--update``
         staged; each takes over only if it works (the user hears of a rejection in the
         node's log and in the backends' status)."""
-        from .. import backends
+        from ..install import backends
 
         def tell(event) -> None:
             if event.kind in ("rejected", "updated"):
@@ -654,7 +654,7 @@ class Runner:
         async with self._choosing:
             build = self._builds.get(family)
             if build is None:
-                from .. import backends
+                from ..install import backends
 
                 try:
                     build = await backends.engine_for(family)

@@ -2,8 +2,8 @@
 
 Handlers read their JSON themselves (so that every error, a malformed body included, gets
 the node's own error shape); :func:`json_request` documents the body they read. The song
-request's limits come from :mod:`cantor_desktop.song_request` and a song's states and ids
-from :mod:`cantor_desktop.song`, so that the document cannot promise what the node refuses.
+request's limits come from :mod:`cantor_desktop.song.request` and a song's states and ids
+from :mod:`cantor_desktop.song.record`, so that the document cannot promise what the node refuses.
 A client, and the API fuzz (tests/faults/test_api_fuzz.py), check answers against these.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 from .. import config
-from .. import song_request as r
-from ..song import SONG_ID, TITLE_MAX, SongState, Stage
+from ..song import request as r
+from ..song.record import SONG_ID, TITLE_MAX, SongState, Stage
 from .uploads import UPLOAD_ID
 
 # -- building blocks -----------------------------------------------------------------------
@@ -147,7 +147,7 @@ def song_schema() -> dict[str, Any]:
         "language": {"type": "string", "enum": list(r.LANGUAGES)},
         "seed": _number(-1, r.SEED_MAX, True),
         "model": {"type": "string", "example": "sketch"},
-        "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
+        "format": {"type": "string", "enum": list(r.SONG_FORMATS)},
         "batch": _number(*r.BATCH_RANGE, True),
         "task": {"type": "string", "enum": list(r.TASKS)},
         "source": ref,

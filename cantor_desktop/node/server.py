@@ -1,6 +1,6 @@
 """Starting the node: its token, its door (:mod:`.guard`), then uvicorn.
 
-Every request carries the node's token, loopback included (:mod:`cantor_desktop.access`
+Every request carries the node's token, loopback included (:mod:`cantor_desktop.auth.access`
 makes and keeps it); without one the node refuses to start. The open-file limit is raised
 as far as the system allows; the connections it allows are shared out by
 :mod:`.connections` (a request's head must arrive within :data:`HEADER_TIMEOUT_S`; when they
@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from .. import access, gc_settle
-from ..access import TokenError
+from ..auth import access
+from ..system import gc_settle
+from ..auth.access import TokenError
 from . import memory
 from .connections import HEAD_TIMEOUT_S, Connections
 
@@ -136,6 +137,6 @@ def serve(host: str, port: int, on_listening: Callable[[], None] | None = None) 
 
 
 def _log_hint() -> str:
-    from ..paths import paths
+    from ..system.paths import paths
 
     return str(paths().node_log)

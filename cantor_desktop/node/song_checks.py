@@ -1,5 +1,5 @@
 """What the node checks of a song request before it is queued, beyond the request's own
-rules (:func:`cantor_desktop.song_request.validate`): the model and the adapter are here,
+rules (:func:`cantor_desktop.song.request.validate`): the model and the adapter are here,
 what an edit names exists and fits. Each refusal is an :class:`.http_common.ApiError`
 naming the field, so nothing reaches an engine that it would refuse."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import config
-from ..song import Song
-from ..song_request import BASE_TASKS, DURATION_RANGE, RequestError, validate
+from ..song.record import Song
+from ..song.request import BASE_TASKS, DURATION_RANGE, RequestError, validate
 from .http_common import ApiError
-from .model_routes import check_model, installed_names, library_models
+from .routes.models import check_model, installed_names, library_models
 from .runner import SKETCH, model_name
 
 NO_MODEL_YET = (
@@ -42,7 +42,7 @@ def validated(
     note = None
     data["model"] = model_name(data, cfg)
     if pool_models is not None:
-        from ..pool.view import canonical_model
+        from ..models.catalogue import canonical_model
 
         data["model"] = canonical_model(data["model"])
         if req.model is None and data["model"] not in pool_models:
@@ -53,7 +53,7 @@ def validated(
         if req.model is None and data["model"] != SKETCH and not installed_names(acestep_only=True):
             data["model"], note = SKETCH, NO_MODEL_YET
         check_model(data["model"])
-    from .adapter_routes import check_song_adapter
+    from .routes.adapters import check_song_adapter
 
     check_song_adapter(data)
     return data, note

@@ -18,10 +18,10 @@ from typing import Any
 from ..files import write_atomic
 from ..engine.client import LATENT_FRAME_BYTES, Part
 from ..errors import CantorError
-from ..paths import paths
-from ..song import Song, SongState
+from ..system.paths import paths
+from ..song.record import Song, SongState
 from . import take_files, uploads
-from .songs import MAX_SIDECAR_BYTES
+from .song_files import MAX_SIDECAR_BYTES
 
 LATENT_FPS = 25.0
 ENGINE_DECODES = (".wav", ".mp3")

@@ -44,7 +44,7 @@ class NodeState:
         :data:`HARDWARE_TTL_S`, and afresh after a backend action."""
         async with self._hardware_lock:
             if self._hardware is None or time.monotonic() - self._hardware[0] > HARDWARE_TTL_S:
-                from .. import hardware
+                from ..system import hardware
 
                 found = await asyncio.to_thread(hardware.probe_from_env)
                 self._hardware = (time.monotonic(), found)
@@ -106,18 +106,18 @@ class NodeState:
 async def default_state(listen: tuple[str, int] | None = None) -> NodeState:
     """The queue and the runner: the embedded queue, or a pool's when a pool URL is given
     (``cantor node --pool``, ``[pool] url``); ``listen`` is the node's address."""
-    from ..paths import paths
+    from ..system.paths import paths
 
     from . import leftovers
 
     p = paths().ensure()
     await asyncio.to_thread(leftovers.end_leftovers)
     cfg, _err = config.current()
-    from .pool import pool_url
+    from .pool.membership import pool_url
 
     url = pool_url(cfg)
     if url:
-        from .pool import Pool
+        from .pool.membership import Pool
 
         pool = Pool(url, cfg, listen or (cfg.get("node.host"), cfg.get("node.port")))
         await pool.open()

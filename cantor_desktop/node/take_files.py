@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 from ..config import current
 from ..files import write_atomic
-from ..paths import paths
+from ..system.paths import paths
 
 FOLDERS_FILE = "song-folders.json"
 MOST_FOLDERS = 64

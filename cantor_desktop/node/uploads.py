@@ -21,7 +21,7 @@ from typing import Any
 
 from ..files import write_atomic
 from ..errors import CantorError
-from ..paths import paths
+from ..system.paths import paths
 
 MAX_BYTES = 256 * 2**20  # ace-server's own limit on a request with audio
 MAX_SECONDS = 600.0  # 10 minutes, the longest song

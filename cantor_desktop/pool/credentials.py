@@ -6,7 +6,7 @@
   the state folder (where there is no keyring). Never node.toml, never a log.
 - The node id: made once per home (``state/pool-node-id``), the consumer name of this node
   in the pool's consumer group, so a node that restarts finds the songs it held.
-- The pool's node token is this home's node token (:mod:`cantor_desktop.access`): every
+- The pool's node token is this home's node token (:mod:`cantor_desktop.auth.access`): every
   member keeps the same one. Redis holds only a check of it (an HMAC), so a member with a
   different token is told so before it joins, and the token itself never crosses Redis.
 """
@@ -19,7 +19,7 @@ import os
 import secrets
 from pathlib import Path
 
-from ..paths import paths
+from ..system.paths import paths
 from .address import PoolAddress
 from ..files import write_private_file
 
@@ -44,7 +44,7 @@ def password(address: PoolAddress) -> str | None:
         return env
     if address.password is not None:
         return address.password
-    from ..secrets import NoKeyringError, get_secret
+    from ..system.secrets import NoKeyringError, get_secret
 
     try:
         found = get_secret(_keyring_name(address))
@@ -61,7 +61,7 @@ def password(address: PoolAddress) -> str | None:
 
 def keep_password(address: PoolAddress, value: str) -> str:
     """Keep the pool's password on this machine; returns where (for the user)."""
-    from ..secrets import NoKeyringError, get_secret, set_secret
+    from ..system.secrets import NoKeyringError, get_secret, set_secret
 
     try:
         set_secret(_keyring_name(address), value)
@@ -75,7 +75,7 @@ def keep_password(address: PoolAddress, value: str) -> str:
 
 
 def forget_password(address: PoolAddress) -> None:
-    from ..secrets import NoKeyringError, delete_secret
+    from ..system.secrets import NoKeyringError, delete_secret
 
     try:
         delete_secret(_keyring_name(address))

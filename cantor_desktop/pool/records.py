@@ -2,7 +2,7 @@
 
 Anyone who can write to the pool's Redis can write any record, any member report and any
 event, so each is checked here before a node folds it in, with the rules an HTTP request
-meets (:func:`cantor_desktop.song_request.validate` for a song's request, the same batch,
+meets (:func:`cantor_desktop.song.request.validate` for a song's request, the same batch,
 sizes and types) and caps on its size and counts. What fails is refused as one entry: the
 reader, the heartbeat and the dispatcher go on with the rest, and :class:`Refusals` counts
 it, with the reason, for ``GET /v1/pool``, ``cantor pool status`` and the app.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..song import EVENT_KINDS, TITLE_MAX, Song, check_song_id
-from ..song_request import BATCH_RANGE, RequestError, validate
-from . import keys
+from ..song.record import EVENT_KINDS, TITLE_MAX, Song, check_song_id
+from ..song.request import BATCH_RANGE, RequestError, validate
+from . import redis_keys
 
 MAX_RECORD_BYTES = 128 * 1024
 """A song's whole hash: its request at the longest (20,000 characters of lyrics, 4 bytes
@@ -78,10 +78,10 @@ def node_id(value: Any) -> str:
 def lane(value: Any) -> str:
     """A lane's key: one of a model's or of a member's."""
     text = _text("lane", value, 512, line=True)
-    if text.startswith(keys.LANE_MODEL):
-        _text("lane", text[len(keys.LANE_MODEL) :], 200, empty=False)
-    elif text.startswith(keys.LANE_NODE):
-        node_id(text[len(keys.LANE_NODE) :])
+    if text.startswith(redis_keys.LANE_MODEL):
+        _text("lane", text[len(redis_keys.LANE_MODEL) :], 200, empty=False)
+    elif text.startswith(redis_keys.LANE_NODE):
+        node_id(text[len(redis_keys.LANE_NODE) :])
     else:
         raise Refused(f"lane: {text[:80]!r} is not a lane of the pool")
     return text

@@ -8,8 +8,8 @@ import json
 import time
 from typing import Any
 
-from ..song import SongState
-from . import keys, records
+from ..song.record import SongState
+from . import redis_keys, records
 
 STATES = frozenset(str(s) for s in SongState)
 
@@ -20,7 +20,7 @@ async def gather(r, songs: bool = True, refusals: records.Refusals | None = None
     reports and songs' records are checked (:mod:`.records`): what is refused is counted
     in ``refusals`` (a new count when none is given) and left out."""
     refusals = refusals if refusals is not None else records.Refusals()
-    found = await r.hgetall(keys.MEMBERS)
+    found = await r.hgetall(redis_keys.MEMBERS)
     reports = {}
     for node_id in sorted(found):
         try:
@@ -28,13 +28,13 @@ async def gather(r, songs: bool = True, refusals: records.Refusals | None = None
         except records.Refused as exc:
             refusals.add("member", str(node_id), str(exc))
     ids = list(reports)
-    flags = await r.mget([keys.alive(i) for i in ids]) if ids else []
+    flags = await r.mget([redis_keys.alive(i) for i in ids]) if ids else []
     members = []
     for node_id, flag in zip(ids, flags):
         members.append({**reports[node_id], "id": node_id, "alive": bool(flag)})
 
     lanes = []
-    for lane in sorted(await r.smembers(keys.LANES)):
+    for lane in sorted(await r.smembers(redis_keys.LANES)):
         try:
             records.lane(lane)
         except records.Refused as exc:
@@ -45,10 +45,10 @@ async def gather(r, songs: bool = True, refusals: records.Refusals | None = None
             groups = await r.xinfo_groups(lane)
         except Exception:
             continue
-        group: dict[str, Any] = next((g for g in groups if g.get("name") == keys.GROUP), {})
+        group: dict[str, Any] = next((g for g in groups if g.get("name") == redis_keys.GROUP), {})
         claimed: dict[str, int] = {}
         if group.get("pending"):
-            summary = await r.xpending(lane, keys.GROUP)
+            summary = await r.xpending(lane, redis_keys.GROUP)
             for consumer in summary.get("consumers") or ():
                 claimed[consumer["name"]] = int(consumer["pending"])
         waiting = group.get("lag")
@@ -57,7 +57,7 @@ async def gather(r, songs: bool = True, refusals: records.Refusals | None = None
         lanes.append(
             {
                 "lane": lane,
-                "label": keys.lane_label(lane),
+                "label": redis_keys.lane_label(lane),
                 "entries": length,
                 "waiting": int(waiting or 0),
                 "claimed": claimed,
@@ -68,10 +68,10 @@ async def gather(r, songs: bool = True, refusals: records.Refusals | None = None
     if not songs:
         out["refused_entries"] = refusals.describe()
         return out
-    ids = await r.zrange(keys.ORDER, 0, -1)
+    ids = await r.zrange(redis_keys.ORDER, 0, -1)
     pipe = r.pipeline(transaction=False)
     for song_id in ids:
-        pipe.hmget(keys.song(song_id), "state", "_owner", "attempts", "_lane")
+        pipe.hmget(redis_keys.song(song_id), "state", "_owner", "attempts", "_lane")
     counts: dict[str, int] = {}
     taken: list[dict[str, Any]] = []
     for song_id, (state, owner, attempts, lane) in zip(ids, await pipe.execute()):
@@ -94,7 +94,7 @@ async def gather(r, songs: bool = True, refusals: records.Refusals | None = None
                     "id": song_id,
                     "node": owner,
                     "attempt": int(attempts or 0),
-                    "lane": keys.lane_label(lane or ""),
+                    "lane": redis_keys.lane_label(lane or ""),
                 }
             )
     return {**out, "songs": counts, "running": taken, "refused_entries": refusals.describe()}

@@ -30,7 +30,7 @@ SKETCH_MODEL_FILES: dict[str, tuple[str, str]] = {
 def ensure_sketch_models(directory: str | Path) -> dict[str, str]:
     """Create (if missing or not right) the header-only GGUFs of the sketch model in
     ``directory`` and return ``{kind: file name}`` for lm, dit, text-enc and vae."""
-    from .. import gguf
+    from ..models import gguf
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

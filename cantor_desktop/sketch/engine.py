@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import gguf
+from ..models import gguf
 from . import SKETCH_DATE, SKETCH_VERSION, lm, music
 from .log import EngineLog
 from .options import Options

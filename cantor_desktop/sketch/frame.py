@@ -5,7 +5,7 @@ its region, an extension continues its tempo and key on its bar grid, a cover ke
 tempo, key and sections, a layer and a completion play in its key on its grid.
 
 For a Sketch song the frame is read from its plan (exact). For other audio it is measured
-(cantor_desktop/analysis.py for tempo and key; the first beat from the onset envelope's
+(cantor_desktop/song/analysis.py for tempo and key; the first beat from the onset envelope's
 phase at that tempo; sections from each four bars' loudness, quiet to loud: intro or
 outro at the ends, bridge, verse, chorus); the metre of outside audio is taken as 4.
 """
@@ -150,7 +150,7 @@ def measure(
 def measure_facts(audio: np.ndarray) -> dict:
     """Tempo, key (analysis.py), the first beat and the loudness sections (one kind per four
     bars) of outside audio, as JSON values (kept in its latent's header)."""
-    from .. import analysis
+    from ..song import analysis
 
     x = analysis.prepare(audio, SR)
     bpm = analysis.estimate_tempo(x, analysis.RATE, prepared=True)
@@ -188,7 +188,7 @@ def kinds_of_groups(groups: list[str], frame: Frame) -> dict[int, tuple[str, flo
 def beat_phase(x: np.ndarray, bpm: float) -> float:
     """Seconds from the start to the first beat of 12 kHz mono audio at ``bpm``: the phase
     whose beats gather the most onset strength."""
-    from .. import analysis
+    from ..song import analysis
 
     env = analysis.onset_envelope(x)
     if not len(env) or not np.any(env):

@@ -1,6 +1,6 @@
 """What the Sketch hears in a source: ace-server's ``/understand``.
 
-Tempo and key are measured from the audio with cantor_desktop/analysis.py: a Sketch take is
+Tempo and key are measured from the audio with cantor_desktop/song/analysis.py: a Sketch take is
 rendered again from its recipe and measured; outside audio was measured when it came in
 (its latent's header keeps what was found). The time signature is the plan's for a Sketch
 take and 4 for other audio (never measured); the duration is the audio's. The caption
@@ -68,7 +68,7 @@ def describe(recipe: dict, bpm: float | None, minor: bool, audio: np.ndarray | N
 def understand(source: edit.Source, req: dict, ctx: edit.Context) -> dict:
     """The request the Sketch hears in ``source`` (engine field names, sparse like ace-server
     writes it)."""
-    from .. import analysis
+    from ..song import analysis
 
     recipe = source.recipe
     audio = None

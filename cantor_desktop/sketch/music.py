@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .. import keys
+from ..song import musical_keys
 
 MAJOR = (0, 2, 4, 5, 7, 9, 11)
 MINOR = (0, 2, 3, 5, 7, 8, 10)
@@ -23,14 +23,14 @@ _KEY_IN_TEXT = re.compile(
 
 
 def key_name(tonic: int, minor: bool) -> str:
-    """The key as musicians spell it ("Eb minor", "F# major"): keys.py, one spelling each."""
-    return keys.Key(tonic % 12, minor).name
+    """The key as musicians spell it ("Eb minor", "F# major"): song/musical_keys.py, one spelling each."""
+    return musical_keys.Key(tonic % 12, minor).name
 
 
 def parse_key(text: str) -> tuple[int, bool] | None:
     """A key in any spelling ("F# minor", "Bb major", "E♭m", "Am", "C") -> (tonic pitch
     class, is_minor)."""
-    key = keys.parse(text)
+    key = musical_keys.parse(text)
     return (key.tonic, key.minor) if key else None
 
 
@@ -45,7 +45,7 @@ def find_key(caption: str) -> tuple[int, bool] | None:
         # "a minor" is a key only with a capital letter or an explicit "key"
         if letter.islower() and "key" not in caption[max(0, m.start() - 12) : m.start()].lower():
             continue
-        key = keys.parse(f"{letter}{(acc or '').strip()} {mode}")
+        key = musical_keys.parse(f"{letter}{(acc or '').strip()} {mode}")
         if key is not None:
             return key.tonic, key.minor
     return None

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..files import write_atomic
-from ..paths import paths
+from ..system.paths import paths
 
 
 def _file():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from ..edits import base_offer, installed_base, model_for, needs_base
+from ..song.edits import base_offer, installed_base, model_for, needs_base
 from ..units import human_size
 
 

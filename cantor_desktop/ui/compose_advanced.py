@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import song_request
+from ..song import request as song_request
 from .compose_form import ComposeForm
 from .widgets import ComboBox
 

@@ -1,6 +1,6 @@
 """The Compose form's state, without Qt: text fields in, a song request (or the reason not) out.
 
-Every check is :func:`cantor_desktop.song_request.validate`, the node's own rules, so what
+Every check is :func:`cantor_desktop.song.request.validate`, the node's own rules, so what
 blocks Generate here is exactly what the node would refuse.
 """
 
@@ -10,9 +10,9 @@ import random
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from .. import keys, song_request
-from ..lyrics import INSTRUMENTAL
-from ..song_request import RequestError
+from ..song import musical_keys, request as song_request
+from ..song.lyrics import INSTRUMENTAL
+from ..song.request import RequestError
 
 SKETCH_MODEL = "sketch"
 ADVANCED_TEXT = (
@@ -31,7 +31,7 @@ LYRICS_HINT = (
     "[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
     "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]"
 )
-KEYS = tuple(k.display for k in keys.ALL)  # "E♭ minor": one spelling per key (keys.py)
+KEYS = tuple(k.display for k in musical_keys.ALL)  # "E♭ minor": one spelling per key (song/musical_keys.py)
 
 
 @dataclass

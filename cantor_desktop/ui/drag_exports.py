@@ -14,8 +14,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from .. import config
-from ..paths import paths
-from ..song import Song, Take
+from ..system.paths import paths
+from ..song.record import Song, Take
 from .tasks import Tasks
 
 

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import config, export
-from ..song import Song, Take
+from ..song.record import Song, Take
 from . import app_state, theme
 from .tasks import Tasks
 from .widgets import ComboBox, DoubleSpinBox, ElidedLabel

@@ -44,7 +44,7 @@ def instance_name(user: str | None = None, home: str | None = None) -> str:
         except Exception:  # noqa: BLE001 - no login name (some containers)
             user = "?"
     if home is None:
-        from ..access import home_key
+        from ..auth.access import home_key
 
         home = home_key()
     return "cantor-" + hashlib.sha256(f"{user}\0{home}".encode()).hexdigest()[:16]
@@ -117,7 +117,7 @@ class SingleInstance(QObject):
         that deleted them twice)."""
 
     def claim(self) -> bool:
-        from ..paths import paths
+        from ..system.paths import paths
 
         folder = paths().state_dir
         folder.mkdir(parents=True, exist_ok=True)

@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     if early is False and not instance.claim():  # a launch at the same moment came first
         window.close()
         return 0
-    from .. import logs
-    from ..paths import paths
+    from ..system import logs
+    from ..system.paths import paths
 
     paths().ensure()
     logs.setup(paths().app_log)

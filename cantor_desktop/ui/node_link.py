@@ -1,11 +1,11 @@
 """The app's one connection to the node: start/stop the child node, follow every song, pull
 models, drive backends and settings.
 
-A QObject shell over :class:`cantor_desktop.nodeclient.NodeClient` and
-:class:`cantor_desktop.node_process.NodeProcess`. Every network or process step runs as an
+A QObject shell over :class:`cantor_desktop.client.nodeclient.NodeClient` and
+:class:`cantor_desktop.client.node_process.NodeProcess`. Every network or process step runs as an
 asyncio task on the Qt loop (see :mod:`.tasks`); pages only call methods and listen to
-signals. The connection's state is one :class:`~cantor_desktop.link_state.LinkState`, moved
-by one machine (:class:`~cantor_desktop.link_state.LinkMachine`) that the child supervisor,
+signals. The connection's state is one :class:`~cantor_desktop.client.link_state.LinkState`, moved
+by one machine (:class:`~cantor_desktop.client.link_state.LinkMachine`) that the child supervisor,
 the health check and the song stream all report to.
 
 The pool: when the node is a member of one, its state (``GET /v1/pool?brief=true``, which
@@ -13,7 +13,7 @@ the node answers without asking Redis) is read every few seconds for the status 
 the tray, which say when the pool is unreachable; while a page that shows the members is
 open, its members and lanes (``GET /v1/pool?songs=false``) every two seconds and soon
 after a song moves. One
-:class:`~cantor_desktop.pool.view.PoolView` goes out on ``pool_changed``.
+:class:`~cantor_desktop.client.pool_view.PoolView` goes out on ``pool_changed``.
 
 Songs: one node-wide event stream (``GET /v1/events``) keeps :attr:`songs` current — songs
 made by this app, the CLI, another app or the API alike, their progress, their ends, renames
@@ -31,10 +31,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from .. import config, gc_settle
-from ..link_state import LinkMachine, LinkState
-from ..pool.view import PoolView
-from ..song import Song, SongEvent, SongState
+from .. import config
+from ..system import gc_settle
+from ..client.link_state import LinkMachine, LinkState
+from ..client.pool_view import PoolView
+from ..song.record import Song, SongEvent, SongState
 from .tasks import Tasks, describe_error
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def node_url(cfg: config.Config) -> str:
     url = cfg.get("app.node_url").strip()
     if url:
         return url.rstrip("/")
-    from ..nodeclient import local_url
+    from ..client.nodeclient import local_url
 
     return local_url(cfg)
 
@@ -63,7 +64,7 @@ REMOTE_TOKEN = "remote-node-token"
 def remote_token() -> str | None:
     """The token the user gave for a remote node (OS keyring)."""
     try:
-        from ..secrets import get_secret
+        from ..system.secrets import get_secret
 
         return get_secret(REMOTE_TOKEN)
     except Exception:
@@ -255,7 +256,7 @@ class NodeLink(QObject):
         """A client of the node we drive: our own child's token is the one it reported;
         this home's other node is found with its own token; another node needs the token the
         user gave for it (kept in the keyring, read off the GUI thread)."""
-        from ..nodeclient import NodeClient
+        from ..client.nodeclient import NodeClient
 
         if self.remote:
             token = await asyncio.to_thread(remote_token)
@@ -266,7 +267,7 @@ class NodeLink(QObject):
     async def _answers(self) -> bool:
         """Whether our node answers, having proved it holds the token; a stranger at its
         address is an error naming it (it is sent nothing, and no node starts on top of it)."""
-        from ..nodeclient import OURS, STRANGER, NodeClient, StrangerNode
+        from ..client.nodeclient import OURS, STRANGER, NodeClient, StrangerNode
 
         found = await self.client.identify()
         if found == STRANGER and not self._own_address() and not self._theirs_here:
@@ -309,7 +310,7 @@ class NodeLink(QObject):
         """Start our own node child on the configured address, supervised with back-off."""
         from urllib.parse import urlparse
 
-        from ..node_process import NodeProcess
+        from ..client.node_process import NodeProcess
 
         if self.process is None:
             parsed = urlparse(self.url)
@@ -351,7 +352,7 @@ class NodeLink(QObject):
         """Health every few seconds: a node that stopped answering is shown (and a child of
         ours is restarted by its supervisor meanwhile); one that came back is read again; a
         stranger in its place is named."""
-        from ..nodeclient import StrangerNode
+        from ..client.nodeclient import StrangerNode
 
         while True:
             await asyncio.sleep(HEALTH_EVERY)
@@ -392,7 +393,7 @@ class NodeLink(QObject):
         have it) by a settle of the garbage collector when :attr:`settle_gc` is set (the
         app sets it; tests and embedders that make many links do not): what start-up and
         the songs made is then out of its sight, and a keystroke never pays for a walk
-        over all of it (:mod:`cantor_desktop.gc_settle`)."""
+        over all of it (:mod:`cantor_desktop.system.gc_settle`)."""
         records = []
         for data in items:
             try:
@@ -443,7 +444,7 @@ class NodeLink(QObject):
     async def read_pool(self, brief: bool = False) -> PoolView | None:
         """``GET /v1/pool`` now (``brief``: its state only, the members kept as last read);
         None (and no longer followed) when the node is in none."""
-        from ..nodeclient import NodeError
+        from ..client.nodeclient import NodeError
 
         try:
             data = await self.client.pool(brief=brief, songs=False)  # members and lanes

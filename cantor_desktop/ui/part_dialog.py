@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit
 
-from ..edits import TRACK_WORDS, edit_request
-from ..song import Song, Take
-from ..song_request import TRACKS
+from ..song.edits import TRACK_WORDS, edit_request
+from ..song.record import Song, Take
+from ..song.request import TRACKS
 from .take_edit_dialog import TakeEditDialog
 from .widgets import ComboBox
 
@@ -98,7 +98,7 @@ class PartDialog(TakeEditDialog):
         )
 
     def submit(self) -> None:
-        from ..song_request import RequestError, validate
+        from ..song.request import RequestError, validate
 
         request = self.request()
         try:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from ..pool.view import PoolMember, PoolView
+from ..client.pool_view import PoolMember, PoolView
 from . import theme
 
 COLUMNS = ("Node", "State", "Backend", "Models", "Queue")

@@ -70,7 +70,7 @@ def installation_folder() -> Path | None:
 
 def end_from_folder(folder: Path) -> list[int]:
     """End every process (but this one) whose image is inside ``folder``."""
-    from .. import procs
+    from ..system import procs
 
     me = os.getpid()
     found = procs.find(lambda f: f.pid != me and procs.path_under(f.exe, folder))
@@ -80,7 +80,7 @@ def end_from_folder(folder: Path) -> list[int]:
 def main() -> int:
     from PySide6.QtCore import QCoreApplication
 
-    from ..cli.node_cmd import stop_node
+    from ..client.node_process import stop_node
 
     qt = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])  # noqa: F841 - sockets
     app = quit_app()
@@ -92,7 +92,8 @@ def main() -> int:
         }[app]
     )
     try:
-        node = asyncio.run(stop_node())
+        node, said = asyncio.run(stop_node())
+        _say(said)
     except Exception as exc:  # noqa: BLE001 - a broken node.toml must not stop an upgrade
         _say(f"could not ask a node to stop: {exc}")
         node = 1

@@ -19,7 +19,7 @@ async def read_secret(name: str) -> str | None:
     """The stored secret, or None (none stored, or no keyring here)."""
 
     def read():
-        from ..secrets import get_secret
+        from ..system.secrets import get_secret
 
         try:
             return get_secret(name)
@@ -33,7 +33,7 @@ async def write_secret(name: str, value: str) -> None:
     """Store ``value`` (an empty value deletes the secret)."""
 
     def write():
-        from ..secrets import delete_secret, set_secret
+        from ..system.secrets import delete_secret, set_secret
 
         set_secret(name, value) if value else delete_secret(name)
 

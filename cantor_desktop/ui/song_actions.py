@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 
-from ..song import SongState
+from ..song.record import SongState
 from . import shortcuts
 from .song_records import Row
 

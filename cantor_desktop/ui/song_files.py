@@ -14,8 +14,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from ..paths import paths
-from ..song import Song, SongState, Take, check_song_id, safe_file_name
+from ..system.paths import paths
+from ..song.record import Song, SongState, Take, check_song_id, safe_file_name
 
 
 def node_file_name(song: Song, take: Take | None = None) -> str:

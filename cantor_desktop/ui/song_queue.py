@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from ..song import Song, SongState
+from ..song.record import Song, SongState
 from .song_records import status_text
 from .transfer import human_duration
 

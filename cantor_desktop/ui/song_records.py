@@ -1,15 +1,15 @@
 """How a song reads in the app, without Qt: its time, its status in words, its facts, and
 the rows it makes in the Songs list (one per take). The record itself is the one everybody
-shares, :class:`cantor_desktop.song.Song`."""
+shares, :class:`cantor_desktop.song.record.Song`."""
 
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
 
-from .. import keys
-from ..song import Song, SongState, Stage, Take
-from ..lyrics import is_instrumental
+from ..song import musical_keys
+from ..song.record import Song, SongState, Stage, Take
+from ..song.lyrics import is_instrumental
 from .transfer import human_duration
 
 STAGE_WORDS = {
@@ -76,7 +76,7 @@ def facts(song: Song, take: Take | None = None) -> list[str]:
         for b in (
             f"on {made_on(song)}" if made_on(song) else "",
             f"{bpm:.0f} BPM" if bpm else "",
-            keys.display(key) if key else "",
+            musical_keys.display(key) if key else "",
             human_duration(seconds) if seconds else "",
             "instrumental" if instrumental(song) else "vocals",
             song.model,
@@ -97,7 +97,9 @@ def search_text(song: Song) -> str:
             song.caption,
             song.request.get("lyrics") or "",
             song.model,
-            f"{keys.spell(key) or key} {keys.display(key)}" if key else "",  # "eb" and "e♭"
+            f"{musical_keys.spell(key) or key} {musical_keys.display(key)}"
+            if key
+            else "",  # "eb" and "e♭"
             f"{bpm:.0f}bpm" if bpm else "",
             made_on(song),
         )

@@ -32,7 +32,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
-from ..song import Song, SongState
+from ..song.record import Song, SongState
 from . import theme
 from .song_records import (
     Row,

@@ -17,10 +17,10 @@ import shutil
 from pathlib import Path
 from typing import Iterable
 
-from ..export.naming import safe_name
-from ..paths import paths
-from ..song import Song, SongState, Take
-from ..song_request import TRACKS
+from ..song.naming import safe_name
+from ..system.paths import paths
+from ..song.record import Song, SongState, Take
+from ..song.request import TRACKS
 from .song_records import parent_of
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QGridLayout
 
-from ..edits import TRACK_WORDS, edit_request, stem_title
-from ..song import Song, Take
-from ..song_request import TRACKS
+from ..song.edits import TRACK_WORDS, edit_request, stem_title
+from ..song.record import Song, Take
+from ..song.request import TRACKS
 from .take_edit_dialog import TakeEditDialog
 
 

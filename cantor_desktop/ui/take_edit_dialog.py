@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QVBoxLayout
 
-from ..song import Song, Take
+from ..song.record import Song, Take
 from .base_model_notice import BaseModelNotice
 from .tasks import Tasks
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..files import write_atomic
-from ..paths import paths
+from ..system.paths import paths
 
 BINS = 600
 

@@ -297,7 +297,7 @@ class MainWindow(QMainWindow):
         text.setReadOnly(True)
         layout.addWidget(text)
 
-        from ..paths import paths
+        from ..system.paths import paths
 
         def load():
             try:
@@ -378,7 +378,7 @@ class MainWindow(QMainWindow):
         from PySide6.QtCore import QUrl
         from PySide6.QtGui import QDesktopServices
 
-        from ..paths import paths
+        from ..system.paths import paths
 
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(paths().logs_dir)))
 

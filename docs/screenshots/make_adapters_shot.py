@@ -76,7 +76,7 @@ def adapters(folder: Path) -> list[str]:
 
 def main() -> int:
     from cantor_desktop import config
-    from cantor_desktop.net import free_port
+    from cantor_desktop.system.net import free_port
     from support.hub import ModelHub
 
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop

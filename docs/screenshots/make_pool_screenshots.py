@@ -52,7 +52,7 @@ def main() -> int:
     from both_schemes import save_both
     from support.pool_nodes import TOKEN, TURBO, PoolNode, ThreeNodePool, post
 
-    from cantor_desktop.secrets import set_secret
+    from cantor_desktop.system.secrets import set_secret
     from cantor_desktop.ui.main import Shell
     from cantor_desktop.ui.node_link import REMOTE_TOKEN, NodeLink
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop

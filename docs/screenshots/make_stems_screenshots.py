@@ -25,7 +25,7 @@ from make_screenshots import shot, spin, wait  # noqa: E402
 
 def main() -> int:
     from cantor_desktop import config
-    from cantor_desktop.net import free_port
+    from cantor_desktop.system.net import free_port
     from cantor_desktop.ui.main import Shell
     from cantor_desktop.ui.tasks import close_loop_executor, new_loop
 

@@ -62,14 +62,16 @@ from schemathesis.checks import (
 from schemathesis.config import SchemathesisConfig  # noqa: E402
 from schemathesis.core.failures import Failure, FailureGroup  # noqa: E402
 
-from cantor_desktop import config, gguf  # noqa: E402
-from cantor_desktop.song_request import (
+from cantor_desktop import config
+from cantor_desktop.models import gguf  # noqa: E402
+from cantor_desktop.song.request import (
     BATCH_RANGE,
     BPM_RANGE,
-    CAPTION_MAX,  # noqa: E402
+    CAPTION_MAX,
     DURATION_RANGE,
     LANGUAGES,
     SEED_MAX,
+    SONG_FORMATS,
     TIME_SIGNATURES,
 )
 
@@ -138,7 +140,7 @@ def _song_body_schema() -> dict:
             "language": {"type": "string", "enum": list(LANGUAGES)},
             "seed": {"type": "integer", "minimum": -1, "maximum": SEED_MAX},
             "model": {"type": "string", "enum": ["sketch"]},
-            "format": {"type": "string", "enum": list(config.SONG_FORMATS)},
+            "format": {"type": "string", "enum": list(SONG_FORMATS)},
             "batch": {"type": "integer", "minimum": BATCH_RANGE[0], "maximum": BATCH_RANGE[1]},
         },
     }

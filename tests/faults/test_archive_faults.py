@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cantor_desktop import engine_store  # noqa: E402
+from cantor_desktop.install import engine_store  # noqa: E402
 from support.fake_builds import unsafe_archive  # noqa: E402
 
 pytestmark = pytest.mark.slow

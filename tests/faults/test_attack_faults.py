@@ -220,7 +220,7 @@ def test_300_half_open_connections_do_not_stop_health(tmp_path, tally):
             resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         )
 
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
 
     child = subprocess.Popen(
         self_argv("node") + ["--host", "127.0.0.1", "--port", str(port)],

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import download as dl
-from cantor_desktop.download import DiskFull, DownloadError, HashMismatch, download
+from cantor_desktop.fetch import download as dl
+from cantor_desktop.fetch.download import DiskFull, DownloadError, HashMismatch, download
 from support.http_files import FileServer
 
 pytestmark = pytest.mark.slow
@@ -213,7 +213,7 @@ def test_ranged_cuts_at_random_offsets_resume_byte_identical(blob, tmp_path, cap
     """A range answer cut at a random offset: retried in the same call, or (odd trials)
     the call gives up and the next call resumes from the ranges file, fetching only what is
     missing. The saved ranges always hold the file's own bytes."""
-    from cantor_desktop import partfile
+    from cantor_desktop.fetch import partfile
 
     rng = random.Random(SEED + 4)
     digest = hashlib.sha256(blob).hexdigest()
@@ -265,7 +265,7 @@ def test_ranged_cuts_at_random_offsets_resume_byte_identical(blob, tmp_path, cap
 
 
 def test_ranged_flipped_byte_refused_never_installed(blob, tmp_path, capsys):
-    from cantor_desktop import partfile
+    from cantor_desktop.fetch import partfile
 
     rng = random.Random(SEED + 5)
     digest = hashlib.sha256(blob).hexdigest()
@@ -293,7 +293,7 @@ def test_ranged_flipped_byte_refused_never_installed(blob, tmp_path, capsys):
 
 
 def test_disk_full_during_a_ranged_download(tmp_path, small_tmpfs, capsys):
-    from cantor_desktop import partfile
+    from cantor_desktop.fetch import partfile
 
     data = random.Random(SEED + 6).randbytes(3 * 1024 * 1024)
     digest = hashlib.sha256(data).hexdigest()

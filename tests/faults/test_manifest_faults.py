@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cantor_desktop import manifest, manifest_keys  # noqa: E402
+from cantor_desktop.install import manifest, signing_keys  # noqa: E402
 from support.hostile_http import HostileServer  # noqa: E402
 from support.http_files import FileServer  # noqa: E402
 from support.signed_manifests import TEST_KEY, manifest_bytes  # noqa: E402
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 GITHUB = "https://github.com/pwilkin/acestep.cpp/releases/download/v9"
 MAX_PEAK = 16 * 2**20
-OTHER_KEY = manifest_keys.new_private_key()
+OTHER_KEY = signing_keys.new_private_key()
 
 
 def _doc(url: str = f"{GITHUB}/a.tar.gz") -> dict:
@@ -62,7 +62,7 @@ GOOD = manifest_bytes(_doc())
 
 
 def _sig(raw: bytes, key=TEST_KEY) -> bytes:
-    return manifest_keys.sign(raw, key)
+    return signing_keys.sign(raw, key)
 
 
 def _case(srv: FileServer, evil: HostileServer, name: str) -> tuple[str, str | None]:

@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from cantor_desktop.song_request import CAPTION_MAX, FIELDS, LYRICS_MAX, SEED_MAX
+from cantor_desktop.song.request import CAPTION_MAX, FIELDS, LYRICS_MAX, SEED_MAX
 
 pytestmark = pytest.mark.slow
 

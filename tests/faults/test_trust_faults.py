@@ -36,8 +36,8 @@ import pytest
 from support.faults import NodeUnderTest
 from support.procs import free_port
 
-from cantor_desktop.access import bearer
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.auth.access import bearer
+from cantor_desktop.system.selfexec import self_argv
 
 pytestmark = pytest.mark.slow
 
@@ -344,7 +344,7 @@ def test_hostile_files_are_refused_in_bounded_time_and_break_nothing(node_under_
             else:
                 t.fail(f"{name}: {r.status_code} {message[:200]} ({cpu:.1f} s CPU)")
         # the file put in the models folder by hand: listed corrupt, the rest works
-        from cantor_desktop.paths import paths
+        from cantor_desktop.system.paths import paths
 
         family = paths({"CANTOR_HOME": str(node.home)}).model_family_dir("acestep")
         family.mkdir(parents=True, exist_ok=True)
@@ -526,7 +526,7 @@ def _owner_home(home: Path, port: int) -> str:
     (home / "node.toml").write_text(
         f'[node]\nport = {port}\n\n[models]\ndefault = "sketch"\n', "utf-8"
     )
-    from cantor_desktop import access
+    from cantor_desktop.auth import access
 
     return access.node_token(create=True, state_dir=home / "state")
 
@@ -575,8 +575,8 @@ def test_a_squatter_on_the_nodes_port_is_sent_no_token(
         pytest.skip("a second account needs root here (setpriv); CI runs as root")
     from support.ui import run
 
-    from cantor_desktop import access
-    from cantor_desktop.nodeclient import STRANGER, which_node
+    from cantor_desktop.auth import access
+    from cantor_desktop.client.nodeclient import STRANGER, which_node
 
     home = tmp_path / "owner"
     port = free_port()

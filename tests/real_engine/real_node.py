@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from cantor_desktop.net import free_port
+from cantor_desktop.system.net import free_port
 
 from real_engine.fabricated import BASE_MODEL, TURBO_MODEL, ModelSet
 

@@ -28,8 +28,8 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from real_engine import real_build  # noqa: E402
 
-from cantor_desktop import gguf  # noqa: E402
-from cantor_desktop.net import free_port  # noqa: E402
+from cantor_desktop.models import gguf  # noqa: E402
+from cantor_desktop.system.net import free_port  # noqa: E402
 
 OUT = HERE.parent / "fixtures" / "ace_server_recorded.txt"
 LM = "acestep-5Hz-lm-0.6B-Q8_0.gguf"

@@ -16,7 +16,8 @@ import pytest
 from real_engine.real_build import needs_real_engine, pack, unpack_beside
 from support.fake_builds import BuildServer, fake_machine
 
-from cantor_desktop import backends, config, engine_store, manifest
+from cantor_desktop.install import backends, engine_store, manifest
+from cantor_desktop import config
 
 pytestmark = needs_real_engine
 CUDA_FATAL = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"

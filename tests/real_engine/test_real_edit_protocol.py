@@ -19,7 +19,7 @@ import pytest
 from support.procs import free_port, stop, wait_until
 from real_build import binary, needs_real_engine, libs_dir
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 from cantor_desktop.sketch import ensure_sketch_models
 from cantor_desktop.sketch.encode import wav_bytes
 

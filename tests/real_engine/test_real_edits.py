@@ -21,7 +21,7 @@ from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, set_up
 from support.node import Node
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 pytestmark = needs_real_engine
 SEED = str(EDIT_SEED)  # eight audio codes: a 1.6-s song (a repaint is at least 1 s)

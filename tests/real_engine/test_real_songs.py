@@ -20,7 +20,7 @@ from real_engine.real_build import needs_real_engine, unpack_beside
 from support.hub import ModelHub
 from support.node import Node, until_state
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 pytestmark = needs_real_engine
 LM_FATAL = "[GGUF] FATAL: tensor 'model.embed_tokens.weight' not found"

@@ -11,8 +11,8 @@ import pytest
 from real_engine.conftest import figure
 from real_engine.real_build import binary, library_env, needs_real_engine
 
-from cantor_desktop import trial
-from cantor_desktop.engine_store import InstalledBuild
+from cantor_desktop.install import trial
+from cantor_desktop.install.engine_store import InstalledBuild
 
 pytestmark = needs_real_engine
 CUDA_FATAL = "[Load] FATAL: GGML_BACKEND=CUDA0 not found. Available: CPU"

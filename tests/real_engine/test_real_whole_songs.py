@@ -22,7 +22,7 @@ from real_engine.real_build import needs_real_engine
 from real_engine.real_node import EngineLog, configure, set_up
 from support.node import Node
 
-from cantor_desktop.selfexec import self_argv
+from cantor_desktop.system.selfexec import self_argv
 
 pytestmark = needs_real_engine
 VOCAL = ["--lyrics", "la la la", "--bpm", "96", "--key", "A minor", "--time-signature", "4"]

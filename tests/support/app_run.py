@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from cantor_desktop.access import bearer, read_token
+from cantor_desktop.auth.access import bearer, read_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ if os.environ.get("TEST_APP_EVENTS"):
 app = application_class()(sys.argv[:1])      # the application main() itself would make
 quit_file = sys.argv[1]
 if len(sys.argv) > 2:       # a test that kills the node over and over: a shorter back-off
-    from cantor_desktop import node_process
+    from cantor_desktop.client import node_process
     node_process.BACKOFF_MAX = float(sys.argv[2])
 shown = set()
 shells = []  # the app's Shell, to reach its commitDataRequest slot (a QSessionManager
@@ -224,7 +224,7 @@ class AppUnderTest:
 
 def still_running(pids, timeout: float = 10.0) -> list[int]:
     """The pids among ``pids`` still running after up to ``timeout`` s (zombies are gone)."""
-    from cantor_desktop import procs
+    from cantor_desktop.system import procs
 
     deadline = time.monotonic() + timeout
     while True:

@@ -29,7 +29,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cantor_desktop import selfexec
+from cantor_desktop.system import selfexec
 
 from .http_files import FileServer
 from .signed_manifests import serve_signed
@@ -348,7 +348,7 @@ class BuildServer:
         """Serve ``archive`` and list it in the manifest for ``backend``."""
         url_path = "/builds/" + archive.name
         self.server.add_file(url_path, archive)
-        from cantor_desktop.manifest import DEVICE_ENV
+        from cantor_desktop.install.manifest import DEVICE_ENV
 
         entry = {
             "backend": backend,

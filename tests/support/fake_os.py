@@ -1,4 +1,4 @@
-"""A pretend operating system for the Windows and macOS branches of cantor_desktop.procs.
+"""A pretend operating system for the Windows and macOS branches of cantor_desktop.system.procs.
 
 One process table behind two faces: ``psutil`` (Process, process_iter, the exceptions) and
 ``kernel32`` (job objects, handles, error mode, DLL directory), modelled on what the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from cantor_desktop.procs import windows
+from cantor_desktop.system.procs import windows
 
 CURRENT_PROCESS = -1  # GetCurrentProcess()'s pseudo handle
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from cantor_desktop.access import bearer
-from cantor_desktop.node_process import NodeProcess
+from cantor_desktop.auth.access import bearer
+from cantor_desktop.client.node_process import NodeProcess
 
 from .procs import free_port
 

@@ -36,7 +36,7 @@ import random
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from cantor_desktop import gguf
+from cantor_desktop.models import gguf
 from cantor_desktop.models import catalogue
 
 from .http_files import FileServer, Request

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from cantor_desktop.access import bearer
+from cantor_desktop.auth.access import bearer
 
 from .edit_nodes import sketch_as_acestep
 from .node import Node, write_config

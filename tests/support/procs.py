@@ -16,8 +16,8 @@ from typing import TypeVar
 import httpx
 import psutil
 
-from cantor_desktop.net import free_port  # noqa: F401 - the one free_port, for the tests too
-from cantor_desktop.procs.table import end_child
+from cantor_desktop.system.net import free_port  # noqa: F401 - the one free_port, for the tests too
+from cantor_desktop.system.procs.table import end_child
 
 T = TypeVar("T")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cantor_desktop import manifest_keys
+from cantor_desktop.install import signing_keys
 
-TEST_KEY = manifest_keys.new_private_key()
-TEST_PUBLIC = manifest_keys.public_key_text(TEST_KEY)
+TEST_KEY = signing_keys.new_private_key()
+TEST_PUBLIC = signing_keys.public_key_text(TEST_KEY)
 
 
 def manifest_bytes(doc: Any) -> bytes:
@@ -26,5 +26,5 @@ def serve_signed(server, path: str, doc: Any | bytes, key=TEST_KEY) -> bytes:
     ``key`` at ``path + ".sig"``; returns the bytes served."""
     raw = doc if isinstance(doc, bytes) else manifest_bytes(doc)
     server.add_file(path, raw)
-    server.add_file(path + ".sig", manifest_keys.sign(raw, key))
+    server.add_file(path + ".sig", signing_keys.sign(raw, key))
     return raw

@@ -78,7 +78,7 @@ class NodeProc:
 
 
 def start_node(port: int | None = None) -> NodeProc:
-    from cantor_desktop.selfexec import self_argv
+    from cantor_desktop.system.selfexec import self_argv
 
     port = port or free_port()
     log = open(os.path.join(os.environ["CANTOR_HOME"], "node-test.out"), "ab")

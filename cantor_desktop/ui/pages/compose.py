@@ -29,10 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ... import config, keys, song_request
-from ...paths import paths
-from ...pool.view import PoolView, canonical_model
-from ...song import Song, SongState
+from ... import config
+from ...song import musical_keys, request as song_request
+from ...system.paths import paths
+from ...client.pool_view import PoolView
+from ...models.catalogue import canonical_model
+from ...song.record import Song, SongState
 from .. import shortcuts, theme
 from ..choice_list import Choice, ChoiceList
 from ..compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
@@ -172,7 +174,7 @@ class ComposePage(QWidget):
         seed_row.addWidget(self.seed_lock)
         self.model = ComboBox()
         self.format = ComboBox()
-        self.format.addItems(config.SONG_FORMATS)
+        self.format.addItems(song_request.SONG_FORMATS)
         self.takes = SpinBox()
         self.takes.setRange(*song_request.BATCH_RANGE)
         self.node = ComboBox()  # in a pool: any member, or one by name
@@ -369,7 +371,7 @@ class ComposePage(QWidget):
         self.instrumental.setChecked(form.instrumental)
         self.duration.setText(form.duration)
         self.bpm.setText(form.bpm)
-        self.key.setCurrentText(keys.display(form.key) if form.key else "auto")
+        self.key.setCurrentText(musical_keys.display(form.key) if form.key else "auto")
         idx = self.time_signature.findData(form.time_signature)
         self.time_signature.setCurrentIndex(max(0, idx))
         idx = self.language.findData(form.language)
@@ -492,7 +494,7 @@ class ComposePage(QWidget):
                 if answer.get(name) and not w.text().strip():
                     w.setText(f"{answer[name]:g}")
             if answer.get("key") and self.key.currentText() == "auto":
-                self.key.setCurrentText(keys.display(answer["key"]))
+                self.key.setCurrentText(musical_keys.display(answer["key"]))
             self.check()
 
         def failed(text: str) -> None:
@@ -550,7 +552,7 @@ class ComposePage(QWidget):
                 if heard.get(key):
                     widget.setText(f"{heard[key]:g}")
             if heard.get("key"):
-                self.key.setCurrentText(keys.display(heard["key"]))
+                self.key.setCurrentText(musical_keys.display(heard["key"]))
             if heard.get("time_signature"):
                 idx = self.time_signature.findData(str(heard["time_signature"]))
                 self.time_signature.setCurrentIndex(max(0, idx))
@@ -652,14 +654,14 @@ class ComposePage(QWidget):
     def _node_format(self) -> str:
         values = getattr(self.link, "node_config", None) or {}
         fmt = values.get("songs.format")
-        if fmt in config.SONG_FORMATS:
+        if fmt in song_request.SONG_FORMATS:
             return fmt
         return config.current()[0].get("songs.format")
 
     def _node_settings(self, values: dict) -> None:
         """A changed default format reaches the form at once, unless one was chosen here."""
         fmt = values.get("songs.format")
-        if fmt in config.SONG_FORMATS and not self._format_chosen:
+        if fmt in song_request.SONG_FORMATS and not self._format_chosen:
             self.format.setCurrentText(fmt)
 
     # -- the draft ----------------------------------------------------------------------------

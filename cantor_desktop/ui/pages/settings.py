@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from ... import config
-from ...paths import paths
+from ...system.paths import paths
 from .. import theme
 from ..tasks import Tasks
 from ..widgets import ComboBox, SpinBox

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...song import Song, SongState, Take
+from ...song.record import Song, SongState, Take
 from .. import shortcuts, theme
 from ..drag_exports import DragExports
 from ..player import Player

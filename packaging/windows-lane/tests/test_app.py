@@ -45,7 +45,7 @@ STARTUP = 180  # s: the first start under Wine on a busy 2-core machine compiles
 
 
 def free_port() -> int:
-    from cantor_desktop.net import free_port as free
+    from cantor_desktop.system.net import free_port as free
 
     return free()
 

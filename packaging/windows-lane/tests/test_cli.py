@@ -15,7 +15,7 @@ PY = lane.PY
 
 
 def free_port() -> int:
-    from cantor_desktop.net import free_port as free
+    from cantor_desktop.system.net import free_port as free
 
     return free()
 
@@ -54,7 +54,7 @@ def test_platformdirs_puts_settings_and_songs_in_the_windows_user_folders(sessio
             PY,
             "-c",
             (
-                "from cantor_desktop.paths import paths; p = paths(); "
+                "from cantor_desktop.system.paths import paths; p = paths(); "
                 "import json; print(json.dumps({'config': str(p.config_file), "
                 "'songs': str(p.default_songs_dir), 'models': str(p.models_dir)}))"
             ),
@@ -75,7 +75,7 @@ def test_platformdirs_puts_settings_and_songs_in_the_windows_user_folders(sessio
 def test_the_node_token_is_kept_by_the_windows_keyring(session, mark, win_home):
     _home, win = win_home
     probe = (
-        "import keyring; from cantor_desktop.access import read_token, token_file; "
+        "import keyring; from cantor_desktop.auth.access import read_token, token_file; "
         "print(type(keyring.get_keyring()).__name__, read_token(), token_file().exists())"
     )
     r = session.run([PY, "-m", "cantor_desktop", "node", "token"], mark, CANTOR_HOME=win)

@@ -156,7 +156,7 @@ def test_install_self_test_upgrade_over_the_running_app_and_uninstall(session, m
 
 
 def lane_free_port() -> int:
-    from cantor_desktop.net import free_port
+    from cantor_desktop.system.net import free_port
 
     return free_port()
 

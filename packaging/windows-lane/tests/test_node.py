@@ -15,7 +15,7 @@ STARTUP = 240  # s: a busy 2-core machine under Wine
 
 
 def free_port() -> int:
-    from cantor_desktop.net import free_port as free
+    from cantor_desktop.system.net import free_port as free
 
     return free()
 

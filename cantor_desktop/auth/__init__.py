@@ -1,0 +1,1 @@
+"""Who may talk to a node: its token (kept by the OS) and the proof that a node holds it."""

@@ -1,0 +1,1 @@
+"""The frozen app: its entry point and its self-test."""

@@ -1,0 +1,1 @@
+"""The one downloader: ranged, resumable, verified transfers and their part files."""

@@ -1,0 +1,1 @@
+"""The node's HTTP routes, one module per resource."""

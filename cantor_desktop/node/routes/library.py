@@ -1,0 +1,175 @@
+"""The node's routes for model files the user brings and for the Hugging Face token: what the
+app used to do on its own machine, now done where the models live (the node's machine).
+
+- ``POST /v1/models/import`` ``{"path"}``: adopt a ``.gguf`` file already on the node's
+  machine (for a client on that machine: a path means nothing elsewhere);
+- ``POST /v1/models/upload?name=FILE.gguf``: the file's bytes (``application/octet-stream``,
+  capped by the guard's :class:`~.guard.BodyRule`), kept in the library folder once whole
+  and checked;
+- ``DELETE /v1/models/{name}/parts``: discard what a failed or stopped download left;
+- ``GET|PUT|DELETE /v1/hub/token``: the Hugging Face token in the node's keyring; GET says
+  only whether one is set, never the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from ...system import secrets
+from ...models import hub, importer
+from ...models.catalogue import SKETCH, UnknownModel
+from ...models.library import LibraryError
+from ..http_common import ApiError, content_length, from_this_machine, json_body
+from ..schemas import ERRORS, GUARDED, LIST, OBJ, STR, binary_request, json_request, obj, ok
+
+UPLOAD_PATH = "/v1/models/upload"
+UPLOAD_TYPE = "application/octet-stream"  # the guard's BODY_RULES says so, with its cap
+
+IMPORT_SCHEMA = {
+    "type": "object",
+    "required": ["path"],
+    "additionalProperties": False,
+    "properties": {
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "an absolute path on the node's machine",
+        }
+    },
+}
+TOKEN_SCHEMA = {
+    "type": "object",
+    "required": ["token"],
+    "additionalProperties": False,
+    "properties": {"token": {"type": "string", "minLength": 8, "maxLength": 512}},
+}
+
+router = APIRouter()
+IMPORTED = obj({"imported": OBJ})
+TOKEN_STATUS = obj(
+    {"set": {"type": "boolean"}, "source": {"type": ["string", "null"]}, "note": STR}
+)
+
+
+def _refused(exc: importer.ImportRefused) -> ApiError:
+    return ApiError(exc.status, str(exc), "import_refused", exc.field)
+
+
+@router.post(
+    "/v1/models/import",
+    openapi_extra=json_request(IMPORT_SCHEMA),
+    responses={**ok(IMPORTED, "adopted where it is"), **ERRORS},
+)
+async def import_model(request: Request):
+    """Adopt a GGUF file on the node's machine where it is (nothing moved or copied)."""
+    body = await json_body(request)
+    if not isinstance(body, dict):
+        raise ApiError(422, "body: must be a JSON object with path", field="body")
+    for key in body:
+        if key != "path":
+            raise ApiError(422, f"{key}: unknown field; known: path", field=key)
+    path = body.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise ApiError(
+            422, "path: give the absolute path of a .gguf file on the node's machine", field="path"
+        )
+    if not from_this_machine(request):
+        raise ApiError(
+            403,
+            f"path: a path names a file on the node's machine; from another "
+            f"machine upload the file (POST {UPLOAD_PATH})",
+            "not_local",
+            "path",
+        )
+    try:
+        imported = await asyncio.to_thread(importer.import_local, path)
+    except importer.ImportRefused as exc:
+        raise _refused(exc) from None
+    return {"imported": imported.to_json()}
+
+
+@router.post(
+    UPLOAD_PATH,
+    status_code=201,
+    openapi_extra=binary_request(UPLOAD_TYPE),
+    responses={**ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS},
+)
+async def upload_model(request: Request, name: str):
+    """A GGUF file sent from another machine: kept as ``name`` in the library folder once
+    whole and checked (a GGUF header with an ACE-Step architecture)."""
+    try:
+        imported = await importer.receive_upload(name, request.stream(), content_length(request))
+    except importer.ImportRefused as exc:
+        raise _refused(exc) from None
+    return JSONResponse({"imported": imported.to_json()}, status_code=201)
+
+
+@router.delete(
+    "/v1/models/{name}/parts",
+    responses={
+        **ok(obj({"name": STR, "deleted": LIST, "freed_bytes": {"type": "integer"}})),
+        **ERRORS,
+    },
+)
+async def discard_parts(name: str):
+    """Delete the ``.part`` files a failed or stopped download of ``name`` left."""
+    from ...models import pull
+
+    if name == SKETCH:
+        raise ApiError(
+            400, "the sketch model is built in: nothing is downloaded for it", field="name"
+        )
+    try:
+        result = await asyncio.to_thread(pull.discard, name)
+    except UnknownModel as exc:
+        raise ApiError(404, f"name: {exc}", "model_not_found", "name") from None
+    except pull.PullRunning as exc:
+        raise ApiError(409, str(exc), "downloading", "name") from None
+    except LibraryError as exc:
+        raise ApiError(409, str(exc), "not_downloaded", "name") from None
+    return {"name": result.name, "deleted": result.deleted, "freed_bytes": result.freed_bytes}
+
+
+async def _keyring(call) -> Any:
+    try:
+        return await asyncio.to_thread(call)
+    except secrets.NoKeyringError as exc:
+        raise ApiError(
+            409, f"the node's machine cannot keep the token: {exc}", "no_keyring"
+        ) from None
+
+
+@router.get("/v1/hub/token", responses={**ok(TOKEN_STATUS, "set or not"), **GUARDED})
+async def token_status():
+    """Whether a Hugging Face token is set on the node's machine — never the token."""
+    return await asyncio.to_thread(hub.token_status)
+
+
+@router.put(
+    "/v1/hub/token",
+    openapi_extra=json_request(TOKEN_SCHEMA),
+    responses={**ok(TOKEN_STATUS, "kept"), **ERRORS},
+)
+async def store_token(request: Request):
+    """Keep a Hugging Face token in the node's keyring (for gated models)."""
+    body = await json_body(request)
+    if not isinstance(body, dict) or set(body) != {"token"}:
+        raise ApiError(422, 'token: give {"token": "hf_…"} and nothing else', field="token")
+    try:
+        await _keyring(lambda: hub.store_token(body["token"]))
+    except ValueError as exc:
+        raise ApiError(422, str(exc), field="token") from None
+    return await asyncio.to_thread(hub.token_status)
+
+
+@router.delete(
+    "/v1/hub/token",
+    responses={**ok(obj({**TOKEN_STATUS["properties"], "removed": {"type": "boolean"}})), **ERRORS},
+)
+async def forget_token():
+    removed = await _keyring(hub.forget_token)
+    return {**await asyncio.to_thread(hub.token_status), "removed": bool(removed)}

@@ -1,0 +1,1 @@
+"""The operating system's part: folders, the keyring, processes, sockets, logs."""
