@@ -23,7 +23,7 @@ _KEY_IN_TEXT = re.compile(
 
 
 def key_name(tonic: int, minor: bool) -> str:
-    """The key as musicians spell it ("Eb minor", "F# major"): song/musical_keys.py, one spelling each."""
+    """The key as musicians spell it ("Eb minor", "F# major"): one spelling each."""
     return musical_keys.Key(tonic % 12, minor).name
 
 

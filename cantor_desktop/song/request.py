@@ -161,8 +161,8 @@ class RequestError(CantorError, ValueError):
 
 
 def normalise_key(text: str) -> str:
-    """A key in any spelling, in its usual one (song/musical_keys.py): "f# MINOR" → "F# minor", "D#m" →
-    "Eb minor", "B♭ maj" → "Bb major". RequestError when it is no key."""
+    """A key in any spelling, in its usual one (:mod:`.musical_keys`): "f# MINOR" →
+    "F# minor", "D#m" → "Eb minor", "B♭ maj" → "Bb major". RequestError when it is no key."""
     key = musical_keys.parse(text, need_mode=True)
     if key is None:
         raise RequestError(

@@ -31,7 +31,7 @@ LYRICS_HINT = (
     "[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
     "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]"
 )
-KEYS = tuple(k.display for k in musical_keys.ALL)  # "E♭ minor": one spelling per key (song/musical_keys.py)
+KEYS = tuple(k.display for k in musical_keys.ALL)  # "E♭ minor": one spelling per key
 
 
 @dataclass
