@@ -10,7 +10,10 @@ export's own meter), true peak at or under -1 dBTP, BPM/KEY/seed tags present. A
 file fails a check does not count.
 
 The loudness meter alone (export/bs1770.py, numpy FFT) is timed too on the exported file,
-against pyloudnorm (scipy's lfilter) when installed: the readings and the CPU seconds.
+against pyloudnorm (scipy's lfilter) when installed: the readings and the CPU seconds. So is
+the measuring of the song's tempo and key (song/analysis.py, what the node does for every
+take without asked or LM values): CPU seconds, the tempo and key it found checked against
+the render's own; goal at most 3 CPU-s for a 3-minute song.
 
 Baseline, measured in the same run (alternated with the export): the same WAV decoded and
 written as FLAC by soundfile alone (no resampling, loudness or tags): the floor of any FLAC
@@ -146,6 +149,26 @@ def timed(fn) -> tuple[float, float]:
     return time.process_time() - c0, time.perf_counter() - w0
 
 
+def time_analysis(src: Path, runs: int) -> bool:
+    """CPU seconds of measuring the song's tempo and key (the render's: 72 BPM, its key)."""
+    from cantor_desktop.song import analysis
+
+    audio, rate = sf.read(str(src), dtype="float32", always_2d=True)
+    found, cpu = None, []
+    for _ in range(runs + 1):
+        t0 = time.process_time()
+        found = analysis.tempo_key({}, None, audio, rate)
+        cpu.append(time.process_time() - t0)
+    meta = export.SongMeta.beside(src)
+    ok = found is not None and found["bpm"] == round(meta.bpm or 0) and found["key"] == meta.key
+    print(
+        f"measure: tempo and key of a {len(audio) / rate:.0f}-s song: "
+        f"{statistics.median(cpu[1:]):.3f} CPU-s (found {found and found['bpm']} BPM, "
+        f"{found and found['key']}; {'as rendered' if ok else 'NOT as rendered'})"
+    )
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -185,6 +208,8 @@ def main() -> int:
             if run < args.runs - 1:  # the last is timed below
                 results[-1].path.unlink()
         time_meters(results[-1].path, args.runs)
+        if not time_analysis(src, args.runs):
+            failed += 1
         if not our_cpu:
             print("no export passed its checks")
             return 1

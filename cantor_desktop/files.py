@@ -10,6 +10,7 @@ settings, state, songs, caches and secrets' files.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ def replace_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
 def _held_open(exc: PermissionError) -> bool:
     """Windows says "access denied" or "sharing violation" for a file held open; on POSIX
     a PermissionError from rename is a real permission problem, not worth waiting for."""
-    return getattr(exc, "winerror", None) in (5, 32) or os.name == "nt"
+    return getattr(exc, "winerror", None) in (5, 32) or sys.platform == "win32"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -82,6 +83,6 @@ def write_private_file(path: Path, text: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    if os.name != "nt":
+    if sys.platform != "win32":
         os.chmod(tmp, 0o600)  # whatever the umask made of it
     replace_file(tmp, path)

@@ -13,13 +13,18 @@ exact=0
 if [ "${1:-}" = "--exact" ]; then exact=1; shift; fi
 extras="${1:-}"
 
-# Debian packages: Qt's xcb/offscreen platforms, fonts, sound, the keyring's D-Bus, Xvfb;
-# redis-server for the tests and bench of a pool of nodes (each test starts its own).
+# Debian packages: Qt's xcb/offscreen platforms, fonts, sound, the keyring's D-Bus, Xvfb.
 debs=(libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libfreetype6
       fonts-dejavu-core libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
       libxcb-shape0 libxcb-image0 libxcb-render-util0 libxcb-randr0 libxcb-xinerama0
       libxcb-xkb1 libx11-xcb1 libxrender1 libxi6 libsm6 libice6 libpulse0 libasound2
-      xvfb xauth curl python3-venv redis-server)
+      xvfb xauth curl python3-venv)
+# What the tests and the bench run besides Python (with the test or bench extra): a pool's
+# redis-server, readelf (the bundle's ELF walk), OpenSSL 3 (manifest signatures made the
+# other way), llvm-otool (Mach-O checks), chattr (a file that cannot be deleted).
+case ",$extras," in
+  *,test,* | *,bench,*) debs+=(redis-server binutils openssl llvm e2fsprogs) ;;
+esac
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${debs[@]}"; do
@@ -30,12 +35,24 @@ if command -v dpkg-query >/dev/null 2>&1; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq
-    # a package name may differ between releases (libasound2 vs libasound2t64): try each
-    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || \
+    # a package name may differ between releases (libasound2 vs libasound2t64): try each;
+    # one that cannot be installed under either name stops the set-up, named
+    if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+      failed=()
       for p in "${missing[@]}"; do
-        $sudo apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || \
-          echo "bootstrap: could not install $p (continuing)"
+        $sudo apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 && continue
+        case "$p" in
+          libasound2) $sudo apt-get install -y -qq --no-install-recommends libasound2t64 \
+                        >/dev/null 2>&1 && continue ;;
+        esac
+        failed+=("$p")
       done
+      if [ ${#failed[@]} -gt 0 ]; then
+        echo "bootstrap: could not install the Debian packages ${failed[*]}" \
+             "(apt-get install ${failed[*]} says why)" >&2
+        exit 1
+      fi
+    fi
   fi
 fi
 

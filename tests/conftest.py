@@ -22,6 +22,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from support.signed_manifests import TEST_PUBLIC  # noqa: E402 - tests/ is on sys.path
+from support.skips import register as register_skip_watch  # noqa: E402
 from support.ui import node, qloop  # noqa: E402,F401 - fixtures for every test module
 
 
@@ -38,3 +39,9 @@ def cantor_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     return home
+
+
+def pytest_configure(config):
+    """CANTOR_SKIPS=STAGE: a skip that tests/skips_allowed.txt does not allow fails the run
+    (support/skips.py)."""
+    register_skip_watch(config)

@@ -8,16 +8,13 @@ from __future__ import annotations
 import json
 import os
 import struct
-import subprocess
 import threading
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 
-from cantor_desktop.models import gguf
 from cantor_desktop.models import adapters as ad
 from cantor_desktop.models.adapters import AdapterError, MadeForAnotherModel, NotAnAdapter
 from support.adapter_files import (
@@ -29,7 +26,7 @@ from support.adapter_files import (
     write_safetensors,
 )
 
-from support.procs import free_port
+from support.adapter_files import engine_adapter_names, store_for_engines
 
 
 def test_each_layout_is_read_with_what_it_was_made_for(tmp_path):
@@ -350,87 +347,14 @@ def test_an_adapter_put_there_by_hand_that_cannot_be_read_is_listed_with_its_pro
 # ---------------------------------------------------------------- the engines' names
 
 
-def _props(url: str, proc: subprocess.Popen, log: Path, timeout: float = 20) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the engine exited: {log.read_text()}")
-        try:
-            r = httpx.get(url + "/props", timeout=2)
-            if r.status_code == 200:
-                return r.json()
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"no /props: {log.read_text()}")
-
-
-def _engine_names(
-    argv: list[str], models: Path, adapters: Path, tmp_path: Path, env: dict | None = None
-) -> tuple[list[str], str]:
-    port = free_port()
-    log = tmp_path / f"engine-{port}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            argv
-            + [
-                "--models",
-                str(models),
-                "--adapters",
-                str(adapters),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=out,
-            env={**os.environ, **(env or {})},
-        )
-        try:
-            props = _props(f"http://127.0.0.1:{port}", proc, log)
-        finally:
-            proc.terminate()
-            proc.wait(10)
-    return props["adapters"], log.read_text("utf-8")
-
-
-def _store_for_engines(tmp_path: Path) -> tuple[ad.AdapterStore, Path]:
-    models = tmp_path / "models-in"
-    models.mkdir()
-    gguf.write_header_only(models / "acestep-5Hz-lm-0.6B-Q8_0.gguf", gguf.ARCH_LM)
-    store = ad.AdapterStore(tmp_path / "models" / "adapters")
-    store.add(comfyui_file(tmp_path / "src" / "b-tape.safetensors"))
-    store.add(peft_folder(tmp_path / "src" / "a-style"))
-    store.add(comfyui_file(tmp_path / "src" / "c.safetensors"), name="zz")
-    (tmp_path / "models" / ".adapters-staging" / "1-busy").mkdir(parents=True)  # not seen
-    return store, models
-
-
 def test_the_sketch_names_the_adapters_as_the_store_says_the_engine_does(tmp_path):
     from cantor_desktop.system.selfexec import self_argv
 
-    store, models = _store_for_engines(tmp_path)
-    names, log = _engine_names(self_argv("sketch-server"), models, store.folder, tmp_path)
+    store, models = store_for_engines(tmp_path)
+    names, log = engine_adapter_names(self_argv("sketch-server"), models, store.folder, tmp_path)
     assert names == ["b-tape.safetensors", "zz.safetensors", "a-style"]  # files, then folders
     assert sorted(names) == sorted(a.engine_name for a in store.list())
     assert f"[Server] Scanning adapters in {store.folder}" in log
-    assert "[Registry] Adapter: a-style (PEFT)" in log and "3 Adapter" in log
-
-
-def test_the_real_ace_server_names_them_so_too(tmp_path):
-    """The store's belief about ace-server's names, checked against the binary."""
-    from real_engine.real_build import binary, needs_real_engine  # noqa: F401
-
-    exe = binary()
-    if exe is None or not exe.is_file():
-        pytest.skip("CANTOR_REAL_ACE_SERVER does not name a real ace-server build")
-    store, models = _store_for_engines(tmp_path)
-    names, log = _engine_names(
-        [str(exe)], models, store.folder, tmp_path, env={"GGML_BACKEND": "CPU"}
-    )
-    assert names == ["b-tape.safetensors", "zz.safetensors", "a-style"]
-    assert sorted(names) == sorted(a.engine_name for a in store.list())
     assert "[Registry] Adapter: a-style (PEFT)" in log and "3 Adapter" in log
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,13 +42,12 @@ def test_measured_tempo_and_key_of_sketch_songs(bpm, key, seed):
     assert analysis.estimate_key(audio, SR) == key
 
 
-def test_a_three_minute_song_is_measured_fast_and_exactly():
+def test_a_three_minute_song_is_measured_exactly():
+    """(Its CPU seconds are a figure: bench/export.py measures them.)"""
     audio = sketch_audio(
         caption="instrumental groove", bpm=92, key="A minor", duration=180.0, seed=5
     )
-    t0 = time.process_time()
     found = analysis.tempo_key({}, None, audio, SR)
-    cpu = time.process_time() - t0
     assert found == {
         "bpm": 92,
         "key": "A minor",
@@ -57,7 +55,6 @@ def test_a_three_minute_song_is_measured_fast_and_exactly():
         "facts_from": {"bpm": "measured", "key": "measured"},
     }
     assert abs(analysis.estimate_tempo(audio, SR) - 92) < 0.05
-    assert cpu < 3.0, cpu  # ≈ 0.5 s of CPU on this machine
 
 
 def test_silence_and_noise_have_no_tempo_and_asked_values_are_kept():

@@ -447,13 +447,13 @@ def test_stems_without_a_base_model_name_it_with_its_size_then_after_the_pull_ar
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["lofi-piano_drums.wav"]
 
 
-# -- end to end on the real Sketch, once it does edits ----------------------------------------
+# -- end to end on the real Sketch's edits ---------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def sketch_edits(tmp_path_factory):
-    """Skip unless the built-in Sketch does edits: asked as the node would ask it (its
-    /understand with a short WAV). A Sketch without the route answers 404 Not found."""
+    """The built-in Sketch does edits: asked as the node would ask it (its /understand with
+    a short WAV), it answers; a Sketch without the route fails every test that uses this."""
     import httpx
 
     from cantor_desktop.sketch import ensure_sketch_models
@@ -475,11 +475,9 @@ def sketch_edits(tmp_path_factory):
     finally:
         engine.proc.terminate()
         engine.proc.wait(10)
-    if answer.status_code == 404 and "not found" in answer.text.lower():
-        pytest.skip(
-            "the built-in Sketch does no edits yet (branch sketch-edit): "
-            "its /understand answers 404"
-        )
+    assert answer.status_code == 200, (
+        f"the Sketch's /understand: {answer.status_code} {answer.text}"
+    )
 
 
 def db(x: float) -> float:

@@ -148,14 +148,17 @@ def test_the_final_event_comes_after_the_response_is_closed(cantor_home, recorde
                 stream = c.events(sid)
                 async for event, _data in stream:
                     if event == "done":
-                        closed = recorded.responses[-1]["closed_by"]
+                        record = recorded.responses[-1]
+                        at_done = (record["opened_by"], record["closed_by"])
                         break
                 await stream.aclose()
-                return closed
+                return at_done, asyncio.current_task()
         finally:
             await node.stop()
 
-    assert asyncio.run(main()) is not None
+    (opened_by, closed_by), reader = asyncio.run(main())
+    # closed before the reader saw "done", by the reading task itself
+    assert closed_by is not None and closed_by is opened_by is reader
 
 
 def test_models_all_lists_the_catalogue(cantor_home):

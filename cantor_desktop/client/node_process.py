@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import signal
 import subprocess
 import time
@@ -216,7 +217,7 @@ class NodeProcess:
             tree = procs.descendants(proc.pid)
             if await self._ask_to_shut_down():
                 await self._wait_exit(proc, timeout)
-            if proc.poll() is None and os.name != "nt":
+            if proc.poll() is None and sys.platform != "win32":
                 log.warning("node pid %d did not stop when asked; sending SIGTERM", proc.pid)
                 try:
                     proc.send_signal(signal.SIGTERM)

@@ -49,6 +49,7 @@ import errno
 import functools
 import hashlib
 import os
+import sys
 import shutil
 import socket
 import time
@@ -1221,7 +1222,7 @@ async def _install(
 
 
 def _fsync_dir(folder: Path) -> None:
-    if os.name != "posix":
+    if sys.platform == "win32":
         return
     try:
         fd = os.open(folder, os.O_RDONLY)

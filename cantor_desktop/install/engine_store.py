@@ -847,7 +847,7 @@ def install_archive(build: Build, archive: Path, *, stage: bool = False) -> Inst
                 raise StoreError(
                     f"{build.describe()}: the archive has no file {build.executable!r}"
                 )
-            if os.name == "posix":
+            if sys.platform != "win32":
                 exe.chmod(exe.stat().st_mode | 0o755)
             signature = _prepare_for_macos(staging, build)
             info = {

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import re
 import signal
 import time
@@ -36,6 +37,7 @@ import httpx
 
 from ..models import gguf
 from ..system.net import free_port
+from ..system.procs.exits import KILLED
 from ..engine.client import join_reasons
 from ..engine.process_options import engine_environment, engine_process_kwargs
 from ..engine.progress import is_error_line, is_fatal_line
@@ -160,26 +162,28 @@ class _Child:
     async def end(self) -> None:
         """End the process (and anything it left in its group); read what is left."""
         if self.proc.returncode is None:
-            _signal_group(self.proc, signal.SIGTERM if os.name == "posix" else None)
+            _end_group(self.proc, hard=False)
             try:
                 await asyncio.wait_for(self.proc.wait(), KILL_GRACE)
             except asyncio.TimeoutError:
-                _signal_group(self.proc, signal.SIGKILL if os.name == "posix" else None)
+                _end_group(self.proc, hard=True)
                 await self.proc.wait()
-        elif os.name == "posix":
-            _signal_group(self.proc, signal.SIGKILL)
+        elif sys.platform != "win32":
+            _end_group(self.proc, hard=True)  # what it left in its group
         try:
             await asyncio.wait_for(asyncio.shield(self.reader), 2.0)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             self.reader.cancel()
 
 
-def _signal_group(proc: asyncio.subprocess.Process, sig) -> None:
+def _end_group(proc: asyncio.subprocess.Process, *, hard: bool) -> None:
+    """SIGTERM (``hard``: SIGKILL) to the probe's process group; on Windows, the process
+    (TerminateProcess: there is no gentler way to a console-less child)."""
     try:
-        if os.name == "posix":
-            os.killpg(proc.pid, sig)
-        else:
+        if sys.platform == "win32":
             proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGKILL if hard else signal.SIGTERM)
     except (ProcessLookupError, PermissionError, OSError):
         pass
 
@@ -423,7 +427,7 @@ def _killed_silently(result: TrialResult) -> bool:
     """The probe ended by SIGKILL (not ours) without a line: on a Mac, the signature."""
     return (
         not result.ok
-        and os.name == "posix"
-        and result.exit_code == -signal.SIGKILL
+        and sys.platform != "win32"
+        and result.exit_code == KILLED
         and not any(ln.strip() for ln in result.lines)
     )

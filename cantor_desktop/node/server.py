@@ -14,6 +14,7 @@ alike, the owner included: 1,030 tokenless connections kept every owner's reques
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Callable
 
 from ..auth import access
@@ -35,10 +36,10 @@ __all__ = ["TokenError", "serve", "raise_open_file_limit"]
 def raise_open_file_limit(wanted: int = WANTED_OPEN_FILES) -> int | None:
     """Raise this process's soft limit on open files towards ``wanted`` (macOS starts at
     256); returns the limit in force, or None where there is no such limit (Windows)."""
-    try:
-        import resource
-    except ImportError:
+    if sys.platform == "win32":
         return None
+    import resource
+
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
     if soft != resource.RLIM_INFINITY and soft < target:

@@ -110,9 +110,7 @@ def open_take(path: str | Path) -> BinaryIO:
         before = os.lstat(found)
         fh = open(found, "rb")  # noqa: SIM115 - returned to the caller, who closes it
         after = os.fstat(fh.fileno())
-        if (before.st_ino, before.st_dev) != (after.st_ino, after.st_dev) or getattr(
-            before, "st_reparse_tag", 0
-        ):
+        if (before.st_ino, before.st_dev) != (after.st_ino, after.st_dev) or before.st_reparse_tag:
             fh.close()
             raise OutsideSongs(f"{str(path)[:200]!r} changed while it was opened")
     else:

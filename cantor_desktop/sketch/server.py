@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import sys
 import signal
 import socket
 import threading
@@ -356,7 +356,7 @@ class Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Windows' SO_REUSEADDR would let us bind a port another server is using
-    allow_reuse_address = os.name != "nt"
+    allow_reuse_address = sys.platform != "win32"
 
     def __init__(self, addr, handler):
         if ":" in addr[0]:

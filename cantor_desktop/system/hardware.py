@@ -188,9 +188,9 @@ def _cpu(root: Path, os_name: str, arch: str) -> tuple[str, list[str], str]:
     feats = []
     if arch == "arm64" and os_name != "macos":
         feats.append("NEON")  # every arm64 core has Advanced SIMD
-    elif os_name == "windows":
+    elif os_name == "windows" and sys.platform == "win32":
         try:
-            present = ctypes.windll.kernel32.IsProcessorFeaturePresent  # type: ignore[attr-defined]
+            present = ctypes.windll.kernel32.IsProcessorFeaturePresent
             if present(40):  # PF_AVX2_INSTRUCTIONS_AVAILABLE
                 feats.append("AVX2")
             if present(41):  # PF_AVX512F_INSTRUCTIONS_AVAILABLE
@@ -240,11 +240,12 @@ def _ram(root: Path) -> int | None:
         return int(found.group(1)) * 1024 if found else None
     if root != Path("/"):
         return None
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        pass
-    if sys.platform == "win32":
+    if sys.platform != "win32":
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    else:
 
         class MemStatus(ctypes.Structure):
             _fields_ = [
@@ -261,7 +262,7 @@ def _ram(root: Path) -> int | None:
 
         status = MemStatus()
         status.dwLength = ctypes.sizeof(MemStatus)
-        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore[attr-defined]
+        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
             return int(status.ullTotalPhys)
     return None
 

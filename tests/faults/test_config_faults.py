@@ -163,18 +163,17 @@ def test_thirty_hostile_node_toml_variants(tmp_path, tally):
     assert not unexpected, "\n".join(unexpected)
 
 
-@pytest.mark.parametrize(
-    "name",
-    sorted(KNOWN_BUGS)
-    or [pytest.param("-", marks=pytest.mark.skip(reason="no known config bugs"))],
-)
-def test_known_config_bug(name, tmp_path, request):
-    if name in KNOWN_BUGS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[name]))
-    _name, data, names = next(v for v in VARIANTS if v[0] == name)
-    path = tmp_path / "node.toml"
-    path.write_bytes(data)
-    assert _problems(path, data, names) == []
+# a strict xfail per known bug (none now: then there is no such test)
+if KNOWN_BUGS:
+
+    @pytest.mark.parametrize("name", sorted(KNOWN_BUGS))
+    def test_known_config_bug(name, tmp_path, request):
+        if name in KNOWN_BUGS:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[name]))
+        _name, data, names = next(v for v in VARIANTS if v[0] == name)
+        path = tmp_path / "node.toml"
+        path.write_bytes(data)
+        assert _problems(path, data, names) == []
 
 
 WRITER = textwrap.dedent("""

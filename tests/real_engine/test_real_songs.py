@@ -98,8 +98,14 @@ def test_100_failing_songs_of_cantor_sing_name_their_reason(
         assert done.returncode == 1, done.stderr
         assert "another Cantor home" not in done.stderr  # the running node was used
         line = next(
-            ln for ln in done.stderr.splitlines() if ln.startswith("cantor sing: the song failed: ")
+            (
+                ln
+                for ln in done.stderr.splitlines()
+                if ln.startswith("cantor sing: the song failed: ")
+            ),
+            None,
         )
+        assert line is not None, done.stderr
         reasons.append((vocal, line.split("the song failed: ", 1)[1]))
     more = [r for _, r in reasons if names_more_than_an_exit_code(r)]
     cause = [r for vocal, r in reasons if expected_fatal(vocal) in r]

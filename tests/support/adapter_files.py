@@ -10,10 +10,20 @@ modules bare or under ``diffusion_model.`` with ``lora_down``/``lora_up`` and a 
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import time
 from pathlib import Path
 
+import httpx
+
 import numpy as np
+
+from cantor_desktop.models import adapters as ad
+from cantor_desktop.models import gguf
+
+from .procs import free_port
 
 HIDDEN = {"2B": 2048, "XL": 2560}
 
@@ -157,3 +167,67 @@ def llm_peft_folder(folder: Path) -> Path:
         )
     )
     return folder
+
+
+# -- an engine's scan of the adapters ----------------------------------------------------
+
+
+def engine_props(url: str, proc: subprocess.Popen, log: Path, timeout: float = 20) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the engine exited: {log.read_text()}")
+        try:
+            r = httpx.get(url + "/props", timeout=2)
+            if r.status_code == 200:
+                return r.json()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"no /props: {log.read_text()}")
+
+
+def engine_adapter_names(
+    argv: list[str], models: Path, adapters: Path, tmp_path: Path, env: dict | None = None
+) -> tuple[list[str], str]:
+    """The adapter names an engine (its command line ``argv``) gives in ``/props``, and its
+    log, started on ``models`` with ``adapters``."""
+    port = free_port()
+    log = tmp_path / f"engine-{port}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            argv
+            + [
+                "--models",
+                str(models),
+                "--adapters",
+                str(adapters),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env={**os.environ, **(env or {})},
+        )
+        try:
+            props = engine_props(f"http://127.0.0.1:{port}", proc, log)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    return props["adapters"], log.read_text("utf-8")
+
+
+def store_for_engines(tmp_path: Path) -> tuple[ad.AdapterStore, Path]:
+    """An adapter store of three (two files, one PEFT folder) and a models folder with an
+    LM: what an engine's adapter scan is checked against."""
+    models = tmp_path / "models-in"
+    models.mkdir()
+    gguf.write_header_only(models / "acestep-5Hz-lm-0.6B-Q8_0.gguf", gguf.ARCH_LM)
+    store = ad.AdapterStore(tmp_path / "models" / "adapters")
+    store.add(comfyui_file(tmp_path / "src" / "b-tape.safetensors"))
+    store.add(peft_folder(tmp_path / "src" / "a-style"))
+    store.add(comfyui_file(tmp_path / "src" / "c.safetensors"), name="zz")
+    (tmp_path / "models" / ".adapters-staging" / "1-busy").mkdir(parents=True)  # not seen
+    return store, models

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from pathlib import Path
 
 from .. import macho
 from ...errors import CantorError
+from .exits import KILLED
 
 CODESIGN = "/usr/bin/codesign"  # by full path: always there on macOS, never a PATH stand-in
 BUNDLE_SUFFIXES = (".app", ".framework", ".bundle", ".xpc", ".appex", ".plugin")
@@ -286,7 +286,7 @@ def killed_reason(
     None when that is not the case (not a Mac, another exit). A signature that does not
     hold is named with codesign's reason and what to do; otherwise the SIGKILL is only
     explained."""
-    if not is_mac(platform) or code != -signal.SIGKILL:
+    if not is_mac(platform) or code != KILLED:
         return None
     path = Path(executable)
     found = verdict(*(run or run_tool)(verify_argv(path)), path)

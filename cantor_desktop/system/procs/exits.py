@@ -14,6 +14,10 @@ RESTART_EXIT_CODE = 75
 """A node started by a parent that supervises it (the app) exits with this code when it
 should be started again (``cantor upgrade``); the parent starts it at once, as no crash."""
 
+KILLED = -9
+"""The return code of a process ended by SIGKILL (POSIX's signal 9; Windows has no such
+signal, so none of its processes ends with this code)."""
+
 SUPERVISED_ENV = "CANTOR_NODE_SUPERVISED"
 """Set by a parent that understands :data:`RESTART_EXIT_CODE`."""
 

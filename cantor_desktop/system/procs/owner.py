@@ -37,7 +37,7 @@ _pipe: tuple[int, int, int] | None = None  # (pid that made it, read end, write 
 def owner_fd() -> int | None:
     """The read end of this process's owner pipe, made on first use (None on Windows)."""
     global _pipe
-    if os.name == "nt":
+    if sys.platform == "win32":
         return None
     with _lock:
         if _pipe is None or _pipe[0] != os.getpid():  # a forked copy makes its own
@@ -88,7 +88,7 @@ def watch_owner(
     Returns True when a watch is set up."""
     env = os.environ if env is None else env
     raw = env.pop(OWNER_FD_ENV, None)
-    if raw is None or os.name == "nt":
+    if raw is None or sys.platform == "win32":
         return False
     try:
         fd = int(raw)

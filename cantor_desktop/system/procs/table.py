@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def image_path(pid: int, *, ps=None, k32=None) -> str | None:
 
 def _image_path_from_windows(pid: int, exc: OSError, k32=None) -> str | None:
     """psutil could not name the image of ``pid`` (see the module's doc): ask Windows."""
-    if k32 is None and os.name != "nt":
+    if k32 is None and sys.platform != "win32":
         log.debug("cannot read the image path of process %d: %s", pid, exc)
         return None
     from . import windows

@@ -82,9 +82,11 @@ class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
 
 def load_kernel32() -> Any:
     """The real kernel32 with the signatures used here (Windows only)."""
+    if sys.platform != "win32":
+        raise OSError("kernel32 is Windows' own")
     from ctypes import wintypes
 
-    k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    k = ctypes.WinDLL("kernel32", use_last_error=True)
     sig = {
         "CreateJobObjectW": (wintypes.HANDLE, [wintypes.LPVOID, wintypes.LPCWSTR]),
         "SetInformationJobObject": (
