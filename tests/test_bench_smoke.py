@@ -39,10 +39,12 @@ def test_run_all_reads_a_real_sketch_run():
 def test_run_all_reads_a_real_export_run():
     run_all = _load(ROOT / "bench" / "run_all.py", "bench_run_all")
     plan = run_all.plan_for(quick=True)
-    [row] = run_all.export_figure(plan)
+    measure, row = run_all.export_figure(plan)
     assert not row.error and row.ok is not None, row
     assert float(row.ours.split("×")[0]) > 0
     assert "every counted file decoded and checked" in row.note
+    assert not measure.error and measure.ok is not None, measure  # tempo and key found
+    assert float(measure.ours.split()[0]) > 0 and "as rendered" in measure.note
 
 
 def test_run_all_reads_a_real_edit_run():

@@ -19,6 +19,7 @@ from real_engine.conftest import figure
 from real_engine.real_build import needs_real_engine, unpack_beside
 from support.hub import ModelHub
 from support.node import Node, until_state
+from support.procs import free_port
 
 from cantor_desktop.system.selfexec import self_argv
 
@@ -40,7 +41,11 @@ def hub():
 
 
 def configure(home: Path, engine: Path) -> None:
+    """node.toml with the engine, and a free port of the node's own: `cantor sing` finds the
+    test's node there (on the default port it would start a node of its own, and meet any
+    other program on that port)."""
     (home / "node.toml").write_text(
+        f"[node]\nport = {free_port()}\n\n"
         f'[engines.acestep]\npath = "{engine}"\n\n'
         f'[models]\ndefault = "acestep-v15-turbo"\nlm = "0.6B"\n\n'
         f'[songs]\ndir = "{home / "songs"}"\nformat = "wav16"\n'
@@ -48,7 +53,11 @@ def configure(home: Path, engine: Path) -> None:
 
 
 async def started(home: Path, hub: ModelHub) -> Node:
-    node = await Node(home, env={"HF_ENDPOINT": hub.base_url}).start()
+    """The node of ``home``, on node.toml's port, with the turbo model pulled."""
+    import tomllib
+
+    port = tomllib.loads((home / "node.toml").read_text())["node"]["port"]
+    node = await Node(home, port=port, env={"HF_ENDPOINT": hub.base_url}).start()
     async with node.client() as c:
         pulled = [item async for item in c.pull("acestep-v15-turbo")]
     assert pulled[-1].type == "done", pulled
