@@ -197,6 +197,13 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
                 bad_backend = (r.status_code, r.json())
                 system = (await http.get("/v1/system")).json()
                 songs = (await http.get("/v1/songs")).json()["songs"]
+                # a whole number in digits only: "+0.0" and "1e1" read as numbers by a lax
+                # parser are not what the document's integer allows
+                for query in ({"limit": "+0.0"}, {"limit": "1e1"}, {"limit": "-1"}):
+                    r = await http.get("/v1/songs", params=query)
+                    answers.append((r.status_code, r.json()))
+                r = await http.get("/v1/songs/0123456789abcdef/audio", params={"take": "1.0"})
+                answers.append((r.status_code, r.json()))
             return (
                 answers,
                 not_json,
@@ -212,6 +219,13 @@ def test_every_bad_input_is_a_4xx_naming_the_field_and_no_engine_runs(home):
             await node.stop()
 
     answers, not_json, unknown, array, missing, bad_config, bad_backend, system, songs = run(main())
+    queries = answers[len(BAD) :]
+    assert [(status, p["error"]["field"]) for status, p in queries] == [
+        (422, "limit"),
+        (422, "limit"),
+        (422, "limit"),
+        (422, "take"),
+    ], queries
     for (body, field), (status, payload) in zip(BAD, answers):
         assert 400 <= status < 500, body
         assert payload["error"]["field"] == field, (body, payload)

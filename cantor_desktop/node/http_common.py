@@ -12,11 +12,25 @@ import asyncio
 import ipaddress
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import Request
+from pydantic import BeforeValidator
 from fastapi.responses import JSONResponse, StreamingResponse
+
+
+def _digits_only(value: Any) -> Any:
+    """A query's whole number as digits ("10"): pydantic's lax mode would also read "+1.0"
+    and "1_0" as one, which the API document (an integer) does not allow."""
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{1,9}", value):
+        raise ValueError("must be a whole number, written in digits")
+    return value
+
+
+DIGITS_ONLY = BeforeValidator(_digits_only)
+"""For an integer query parameter: ``Annotated[int, Query(ge=0), DIGITS_ONLY]``."""
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 TERMINAL_EVENTS = ("done", "error")

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import AsyncIterator
+from typing import Annotated, AsyncIterator
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ...song.record import Song
-from ..http_common import ApiError, json_body, sse, sse_response, take_audio
+from ..http_common import DIGITS_ONLY, ApiError, json_body, sse, sse_response, take_audio
 from .models import check_model
 from ..queue import ALL, CANCELLED, FAILED
 from ..schemas import (
@@ -174,7 +174,11 @@ async def submit(request: Request, node_id: str | None = Query(None, alias="node
         **GUARDED,
     },
 )
-async def list_songs(request: Request, state: str | None = None, limit: int = 500):
+async def list_songs(
+    request: Request,
+    state: str | None = None,
+    limit: Annotated[int, Query(ge=0), DIGITS_ONLY] = 500,
+):
     n = node(request)
     songs = n.queue.newest_first()
     if state:
@@ -231,7 +235,7 @@ async def events(request: Request, song_id: str):
 
 
 @router.get("/v1/songs/{song_id}/audio", responses={200: AUDIO, 410: ERRORS[404], **ERRORS})
-async def audio(request: Request, song_id: str, take: int = 1):
+async def audio(request: Request, song_id: str, take: Annotated[int, Query(ge=1), DIGITS_ONLY] = 1):
     n = node(request)
     song = song_of(n, song_id)
     if song.state != "done" or not song.takes:
