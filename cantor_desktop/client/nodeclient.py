@@ -159,7 +159,7 @@ class NodeAuth:
             and now - self._proven[1] < PROOF_TTL_S
         ):
             return
-        found, why = await _judge(self.url, CONNECT_TIMEOUT, token)
+        found, why = await _who_answers(self.url, CONNECT_TIMEOUT, token)
         if found == OURS and token:
             self._proven = (token, asyncio.get_running_loop().time())
             return
@@ -253,11 +253,12 @@ async def which_node(url: str, timeout: float = 1.0, token: str | None = None) -
     with a MAC under the token of the challenge and the port the node answered on (on this
     machine, the port asked). On Linux a listener of this machine's port that belongs to
     another user is a stranger before anything is sent."""
-    return (await _judge(url, timeout, token))[0]
+    return (await _who_answers(url, timeout, token))[0]
 
 
-async def _judge(url: str, timeout: float, token: str | None) -> tuple[str, str]:
-    """:func:`which_node`'s verdict, and why when nothing answers (the transport's words)."""
+async def _who_answers(url: str, timeout: float, token: str | None) -> tuple[str, str]:
+    """Who answers at ``url`` (:func:`which_node`), and why when nothing does (the
+    transport's words)."""
     from ..system.net import listening_uids
 
     parts = urlsplit(url)

@@ -82,7 +82,6 @@ __all__ = [
     "check_free_space",
     "discard_part",
     "download",
-    "human_size",
     "part_path",
     "part_received",
     "sha256_file",
