@@ -331,7 +331,7 @@ def _names_a_cause(reason: str) -> bool:
     return not is_bare_exit(reason)
 
 
-def _files(path: str, body: Any) -> str:
+def _model_files(path: str, body: Any) -> str:
     """The model files a job names: "LM acestep-5Hz-lm-0.6B-Q8_0.gguf" / "DiT x.gguf"."""
     first = body[0] if isinstance(body, list) and body else body
     if not isinstance(first, dict):
@@ -686,7 +686,7 @@ class EngineClient:
         ended = reason or f"{type(exc).__name__}: {exc}".rstrip(": ")
         stage = {"/lm": "the LM stage", "/synth": "the synth stage"}.get(path, "a job")
         text = f"engine stopped: {ended}, during {stage}"
-        files = _files(path, body)
+        files = _model_files(path, body)
         if files:
             text += f" ({files})"
         words = self._last_words(job_id or "")

@@ -864,7 +864,7 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             if pieces:
                 await sink.write(pieces)
-            raise _lost(job, exc, meter.received) from exc
+            raise _retry_after_loss(job, exc, meter.received) from exc
         await sink.drain()
         expected = total if total is not None else size
         if expected is not None and sink.length < expected:
@@ -881,7 +881,7 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
             await response.aclose()
 
 
-def _lost(job: _Job, exc: Exception, at: int) -> _Retry:
+def _retry_after_loss(job: _Job, exc: Exception, at: int) -> _Retry:
     """A body that stopped: a stall or a lost connection, worth another attempt."""
     if isinstance(exc, httpx.TimeoutException):
         return _Retry(
@@ -1168,7 +1168,7 @@ class _Ranged:
             await flush()
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             await flush()
-            raise _lost(job, exc, job.meter.received) from exc
+            raise _retry_after_loss(job, exc, job.meter.received) from exc
         finally:
             await pf.drain(index)  # r.got counts what the writer saved
 

@@ -40,23 +40,23 @@ FIELDS = {
 LEMONADE_NAMES = {ours: theirs for theirs, ours in FIELDS.items() if theirs != ours}
 """The song request's names Lemonade calls otherwise (for its errors)."""
 
-_SONG = SONG_SCHEMA["properties"]
+_SONG_FIELDS = SONG_SCHEMA["properties"]
 GENERATION_SCHEMA: dict[str, Any] = {  # null leaves a field out (lemonade_request)
     "type": "object",
     "required": ["prompt"],
     "additionalProperties": False,
     "properties": {
-        "model": _SONG["model"],
+        "model": _SONG_FIELDS["model"],
         "prompt": {"type": "string", "minLength": 1},
-        "lyrics": _SONG["lyrics"],
-        "vocal_language": _SONG["language"],
-        "duration": _SONG["duration"],
-        "steps": _SONG["steps"],
-        "seed": _SONG["seed"],
+        "lyrics": _SONG_FIELDS["lyrics"],
+        "vocal_language": _SONG_FIELDS["language"],
+        "duration": _SONG_FIELDS["duration"],
+        "steps": _SONG_FIELDS["steps"],
+        "seed": _SONG_FIELDS["seed"],
         "response_format": or_null({"type": "string", "enum": list(LEMONADE_FORMATS)}),
-        "bpm": _SONG["bpm"],
-        "key": _SONG["key"],
-        "time_signature": _SONG["time_signature"],
+        "bpm": _SONG_FIELDS["bpm"],
+        "key": _SONG_FIELDS["key"],
+        "time_signature": _SONG_FIELDS["time_signature"],
     },
 }
 
