@@ -2,8 +2,9 @@
 or the built-in sketch engine): submit → poll → fetch, for ``/lm`` and ``/synth``, and the
 two-stage song on top of them.
 
-The protocol facts (ids are opaque, results branch on Content-Type, a failed job's reason is
-only in the engine's log) are in shared/reference/ace-server.md.
+What the protocol gives and what it does not: a job's id is opaque (never parsed), a result
+is read by its Content-Type (JSON, one audio body, or a multipart of audio and latents),
+and a failed job's reason is only in the engine's log (its stderr, read by :mod:`.progress`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ and that many bytes of JSON naming every tensor's dtype, shape and byte range, a
 ``adapter_config.json`` is plain JSON. From those the store tells what an adapter was made
 for, and refuses one whose files say it belongs to another model: a base model that is not
 ACE-Step 1.5, or tensors no ACE-Step 1.5 DiT has (its 2B DiT has 24 layers of width 2048,
-the XL one 32 of width 2560; acestep.cpp docs/ARCHITECTURE.md).
+the XL one 32 of width 2560, as acestep.cpp builds them).
 
 Adding copies into a staging folder beside the adapters folder (``models/.adapters-staging``,
 which the engine never scans), checks the copy, and renames it into place under a lock: the

@@ -1,6 +1,7 @@
 """The node's door: who may send it a request, and how much (an ASGI middleware).
 
-Checked in this order, before any handler runs (``reference/security.md`` has the attacks):
+Checked in this order, before any handler runs (``tests/faults/test_attack_faults.py`` tries
+each attack on a real node; docs/reliability.md has what it found):
 
 1. ``Host`` — IP literals the connection arrived on (any loopback address on loopback),
    ``localhost``, and names the user declared in ``node.allowed_hosts``. Anything else,

@@ -1,5 +1,5 @@
-"""The node's routes for model files the user brings and for the Hugging Face token: what the
-app used to do on its own machine, now done where the models live (the node's machine).
+"""The node's routes for model files the user brings and for the Hugging Face token, done
+where the models live (the node's machine):
 
 - ``POST /v1/models/import`` ``{"path"}``: adopt a ``.gguf`` file already on the node's
   machine (for a client on that machine: a path means nothing elsewhere);
