@@ -1,41 +1,9 @@
 """Edits, and the recipes that make every take of the Sketch again.
 
-Every take the Sketch makes has a *recipe* (JSON, kept in its latent's header: latent.py):
-what to render, with which seed, from which source. Rendering a recipe gives the take's
-audio again, sample for sample, so an edit of a Sketch take starts from the take itself
-and a stem of it is its own part. The kinds:
-
-- ``song``: a text-to-music song (:class:`render.Song` with every resolved field) and the
-  gain its master applied.
-- ``audio``: outside audio, by fingerprint (audio_in.Remembered holds it while this engine
-  runs) with what was measured in it (frame.measure_facts).
-- ``repaint`` (also extend: ace-server's outpainting): the source, padded with silence where
-  the region reaches before 0 or past the end, is kept sample for sample outside the
-  region; inside it a new song plays — the source's tempo, metre and key on its bar grid,
-  its sections and chords where the source has them (a continuation's verse, chorus and
-  outro past its end, an intro before its start) in the request's caption, lyrics and seed
-  — cross-faded over ``FADE`` seconds inside each edge that meets the source. New music sits
-  at the source's own level: a Sketch source's master gain, else the loudness of the source
-  around the region (never above -1 dBFS). Nothing outside the region is normalised again.
-- ``cover`` / ``cover-nofsq``: a new song in the request's caption with the source's tempo,
-  metre, key and sections. ``audio_cover_strength`` is the share of the source the cover
-  hears: its chords from 0.5 up, its melody (and the contour of its sung lines) from 0.75
-  up. ``cover_noise_strength`` x starts from the source: the source itself is mixed under
-  the cover at x (0 none … 1 the source alone). The faithful cover (``cover-nofsq``) keeps
-  the source's whole arrangement — chords, patterns, melody — and only changes its sounds.
-  A cover is normalised like a new song.
-- ``extract``: the named part of the source's own arrangement, rendered again from its plan
-  in the mix's scale (the parts of a Sketch take add up to the take); of outside audio a
-  band-limited stand-in (stems.py); an unknown track is silence.
-- ``lego``: a part of the named instrument (:data:`LAYER_WORDS` put first in the caption,
-  which is the source's own when the request has none, so that instrument plays in every
-  section) on the source's grid, in its key, chords and sections, added to the source over its whole length
-  or the region (faded in and out); ``complete``: every other part of a new arrangement
-  around the given track(s). Both at the source's level; the sum is brought down only if it
-  would pass -1 dBFS.
-
-A Sketch take used as the *reference* lends its caption's sounds to what is made (its
-caption is added to the request's); outside audio as a reference is noted and not used.
+Every take the Sketch makes has a *recipe* (JSON, kept in its latent's header: latent.py),
+and rendering it gives the take's audio again, sample for sample; an edit (repaint and
+extend, cover, extract, lego, complete) is a recipe over its source's. What each task does:
+docs/sketch.md.
 """
 
 from __future__ import annotations
