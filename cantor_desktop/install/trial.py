@@ -8,8 +8,8 @@ stderr for ``[Load] LM backend: <device>``. Success is that line naming the devi
 The probe job is expected to kill the engine afterwards (no weights), which is fine.
 
 The real ace-server loses its last stderr lines before an exit in 10–35 % of runs (it pipes
-its own stderr through a thread that dies with the process), the device line and the FATAL line included, and sometimes cuts the last
-line in the middle. So one probe decides only when it saw a *whole* line that settles the
+its own stderr through a thread that dies with the process), the device line and the FATAL
+line included, and sometimes cuts the last line in the middle. So one probe decides only when it saw a *whole* line that settles the
 question: the device line (works, or came up on the wrong device), or an error line (the
 reason). A probe that ends without one — an exit whose last words were lost, a cut line, a
 port taken in between — is repeated; each takes 60–100 ms, so the trial repeats it until
