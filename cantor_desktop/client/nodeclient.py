@@ -4,9 +4,10 @@ The CLI (`cantor sing`, `cantor upgrade`), the Qt app and the node's own supervi
 (node_process) talk to a node only through this module; every :class:`NodeClient` method
 mirrors one endpoint of the node's API (``node/routes/``, one module a resource). A node
 error becomes :class:`NodeError` carrying the node's message, the HTTP status and the field
-it named (status 0: the node could not be reached). Streams (song events, model pull, backend install/update) are async generators of
-``(event, data)`` pairs; wrap one in ``contextlib.aclosing`` when you may stop reading
-before its final event, so its HTTP response is closed by the task that opened it.
+it named (status 0: the node could not be reached). Streams (song events, model pull,
+backend install/update) are async generators of ``(event, data)`` pairs; wrap one in
+``contextlib.aclosing`` when you may stop reading before its final event, so its HTTP
+response is closed by the task that opened it.
 
 Requests go only to the node they were meant for: no redirect is followed and no proxy is
 taken from the environment; certificates are checked for an ``https://`` node (certifi's
