@@ -383,8 +383,8 @@ def test_the_reader_and_the_hand_writer_agree_with_the_safetensors_library(tmp_p
 
 
 def test_a_shape_of_100000_huge_dimensions_is_refused_at_once_naming_the_cap(tmp_path):
-    """It took 26-29 s of CPU (the product grew with the square of the list) and the 422
-    repeated the whole shape back (issue 28)."""
+    """Refused at once, naming the cap (a product over the list that grows with its square
+    would take 26-29 s of CPU), in a message that does not repeat the whole shape back."""
     shape = [2**62] * 100_000
     header = json.dumps(
         {"x.lora_A.weight": {"dtype": "F32", "shape": shape, "data_offsets": [0, 4]}}
@@ -431,7 +431,7 @@ def test_long_names_deep_metadata_and_a_big_header_stay_short_and_bounded(tmp_pa
 
 def test_links_inside_an_imported_adapter_are_refused(tmp_path):
     """A PEFT folder whose adapter_config.json (or weights) is a link to a file of the
-    node's user was followed and copied in (issue 28); a linked single file too."""
+    node's user is refused, never followed and copied in; a linked single file too."""
     store = ad.AdapterStore(tmp_path / "models" / "adapters")
     secret = tmp_path / "secret.txt"
     secret.write_text('{"hunter2": 1}')

@@ -1,4 +1,4 @@
-"""Dependencies are partners (issue 30): cantor_desktop never imports h11 or httpcore (httpx
+"""Dependencies are partners: cantor_desktop never imports h11 or httpcore (httpx
 is the one HTTP client; uvicorn brings its own), never reaches into a dependency's private
 modules or names (``_x``; the standard library is a dependency too), and never patches one
 (assigning to an attribute of an imported module or class, to ``sys.modules``, to a

@@ -192,8 +192,8 @@ def _nested(depth: int) -> bytes:
 
 
 def test_nested_arrays_are_read_up_to_the_cap_and_refused_past_it(tmp_path):
-    """5,000 deep raised an uncaught RecursionError (issue 28); now the reader keeps a stack
-    of counts and refuses past MAX_DEPTH, naming it."""
+    """The reader keeps a stack of counts (5,000 deep would be a RecursionError for a
+    recursive one) and refuses past MAX_DEPTH, naming it."""
     ok = tmp_path / "ok.gguf"
     ok.write_bytes(_header(_nested(gguf.MAX_DEPTH), _arch_kv()))
     assert gguf.read_architecture(ok) == "acestep-dit"

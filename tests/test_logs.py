@@ -161,8 +161,8 @@ def test_a_log_emptied_by_another_process_is_not_rolled_over_again(tmp_path):
 
 
 def test_one_record_is_one_line_whatever_the_message_holds(tmp_path):
-    """A refused request's path was logged decoded: `%0a` wrote a forged line into
-    node.log, which the app shows (issue 28)."""
+    """A refused request's path with `%0a` in it, logged decoded, would write a forged line
+    into node.log, which the app shows: control characters are escaped."""
     from cantor_desktop.system import logs
 
     logs.setup(tmp_path / "node.log")

@@ -476,8 +476,8 @@ def test_system_probes_the_hardware_once_not_on_every_call(home, tmp_path):
 
 
 def test_engines_start_with_an_allow_list_never_the_users_environment(monkeypatch):
-    """The environment was ours minus a list of names, so GITHUB_PAT and any other secret
-    the user exports reached the engine (issue 28); now only what an engine needs."""
+    """An engine gets only what it needs: ours minus a list of names would hand it
+    GITHUB_PAT and any other secret the user exports."""
     from cantor_desktop.engine.process_options import engine_environment
 
     for name in (
@@ -615,8 +615,8 @@ def test_a_body_that_stops_arriving_is_still_dropped():
 
 
 def test_a_body_that_trickles_is_dropped_at_its_total_deadline():
-    """One byte every 20 s stayed open past 80 s: the 30-s limit was per chunk (issue 28).
-    Now a whole body has a deadline too: here a byte every 0.1 s (never idle for the 0.5-s
+    """A whole body has a deadline besides the per-chunk one (with only that, one byte every
+    20 s would stay open for ever): here a byte every 0.1 s (never idle for the 0.5-s
     per-chunk limit) is dropped once the 0.4-s total has passed."""
     from cantor_desktop.node.guard import Guard
 

@@ -37,7 +37,7 @@ def test_without_cantor_home_platformdirs_decide(monkeypatch):
 
 
 def test_every_cache_and_library_file_comes_from_paths(cantor_home):
-    # the modules that used to build these by hand now ask paths(); same locations
+    # every module asks paths() for its files
     from cantor_desktop.install import manifest, trial
     from cantor_desktop.models import catalogue, library
     from cantor_desktop.node import runner

@@ -114,7 +114,7 @@ def test_the_app_names_another_homes_node_on_its_address_and_starts_none(
     qapp, qloop, cantor_home, tmp_path
 ):
     """Another install's node on this home's port cannot prove it holds our token: the app
-    sends it none, says what is on the port, and starts no node beside it (issue 28)."""
+    sends it none, says what is on the port, and starts no node beside it."""
     from cantor_desktop import config
     from cantor_desktop.ui.node_link import NodeLink
 

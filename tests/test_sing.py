@@ -209,7 +209,7 @@ def test_a_fresh_machine_sings_the_readme_example_with_the_sketch_and_says_so(
 def test_sing_never_uses_a_node_of_another_home(cantor_home, tmp_path):
     """A node of another CANTOR_HOME answers on the configured port: it cannot prove it
     holds this home's token, so `cantor sing` sends it nothing, names it, and starts no
-    node of its own on top of it (issue 28: a private one on a free port no more)."""
+    node of its own on top of it (not even a private one on a free port)."""
     other = tmp_path / "other-home"
     other.mkdir()
     port = free_port()

@@ -164,9 +164,9 @@ def _wav(path, channels: int, frames: int, subtype: str = "PCM_U8"):
 
 
 def test_many_channels_are_refused_and_decoding_is_bounded_whatever_the_channels(tmp_path):
-    """A 1,024-channel 8-bit upload was decoded 65,536 frames at a time as float32 (256 MB
-    a block; the node peaked at 355 MB for one 64 MiB upload, issue 28). Now more than
-    MAX_CHANNELS is refused before decoding, and each block holds at most DECODE_BYTES."""
+    """More than MAX_CHANNELS is refused before decoding, and each block holds at most
+    DECODE_BYTES (a 1,024-channel 8-bit upload decoded 65,536 frames at a time as float32
+    would be 256 MB a block)."""
     import tracemalloc
 
     from cantor_desktop.node import uploads

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..units import human_size
 from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
@@ -48,12 +49,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _size(n: int) -> str:
-    from ..units import human_size
-
-    return human_size(n)
-
-
 def show(answer: dict, as_json: bool) -> None:
     items = answer.get("adapters") or []
     if as_json:
@@ -73,7 +68,7 @@ def show(answer: dict, as_json: bool) -> None:
                 a["name"],
                 made_for,
                 (a.get("format") or "-").upper(),
-                _size(int(a.get("size") or 0)),
+                human_size(int(a.get("size") or 0)),
                 str(a.get("rank") or "-"),
             )
         )
@@ -116,12 +111,14 @@ async def _run(args) -> int:
                 added = await _add(node, args.path, args.name, local)
                 print(
                     f"added {added['name']}: made for {added.get('made_for')}, "
-                    f"{_size(int(added.get('size') or 0))} ({added.get('path')})"
+                    f"{human_size(int(added.get('size') or 0))} ({added.get('path')})"
                 )
                 print(f'use it: cantor sing "…" --adapter {added["name"]} --scale 1.0')
             elif args.action == "rm":
                 answer = await node.remove_adapter(args.name)
-                print(f"removed {args.name}, {_size(int(answer.get('freed_bytes') or 0))} freed")
+                print(
+                    f"removed {args.name}, {human_size(int(answer.get('freed_bytes') or 0))} freed"
+                )
             return EXIT_OK
     except NodeUnavailable as exc:
         print(f"cantor adapters: {exc}", file=sys.stderr)

@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def _size(n: int, approx: bool = False) -> str:
-    from ..fetch.download import human_size
+    from ..units import human_size
 
     return ("~" if approx else "") + human_size(n)
 

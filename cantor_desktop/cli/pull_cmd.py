@@ -64,7 +64,7 @@ class Printer:
     """Turns PullEvents into lines: live (\\r) on a terminal, every few seconds otherwise."""
 
     def __init__(self, out=None, live: bool | None = None):
-        from ..fetch.download import human_size
+        from ..units import human_size
 
         self.size = human_size
         self.out = out = out or sys.stdout

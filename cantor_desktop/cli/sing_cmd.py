@@ -133,6 +133,9 @@ def register(sub) -> None:
 
 def build_request(args) -> dict:
     """The command line → a song request dict (validated later by the shared rules)."""
+    from ..song.lyrics import INSTRUMENTAL
+    from ..song.request import BASIC_FIELDS, STYLE_FIELDS
+
     request: dict = {"caption": args.caption}
     if args.lyrics is not None:
         text = args.lyrics
@@ -144,23 +147,10 @@ def build_request(args) -> dict:
                 raise _BadInput("lyrics", f"cannot read {path}: {exc}") from None
         request["lyrics"] = text
     else:
-        request["lyrics"] = "[Instrumental]"
-    for name in (
-        "duration",
-        "bpm",
-        "key",
-        "time_signature",
-        "language",
-        "seed",
-        "model",
-        "format",
-        "adapter",
-        "adapter_scale",
-        "steps",
-        "guidance",
-        "shift",
-        "solver",
-    ):
+        request["lyrics"] = INSTRUMENTAL
+    for name in BASIC_FIELDS + STYLE_FIELDS:  # each option is named as its field
+        if name in request:
+            continue
         value = getattr(args, name, None)
         if value is not None:
             request[name] = value

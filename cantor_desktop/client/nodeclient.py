@@ -2,11 +2,12 @@
 
 The CLI (`cantor sing`, `cantor upgrade`), the Qt app and the node's own supervisor
 (node_process) talk to a node only through this module; every :class:`NodeClient` method
-mirrors one endpoint of DESIGN's API table. A node error becomes :class:`NodeError` carrying
-the node's message, the HTTP status and the field it named (status 0: the node could not be
-reached). Streams (song events, model pull, backend install/update) are async generators of
-``(event, data)`` pairs; wrap one in ``contextlib.aclosing`` when you may stop reading
-before its final event, so its HTTP response is closed by the task that opened it.
+mirrors one endpoint of the node's API (``node/routes/``, one module a resource). A node
+error becomes :class:`NodeError` carrying the node's message, the HTTP status and the field
+it named (status 0: the node could not be reached). Streams (song events, model pull,
+backend install/update) are async generators of ``(event, data)`` pairs; wrap one in
+``contextlib.aclosing`` when you may stop reading before its final event, so its HTTP
+response is closed by the task that opened it.
 
 Requests go only to the node they were meant for: no redirect is followed and no proxy is
 taken from the environment; certificates are checked for an ``https://`` node (certifi's
@@ -160,7 +161,7 @@ class NodeAuth:
             and now - self._proven[1] < PROOF_TTL_S
         ):
             return
-        found, why = await _judge(self.url, CONNECT_TIMEOUT, token)
+        found, why = await _who_answers(self.url, CONNECT_TIMEOUT, token)
         if found == OURS and token:
             self._proven = (token, asyncio.get_running_loop().time())
             return
@@ -254,11 +255,12 @@ async def which_node(url: str, timeout: float = 1.0, token: str | None = None) -
     with a MAC under the token of the challenge and the port the node answered on (on this
     machine, the port asked). On Linux a listener of this machine's port that belongs to
     another user is a stranger before anything is sent."""
-    return (await _judge(url, timeout, token))[0]
+    return (await _who_answers(url, timeout, token))[0]
 
 
-async def _judge(url: str, timeout: float, token: str | None) -> tuple[str, str]:
-    """:func:`which_node`'s verdict, and why when nothing answers (the transport's words)."""
+async def _who_answers(url: str, timeout: float, token: str | None) -> tuple[str, str]:
+    """Who answers at ``url`` (:func:`which_node`), and why when nothing does (the
+    transport's words)."""
     from ..system.net import listening_uids
 
     parts = urlsplit(url)

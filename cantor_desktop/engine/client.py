@@ -2,8 +2,9 @@
 or the built-in sketch engine): submit → poll → fetch, for ``/lm`` and ``/synth``, and the
 two-stage song on top of them.
 
-The protocol facts (ids are opaque, results branch on Content-Type, a failed job's reason is
-only in the engine's log) are in shared/reference/ace-server.md.
+What the protocol gives and what it does not: a job's id is opaque (never parsed), a result
+is read by its Content-Type (JSON, one audio body, or a multipart of audio and latents),
+and a failed job's reason is only in the engine's log (its stderr, read by :mod:`.progress`).
 """
 
 from __future__ import annotations
@@ -331,7 +332,7 @@ def _names_a_cause(reason: str) -> bool:
     return not is_bare_exit(reason)
 
 
-def _files(path: str, body: Any) -> str:
+def _model_files(path: str, body: Any) -> str:
     """The model files a job names: "LM acestep-5Hz-lm-0.6B-Q8_0.gguf" / "DiT x.gguf"."""
     first = body[0] if isinstance(body, list) and body else body
     if not isinstance(first, dict):
@@ -686,7 +687,7 @@ class EngineClient:
         ended = reason or f"{type(exc).__name__}: {exc}".rstrip(": ")
         stage = {"/lm": "the LM stage", "/synth": "the synth stage"}.get(path, "a job")
         text = f"engine stopped: {ended}, during {stage}"
-        files = _files(path, body)
+        files = _model_files(path, body)
         if files:
             text += f" ({files})"
         words = self._last_words(job_id or "")

@@ -15,8 +15,8 @@ Which lines explain a failure is decided here too (:func:`is_error_line` for one
 :class:`LineClassifier` for a stream): ``FATAL``/``ERROR`` lines and things ``not found``, but
 not warnings, not ``ERROR … skipping`` (the engine goes on), and never the YAML dump of the
 request the LM prints after ``[LM-Phase2] N=…, CoT[0]:`` — the user's caption can say
-"ERROR" or "not found" and is not the engine speaking. Line formats: shared/reference/
-ace-server.md; ``tests/fixtures/ace_server_recorded.txt`` (recorded from the real binary) and
+"ERROR" or "not found" and is not the engine speaking. The line formats are the real
+binary's: ``tests/fixtures/ace_server_recorded.txt`` (recorded from it) and
 ``ace_server_formats.txt`` (the lines that need weights) are fed through here by the tests.
 """
 

@@ -1,43 +1,8 @@
-"""Export a song's audio as a file a DAW understands (no Qt; safe to run on a worker thread).
-
-Formats: ``wav24`` (WAV 24-bit), ``wav32`` (WAV 32-bit float), ``flac`` (24-bit), ``aiff``
-(24-bit) and ``mp3`` (320 kbps CBR); 48000 or 44100 Hz; loudness off (the audio as it is) or
-a target in LUFS with a true-peak ceiling in dBTP; a name pattern; tempo, key, caption, seed
-and model written into the file where the format keeps them (see :mod:`.tags`). The source
-file is only read, never changed or moved; the output is written to ``NAME.part`` in the
-folder and renamed when whole, and never replaces an existing file (``NAME-2.flac``…).
-
-The API (all pure functions of their arguments; no global state, so several exports may run
-at once on different threads)::
-
-    from cantor_desktop import export
-
-    options = export.ExportOptions.from_config(cfg)          # node.toml's [export] choices
-    options = options.with_changes(format="flac", rate=44100, loudness=-14.0, peak=-1.0)
-    # every field is checked: ExportError(field, message) names the bad one
-    meta = export.SongMeta.beside(audio_path)                 # the sidecar next to the file
-    # or export.SongMeta.from_song(song_json, take=2, sidecar=...) for a song of the node
-    result = export.export_file(audio_path, out_dir, options, meta=meta,
-                                progress=lambda fraction, stage: ...,   # 0..1, "reading", …
-                                cancel=threading_event.is_set)          # polled often
-    result.path, result.loudness, result.true_peak, result.to_dict()
-
-    config.update(options.config_changes())                  # remember the choices
-
-``progress`` is called from the calling thread with the overall fraction and the stage
-(``reading``, ``resampling``, ``loudness``, ``encoding``, ``tagging``, ``done``); a Qt caller
-forwards it with a queued signal. ``cancel`` returning True makes the export raise
-:class:`ExportCancelled` at the next check (at most a few hundred milliseconds of work
-later); the ``.part`` file is removed and nothing else is left behind. Tempo or key that the
-song does not record are measured from the audio (:mod:`cantor_desktop.song.analysis`).
-
-Resampling is soxr (libsoxr's "very high quality": 28-bit precision, linear phase, pass band
-to 91 % of Nyquist, alias rejection far below 24-bit's floor) rather than scipy's
-resample_poly, whose default Kaiser (β = 5) filter stops aliases at only about −50 dB and
-which is slower; loudness is ITU-R BS.1770-4 with numpy alone (:mod:`.bs1770`: K-weighting by
-FFT, gating), so scipy stays out of the app; tags are mutagen; encoding is
-soundfile (libsndfile ≥ 1.1 writes MP3 with LAME, and soundfile's wheels carry that
-libsndfile on Linux, macOS and Windows, the bundle included).
+"""Export a song's audio as a file a DAW understands (no Qt; safe to run on a worker thread):
+:func:`export_file` with :class:`ExportOptions` (format, rate, loudness and true peak, name
+pattern) and :class:`SongMeta` (what the tags say); the file is written as ``NAME.part`` and
+renamed when whole, never over an existing one. The formats, the API and how each step is
+done: docs/export.md.
 """
 
 from __future__ import annotations

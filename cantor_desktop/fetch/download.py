@@ -1,43 +1,7 @@
-"""The one downloader: engines and models both fetch through `download()`.
-
-What it guarantees:
-- Bytes go to ``<dest>.part``; the file appears at ``dest`` only after its sha256 (and its
-  size, when known) matched, via fsync + ``os.replace``. A failed hash deletes the part.
-- A file bigger than one ``chunk`` (16 MiB) is fetched in ranges over ``connections``
-  connections at once (node.toml ``downloads.connections``, default 8; 1 = one stream), as
-  download managers and ``hf_transfer`` do: a CDN caps each connection far below the line.
-  The part is sized to the whole file up front and each range is written in place; the
-  ranges file beside it (``<dest>.part.ranges``) says what is saved, so a cut, a crash or
-  Ctrl+C loses at most about a second and the next call resumes every range where it
-  stopped (:mod:`.partfile`). The sha256 is taken in order as ranges arrive, from memory
-  for what arrives less than ``HASH_AHEAD`` beyond the hash frontier; only bytes that
-  arrive further ahead are read back from the part (``stats.reread``).
-- Downloads that run together (a pull's files) can share their connections
-  (``slots``, :mod:`.connection_slots`): each request holds a slot while it runs, the
-  earlier file's first, so the next file starts while the one before it finishes.
-- A server that ignores Range (200 to a range request) gets one stream. So does a small
-  file, and a ``.part`` left by one stream (a clean prefix, no ranges file), which is
-  resumed with ``Range: bytes=N-``: 206 → append (the total comes from Content-Range);
-  200 → start over; 416 → the part is complete (size equals the total) or stale (start
-  over).
-- No data for ``stall_timeout`` seconds, a network error, a 5xx, 408 or 429 → retry with
-  exponential backoff, at most ``retries`` times in a row without progress (an attempt that
-  added bytes resets the count, so a long download over a flaky link still finishes); in a
-  ranged download each range counts its own failures. A range answered with other bytes
-  than asked (another Content-Range or total, a body past its end) is asked again; the file
-  changing under the download (its ETag or size) starts it over. Other 4xx are final;
-  401/403 raise `AuthRequired`. A host name that does not resolve before any byte of this
-  call arrived (offline, no DNS) is final at once.
-- Redirects are followed one by one; every hop must pass `config.check_download_url`
-  (https, or http only to loopback). httpx drops ``Authorization`` on a hop to another
-  origin, and the ranges that go straight to the resolved address carry the headers of
-  that last hop only (a CDN never sees the hub's token).
-- Free space is checked before the first byte when the size is known; ENOSPC while
-  writing raises `DiskFull` and keeps what was written.
-- Cancelling the task keeps the part (and its ranges file) for the next call.
-
-Everything goes through httpx's public API; hashing and writing run on worker threads so
-the event loop (the node's, or the app's Qt loop) only receives.
+"""The one downloader: engines and models both fetch through :func:`download` — a large
+file in ranges over shared connections, into a ``.part`` that the next call resumes, and
+in place only once its sha256 matched; retries, redirects checked hop by hop, free space
+checked first. What it guarantees, point by point: docs/downloads.md.
 """
 
 from __future__ import annotations
@@ -83,7 +47,6 @@ __all__ = [
     "check_free_space",
     "discard_part",
     "download",
-    "human_size",
     "part_path",
     "part_received",
     "sha256_file",
@@ -866,7 +829,7 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             if pieces:
                 await sink.write(pieces)
-            raise _lost(job, exc, meter.received) from exc
+            raise _retry_after_loss(job, exc, meter.received) from exc
         await sink.drain()
         expected = total if total is not None else size
         if expected is not None and sink.length < expected:
@@ -883,7 +846,7 @@ async def _attempt(job: _Job, sink: _Sink, state: _State) -> str:
             await response.aclose()
 
 
-def _lost(job: _Job, exc: Exception, at: int) -> _Retry:
+def _retry_after_loss(job: _Job, exc: Exception, at: int) -> _Retry:
     """A body that stopped: a stall or a lost connection, worth another attempt."""
     if isinstance(exc, httpx.TimeoutException):
         return _Retry(
@@ -1170,7 +1133,7 @@ class _Ranged:
             await flush()
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             await flush()
-            raise _lost(job, exc, job.meter.received) from exc
+            raise _retry_after_loss(job, exc, job.meter.received) from exc
         finally:
             await pf.drain(index)  # r.got counts what the writer saved
 

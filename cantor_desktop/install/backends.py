@@ -38,6 +38,7 @@ from . import engine_store, manifest, trial
 from ..system import procs, selfexec
 from .engine_store import InstalledBuild
 from ..errors import CantorError
+from ..units import human_size
 from .manifest import Build, Manifest
 
 BACKENDS = config.BACKENDS
@@ -345,7 +346,7 @@ def _backend_status(
         st.message = _rejected_text(record, name)
         return st
     st.state = "installable"
-    size = f", {download.human_size(build.size)}" if build.size else ""
+    size = f", {human_size(build.size)}" if build.size else ""
     st.message = (
         f"Not installed; {build.version}{size} can be fetched and tried. "
         f"Run: cantor backends --install"
@@ -435,12 +436,12 @@ def _archive_needed_later(build: Build, m: Manifest, hw: hardware.Hardware) -> b
 
 def _progress_sink(on_event: EventSink, family: str, backend: str, what: str):
     def sink(p: download.Progress) -> None:
-        total = f" of {download.human_size(p.total)}" if p.total else ""
+        total = f" of {human_size(p.total)}" if p.total else ""
         _emit(
             on_event,
             "download",
             backend,
-            f"{backend}: downloading {what}: {download.human_size(p.received)}{total}",
+            f"{backend}: downloading {what}: {human_size(p.received)}{total}",
             family,
             progress=p.fraction,
             received=p.received,

@@ -1,6 +1,6 @@
 """Trial-load an engine build: prove the device works, not just that the binary starts.
 
-The procedure of ace-server.md "Trial-loading a build": a probe models folder with one
+The procedure: a probe models folder with one
 header-only ``acestep-lm`` GGUF; the build started with ace-server's command line and the
 ``GGML_BACKEND`` its backend means, on a free loopback port; wait for ``GET /health`` (failing
 early when the process exits); ``POST /lm {"caption":"probe","lm_mode":"generate"}``; then read
@@ -8,15 +8,14 @@ stderr for ``[Load] LM backend: <device>``. Success is that line naming the devi
 The probe job is expected to kill the engine afterwards (no weights), which is fine.
 
 The real ace-server loses its last stderr lines before an exit in 10–35 % of runs (it pipes
-its own stderr through a thread that dies with the process; ace-server.md, "What the real
-binary showed"), the device line and the FATAL line included, and sometimes cuts the last
-line in the middle. So one probe decides only when it saw a *whole* line that settles the
-question: the device line (works, or came up on the wrong device), or an error line (the
-reason). A probe that ends without one — an exit whose last words were lost, a cut line, a
-port taken in between — is repeated; each takes 60–100 ms, so the trial repeats it until
-the deadline or :data:`MAX_PROBES`. A working build is rejected only if every one of them lost
-the device line (at 35 % loss, 0.35**25 ≈ 4e-12). Every probe process is ended before the
-next starts, whether it exited or not.
+its own stderr through a thread that dies with the process), the device line and the FATAL
+line included, and sometimes cuts the last line in the middle. So one probe decides only
+when it saw a *whole* line that settles the question: the device line (works, or came up on
+the wrong device), or an error line (the reason). A probe that ends without one — an exit
+whose last words were lost, a cut line, a port taken in between — is repeated; each takes
+60–100 ms, so the trial repeats it until the deadline or :data:`MAX_PROBES`. A working build
+is rejected only if every one of them lost the device line (at 35 % loss, 0.35**25 ≈ 4e-12).
+Every probe process is ended before the next starts, whether it exited or not.
 
 The engine always runs as a separate process, in its own process group: a driver that
 crashes takes only the child down.

@@ -1,1 +1,2 @@
-"""The model library: catalogue, files on disk, downloads (see issue 5)."""
+"""Model files: the catalogue, the Hugging Face hub, the library on disk, pulls, imports,
+LoRA adapters and GGUF reading."""

@@ -11,7 +11,7 @@ and that many bytes of JSON naming every tensor's dtype, shape and byte range, a
 ``adapter_config.json`` is plain JSON. From those the store tells what an adapter was made
 for, and refuses one whose files say it belongs to another model: a base model that is not
 ACE-Step 1.5, or tensors no ACE-Step 1.5 DiT has (its 2B DiT has 24 layers of width 2048,
-the XL one 32 of width 2560; acestep.cpp docs/ARCHITECTURE.md).
+the XL one 32 of width 2560, as acestep.cpp builds them).
 
 Adding copies into a staging folder beside the adapters folder (``models/.adapters-staging``,
 which the engine never scans), checks the copy, and renames it into place under a lock: the
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
 from ..errors import CantorError, short_repr, short_text
+from ..files import write_stream
 from ..system.paths import paths
 
 FOLDER = "adapters"
@@ -55,7 +56,6 @@ CONFIG_CAP = 1 * 2**20
 UPLOAD_CAP = 8 * 2**30
 """The largest adapter an upload may be (a rank-256 LoRA of the XL DiT in F32 is ~3 GB)."""
 STALE_STAGING_S = 3600.0
-_WRITE_EVERY = 1 << 20
 
 DIT_SIZES = {2048: ("2B", 24), 2560: ("XL", 32)}
 """ACE-Step 1.5 DiTs by hidden width: (name, layers)."""
@@ -933,31 +933,15 @@ class AdapterStore:
                 raise AdapterError(str(exc), field="body", status=507) from None
         stage = await asyncio.to_thread(self._new_stage)
         staged = stage / (name + SUFFIX)
-        got = 0
+
+        def check(got: int, _chunk: bytes) -> None:
+            if got > UPLOAD_CAP:
+                raise AdapterError(
+                    f"body: {name} is larger than {UPLOAD_CAP} bytes", field="body", status=413
+                )
+
         try:
-            with open(staged, "wb") as out:
-                pending: list[bytes] = []
-                size = 0
-                async for chunk in chunks:
-                    got += len(chunk)
-                    if got > UPLOAD_CAP:
-                        raise AdapterError(
-                            f"body: {name} is larger than {UPLOAD_CAP} bytes",
-                            field="body",
-                            status=413,
-                        )
-                    pending.append(chunk)
-                    size += len(chunk)
-                    if size >= _WRITE_EVERY:
-                        data, pending, size = b"".join(pending), [], 0
-                        await asyncio.to_thread(out.write, data)
-                await asyncio.to_thread(out.write, b"".join(pending))
-
-                def to_disk() -> None:
-                    out.flush()
-                    os.fsync(out.fileno())
-
-                await asyncio.to_thread(to_disk)
+            got = await write_stream(staged, chunks, check)
             if length is not None and got != length:
                 raise AdapterError(
                     f"body: the upload of {name} stopped after {got} of {length} bytes",

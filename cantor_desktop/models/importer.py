@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from ..fetch import download as dl
+from ..files import write_stream
 from . import gguf
 from ..errors import short_repr
 from . import catalogue as cat
@@ -34,7 +35,6 @@ _KIND_FROM_ARCH = {
     gguf.ARCH_TEXT_ENC: "text_enc",
     gguf.ARCH_VAE: "vae",
 }
-_WRITE_EVERY = 1 << 20
 
 
 class ImportRefused(library.LibraryError):
@@ -144,8 +144,6 @@ async def receive_upload(
     ``length``: the announced size (checked against the free space first, and against what
     arrived). ImportRefused (with its HTTP status) for a bad name, a file already there, no
     room, a body that is not an ACE-Step GGUF or stops early."""
-    import asyncio
-
     name = check_upload_name(name)
     folder = library.family_dir()
     dest = folder / name
@@ -168,42 +166,23 @@ async def receive_upload(
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".upload-{secrets.token_hex(6)}-{name}"
     digest = hashlib.sha256()
-    got = 0
+    head = b""
+
+    def check(got: int, chunk: bytes) -> None:
+        nonlocal head
+        if len(head) < len(gguf.MAGIC):  # refuse a non-GGUF at its first bytes
+            head += chunk[: len(gguf.MAGIC) - len(head)]
+            if len(head) == len(gguf.MAGIC) and head != gguf.MAGIC:
+                raise ImportRefused(
+                    f"{name} is not a GGUF file (it does not start with GGUF)", field="body"
+                )
+        if got > UPLOAD_CAP:
+            raise ImportRefused(
+                f"{name} is larger than {UPLOAD_CAP} bytes", field="body", status=413
+            )
+
     try:
-        with open(tmp, "wb") as out:
-            pending: list[bytes] = []
-            size = 0
-
-            def flush(parts: list[bytes]) -> None:
-                data = b"".join(parts)
-                digest.update(data)
-                out.write(data)
-
-            head = b""
-            async for chunk in chunks:
-                if len(head) < len(gguf.MAGIC):  # refuse a non-GGUF at its first bytes
-                    head += chunk[: len(gguf.MAGIC) - len(head)]
-                    if len(head) == len(gguf.MAGIC) and head != gguf.MAGIC:
-                        raise ImportRefused(
-                            f"{name} is not a GGUF file (it does not start with GGUF)", field="body"
-                        )
-                got += len(chunk)
-                if got > UPLOAD_CAP:
-                    raise ImportRefused(
-                        f"{name} is larger than {UPLOAD_CAP} bytes", field="body", status=413
-                    )
-                pending.append(chunk)
-                size += len(chunk)
-                if size >= _WRITE_EVERY:
-                    parts, pending, size = pending, [], 0
-                    await asyncio.to_thread(flush, parts)
-            await asyncio.to_thread(flush, pending)
-
-            def to_disk() -> None:
-                out.flush()
-                os.fsync(out.fileno())
-
-            await asyncio.to_thread(to_disk)
+        got = await write_stream(tmp, chunks, check, digest)
         if length is not None and got != length:
             raise ImportRefused(
                 f"{name}: the upload stopped after {got} of {length} bytes",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -278,30 +278,22 @@ def _file_state(
     size = entry.size if entry else 0
     approx = bool(entry and entry.approximate)
     sha = entry.sha256 if entry else None
+    missing = FileInfo(
+        name=name,
+        kind=kind,
+        size=size,
+        path=None,
+        state=F_MISSING,
+        size_approximate=approx,
+        sha256=sha,
+    )
     if local is None:
-        path = None
-        return FileInfo(
-            name=name,
-            kind=kind,
-            size=size,
-            path=path,
-            state=F_MISSING,
-            size_approximate=approx,
-            sha256=sha,
-        )
+        return missing
     path_s = str(local.path)
     if not local.exists:
         state = F_PARTIAL if local.part_bytes else F_MISSING
-        return FileInfo(
-            name=name,
-            kind=kind,
-            size=size,
-            path=path_s,
-            state=state,
-            on_disk=local.part_bytes,
-            size_approximate=approx,
-            imported=local.imported,
-            sha256=sha,
+        return replace(
+            missing, path=path_s, state=state, on_disk=local.part_bytes, imported=local.imported
         )
     st = local.path.stat()
     record = hashes.get(path_s)
@@ -324,9 +316,8 @@ def _file_state(
         state = F_CORRUPT
     if not entry or entry.approximate:
         size = st.st_size if state == F_READY else size
-    return FileInfo(
-        name=name,
-        kind=kind,
+    return replace(
+        missing,
         size=size,
         path=path_s,
         state=state,

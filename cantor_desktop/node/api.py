@@ -1,5 +1,6 @@
-"""The node's HTTP API (FastAPI): the table in DESIGN "The node's HTTP API", plus backends,
-config and a graceful restart so the app can drive everything through the node.
+"""The node's HTTP API (FastAPI): songs and their events, uploads, the models and the
+adapters, backends, config and a graceful restart, so that the app and the CLI drive
+everything through the node.
 
 The routes live in one router a subject (songs, uploads, helper jobs, models, the models
 the user brings, adapters, backends, the node itself, Lemonade's generations); what they

@@ -1,6 +1,7 @@
 """The node's door: who may send it a request, and how much (an ASGI middleware).
 
-Checked in this order, before any handler runs (``reference/security.md`` has the attacks):
+Checked in this order, before any handler runs (``tests/faults/test_attack_faults.py`` tries
+each attack on a real node; docs/reliability.md has what it found):
 
 1. ``Host`` — IP literals the connection arrived on (any loopback address on loopback),
    ``localhost``, and names the user declared in ``node.allowed_hosts``. Anything else,
@@ -73,12 +74,13 @@ class BodyRule:
 def _body_rules() -> list[BodyRule]:
     from ..models import adapters
     from ..models.importer import UPLOAD_CAP
+    from .http_common import FILE_BODY
     from .uploads import CONTENT_TYPES, MAX_BYTES
 
     return [
         BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
-        BodyRule("/v1/models/upload", ("application/octet-stream",), UPLOAD_CAP),
-        BodyRule("/v1/adapters/upload", ("application/octet-stream",), adapters.UPLOAD_CAP),
+        BodyRule("/v1/models/upload", (FILE_BODY,), UPLOAD_CAP),
+        BodyRule("/v1/adapters/upload", (FILE_BODY,), adapters.UPLOAD_CAP),
     ]
 
 

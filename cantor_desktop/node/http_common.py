@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 def _digits_only(value: Any) -> Any:
     """A query's whole number as digits ("10"): pydantic's lax mode would also read "+1.0"
     and "1_0" as one, which the API document (an integer) does not allow."""
-    if isinstance(value, str) and not re.fullmatch(r"[0-9]{1,9}", value):
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{1,18}", value):
         raise ValueError("must be a whole number, written in digits")
     return value
 
@@ -35,6 +35,8 @@ DIGITS_ONLY = BeforeValidator(_digits_only)
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 TERMINAL_EVENTS = ("done", "error")
 AUDIO_CHUNK = 1 << 20
+FILE_BODY = "application/octet-stream"
+"""The body of a file upload (a model, an adapter); the guard's BODY_RULES cap each route."""
 
 
 class ApiError(Exception):
@@ -96,6 +98,36 @@ def content_length(request: Request) -> int | None:
         return int(announced)
     except ValueError:
         raise ApiError(400, "Content-Length is not a number", field="body") from None
+
+
+async def path_body(request: Request, fields: tuple[str, ...], what: str) -> dict[str, Any]:
+    """The JSON body of a request that names a file on the node's machine by ``path`` (one
+    of ``fields``, the only required one): a 422 naming the field for any other field or a
+    path that is not text; ``what`` is what the path should name ("a .gguf file")."""
+    body = await json_body(request)
+    if not isinstance(body, dict):
+        raise ApiError(422, "body: must be a JSON object with path", field="body")
+    for key in body:
+        if key not in fields:
+            raise ApiError(422, f"{key}: unknown field; known: {', '.join(fields)}", field=key)
+    path = body.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise ApiError(
+            422, f"path: give the absolute path of {what} on the node's machine", field="path"
+        )
+    return body
+
+
+def refuse_a_path_from_elsewhere(request: Request, upload: str) -> None:
+    """A 403 ``not_local`` when a request that names a path comes from another machine (a
+    path there means nothing here): ``upload`` says what to send instead."""
+    if not from_this_machine(request):
+        raise ApiError(
+            403,
+            f"path: a path names a file on the node's machine; from another machine {upload}",
+            "not_local",
+            "path",
+        )
 
 
 def from_this_machine(request: Request) -> bool:

@@ -54,6 +54,18 @@ def binary_request(*content_types: str) -> dict[str, Any]:
     }
 
 
+def path_request(description: str, **optional: dict[str, Any]) -> dict[str, Any]:
+    """The body of a request that names a file on the node's machine: ``path`` (described
+    by ``description``) and the ``optional`` properties, nothing else."""
+    path = {"type": "string", "minLength": 1, "description": description}
+    return {
+        "type": "object",
+        "required": ["path"],
+        "additionalProperties": False,
+        "properties": {"path": path, **optional},
+    }
+
+
 def _or_auto(schema: dict[str, Any]) -> dict[str, Any]:
     """A field the node or the engine may choose: null, "" or "auto" (song_request._auto)."""
     return {

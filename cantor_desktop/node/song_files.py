@@ -170,7 +170,7 @@ def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
     return {
         "bpm": number(enriched.get("bpm"), int),
         # in its usual spelling: ACE-Step's LM may write "D# minor" for E♭ minor
-        "key": _spelt(str(enriched.get("keyscale") or "").strip()) or None,
+        "key": _spelt_key(str(enriched.get("keyscale") or "").strip()) or None,
         "time_signature": int(ts) if ts.isdigit() and int(ts) > 0 else None,
         "duration": number(enriched.get("duration"), float),
         "language": str(enriched.get("vocal_language") or "").strip() or None,
@@ -180,7 +180,7 @@ def lm_metadata(enriched: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _spelt(key: str) -> str:
+def _spelt_key(key: str) -> str:
     return musical_keys.spell(key) or key
 
 

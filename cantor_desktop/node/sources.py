@@ -140,7 +140,7 @@ def resolve(
             audio,
             latent,
             f"“{song.name[:40]}” take {take.n}",
-            codes=_codes(audio.with_suffix(".json")),
+            codes=_audio_codes(audio.with_suffix(".json")),
             facts={"bpm": take.bpm, "key": take.key, "time_signature": take.time_signature},
             take_file=True,
         )
@@ -152,7 +152,7 @@ def resolve(
     return Source(ref, upload.duration, upload.path, latent, f"upload “{upload.name}”")
 
 
-def _codes(sidecar: Path) -> str | None:
+def _audio_codes(sidecar: Path) -> str | None:
     """A take's audio codes, as its sidecar kept them (songs made through the LM)."""
     import json
 

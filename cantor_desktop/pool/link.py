@@ -146,6 +146,14 @@ class PoolLink:
             return False  # a wrong password stays wrong: said once, not retried silently
         return isinstance(exc, self._errors)
 
+    def down_if_lost(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says Redis is out of reach; when it does, the link goes
+        :meth:`down` (and starts reconnecting)."""
+        if not self.is_connection_error(exc):
+            return False
+        self.down(exc)
+        return True
+
     def down(self, exc: BaseException | str) -> None:
         """A command failed for want of Redis: unreachable until a PING answers."""
         text = exc if isinstance(exc, str) else explain(exc, self.address, self.ca_file)
@@ -215,8 +223,7 @@ class PoolLink:
         try:
             return await call()
         except Exception as exc:
-            if self.is_connection_error(exc):
-                self.down(exc)
+            if self.down_if_lost(exc):
                 raise PoolUnavailable(f"pool unreachable: {self.error}") from None
             raise
 

@@ -1,48 +1,16 @@
 """Edits, and the recipes that make every take of the Sketch again.
 
-Every take the Sketch makes has a *recipe* (JSON, kept in its latent's header: latent.py):
-what to render, with which seed, from which source. Rendering a recipe gives the take's
-audio again, sample for sample, so an edit of a Sketch take starts from the take itself
-and a stem of it is its own part. The kinds:
-
-- ``song``: a text-to-music song (:class:`render.Song` with every resolved field) and the
-  gain its master applied.
-- ``audio``: outside audio, by fingerprint (audio_in.Remembered holds it while this engine
-  runs) with what was measured in it (frame.measure_facts).
-- ``repaint`` (also extend: ace-server's outpainting): the source, padded with silence where
-  the region reaches before 0 or past the end, is kept sample for sample outside the
-  region; inside it a new song plays — the source's tempo, metre and key on its bar grid,
-  its sections and chords where the source has them (a continuation's verse, chorus and
-  outro past its end, an intro before its start) in the request's caption, lyrics and seed
-  — cross-faded over ``FADE`` seconds inside each edge that meets the source. New music sits
-  at the source's own level: a Sketch source's master gain, else the loudness of the source
-  around the region (never above -1 dBFS). Nothing outside the region is normalised again.
-- ``cover`` / ``cover-nofsq``: a new song in the request's caption with the source's tempo,
-  metre, key and sections. ``audio_cover_strength`` is the share of the source the cover
-  hears: its chords from 0.5 up, its melody (and the contour of its sung lines) from 0.75
-  up. ``cover_noise_strength`` x starts from the source: the source itself is mixed under
-  the cover at x (0 none … 1 the source alone). The faithful cover (``cover-nofsq``) keeps
-  the source's whole arrangement — chords, patterns, melody — and only changes its sounds.
-  A cover is normalised like a new song.
-- ``extract``: the named part of the source's own arrangement, rendered again from its plan
-  in the mix's scale (the parts of a Sketch take add up to the take); of outside audio a
-  band-limited stand-in (stems.py); an unknown track is silence.
-- ``lego``: a part of the named instrument (:data:`TRACK_WORDS` put first in the caption,
-  which is the source's own when the request has none, so that instrument plays in every
-  section) on the source's grid, in its key, chords and sections, added to the source over its whole length
-  or the region (faded in and out); ``complete``: every other part of a new arrangement
-  around the given track(s). Both at the source's level; the sum is brought down only if it
-  would pass -1 dBFS.
-
-A Sketch take used as the *reference* lends its caption's sounds to what is made (its
-caption is added to the request's); outside audio as a reference is noted and not used.
+Every take the Sketch makes has a *recipe* (JSON, kept in its latent's header: latent.py),
+and rendering it gives the take's audio again, sample for sample; an edit (repaint and
+extend, cover, extract, lego, complete) is a recipe over its source's. What each task does:
+docs/sketch.md.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -54,7 +22,7 @@ from .request import is_instrumental
 
 FADE = 0.05  # seconds: the cross-fade inside a region's edges
 # words that make a layer's instrument play (added to the caption of a lego layer)
-TRACK_WORDS = {
+LAYER_WORDS = {
     "vocals": "wordless vocals",
     "backing_vocals": "choir",
     "drums": "drums",
@@ -545,19 +513,13 @@ def cover(
             f"[Init-Noise] cover_noise_strength={noise:.2f} -> noise_level={1 - noise:.4f}, "
             f"nearest_t={1 - noise:.4f}, remaining_steps={max(1, round(steps * (1 - noise)))}"
         )
-    first, at, bars = _whole(src)
     lyrics = lyrics_of(req) or f.lyrics
     keep_melody = faithful or strength >= 0.75
-    song = _local_song(
-        f,
-        first,
-        bars,
+    song, at = _over_all_of(
+        src,
         seed=seed,
         caption=caption_of(req, ref),
         lyrics=lyrics,
-        duration=(src.samples - at) / SR,
-        fade_in=True,
-        fade_out=True,
         keep_chords=faithful or strength >= 0.5,
         plan_seed=f.plan_seed if faithful else None,
         melody_seed=(f.melody_seed if f.melody_seed is not None else f.plan_seed)
@@ -587,14 +549,16 @@ def extract(req: dict, src: Source, log) -> dict:
     return {"t": "extract", "src": src.recipe, "track": track}
 
 
-def _whole(src: Source) -> tuple[int, int, int]:
-    """(first bar, its start in samples, bar count) of a song over all of ``src``: from the
-    bar that holds its first sample (it may start before it: a pickup)."""
+def _over_all_of(src: Source, **song: Any) -> tuple[Song, int]:
+    """A song over all of ``src``, faded in and out, and its start in samples: from the bar
+    that holds the first sample (it may start before it: a pickup) to the end. ``song``:
+    the rest of :func:`_local_song`'s arguments."""
     f = src.frame
     first = f.bar_at(0.0)
     at = int(round(f.bar_start(first) * SR))
     bars = max(1, math.ceil((src.samples - at) / SR / f.bar - 1e-9))
-    return first, at, bars
+    duration = (src.samples - at) / SR
+    return _local_song(f, first, bars, duration=duration, fade_in=True, fade_out=True, **song), at
 
 
 def _region(req: dict, n: int) -> dict:
@@ -611,24 +575,13 @@ def lego(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict:
     log("[Synth-Run] task=lego")
     if track not in PARTS:
         log(f"[Lego] WARNING: '{track}' is not a standard track name")
-    words = TRACK_WORDS.get(track, "")
+    words = LAYER_WORDS.get(track, "")
     caption = caption_of(req, ref) or src.frame.caption  # the source's genre by default
     if track == "guitar" and ("electric" in caption.lower() or "rock" in caption.lower()):
         words = "electric guitar"
     caption = f"{words}, {caption}" if caption else words  # named first: it always plays
     lyrics = lyrics_of(req) or (VOCAL_FILL if track == "vocals" else "")
-    first, at, bars = _whole(src)
-    song = _local_song(
-        src.frame,
-        first,
-        bars,
-        seed=seed,
-        caption=caption,
-        lyrics=lyrics,
-        duration=(src.samples - at) / SR,
-        fade_in=True,
-        fade_out=True,
-    )
+    song, at = _over_all_of(src, seed=seed, caption=caption, lyrics=lyrics)
     recipe = {
         "t": "lego",
         "src": src.recipe,
@@ -650,18 +603,7 @@ def complete(req: dict, seed: int, src: Source, ref: Source | None, log) -> dict
     for t in tracks:
         if t not in PARTS:
             log(f"[Complete] WARNING: '{t}' is not a standard track name")
-    first, at, bars = _whole(src)
-    song = _local_song(
-        src.frame,
-        first,
-        bars,
-        seed=seed,
-        caption=caption_of(req, ref),
-        lyrics=lyrics_of(req),
-        duration=(src.samples - at) / SR,
-        fade_in=True,
-        fade_out=True,
-    )
+    song, at = _over_all_of(src, seed=seed, caption=caption_of(req, ref), lyrics=lyrics_of(req))
     return {
         "t": "complete",
         "src": src.recipe,

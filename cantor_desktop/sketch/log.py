@@ -1,6 +1,7 @@
 """The engine's log: every line to stderr (like ace-server), kept for /logs replay, streamed.
 
-Stage lines follow the real binary's formats (shared/reference/ace-server.md): the LM prints
+Stage lines follow the real binary's formats (``tests/fixtures/ace_server_recorded.txt``
+holds them as it printed them): the LM prints
 the request back as YAML after ``[LM-Phase2] N=…, CoT[0]:`` (:func:`lm_request_dump`); a
 song up to 40.96 s is decoded in one piece (``[VAE] Decoded: …``), a longer one in tiles
 (:func:`vae_lines`)."""

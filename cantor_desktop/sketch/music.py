@@ -159,11 +159,11 @@ def _line_tag(raw: str) -> str | None:
         return None
     text = m.group(1) if m.group(1) is not None else m.group(2)
     marked = m.group(1) is not None or raw.rstrip().endswith(":")
-    bare = re.sub(r"[\s\d]+$", "", text.strip().lower()) in _BARE_NAMES
+    bare = re.sub(r"[\s\d]+$", "", text.strip().lower()) in BARE_SECTION_NAMES
     return section_kind(text) if marked or bare else None
 
 
-_BARE_NAMES = {
+BARE_SECTION_NAMES = {
     "intro",
     "verse",
     "pre-chorus",
@@ -177,6 +177,8 @@ _BARE_NAMES = {
     "breakdown",
     "outro",
 }
+"""Section names that make a tag of a line holding nothing else, without brackets or a
+colon ("CHORUS", "Verse 2")."""
 
 
 def lyric_blocks(lyrics: str) -> list[tuple[str, list[tuple[str, list[int]]]]]:

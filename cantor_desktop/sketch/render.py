@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..song.request import TRACKS
 from . import arrange
 from .arrange import Event, Plan  # noqa: F401 - part of this module's API
 from .instruments import SR, Voices, midi_hz  # noqa: F401
@@ -32,20 +33,8 @@ from .instruments import SR, Voices, midi_hz  # noqa: F401
 LATENT_FPS = 25
 LATENT_DIM = 64
 HEADROOM = 10 ** (-1 / 20)  # -1 dBFS
-PARTS = (
-    "vocals",
-    "backing_vocals",
-    "drums",
-    "bass",
-    "guitar",
-    "keyboard",
-    "percussion",
-    "strings",
-    "synth",
-    "fx",
-    "brass",
-    "woodwinds",
-)
+PARTS = TRACKS
+"""The parts a song is rendered in: the tracks ace-server's ``extract`` task names."""
 DECIMATE = 4  # the reverb runs at SR / 4 (its tail is dark anyway)
 
 # voice -> (level, pan -1 left … +1 right, right-channel delay in ms (width), reverb send,

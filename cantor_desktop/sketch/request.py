@@ -57,20 +57,6 @@ OUTPUT_FORMATS = ("mp3", "wav16", "wav24", "wav32")
 TASKS = ("text2music", "cover", "cover-nofsq", "repaint", "lego", "extract", "complete")
 SOURCE_TASKS = TASKS[1:]
 CAPTIONLESS_TASKS = ("lego", "extract", "complete")  # /synth takes them without a caption
-TRACKS = (
-    "vocals",
-    "backing_vocals",
-    "drums",
-    "bass",
-    "guitar",
-    "keyboard",
-    "percussion",
-    "strings",
-    "synth",
-    "fx",
-    "brass",
-    "woodwinds",
-)
 MAX_TRACKS = 9
 SYNTH_DEFAULT_DURATION = 30.0
 INSTRUMENTAL = "[Instrumental]"

@@ -223,6 +223,10 @@ def tidy_caption(caption: str) -> str:
 _TAG_LINE = re.compile(r"^\s*[\[(]?\s*([A-Za-z][A-Za-z\- ]*?)\s*(\d*)\s*[\])]?\s*:?\s*$")
 
 
+# tidying also knows "Pre 1", "Instrumental" and "Middle 8" on a line alone
+_BARE_NAMES = music.BARE_SECTION_NAMES | {"pre", "instrumental", "middle-8"}
+
+
 def _tag(raw: str) -> str | None:
     """ "[Verse 2]" for a line that is only a section tag ("verse 2:", "(CHORUS)"), else
     None."""
@@ -232,24 +236,7 @@ def _tag(raw: str) -> str | None:
     text = m.group(1).strip().lower()
     bare = re.sub(r"[\s\-]+", "-", text)
     marked = raw.strip()[:1] in "[(" or raw.rstrip().endswith(":")
-    names = {
-        "intro",
-        "verse",
-        "pre-chorus",
-        "prechorus",
-        "pre",
-        "chorus",
-        "hook",
-        "refrain",
-        "bridge",
-        "interlude",
-        "solo",
-        "breakdown",
-        "outro",
-        "instrumental",
-        "middle-8",
-    }
-    if not marked and bare not in names:
+    if not marked and bare not in _BARE_NAMES:
         return None
     kind = music.section_kind(text)
     if kind is None:

@@ -19,7 +19,10 @@ HOME_ENV = "CANTOR_HOME"
 
 @dataclass(frozen=True)
 class Paths:
-    """The folders of one Cantor installation (see DESIGN: Files and folders)."""
+    """The folders of one Cantor installation, each where its OS keeps such files: settings
+    (``config_dir``: node.toml), data (``data_dir``: models, engines, caches), state
+    (``state_dir``: the queue, the token's file, uploads, latents), logs, and the songs
+    folder used when ``songs.dir`` names none."""
 
     config_dir: Path
     data_dir: Path

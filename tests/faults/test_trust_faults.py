@@ -180,8 +180,9 @@ def _flood_round(tally, what: str, url: str, token: str, port: int, node_pid: in
 
 
 def test_a_flood_of_tokenless_connections_never_crowds_out_the_owner(tmp_path, tally):
-    """The attack of issue 28 (1,030 connections polling health every 8 s held every
-    owner's request at 503), with 2,000."""
+    """2,000 tokenless connections polling health (1,030 that poll every 8 s are enough to
+    hold every owner's request at 503 on a node without separate capacity): the owner's
+    requests are all answered."""
     node = NodeUnderTest(tmp_path / "home").start()
     try:
         stats = _flood_round(

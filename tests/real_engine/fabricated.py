@@ -4,8 +4,8 @@ No ACE-Step weights can be downloaded for the tests, but the real engine loads G
 written with the ``gguf`` package and runs every job on them: ``/lm``, ``/synth`` with a WAV
 and its latent, one ``[DiT] Step k/N`` line per step, a cancel that lands. The audio is
 silence, but every line, every byte of the protocol and every timing the product reacts to
-is the engine's own. What the engine reads (file:line in acestep.cpp fa33775):
-shared/reference/ace-server-fabricated-models.md.
+is the engine's own. What the engine reads is named below by file:line in acestep.cpp
+fa33775.
 
 The set, in one folder:
 

@@ -3,8 +3,8 @@ this folder: where it is, and how to pack it the way a release archive is.
 
 ``CANTOR_REAL_ACE_SERVER`` names the binary; its libraries (``libggml*.so.0``) are looked
 for in ``CANTOR_REAL_ACE_LIBS``, else beside the binary. Without the variable every test
-here is skipped (CI has no network to build it). How to build it:
-shared/reference/ace-server.md, "Building the real engine for local checks".
+here is skipped (CI has no network to build it). The build the tests were measured on is
+named in docs/reliability.md, "The real engine (ace-server)".
 """
 
 from __future__ import annotations

@@ -164,9 +164,9 @@ def test_the_same_refusals(models, tmp_path):
 def test_the_same_acceptance_and_lines(models, tmp_path, path, kw, line):
     """Both accept the request and log the same line for it. The real engine's stderr goes
     through a pipe its own thread reads, and that thread sometimes stops passing lines on
-    (ace-server.md: lines lost in 10-35 % of probes), and with header-only weights it can
-    crash on the job before it answers: such a real engine is started again, up to three
-    times; the Sketch must accept and show its line always."""
+    (lines lost in 10-35 % of probes, as cantor_desktop/install/trial.py says), and with
+    header-only weights it can crash on the job before it answers: such a real engine is
+    started again, up to three times; the Sketch must accept and show its line always."""
     missing = []
     for attempt in range(3):
         run = tmp_path / f"try{attempt}"

@@ -1,6 +1,7 @@
-"""A program on the machine that floods a node with tokenless connections (issue 28: 1,030
-connections, each sending a tokenless ``GET /v1/health`` every 8 s, kept every owner's
-request at 503). Standard library only: it is run as its own process, as another account
+"""A program on the machine that floods a node with tokenless connections, each sending a
+tokenless ``GET /v1/health`` every few seconds (1,030 of them, every 8 s, would keep every
+owner's request at 503 on a node that gave strangers the owner's capacity). Standard
+library only: it is run as its own process, as another account
 where the test can (``python -c "$(this file)" PORT SLOTS SECONDS``).
 
 Each of SLOTS connections sends a health request's head without its last line, holds it 4

@@ -2,8 +2,9 @@
 
 It takes ace-server's command line, classifies ``*.gguf`` files by their header, answers the
 job protocol (``/health``, ``/props``, ``/lm``, ``/synth``, ``/job``, ``/logs``) with a FIFO
-worker, and prints ace-server's log lines (formats from shared/reference/ace-server.md) to
-stderr. Tests steer it with ``SCRIPTED_ENGINE`` — JSON text, or a path to a JSON file:
+worker, and prints ace-server's log lines (in the formats of
+``tests/fixtures/ace_server_recorded.txt``) to stderr. Tests steer it with
+``SCRIPTED_ENGINE`` — JSON text, or a path to a JSON file:
 
     boundary      multipart boundary of /synth results (default "ace-batch-boundary")
     synth_body    "multipart" (default) | "multipart-no-latent" | "raw" (old servers: one track

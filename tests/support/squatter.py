@@ -1,6 +1,6 @@
-"""Something else on a node's port: it answers ``GET /v1/health`` as the node of issue 28
-did (with the owner's ``home`` key, which any account can compute) and tries its luck with a
-proof, or relays the client's challenge to the owner's real node on another port; it logs
+"""Something else on a node's port: it answers ``GET /v1/health`` as a node without proofs
+would (with the owner's ``home`` key, which any account can compute) and tries its luck with
+a proof, or relays the client's challenge to the owner's real node on another port; it logs
 every request it gets, with its ``Authorization`` header, one JSON line each on stdout.
 Standard library only, run as its own process (as another account where the test can):
 ``python -c "$(this file)" PORT HOME_KEY [RELAY_URL]``.

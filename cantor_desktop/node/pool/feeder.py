@@ -105,9 +105,7 @@ class Feeder:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if self.link.is_connection_error(exc):
-                    self.link.down(exc)
-                else:
+                if not self.link.down_if_lost(exc):
                     log.exception("pool: taking songs")
                     await asyncio.sleep(1.0)
                 continue

@@ -126,9 +126,7 @@ class Membership:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    if self.link.is_connection_error(exc):
-                        self.link.down(exc)
-                    else:
+                    if not self.link.down_if_lost(exc):
                         log.exception("pool: heartbeat")
             try:
                 await asyncio.wait_for(self._look.wait(), self.period_s)

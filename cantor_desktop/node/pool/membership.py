@@ -180,8 +180,7 @@ class Pool:
                 log.error("pool: %s", exc)
                 await self._stop_work()
             except Exception as exc:
-                if self.link.is_connection_error(exc):
-                    self.link.down(exc)
+                self.link.down_if_lost(exc)
 
         self._checks = asyncio.get_running_loop().create_task(check(), name="pool-token")
 

@@ -21,26 +21,21 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ...models import adapters
-from ..http_common import ApiError, content_length, from_this_machine, json_body
-from ..schemas import ERRORS, binary_request, json_request
+from ..http_common import (
+    FILE_BODY,
+    ApiError,
+    content_length,
+    path_body,
+    refuse_a_path_from_elsewhere,
+)
+from ..schemas import ERRORS, binary_request, json_request, path_request
 from ..state import node
 
 UPLOAD_PATH = "/v1/adapters/upload"
-UPLOAD_TYPE = "application/octet-stream"  # the guard's BODY_RULES says so, with its cap
-ADD_SCHEMA = {
-    "type": "object",
-    "required": ["path"],
-    "additionalProperties": False,
-    "properties": {
-        "path": {
-            "type": "string",
-            "minLength": 1,
-            "description": "a .safetensors file or a PEFT folder, as an "
-            "absolute path on the node's machine",
-        },
-        "name": {"type": "string", "description": "default: the file's or folder's name"},
-    },
-}
+ADD_SCHEMA = path_request(
+    "a .safetensors file or a PEFT folder, as an absolute path on the node's machine",
+    name={"type": "string", "description": "default: the file's or folder's name"},
+)
 
 router = APIRouter()
 
@@ -82,30 +77,13 @@ async def list_adapters():
 async def add_adapter(request: Request):
     """Copy a ``.safetensors`` adapter or a PEFT folder on the node's machine into its
     adapters folder (checked first: one made for another model is refused, saying why)."""
-    body = await json_body(request)
-    if not isinstance(body, dict):
-        raise ApiError(422, "body: must be a JSON object with path", field="body")
-    for key in body:
-        if key not in ("path", "name"):
-            raise ApiError(422, f"{key}: unknown field; known: path, name", field=key)
-    path, name = body.get("path"), body.get("name")
-    if not isinstance(path, str) or not path.strip():
-        raise ApiError(
-            422,
-            "path: give the absolute path of a .safetensors file or a PEFT "
-            "adapter folder on the node's machine",
-            field="path",
-        )
+    body = await path_body(
+        request, ("path", "name"), "a .safetensors file or a PEFT adapter folder"
+    )
+    path, name = body["path"], body.get("name")
     if name is not None and not isinstance(name, str):
         raise ApiError(422, "name: must be text", field="name")
-    if not from_this_machine(request):
-        raise ApiError(
-            403,
-            f"path: a path names a file on the node's machine; from another "
-            f"machine upload the .safetensors file (POST {UPLOAD_PATH})",
-            "not_local",
-            "path",
-        )
+    refuse_a_path_from_elsewhere(request, f"upload the .safetensors file (POST {UPLOAD_PATH})")
     try:
         added = await asyncio.to_thread(adapters.store().add, path, name)
     except adapters.AdapterError as exc:
@@ -116,7 +94,7 @@ async def add_adapter(request: Request):
 @router.post(
     UPLOAD_PATH,
     status_code=201,
-    openapi_extra=binary_request(UPLOAD_TYPE),
+    openapi_extra=binary_request(FILE_BODY),
     responses={201: {"description": "added"}, **ERRORS},
 )
 async def upload_adapter(request: Request, name: str):

@@ -40,23 +40,23 @@ FIELDS = {
 LEMONADE_NAMES = {ours: theirs for theirs, ours in FIELDS.items() if theirs != ours}
 """The song request's names Lemonade calls otherwise (for its errors)."""
 
-_SONG = SONG_SCHEMA["properties"]
+_SONG_FIELDS = SONG_SCHEMA["properties"]
 GENERATION_SCHEMA: dict[str, Any] = {  # null leaves a field out (lemonade_request)
     "type": "object",
     "required": ["prompt"],
     "additionalProperties": False,
     "properties": {
-        "model": _SONG["model"],
+        "model": _SONG_FIELDS["model"],
         "prompt": {"type": "string", "minLength": 1},
-        "lyrics": _SONG["lyrics"],
-        "vocal_language": _SONG["language"],
-        "duration": _SONG["duration"],
-        "steps": _SONG["steps"],
-        "seed": _SONG["seed"],
+        "lyrics": _SONG_FIELDS["lyrics"],
+        "vocal_language": _SONG_FIELDS["language"],
+        "duration": _SONG_FIELDS["duration"],
+        "steps": _SONG_FIELDS["steps"],
+        "seed": _SONG_FIELDS["seed"],
         "response_format": or_null({"type": "string", "enum": list(LEMONADE_FORMATS)}),
-        "bpm": _SONG["bpm"],
-        "key": _SONG["key"],
-        "time_signature": _SONG["time_signature"],
+        "bpm": _SONG_FIELDS["bpm"],
+        "key": _SONG_FIELDS["key"],
+        "time_signature": _SONG_FIELDS["time_signature"],
     },
 }
 
@@ -95,7 +95,7 @@ def lemonade_request(body: dict[str, Any]) -> dict[str, Any]:
     },
 )
 async def generations(request: Request):
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request)
     if not isinstance(body, dict):
         raise ApiError(422, "body: must be a JSON object", field="body")
@@ -107,25 +107,25 @@ async def generations(request: Request):
             old, exc.field = exc.field, LEMONADE_NAMES[exc.field]
             exc.message = exc.message.replace(f"{old}:", f"{exc.field}:", 1)
         raise
-    n.check_room(node_config().get("node.max_queue"))
+    node_state.check_room(node_config().get("node.max_queue"))
     lane = None
-    if n.pool is not None:  # the audio comes back from here: this member makes it
+    if node_state.pool is not None:  # the audio comes back from here: this member makes it
         from ...pool.redis_keys import node_lane
 
-        lane = node_lane(n.pool.me["id"])
-    song = await n.queue.submit(checked, lane)
-    n.runner.wake()
-    q = n.queue.hub.subscribe(song.id)
+        lane = node_lane(node_state.pool.me["id"])
+    song = await node_state.queue.submit(checked, lane)
+    node_state.runner.wake()
+    q = node_state.queue.hub.subscribe(song.id)
     try:
         while not song.is_finished:
             try:
                 await asyncio.wait_for(q.get(), 1.0)
             except asyncio.TimeoutError:
                 if await request.is_disconnected():
-                    n.runner.cancel(song)
+                    node_state.runner.cancel(song)
                     raise ApiError(499, "client went away", "cancelled") from None
     finally:
-        n.queue.hub.unsubscribe(song.id, q)
+        node_state.queue.hub.unsubscribe(song.id, q)
     if song.state == "done":
         return await asyncio.to_thread(
             take_audio, song.takes[0].audio, headers={"X-Cantor-Song": song.id}

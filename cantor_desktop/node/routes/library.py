@@ -1,5 +1,5 @@
-"""The node's routes for model files the user brings and for the Hugging Face token: what the
-app used to do on its own machine, now done where the models live (the node's machine).
+"""The node's routes for model files the user brings and for the Hugging Face token, done
+where the models live (the node's machine):
 
 - ``POST /v1/models/import`` ``{"path"}``: adopt a ``.gguf`` file already on the node's
   machine (for a client on that machine: a path means nothing elsewhere);
@@ -23,24 +23,30 @@ from ...system import secrets
 from ...models import hub, importer
 from ...models.catalogue import SKETCH, UnknownModel
 from ...models.library import LibraryError
-from ..http_common import ApiError, content_length, from_this_machine, json_body
-from ..schemas import ERRORS, GUARDED, LIST, OBJ, STR, binary_request, json_request, obj, ok
+from ..http_common import (
+    FILE_BODY,
+    ApiError,
+    content_length,
+    json_body,
+    path_body,
+    refuse_a_path_from_elsewhere,
+)
+from ..schemas import (
+    ERRORS,
+    GUARDED,
+    LIST,
+    OBJ,
+    STR,
+    binary_request,
+    json_request,
+    obj,
+    ok,
+    path_request,
+)
 
 UPLOAD_PATH = "/v1/models/upload"
-UPLOAD_TYPE = "application/octet-stream"  # the guard's BODY_RULES says so, with its cap
 
-IMPORT_SCHEMA = {
-    "type": "object",
-    "required": ["path"],
-    "additionalProperties": False,
-    "properties": {
-        "path": {
-            "type": "string",
-            "minLength": 1,
-            "description": "an absolute path on the node's machine",
-        }
-    },
-}
+IMPORT_SCHEMA = path_request("an absolute path on the node's machine")
 TOKEN_SCHEMA = {
     "type": "object",
     "required": ["token"],
@@ -66,25 +72,8 @@ def _refused(exc: importer.ImportRefused) -> ApiError:
 )
 async def import_model(request: Request):
     """Adopt a GGUF file on the node's machine where it is (nothing moved or copied)."""
-    body = await json_body(request)
-    if not isinstance(body, dict):
-        raise ApiError(422, "body: must be a JSON object with path", field="body")
-    for key in body:
-        if key != "path":
-            raise ApiError(422, f"{key}: unknown field; known: path", field=key)
-    path = body.get("path")
-    if not isinstance(path, str) or not path.strip():
-        raise ApiError(
-            422, "path: give the absolute path of a .gguf file on the node's machine", field="path"
-        )
-    if not from_this_machine(request):
-        raise ApiError(
-            403,
-            f"path: a path names a file on the node's machine; from another "
-            f"machine upload the file (POST {UPLOAD_PATH})",
-            "not_local",
-            "path",
-        )
+    path = (await path_body(request, ("path",), "a .gguf file"))["path"]
+    refuse_a_path_from_elsewhere(request, f"upload the file (POST {UPLOAD_PATH})")
     try:
         imported = await asyncio.to_thread(importer.import_local, path)
     except importer.ImportRefused as exc:
@@ -95,7 +84,7 @@ async def import_model(request: Request):
 @router.post(
     UPLOAD_PATH,
     status_code=201,
-    openapi_extra=binary_request(UPLOAD_TYPE),
+    openapi_extra=binary_request(FILE_BODY),
     responses={**ok(IMPORTED, "kept in the node's library folder", 201), **ERRORS},
 )
 async def upload_model(request: Request, name: str):

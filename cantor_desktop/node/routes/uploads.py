@@ -10,6 +10,7 @@ import logging
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from ...files import write_stream
 from .. import uploads
 from ..http_common import ApiError
 from ..schemas import ERRORS, STR, UPLOAD_JSON, binary_request, obj, ok
@@ -30,10 +31,7 @@ async def upload(request: Request, name: str = "upload"):
     it is not such audio, with nothing kept."""
     upload_id, part = uploads.new_part()
     try:
-        with open(part, "wb") as out:
-            async for chunk in request.stream():
-                if chunk:
-                    await asyncio.to_thread(out.write, chunk)
+        await write_stream(part, request.stream())
         kept = await asyncio.to_thread(uploads.keep, upload_id, part, name)
     except uploads.UploadError as exc:
         raise ApiError(422, f"body: {exc}", "not_audio", "body") from None

@@ -1,5 +1,5 @@
 """Process life on every OS: the one place that starts, ties, watches, stops and finds
-Cantor's child processes (DESIGN "Process life on every OS").
+Cantor's child processes.
 
 - :mod:`.table`    what runs, through psutil: alive, command line, image path, descendants;
                    ending a tree (asked, then forced); finding processes by image and

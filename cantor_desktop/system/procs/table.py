@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 POLL = 0.05
 
 
-def _ps(ps):
+def _psutil(ps):
     """psutil, imported when first needed: the app looks at processes only when it stops its
     node, and psutil would stay loaded in its idle window (~2 MiB) all the same."""
     if ps is None:
@@ -54,7 +54,7 @@ def alive(pid: int | None, *, ps=None) -> bool:
     """True while ``pid`` runs; a zombie waiting to be reaped counts as ended."""
     if not pid or pid <= 0:
         return False
-    ps = _ps(ps)
+    ps = _psutil(ps)
     try:
         return _process(pid, ps) is not None
     except ps.AccessDenied:  # someone else's process: it runs
@@ -63,7 +63,7 @@ def alive(pid: int | None, *, ps=None) -> bool:
 
 def command_line(pid: int, *, ps=None) -> list[str] | None:
     """The argument list of ``pid``, or None when it is gone or not ours to read."""
-    ps = _ps(ps)
+    ps = _psutil(ps)
     try:
         proc = _process(pid, ps)
         return list(proc.cmdline()) if proc is not None else None
@@ -77,7 +77,7 @@ def command_line(pid: int, *, ps=None) -> list[str] | None:
 def image_path(pid: int, *, ps=None, k32=None) -> str | None:
     """The executable file of ``pid`` (its image), or None. ``k32``: the kernel32 to ask
     when psutil fails with a plain OSError (Windows' own; a fake in tests)."""
-    ps = _ps(ps)
+    ps = _psutil(ps)
     try:
         proc = _process(pid, ps)
         return (proc.exe() or None) if proc is not None else None
@@ -113,7 +113,7 @@ def _read(proc, what: str, ps, default=None, k32=None):
 def descendants(pid: int, *, ps=None) -> list[int]:
     """Children, grandchildren … of ``pid``, found now (once a parent is gone its children
     belong to someone else, so gather a tree before ending any of it)."""
-    ps = _ps(ps)
+    ps = _psutil(ps)
     try:
         proc = _process(pid, ps)
         return [c.pid for c in proc.children(recursive=True)] if proc is not None else []
@@ -128,10 +128,10 @@ def same_path(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
     """Two paths name the same file (case-insensitively where the OS is)."""
     if not a or not b:
         return False
-    return _norm(a) == _norm(b)
+    return _canonical(a) == _canonical(b)
 
 
-def _norm(path: str | os.PathLike) -> str:
+def _canonical(path: str | os.PathLike) -> str:
     """Absolute, links resolved (macOS's /var is /private/var), case folded on Windows."""
     return os.path.normcase(os.path.realpath(os.fspath(path)))
 
@@ -139,7 +139,7 @@ def _norm(path: str | os.PathLike) -> str:
 def path_under(path: str | os.PathLike | None, folder: str | os.PathLike) -> bool:
     if not path:
         return False
-    p, f = _norm(path), _norm(folder)
+    p, f = _canonical(path), _canonical(folder)
     return p == f or p.startswith(f.rstrip(os.sep) + os.sep)
 
 
@@ -148,7 +148,7 @@ def end(pids: Iterable[int], *, grace: float = 3.0, ps=None) -> list[int]:
     process has no such request, so this is TerminateProcess), wait up to ``grace`` s, then
     kill the ones left. Returns the pids that were running. A pid reused by another program
     since it was looked up is never touched (psutil checks the process's start time)."""
-    ps = _ps(ps)
+    ps = _psutil(ps)
     procs = []
     for pid in dict.fromkeys(pids):
         if pid == os.getpid():
@@ -218,7 +218,7 @@ def find(match: Callable[[Found], bool], *, ps=None, k32=None) -> list[Found]:
     """Every running process (readable by us) for which ``match`` is true. Each attribute is
     read on its own: a process psutil cannot read (see the module's doc) is seen with what
     could be read, and never ends the search."""
-    ps = _ps(ps)
+    ps = _psutil(ps)
     found = []
     for proc in ps.process_iter():
         if proc.pid == os.getpid() or _read(proc, "status", ps) == ps.STATUS_ZOMBIE:
