@@ -21,9 +21,11 @@ debs=(libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 
       xvfb xauth curl python3-venv)
 # What the tests and the bench run besides Python (with the test or bench extra): a pool's
 # redis-server, readelf (the bundle's ELF walk), OpenSSL 3 (manifest signatures made the
-# other way), llvm-otool (Mach-O checks), chattr (a file that cannot be deleted).
+# other way), llvm-otool (Mach-O checks), chattr (a file that cannot be deleted), and a
+# real Vulkan driver with its loader and vulkaninfo (Mesa's lavapipe, a software device).
 case ",$extras," in
-  *,test,* | *,bench,*) debs+=(redis-server binutils openssl llvm e2fsprogs) ;;
+  *,test,* | *,bench,*) debs+=(redis-server binutils openssl llvm e2fsprogs
+                               libvulkan1 mesa-vulkan-drivers vulkan-tools) ;;
 esac
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

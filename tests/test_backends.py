@@ -481,3 +481,75 @@ def test_trial_ignores_start_up_warnings_when_the_device_comes_up(tmp_path):
     build.env = {"GGML_BACKEND": "Vulkan0"}
     r = asyncio.run(trial.trial_load(build, "vulkan", timeout=15))
     assert not r.ok and r.reason.startswith("ggml_vulkan: failed to initialize Vulkan")
+
+
+# -- a software Vulkan device (Mesa's llvmpipe): named, never chosen, usable on request -----
+
+LLVMPIPE = "llvmpipe (LLVM 15.0.6, 256 bits)"
+
+
+@pytest.fixture
+def llvmpipe_only(tmp_path, monkeypatch):
+    """A machine whose only Vulkan device is llvmpipe (vulkaninfo says its type is CPU), no
+    GPU, the Vulkan loader installed; the builds: vulkan a test engine whose Vulkan0 is that
+    software device (hidden unless named), cpu the sketch engine."""
+    root, bin_dir = fake_machine(tmp_path / "machine", nvidia_driver=None, render=False)
+    tool = bin_dir / "vulkaninfo"
+    tool.write_text(
+        '#!/bin/sh\n[ "$1" = --summary ] || exit 2\n'
+        "echo 'Devices:'\necho '========'\necho 'GPU0:'\n"
+        "echo '\tdeviceType         = PHYSICAL_DEVICE_TYPE_CPU'\n"
+        f"echo '\tdeviceName         = {LLVMPIPE}'\n"
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("CANTOR_HW_ROOT", str(root))
+    monkeypatch.setenv("CANTOR_HW_OS", "linux")
+    monkeypatch.setenv("CANTOR_HW_ARCH", "x86_64")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CANTOR_TRIAL_TIMEOUT", "20")
+    with BuildServer(tmp_path / "srv") as srv:
+        vulkan = srv.archive(
+            "vulkan.tar.gz", gpu_script(srv.engine_path, "CPU,Vulkan0", software=LLVMPIPE)
+        )
+        srv.add("vulkan", vulkan)
+        srv.add("cpu", srv.archive("cpu.tar.gz", working_script()))
+        monkeypatch.setenv("CANTOR_MANIFEST_URL", srv.manifest_url)
+        yield srv
+
+
+def test_a_software_vulkan_device_is_named_and_never_chosen_by_install(llvmpipe_only):
+    st = json.loads(cli("--json").stdout)
+    vulkan = next(b for b in st["backends"] if b["name"] == "vulkan")
+    assert vulkan["state"] == "unsupported" and vulkan["software"] == LLVMPIPE
+    assert "a software device" in vulkan["message"] and "--use vulkan" in vulkan["message"]
+    assert (
+        f"vulkaninfo: {LLVMPIPE} (a software device: it computes on the CPU)"
+        in (vulkan["evidence"])
+    )
+    done = cli("--install")
+    assert done.returncode == 0, done.stderr
+    assert "cpu: works" in done.stdout and "vulkan: works" not in done.stdout
+    assert engine_store.installed("acestep", "vulkan") is None  # never fetched
+    assert json.loads(cli("--json").stdout)["default"] == "cpu"
+
+
+def test_use_vulkan_on_a_software_device_works_and_says_what_it_is(llvmpipe_only):
+    """ggml hides a CPU-type Vulkan device unless GGML_VK_VISIBLE_DEVICES names it: the
+    trial names it (without that the engine finds no Vulkan device and is rejected), the
+    node's engine is started the same way, and every status says it is a software device."""
+    done = cli("--use", "vulkan")
+    assert done.returncode == 0, done.stderr
+    assert f"vulkan here is {LLVMPIPE}, a software device" in done.stdout
+    assert "Saved: vulkan" in done.stdout
+    st = json.loads(cli("--json").stdout)
+    vulkan = next(b for b in st["backends"] if b["name"] == "vulkan")
+    assert st["default"] == "vulkan" and vulkan["state"] == "installed"
+    assert vulkan["trial"]["software"] is True and vulkan["trial"]["device_name"] == LLVMPIPE
+    assert f"trial load: came up on Vulkan0 ({LLVMPIPE}, a software device)" in (
+        " ".join(vulkan["evidence"])
+    )
+    build = asyncio.run(backends.engine_for("acestep"))
+    assert build.backend == "vulkan" and build.env["GGML_VK_VISIBLE_DEVICES"] == "0"
+    # the same build without the device named: no Vulkan device, as on the real engine
+    bare = asyncio.run(trial.trial_load(engine_store.installed("acestep", "vulkan"), "vulkan"))
+    assert not bare.ok and "Vulkan0 not found" in bare.reason

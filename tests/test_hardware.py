@@ -160,3 +160,34 @@ def test_macos_intel_cpu_is_named_with_its_vector_features():
 def test_macos_under_rosetta_the_chip_is_called_apple_silicon():
     run, _ = _sysctl({"machdep.cpu.brand_string": "VirtualApple @ 2.50GHz processor"})
     assert hardware.macos_cpu("arm64", run) == ("Apple Silicon", ["NEON"])
+
+
+def test_vulkan_devices_say_which_compute_on_the_cpu():
+    summary = (
+        "Devices:\n========\nGPU0:\n\tdeviceType         = PHYSICAL_DEVICE_TYPE_DISCRETE_GPU\n"
+        "\tdeviceName         = AMD Radeon RX 7600 (RADV NAVI33)\n"
+        "GPU1:\n\tdeviceType         = PHYSICAL_DEVICE_TYPE_CPU\n"
+        "\tdeviceName         = llvmpipe (LLVM 15.0.6, 256 bits)\n"
+        "GPU2:\n\tdeviceName         = SwiftShader Device (Subzero)\n"
+    )
+    found = hardware.vulkan_devices(summary)
+    assert [(d.index, d.kind, d.software) for d in found] == [
+        (0, "DISCRETE_GPU", False),
+        (1, "CPU", True),
+        (2, "", True),  # no type given: known by its name
+    ]
+
+
+def test_a_machine_whose_only_vulkan_device_is_software_names_it(tmp_path):
+    root, bin_dir = fake_machine(tmp_path / "m", nvidia_driver=None, render=False)
+    tool = bin_dir / "vulkaninfo"
+    tool.write_text(
+        '#!/bin/sh\n[ "$1" = --summary ] || exit 2\n'
+        "echo 'GPU0:'\necho '\tdeviceType = PHYSICAL_DEVICE_TYPE_CPU'\n"
+        "echo '\tdeviceName = llvmpipe (LLVM 15.0.6, 256 bits)'\n"
+    )
+    tool.chmod(0o755)
+    vk = hardware.probe(root, str(bin_dir), os_name="linux", arch="x86_64").backends["vulkan"]
+    assert not vk.supported and vk.software == "llvmpipe (LLVM 15.0.6, 256 bits)"
+    assert vk.env == {"GGML_VK_VISIBLE_DEVICES": "0"}
+    assert "a software device" in vk.reason and "--use vulkan" in vk.reason

@@ -25,6 +25,7 @@ Long operations report :class:`BackendEvent` objects to ``on_event`` as they hap
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
@@ -105,6 +106,7 @@ class BackendStatus:
     pinned: bool = False
     trial: dict | None = None  # the last trial of the build that counts (a record)
     staged: str | None = None  # the version --update fetched, not trial-loaded yet
+    software: str = ""  # the software device it would run on (never chosen by itself)
 
     @property
     def works(self) -> bool:
@@ -122,6 +124,7 @@ class BackendStatus:
             "pinned": self.pinned,
             "trial": self.trial,
             "staged": self.staged,
+            "software": self.software,
         }
 
 
@@ -227,7 +230,8 @@ def _backend_status(
     build = m.best(family, name, hw.os, hw.arch)
     user = engine_store.user_build(family, name)
     entry = engine_store.inspect(family, name)
-    if not ev.supported:
+    st.software = ev.software
+    if not ev.supported and not (ev.software and pinned == name):
         st.message = ev.reason
         if entry.build:
             st.evidence.append(f"installed {entry.build.version} in {entry.build.path}")
@@ -256,7 +260,9 @@ def _backend_status(
         else:
             st.state = "installed"
             if record is not None:
-                st.evidence.append(f"trial load: came up on {record.device} ({record.when()} UTC)")
+                st.evidence.append(
+                    f"trial load: came up on {record.device_words()} ({record.when()} UTC)"
+                )
                 tried = ""
             else:
                 tried = (
@@ -274,7 +280,9 @@ def _backend_status(
         record = applicable_record(family, name, inst, hw)
         st.trial = record.to_dict() if record else None
         if record is not None and not record.rejected:
-            st.evidence.append(f"trial load: came up on {record.device} ({record.when()} UTC)")
+            st.evidence.append(
+                f"trial load: came up on {record.device_words()} ({record.when()} UTC)"
+            )
         waiting = engine_store.staged(family, name)
         if waiting is not None:
             st.staged = waiting.version
@@ -354,6 +362,15 @@ def _backend_status(
     return st
 
 
+def with_device_env(build: InstalledBuild, hw: hardware.Hardware) -> InstalledBuild:
+    """``build`` with what its backend's device needs in the engine's environment (a
+    software Vulkan device named by GGML_VK_VISIBLE_DEVICES: ggml hides CPU-type devices)."""
+    extra = hw.backends[build.backend].env if build.backend in hw.backends else {}
+    if not extra:
+        return build
+    return dataclasses.replace(build, env={**build.env, **extra})
+
+
 def _use_hint(name: str, pinned: str | None) -> str:
     if pinned == name:
         return "Pinned in node.toml. Run: cantor backends --use auto to let Cantor choose"
@@ -364,7 +381,7 @@ def choose_default(backends: list[BackendStatus], pinned: str | None) -> str | N
     """Lemonade's rule (see the module doc). None when nothing is supported here."""
     if pinned:
         return pinned
-    supported = [b for b in backends if b.state not in ("unsupported", REJECTED)]
+    supported = [b for b in backends if b.state not in ("unsupported", REJECTED) and not b.software]
     if not supported:
         return None
     installed = next((b for b in supported if b.state in INSTALLED_STATES), None)
@@ -535,7 +552,7 @@ async def _trial(
         f"{trial.expected_device(inst, backend)} …",
         family,
     )
-    result = await trial.trial_load(inst, backend, timeout=_trial_timeout())
+    result = await trial.trial_load(with_device_env(inst, hw), backend, timeout=_trial_timeout())
     if inst.source in ("store", "user"):
         engine_store.record_trial(
             inst,
@@ -545,6 +562,8 @@ async def _trial(
             seconds=result.seconds,
             probes=result.probes,
             evidence=hw.backends[backend].evidence,
+            device_name=result.device_name,
+            software=result.software,
         )
     return result
 
@@ -698,9 +717,18 @@ async def use(
         return []
     hw = hw or hardware.probe_from_env()
     ev = hw.backends[backend]
-    if not ev.supported:
+    if not ev.supported and not ev.software:
         raise BackendError(
             f"{backend} cannot run on this machine: {ev.reason} node.toml is unchanged."
+        )
+    if ev.software:
+        _emit(
+            on_event,
+            "note",
+            backend,
+            f"{backend} here is {ev.software}, a software device: it computes on the CPU, "
+            f"usually far slower than the CPU engine. Hardware & Backends and `cantor "
+            f"backends` show the speed each backend measured in its songs.",
         )
     m, note = await manifest.fetch_or_fallback()
     if note:
@@ -927,10 +955,10 @@ async def engine_for(
                 f"run `cantor backends --install`"
             )
         if item.trial is not None:
-            return build
+            return with_device_env(build, machine)
         result = await _trial(family, chosen, build, machine, on_event)
         if result.ok:
-            return build
+            return with_device_env(build, machine)
         log.warning("the %s engine for %s was rejected: %s", chosen, family, result.reason)
         if st.pinned:
             raise BackendError(

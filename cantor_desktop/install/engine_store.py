@@ -654,6 +654,8 @@ class TrialRecord:
     evidence: list[str] = field(default_factory=list)  # the hardware evidence it ran on
     seconds: float = 0.0
     probes: int = 1
+    device_name: str = ""  # works: the device's own name ("llvmpipe (LLVM 15.0.6, 256 bits)")
+    software: bool = False  # works: on a device that computes on the CPU
 
     @property
     def rejected(self) -> bool:
@@ -678,7 +680,16 @@ class TrialRecord:
             "evidence": list(self.evidence),
             "seconds": self.seconds,
             "probes": self.probes,
+            "device_name": self.device_name,
+            "software": self.software,
         }
+
+    def device_words(self) -> str:
+        """ "Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), a software device)" or "CPU"."""
+        bits = [self.device_name] if self.device_name else []
+        if self.software:
+            bits.append("a software device")
+        return self.device + (f" ({', '.join(bits)})" if bits else "")
 
 
 def build_key(build: InstalledBuild | Build) -> str:
@@ -725,6 +736,8 @@ def trial_record(family: str, backend: str, key: str) -> TrialRecord | None:
             evidence=[str(e) for e in raw.get("evidence") or []],
             seconds=float(raw.get("seconds") or 0.0),
             probes=int(raw.get("probes") or 1),
+            device_name=str(raw.get("device_name") or ""),
+            software=raw.get("software") is True,
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -739,6 +752,8 @@ def record_trial(
     seconds: float = 0.0,
     probes: int = 1,
     evidence: list[str] | None = None,
+    device_name: str = "",
+    software: bool = False,
 ) -> TrialRecord:
     """Remember a trial of ``build`` on its backend (kept across restarts, newest last)."""
     record = TrialRecord(
@@ -751,6 +766,8 @@ def record_trial(
         evidence=list(evidence or []),
         seconds=round(seconds, 3),
         probes=probes,
+        device_name=device_name,
+        software=software,
     )
     folder = _backend_dir(build.family, build.backend)
     folder.mkdir(parents=True, exist_ok=True)

@@ -47,6 +47,13 @@ from ..system.paths import paths
 from ..system.procs import codesign
 
 DEVICE_LINE = re.compile(r"^\[Load\]\s+LM backend:\s*(\S+)")
+DEVICE_NAME_LINES = (
+    re.compile(r"^ggml_vulkan:\s*\d+\s*=\s*([^|]+?)\s*(?:\||$)"),  # "0 = llvmpipe (…) | uma: 1"
+    re.compile(r"^\s*Device\s+\d+:\s*([^,]+)"),  # ggml_cuda_init's "Device 0: NVIDIA …, …"
+    re.compile(r"^ggml_metal_init:\s*found device:\s*(.+)$"),
+)
+SOFTWARE_LINE = re.compile(r"Device type is CPU", re.I)
+"""ggml_vulkan's warning when the Vulkan device computes on the CPU (llvmpipe …)."""
 PROBE_MODEL = "acestep-probe-lm.gguf"
 HEALTH_POLL = 0.1
 KILL_GRACE = 3.0
@@ -68,6 +75,8 @@ class TrialResult:
     seconds: float = 0.0
     probes: int = 1  # engine processes started
     conclusive: bool = True  # False: no probe saw a whole line that settles it
+    device_name: str = ""  # the device's own name as the engine printed it ("llvmpipe …")
+    software: bool = False  # the engine said the device computes on the CPU
 
     def to_dict(self) -> dict:
         return {
@@ -77,7 +86,21 @@ class TrialResult:
             "exit_code": self.exit_code,
             "seconds": round(self.seconds, 3),
             "probes": self.probes,
+            "device_name": self.device_name,
+            "software": self.software,
         }
+
+
+def device_facts(lines: list[str]) -> tuple[str, bool]:
+    """The device's name as the engine's log gives it, and whether the engine said it is a
+    software device (a CPU-type Vulkan device)."""
+    name = ""
+    for line in lines:
+        for pattern in DEVICE_NAME_LINES:
+            found = pattern.search(line)
+            if found and not name:
+                name = found.group(1).strip()
+    return name, any(SOFTWARE_LINE.search(line) for line in lines)
 
 
 def probe_models_dir() -> Path:
@@ -415,6 +438,7 @@ async def trial_load(build: InstalledBuild, backend: str, *, timeout: float = 60
             break
     result.seconds = spent
     result.probes = probes
+    result.device_name, result.software = device_facts(result.lines)
     if not result.conclusive and probes > 1:
         result.reason += f"; the same in all {probes} tries"
     if killed is not None and _killed_silently(result):

@@ -68,6 +68,13 @@ class BackendEvidence:
     supported: bool
     evidence: list[str] = field(default_factory=list)
     reason: str = ""  # why not, when unsupported (one plain sentence)
+    software: str = ""
+    """The software device that is all this backend would run on (Mesa's llvmpipe,
+    SwiftShader): it computes on the CPU, far slower than the CPU engine, so it is never
+    chosen by itself; ``cantor backends --use`` may still pick it."""
+    env: dict[str, str] = field(default_factory=dict)
+    """What the engine needs in its environment to see the device (ggml hides CPU-type
+    Vulkan devices unless they are named)."""
 
 
 @dataclass
@@ -381,6 +388,36 @@ def _nvidia(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
 
 # -- Vulkan -----------------------------------------------------------------------------------
 
+SOFTWARE_DEVICES = re.compile(r"llvmpipe|lavapipe|swiftshader|microsoft basic render", re.I)
+"""Vulkan devices that compute on the CPU, named so when their type is not given."""
+
+
+@dataclass(frozen=True)
+class VulkanDevice:
+    index: int  # its place in the Vulkan loader's list (GGML_VK_VISIBLE_DEVICES names it)
+    name: str
+    kind: str  # vulkaninfo's deviceType without its prefix: "DISCRETE_GPU", "CPU" …
+
+    @property
+    def software(self) -> bool:
+        return self.kind == "CPU" or bool(SOFTWARE_DEVICES.search(self.name))
+
+
+def vulkan_devices(summary: str) -> list[VulkanDevice]:
+    """The devices of ``vulkaninfo --summary``'s output, in its order (``GPU0:`` …)."""
+    found = []
+    for block in re.split(r"^\s*GPU(?=\d+:)", summary, flags=re.M)[1:]:
+        index = re.match(r"(\d+):", block)
+        name = re.search(r"deviceName\s*=\s*(.+)", block)
+        kind = re.search(r"deviceType\s*=\s*(?:PHYSICAL_DEVICE_TYPE_)?(\S+)", block)
+        if index and name:
+            found.append(
+                VulkanDevice(
+                    int(index.group(1)), name.group(1).strip(), kind.group(1) if kind else ""
+                )
+            )
+    return found
+
 
 def _vulkan_loader(root: Path, os_name: str) -> str:
     if os_name == "windows":
@@ -425,13 +462,17 @@ def _vulkan(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
                     source="sysfs",
                 )
             )
-    devices: list[str] = []
+    devices: list[VulkanDevice] = []
     tool = shutil.which("vulkaninfo", path=env_path)
     if tool:
         code, out, err = _run([tool, "--summary"])
         if code == 0:
-            devices = [m.strip() for m in re.findall(r"deviceName\s*=\s*(.+)", out)]
-            evidence.extend(f"vulkaninfo: {d}" for d in devices)
+            devices = vulkan_devices(out)
+            evidence.extend(
+                f"vulkaninfo: {d.name}"
+                + (" (a software device: it computes on the CPU)" if d.software else "")
+                for d in devices
+            )
             if not devices:
                 evidence.append("vulkaninfo ran but listed no device")
         else:
@@ -441,8 +482,19 @@ def _vulkan(root: Path, env_path: str | None, os_name: str, hw: Hardware) -> Bac
         evidence.append(f"Vulkan loader: {loader}")
     if os_name == "macos":
         return BackendEvidence(False, evidence, "No Vulkan engine for macOS; use Metal or the CPU.")
-    gpu_devices = [d for d in devices if "llvmpipe" not in d.lower()]
+    gpu_devices = [d for d in devices if not d.software]
     has_device = bool(names) or bool(gpu_devices) or os_name == "windows" and bool(loader)
+    software = next((d for d in devices if d.software), None)
+    if not has_device and software is not None and loader:
+        return BackendEvidence(
+            False,
+            evidence,
+            f"The only Vulkan device is {software.name}, a software device: it computes on "
+            f"the CPU, far slower than Cantor's CPU engine, so Cantor does not choose it "
+            f"(`cantor backends --use vulkan` uses it anyway).",
+            software=software.name,
+            env={"GGML_VK_VISIBLE_DEVICES": str(software.index)},
+        )
     if not has_device:
         return BackendEvidence(
             False, evidence, "No GPU render node (/dev/dri/renderD*) or Vulkan device found."

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 BINARY_ENV = "CANTOR_REAL_ACE_SERVER"
+VULKAN_ENV = "CANTOR_REAL_VULKAN_ACE_SERVER"
+"""The real Vulkan build (../shared/engines/…-vulkan-…), run on Mesa's lavapipe in CI."""
 LIBS_ENV = "CANTOR_REAL_ACE_LIBS"
 LIBRARIES = ("libggml.so.0", "libggml-base.so.0", "libggml-cpu.so.0")
 
@@ -35,6 +37,16 @@ def libs_dir() -> Path:
     exe = binary()
     return exe.parent if exe else Path(".")
 
+
+def vulkan_binary() -> Path | None:
+    value = os.environ.get(VULKAN_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+needs_real_vulkan_engine = pytest.mark.skipif(
+    vulkan_binary() is None or not vulkan_binary().is_file(),
+    reason=f"{VULKAN_ENV} does not name a real Vulkan ace-server build",
+)
 
 needs_real_engine = pytest.mark.skipif(
     binary() is None or not binary().is_file(),

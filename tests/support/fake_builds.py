@@ -6,7 +6,11 @@ Builds are real tar.gz/zip archives holding an executable ``ace-server`` shell s
   "$@": ace-server's command line and log lines; only the CPU device exists there.
 - ``gpu(devices)``: execs a tiny ace-server-like test engine (``GPU_ENGINE`` below) that owns
   the given devices (e.g. "CPU,Vulkan0"), so a simulated GPU machine has a GPU build that
-  works. It prints the same device and FATAL lines as ace-server.
+  works. It prints the same device and FATAL lines as ace-server. With ``software`` (a
+  device's name) its Vulkan0 is a CPU-type device, as Mesa's llvmpipe is to the real
+  engine: hidden ("ggml_vulkan: No devices found.") unless GGML_VK_VISIBLE_DEVICES names
+  it, then listed with ggml's warning that its type is CPU (the lines the real engine
+  printed on lavapipe: ../shared/engines/README.md).
 - ``cuda_broken(line)``: prints a CUDA error line and exits 1 at once.
 - ``never_ready``: sleeps; never answers /health.
 - ``fallback``: the sketch engine forced to the CPU whatever it is asked (a silent fall-back).
@@ -39,6 +43,7 @@ import json, os, secrets, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DEVICES = sys.argv[1].split(",")
+SOFTWARE = os.environ.get("FAKE_SOFTWARE_VULKAN", "")
 args = sys.argv[2:]
 opts = {}
 i = 0
@@ -50,6 +55,13 @@ while i < len(args):
     else:
         print(f"Unknown option: {args[i]}", file=sys.stderr, flush=True); sys.exit(1)
 def log(line): print(line, file=sys.stderr, flush=True)
+if SOFTWARE and os.environ.get("GGML_VK_VISIBLE_DEVICES") is None:
+    log("ggml_vulkan: No devices found.")
+    DEVICES = [d for d in DEVICES if not d.startswith("Vulkan")]
+elif SOFTWARE:
+    log(f"ggml_vulkan: 0 = {SOFTWARE} | uma: 1 | fp16: 1 | bf16: 0 | warp size: 8 | "
+        "shared memory: 32768 | int dot: 0 | matrix cores: none")
+    log("ggml_vulkan: Warning: Device type is CPU. This is probably not the device you want.")
 log(f"[Server] Scanning models in {opts.get('--models')}")
 log(f"[Server] Listening on {opts.get('--host', '127.0.0.1')}:{opts.get('--port', '8080')}")
 
@@ -93,9 +105,11 @@ def fallback_script() -> bytes:
     return _sh(["GGML_BACKEND=CPU", "export GGML_BACKEND", f'exec {argv} "$@"'])
 
 
-def gpu_script(engine_path: Path, devices: str) -> bytes:
+def gpu_script(engine_path: Path, devices: str, software: str = "") -> bytes:
+    lines = [f"FAKE_SOFTWARE_VULKAN={shlex.quote(software)}", "export FAKE_SOFTWARE_VULKAN"]
     return _sh(
-        [
+        (lines if software else [])
+        + [
             f"exec {shlex.quote(sys.executable)} {shlex.quote(str(engine_path))} "
             f'{shlex.quote(devices)} "$@"'
         ]
