@@ -35,7 +35,7 @@ from typing import Any, Callable, TypeGuard
 from .. import config
 from ..fetch import download
 from ..system import hardware
-from . import engine_store, manifest, trial
+from . import bundled, engine_store, manifest, trial
 from ..system import procs, selfexec
 from .engine_store import InstalledBuild
 from ..errors import CantorError
@@ -276,7 +276,8 @@ def _backend_status(
     if entry.build is not None:
         inst = entry.build
         st.version, st.installed = inst.version, True
-        st.evidence.append(f"installed {inst.version} in {inst.path}")
+        came = " (it came with Cantor)" if bundled.is_bundled(inst) else ""
+        st.evidence.append(f"installed {inst.version} in {inst.path}{came}")
         record = applicable_record(family, name, inst, hw)
         st.trial = record.to_dict() if record else None
         if record is not None and not record.rejected:
@@ -320,7 +321,7 @@ def _backend_status(
             )
         else:
             st.state = "installed"
-            st.message = f"Installed {inst.version}. "
+            st.message = f"Installed {inst.version}{came}. "
             if waiting is not None:
                 st.message += (
                     f"{waiting.version} is staged: the node tries it at its next "
@@ -394,6 +395,7 @@ def status(
     """The machine, and every backend in preference order with state, evidence and message.
     Reads no network: the manifest is the last published copy fetched, else the builtin."""
     hw = hw or hardware.probe_from_env()
+    bundled.adopt_all(hw)  # the engine in the box, the first time the store has none
     m = manifest or _manifest_module().current()
     cfg, problem = config.load_or_defaults()
     pinned = cfg.pinned_backend(family)
@@ -618,6 +620,31 @@ async def _fetch_and_trial(
                 return _Tried(True, build=back)
             engine_store.remove_current(family, backend)
             return _Tried(False, build=back, reason=again.reason)
+        if (
+            not fresh
+            and build is not None
+            and engine_store.build_key(build) != engine_store.build_key(inst)
+            and applicable_record(family, backend, build, hw) is None
+        ):
+            # the build on disk (the one that came with Cantor, say) did not load here: the
+            # published one, never tried here, is fetched and tried in its place
+            _emit(
+                on_event,
+                "note",
+                backend,
+                f"{backend}: {inst.version} was rejected ({result.reason}); fetching "
+                f"{build.version} instead.",
+                family,
+            )
+            try:
+                other = await _fetch(family, backend, build, m, hw, on_event)
+            except (download.DownloadError, engine_store.StoreError, OSError) as exc:
+                return _Tried(False, reason=f"could not fetch {build.describe()}: {exc}")
+            again = await _trial(family, backend, other, hw, on_event)
+            if again.ok:
+                return _Tried(True, build=other)
+            engine_store.remove_current(family, backend)
+            return _Tried(False, build=other, reason=again.reason)
     return _Tried(False, build=inst, reason=result.reason)
 
 
