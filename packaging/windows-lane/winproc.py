@@ -77,7 +77,7 @@ class Found:
     @property
     def role(self) -> str:
         line = self.cmdline.lower()
-        if "sketch-server" in line:
+        if "sketch-server" in line or "ace-server" in line:
             return "engine"
         if " node" in line:
             return "node"
