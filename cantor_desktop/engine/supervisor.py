@@ -136,6 +136,11 @@ class EngineSupervisor:
         )
 
     @property
+    def running_pid(self) -> int | None:
+        """The process's pid while it is :attr:`running`, else None."""
+        return self._proc.pid if self.running and self._proc is not None else None
+
+    @property
     def ended(self) -> bool:
         """The process has exited and its exit code is known (its last lines read first)."""
         return self._proc is not None and self._exit_code is not None
@@ -233,9 +238,10 @@ class EngineSupervisor:
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    async def ensure_running(self, keep_loaded: bool | None = None) -> None:
+    async def ensure_running(self, keep_loaded: bool | None = None) -> int | None:
         """Start the engine if it is not running (never started, crashed); restart it when
-        ``keep_loaded`` differs from the running process's. Call it between songs."""
+        ``keep_loaded`` differs from the running process's. Call it between songs. Returns
+        the running process's pid."""
         async with self._lock:
             if keep_loaded is not None and keep_loaded != self.keep_loaded:
                 self.keep_loaded = keep_loaded
@@ -245,6 +251,7 @@ class EngineSupervisor:
                 if self._proc is not None and self._proc.returncode is None:
                     await self._stop()  # alive but not ready: a half-started leftover
                 await self._start()
+            return self.pid
 
     async def start(self) -> None:
         """Start the engine if it is not running (as :meth:`ensure_running`, keep-loaded as
