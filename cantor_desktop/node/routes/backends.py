@@ -59,20 +59,20 @@ def _family_backend(body: Any, *, allow_auto: bool) -> tuple[str, str]:
 async def system(request: Request):
     """Hardware with evidence, each family's backends with state, the pinned and the
     default backend, keep_loaded, and what each engine has loaded now."""
-    n = node(request)
+    node_state = node(request)
     cfg = node_config()
     out: dict[str, Any] = {
         "version": __version__,
         "keep_loaded": cfg.get("node.keep_loaded"),
-        "loaded": n.runner.loaded(),
+        "loaded": node_state.runner.loaded(),
         "families": {},
-        "uptime": round(time.time() - n.started, 1),
-        "restarting": n.restart_requested,
-        "pool": n.pool.describe() if n.pool is not None else None,
+        "uptime": round(time.time() - node_state.started, 1),
+        "restarting": node_state.restart_requested,
+        "pool": node_state.pool.describe() if node_state.pool is not None else None,
     }
     from ...install import backends
 
-    hw = await n.hardware()
+    hw = await node_state.hardware()
     out["hardware"] = jsonable(hw)
     for family in config.FAMILIES:
         try:
@@ -100,7 +100,7 @@ async def backends_status(request: Request):
 )
 async def backends_use(request: Request):
     """Fetch and trial-load a backend, then pin it ("auto" removes the pin). SSE."""
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request)
     _family_name, backend = _family_backend(body, allow_auto=True)
     from ...install import backends
@@ -113,7 +113,7 @@ async def backends_use(request: Request):
             "note": "a running engine keeps its build until the node restarts",
         }
 
-    return n.backend_stream(f"use {backend}", work)
+    return node_state.backend_stream(f"use {backend}", work)
 
 
 @router.post(
@@ -123,7 +123,7 @@ async def backends_use(request: Request):
 )
 async def backends_install(request: Request):
     """Install the best backend that works here (trial-loaded), like --install. SSE."""
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request, required=False)
     family = _family((body or {}).get("family", "acestep") if isinstance(body, dict) else None)
     from ...install import backends
@@ -131,7 +131,7 @@ async def backends_install(request: Request):
     async def work(emit):
         return await backends.install(family, on_event=lambda ev: emit(*ev.to_sse()))
 
-    return n.backend_stream(f"install {family}", work)
+    return node_state.backend_stream(f"install {family}", work)
 
 
 @router.post("/v1/backends/update", responses={**SSE, **ERRORS})

@@ -52,7 +52,7 @@ async def lm_help(request: Request):
     """The language model's help for the form: ``inspire`` writes a caption and lyrics
     from a short idea (in ``caption``); ``format`` tidies the caption and lyrics given.
     Returns caption, lyrics and what it filled in (bpm, key, duration …)."""
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request)
     if not isinstance(body, dict):
         raise ApiError(422, "body: must be a JSON object", field="body")
@@ -80,7 +80,11 @@ async def lm_help(request: Request):
     from ...engine.client import EngineError  # httpx: loaded when an engine is asked
 
     try:
-        return {"mode": mode, "model": model, **await n.runner.lm(mode, caption, lyrics, model)}
+        return {
+            "mode": mode,
+            "model": model,
+            **await node_state.runner.lm(mode, caption, lyrics, model),
+        }
     except (EngineError, PlanError) as exc:
         raise ApiError(502, f"the language model could not help: {exc}", "engine_failed") from None
 
@@ -95,7 +99,7 @@ async def understand(request: Request):
     take (``{"source": {"song": id, "take": n}}``) or an upload (``{"source":
     {"upload": id}}``), with ``model`` (default: the default model; the Sketch on a
     machine without an ACE-Step model)."""
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request)
     if not isinstance(body, dict) or set(body) - {"source", "model"} or "source" not in body:
         raise ApiError(
@@ -109,11 +113,11 @@ async def understand(request: Request):
     except RequestError as exc:
         raise ApiError(422, str(exc), field=exc.field) from None
     model = await asyncio.to_thread(helper_model, body.get("model"), node_config())
-    await asyncio.to_thread(check_sources, {"source": ref}, n.queue.songs)
+    await asyncio.to_thread(check_sources, {"source": ref}, node_state.queue.songs)
     from ...engine.client import EngineError
 
     try:
-        heard = await n.runner.understand(ref, model)
+        heard = await node_state.runner.understand(ref, model)
     except (EngineError, PlanError) as exc:
         raise ApiError(
             502, f"the engine could not read the audio: {exc}", "engine_failed"

@@ -95,7 +95,7 @@ def lemonade_request(body: dict[str, Any]) -> dict[str, Any]:
     },
 )
 async def generations(request: Request):
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request)
     if not isinstance(body, dict):
         raise ApiError(422, "body: must be a JSON object", field="body")
@@ -107,25 +107,25 @@ async def generations(request: Request):
             old, exc.field = exc.field, LEMONADE_NAMES[exc.field]
             exc.message = exc.message.replace(f"{old}:", f"{exc.field}:", 1)
         raise
-    n.check_room(node_config().get("node.max_queue"))
+    node_state.check_room(node_config().get("node.max_queue"))
     lane = None
-    if n.pool is not None:  # the audio comes back from here: this member makes it
+    if node_state.pool is not None:  # the audio comes back from here: this member makes it
         from ...pool.redis_keys import node_lane
 
-        lane = node_lane(n.pool.me["id"])
-    song = await n.queue.submit(checked, lane)
-    n.runner.wake()
-    q = n.queue.hub.subscribe(song.id)
+        lane = node_lane(node_state.pool.me["id"])
+    song = await node_state.queue.submit(checked, lane)
+    node_state.runner.wake()
+    q = node_state.queue.hub.subscribe(song.id)
     try:
         while not song.is_finished:
             try:
                 await asyncio.wait_for(q.get(), 1.0)
             except asyncio.TimeoutError:
                 if await request.is_disconnected():
-                    n.runner.cancel(song)
+                    node_state.runner.cancel(song)
                     raise ApiError(499, "client went away", "cancelled") from None
     finally:
-        n.queue.hub.unsubscribe(song.id, q)
+        node_state.queue.hub.unsubscribe(song.id, q)
     if song.state == "done":
         return await asyncio.to_thread(
             take_audio, song.takes[0].audio, headers={"X-Cantor-Song": song.id}

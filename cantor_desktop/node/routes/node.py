@@ -117,17 +117,18 @@ async def patch_config(request: Request):
 )
 async def restart(request: Request):
     """Restart the node once the running songs end (``cantor upgrade`` uses this)."""
-    n = node(request)
-    n.restart_requested = True
-    n.runner.draining = True
+    node_state = node(request)
+    node_state.restart_requested = True
+    node_state.runner.draining = True
 
     async def when_idle():
-        await n.runner.idle.wait()
-        n.request_exit()
+        await node_state.runner.idle.wait()
+        node_state.request_exit()
 
     asyncio.get_running_loop().create_task(when_idle())
     return JSONResponse(
-        {"status": "restarting", "after": [s.id for s in n.queue.running()]}, status_code=202
+        {"status": "restarting", "after": [s.id for s in node_state.queue.running()]},
+        status_code=202,
     )
 
 
@@ -146,7 +147,7 @@ async def restart(request: Request):
 async def shutdown(request: Request):
     """Stop the node now (the app's Quit): running songs end as "node stopped", engines
     stop and their records are cleared, then the process exits."""
-    n = node(request)
-    running = [s.id for s in n.queue.running()]
-    asyncio.get_running_loop().call_later(0.05, n.request_exit)  # after this answer
+    node_state = node(request)
+    running = [s.id for s in node_state.queue.running()]
+    asyncio.get_running_loop().call_later(0.05, node_state.request_exit)  # after this answer
     return JSONResponse({"status": "stopping", "running": running}, status_code=202)

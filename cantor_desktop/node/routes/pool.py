@@ -19,12 +19,12 @@ router = APIRouter()
 
 @router.get("/v1/pool", responses={**ok(OBJ, "the pool"), **ERRORS})
 async def pool_status(request: Request, brief: bool = Query(False), songs: bool = Query(True)):
-    n = node(request)
-    if n.pool is None:
+    node_state = node(request)
+    if node_state.pool is None:
         raise ApiError(
             404,
             "this node is not in a pool (start it with `cantor node --pool URL`, or "
             "`cantor pool join URL`)",
             "not_in_pool",
         )
-    return n.pool.describe() if brief else await n.pool.status(songs)
+    return node_state.pool.describe() if brief else await node_state.pool.status(songs)

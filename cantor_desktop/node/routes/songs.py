@@ -41,33 +41,39 @@ router = APIRouter()
 log = logging.getLogger(__name__)
 
 
-def song_of(n: NodeState, song_id: str) -> Song:
-    song = n.queue.get(song_id)
+def song_of(node_state: NodeState, song_id: str) -> Song:
+    song = node_state.queue.get(song_id)
     if song is None:
         raise ApiError(404, f"no song with id {song_id!r}", "not_found", "id")
     return song
 
 
-async def event_stream(n: NodeState, song: Song | None, request: Request) -> AsyncIterator[bytes]:
+async def event_stream(
+    node_state: NodeState, song: Song | None, request: Request
+) -> AsyncIterator[bytes]:
     """One song's events (its current state first, ending with its final event), or with
     ``song`` None every song's, for as long as the client stays (the node-wide stream)."""
     key = ALL if song is None else song.id
-    q = n.queue.hub.subscribe(key)
+    q = node_state.queue.hub.subscribe(key)
     try:
         if song is not None:
-            for event in n.queue.snapshot_events(song):
+            for event in node_state.queue.snapshot_events(song):
                 yield sse(*event.to_sse())
                 if event.is_final:
                     return
         else:
-            yield sse("hello", {"songs": len(n.queue.songs)})
+            yield sse("hello", {"songs": len(node_state.queue.songs)})
         quiet = 0.0
         while True:
             try:
                 event = await asyncio.wait_for(q.get(), STREAM_CHECK_S)
             except asyncio.TimeoutError:
                 # a stopping node ends its streams at once instead of holding shutdown up
-                if n.exiting() or n.shutting_down.is_set() or await request.is_disconnected():
+                if (
+                    node_state.exiting()
+                    or node_state.shutting_down.is_set()
+                    or await request.is_disconnected()
+                ):
                     return
                 quiet += STREAM_CHECK_S
                 if quiet >= KEEPALIVE_S:
@@ -79,7 +85,7 @@ async def event_stream(n: NodeState, song: Song | None, request: Request) -> Asy
             if song is not None and event.is_final:
                 return
     finally:
-        n.queue.hub.unsubscribe(key, q)
+        node_state.queue.hub.unsubscribe(key, q)
 
 
 async def _members_now(pool) -> None:
@@ -104,10 +110,10 @@ async def _members_now(pool) -> None:
 async def submit(request: Request, node_id: str | None = Query(None, alias="node")):
     """Queue a song. In a pool ``?node=ID`` (or a member's name) sends it to one member;
     without it any member that can make it takes it."""
-    n = node(request)
+    node_state = node(request)
     body = await json_body(request)
     cfg = node_config()
-    pool = n.pool
+    pool = node_state.pool
     lane = None
     if pool is not None:
         pool.link.check_up()
@@ -153,14 +159,14 @@ async def submit(request: Request, node_id: str | None = Query(None, alias="node
                 member, "POST", "/v1/songs", params={"node": holder}, body=body
             )
         if target is None or target == pool.me["id"]:
-            await asyncio.to_thread(check_sources, data, n.queue.songs)
+            await asyncio.to_thread(check_sources, data, node_state.queue.songs)
         lane = pool.lane_for(data, target)
     else:
         data, note = await asyncio.to_thread(validated, body, cfg)  # lists the model folder
-        await asyncio.to_thread(check_sources, data, n.queue.songs)
-    n.check_room(cfg.get("node.max_queue"))
-    song = await n.queue.submit(data, lane)  # saved before the 202: it survives a crash
-    n.runner.wake()
+        await asyncio.to_thread(check_sources, data, node_state.queue.songs)
+    node_state.check_room(cfg.get("node.max_queue"))
+    song = await node_state.queue.submit(data, lane)  # saved before the 202: it survives a crash
+    node_state.runner.wake()
     answer = {"id": song.id, "state": str(song.state), "model": data["model"]}
     if note:
         answer["note"] = note
@@ -175,17 +181,17 @@ async def submit(request: Request, node_id: str | None = Query(None, alias="node
     },
 )
 async def list_songs(request: Request, state: str | None = None, limit: int = 500):
-    n = node(request)
-    songs = n.queue.newest_first()
+    node_state = node(request)
+    songs = node_state.queue.newest_first()
     if state:
         songs = [s for s in songs if s.state == state]
-    return {"songs": [n.queue.public(s) for s in songs[: max(limit, 0)]]}
+    return {"songs": [node_state.queue.public(s) for s in songs[: max(limit, 0)]]}
 
 
 @router.get("/v1/songs/{song_id}", responses={**ok(SONG_JSON, "the song"), **ERRORS})
 async def get_song(request: Request, song_id: str):
-    n = node(request)
-    return n.queue.public(song_of(n, song_id))
+    node_state = node(request)
+    return node_state.queue.public(song_of(node_state, song_id))
 
 
 @router.get("/v1/events", responses={**SSE, **GUARDED})
@@ -202,8 +208,8 @@ async def all_events(request: Request):
 )
 async def change_song(request: Request, song_id: str):
     """Rename a song (``title``; "" gives it back its caption) or mark it a favourite."""
-    n = node(request)
-    song = song_of(n, song_id)
+    node_state = node(request)
+    song = song_of(node_state, song_id)
     body = await json_body(request)
     if not isinstance(body, dict) or not body:
         raise ApiError(422, "body: give title and/or favourite", field="body")
@@ -218,28 +224,30 @@ async def change_song(request: Request, song_id: str):
     favourite = body.get("favourite")
     if "favourite" in body and not isinstance(favourite, bool):
         raise ApiError(422, "favourite: must be true or false", field="favourite")
-    n.queue.change(song, title=None if title is None else title.strip(), favourite=favourite)
-    await n.queue.flush()
-    return n.queue.public(song)
+    node_state.queue.change(
+        song, title=None if title is None else title.strip(), favourite=favourite
+    )
+    await node_state.queue.flush()
+    return node_state.queue.public(song)
 
 
 @router.get("/v1/songs/{song_id}/events", responses={**SSE, **ERRORS})
 async def events(request: Request, song_id: str):
-    n = node(request)
-    song = song_of(n, song_id)
-    return sse_response(event_stream(n, song, request))
+    node_state = node(request)
+    song = song_of(node_state, song_id)
+    return sse_response(event_stream(node_state, song, request))
 
 
 @router.get("/v1/songs/{song_id}/audio", responses={200: AUDIO, 410: ERRORS[404], **ERRORS})
 async def audio(request: Request, song_id: str, take: int = 1):
-    n = node(request)
-    song = song_of(n, song_id)
+    node_state = node(request)
+    song = song_of(node_state, song_id)
     if song.state != "done" or not song.takes:
         raise ApiError(409, f"song {song_id} has no audio (it is {song.state})", "not_ready", "id")
     found = song.take(take)
     if found is None:
         raise ApiError(422, f"take: must be from 1 to {len(song.takes)}", field="take")
-    elsewhere = _maker_elsewhere(n, song)
+    elsewhere = _maker_elsewhere(node_state, song)
     if elsewhere is not None:
         from ..pool import peers as pool_peers
 
@@ -247,16 +255,16 @@ async def audio(request: Request, song_id: str, take: int = 1):
     return await asyncio.to_thread(take_audio, found.audio, filename=found.file_name)
 
 
-def _maker_elsewhere(n: NodeState, song: Song) -> dict | None:
+def _maker_elsewhere(node_state: NodeState, song: Song) -> dict | None:
     """In a pool: the member that made ``song`` when its takes are on that member only
     (not here, not on the shared folder); ApiError when that member is away."""
-    if n.pool is None or not song.node or song.node.get("shared"):
+    if node_state.pool is None or not song.node or song.node.get("shared"):
         return None
     maker = song.node.get("id")
-    if not maker or maker == n.pool.me["id"]:
+    if not maker or maker == node_state.pool.me["id"]:
         return None
-    member = n.pool.members.member(maker)
-    if member is None or not n.pool.members.is_alive(maker):
+    member = node_state.pool.members.member(maker)
+    if member is None or not node_state.pool.members.is_alive(maker):
         name = song.node.get("name") or maker
         raise ApiError(
             503,
@@ -269,9 +277,9 @@ def _maker_elsewhere(n: NodeState, song: Song) -> dict | None:
 
 @router.post("/v1/songs/{song_id}/cancel", responses={**ok(SONG_STATE, "cancelled"), **ERRORS})
 async def cancel(request: Request, song_id: str):
-    n = node(request)
-    song = song_of(n, song_id)
-    if not n.runner.cancel(song):
+    node_state = node(request)
+    song = song_of(node_state, song_id)
+    if not node_state.runner.cancel(song):
         raise ApiError(
             409,
             f"song {song_id} already ended ({song.state})",
@@ -302,8 +310,8 @@ async def cancel(request: Request, song_id: str):
 async def delete_song(request: Request, song_id: str, delete_files: bool = False):
     """Forget a done, failed or cancelled song (409 while it is queued or running:
     cancel it first); ``delete_files=true`` also deletes its audio files and sidecars."""
-    n = node(request)
-    song = song_of(n, song_id)
+    node_state = node(request)
+    song = song_of(node_state, song_id)
     if not song.is_finished:
         raise ApiError(
             409,
@@ -313,7 +321,7 @@ async def delete_song(request: Request, song_id: str, delete_files: bool = False
             state=song.state,
         )
     if delete_files and song.takes:
-        elsewhere = _maker_elsewhere(n, song)
+        elsewhere = _maker_elsewhere(node_state, song)
         if elsewhere is not None:  # the files are on their maker: it deletes them
             from ..pool import peers as pool_peers
 
@@ -328,8 +336,8 @@ async def delete_song(request: Request, song_id: str, delete_files: bool = False
     from .. import sources
 
     await asyncio.to_thread(sources.forget_latents, song.id)
-    n.queue.forget(song)  # only once its files are gone: no one sees it half done
-    await n.queue.flush()  # gone from the file before the answer
+    node_state.queue.forget(song)  # only once its files are gone: no one sees it half done
+    await node_state.queue.flush()  # gone from the file before the answer
     return {
         "id": song.id,
         "forgotten": True,
@@ -344,8 +352,8 @@ async def delete_song(request: Request, song_id: str, delete_files: bool = False
     responses={**ok(SONG_STATE, "queued again", 202), **ERRORS},
 )
 async def retry(request: Request, song_id: str):
-    n = node(request)
-    song = song_of(n, song_id)
+    node_state = node(request)
+    song = song_of(node_state, song_id)
     if song.state not in (FAILED, CANCELLED):
         raise ApiError(
             409,
@@ -355,10 +363,10 @@ async def retry(request: Request, song_id: str):
             state=song.state,
         )
     cfg = node_config()
-    if n.pool is None:
+    if node_state.pool is None:
         await asyncio.to_thread(check_model, song.request.get("model") or cfg.get("models.default"))
-    n.check_room(cfg.get("node.max_queue"))
-    n.queue.retry(song)
-    n.runner.wake()
-    await n.queue.flush()
+    node_state.check_room(cfg.get("node.max_queue"))
+    node_state.queue.retry(song)
+    node_state.runner.wake()
+    await node_state.queue.flush()
     return JSONResponse({"id": song.id, "state": str(song.state)}, status_code=202)
