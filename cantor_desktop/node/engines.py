@@ -4,11 +4,11 @@ one engine client per engine process (an httpx client costs ~30 ms to make).
 
 Which build a family runs is chosen once per run, after the builds ``--update`` staged were
 trial-loaded (each takes over only if it works) and trying a build never tried on its
-backend here (:func:`.backends.engine_for`). ace-server scans ``--models`` and
-``--adapters`` only when it starts: an engine started before a model file a song needs was
-pulled, or before the adapters changed for a song that names one, is started again first.
-Running engines are recorded (:mod:`.leftovers`) so a node started after a crash can end
-them.
+backend here (:func:`cantor_desktop.install.backends.engine_for`). ace-server scans
+``--models`` and ``--adapters`` only when it starts: an engine started before a model file a
+song needs was pulled, or before the adapters changed for a song that names one, is started
+again first. Running engines are recorded (:mod:`.leftovers`) so a node started after a
+crash can end them.
 """
 
 from __future__ import annotations
