@@ -161,7 +161,7 @@ class LogReader:
         import httpx
 
         from cantor_desktop.engine.progress import ProgressParser
-        from cantor_desktop.node.runner import SAVING_FROM
+        from cantor_desktop.node.song_progress import SAVING_FROM
         from cantor_desktop.client.nodeclient import parse_sse
 
         parser = ProgressParser()

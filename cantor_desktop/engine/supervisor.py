@@ -1,6 +1,8 @@
 """One engine process per model family: start it on a free loopback port, know when it is
 ready, read its stderr (log file, ring buffer, progress), restart it when it died or when
-keep-loaded changed, stop it gracefully.
+keep-loaded changed, stop it gracefully. Its life is one state machine
+(:mod:`.engine_state`): stopped → starting → ready → stopping → exited, or failed (it did not
+come up) and crashed (it ended on its own).
 
 ace-server prints ``Listening on`` before it binds and exits 0 when the bind fails, so only
 ``GET /health`` → 200 proves it is up; an exit before that is reported at once with the
@@ -24,6 +26,7 @@ from ..errors import CantorError
 from ..system.net import free_port
 from ..system.paths import paths
 from .client import EngineClient, join_reasons
+from .engine_state import ON_EXIT, EngineLife, EngineState
 from .process_options import engine_environment, engine_process_kwargs
 from .progress import LineClassifier, ProgressEvent, ProgressParser, is_error_line
 
@@ -86,9 +89,8 @@ class EngineSupervisor:
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task | None = None
         self._watcher: asyncio.Task | None = None
-        self._ready = False
-        self._stopping = False
-        self._exit_code: int | None = None
+        self._life = EngineLife()
+        self._exit_code: int | None = None  # the process's, once its last lines are read
         self._lines: collections.deque[str] = collections.deque(maxlen=RING_LINES)
         self._launch_lines: list[str] = []  # first lines of the current process
         # this process's lines by position: errors, the last ones, where each job began
@@ -119,8 +121,24 @@ class EngineSupervisor:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def state(self) -> EngineState:
+        """Where the engine is in its life; a process that has just died stays ``ready``
+        until its last lines are read (:attr:`running` is False from its exit on)."""
+        return self._life.state
+
+    @property
     def running(self) -> bool:
-        return self._ready and self._proc is not None and self._proc.returncode is None
+        """Ready, and its process has not exited."""
+        return (
+            self._life.state is EngineState.READY
+            and self._proc is not None
+            and self._proc.returncode is None
+        )
+
+    @property
+    def running_pid(self) -> int | None:
+        """The process's pid while it is :attr:`running`, else None."""
+        return self._proc.pid if self.running and self._proc is not None else None
 
     @property
     def ended(self) -> bool:
@@ -164,7 +182,7 @@ class EngineSupervisor:
         """Why the job failed: its own error lines (the first whole, and the last), and how
         the process ended if it died. Without ``job_id`` and ``since``: the latest job's."""
         ended = None
-        if self._proc is not None and self._exit_code is not None and not self._stopping:
+        if self.ended and self._life.state.ended_on_its_own:
             ended = describe_exit(self._exit_code)
         belongs = self._belongs(job_id, since)
         if belongs is None:
@@ -203,15 +221,12 @@ class EngineSupervisor:
             if proc is None or proc.returncode is not None:
                 return
             self._engine_log.info("---- stopping: cancelled job %s did not end", job_id)
-            self._stopping = True
-            self._ready = False
+            self._life.move(EngineState.STOPPING)
             try:
                 proc.kill()
             except ProcessLookupError:
                 pass
-            if self._watcher is not None:
-                await asyncio.shield(self._watcher)
-            self._engine_log.info("---- stopped (%s)", describe_exit(proc.returncode))
+            await self._stopped(proc)
 
     def subscribe(self, callback: Callable[[ProgressEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -223,9 +238,10 @@ class EngineSupervisor:
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    async def ensure_running(self, keep_loaded: bool | None = None) -> None:
+    async def ensure_running(self, keep_loaded: bool | None = None) -> int | None:
         """Start the engine if it is not running (never started, crashed); restart it when
-        ``keep_loaded`` differs from the running process's. Call it between songs."""
+        ``keep_loaded`` differs from the running process's. Call it between songs. Returns
+        the running process's pid."""
         async with self._lock:
             if keep_loaded is not None and keep_loaded != self.keep_loaded:
                 self.keep_loaded = keep_loaded
@@ -235,11 +251,12 @@ class EngineSupervisor:
                 if self._proc is not None and self._proc.returncode is None:
                     await self._stop()  # alive but not ready: a half-started leftover
                 await self._start()
+            return self.pid
 
     async def start(self) -> None:
-        async with self._lock:
-            if not self.running:
-                await self._start()
+        """Start the engine if it is not running (as :meth:`ensure_running`, keep-loaded as
+        it is)."""
+        await self.ensure_running()
 
     async def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM (ace-server finishes its running job), then kill after ``timeout``."""
@@ -247,6 +264,13 @@ class EngineSupervisor:
             await self._stop(timeout)
 
     async def _start(self) -> None:
+        if (
+            self._watcher is not None
+            and self._proc is not None
+            and self._proc.returncode is not None
+        ):
+            # a process that died a moment ago: its last lines and its exit are read first
+            await asyncio.shield(self._watcher)
         for _attempt in range(3):
             port = free_port()
             try:
@@ -273,8 +297,7 @@ class EngineSupervisor:
         self._open_log()
         self._engine_log.info("---- starting: %s", " ".join(argv))
         self.port = port
-        self._ready = False
-        self._stopping = False
+        self._life.move(EngineState.STARTING)
         self._exit_code = None
         self._launch_lines = []
         self._generation = next(_GENERATIONS)
@@ -295,10 +318,13 @@ class EngineSupervisor:
                 limit=_LINE_LIMIT,
                 **engine_process_kwargs(),
             )
-        except OSError as exc:
-            raise EngineStartError(
-                f"cannot start the {self.family} engine {argv[0]}: {exc}", reason=str(exc)
-            ) from exc
+        except BaseException as exc:  # no process (or cancelled before there was one)
+            self._life.move(EngineState.FAILED)
+            if isinstance(exc, OSError):
+                raise EngineStartError(
+                    f"cannot start the {self.family} engine {argv[0]}: {exc}", reason=str(exc)
+                ) from exc
+            raise
         self._proc = proc
         self._reader = asyncio.create_task(self._read(proc), name=f"{self.family}-stderr")
         self._watcher = asyncio.create_task(self._watch(proc), name=f"{self.family}-watch")
@@ -322,7 +348,7 @@ class EngineSupervisor:
                         and proc.returncode is None
                         and not any("cannot bind" in line for line in self._launch_lines)
                     ):
-                        self._ready = True
+                        self._life.move(EngineState.READY)
                         log.info(
                             "%s engine ready on port %d (pid %d)", self.family, self.port, proc.pid
                         )
@@ -372,8 +398,8 @@ class EngineSupervisor:
         proc = self._proc
         if proc is None:
             return
-        self._stopping = True
-        self._ready = False
+        if self._life.state in (EngineState.STARTING, EngineState.READY):
+            self._life.move(EngineState.STOPPING)
         if proc.returncode is None:
             try:
                 proc.terminate()
@@ -390,8 +416,14 @@ class EngineSupervisor:
                     proc.kill()
                 except ProcessLookupError:
                     pass
+        await self._stopped(proc)
+
+    async def _stopped(self, proc: asyncio.subprocess.Process) -> None:
+        """A stop's end: the process's exit seen (and its last lines read), the engine
+        ``exited`` whatever it was before."""
         if self._watcher is not None:
             await asyncio.shield(self._watcher)
+        self._life.move(EngineState.EXITED)
         self._engine_log.info("---- stopped (%s)", describe_exit(proc.returncode))
 
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
@@ -442,12 +474,12 @@ class EngineSupervisor:
             except asyncio.TimeoutError:
                 pass
         self._exit_code = code
-        was_ready = self._ready
-        self._ready = False
-        if self._stopping:
+        was = self._life.state
+        self._life.move(ON_EXIT[was])
+        if was is EngineState.STOPPING:
             return
         self._engine_log.info("---- exited (%s)", describe_exit(code))
-        if was_ready:
+        if was is EngineState.READY:
             log.warning(
                 "%s engine exited unexpectedly (%s); last error: %s",
                 self.family,

@@ -12,7 +12,7 @@ from ..song.record import Song
 from ..song.request import BASE_TASKS, DURATION_RANGE, RequestError, validate
 from .http_common import ApiError
 from .routes.models import check_model, installed_names, library_models
-from .runner import SKETCH, model_name
+from .engine_plan import SKETCH, model_name
 
 NO_MODEL_YET = (
     "no ACE-Step model is installed yet, so this song is made by the built-in "

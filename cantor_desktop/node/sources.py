@@ -10,18 +10,26 @@ sent only to the kind of engine that made it, else the audio goes.
 
 from __future__ import annotations
 
+import asyncio
 import io
+import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..files import write_atomic
-from ..engine.client import LATENT_FRAME_BYTES, Part
+from ..engine.client import LATENT_FRAME_BYTES, EngineError, Part
 from ..errors import CantorError
 from ..system.paths import paths
 from ..song.record import Song, SongState
+from ..song.request import SongRequest
 from . import take_files, uploads
 from .song_files import MAX_SIDECAR_BYTES
+
+if TYPE_CHECKING:
+    from ..engine.client import EngineClient, Track
+
+log = logging.getLogger(__name__)
 
 LATENT_FPS = 25.0
 ENGINE_DECODES = (".wav", ".mp3")
@@ -77,6 +85,12 @@ def forget_latents(song_id: str) -> None:
 def keep_latent(path: Path, latent: bytes | None) -> None:
     if latent and len(latent) % LATENT_FRAME_BYTES == 0:
         write_atomic(path, latent)
+
+
+def keep_take_latents(song_id: str, tracks: list[Track], engine: str) -> None:
+    """Each take's latent, kept for the edits of it (``engine``'s own)."""
+    for n, track in enumerate(tracks, start=1):
+        keep_latent(take_latent_file(song_id, n, engine), track.latent)
 
 
 def _read_latent(path: Path) -> bytes | None:
@@ -150,6 +164,45 @@ def resolve(
         raise SourceError(field, str(exc)) from None
     latent = _read_latent(upload_latent_file(upload.id, engine)) if engine else None
     return Source(ref, upload.duration, upload.path, latent, f"upload “{upload.name}”")
+
+
+def resolve_request(request: SongRequest, songs: dict[str, Song], engine: str) -> dict[str, Source]:
+    """The request's source, reference and codes, checked again now (a file may have gone
+    since the song was queued), by field."""
+    found = {}
+    for name in ("source", "reference", "codes_from"):
+        ref = getattr(request, name)
+        if ref:
+            found[name] = resolve(name, ref, songs, engine)
+    return found
+
+
+async def engine_parts(
+    client: EngineClient, found: dict[str, Source], wake: asyncio.Event, engine: str
+) -> dict[str, Part] | None:
+    """The multipart parts of an edit: the source's latent when kept (a Cantor take, or an
+    upload encoded once before), else its audio; likewise the reference. An upload the
+    engine has not encoded yet is encoded now, once: every later edit of it sends the
+    latent."""
+    parts: dict[str, Part] = {}
+    for name, audio_name, latent_name in (
+        ("source", "audio", "src_latents"),
+        ("reference", "ref_audio", "ref_latents"),
+    ):
+        src = found.get(name)
+        if src is None:
+            continue
+        if src.latent is None and "upload" in src.ref:
+            audio = await asyncio.to_thread(engine_audio, src.audio_path)
+            try:
+                src.latent = await client.encode(audio, wake=wake)
+                await asyncio.to_thread(
+                    keep_latent, upload_latent_file(src.ref["upload"], engine), src.latent
+                )
+            except EngineError as exc:  # an engine without /vae: the audio, then
+                log.info("%s could not be encoded once (%s); sending its audio", src.name, exc)
+        parts.update(await asyncio.to_thread(src.parts, audio_name, latent_name))
+    return parts or None
 
 
 def _audio_codes(sidecar: Path) -> str | None:

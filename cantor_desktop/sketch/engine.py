@@ -1,4 +1,5 @@
-"""The sketch engine's core: model registry, job store, the single FIFO worker.
+"""The sketch engine's core: the job store and the single FIFO worker (the models it
+serves are in registry.py, a job and its status in jobs.py).
 
 Jobs are those of ace-server: ``/lm``, ``/synth`` (text to music, and the edits of a source:
 edit.py), ``/understand`` (listen.py) and ``/vae`` (encode audio to a latent, decode a latent
@@ -14,14 +15,13 @@ import secrets
 import threading
 import time
 import zlib
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from ..models import gguf
 from . import SKETCH_DATE, SKETCH_VERSION, lm, music
+from .jobs import Cancelled, Incoming, Job, JobFailed, JobStatus
 from .log import EngineLog
 from .options import Options
+from .registry import Registry
 from .request import (
     LM_MODES,
     MAX_TRACKS,
@@ -34,111 +34,11 @@ from .request import (
 
 KEEP_JOBS = 32
 RESULT_BUDGET = 1 << 30  # bytes of finished results kept (the newest always is)
-LABEL = {"lm": "LM", "text-enc": "Text-Enc", "dit": "DiT", "vae": "VAE"}
 SKETCH_STEPS = 8  # the sketch behaves like a turbo model: 8 steps by default
 
 
 class Fatal(SystemExit):
     """The whole process must end (ace-server exits on a missing device)."""
-
-
-class JobFailed(Exception):
-    """The job ends ``failed``; the reason has already been logged."""
-
-
-class Cancelled(Exception):
-    pass
-
-
-# ---------------------------------------------------------------- registry
-
-
-class Registry:
-    """The *.gguf files directly in the models folder, by kind, sorted by name."""
-
-    def __init__(self, directory: Path, log: EngineLog):
-        self.directory = directory
-        self.by_kind: dict[str, list[str]] = {k: [] for k in LABEL}
-        self.adapters: list[str] = []  # --adapters: noted, never applied
-        log(f"[Server] Scanning models in {directory}")
-        try:
-            files = sorted(p for p in directory.iterdir() if p.suffix == ".gguf" and p.is_file())
-        except OSError:
-            files = []
-        for p in files:
-            try:
-                arch = gguf.read_architecture(p)
-            except gguf.GGUFError as e:
-                log(f"[Registry] WARNING: skipping {p.name}: {e}")
-                continue
-            kind = gguf.KIND_BY_ARCH.get(arch)
-            if kind is None:
-                log(f"[Registry] WARNING: skipping {p.name}: unknown architecture '{arch}'")
-                continue
-            self.by_kind[kind].append(p.name)
-            log(f"[Registry] {p.name} -> {LABEL[kind]}")
-
-    @property
-    def empty(self) -> bool:
-        return not any(self.by_kind.values())
-
-    @property
-    def has_synth(self) -> bool:
-        return all(self.by_kind[k] for k in ("dit", "text-enc", "vae"))
-
-    @property
-    def has_lm(self) -> bool:
-        return bool(self.by_kind["lm"])
-
-    def pick(self, kind: str, name: str) -> str | None:
-        names = self.by_kind[kind]
-        if not name:
-            return names[0] if names else None
-        return name if name in names else None
-
-    def summary(self) -> str:
-        b = self.by_kind
-        return (
-            f"{len(b['lm'])} LM, {len(b['text-enc'])} Text-Enc, {len(b['dit'])} DiT, "
-            f"{len(b['vae'])} VAE, {len(self.adapters)} Adapter"
-        )
-
-
-# ---------------------------------------------------------------- jobs
-
-
-@dataclass
-class Incoming:
-    """A source or reference as it arrived with a multipart job: a latent ``[T, 64]``
-    (``src_latents``, ``ref_latents``) or audio decoded to 48 kHz stereo."""
-
-    latent: Any = None
-    audio: Any = None
-
-
-@dataclass
-class Job:
-    id: str
-    kind: str  # "lm", "synth", "understand", "encode", "decode"
-    requests: list[dict]
-    status: str = "running"  # queued jobs say running too, like ace-server
-    result: list[bytes] = field(default_factory=list)  # the body, in pieces
-    content_type: str = ""
-    cancel: threading.Event = field(default_factory=threading.Event)
-    source: Incoming | None = None
-    reference: Incoming | None = None
-
-    @property
-    def result_size(self) -> int:
-        return sum(len(p) for p in self.result)
-
-    @property
-    def given(self) -> Incoming:
-        """The source the job works on: the server sends one with every encode, decode,
-        understand and edit job."""
-        if self.source is None:
-            raise JobFailed
-        return self.source
 
 
 class Engine:
@@ -199,7 +99,7 @@ class Engine:
     def _evict(self, keep: str = "") -> None:
         """Keep the last 32 jobs, evicting finished ones oldest first; also evict old results
         while they hold more than RESULT_BUDGET bytes (long songs are large), never ``keep``."""
-        finished = [j for j in self.jobs.values() if j.status != "running" and j.id != keep]
+        finished = [j for j in self.jobs.values() if j.status != JobStatus.RUNNING and j.id != keep]
         over = len(self.jobs) - KEEP_JOBS
         held = sum(j.result_size for j in self.jobs.values())
         for job in finished:
@@ -213,14 +113,13 @@ class Engine:
         with self.lock:
             return self.jobs.get(job_id)
 
-    def cancel(self, job: Job) -> str:
+    def cancel(self, job: Job) -> JobStatus:
+        """Cancel a running job; a job that had ended keeps its status (returned)."""
         with self.lock:
-            if job.status != "running":
+            if not job.end(JobStatus.CANCELLED):
                 return job.status
-            job.status = "cancelled"
-            job.cancel.set()
         self.log(f"[Server] Cancel requested for job {job.id}")
-        return "cancelled"
+        return JobStatus.CANCELLED
 
     # ------------------------------------------------------------ the worker
 
@@ -253,8 +152,7 @@ class Engine:
                     body, ctype = getattr(self, f"_run_{job.kind}")(job)
                     done = f"[Server] Job {job.id} done ({job.kind})"
                 with self.lock:
-                    if job.status == "running":
-                        job.result, job.content_type, job.status = body, ctype, "done"
+                    if job.end(JobStatus.DONE, body, ctype):
                         self._evict(keep=job.id)
                 self.log(done)
             except Cancelled:
@@ -273,8 +171,7 @@ class Engine:
 
     def _fail(self, job: Job) -> None:
         with self.lock:
-            if job.status == "running":
-                job.status = "failed"
+            job.end(JobStatus.FAILED)
 
     # ------------------------------------------------------------ loading
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from . import SKETCH_DATE, SKETCH_DISPLAY_NAME, SKETCH_VERSION, multipart, options
-from .engine import Engine, Incoming, Registry
+from .engine import Engine
+from .jobs import Incoming, JobStatus
+from .registry import Registry
 from .log import EngineLog
 from .request import BadRequest, check_caption, normalise, parse_json
 
@@ -320,7 +322,7 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("cancel") == "1":
             self._json(200, {"status": self.engine.cancel(job)})
         elif query.get("result") == "1":
-            if job.status != "done":
+            if job.status != JobStatus.DONE:
                 raise BadRequest("Result not ready", 404)
             self._send(200, job.result, job.content_type)
         elif method == "GET" and set(query) == {"id"}:

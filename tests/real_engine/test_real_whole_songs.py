@@ -26,7 +26,7 @@ from cantor_desktop.system.selfexec import self_argv
 
 pytestmark = needs_real_engine
 VOCAL = ["--lyrics", "la la la", "--bpm", "96", "--key", "A minor", "--time-signature", "4"]
-SAVING_FROM = 0.95  # node/runner.py: engine work fills 0..0.95 of a song's progress
+SAVING_FROM = 0.95  # node/song_progress.py: engine work fills 0..0.95 of a song's progress
 INSTRUMENTAL_SYNTH = (0.0, 0.85)  # engine/progress.py: the synth stage's band
 VOCAL_SYNTH = (0.35, 0.90)
 

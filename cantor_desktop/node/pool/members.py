@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import config
 from ...pool import redis_keys, records
-from ..runner import SKETCH
+from ..engine_plan import SKETCH
 
 if TYPE_CHECKING:
     from .queue import PoolQueue
@@ -36,7 +36,7 @@ def capabilities(cfg: config.Config) -> tuple[dict[str, str], dict[str, str]]:
     """The models this node can make now → their engine key (sketch always), and each
     engine key → the backend its build runs on (what the app shows of a member)."""
     from ...models.library import READY, list_models
-    from ..runner import plan_model
+    from ..engine_plan import plan_model
 
     found = {SKETCH: SKETCH}
     backends = {SKETCH: SKETCH}

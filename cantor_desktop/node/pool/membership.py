@@ -39,7 +39,7 @@ from ...song.record import Song
 from .feeder import Feeder
 from .members import Membership
 from .queue import PoolQueue
-from ..runner import SKETCH
+from ..engine_plan import SKETCH
 
 if TYPE_CHECKING:
     from ..runner import Runner

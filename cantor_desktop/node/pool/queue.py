@@ -10,10 +10,10 @@ What differs is where the truth is:
   member in one step (:mod:`cantor_desktop.pool.scripts`). The runner's changes of the song
   it holds are fenced: they count only while this node still holds the song in that
   attempt. They go through an ordered outbox that waits out an absent Redis (a finished
-  song is never dropped); a change refused by its fence is undone here from Redis's record
-  (and the takes that attempt wrote are deleted);
+  song is never dropped: :mod:`.outbox`); a change refused by its fence is undone here from
+  Redis's record (and the takes that attempt wrote are deleted);
 - the runner starts what :meth:`runnable` gives: songs this node took from the pool's lanes
-  (:mod:`.pool_feeder`), not every queued song of the pool.
+  (:mod:`.feeder`), not every queued song of the pool.
 
 Own events reach this node's subscribers at once; every other member's come from the
 stream. A node's own events come back through the stream too: their records are folded in
@@ -30,8 +30,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,9 @@ from ...pool import redis_keys, records
 from ...pool.link import PoolLink
 from ...pool.scripts import CLAIM, REFRESH, SUBMIT, UPDATE
 from ...song.record import Song, SongEvent, check_song_id
-from ..queue import QUEUED, RUNNING, EventHub, SongQueue, _brief, new_id
+from ..queue import QUEUED, RUNNING, SongQueue, _brief, new_id
+from .hub import PoolHub
+from .outbox import Outbox
 
 if TYPE_CHECKING:
     from ..runner import Runner
@@ -48,8 +49,6 @@ log = logging.getLogger(__name__)
 
 MOST_ATTEMPTS = 5
 """A song started this often without finishing (its nodes died each time) fails."""
-PROGRESS_EVERY_S = 0.1
-"""Progress events of one song go to the pool at most this often (a stage change always)."""
 READ_BLOCK_MS = 2000
 RECORD_FIELDS = tuple(f.name for f in fields(Song) if f.name not in ("seq", "position", "waiting"))
 DONE_FIELDS = ("state", "stage", "progress", "eta", "error", "takes", "finished", "engine")
@@ -90,24 +89,6 @@ def encode_failure(error: str) -> list[str]:
     ]
 
 
-class PoolHub(EventHub):
-    """The local subscribers, plus stage and progress of this node's songs sent to the
-    pool (record changes travel with the scripts that make them)."""
-
-    def __init__(self, forward: Callable[[SongEvent], None]):
-        super().__init__()
-        self._forward = forward
-
-    def publish(self, event: SongEvent) -> None:
-        super().publish(event)
-        if event.kind in ("stage", "progress"):
-            self._forward(event)
-
-    def deliver(self, event: SongEvent) -> None:
-        """An event from another member: to the subscribers here only."""
-        super().publish(event)
-
-
 class PoolQueue(SongQueue):
     """All songs of the pool (a mirror of Redis's records) and this node's part in them."""
 
@@ -116,7 +97,6 @@ class PoolQueue(SongQueue):
         self.link = link
         self.me = me  # {"id", "name", "shared"}
         self.node_id: str = me["id"]
-        self.hub: PoolHub = PoolHub(self._forward)
         self.lanes: dict[str, str] = {}  # song id → its lane
         self.held: dict[str, Held] = {}
         self.lost: set[str] = set()  # songs this node held and lost (fenced out)
@@ -127,18 +107,14 @@ class PoolQueue(SongQueue):
         self.waiting_reason: Callable[[Song], str | None] = lambda song: None
         self._last_event = "0-0"
         self._stale = True  # the mirror needs a full load (first connection, an absence)
-        self._ops: deque[tuple[str, Callable[[], Awaitable[Any]], bool, str]] = deque()
-        self._pending: dict[str, int] = {}  # song id → its changes in the outbox
-        self._ops_ready = asyncio.Event()
-        self._ops_idle = asyncio.Event()
-        self._ops_idle.set()
-        self._progress_sent: dict[str, float] = {}
         self._tasks: list[asyncio.Task] = []
         self._loaded = asyncio.Event()
         self._io = asyncio.Lock()
         """Held by a full load of the mirror and by each change of a record this node makes
         (a write, a claim, a lease kept): a load never folds in a record read before one of
         this node's own changes landed (its own events are not read back)."""
+        self.outbox = Outbox(link, self._io, self._read_back)
+        self.hub: PoolHub = PoolHub(link, self.node_id, self.outbox, self.held.__contains__)
         r = link.redis
         self._submit = r.register_script(SUBMIT)
         self._claim = r.register_script(CLAIM)
@@ -152,7 +128,7 @@ class PoolQueue(SongQueue):
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._read_events(), name="pool-events"),
-            loop.create_task(self._write_ops(), name="pool-outbox"),
+            loop.create_task(self.outbox.run(), name="pool-outbox"),
         ]
 
     async def close(self) -> None:
@@ -185,57 +161,9 @@ class PoolQueue(SongQueue):
         pass
 
     async def flush(self) -> None:
-        """Wait until every change so far is in Redis, or Redis is away (the changes then
-        wait here, in order, and go when it is back)."""
-        while not self._ops_idle.is_set() and self.link.up.is_set():
-            waiter = asyncio.ensure_future(self._ops_idle.wait())
-            gone = asyncio.ensure_future(self._link_lost())
-            done, pending = await asyncio.wait({waiter, gone}, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                task.cancel()
-
-    async def _link_lost(self) -> None:
-        while self.link.up.is_set():
-            await asyncio.sleep(0.05)
-
-    def _send(
-        self, what: str, call: Callable[[], Awaitable[Any]], *, droppable=False, song_id=""
-    ) -> None:
-        self._ops.append((what, call, droppable, song_id))
-        if song_id:
-            self._pending[song_id] = self._pending.get(song_id, 0) + 1
-        self._ops_idle.clear()
-        self._ops_ready.set()
-
-    async def _write_ops(self) -> None:
-        """The outbox, in order. A change that must not be lost waits out Redis's absence;
-        a progress event is dropped instead (it is stale by the time Redis is back)."""
-        while True:
-            if not self._ops:
-                self._ops_idle.set()
-                self._ops_ready.clear()
-                await self._ops_ready.wait()
-                continue
-            what, call, droppable, song_id = self._ops[0]
-            try:
-                if droppable:
-                    if self.link.up.is_set():
-                        async with self._io:
-                            await self.link.now(call)
-                else:
-                    await self.link.attempt(self._exclusive(call), what)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if not droppable:
-                    log.exception("pool: %s failed: %s", what, exc)
-            self._ops.popleft()
-            if song_id:
-                left = self._pending.pop(song_id, 1) - 1
-                if left:
-                    self._pending[song_id] = left
-                else:
-                    await self._read_back(song_id)
+        """Wait until every change so far is in Redis, or Redis is away (they wait in the
+        outbox then, in order, and go when it is back)."""
+        await self.outbox.flush()
 
     async def _read_back(self, song_id: str) -> None:
         """The record of a song whose changes from here have all landed, into the mirror:
@@ -253,7 +181,7 @@ class PoolQueue(SongQueue):
             else:
                 log.warning("pool: reading song %s back failed: %s", song_id, exc)
             return
-        mine = song_id in self.held or song_id in self._pending
+        mine = song_id in self.held or self.outbox.holds(song_id)
         if found and song_id in self.songs and not mine:
             self._fold(song_id, found)
 
@@ -279,13 +207,6 @@ class PoolQueue(SongQueue):
         elif self.songs.pop(song_id, None) is not None:
             self.lanes.pop(song_id, None)
             self.hub.deliver(SongEvent("removed", song_id))
-
-    def _exclusive(self, call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
-        async def locked():
-            async with self._io:
-                return await call()
-
-        return locked
 
     # -- the mirror ------------------------------------------------------------------------
 
@@ -313,7 +234,7 @@ class PoolQueue(SongQueue):
                     fresh[song_id] = checked
         self._last_event = last[0][0] if last else "0-0"
         for song_id in list(self.songs):
-            if song_id not in fresh and song_id not in self.held and song_id not in self._pending:
+            if song_id not in fresh and song_id not in self.held and not self.outbox.holds(song_id):
                 del self.songs[song_id]
                 self.hub.deliver(SongEvent("removed", song_id))
         for song_id, (song, lane, owner) in fresh.items():
@@ -327,7 +248,7 @@ class PoolQueue(SongQueue):
                 ):
                     self._lose(song_id, song)
                 continue
-            if song_id in self._pending:
+            if self.outbox.holds(song_id):
                 continue  # this node's own change of it lands after this load (see above)
             self._merge(song, "changed")
         if fresh:
@@ -404,7 +325,7 @@ class PoolQueue(SongQueue):
         """One of this node's own events, back from the stream: its subscribers heard of it
         already; its record is folded in quietly (the mirror ends where Redis's ends)."""
         song_id = event.song_id
-        if event.song is None or song_id in self.held or song_id in self._pending:
+        if event.song is None or song_id in self.held or self.outbox.holds(song_id):
             return  # progress, a song running here, or a change of it still on its way
         if song_id not in self.songs:
             return  # forgotten here (its removal follows), or not loaded yet (the load has it)
@@ -418,7 +339,7 @@ class PoolQueue(SongQueue):
         if found.song is not None:
             event = dataclasses.replace(event, song=found.song)
         song_id = event.song_id
-        if song_id in self._pending and event.song is not None:
+        if self.outbox.holds(song_id) and event.song is not None:
             return  # this node's own change of it lands later; its record is read back then
         if kind == "removed":
             if self.songs.pop(song_id, None) is not None:
@@ -454,30 +375,6 @@ class PoolQueue(SongQueue):
                 song.progress = max(song.progress, event.progress)
             song.eta = event.eta if kind == "progress" else song.eta
         self.hub.deliver(event)
-
-    def _forward(self, event: SongEvent) -> None:
-        """Stage and progress of a song running here, to every member (at most every
-        :data:`PROGRESS_EVERY_S` for progress)."""
-        if event.song_id not in self.held:
-            return
-        now = time.monotonic()
-        if event.kind == "progress":
-            if now - self._progress_sent.get(event.song_id, 0.0) < PROGRESS_EVERY_S:
-                return
-        self._progress_sent[event.song_id] = now
-        kind, data = event.to_sse()
-        body = json.dumps(data, separators=(",", ":"))
-        r = self.link.redis
-
-        async def send():
-            await r.xadd(
-                redis_keys.EVENTS,
-                {"k": kind, "o": self.node_id, "d": body},
-                maxlen=redis_keys.EVENTS_MAXLEN,
-                approximate=True,
-            )
-
-        self._send(f"{kind} of {event.song_id}", send, droppable=True)
 
     # -- what the runner asks --------------------------------------------------------------
 
@@ -583,6 +480,10 @@ class PoolQueue(SongQueue):
                     checked = self._record(song_id, found) if found else None
                     self._lose(song_id, checked[0] if checked else None)
 
+    def _out_of_inbox(self, song_id: str) -> None:
+        """The song is started, finished or gone: it waits in the inbox no more."""
+        self.inbox = [s for s in self.inbox if s.id != song_id]
+
     def _lose(self, song_id: str, record: Song | None) -> None:
         """Another node holds this song now (or it was cancelled): stop making it here."""
         held = self.held.pop(song_id, None)
@@ -592,7 +493,7 @@ class PoolQueue(SongQueue):
             "pool: song %s was lost (attempt %d): another node has it now", song_id, held.attempt
         )
         self.lost.add(song_id)
-        self.inbox = [s for s in self.inbox if s.id != song_id]
+        self._out_of_inbox(song_id)
         task = self.runner.tasks.get(song_id) if self.runner is not None else None
         if task is not None:
             task.cancel()
@@ -712,7 +613,7 @@ class PoolQueue(SongQueue):
                 on_refused()
             self._fold(song.id, found)
 
-        self._send(f"{kind} of song {song.id}", call, song_id=song.id)
+        self.outbox.send(f"{kind} of song {song.id}", call, song_id=song.id)
 
     def _already_mine(self, song_id: str, found: dict[str, str], kind: str, attempt: str) -> bool:
         """The record ended as this node's attempt ``attempt`` ends it with ``kind``."""
@@ -741,7 +642,7 @@ class PoolQueue(SongQueue):
 
     def _finish(self, song: Song, kind: str, on_refused=None) -> None:
         held = self.held.get(song.id)
-        self.inbox = [s for s in self.inbox if s.id != song.id]
+        self._out_of_inbox(song.id)
         if held is not None:
             held.finishing = True
             settled = self._settled(song.id)
@@ -765,7 +666,7 @@ class PoolQueue(SongQueue):
 
     def start(self, song: Song, engine: dict[str, Any] | None = None) -> None:
         """The runner starts a song this node took (the claim made it running in the pool)."""
-        self.inbox = [s for s in self.inbox if s.id != song.id]
+        self._out_of_inbox(song.id)
         log.info("song %s running (attempt %d): %s", song.id, song.attempts, _brief(song))
         song.state, song.stage, song.progress, song.eta = RUNNING, None, 0.0, None
         song.error, song.finished, song.position = None, None, None
@@ -800,7 +701,7 @@ class PoolQueue(SongQueue):
         log.info("song %s handed back to the pool (this node stops)", song.id)
         song.state, song.stage, song.progress, song.eta = QUEUED, None, 0.0, None
         song.started, song.node = None, None
-        self.inbox = [s for s in self.inbox if s.id != song.id]
+        self._out_of_inbox(song.id)
         self.held[song.id].finishing = True
         settled = self._settled(song.id)
         self._change(

@@ -13,7 +13,7 @@ from ... import config
 from ...song.request import CAPTION_MAX, LYRICS_MAX, RequestError, check_ref
 from ..http_common import ApiError, json_body
 from .models import check_model, installed_names
-from ..runner import SKETCH, PlanError
+from ..engine_plan import SKETCH, PlanError
 from ..schemas import ERRORS, LM_SCHEMA, OBJ, STR, UNDERSTAND_SCHEMA, json_request, obj, ok
 from ..song_checks import check_sources
 from ..state import node, node_config

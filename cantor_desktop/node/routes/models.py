@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from ..http_common import ApiError, json_body, jsonable, progress_stream, sse_response
-from ..runner import SKETCH, model_name
+from ..engine_plan import SKETCH, model_name
 from ..schemas import ERRORS, GUARDED, MODEL_JSON, OBJ, PULL_SCHEMA, SSE, STR, json_request, obj, ok
 from ..state import node, node_config
 

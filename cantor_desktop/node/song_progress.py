@@ -1,0 +1,80 @@
+"""A running song's progress, from its engine's log: the stage (lm, synth) and how far it
+is, the seeds the engine chose, and the LM's answer (two-stage songs)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from ..song.record import Song, SongState
+from .queue import SongQueue
+
+SAVING_FROM = 0.95  # engine work fills 0..0.95 of a song's progress, saving the rest
+_SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
+_JOB_DONE_RE = re.compile(r"^\[Server\] Job (\S+) done")
+
+
+class ProgressWatcher:
+    """Supervisor events (maybe from a reader thread) → song stage and progress."""
+
+    def __init__(self, queue: SongQueue, song: Song, loop: asyncio.AbstractEventLoop):
+        self.queue, self.song, self.loop = queue, song, loop
+        self.seeds: list[int] = []
+        self.lm_result: list[dict] | None = None  # the /lm array (two-stage songs)
+        self.wake = asyncio.Event()  # set when the engine says a job is done
+
+    def on_event(self, event) -> None:
+        if self.loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            running = False
+        if running:
+            self._apply(event)
+        else:
+            self.loop.call_soon_threadsafe(self._apply, event)
+
+    def on_stage(self, stage: str, *_: Any) -> None:
+        self.on_event(("stage", stage))
+
+    def keep_lm_result(self, enriched: list[dict]) -> None:
+        self.lm_result = enriched
+
+    def _apply(self, event) -> None:
+        song = self.song
+        line = getattr(event, "line", "") or ""
+        found = _JOB_DONE_RE.match(line)
+        if found:
+            self.wake.set()
+        if song.state != SongState.RUNNING:
+            return
+        if isinstance(event, tuple):
+            stage = "lm" if event[1] == "lm" else "synth"
+            if stage != song.stage:
+                self.queue.set_stage(song, stage, song.progress)
+            return
+        found = _SEED_RE.match(line)
+        if found:
+            self.seeds.append(int(found.group(1)))
+        stage = "lm" if getattr(event, "stage", "") == "lm" else "synth"
+        if stage != song.stage and not (song.stage == "synth" and stage == "lm"):
+            self.queue.set_stage(song, stage, song.progress)
+        fraction = getattr(event, "fraction", None)
+        if fraction is not None:
+            self.queue.set_progress(
+                song, min(float(fraction), 1.0) * SAVING_FROM, getattr(event, "eta_seconds", None)
+            )
+
+    def seeds_for(self, takes: int, asked: int) -> list[int | None]:
+        """Each take's seed: the ones the engine said it used (the last ``takes``), else the
+        one asked for (None where the engine chose and did not say)."""
+        if self.seeds:
+            seeds: list[int | None] = (
+                list(self.seeds[-takes:])
+                if len(self.seeds) >= takes
+                else list(self.seeds) + [None] * (takes - len(self.seeds))
+            )
+            return seeds
+        return [asked if asked >= 0 else None] * takes
