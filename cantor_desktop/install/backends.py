@@ -35,7 +35,7 @@ from typing import Any, Callable, TypeGuard
 from .. import config
 from ..fetch import download
 from ..system import hardware
-from . import bundled, engine_store, manifest, trial
+from . import bundled, engine_store, manifest, speeds, trial
 from ..system import procs, selfexec
 from .engine_store import InstalledBuild
 from ..errors import CantorError
@@ -107,6 +107,7 @@ class BackendStatus:
     trial: dict | None = None  # the last trial of the build that counts (a record)
     staged: str | None = None  # the version --update fetched, not trial-loaded yet
     software: str = ""  # the software device it would run on (never chosen by itself)
+    measured: dict | None = None  # its speed in this machine's songs (speeds.Speed.to_dict)
 
     @property
     def works(self) -> bool:
@@ -125,6 +126,7 @@ class BackendStatus:
             "trial": self.trial,
             "staged": self.staged,
             "software": self.software,
+            "measured": self.measured,
         }
 
 
@@ -221,6 +223,27 @@ def _rejected_text(record: engine_store.TrialRecord, name: str) -> str:
 
 
 def _backend_status(
+    family: str, name: str, hw: hardware.Hardware, m: Manifest, pinned: str | None
+) -> BackendStatus:
+    """The state of one backend, with what this machine measured of it in its songs."""
+    st = _state_of(family, name, hw, m, pinned)
+    speed = speeds.summary(family, name)
+    if speed is not None:
+        st.measured = speed.to_dict()
+        st.evidence.append(f"measured here: {speed.words()}")
+    slower = speeds.slower_than_cpu(family, name)
+    if slower is not None:
+        mine, cpu = slower
+        st.message = (
+            f"{st.message.rstrip('. ')}. Measured slower than the CPU here "
+            f"({mine.seconds_per_step:.2f} against {cpu.seconds_per_step:.2f} s a diffusion "
+            f"step for a minute of audio): the CPU is the faster choice. Run: cantor "
+            f"backends --use cpu"
+        ).lstrip(". ")
+    return st
+
+
+def _state_of(
     family: str, name: str, hw: hardware.Hardware, m: Manifest, pinned: str | None
 ) -> BackendStatus:
     ev = hw.backends[name]

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from .. import config
 from ..song.record import Song, SongState
 from ..song.request import SongRequest
+from ..install import speeds
 from . import memory, song_files
-from .engine_plan import EnginePlan, PlanError
+from .engine_plan import SKETCH, EnginePlan, PlanError
 from .job_state import JobMachine, JobState
 from .queue import SongQueue
 from .song_progress import SAVING_FROM, ProgressWatcher
@@ -245,6 +246,10 @@ class SongJob:
             self.machine.seconds(JobState.ENGINE, JobState.SOURCES), 3
         )
         self.timings["engine_s"] = round(self.machine.seconds(JobState.SING, JobState.SAVE), 3)
+        per_step = self.watcher.seconds_per_step()
+        if per_step is not None:
+            self.timings["seconds_per_step"] = round(per_step, 4)
+            song.engine = {**(song.engine or {}), "seconds_per_step": round(per_step, 4)}
         source = self.sources.get("source")
         meta = {
             "parent": dict(source.ref) if source is not None and "song" in source.ref else None,
@@ -272,6 +277,11 @@ class SongJob:
             )
         finally:
             await keeping
+        if per_step is not None and plan.family != SKETCH and self.files:
+            audio_seconds = float(self.files[0].get("duration") or 0.0)
+            await asyncio.to_thread(
+                speeds.record, plan.family, plan.backend, plan.model, per_step, audio_seconds
+            )
         return JobState.DONE
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from typing import Any
 
 from ..song.record import Song, SongState
@@ -13,6 +14,7 @@ from .queue import SongQueue
 SAVING_FROM = 0.95  # engine work fills 0..0.95 of a song's progress, saving the rest
 _SEED_RE = re.compile(r"^\[Resolve-T\] seed=(-?\d+)")
 _JOB_DONE_RE = re.compile(r"^\[Server\] Job (\S+) done")
+_DIT_STEP_RE = re.compile(r"^\[DiT\] Step (\d+)/(\d+)")
 
 
 class ProgressWatcher:
@@ -23,6 +25,7 @@ class ProgressWatcher:
         self.seeds: list[int] = []
         self.lm_result: list[dict] | None = None  # the /lm array (two-stage songs)
         self.wake = asyncio.Event()  # set when the engine says a job is done
+        self.steps: list[tuple[float, int]] = []  # (when read, step) of the DiT's steps
 
     def on_event(self, event) -> None:
         if self.loop.is_closed():
@@ -58,6 +61,9 @@ class ProgressWatcher:
         found = _SEED_RE.match(line)
         if found:
             self.seeds.append(int(found.group(1)))
+        found = _DIT_STEP_RE.match(line)
+        if found:
+            self.steps.append((time.monotonic(), int(found.group(1))))
         stage = "lm" if getattr(event, "stage", "") == "lm" else "synth"
         if stage != song.stage and not (song.stage == "synth" and stage == "lm"):
             self.queue.set_stage(song, stage, song.progress)
@@ -66,6 +72,16 @@ class ProgressWatcher:
             self.queue.set_progress(
                 song, min(float(fraction), 1.0) * SAVING_FROM, getattr(event, "eta_seconds", None)
             )
+
+    def seconds_per_step(self) -> float | None:
+        """The DiT's seconds per diffusion step, from the times its step lines came (each
+        run of steps counted on its own: a batch renders take after take)."""
+        spent, steps = 0.0, 0
+        for (t0, s0), (t1, s1) in zip(self.steps, self.steps[1:]):
+            if s1 > s0:
+                spent += t1 - t0
+                steps += s1 - s0
+        return spent / steps if steps and spent > 0 else None
 
     def seeds_for(self, takes: int, asked: int) -> list[int | None]:
         """Each take's seed: the ones the engine said it used (the last ``takes``), else the

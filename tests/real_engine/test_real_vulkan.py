@@ -76,3 +76,66 @@ def test_use_vulkan_on_lavapipe_through_the_cli(cantor_home):
     vulkan = next(b for b in json.loads(cli("--json").stdout)["backends"] if b["name"] == "vulkan")
     assert vulkan["state"] == "installed" and vulkan["trial"]["software"] is True, vulkan
     assert vulkan["trial"]["device_name"].startswith("llvmpipe")
+
+
+@pytest.mark.timeout(1800)
+def test_a_whole_song_on_lavapipe_is_measured_slower_than_the_cpu(cantor_home, fabricated):
+    """The same song through the node on the CPU build and on the Vulkan build on lavapipe
+    (pinned: a software device is never chosen by itself): both made, each song records its
+    backend and its seconds per diffusion step, and `cantor backends` says the software
+    device measured slower than the CPU and offers the CPU."""
+    from real_engine.real_build import binary
+    from real_engine.real_node import configure, import_models
+    from support.node import Node
+
+    from cantor_desktop import config
+
+    cpu_engine = binary()
+    assert cpu_engine is not None and cpu_engine.is_file(), "the CPU build is needed too"
+    made = {}
+    for backend, engine in (("cpu", cpu_engine), ("vulkan", vulkan_binary())):
+        port = configure(cantor_home, engine)
+        import_models(fabricated)
+        if backend == "vulkan":
+            config.update({"backends.acestep": "vulkan"})
+
+        async def one_song() -> dict:
+            node = await Node(cantor_home, port=port).start()
+            try:
+                async with node.client() as c:
+                    song_id = await c.submit_song(
+                        {"caption": "a quiet piano", "duration": 10, "seed": 7}
+                    )
+                    async for _kind, _data in c.events(song_id):
+                        pass
+                    return await c.song(song_id)
+            finally:
+                await node.stop()
+
+        made[backend] = asyncio.run(one_song())
+    for backend, song in made.items():
+        assert song["state"] == "done", (backend, song.get("error"))
+        assert song["engine"]["backend"] == backend, song["engine"]
+        assert song["engine"]["seconds_per_step"] > 0, song["engine"]
+    done = subprocess.run(
+        [sys.executable, "-m", "cantor_desktop", "backends", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    status = {b["name"]: b for b in json.loads(done.stdout)["backends"]}
+    vulkan, cpu = status["vulkan"], status["cpu"]
+    assert vulkan["measured"]["seconds_per_step"] > cpu["measured"]["seconds_per_step"]
+    assert "Measured slower than the CPU here" in vulkan["message"], vulkan["message"]
+    assert "cantor backends --use cpu" in vulkan["message"]
+    ratio = vulkan["measured"]["seconds_per_step"] / cpu["measured"]["seconds_per_step"]
+    from real_engine.conftest import figure
+
+    figure(
+        "lavapipe against the CPU build, seconds per diffusion step",
+        1,
+        1,
+        f"{vulkan['measured']['seconds_per_step']:.2f} against "
+        f"{cpu['measured']['seconds_per_step']:.2f} s a step for a minute of audio "
+        f"({ratio:.1f}x slower)",
+    )
