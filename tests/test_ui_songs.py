@@ -182,17 +182,17 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     p = SongsPage(link)
     qtbot.addWidget(p)
     p.resize(900, 600)
-    run(qloop, link._connect())
+    run(qloop, link.connection.connect())
     finished: list[str] = []
-    link.song_finished.connect(lambda song: finished.append(song.id))
-    made = run(qloop, link.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
+    link.songs.finished.connect(lambda song: finished.append(song.id))
+    made = run(qloop, link.songs.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
     # the song's own "done" event has been folded in (and its song_updated sent): nothing
     # about this song follows that could overwrite the row planted below. Its state alone
     # can read "done" earlier, from a list refresh, with the done event still to come.
     run(qloop, until(lambda: made.id in finished, timeout=60, what="the song's done event"))
-    original = link.songs[made.id].path
+    original = link.songs.by_id[made.id].path
     name = os.path.basename(original)
-    song = link.songs[made.id]
+    song = link.songs.by_id[made.id]
     far = dataclasses.replace(
         song, takes=[dataclasses.replace(song.takes[0], audio=f"/no/such/node/disk/{name}")]
     )
@@ -218,7 +218,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
 
     async def node_forgot():
         while True:
-            items = await link.client.songs()
+            items = await link.connection.client.songs()
             if not any(d.get("id") == far.id for d in items):
                 return True
             await asyncio.sleep(0.05)

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     loop = new_loop(app)
     shell = Shell(app, window=window)
-    shell.link.settle_gc = True  # the app's one link: see NodeLink.take_songs
+    shell.link.songs.settle_gc = True  # the app's one link: see SongsService.take
     instance.activated.connect(shell.reopen)
     instance.quit_requested.connect(shell.quit)
     shell.start_node_soon()  # never waits: the window is up first
@@ -242,7 +242,7 @@ class Shell:
         def go():
             if not started:
                 started.append(True)
-                self.link.start()
+                self.link.connection.start()
 
         if self.window.painted:
             QTimer.singleShot(0, go)
@@ -328,7 +328,7 @@ class Shell:
 
     def _stop_node(self, budget: float, **stop_args) -> None:
         """Stop the node we started, synchronously, waiting ``budget`` s at most."""
-        process = getattr(self.link, "process", None)
+        process = self.link.connection.process
         if process is None or not process.running:
             return
         import asyncio

@@ -108,7 +108,7 @@ class PartDialog(TakeEditDialog):
             return
         self.note.setText("Sending it to the node…")
         self.tasks.start(
-            "part", self.link.submit(request), on_done=self._sent, on_error=self._failed
+            "part", self.link.songs.submit(request), on_done=self._sent, on_error=self._failed
         )
         self._update()
 

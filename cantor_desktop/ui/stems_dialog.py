@@ -90,9 +90,9 @@ class StemsDialog(TakeEditDialog):
         """Queue every stem (the node runs them back to back on one encoding of the take)
         and title each; a refusal stops the rest and leaves what was queued queued."""
         for request in requests:
-            song = await self.link.submit(request)
+            song = await self.link.songs.submit(request)
             self.queued.append(song)
-            self.link.change_song(
+            self.link.songs.change(
                 song.id, title=stem_title(self.song.title, self.song.caption, request["track"])
             )
         return self.queued

@@ -137,15 +137,19 @@ class MainWindow(QMainWindow):
         bar = self.statusBar()
         self.node_button.clicked.connect(self._node_button)
         self.log_button.clicked.connect(self.show_log)
-        self.link.state_changed.connect(self._state)
-        self.link.pool_changed.connect(self._pool)
+        self.link.connection.state_changed.connect(self._state)
+        self.link.pool.changed.connect(self._pool)
         self.link.status_changed.connect(self.state_label.setText)
         self.link.error.connect(lambda text: bar.showMessage(text, 15000))
-        self.link.system_loaded.connect(lambda s: self.banner.update_from(s, self.link.models))
-        self.link.models_loaded.connect(lambda m: self.banner.update_from(self.link.system, m))
+        self.link.backends.system_loaded.connect(
+            lambda s: self.banner.update_from(s, self.link.models.listed)
+        )
+        self.link.models.loaded.connect(
+            lambda m: self.banner.update_from(self.link.backends.system, m)
+        )
         self.banner.try_sketch.connect(self.try_sketch)
         self.banner.set_up.connect(self.set_up_acestep)
-        self._state(self.link.state)
+        self._state(self.link.connection.state)
         if self.settings_error is not None:
             bar.showMessage(f"node.toml is not valid, using defaults: {self.settings_error}")
 
@@ -171,7 +175,7 @@ class MainWindow(QMainWindow):
                 widget.saved.connect(self.tray_sync)
                 widget.saved_keys.connect(self._settings_saved)
                 widget.file_changed.connect(self.tray_sync)
-                widget.file_changed.connect(self.link.refresh_config)
+                widget.file_changed.connect(self.link.settings.refresh)
             elif name == "Compose":
                 widget.play_song.connect(lambda sid: self.open_song(sid, play=True))
         return self._built[name]
@@ -203,9 +207,9 @@ class MainWindow(QMainWindow):
         change reaches every page at once (the node's settings are read again)."""
         if {"app.node_url", "node.host", "node.port"} & set(keys):
             self.statusBar().showMessage("Connecting to the node at its new address…", 5000)
-            self.link.restart()
+            self.link.connection.restart()
         else:
-            self.link.refresh_config()
+            self.link.settings.refresh()
 
     def tray_sync(self) -> None:
         if self.tray is not None:
@@ -268,8 +272,8 @@ class MainWindow(QMainWindow):
         from . import theme
 
         tone = theme.NODE_STATE_TONES.get(state, "muted")
-        pool = self.link.pool
-        if self.link.state.connected and pool is not None and pool.short_problem():
+        pool = self.link.pool.view
+        if self.link.connection.state.connected and pool is not None and pool.short_problem():
             tone = "warning"  # the node works, its pool does not: the line says why
         theme.tone(self.dot, tone)
         self.state_label.setText(self.link.status_line())
@@ -277,13 +281,14 @@ class MainWindow(QMainWindow):
         self.node_button.setText("Stop node" if running else "Start node")
 
     def _pool(self, _view) -> None:
-        self._state(str(self.link.state))
+        self._state(str(self.link.connection.state))
 
     def _node_button(self) -> None:
-        if self.link.state in ("idle", "generating", "starting"):
-            self.link.stop()
+        connection = self.link.connection
+        if connection.state in ("idle", "generating", "starting"):
+            connection.stop()
         else:
-            self.link.start()
+            connection.start()
 
     def show_log(self) -> None:
         from PySide6.QtCore import QTimer

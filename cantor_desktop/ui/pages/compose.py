@@ -295,7 +295,7 @@ class ComposePage(QWidget):
         self.set_models([])
         self.format.setCurrentText(self._node_format())
         self.format.activated.connect(lambda _i: setattr(self, "_format_chosen", True))
-        link.config_loaded.connect(self._node_settings)
+        link.settings.loaded.connect(self._node_settings)
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_SAVE_MS)
@@ -325,16 +325,13 @@ class ComposePage(QWidget):
         self.tidy.clicked.connect(lambda: self.ask_lm("format"))
         self.seed_lock.toggled.connect(self._seed_lock_toggled)
         self.generate.clicked.connect(self.on_generate)
-        link.song_updated.connect(self.show_song)
-        link.models_loaded.connect(self.set_models)
-        link.pool_changed.connect(self.set_pool)
+        link.songs.updated.connect(self.show_song)
+        link.models.loaded.connect(self.set_models)
+        link.pool.changed.connect(self.set_pool)
         self.model.currentIndexChanged.connect(self._fill_nodes)
         self.node.currentIndexChanged.connect(self.check)
-        self.set_pool(link.pool)
-        from ..adapter_list import AdapterList
-
-        self.adapter_list = AdapterList.of(link)
-        self.adapter_list.changed.connect(self.set_adapters)
+        self.set_pool(link.pool.view)
+        link.adapters.changed.connect(self.set_adapters)
         self.load_draft()
         self.check()
         theme.notifier().changed.connect(self._scheme_changed)  # outlines re-coloured
@@ -443,8 +440,8 @@ class ComposePage(QWidget):
         """What the node would say about the chosen adapter: not installed, or made for
         the other size of DiT than the chosen model's."""
         name = form.adapter.strip()
-        listed = getattr(self, "adapter_list", None)
-        if not name or listed is None or not listed.loaded:
+        listed = self.link.adapters
+        if not name or not listed.loaded:
             return None
         found = listed.get(name)
         if found is None:
@@ -472,7 +469,6 @@ class ComposePage(QWidget):
             self.problem.setText("Inspire me: write a short idea in Caption first")
             return
         body = {
-            "mode": mode,
             "caption": form.caption,
             "lyrics": "" if form.instrumental else form.lyrics,
             "model": form.model,
@@ -501,9 +497,7 @@ class ComposePage(QWidget):
             button.setEnabled(True)
             self.problem.setText(f"The language model could not help: {text}")
 
-        self.link.tasks.start(
-            f"lm:{mode}", self.link.client.lm(**body), on_done=done, on_error=failed
-        )
+        self.link.songs.ask_lm(mode, body, on_done=done, on_error=failed)
 
     # -- a dropped audio file: understood, then the form filled from it -----------------------
     AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".aiff", ".aif", ".ogg")
@@ -531,11 +525,6 @@ class ComposePage(QWidget):
 
         name = os.path.basename(path)
         self.problem.setText(f"Listening to {name}…")
-
-        async def understand():
-            upload = await self.link.client.upload(path)
-            heard = await self.link.client.understand({"upload": upload["id"]})
-            return upload, heard
 
         def done(result) -> None:
             upload, heard = result
@@ -567,9 +556,8 @@ class ComposePage(QWidget):
             self._dropped = ({"upload": upload["id"]}, name)
             self.cover_file.setVisible(True)
 
-        self.link.tasks.start(
-            "understand",
-            understand(),
+        self.link.songs.understand(
+            path,
             on_done=done,
             on_error=lambda text: self.problem.setText(f"Could not read {name}: {text}"),
         )
@@ -652,7 +640,7 @@ class ComposePage(QWidget):
 
     # -- the node's default format, live ----------------------------------------------------
     def _node_format(self) -> str:
-        values = getattr(self.link, "node_config", None) or {}
+        values = self.link.settings.node_config
         fmt = values.get("songs.format")
         if fmt in song_request.SONG_FORMATS:
             return fmt
@@ -763,11 +751,11 @@ class ComposePage(QWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802 — the pool's members while shown
         super().showEvent(event)
-        self.link.show_pool("compose", POOL_EVERY_S)
+        self.link.pool.show("compose", POOL_EVERY_S)
 
     def hideEvent(self, event) -> None:  # noqa: N802
         super().hideEvent(event)
-        self.link.show_pool("compose", None)
+        self.link.pool.show("compose", None)
 
     def chosen_node(self) -> str | None:
         """The member the song goes to (None: any member, or no pool)."""
@@ -809,9 +797,7 @@ class ComposePage(QWidget):
             self.check()
             self.generated.emit(song.id)
 
-        self.link.tasks.start(
-            "submit", self.link.submit(body, self.chosen_node()), on_error=failed, on_done=done
-        )
+        self.link.songs.queue("submit", body, self.chosen_node(), on_done=done, on_error=failed)
 
     def show_song(self, song: Song) -> None:
         self.queue.show_song(song)
@@ -823,9 +809,9 @@ class ComposePage(QWidget):
         if song.state == SongState.DONE:
             self.play_song.emit(song_id)
         elif song.state in (SongState.FAILED, SongState.CANCELLED):
-            self.link.retry_song(song_id)
+            self.link.songs.retry(song_id)
         else:
-            self.link.cancel_song(song_id)
+            self.link.songs.cancel(song_id)
 
     def queue_progress(self, song_id: str) -> float:
         return self.queue.progress(song_id)

@@ -160,19 +160,19 @@ class HardwarePage(QWidget):
         self.find.clicked.connect(self.find_best)
         self.cancel.clicked.connect(self._cancel)
         self.keep_loaded.toggled.connect(self._keep_loaded)
-        link.system_loaded.connect(self.set_system)
-        link.backend_event.connect(self.on_event)
-        link.pool_changed.connect(self.pool.set_pool)
-        self.set_system(link.system)
-        self.pool.set_pool(link.pool)
+        link.backends.system_loaded.connect(self.set_system)
+        link.backends.action_event.connect(self.on_event)
+        link.pool.changed.connect(self.pool.set_pool)
+        self.set_system(link.backends.system)
+        self.pool.set_pool(link.pool.view)
 
     def showEvent(self, event) -> None:  # noqa: N802 — the pool is read often while shown
         super().showEvent(event)
-        self.link.show_pool("hardware", POOL_EVERY_S)
+        self.link.pool.show("hardware", POOL_EVERY_S)
 
     def hideEvent(self, event) -> None:  # noqa: N802
         super().hideEvent(event)
-        self.link.show_pool("hardware", None)
+        self.link.pool.show("hardware", None)
 
     def set_system(self, system: dict) -> None:
         self.machine.setText(machine_text(system))
@@ -237,10 +237,10 @@ class HardwarePage(QWidget):
         return w
 
     def run(self, action: str, backend: str | None) -> None:
-        if self.link.client is None:
+        if not self.link.backends.running:
             self.log.addItem("The node is not running; start it first.")
             return
-        self.running_key = self.link.backend_action(action, backend)
+        self.running_key = self.link.backends.run_action(action, backend)
         self.running_action = action
         what = {
             "find": "Finding the best backend…",
@@ -258,7 +258,7 @@ class HardwarePage(QWidget):
             m.get("state") in ("installed", "ready")
             and m.get("name") != "sketch"
             and not m.get("builtin")
-            for m in self.link.models or []
+            for m in self.link.models.listed
         )
 
     def find_best(self) -> None:
@@ -268,7 +268,7 @@ class HardwarePage(QWidget):
 
     def _cancel(self) -> None:
         if self.running_key:
-            self.link.tasks.cancel(self.running_key)
+            self.link.backends.cancel(self.running_key)
 
     def on_event(self, key: str, event: dict) -> None:
         state = event.get("state")
@@ -316,7 +316,7 @@ class HardwarePage(QWidget):
             self.log.scrollToBottom()
 
     def _keep_loaded(self, on: bool) -> None:
-        self.link.set_settings(
+        self.link.settings.change(
             {"node.keep_loaded": on},
             on_error=lambda text: self.log.addItem(f"Could not save keep-loaded: {text}"),
         )

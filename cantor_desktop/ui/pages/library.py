@@ -113,7 +113,7 @@ class LibraryPage(QWidget):
         self._received: dict[str, int] = {}  # model → bytes its running pull got
         self._models: dict[str, dict] = {}
         self._shown: dict[str, dict] = {}
-        self._token_client = None
+        self._token_read = False  # the node's Hugging Face token state, read once connected
         layout = QVBoxLayout(self)
         self.disk = QLabel()
         self.disk.setTextFormat(Qt.PlainText)
@@ -197,15 +197,14 @@ class LibraryPage(QWidget):
             tools.addWidget(w)
         layout.addLayout(tools)
 
-        link.models_loaded.connect(self.set_models)
-        link.system_loaded.connect(lambda _s: self._update_advice())
-        link.pull_event.connect(self.on_pull_event)
-        self.set_models(link.models)
-        from ..adapter_list import AdapterList
-
-        self.adapter_list = AdapterList.of(link)
-        self.adapter_list.changed.connect(self.set_adapters)
-        self.set_adapters(self.adapter_list.adapters)
+        link.models.loaded.connect(self.set_models)
+        link.backends.system_loaded.connect(lambda _s: self._update_advice())
+        link.pulls.changed.connect(self.on_pull_event)
+        link.connection.state_changed.connect(self._node_state)
+        self.set_models(link.models.listed)
+        link.adapters.changed.connect(self.set_adapters)
+        self.set_adapters(link.adapters.adapters)
+        self._node_state(str(link.connection.state))
         theme.notifier().changed.connect(self._scheme_changed)
 
     def _scheme_changed(self, _scheme: str) -> None:
@@ -263,9 +262,6 @@ class LibraryPage(QWidget):
             self._say(waiting)
         elif self.message.text() == waiting:
             self._say("")
-        if self.link.client is not None and self._token_client is not self.link.client:
-            self._token_client = self.link.client
-            self._read_hf_token()
 
     def _disk_line(self) -> None:
         used = sum(
@@ -279,7 +275,7 @@ class LibraryPage(QWidget):
             ),
             None,
         )
-        where = " on the node's machine" if self.link.remote else ""
+        where = " on the node's machine" if self.link.connection.remote else ""
         self.disk.setText(
             f"Models use {human_bytes(used)}{where}" + (f" · {folder}" if folder else "")
         )
@@ -431,7 +427,7 @@ class LibraryPage(QWidget):
     def _update_advice(self, refill: bool = True) -> bool:
         """Recompute the model suggested for the node's machine; True when it changed."""
         names = [n for n, m in self._models.items() if not m.get("builtin")]
-        rec = recommend(Machine.from_system(self.link.system), names) if names else None
+        rec = recommend(Machine.from_system(self.link.backends.system), names) if names else None
         changed = rec != self.recommended
         self.recommended = rec
         if rec is None or rec.name not in self._models:
@@ -460,13 +456,13 @@ class LibraryPage(QWidget):
         self.paused.discard(name)
         self.pulling.add(name)
         self._received[name] = 0
-        self.link.pull(name)
+        self.link.pulls.pull(name)
         self._refresh_actions(name)
         self._update_advice()
 
     def pause(self, name: str) -> None:
         self.paused.add(name)
-        self.link.pause_pull(name)
+        self.link.pulls.pause(name)
         self._refresh_actions(name)
 
     def cancel(self, name: str) -> None:
@@ -484,7 +480,7 @@ class LibraryPage(QWidget):
             )
             self._refresh_actions(name)
 
-        self.link.discard_pull(
+        self.link.pulls.discard(
             name,
             on_done=done,
             on_error=lambda text: self._say(
@@ -500,7 +496,7 @@ class LibraryPage(QWidget):
             )
             if answer != QMessageBox.Yes:
                 return
-        self.link.remove_model(
+        self.link.models.remove(
             name,
             on_done=lambda _a: self._say(f"{name} removed."),
             on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED),
@@ -591,10 +587,10 @@ class LibraryPage(QWidget):
         uploaded into its models folder."""
         self._say(
             f"Sending {len(files)} file(s) to the node…"
-            if self.link.remote
+            if self.link.connection.remote
             else f"Importing {len(files)} file(s)…"
         )
-        self.link.import_models(
+        self.link.models.import_files(
             files,
             on_done=self._imported,
             on_error=lambda text: self._say(f"Import failed: {text}", RED),
@@ -609,7 +605,7 @@ class LibraryPage(QWidget):
         good = [p for p, answer, _e in outcomes if answer is not None]
         bad = [(p, e) for p, answer, e in outcomes if answer is None]
         text = f"Imported {len(good)} of {len(outcomes)} file(s)"
-        if self.link.remote and good:
+        if self.link.connection.remote and good:
             text += " into the node's models folder"
         if bad:
             text += ". Not imported: " + "; ".join(
@@ -618,10 +614,15 @@ class LibraryPage(QWidget):
         self._say(text + ".", RED if bad else "")
 
     # -- the Hugging Face token (on the node's machine) -----------------------------------
+    def _node_state(self, state: str) -> None:
+        """Connected: whether the node (perhaps another one now) keeps a token."""
+        connected = state in ("idle", "generating")
+        if connected and not self._token_read:
+            self._read_hf_token()
+        self._token_read = connected
+
     def _read_hf_token(self) -> None:
-        self.link.tasks.start(
-            "hf_token",
-            self.link.client.hf_token(),
+        self.link.models.hf_token(
             on_done=self._show_hf_token,
             on_error=lambda text: self.hf_state.setText("unknown"),
         )
@@ -643,27 +644,19 @@ class LibraryPage(QWidget):
         if not token:
             self._say("Type the token first (huggingface.co → Settings → Access Tokens).")
             return
-        if self.link.client is None:
-            self._say("Token not saved: the node is not running.", RED)
-            return
 
         def saved(status: dict) -> None:
             self.hf_token.clear()
             self._show_hf_token(status)
             self._say("Hugging Face token saved on the node's machine (its keyring).")
 
-        self.link.tasks.start(
-            "hf_token",
-            self.link.client.set_hf_token(token),
+        self.link.models.set_hf_token(
+            token,
             on_done=saved,
             on_error=lambda text: self._say(f"Token not saved: {text}", RED),
         )
 
     def _remove_hf_token(self) -> None:
-        if self.link.client is None:
-            self._say("Token not removed: the node is not running.", RED)
-            return
-
         def removed(status: dict) -> None:
             self._show_hf_token(status)
             self._say(
@@ -672,9 +665,7 @@ class LibraryPage(QWidget):
                 else "No token was stored on the node."
             )
 
-        self.link.tasks.start(
-            "hf_token",
-            self.link.client.remove_hf_token(),
+        self.link.models.remove_hf_token(
             on_done=removed,
             on_error=lambda text: self._say(f"Token not removed: {text}", RED),
         )
@@ -750,14 +741,14 @@ class LibraryPage(QWidget):
             remove.clicked.connect(lambda _c=False, n=name: self.remove_adapter(n))
             box.addWidget(remove)
             t.setCellWidget(row, 3, cell)
-        where = " on the node's machine" if self.link.remote else ""
+        where = " on the node's machine" if self.link.connection.remote else ""
         if adapters:
             used = sum(int(a.get("size") or 0) for a in adapters)
             self.adapters_note.setText(
                 f"{len(adapters)} adapter(s), {human_bytes(used)}{where}"
                 f" · Compose → Advanced → Adapter uses one"
             )
-        elif self.adapter_list.loaded:
+        elif self.link.adapters.loaded:
             self.adapters_note.setText(
                 f"none yet{where}: add a .safetensors LoRA or a PEFT folder made for ACE-Step 1.5"
             )
@@ -779,7 +770,7 @@ class LibraryPage(QWidget):
             if chosen:
                 self.add_adapters([chosen])
 
-        if self.link.remote:
+        if self.link.connection.remote:
             files()
             return
         menu = QMenu(self)
@@ -790,10 +781,10 @@ class LibraryPage(QWidget):
     def add_adapters(self, paths: list[str]) -> None:
         self._say(
             f"Sending {len(paths)} adapter(s) to the node…"
-            if self.link.remote
+            if self.link.connection.remote
             else f"Adding {len(paths)} adapter(s)…"
         )
-        self.adapter_list.add(
+        self.link.adapters.add(
             paths,
             on_done=self._adapters_added,
             on_error=lambda text: self._say(f"Adding failed: {text}", RED),
@@ -822,7 +813,7 @@ class LibraryPage(QWidget):
             )
             if answer != QMessageBox.Yes:
                 return
-        self.adapter_list.remove(
+        self.link.adapters.remove(
             name,
             on_done=lambda a: self._say(
                 f"{name} removed, {human_bytes(int(a.get('freed_bytes') or 0))} freed."

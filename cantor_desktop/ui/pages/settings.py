@@ -1,7 +1,7 @@
 """Settings: every node.toml key from the registry, the node address + token, the folders.
 
 Fields are generated from :data:`cantor_desktop.config.OPTIONS` and checked with each
-option's own validator as you type. Save goes through the link (:meth:`NodeLink.set_settings`):
+option's own validator as you type. Save goes through the link's settings service:
 for this home's node, :func:`config.update` on our node.toml (locked, atomic, comments kept);
 for a node that is not this home's, the node's own settings are shown and saved over its API,
 and the keys that may be set only on its machine (what runs, where files go, who may talk
@@ -197,9 +197,9 @@ class SettingsPage(QWidget):
         self.timer.start()
         self._remote_shown = False
         if link is not None:
-            link.config_loaded.connect(lambda _values: self.reload())
-            link.state_changed.connect(self._node_changed)
-            link.models_loaded.connect(lambda _models: self._model_choices())
+            link.settings.loaded.connect(lambda _values: self.reload())
+            link.connection.state_changed.connect(self._node_changed)
+            link.models.loaded.connect(lambda _models: self._model_choices())
         self.reload(force=True)
         self._node_changed()
 
@@ -207,16 +207,17 @@ class SettingsPage(QWidget):
     @property
     def remote(self) -> bool:
         """The node we drive is not this home's: its settings are its own."""
-        return (
-            self.link is not None and self.link.state in ("idle", "generating") and self.link.remote
-        )
+        if self.link is None:
+            return False
+        connection = self.link.connection
+        return connection.state in ("idle", "generating") and connection.remote
 
     def _node_changed(self, *_) -> None:
         if self.remote != self._remote_shown:
             self._remote_shown = self.remote
             self._lock_local_only()
             if self.remote:
-                self.link.refresh_config()
+                self.link.settings.refresh()
             self.reload(force=True)
 
     def _lock_local_only(self) -> None:
@@ -314,7 +315,7 @@ class SettingsPage(QWidget):
         node.toml that is not installed is shown as such, never silently replaced."""
         combo = self.fields["models.default"]
         current = current if current is not None else self.value("models.default")
-        models = list(getattr(self.link, "models", None) or [])
+        models = self.link.models.listed if self.link is not None else []
         names = ["sketch"] + [
             m["name"]
             for m in models
@@ -354,7 +355,7 @@ class SettingsPage(QWidget):
             values.update(
                 {
                     k: v
-                    for k, v in self.link.node_config.items()
+                    for k, v in self.link.settings.node_config.items()
                     if k in values and not config.is_app_key(k)
                 }
             )
@@ -402,7 +403,7 @@ class SettingsPage(QWidget):
             failed.append(text)
             self.status.setText(f"Not saved: {text}")
 
-        self.link.set_settings(changes, on_error=refused, on_done=lambda: self._saved(changes))
+        self.link.settings.change(changes, on_error=refused, on_done=lambda: self._saved(changes))
         return not failed
 
     def _saved(self, changes: dict) -> None:

@@ -329,11 +329,11 @@ class SongsPage(QWidget):
         self.favourites.toggled.connect(self._filter)
         self.seek.sliderMoved.connect(self._seek)
         self.model.modelReset.connect(self._update_count)
-        link.songs_loaded.connect(self.model.set_songs)
-        link.song_updated.connect(self._song_changed)
-        link.song_removed.connect(self._song_removed)
-        if link.songs:
-            self.model.set_songs(list(link.songs.values()))
+        link.songs.loaded.connect(self.model.set_songs)
+        link.songs.updated.connect(self._song_changed)
+        link.songs.removed.connect(self._song_removed)
+        if link.songs.by_id:
+            self.model.set_songs(list(link.songs.by_id.values()))
         self._update_count()
         self._update_buttons()
 
@@ -535,7 +535,7 @@ class SongsPage(QWidget):
         def failed(text: str) -> None:
             self.note.setText(f"{what} was refused: {text}")
 
-        self.link.tasks.start("edit", self.link.submit(request), on_error=failed)
+        self.link.songs.queue("edit", request, on_error=failed)
         self.editor.clear()
 
     def _source_of_current(self) -> tuple[dict, str] | None:
@@ -717,7 +717,7 @@ class SongsPage(QWidget):
     # -- the rest ---------------------------------------------------------------------------
     def toggle_favourite(self, row: Row) -> None:
         song = row.song
-        self.link.change_song(
+        self.link.songs.change(
             song.id,
             favourite=not song.favourite,
             on_error=lambda text: self.note.setText(f"Could not mark {song.name!r}: {text}"),
@@ -742,7 +742,7 @@ class SongsPage(QWidget):
             song.title or song.caption,
         )
         if ok:
-            self.link.change_song(
+            self.link.songs.change(
                 song.id,
                 title=title.strip(),
                 on_error=lambda text: self.note.setText(f"Could not rename the song: {text}"),
@@ -823,7 +823,7 @@ class SongsPage(QWidget):
                 moved.append(song.id)
                 self._drop(song)
                 self.files.drop_cached(song)
-                self.link.forget_song(
+                self.link.songs.forget(
                     song.id,
                     delete_files=True,
                     on_error=lambda text, s=song: self.note.setText(
@@ -837,7 +837,7 @@ class SongsPage(QWidget):
                 continue
             moved.append(song.id)
             self._drop(song)
-            self.link.forget_song(
+            self.link.songs.forget(
                 song.id,
                 on_error=lambda text, s=song: self.note.setText(
                     f"Moved {s.name!r} to the trash, but the node still lists it: {text}"
