@@ -368,7 +368,7 @@ def bench_search(app, n: int = 10_000) -> tuple[list[float], list[float]]:
 
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.songs import SongsPage
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     def keystrokes(count: int) -> list[float]:
         link = NodeLink(start_child=False)

@@ -132,7 +132,7 @@ def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, can
 
 
 def test_a_draft_naming_an_adapter_keeps_it_until_the_list_arrives(qtbot, qloop):
-    from cantor_desktop.ui.compose_form import ComposeForm
+    from cantor_desktop.views.compose_form import ComposeForm
 
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     compose = ComposePage(link)

@@ -8,7 +8,7 @@ from cantor_desktop.auth.access import bearer, read_token
 
 from support.ui import run, until
 
-from cantor_desktop.ui.compose_form import ComposeForm
+from cantor_desktop.views.compose_form import ComposeForm
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.compose import ComposePage
 

@@ -369,7 +369,7 @@ def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
     # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
     # said "23.5 GiB": the same figure, named correctly in both
     from cantor_desktop.units import human_size
-    from cantor_desktop.ui.transfer import human_bytes
+    from cantor_desktop.views.transfer import human_bytes
 
     assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
     assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"

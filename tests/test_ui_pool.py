@@ -88,7 +88,7 @@ def test_hardware_page_lists_every_member_with_its_backend_and_models(qtbot, qlo
 
 def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot, qloop, pool3):
     from cantor_desktop.ui.pages.compose import ANY_NODE, ComposePage
-    from cantor_desktop.ui.song_records import facts
+    from cantor_desktop.views.song_records import facts
 
     _redis, (alpha, _bravo, _charlie) = pool3
     link = connected(qloop, alpha)

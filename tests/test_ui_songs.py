@@ -291,7 +291,7 @@ def test_search_over_ten_thousand_songs_finds_every_match_and_keeps_the_selectio
     assert p.current() is None  # song 9990 no longer shows: nothing to act on
     assert not p.actions["cover"].isEnabled()
     p.search.setText("song 12")  # every word anywhere: 12 in the number or in "112bpm"
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     expected = [r.id for r in records if "12" in search_text(r)]
     assert len(expected) > p.model.BATCH  # more than one batch: the rest as it scrolls
@@ -304,7 +304,7 @@ def test_each_keystroke_finds_what_a_search_from_scratch_finds(qtbot):
     """A keystroke reuses what the query before it found (and only looks for the word that
     changed): typed, taken back, and typed differently, every query shows exactly the songs
     that hold all its words."""
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     p = page(qtbot)
     records = [record(i) for i in range(600)]
@@ -339,7 +339,7 @@ def test_each_keystroke_finds_what_a_search_from_scratch_finds(qtbot):
 
 
 def test_rows_show_tempo_key_length_instrumental_and_model():
-    from cantor_desktop.ui.song_records import facts
+    from cantor_desktop.views.song_records import facts
 
     song = record(3, "/x/a.wav")
     song.request["key"] = "F# minor"
@@ -356,7 +356,7 @@ def test_rows_show_tempo_key_length_instrumental_and_model():
     song.takes[0].key = "D# minor"  # an old sidecar's spelling
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "E♭ minor"]
     # in a pool the record names the member that made it: the row says so, search finds it
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     assert not any(f.startswith("on ") for f in facts(song, song.takes[0]))
     song.node = {"id": "3fa2", "name": "studio-b", "shared": False}

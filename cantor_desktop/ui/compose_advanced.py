@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..song import request as song_request
-from .compose_form import ComposeForm
+from ..views.compose_form import ComposeForm
 from .widgets import ComboBox
 
 ADVANCED_ROWS = (

@@ -16,7 +16,7 @@ from PySide6.QtGui import QAction
 
 from ..song.record import SongState
 from . import shortcuts
-from .song_records import Row
+from ..views.song_records import Row
 
 
 @dataclass(frozen=True)

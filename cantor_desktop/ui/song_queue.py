@@ -13,8 +13,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from ..song.record import Song, SongState
-from .song_records import status_text
-from .transfer import human_duration
+from ..views.song_records import status_text
+from ..views.transfer import human_duration
 
 EMPTY_TEXT = "Songs you generate show here while they are made."
 COLUMNS = ["Song", "Stage", "Progress", "Time left", ""]

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
 from ..song.record import Song, SongState
 from . import theme
-from .song_records import (
+from ..views.song_records import (
     Row,
     facts,
     family_order,

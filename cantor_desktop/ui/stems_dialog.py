@@ -36,7 +36,7 @@ class StemsDialog(TakeEditDialog):
         layout.addLayout(grid)
         self.all.clicked.connect(self._all_clicked)
         self.make = self.finish("extract", "Make stems")
-        from .song_records import instrumental
+        from ..views.song_records import instrumental
 
         first = ("drums", "bass") if instrumental(song) else ("vocals", "drums", "bass")
         self.choose(first)  # a musician's usual first stems

@@ -237,7 +237,7 @@ class MainWindow(QMainWindow):
             hardware.find_best()  # without a node it says so in the page's log
 
     def use_settings(self, song) -> None:
-        from .compose_form import ComposeForm
+        from ..views.compose_form import ComposeForm
 
         seed = song.takes[0].seed if song.takes else None
         self.compose.set_form(ComposeForm.from_settings(song.request, seed))

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from ... import config
 from ..pool_panel import PoolPanel
-from ..transfer import human_bytes
+from ...views.transfer import human_bytes
 
 FAMILY = "acestep"
 POOL_EVERY_S = 2.0  # the pool's members, live while the page is open

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 from ...models.advice import Machine, Recommendation, describe, family_words, recommend
 from ...models.events import PullEvent, PullStep
 from .. import theme
-from ..transfer import TransferMeter, human_bytes, human_duration
+from ...views.transfer import TransferMeter, human_bytes, human_duration
 from . import page_header
 
 COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]

@@ -36,9 +36,9 @@ from ..drag_exports import DragExports
 from ..player import Player
 from ..song_actions import Selection, SongActions
 from ..song_files import SongFiles, node_file_name
-from ..song_records import Row
+from ...views.song_records import Row
 from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
-from ..transfer import human_duration
+from ...views.transfer import human_duration
 from ..waveform_editor import WaveformEditor
 from ..widgets import ElidedLabel, follow
 from . import page_header
