@@ -116,7 +116,7 @@ def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub,
     assert "HTTP 404" in page.table.item(row, 2).toolTip()
     assert _buttons(page, MODEL) == ["Retry"]  # no Pause, no Cancel
     assert (
-        page.message.text().startswith(f"Download of {MODEL} failed")
+        page.message.text().startswith(f"Could not download {MODEL}: ")
         and page.message.property("cantorTone") == "danger"
     )
     run(qloop, until(lambda: any(n == len(events) for n in reloads), what="the list again"))
@@ -162,7 +162,7 @@ def test_discard_removes_the_partial_files_through_the_node(qtbot, qloop, hub, n
 def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qtbot, qloop):
     """The node's final ``done`` event with engine_ready false: the row reads ready and
     the page says what is missing and where to go next."""
-    from cantor_desktop.ui.pages.library import done_message
+    from cantor_desktop.views.library import done_message
 
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     page = LibraryPage(link)
@@ -313,7 +313,10 @@ def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(
         page.hf_save.click()
         run(
             qloop,
-            until(lambda: page.message.text().startswith("Token not saved"), what="the refusal"),
+            until(
+                lambda: page.message.text().startswith("Could not save the token"),
+                what="the refusal",
+            ),
         )
         assert page.message.property("cantorTone") == "danger"
         run(qloop, link.shutdown())
@@ -327,11 +330,16 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     from cantor_desktop.models.advice import Machine, recommend
 
     link, page = _page(qtbot, qloop, node.url)
-    run(qloop, until(lambda: link.backends.system and page.recommended, what="the recommendation"))
+    run(
+        qloop,
+        until(
+            lambda: link.backends.system and page.view_model.recommended, what="the recommendation"
+        ),
+    )
     expected = recommend(
         Machine.from_system(link.backends.system), [n for n in page.rows if n != "sketch"]
     )
-    assert page.recommended == expected
+    assert page.view_model.recommended == expected
     row = page.rows[expected.name]
     assert page.table.item(row, 0).text().startswith("★ ")
     assert "Recommended for this machine" in page.table.item(row, 0).toolTip()
@@ -354,7 +362,7 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     }
     link.backends.system = gpu
     link.backends.system_loaded.emit(gpu)
-    assert page.recommended.name == "acestep-v15-xl-turbo-Q8_0"
+    assert page.view_model.recommended.name == "acestep-v15-xl-turbo-Q8_0"
     assert page.table.item(page.rows["acestep-v15-xl-turbo-Q8_0"], 0).text().startswith("★ ")
     assert "★" not in page.table.item(row, 0).text()
     # quantisations other than Q8_0 are folded away until asked for

@@ -96,7 +96,8 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
         lib.hf_token.setText("hf_abcdefgh")
         lib.hf_save.click()
         assert lib.message.text() == (
-            "Token not saved: The node is not running; start it from the tray or the status bar"
+            "Could not save the token: "
+            "The node is not running; start it from the tray or the status bar"
         )
         assert secrets.get_secret(secrets.HF_TOKEN) is None
         run(qloop, link.shutdown())

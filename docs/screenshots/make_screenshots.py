@@ -160,11 +160,11 @@ def main() -> int:
     w.show_page("Library")
     lib = w.library
     name = "acestep-v15-turbo-Q8_0"
-    wait(lambda: name in lib.rows and lib.recommended is not None, 20)
-    lib.table.selectRow(lib.rows[lib.recommended.name])
+    wait(lambda: name in lib.rows and lib.view_model.recommended is not None, 20)
+    lib.table.selectRow(lib.rows[lib.view_model.recommended.name])
     shot(w, "library-recommended")
     lib.pull(failing)
-    wait(lambda: failing in lib.failed, 20)
+    wait(lambda: failing in lib.view_model.failed, 20)
     lib.pull(name)
     wait(lambda: " / " in lib._bar(lib.rows[name]).format(), 30)
     spin(1500)
