@@ -133,7 +133,7 @@ def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
     if QMediaDevices.audioOutputs():
         assert p.play.text() == "Pause"
     else:
-        assert p.note.text() == "No audio output device: playback is off"
+        assert p.note.text() == "Could not play: there is no audio output device"
         assert p.play.text() == "Play"
 
 

@@ -139,8 +139,8 @@ def _busy(window) -> None:
     songs = window.songs
     songs.model.set_songs(_songs())
     songs.view.selectionModel().select(songs.model.index(1, 0), QItemSelectionModel.ClearAndSelect)
-    songs.note.setText("Could not fetch the song from the node: refused")
-    window.library._say("Download failed: HTTP 404.", "danger")
+    songs.note.fail("fetch the song from the node", "refused")
+    window.library.message.fail("download acestep-v15-turbo-Q8_0", "HTTP 404.")
     window.settings_page.banner.setText("node.toml is not valid (line 1, column 6)")
     window.settings_page.banner.show()
 

@@ -13,6 +13,7 @@ import asyncio
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, QTimer, Signal
 
+from ..views.messages import failure
 from .tasks import Tasks
 
 
@@ -135,7 +136,7 @@ class Player(QObject):
         self.stop()
         device = output_device()
         if device is None:
-            self.problem = "No audio output device: playback is off"
+            self.problem = failure("play", "there is no audio output device")
             return False
         self.problem = ""
         self.path, self.pcm = path, None
@@ -147,7 +148,7 @@ class Player(QObject):
         try:
             info = sf.info(path)
         except Exception as exc:  # noqa: BLE001 — soundfile raises several kinds
-            self.problem = f"Cannot read {path}: {exc}"
+            self.problem = failure(f"read {path}", str(exc))
             self._set_state("stopped")
             return False
         fmt = device_format(device, info.samplerate, info.channels)
@@ -156,7 +157,7 @@ class Player(QObject):
             "decode",
             asyncio.to_thread(decode, path, rate, channels),
             on_done=lambda pcm: self._on_decoded(path, pcm),
-            on_error=lambda text: self._on_decoded(path, f"Cannot play {path}: {text}"),
+            on_error=lambda text: self._on_decoded(path, failure(f"play {path}", text)),
         )
         return True
 
@@ -274,7 +275,7 @@ class Player(QObject):
             self._set_state("stopped")
             self.position_changed.emit(self.duration_ms)
         elif state == QtAudio.State.StoppedState and self._sink.error() != QtAudio.Error.NoError:
-            self.problem = f"Playback stopped: {self._sink.error().name}"
+            self.problem = failure("go on playing", self._sink.error().name)
             self._drop_sink()
             self._set_state("stopped")
             self.failed.emit(self.problem)
