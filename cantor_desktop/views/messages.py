@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+NOT_RUNNING = "The node is not running; start it from the tray or the status bar"
+"""Why nothing can be asked of the node now, and what to do."""
 NEWS, WARNING, DANGER = None, "warning", "danger"
 """The tones of a message: the line's own, a warning, an error (ui.theme's tones)."""
 

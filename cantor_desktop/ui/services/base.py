@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject
 
 from ...errors import CantorError
+from ...views.messages import NOT_RUNNING
 from ..tasks import Tasks
-from .connection import NOT_RUNNING, ConnectionService
+from .connection import ConnectionService
 
 if TYPE_CHECKING:
     from ...client.nodeclient import NodeClient

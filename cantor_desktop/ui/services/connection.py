@@ -28,8 +28,6 @@ log = logging.getLogger(__name__)
 
 HEALTH_EVERY = 2.0
 REMOTE_TOKEN = "remote-node-token"
-NOT_RUNNING = "The node is not running; start it from the tray or the status bar"
-"""What an action says when there is no node to ask."""
 
 
 def node_url(cfg: config.Config) -> str:
