@@ -30,6 +30,8 @@ from PySide6.QtWidgets import (
 from .. import config, export
 from ..song.record import Song, Take
 from . import app_state, theme
+from ..views.messages import DANGER
+from .message_line import MessageLine
 from .tasks import Tasks
 from .widgets import ComboBox, DoubleSpinBox, ElidedLabel
 
@@ -155,9 +157,7 @@ class ExportDialog(QDialog):
         self.drag = QCheckBox("Songs dragged out of Cantor are exported like this too")
         self.drag.setChecked(bool(cfg.get("export.drag")))
 
-        self.problem = QLabel()
-        theme.tone(self.problem, "danger")
-        self.problem.setWordWrap(True)
+        self.problem = MessageLine()
         self.preview = QLabel()
         theme.tone(self.preview, "muted")
         self.preview.setWordWrap(True)
@@ -210,14 +210,14 @@ class ExportDialog(QDialog):
         try:
             options = self.options()
         except export.ExportError as exc:
-            self.problem.setText(f"{exc.field.capitalize()}: {exc.message}")
+            self.problem.say(f"{exc.field.capitalize()}: {exc.message}", DANGER)
             self.go.setEnabled(False)
             return False
         if not self.folder.text().strip():
-            self.problem.setText("Folder: choose where the files go")
+            self.problem.say("Folder: choose where the files go", DANGER)
             self.go.setEnabled(False)
             return False
-        self.problem.setText("")
+        self.problem.clear()
         self.go.setEnabled(not self.tasks.running("export"))
         song, take = self.takes[0]
         try:
@@ -245,14 +245,15 @@ class ExportDialog(QDialog):
                 config.update({**options.config_changes(), "export.drag": self.drag.isChecked()})
                 app_state.remember("export_folder", str(folder))
             except (config.ConfigError, OSError) as exc:
-                self.problem.setText(f"The choices could not be kept: {exc}")
+                self.problem.fail("keep the choices", str(exc))
         items = []
         for song, take in self.takes:
             local = self.files.ensure(song, take) if self.files is not None else take.audio
             if local is None:
-                self.problem.setText(
+                self.problem.say(
                     f"{song.name} (take {take.n}) is still being fetched "
-                    f"from the node; export again in a moment"
+                    f"from the node; export again in a moment",
+                    DANGER,
                 )
                 return
             items.append((local, song_meta(song, take)))
@@ -288,9 +289,10 @@ class ExportDialog(QDialog):
     def _failed(self, text: str) -> None:
         self.bar.hide()
         self.go.setEnabled(True)
-        self.problem.setText(
-            "Export stopped." if "ExportCancelled" in text else f"Export failed: {text}"
-        )
+        if "ExportCancelled" in text:
+            self.problem.say("Export stopped.")
+        else:
+            self.problem.fail("export", text)
 
     def stop_or_close(self) -> None:
         if self.tasks.running("export"):

@@ -82,7 +82,7 @@ class StemsDialog(TakeEditDialog):
         requests = self.requests()
         if not requests or not self.notice.ready:
             return
-        self.note.setText(f"Sending {len(requests)} stem(s) to the node…")
+        self.note.say(f"Sending {len(requests)} stem(s) to the node…")
         self.tasks.start("stems", self._send(requests), on_done=self._sent, on_error=self._failed)
         self._update()
 
@@ -98,12 +98,12 @@ class StemsDialog(TakeEditDialog):
         return self.queued
 
     def _sent(self, songs: list[Song]) -> None:
-        self.note.setText(f"{len(songs)} stem(s) queued; they appear under the song.")
+        self.note.say(f"{len(songs)} stem(s) queued; they appear under the song.")
         self.accept()
 
     def _failed(self, text: str) -> None:
         done = f" ({len(self.queued)} queued before that)" if self.queued else ""
-        self.refused(text, f"the stems{done}")
+        self.refused(text, f"make the stems{done}")
 
 
 def open_for(page, row) -> StemsDialog | None:
@@ -111,6 +111,6 @@ def open_for(page, row) -> StemsDialog | None:
     if row is None or row.take is None:
         return None
     dialog = StemsDialog(page.link, row.song, row.take, page)
-    dialog.accepted.connect(lambda: page.note.setText(dialog.note.text()))
+    dialog.accepted.connect(lambda: page.note.say(dialog.note.text()))
     dialog.open()
     return dialog

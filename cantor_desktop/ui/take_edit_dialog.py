@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QV
 
 from ..song.record import Song, Take
 from .base_model_notice import BaseModelNotice
+from .message_line import MessageLine
 from .tasks import Tasks
 
 
@@ -37,7 +38,8 @@ class TakeEditDialog(QDialog):
         self.notice = BaseModelNotice(self.link, task, self.song.model, self)
         self.notice.changed.connect(self._update)
         self.body.addWidget(self.notice)
-        self.note = self.add_text("")
+        self.note = MessageLine()
+        self.body.addWidget(self.note)
         self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
         button = self.buttons.addButton(action, QDialogButtonBox.AcceptRole)
         self.buttons.accepted.connect(self.submit)
@@ -46,12 +48,13 @@ class TakeEditDialog(QDialog):
         return button
 
     def refused(self, text: str, what: str) -> None:
-        """The node refused ``what``: a missing base model is the notice's to explain."""
+        """The node refused ``what`` (a verb phrase: "make the stems"): a missing base model
+        is the notice's to explain."""
         if "base model" in text:
             self.notice.refused(text)
-            self.note.setText(f"The node refused {what}.")
+            self.note.fail(what, "it needs a base model (see above)")
         else:
-            self.note.setText(f"The node refused {what}: {text}")
+            self.note.fail(what, text)
         self._update()
 
     def _update(self, *_) -> None:

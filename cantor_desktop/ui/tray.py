@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from .. import config
+from ..views.messages import failure
 from .icons import tray_icon
 
 
@@ -130,7 +131,7 @@ class Tray(QObject):
             action.blockSignals(True)
             action.setChecked(not on)
             action.blockSignals(False)
-            self.link.error.emit(f"Keep model loaded not saved: {text}")
+            self.link.error.emit(failure("save Keep model loaded", text))
 
         self.link.settings.change({"node.keep_loaded": on}, on_error=failed)
 
