@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 from cantor_desktop.client.pool_view import PoolView
+from cantor_desktop.models.catalogue import SKETCH_DISPLAY
 from cantor_desktop.song.record import Song, SongState
 from cantor_desktop.views.compose import (
     ANY_NODE,
-    SKETCH_LABEL,
     ComposeViewModel,
     NodeChoice,
     strength_words,
@@ -80,7 +80,7 @@ def test_the_model_list_has_the_sketch_the_ready_models_and_the_pools_own():
         {"name": "acestep-v15-turbo-Q8_0", "state": "ready", "title": "Turbo"},
         {"name": "acestep-v15-sft-Q8_0", "state": "not downloaded"},
     ]
-    assert vm.model_choices() == [(SKETCH_LABEL, "sketch"), ("Turbo", "acestep-v15-turbo-Q8_0")]
+    assert vm.model_choices() == [(SKETCH_DISPLAY, "sketch"), ("Turbo", "acestep-v15-turbo-Q8_0")]
     assert vm.set_pool(pool(("alpha", ["sketch"]), ("bravo", ["acestep-v15-xl-turbo-Q8_0"])))
     assert vm.model_choices()[-1] == (
         "acestep-v15-xl-turbo-Q8_0 (on bravo)",

@@ -4,6 +4,7 @@ keys only the node's own machine may set, the default-model choice."""
 from __future__ import annotations
 
 from cantor_desktop import config
+from cantor_desktop.models.catalogue import SKETCH_DISPLAY
 from cantor_desktop.views import settings
 
 
@@ -49,7 +50,7 @@ def test_the_default_model_is_chosen_among_the_installed_ones(tmp_path):
         {"name": "x", "state": "partial"},
     ]
     assert settings.model_choices(models, "gone-model") == [
-        (settings.SKETCH_LABEL, "sketch"),
+        (SKETCH_DISPLAY, "sketch"),
         ("acestep-v15-turbo-Q8_0", "acestep-v15-turbo-Q8_0"),
         ("gone-model (not installed)", "gone-model"),
     ]

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ..client.pool_view import PoolView
-from ..models.catalogue import canonical_model
+from ..models.catalogue import SKETCH_DISPLAY, canonical_model
 from ..song import musical_keys
 from ..song import request as song_request
 from ..song.record import Song, SongState
 from .compose_form import SKETCH_MODEL, ComposeForm
 
-SKETCH_LABEL = "Sketch — built-in, no AI model"
 ANY_NODE = "Any node"
 LABELS = {
     "caption": "Caption",
@@ -171,7 +170,7 @@ class ComposeViewModel:
     def model_choices(self) -> list[tuple[str, str]]:
         """(label, model) for the Model list: the Sketch, the node's ready models, and in a
         pool the models only other members have (named with who has them)."""
-        out = [(SKETCH_LABEL, SKETCH_MODEL)]
+        out = [(SKETCH_DISPLAY, SKETCH_MODEL)]
         here = {SKETCH_MODEL}
         for m in self.models:
             name = m.get("name") if isinstance(m, dict) else str(m)

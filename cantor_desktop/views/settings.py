@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..models.catalogue import SKETCH_DISPLAY
 
 LABELS = {
     "node.host": "Listen address",
@@ -42,7 +43,6 @@ GROUPS = {
     "app": "This app",
 }
 """Each table of node.toml by the title of its group on the page."""
-SKETCH_LABEL = "Sketch — built-in, no AI model"
 
 
 def stamp(path: Path) -> tuple[int, int, int] | None:
@@ -119,7 +119,7 @@ def model_choices(models: Iterable[Any], current: str) -> list[tuple[str, str]]:
         for m in models
         if isinstance(m, dict) and m.get("state") == "ready" and m.get("name") != "sketch"
     ]
-    out = [(SKETCH_LABEL if name == "sketch" else name, name) for name in names]
+    out = [(SKETCH_DISPLAY if name == "sketch" else name, name) for name in names]
     if current and current not in names:
         out.append((f"{current} (not installed)", current))
     return out
