@@ -28,7 +28,7 @@ class BaseModelNotice(QWidget):
         self.refusal: str | None = None  # the node's own words, kept until it changes
         self.text = QLabel()
         self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.PlainText)
+        self.text.setTextFormat(Qt.TextFormat.PlainText)
         self.pull = QPushButton()
         self.pull.clicked.connect(self.start_pull)
         row = QHBoxLayout(self)

@@ -42,19 +42,19 @@ class ChoiceList(QAbstractListModel):
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def data(self, index: QModelIndex, role: int = Qt.DisplayRole):
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         row = self._rows[index.row()]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return row.label
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.UserRole:
             return row.data
         return None
 
     def flags(self, index: QModelIndex):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
-            return Qt.NoItemFlags
+            return Qt.ItemFlag.NoItemFlags
         if self._rows[index.row()].usable:
-            return Qt.ItemIsSelectable | Qt.ItemIsEnabled
-        return Qt.NoItemFlags
+            return Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
+        return Qt.ItemFlag.NoItemFlags

@@ -163,7 +163,7 @@ class AdvancedFields(QGroupBox):
         for a in adapters:
             combo.addItem(a["name"], a["name"])
             tip = a.get("made_for") or f"cannot be used: {a.get('problem')}"
-            combo.setItemData(combo.count() - 1, tip, Qt.ToolTipRole)
+            combo.setItemData(combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         combo.blockSignals(False)
         self.choose_adapter(current)
 

@@ -65,7 +65,7 @@ def takes_summary(takes: list[tuple[Song, Take]], metrics, shown: int = 4) -> st
     with an ellipsis at a width (``metrics``: the label's QFontMetrics), never mid-word
     without one."""
     names = ", ".join(
-        f"{metrics.elidedText(s.name, Qt.ElideRight, NAME_WIDTH)} (take {t.n})"
+        f"{metrics.elidedText(s.name, Qt.TextElideMode.ElideRight, NAME_WIDTH)} (take {t.n})"
         for s, t in takes[:shown]
     )
     more = f" and {len(takes) - shown} more" if len(takes) > shown else ""
@@ -164,9 +164,10 @@ class ExportDialog(QDialog):
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.hide()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.go = self.buttons.addButton(
-            f"Export {len(takes)} file{'s' if len(takes) != 1 else ''}", QDialogButtonBox.AcceptRole
+            f"Export {len(takes)} file{'s' if len(takes) != 1 else ''}",
+            QDialogButtonBox.ButtonRole.AcceptRole,
         )
         self.go.clicked.connect(self.start)
         self.buttons.rejected.connect(self.stop_or_close)
@@ -283,7 +284,7 @@ class ExportDialog(QDialog):
         where = results[0].path.parent if results else ""
         self.preview.setText(f"Exported {len(results)} file(s) to {where}")
         self.buttons.clear()
-        close = self.buttons.addButton(QDialogButtonBox.Close)
+        close = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         close.clicked.connect(self.accept)
 
     def _failed(self, text: str) -> None:
@@ -314,6 +315,6 @@ def open_for(page) -> ExportDialog | None:
             return None
         takes = [(row.song, row.take)]
     dialog = ExportDialog(takes, page.files, page)
-    dialog.setAttribute(Qt.WA_DeleteOnClose)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()
     return dialog

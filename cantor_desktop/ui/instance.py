@@ -91,7 +91,7 @@ def tell_app(name: str, word: bytes) -> bool:
     if sock.bytesToWrite():
         sock.waitForBytesWritten(CONNECT_MS)
     sock.disconnectFromServer()
-    if sock.state() != QLocalSocket.UnconnectedState:
+    if sock.state() != QLocalSocket.LocalSocketState.UnconnectedState:
         sock.waitForDisconnected(CONNECT_MS)
     return True  # an app answers: it is the one, even if deaf
 
@@ -218,7 +218,7 @@ class SingleInstance(QObject):
         from PySide6.QtNetwork import QLocalServer
 
         server = QLocalServer(self)
-        server.setSocketOptions(QLocalServer.UserAccessOption)
+        server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         if not server.listen(self.name):
             QLocalServer.removeServer(self.name)
             if not server.listen(self.name):

@@ -258,11 +258,11 @@ class Shell:
         from PySide6.QtCore import QEvent
 
         kind = event.type()
-        if kind == QEvent.Quit and not self.done:
+        if kind == QEvent.Type.Quit and not self.done:
             self.end_now()
             event.accept()  # AppKit hears yes: the logout goes on
             return True
-        if kind == QEvent.ApplicationActivate and self.reopen_on_activate:
+        if kind == QEvent.Type.ApplicationActivate and self.reopen_on_activate:
             self.reopen_if_hidden()
         return False
 

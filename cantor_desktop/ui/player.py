@@ -74,7 +74,7 @@ def device_format(device, rate: int, channels: int):
     fmt = QAudioFormat()
     fmt.setSampleRate(rate)
     fmt.setChannelCount(channels)
-    fmt.setSampleFormat(QAudioFormat.Int16)
+    fmt.setSampleFormat(QAudioFormat.SampleFormat.Int16)
     if device is None or device.isFormatSupported(fmt):
         return fmt
     preferred = device.preferredFormat()
@@ -173,7 +173,7 @@ class Player(QObject):
         self._bytes = QByteArray(result.data)
         self._buffer = QBuffer(self)
         self._buffer.setData(self._bytes)
-        self._buffer.open(QIODevice.ReadOnly)
+        self._buffer.open(QIODevice.OpenModeFlag.ReadOnly)
         self._base_ms = 0
         self._set_state("stopped")
         self.loaded.emit(path)

@@ -20,7 +20,7 @@ class SongActions(QObject):
         self.actions: dict[str, QAction] = {}
         for name, (text, what, keys_name) in ACTIONS.items():
             action = QAction(text, self)
-            action.setMenuRole(QAction.NoRole)  # never moved to macOS's application menu
+            action.setMenuRole(QAction.MenuRole.NoRole)  # never moved to macOS's application menu
             keys = shortcuts.keys(keys_name, platform) if keys_name else []
             if keys:
                 action.setShortcuts(keys)
@@ -28,7 +28,7 @@ class SongActions(QObject):
             action.setToolTip(shortcuts.tip(what, keys))
             self.actions[name] = action
         find = self.actions["find"] = QAction("Find…", self)
-        find.setMenuRole(QAction.NoRole)
+        find.setMenuRole(QAction.MenuRole.NoRole)
         find.setShortcuts(shortcuts.keys("find", platform))
         find.setToolTip(shortcuts.tip("Search the songs", find.shortcuts()))
         self.update(Selection(page_built=False))

@@ -85,7 +85,9 @@ class SongsList(QListView):
         if mime is not None:
             drag = QDrag(self)
             drag.setMimeData(mime)
-            self.last_drag_result = drag.exec(Qt.CopyAction)  # the answer is never acted on
+            self.last_drag_result = drag.exec(
+                Qt.DropAction.CopyAction
+            )  # the answer is never acted on
 
     def _hit(self, pos: QPoint) -> tuple[str, Row] | None:
         index = self.indexAt(pos)

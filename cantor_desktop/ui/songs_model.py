@@ -47,7 +47,7 @@ from ..views.song_records import (
 )
 from .tasks import Tasks
 
-RowRole = Qt.UserRole + 1
+RowRole = Qt.ItemDataRole.UserRole + 1
 
 
 def song_mime_data(paths: Iterable[str]) -> QMimeData:
@@ -57,8 +57,8 @@ def song_mime_data(paths: Iterable[str]) -> QMimeData:
     return mime
 
 
-ROW_FLAGS = Qt.ItemIsSelectable | Qt.ItemIsEnabled
-TAKE_FLAGS = ROW_FLAGS | Qt.ItemIsDragEnabled
+ROW_FLAGS = Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
+TAKE_FLAGS = ROW_FLAGS | Qt.ItemFlag.ItemIsDragEnabled
 
 
 class SongsModel(QAbstractListModel):
@@ -100,18 +100,18 @@ class SongsModel(QAbstractListModel):
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def data(self, index: QModelIndex, role: int = Qt.DisplayRole):
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         if role == RowRole:
             return self._rows[index.row()]
-        if role == Qt.DisplayRole or role == Qt.AccessibleTextRole:
+        if role == Qt.ItemDataRole.DisplayRole or role == Qt.ItemDataRole.AccessibleTextRole:
             return self._rows[index.row()].label
         return None
 
     def flags(self, index: QModelIndex):
         if not index.isValid():
-            return Qt.NoItemFlags
+            return Qt.ItemFlag.NoItemFlags
         return TAKE_FLAGS if self._rows[index.row()].take is not None else ROW_FLAGS
 
     def canFetchMore(self, parent: QModelIndex = QModelIndex()) -> bool:  # noqa: B008
@@ -514,7 +514,9 @@ class SongDelegate(QStyledItemDelegate):
         model = index.model()
         band = model.band(song.id) if hasattr(model, "band") else 0
         ground, title_colour, facts_colour = self.row_colours(
-            bool(option.state & QStyle.State_Selected), band, song.state == SongState.FAILED
+            bool(option.state & QStyle.StateFlag.State_Selected),
+            band,
+            song.state == SongState.FAILED,
         )
         painter.save()
         painter.fillRect(option.rect, QColor(ground))
@@ -525,7 +527,11 @@ class SongDelegate(QStyledItemDelegate):
         if row.first:
             star = self.star_rect(option.rect, indent)
             painter.setPen(QColor(c.favourite if song.favourite else c.muted))
-            painter.drawText(star, Qt.AlignLeft | Qt.AlignVCenter, "★" if song.favourite else "☆")
+            painter.drawText(
+                star,
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                "★" if song.favourite else "☆",
+            )
         title = QFont(option.font)
         title.setBold(row.first)
         name_left = r.left() + (self.STAR_W if row.first else 0)
@@ -536,14 +542,14 @@ class SongDelegate(QStyledItemDelegate):
         painter.setPen(QColor(title_colour))
         painter.drawText(
             QRect(name_left, r.top(), name_w, r.height() // 2),
-            Qt.AlignLeft | Qt.AlignVCenter,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             name,
         )
         painter.setFont(option.font)
         painter.setPen(QColor(facts_colour))
         painter.drawText(
             QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
-            Qt.AlignLeft | Qt.AlignVCenter,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             meta,
         )
         wave = QRect(r.left() + text_w + 16, r.top() + 2, r.width() - text_w - 16, r.height() - 4)
@@ -583,8 +589,8 @@ class SongDelegate(QStyledItemDelegate):
             else:
                 bits.insert(0, "file moved or deleted")
         meta = "  ·  ".join(b for b in bits if b)
-        name = QFontMetrics(title_font).elidedText(label, Qt.ElideRight, name_w)
-        meta = QFontMetrics(font).elidedText(meta, Qt.ElideRight, meta_w)
+        name = QFontMetrics(title_font).elidedText(label, Qt.TextElideMode.ElideRight, name_w)
+        meta = QFontMetrics(font).elidedText(meta, Qt.TextElideMode.ElideRight, meta_w)
         self._lines[key] = (song, name, meta)
         if len(self._lines) > self.LINES_KEPT:
             self._lines.popitem(last=False)
@@ -597,8 +603,8 @@ class SongDelegate(QStyledItemDelegate):
         button = self.play_rect(rect)
         current = self.playing == row.key
         playing = current and self.sounding
-        painter.setRenderHint(QPainter.Antialiasing)
-        painter.setPen(Qt.NoPen)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(c.accent if current else c.raised))
         painter.drawEllipse(button)
         painter.setBrush(QColor(c.on_accent if current else c.text))
@@ -635,8 +641,8 @@ class SongDelegate(QStyledItemDelegate):
             return
         poly = self.shape(local, peaks, rect)
         played = self.play_position if row.key == self.playing else -1.0
-        painter.setRenderHint(QPainter.Antialiasing)
-        painter.setPen(Qt.NoPen)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(c.wave))
         painter.drawPolygon(poly)
         if played >= 0:

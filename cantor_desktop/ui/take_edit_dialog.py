@@ -29,7 +29,7 @@ class TakeEditDialog(QDialog):
     def add_text(self, text: str) -> QLabel:
         label = QLabel(text)
         label.setWordWrap(True)
-        label.setTextFormat(Qt.PlainText)
+        label.setTextFormat(Qt.TextFormat.PlainText)
         self.body.addWidget(label)
         return label
 
@@ -40,8 +40,8 @@ class TakeEditDialog(QDialog):
         self.body.addWidget(self.notice)
         self.note = MessageLine()
         self.body.addWidget(self.note)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        button = self.buttons.addButton(action, QDialogButtonBox.AcceptRole)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        button = self.buttons.addButton(action, QDialogButtonBox.ButtonRole.AcceptRole)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
         self.body.addWidget(self.buttons)
@@ -64,6 +64,6 @@ class TakeEditDialog(QDialog):
         raise NotImplementedError
 
     def done(self, result: int) -> None:  # noqa: A003 — QDialog API
-        if result != QDialog.Accepted:
+        if result != QDialog.DialogCode.Accepted:
             self.tasks.cancel_all()
         super().done(result)

@@ -144,7 +144,10 @@ class Tray(QObject):
         self._last_song = rec.id
         if self.icon is not None and QSystemTrayIcon.supportsMessages():
             self.icon.showMessage(
-                "Song ready", rec.caption or "Your song is done", QSystemTrayIcon.Information, 8000
+                "Song ready",
+                rec.caption or "Your song is done",
+                QSystemTrayIcon.MessageIcon.Information,
+                8000,
             )
 
     def _message_clicked(self) -> None:
@@ -152,5 +155,8 @@ class Tray(QObject):
             self.song_clicked.emit(self._last_song)
 
     def _activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (
+            QSystemTrayIcon.ActivationReason.Trigger,
+            QSystemTrayIcon.ActivationReason.DoubleClick,
+        ):
             self.open_requested.emit()

@@ -11,7 +11,7 @@ class _WheelOnlyWhenFocused:
     page under the pointer instead of changing a value the user never clicked."""
 
     def _setup(self) -> None:
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
     def wheelEvent(self, event) -> None:
         if self.hasFocus():
@@ -43,12 +43,12 @@ class ElidedLabel(QLabel):
     is too long, the whole text in its tooltip. It asks for its whole width but makes do
     with a few characters, so a long name never makes the window wider."""
 
-    def __init__(self, text: str = "", parent=None, mode=Qt.ElideRight):
+    def __init__(self, text: str = "", parent=None, mode=Qt.TextElideMode.ElideRight):
         super().__init__(parent)
         self._full = ""
         self._tip = ""
         self._mode = mode
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.setText(text)
 
     def setText(self, text: str) -> None:

@@ -264,7 +264,7 @@ class MainWindow(QMainWindow):
         self.show()
         from PySide6.QtCore import Qt
 
-        self.setWindowState(self.windowState() & ~Qt.WindowMinimized)
+        self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMinimized)
         self.raise_()
         self.activateWindow()
 

@@ -46,7 +46,7 @@ class HardwarePage(QWidget):
         bl = QVBoxLayout(box)
         self.machine = QLabel(machine_text({}))
         self.machine.setWordWrap(True)
-        self.machine.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.machine.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         bl.addWidget(self.machine)
         layout.addWidget(box)
         self.pool = PoolPanel()
@@ -55,11 +55,11 @@ class HardwarePage(QWidget):
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(["Backend", "State", "Evidence", ""])
         self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         h = self.table.horizontalHeader()
-        h.setSectionResizeMode(2, QHeaderView.Stretch)
+        h.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         for col, w in ((0, 150), (1, 120), (3, 230)):
-            h.setSectionResizeMode(col, QHeaderView.Fixed)
+            h.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             h.resizeSection(col, w)
         # every backend in sight, whatever else the page shows (the pool's members)
         self.table.setMinimumHeight(
@@ -88,7 +88,7 @@ class HardwarePage(QWidget):
         self.log.setMaximumHeight(140)
         self.log.setMinimumHeight(48)
         self.log.setWordWrap(True)  # long reasons (a manifest URL and its error) wrap
-        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout.addWidget(self.log)
         self.message = MessageLine(hide_when_empty=True)
         layout.addWidget(self.message)

@@ -96,7 +96,7 @@ class SettingsPage(QWidget):
             note = QLabel()
             theme.tone(note, "muted")
             note.setWordWrap(True)
-            note.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             note.hide()
             self.notes[opt.key] = note
             cell = QWidget()
@@ -118,7 +118,7 @@ class SettingsPage(QWidget):
             if table == "app":
                 token_row = QHBoxLayout()
                 self.token = QLineEdit()
-                self.token.setEchoMode(QLineEdit.Password)
+                self.token.setEchoMode(QLineEdit.EchoMode.Password)
                 self.token.setPlaceholderText("token for a remote node (kept in the OS keyring)")
                 self.token_save = QPushButton("Save token")
                 self.token_save.clicked.connect(self._save_token)

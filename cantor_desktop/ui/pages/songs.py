@@ -277,11 +277,11 @@ class SongsPage(QWidget):
                 chosen.select(self.model.index(n, 0), self.model.index(n, 0))
         selection = self.view.selectionModel()
         if not chosen.isEmpty():
-            selection.select(chosen, Sel.ClearAndSelect)
+            selection.select(chosen, Sel.SelectionFlag.ClearAndSelect)
         if current is not None:
             n = self.model.row_of(current[0], current[1] or None)
             if n >= 0:
-                selection.setCurrentIndex(self.model.index(n, 0), Sel.NoUpdate)
+                selection.setCurrentIndex(self.model.index(n, 0), Sel.SelectionFlag.NoUpdate)
 
     def focus_search(self) -> None:
         self.search.setFocus()
