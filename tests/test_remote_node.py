@@ -69,7 +69,7 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
     try:
         # no token given yet: the node cannot prove ours, and the app says so
         link = NodeLink(url=node.url, start_child=False)
-        run(qloop, link.connection.connect())
+        run(qloop, link.connection.open())
         assert (
             link.connection.state == "error"
             and "could not prove it holds" in link.connection.detail
@@ -78,7 +78,7 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
 
         set_secret(REMOTE_TOKEN, node.proc.token)
         link = NodeLink(url=node.url, start_child=False)
-        run(qloop, link.connection.connect())
+        run(qloop, link.connection.open())
         assert link.connection.state == "idle" and link.connection.remote
         page = SettingsPage(link)
         run(qloop, until(lambda: link.settings.node_config, what="the node's settings"))
@@ -126,7 +126,7 @@ def test_the_app_names_another_homes_node_on_its_address_and_starts_none(
     config.update({"node.port": theirs.proc.port, "models.default": "sketch"})
     link = NodeLink()  # this home's link, its own node wanted
     try:
-        run(qloop, link.connection.connect(), timeout=60)
+        run(qloop, link.connection.open(), timeout=60)
         assert link.connection.state == "error" and not link.connection.owns_node
         assert f"something else answers on port {theirs.proc.port}" in link.connection.detail
     finally:

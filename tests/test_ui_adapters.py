@@ -21,7 +21,7 @@ def _pages(qtbot, qloop, url: str):
     library, compose = LibraryPage(link), ComposePage(link)
     qtbot.addWidget(library)
     qtbot.addWidget(compose)
-    run(qloop, link.connection.connect())
+    run(qloop, link.connection.open())
     run(qloop, until(lambda: link.adapters.loaded, what="the adapters"))
     return link, library, compose
 

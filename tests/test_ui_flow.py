@@ -33,7 +33,7 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(
     # the trash used below lives in XDG_DATA_HOME (the test's own, from conftest)
     os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)
     s = shell(qapp, node.url, start_child=False)
-    run(qloop, s.link.connection.connect())
+    run(qloop, s.link.connection.open())
     assert s.link.connection.state == "idle"
     seen: list[float] = []
     s.link.songs.updated.connect(lambda r: seen.append(r.progress))
@@ -99,7 +99,7 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(
 
 def test_cancel_a_running_song(qapp, qloop, node):
     s = shell(qapp, node.url, start_child=False)
-    run(qloop, s.link.connection.connect())
+    run(qloop, s.link.connection.open())
     rec = run(
         qloop, s.link.songs.submit({"caption": "long drone", "duration": 600, "model": "sketch"})
     )
@@ -179,7 +179,7 @@ def hub(monkeypatch):
 
 def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, node):
     s = shell(qapp, node.url, start_child=False)
-    run(qloop, s.link.connection.connect())
+    run(qloop, s.link.connection.open())
     s.window.show()
     library = s.window.library  # the pages are open before the heartbeat starts: building
     _ = s.window.songs  # one is a UI action of its own, not the song or the pull

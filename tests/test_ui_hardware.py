@@ -134,5 +134,5 @@ def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbo
     page.set_system(system)
     assert page.table.item(0, 1).text() == "rejected"
     assert page.table.item(0, 2).text().startswith("rejected: [Load] FATAL: GGML_BACKEND=CUDA0")
-    assert page.table.cellWidget(0, 3).findChildren(type(page.find))[0].text() == "Try again"
+    assert page.table.cellWidget(0, 3).findChildren(type(page.find_button))[0].text() == "Try again"
     assert page.table.item(0, 0).text() == "cuda12"  # not the auto choice

@@ -43,7 +43,7 @@ def _page(qtbot, qloop, url: str) -> tuple[NodeLink, LibraryPage]:
     link = NodeLink(url=url, start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
-    run(qloop, link.connection.connect())
+    run(qloop, link.connection.open())
     run(qloop, until(lambda: MODEL in page.rows or len(page.rows) > 1, what="the catalogue"))
     return link, page
 

@@ -30,7 +30,7 @@ def connected(qloop, member) -> NodeLink:
     """An app's link to ``member`` with the pool's token, connected, its pool read."""
     set_secret(REMOTE_TOKEN, TOKEN)
     link = NodeLink(url=member.url, start_child=False)
-    run(qloop, link.connection.connect())
+    run(qloop, link.connection.open())
     assert link.connection.state == "idle", link.connection.detail
     run(
         qloop, until(lambda: link.pool.view is not None and link.pool.view.members, what="the pool")
@@ -87,7 +87,8 @@ def test_hardware_page_lists_every_member_with_its_backend_and_models(qtbot, qlo
 
 
 def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot, qloop, pool3):
-    from cantor_desktop.ui.pages.compose import ANY_NODE, ComposePage
+    from cantor_desktop.ui.pages.compose import ComposePage
+    from cantor_desktop.views.compose import ANY_NODE
     from cantor_desktop.views.song_records import facts
 
     _redis, (alpha, _bravo, _charlie) = pool3

@@ -182,7 +182,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     p = SongsPage(link)
     qtbot.addWidget(p)
     p.resize(900, 600)
-    run(qloop, link.connection.connect())
+    run(qloop, link.connection.open())
     finished: list[str] = []
     link.songs.finished.connect(lambda song: finished.append(song.id))
     made = run(qloop, link.songs.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
@@ -289,7 +289,7 @@ def test_search_over_ten_thousand_songs_finds_every_match_and_keeps_the_selectio
     p.search.setText("song 9999")
     assert [p.model.row(n).song.caption for n in range(p.model.rowCount())] == ["song 9999"]
     assert p.current() is None  # song 9990 no longer shows: nothing to act on
-    assert not p.actions["cover"].isEnabled()
+    assert not p.song_actions["cover"].isEnabled()
     p.search.setText("song 12")  # every word anywhere: 12 in the number or in "112bpm"
     from cantor_desktop.views.song_records import search_text
 
@@ -476,13 +476,13 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     qtbot.waitExposed(p)
     p.select(song.id, 1)
     editor = p.editor
-    assert editor.duration == 60.0 and not p.repaint.isEnabled()
+    assert editor.duration == 60.0 and not p.repaint_button.isEnabled()
     x20, x30 = int(editor.x_of(20.0)), int(editor.x_of(30.0))
     qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(x20, 40))
     qtbot.mouseMove(editor, QPoint(x30, 40))
     qtbot.mouseRelease(editor, Qt.LeftButton, pos=QPoint(x30, 40))
     start, end = editor.region
-    assert abs(start - 20) <= 0.3 and abs(end - 30) <= 0.3 and p.repaint.isEnabled()
+    assert abs(start - 20) <= 0.3 and abs(end - 30) <= 0.3 and p.repaint_button.isEnabled()
     req = p.edit_request("repaint", region={"start": start, "end": end})
     assert req["source"] == {"song": song.id, "take": 1} and req["task"] == "repaint"
     from cantor_desktop.song.request import validate
@@ -490,7 +490,7 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     assert validate(req).region == {"start": start, "end": end}  # what the node will take
     # a click without a drag selects nothing to repaint
     qtbot.mouseClick(editor, Qt.LeftButton, pos=QPoint(x20, 40))
-    assert not p.repaint.isEnabled()
+    assert not p.repaint_button.isEnabled()
     # dragging from inside to past the end is an extension, not a region
     right = int(editor.x_of(60.0)) + 40
     qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(int(editor.x_of(59.0)), 40))
@@ -525,12 +525,12 @@ def test_edit_buttons_follow_the_selection_and_say_why_they_are_off(qtbot, tmp_p
         }
     )
     p.model.set_songs([record(1, wav), failed])
-    edit = (p.repaint, p.extend, p.cover, p.as_reference, p.layer, p.stems)
+    edit = (p.repaint_button, p.extend, p.cover, p.as_reference, p.layer, p.stems)
     # nothing selected: every edit is off, and says what to do
     assert not any(b.isEnabled() for b in edit)
     for b in edit:
         assert "Select a take in the list first" in b.toolTip(), b.text()
-    assert not p.actions["stems"].isEnabled()  # the Song menu's own, too
+    assert not p.song_actions["stems"].isEnabled()  # the Song menu's own, too
     # a failed song: nothing to edit, and why
     p.select(failed.id)
     assert not any(b.isEnabled() for b in edit)
@@ -538,14 +538,17 @@ def test_edit_buttons_follow_the_selection_and_say_why_they_are_off(qtbot, tmp_p
     # a finished take: what needs no more choice is on; repaint and extend say what to do
     p.select(record(1).id, 1)
     assert all(b.isEnabled() for b in (p.cover, p.as_reference, p.layer, p.stems))
-    assert not p.repaint.isEnabled() and "Drag across the waveform" in p.repaint.toolTip()
+    assert (
+        not p.repaint_button.isEnabled()
+        and "Drag across the waveform" in p.repaint_button.toolTip()
+    )
     assert not p.extend.isEnabled() and "past either end" in p.extend.toolTip()
     p.editor.select(0.5, 1.0)  # too short to repaint
-    assert not p.repaint.isEnabled() and "at least 1 s" in p.repaint.toolTip()
+    assert not p.repaint_button.isEnabled() and "at least 1 s" in p.repaint_button.toolTip()
     p.editor.select(0.5, 2.5)
-    assert p.repaint.isEnabled() and "\n—" not in p.repaint.toolTip()
+    assert p.repaint_button.isEnabled() and "\n—" not in p.repaint_button.toolTip()
     p.editor.extend_by(after=5)
-    assert p.extend.isEnabled() and not p.repaint.isEnabled()
+    assert p.extend.isEnabled() and not p.repaint_button.isEnabled()
     # clicking a disabled one does nothing; an enabled one reaches its action
     seen = []
     p.cover_requested.connect(lambda source, name: seen.append(source))

@@ -23,7 +23,7 @@ def _page(qtbot, qloop, url: str) -> tuple[NodeLink, SongsPage]:
     page = SongsPage(link)
     qtbot.addWidget(page)
     page.resize(1000, 700)
-    run(qloop, link.connection.connect())
+    run(qloop, link.connection.open())
     return link, page
 
 

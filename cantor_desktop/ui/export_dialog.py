@@ -183,10 +183,10 @@ class ExportDialog(QDialog):
         layout.addWidget(self.problem)
         layout.addWidget(self.bar)
         layout.addWidget(self.buttons)
-        for w in (self.format, self.rate, self.loudness):
-            w.currentIndexChanged.connect(self.check)
-        for w in (self.target, self.peak):
-            w.valueChanged.connect(self.check)
+        for combo in (self.format, self.rate, self.loudness):
+            combo.currentIndexChanged.connect(self.check)
+        for number in (self.target, self.peak):
+            number.valueChanged.connect(self.check)
         self.pattern.textChanged.connect(self.check)
         self.folder.textChanged.connect(self.check)
         self.check()

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
 
-    app = QApplication.instance() or application_class()(argv)
+    running = QApplication.instance()
+    app = running if isinstance(running, QApplication) else application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
     from .theme import install
@@ -237,7 +238,7 @@ class Shell:
         """Connect to (or start) the node once the window has painted, or after 0.5 s."""
         from PySide6.QtCore import QTimer
 
-        started = []
+        started: list[bool] = []
 
         def go():
             if not started:

@@ -62,7 +62,7 @@ class NodeLink(QObject):
         connection = self.connection
         connection.busy = lambda: self.songs.busy
         connection.read_all = self.refresh
-        connection.follow = lambda: self.tasks.start("events", self.songs.follow())
+        connection.follow = self._follow_songs
         connection.let_go = self._let_go
         for signal in (self.songs.loaded, self.songs.updated, self.songs.removed):
             signal.connect(self._songs_moved)
@@ -88,6 +88,9 @@ class NodeLink(QObject):
         self.connection.songs_moved()
         self._restate()
 
+    def _follow_songs(self) -> None:
+        self.tasks.start("events", self.songs.follow())
+
     def _let_go(self) -> None:
         self.tasks.cancel("events")
         self.pool.forget()
@@ -108,4 +111,4 @@ class NodeLink(QObject):
     async def shutdown(self) -> None:
         """Quit: stop the node we started (and only that), close the client."""
         await self.tasks.cancel_and_wait()
-        await self.connection.disconnect()
+        await self.connection.close()

@@ -10,11 +10,15 @@ work on that buffer. Without an output device, ``load`` says so in ``problem``.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, QTimer, Signal
 
 from ..views.messages import failure
 from .tasks import Tasks
+
+if TYPE_CHECKING:
+    from PySide6.QtMultimedia import QAudioSink
 
 
 class Pcm:
@@ -97,7 +101,7 @@ class Player(QObject):
         self.path: str | None = None
         self.pcm: Pcm | None = None
         self.state = "stopped"
-        self._sink = None
+        self._sink: QAudioSink | None = None
         self._buffer: QBuffer | None = None
         self._bytes = QByteArray()
         self._base_ms = 0
@@ -184,13 +188,13 @@ class Player(QObject):
             self.play()
 
     # -- transport --------------------------------------------------------------------------
-    def _make_sink(self):
+    def _make_sink(self, pcm: Pcm) -> QAudioSink:
         from PySide6.QtMultimedia import QAudioFormat, QAudioSink
 
         fmt = QAudioFormat()
-        fmt.setSampleRate(self.pcm.rate)
-        fmt.setChannelCount(self.pcm.channels)
-        fmt.setSampleFormat(QAudioFormat.Int16)
+        fmt.setSampleRate(pcm.rate)
+        fmt.setChannelCount(pcm.channels)
+        fmt.setSampleFormat(QAudioFormat.SampleFormat.Int16)
         device = output_device()
         sink = QAudioSink(device, fmt, self) if device is not None else QAudioSink(fmt, self)
         sink.stateChanged.connect(self._sink_state)
@@ -212,9 +216,11 @@ class Player(QObject):
         self._start_sink()
 
     def _start_sink(self) -> None:
+        if self.pcm is None or self._buffer is None:
+            return
         if self._sink is not None:
             self._drop_sink()
-        self._sink = self._make_sink()
+        self._sink = self._make_sink(self.pcm)
         self._sink.start(self._buffer)
         self._set_state("playing")
 
@@ -266,7 +272,7 @@ class Player(QObject):
     def _sink_state(self, state) -> None:
         from PySide6.QtMultimedia import QtAudio
 
-        if self._sink is None:
+        if self._sink is None or self._buffer is None:
             return
         if state == QtAudio.State.IdleState and self._buffer.atEnd():
             self._drop_sink()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QKeyCombination, Qt
 from PySide6.QtGui import QKeySequence
 
 
@@ -76,7 +76,8 @@ STANDARD = {
 
 CTRL = Qt.KeyboardModifier.ControlModifier  # ⌘ on macOS (Qt swaps them there)
 
-EXTRA: dict[str, tuple[tuple[bool | None, object], ...]] = {
+Keys = QKeyCombination | Qt.Key
+EXTRA: dict[str, tuple[tuple[bool | None, Keys], ...]] = {
     # (only on a Mac: True, only elsewhere: False, everywhere: None), the keys
     "generate": ((None, CTRL | Qt.Key.Key_Return), (None, CTRL | Qt.Key.Key_Enter)),
     "play": ((None, Qt.Key.Key_Space),),

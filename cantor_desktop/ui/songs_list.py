@@ -4,15 +4,20 @@ drag that hands the selected takes' files to another application."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QDrag
-from PySide6.QtWidgets import QAbstractItemView, QApplication, QListView
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QListView, QWidget
 
 from ..views.song_records import Row
 from ..views.songs import SongsViewModel
 from .song_files import SongFiles
-from .songs_model import RowRole, song_mime_data
+from .songs_model import RowRole, SongDelegate, SongsModel, song_mime_data
+
+if TYPE_CHECKING:
+    from .drag_exports import DragExports
+    from .stem_set import StemNames
 
 
 class SongsList(QListView):
@@ -28,37 +33,46 @@ class SongsList(QListView):
     star_clicked = Signal(object)  # Row
     drag_note = Signal(str)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._press: QPoint | None = None
         self.files: SongFiles | None = None  # set by the page: where each take's audio is here
-        self.exports = None  # DragExports, set by the page
-        self.stem_names = None  # StemNames, set by the page: {title}_{track}
+        self.exports: DragExports | None = None  # set by the page
+        self.stem_names: StemNames | None = None  # set by the page: {title}_{track}
         self.waiting_exports = 0
-        self.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.setUniformItemSizes(True)  # 10,000 rows lay out in no time
         self.setDragEnabled(True)
-        self.setDragDropMode(QAbstractItemView.DragOnly)
-        self.setDefaultDropAction(Qt.CopyAction)
-        self.last_drag_result = None
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DragOnly)
+        self.setDefaultDropAction(Qt.DropAction.CopyAction)
+        self.last_drag_result: Qt.DropAction | None = None
+
+    def songs(self) -> SongsModel:
+        model = self.model()
+        assert isinstance(model, SongsModel)
+        return model
+
+    def delegate(self) -> SongDelegate:
+        delegate = self.itemDelegate()
+        assert isinstance(delegate, SongDelegate)
+        return delegate
 
     def selected_rows(self) -> list[Row]:
         rows = [i.data(RowRole) for i in self.selectionModel().selectedRows()]
-        return sorted(
-            rows, key=lambda r: self.model().row_of(r.song.id, r.take.n if r.take else None)
-        )
+        model = self.songs()
+        return sorted(rows, key=lambda r: model.row_of(r.song.id, r.take.n if r.take else None))
 
     def drag_paths(self) -> list[str]:
         """The files of the selected takes: exported with the remembered choices when the
         musician asked for that and they are ready; else the files as made (a remote take:
         its fetched copy)."""
-        exported = self.exports is not None and self.exports.wanted()
+        exports = self.exports if self.exports is not None and self.exports.wanted() else None
         paths, waiting = [], 0
         for row in self.selected_rows():
             if row.take is None:
                 continue
-            if exported:
-                found = self.exports.path(row.song, row.take)
+            if exports is not None:
+                found = exports.path(row.song, row.take)
                 if found:
                     paths.append(found)
                     continue
@@ -95,7 +109,7 @@ class SongsList(QListView):
             return None
         row: Row = index.data(RowRole)
         rect = self.visualRect(index)
-        delegate = self.itemDelegate()
+        delegate = self.delegate()
         if row.take is not None and delegate.play_rect(rect).contains(pos):
             return "play", row
         if row.first and delegate.star_rect(rect, delegate.indent(row)).contains(pos):

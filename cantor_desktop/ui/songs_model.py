@@ -15,11 +15,13 @@ import asyncio
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
 from PySide6.QtCore import (
     QAbstractListModel,
     QMimeData,
     QModelIndex,
+    QPersistentModelIndex,
     QObject,
     QPointF,
     QRect,
@@ -47,6 +49,7 @@ from ..views.song_records import (
 )
 from .tasks import Tasks
 
+AnyIndex = QModelIndex | QPersistentModelIndex
 RowRole = Qt.ItemDataRole.UserRole + 1
 
 
@@ -97,10 +100,10 @@ class SongsModel(QAbstractListModel):
         self._texts_timer.timeout.connect(self._make_some_texts)
 
     # -- Qt's model -------------------------------------------------------------------------
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         if role == RowRole:
@@ -109,15 +112,15 @@ class SongsModel(QAbstractListModel):
             return self._rows[index.row()].label
         return None
 
-    def flags(self, index: QModelIndex):
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         return TAKE_FLAGS if self._rows[index.row()].take is not None else ROW_FLAGS
 
-    def canFetchMore(self, parent: QModelIndex = QModelIndex()) -> bool:  # noqa: B008
+    def canFetchMore(self, parent: AnyIndex = QModelIndex()) -> bool:  # noqa: B008
         return not parent.isValid() and self._next < len(self._matching)
 
-    def fetchMore(self, parent: QModelIndex = QModelIndex()) -> None:  # noqa: B008
+    def fetchMore(self, parent: AnyIndex = QModelIndex()) -> None:  # noqa: B008
         if parent.isValid():
             return
         rows = self._make_rows(self.BATCH)
@@ -181,7 +184,8 @@ class SongsModel(QAbstractListModel):
             return n
         rows = self._rows
         while n < len(rows) and rows[n].song.id == song_id:
-            if rows[n].take is not None and rows[n].take.n == take:
+            found = rows[n].take
+            if found is not None and found.n == take:
                 return n
             n += 1
         return -1
@@ -427,11 +431,14 @@ class WaveformStore(QObject):
                 return None
             from . import waveform
 
+            def computed(peaks: Any) -> None:
+                self._computed(path, peaks)
+
+            def failed(_text: str) -> None:
+                self._failed.add(path)
+
             self.tasks.start(
-                key,
-                asyncio.to_thread(waveform.peaks, path),
-                on_done=lambda peaks, p=path: self._computed(p, peaks),
-                on_error=lambda _text, p=path: self._failed.add(p),
+                key, asyncio.to_thread(waveform.peaks, path), on_done=computed, on_error=failed
             )
         return None
 
@@ -563,11 +570,13 @@ class SongDelegate(QStyledItemDelegate):
         files = self.files
         fetching = files is not None and take is not None and files.fetching(song, take)
         problem = files.problem(song, take) if files is not None and take is not None else None
-        key = (song.id, take.n if take else 0, row.first, name_w, meta_w, local is None)
-        key += (fetching, problem, title_font.key())
         # the link folds a song's events into the same record: what the words show
-        key += (song.state, song.stage, song.progress, song.position, song.error, song.title)
-        key += (len(song.takes), made_on(song))
+        key = (
+            *(song.id, take.n if take else 0, row.first, name_w, meta_w, local is None),
+            *(fetching, problem, title_font.key()),
+            *(song.state, song.stage, song.progress, song.position, song.error, song.title),
+            *(len(song.takes), made_on(song)),
+        )
         found = self._lines.get(key)
         if found is not None and found[0] is song:  # the same record: a change is a new one
             return found[1], found[2]

@@ -192,7 +192,7 @@ def system_scheme(hint=None) -> str:
         from PySide6.QtGui import QGuiApplication
 
         app = QGuiApplication.instance()
-        hint = app.styleHints().colorScheme() if app is not None else None
+        hint = app.styleHints().colorScheme() if isinstance(app, QGuiApplication) else None
     if hint is not None:
         from PySide6.QtCore import Qt
 
@@ -334,7 +334,9 @@ def apply(app, scheme: str) -> None:
     if scheme == "dark":
         boxes.setColor(QPalette.ColorRole.Window, QColor(_current.disabled).lighter(130))
     for cls in ("QCheckBox", "QRadioButton"):
-        QApplication.setPalette(boxes, cls)
+        # PySide6 6.11.3's stubs type the class name as bytes; it takes only a str
+        # (docs/upstream.md)
+        QApplication.setPalette(boxes, cls)  # type: ignore[arg-type]
 
     for widget in every_widget():
         kind = widget.property("cantorTone")

@@ -8,12 +8,17 @@ the icon is a template image (black, tinted by the system for the menu bar).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from .. import config
 from ..views.messages import failure
 from .icons import tray_icon
+
+if TYPE_CHECKING:
+    from .node_link import NodeLink
 
 
 class TrayMenu:
@@ -60,7 +65,7 @@ class Tray(QObject):
     quit_requested = Signal()
     song_clicked = Signal(str)
 
-    def __init__(self, link, parent=None):
+    def __init__(self, link: NodeLink, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.link = link
         self._menu: TrayMenu | None = None

@@ -19,10 +19,10 @@ MARGIN = 60  # px of room beyond each end to drag an extension into
 class WaveformEditor(QWidget):
     selection_changed = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setMinimumHeight(96)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
         self.peaks = None
         self._shape = None  # (peaks, size, QPolygonF): the waveform's outline at its size
@@ -97,6 +97,8 @@ class WaveformEditor(QWidget):
             self._press = None
 
     def _drag_to(self, seconds: float) -> None:
+        if self._press is None:
+            return
         a, b = sorted((self._press, seconds))
         self.before = self._snap(-a) if a < 0 else 0.0
         self.after = self._snap(b - self.duration) if b > self.duration else 0.0

@@ -7,6 +7,8 @@ then loads the settings and builds the Compose page, the banner and the node wir
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Signal  # not Qt: its enums cost ~13 ms to load
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -17,6 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+if TYPE_CHECKING:
+    from .menus import MenuBar
+    from .song_actions import SongActions
+
 PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
 
 
@@ -25,7 +31,7 @@ def _build(name: str, link, song_actions=None):
     if name == "Songs":
         from .pages.songs import SongsPage
 
-        return SongsPage(link, actions=song_actions)
+        return SongsPage(link, song_actions=song_actions)
     if name == "Library":
         from .pages.library import LibraryPage
 
@@ -82,8 +88,8 @@ class MainWindow(QMainWindow):
         row.addWidget(self.sidebar)
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
-        self.menu_bar = None  # after the first paint (populate), like the banner
-        self.song_actions = None
+        self.menu_bar: MenuBar | None = None  # after the first paint (populate), like the banner
+        self.song_actions: SongActions | None = None
         if not skeleton:
             self.populate()
 
@@ -161,10 +167,11 @@ class MainWindow(QMainWindow):
             widget = _build(name, self.link, self.song_actions)
             index = PAGES.index(name)
             current = self.pages.currentIndex()
-            old = self.pages.widget(index)
+            old = self.pages.widget(index)  # the empty page that held its place
             self.pages.insertWidget(index, widget)
-            self.pages.removeWidget(old)
-            old.deleteLater()
+            if old is not None:
+                self.pages.removeWidget(old)
+                old.deleteLater()
             self.pages.setCurrentIndex(current)
             self._built[name] = widget
             if name == "Songs":
@@ -184,6 +191,9 @@ class MainWindow(QMainWindow):
         if 0 <= row < len(PAGES):
             songs = self._built.get("Songs")
             if songs is not None and PAGES[row] != "Songs":
+                from .pages.songs import SongsPage  # loaded already: the page is built
+
+                assert isinstance(songs, SongsPage)
                 songs.stop_playback()  # leaving Songs stops the sound
             self.page(PAGES[row])
             self.pages.setCurrentIndex(row)

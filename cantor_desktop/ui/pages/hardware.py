@@ -68,8 +68,8 @@ class HardwarePage(QWidget):
         layout.addWidget(self.table, 1)
 
         row = QHBoxLayout()
-        self.find = QPushButton("Find the best backend")
-        self.find.setToolTip(
+        self.find_button = QPushButton("Find the best backend")
+        self.find_button.setToolTip(
             "Install each candidate in turn, best first, and keep the first that works"
         )
         self.progress = QProgressBar()
@@ -78,7 +78,7 @@ class HardwarePage(QWidget):
         self.cancel = QPushButton("Cancel")
         self.cancel.hide()
         self.keep_loaded = QCheckBox("Keep the model loaded between songs")
-        row.addWidget(self.find)
+        row.addWidget(self.find_button)
         row.addWidget(self.progress, 1)
         row.addWidget(self.cancel)
         row.addStretch(1)
@@ -93,7 +93,7 @@ class HardwarePage(QWidget):
         self.message = MessageLine(hide_when_empty=True)
         layout.addWidget(self.message)
 
-        self.find.clicked.connect(self.find_best)
+        self.find_button.clicked.connect(self.find_best)
         self.cancel.clicked.connect(self._cancel)
         self.keep_loaded.toggled.connect(self._keep_loaded)
         link.backends.system_loaded.connect(self.set_system)
@@ -160,7 +160,7 @@ class HardwarePage(QWidget):
         self.progress.setValue(0)
         self.progress.show()
         self.cancel.show()
-        self.find.setEnabled(False)
+        self.find_button.setEnabled(False)
 
     def find_best(self) -> None:
         """The node tries the backends this machine supports, best first, and keeps the first
@@ -184,7 +184,7 @@ class HardwarePage(QWidget):
                 self.message.fail(self.view_model.running_what, shown.failed)
             self.progress.hide()
             self.cancel.hide()
-            self.find.setEnabled(True)
+            self.find_button.setEnabled(True)
 
     def _keep_loaded(self, on: bool) -> None:
         self.link.settings.change(

@@ -10,7 +10,8 @@ and every sentence, is the view-model's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont, QResizeEvent
@@ -65,11 +66,15 @@ def _table(columns: list[str]) -> QTableWidget:
     return table
 
 
-def _buttons(labels: list[str], tips: dict[str, str], act: Any) -> QWidget:
-    """A table cell of buttons; a click calls ``act(label)``."""
+def _buttons(
+    labels: list[str], tips: dict[str, str], act: Callable[[str], None], word: str = ""
+) -> QWidget:
+    """A table cell of buttons (after a ``word`` if given); a click calls ``act(label)``."""
     cell = QWidget()
     box = QHBoxLayout(cell)
     box.setContentsMargins(2, 2, 2, 2)
+    if word:
+        box.addWidget(QLabel(word))
     for label in labels:
         button = QPushButton(label)
         button.setToolTip(tips.get(label, ""))
@@ -242,6 +247,14 @@ class LibraryPage(QWidget):
         self.table.setItem(row, 5, QTableWidgetItem(""))
         self._refresh_actions(name)
 
+    def _item(self, row: int, column: int) -> QTableWidgetItem:
+        """A cell of a model's row (each is made with the row: :meth:`_fill_row`)."""
+        item = self.table.item(row, column)
+        if item is None:
+            item = QTableWidgetItem("")
+            self.table.setItem(row, column, item)
+        return item
+
     def _bar(self, row: int) -> QProgressBar:
         """The row's progress bar, made when first needed (rows without one stay light)."""
         bar = self.table.cellWidget(row, 3)
@@ -256,7 +269,7 @@ class LibraryPage(QWidget):
         if row is None:
             return
         state = self.view_model.state(name)
-        cell = self.table.item(row, 2)
+        cell = self._item(row, 2)
         cell.setText(state.text)
         cell.setToolTip(state.tooltip)
         theme.item_tone(cell, state.tone)
@@ -270,10 +283,11 @@ class LibraryPage(QWidget):
             "Repair": self.pull,
             "Download": self.pull,
         }
-        w = _buttons(list(state.actions), ACTION_TIPS, lambda label: handlers[label](name))
-        if state.always_ready:
-            w.layout().addWidget(QLabel("always ready"))
-        self.table.setCellWidget(row, 6, w)
+        word = "always ready" if state.always_ready else ""
+        buttons = _buttons(
+            list(state.actions), ACTION_TIPS, lambda label: handlers[label](name), word
+        )
+        self.table.setCellWidget(row, 6, buttons)
 
     def _filter_rows(self) -> None:
         every = self.every_quant.isChecked()
@@ -353,8 +367,8 @@ class LibraryPage(QWidget):
         row = self.view_model.rows.get(name)
         if shown.ended:
             if row is not None:
-                self.table.item(row, 4).setText("")
-                self.table.item(row, 5).setText("")
+                self._item(row, 4).setText("")
+                self._item(row, 5).setText("")
                 if shown.drop_bar:
                     self.table.removeCellWidget(row, 3)  # nothing arrived: no bar
             self._refresh_actions(name)
@@ -365,7 +379,7 @@ class LibraryPage(QWidget):
             self._refresh_actions(name)
         if row is None:
             return
-        state = self.table.item(row, 2)
+        state = self._item(row, 2)
         if shown.state is not None:
             state.setText(shown.state)
         if shown.state_tip is not None:
@@ -379,9 +393,9 @@ class LibraryPage(QWidget):
             if shown.bar_tip is not None:
                 bar.setToolTip(shown.bar_tip)
         if shown.speed is not None:
-            self.table.item(row, 4).setText(shown.speed)
+            self._item(row, 4).setText(shown.speed)
         if shown.time_left is not None:
-            self.table.item(row, 5).setText(shown.time_left)
+            self._item(row, 5).setText(shown.time_left)
 
     # -- import ---------------------------------------------------------------------------
     def import_gguf(self) -> None:
@@ -496,13 +510,14 @@ class LibraryPage(QWidget):
             if shown.problem:
                 theme.item_tone(made_for, "danger")
             t.setItem(row, 2, made_for)
-            tips = {"Remove": "delete the adapter on the node"}
-            t.setCellWidget(
-                row, 3, _buttons(["Remove"], tips, lambda _l, n=shown.name: self.remove_adapter(n))
-            )
+            t.setCellWidget(row, 3, self._remove_button(shown.name))
         adapters_known = self.link.adapters.loaded
         remote = self.link.connection.remote
         self.adapters_note.setText(self.view_model.adapters_note(adapters, adapters_known, remote))
+
+    def _remove_button(self, name: str) -> QWidget:
+        tips = {"Remove": "delete the adapter on the node"}
+        return _buttons(["Remove"], tips, lambda _label: self.remove_adapter(name))
 
     def choose_adapters(self) -> None:
         """A file (a node elsewhere: uploaded), or on this home's node a PEFT folder too."""

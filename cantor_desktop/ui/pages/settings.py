@@ -13,7 +13,7 @@ never overwritten.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -61,7 +61,7 @@ class SettingsPage(QWidget):
         self.errors: dict[str, QLabel] = {}
         self.notes: dict[str, QLabel] = {}
         self._loaded: dict[str, object] = {}
-        self._stamp = None
+        self._stamp: tuple[int, int, int] | None = None
 
         outer = QVBoxLayout(self)
         outer.addWidget(QLabel("<h2>Settings</h2>"))
@@ -182,7 +182,7 @@ class SettingsPage(QWidget):
         if self.remote != self._remote_shown:
             self._remote_shown = self.remote
             self._lock_local_only()
-            if self.remote:
+            if self.link is not None and self.remote:
                 self.link.settings.refresh()
             self.reload(force=True)
 
@@ -199,37 +199,38 @@ class SettingsPage(QWidget):
     # -- editors ------------------------------------------------------------------------------
     def _editor(self, opt: config.Option) -> QWidget:
         if opt.kind is bool:
-            w = QCheckBox()
-            w.toggled.connect(self._check)
-        elif choices := opt.choice_list():
-            w = ComboBox()
-            w.addItems(list(choices))
-            w.currentIndexChanged.connect(self._check)
-        elif opt.key == "models.default":  # a choice of what is installed
-            w = ComboBox()
-            w.currentIndexChanged.connect(self._check)
-        elif opt.kind is int:
-            w = SpinBox()
-            w.setRange(opt.minimum, opt.maximum)
-            w.valueChanged.connect(self._check)
-        else:
-            w = QLineEdit()
-            w.textChanged.connect(self._check)
-        return w
+            tick = QCheckBox()
+            tick.toggled.connect(self._check)
+            return tick
+        choices = opt.choice_list()
+        if choices or opt.key == "models.default":  # the default model: what is installed
+            combo = ComboBox()
+            combo.addItems(list(choices or ()))
+            combo.currentIndexChanged.connect(self._check)
+            return combo
+        if opt.kind is int:
+            number = SpinBox()
+            low = opt.minimum if opt.minimum is not None else -(2**31)  # a Qt int's range
+            high = opt.maximum if opt.maximum is not None else 2**31 - 1
+            number.setRange(low, high)
+            number.valueChanged.connect(self._check)
+            return number
+        line = QLineEdit()
+        line.textChanged.connect(self._check)
+        return line
 
-    def value(self, key: str):
+    def value(self, key: str) -> Any:
         w = self.fields[key]
-        if config.OPTIONS[key].kind is list:
-            return config.split_list(w.text())
         if isinstance(w, QCheckBox):
             return w.isChecked()
         if isinstance(w, QComboBox):
             return w.currentData() if w.currentData() is not None else w.currentText()
         if isinstance(w, QSpinBox):
             return w.value()
-        return w.text()
+        text = w.text() if isinstance(w, QLineEdit) else ""
+        return config.split_list(text) if config.OPTIONS[key].kind is list else text
 
-    def set_value(self, key: str, value) -> None:
+    def set_value(self, key: str, value: Any) -> None:
         w = self.fields[key]
         w.blockSignals(True)
         if isinstance(w, QCheckBox):
@@ -240,9 +241,9 @@ class SettingsPage(QWidget):
             w.setCurrentText(str(value))
         elif isinstance(w, QSpinBox):
             w.setValue(int(value))
-        elif isinstance(value, list):
+        elif isinstance(w, QLineEdit) and isinstance(value, list):
             w.setText(", ".join(value))
-        else:
+        elif isinstance(w, QLineEdit):
             w.setText("" if value is None else str(value))
         w.blockSignals(False)
 
@@ -264,6 +265,7 @@ class SettingsPage(QWidget):
         """The default model is chosen among the installed ones (and the Sketch); one set in
         node.toml that is not installed is shown as such, never silently replaced."""
         combo = self.fields["models.default"]
+        assert isinstance(combo, QComboBox)
         current = current if current is not None else self.value("models.default")
         models = self.link.models.listed if self.link is not None else []
         combo.blockSignals(True)

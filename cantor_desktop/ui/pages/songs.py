@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
@@ -60,12 +61,15 @@ class SongsPage(QWidget):
     reference_requested = Signal(dict, str)  # source, its name: Compose borrows its sound
 
     def __init__(
-        self, link: NodeLink, parent: QWidget | None = None, actions: SongActions | None = None
+        self,
+        link: NodeLink,
+        parent: QWidget | None = None,
+        song_actions: SongActions | None = None,
     ) -> None:
         super().__init__(parent)
         self.link = link
         self.view_model = SongsViewModel()
-        self.actions = actions if actions is not None else SongActions(self)
+        self.song_actions = song_actions if song_actions is not None else SongActions(self)
         self.model = SongsModel(self)
         self.store = WaveformStore(self)
         self.files = SongFiles(link, self)
@@ -122,7 +126,7 @@ class SongsPage(QWidget):
         """The title, the count, Favourites and the search."""
         self.count = QLabel()
         self.search = QLineEdit()
-        find = self.actions["find"].shortcuts()
+        find = self.song_actions["find"].shortcuts()
         self.search.setPlaceholderText(
             shortcuts.tip("Search titles, captions, lyrics, keys…", find)
         )
@@ -160,7 +164,7 @@ class SongsPage(QWidget):
         """What the selection says, and the edits."""
         self.edit_words = ElidedLabel()
         theme.tone(self.edit_words, "muted")
-        self.repaint = QPushButton("Repaint…")
+        self.repaint_button = QPushButton("Repaint…")
         self.extend = QPushButton("Extend")
         self.cover = QPushButton("Cover…")
         self.as_reference = QPushButton("Use as reference")
@@ -169,14 +173,14 @@ class SongsPage(QWidget):
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
         for w, name in (
-            (self.repaint, "repaint"),
+            (self.repaint_button, "repaint"),
             (self.extend, "extend"),
             (self.cover, "cover"),
             (self.as_reference, "reference"),
             (self.layer, "layer"),
             (self.stems, "stems"),
         ):
-            follow(w, self.actions[name])
+            follow(w, self.song_actions[name])
             edit_bar.addWidget(w)
         return edit_bar
 
@@ -205,8 +209,8 @@ class SongsPage(QWidget):
             (self.export, "export"),
             (self.trash, "trash"),
         ):
-            follow(w, self.actions[name])
-        for w in (
+            follow(w, self.song_actions[name])
+        for widget in (
             self.play,
             self.seek,
             self.time,
@@ -217,13 +221,13 @@ class SongsPage(QWidget):
             self.export,
             self.trash,
         ):
-            bar.addWidget(w, 1 if w is self.seek else 0)
+            bar.addWidget(widget, 1 if widget is self.seek else 0)
         return bar
 
     def _connect_actions(self) -> None:
         """What each command does (the buttons, the Song menu and the list's own menu
         trigger the same actions)."""
-        act = self.actions
+        act = self.song_actions
         for name, slot in (
             ("play", self.toggle_play),
             ("ab", self.switch_ab),
@@ -334,12 +338,12 @@ class SongsPage(QWidget):
         )
 
     def _sync_actions(self, row: Row | None = None) -> None:
-        self.actions.update(self.selection_facts(row))
+        self.song_actions.update(self.selection_facts(row))
         self.favourites_action_text(row)
 
     def favourites_action_text(self, row: Row | None) -> None:
         fav = row is not None and row.song.favourite
-        self.actions["favourite"].setText("Unmark favourite" if fav else "Mark favourite")
+        self.song_actions["favourite"].setText("Unmark favourite" if fav else "Mark favourite")
 
     def _favourite_current(self) -> None:
         row = self.current_row()
@@ -496,7 +500,7 @@ class SongsPage(QWidget):
         row = self.current_row()
         if row is None:
             return None
-        act = self.actions
+        act = self.song_actions
         menu = QMenu(self)
         names: list[str | None] = ["play", "reveal", "copy_path", None] if row.take else []
         names += ["favourite", "rename"]
@@ -693,9 +697,7 @@ class SongsPage(QWidget):
                 self.link.songs.forget(
                     song.id,
                     delete_files=True,
-                    on_error=lambda text, s=song: self.note.fail(
-                        f"delete {s.name!r} on the node", text
-                    ),
+                    on_error=self._failed(f"delete {song.name!r} on the node"),
                 )
                 continue
             problems = [p for take in song.takes for p in _trash_take(take)]
@@ -706,11 +708,13 @@ class SongsPage(QWidget):
             self._drop(song)
             self.link.songs.forget(
                 song.id,
-                on_error=lambda text, s=song: self.note.fail(
-                    f"make the node forget {s.name!r} (it is in the trash)", text
-                ),
+                on_error=self._failed(f"make the node forget {song.name!r} (it is in the trash)"),
             )
         return moved
+
+    def _failed(self, what: str) -> Callable[[str], None]:
+        """What says on the message line that ``what`` could not be done, and why."""
+        return lambda why: self.note.fail(what, why)
 
     def _drop(self, song: Song) -> None:
         self._stop_if_playing(song.id)

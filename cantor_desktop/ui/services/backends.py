@@ -5,14 +5,13 @@ state, the model loaded, whether the node is in a pool) and the backend actions 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 from PySide6.QtCore import Signal
 
 from ..tasks import describe_error
-from .base import Service
+from .base import Service, opened
 from .pool import PoolService
 
 
@@ -43,8 +42,8 @@ class BackendsService(Service):
             self.action_event.emit(key, event)
 
         async def stream(events: AsyncIterator[tuple[str, Any]], who: str | None) -> bool:
-            async with contextlib.aclosing(events) as opened:
-                async for event, data in opened:
+            async with opened(events) as reading:
+                async for event, data in reading:
                     data = data if isinstance(data, dict) else {"message": data}
                     if event == "error":
                         message = data.get("message") or "failed"

@@ -3,8 +3,9 @@ they ask, and the one way to say that there is no node to ask."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject
 
@@ -18,6 +19,19 @@ if TYPE_CHECKING:
 
 OnDone = Callable[[Any], None]
 OnError = Callable[[str], None]
+T = TypeVar("T")
+
+
+@contextlib.asynccontextmanager
+async def opened(stream: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """One of the node's streams (song events, a pull, a backend action), closed by the task
+    that opened it however its reading ends (its HTTP response with it)."""
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class NodeNotRunning(CantorError):

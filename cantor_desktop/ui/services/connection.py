@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from PySide6.QtCore import QObject, Signal
@@ -78,7 +78,7 @@ class ConnectionService(QObject):
         # what the other services do at the connection's turns (the link sets them)
         self.busy: Callable[[], bool] = lambda: False
         """Whether a song is running: generating, else idle."""
-        self.read_all: Callable[[], Awaitable[None]] | None = None
+        self.read_all: Callable[[], Coroutine[Any, Any, None]] | None = None
         """Read everything afresh: each time the node answers after it did not."""
         self.follow: Callable[[], None] | None = None
         """Start following what the node says by itself (its song events): once connected."""
@@ -123,15 +123,15 @@ class ConnectionService(QObject):
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
-        self.tasks.start("node", self.connect())
+        self.tasks.start("node", self.open())
 
     def stop(self) -> None:
-        self.tasks.start("node", self.disconnect())
+        self.tasks.start("node", self.close())
 
     def restart(self) -> None:
         async def restart() -> None:
-            await self.disconnect()
-            await self.connect()
+            await self.close()
+            await self.open()
 
         self.tasks.start("node", restart())
 
@@ -175,7 +175,7 @@ class ConnectionService(QObject):
             raise StrangerNode(self.url)
         return found == OURS
 
-    async def connect(self) -> None:
+    async def open(self) -> None:
         """Reach the node (starting our own child when none answers at our address), read
         everything, then watch its health."""
         self.set_state(LinkState.STARTING)
@@ -224,7 +224,7 @@ class ConnectionService(QObject):
             if self.read_all is not None:
                 self.tasks.start("refresh:all", self.read_all())
 
-    async def disconnect(self) -> None:
+    async def close(self) -> None:
         """Stop following the node, stop the child we started (only that), close the client."""
         for key in ("watch", "supervise"):
             self.tasks.cancel(key)

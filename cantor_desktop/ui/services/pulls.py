@@ -5,13 +5,12 @@ and the next pull resumes them) and discard (the node deletes them)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from PySide6.QtCore import Signal
 
 from ..tasks import describe_error
-from .base import OnDone, OnError, Service
+from .base import opened, OnDone, OnError, Service
 from .models import ModelsService
 
 
@@ -30,7 +29,7 @@ class PullsService(Service):
         async def pull() -> None:
             ended = False
             try:
-                async with contextlib.aclosing(self.client.pull(name)) as stream:
+                async with opened(self.client.pull(name)) as stream:
                     async for event in stream:
                         ended = event.is_terminal
                         self.changed.emit(name, event)

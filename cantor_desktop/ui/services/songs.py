@@ -10,7 +10,6 @@ song's request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from PySide6.QtCore import QTimer, Signal
 
 from ...song.record import Song, SongEvent, SongState, Take
 from ...system import gc_settle
-from .base import OnDone, OnError, Service
+from .base import opened, OnDone, OnError, Service
 from .pool import PoolService
 
 log = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ class SongsService(Service):
                 if not first:
                     await self.refresh()
                 first = False
-                async with contextlib.aclosing(self.client.all_events()) as events:
+                async with opened(self.client.all_events()) as events:
                     async for kind, data in events:
                         if kind == "hello":
                             continue
