@@ -66,6 +66,7 @@ def test_an_action_is_followed_from_its_events_to_its_end():
     vm.start("use", None, "k")
     failed = vm.event({"state": "failed", "error": "the node went away"}, [])
     assert failed.lines == ["Failed."] and failed.failed == "the node went away"
+    assert not failed.scroll and done.scroll and step.scroll  # the log keeps its place
     assert vm.running_what == "unpin the backend"
     assert vm.event({"state": "cancelled"}, []).lines == ["Cancelled."]
     assert HardwareViewModel.what("update") == "update the backends"

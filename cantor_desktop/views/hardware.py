@@ -146,6 +146,7 @@ class EventShown:
     and at the end the failure (``why``, worded by the page) and the controls back."""
 
     lines: list[str] = field(default_factory=list)
+    scroll: bool = False  # the log shows its last line (an event, or Done)
     progress: int | None = None
     ended: bool = False
     failed: str | None = None  # why the action could not be done ("" : said in the log)
@@ -184,6 +185,7 @@ class HardwareViewModel:
             shown.ended = True
             if state == "done":
                 shown.lines.append("Done.")
+                shown.scroll = True
                 if self.running_action in ("find", "use") and not model_ready(models):
                     shown.lines.append(NEXT)
             else:
@@ -204,4 +206,5 @@ class HardwareViewModel:
             mark = EVENT_MARKS.get(kind, "")
             prefix = f"{backend}: " if backend and not str(text).startswith(f"{backend}:") else ""
             shown.lines.append(f"{mark}{prefix}{text}")
+            shown.scroll = True
         return shown

@@ -177,7 +177,7 @@ class HardwarePage(QWidget):
             self.progress.setValue(shown.progress)
         for line in shown.lines:
             self.log.addItem(line)
-        if shown.lines:
+        if shown.scroll:
             self.log.scrollToBottom()
         if shown.ended:
             if shown.failed:
