@@ -188,12 +188,12 @@ def bench_stall(app, pull_mib: int) -> dict:
     from cantor_desktop.ui.main import Shell
 
     shell = Shell(app)
-    shell.link.settle_gc = True  # as the app's main() sets it
+    shell.link.songs.settle_gc = True  # as the app's main() sets it
     shell.window.show()
-    shell.link.start()
-    ok = wait(lambda: shell.link.state == "idle", 60)
-    assert ok, f"node did not start: {shell.link.detail}"
-    wait(lambda: shell.link.models, 20)
+    shell.link.connection.start()
+    ok = wait(lambda: shell.link.connection.state == "idle", 60)
+    assert ok, f"node did not start: {shell.link.connection.detail}"
+    wait(lambda: shell.link.models.listed, 20)
     spin(300)
     shell.window.show_page("Library")
     # baseline: the same heartbeat, same app, nothing running (the machine's own noise)
@@ -216,10 +216,10 @@ def bench_stall(app, pull_mib: int) -> dict:
     model = big.removesuffix(".gguf")
     pulled: list = []  # PullEvents
     marks: list[tuple[float, str]] = []
-    shell.link.pull_event.connect(
+    shell.link.pulls.changed.connect(
         lambda n, e: (pulled.append(e), marks.append((time.perf_counter(), f"pull {e.type}")))
     )
-    shell.link.song_updated.connect(
+    shell.link.songs.updated.connect(
         lambda r: marks.append((time.perf_counter(), f"song {r.state} {r.progress:.2f}"))
     )
     t0 = time.perf_counter()
@@ -227,13 +227,15 @@ def bench_stall(app, pull_mib: int) -> dict:
     busy.start()
     shell.window.library.pull(model)
     fut = asyncio.ensure_future(
-        shell.link.submit(
+        shell.link.songs.submit(
             {"caption": "bench: steady funk groove", "duration": 60, "model": "sketch"}
         )
     )
     wait(fut.done, 30)
     song = fut.result()
-    wait(lambda: shell.link.songs[song.id].finished and any(e.is_terminal for e in pulled), 600)
+    wait(
+        lambda: shell.link.songs.by_id[song.id].finished and any(e.is_terminal for e in pulled), 600
+    )
     busy.stop()
     gc.callbacks.remove(gc_watch)
     elapsed = time.perf_counter() - t0
@@ -241,8 +243,8 @@ def bench_stall(app, pull_mib: int) -> dict:
     received = max((e.received for e in pulled), default=0)
     plan = next((e for e in pulled if e.type == "plan"), None)
     problems = []
-    if shell.link.songs[song.id].state != "done":
-        problems.append(f"the song is {shell.link.songs[song.id].state}")
+    if shell.link.songs.by_id[song.id].state != "done":
+        problems.append(f"the song is {shell.link.songs.by_id[song.id].state}")
     if final is None or final.type != "done" or plan is None or received != plan.total:
         problems.append(
             f"the pull is {final.type if final else 'unfinished'} with {received} "
@@ -270,7 +272,7 @@ def bench_stall(app, pull_mib: int) -> dict:
         "p99_ms": p99(busy),
         "beats": len(busy.counted()),
         "seconds": elapsed,
-        "song": shell.link.songs[song.id].state,
+        "song": shell.link.songs.by_id[song.id].state,
         "pull": str(final.type) if final else None,
         "pull_error": final.message if final is not None and final.type == "failed" else None,
         "events": len(pulled),
@@ -323,9 +325,9 @@ def bench_songs_page(app, n: int = 10_000, runs: int = 5) -> dict[str, list[floa
 
     def timed(raw) -> tuple[float, float]:
         link = NodeLink(start_child=False)
-        link.settle_gc = True  # as the app's main() sets it
+        link.songs.settle_gc = True  # as the app's main() sets it
         t0 = time.perf_counter()
-        link.take_songs(raw)  # the node's list read, as the link reads it at start-up
+        link.songs.take(raw)  # the node's list read, as the link reads it at start-up
         parsed = time.perf_counter() - t0
         spin(50)  # the link's settle of the garbage collector after a list read
         t0 = time.perf_counter()
@@ -366,15 +368,15 @@ def bench_search(app, n: int = 10_000) -> tuple[list[float], list[float]]:
 
     from cantor_desktop.ui.node_link import NodeLink
     from cantor_desktop.ui.pages.songs import SongsPage
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     def keystrokes(count: int) -> list[float]:
         link = NodeLink(start_child=False)
-        link.settle_gc = True  # as the app's main() sets it
+        link.songs.settle_gc = True  # as the app's main() sets it
         page = SongsPage(link)
         page.resize(1000, 700)
         page.show()
-        link.take_songs(song_records(count))  # the node's list, read as the app reads it
+        link.songs.take(song_records(count))  # the node's list, read as the app reads it
         QWidget.repaint(page)
         # a musician looks at the list before typing: the idle moments after the songs
         # arrived made the search texts (wait for that, as long as it takes)

@@ -296,7 +296,7 @@ def test_a_quit_event_runs_the_quit_path_at_once_and_is_accepted(shell, qapp, ql
     assert event.isAccepted() and shell.done and shell._quit.done()
     assert not shell.window.isVisible()
     run(qloop, shell.until_quit())  # the loop's end: only the link is let go of
-    assert shell.link.state == "stopped"
+    assert shell.link.connection.state == "stopped"
     assert shell.app_event(QEvent(QEvent.Quit)) is False  # once quit, a Quit passes to Qt
 
 
@@ -369,7 +369,9 @@ def test_without_a_system_tray_its_menu_is_built_only_when_asked_for(qapp):
     assert not tray.available and tray._menu is None
     menu = tray.menu  # built in the link's present state
     assert menu is tray.menu and menu.status.text() == link.status_line()
-    assert menu.start.isEnabled() == (link.state not in ("idle", "generating", "starting"))
+    assert menu.start.isEnabled() == (
+        link.connection.state not in ("idle", "generating", "starting")
+    )
     tray.on_state("idle")  # and follows it from then on
     assert not menu.start.isEnabled() and menu.stop.isEnabled()
 

@@ -25,10 +25,10 @@ songs = [
     for i in range(3000)
 ]
 link = NodeLink(start_child=False)
-link.settle_gc = sys.argv[1] == "app"
+link.songs.settle_gc = sys.argv[1] == "app"
 loaded = []
-link.songs_loaded.connect(loaded.append)
-link.take_songs(songs)
+link.songs.loaded.connect(loaded.append)
+link.songs.take(songs)
 for _ in range(3):
     app.processEvents()  # the settle comes once the pages have the list
 print(json.dumps({

@@ -136,7 +136,7 @@ def test_a_sharp_key_is_spelt_out_in_the_file_name_and_kept_in_the_tag(tmp_path)
 
 
 def test_the_compose_list_offers_each_key_once_as_the_app_shows_it():
-    from cantor_desktop.ui.compose_form import KEYS
+    from cantor_desktop.views.compose_form import KEYS
 
     assert len(KEYS) == 24 and "E♭ minor" in KEYS and "F♯ major" in KEYS
     assert "D# minor" not in KEYS and "D♯ minor" not in KEYS

@@ -1,5 +1,5 @@
 """The package's layers, read from every module's imports (function-level ones too):
-Qt only in ``ui/``; the rooms of the package (its folders and root modules) in layers, each
+Qt only in ``ui/`` (never in the pages' view-models, ``views/``); the rooms of the package (its folders and root modules) in layers, each
 importing only rooms of the layers below it; the app's window never reaching into the
 node's code, the installer or an engine (it talks to the node), and the node never into the
 client side (it runs headless, on another machine, without them)."""
@@ -64,8 +64,9 @@ def offenders(where: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def test_the_import_reader_sees_relative_and_nested_imports():
-    assert "cantor_desktop.client.nodeclient.NodeClient" in MODULES["cantor_desktop.ui.node_link"]
-    assert "cantor_desktop.client.node_process" in MODULES["cantor_desktop.ui.node_link"]
+    connection = MODULES["cantor_desktop.ui.services.connection"]
+    assert "cantor_desktop.client.nodeclient.NodeClient" in connection
+    assert "cantor_desktop.client.node_process" in connection
     assert any(n.startswith("PySide6") for n in MODULES["cantor_desktop.ui.window"])
 
 
@@ -76,6 +77,11 @@ def test_qt_is_imported_only_under_ui():
         if not m.startswith("cantor_desktop.ui") and m not in QT_OUTSIDE_UI
     }
     assert bad == {}
+
+
+def test_the_view_models_never_import_qt():
+    """``views/`` is what the pages show and allow, read and tested without a window."""
+    assert offenders("cantor_desktop.views", QT) == {}
 
 
 def test_the_app_never_imports_the_nodes_code():
@@ -245,15 +251,18 @@ LAYERS: list[set[str]] = [
     {"sketch", "engine"},  # the built-in engine; ace-server's client and supervisor
     {"install"},  # engine builds: manifest, backends, trial loads
     {"client", "node"},  # talking to a node; the node itself
+    {"views"},  # what the app's pages show and allow, without Qt
     {"cli", "ui"},  # the command line; the app
     {"bundle", "__main__"},  # the entry points
 ]
 PACKAGE_ITSELF = "(package)"  # ``from cantor_desktop import __version__``
 NEVER = {
     "ui": {"node", "install", "engine", "fetch", "sketch"},  # the app asks the node
+    "views": {"node", "install", "engine", "fetch", "sketch"},  # the app's, the same way
 }
 """Rooms a room may not import though their layer is lower: the app drives a node (its own
-or another machine's) through the node's API, never by running the node's parts itself."""
+or another machine's) through the node's API, never by running the node's parts itself; its
+pages' view-models neither."""
 
 
 def room(module: str) -> str:
@@ -310,3 +319,15 @@ def test_the_room_rule_sees_a_wrong_way_import():
             test_each_room_imports_only_rooms_of_lower_layers()
     finally:
         del MODULES["cantor_desktop.song.fake"], MODULES["cantor_desktop.ui.fake"]
+
+
+def test_the_view_models_sit_below_the_app():
+    """A view-model that reached up into the widgets (or a page's Qt) is a wrong-way import."""
+    assert layer_of("client") < layer_of("views") < layer_of("ui")
+    MODULES["cantor_desktop.views.fake"] = {"cantor_desktop.ui.node_link.NodeLink"}
+    try:
+        assert ("views", "ui") in room_edges()
+        with pytest.raises(AssertionError):
+            test_each_room_imports_only_rooms_of_lower_layers()
+    finally:
+        del MODULES["cantor_desktop.views.fake"]

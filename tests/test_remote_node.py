@@ -69,16 +69,19 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
     try:
         # no token given yet: the node cannot prove ours, and the app says so
         link = NodeLink(url=node.url, start_child=False)
-        run(qloop, link._connect())
-        assert link.state == "error" and "could not prove it holds" in link.detail
+        run(qloop, link.connection.open())
+        assert (
+            link.connection.state == "error"
+            and "could not prove it holds" in link.connection.detail
+        )
         run(qloop, link.shutdown())
 
         set_secret(REMOTE_TOKEN, node.proc.token)
         link = NodeLink(url=node.url, start_child=False)
-        run(qloop, link._connect())
-        assert link.state == "idle" and link.remote
+        run(qloop, link.connection.open())
+        assert link.connection.state == "idle" and link.connection.remote
         page = SettingsPage(link)
-        run(qloop, until(lambda: link.node_config, what="the node's settings"))
+        run(qloop, until(lambda: link.settings.node_config, what="the node's settings"))
         mine = (
             (cantor_home / "node.toml").read_bytes()
             if (cantor_home / "node.toml").exists()
@@ -96,11 +99,11 @@ def test_app_drives_a_remote_node_with_the_token_the_user_gave(qapp, qloop, cant
         run(
             qloop,
             until(
-                lambda: link.node_config.get("node.keep_loaded") is True,
+                lambda: link.settings.node_config.get("node.keep_loaded") is True,
                 what="the node's keep_loaded",
             ),
         )
-        songs = run(qloop, link.client.songs())
+        songs = run(qloop, link.connection.client.songs())
         run(qloop, link.shutdown())
     finally:
         run(qloop, node.stop())
@@ -123,9 +126,9 @@ def test_the_app_names_another_homes_node_on_its_address_and_starts_none(
     config.update({"node.port": theirs.proc.port, "models.default": "sketch"})
     link = NodeLink()  # this home's link, its own node wanted
     try:
-        run(qloop, link._connect(), timeout=60)
-        assert link.state == "error" and not link.owns_node
-        assert f"something else answers on port {theirs.proc.port}" in link.detail
+        run(qloop, link.connection.open(), timeout=60)
+        assert link.connection.state == "error" and not link.connection.owns_node
+        assert f"something else answers on port {theirs.proc.port}" in link.connection.detail
     finally:
         run(qloop, link.shutdown())
         run(qloop, theirs.stop())

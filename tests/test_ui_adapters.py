@@ -21,8 +21,8 @@ def _pages(qtbot, qloop, url: str):
     library, compose = LibraryPage(link), ComposePage(link)
     qtbot.addWidget(library)
     qtbot.addWidget(compose)
-    run(qloop, link._connect())
-    run(qloop, until(lambda: library.adapter_list.loaded, what="the adapters"))
+    run(qloop, link.connection.open())
+    run(qloop, until(lambda: link.adapters.loaded, what="the adapters"))
     return link, library, compose
 
 
@@ -36,7 +36,7 @@ def test_library_adds_and_removes_and_compose_follows(qtbot, qloop, node, cantor
     style = peft_folder(tmp_path / "my-style")
     sd = sd_unet_file(tmp_path / "sdxl.safetensors")
     link, library, compose = _pages(qtbot, qloop, node.url)
-    assert not link.remote and library.adapter_table.rowCount() == 0
+    assert not link.connection.remote and library.adapter_table.rowCount() == 0
     assert library.adapters_note.text().startswith("none yet")
     assert _combo(compose) == [("none", "")]
     assert not compose.adv_fields["adapter_scale"].isEnabled()
@@ -72,14 +72,14 @@ def test_library_adds_and_removes_and_compose_follows(qtbot, qloop, node, cantor
     run(
         qloop,
         until(
-            lambda: link.songs.get(ids[0]) and link.songs[ids[0]].state == "done",
+            lambda: link.songs.get(ids[0]) and link.songs.by_id[ids[0]].state == "done",
             timeout=40,
             what="the song to be done",
         ),
         timeout=45,
     )
     sidecar = json.loads(
-        Path(link.songs[ids[0]].takes[0].audio).with_suffix(".json").read_text("utf-8")
+        Path(link.songs.by_id[ids[0]].takes[0].audio).with_suffix(".json").read_text("utf-8")
     )
     assert sidecar["engine_request"]["adapter"] == "tape.safetensors"
     assert sidecar["engine_request"]["adapter_scale"] == 0.6
@@ -114,7 +114,7 @@ def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, can
     try:
         set_secret(REMOTE_TOKEN, theirs.proc.token)
         link, library, compose = _pages(qtbot, qloop, theirs.url)
-        assert link.remote
+        assert link.connection.remote
         library.add_adapters([str(tape), str(style), str(sd)])
         run(qloop, until(lambda: "Not added" in library.message.text(), what="outcome"), timeout=30)
         text = library.message.text()
@@ -132,7 +132,7 @@ def test_a_remote_node_gets_files_uploaded_and_refuses_folders(qtbot, qloop, can
 
 
 def test_a_draft_naming_an_adapter_keeps_it_until_the_list_arrives(qtbot, qloop):
-    from cantor_desktop.ui.compose_form import ComposeForm
+    from cantor_desktop.views.compose_form import ComposeForm
 
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     compose = ComposePage(link)
@@ -140,7 +140,7 @@ def test_a_draft_naming_an_adapter_keeps_it_until_the_list_arrives(qtbot, qloop)
     compose.set_form(ComposeForm(caption="x", adapter="tape", adapter_scale="1.5"))
     assert compose.form().adapter == "tape" and compose.form().adapter_scale == "1.5"
     assert compose.generate.isEnabled()  # the node's list is not known yet
-    compose.adapter_list.set(
+    link.adapters.set(
         {
             "adapters": [{"name": "tape", "made_for": "ACE-Step 1.5 (XL DiT)", "dit": "XL"}],
             "folder": "/x",

@@ -8,7 +8,7 @@ from cantor_desktop.auth.access import bearer, read_token
 
 from support.ui import run, until
 
-from cantor_desktop.ui.compose_form import ComposeForm
+from cantor_desktop.views.compose_form import ComposeForm
 from cantor_desktop.ui.node_link import NodeLink
 from cantor_desktop.ui.pages.compose import ComposePage
 
@@ -54,9 +54,9 @@ def test_instrumental_switch_sends_the_sentinel_and_keeps_lyrics(qtbot, qloop, n
     from cantor_desktop.ui.pages.hardware import HardwarePage
 
     link, page = make_page(qtbot, node.url)
-    run(qloop, link._connect())
+    run(qloop, link.connection.open())
     # a node in no pool: no Node choice here, no Pool section on Hardware & Backends
-    assert link.system and link.pool is None
+    assert link.backends.system and link.pool.view is None
     assert not page._song_grid.isRowVisible(page.node)
     hardware = HardwarePage(link)
     qtbot.addWidget(hardware)
@@ -103,8 +103,8 @@ def test_no_node_at_the_address_is_said_in_words(qtbot, qloop):
 
     url = f"http://127.0.0.1:{free_port()}"
     link = NodeLink(url=url, start_child=False)
-    run(qloop, link._connect())
-    assert link.state == "error" and url in link.status_line()
+    run(qloop, link.connection.open())
+    assert link.connection.state == "error" and url in link.status_line()
     link, page = make_page(qtbot, url)
     page.caption.setPlainText("anything")
     page.generate.click()
@@ -119,12 +119,12 @@ def test_status_line_does_not_call_an_uninstalled_backend_ready(qtbot, qloop, no
     # a fresh machine: the auto choice is only installable; the status bar said
     # "Node ready — backend cpu" as if an engine were there
     link = NodeLink(url=node.url, start_child=False)
-    run(qloop, link._connect())
-    run(qloop, until(lambda: link.system, what="the system"))
+    run(qloop, link.connection.open())
+    run(qloop, until(lambda: link.backends.system, what="the system"))
     line = link.status_line()
     assert line.startswith("Node ready") and "no ACE-Step engine yet" in line, line
     assert "can be installed" in line and "— backend " not in line
-    fam = link.system["families"]["acestep"]
+    fam = link.backends.system["families"]["acestep"]
     for row in fam["backends"]:
         row["installed"] = row["name"] == fam["default"]
     assert f"backend {fam['default']}" in link.status_line()
@@ -165,6 +165,10 @@ def test_fields_are_outlined_when_they_hold_something_wrong_or_generate_was_aske
 
 
 def test_the_advanced_section_is_built_when_first_needed_and_loses_nothing(qtbot, qloop):
+    from cantor_desktop.ui.compose_advanced import ADVANCED_ROWS
+    from cantor_desktop.views.compose_form import ADVANCED_FIELDS
+
+    assert sorted(name for name, _label, _tip in ADVANCED_ROWS) == sorted(ADVANCED_FIELDS)
     link, page = make_page(qtbot)
     assert page._advanced is None  # folded at start: not built
     assert page.form().steps == "" and page.form().advanced_set == 0

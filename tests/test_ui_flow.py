@@ -33,10 +33,10 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(
     # the trash used below lives in XDG_DATA_HOME (the test's own, from conftest)
     os.makedirs(os.environ["XDG_DATA_HOME"], exist_ok=True)
     s = shell(qapp, node.url, start_child=False)
-    run(qloop, s.link._connect())
-    assert s.link.state == "idle"
+    run(qloop, s.link.connection.open())
+    assert s.link.connection.state == "idle"
     seen: list[float] = []
-    s.link.song_updated.connect(lambda r: seen.append(r.progress))
+    s.link.songs.updated.connect(lambda r: seen.append(r.progress))
     c = s.window.compose
     c.caption.setPlainText("bright synth pop, claps")
     c.duration.setText("12")
@@ -83,7 +83,7 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(
     assert songs.trash_selected(confirm=False) == [rec.id] and not os.path.exists(rec.path)
 
     async def node_lists_it():
-        items = await s.link.client.songs()
+        items = await s.link.connection.client.songs()
         return any(d.get("id") == rec.id for d in items)
 
     async def forgotten():
@@ -92,20 +92,27 @@ def test_compose_to_songs_with_rising_progress_and_a_waveform(
         return True
 
     assert run(qloop, forgotten(), timeout=10)
-    run(qloop, s.link.refresh_songs())
+    run(qloop, s.link.songs.refresh())
     assert songs.model.row_of(rec.id) < 0
     run(qloop, s.link.shutdown())
 
 
 def test_cancel_a_running_song(qapp, qloop, node):
     s = shell(qapp, node.url, start_child=False)
-    run(qloop, s.link._connect())
-    rec = run(qloop, s.link.submit({"caption": "long drone", "duration": 600, "model": "sketch"}))
-    run(qloop, until(lambda: s.link.songs[rec.id].state in ("running", "queued"), what="start"))
-    s.link.cancel_song(rec.id)
+    run(qloop, s.link.connection.open())
+    rec = run(
+        qloop, s.link.songs.submit({"caption": "long drone", "duration": 600, "model": "sketch"})
+    )
     run(
         qloop,
-        until(lambda: s.link.songs[rec.id].state == "cancelled", timeout=30, what="the cancel"),
+        until(lambda: s.link.songs.by_id[rec.id].state in ("running", "queued"), what="start"),
+    )
+    s.link.songs.cancel(rec.id)
+    run(
+        qloop,
+        until(
+            lambda: s.link.songs.by_id[rec.id].state == "cancelled", timeout=30, what="the cancel"
+        ),
     )
     assert (
         httpx.get(f"{node.url}/v1/songs/{rec.id}", headers=bearer(read_token())).json()["state"]
@@ -119,40 +126,43 @@ def test_tray_stop_start_and_a_killed_child_is_restarted(qapp, qloop):
     s = shell(qapp)
     menu = s.tray.menu  # built before the node starts: it follows the link from here
     assert menu.start.isEnabled() and menu.status.text() == s.link.status_line()
-    s.link.start()
-    run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="the child node"))
-    assert s.link.owns_node and menu.stop.isEnabled() and not menu.start.isEnabled()
+    s.link.connection.start()
+    run(qloop, until(lambda: s.link.connection.state == "idle", timeout=30, what="the child node"))
+    assert s.link.connection.owns_node and menu.stop.isEnabled() and not menu.start.isEnabled()
     assert menu.status.text() == s.link.status_line()  # the tray says the link's state
     assert menu.status.text().startswith("Node ready")
-    killed = s.link.process.pid
+    killed = s.link.connection.process.pid
     os.kill(killed, signal.SIGKILL)
     run(
         qloop,
         until(
             lambda: (
-                s.link.process is not None
-                and s.link.process.pid != killed
-                and s.link.state == "idle"
+                s.link.connection.process is not None
+                and s.link.connection.process.pid != killed
+                and s.link.connection.state == "idle"
             ),
             timeout=30,
             what="the restart",
         ),
     )
-    restarted = s.link.process.pid  # the node the tray is about to stop
-    assert answers(s.link.url)
+    restarted = s.link.connection.process.pid  # the node the tray is about to stop
+    assert answers(s.link.connection.url)
     menu.stop.trigger()
-    run(qloop, until(lambda: s.link.state == "stopped", timeout=15, what="stop"))
-    assert not s.link.owns_node and menu.start.isEnabled()
+    run(qloop, until(lambda: s.link.connection.state == "stopped", timeout=15, what="stop"))
+    assert not s.link.connection.owns_node and menu.start.isEnabled()
     # "stopped" is said once the child has exited (the link waited for it): the process
     # the tray stopped is gone, not merely on its way out, and nothing answers any more
-    assert gone(restarted) and not answers(s.link.url)
+    assert gone(restarted) and not answers(s.link.connection.url)
     menu.start.trigger()
-    run(qloop, until(lambda: s.link.state == "idle", timeout=30, what="start again"))
-    assert answers(s.link.url) and s.link.process.pid not in (killed, restarted)
+    run(qloop, until(lambda: s.link.connection.state == "idle", timeout=30, what="start again"))
+    assert answers(s.link.connection.url) and s.link.connection.process.pid not in (
+        killed,
+        restarted,
+    )
     menu.keep_loaded.trigger()
     assert config.load().get("node.keep_loaded") is True
     run(qloop, s.link.shutdown())
-    assert not answers(s.link.url)
+    assert not answers(s.link.connection.url)
 
 
 @pytest.fixture
@@ -169,7 +179,7 @@ def hub(monkeypatch):
 
 def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, node):
     s = shell(qapp, node.url, start_child=False)
-    run(qloop, s.link._connect())
+    run(qloop, s.link.connection.open())
     s.window.show()
     library = s.window.library  # the pages are open before the heartbeat starts: building
     _ = s.window.songs  # one is a UI action of its own, not the song or the pull
@@ -188,9 +198,11 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     gc.callbacks.append(gc_watch)
     beat = Heartbeat(5)
     beat.start()
-    rec = run(qloop, s.link.submit({"caption": "march, brass", "duration": 30, "model": "sketch"}))
+    rec = run(
+        qloop, s.link.songs.submit({"caption": "march, brass", "duration": 30, "model": "sketch"})
+    )
     events: list = []  # PullEvents
-    s.link.pull_event.connect(lambda name, e: events.append(e))
+    s.link.pulls.changed.connect(lambda name, e: events.append(e))
     library.pull("acestep-v15-turbo-Q8_0")
     s.window.show_page("Songs")
 
@@ -202,7 +214,7 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     run(
         qloop,
         until(
-            lambda: s.link.songs[rec.id].state == "done" and downloaded(),
+            lambda: s.link.songs.by_id[rec.id].state == "done" and downloaded(),
             timeout=120,
             what="the song and the download",
         ),
@@ -211,7 +223,7 @@ def test_heartbeat_never_stalls_while_a_song_and_a_pull_run(qapp, qloop, hub, no
     gc.callbacks.remove(gc_watch)
     plan = next(e for e in events if e.type == "plan")
     assert max(e.received for e in events) == plan.total >= 24 * 1024 * 1024
-    assert s.link.songs[rec.id].state == "done"
+    assert s.link.songs.by_id[rec.id].state == "done"
     assert len(beat.counted()) > 100  # the loop was watched all along
     # The longest stall is a figure (bench/app.py measures it against the idle app), not
     # something this test can hold on a loaded machine; it is printed for whoever looks.

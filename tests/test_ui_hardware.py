@@ -3,7 +3,7 @@ can run but has not installed reads "installable"."""
 
 from support.ui import run
 
-from cantor_desktop.ui.pages.hardware import backend_rows
+from cantor_desktop.views.hardware import backend_rows
 
 
 def test_before_the_node_answers_every_backend_is_unknown_and_cannot_be_installed():
@@ -49,15 +49,18 @@ def test_first_run_set_up_does_the_next_step(qtbot, qloop):
     assert w.banner.state == "needs setup"
     w.banner.setup.click()
     assert w.pages.currentWidget() is w.hardware
-    log = [w.hardware.log.item(i).text() for i in range(w.hardware.log.count())]
-    assert log == ["The node is not running; start it first."]  # find_best was asked
+    assert w.hardware.log.count() == 0  # find_best was asked, and said why it could not
+    assert w.hardware.message.text() == (
+        "Could not find the best backend: "
+        "The node is not running; start it from the tray or the status bar"
+    )
     system = {"families": {"acestep": {"backends": [{"name": "cpu", "installed": True}]}}}
     w.banner.update_from(system, [])
     assert w.banner.state == "needs download"
     assert w.banner.setup.text().startswith("Download an ACE-Step model")
     w.banner.setup.click()
     assert w.pages.currentWidget() is w.library
-    w.hardware.running_key, w.hardware.running_action = "k", "find"
+    w.hardware.view_model.start("find", None, "k")
     w.hardware.on_event("k", {"state": "done"})
     last = w.hardware.log.item(w.hardware.log.count() - 1).text()
     assert last.startswith("Next: download an ACE-Step model in Library")
@@ -72,7 +75,7 @@ def test_a_refused_find_ends_on_one_plain_line(qtbot):
 
     page = HardwarePage(NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
     qtbot.addWidget(page)
-    page.running_key, page.running_action = "k", "find"
+    page.view_model.start("find", None, "k")
     page.on_event(
         "k",
         {
@@ -84,8 +87,11 @@ def test_a_refused_find_ends_on_one_plain_line(qtbot):
     page.on_event("k", {"state": "failed", "error": ""})
     lines = [page.log.item(i).text() for i in range(page.log.count())]
     assert lines == ["No backend works on this machine: cpu: offline.", "Failed."]
+    assert page.message.isHidden()
     page.on_event("k", {"state": "failed", "error": "the node went away"})
-    assert page.log.item(page.log.count() - 1).text() == "Failed: the node went away"
+    assert page.log.item(page.log.count() - 1).text() == "Failed."
+    assert page.message.text() == "Could not find the best backend: the node went away"
+    assert page.message.property("cantorTone") == "danger"
 
 
 def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbot):
@@ -128,5 +134,5 @@ def test_a_rejected_backend_shows_the_engines_reason_and_can_be_tried_again(qtbo
     page.set_system(system)
     assert page.table.item(0, 1).text() == "rejected"
     assert page.table.item(0, 2).text().startswith("rejected: [Load] FATAL: GGML_BACKEND=CUDA0")
-    assert page.table.cellWidget(0, 3).findChildren(type(page.find))[0].text() == "Try again"
+    assert page.table.cellWidget(0, 3).findChildren(type(page.find_button))[0].text() == "Try again"
     assert page.table.item(0, 0).text() == "cuda12"  # not the auto choice

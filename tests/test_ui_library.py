@@ -43,7 +43,7 @@ def _page(qtbot, qloop, url: str) -> tuple[NodeLink, LibraryPage]:
     link = NodeLink(url=url, start_child=False)
     page = LibraryPage(link)
     qtbot.addWidget(page)
-    run(qloop, link._connect())
+    run(qloop, link.connection.open())
     run(qloop, until(lambda: MODEL in page.rows or len(page.rows) > 1, what="the catalogue"))
     return link, page
 
@@ -72,7 +72,7 @@ def test_pull_pause_resume_from_the_part_file(qtbot, qloop, hub, node, cantor_ho
     row = page.rows[MODEL]
     assert "to get" in page.table.item(row, 1).text()
     events: list[PullEvent] = []
-    link.pull_event.connect(lambda name, e: events.append(e))
+    link.pulls.changed.connect(lambda name, e: events.append(e))
     page.pull(MODEL)
     assert _buttons(page, MODEL) == ["Pause", "Cancel"]
     run(
@@ -106,9 +106,9 @@ def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub,
     hub.cdn.fail(hub.cdn_path(DIT), 404, times=1)  # the CDN fails once
     link, page = _page(qtbot, qloop, node.url)
     events: list[PullEvent] = []
-    link.pull_event.connect(lambda name, e: events.append(e))
+    link.pulls.changed.connect(lambda name, e: events.append(e))
     reloads: list[int] = []
-    link.models_loaded.connect(lambda _m: reloads.append(len(events)))
+    link.models.loaded.connect(lambda _m: reloads.append(len(events)))
     page.pull(MODEL)
     run(qloop, until(lambda: any(e.type == "failed" for e in events), what="the failure"))
     row = page.rows[MODEL]
@@ -116,7 +116,7 @@ def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub,
     assert "HTTP 404" in page.table.item(row, 2).toolTip()
     assert _buttons(page, MODEL) == ["Retry"]  # no Pause, no Cancel
     assert (
-        page.message.text().startswith(f"Download of {MODEL} failed")
+        page.message.text().startswith(f"Could not download {MODEL}: ")
         and page.message.property("cantorTone") == "danger"
     )
     run(qloop, until(lambda: any(n == len(events) for n in reloads), what="the list again"))
@@ -137,7 +137,7 @@ def test_a_failed_download_offers_retry_and_retry_finishes_it(qtbot, qloop, hub,
 def test_discard_removes_the_partial_files_through_the_node(qtbot, qloop, hub, node, cantor_home):
     link, page = _page(qtbot, qloop, node.url)
     events: list[PullEvent] = []
-    link.pull_event.connect(lambda name, e: events.append(e))
+    link.pulls.changed.connect(lambda name, e: events.append(e))
     page.pull(MODEL)
     run(qloop, until(lambda: any(e.file_received > SIZE // 4 for e in events), what="bytes"))
     _click(page, MODEL, "Cancel")  # stop, then delete what arrived
@@ -162,7 +162,7 @@ def test_discard_removes_the_partial_files_through_the_node(qtbot, qloop, hub, n
 def test_a_pull_whose_engine_step_failed_shows_the_model_ready_and_what_to_do(qtbot, qloop):
     """The node's final ``done`` event with engine_ready false: the row reads ready and
     the page says what is missing and where to go next."""
-    from cantor_desktop.ui.pages.library import done_message
+    from cantor_desktop.views.library import done_message
 
     link = NodeLink(url="http://127.0.0.1:9", start_child=False)
     page = LibraryPage(link)
@@ -232,7 +232,7 @@ def test_import_by_path_through_this_homes_node(qtbot, qloop, node, cantor_home,
     dit = gguf.write_header_only(tmp_path / "my-dit.gguf", gguf.ARCH_DIT)
     (tmp_path / "broken.gguf").write_bytes(b"GGUF\x03")
     link, page = _page(qtbot, qloop, node.url)
-    assert not link.remote
+    assert not link.connection.remote
     page.import_files([str(dit), str(tmp_path / "broken.gguf")])
     run(qloop, until(lambda: "my-dit" in page.rows, what="the imported model"))
     run(qloop, until(lambda: page.message.text().startswith("Imported 1 of 2"), what="outcome"))
@@ -260,7 +260,7 @@ def test_import_to_a_remote_node_uploads_into_its_models_folder(
         (mine / DIT).write_bytes(model_bytes(DIT, 2 * 1024 * 1024))
         (mine / "photo.gguf").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 5000)
         link, page = _page(qtbot, qloop, theirs.url)
-        assert link.remote
+        assert link.connection.remote
         page.import_files([str(mine / DIT), str(mine / "photo.gguf")])
         run(
             qloop,
@@ -302,7 +302,7 @@ def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(
         run(qloop, until(lambda: page.hf_state.text() == "✓ set", what="saved"))
         assert page.hf_token.text() == "" and page.hf_remove.isEnabled()
         assert "node's machine" in page.message.text()
-        status = run(qloop, link.client.hf_token())
+        status = run(qloop, link.connection.client.hf_token())
         assert status == {"set": True, "source": "keyring", "note": ""}
         assert secrets.get_secret(secrets.HF_TOKEN) is None  # not in this machine's keyring
         stored = (tmp_path / "their-xdg" / "python_keyring" / "keyring_pass.cfg").read_text()
@@ -313,7 +313,10 @@ def test_the_hf_token_field_stores_on_the_node_and_never_shows_it(
         page.hf_save.click()
         run(
             qloop,
-            until(lambda: page.message.text().startswith("Token not saved"), what="the refusal"),
+            until(
+                lambda: page.message.text().startswith("Could not save the token"),
+                what="the refusal",
+            ),
         )
         assert page.message.property("cantorTone") == "danger"
         run(qloop, link.shutdown())
@@ -327,9 +330,16 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     from cantor_desktop.models.advice import Machine, recommend
 
     link, page = _page(qtbot, qloop, node.url)
-    run(qloop, until(lambda: link.system and page.recommended, what="the recommendation"))
-    expected = recommend(Machine.from_system(link.system), [n for n in page.rows if n != "sketch"])
-    assert page.recommended == expected
+    run(
+        qloop,
+        until(
+            lambda: link.backends.system and page.view_model.recommended, what="the recommendation"
+        ),
+    )
+    expected = recommend(
+        Machine.from_system(link.backends.system), [n for n in page.rows if n != "sketch"]
+    )
+    assert page.view_model.recommended == expected
     row = page.rows[expected.name]
     assert page.table.item(row, 0).text().startswith("★ ")
     assert "Recommended for this machine" in page.table.item(row, 0).toolTip()
@@ -343,16 +353,16 @@ def test_the_recommended_model_is_marked_from_the_nodes_machine(qtbot, qloop, no
     assert "8 steps" in turbo.text() and "Q8_0" in turbo.toolTip()
     # a machine with a 24 GiB GPU (the same answer, another machine)
     gpu = {
-        **link.system,
+        **link.backends.system,
         "hardware": {
-            **link.system["hardware"],
+            **link.backends.system["hardware"],
             "gpus": [{"name": "big", "vendor": "nvidia", "vram_mib": 24576}],
         },
         "families": {"acestep": {"pinned": "cuda12", "default": "cuda12"}},
     }
-    link.system = gpu
-    link.system_loaded.emit(gpu)
-    assert page.recommended.name == "acestep-v15-xl-turbo-Q8_0"
+    link.backends.system = gpu
+    link.backends.system_loaded.emit(gpu)
+    assert page.view_model.recommended.name == "acestep-v15-xl-turbo-Q8_0"
     assert page.table.item(page.rows["acestep-v15-xl-turbo-Q8_0"], 0).text().startswith("★ ")
     assert "★" not in page.table.item(row, 0).text()
     # quantisations other than Q8_0 are folded away until asked for
@@ -367,7 +377,7 @@ def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
     # the app said "23.5 GB" for 25,276,518,400 bytes (23.5 GiB, 25.3 GB) while the CLI
     # said "23.5 GiB": the same figure, named correctly in both
     from cantor_desktop.units import human_size
-    from cantor_desktop.ui.transfer import human_bytes
+    from cantor_desktop.views.transfer import human_bytes
 
     assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
     assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"

@@ -30,9 +30,11 @@ def connected(qloop, member) -> NodeLink:
     """An app's link to ``member`` with the pool's token, connected, its pool read."""
     set_secret(REMOTE_TOKEN, TOKEN)
     link = NodeLink(url=member.url, start_child=False)
-    run(qloop, link._connect())
-    assert link.state == "idle", link.detail
-    run(qloop, until(lambda: link.pool is not None and link.pool.members, what="the pool"))
+    run(qloop, link.connection.open())
+    assert link.connection.state == "idle", link.connection.detail
+    run(
+        qloop, until(lambda: link.pool.view is not None and link.pool.view.members, what="the pool")
+    )
     return link
 
 
@@ -74,17 +76,20 @@ def test_hardware_page_lists_every_member_with_its_backend_and_models(qtbot, qlo
     assert "3 members" in panel.summary.text()
     assert "pool" not in link.status_line()
     # what the app polls: members and lanes without the songs' records; the state alone
-    lean = run(qloop, link.client.pool(songs=False))
+    lean = run(qloop, link.connection.client.pool(songs=False))
     assert len(lean["members"]) == 3 and "songs" not in lean and "lanes" in lean
-    brief = run(qloop, link.client.pool(brief=True))
+    brief = run(qloop, link.connection.client.pool(brief=True))
     assert brief["state"] == "connected" and brief["members"] == 3 and "lanes" not in brief
-    assert "songs" in run(qloop, link.client.pool())  # `cantor pool status`'s whole answer
+    assert "songs" in run(
+        qloop, link.connection.client.pool()
+    )  # `cantor pool status`'s whole answer
     run(qloop, link.shutdown())
 
 
 def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot, qloop, pool3):
-    from cantor_desktop.ui.pages.compose import ANY_NODE, ComposePage
-    from cantor_desktop.ui.song_records import facts
+    from cantor_desktop.ui.pages.compose import ComposePage
+    from cantor_desktop.views.compose import ANY_NODE
+    from cantor_desktop.views.song_records import facts
 
     _redis, (alpha, _bravo, _charlie) = pool3
     link = connected(qloop, alpha)
@@ -121,7 +126,7 @@ def test_compose_sends_the_song_to_the_member_chosen_and_it_is_made_there(qtbot,
         until(
             lambda: (
                 all((s := link.songs.get(i)) is not None and s.is_finished for i in ids)
-                and [link.songs[i] for i in ids]
+                and [link.songs.by_id[i] for i in ids]
             ),
             timeout=120,
             what="the songs to be made",
@@ -170,7 +175,7 @@ def test_redis_stopped_shows_pool_unreachable_until_it_is_back(qtbot, qloop, poo
         run(qloop, until(lambda: "Could not queue" in compose.problem.text(), what="refusal"))
         assert "pool unreachable" in compose.problem.text()
         run(qloop, until(lambda: "pool unreachable" in other.status_line(), timeout=30))
-        assert [m.name for m in other.pool.members] == ["alpha", "bravo", "charlie"]  # kept
+        assert [m.name for m in other.pool.view.members] == ["alpha", "bravo", "charlie"]  # kept
     finally:
         redis.start()  # the same folder and port: the members reconnect by themselves
     run(qloop, until(lambda: banner.isHidden(), timeout=60, what="the pool to be back"))

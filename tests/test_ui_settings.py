@@ -95,7 +95,10 @@ def test_tokens_are_saved_to_the_keyring_off_the_gui_thread(qtbot, qloop):
         qtbot.addWidget(lib)
         lib.hf_token.setText("hf_abcdefgh")
         lib.hf_save.click()
-        assert lib.message.text() == "Token not saved: the node is not running."
+        assert lib.message.text() == (
+            "Could not save the token: "
+            "The node is not running; start it from the tray or the status bar"
+        )
         assert secrets.get_secret(secrets.HF_TOKEN) is None
         run(qloop, link.shutdown())
     finally:
@@ -148,12 +151,12 @@ def test_the_default_model_is_a_choice_of_installed_models(qtbot, qloop):
     link = NodeLink(start_child=False)
     page = SettingsPage(link)
     qtbot.addWidget(page)
-    link.models = [
+    link.models.listed = [
         {"name": "sketch", "state": "ready"},  # as the node lists them
         {"name": "acestep-v15-turbo-Q8_0", "state": "ready"},
         {"name": "acestep-v15-sft-Q8_0", "state": "available"},
     ]
-    link.models_loaded.emit(link.models)
+    link.models.loaded.emit(link.models.listed)
     combo = page.fields["models.default"]
     items = [combo.itemData(i) for i in range(combo.count())]
     assert items == ["sketch", "acestep-v15-turbo-Q8_0", "acestep-v15-xl-base-Q8_0"]

@@ -133,7 +133,7 @@ def test_play_without_an_audio_device_says_so(qtbot, tmp_path):
     if QMediaDevices.audioOutputs():
         assert p.play.text() == "Pause"
     else:
-        assert p.note.text() == "No audio output device: playback is off"
+        assert p.note.text() == "Could not play: there is no audio output device"
         assert p.play.text() == "Play"
 
 
@@ -182,17 +182,17 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     p = SongsPage(link)
     qtbot.addWidget(p)
     p.resize(900, 600)
-    run(qloop, link._connect())
+    run(qloop, link.connection.open())
     finished: list[str] = []
-    link.song_finished.connect(lambda song: finished.append(song.id))
-    made = run(qloop, link.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
+    link.songs.finished.connect(lambda song: finished.append(song.id))
+    made = run(qloop, link.songs.submit({"caption": "far away", "duration": 10, "model": "sketch"}))
     # the song's own "done" event has been folded in (and its song_updated sent): nothing
     # about this song follows that could overwrite the row planted below. Its state alone
     # can read "done" earlier, from a list refresh, with the done event still to come.
     run(qloop, until(lambda: made.id in finished, timeout=60, what="the song's done event"))
-    original = link.songs[made.id].path
+    original = link.songs.by_id[made.id].path
     name = os.path.basename(original)
-    song = link.songs[made.id]
+    song = link.songs.by_id[made.id]
     far = dataclasses.replace(
         song, takes=[dataclasses.replace(song.takes[0], audio=f"/no/such/node/disk/{name}")]
     )
@@ -218,7 +218,7 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
 
     async def node_forgot():
         while True:
-            items = await link.client.songs()
+            items = await link.connection.client.songs()
             if not any(d.get("id") == far.id for d in items):
                 return True
             await asyncio.sleep(0.05)
@@ -289,9 +289,9 @@ def test_search_over_ten_thousand_songs_finds_every_match_and_keeps_the_selectio
     p.search.setText("song 9999")
     assert [p.model.row(n).song.caption for n in range(p.model.rowCount())] == ["song 9999"]
     assert p.current() is None  # song 9990 no longer shows: nothing to act on
-    assert not p.actions["cover"].isEnabled()
+    assert not p.song_actions["cover"].isEnabled()
     p.search.setText("song 12")  # every word anywhere: 12 in the number or in "112bpm"
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     expected = [r.id for r in records if "12" in search_text(r)]
     assert len(expected) > p.model.BATCH  # more than one batch: the rest as it scrolls
@@ -304,7 +304,7 @@ def test_each_keystroke_finds_what_a_search_from_scratch_finds(qtbot):
     """A keystroke reuses what the query before it found (and only looks for the word that
     changed): typed, taken back, and typed differently, every query shows exactly the songs
     that hold all its words."""
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     p = page(qtbot)
     records = [record(i) for i in range(600)]
@@ -339,7 +339,7 @@ def test_each_keystroke_finds_what_a_search_from_scratch_finds(qtbot):
 
 
 def test_rows_show_tempo_key_length_instrumental_and_model():
-    from cantor_desktop.ui.song_records import facts
+    from cantor_desktop.views.song_records import facts
 
     song = record(3, "/x/a.wav")
     song.request["key"] = "F# minor"
@@ -356,7 +356,7 @@ def test_rows_show_tempo_key_length_instrumental_and_model():
     song.takes[0].key = "D# minor"  # an old sidecar's spelling
     assert facts(song, song.takes[0])[:2] == ["120 BPM", "E♭ minor"]
     # in a pool the record names the member that made it: the row says so, search finds it
-    from cantor_desktop.ui.song_records import search_text
+    from cantor_desktop.views.song_records import search_text
 
     assert not any(f.startswith("on ") for f in facts(song, song.takes[0]))
     song.node = {"id": "3fa2", "name": "studio-b", "shared": False}
@@ -476,13 +476,13 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     qtbot.waitExposed(p)
     p.select(song.id, 1)
     editor = p.editor
-    assert editor.duration == 60.0 and not p.repaint.isEnabled()
+    assert editor.duration == 60.0 and not p.repaint_button.isEnabled()
     x20, x30 = int(editor.x_of(20.0)), int(editor.x_of(30.0))
     qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(x20, 40))
     qtbot.mouseMove(editor, QPoint(x30, 40))
     qtbot.mouseRelease(editor, Qt.LeftButton, pos=QPoint(x30, 40))
     start, end = editor.region
-    assert abs(start - 20) <= 0.3 and abs(end - 30) <= 0.3 and p.repaint.isEnabled()
+    assert abs(start - 20) <= 0.3 and abs(end - 30) <= 0.3 and p.repaint_button.isEnabled()
     req = p.edit_request("repaint", region={"start": start, "end": end})
     assert req["source"] == {"song": song.id, "take": 1} and req["task"] == "repaint"
     from cantor_desktop.song.request import validate
@@ -490,7 +490,7 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     assert validate(req).region == {"start": start, "end": end}  # what the node will take
     # a click without a drag selects nothing to repaint
     qtbot.mouseClick(editor, Qt.LeftButton, pos=QPoint(x20, 40))
-    assert not p.repaint.isEnabled()
+    assert not p.repaint_button.isEnabled()
     # dragging from inside to past the end is an extension, not a region
     right = int(editor.x_of(60.0)) + 40
     qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(int(editor.x_of(59.0)), 40))
@@ -525,12 +525,12 @@ def test_edit_buttons_follow_the_selection_and_say_why_they_are_off(qtbot, tmp_p
         }
     )
     p.model.set_songs([record(1, wav), failed])
-    edit = (p.repaint, p.extend, p.cover, p.as_reference, p.layer, p.stems)
+    edit = (p.repaint_button, p.extend, p.cover, p.as_reference, p.layer, p.stems)
     # nothing selected: every edit is off, and says what to do
     assert not any(b.isEnabled() for b in edit)
     for b in edit:
         assert "Select a take in the list first" in b.toolTip(), b.text()
-    assert not p.actions["stems"].isEnabled()  # the Song menu's own, too
+    assert not p.song_actions["stems"].isEnabled()  # the Song menu's own, too
     # a failed song: nothing to edit, and why
     p.select(failed.id)
     assert not any(b.isEnabled() for b in edit)
@@ -538,14 +538,17 @@ def test_edit_buttons_follow_the_selection_and_say_why_they_are_off(qtbot, tmp_p
     # a finished take: what needs no more choice is on; repaint and extend say what to do
     p.select(record(1).id, 1)
     assert all(b.isEnabled() for b in (p.cover, p.as_reference, p.layer, p.stems))
-    assert not p.repaint.isEnabled() and "Drag across the waveform" in p.repaint.toolTip()
+    assert (
+        not p.repaint_button.isEnabled()
+        and "Drag across the waveform" in p.repaint_button.toolTip()
+    )
     assert not p.extend.isEnabled() and "past either end" in p.extend.toolTip()
     p.editor.select(0.5, 1.0)  # too short to repaint
-    assert not p.repaint.isEnabled() and "at least 1 s" in p.repaint.toolTip()
+    assert not p.repaint_button.isEnabled() and "at least 1 s" in p.repaint_button.toolTip()
     p.editor.select(0.5, 2.5)
-    assert p.repaint.isEnabled() and "\n—" not in p.repaint.toolTip()
+    assert p.repaint_button.isEnabled() and "\n—" not in p.repaint_button.toolTip()
     p.editor.extend_by(after=5)
-    assert p.extend.isEnabled() and not p.repaint.isEnabled()
+    assert p.extend.isEnabled() and not p.repaint_button.isEnabled()
     # clicking a disabled one does nothing; an enabled one reaches its action
     seen = []
     p.cover_requested.connect(lambda source, name: seen.append(source))

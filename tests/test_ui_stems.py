@@ -23,24 +23,28 @@ def _page(qtbot, qloop, url: str) -> tuple[NodeLink, SongsPage]:
     page = SongsPage(link)
     qtbot.addWidget(page)
     page.resize(1000, 700)
-    run(qloop, link._connect())
+    run(qloop, link.connection.open())
     return link, page
 
 
 def _song(qloop, link, request: dict):
-    made = run(qloop, link.submit(request))
+    made = run(qloop, link.songs.submit(request))
     run(
         qloop,
-        until(lambda: link.songs[made.id].state in ("done", "failed"), timeout=60, what="the song"),
+        until(
+            lambda: link.songs.by_id[made.id].state in ("done", "failed"),
+            timeout=60,
+            what="the song",
+        ),
         timeout=70,
     )
-    song = link.songs[made.id]
+    song = link.songs.by_id[made.id]
     assert song.state == "done", song.error
     return song
 
 
 def _node_songs(qloop, link) -> dict:
-    return {s["id"]: s for s in run(qloop, link.client.songs())}
+    return {s["id"]: s for s in run(qloop, link.connection.client.songs())}
 
 
 def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, qloop, node):
@@ -62,7 +66,7 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     assert "2 stem(s) queued" in page.note.text()
 
     def stems_done():
-        mine = [s for s in link.songs.values() if s.request.get("task") == "extract"]
+        mine = [s for s in link.songs.by_id.values() if s.request.get("task") == "extract"]
         return len(mine) == 2 and all(s.state == "done" and s.title for s in mine) and mine
 
     stems = run(qloop, until(stems_done, timeout=60, what="two titled stems"), timeout=70)
@@ -100,11 +104,12 @@ def test_stems_one_song_per_track_under_their_song_dragged_out_as_a_set(qtbot, q
     page.select(by_track["bass"].id, 1)
     assert page.select_stems() == 2
     # renamed by the musician: the drag follows the new title
-    link.change_song(by_track["drums"].id, title="kick and snare")
+    link.songs.change(by_track["drums"].id, title="kick and snare")
     run(
         qloop,
         until(
-            lambda: link.songs[by_track["drums"].id].title == "kick and snare", what="the rename"
+            lambda: link.songs.by_id[by_track["drums"].id].title == "kick and snare",
+            what="the rename",
         ),
     )
     page.select(song.id, 1)
@@ -143,17 +148,17 @@ def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(
     link, page = _page(qtbot, qloop, turbo_node.url)
 
     async def pull(name):
-        return [e async for e in link.client.pull(name)]
+        return [e async for e in link.connection.client.pull(name)]
 
     assert run(qloop, pull("acestep-v15-turbo"), timeout=60)[-1].type == "done"
     song = _song(qloop, link, {"caption": "lofi piano", "duration": 10})
     assert song.model.startswith("acestep-v15-turbo")
-    run(qloop, link.refresh_models())
+    run(qloop, link.models.refresh())
 
     # the node's own word for it: 422 naming the model and its size
     async def ask():
         try:
-            await link.client.queue_song(
+            await link.connection.client.queue_song(
                 {
                     "caption": "x",
                     "task": "extract",
@@ -166,7 +171,7 @@ def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(
 
     refusal = run(qloop, ask())
     assert refusal.status == 422 and refusal.field == "model"
-    offer = next(m for m in link.models if m["name"] == "acestep-v15-base-Q8_0")
+    offer = next(m for m in link.models.listed if m["name"] == "acestep-v15-base-Q8_0")
     size = human_size(offer["download_bytes"])
     assert f"({size})" in refusal.message
 
@@ -179,7 +184,7 @@ def test_without_a_base_model_the_dialog_says_so_with_its_size_and_pulls_it(
     assert "ACE-Step 1.5 Base (Q8_0)" in notice.text.text()
     assert not notice.pull.isHidden() and notice.pull.text() == f"Download it ({size})"
     events = []
-    link.pull_event.connect(lambda name, e: events.append((name, e.type)))
+    link.pulls.changed.connect(lambda name, e: events.append((name, e.type)))
     notice.pull.click()
     assert not notice.pull.isEnabled() and not dialog.make.isEnabled()
     run(qloop, until(lambda: notice.ready, timeout=60, what="the base model"), timeout=70)
@@ -204,11 +209,11 @@ def test_a_refusal_the_app_could_not_foresee_is_shown_with_the_pull_offer(qtbot,
     link, page = _page(qtbot, qloop, turbo_node.url)
 
     async def pull(name):
-        return [e async for e in link.client.pull(name)]
+        return [e async for e in link.connection.client.pull(name)]
 
     assert run(qloop, pull("acestep-v15-turbo"), timeout=60)[-1].type == "done"
     song = _song(qloop, link, {"caption": "lofi piano", "duration": 10})
-    link.models = []  # not read yet
+    link.models.listed = []  # not read yet
     page.select(song.id, 1)
     dialog = page.open_stems()
     assert dialog.notice.ready and dialog.make.isEnabled()

@@ -28,27 +28,27 @@ class BaseModelNotice(QWidget):
         self.refusal: str | None = None  # the node's own words, kept until it changes
         self.text = QLabel()
         self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.PlainText)
+        self.text.setTextFormat(Qt.TextFormat.PlainText)
         self.pull = QPushButton()
         self.pull.clicked.connect(self.start_pull)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.text, 1)
         row.addWidget(self.pull)
-        link.models_loaded.connect(lambda *_: self.update_state())
-        link.pull_event.connect(self._pull_event)
+        link.models.loaded.connect(lambda *_: self.update_state())
+        link.pulls.changed.connect(self._pull_event)
         self.update_state()
 
     # -- what is known --------------------------------------------------------------------
     @property
     def model(self) -> str | None:
         """The model the edit asks for (None: the node's default)."""
-        return model_for(self.task, self.source_model, self.link.models)
+        return model_for(self.task, self.source_model, self.link.models.listed)
 
     @property
     def offer(self):
         """The base model to pull (the node's catalogue entry), when one is missing."""
-        return base_offer(self.link.models)
+        return base_offer(self.link.models.listed)
 
     @property
     def ready(self) -> bool:
@@ -57,14 +57,14 @@ class BaseModelNotice(QWidget):
     def _missing(self) -> bool:
         return (
             needs_base(self.task, self.source_model)
-            and bool(self.link.models)
-            and installed_base(self.link.models) is None
+            and bool(self.link.models.listed)
+            and installed_base(self.link.models.listed) is None
         )
 
     def update_state(self) -> None:
         offer = self.offer
         if self.pulling is None and (
-            self._missing() or (self.refusal is not None and not self.link.models)
+            self._missing() or (self.refusal is not None and not self.link.models.listed)
         ):
             self._say_missing(offer, said=self.refusal)
         elif self.pulling is None:
@@ -106,7 +106,7 @@ class BaseModelNotice(QWidget):
         self.refusal = message
         self._say_missing(self.offer, said=message)
         self.changed.emit()
-        self.link.refresh_later("models")
+        self.link.models.refresh_later()
 
     # -- the pull -------------------------------------------------------------------------
     def start_pull(self) -> None:
@@ -120,7 +120,7 @@ class BaseModelNotice(QWidget):
         self.text.setText(
             f"Downloading {offer.get('display_name') or offer['name']}… (the Library shows it too)"
         )
-        self.link.pull(offer["name"])
+        self.link.pulls.pull(offer["name"])
         self.changed.emit()
 
     def _pull_event(self, name: str, event) -> None:

@@ -11,9 +11,11 @@ the view asks the model for.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+
+AnyIndex = QModelIndex | QPersistentModelIndex
 
 
 class Choice(NamedTuple):
@@ -39,22 +41,22 @@ class ChoiceList(QAbstractListModel):
         self._rows = tuple(rows)
         self.endResetModel()
 
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def data(self, index: QModelIndex, role: int = Qt.DisplayRole):
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         row = self._rows[index.row()]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return row.label
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.UserRole:
             return row.data
         return None
 
-    def flags(self, index: QModelIndex):
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
-            return Qt.NoItemFlags
+            return Qt.ItemFlag.NoItemFlags
         if self._rows[index.row()].usable:
-            return Qt.ItemIsSelectable | Qt.ItemIsEnabled
-        return Qt.NoItemFlags
+            return Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
+        return Qt.ItemFlag.NoItemFlags

@@ -9,6 +9,8 @@ starts without its dozen fields (~0.2 MiB).
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -21,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..song import request as song_request
-from .compose_form import ComposeForm
+from ..views.compose_form import ComposeForm
 from .widgets import ComboBox
 
 ADVANCED_ROWS = (
@@ -64,7 +66,7 @@ class AdvancedFields(QGroupBox):
 
     changed = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         rows = QFormLayout(self)
         self.fields: dict[str, QWidget] = {}
@@ -87,44 +89,47 @@ class AdvancedFields(QGroupBox):
 
     def _field(self, name: str) -> QWidget:
         if name == "solver":
-            w = ComboBox()
-            w.addItem("auto", "")
-            for solver in song_request.SOLVERS:
-                w.addItem(solver, solver)
-            w.currentIndexChanged.connect(self.changed)
-        elif name == "lock_caption":
-            w = QCheckBox("the language model may not rewrite it")
-            w.toggled.connect(self.changed)
-        elif name == "adapter":
-            w = ComboBox()
-            w.addItem(NO_ADAPTER, "")
-            w.currentIndexChanged.connect(self._adapter_chosen)
-        elif name == "adapter_scale":
-            w = QDoubleSpinBox()
-            w.setRange(*song_request.ADAPTER_SCALE_RANGE)
-            w.setSingleStep(0.05)
-            w.setDecimals(2)
-            w.setValue(1.0)
-            w.setEnabled(False)
-            w.valueChanged.connect(self.changed)
-        else:
-            w = QLineEdit()
-            w.setPlaceholderText("auto" if name != "lm_negative_prompt" else "none")
-            w.textChanged.connect(self.changed)
-        return w
+            solver = ComboBox()
+            solver.addItem("auto", "")
+            for each in song_request.SOLVERS:
+                solver.addItem(each, each)
+            solver.currentIndexChanged.connect(self.changed)
+            return solver
+        if name == "lock_caption":
+            lock = QCheckBox("the language model may not rewrite it")
+            lock.toggled.connect(self.changed)
+            return lock
+        if name == "adapter":
+            self.adapter = ComboBox()
+            self.adapter.addItem(NO_ADAPTER, "")
+            self.adapter.currentIndexChanged.connect(self._adapter_chosen)
+            return self.adapter
+        if name == "adapter_scale":
+            self.adapter_scale = QDoubleSpinBox()
+            self.adapter_scale.setRange(*song_request.ADAPTER_SCALE_RANGE)
+            self.adapter_scale.setSingleStep(0.05)
+            self.adapter_scale.setDecimals(2)
+            self.adapter_scale.setValue(1.0)
+            self.adapter_scale.setEnabled(False)
+            self.adapter_scale.valueChanged.connect(self.changed)
+            return self.adapter_scale
+        text = QLineEdit()
+        text.setPlaceholderText("auto" if name != "lm_negative_prompt" else "none")
+        text.textChanged.connect(self.changed)
+        return text
 
     # -- values --------------------------------------------------------------------------------
-    def values(self) -> dict:
+    def values(self) -> dict[str, Any]:
         """The fields as :class:`ComposeForm` holds them."""
-        out = {}
+        out: dict[str, Any] = {}
         for name, w in self.fields.items():
             if isinstance(w, QCheckBox):
                 out[name] = w.isChecked()
             elif isinstance(w, QDoubleSpinBox):  # the scale goes with an adapter only
-                out[name] = f"{w.value():g}" if self.fields["adapter"].currentData() else ""
+                out[name] = f"{w.value():g}" if self.adapter.currentData() else ""
             elif isinstance(w, QComboBox):
                 out[name] = w.currentData() or ""
-            else:
+            elif isinstance(w, QLineEdit):
                 out[name] = w.text()
         return out
 
@@ -142,20 +147,22 @@ class AdvancedFields(QGroupBox):
                     w.setValue(1.0)
             elif isinstance(w, QComboBox):
                 w.setCurrentIndex(max(0, w.findData(value)))
-            else:
+            elif isinstance(w, QLineEdit):
                 w.setText(str(value))
 
     def _apply_preset(self, _index: int) -> None:
         values = PRESETS.get(self.preset.currentData() or "")
         if values:
             for name in ("steps", "guidance", "shift"):
-                self.fields[name].setText(f"{values[name]:g}")
+                field = self.fields[name]
+                if isinstance(field, QLineEdit):
+                    field.setText(f"{values[name]:g}")
 
     # -- adapters ------------------------------------------------------------------------------
     def set_adapters(self, adapters: list) -> None:
         """The node's adapters in the combo (the choice kept; one no longer installed is
         kept too, marked, and the page says why it cannot go)."""
-        combo = self.fields["adapter"]
+        combo = self.adapter
         current = combo.currentData() or ""
         combo.blockSignals(True)
         combo.clear()
@@ -163,12 +170,12 @@ class AdvancedFields(QGroupBox):
         for a in adapters:
             combo.addItem(a["name"], a["name"])
             tip = a.get("made_for") or f"cannot be used: {a.get('problem')}"
-            combo.setItemData(combo.count() - 1, tip, Qt.ToolTipRole)
+            combo.setItemData(combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         combo.blockSignals(False)
         self.choose_adapter(current)
 
     def choose_adapter(self, name: str) -> None:
-        combo = self.fields["adapter"]
+        combo = self.adapter
         combo.blockSignals(True)
         idx = combo.findData(name) if name else 0
         if idx < 0:
@@ -176,8 +183,8 @@ class AdvancedFields(QGroupBox):
             idx = combo.count() - 1
         combo.setCurrentIndex(idx)
         combo.blockSignals(False)
-        self.fields["adapter_scale"].setEnabled(bool(name))
+        self.adapter_scale.setEnabled(bool(name))
 
     def _adapter_chosen(self, _index: int) -> None:
-        self.fields["adapter_scale"].setEnabled(bool(self.fields["adapter"].currentData()))
+        self.adapter_scale.setEnabled(bool(self.adapter.currentData()))
         self.changed.emit()

@@ -30,6 +30,8 @@ from PySide6.QtWidgets import (
 from .. import config, export
 from ..song.record import Song, Take
 from . import app_state, theme
+from ..views.messages import DANGER
+from .message_line import MessageLine
 from .tasks import Tasks
 from .widgets import ComboBox, DoubleSpinBox, ElidedLabel
 
@@ -63,7 +65,7 @@ def takes_summary(takes: list[tuple[Song, Take]], metrics, shown: int = 4) -> st
     with an ellipsis at a width (``metrics``: the label's QFontMetrics), never mid-word
     without one."""
     names = ", ".join(
-        f"{metrics.elidedText(s.name, Qt.ElideRight, NAME_WIDTH)} (take {t.n})"
+        f"{metrics.elidedText(s.name, Qt.TextElideMode.ElideRight, NAME_WIDTH)} (take {t.n})"
         for s, t in takes[:shown]
     )
     more = f" and {len(takes) - shown} more" if len(takes) > shown else ""
@@ -155,18 +157,17 @@ class ExportDialog(QDialog):
         self.drag = QCheckBox("Songs dragged out of Cantor are exported like this too")
         self.drag.setChecked(bool(cfg.get("export.drag")))
 
-        self.problem = QLabel()
-        theme.tone(self.problem, "danger")
-        self.problem.setWordWrap(True)
+        self.problem = MessageLine()
         self.preview = QLabel()
         theme.tone(self.preview, "muted")
         self.preview.setWordWrap(True)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.hide()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.go = self.buttons.addButton(
-            f"Export {len(takes)} file{'s' if len(takes) != 1 else ''}", QDialogButtonBox.AcceptRole
+            f"Export {len(takes)} file{'s' if len(takes) != 1 else ''}",
+            QDialogButtonBox.ButtonRole.AcceptRole,
         )
         self.go.clicked.connect(self.start)
         self.buttons.rejected.connect(self.stop_or_close)
@@ -182,10 +183,10 @@ class ExportDialog(QDialog):
         layout.addWidget(self.problem)
         layout.addWidget(self.bar)
         layout.addWidget(self.buttons)
-        for w in (self.format, self.rate, self.loudness):
-            w.currentIndexChanged.connect(self.check)
-        for w in (self.target, self.peak):
-            w.valueChanged.connect(self.check)
+        for combo in (self.format, self.rate, self.loudness):
+            combo.currentIndexChanged.connect(self.check)
+        for number in (self.target, self.peak):
+            number.valueChanged.connect(self.check)
         self.pattern.textChanged.connect(self.check)
         self.folder.textChanged.connect(self.check)
         self.check()
@@ -210,14 +211,14 @@ class ExportDialog(QDialog):
         try:
             options = self.options()
         except export.ExportError as exc:
-            self.problem.setText(f"{exc.field.capitalize()}: {exc.message}")
+            self.problem.say(f"{exc.field.capitalize()}: {exc.message}", DANGER)
             self.go.setEnabled(False)
             return False
         if not self.folder.text().strip():
-            self.problem.setText("Folder: choose where the files go")
+            self.problem.say("Folder: choose where the files go", DANGER)
             self.go.setEnabled(False)
             return False
-        self.problem.setText("")
+        self.problem.clear()
         self.go.setEnabled(not self.tasks.running("export"))
         song, take = self.takes[0]
         try:
@@ -245,14 +246,15 @@ class ExportDialog(QDialog):
                 config.update({**options.config_changes(), "export.drag": self.drag.isChecked()})
                 app_state.remember("export_folder", str(folder))
             except (config.ConfigError, OSError) as exc:
-                self.problem.setText(f"The choices could not be kept: {exc}")
+                self.problem.fail("keep the choices", str(exc))
         items = []
         for song, take in self.takes:
             local = self.files.ensure(song, take) if self.files is not None else take.audio
             if local is None:
-                self.problem.setText(
+                self.problem.say(
                     f"{song.name} (take {take.n}) is still being fetched "
-                    f"from the node; export again in a moment"
+                    f"from the node; export again in a moment",
+                    DANGER,
                 )
                 return
             items.append((local, song_meta(song, take)))
@@ -282,15 +284,16 @@ class ExportDialog(QDialog):
         where = results[0].path.parent if results else ""
         self.preview.setText(f"Exported {len(results)} file(s) to {where}")
         self.buttons.clear()
-        close = self.buttons.addButton(QDialogButtonBox.Close)
+        close = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         close.clicked.connect(self.accept)
 
     def _failed(self, text: str) -> None:
         self.bar.hide()
         self.go.setEnabled(True)
-        self.problem.setText(
-            "Export stopped." if "ExportCancelled" in text else f"Export failed: {text}"
-        )
+        if "ExportCancelled" in text:
+            self.problem.say("Export stopped.")
+        else:
+            self.problem.fail("export", text)
 
     def stop_or_close(self) -> None:
         if self.tasks.running("export"):
@@ -312,6 +315,6 @@ def open_for(page) -> ExportDialog | None:
             return None
         takes = [(row.song, row.take)]
     dialog = ExportDialog(takes, page.files, page)
-    dialog.setAttribute(Qt.WA_DeleteOnClose)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()
     return dialog

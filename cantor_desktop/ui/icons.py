@@ -35,7 +35,7 @@ def _note(p, size: int, colour) -> None:
     from PySide6.QtGui import QBrush, QPainterPath
 
     s = size / 64.0
-    p.setPen(Qt.NoPen)
+    p.setPen(Qt.PenStyle.NoPen)
     p.setBrush(QBrush(colour))
     # two note heads joined by a beam: a simple quaver pair
     p.drawEllipse(QRectF(10 * s, 40 * s, 16 * s, 12 * s))
@@ -56,9 +56,9 @@ def note_pixmap(size: int = 64, colour: str = TRAY_NOTE["light"], badge: str | N
     from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
 
     pm = QPixmap(size, size)
-    pm.fill(Qt.transparent)
+    pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
-    p.setRenderHint(QPainter.Antialiasing)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
     _note(p, size, QColor(colour))
     if badge:
         r = size * 0.36
@@ -121,35 +121,37 @@ def template_pixmap(size: int, state: str):
     from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
 
     pm = QPixmap(size, size)
-    pm.fill(Qt.transparent)
+    pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
-    p.setRenderHint(QPainter.Antialiasing)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
     black = QColor(TEMPLATE_INK)
     _note(p, size, black)
     badge = TEMPLATE_BADGES.get(state, "ring")
     if badge:
         r = size * 0.40
         box = QRectF(size - r - 0.5, size - r - 0.5, r, r)
-        p.setCompositionMode(QPainter.CompositionMode_Clear)  # a gap around the badge
-        p.setPen(Qt.NoPen)
+        p.setCompositionMode(
+            QPainter.CompositionMode.CompositionMode_Clear
+        )  # a gap around the badge
+        p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(black)
         grow = max(1.0, size / 16)
         p.drawEllipse(box.adjusted(-grow, -grow, grow, grow))
-        p.setCompositionMode(QPainter.CompositionMode_SourceOver)
+        p.setCompositionMode(QPainter.CompositionMode.CompositionMode_SourceOver)
         line = max(1.0, size / 14)
         if badge == "dot":
             p.drawEllipse(box)
         elif badge in ("ring", "half"):
             p.setPen(QPen(black, line))
-            p.setBrush(Qt.NoBrush)
+            p.setBrush(Qt.BrushStyle.NoBrush)
             inner = box.adjusted(line / 2, line / 2, -line / 2, -line / 2)
             p.drawEllipse(inner)
             if badge == "half":
-                p.setPen(Qt.NoPen)
+                p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(black)
                 p.drawPie(inner, 90 * 16, 180 * 16)
         elif badge == "cross":
-            p.setPen(QPen(black, line * 1.3, Qt.SolidLine, Qt.RoundCap))
+            p.setPen(QPen(black, line * 1.3, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
             m = r * 0.22
             p.drawLine(
                 QPointF(box.left() + m, box.top() + m), QPointF(box.right() - m, box.bottom() - m)

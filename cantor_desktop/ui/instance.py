@@ -23,8 +23,15 @@ import getpass
 import hashlib
 import logging
 import os
+import sys
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QLockFile, QObject, QSocketNotifier, Signal
+
+if TYPE_CHECKING:
+    import socket
+
+    from PySide6.QtNetwork import QLocalServer
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +66,7 @@ def another_app_answers(name: str, word: bytes = SHOW) -> bool | None:
     """Whether an app already listens as ``name`` (it is told ``word``: show itself, or
     quit), asked with the standard library; None where that cannot be known so (Windows'
     named pipes: :func:`tell_app`)."""
-    if os.name == "nt":
+    if sys.platform == "win32":
         return None
     import socket
 
@@ -91,7 +98,7 @@ def tell_app(name: str, word: bytes) -> bool:
     if sock.bytesToWrite():
         sock.waitForBytesWritten(CONNECT_MS)
     sock.disconnectFromServer()
-    if sock.state() != QLocalSocket.UnconnectedState:
+    if sock.state() != QLocalSocket.LocalSocketState.UnconnectedState:
         sock.waitForDisconnected(CONNECT_MS)
     return True  # an app answers: it is the one, even if deaf
 
@@ -107,9 +114,10 @@ class SingleInstance(QObject):
     def __init__(self, name: str | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.name = name or instance_name()
-        self.server = None  # QLocalServer (Windows)
+        self.server: QLocalServer | None = None  # (Windows)
         self._clients: list = []  # its QLocalSockets
-        self._listener = None  # (socket, its path, its inode, notifier) (POSIX)
+        self._listener: tuple[socket.socket, str, int, QSocketNotifier] | None = None  # (POSIX)
+        """The socket we listen on, its path, its inode, its notifier."""
         self._peers: dict[QSocketNotifier, tuple] = {}
         self._retired: list[QSocketNotifier] = []
         """Notifiers of peers let go, freed outside their own signal. They have no Qt parent:
@@ -128,7 +136,7 @@ class SingleInstance(QObject):
             if self._hand_over():
                 log.info("Cantor already runs for this user and home; asked it to show itself")
                 return False
-            return self._listen_unix() if os.name != "nt" else self._listen_pipe()
+            return self._listen_pipe() if sys.platform == "win32" else self._listen_unix()
         finally:
             if locked:
                 lock.unlock()
@@ -147,6 +155,8 @@ class SingleInstance(QObject):
     # -- POSIX: a Unix socket ------------------------------------------------------------
 
     def _listen_unix(self) -> bool:
+        if sys.platform == "win32":  # Windows listens on a named pipe (_listen_pipe)
+            return False
         import socket
 
         path = socket_path(self.name)
@@ -218,7 +228,7 @@ class SingleInstance(QObject):
         from PySide6.QtNetwork import QLocalServer
 
         server = QLocalServer(self)
-        server.setSocketOptions(QLocalServer.UserAccessOption)
+        server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         if not server.listen(self.name):
             QLocalServer.removeServer(self.name)
             if not server.listen(self.name):

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from PySide6.QtWidgets import QApplication  # PySide6 before qasync
 
-    app = QApplication.instance() or application_class()(argv)
+    running = QApplication.instance()
+    app = running if isinstance(running, QApplication) else application_class()(argv)
     app.setApplicationName("Cantor")
     app.setQuitOnLastWindowClosed(False)
     from .theme import install
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     loop = new_loop(app)
     shell = Shell(app, window=window)
-    shell.link.settle_gc = True  # the app's one link: see NodeLink.take_songs
+    shell.link.songs.settle_gc = True  # the app's one link: see SongsService.take
     instance.activated.connect(shell.reopen)
     instance.quit_requested.connect(shell.quit)
     shell.start_node_soon()  # never waits: the window is up first
@@ -237,12 +238,12 @@ class Shell:
         """Connect to (or start) the node once the window has painted, or after 0.5 s."""
         from PySide6.QtCore import QTimer
 
-        started = []
+        started: list[bool] = []
 
         def go():
             if not started:
                 started.append(True)
-                self.link.start()
+                self.link.connection.start()
 
         if self.window.painted:
             QTimer.singleShot(0, go)
@@ -258,11 +259,11 @@ class Shell:
         from PySide6.QtCore import QEvent
 
         kind = event.type()
-        if kind == QEvent.Quit and not self.done:
+        if kind == QEvent.Type.Quit and not self.done:
             self.end_now()
             event.accept()  # AppKit hears yes: the logout goes on
             return True
-        if kind == QEvent.ApplicationActivate and self.reopen_on_activate:
+        if kind == QEvent.Type.ApplicationActivate and self.reopen_on_activate:
             self.reopen_if_hidden()
         return False
 
@@ -328,7 +329,7 @@ class Shell:
 
     def _stop_node(self, budget: float, **stop_args) -> None:
         """Stop the node we started, synchronously, waiting ``budget`` s at most."""
-        process = getattr(self.link, "process", None)
+        process = self.link.connection.process
         if process is None or not process.running:
             return
         import asyncio

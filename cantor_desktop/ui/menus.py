@@ -48,7 +48,7 @@ class MenuBar:
 
         action = QAction(text, self.window)
         # NoRole: never moved by a guess from its text on macOS
-        action.setMenuRole(QAction.NoRole if role is None else role)
+        action.setMenuRole(QAction.MenuRole.NoRole if role is None else role)
         found = shortcuts.keys(keys, self.platform) if keys else []
         if found:
             action.setShortcuts(found)
@@ -70,16 +70,20 @@ class MenuBar:
         w = self.window
         act = self._action
         self.actions.update({f"song:{k}": v for k, v in song_actions.actions.items()})
-        about = act("about", "About Cantor", w.show_about, role=QAction.AboutRole)
+        about = act("about", "About Cantor", w.show_about, role=QAction.MenuRole.AboutRole)
         settings = act(
             "preferences",
             "Settings…",
             lambda: w.show_page("Settings"),
             keys="preferences",
-            role=QAction.PreferencesRole,
+            role=QAction.MenuRole.PreferencesRole,
         )
         quit_ = act(
-            "quit", "Quit Cantor", w.quit_requested.emit, keys="quit", role=QAction.QuitRole
+            "quit",
+            "Quit Cantor",
+            w.quit_requested.emit,
+            keys="quit",
+            role=QAction.MenuRole.QuitRole,
         )
         quit_.setToolTip(
             shortcuts.tip("Quit Cantor and stop the node it started", quit_.shortcuts())
@@ -145,7 +149,9 @@ class MenuBar:
         help_.addAction(act("logs", "Open Logs Folder", w.open_logs))
         help_.addSeparator()
         help_.addAction(about)  # macOS: the application menu's About Cantor
-        help_.addAction(act("about_qt", "About Qt", w.show_about_qt, role=QAction.AboutQtRole))
+        help_.addAction(
+            act("about_qt", "About Qt", w.show_about_qt, role=QAction.MenuRole.AboutQtRole)
+        )
 
 
 def readme():

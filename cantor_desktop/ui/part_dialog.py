@@ -10,12 +10,14 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit
 from ..song.edits import TRACK_WORDS, edit_request
 from ..song.record import Song, Take
 from ..song.request import TRACKS
+from ..views.messages import DANGER
 from .take_edit_dialog import TakeEditDialog
 from .widgets import ComboBox
 
 WORDS = {
     "lego": (
         "Add a layer",
+        "add the layer",
         "Add one instrument to “{name}”, in its tempo and key.",
         "Instrument",
         "How it should sound, e.g. clean funk guitar, off-beat chops",
@@ -23,6 +25,7 @@ WORDS = {
     ),
     "complete": (
         "Complete",
+        "complete the song",
         "“{name}” is a part: write the rest of the song around it.",
         "This part is",
         "The song to make around it, e.g. warm indie pop, drums, bass, piano",
@@ -43,7 +46,7 @@ class PartDialog(TakeEditDialog):
     ):
         if task not in WORDS:
             raise ValueError(f"not a part task: {task}")
-        title, intro, track_label, placeholder, button = WORDS[task]
+        title, self.what, intro, track_label, placeholder, button = WORDS[task]
         super().__init__(link, song, take, title, parent)
         self.task = task
         self.sent: Song | None = None
@@ -104,21 +107,21 @@ class PartDialog(TakeEditDialog):
         try:
             validate(request)
         except RequestError as exc:
-            self.note.setText(str(exc))
+            self.note.say(str(exc), DANGER)
             return
-        self.note.setText("Sending it to the node…")
+        self.note.say("Sending it to the node…")
         self.tasks.start(
-            "part", self.link.submit(request), on_done=self._sent, on_error=self._failed
+            "part", self.link.songs.submit(request), on_done=self._sent, on_error=self._failed
         )
         self._update()
 
     def _sent(self, song: Song) -> None:
         self.sent = song
-        self.note.setText(f"{self.windowTitle()}: queued; the new version appears under the song.")
+        self.note.say(f"{self.windowTitle()}: queued; the new version appears under the song.")
         self.accept()
 
     def _failed(self, text: str) -> None:
-        self.refused(text, "it")
+        self.refused(text, self.what)
 
 
 def open_for(page, row, task: str) -> PartDialog | None:
@@ -128,6 +131,6 @@ def open_for(page, row, task: str) -> PartDialog | None:
         return None
     region = page.editor.region if task == "lego" and page.editor.repaintable else None
     dialog = PartDialog(page.link, row.song, row.take, task, region, page)
-    dialog.accepted.connect(lambda: page.note.setText(dialog.note.text()))
+    dialog.accepted.connect(lambda: page.note.say(dialog.note.text()))
     dialog.open()
     return dialog

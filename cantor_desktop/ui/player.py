@@ -10,10 +10,15 @@ work on that buffer. Without an output device, ``load`` says so in ``problem``.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, QTimer, Signal
 
+from ..views.messages import failure
 from .tasks import Tasks
+
+if TYPE_CHECKING:
+    from PySide6.QtMultimedia import QAudioSink
 
 
 class Pcm:
@@ -73,7 +78,7 @@ def device_format(device, rate: int, channels: int):
     fmt = QAudioFormat()
     fmt.setSampleRate(rate)
     fmt.setChannelCount(channels)
-    fmt.setSampleFormat(QAudioFormat.Int16)
+    fmt.setSampleFormat(QAudioFormat.SampleFormat.Int16)
     if device is None or device.isFormatSupported(fmt):
         return fmt
     preferred = device.preferredFormat()
@@ -96,7 +101,7 @@ class Player(QObject):
         self.path: str | None = None
         self.pcm: Pcm | None = None
         self.state = "stopped"
-        self._sink = None
+        self._sink: QAudioSink | None = None
         self._buffer: QBuffer | None = None
         self._bytes = QByteArray()
         self._base_ms = 0
@@ -135,7 +140,7 @@ class Player(QObject):
         self.stop()
         device = output_device()
         if device is None:
-            self.problem = "No audio output device: playback is off"
+            self.problem = failure("play", "there is no audio output device")
             return False
         self.problem = ""
         self.path, self.pcm = path, None
@@ -147,7 +152,7 @@ class Player(QObject):
         try:
             info = sf.info(path)
         except Exception as exc:  # noqa: BLE001 — soundfile raises several kinds
-            self.problem = f"Cannot read {path}: {exc}"
+            self.problem = failure(f"read {path}", str(exc))
             self._set_state("stopped")
             return False
         fmt = device_format(device, info.samplerate, info.channels)
@@ -156,7 +161,7 @@ class Player(QObject):
             "decode",
             asyncio.to_thread(decode, path, rate, channels),
             on_done=lambda pcm: self._on_decoded(path, pcm),
-            on_error=lambda text: self._on_decoded(path, f"Cannot play {path}: {text}"),
+            on_error=lambda text: self._on_decoded(path, failure(f"play {path}", text)),
         )
         return True
 
@@ -172,7 +177,7 @@ class Player(QObject):
         self._bytes = QByteArray(result.data)
         self._buffer = QBuffer(self)
         self._buffer.setData(self._bytes)
-        self._buffer.open(QIODevice.ReadOnly)
+        self._buffer.open(QIODevice.OpenModeFlag.ReadOnly)
         self._base_ms = 0
         self._set_state("stopped")
         self.loaded.emit(path)
@@ -183,13 +188,13 @@ class Player(QObject):
             self.play()
 
     # -- transport --------------------------------------------------------------------------
-    def _make_sink(self):
+    def _make_sink(self, pcm: Pcm) -> QAudioSink:
         from PySide6.QtMultimedia import QAudioFormat, QAudioSink
 
         fmt = QAudioFormat()
-        fmt.setSampleRate(self.pcm.rate)
-        fmt.setChannelCount(self.pcm.channels)
-        fmt.setSampleFormat(QAudioFormat.Int16)
+        fmt.setSampleRate(pcm.rate)
+        fmt.setChannelCount(pcm.channels)
+        fmt.setSampleFormat(QAudioFormat.SampleFormat.Int16)
         device = output_device()
         sink = QAudioSink(device, fmt, self) if device is not None else QAudioSink(fmt, self)
         sink.stateChanged.connect(self._sink_state)
@@ -211,9 +216,11 @@ class Player(QObject):
         self._start_sink()
 
     def _start_sink(self) -> None:
+        if self.pcm is None or self._buffer is None:
+            return
         if self._sink is not None:
             self._drop_sink()
-        self._sink = self._make_sink()
+        self._sink = self._make_sink(self.pcm)
         self._sink.start(self._buffer)
         self._set_state("playing")
 
@@ -265,7 +272,7 @@ class Player(QObject):
     def _sink_state(self, state) -> None:
         from PySide6.QtMultimedia import QtAudio
 
-        if self._sink is None:
+        if self._sink is None or self._buffer is None:
             return
         if state == QtAudio.State.IdleState and self._buffer.atEnd():
             self._drop_sink()
@@ -274,7 +281,7 @@ class Player(QObject):
             self._set_state("stopped")
             self.position_changed.emit(self.duration_ms)
         elif state == QtAudio.State.StoppedState and self._sink.error() != QtAudio.Error.NoError:
-            self.problem = f"Playback stopped: {self._sink.error().name}"
+            self.problem = failure("go on playing", self._sink.error().name)
             self._drop_sink()
             self._set_state("stopped")
             self.failed.emit(self.problem)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
+    QWidget,
 )
 
 from ..client.pool_view import PoolMember, PoolView
@@ -32,38 +33,38 @@ def member_state(member: PoolMember, view: PoolView) -> tuple[str, str | None]:
 
 
 class PoolPanel(QGroupBox):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Pool", parent)
         col = QVBoxLayout(self)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         self.problem.setMargin(8)
-        self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         theme.paint_panel(self.problem, "alarm")
         self.problem.hide()
         col.addWidget(self.problem)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         theme.tone(self.summary, "muted")
         col.addWidget(self.summary)
         self.untrusted = QLabel()
         self.untrusted.setWordWrap(True)
-        self.untrusted.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.untrusted.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         theme.tone(self.untrusted, "warning")
         self.untrusted.hide()
         col.addWidget(self.untrusted)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setSelectionMode(QAbstractItemView.NoSelection)
-        self.table.setFocusPolicy(Qt.NoFocus)
-        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAsNeeded)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         h = self.table.horizontalHeader()
-        h.setSectionResizeMode(3, QHeaderView.Stretch)
+        h.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         for c, w in ((0, 170), (1, 80), (2, 120), (4, 200)):
-            h.setSectionResizeMode(c, QHeaderView.Interactive)
+            h.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
             h.resizeSection(c, w)
         col.addWidget(self.table)
         self.view: PoolView | None = None

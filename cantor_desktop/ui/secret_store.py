@@ -40,19 +40,26 @@ async def write_secret(name: str, value: str) -> None:
     await asyncio.to_thread(write)
 
 
-def save_secret_later(name: str, value: str, show: Callable[[str], None], what: str) -> None:
-    """Save a secret from a button; ``show`` gets the outcome in words (saved, removed, or
-    why not)."""
+def save_secret_later(
+    name: str,
+    value: str,
+    said: Callable[[str], None],
+    failed: Callable[[str, str], None],
+    what: str,
+) -> None:
+    """Save a secret from a button: ``said(outcome)`` when it is saved (or removed, for an
+    empty value), else ``failed(what could not be done, why)``."""
+    doing = f"save the {what.lower()}"
     try:
         asyncio.get_running_loop()  # qasync's loop counts as running all along
     except RuntimeError:
-        show(f"{what} not saved: no event loop")
+        failed(doing, "no event loop")
         return
     _tasks.start(
         f"secret:{name}",
         write_secret(name, value),
-        on_done=lambda _r: show(
+        on_done=lambda _r: said(
             f"{what} saved in the keyring" if value else f"{what} removed from the keyring"
         ),
-        on_error=lambda text: show(f"{what} not saved: {text}"),
+        on_error=lambda text: failed(doing, text),
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QKeyCombination, Qt
 from PySide6.QtGui import QKeySequence
 
 
@@ -52,7 +52,7 @@ def shown(seq: QKeySequence | list[QKeySequence] | None) -> str:
         seq = seq[0] if seq else None
     if seq is None or seq.isEmpty():
         return ""
-    return seq.toString(QKeySequence.NativeText)
+    return seq.toString(QKeySequence.SequenceFormat.NativeText)
 
 
 def tip(text: str, seq: QKeySequence | list[QKeySequence] | None) -> str:
@@ -62,21 +62,22 @@ def tip(text: str, seq: QKeySequence | list[QKeySequence] | None) -> str:
 
 
 STANDARD = {
-    "find": QKeySequence.Find,
-    "trash": QKeySequence.Delete,
-    "close_window": QKeySequence.Close,
-    "quit": QKeySequence.Quit,
-    "preferences": QKeySequence.Preferences,
-    "help": QKeySequence.HelpContents,
-    "copy": QKeySequence.Copy,
-    "cut": QKeySequence.Cut,
-    "paste": QKeySequence.Paste,
-    "select_all": QKeySequence.SelectAll,
+    "find": QKeySequence.StandardKey.Find,
+    "trash": QKeySequence.StandardKey.Delete,
+    "close_window": QKeySequence.StandardKey.Close,
+    "quit": QKeySequence.StandardKey.Quit,
+    "preferences": QKeySequence.StandardKey.Preferences,
+    "help": QKeySequence.StandardKey.HelpContents,
+    "copy": QKeySequence.StandardKey.Copy,
+    "cut": QKeySequence.StandardKey.Cut,
+    "paste": QKeySequence.StandardKey.Paste,
+    "select_all": QKeySequence.StandardKey.SelectAll,
 }
 
 CTRL = Qt.KeyboardModifier.ControlModifier  # ⌘ on macOS (Qt swaps them there)
 
-EXTRA: dict[str, tuple[tuple[bool | None, object], ...]] = {
+Keys = QKeyCombination | Qt.Key
+EXTRA: dict[str, tuple[tuple[bool | None, Keys], ...]] = {
     # (only on a Mac: True, only elsewhere: False, everywhere: None), the keys
     "generate": ((None, CTRL | Qt.Key.Key_Return), (None, CTRL | Qt.Key.Key_Enter)),
     "play": ((None, Qt.Key.Key_Space),),

@@ -75,7 +75,7 @@ class SongFiles(QObject):
         """``link.remote`` may read node.toml: asked once per TTL, not once per painted row."""
         now = time.monotonic()
         if self._remote is None or now - self._remote[1] > self.TTL:
-            self._remote = (bool(getattr(self.link, "remote", False)), now)
+            self._remote = (self.link.connection.remote, now)
         return self._remote[0]
 
     def local(self, song: Song | None, take: Take | None = None) -> str | None:
@@ -102,17 +102,10 @@ class SongFiles(QObject):
             return found
         take = take or song.takes[0]
         key = (song.id, take.n)
-        if (
-            key in self._fetching
-            or key in self._failed
-            or getattr(self.link, "client", None) is None
-        ):
+        if key in self._fetching or key in self._failed or not self.link.songs.running:
             return None
         self._fetching.add(key)
         dest = self.cached_path(song, take)
-
-        async def fetch():
-            return await self.link.client.audio(song.id, dest, take=take.n)
 
         def done(path) -> None:
             self._fetching.discard(key)
@@ -124,13 +117,13 @@ class SongFiles(QObject):
             self._failed[key] = text
             self.failed.emit(song.id, text)
 
-        self.link.tasks.start(f"audio:{song.id}:{take.n}", fetch(), on_error=failed, on_done=done)
+        self.link.songs.fetch_audio(song, take, dest, on_done=done, on_error=failed)
         return None
 
     def drop_cached(self, song: Song) -> None:
         """Delete the cached copies of a remote song's takes (it was moved to the trash)."""
         for take in song.takes:
-            self.link.tasks.cancel(f"audio:{song.id}:{take.n}")
+            self.link.songs.stop_fetch(song, take)
             self._fetching.discard((song.id, take.n))
             path = self.cached_path(song, take)
             for p in (path, path.with_name(path.name + ".part")):

@@ -9,12 +9,17 @@ Qt classes are imported where they are first used for the same reason.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QProgressBar, QPushButton, QTreeWidget, QTreeWidgetItem
+
 from ..song.record import Song, SongState
-from .song_records import status_text
-from .transfer import human_duration
+from ..views.song_records import status_text
+from ..views.transfer import human_duration
 
 EMPTY_TEXT = "Songs you generate show here while they are made."
 COLUMNS = ["Song", "Stage", "Progress", "Time left", ""]
@@ -27,7 +32,7 @@ class SongQueue(QWidget):
 
     action = Signal(str)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
@@ -35,10 +40,10 @@ class SongQueue(QWidget):
         self.empty.setEnabled(False)  # the style's quiet text colour
         self._layout.addWidget(self.empty)
         self._layout.addStretch(1)
-        self.tree = None
-        self._rows: dict = {}
+        self.tree: QTreeWidget | None = None  # made with the first row
+        self._rows: dict[str, QTreeWidgetItem] = {}
 
-    def _build_tree(self):
+    def _build_tree(self) -> QTreeWidget:
         from PySide6.QtWidgets import QHeaderView, QTreeWidget
 
         tree = QTreeWidget()
@@ -46,9 +51,9 @@ class SongQueue(QWidget):
         tree.setHeaderLabels(COLUMNS)
         tree.setRootIsDecorated(False)
         header = tree.header()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col, width in FIXED_WIDTHS:
-            header.setSectionResizeMode(col, QHeaderView.Fixed)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             header.resizeSection(col, width)
         self.empty.hide()
         while self._layout.count() > 1:  # the stretch under the empty line
@@ -65,9 +70,7 @@ class SongQueue(QWidget):
             if song.is_finished:
                 return
             item = self._add_row(song)
-        tree = self.tree
-        bar = tree.itemWidget(item, 2)
-        button = tree.itemWidget(item, 4)
+        bar, button = self._widgets(item)
         item.setText(0, song.name or song.id)
         text = status_text(song)
         item.setText(1, text.split(" — ")[0] if song.state == SongState.RUNNING else text)
@@ -83,7 +86,16 @@ class SongQueue(QWidget):
         button.setText(label)
         button.setToolTip(tip)
 
-    def _add_row(self, song: Song):
+    def _widgets(self, item: QTreeWidgetItem) -> tuple[QProgressBar, QPushButton]:
+        """A row's progress bar and button."""
+        from PySide6.QtWidgets import QProgressBar, QPushButton
+
+        assert self.tree is not None  # a row has been added
+        bar, button = self.tree.itemWidget(item, 2), self.tree.itemWidget(item, 4)
+        assert isinstance(bar, QProgressBar) and isinstance(button, QPushButton)
+        return bar, button
+
+    def _add_row(self, song: Song) -> QTreeWidgetItem:
         from PySide6.QtWidgets import QProgressBar, QPushButton, QTreeWidgetItem
 
         tree = self.tree or self._build_tree()
@@ -102,7 +114,7 @@ class SongQueue(QWidget):
     def progress(self, song_id: str) -> float:
         """The row's progress, 0–1 (0 when the song has no row)."""
         item = self._rows.get(song_id)
-        return self.tree.itemWidget(item, 2).value() / 1000 if item is not None else 0.0
+        return self._widgets(item)[0].value() / 1000 if item is not None else 0.0
 
     def row_count(self) -> int:
         return len(self._rows)

@@ -15,11 +15,13 @@ import asyncio
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
 from PySide6.QtCore import (
     QAbstractListModel,
     QMimeData,
     QModelIndex,
+    QPersistentModelIndex,
     QObject,
     QPointF,
     QRect,
@@ -34,7 +36,7 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate
 
 from ..song.record import Song, SongState
 from . import theme
-from .song_records import (
+from ..views.song_records import (
     Row,
     facts,
     family_order,
@@ -47,7 +49,8 @@ from .song_records import (
 )
 from .tasks import Tasks
 
-RowRole = Qt.UserRole + 1
+AnyIndex = QModelIndex | QPersistentModelIndex
+RowRole = Qt.ItemDataRole.UserRole + 1
 
 
 def song_mime_data(paths: Iterable[str]) -> QMimeData:
@@ -57,8 +60,8 @@ def song_mime_data(paths: Iterable[str]) -> QMimeData:
     return mime
 
 
-ROW_FLAGS = Qt.ItemIsSelectable | Qt.ItemIsEnabled
-TAKE_FLAGS = ROW_FLAGS | Qt.ItemIsDragEnabled
+ROW_FLAGS = Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
+TAKE_FLAGS = ROW_FLAGS | Qt.ItemFlag.ItemIsDragEnabled
 
 
 class SongsModel(QAbstractListModel):
@@ -97,27 +100,27 @@ class SongsModel(QAbstractListModel):
         self._texts_timer.timeout.connect(self._make_some_texts)
 
     # -- Qt's model -------------------------------------------------------------------------
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def data(self, index: QModelIndex, role: int = Qt.DisplayRole):
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         if role == RowRole:
             return self._rows[index.row()]
-        if role == Qt.DisplayRole or role == Qt.AccessibleTextRole:
+        if role == Qt.ItemDataRole.DisplayRole or role == Qt.ItemDataRole.AccessibleTextRole:
             return self._rows[index.row()].label
         return None
 
-    def flags(self, index: QModelIndex):
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
         if not index.isValid():
-            return Qt.NoItemFlags
+            return Qt.ItemFlag.NoItemFlags
         return TAKE_FLAGS if self._rows[index.row()].take is not None else ROW_FLAGS
 
-    def canFetchMore(self, parent: QModelIndex = QModelIndex()) -> bool:  # noqa: B008
+    def canFetchMore(self, parent: AnyIndex = QModelIndex()) -> bool:  # noqa: B008
         return not parent.isValid() and self._next < len(self._matching)
 
-    def fetchMore(self, parent: QModelIndex = QModelIndex()) -> None:  # noqa: B008
+    def fetchMore(self, parent: AnyIndex = QModelIndex()) -> None:  # noqa: B008
         if parent.isValid():
             return
         rows = self._make_rows(self.BATCH)
@@ -181,7 +184,8 @@ class SongsModel(QAbstractListModel):
             return n
         rows = self._rows
         while n < len(rows) and rows[n].song.id == song_id:
-            if rows[n].take is not None and rows[n].take.n == take:
+            found = rows[n].take
+            if found is not None and found.n == take:
                 return n
             n += 1
         return -1
@@ -427,11 +431,14 @@ class WaveformStore(QObject):
                 return None
             from . import waveform
 
+            def computed(peaks: Any) -> None:
+                self._computed(path, peaks)
+
+            def failed(_text: str) -> None:
+                self._failed.add(path)
+
             self.tasks.start(
-                key,
-                asyncio.to_thread(waveform.peaks, path),
-                on_done=lambda peaks, p=path: self._computed(p, peaks),
-                on_error=lambda _text, p=path: self._failed.add(p),
+                key, asyncio.to_thread(waveform.peaks, path), on_done=computed, on_error=failed
             )
         return None
 
@@ -514,7 +521,9 @@ class SongDelegate(QStyledItemDelegate):
         model = index.model()
         band = model.band(song.id) if hasattr(model, "band") else 0
         ground, title_colour, facts_colour = self.row_colours(
-            bool(option.state & QStyle.State_Selected), band, song.state == SongState.FAILED
+            bool(option.state & QStyle.StateFlag.State_Selected),
+            band,
+            song.state == SongState.FAILED,
         )
         painter.save()
         painter.fillRect(option.rect, QColor(ground))
@@ -525,7 +534,11 @@ class SongDelegate(QStyledItemDelegate):
         if row.first:
             star = self.star_rect(option.rect, indent)
             painter.setPen(QColor(c.favourite if song.favourite else c.muted))
-            painter.drawText(star, Qt.AlignLeft | Qt.AlignVCenter, "★" if song.favourite else "☆")
+            painter.drawText(
+                star,
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                "★" if song.favourite else "☆",
+            )
         title = QFont(option.font)
         title.setBold(row.first)
         name_left = r.left() + (self.STAR_W if row.first else 0)
@@ -536,14 +549,14 @@ class SongDelegate(QStyledItemDelegate):
         painter.setPen(QColor(title_colour))
         painter.drawText(
             QRect(name_left, r.top(), name_w, r.height() // 2),
-            Qt.AlignLeft | Qt.AlignVCenter,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             name,
         )
         painter.setFont(option.font)
         painter.setPen(QColor(facts_colour))
         painter.drawText(
             QRect(r.left(), r.top() + r.height() // 2, text_w, r.height() // 2),
-            Qt.AlignLeft | Qt.AlignVCenter,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             meta,
         )
         wave = QRect(r.left() + text_w + 16, r.top() + 2, r.width() - text_w - 16, r.height() - 4)
@@ -557,11 +570,13 @@ class SongDelegate(QStyledItemDelegate):
         files = self.files
         fetching = files is not None and take is not None and files.fetching(song, take)
         problem = files.problem(song, take) if files is not None and take is not None else None
-        key = (song.id, take.n if take else 0, row.first, name_w, meta_w, local is None)
-        key += (fetching, problem, title_font.key())
         # the link folds a song's events into the same record: what the words show
-        key += (song.state, song.stage, song.progress, song.position, song.error, song.title)
-        key += (len(song.takes), made_on(song))
+        key = (
+            *(song.id, take.n if take else 0, row.first, name_w, meta_w, local is None),
+            *(fetching, problem, title_font.key()),
+            *(song.state, song.stage, song.progress, song.position, song.error, song.title),
+            *(len(song.takes), made_on(song)),
+        )
         found = self._lines.get(key)
         if found is not None and found[0] is song:  # the same record: a change is a new one
             return found[1], found[2]
@@ -583,8 +598,8 @@ class SongDelegate(QStyledItemDelegate):
             else:
                 bits.insert(0, "file moved or deleted")
         meta = "  ·  ".join(b for b in bits if b)
-        name = QFontMetrics(title_font).elidedText(label, Qt.ElideRight, name_w)
-        meta = QFontMetrics(font).elidedText(meta, Qt.ElideRight, meta_w)
+        name = QFontMetrics(title_font).elidedText(label, Qt.TextElideMode.ElideRight, name_w)
+        meta = QFontMetrics(font).elidedText(meta, Qt.TextElideMode.ElideRight, meta_w)
         self._lines[key] = (song, name, meta)
         if len(self._lines) > self.LINES_KEPT:
             self._lines.popitem(last=False)
@@ -597,8 +612,8 @@ class SongDelegate(QStyledItemDelegate):
         button = self.play_rect(rect)
         current = self.playing == row.key
         playing = current and self.sounding
-        painter.setRenderHint(QPainter.Antialiasing)
-        painter.setPen(Qt.NoPen)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(c.accent if current else c.raised))
         painter.drawEllipse(button)
         painter.setBrush(QColor(c.on_accent if current else c.text))
@@ -635,8 +650,8 @@ class SongDelegate(QStyledItemDelegate):
             return
         poly = self.shape(local, peaks, rect)
         played = self.play_position if row.key == self.playing else -1.0
-        painter.setRenderHint(QPainter.Antialiasing)
-        painter.setPen(Qt.NoPen)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(c.wave))
         painter.drawPolygon(poly)
         if played >= 0:

@@ -21,7 +21,7 @@ from ..song.naming import safe_name
 from ..system.paths import paths
 from ..song.record import Song, SongState, Take
 from ..song.request import TRACKS
-from .song_records import parent_of
+from ..views.song_records import parent_of
 
 log = logging.getLogger(__name__)
 

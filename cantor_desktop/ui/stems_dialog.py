@@ -36,7 +36,7 @@ class StemsDialog(TakeEditDialog):
         layout.addLayout(grid)
         self.all.clicked.connect(self._all_clicked)
         self.make = self.finish("extract", "Make stems")
-        from .song_records import instrumental
+        from ..views.song_records import instrumental
 
         first = ("drums", "bass") if instrumental(song) else ("vocals", "drums", "bass")
         self.choose(first)  # a musician's usual first stems
@@ -82,7 +82,7 @@ class StemsDialog(TakeEditDialog):
         requests = self.requests()
         if not requests or not self.notice.ready:
             return
-        self.note.setText(f"Sending {len(requests)} stem(s) to the node…")
+        self.note.say(f"Sending {len(requests)} stem(s) to the node…")
         self.tasks.start("stems", self._send(requests), on_done=self._sent, on_error=self._failed)
         self._update()
 
@@ -90,20 +90,20 @@ class StemsDialog(TakeEditDialog):
         """Queue every stem (the node runs them back to back on one encoding of the take)
         and title each; a refusal stops the rest and leaves what was queued queued."""
         for request in requests:
-            song = await self.link.submit(request)
+            song = await self.link.songs.submit(request)
             self.queued.append(song)
-            self.link.change_song(
+            self.link.songs.change(
                 song.id, title=stem_title(self.song.title, self.song.caption, request["track"])
             )
         return self.queued
 
     def _sent(self, songs: list[Song]) -> None:
-        self.note.setText(f"{len(songs)} stem(s) queued; they appear under the song.")
+        self.note.say(f"{len(songs)} stem(s) queued; they appear under the song.")
         self.accept()
 
     def _failed(self, text: str) -> None:
         done = f" ({len(self.queued)} queued before that)" if self.queued else ""
-        self.refused(text, f"the stems{done}")
+        self.refused(text, f"make the stems{done}")
 
 
 def open_for(page, row) -> StemsDialog | None:
@@ -111,6 +111,6 @@ def open_for(page, row) -> StemsDialog | None:
     if row is None or row.take is None:
         return None
     dialog = StemsDialog(page.link, row.song, row.take, page)
-    dialog.accepted.connect(lambda: page.note.setText(dialog.note.text()))
+    dialog.accepted.connect(lambda: page.note.say(dialog.note.text()))
     dialog.open()
     return dialog

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QV
 
 from ..song.record import Song, Take
 from .base_model_notice import BaseModelNotice
+from .message_line import MessageLine
 from .tasks import Tasks
 
 
@@ -28,7 +29,7 @@ class TakeEditDialog(QDialog):
     def add_text(self, text: str) -> QLabel:
         label = QLabel(text)
         label.setWordWrap(True)
-        label.setTextFormat(Qt.PlainText)
+        label.setTextFormat(Qt.TextFormat.PlainText)
         self.body.addWidget(label)
         return label
 
@@ -37,21 +38,23 @@ class TakeEditDialog(QDialog):
         self.notice = BaseModelNotice(self.link, task, self.song.model, self)
         self.notice.changed.connect(self._update)
         self.body.addWidget(self.notice)
-        self.note = self.add_text("")
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        button = self.buttons.addButton(action, QDialogButtonBox.AcceptRole)
+        self.note = MessageLine()
+        self.body.addWidget(self.note)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        button = self.buttons.addButton(action, QDialogButtonBox.ButtonRole.AcceptRole)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
         self.body.addWidget(self.buttons)
         return button
 
     def refused(self, text: str, what: str) -> None:
-        """The node refused ``what``: a missing base model is the notice's to explain."""
+        """The node refused ``what`` (a verb phrase: "make the stems"): a missing base model
+        is the notice's to explain."""
         if "base model" in text:
             self.notice.refused(text)
-            self.note.setText(f"The node refused {what}.")
+            self.note.fail(what, "it needs a base model (see above)")
         else:
-            self.note.setText(f"The node refused {what}: {text}")
+            self.note.fail(what, text)
         self._update()
 
     def _update(self, *_) -> None:
@@ -61,6 +64,6 @@ class TakeEditDialog(QDialog):
         raise NotImplementedError
 
     def done(self, result: int) -> None:  # noqa: A003 — QDialog API
-        if result != QDialog.Accepted:
+        if result != QDialog.DialogCode.Accepted:
             self.tasks.cancel_all()
         super().done(result)

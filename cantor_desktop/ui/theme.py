@@ -192,7 +192,7 @@ def system_scheme(hint=None) -> str:
         from PySide6.QtGui import QGuiApplication
 
         app = QGuiApplication.instance()
-        hint = app.styleHints().colorScheme() if app is not None else None
+        hint = app.styleHints().colorScheme() if isinstance(app, QGuiApplication) else None
     if hint is not None:
         from PySide6.QtCore import Qt
 
@@ -213,36 +213,41 @@ def palette(c: Colours):
 
     p = QPalette()
     roles = {
-        QPalette.Window: c.window,
-        QPalette.WindowText: c.text,
-        QPalette.Base: c.surface,
-        QPalette.AlternateBase: c.surface_alt,
-        QPalette.Text: c.text,
-        QPalette.Button: c.raised,
-        QPalette.ButtonText: c.text,
-        QPalette.BrightText: c.on_accent,
-        QPalette.Highlight: c.accent,
-        QPalette.HighlightedText: c.on_accent,
-        QPalette.Link: c.accent_ink,
-        QPalette.LinkVisited: c.accent_ink,
-        QPalette.ToolTipBase: c.panel,
-        QPalette.ToolTipText: c.panel_text,
-        QPalette.PlaceholderText: c.muted,
-        QPalette.Accent: c.accent,
-        QPalette.Mid: c.line,
+        QPalette.ColorRole.Window: c.window,
+        QPalette.ColorRole.WindowText: c.text,
+        QPalette.ColorRole.Base: c.surface,
+        QPalette.ColorRole.AlternateBase: c.surface_alt,
+        QPalette.ColorRole.Text: c.text,
+        QPalette.ColorRole.Button: c.raised,
+        QPalette.ColorRole.ButtonText: c.text,
+        QPalette.ColorRole.BrightText: c.on_accent,
+        QPalette.ColorRole.Highlight: c.accent,
+        QPalette.ColorRole.HighlightedText: c.on_accent,
+        QPalette.ColorRole.Link: c.accent_ink,
+        QPalette.ColorRole.LinkVisited: c.accent_ink,
+        QPalette.ColorRole.ToolTipBase: c.panel,
+        QPalette.ColorRole.ToolTipText: c.panel_text,
+        QPalette.ColorRole.PlaceholderText: c.muted,
+        QPalette.ColorRole.Accent: c.accent,
+        QPalette.ColorRole.Mid: c.line,
     }
     for role, value in roles.items():
         p.setColor(role, QColor(value))
     raised = QColor(c.raised)
     dark = c.scheme == "dark"
-    p.setColor(QPalette.Light, raised.lighter(130 if dark else 112))
-    p.setColor(QPalette.Midlight, raised.lighter(115 if dark else 106))
-    p.setColor(QPalette.Dark, raised.darker(150 if dark else 135))
-    p.setColor(QPalette.Shadow, QColor(c.surface).darker(200))
-    for role in (QPalette.WindowText, QPalette.Text, QPalette.ButtonText, QPalette.PlaceholderText):
-        p.setColor(QPalette.Disabled, role, QColor(c.disabled))
-    p.setColor(QPalette.Disabled, QPalette.Highlight, QColor(c.line))
-    p.setColor(QPalette.Disabled, QPalette.Button, QColor(c.window))
+    p.setColor(QPalette.ColorRole.Light, raised.lighter(130 if dark else 112))
+    p.setColor(QPalette.ColorRole.Midlight, raised.lighter(115 if dark else 106))
+    p.setColor(QPalette.ColorRole.Dark, raised.darker(150 if dark else 135))
+    p.setColor(QPalette.ColorRole.Shadow, QColor(c.surface).darker(200))
+    for role in (
+        QPalette.ColorRole.WindowText,
+        QPalette.ColorRole.Text,
+        QPalette.ColorRole.ButtonText,
+        QPalette.ColorRole.PlaceholderText,
+    ):
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor(c.disabled))
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Highlight, QColor(c.line))
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Button, QColor(c.window))
     return p
 
 
@@ -327,9 +332,11 @@ def apply(app, scheme: str) -> None:
     # painted, the edge's only use of it) is made light enough for an edge that shows.
     boxes = palette(_current)
     if scheme == "dark":
-        boxes.setColor(QPalette.Window, QColor(_current.disabled).lighter(130))
+        boxes.setColor(QPalette.ColorRole.Window, QColor(_current.disabled).lighter(130))
     for cls in ("QCheckBox", "QRadioButton"):
-        QApplication.setPalette(boxes, cls)
+        # PySide6 6.11.3's stubs type the class name as bytes; it takes only a str
+        # (docs/upstream.md)
+        QApplication.setPalette(boxes, cls)  # type: ignore[arg-type]
 
     for widget in every_widget():
         kind = widget.property("cantorTone")
@@ -371,9 +378,13 @@ def _paint_tone(widget, kind: str | None) -> None:
         return
     p = widget.palette()
     value = colour(kind)
-    for role in (QPalette.WindowText, QPalette.Text, QPalette.ButtonText):
-        p.setColor(QPalette.Active, role, value)
-        p.setColor(QPalette.Inactive, role, value)
+    for role in (
+        QPalette.ColorRole.WindowText,
+        QPalette.ColorRole.Text,
+        QPalette.ColorRole.ButtonText,
+    ):
+        p.setColor(QPalette.ColorGroup.Active, role, value)
+        p.setColor(QPalette.ColorGroup.Inactive, role, value)
     widget.setPalette(p)
 
 
@@ -386,7 +397,7 @@ def item_tone(item, kind: str | None) -> None:
     from PySide6.QtCore import Qt
 
     item.setData(TONE_ROLE, kind)
-    item.setData(Qt.ForegroundRole, colour(kind) if kind else None)
+    item.setData(Qt.ItemDataRole.ForegroundRole, colour(kind) if kind else None)
 
 
 def retone_items(table) -> None:
@@ -397,7 +408,7 @@ def retone_items(table) -> None:
             item = table.item(row, col)
             kind = item.data(TONE_ROLE) if item is not None else None
             if kind:
-                item.setData(Qt.ForegroundRole, colour(kind))
+                item.setData(Qt.ItemDataRole.ForegroundRole, colour(kind))
 
 
 PANELS = {
@@ -415,7 +426,7 @@ def paint_panel(frame, kind: str = "info") -> None:
 
     frame.setProperty("cantorPanel", kind)
     # a label's own text paints with its foreground role: it keeps WindowText, no edge
-    frame.setFrameShape(QFrame.NoFrame if isinstance(frame, QLabel) else QFrame.Box)
+    frame.setFrameShape(QFrame.Shape.NoFrame if isinstance(frame, QLabel) else QFrame.Shape.Box)
     frame.setAutoFillBackground(True)
     _paint_panel(frame, kind)
 
@@ -439,24 +450,26 @@ def _paint_panel(frame, kind: str) -> None:
 
     p = frame.palette()
     if kind == "navigation":
-        for group in (QPalette.Active, QPalette.Inactive):
-            p.setColor(group, QPalette.Highlight, colour("selection"))
-            p.setColor(group, QPalette.HighlightedText, colour("text"))
+        for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            p.setColor(group, QPalette.ColorRole.Highlight, colour("selection"))
+            p.setColor(group, QPalette.ColorRole.HighlightedText, colour("text"))
         frame.setPalette(p)
         return
     if kind == "accent":
-        for group in (QPalette.Active, QPalette.Inactive):
-            p.setColor(group, QPalette.Button, colour("accent"))
-            p.setColor(group, QPalette.ButtonText, colour("on_accent"))
+        for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            p.setColor(group, QPalette.ColorRole.Button, colour("accent"))
+            p.setColor(group, QPalette.ColorRole.ButtonText, colour("on_accent"))
         frame.setPalette(p)
         return
     ground, edge, text = (colour(name) for name in PANELS[kind])
-    p.setColor(QPalette.Window, ground)
-    p.setColor(QPalette.WindowText, text)  # the labels inside inherit it
-    p.setColor(QPalette.Text, text)
-    p.setColor(QPalette.Mid, edge)
+    p.setColor(QPalette.ColorRole.Window, ground)
+    p.setColor(QPalette.ColorRole.WindowText, text)  # the labels inside inherit it
+    p.setColor(QPalette.ColorRole.Text, text)
+    p.setColor(QPalette.ColorRole.Mid, edge)
     if frame.frameShape() != frame.Shape.NoFrame:
-        frame.setForegroundRole(QPalette.Mid)  # the frame's edge; its labels keep WindowText
+        frame.setForegroundRole(
+            QPalette.ColorRole.Mid
+        )  # the frame's edge; its labels keep WindowText
     frame.setPalette(p)
 
 

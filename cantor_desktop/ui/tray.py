@@ -8,11 +8,17 @@ the icon is a template image (black, tinted by the system for the menu bar).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from .. import config
+from ..views.messages import failure
 from .icons import tray_icon
+
+if TYPE_CHECKING:
+    from .node_link import NodeLink
 
 
 class TrayMenu:
@@ -22,7 +28,7 @@ class TrayMenu:
         from PySide6.QtGui import QAction
         from PySide6.QtWidgets import QMenu
 
-        link = tray.link
+        connection = tray.link.connection
         self.widget = QMenu()
         self.status = QAction("Node stopped", self.widget)
         self.status.setEnabled(False)
@@ -45,9 +51,9 @@ class TrayMenu:
             self.quit,
         ):
             self.widget.addSeparator() if a is None else self.widget.addAction(a)
-        self.start.triggered.connect(link.start)
-        self.stop.triggered.connect(link.stop)
-        self.restart.triggered.connect(link.restart)
+        self.start.triggered.connect(connection.start)
+        self.stop.triggered.connect(connection.stop)
+        self.restart.triggered.connect(connection.restart)
         self.keep_loaded.toggled.connect(tray.set_keep_loaded)
         self.open.triggered.connect(tray.open_requested)
         self.widget.aboutToShow.connect(tray.sync_keep_loaded)
@@ -59,7 +65,7 @@ class Tray(QObject):
     quit_requested = Signal()
     song_clicked = Signal(str)
 
-    def __init__(self, link, parent=None):
+    def __init__(self, link: NodeLink, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.link = link
         self._menu: TrayMenu | None = None
@@ -71,10 +77,10 @@ class Tray(QObject):
             self.icon.activated.connect(self._activated)
             self.icon.messageClicked.connect(self._message_clicked)
             self.icon.show()
-        link.state_changed.connect(self.on_state)
+        link.connection.state_changed.connect(self.on_state)
         link.status_changed.connect(self.on_status)
-        link.song_finished.connect(self.notify_done)
-        self.on_state(link.state)
+        link.songs.finished.connect(self.notify_done)
+        self.on_state(link.connection.state)
         if self.icon is not None:  # a light or dark system panel: the note's colour follows
             from . import theme
 
@@ -82,7 +88,7 @@ class Tray(QObject):
 
     def _scheme_changed(self, _scheme: str) -> None:
         """(A method, not a lambda: the connection ends with the tray.)"""
-        self.on_state(self.link.state)
+        self.on_state(self.link.connection.state)
 
     @property
     def menu(self) -> TrayMenu:
@@ -90,7 +96,7 @@ class Tray(QObject):
         if self._menu is None:
             self._menu = TrayMenu(self)
             self.sync_keep_loaded()
-            self.on_state(self.link.state)
+            self.on_state(self.link.connection.state)
         return self._menu
 
     @property
@@ -102,7 +108,7 @@ class Tray(QObject):
         if menu is not None:
             running = state in ("idle", "generating", "starting")
             menu.start.setEnabled(not running)
-            menu.stop.setEnabled(running or self.link.owns_node)
+            menu.stop.setEnabled(running or self.link.connection.owns_node)
             menu.restart.setEnabled(state != "starting")
         if self.icon is not None:
             self.icon.setIcon(tray_icon(state))
@@ -130,9 +136,9 @@ class Tray(QObject):
             action.blockSignals(True)
             action.setChecked(not on)
             action.blockSignals(False)
-            self.link.error.emit(f"Keep model loaded not saved: {text}")
+            self.link.error.emit(failure("save Keep model loaded", text))
 
-        self.link.set_settings({"node.keep_loaded": on}, on_error=failed)
+        self.link.settings.change({"node.keep_loaded": on}, on_error=failed)
 
     def tell(self, title: str, text: str) -> None:
         """A message from the tray icon (where the system shows them)."""
@@ -143,7 +149,10 @@ class Tray(QObject):
         self._last_song = rec.id
         if self.icon is not None and QSystemTrayIcon.supportsMessages():
             self.icon.showMessage(
-                "Song ready", rec.caption or "Your song is done", QSystemTrayIcon.Information, 8000
+                "Song ready",
+                rec.caption or "Your song is done",
+                QSystemTrayIcon.MessageIcon.Information,
+                8000,
             )
 
     def _message_clicked(self) -> None:
@@ -151,5 +160,8 @@ class Tray(QObject):
             self.song_clicked.emit(self._last_song)
 
     def _activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (
+            QSystemTrayIcon.ActivationReason.Trigger,
+            QSystemTrayIcon.ActivationReason.DoubleClick,
+        ):
             self.open_requested.emit()

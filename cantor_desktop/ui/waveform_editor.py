@@ -19,10 +19,10 @@ MARGIN = 60  # px of room beyond each end to drag an extension into
 class WaveformEditor(QWidget):
     selection_changed = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setMinimumHeight(96)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
         self.peaks = None
         self._shape = None  # (peaks, size, QPolygonF): the waveform's outline at its size
@@ -83,7 +83,7 @@ class WaveformEditor(QWidget):
 
     # -- mouse ------------------------------------------------------------------------------
     def mousePressEvent(self, event) -> None:
-        if event.button() == Qt.LeftButton and self.duration > 0:
+        if event.button() == Qt.MouseButton.LeftButton and self.duration > 0:
             self._press = self.seconds_at(event.position().x())
             self._drag_to(self._press)
 
@@ -97,6 +97,8 @@ class WaveformEditor(QWidget):
             self._press = None
 
     def _drag_to(self, seconds: float) -> None:
+        if self._press is None:
+            return
         a, b = sorted((self._press, seconds))
         self.before = self._snap(-a) if a < 0 else 0.0
         self.after = self._snap(b - self.duration) if b > self.duration else 0.0
@@ -149,7 +151,7 @@ class WaveformEditor(QWidget):
     def paintEvent(self, event) -> None:
         c = theme.colours()
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         r = self._wave_rect()
         p.fillRect(self.rect(), QColor(c.surface))
         mid = r.center().y()
@@ -158,7 +160,7 @@ class WaveformEditor(QWidget):
                 QRectF(
                     self.x_of(-self.before), r.top(), r.left() - self.x_of(-self.before), r.height()
                 ),
-                QBrush(QColor(c.extend_before), Qt.BDiagPattern),
+                QBrush(QColor(c.extend_before), Qt.BrushStyle.BDiagPattern),
             )
         if self.after:
             p.fillRect(
@@ -168,7 +170,7 @@ class WaveformEditor(QWidget):
                     self.x_of(self.duration + self.after) - r.right(),
                     r.height(),
                 ),
-                QBrush(QColor(c.extend_after), Qt.BDiagPattern),
+                QBrush(QColor(c.extend_after), Qt.BrushStyle.BDiagPattern),
             )
         if self.peaks is not None and len(self.peaks):
             size = (r.left(), r.top(), r.width(), r.height())
@@ -177,7 +179,7 @@ class WaveformEditor(QWidget):
                 from .songs_model import outline  # made once per take and size
 
                 shape = self._shape = (self.peaks, size, outline(self.peaks, r))
-            p.setPen(Qt.NoPen)
+            p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(QColor(c.wave))
             p.drawPolygon(shape[2])
         else:
@@ -193,12 +195,14 @@ class WaveformEditor(QWidget):
             p.drawLine(sel.topLeft(), sel.bottomLeft())
             p.drawLine(sel.topRight(), sel.bottomRight())
         p.setPen(QColor(c.muted))
-        p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignLeft, "0:00")
+        p.drawText(
+            QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignmentFlag.AlignLeft, "0:00"
+        )
         if self.duration:
             total = int(round(self.duration))
             p.drawText(
                 QRect(r.left(), r.bottom() + 2, r.width(), 16),
-                Qt.AlignRight,
+                Qt.AlignmentFlag.AlignRight,
                 f"{total // 60}:{total % 60:02d}",
             )
         p.end()

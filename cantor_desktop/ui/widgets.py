@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSizePolicy, QSpinBox
 
+if TYPE_CHECKING:
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QWidget
 
-class _WheelOnlyWhenFocused:
+    _Field = QWidget  # the mixin below goes with a QWidget class, first in its bases
+else:
+    _Field = object
+
+
+class _WheelOnlyWhenFocused(_Field):
     """A field that ignores the mouse wheel until it has the focus: the wheel scrolls the
     page under the pointer instead of changing a value the user never clicked."""
 
     def _setup(self) -> None:
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
-    def wheelEvent(self, event) -> None:
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 — Qt's name
         if self.hasFocus():
             super().wheelEvent(event)
         else:
@@ -43,12 +53,12 @@ class ElidedLabel(QLabel):
     is too long, the whole text in its tooltip. It asks for its whole width but makes do
     with a few characters, so a long name never makes the window wider."""
 
-    def __init__(self, text: str = "", parent=None, mode=Qt.ElideRight):
+    def __init__(self, text: str = "", parent=None, mode=Qt.TextElideMode.ElideRight):
         super().__init__(parent)
         self._full = ""
         self._tip = ""
         self._mode = mode
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.setText(text)
 
     def setText(self, text: str) -> None:

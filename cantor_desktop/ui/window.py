@@ -7,6 +7,8 @@ then loads the settings and builds the Compose page, the banner and the node wir
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Signal  # not Qt: its enums cost ~13 ms to load
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -17,6 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+if TYPE_CHECKING:
+    from .menus import MenuBar
+    from .song_actions import SongActions
+
 PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
 
 
@@ -25,7 +31,7 @@ def _build(name: str, link, song_actions=None):
     if name == "Songs":
         from .pages.songs import SongsPage
 
-        return SongsPage(link, actions=song_actions)
+        return SongsPage(link, song_actions=song_actions)
     if name == "Library":
         from .pages.library import LibraryPage
 
@@ -82,8 +88,8 @@ class MainWindow(QMainWindow):
         row.addWidget(self.sidebar)
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
-        self.menu_bar = None  # after the first paint (populate), like the banner
-        self.song_actions = None
+        self.menu_bar: MenuBar | None = None  # after the first paint (populate), like the banner
+        self.song_actions: SongActions | None = None
         if not skeleton:
             self.populate()
 
@@ -137,15 +143,19 @@ class MainWindow(QMainWindow):
         bar = self.statusBar()
         self.node_button.clicked.connect(self._node_button)
         self.log_button.clicked.connect(self.show_log)
-        self.link.state_changed.connect(self._state)
-        self.link.pool_changed.connect(self._pool)
+        self.link.connection.state_changed.connect(self._state)
+        self.link.pool.changed.connect(self._pool)
         self.link.status_changed.connect(self.state_label.setText)
         self.link.error.connect(lambda text: bar.showMessage(text, 15000))
-        self.link.system_loaded.connect(lambda s: self.banner.update_from(s, self.link.models))
-        self.link.models_loaded.connect(lambda m: self.banner.update_from(self.link.system, m))
+        self.link.backends.system_loaded.connect(
+            lambda s: self.banner.update_from(s, self.link.models.listed)
+        )
+        self.link.models.loaded.connect(
+            lambda m: self.banner.update_from(self.link.backends.system, m)
+        )
         self.banner.try_sketch.connect(self.try_sketch)
         self.banner.set_up.connect(self.set_up_acestep)
-        self._state(self.link.state)
+        self._state(self.link.connection.state)
         if self.settings_error is not None:
             bar.showMessage(f"node.toml is not valid, using defaults: {self.settings_error}")
 
@@ -157,10 +167,11 @@ class MainWindow(QMainWindow):
             widget = _build(name, self.link, self.song_actions)
             index = PAGES.index(name)
             current = self.pages.currentIndex()
-            old = self.pages.widget(index)
+            old = self.pages.widget(index)  # the empty page that held its place
             self.pages.insertWidget(index, widget)
-            self.pages.removeWidget(old)
-            old.deleteLater()
+            if old is not None:
+                self.pages.removeWidget(old)
+                old.deleteLater()
             self.pages.setCurrentIndex(current)
             self._built[name] = widget
             if name == "Songs":
@@ -171,7 +182,7 @@ class MainWindow(QMainWindow):
                 widget.saved.connect(self.tray_sync)
                 widget.saved_keys.connect(self._settings_saved)
                 widget.file_changed.connect(self.tray_sync)
-                widget.file_changed.connect(self.link.refresh_config)
+                widget.file_changed.connect(self.link.settings.refresh)
             elif name == "Compose":
                 widget.play_song.connect(lambda sid: self.open_song(sid, play=True))
         return self._built[name]
@@ -180,6 +191,9 @@ class MainWindow(QMainWindow):
         if 0 <= row < len(PAGES):
             songs = self._built.get("Songs")
             if songs is not None and PAGES[row] != "Songs":
+                from .pages.songs import SongsPage  # loaded already: the page is built
+
+                assert isinstance(songs, SongsPage)
                 songs.stop_playback()  # leaving Songs stops the sound
             self.page(PAGES[row])
             self.pages.setCurrentIndex(row)
@@ -203,9 +217,9 @@ class MainWindow(QMainWindow):
         change reaches every page at once (the node's settings are read again)."""
         if {"app.node_url", "node.host", "node.port"} & set(keys):
             self.statusBar().showMessage("Connecting to the node at its new address…", 5000)
-            self.link.restart()
+            self.link.connection.restart()
         else:
-            self.link.refresh_config()
+            self.link.settings.refresh()
 
     def tray_sync(self) -> None:
         if self.tray is not None:
@@ -233,7 +247,7 @@ class MainWindow(QMainWindow):
             hardware.find_best()  # without a node it says so in the page's log
 
     def use_settings(self, song) -> None:
-        from .compose_form import ComposeForm
+        from ..views.compose_form import ComposeForm
 
         seed = song.takes[0].seed if song.takes else None
         self.compose.set_form(ComposeForm.from_settings(song.request, seed))
@@ -260,7 +274,7 @@ class MainWindow(QMainWindow):
         self.show()
         from PySide6.QtCore import Qt
 
-        self.setWindowState(self.windowState() & ~Qt.WindowMinimized)
+        self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMinimized)
         self.raise_()
         self.activateWindow()
 
@@ -268,8 +282,8 @@ class MainWindow(QMainWindow):
         from . import theme
 
         tone = theme.NODE_STATE_TONES.get(state, "muted")
-        pool = self.link.pool
-        if self.link.state.connected and pool is not None and pool.short_problem():
+        pool = self.link.pool.view
+        if self.link.connection.state.connected and pool is not None and pool.short_problem():
             tone = "warning"  # the node works, its pool does not: the line says why
         theme.tone(self.dot, tone)
         self.state_label.setText(self.link.status_line())
@@ -277,13 +291,14 @@ class MainWindow(QMainWindow):
         self.node_button.setText("Stop node" if running else "Start node")
 
     def _pool(self, _view) -> None:
-        self._state(str(self.link.state))
+        self._state(str(self.link.connection.state))
 
     def _node_button(self) -> None:
-        if self.link.state in ("idle", "generating", "starting"):
-            self.link.stop()
+        connection = self.link.connection
+        if connection.state in ("idle", "generating", "starting"):
+            connection.stop()
         else:
-            self.link.start()
+            connection.start()
 
     def show_log(self) -> None:
         from PySide6.QtCore import QTimer

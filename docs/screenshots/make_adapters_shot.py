@@ -99,11 +99,11 @@ def main() -> int:
     w = shell.window
     w.resize(1200, 760)
     w.show()
-    shell.link.start()
-    wait(lambda: shell.link.state == "idle")
+    shell.link.connection.start()
+    wait(lambda: shell.link.connection.state == "idle")
     w.show_page("Library")
     lib = w.library
-    wait(lambda: lib.adapter_list.loaded and len(lib.rows) > 1, 30)
+    wait(lambda: shell.link.adapters.loaded and len(lib.rows) > 1, 30)
     lib.add_adapters(adapters(Path(home) / "brought"))
     wait(lambda: lib.adapter_table.rowCount() == 3 and "Not added" in lib.message.text(), 60)
     spin(800)

@@ -74,10 +74,17 @@ def main() -> int:
         w = Shell(app, link).window
         w.resize(1200, 760)
         w.show()
-        link.start()
-        wait(lambda: link.state.connected and link.pool is not None and link.pool.members, 60)
+        link.connection.start()
+        wait(
+            lambda: (
+                link.connection.state.connected
+                and link.pool.view is not None
+                and link.pool.view.members
+            ),
+            60,
+        )
         w.show_page("Hardware & Backends")
-        wait(lambda: any(m.making and m.waiting for m in link.pool.members), 60)
+        wait(lambda: any(m.making and m.waiting for m in link.pool.view.members), 60)
         spin(500)
         save_both(w, "pool-hardware", settle=lambda: spin(200))
 
@@ -92,11 +99,11 @@ def main() -> int:
 
         redis.kill9()
         w.show_page("Hardware & Backends")
-        wait(lambda: link.pool is not None and not link.pool.reachable, 30)
+        wait(lambda: link.pool.view is not None and not link.pool.view.reachable, 30)
         spin(500)
         save_both(w, "pool-unreachable", settle=lambda: spin(200))
         redis.start()
-        wait(lambda: link.pool is not None and link.pool.reachable, 30)
+        wait(lambda: link.pool.view is not None and link.pool.view.reachable, 30)
         print("the pool came back:", link.status_line())
     finally:
         if loop is not None:

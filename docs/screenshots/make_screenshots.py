@@ -95,9 +95,9 @@ def main() -> int:
     for key, name in pages.items():
         w.show_page(name)
         shot(w, f"{key}-empty")
-    shell.link.start()
-    wait(lambda: shell.link.state == "idle")
-    wait(lambda: shell.link.system, 20)
+    shell.link.connection.start()
+    wait(lambda: shell.link.connection.state == "idle")
+    wait(lambda: shell.link.backends.system, 20)
     spin(500)
     # busy
     c = w.compose
@@ -107,7 +107,7 @@ def main() -> int:
     c.key.setCurrentText("A minor")
     c.duration.setText("30")
     c.generate.click()
-    wait(lambda: any(s.state == "done" for s in shell.link.songs.values()), 60)
+    wait(lambda: any(s.state == "done" for s in shell.link.songs.by_id.values()), 60)
     c.caption.setPlainText("bright synth pop, hand claps, driving bass")
     c.lyrics.setPlainText("")
     c.instrumental.setChecked(True)
@@ -117,7 +117,8 @@ def main() -> int:
     c.generate.click()
     wait(
         lambda: (
-            len(shell.link.songs) >= 2 and all(s.is_finished for s in shell.link.songs.values())
+            len(shell.link.songs.by_id) >= 2
+            and all(s.is_finished for s in shell.link.songs.by_id.values())
         ),
         60,
     )
@@ -127,19 +128,21 @@ def main() -> int:
     c.bpm.setText("")
     c.generate.click()
     wait(
-        lambda: any(s.state == "running" and s.progress > 0.2 for s in shell.link.songs.values()),
+        lambda: any(
+            s.state == "running" and s.progress > 0.2 for s in shell.link.songs.by_id.values()
+        ),
         60,
     )
     w.show_page("Compose")
     shot(w, "compose-busy")
     w.show_page("Songs")
-    first = next(iter(sorted(shell.link.songs.values(), key=lambda r: r.created)))
+    first = next(iter(sorted(shell.link.songs.by_id.values(), key=lambda r: r.created)))
     w.songs.select(first.id)
-    shell.link.change_song(first.id, favourite=True)
+    shell.link.songs.change(first.id, favourite=True)
     wait(
         lambda: all(
             w.songs.store.known(t.audio)
-            for r in shell.link.songs.values()
+            for r in shell.link.songs.by_id.values()
             if r.state == "done"
             for t in r.takes
         ),
@@ -151,17 +154,17 @@ def main() -> int:
     spin(300)
     shot(w, "songs-search")
     w.songs.search.clear()
-    for rec in list(shell.link.songs.values()):
+    for rec in list(shell.link.songs.by_id.values()):
         if not rec.is_finished:
-            shell.link.cancel_song(rec.id)
+            shell.link.songs.cancel(rec.id)
     w.show_page("Library")
     lib = w.library
     name = "acestep-v15-turbo-Q8_0"
-    wait(lambda: name in lib.rows and lib.recommended is not None, 20)
-    lib.table.selectRow(lib.rows[lib.recommended.name])
+    wait(lambda: name in lib.rows and lib.view_model.recommended is not None, 20)
+    lib.table.selectRow(lib.rows[lib.view_model.recommended.name])
     shot(w, "library-recommended")
     lib.pull(failing)
-    wait(lambda: failing in lib.failed, 20)
+    wait(lambda: failing in lib.view_model.failed, 20)
     lib.pull(name)
     wait(lambda: " / " in lib._bar(lib.rows[name]).format(), 30)
     spin(1500)

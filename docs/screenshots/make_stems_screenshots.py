@@ -36,16 +36,16 @@ def main() -> int:
     w = shell.window
     w.resize(1200, 760)
     w.show()
-    shell.link.start()
-    wait(lambda: shell.link.state == "idle")
+    shell.link.connection.start()
+    wait(lambda: shell.link.connection.state == "idle")
     c = w.compose
     c.caption.setPlainText("funk, tight drums, slap bass, electric piano, brass stabs")
     c.instrumental.setChecked(True)
     c.bpm.setText("104")
     c.duration.setText("30")
     c.generate.click()
-    wait(lambda: any(s.state == "done" for s in shell.link.songs.values()), 60)
-    song = next(iter(shell.link.songs.values()))
+    wait(lambda: any(s.state == "done" for s in shell.link.songs.by_id.values()), 60)
+    song = next(iter(shell.link.songs.by_id.values()))
     w.show_page("Songs")
     page = w.songs
     page.select(song.id, 1)
@@ -60,7 +60,7 @@ def main() -> int:
         lambda: (
             sum(
                 1
-                for s in shell.link.songs.values()
+                for s in shell.link.songs.by_id.values()
                 if s.request.get("task") == "extract" and s.state == "done" and s.title
             )
             == 4
@@ -70,7 +70,9 @@ def main() -> int:
     page.select(song.id, 1)
     page.select_stems()
     wait(
-        lambda: all(page.store.known(t.audio) for s in shell.link.songs.values() for t in s.takes),
+        lambda: all(
+            page.store.known(t.audio) for s in shell.link.songs.by_id.values() for t in s.takes
+        ),
         20,
     )
     shot(w, "songs-stems")

@@ -1,4 +1,5 @@
-"""The window's pages: each a thin widget over NodeLink and a Qt-free view-model."""
+"""The window's pages: each a thin widget over the link's services
+(:mod:`cantor_desktop.ui.node_link`) and a Qt-free view-model (:mod:`cantor_desktop.views`)."""
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 

@@ -1,29 +1,13 @@
-"""The readiness banner: is the machine ready, and the next safe action — no dead ends."""
+"""The readiness banner: is the machine ready, and the next safe action — no dead ends
+(what it says is :mod:`cantor_desktop.views.readiness`'s)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
-from ..transfer import human_bytes
+from ...views.readiness import banner
 from ..widgets import heading
-
-
-def readiness(system: dict, models: list) -> tuple[str, str]:
-    """(state, sentence): ready / needs download / needs setup (Qt-free)."""
-    ace = [m for m in models if m.get("name") != "sketch" and not m.get("builtin")]
-    installed = [m for m in ace if m.get("state") in ("installed", "ready")]
-    if installed:
-        return "ready", f"Ready: {installed[0]['name']} is installed."
-    fam = (system.get("families") or system.get("backends") or {}).get("acestep") or {}
-    rows = fam.get("backends") or []
-    installed_backend = any(isinstance(b, dict) and b.get("installed") for b in rows)
-    if installed_backend or fam.get("pinned"):
-        return (
-            "needs download",
-            "A backend is ready; download an ACE-Step model to make songs with AI.",
-        )
-    return "needs setup", "ACE-Step is not set up yet. The built-in Sketch engine works right now."
 
 
 class ReadinessBanner(QFrame):
@@ -63,22 +47,11 @@ class ReadinessBanner(QFrame):
         theme.paint_panel(self, "info")
 
     def update_from(self, system: dict, models: list) -> None:
-        self.state, sentence = readiness(system, models)
-        self.sentence.setText(sentence)
-        default = next(
-            (
-                m
-                for m in models
-                if m.get("name", "").startswith("acestep-v15-turbo") and not m.get("builtin")
-            ),
-            None,
-        )
-        size = (default or {}).get("download_bytes") or (default or {}).get("size_bytes")
-        gb = f" ({human_bytes(size)})" if size else ""
-        if self.state == "needs download":  # the backend is there: the download is next
-            self.setup.setText(f"Download an ACE-Step model{gb}")
-        else:
-            self.setup.setText(f"Set up ACE-Step: find the best backend, then download a model{gb}")
-        self.setup.setVisible(self.state != "ready")
-        if self.state == "ready":
-            self.title.setText("Cantor is ready")
+        shown = banner(system, models)
+        self.state = shown.state
+        self.sentence.setText(shown.sentence)
+        if shown.set_up is not None:
+            self.setup.setText(shown.set_up)
+        self.setup.setVisible(shown.set_up is not None)
+        if shown.title is not None:
+            self.title.setText(shown.title)

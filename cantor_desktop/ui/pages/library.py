@@ -3,17 +3,18 @@ pulls with live progress (retry, pause, discard), removal, import and the Huggin
 the node's LoRA adapters (what each was made for, add, remove).
 
 Everything acts on the node (its files, its keyring), whether it runs here or elsewhere; the
-page reads the node's typed pull events (:class:`~cantor_desktop.models.events.PullEvent`)
-and says the outcome of every action, failures included.
+page says the outcome of every action, failures included. What each row shows and offers,
+and every sentence, is the view-model's
+(:class:`~cantor_desktop.views.library.LibraryViewModel`); this is its widgets.
 """
 
 from __future__ import annotations
 
-import re
-from html import escape
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QFont, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QFileDialog,
@@ -32,11 +33,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...models.advice import Machine, Recommendation, describe, family_words, recommend
-from ...models.events import PullEvent, PullStep
+from ...models.events import PullEvent
+from ...views.library import ACTION_TIPS, LibraryViewModel
+from ...views.messages import Message
 from .. import theme
-from ..transfer import TransferMeter, human_bytes, human_duration
+from ..message_line import MessageLine
 from . import page_header
+
+if TYPE_CHECKING:
+    from ..node_link import NodeLink
 
 COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
 # Fixed column widths (Size … actions); the Model column takes the rest. Below WIDE_AT px of
@@ -45,117 +50,52 @@ COLUMNS = ["Model", "Size", "State", "Progress", "Speed", "Time left", ""]
 WIDE = ((1, 114), (2, 118), (3, 140), (4, 72), (5, 62), (6, 174))
 NARROW = ((1, 84), (2, 96), (3, 120), (4, 0), (5, 0), (6, 174))
 WIDE_AT = 880
-READY = "ready"
-DEFAULT_QUANT = "Q8_0"
-RED, AMBER = "danger", "warning"  # tones of the message line (ui.theme)
-STAR = "★"
-KINDS = {"dit": "DiT", "text_enc": "text encoder", "vae": "VAE", "lm": "language model"}
 ADAPTER_COLUMNS = ["Adapter", "Size", "Made for", ""]
 ADAPTER_ROWS_SHOWN = 4  # the adapter table's height, in rows (it scrolls past that)
 
 
-def done_message(name: str, event: PullEvent) -> str:
-    """What a finished pull says: ready, or downloaded with the engine problem and what to do."""
-    if event.engine_ready is False:
-        reason = (event.engine_error or "the engine step failed").strip().rstrip(".")
-        return (
-            f"{name}: Model ready. No engine yet: {reason} — "
-            f"Hardware & Backends → Find the best backend"
-        )
-    return f"{name} is downloaded and ready."
+def _table(columns: list[str]) -> QTableWidget:
+    """A read-only table whose long texts end in "…" (the whole text is the tooltip)."""
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().hide()
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.setWordWrap(False)
+    table.setTextElideMode(Qt.TextElideMode.ElideRight)
+    table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return table
 
 
-def failed_message(name: str, event: PullEvent) -> str:
-    """The page's line for a failed pull; addresses shortened to the file they name (the
-    row's tooltip keeps the node's whole message)."""
-    reason = re.sub(r"https?://\S+/([^/\s]+?):", r"\1:", event.message).rstrip(".")
-    text = f"Download of {name} failed: {reason}."
-    if event.error_type == "NeedsToken":
-        text += " Save a Hugging Face token below (it is kept on the node's machine), then Retry."
-    return text
-
-
-def row_actions(
-    state: str, *, builtin: bool, pulling: bool, failed: bool, partial: bool
-) -> list[str]:
-    """The buttons a row offers, by what the model is doing (no Qt)."""
-    if builtin:
-        return []
-    if pulling:
-        return ["Pause", "Cancel"]
-    if failed:
-        return ["Retry", "Discard"] if partial else ["Retry"]
-    if state == READY:
-        return ["Remove"]
-    if state in ("partial", "paused"):
-        return ["Resume", "Discard"]
-    if state in ("corrupt", "missing companion"):
-        return ["Repair"]
-    return ["Download"]
-
-
-def _named(name: str, why: str) -> str:
-    """ "name: why", unless the reason already starts with the name."""
-    return why if why.startswith(name) else f"{name}: {why}"
+def _buttons(
+    labels: list[str], tips: dict[str, str], act: Callable[[str], None], word: str = ""
+) -> QWidget:
+    """A table cell of buttons (after a ``word`` if given); a click calls ``act(label)``."""
+    cell = QWidget()
+    box = QHBoxLayout(cell)
+    box.setContentsMargins(2, 2, 2, 2)
+    if word:
+        box.addWidget(QLabel(word))
+    for label in labels:
+        button = QPushButton(label)
+        button.setToolTip(tips.get(label, ""))
+        button.clicked.connect(lambda _c=False, chosen=label: act(chosen))
+        box.addWidget(button)
+    return cell
 
 
 class LibraryPage(QWidget):
-    def __init__(self, link, parent=None):
+    def __init__(self, link: NodeLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.link = link
-        self.meters: dict[str, TransferMeter] = {}
-        self.rows: dict[str, int] = {}
-        self.pulling: set[str] = set()  # models whose pull is running
-        self.failed: dict[str, str] = {}  # model → why its last pull failed
-        self.paused: set[str] = set()
-        self.recommended: Recommendation | None = None
-        self._kinds: dict[str, str] = {}  # file name → kind, from pull plans
-        self._received: dict[str, int] = {}  # model → bytes its running pull got
-        self._models: dict[str, dict] = {}
-        self._shown: dict[str, dict] = {}
-        self._token_client = None
+        self.view_model = LibraryViewModel()
+        self._token_read = False  # the node's Hugging Face token state, read once connected
         layout = QVBoxLayout(self)
         self.disk = QLabel()
-        self.disk.setTextFormat(Qt.PlainText)
-        self.disk.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.disk.setTextFormat(Qt.TextFormat.PlainText)
+        self.disk.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addLayout(page_header("Library", self.disk))
-
-        self.advice = QFrame()
-        self.advice.setObjectName("advice")
-        theme.paint_panel(self.advice, "info")
-        row = QHBoxLayout(self.advice)
-        row.setContentsMargins(10, 6, 10, 6)
-        self.advice_text = QLabel()
-        self.advice_text.setWordWrap(True)
-        row.addWidget(self.advice_text, 1)
-        self.advice_button = QPushButton("Download")
-        self.advice_button.clicked.connect(
-            lambda: self.recommended and self.pull(self.recommended.name)
-        )
-        row.addWidget(self.advice_button)
-        self.advice.hide()
-        layout.addWidget(self.advice)
-
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setSelectionBehavior(QTableWidget.SelectRows)
-        self.table.setSelectionMode(QTableWidget.SingleSelection)
-        self.table.setWordWrap(False)  # long names end in "…", the full name is the tooltip
-        self.table.setTextElideMode(Qt.ElideRight)
-        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        h = self.table.horizontalHeader()
-        h.setMinimumSectionSize(0)
-        h.setSectionResizeMode(0, QHeaderView.Stretch)
-        for col, _w in WIDE:
-            h.setSectionResizeMode(col, QHeaderView.Fixed)
-        self.narrow: bool | None = None
-        self._fit_columns(self.table.width())
-        self.table.installEventFilter(self)
-        self.table.itemSelectionChanged.connect(self._show_details)
-        layout.addWidget(self.table, 1)
-
+        layout.addWidget(self._advice_banner())
+        layout.addWidget(self._models_table(), 1)
         under = QHBoxLayout()
         self.details = QLabel()
         self.details.setWordWrap(True)
@@ -167,14 +107,57 @@ class LibraryPage(QWidget):
             "one and whatever is on the node already"
         )
         self.every_quant.toggled.connect(lambda _on: self._filter_rows())
-        under.addWidget(self.every_quant, 0, Qt.AlignTop)
+        under.addWidget(self.every_quant, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(under)
         self._adapter_section(layout)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextFormat(Qt.PlainText)  # node messages are text, never markup
+        self.message = MessageLine()
         layout.addWidget(self.message)
+        layout.addLayout(self._tools())
 
+        link.models.loaded.connect(self.set_models)
+        link.backends.system_loaded.connect(lambda _s: self._update_advice())
+        link.pulls.changed.connect(self.on_pull_event)
+        link.connection.state_changed.connect(self._node_state)
+        link.adapters.changed.connect(self.set_adapters)
+        self.set_models(link.models.listed)
+        self.set_adapters(link.adapters.adapters)
+        self._node_state(str(link.connection.state))
+        theme.notifier().changed.connect(self._scheme_changed)
+
+    # -- building -------------------------------------------------------------------------
+    def _advice_banner(self) -> QFrame:
+        """The model recommended for the node's machine, and its Download."""
+        self.advice = QFrame()
+        self.advice.setObjectName("advice")
+        theme.paint_panel(self.advice, "info")
+        row = QHBoxLayout(self.advice)
+        row.setContentsMargins(10, 6, 10, 6)
+        self.advice_text = QLabel()
+        self.advice_text.setWordWrap(True)
+        row.addWidget(self.advice_text, 1)
+        self.advice_button = QPushButton("Download")
+        self.advice_button.clicked.connect(self._pull_recommended)
+        row.addWidget(self.advice_button)
+        self.advice.hide()
+        return self.advice
+
+    def _models_table(self) -> QTableWidget:
+        self.table = _table(COLUMNS)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
+        h = self.table.horizontalHeader()
+        h.setMinimumSectionSize(0)
+        h.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col, _w in WIDE:
+            h.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
+        self.narrow: bool | None = None
+        self._fit_columns(self.table.width())
+        self.table.installEventFilter(self)
+        self.table.itemSelectionChanged.connect(self._show_details)
+        return self.table
+
+    def _tools(self) -> QHBoxLayout:
+        """Import, and the Hugging Face token the node keeps for gated models."""
         tools = QHBoxLayout()
         self.import_button = QPushButton("Import GGUF files…")
         self.import_button.clicked.connect(self.import_gguf)
@@ -182,7 +165,7 @@ class LibraryPage(QWidget):
         tools.addStretch(1)
         tools.addWidget(QLabel("Hugging Face token"))
         self.hf_token = QLineEdit()
-        self.hf_token.setEchoMode(QLineEdit.Password)
+        self.hf_token.setEchoMode(QLineEdit.EchoMode.Password)
         self.hf_token.setPlaceholderText("for gated models only")
         self.hf_token.setToolTip("Kept in the keyring of the node's machine; never shown again")
         self.hf_token.setMinimumWidth(240)
@@ -195,28 +178,16 @@ class LibraryPage(QWidget):
         self.hf_remove.setEnabled(False)
         for w in (self.hf_token, self.hf_state, self.hf_save, self.hf_remove):
             tools.addWidget(w)
-        layout.addLayout(tools)
-
-        link.models_loaded.connect(self.set_models)
-        link.system_loaded.connect(lambda _s: self._update_advice())
-        link.pull_event.connect(self.on_pull_event)
-        self.set_models(link.models)
-        from ..adapter_list import AdapterList
-
-        self.adapter_list = AdapterList.of(link)
-        self.adapter_list.changed.connect(self.set_adapters)
-        self.set_adapters(self.adapter_list.adapters)
-        theme.notifier().changed.connect(self._scheme_changed)
+        return tools
 
     def _scheme_changed(self, _scheme: str) -> None:
         for table in (self.table, self.adapter_table):
             theme.retone_items(table)
 
-    # -- layout ---------------------------------------------------------------------------
-    def eventFilter(self, obj, event):
-        if obj is self.table and event.type() == QEvent.Resize:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 — Qt's name
+        if watched is self.table and isinstance(event, QResizeEvent):
             self._fit_columns(event.size().width())
-        return super().eventFilter(obj, event)
+        return super().eventFilter(watched, event)
 
     def _fit_columns(self, width: int) -> None:
         narrow = width < WIDE_AT
@@ -229,108 +200,60 @@ class LibraryPage(QWidget):
             if w:
                 h.resizeSection(col, w)
 
-    def _say(self, text: str, tone: str | None = None) -> None:
-        theme.tone(self.message, tone or None)
-        self.message.setText(text)
+    def _say(self, message: Message) -> None:
+        self.message.show_message(message)
 
     # -- the models -----------------------------------------------------------------------
+    @property
+    def rows(self) -> dict[str, int]:
+        """Each model's row in the table."""
+        return self.view_model.rows
+
     def set_models(self, models: list) -> None:
         """Show the node's library; rows whose model did not change are left alone."""
-        unique: dict[str, dict] = {}
-        for m in models:
-            unique.setdefault(m["name"], m)
-        self._models = unique
-        changed_advice = self._update_advice(refill=False)
-        names = list(unique)
-        if names != list(self.rows):
+        vm = self.view_model
+        new_rows, redraw = vm.take_models(models, self.link.backends.system)
+        if new_rows:
             self.table.setRowCount(0)
-            self.rows.clear()
-            self._shown = {}
-            self.table.setRowCount(len(names))
-            for row, name in enumerate(names):
-                self.rows[name] = row
+            self.table.setRowCount(len(vm.rows))
+            for row in vm.rows.values():
                 self.table.setRowHeight(row, 44)
-        elif changed_advice:
-            self._shown = {}
-        for name, m in unique.items():
-            if self._shown.get(name) != m:
-                self._fill_row(self.rows[name], name, m)
-                self._shown[name] = m
+        for name in redraw:
+            self._fill_row(name)
+        self._show_advice()
         self._filter_rows()
-        self._disk_line()
-        waiting = "The catalogue shows here once the node answers (Start node, bottom right)."
-        if not unique:
-            self._say(waiting)
-        elif self.message.text() == waiting:
-            self._say("")
-        if self.link.client is not None and self._token_client is not self.link.client:
-            self._token_client = self.link.client
-            self._read_hf_token()
+        self.disk.setText(vm.disk_line(self.link.connection.remote))
+        waiting = vm.waiting(self.message.text())
+        if waiting is not None:
+            self.message.say(waiting)
 
-    def _disk_line(self) -> None:
-        used = sum(
-            int(m.get("size_bytes") or 0) for m in self._models.values() if not m.get("builtin")
-        )
-        folder = next(
-            (
-                m.get("folder")
-                for m in self._models.values()
-                if m.get("folder") and not m.get("builtin") and not m.get("imported")
-            ),
-            None,
-        )
-        where = " on the node's machine" if self.link.remote else ""
-        self.disk.setText(
-            f"Models use {human_bytes(used)}{where}" + (f" · {folder}" if folder else "")
-        )
-
-    def _fill_row(self, row: int, name: str, m: dict) -> None:
-        title = m.get("display_name") or name
-        marked = self.recommended is not None and self.recommended.name == name
-        if marked:
-            title = f"{STAR} {title}"
-        about = (
-            "for trying things out: no download"
-            if m.get("builtin")
-            else family_words(m.get("variant"))
-        )
-        item = QTableWidgetItem(f"{title}\n{about}" if about else title)
-        item.setToolTip(
-            "\n".join(
-                x
-                for x in (
-                    name,
-                    "Recommended for this machine." if marked else "",
-                    describe(m.get("variant"), m.get("quant")) or about,
-                )
-                if x
-            )
-        )
-        if marked:
+    def _fill_row(self, name: str) -> None:
+        row, shown = self.view_model.rows[name], self.view_model.row(name)
+        item = QTableWidgetItem(shown.text)
+        item.setToolTip(shown.tooltip)
+        if shown.bold:
             font = QFont(item.font())
             font.setBold(True)
             item.setFont(font)
         self.table.setItem(row, 0, item)
-        state = m.get("state", "")
-        size, to_get = int(m.get("size_bytes") or 0), int(m.get("download_bytes") or 0)
-        if m.get("builtin"):
-            size_text = "built in"
-        elif state == READY or not to_get:
-            size_text = human_bytes(size)
-        else:
-            size_text = f"{human_bytes(to_get)} to get"
-        self.table.setItem(row, 1, QTableWidgetItem(size_text))
+        self.table.setItem(row, 1, QTableWidgetItem(shown.size))
         self.table.setItem(row, 2, QTableWidgetItem(""))
         self.table.removeCellWidget(row, 3)
-        if not m.get("builtin") and (size or name in self.pulling):
+        if shown.bar is not None:
             bar = self._bar(row)
-            bar.setValue(1000 if state == READY else int(1000 * size / max(1, size + to_get)))
-            bar.setFormat(
-                READY if state == READY else f"{human_bytes(size)} of {human_bytes(size + to_get)}"
-            )
+            bar.setValue(shown.bar[0])
+            bar.setFormat(shown.bar[1])
         self.table.setItem(row, 4, QTableWidgetItem(""))
         self.table.setItem(row, 5, QTableWidgetItem(""))
         self._refresh_actions(name)
+
+    def _item(self, row: int, column: int) -> QTableWidgetItem:
+        """A cell of a model's row (each is made with the row: :meth:`_fill_row`)."""
+        item = self.table.item(row, column)
+        if item is None:
+            item = QTableWidgetItem("")
+            self.table.setItem(row, column, item)
+        return item
 
     def _bar(self, row: int) -> QProgressBar:
         """The row's progress bar, made when first needed (rows without one stay light)."""
@@ -341,40 +264,15 @@ class LibraryPage(QWidget):
             self.table.setCellWidget(row, 3, bar)
         return bar
 
-    def _state(self, name: str) -> str:
-        """What the row's State column says now."""
-        m = self._models.get(name, {})
-        if name in self.pulling:
-            return "downloading"
-        if name in self.failed:
-            return "failed"
-        state = m.get("state", "")
-        if state == "partial" and name in self.paused:
-            return "paused"
-        return state
-
     def _refresh_actions(self, name: str) -> None:
-        row = self.rows.get(name)
+        row = self.view_model.rows.get(name)
         if row is None:
             return
-        m = self._models.get(name, {})
-        state = self._state(name)
-        cell = self.table.item(row, 2)
-        cell.setText("" if m.get("builtin") else state)
-        cell.setToolTip(self.failed.get(name, ""))
-        theme.item_tone(cell, "danger" if state == "failed" else None)
-        buttons = row_actions(
-            state,
-            builtin=bool(m.get("builtin")),
-            pulling=state == "downloading",
-            failed=state == "failed",
-            partial=int(m.get("size_bytes") or 0) > 0,
-        )
-        w = QWidget()
-        box = QHBoxLayout(w)
-        box.setContentsMargins(2, 2, 2, 2)
-        if m.get("builtin"):
-            box.addWidget(QLabel("always ready"))
+        state = self.view_model.state(name)
+        cell = self._item(row, 2)
+        cell.setText(state.text)
+        cell.setToolTip(state.tooltip)
+        theme.item_tone(cell, state.tone)
         handlers = {
             "Pause": self.pause,
             "Cancel": self.cancel,
@@ -385,111 +283,67 @@ class LibraryPage(QWidget):
             "Repair": self.pull,
             "Download": self.pull,
         }
-        tips = {
-            "Discard": "delete the partly downloaded files on the node",
-            "Cancel": "stop and delete the partly downloaded files on the node",
-            "Pause": "stop; Resume carries on where it stopped",
-            "Retry": "try the download again (what arrived is kept)",
-        }
-        for label in buttons:
-            b = QPushButton(label)
-            b.setToolTip(tips.get(label, ""))
-            b.clicked.connect(lambda _c=False, f=handlers[label]: f(name))
-            box.addWidget(b)
-        self.table.setCellWidget(row, 6, w)
+        word = "always ready" if state.always_ready else ""
+        buttons = _buttons(
+            list(state.actions), ACTION_TIPS, lambda label: handlers[label](name), word
+        )
+        self.table.setCellWidget(row, 6, buttons)
 
     def _filter_rows(self) -> None:
         every = self.every_quant.isChecked()
-        rec = self.recommended.name if self.recommended else None
-        for name, row in self.rows.items():
-            m = self._models.get(name, {})
-            keep = (
-                every
-                or m.get("builtin")
-                or name == rec
-                or name in self.failed
-                or m.get("quant") in (None, DEFAULT_QUANT)
-                or m.get("state") not in ("not downloaded", None)
-                or name in self.pulling
-            )
-            self.table.setRowHidden(row, not keep)
+        for name, row in self.view_model.rows.items():
+            self.table.setRowHidden(row, self.view_model.hidden(name, every))
 
     def _show_details(self) -> None:
         rows = {i.row() for i in self.table.selectedItems()}
-        name = next((n for n, r in self.rows.items() if r in rows), None)
-        m = self._models.get(name or "", {})
-        if not m:
-            self.details.clear()
-            return
-        text = describe(m.get("variant"), m.get("quant"))
-        self.details.setText(
-            f"<b>{escape(m.get('display_name') or name)}</b> "
-            f"({escape(name)}) — {text or 'a model file you brought'}"
-        )
+        name = next((n for n, r in self.view_model.rows.items() if r in rows), None)
+        self.details.setText(self.view_model.details(name))
 
     # -- the recommendation ---------------------------------------------------------------
-    def _update_advice(self, refill: bool = True) -> bool:
-        """Recompute the model suggested for the node's machine; True when it changed."""
-        names = [n for n, m in self._models.items() if not m.get("builtin")]
-        rec = recommend(Machine.from_system(self.link.system), names) if names else None
-        changed = rec != self.recommended
-        self.recommended = rec
-        if rec is None or rec.name not in self._models:
-            self.advice.hide()
-            return changed
-        m = self._models[rec.name]
-        ready = m.get("state") == READY
-        self.advice_text.setText(
-            f"{STAR} <b>Recommended for this machine: "
-            f"{escape(m.get('display_name') or rec.name)}</b>"
-            f"{' (downloaded)' if ready else ''} — {rec.reason}"
-        )
-        self.advice_button.setVisible(not ready and rec.name not in self.pulling)
-        to_get = int(m.get("download_bytes") or 0)
-        self.advice_button.setText(f"Download ({human_bytes(to_get)})" if to_get else "Download")
-        self.advice.show()
-        if changed and refill:
-            self._shown = {}
-            self.set_models(list(self._models.values()))
-        return changed
+    def _update_advice(self) -> None:
+        """The node's machine was read again: the recommendation (every row drawn again
+        when it moved)."""
+        if self.view_model.update_advice(self.link.backends.system):
+            for name in self.view_model.rows:
+                self._fill_row(name)
+            self._filter_rows()
+        self._show_advice()
+
+    def _show_advice(self) -> None:
+        advice = self.view_model.advice()
+        self.advice.setVisible(advice is not None)
+        if advice is not None:
+            self.advice_text.setText(advice.text)
+            self.advice_button.setVisible(advice.button is not None)
+            self.advice_button.setText(advice.button or "Download")
+
+    def _pull_recommended(self) -> None:
+        if self.view_model.recommended is not None:
+            self.pull(self.view_model.recommended.name)
 
     # -- actions --------------------------------------------------------------------------
     def pull(self, name: str) -> None:
-        self.meters[name] = TransferMeter()
-        self.failed.pop(name, None)
-        self.paused.discard(name)
-        self.pulling.add(name)
-        self._received[name] = 0
-        self.link.pull(name)
+        self.view_model.start_pull(name)
+        self.link.pulls.pull(name)
         self._refresh_actions(name)
         self._update_advice()
 
     def pause(self, name: str) -> None:
-        self.paused.add(name)
-        self.link.pause_pull(name)
+        self.view_model.pause(name)
+        self.link.pulls.pause(name)
         self._refresh_actions(name)
 
     def cancel(self, name: str) -> None:
         """Stop (if running) and delete the partly downloaded files on the node."""
 
         def done(answer: dict) -> None:
-            self.failed.pop(name, None)
-            self.paused.discard(name)
-            gone = answer.get("deleted") or []
-            self._say(
-                f"{name}: deleted {len(gone)} partly downloaded file(s), "
-                f"{human_bytes(answer.get('freed_bytes') or 0)}."
-                if gone
-                else f"{name}: nothing partly downloaded was left to delete."
-            )
+            self._say(self.view_model.discarded(name, answer))
             self._refresh_actions(name)
 
-        self.link.discard_pull(
+        self.link.pulls.discard(
             name,
             on_done=done,
-            on_error=lambda text: self._say(
-                f"Could not delete the partial files of {name}: {text}", RED
-            ),
+            on_error=lambda text: self.message.fail(f"delete the partial files of {name}", text),
         )
         self._refresh_actions(name)
 
@@ -498,85 +352,50 @@ class LibraryPage(QWidget):
             answer = QMessageBox.question(
                 self, "Remove model", f"Remove {name} and delete its files?"
             )
-            if answer != QMessageBox.Yes:
+            if answer != QMessageBox.StandardButton.Yes:
                 return
-        self.link.remove_model(
+        self.link.models.remove(
             name,
-            on_done=lambda _a: self._say(f"{name} removed."),
-            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED),
+            on_done=lambda _a: self.message.say(f"{name} removed."),
+            on_error=lambda text: self.message.fail(f"remove {name}", text),
         )
 
     def on_pull_event(self, name: str, event: PullEvent) -> None:
-        row = self.rows.get(name)
-        step = event.type
-        if event.is_terminal:
-            self.pulling.discard(name)
-            if step is PullStep.DONE:
-                self.failed.pop(name, None)
-                self._say(done_message(name, event), AMBER if event.engine_ready is False else "")
-            elif step is PullStep.FAILED:
-                self.failed[name] = event.message
-                self._say(failed_message(name, event), RED)
-            else:
-                self.paused.add(name)
-                self._say(f"{name}: paused. Resume carries on where it stopped.")
+        shown = self.view_model.pull_event(name, event)
+        if shown.message is not None:
+            self._say(shown.message)
+        row = self.view_model.rows.get(name)
+        if shown.ended:
             if row is not None:
-                self.table.item(row, 4).setText("")
-                self.table.item(row, 5).setText("")
-                if (
-                    step is PullStep.FAILED
-                    and not self._received.get(name)
-                    and not self._models.get(name, {}).get("size_bytes")
-                ):
+                self._item(row, 4).setText("")
+                self._item(row, 5).setText("")
+                if shown.drop_bar:
                     self.table.removeCellWidget(row, 3)  # nothing arrived: no bar
-                if step is PullStep.DONE and name in self._models:
-                    self._models[name] = {**self._models[name], "state": READY}
             self._refresh_actions(name)
             self._filter_rows()
             self._update_advice()
             return
-        if name not in self.pulling:  # a pull started elsewhere (the first-run banner)
-            self.pulling.add(name)
+        if shown.actions:
             self._refresh_actions(name)
         if row is None:
             return
-        state = self.table.item(row, 2)
-        if step is PullStep.CATALOGUE:
-            state.setText("asking the hub…")
-        elif step is PullStep.ENGINE:
-            state.setText("engine…")
-            state.setToolTip(event.message)
-        elif step is PullStep.PLAN:
-            self._kinds.update({f.get("name"): f.get("kind") for f in event.files})
-            self._bar(row).setFormat(f"0 / {human_bytes(event.total)}")
-        elif step in (PullStep.FILE_START, PullStep.PROGRESS, PullStep.FILE_DONE):
-            self._progress(name, row, event)
-
-    def _progress(self, name: str, row: int, event: PullEvent) -> None:
-        meter = self.meters.setdefault(name, TransferMeter())
-        bar = self._bar(row)
-        meter.add(event.received)
-        self._received[name] = event.received
-        if event.total:
-            bar.setValue(int(1000 * (event.fraction or 0)))
-            bar.setFormat(f"{human_bytes(event.received)} / {human_bytes(event.total)}")
-        speed = event.speed or meter.speed()
-        eta = event.eta if event.eta is not None else meter.eta(event.total)
-        self.table.item(row, 4).setText(f"{human_bytes(speed)}/s")
-        self.table.item(row, 5).setText(human_duration(eta))
-        tip = f"{human_bytes(speed)}/s, {human_duration(eta)} left"
-        if event.file:
-            tip = (
-                f"{event.file}: {human_bytes(event.file_received)} / "
-                f"{human_bytes(event.file_total)} — {tip}"
-            )
-            pct = (
-                f" {int(100 * event.file_received / event.file_total)}%" if event.file_total else ""
-            )
-            what = KINDS.get(self._kinds.get(event.file, ""), event.file)
-            self.table.item(row, 2).setText(f"{what}{pct}")  # this file; the bar: all of them
-            self.table.item(row, 2).setToolTip(tip)
-        bar.setToolTip(tip)
+        state = self._item(row, 2)
+        if shown.state is not None:
+            state.setText(shown.state)
+        if shown.state_tip is not None:
+            state.setToolTip(shown.state_tip)
+        if shown.bar_value is not None or shown.bar_text is not None or shown.bar_tip:
+            bar = self._bar(row)
+            if shown.bar_value is not None:
+                bar.setValue(shown.bar_value)
+            if shown.bar_text is not None:
+                bar.setFormat(shown.bar_text)
+            if shown.bar_tip is not None:
+                bar.setToolTip(shown.bar_tip)
+        if shown.speed is not None:
+            self._item(row, 4).setText(shown.speed)
+        if shown.time_left is not None:
+            self._item(row, 5).setText(shown.time_left)
 
     # -- import ---------------------------------------------------------------------------
     def import_gguf(self) -> None:
@@ -589,94 +408,61 @@ class LibraryPage(QWidget):
     def import_files(self, files: list[str]) -> None:
         """This home's node adopts the files where they are; a node elsewhere gets them
         uploaded into its models folder."""
-        self._say(
-            f"Sending {len(files)} file(s) to the node…"
-            if self.link.remote
-            else f"Importing {len(files)} file(s)…"
-        )
-        self.link.import_models(
+        remote = self.link.connection.remote
+        self.message.say(self.view_model.importing(len(files), remote))
+        self.link.models.import_files(
             files,
-            on_done=self._imported,
-            on_error=lambda text: self._say(f"Import failed: {text}", RED),
+            on_done=lambda outcomes: self._say(self.view_model.imported(outcomes, remote)),
+            on_error=lambda text: self.message.fail("import the files", text),
             on_progress=self._upload_progress,
         )
 
     def _upload_progress(self, path: str, sent: int, total: int) -> None:
-        name = path.replace("\\", "/").rsplit("/", 1)[-1]
-        self._say(f"Sending {name} to the node: {human_bytes(sent)} of {human_bytes(total)}")
-
-    def _imported(self, outcomes: list) -> None:
-        good = [p for p, answer, _e in outcomes if answer is not None]
-        bad = [(p, e) for p, answer, e in outcomes if answer is None]
-        text = f"Imported {len(good)} of {len(outcomes)} file(s)"
-        if self.link.remote and good:
-            text += " into the node's models folder"
-        if bad:
-            text += ". Not imported: " + "; ".join(
-                f"{p.replace(chr(92), '/').rsplit('/', 1)[-1]}: {e}" for p, e in bad
-            )
-        self._say(text + ".", RED if bad else "")
+        self.message.say(self.view_model.sending(path, sent, total))
 
     # -- the Hugging Face token (on the node's machine) -----------------------------------
-    def _read_hf_token(self) -> None:
-        self.link.tasks.start(
-            "hf_token",
-            self.link.client.hf_token(),
-            on_done=self._show_hf_token,
-            on_error=lambda text: self.hf_state.setText("unknown"),
-        )
+    def _node_state(self, state: str) -> None:
+        """Connected: whether the node (perhaps another one now) keeps a token."""
+        connected = state in ("idle", "generating")
+        if connected and not self._token_read:
+            self.link.models.hf_token(
+                on_done=self._show_hf_token, on_error=lambda _text: self.hf_state.setText("unknown")
+            )
+        self._token_read = connected
 
     def _show_hf_token(self, status: dict) -> None:
-        on = bool(status.get("set"))
-        source = status.get("source")
-        self.hf_state.setText(
-            "✓ set" + (" (HF_TOKEN)" if source == "environment" else "") if on else "not set"
-        )
-        self.hf_state.setToolTip(status.get("note") or "")
-        self.hf_remove.setEnabled(on and source == "keyring")
-        self.hf_token.setPlaceholderText(
-            "type a new one to replace it" if on else "for gated models only"
-        )
+        said, tip, removable, hint = self.view_model.token_state(status)
+        self.hf_state.setText(said)
+        self.hf_state.setToolTip(tip)
+        self.hf_remove.setEnabled(removable)
+        self.hf_token.setPlaceholderText(hint)
 
     def _save_hf_token(self) -> None:
         token = self.hf_token.text().strip()
         if not token:
-            self._say("Type the token first (huggingface.co → Settings → Access Tokens).")
-            return
-        if self.link.client is None:
-            self._say("Token not saved: the node is not running.", RED)
+            self.message.say("Type the token first (huggingface.co → Settings → Access Tokens).")
             return
 
         def saved(status: dict) -> None:
             self.hf_token.clear()
             self._show_hf_token(status)
-            self._say("Hugging Face token saved on the node's machine (its keyring).")
+            self.message.say("Hugging Face token saved on the node's machine (its keyring).")
 
-        self.link.tasks.start(
-            "hf_token",
-            self.link.client.set_hf_token(token),
-            on_done=saved,
-            on_error=lambda text: self._say(f"Token not saved: {text}", RED),
+        self.link.models.set_hf_token(
+            token, on_done=saved, on_error=lambda text: self.message.fail("save the token", text)
         )
 
     def _remove_hf_token(self) -> None:
-        if self.link.client is None:
-            self._say("Token not removed: the node is not running.", RED)
-            return
-
         def removed(status: dict) -> None:
             self._show_hf_token(status)
-            self._say(
+            self.message.say(
                 "Hugging Face token removed from the node's machine."
                 if status.get("removed")
                 else "No token was stored on the node."
             )
 
-        self.link.tasks.start(
-            "hf_token",
-            self.link.client.remove_hf_token(),
-            on_done=removed,
-            on_error=lambda text: self._say(f"Token not removed: {text}", RED),
+        self.link.models.remove_hf_token(
+            on_done=removed, on_error=lambda text: self.message.fail("remove the token", text)
         )
 
     # -- adapters (LoRA) ------------------------------------------------------------------
@@ -684,7 +470,7 @@ class LibraryPage(QWidget):
         head = QHBoxLayout()
         head.addWidget(QLabel("<b>Adapters (LoRA)</b>"))
         self.adapters_note = QLabel()
-        self.adapters_note.setTextFormat(Qt.PlainText)
+        self.adapters_note.setTextFormat(Qt.TextFormat.PlainText)
         theme.tone(self.adapters_note, "muted")
         head.addWidget(self.adapters_note, 1)
         self.add_adapter_button = QPushButton("Add adapter…")
@@ -695,19 +481,13 @@ class LibraryPage(QWidget):
         self.add_adapter_button.clicked.connect(self.choose_adapters)
         head.addWidget(self.add_adapter_button)
         layout.addLayout(head)
-        t = self.adapter_table = QTableWidget(0, len(ADAPTER_COLUMNS))
-        t.setHorizontalHeaderLabels(ADAPTER_COLUMNS)
-        t.verticalHeader().hide()
-        t.setEditTriggers(QTableWidget.NoEditTriggers)
-        t.setSelectionMode(QTableWidget.NoSelection)
-        t.setWordWrap(False)
-        t.setTextElideMode(Qt.ElideRight)
-        t.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        t = self.adapter_table = _table(ADAPTER_COLUMNS)
+        t.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         h = t.horizontalHeader()
-        h.setSectionResizeMode(0, QHeaderView.Stretch)
-        h.setSectionResizeMode(2, QHeaderView.Stretch)
+        h.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        h.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         for col, width in ((1, 90), (3, 96)):
-            h.setSectionResizeMode(col, QHeaderView.Fixed)
+            h.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             h.resizeSection(col, width)
         t.verticalHeader().setDefaultSectionSize(34)
         t.setFixedHeight(h.height() + 34 * ADAPTER_ROWS_SHOWN + 4)
@@ -715,54 +495,29 @@ class LibraryPage(QWidget):
 
     def set_adapters(self, adapters: list) -> None:
         """One row per adapter on the node: name, size, what it was made for, Remove."""
-        self.adapter_rows = {}
+        self.adapter_rows: dict[str, int] = {}
         t = self.adapter_table
         t.setRowCount(len(adapters))
-        for row, a in enumerate(adapters):
-            name = a["name"]
-            self.adapter_rows[name] = row
-            item = QTableWidgetItem(name)
-            facts = [
-                f"{a.get('engine_name') or name} ({(a.get('format') or '?').upper()})",
-                a.get("path") or "",
-            ]
-            if a.get("base_model"):
-                facts.append(f"base model: {a['base_model']}")
-            if a.get("rank"):
-                facts.append(
-                    f"rank {a['rank']}" + (f", alpha {a['alpha']:g}" if a.get("alpha") else "")
-                )
-            if a.get("targets"):
-                facts.append("changes " + ", ".join(a["targets"]))
-            item.setToolTip("\n".join(f for f in facts if f))
+        for row, adapter in enumerate(adapters):
+            shown = self.view_model.adapter_row(adapter)
+            self.adapter_rows[shown.name] = row
+            item = QTableWidgetItem(shown.name)
+            item.setToolTip(shown.tooltip)
             t.setItem(row, 0, item)
-            t.setItem(row, 1, QTableWidgetItem(human_bytes(int(a.get("size") or 0))))
-            made_for = QTableWidgetItem(a.get("made_for") or f"cannot be used: {a.get('problem')}")
-            made_for.setToolTip(made_for.text())
-            if a.get("problem"):
+            t.setItem(row, 1, QTableWidgetItem(shown.size))
+            made_for = QTableWidgetItem(shown.made_for)
+            made_for.setToolTip(shown.made_for)
+            if shown.problem:
                 theme.item_tone(made_for, "danger")
             t.setItem(row, 2, made_for)
-            cell = QWidget()
-            box = QHBoxLayout(cell)
-            box.setContentsMargins(2, 2, 2, 2)
-            remove = QPushButton("Remove")
-            remove.setToolTip("delete the adapter on the node")
-            remove.clicked.connect(lambda _c=False, n=name: self.remove_adapter(n))
-            box.addWidget(remove)
-            t.setCellWidget(row, 3, cell)
-        where = " on the node's machine" if self.link.remote else ""
-        if adapters:
-            used = sum(int(a.get("size") or 0) for a in adapters)
-            self.adapters_note.setText(
-                f"{len(adapters)} adapter(s), {human_bytes(used)}{where}"
-                f" · Compose → Advanced → Adapter uses one"
-            )
-        elif self.adapter_list.loaded:
-            self.adapters_note.setText(
-                f"none yet{where}: add a .safetensors LoRA or a PEFT folder made for ACE-Step 1.5"
-            )
-        else:
-            self.adapters_note.setText("")
+            t.setCellWidget(row, 3, self._remove_button(shown.name))
+        adapters_known = self.link.adapters.loaded
+        remote = self.link.connection.remote
+        self.adapters_note.setText(self.view_model.adapters_note(adapters, adapters_known, remote))
+
+    def _remove_button(self, name: str) -> QWidget:
+        tips = {"Remove": "delete the adapter on the node"}
+        return _buttons(["Remove"], tips, lambda _label: self.remove_adapter(name))
 
     def choose_adapters(self) -> None:
         """A file (a node elsewhere: uploaded), or on this home's node a PEFT folder too."""
@@ -779,7 +534,7 @@ class LibraryPage(QWidget):
             if chosen:
                 self.add_adapters([chosen])
 
-        if self.link.remote:
+        if self.link.connection.remote:
             files()
             return
         menu = QMenu(self)
@@ -788,44 +543,23 @@ class LibraryPage(QWidget):
         menu.exec(self.add_adapter_button.mapToGlobal(self.add_adapter_button.rect().bottomLeft()))
 
     def add_adapters(self, paths: list[str]) -> None:
-        self._say(
-            f"Sending {len(paths)} adapter(s) to the node…"
-            if self.link.remote
-            else f"Adding {len(paths)} adapter(s)…"
-        )
-        self.adapter_list.add(
+        self.message.say(self.view_model.adding(len(paths), self.link.connection.remote))
+        self.link.adapters.add(
             paths,
-            on_done=self._adapters_added,
-            on_error=lambda text: self._say(f"Adding failed: {text}", RED),
+            on_done=lambda outcomes: self._say(self.view_model.adapters_added(outcomes)),
+            on_error=lambda text: self.message.fail("add the adapters", text),
             on_progress=self._upload_progress,
         )
-
-    def _adapters_added(self, outcomes: list) -> None:
-        good = [answer for _p, answer, _e in outcomes if answer is not None]
-        bad = [(p, e) for p, answer, e in outcomes if answer is None]
-        text = "; ".join(f"Added {a['name']} (made for {a.get('made_for')})" for a in good)
-        if bad:
-            text += (
-                ("; " if text else "")
-                + "Not added: "
-                + "; ".join(
-                    _named(p.replace(chr(92), "/").rstrip("/").rsplit("/", 1)[-1], e)
-                    for p, e in bad
-                )
-            )
-        self._say(text.rstrip(".") + ".", RED if bad else "")
 
     def remove_adapter(self, name: str, confirm: bool = True) -> None:
         if confirm:
             answer = QMessageBox.question(
                 self, "Remove adapter", f"Remove the adapter {name} and delete its files?"
             )
-            if answer != QMessageBox.Yes:
+            if answer != QMessageBox.StandardButton.Yes:
                 return
-        self.adapter_list.remove(
+        self.link.adapters.remove(
             name,
-            on_done=lambda a: self._say(
-                f"{name} removed, {human_bytes(int(a.get('freed_bytes') or 0))} freed."
-            ),
-            on_error=lambda text: self._say(f"Could not remove {name}: {text}", RED),
+            on_done=lambda answer: self._say(self.view_model.adapter_removed(name, answer)),
+            on_error=lambda text: self.message.fail(f"remove {name}", text),
         )

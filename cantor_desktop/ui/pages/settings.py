@@ -1,7 +1,7 @@
 """Settings: every node.toml key from the registry, the node address + token, the folders.
 
 Fields are generated from :data:`cantor_desktop.config.OPTIONS` and checked with each
-option's own validator as you type. Save goes through the link (:meth:`NodeLink.set_settings`):
+option's own validator as you type. Save goes through the link's settings service:
 for this home's node, :func:`config.update` on our node.toml (locked, atomic, comments kept);
 for a node that is not this home's, the node's own settings are shown and saved over its API,
 and the keys that may be set only on its machine (what runs, where files go, who may talk
@@ -13,7 +13,7 @@ never overwritten.
 
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -35,40 +35,16 @@ from PySide6.QtWidgets import (
 
 from ... import config
 from ...system.paths import paths
+from ...views import settings as shown
 from .. import theme
+from ..message_line import MessageLine
 from ..tasks import Tasks
 from ..widgets import ComboBox, SpinBox
 
+if TYPE_CHECKING:
+    from ..node_link import NodeLink
+
 POLL_MS = 500
-LABELS = {
-    "node.host": "Listen address",
-    "node.port": "Port",
-    "node.keep_loaded": "Keep model loaded",
-    "backends.acestep": "ACE-Step backend",
-    "engines.manifest": "Engine manifest URL",
-    "engines.acestep.path": "Own ace-server executable",
-    "models.default": "Default model",
-    "models.lm": "Language model size",
-    "songs.dir": "Songs folder",
-    "songs.format": "Song format",
-    "app.node_url": "Node address (remote)",
-    "node.allowed_hosts": "Allowed host names",
-    "node.max_queue": "Most songs waiting",
-    "export.format": "Format",
-    "export.rate": "Sample rate",
-    "export.loudness": "Loudness (LUFS or off)",
-    "export.peak": "True-peak ceiling (dBTP)",
-    "export.pattern": "File names",
-    "export.drag": "Drag out exported files",
-}
-
-
-def _stamp(path) -> tuple | None:
-    try:
-        st = os.stat(path)
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
-    except OSError:
-        return None
 
 
 class SettingsPage(QWidget):
@@ -76,7 +52,7 @@ class SettingsPage(QWidget):
     saved_keys = Signal(list)  # the keys the last save changed
     file_changed = Signal()
 
-    def __init__(self, link=None, parent=None):
+    def __init__(self, link: NodeLink | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.link = link
         self.tasks = Tasks()
@@ -85,7 +61,7 @@ class SettingsPage(QWidget):
         self.errors: dict[str, QLabel] = {}
         self.notes: dict[str, QLabel] = {}
         self._loaded: dict[str, object] = {}
-        self._stamp = None
+        self._stamp: tuple[int, int, int] | None = None
 
         outer = QVBoxLayout(self)
         outer.addWidget(QLabel("<h2>Settings</h2>"))
@@ -106,17 +82,7 @@ class SettingsPage(QWidget):
         for opt in config.OPTIONS.values():
             table = opt.key.split(".")[0]
             if table not in groups:
-                box = QGroupBox(
-                    {
-                        "node": "Node",
-                        "backends": "Backends",
-                        "engines": "Engines",
-                        "models": "Models",
-                        "songs": "Songs",
-                        "export": "Export (this app)",
-                        "app": "This app",
-                    }.get(table, table)
-                )
+                box = QGroupBox(shown.group(opt.key))
                 form = QFormLayout(box)
                 col.addWidget(box)
                 groups[table] = form
@@ -130,7 +96,7 @@ class SettingsPage(QWidget):
             note = QLabel()
             theme.tone(note, "muted")
             note.setWordWrap(True)
-            note.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             note.hide()
             self.notes[opt.key] = note
             cell = QWidget()
@@ -145,14 +111,14 @@ class SettingsPage(QWidget):
             v.addLayout(row)
             v.addWidget(note)
             v.addWidget(err)
-            label = QLabel(LABELS.get(opt.key, opt.key))
+            label = QLabel(shown.label(opt.key))
             label.setToolTip(f"{opt.key}: {opt.help}")
-            widget.setToolTip(f"{opt.help}\nnode.toml key: {opt.key}")
+            widget.setToolTip(shown.tooltip(opt.key))
             groups[table].addRow(label, cell)
             if table == "app":
                 token_row = QHBoxLayout()
                 self.token = QLineEdit()
-                self.token.setEchoMode(QLineEdit.Password)
+                self.token.setEchoMode(QLineEdit.EchoMode.Password)
                 self.token.setPlaceholderText("token for a remote node (kept in the OS keyring)")
                 self.token_save = QPushButton("Save token")
                 self.token_save.clicked.connect(self._save_token)
@@ -181,7 +147,7 @@ class SettingsPage(QWidget):
         col.addStretch(1)
 
         buttons = QHBoxLayout()
-        self.status = QLabel()
+        self.status = MessageLine()
         self.save_button = QPushButton("Save")
         self.revert_button = QPushButton("Revert")
         buttons.addWidget(self.status, 1)
@@ -197,9 +163,9 @@ class SettingsPage(QWidget):
         self.timer.start()
         self._remote_shown = False
         if link is not None:
-            link.config_loaded.connect(lambda _values: self.reload())
-            link.state_changed.connect(self._node_changed)
-            link.models_loaded.connect(lambda _models: self._model_choices())
+            link.settings.loaded.connect(lambda _values: self.reload())
+            link.connection.state_changed.connect(self._node_changed)
+            link.models.loaded.connect(lambda _models: self._model_choices())
         self.reload(force=True)
         self._node_changed()
 
@@ -207,26 +173,25 @@ class SettingsPage(QWidget):
     @property
     def remote(self) -> bool:
         """The node we drive is not this home's: its settings are its own."""
-        return (
-            self.link is not None and self.link.state in ("idle", "generating") and self.link.remote
-        )
+        if self.link is None:
+            return False
+        connection = self.link.connection
+        return connection.state in ("idle", "generating") and connection.remote
 
     def _node_changed(self, *_) -> None:
         if self.remote != self._remote_shown:
             self._remote_shown = self.remote
             self._lock_local_only()
-            if self.remote:
-                self.link.refresh_config()
+            if self.link is not None and self.remote:
+                self.link.settings.refresh()
             self.reload(force=True)
 
     def _lock_local_only(self) -> None:
         """Keys that only the node's machine may set are read-only for a remote node."""
         for key, widget in self.fields.items():
-            opt = config.OPTIONS[key]
-            locked = self.remote and opt.local_only and not config.is_app_key(key)
-            widget.setEnabled(not locked)
-            hint = f"Set on the node's machine: cantor config set {key} VALUE" if locked else ""
-            widget.setToolTip((hint + "\n" if hint else "") + f"{opt.help}\nnode.toml key: {key}")
+            hint = shown.local_only_hint(key, self.remote)
+            widget.setEnabled(not hint)
+            widget.setToolTip(shown.tooltip(key, hint))
             note = self.notes[key]
             note.setText(hint)
             note.setVisible(bool(hint))
@@ -234,37 +199,38 @@ class SettingsPage(QWidget):
     # -- editors ------------------------------------------------------------------------------
     def _editor(self, opt: config.Option) -> QWidget:
         if opt.kind is bool:
-            w = QCheckBox()
-            w.toggled.connect(self._check)
-        elif choices := opt.choice_list():
-            w = ComboBox()
-            w.addItems(list(choices))
-            w.currentIndexChanged.connect(self._check)
-        elif opt.key == "models.default":  # a choice of what is installed
-            w = ComboBox()
-            w.currentIndexChanged.connect(self._check)
-        elif opt.kind is int:
-            w = SpinBox()
-            w.setRange(opt.minimum, opt.maximum)
-            w.valueChanged.connect(self._check)
-        else:
-            w = QLineEdit()
-            w.textChanged.connect(self._check)
-        return w
+            tick = QCheckBox()
+            tick.toggled.connect(self._check)
+            return tick
+        choices = opt.choice_list()
+        if choices or opt.key == "models.default":  # the default model: what is installed
+            combo = ComboBox()
+            combo.addItems(list(choices or ()))
+            combo.currentIndexChanged.connect(self._check)
+            return combo
+        if opt.kind is int:
+            number = SpinBox()
+            low = opt.minimum if opt.minimum is not None else -(2**31)  # a Qt int's range
+            high = opt.maximum if opt.maximum is not None else 2**31 - 1
+            number.setRange(low, high)
+            number.valueChanged.connect(self._check)
+            return number
+        line = QLineEdit()
+        line.textChanged.connect(self._check)
+        return line
 
-    def value(self, key: str):
+    def value(self, key: str) -> Any:
         w = self.fields[key]
-        if config.OPTIONS[key].kind is list:
-            return config.split_list(w.text())
         if isinstance(w, QCheckBox):
             return w.isChecked()
         if isinstance(w, QComboBox):
             return w.currentData() if w.currentData() is not None else w.currentText()
         if isinstance(w, QSpinBox):
             return w.value()
-        return w.text()
+        text = w.text() if isinstance(w, QLineEdit) else ""
+        return config.split_list(text) if config.OPTIONS[key].kind is list else text
 
-    def set_value(self, key: str, value) -> None:
+    def set_value(self, key: str, value: Any) -> None:
         w = self.fields[key]
         w.blockSignals(True)
         if isinstance(w, QCheckBox):
@@ -275,89 +241,59 @@ class SettingsPage(QWidget):
             w.setCurrentText(str(value))
         elif isinstance(w, QSpinBox):
             w.setValue(int(value))
-        elif isinstance(value, list):
+        elif isinstance(w, QLineEdit) and isinstance(value, list):
             w.setText(", ".join(value))
-        else:
+        elif isinstance(w, QLineEdit):
             w.setText("" if value is None else str(value))
         w.blockSignals(False)
 
     def changes(self) -> dict:
-        out = {}
-        for key in self.fields:
-            value = self.value(key)
-            if value != self._loaded.get(key):
-                opt = config.OPTIONS[key]
-                out[key] = None if (opt.optional and value == "") else value
-        return out
+        return shown.changes({key: self.value(key) for key in self.fields}, self._loaded)
 
-    def _check(self, *_) -> bool:
-        ok = True
-        for key, value in self.changes().items():
-            err = self.errors[key]
-            try:
-                if value is not None:
-                    config.option(key).validate(value)
-                err.hide()
-            except config.ConfigError as exc:
-                err.setText(str(exc))
-                err.show()
-                ok = False
-        for key in self.fields:
-            if key not in self.changes():
-                self.errors[key].hide()
-        self.save_button.setEnabled(ok and bool(self.changes()) and self.banner.isHidden())
-        self.revert_button.setEnabled(bool(self.changes()))
+    def _check(self, *_: object) -> bool:
+        changed = self.changes()
+        refused = shown.problems(changed)
+        for key, err in self.errors.items():
+            err.setText(refused.get(key, err.text()))
+            err.setVisible(key in refused)
+        ok = not refused
+        self.save_button.setEnabled(ok and bool(changed) and self.banner.isHidden())
+        self.revert_button.setEnabled(bool(changed))
         return ok
 
     def _model_choices(self, current: str | None = None) -> None:
         """The default model is chosen among the installed ones (and the Sketch); one set in
         node.toml that is not installed is shown as such, never silently replaced."""
         combo = self.fields["models.default"]
+        assert isinstance(combo, QComboBox)
         current = current if current is not None else self.value("models.default")
-        models = list(getattr(self.link, "models", None) or [])
-        names = ["sketch"] + [
-            m["name"]
-            for m in models
-            if isinstance(m, dict) and m.get("state") == "ready" and m.get("name") != "sketch"
-        ]
+        models = self.link.models.listed if self.link is not None else []
         combo.blockSignals(True)
         combo.clear()
-        for name in names:
-            combo.addItem("Sketch — built-in, no AI model" if name == "sketch" else name, name)
-        if current and current not in names:
-            combo.addItem(f"{current} (not installed)", current)
+        for text, name in shown.model_choices(models, current):
+            combo.addItem(text, name)
         combo.setCurrentIndex(max(0, combo.findData(current)))
         combo.blockSignals(False)
 
     # -- file ---------------------------------------------------------------------------------
     def _poll(self) -> None:
-        if _stamp(self.path) != self._stamp:
+        if shown.stamp(self.path) != self._stamp:
             self.reload()
             self.file_changed.emit()
 
     def reload(self, force: bool = False) -> None:
         """Read node.toml; keep what the user is editing unless ``force``."""
-        self._stamp = _stamp(self.path)
+        self._stamp = shown.stamp(self.path)
         cfg, error = config.load_or_defaults(self.path)
         if error is not None:
-            self.banner.setText(
-                f"node.toml is not valid and was left as it is — fix it in an "
-                f"editor or with `cantor config`:\n{error}"
-            )
+            self.banner.setText(shown.malformed(error))
             self.banner.show()
             self.save_button.setEnabled(False)
             return
         self.banner.hide()
         pending = {} if force else self.changes()
-        values = cfg.as_dict()
-        if self.remote:  # the node's own settings; only app.* are ours
-            values.update(
-                {
-                    k: v
-                    for k, v in self.link.node_config.items()
-                    if k in values and not config.is_app_key(k)
-                }
-            )
+        theirs = self.link.settings.node_config if self.link is not None else {}
+        values = shown.shown_values(cfg.as_dict(), theirs, self.remote)
         for key, value in values.items():
             if key not in pending:
                 self.set_value(key, value)
@@ -392,7 +328,7 @@ class SettingsPage(QWidget):
             try:
                 config.update(changes, self.path)
             except config.ConfigError as exc:
-                self.status.setText(f"Not saved: {exc}")
+                self.status.fail("save the settings", str(exc))
                 return False
             self._saved(changes)
             return True
@@ -400,13 +336,13 @@ class SettingsPage(QWidget):
 
         def refused(text: str) -> None:
             failed.append(text)
-            self.status.setText(f"Not saved: {text}")
+            self.status.fail("save the settings", text)
 
-        self.link.set_settings(changes, on_error=refused, on_done=lambda: self._saved(changes))
+        self.link.settings.change(changes, on_error=refused, on_done=lambda: self._saved(changes))
         return not failed
 
     def _saved(self, changes: dict) -> None:
-        self.status.setText("Saved" + (" on the node" if self.remote else ""))
+        self.status.say(shown.saved(self.remote))
         self.reload(force=True)
         self.saved.emit()
         self.saved_keys.emit(sorted(changes))
@@ -421,4 +357,6 @@ class SettingsPage(QWidget):
         from ..node_link import REMOTE_TOKEN
         from ..secret_store import save_secret_later
 
-        save_secret_later(REMOTE_TOKEN, self.token.text().strip(), self.status.setText, "Token")
+        save_secret_later(
+            REMOTE_TOKEN, self.token.text().strip(), self.status.say, self.status.fail, "Token"
+        )

@@ -12,16 +12,16 @@ import os
 import subprocess
 import sys
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QDrag, QGuiApplication
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QApplication,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
-    QListView,
     QMenu,
     QMessageBox,
     QPushButton,
@@ -30,133 +30,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...song.record import Song, SongState, Take
+from ...song.record import Song, Take
+from ...views.messages import DANGER
+from ...views.song_records import Row
+from ...views.songs import AB_HOW, Edit, SongsViewModel, count_text, playable
+from ...views.transfer import human_duration
 from .. import shortcuts, theme
 from ..drag_exports import DragExports
+from ..message_line import MessageLine
 from ..player import Player
-from ..song_actions import Selection, SongActions
+from ...views.song_actions import Selection
+from ..song_actions import SongActions
 from ..song_files import SongFiles, node_file_name
-from ..song_records import Row
-from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore, song_mime_data
-from ..transfer import human_duration
+from ..songs_list import SongsList
+from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore
 from ..waveform_editor import WaveformEditor
 from ..widgets import ElidedLabel, follow
 from . import page_header
 
-
-class SongsView(QListView):
-    """A list whose drag carries the takes' files as URLs with the copy action only, and
-    whose rows have a play button and a favourite star.
-
-    The drag starts from this synchronous mouse handler (never from a coroutine): QDrag.exec
-    runs its own loop and blocks. What the drop target answers (even "move") is never acted
-    on: the song's file stays where it is.
-    """
-
-    play_clicked = Signal(object)  # Row
-    star_clicked = Signal(object)  # Row
-    drag_note = Signal(str)
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._press: QPoint | None = None
-        self.files: SongFiles | None = None  # set by the page: where each take's audio is here
-        self.exports = None  # DragExports, set by the page
-        self.stem_names = None  # StemNames, set by the page: {title}_{track}
-        self.waiting_exports = 0
-        self.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.setUniformItemSizes(True)  # 10,000 rows lay out in no time
-        self.setDragEnabled(True)
-        self.setDragDropMode(QAbstractItemView.DragOnly)
-        self.setDefaultDropAction(Qt.CopyAction)
-        self.last_drag_result = None
-
-    def selected_rows(self) -> list[Row]:
-        rows = [i.data(RowRole) for i in self.selectionModel().selectedRows()]
-        return sorted(
-            rows, key=lambda r: self.model().row_of(r.song.id, r.take.n if r.take else None)
-        )
-
-    def drag_paths(self) -> list[str]:
-        """The files of the selected takes: exported with the remembered choices when the
-        musician asked for that and they are ready; else the files as made (a remote take:
-        its fetched copy)."""
-        exported = self.exports is not None and self.exports.wanted()
-        paths, waiting = [], 0
-        for row in self.selected_rows():
-            if row.take is None:
-                continue
-            if exported:
-                found = self.exports.path(row.song, row.take)
-                if found:
-                    paths.append(found)
-                    continue
-                waiting += 1
-            if self.files is not None:  # a remote take drags its fetched copy
-                found = self.files.ensure(row.song, row.take)
-            else:
-                found = row.take.audio if os.path.exists(row.take.audio) else None
-            if found and self.stem_names is not None:
-                found = self.stem_names.named(row.song, row.take, found)
-            if found:
-                paths.append(found)
-        self.waiting_exports = waiting
-        return paths
-
-    def drag_mime_data(self):
-        paths = self.drag_paths()
-        return song_mime_data(paths) if paths else None
-
-    def _drag(self) -> None:
-        mime = self.drag_mime_data()
-        if self.waiting_exports:
-            self.drag_note.emit(
-                "The exported file is still being made: this drag handed out "
-                "the song as made; drag again in a moment for the export"
-            )
-        if mime is not None:
-            drag = QDrag(self)
-            drag.setMimeData(mime)
-            self.last_drag_result = drag.exec(Qt.CopyAction)  # the answer is never acted on
-
-    def _hit(self, pos: QPoint) -> tuple[str, Row] | None:
-        index = self.indexAt(pos)
-        if not index.isValid():
-            return None
-        row: Row = index.data(RowRole)
-        rect = self.visualRect(index)
-        delegate = self.itemDelegate()
-        if row.take is not None and delegate.play_rect(rect).contains(pos):
-            return "play", row
-        if row.first and delegate.star_rect(rect, delegate.indent(row)).contains(pos):
-            return "star", row
-        return None
-
-    def mousePressEvent(self, event):
-        if event.button() == Qt.LeftButton:
-            hit = self._hit(event.position().toPoint())
-            if hit is not None:
-                what, row = hit
-                self.setCurrentIndex(self.indexAt(event.position().toPoint()))
-                (self.play_clicked if what == "play" else self.star_clicked).emit(row)
-                return
-            self._press = event.position().toPoint()
-        super().mousePressEvent(event)
-
-    def mouseMoveEvent(self, event):
-        if (
-            self._press is not None
-            and event.buttons() & Qt.LeftButton
-            and (event.position().toPoint() - self._press).manhattanLength()
-            >= QApplication.startDragDistance()
-        ):
-            self._press = None
-            self._drag()
-            return
-        super().mouseMoveEvent(event)
-
-    def startDrag(self, actions):
-        self._drag()
+if TYPE_CHECKING:
+    from ..export_dialog import ExportDialog
+    from ..node_link import NodeLink
+    from ..part_dialog import PartDialog
+    from ..stems_dialog import StemsDialog
 
 
 class SongsPage(QWidget):
@@ -164,27 +60,75 @@ class SongsPage(QWidget):
     cover_requested = Signal(dict, str)  # source, its name: Compose makes a cover
     reference_requested = Signal(dict, str)  # source, its name: Compose borrows its sound
 
-    def __init__(self, link, parent=None, actions: SongActions | None = None):
+    def __init__(
+        self,
+        link: NodeLink,
+        parent: QWidget | None = None,
+        song_actions: SongActions | None = None,
+    ) -> None:
         super().__init__(parent)
         self.link = link
-        self.actions = actions if actions is not None else SongActions(self)
+        self.view_model = SongsViewModel()
+        self.song_actions = song_actions if song_actions is not None else SongActions(self)
         self.model = SongsModel(self)
         self.store = WaveformStore(self)
         self.files = SongFiles(link, self)
         self.delegate = SongDelegate(self.store, self, files=self.files)
-        self._play_when_fetched: tuple[str, int] | None = None
-        self.playing: Row | None = None
-        self.heard: list[tuple[tuple[str, int], int]] = []  # A/B: the last two (take, ms)
+        self._edit_key: tuple[str, int] | None = None  # the take the waveform editor shows
         self._player = Player(self)
         self._player.position_changed.connect(self._position)
         self._player.state_changed.connect(self._player_state)
-        act = self.actions
-
         layout = QVBoxLayout(self)
+        layout.addLayout(self._header())
+        self.empty = QLabel(
+            "No songs yet. Make one on the Compose page — the built-in "
+            "Sketch engine works right away."
+        )
+        self.empty.setMargin(24)
+        self.empty.setWordWrap(True)
+        theme.tone(self.empty, "muted")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
+        layout.addWidget(self._list(), 1)
+        layout.addWidget(self._editor())
+        layout.addLayout(self._edit_bar())
+        layout.addLayout(self._play_bar())
+        self.note = MessageLine("muted")
+        layout.addWidget(self.note)
+        self._connect_actions()
+        self._player.failed.connect(lambda text: self.note.say(text, DANGER))
+        self.store.ready.connect(self._wave_ready)
+        self.files.fetched.connect(self._fetched)
+        self.files.failed.connect(
+            lambda _id, text: self.note.fail("fetch the song from the node", text)
+        )
+        self.view.doubleClicked.connect(lambda _i: self.toggle_play())
+        self.view.play_clicked.connect(self.play_row)
+        self.view.star_clicked.connect(self.toggle_favourite)
+        self.view.drag_note.connect(self.note.say)
+        self.view.customContextMenuRequested.connect(self._menu)
+        self.view.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
+        self.search.textChanged.connect(self._filter)
+        self.favourites.toggled.connect(self._filter)
+        self.seek.sliderMoved.connect(self._seek)
+        self.model.modelReset.connect(self._update_count)
+        link.songs.loaded.connect(self.model.set_songs)
+        link.songs.updated.connect(self._song_changed)
+        link.songs.removed.connect(self._song_removed)
+        if link.songs.by_id:
+            self.model.set_songs(list(link.songs.by_id.values()))
+        self._update_count()
+        self._update_buttons()
+
+    # -- building -------------------------------------------------------------------------
+    def _header(self) -> QHBoxLayout:
+        """The title, the count, Favourites and the search."""
         self.count = QLabel()
         self.search = QLineEdit()
+        find = self.song_actions["find"].shortcuts()
         self.search.setPlaceholderText(
-            shortcuts.tip("Search titles, captions, lyrics, keys…", act["find"].shortcuts())
+            shortcuts.tip("Search titles, captions, lyrics, keys…", find)
         )
         self.search.setClearButtonEnabled(True)
         self.search.setMinimumWidth(220)
@@ -194,17 +138,11 @@ class SongsPage(QWidget):
         header = page_header("Songs", self.count)
         header.addWidget(self.favourites)
         header.addWidget(self.search)
-        layout.addLayout(header)
-        self.empty = QLabel(
-            "No songs yet. Make one on the Compose page — the built-in "
-            "Sketch engine works right away."
-        )
-        self.empty.setMargin(24)
-        self.empty.setWordWrap(True)
-        theme.tone(self.empty, "muted")
-        self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
-        layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
-        self.view = SongsView()
+        return header
+
+    def _list(self) -> SongsList:
+        """The list: a row per take, dragged out as files."""
+        self.view = SongsList()
         self.view.files = self.files
         self.drag_exports = DragExports(self.files, self)
         self.view.exports = self.drag_exports
@@ -213,14 +151,20 @@ class SongsPage(QWidget):
         self.view.stem_names = StemNames()
         self.view.setModel(self.model)
         self.view.setItemDelegate(self.delegate)
-        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
-        layout.addWidget(self.view, 1)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        return self.view
 
-        # editing the selected take: a region to repaint, an end to extend, a cover
+    def _editor(self) -> WaveformEditor:
+        """The selected take's waveform: a region to repaint, an end to extend."""
         self.editor = WaveformEditor()
+        self.editor.selection_changed.connect(self._edit_buttons)
+        return self.editor
+
+    def _edit_bar(self) -> QHBoxLayout:
+        """What the selection says, and the edits."""
         self.edit_words = ElidedLabel()
         theme.tone(self.edit_words, "muted")
-        self.repaint = QPushButton("Repaint…")
+        self.repaint_button = QPushButton("Repaint…")
         self.extend = QPushButton("Extend")
         self.cover = QPushButton("Cover…")
         self.as_reference = QPushButton("Use as reference")
@@ -229,24 +173,24 @@ class SongsPage(QWidget):
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
         for w, name in (
-            (self.repaint, "repaint"),
+            (self.repaint_button, "repaint"),
             (self.extend, "extend"),
             (self.cover, "cover"),
             (self.as_reference, "reference"),
             (self.layer, "layer"),
             (self.stems, "stems"),
         ):
-            follow(w, act[name])
+            follow(w, self.song_actions[name])
             edit_bar.addWidget(w)
-        layout.addWidget(self.editor)
-        layout.addLayout(edit_bar)
-        self.editor.selection_changed.connect(self._edit_buttons)
+        return edit_bar
 
+    def _play_bar(self) -> QHBoxLayout:
+        """Play and the seek bar, and what can be done with the take's file."""
         bar = QHBoxLayout()
         self.play = QPushButton("Play")
         self.play.setMinimumSize(88, 36)  # the big target of the page
         theme.accent_button(self.play)
-        self.seek = QSlider(Qt.Horizontal)
+        self.seek = QSlider(Qt.Orientation.Horizontal)
         self.seek.setRange(0, 1000)
         self.time = QLabel("")
         self.time.setMinimumWidth(90)
@@ -265,8 +209,8 @@ class SongsPage(QWidget):
             (self.export, "export"),
             (self.trash, "trash"),
         ):
-            follow(w, act[name])
-        for w in (
+            follow(w, self.song_actions[name])
+        for widget in (
             self.play,
             self.seek,
             self.time,
@@ -277,16 +221,13 @@ class SongsPage(QWidget):
             self.export,
             self.trash,
         ):
-            bar.addWidget(w, 1 if w is self.seek else 0)
-        layout.addLayout(bar)
-        self.note = QLabel("")
-        theme.tone(self.note, "muted")
-        self.note.setWordWrap(True)
-        self.note.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        layout.addWidget(self.note)
+            bar.addWidget(widget, 1 if widget is self.seek else 0)
+        return bar
 
-        # what each command does (the buttons above, the Song menu and the list's own menu
-        # trigger the same actions)
+    def _connect_actions(self) -> None:
+        """What each command does (the buttons, the Song menu and the list's own menu
+        trigger the same actions)."""
+        act = self.song_actions
         for name, slot in (
             ("play", self.toggle_play),
             ("ab", self.switch_ab),
@@ -309,42 +250,13 @@ class SongsPage(QWidget):
         ):
             act[name].triggered.connect(lambda _checked=False, f=slot: f())
         for name in ("play", "ab", "trash"):  # keys of the list: where the list has the focus
-            act[name].setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            act[name].setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             self.view.addAction(act[name])
 
-        self._player.failed.connect(self.note.setText)
-        self.store.ready.connect(self._wave_ready)
-        self.files.fetched.connect(self._fetched)
-        self.files.failed.connect(
-            lambda _id, text: self.note.setText(f"Could not fetch the song from the node: {text}")
-        )
-        self.view.doubleClicked.connect(lambda _i: self.toggle_play())
-        self.view.play_clicked.connect(self.play_row)
-        self.view.star_clicked.connect(self.toggle_favourite)
-        self.view.drag_note.connect(self.note.setText)
-        self.view.customContextMenuRequested.connect(self._menu)
-        self.view.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
-        self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
-        self.search.textChanged.connect(self._filter)
-        self.favourites.toggled.connect(self._filter)
-        self.seek.sliderMoved.connect(self._seek)
-        self.model.modelReset.connect(self._update_count)
-        link.songs_loaded.connect(self.model.set_songs)
-        link.song_updated.connect(self._song_changed)
-        link.song_removed.connect(self._song_removed)
-        if link.songs:
-            self.model.set_songs(list(link.songs.values()))
-        self._update_count()
-        self._update_buttons()
-
     # -- helpers ----------------------------------------------------------------------------
-    def _update_count(self, *_):
-        shown = self.model.shown_songs()
+    def _update_count(self, *_: object) -> None:
         total = self.model.song_count()
-        if shown == total:
-            self.count.setText(f"{total} song{'s' if total != 1 else ''}")
-        else:
-            self.count.setText(f"{shown} of {total} songs")
+        self.count.setText(count_text(self.model.shown_songs(), total))
         self.empty.setVisible(total == 0)
         self.view.setVisible(total > 0)
 
@@ -369,11 +281,11 @@ class SongsPage(QWidget):
                 chosen.select(self.model.index(n, 0), self.model.index(n, 0))
         selection = self.view.selectionModel()
         if not chosen.isEmpty():
-            selection.select(chosen, Sel.ClearAndSelect)
+            selection.select(chosen, Sel.SelectionFlag.ClearAndSelect)
         if current is not None:
             n = self.model.row_of(current[0], current[1] or None)
             if n >= 0:
-                selection.setCurrentIndex(self.model.index(n, 0), Sel.NoUpdate)
+                selection.setCurrentIndex(self.model.index(n, 0), Sel.SelectionFlag.NoUpdate)
 
     def focus_search(self) -> None:
         self.search.setFocus()
@@ -397,45 +309,41 @@ class SongsPage(QWidget):
             self.view.setCurrentIndex(idx)
             self.view.scrollTo(idx)
 
-    def _update_buttons(self):
+    def _update_buttons(self) -> None:
         row = self.current_row()
-        if (
-            row is not None
-            and row.take is not None
-            and row.song.state == SongState.DONE
-            and self.drag_exports.wanted()
-        ):
-            self.drag_exports.prepare(row.song, row.take)
-        playable = row is not None and row.take is not None and row.song.state == SongState.DONE
-        self._editor_take(row if playable else None)
+        if row is not None and row.take is not None and playable(row):
+            if self.drag_exports.wanted():
+                self.drag_exports.prepare(row.song, row.take)
+        self._editor_take(row if playable(row) else None)
         self._sync_actions(row)
 
     def selection_facts(self, row: Row | None = None) -> Selection:
         """What the actions need to know about the selection now."""
         row = row if row is not None else self.current_row()
-        song = row.song if row is not None else None
-        playable = row is not None and row.take is not None and song.state == SongState.DONE
-        editing = playable and row.key == getattr(self, "_edit_key", None)
+        on_take = row is not None and row.take is not None and playable(row)
+        editing = on_take and row is not None and row.key == self._edit_key
+        selected = self.view.selected_rows()
         return Selection(
             row=row,
             rows=len(self.view.selectionModel().selectedRows()),
-            has_file=playable and self.files.local(song, row.take) is not None,
-            remote=playable and self.files.is_remote(song, row.take),
+            has_file=on_take
+            and row is not None
+            and self.files.local(row.song, row.take) is not None,
+            remote=on_take and row is not None and self.files.is_remote(row.song, row.take),
             region=editing and self.editor.repaintable,
             short_region=editing and self.editor.region is not None,
             extension=editing and self.editor.extendable,
-            finished_selected=any(r.song.is_finished for r in self.view.selected_rows())
-            or (song is not None and song.is_finished),
+            finished_selected=any(r.song.is_finished for r in selected)
+            or (row is not None and row.song.is_finished),
         )
 
     def _sync_actions(self, row: Row | None = None) -> None:
-        reasons = self.actions.update(self.selection_facts(row))
+        self.song_actions.update(self.selection_facts(row))
         self.favourites_action_text(row)
-        return reasons
 
     def favourites_action_text(self, row: Row | None) -> None:
         fav = row is not None and row.song.favourite
-        self.actions["favourite"].setText("Unmark favourite" if fav else "Mark favourite")
+        self.song_actions["favourite"].setText("Unmark favourite" if fav else "Mark favourite")
 
     def _favourite_current(self) -> None:
         row = self.current_row()
@@ -450,11 +358,14 @@ class SongsPage(QWidget):
         self._update_buttons()
 
     def _song_removed(self, song_id: str) -> None:
-        if self.playing is not None and self.playing.song.id == song_id:
-            self._player.stop()
-            self.playing = None
+        self._stop_if_playing(song_id)
         self.model.remove(song_id)
         self._update_count()
+
+    def _stop_if_playing(self, song_id: str) -> None:
+        if self.view_model.stopped(song_id):
+            self._player.stop()
+            self.delegate.playing = None
 
     def _wave_ready(self, path: str) -> None:
         self.view.viewport().update()
@@ -469,10 +380,10 @@ class SongsPage(QWidget):
     # -- editing ----------------------------------------------------------------------------
     def _editor_take(self, row: Row | None) -> None:
         key = row.key if row is not None else None
-        if key == getattr(self, "_edit_key", None):
+        if key == self._edit_key:
             return
         self._edit_key = key
-        if row is None:
+        if row is None or row.take is None:
             self.editor.set_take(None, 0)
         else:
             local = self.files.local(row.song, row.take)
@@ -481,98 +392,71 @@ class SongsPage(QWidget):
 
     def _edit_buttons(self) -> None:
         row = self.current_row()
-        ready = row is not None and row.take is not None and row.song.state == SongState.DONE
-        self.edit_words.setText(self.editor.describe() if ready else "")
+        self.edit_words.setText(self.editor.describe() if playable(row) else "")
         self._sync_actions(row)
 
-    def _edit_base(self, row: Row) -> dict:
-        """The edit's request: the song's own caption, lyrics, model and format."""
-        keep = ("caption", "lyrics", "model", "format", "language", "key", "bpm", "time_signature")
-        base = {k: row.song.request[k] for k in keep if row.song.request.get(k) is not None}
-        base["source"] = {"song": row.song.id, "take": row.take.n}
-        return base
-
-    def edit_request(self, task: str, **fields) -> dict | None:
-        row = self.current_row()
-        if row is None or row.take is None:
-            return None
-        return {**self._edit_base(row), "task": task, **fields}
+    def edit_request(self, task: str, **fields: object) -> dict | None:
+        return self.view_model.edit_request(self.current_row(), task, **fields)
 
     def repaint_selection(self, caption: str | None = None, lyrics: str | None = None) -> None:
         """Repaint the selected region (asked for a caption and lyrics for it, prefilled)."""
         row = self.current_row()
-        if row is None or not self.editor.repaintable:
+        region = self.editor.region
+        if row is None or row.take is None or region is None or not self.editor.repaintable:
             return
-        start, end = self.editor.region
         if caption is None:
+            start, end = region
             caption, ok = QInputDialog.getText(
                 self,
                 "Repaint",
                 f"Caption for {start:.1f}–{end:.1f} s (the rest is kept):",
-                QLineEdit.Normal,
+                QLineEdit.EchoMode.Normal,
                 row.song.caption,
             )
             if not ok:
                 return
-        request = self.edit_request(
-            "repaint", region={"start": start, "end": end}, caption=caption or row.song.caption
-        )
-        if lyrics is not None:
-            request["lyrics"] = lyrics
-        self._submit_edit(request, f"Repainting {start:.1f}–{end:.1f} s")
+        self._submit_edit(self.view_model.repaint(row, region, caption, lyrics))
 
     def extend_selection(self) -> None:
-        if not self.editor.extendable:
-            return
-        ext = {k: v for k, v in (("before", self.editor.before), ("after", self.editor.after)) if v}
-        self._submit_edit(self.edit_request("extend", extend=ext), self.editor.describe())
-
-    def _submit_edit(self, request: dict | None, what: str) -> None:
-        if request is None:
-            return
-        self.note.setText(f"{what}… the new version will appear under the song")
-
-        def failed(text: str) -> None:
-            self.note.setText(f"{what} was refused: {text}")
-
-        self.link.tasks.start("edit", self.link.submit(request), on_error=failed)
-        self.editor.clear()
-
-    def _source_of_current(self) -> tuple[dict, str] | None:
         row = self.current_row()
-        if row is None or row.take is None:
-            return None
-        name = row.song.name + (f" (take {row.take.n})" if len(row.song.takes) > 1 else "")
-        return {"song": row.song.id, "take": row.take.n}, name
+        if row is None or row.take is None or not self.editor.extendable:
+            return
+        editor = self.editor
+        self._submit_edit(
+            self.view_model.extend(row, editor.before, editor.after, editor.describe())
+        )
 
     def render_again(self) -> None:
         """Render the take again from its own audio codes (the language model's part kept):
         another performance of the same song, with a new seed."""
         row = self.current_row()
-        if row is None or row.take is None:
-            return
-        base = self._edit_base(row)
-        base.pop("source")
-        base.update(codes_from={"song": row.song.id, "take": row.take.n}, seed=-1)
-        self._submit_edit(base, "Rendering the same song again")
+        if row is not None and row.take is not None:
+            self._submit_edit(self.view_model.render_again(row))
+
+    def _submit_edit(self, edit: Edit) -> None:
+        self.note.say(self.view_model.editing(edit.doing))
+        self.link.songs.queue(
+            "edit", edit.request, on_error=lambda text: self.note.fail(edit.what, text)
+        )
+        self.editor.clear()
 
     def _cover_clicked(self) -> None:
-        found = self._source_of_current()
+        found = self.view_model.source_of(self.current_row())
         if found:
             self.cover_requested.emit(*found)
 
     def _reference_clicked(self) -> None:
-        found = self._source_of_current()
+        found = self.view_model.source_of(self.current_row())
         if found:
             self.reference_requested.emit(*found)
 
     # stems, layers, completions: their dialogs load when asked
-    def open_stems(self):
+    def open_stems(self) -> StemsDialog | None:
         from ..stems_dialog import open_for
 
         return open_for(self, self.current_row())
 
-    def open_part(self, task: str):
+    def open_part(self, task: str) -> PartDialog | None:
         from ..part_dialog import open_for
 
         return open_for(self, self.current_row(), task)
@@ -593,17 +477,20 @@ class SongsPage(QWidget):
         selection = self.view.selectionModel()
         selection.clear()
         for r in rows:
-            selection.select(self.model.index(r, 0), Sel.Select | Sel.Rows)
-        selection.setCurrentIndex(self.model.index(rows[0], 0), Sel.NoUpdate)
-        self.note.setText(f"{len(stems)} stems selected: drag them into your DAW together")
+            selection.select(
+                self.model.index(r, 0), Sel.SelectionFlag.Select | Sel.SelectionFlag.Rows
+            )
+        selection.setCurrentIndex(self.model.index(rows[0], 0), Sel.SelectionFlag.NoUpdate)
+        self.note.say(self.view_model.stems_selected(len(stems)))
         return len(stems)
 
     def _fetched(self, song_id: str) -> None:
         self.view.viewport().update()
         self._update_buttons()
-        if self._play_when_fetched and self._play_when_fetched[0] == song_id:
-            key, self._play_when_fetched = self._play_when_fetched, None
-            row = self.model.row(self.model.row_of(*key, fetch=True))
+        waiting = self.view_model.play_when_fetched
+        if waiting is not None and waiting[0] == song_id:
+            self.view_model.play_when_fetched = None
+            row = self.model.row(self.model.row_of(*waiting, fetch=True))
             if row is not None:
                 self.play_row(row)
 
@@ -613,15 +500,18 @@ class SongsPage(QWidget):
         row = self.current_row()
         if row is None:
             return None
-        act = self.actions
+        act = self.song_actions
         menu = QMenu(self)
-        names = ["play", "reveal", "copy_path", None] if row.take is not None else []
+        names: list[str | None] = ["play", "reveal", "copy_path", None] if row.take else []
         names += ["favourite", "rename"]
         if row.take is not None:
             names += ["export", None, "cover", "reference", "render_again", "stems", "layer"]
             names += ["complete"]
         for name in names:
-            menu.addSeparator() if name is None else menu.addAction(act[name])
+            if name is None:
+                menu.addSeparator()
+            else:
+                menu.addAction(act[name])
         from ..stem_set import stems_of
 
         if stems_of(self.model.songs(), row.song):
@@ -631,7 +521,7 @@ class SongsPage(QWidget):
         menu.addAction(act["trash"])
         return menu
 
-    def _menu(self, pos):
+    def _menu(self, pos: QPoint) -> None:
         menu = self.context_menu()
         if menu is not None:
             menu.exec(self.view.viewport().mapToGlobal(pos))
@@ -645,40 +535,35 @@ class SongsPage(QWidget):
     def play_row(self, row: Row, at_ms: int = 0) -> None:
         """Play a take (or pause/resume it when it is the one playing)."""
         song, take = row.song, row.take
-        if take is None or song.state != SongState.DONE:
+        if take is None or not playable(row):
             return
         path = self.files.ensure(song, take)
+        vm, player = self.view_model, self._player
         if path is None:
             if self.files.fetching(song, take):
-                self._play_when_fetched = row.key
-                self.note.setText(f"Downloading {node_file_name(song, take)} from the node…")
+                vm.play_when_fetched = row.key
+                self.note.say(f"Downloading {node_file_name(song, take)} from the node…")
             return
-        player = self._player
-        if self.playing is not None and self.playing.key == row.key and player.path == path:
+        if vm.playing is not None and vm.playing.key == row.key and player.path == path:
             player.toggle()
             return
-        if self.playing is not None:
-            self._remember(self.playing.key, player.position_ms())
+        if vm.playing is not None:
+            vm.remember(vm.playing.key, player.position_ms())
         if not player.load(path, play=True, at_ms=at_ms):
-            self.note.setText(player.problem)
+            self.note.say(player.problem, DANGER)
             return
-        self.playing = row
-        self._remember(row.key, at_ms)
+        vm.playing = row
+        vm.remember(row.key, at_ms)
         self.delegate.playing = row.key
         self.view.viewport().update()
 
-    def _remember(self, key: tuple[str, int], ms: int) -> None:
-        self.heard = [item for item in self.heard if item[0] != key][-1:] + [(key, ms)]
-
     def switch_ab(self) -> None:
         """B: jump to the other of the two takes heard last, at the same point."""
-        if self.playing is None or len(self.heard) < 2:
-            self.note.setText(
-                "A/B: play two takes (or versions) first, then press B to switch between them"
-            )
+        other = self.view_model.other_heard()
+        if other is None:
+            self.note.say(AB_HOW)
             return
-        other = next((key for key, _ms in self.heard if key != self.playing.key), None)
-        row = self.model.row(self.model.row_of(*other, fetch=True)) if other else None
+        row = self.model.row(self.model.row_of(*other, fetch=True))
         if row is None:
             return
         self.play_row(row, at_ms=self._player.position_ms())
@@ -706,8 +591,9 @@ class SongsPage(QWidget):
         if not self.seek.isSliderDown():
             self.seek.setValue(int(frac * 1000))
         self.time.setText(f"{human_duration(ms / 1000)} / {human_duration(total / 1000)}")
-        if self.playing is not None:
-            row = self.model.row_of(*self.playing.key)
+        playing = self.view_model.playing
+        if playing is not None:
+            row = self.model.row_of(*playing.key)
             if row >= 0:
                 self.view.update(self.model.index(row, 0))
 
@@ -717,13 +603,13 @@ class SongsPage(QWidget):
     # -- the rest ---------------------------------------------------------------------------
     def toggle_favourite(self, row: Row) -> None:
         song = row.song
-        self.link.change_song(
+        self.link.songs.change(
             song.id,
             favourite=not song.favourite,
-            on_error=lambda text: self.note.setText(f"Could not mark {song.name!r}: {text}"),
+            on_error=lambda text: self.note.fail(f"mark {song.name!r}", text),
         )
 
-    def export_selected(self):
+    def export_selected(self) -> ExportDialog | None:
         """Export… for the selected takes (the dialog and the export module load now, not
         with the page)."""
         from ..export_dialog import open_for
@@ -738,14 +624,14 @@ class SongsPage(QWidget):
             self,
             "Rename song",
             "Title (empty: the caption):",
-            QLineEdit.Normal,
+            QLineEdit.EchoMode.Normal,
             song.title or song.caption,
         )
         if ok:
-            self.link.change_song(
+            self.link.songs.change(
                 song.id,
                 title=title.strip(),
-                on_error=lambda text: self.note.setText(f"Could not rename the song: {text}"),
+                on_error=lambda text: self.note.fail("rename the song", text),
             )
 
     def _local_selected(self) -> str | None:
@@ -772,17 +658,14 @@ class SongsPage(QWidget):
         except OSError:
             ok = False
         if not ok:
-            self.note.setText(
-                f"No file manager answered. The file is {path} "
-                f"(Copy path puts it on the clipboard)."
-            )
+            self.note.say(self.view_model.no_file_manager(path), DANGER)
         return ok
 
     def copy_path(self) -> None:
         local = self._local_selected()
         if local is not None:
             QGuiApplication.clipboard().setText(os.path.abspath(local))
-            self.note.setText(f"Copied {local}")
+            self.note.say(f"Copied {local}")
 
     def _reuse(self) -> None:
         song = self.current()
@@ -792,29 +675,17 @@ class SongsPage(QWidget):
     def trash_selected(self, confirm: bool = True) -> list[str]:
         """Move every file of the selected songs (all their takes and sidecars) to the
         trash; the node forgets them. Returns the ids of the songs removed."""
-        songs: dict[str, Song] = {}
-        for row in self.view.selected_rows() or (
-            [self.current_row()] if self.current_row() else []
-        ):
-            if row.song.is_finished:
-                songs[row.song.id] = row.song
+        current = self.current_row()
+        rows = self.view.selected_rows() or ([current] if current is not None else [])
+        songs = self.view_model.to_trash(rows)
         if not songs:
             return []
-        files = [(song, take) for song in songs.values() for take in song.takes]
         if confirm:
-            names = [node_file_name(s, t) for s, t in files]
-            shown = "\n".join(names[:8]) + (
-                f"\n… and {len(names) - 8} more" if len(names) > 8 else ""
-            )
+            names = [node_file_name(s, t) for s in songs.values() for t in s.takes]
             answer = QMessageBox.question(
-                self,
-                "Move to trash",
-                f"Move {len(songs)} song(s) — {len(files)} audio file(s) and their sidecars — "
-                f"to the trash?\n\n{shown}"
-                if files
-                else f"Forget {len(songs)} song(s) that made no file?",
+                self, "Move to trash", self.view_model.trash_question(list(songs.values()), names)
             )
-            if answer != QMessageBox.Yes:
+            if answer != QMessageBox.StandardButton.Yes:
                 return []
         moved = []
         for song in songs.values():
@@ -823,33 +694,30 @@ class SongsPage(QWidget):
                 moved.append(song.id)
                 self._drop(song)
                 self.files.drop_cached(song)
-                self.link.forget_song(
+                self.link.songs.forget(
                     song.id,
                     delete_files=True,
-                    on_error=lambda text, s=song: self.note.setText(
-                        f"The node could not delete {s.name!r}: {text}"
-                    ),
+                    on_error=self._failed(f"delete {song.name!r} on the node"),
                 )
                 continue
             problems = [p for take in song.takes for p in _trash_take(take)]
             if problems:
-                self.note.setText(f"Could not move to the trash: {', '.join(problems)}")
+                self.note.fail("move to the trash", ", ".join(problems))
                 continue
             moved.append(song.id)
             self._drop(song)
-            self.link.forget_song(
+            self.link.songs.forget(
                 song.id,
-                on_error=lambda text, s=song: self.note.setText(
-                    f"Moved {s.name!r} to the trash, but the node still lists it: {text}"
-                ),
+                on_error=self._failed(f"make the node forget {song.name!r} (it is in the trash)"),
             )
         return moved
 
+    def _failed(self, what: str) -> Callable[[str], None]:
+        """What says on the message line that ``what`` could not be done, and why."""
+        return lambda why: self.note.fail(what, why)
+
     def _drop(self, song: Song) -> None:
-        if self.playing is not None and self.playing.song.id == song.id:
-            self._player.stop()
-            self.playing = None
-            self.delegate.playing = None
+        self._stop_if_playing(song.id)
         self.model.remove(song.id)
         self._update_count()
 

@@ -47,7 +47,8 @@ class TransferMeter:
 
 
 def human_bytes(n: float | int | None) -> str:
-    """Sizes as the CLI shows them (download.human_size); "?" when unknown."""
+    """Sizes as the CLI shows them (:func:`cantor_desktop.units.human_size`); "?" when
+    unknown."""
     return "?" if n is None else human_size(float(n))
 
 

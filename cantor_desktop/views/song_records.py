@@ -29,7 +29,8 @@ def status_text(song: Song) -> str:
     if song.state == SongState.QUEUED:
         return "Queued" if song.position in (None, 0) else f"Queued (#{song.position + 1})"
     if song.state == SongState.RUNNING:
-        return f"{STAGE_WORDS.get(song.stage, 'Working')} — {int(song.progress * 100)}%"
+        stage = STAGE_WORDS.get(song.stage, "Working") if song.stage else "Working"
+        return f"{stage} — {int(song.progress * 100)}%"
     if song.state == SongState.FAILED:
         return f"Failed: {song.error or 'no reason given'}"
     return str(song.state).capitalize()

@@ -15,18 +15,12 @@ from ..song.lyrics import INSTRUMENTAL
 from ..song.request import RequestError
 
 SKETCH_MODEL = "sketch"
-ADVANCED_TEXT = (
-    "steps",
-    "guidance",
-    "shift",
-    "solver",
-    "lm_temperature",
-    "lm_cfg",
-    "lm_top_p",
-    "lm_top_k",
-    "adapter",
-    "adapter_scale",
-)
+ADVANCED_FIELDS = tuple(n for n in song_request.STYLE_FIELDS if n != "codes_from")
+"""The Advanced section's fields: the request's style fields a musician sets (``codes_from``
+is Render again's, never typed)."""
+ADVANCED_TEXT = tuple(n for n in ADVANCED_FIELDS if n not in ("lm_negative_prompt", "lock_caption"))
+"""The Advanced fields whose text "" or "auto" leaves the engine's default (the negative
+prompt is free text, Lock my caption a tick)."""
 LYRICS_HINT = (
     "[Verse]\nwrite the first verse here\n\n[Chorus]\nthe chorus\n\n"
     "Structure tags: [Intro] [Verse] [Pre-Chorus] [Chorus] [Bridge] [Outro]"
@@ -107,8 +101,10 @@ class ComposeForm:
         """How many advanced controls are not auto (shown on the folded section)."""
         return sum(
             1
-            for n in ADVANCED_TEXT + ("lm_negative_prompt",)
-            if str(getattr(self, n)).strip() and str(getattr(self, n)).lower() != "auto"
+            for n in ADVANCED_FIELDS
+            if n != "lock_caption"
+            and str(getattr(self, n)).strip()
+            and str(getattr(self, n)).lower() != "auto"
         ) + int(self.lock_caption)
 
     def problem(self) -> RequestError | None:
@@ -200,8 +196,9 @@ class ComposeForm:
             format=str(params.get("format") or "wav24"),
             takes=int(params.get("batch") or 1),
         )
-        for name in ADVANCED_TEXT + ("lm_negative_prompt",):
-            setattr(form, name, text(name))
+        for name in ADVANCED_FIELDS:
+            if name != "lock_caption":
+                setattr(form, name, text(name))
         form.lock_caption = bool(params.get("lock_caption"))
         if isinstance(used_seed, int) and used_seed >= 0:
             form.seed, form.seed_locked = str(used_seed), True
