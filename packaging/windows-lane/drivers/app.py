@@ -90,18 +90,18 @@ def main() -> int:
 
     def watch(w) -> None:
         link = w.link
-        link.song_finished.connect(
+        link.songs.finished.connect(
             lambda rec: emit("song_done", id=rec.id, caption=rec.caption, path=rec.path)
         )
 
         def on_state(s):
-            process = getattr(link, "process", None)
+            process = link.connection.process
             if s == "idle" and process is not None and state["node"] != process.pid:
                 state["node"] = process.pid
                 emit("node", pid=process.pid, url=process.url)
 
-        link.state_changed.connect(on_state)
-        on_state(link.state)
+        link.connection.state_changed.connect(on_state)
+        on_state(link.connection.state)
 
     class FirstPaint(QObject):
         def eventFilter(self, obj, event):
@@ -127,12 +127,12 @@ def main() -> int:
         try:
             if what == "status":
                 link = w.link if w else None
-                process = getattr(link, "process", None) if link else None
+                process = link.connection.process if link else None
                 emit(
                     "status",
                     visible=bool(w and w.isVisible()),
-                    link=str(link.state) if link else None,
-                    detail=link.detail if link else "",
+                    link=str(link.connection.state) if link else None,
+                    detail=link.connection.detail if link else "",
                     node=process.pid if process is not None else None,
                     tray=bool(w and w.tray and w.tray.available),
                 )
