@@ -65,6 +65,8 @@ class Target:
     cmake_args: tuple[str, ...]
     patches: tuple[str, ...] = ("version-from-env.patch",)
     toolchain: str | None = None  # a file in packaging/engines/
+    c_flags: tuple[str, ...] = ()  # CMAKE_C_FLAGS (C only: C++ gets none of them)
+    msvc: bool = False  # built with MSVC (no GCC/Clang flags)
     runtime_libs: tuple[str, ...] = ()  # globs under $CUDA_PATH copied beside the binary
     notes: str = ""
 
@@ -141,11 +143,11 @@ TARGETS: dict[str, Target] = {
                 *X64_AVX2,
                 "-DBUILD_SHARED_LIBS=OFF",
                 "-DGGML_OPENMP=OFF",
-                "-DCMAKE_EXE_LINKER_FLAGS=-static",
+                "-DCMAKE_EXE_LINKER_FLAGS=-static -Wl,--no-insert-timestamp",
                 "-DCMAKE_CXX_STANDARD_LIBRARIES=-lssp -lws2_32",
-                "-DCMAKE_C_FLAGS=-D_WIN32_WINNT=0x0601",
             ),
             toolchain="mingw-w64-x86_64.cmake",
+            c_flags=("-D_WIN32_WINNT=0x0601",),
             notes="cross-compiled with mingw-w64 (posix threads), one static .exe",
         ),
         Target(
@@ -195,6 +197,7 @@ TARGETS: dict[str, Target] = {
                 f"-DCMAKE_CUDA_ARCHITECTURES={CUDA_ARCHITECTURES}",
             ),
             runtime_libs=("bin/cudart64_12.dll", "bin/cublas64_12.dll", "bin/cublasLt64_12.dll"),
+            msvc=True,
             notes="CUDA 12 built with MSVC; cudart and cuBLAS DLLs beside the .exe",
         ),
     )
@@ -311,20 +314,30 @@ def apply_patch(patch: Path, tree: Path) -> list[str]:
 # -- building ---------------------------------------------------------------------------------
 
 
-def cmake_args(target: Target, src: Path, build: Path) -> list[str]:
-    """The configure command (placeholders resolved)."""
-    args = ["cmake", "-S", str(src), "-B", str(build), *target.cmake_args, *target.rpath_args]
+def flag_args(target: Target, work: str, toolchain_dir: str) -> list[str]:
+    """The target's CMake flags, plus the RPATH, the toolchain file and (GCC/Clang) a
+    -ffile-prefix-map that keeps the work folder's path out of the binaries."""
+    args = [*target.cmake_args, *target.rpath_args]
+    if not target.msvc:
+        prefix_map = f"-ffile-prefix-map={work}=."
+        args.append("-DCMAKE_C_FLAGS=" + " ".join([*target.c_flags, prefix_map]))
+        args.append(f"-DCMAKE_CXX_FLAGS={prefix_map}")
+    elif target.c_flags:
+        args.append("-DCMAKE_C_FLAGS=" + " ".join(target.c_flags))
     if target.toolchain:
-        args.append(f"-DCMAKE_TOOLCHAIN_FILE={HERE / target.toolchain}")
+        args.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain_dir}/{target.toolchain}")
     return args
+
+
+def cmake_args(target: Target, work: Path, src: Path, build: Path) -> list[str]:
+    """The configure command."""
+    flags = flag_args(target, str(work.resolve()), HERE.as_posix())
+    return ["cmake", "-S", str(src), "-B", str(build), *flags]
 
 
 def recorded_cmake_args(target: Target) -> list[str]:
     """The configure flags as BUILD.json records them (no machine-specific paths)."""
-    args = [*target.cmake_args, *target.rpath_args]
-    if target.toolchain:
-        args.append(f"-DCMAKE_TOOLCHAIN_FILE=packaging/engines/{target.toolchain}")
-    return args
+    return flag_args(target, "<work>", "packaging/engines")
 
 
 def build_env(source: dict, work: Path) -> dict[str, str]:
@@ -432,8 +445,11 @@ def collect(target: Target, build: Path) -> dict[str, Path]:
     return files
 
 
-def stage(target: Target, files: dict[str, Path], build: Path, stage_dir: Path) -> None:
-    """Copy the files into ``stage_dir`` and strip what this build made."""
+def stage(
+    target: Target, files: dict[str, Path], build: Path, stage_dir: Path, env: dict[str, str]
+) -> None:
+    """Copy the files into ``stage_dir`` and strip what this build made (``env`` gives strip
+    SOURCE_DATE_EPOCH: it writes that as a Windows binary's link time)."""
     stage_dir.mkdir(parents=True)
     strip = cache_value(build, "CMAKE_STRIP")
     for name, path in files.items():
@@ -442,7 +458,7 @@ def stage(target: Target, files: dict[str, Path], build: Path, stage_dir: Path) 
         dest.chmod(0o755)
         if strip and name not in _runtime_names(target):
             flags = ["-x"] if target.os == "macos" else ["--strip-unneeded"]
-            run([strip, *flags, str(dest)])
+            run([strip, *flags, str(dest)], env)
 
 
 def _runtime_names(target: Target) -> set[str]:
@@ -593,7 +609,7 @@ def build_target(target: Target, archive: Path, out_dir: Path, work: Path, jobs:
         print(f"== patch {name}: {', '.join(changed)}", flush=True)
     build = work / "build"
     env = build_env(source, work)
-    run(cmake_args(target, src, build), env, log)
+    run(cmake_args(target, work, src, build), env, log)
     run(
         [
             "cmake",
@@ -614,7 +630,7 @@ def build_target(target: Target, archive: Path, out_dir: Path, work: Path, jobs:
     stage_dir = work / "stage"
     if stage_dir.exists():
         shutil.rmtree(stage_dir)
-    stage(target, files, build, stage_dir)
+    stage(target, files, build, stage_dir, env)
     for line in check_stage(target, stage_dir, source):
         print(f"== {line}", flush=True)
     staged = {p.name: p for p in stage_dir.iterdir()}
