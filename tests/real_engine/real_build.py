@@ -23,6 +23,7 @@ VULKAN_ENV = "CANTOR_REAL_VULKAN_ACE_SERVER"
 """The real Vulkan build (../shared/engines/…-vulkan-…), run on Mesa's lavapipe in CI."""
 LIBS_ENV = "CANTOR_REAL_ACE_LIBS"
 LIBRARIES = ("libggml.so.0", "libggml-base.so.0", "libggml-cpu.so.0")
+CPU_LIBRARY = "libggml-cpu.so.0"
 
 
 def binary() -> Path | None:
@@ -68,10 +69,22 @@ def release_files(*, leave_out: tuple[str, ...] = ()) -> dict[str, bytes]:
     assert exe is not None
     build_dir = str(exe.resolve().parent)
     files = {"ace-server": _runpath_stripped(exe.read_bytes(), build_dir)}
-    for name in LIBRARIES:
+    for name in library_names():
         if name not in leave_out:
             files[name] = _runpath_stripped((libs_dir() / name).resolve().read_bytes(), build_dir)
     return files
+
+
+def library_names() -> list[str]:
+    """The libraries the build needs beside it: LIBRARIES, or for a build whose CPU backend
+    ggml picks at run time (packaging/engines' linux-x64-cpu) libggml.so.0, libggml-base.so.0
+    and every ``libggml-cpu-<variant>.so``."""
+    variants = sorted(
+        p.name for p in libs_dir().glob("libggml-cpu-*.so") if p.is_file() and not p.is_symlink()
+    )
+    if not variants:
+        return list(LIBRARIES)
+    return [n for n in LIBRARIES if n != CPU_LIBRARY] + variants
 
 
 def pack(dest: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
