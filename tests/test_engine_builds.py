@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cantor_desktop import engine_store, manifest, manifest_keys
+from cantor_desktop.install import engine_store, manifest, signing_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ROOT / "packaging" / "engines"
@@ -318,10 +318,10 @@ def _engine_archive(
 @pytest.fixture
 def release_key(tmp_path):
     """A throw-away ed25519 key made for this test: (key file, public key)."""
-    key = manifest_keys.new_private_key()
+    key = signing_keys.new_private_key()
     path = tmp_path / "throwaway.key"
-    path.write_text(manifest_keys.private_key_text(key) + "\n")
-    return path, manifest_keys.public_key_text(key)
+    path.write_text(signing_keys.private_key_text(key) + "\n")
+    return path, signing_keys.public_key_text(key)
 
 
 def test_release_writes_a_manifest_cantor_loads_and_signs_it(tmp_path, release_key, capsys):
@@ -347,17 +347,16 @@ def test_release_writes_a_manifest_cantor_loads_and_signs_it(tmp_path, release_k
     sig = (out / "engines.json.sig").read_bytes()
 
     assert (
-        manifest_keys.verify(raw, sig, [manifest_keys.TrustedKey("throwaway", public)])
-        == "throwaway"
+        signing_keys.verify(raw, sig, [signing_keys.TrustedKey("throwaway", public)]) == "throwaway"
     )
-    with pytest.raises(manifest_keys.SignatureRefused):  # not by the tests' usual key
-        manifest_keys.verify(
+    with pytest.raises(signing_keys.SignatureRefused):  # not by the tests' usual key
+        signing_keys.verify(
             raw,
             sig,
-            manifest_keys.shipped_keys()
+            signing_keys.shipped_keys()
             + [
-                manifest_keys.TrustedKey(
-                    "t", manifest_keys.public_key_text(manifest_keys.new_private_key())
+                signing_keys.TrustedKey(
+                    "t", signing_keys.public_key_text(signing_keys.new_private_key())
                 )
             ],
         )
@@ -450,7 +449,7 @@ def test_the_key_can_come_from_the_environment(tmp_path, release_key, monkeypatc
     )
     raw = (tmp_path / "o" / "engines.json").read_bytes()
     sig = (tmp_path / "o" / "engines.json.sig").read_bytes()
-    manifest_keys.verify(raw, sig, [manifest_keys.TrustedKey("env", public)])
+    signing_keys.verify(raw, sig, [signing_keys.TrustedKey("env", public)])
 
 
 @pytest.mark.parametrize(

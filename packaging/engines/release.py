@@ -11,7 +11,7 @@ refused. One manifest row per archive (family ``acestep``): the target's backend
 architecture, the build's engine version, the download URL (the project's GitHub release,
 ``source.json`` ``release_url``, or ``--base-url``/<asset> for tests), sha256, size, archive
 kind, executable and ``{"GGML_BACKEND": <device>}``. The manifest is checked by loading it
-with ``cantor_desktop.manifest`` and signed with ``cantor_desktop.manifest_keys`` (the scheme
+with ``cantor_desktop.install.manifest`` and signed with ``cantor_desktop.install.signing_keys`` (the scheme
 of packaging/manifest_key.py): ``OUT/engines.json`` and ``OUT/engines.json.sig``.
 
 KEYFILE holds the private key (base64 of its 32 raw bytes); ``--key-env VAR`` reads the same
@@ -35,7 +35,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from cantor_desktop import manifest, manifest_keys  # noqa: E402
+from cantor_desktop.install import manifest  # noqa: E402
+from cantor_desktop.install import signing_keys  # noqa: E402
 
 
 def _load_build():
@@ -146,14 +147,14 @@ def write_signed(doc: dict, key_text: str, out: Path) -> tuple[Path, Path]:
     raw = (json.dumps(doc, indent=2) + "\n").encode("utf-8")
     loaded = manifest.parse_bytes(raw, "release.py")
     if loaded.refused or len(loaded.builds) != len(doc["families"][FAMILY]["builds"]):
-        raise ReleaseError(f"cantor_desktop.manifest refused builds: {loaded.refused}")
+        raise ReleaseError(f"cantor_desktop.install.manifest refused builds: {loaded.refused}")
     try:
-        key = manifest_keys.load_private_key(key_text)
+        key = signing_keys.load_private_key(key_text)
     except ValueError as exc:
         raise ReleaseError(f"the private key: {exc}") from None
-    sig = manifest_keys.sign(raw, key)
-    trusted = [manifest_keys.TrustedKey("release key", manifest_keys.public_key_text(key))]
-    manifest_keys.verify(raw, sig, trusted)
+    sig = signing_keys.sign(raw, key)
+    trusted = [signing_keys.TrustedKey("release key", signing_keys.public_key_text(key))]
+    signing_keys.verify(raw, sig, trusted)
     out.mkdir(parents=True, exist_ok=True)
     target, sig_path = out / "engines.json", out / "engines.json.sig"
     target.write_bytes(raw)
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = manifest_document(archives, args.base_url, args.published)
         target, sig = write_signed(doc, key_text, args.out)
-    except (ReleaseError, manifest.ManifestError, manifest_keys.SignatureRefused) as exc:
+    except (ReleaseError, manifest.ManifestError, signing_keys.SignatureRefused) as exc:
         print(f"release.py: {exc}", file=sys.stderr)
         return 1
     for row in doc["families"][FAMILY]["builds"]:
