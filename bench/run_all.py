@@ -927,10 +927,11 @@ shell = Shell(app); shell.window.show(); shell.start_node_soon()
 
 async def measure():
     end = time.monotonic() + 60
-    while shell.link.state != "idle" and time.monotonic() < end:
+    connection = shell.link.connection
+    while connection.state != "idle" and time.monotonic() < end:
         await asyncio.sleep(0.05)
-    if shell.link.state != "idle":
-        print("ERROR node state", shell.link.state, shell.link.detail, flush=True)
+    if connection.state != "idle":
+        print("ERROR node state", connection.state, connection.detail, flush=True)
         shell.quit(); return
     await asyncio.sleep(1.0)
     gaps, last = [], [time.perf_counter()]

@@ -551,12 +551,13 @@ def _the_app_meets(loop, home: Path, monkeypatch) -> tuple[str, str]:
     link = NodeLink()
 
     async def decided():
-        link.start()
+        connection = link.connection
+        connection.start()
         for _ in range(300):
-            if link.state in ("error", "idle", "generating"):
-                return str(link.state), link.detail
+            if connection.state in ("error", "idle", "generating"):
+                return str(connection.state), connection.detail
             await asyncio.sleep(0.1)
-        return str(link.state), link.detail
+        return str(connection.state), connection.detail
 
     try:
         return run(loop, decided())

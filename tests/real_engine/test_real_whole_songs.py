@@ -181,9 +181,9 @@ def test_the_apps_node_link_sings_twice_with_the_models_kept_loaded(
     node = run(qloop, Node(cantor_home, port=port).start())
     try:
         shell = Shell(qapp, NodeLink(url=node.url, start_child=False))
-        run(qloop, shell.link._connect())
+        run(qloop, shell.link.connection.open())
         progress: list[tuple[str, float]] = []
-        shell.link.song_updated.connect(lambda r: progress.append((r.id, r.progress)))
+        shell.link.songs.updated.connect(lambda r: progress.append((r.id, r.progress)))
         compose, songs = shell.window.compose, shell.window.songs
         # the model the musician picks (the list holds the node's ready models)
         run(
