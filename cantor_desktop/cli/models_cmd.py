@@ -1,4 +1,5 @@
-"""`cantor models [--json] [--all]`, `models rm NAME`, `models import PATH`, `models verify`.
+"""`cantor models [--json] [--all]`, `models rm NAME`, `models import PATH`, `models verify`,
+`models find [FOLDER ...] [--adopt [--copy]] [--json]`.
 
 Exit 0 done, 1 failed, 2 bad input (unknown model, a path that does not exist).
 """
@@ -28,6 +29,20 @@ def register(sub) -> None:
     imp = msub.add_parser("import", help="adopt GGUF files you already have (not moved)")
     imp.add_argument("path", help="a .gguf file or a folder of them")
     msub.add_parser("verify", help="re-hash every model file")
+    find = msub.add_parser(
+        "find",
+        help="find models other tools downloaded (Hugging Face cache, acestep.cpp) and adopt them",
+        description="Looks in the Hugging Face cache, ~/acestep.cpp/models and the folders "
+        "you name for ACE-Step files. --adopt checks each against the catalogue's sha256 and "
+        "hard-links it into the library: no second copy, and the other tool's file is never "
+        "changed.",
+    )
+    find.add_argument("folders", nargs="*", metavar="FOLDER", help="another folder to look in")
+    find.add_argument("--adopt", action="store_true", help="adopt every new file found")
+    find.add_argument(
+        "--copy", action="store_true", help="copy a file that cannot be linked (another drive)"
+    )
+    find.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
@@ -73,6 +88,43 @@ def _list(args) -> int:
     return EXIT_OK
 
 
+def _find(args) -> int:
+    from ..models import finder
+
+    found = finder.find(args.folders)
+    if not args.adopt:
+        if args.json:
+            print(json.dumps([f.to_json() for f in found], indent=1))
+            return EXIT_OK
+        for f in found:
+            print(f"{f.state:<17} {_size(f.size):>10}  {f.name}  ({f.where}: {f.shown})")
+            if f.note:
+                print(f"{'':<17} {f.note}")
+        new = [f for f in found if f.state == finder.NEW]
+        if not found:
+            print("no ACE-Step model files found (give a folder to look in as well)")
+        elif new:
+            spared = _size(sum(f.size for f in new))
+            print(
+                f"`cantor models find --adopt` adopts {len(new)} file(s): {spared} not downloaded"
+            )
+        return EXIT_OK
+    offer = [f.path for f in found if f.state == finder.NEW]
+    done = finder.adopt(offer, folders=args.folders, copy=args.copy)
+    if args.json:
+        print(json.dumps([a.to_json() for a in done], indent=1))
+    else:
+        for a in done:
+            print(f"{a.how:<13} {a.name}  ({a.source})" + (f": {a.note}" if a.note else ""))
+        adopted = sum(a.how in (finder.LINKED, finder.COPIED) for a in done)
+        print(f"{adopted} adopted, {_size(sum(a.saved for a in done))} saved")
+    refused = [a for a in done if a.how == finder.REFUSED]
+    if refused and not args.json:
+        for a in refused:
+            print(f"cantor models find: {a.name} refused: {a.note}", file=sys.stderr)
+    return EXIT_FAILED if refused else EXIT_OK
+
+
 def run(args) -> int:
     from ..models import library
     from ..models.catalogue import UnknownModel
@@ -101,6 +153,8 @@ def run(args) -> int:
                 print("cantor models import: no ACE-Step GGUF file was imported", file=sys.stderr)
                 return EXIT_FAILED
             return EXIT_OK
+        if args.action == "find":
+            return _find(args)
         if args.action == "verify":
 
             def show(r):

@@ -555,6 +555,24 @@ class NodeClient:
             "imported"
         ]
 
+    async def find_models(self, folders: list[str] | None = None) -> list[dict[str, Any]]:
+        """ACE-Step files other tools downloaded on the node's machine (the Hugging Face
+        cache, acestep.cpp's models folder, ``folders``): each with its ``state``."""
+        body = {"folders": folders} if folders else {}
+        return (await self._json("POST", "/v1/models/find", json=body))["found"]
+
+    async def adopt_models(
+        self, paths: list[str], *, folders: list[str] | None = None, copy: bool = False
+    ) -> list[dict[str, Any]]:
+        """Take found files into the node's library (checked, then linked or copied): what
+        became of each (``how``: linked, copied, refused, already there; ``note``)."""
+        body: dict[str, Any] = {"paths": paths, "copy": copy}
+        if folders:
+            body["folders"] = folders
+        return (await self._json("POST", "/v1/models/adopt", json=body, timeout=NO_READ_TIMEOUT))[
+            "adopted"
+        ]
+
     async def upload_model(
         self,
         path: str | os.PathLike,

@@ -6,6 +6,10 @@ where the models live (the node's machine):
 - ``POST /v1/models/upload?name=FILE.gguf``: the file's bytes (``application/octet-stream``,
   capped by the guard's :class:`~.guard.BodyRule`), kept in the library folder once whole
   and checked;
+- ``POST /v1/models/find`` ``{"folders"?}``: ACE-Step files other tools downloaded on the
+  node's machine (:mod:`...models.finder`); ``POST /v1/models/adopt`` ``{"paths", "folders"?,
+  "copy"?}``: those files checked against the catalogue's sha256 and linked (or copied) into
+  the library;
 - ``DELETE /v1/models/{name}/parts``: discard what a failed or stopped download left;
 - ``GET|PUT|DELETE /v1/hub/token``: the Hugging Face token in the node's keyring; GET says
   only whether one is set, never the token.
@@ -20,7 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ...system import secrets
-from ...models import hub, importer
+from ...models import finder, hub, importer
 from ...models.catalogue import SKETCH, UnknownModel
 from ...models.library import LibraryError
 from ..http_common import (
@@ -54,8 +58,24 @@ TOKEN_SCHEMA = {
     "properties": {"token": {"type": "string", "minLength": 8, "maxLength": 512}},
 }
 
+MOST_PATHS = 64
+PATHS = {
+    "type": "array",
+    "maxItems": MOST_PATHS,
+    "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+}
+FIND_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {"folders": PATHS}}
+ADOPT_SCHEMA = {
+    "type": "object",
+    "required": ["paths"],
+    "additionalProperties": False,
+    "properties": {"paths": PATHS, "folders": PATHS, "copy": {"type": "boolean"}},
+}
+
 router = APIRouter()
 IMPORTED = obj({"imported": OBJ})
+FOUND = obj({"found": LIST})
+ADOPTED = obj({"adopted": LIST})
 TOKEN_STATUS = obj(
     {"set": {"type": "boolean"}, "source": {"type": ["string", "null"]}, "note": STR}
 )
@@ -79,6 +99,65 @@ async def import_model(request: Request):
     except importer.ImportRefused as exc:
         raise _refused(exc) from None
     return {"imported": imported.to_json()}
+
+
+def _paths(body: dict[str, Any], field: str, *, required: bool = False) -> list[str]:
+    value = body.get(field)
+    if value is None and not required:
+        return []
+    if (
+        not isinstance(value, list)
+        or (required and not value)
+        or len(value) > MOST_PATHS
+        or not all(isinstance(v, str) and 0 < len(v) <= 4096 for v in value)
+    ):
+        raise ApiError(422, f"{field}: give a list of paths on the node's machine", field=field)
+    return value
+
+
+async def _folders_body(request: Request, schema: dict[str, Any]) -> dict[str, Any]:
+    body = await json_body(request, required=bool(schema.get("required")))
+    if not isinstance(body, dict):
+        raise ApiError(422, "body: must be a JSON object", field="body")
+    for key in body:
+        if key not in schema["properties"]:
+            known = ", ".join(schema["properties"])
+            raise ApiError(422, f"{key}: unknown field; known: {known}", field=key)
+    return body
+
+
+@router.post(
+    "/v1/models/find",
+    openapi_extra=json_request(FIND_SCHEMA, required=False),
+    responses={**ok(FOUND, "files found"), **ERRORS},
+)
+async def find_models(request: Request):
+    """ACE-Step files other tools keep on the node's machine (nothing is read but names)."""
+    body = await _folders_body(request, FIND_SCHEMA)
+    folders = _paths(body, "folders")
+    found = await asyncio.to_thread(finder.find, folders)
+    return {"found": [f.to_json() for f in found]}
+
+
+@router.post(
+    "/v1/models/adopt",
+    openapi_extra=json_request(ADOPT_SCHEMA),
+    responses={**ok(ADOPTED, "each file linked, copied or refused"), **ERRORS},
+)
+async def adopt_models(request: Request):
+    """Files :func:`find_models` offered, checked against the catalogue's sha256 and taken
+    into the library (a hard link; a copy only when ``copy`` and no link can be made)."""
+    body = await _folders_body(request, ADOPT_SCHEMA)
+    paths = _paths(body, "paths", required=True)
+    folders = _paths(body, "folders")
+    copy = body.get("copy", False)
+    if not isinstance(copy, bool):
+        raise ApiError(422, "copy: true or false", field="copy")
+    try:
+        done = await asyncio.to_thread(finder.adopt, paths, folders=folders, copy=copy)
+    except finder.AdoptRefused as exc:
+        raise ApiError(422, f"paths: {exc}", "import_refused", "paths") from None
+    return {"adopted": [a.to_json() for a in done]}
 
 
 @router.post(
