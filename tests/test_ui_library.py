@@ -382,3 +382,57 @@ def test_sizes_are_named_in_the_binary_units_they_are_counted_in():
     assert human_bytes(25_276_518_400) == "23.5 GiB" == human_size(25_276_518_400)
     assert human_bytes(48 * 1024 * 1024) == "48.0 MiB"
     assert human_bytes(512) == "512 B" and human_bytes(None) == "?"
+
+
+def test_models_on_this_machine_are_adopted_from_the_hugging_face_cache(
+    qtbot, qloop, cantor_home, tmp_path, monkeypatch
+):
+    """The Library's "Models on this machine…": the node finds a VAE in the Hugging Face
+    cache and a text encoder in a folder the musician adds, the musician adopts them, the
+    library lists them, and the cache's file is the library's (one copy on disk)."""
+    import hashlib
+
+    from support.ui import start_node
+
+    from cantor_desktop.models import catalogue as cat
+
+    hf_home = tmp_path / "hf"
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    head = gguf.write_header_only(tmp_path / "vae-head.gguf", gguf.ARCH_VAE).read_bytes()
+    data = head + b"\x01" * 4096
+    repo = hf_home / "hub" / ("models--" + cat.REPO.replace("/", "--"))
+    blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(data)
+    snapshot = repo / "snapshots" / ("1" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "vae-BF16.gguf").symlink_to(f"../../blobs/{blob.name}")
+    node = start_node()
+    try:
+        link, page = _page(qtbot, qloop, node.url)
+        dialog = page.find_elsewhere()
+        run(qloop, until(lambda: dialog.table.rowCount() == 1, what="the cache's file"))
+        assert dialog.table.item(0, 0).text() == "vae-BF16.gguf"
+        assert dialog.table.item(0, 1).text() == "Hugging Face cache"
+        assert dialog.picked() == [str(snapshot / "vae-BF16.gguf")]
+        assert "you need not download" in dialog.summary.text()
+        dialog.adopt_button.click()
+        run(qloop, until(lambda: page.message.text().startswith("Adopted"), what="outcome"))
+        assert page.message.text().startswith("Adopted 1 of 1 file(s)")
+        run(
+            qloop,
+            until(
+                lambda: (
+                    dialog.table.rowCount() == 1
+                    and dialog.table.item(0, 3).text() == "Already in the library"
+                ),
+                what="the file in the library",
+            ),
+        )
+        assert not dialog.adopt_button.isEnabled()
+        mine = cantor_home / "models" / "acestep" / "vae-BF16.gguf"
+        assert mine.stat().st_ino == blob.stat().st_ino
+        dialog.close()
+        run(qloop, link.shutdown())
+    finally:
+        node.stop()

@@ -37,6 +37,7 @@ from ...models.events import PullEvent
 from ...views.library import ACTION_TIPS, LibraryViewModel
 from ...views.messages import Message
 from .. import theme
+from ..found_models_dialog import FoundModelsDialog
 from ..message_line import MessageLine
 from . import page_header
 
@@ -162,6 +163,13 @@ class LibraryPage(QWidget):
         self.import_button = QPushButton("Import GGUF files…")
         self.import_button.clicked.connect(self.import_gguf)
         tools.addWidget(self.import_button)
+        self.find_button = QPushButton("Models on this machine…")
+        self.find_button.setToolTip(
+            "Adopt models other tools already downloaded (Hugging Face cache, acestep.cpp): "
+            "checked and linked, no second download"
+        )
+        self.find_button.clicked.connect(self.find_elsewhere)
+        tools.addWidget(self.find_button)
         tools.addStretch(1)
         tools.addWidget(QLabel("Hugging Face token"))
         self.hf_token = QLineEdit()
@@ -416,6 +424,14 @@ class LibraryPage(QWidget):
             on_error=lambda text: self.message.fail("import the files", text),
             on_progress=self._upload_progress,
         )
+
+    def find_elsewhere(self) -> FoundModelsDialog:
+        """The dialog of models other tools downloaded on the node's machine."""
+        dialog = FoundModelsDialog(self.link.models, self._say, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        dialog.look()
+        return dialog
 
     def _upload_progress(self, path: str, sent: int, total: int) -> None:
         self.message.say(self.view_model.sending(path, sent, total))

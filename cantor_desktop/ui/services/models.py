@@ -90,6 +90,40 @@ class ModelsService(Service):
 
         self.run("import", run(), on_done, on_error)
 
+    # -- models other tools downloaded, on the node's machine ----------------------------
+    def find_elsewhere(
+        self,
+        folders: list[str],
+        on_done: Callable[[list[dict[str, Any]]], None] | None = None,
+        on_error: OnError | None = None,
+    ) -> None:
+        """Ask the node for ACE-Step files other tools keep on its machine (the Hugging Face
+        cache, acestep.cpp's models folder, ``folders``): ``on_done([found])``."""
+
+        async def find() -> list[dict[str, Any]]:
+            return await self.client.find_models(folders)
+
+        self.run("find", find(), on_done, on_error)
+
+    def adopt(
+        self,
+        paths: list[str],
+        folders: list[str],
+        copy: bool,
+        on_done: Callable[[list[dict[str, Any]]], None] | None = None,
+        on_error: OnError | None = None,
+    ) -> None:
+        """Have the node check the files and take them into its library (linked, or copied
+        when ``copy``): ``on_done([what became of each])``; the library read again."""
+
+        async def adopt() -> list[dict[str, Any]]:
+            try:
+                return await self.client.adopt_models(paths, folders=folders, copy=copy)
+            finally:
+                await self.refresh()
+
+        self.run("adopt", adopt(), on_done, on_error)
+
     # -- the Hugging Face token (kept on the node's machine) ------------------------------
     def hf_token(self, on_done: OnDone | None = None, on_error: OnError | None = None) -> None:
         """Whether the node has a token (``on_done({"set", "source", "note"})``)."""
