@@ -96,3 +96,44 @@ def test_each_action_is_allowed_or_says_why_not():
     assert failed["cover"] == "This song failed: it has no audio to work on"
     unbuilt = availability(Selection(page_built=False))
     assert set(unbuilt) == set(ACTIONS) and all(unbuilt.values())
+
+
+def test_a_take_that_missed_what_was_asked_says_so_and_another_take_keeps_the_settings():
+    from cantor_desktop.views.song_records import check_words, facts
+
+    checked = {
+        "bpm": {"asked": 120, "measured": 60.2, "verdict": "half time"},
+        "key": {"asked": "A minor", "measured": "D minor", "verdict": "off"},
+    }
+    made = Song.from_json(
+        {
+            "id": "00000000000000aa",
+            "state": "done",
+            "request": {"caption": "c", "model": "sketch", "bpm": 120, "key": "A minor", "seed": 7},
+            "takes": [
+                {"n": 1, "audio": "/x/a.wav", "bpm": 120, "key": "A minor", "check": checked},
+                {"n": 2, "audio": "/x/b.wav", "bpm": 120, "key": "A minor", "check": {}},
+            ],
+        }
+    )
+    missed, fine = rows_of(made)
+    assert check_words(missed.take) == [
+        "⚠ half time: asked 120 BPM, measured 60",
+        "⚠ another key: asked A minor, measured D minor",
+    ]
+    assert facts(made, missed.take)[:2] == check_words(missed.take)
+    assert check_words(fine.take) == [] and not any("⚠" in f for f in facts(made, fine.take))
+    relative = {"key": {"asked": "C major", "measured": "A minor", "verdict": "relative"}}
+    assert (
+        check_words(
+            Song.from_json(
+                {**made.to_json(), "takes": [{"n": 1, "audio": "/x/a.wav", "check": relative}]}
+            ).takes[0]
+        )
+        == []
+    )
+    again = SongsViewModel.another_take(missed)
+    assert again.request == {**made.request, "seed": -1}
+    validate(again.request)  # a request the node takes
+    assert availability(Selection(row=missed))["another_take"] is None
+    assert availability(Selection())["another_take"] == "Select a take in the list first"

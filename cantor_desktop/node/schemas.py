@@ -281,6 +281,7 @@ TAKE_JSON = obj(
         "key": {"type": ["string", "null"]},
         "time_signature": {"type": ["integer", "null"]},
         "facts_from": OBJ,
+        "check": OBJ,
     }
 )
 SONG_JSON = obj(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..song import musical_keys
+from ..song import take_check
 from ..song.analysis import tempo_key
 from ..files import write_atomic
 from ..song.naming import slug
@@ -236,6 +237,8 @@ def write_takes(
             lm = lm_metadata[index] if lm_metadata and index < len(lm_metadata) else None
             # tempo and key: asked, else the LM's, else measured from the audio (with source)
             music = tempo_key(request, lm, audio, source=source_facts)
+            # what was asked or chosen, checked against what the take measures
+            music["check"] = take_check.measure(music, audio)
             sidecar = {
                 "cantor_song": 1,
                 "id": song_id,

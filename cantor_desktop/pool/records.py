@@ -117,9 +117,10 @@ def _takes(value: Any) -> None:
         for name in ("format", "key"):
             if take.get(name) is not None:
                 _text(f"take {i}.{name}", take.get(name), 64, line=True)
-        facts = take.get("facts_from")
-        if facts is not None and (not isinstance(facts, Mapping) or len(facts) > 16):
-            raise Refused(f"take {i}.facts_from: must be a small object")
+        for name in ("facts_from", "check"):
+            small = take.get(name)
+            if small is not None and (not isinstance(small, Mapping) or len(small) > 16):
+                raise Refused(f"take {i}.{name}: must be a small object")
 
 
 def song_json(data: Any, song_id: str | None = None) -> Song:

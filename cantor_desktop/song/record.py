@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from collections.abc import Mapping
 from typing import Any
+from . import take_check
 
 
 class SongState(StrEnum):
@@ -93,6 +94,8 @@ class Take:
     facts_from: dict[str, str] = field(default_factory=dict)
     """Where each musical fact came from: ``"asked"``, ``"lm"``, ``"source"`` (an edit
     keeps its source's) or ``"measured"``."""
+    check: dict[str, Any] = field(default_factory=dict)
+    """What was asked or chosen beside what the take measures (:mod:`.take_check`)."""
 
     @property
     def file_name(self) -> str:
@@ -127,6 +130,7 @@ class Take:
             facts_from={str(k): str(v) for k, v in (data.get("facts_from") or {}).items()}
             if isinstance(data.get("facts_from"), Mapping)
             else {},
+            check=take_check.sanitised(data.get("check")),
         )
 
 

@@ -120,7 +120,7 @@ class MenuBar:
         song.setToolTipsVisible(True)  # a disabled action says why
         items = [generate, None] if generate is not None else []
         items += ["play", "ab", None, "repaint", "extend", "cover", "reference"]
-        items += ["layer", "complete", "stems", "render_again", None]
+        items += ["layer", "complete", "stems", "render_again", "another_take", None]
         items += ["rename", "favourite", "reuse", None, "trash"]
         for item in items:
             if item is None:

@@ -50,7 +50,16 @@ def availability(sel: Selection) -> dict[str, str | None]:
         return dict.fromkeys(ACTIONS, why)
     no_take = _no_take(sel.row)
     out: dict[str, str | None] = {}
-    for name in ("cover", "reference", "layer", "stems", "complete", "render_again", "export"):
+    for name in (
+        "cover",
+        "reference",
+        "layer",
+        "stems",
+        "complete",
+        "render_again",
+        "another_take",
+        "export",
+    ):
         out[name] = no_take
     out["play"] = no_take or (
         None if sel.has_file or sel.remote else "The take's file was moved or deleted"
@@ -110,6 +119,12 @@ ACTIONS = {
     "render_again": (
         "Same song, new render",
         "Render the take again from its own codes, with a new seed",
+        None,
+    ),
+    "another_take": (
+        "Another take",
+        "Make the song again with the same settings and a new seed (for a take that missed "
+        "the tempo or key asked)",
         None,
     ),
     "export": (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
-from ..song import musical_keys
+from ..song import musical_keys, take_check
 from ..song.record import Song, SongState, Stage, Take
 from ..song.lyrics import is_instrumental
 from .transfer import human_duration
@@ -66,9 +66,33 @@ def made_on(song: Song) -> str:
     return str(node.get("name") or node.get("id") or "")
 
 
+def check_words(take: Take | None) -> list[str]:
+    """What the take missed of what was asked, in words ("⚠ half time: asked 120 BPM,
+    measured 60"); [] for a take that did what was asked (or was not checked)."""
+    if take is None:
+        return []
+    out = []
+    for fact in take_check.missed(take.check):
+        part = take.check[fact]
+        verdict = part["verdict"]
+        if fact == "bpm":
+            out.append(
+                f"⚠ {'off tempo' if verdict == take_check.OFF else verdict}: asked "
+                f"{part['asked']:.0f} BPM, measured {part['measured']:.0f}"
+            )
+        else:
+            word = "the other mode" if verdict == take_check.PARALLEL else "another key"
+            measured = musical_keys.display(part["measured"]) if part["measured"] else "none"
+            out.append(
+                f"⚠ {word}: asked {musical_keys.display(part['asked'])}, measured {measured}"
+            )
+    return out
+
+
 def facts(song: Song, take: Take | None = None) -> list[str]:
     """The short facts a row shows: in a pool the member that made it (first: a long line
-    is cut at its end), tempo, key, length, instrumental, model, seed."""
+    is cut at its end), what the take missed of what was asked, tempo, key, length,
+    instrumental, model, seed."""
     bpm, key = tempo_and_key(song, take)
     seconds = duration(song, take)
     seed = take.seed if take is not None else None
@@ -76,6 +100,7 @@ def facts(song: Song, take: Take | None = None) -> list[str]:
         b
         for b in (
             f"on {made_on(song)}" if made_on(song) else "",
+            *check_words(take),
             f"{bpm:.0f} BPM" if bpm else "",
             musical_keys.display(key) if key else "",
             human_duration(seconds) if seconds else "",

@@ -119,6 +119,14 @@ class SongsViewModel:
         return Edit(base, "Rendering the same song again", "render the song again")
 
     @staticmethod
+    def another_take(row: Row) -> Edit:
+        """The song's own request again, with a new seed: another take of the same
+        settings (what a take that missed the tempo or key asked wants)."""
+        request = {k: v for k, v in row.song.request.items() if k != "seed"}
+        request["seed"] = -1
+        return Edit(request, "Making another take", "make another take")
+
+    @staticmethod
     def source_of(row: Row | None) -> tuple[dict[str, Any], str] | None:
         """The take as a cover's or a reference's source, and its name for people."""
         if row is None or row.take is None:

@@ -239,6 +239,7 @@ class SongsPage(QWidget):
             ("complete", lambda: self.open_part("complete")),
             ("stems", self.open_stems),
             ("render_again", self.render_again),
+            ("another_take", self.another_take),
             ("export", self.export_selected),
             ("reveal", self.reveal_selected),
             ("copy_path", self.copy_path),
@@ -433,6 +434,12 @@ class SongsPage(QWidget):
         if row is not None and row.take is not None:
             self._submit_edit(self.view_model.render_again(row))
 
+    def another_take(self) -> None:
+        """The selected song again with its own settings and a new seed."""
+        row = self.current_row()
+        if row is not None and row.take is not None:
+            self._submit_edit(self.view_model.another_take(row))
+
     def _submit_edit(self, edit: Edit) -> None:
         self.note.say(self.view_model.editing(edit.doing))
         self.link.songs.queue(
@@ -505,7 +512,8 @@ class SongsPage(QWidget):
         names: list[str | None] = ["play", "reveal", "copy_path", None] if row.take else []
         names += ["favourite", "rename"]
         if row.take is not None:
-            names += ["export", None, "cover", "reference", "render_again", "stems", "layer"]
+            names += ["export", None, "another_take", "cover", "reference", "render_again"]
+            names += ["stems", "layer"]
             names += ["complete"]
         for name in names:
             if name is None:
