@@ -73,6 +73,10 @@ def test_nothing_is_judged_that_was_not_asked_or_chosen():
         "facts_from": {"bpm": "measured", "key": "measured"},
     }
     assert tc.measure(measured_only, audio, SR) == {}
+    asked = {"bpm": 45, "facts_from": {"bpm": "asked"}}
+    assert tc.measure(asked, audio, SR, task="extract") == {}  # a stem: nothing to judge
+    assert tc.measure(asked, audio, SR, task="repaint") == {}
+    assert tc.measure(asked, audio, SR, task="cover")["bpm"]["verdict"] == tc.DOUBLE
     from_source = {"bpm": 90, "facts_from": {"bpm": "source"}}
     assert tc.check(from_source, 45.0, None) == {}
     chosen = tc.check({"bpm": 90, "facts_from": {"bpm": "lm"}}, 45.0, None)

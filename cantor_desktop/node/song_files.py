@@ -238,7 +238,7 @@ def write_takes(
             # tempo and key: asked, else the LM's, else measured from the audio (with source)
             music = tempo_key(request, lm, audio, source=source_facts)
             # what was asked or chosen, checked against what the take measures
-            music["check"] = take_check.measure(music, audio)
+            music["check"] = take_check.measure(music, audio, task=request.get("task"))
             sidecar = {
                 "cantor_song": 1,
                 "id": song_id,

@@ -31,6 +31,9 @@ RELATIVE, PARALLEL = "relative", "parallel"
 MISSES = frozenset({HALF, DOUBLE, OFF, PARALLEL})
 JUDGED = ("asked", "lm")
 """Where a fact must come from to be checked: the request, or the language model's choice."""
+CHECKED_TASKS = ("text2music", "cover")
+"""The tasks whose takes are checked: those that make a whole new song (an edit keeps its
+source's tempo and key, and a stem has neither a groove nor a key of its own to judge)."""
 
 
 def tempo_verdict(asked: float, measured: float | None) -> str | None:
@@ -83,11 +86,16 @@ def check(
 
 
 def measure(
-    facts: Mapping[str, Any], audio: bytes | np.ndarray, rate: int | None = None
+    facts: Mapping[str, Any],
+    audio: bytes | np.ndarray,
+    rate: int | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """:func:`check` of a take's facts against its audio (a file's bytes, or samples and
-    their ``rate``), measured only when something was asked or chosen ({} otherwise, and
-    for audio that cannot be read)."""
+    their ``rate``), measured only when something was asked or chosen for a new song or a
+    cover (``task``; None is a new song): {} otherwise, and for audio that cannot be read."""
+    if (task or "text2music") not in CHECKED_TASKS:
+        return {}
     sources = facts.get("facts_from") or {}
     if not any(sources.get(f) in JUDGED and facts.get(f) for f in ("bpm", "key")):
         return {}
