@@ -125,3 +125,27 @@ def test_a_node_records_the_check_in_every_take_it_makes(cantor_home):
         assert take["check"]["bpm"]["verdict"] == tc.OK, take["check"]
         assert take["check"]["bpm"]["asked"] == 96
         assert take["check"]["key"]["verdict"] in (tc.OK, tc.RELATIVE), take["check"]
+
+
+def test_cantor_songs_marks_a_song_whose_take_missed():
+    from cantor_desktop.cli.songs_cmd import as_json, table
+    from cantor_desktop.song.record import Song
+
+    half = {"bpm": {"asked": 120, "measured": 60.0, "verdict": "half time"}}
+    songs = [
+        Song.from_json(
+            {
+                "id": f"{i:016x}",
+                "state": "done",
+                "request": {"caption": "c", "model": "sketch", "bpm": 120, "key": "A minor"},
+                "takes": [{"n": 1, "audio": "/x/a.wav", "bpm": 120, "check": check}],
+            }
+        )
+        for i, check in ((1, half), (2, {}))
+    ]
+    lines = table(songs)
+    assert "120!" in lines[1] and "A minor!" not in lines[1]
+    assert "120!" not in lines[2]
+    assert lines[-1].startswith("!: a take missed")
+    assert as_json(songs[0])["takes"][0]["check"] == half
+    assert not table(songs[1:])[-1].startswith("!")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..song import musical_keys
+from ..song import musical_keys, take_check
 from .edit_common import EXIT_OK, Session, run_async
 from .node_session import add_node_option
 
@@ -81,7 +81,16 @@ def as_json(song) -> dict:
         "takes": [
             {
                 k: getattr(t, k)
-                for k in ("n", "audio", "duration", "bpm", "key", "time_signature", "seed")
+                for k in (
+                    "n",
+                    "audio",
+                    "duration",
+                    "bpm",
+                    "key",
+                    "time_signature",
+                    "seed",
+                    "check",
+                )
             }
             for t in song.takes
         ],
@@ -92,6 +101,9 @@ def table(songs) -> list[str]:
     rows = [("ID", "STATE", "TAKES", "BPM", "KEY", "MODEL", "FROM", "EDIT", "TITLE")]
     for song in songs:
         bpm, key = tempo_key(song)
+        missed = {f for t in song.takes for f in take_check.missed(t.check)}
+        bpm += "!" if "bpm" in missed else ""  # a take missed the tempo asked
+        key += "!" if "key" in missed else ""
         rows.append(
             (
                 song.id,
@@ -106,7 +118,10 @@ def table(songs) -> list[str]:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    if any(r[3].endswith("!") or r[4].endswith("!") for r in rows[1:]):
+        lines.append("!: a take missed the tempo or key asked (cantor songs --json: its check)")
+    return lines
 
 
 def run(args) -> int:
