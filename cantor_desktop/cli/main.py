@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "pull_cmd",
     "models_cmd",
     "adapters_cmd",
+    "styles_cmd",
     "login_cmd",
     "pool_cmd",
 ]

@@ -32,8 +32,17 @@ def register(sub) -> None:
         "sing",
         help="make one song",
         description="Make one song: a caption, and lyrics or --instrumental.",
+        intermixed=True,
     )
-    p.add_argument("caption", help="the style: genre, instruments, mood")
+    p.add_argument(
+        "caption", nargs="?", help="the style: genre, instruments, mood (a --style has its own)"
+    )
+    p.add_argument(
+        "--style",
+        metavar="NAME",
+        help="a saved style (`cantor styles`): its caption, sound, adapter, tempo, key … "
+        "fill what this command does not give",
+    )
     lyr = p.add_mutually_exclusive_group()
     lyr.add_argument(
         "--lyrics",
@@ -136,7 +145,7 @@ def build_request(args) -> dict:
     from ..song.lyrics import INSTRUMENTAL
     from ..song.request import BASIC_FIELDS, STYLE_FIELDS
 
-    request: dict = {"caption": args.caption}
+    request: dict = {"caption": args.caption} if args.caption else {}
     if args.lyrics is not None:
         text = args.lyrics
         if text.startswith("@"):
@@ -157,6 +166,37 @@ def build_request(args) -> dict:
     return request
 
 
+async def with_style(node, request: dict, name: str) -> dict | None:
+    """``request`` with the node's style ``name`` filling what it does not give, checked;
+    None (having said why) for an unknown style, one this node lacks a part of, or a
+    request that is still not a song."""
+    from ..song.request import RequestError, validate
+    from ..song.style import Style, apply
+    from .styles_cmd import pick
+
+    found = pick(await node.styles(), name)
+    if found is None:
+        print(f"cantor sing: no style named {name!r} (`cantor styles` lists them)", file=sys.stderr)
+        return None
+    style = Style.from_json({k: v for k, v in found.items() if k != "missing"})
+    styled = apply(style, request)
+    # what the style lacks here matters only where the song takes the style's own part
+    theirs = {"model", "adapter", "reference"} - {p for p in ("model", "adapter") if request.get(p)}
+    if request.get("reference"):
+        theirs.discard("reference")
+    needs = [n["text"] for n in found.get("missing") or [] if n.get("part") in theirs]
+    for need in needs:
+        print(f"cantor sing: the style {found['name']} needs {need}", file=sys.stderr)
+    if needs:
+        return None
+    try:
+        validate(styled)
+    except RequestError as exc:
+        print(f"cantor sing: {exc}", file=sys.stderr)
+        return None
+    return styled
+
+
 class _BadInput(Exception):
     def __init__(self, field: str, message: str):
         super().__init__(f"{field}: {message}")
@@ -172,7 +212,8 @@ def run(args) -> int:
         return run_cover(args, build_request, _BadInput)
     try:
         request = build_request(args)
-        validate(request)
+        if not args.style:
+            validate(request)
     except _BadInput as exc:
         print(f"cantor sing: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -181,17 +222,24 @@ def run(args) -> int:
         print(f"cantor sing: {f'{flag}: {exc.message}' if flag else exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(sing(request, args.output, args.node))
+        return asyncio.run(sing(request, args.output, args.node, args.style))
     except KeyboardInterrupt:
         return 130
 
 
-async def sing(request: dict, output: str | None, node_url: str | None = None) -> int:
+async def sing(
+    request: dict, output: str | None, node_url: str | None = None, style: str | None = None
+) -> int:
     from ..client.nodeclient import NodeError
 
     bar = ProgressBar()
     try:
         async with node_client("sing", node_url) as node:
+            if style:
+                styled = await with_style(node, request, style)
+                if styled is None:
+                    return EXIT_USAGE
+                request = styled
             try:
                 answer = await node.queue_song(request)
             except NodeError as exc:

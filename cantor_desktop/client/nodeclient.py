@@ -739,6 +739,38 @@ class NodeClient:
             raise NodeError(f"lost the node at {self.base_url}: {unreachable_words(exc)}") from None
         return dest
 
+    # -- styles --------------------------------------------------------------------------
+    async def styles(self) -> list[dict[str, Any]]:
+        """Every style the node keeps, each with what the node lacks for it (``missing``)."""
+        return (await self._json("GET", "/v1/styles"))["styles"]
+
+    async def save_style(self, name: str, **body: Any) -> dict[str, Any]:
+        """Keep a style (``fields``, ``seed``, ``from`` a song, ``reference``, ``replace``)."""
+        return await self._json("POST", "/v1/styles", json={"name": name, **body})
+
+    async def remove_style(self, name: str) -> dict[str, Any]:
+        return await self._json("DELETE", f"/v1/styles/{_segment(name)}")
+
+    async def rename_style(self, name: str, new: str) -> dict[str, Any]:
+        return await self._json("POST", f"/v1/styles/{_segment(name)}/rename", json={"name": new})
+
+    async def export_style(self, name: str) -> bytes:
+        """The style as one file (a zip with its reference sound)."""
+        response = await self._request(
+            "GET", f"/v1/styles/{_segment(name)}/file", timeout=NO_READ_TIMEOUT
+        )
+        return response.content
+
+    async def import_style(self, data: bytes, *, replace: bool = False) -> dict[str, Any]:
+        return await self._json(
+            "POST",
+            "/v1/styles/import",
+            params={"replace": "true" if replace else "false"},
+            content=data,
+            headers={"Content-Type": "application/zip"},
+            timeout=NO_READ_TIMEOUT,
+        )
+
     async def upload(
         self,
         path: Path | str,
@@ -749,6 +781,10 @@ class NodeClient:
         """Send an audio file to the node (to edit or to learn from); its upload record."""
         path = Path(path)
         return await self._send_file("/v1/uploads", path, name or path.name, on_progress)
+
+    async def delete_upload(self, upload_id: str) -> dict[str, Any]:
+        """Remove an upload (and what engines encoded of it)."""
+        return await self._json("DELETE", f"/v1/uploads/{_segment(upload_id)}")
 
     async def lm(
         self, *, mode: str, caption: str, lyrics: str = "", model: str | None = None

@@ -32,6 +32,7 @@ from .routes import (
     node as node_routes,
     pool as pool_routes,
     songs as song_routes,
+    styles as style_routes,
     uploads as upload_routes,
 )
 from ..pool.link import PoolUnavailable
@@ -48,6 +49,7 @@ ROUTERS = (
     backend_routes,
     model_routes,
     song_routes,
+    style_routes,
     upload_routes,
     helper_routes,
     lemonade_routes,

@@ -75,12 +75,14 @@ def _body_rules() -> list[BodyRule]:
     from ..models import adapters
     from ..models.importer import UPLOAD_CAP
     from .http_common import FILE_BODY
+    from .styles import EXPORT_MAX
     from .uploads import CONTENT_TYPES, MAX_BYTES
 
     return [
         BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
         BodyRule("/v1/models/upload", (FILE_BODY,), UPLOAD_CAP),
         BodyRule("/v1/adapters/upload", (FILE_BODY,), adapters.UPLOAD_CAP),
+        BodyRule("/v1/styles/import", (FILE_BODY, "application/zip"), EXPORT_MAX),
     ]
 
 

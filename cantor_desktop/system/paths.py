@@ -91,6 +91,11 @@ class Paths:
         return self.state_dir / "uploads"
 
     @property
+    def styles_dir(self) -> Path:
+        """The styles every app and the CLI share (one JSON file each)."""
+        return self.state_dir / "styles"
+
+    @property
     def latents_dir(self) -> Path:
         """Each take's latent, kept so an edit starts from the take itself."""
         return self.state_dir / "latents"
