@@ -190,3 +190,33 @@ def test_a_covers_strength_is_said_in_words():
     vm.cover, vm.reference = ({"song": "s", "take": 1}, "boom bap"), ({"upload": "u"}, "g.wav")
     assert vm.cover_text() == "Cover of “boom bap” — strength"
     assert vm.reference_text().startswith("Reference sound: “g.wav”")
+
+
+def test_a_style_fills_the_recipe_and_leaves_the_songs_own_words():
+    from cantor_desktop.views.compose_form import ComposeForm
+
+    form = ComposeForm(caption="old", lyrics="[Verse]\nmine", duration="60", takes=2, bpm="80")
+    style = {
+        "name": "Night drive",
+        "fields": {"caption": "dreamy synthwave", "bpm": 96, "key": "A minor", "guidance": 7.5},
+        "seed": 42,
+        "reference": {"upload": "ab" * 8},
+        "reference_name": "voice.wav",
+    }
+    filled = form.with_style(style)
+    assert (filled.caption, filled.bpm, filled.key, filled.guidance) == (
+        "dreamy synthwave",
+        "96",
+        "A minor",
+        "7.5",
+    )
+    assert (filled.lyrics, filled.duration, filled.takes) == ("[Verse]\nmine", "60", 2)
+    assert filled.reference == {"upload": "ab" * 8} and filled.reference_name == "voice.wav"
+    assert (filled.seed, filled.seed_locked) == ("42", True)
+    assert form.caption == "old"  # a copy: the form itself unchanged until the page sets it
+    random_seed = form.with_style({**style, "seed": "random"})
+    assert not random_seed.seed_locked
+    recipe = filled.recipe()
+    assert recipe["fields"]["bpm"] == 96 and recipe["fields"]["caption"] == "dreamy synthwave"
+    assert "lyrics" not in recipe["fields"] and "duration" not in recipe["fields"]
+    assert recipe["seed"] == 42 and recipe["reference"] == {"upload": "ab" * 8}

@@ -13,7 +13,8 @@ Qt loop, so every signal comes on the GUI thread).
 - ``link.pool`` (:mod:`.services.pool`): the node's pool (``changed``);
 - ``link.backends`` (:mod:`.services.backends`): the machine and its engines
   (``system_loaded``, ``action_event``);
-- ``link.settings`` (:mod:`.services.settings`): the node's settings (``loaded``).
+- ``link.settings`` (:mod:`.services.settings`): the node's settings (``loaded``);
+- ``link.styles`` (:mod:`.services.styles`): the node's styles (``changed``).
 
 The link itself says one line about all of it (``status_changed``, for the status bar and
 the tray) and any failure nobody else was told about (``error``). Pages talk to the services;
@@ -34,6 +35,7 @@ from .services.pool import PoolService
 from .services.pulls import PullsService
 from .services.settings import SettingsService
 from .services.songs import SongsService
+from .services.styles import StylesService
 from .tasks import Tasks, describe_error
 
 __all__ = ["REMOTE_TOKEN", "NodeLink"]
@@ -57,6 +59,7 @@ class NodeLink(QObject):
         self.adapters = AdaptersService(*parts, models=self.models)
         self.backends = BackendsService(*parts, pool=self.pool)
         self.settings = SettingsService(*parts, backends=self.backends)
+        self.styles = StylesService(*parts)
         self._status = ""
 
         connection = self.connection
@@ -104,6 +107,7 @@ class NodeLink(QObject):
             self.settings.read(),
             return_exceptions=True,
         )
+        self.styles.refresh()  # a node without styles (an older one) is only logged
         for result in results:
             if isinstance(result, Exception):
                 self.error.emit(describe_error(result))

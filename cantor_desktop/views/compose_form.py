@@ -168,6 +168,42 @@ class ComposeForm:
                 setattr(form, f.name, float(value))
         return form
 
+    def with_style(self, style: Mapping[str, Any]) -> "ComposeForm":
+        """A copy of the form with a style's recipe filled in (as the node lists it): its
+        fields replace the form's, the lyrics, length and takes stay the musician's, its
+        sound becomes the reference, its seed policy the seed's lock. Still editable."""
+        recipe = style.get("fields") or {}
+        filled = ComposeForm.from_json(self.to_json())
+        base = ComposeForm.from_settings({**recipe, "model": recipe.get("model") or self.model})
+        for name in ("caption", "bpm", "key", "time_signature", "language", "model"):
+            if recipe.get(name) is not None:
+                setattr(filled, name, getattr(base, name))
+        for name in ADVANCED_FIELDS:
+            setattr(filled, name, getattr(base, name))
+        if style.get("reference"):
+            filled.reference = dict(style["reference"])
+            filled.reference_name = str(style.get("reference_name") or style.get("name") or "")
+        seed = style.get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            filled.seed, filled.seed_locked = str(seed), True
+        else:
+            filled.seed_locked = False
+        return filled
+
+    def recipe(self) -> dict[str, Any]:
+        """What a style saved from this form keeps (the request's recipe fields, typed as
+        the node types them) and its reference; RequestError when the form is not a song."""
+        from ..song.style import RECIPE_FIELDS
+
+        checked = self.validated()
+        return {
+            "fields": {k: checked[k] for k in RECIPE_FIELDS if checked.get(k) is not None},
+            "seed": checked["seed"]
+            if self.seed_locked and checked.get("seed", -1) >= 0
+            else "random",
+            "reference": self.reference,
+        }
+
     @classmethod
     def from_settings(cls, params: Mapping[str, Any], seed: int | None = None) -> "ComposeForm":
         """ "Use these settings": a finished song's parameters back into the form (seed locked)."""
