@@ -645,3 +645,67 @@ def test_changes_reach_the_rows_shown_and_those_not_made_yet(qtbot):
     model.upsert(later)
     assert model.rowCount() == before and changed == [(0, 0)]
     assert model.row(0).song.progress == 0.6
+
+
+def test_matched_levels_play_a_quiet_and_a_loud_take_equally_loud(tmp_path):
+    """A/B compares music, not level: the same tone 12 dB apart decodes to the same level
+    with Match levels, and as it is without (the files untouched)."""
+    import numpy as np
+    import soundfile as sf
+
+    from cantor_desktop.ui.player import decode
+
+    loud = make_wav(tmp_path / "loud.wav", seconds=3.0)
+    data, rate = sf.read(loud, dtype="float32")
+    quiet = tmp_path / "quiet.wav"
+    sf.write(quiet, data * 0.25, rate, subtype="PCM_24")
+
+    def rms(pcm) -> float:
+        x = np.frombuffer(pcm.data, dtype="<i2").astype(np.float64)
+        return float(np.sqrt(np.mean(x * x)))
+
+    as_made = rms(decode(loud)) / rms(decode(str(quiet)))
+    assert 3.9 < as_made < 4.1
+    matched = rms(decode(loud, match_levels=True)) / rms(decode(str(quiet), match_levels=True))
+    assert 0.98 < matched < 1.02
+    assert np.abs(sf.read(quiet, dtype="float32")[0]).max() < 0.2  # the file as it was
+
+
+def test_a_loop_plays_the_selected_part_over_and_over(qtbot, tmp_path):
+    from cantor_desktop.ui.player import Player, decode
+
+    path = make_wav(tmp_path / "l.wav", seconds=4.0, rate=44100)
+    player = Player()
+    player.path = path
+    player._on_decoded(path, decode(path))
+    player.set_loop(1000, 1100)  # too short to be a loop: a click on the waveform
+    assert player.loop is None
+    player.set_loop(1000, 2500)
+    assert player.loop == (1000, 2500)
+    player.seek(2600)  # the position passes the loop's end …
+    positions = []
+    player.position_changed.connect(positions.append)
+    player._tick()  # … and the next tick jumps back to its start
+    assert positions == [1000] and player.position_ms() == 1000
+    player._tick()
+    assert positions[-1] == 1000
+    player.set_loop(None)
+    assert player.loop is None
+    player.shutdown()
+
+
+def test_loop_follows_the_waveform_selection_and_match_levels_is_on(qtbot, tmp_path):
+    p = page(qtbot)
+    p.model.set_songs([record(1, make_wav(tmp_path / "a.wav", seconds=6.0))])
+    p.view.selectionModel().select(p.model.index(0, 0), QItemSelectionModel.ClearAndSelect)
+    assert p.match_levels.isChecked() and p._player.match_levels
+    p.editor.select(1.0, 3.0)
+    assert p._player.loop is None  # Loop is off
+    p.loop.setChecked(True)
+    assert p._player.loop == (1000, 3000)
+    p.editor.select(2.0, 4.0)
+    assert p._player.loop == (2000, 4000)
+    p.editor.clear()
+    assert p._player.loop is None
+    p.match_levels.setChecked(False)
+    assert not p._player.match_levels

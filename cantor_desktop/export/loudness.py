@@ -49,6 +49,24 @@ def integrated_loudness(audio: np.ndarray, rate: int, check: Check | None = None
     return bs1770.integrated_loudness(audio, rate, check)
 
 
+LISTENING_LUFS = -18.0
+"""The level takes are brought to when they are compared by ear: loud enough to hear, low
+enough that most songs reach it without clipping."""
+
+
+def listening_gain(audio: np.ndarray, rate: int, target: float = LISTENING_LUFS) -> float:
+    """The gain (a factor) that plays ``audio`` at ``target`` LUFS, lowered so no sample
+    clips; 1.0 for silence. Two takes played at their gains sound equally loud."""
+    measured = integrated_loudness(audio, rate)
+    if not np.isfinite(measured):
+        return 1.0
+    factor = gain(target - measured)
+    peak = float(np.max(np.abs(audio))) if audio.size else 0.0
+    if peak > 0:
+        factor = min(factor, 0.999 / peak)
+    return factor
+
+
 def peak_envelope(audio: np.ndarray, rate: int, check: Check | None = None) -> np.ndarray:
     """Per frame, the largest absolute value of the 4× oversampled signal between this
     frame and the next, over all channels (float32, one value per frame)."""

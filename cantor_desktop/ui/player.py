@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from PySide6.QtMultimedia import QAudioSink
 
 
+LOOP_SHORTEST_MS = 250
+"""A loop shorter than this is no loop (a click on the waveform, not a region)."""
+
+
 class Pcm:
     """Interleaved 16-bit PCM ready for the device: bytes, rate, channels."""
 
@@ -36,8 +40,12 @@ class Pcm:
         return int(len(self.data) // self.frame_bytes * 1000 / self.rate)
 
 
-def decode(path: str, rate: int | None = None, channels: int | None = None) -> Pcm:
-    """The file as 16-bit PCM, resampled to ``rate`` and mixed to ``channels`` when given.
+def decode(
+    path: str, rate: int | None = None, channels: int | None = None, *, match_levels: bool = False
+) -> Pcm:
+    """The file as 16-bit PCM, resampled to ``rate`` and mixed to ``channels`` when given;
+    with ``match_levels``, brought to a common listening loudness (so two takes compared by
+    ear differ in music, not in level: louder sounds "better").
 
     Resampling is linear interpolation: enough for listening back to a take (the file on
     disk is untouched). Raises ``RuntimeError`` (soundfile's) for a file it cannot read.
@@ -46,6 +54,10 @@ def decode(path: str, rate: int | None = None, channels: int | None = None) -> P
     import soundfile as sf
 
     data, native = sf.read(path, dtype="float32", always_2d=True)
+    if match_levels and len(data):
+        from ..export.loudness import listening_gain
+
+        data = data * np.float32(listening_gain(data, native))
     rate = rate or native
     if rate != native and len(data):
         n_out = max(1, int(round(len(data) * rate / native)))
@@ -109,6 +121,8 @@ class Player(QObject):
         self._seek_when_loaded = 0
         self.tasks = Tasks()
         self._closed = False
+        self.match_levels = False  # decode at a common loudness (A/B listening)
+        self.loop: tuple[int, int] | None = None  # (start, end) ms played over and over
         self._timer = QTimer(self)
         self._timer.setInterval(50)
         self._timer.timeout.connect(self._tick)
@@ -159,7 +173,7 @@ class Player(QObject):
         rate, channels = fmt.sampleRate(), fmt.channelCount()
         self.tasks.start(
             "decode",
-            asyncio.to_thread(decode, path, rate, channels),
+            asyncio.to_thread(decode, path, rate, channels, match_levels=self.match_levels),
             on_done=lambda pcm: self._on_decoded(path, pcm),
             on_error=lambda text: self._on_decoded(path, failure(f"play {path}", text)),
         )
@@ -274,7 +288,10 @@ class Player(QObject):
 
         if self._sink is None or self._buffer is None:
             return
-        if state == QtAudio.State.IdleState and self._buffer.atEnd():
+        if state == QtAudio.State.IdleState and self._buffer.atEnd() and self.loop is not None:
+            self.seek(self.loop[0])  # a loop that runs to the song's end starts over
+            self._start_sink()
+        elif state == QtAudio.State.IdleState and self._buffer.atEnd():
             self._drop_sink()
             self._base_ms = 0
             self._buffer.seek(0)
@@ -286,8 +303,22 @@ class Player(QObject):
             self._set_state("stopped")
             self.failed.emit(self.problem)
 
+    def set_loop(self, start_ms: int | None, end_ms: int | None = None) -> None:
+        """Play ``start_ms``…``end_ms`` over and over (None: no loop); a playing song outside
+        the loop jumps into it."""
+        if start_ms is None or end_ms is None or end_ms - start_ms < LOOP_SHORTEST_MS:
+            self.loop = None
+            return
+        self.loop = (max(0, int(start_ms)), int(end_ms))
+        if self.state == "playing" and not self.loop[0] <= self.position_ms() < self.loop[1]:
+            self.seek(self.loop[0])
+
     def _tick(self) -> None:
-        self.position_changed.emit(self.position_ms())
+        at = self.position_ms()
+        if self.loop is not None and at >= self.loop[1]:
+            self.seek(self.loop[0])
+            return
+        self.position_changed.emit(at)
 
     def shutdown(self) -> None:
         """Stop the sound and join the decoder thread (page or app going away)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -172,6 +173,22 @@ class SongsPage(QWidget):
         self.stems = QPushButton("Stems…")
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
+        self.loop = QPushButton("Loop")
+        self.loop.setCheckable(True)
+        self.loop.setToolTip(
+            "Play the part selected on the waveform over and over (switch A/B while it loops)"
+        )
+        self.loop.toggled.connect(self._loop_changed)
+        self.match_levels = QCheckBox("Match levels")
+        self.match_levels.setChecked(True)
+        self.match_levels.setToolTip(
+            "Play every take at the same loudness, so comparing two takes compares the music, "
+            "not the level (the files are not changed)"
+        )
+        self.match_levels.toggled.connect(self._match_levels_changed)
+        self._player.match_levels = True
+        edit_bar.addWidget(self.loop)
+        edit_bar.addWidget(self.match_levels)
         for w, name in (
             (self.repaint_button, "repaint"),
             (self.extend, "extend"),
@@ -391,7 +408,25 @@ class SongsPage(QWidget):
             self.editor.set_take(self.store.get(local) if local else None, row.take.duration)
         self._edit_buttons()
 
+    def _loop_changed(self, *_: object) -> None:
+        """The loop follows the waveform's selection while Loop is on."""
+        region = self.editor.region if self.loop.isChecked() else None
+        if region is None:
+            self._player.set_loop(None)
+        else:
+            self._player.set_loop(int(region[0] * 1000), int(region[1] * 1000))
+
+    def _match_levels_changed(self, on: bool) -> None:
+        """Heard at once: the take playing is decoded again at its new level, where it was."""
+        self._player.match_levels = on
+        row = self.view_model.playing
+        if row is not None and self._player.state == "playing":
+            at = self._player.position_ms()
+            self.view_model.playing = None
+            self.play_row(row, at_ms=at)
+
     def _edit_buttons(self) -> None:
+        self._loop_changed()
         row = self.current_row()
         self.edit_words.setText(self.editor.describe() if playable(row) else "")
         self._sync_actions(row)
@@ -574,8 +609,11 @@ class SongsPage(QWidget):
         row = self.model.row(self.model.row_of(*other, fetch=True))
         if row is None:
             return
+        region = self.editor.region  # a loop goes on over the other take
         self.play_row(row, at_ms=self._player.position_ms())
         self.select(*other)
+        if region is not None and self.editor.region is None:
+            self.editor.select(*region)
 
     def stop_playback(self) -> None:
         """Stop the sound (the page is left or the app quits)."""
