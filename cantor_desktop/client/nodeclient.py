@@ -767,7 +767,7 @@ class NodeClient:
             "/v1/styles/import",
             params={"replace": "true" if replace else "false"},
             content=data,
-            headers={"Content-Type": "application/zip"},
+            headers={"Content-Type": "application/octet-stream"},
             timeout=NO_READ_TIMEOUT,
         )
 

@@ -82,7 +82,7 @@ def _body_rules() -> list[BodyRule]:
         BodyRule("/v1/uploads", CONTENT_TYPES, MAX_BYTES),
         BodyRule("/v1/models/upload", (FILE_BODY,), UPLOAD_CAP),
         BodyRule("/v1/adapters/upload", (FILE_BODY,), adapters.UPLOAD_CAP),
-        BodyRule("/v1/styles/import", (FILE_BODY, "application/zip"), EXPORT_MAX),
+        BodyRule("/v1/styles/import", (FILE_BODY,), EXPORT_MAX),
     ]
 
 

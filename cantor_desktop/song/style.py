@@ -44,7 +44,10 @@ are each song's own)."""
 
 RANDOM = "random"
 NAME_MAX = 80
-_NAME = re.compile(r"[^\x00-\x1f\x7f/\\]{1,%d}" % NAME_MAX)
+NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f/\\]*[^\s\x00-\x1f\x7f-\x9f/\\][^\x00-\x1f\x7f-\x9f/\\]*$"
+"""A style's name as the API documents it: no control characters, no / or \\, and more
+than blank space."""
+_NAME = re.compile(NAME_PATTERN)
 
 
 class StyleError(ValueError):
@@ -57,7 +60,12 @@ class StyleError(ValueError):
 
 def check_name(name: Any) -> str:
     """A style's name: any text a musician types (no slashes or control characters)."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name.strip()) or not name.strip():
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or len(name.strip()) > NAME_MAX
+        or not _NAME.fullmatch(name)
+    ):
         raise StyleError(
             "name", f"{short_repr(name)} is not a style name (1–{NAME_MAX} characters, no / or \\)"
         )

@@ -89,6 +89,8 @@ LEFT_OUT = {
 }
 MODEL_TO_DELETE = "acestep-v15-turbo-Q8_0"
 ADAPTER_TO_DELETE = "fuzz-style"
+STYLE = "fuzz style"  # the style the operations on one style act on
+STYLE_RENAMED = "fuzz style renamed"
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -296,6 +298,33 @@ class World:
         self.adapters += 1
         return comfyui_file(self.node.home / "elsewhere" / f"fuzz-lora-{self.adapters}.safetensors")
 
+    def models_elsewhere(self) -> tuple[str, str]:
+        """A folder on the node's machine holding a file named like one of the catalogue's
+        (another tool's download): (the folder, the file)."""
+        folder = self.node.home / "other-tool"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "vae-BF16.gguf"
+        if not path.exists():
+            gguf.write_header_only(path, gguf.ARCH_VAE)
+        return str(folder), str(path)
+
+    def install_style(self) -> None:
+        """STYLE kept by the node, and no STYLE_RENAMED (so renaming to it is free)."""
+        self.http.delete(f"/v1/styles/{STYLE_RENAMED}")
+        self._ok(
+            self.http.post(
+                "/v1/styles",
+                json={"name": STYLE, "fields": {"caption": "fuzz"}, "replace": True},
+            )
+        )
+
+    def style_file(self) -> bytes:
+        """STYLE as one file, as GET /v1/styles/{name}/file gives it."""
+        self.install_style()
+        r = self.http.get(f"/v1/styles/{STYLE}/file")
+        assert r.status_code == 200, r.text
+        return r.content
+
     def install_adapter(self) -> None:
         """ADAPTER_TO_DELETE in the node's adapters folder (written there, as a user would)."""
         from support.adapter_files import comfyui_file
@@ -389,12 +418,64 @@ def _enrich(doc: dict, world: World, positive: bool) -> dict:
                 },
             },
         )
+        folder, found = world.models_elsewhere()
+        body(
+            "/v1/models/adopt",
+            "post",
+            {
+                "type": "object",
+                "required": ["paths", "folders"],
+                "additionalProperties": False,
+                "properties": {
+                    "paths": {"type": "array", "minItems": 1, "items": {"enum": [found]}},
+                    "folders": {"enum": [[folder]]},
+                    "copy": {"type": "boolean"},
+                },
+            },
+        )
+        body(
+            "/v1/styles",
+            "post",
+            {
+                "type": "object",
+                "required": ["name"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"enum": [STYLE, "fuzz style 2"]},
+                    "fields": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "caption": _song_body_schema()["properties"]["caption"],
+                            "bpm": _song_body_schema()["properties"]["bpm"],
+                            "key": _song_body_schema()["properties"]["key"],
+                        },
+                    },
+                    "seed": {"enum": ["random", 7]},
+                    "from": {"enum": [{"song": world.done["id"], "take": 1}]},
+                    "reference": {"enum": [{"upload": world.upload_id}, None]},
+                    "replace": {"enum": [True]},
+                },
+            },
+        )
+        body(
+            "/v1/styles/{name}/rename",
+            "post",
+            {
+                "type": "object",
+                "required": ["name"],
+                "additionalProperties": False,
+                "properties": {"name": {"enum": [STYLE_RENAMED]}},
+            },
+        )
     takes = len(world.done["takes"])
     for item in paths.values():
         for op in item.values():
             for param in op.get("parameters", []):
                 name = param.get("name")
-                if name == "song_id":
+                if name == "name" and "style" in str(op.get("operationId", "")):
+                    param["schema"] = {"type": "string", "enum": [STYLE]}
+                elif name == "song_id":
                     param["schema"] = {"type": "string", "enum": [world.done["id"]]}
                 elif name == "upload_id":
                     param["schema"] = {"type": "string", "enum": [world.upload_id]}
@@ -438,6 +519,11 @@ def _prepare(key: tuple[str, str], case, world: World, positive: bool) -> None:
         path = world.adapter_file()
         case.query = {**(case.query or {}), "name": path.stem}
         case.body, case.media_type = path.read_bytes(), "application/octet-stream"
+    if key[1].startswith("/v1/styles/{name}"):
+        world.install_style()
+    if key == ("POST", "/v1/styles/import") and positive:
+        case.query = {**(case.query or {}), "replace": "true"}
+        case.body, case.media_type = world.style_file(), "application/octet-stream"
     if key == ("POST", "/v1/models/upload") and positive:
         name, data = world.gguf_upload()
         case.query = {**(case.query or {}), "name": name}

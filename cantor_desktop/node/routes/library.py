@@ -62,14 +62,18 @@ MOST_PATHS = 64
 PATHS = {
     "type": "array",
     "maxItems": MOST_PATHS,
-    "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+    "items": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"},
 }
 FIND_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {"folders": PATHS}}
 ADOPT_SCHEMA = {
     "type": "object",
     "required": ["paths"],
     "additionalProperties": False,
-    "properties": {"paths": PATHS, "folders": PATHS, "copy": {"type": "boolean"}},
+    "properties": {
+        "paths": {**PATHS, "minItems": 1},
+        "folders": PATHS,
+        "copy": {"type": "boolean"},
+    },
 }
 
 router = APIRouter()
@@ -109,7 +113,7 @@ def _paths(body: dict[str, Any], field: str, *, required: bool = False) -> list[
         not isinstance(value, list)
         or (required and not value)
         or len(value) > MOST_PATHS
-        or not all(isinstance(v, str) and 0 < len(v) <= 4096 for v in value)
+        or not all(isinstance(v, str) and 0 < len(v) <= 4096 and "\x00" not in v for v in value)
     ):
         raise ApiError(422, f"{field}: give a list of paths on the node's machine", field=field)
     return value

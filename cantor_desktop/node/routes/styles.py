@@ -35,16 +35,35 @@ STYLE_JSON = obj(
     {"reference": {"type": ["object", "null"]}, "reference_name": STR},
 )
 SAVE_FIELDS = ("name", "fields", "seed", "from", "reference", "replace")
+NAME_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": recipe.NAME_MAX,
+    "pattern": recipe.NAME_PATTERN,
+}
 SAVE_SCHEMA = {
     "type": "object",
     "required": ["name"],
     "additionalProperties": False,
     "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": recipe.NAME_MAX},
-        "fields": {"type": "object"},
-        "seed": {"type": ["integer", "string"]},
-        "from": {"type": "object"},
-        "reference": {"type": ["object", "null"]},
+        "name": NAME_SCHEMA,
+        "fields": {
+            "type": "object",
+            "description": "song settings a style keeps, each checked as a song request's",
+            "additionalProperties": False,
+            "properties": {name: {} for name in recipe.RECIPE_FIELDS},
+        },
+        "seed": {
+            "oneOf": [
+                {"const": recipe.RANDOM},
+                {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+            ]
+        },
+        "from": {"type": "object", "description": '{"song": id, "take": n}'},
+        "reference": {
+            "type": ["object", "null"],
+            "description": '{"song": id, "take": n} or {"upload": id}',
+        },
         "replace": {"type": "boolean"},
     },
 }
@@ -52,7 +71,7 @@ RENAME_SCHEMA = {
     "type": "object",
     "required": ["name"],
     "additionalProperties": False,
-    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": recipe.NAME_MAX}},
+    "properties": {"name": NAME_SCHEMA},
 }
 IMPORT_PATH = "/v1/styles/import"
 
@@ -111,7 +130,10 @@ async def save_style(request: Request):
             fields = recipe.from_request(song.request)
             if "reference" not in body:
                 reference = song.request.get("reference")
-        fields.update(body.get("fields") or {})
+        given = body.get("fields") or {}
+        if not isinstance(given, dict):
+            raise ApiError(422, "fields: must be an object of song settings", field="fields")
+        fields.update(given)
         try:
             style = recipe.Style.from_json(
                 {"name": body.get("name"), "fields": fields, "seed": body.get("seed", "random")}
@@ -197,7 +219,7 @@ async def export_style(name: str):
 @router.post(
     IMPORT_PATH,
     status_code=201,
-    openapi_extra=binary_request(FILE_BODY, "application/zip"),
+    openapi_extra=binary_request(FILE_BODY),
     responses={**ok(STYLE_JSON, "kept", 201), **ERRORS},
 )
 async def import_style(request: Request, replace: bool = False):
