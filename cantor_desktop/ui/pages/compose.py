@@ -41,11 +41,14 @@ from ...song import request as song_request
 from ...song.record import Song
 from ...system.paths import paths
 from ...views.compose import LM_MODES, ComposeViewModel, strength_words
+from ...views import styles as styles_words
 from ...views.compose_form import KEYS, LYRICS_HINT, SKETCH_MODEL, ComposeForm
+from ...views.messages import Message
 from .. import app_state, shortcuts, theme
 from ..choice_list import Choice, ChoiceList
 from ..message_line import MessageLine
 from ..song_queue import SongQueue
+from ..style_picker import StylePicker
 from ..widgets import ComboBox, SpinBox, heading
 
 if TYPE_CHECKING:
@@ -204,6 +207,10 @@ class ComposePage(QWidget):
             "Which machine of the pool makes the song: any member that has the model, "
             "or the one you choose"
         )
+        self.style_picker = StylePicker(self.link.styles, self.form)
+        self.style_picker.applied.connect(self.apply_style)
+        self.style_picker.said.connect(self.problem_said)
+        grid.addRow("Style", self.style_picker)
         grid.addRow("Duration (s)", self.duration)
         grid.addRow("BPM", self.bpm)
         grid.addRow("Key", self.key)
@@ -391,6 +398,14 @@ class ComposePage(QWidget):
         self.generate.setToolTip(self._generate_tip() if verdict.ok else verdict.text)
         self.problem.say(verdict.text, None if verdict.ok else "danger")
         return verdict.ok
+
+    def apply_style(self, style: dict) -> None:
+        """The form filled from a style (the lyrics, length and takes stay the musician's)."""
+        self.set_form(self.form().with_style(style))
+        self.problem_said(styles_words.applied(style))
+
+    def problem_said(self, message: Message) -> None:
+        self.problem.show_message(message)
 
     def _scheme_changed(self, _scheme: str) -> None:
         """(A method, not a lambda: the connection ends with the page.)"""
