@@ -7,7 +7,10 @@
 #   3. check that scipy is not in the bundle; run the self-test from there: the frozen
 #      executable starts its own node and sketch engine, renders two songs and checks them,
 #      exports one to MP3 at -14 LUFS, opens the main window offscreen;
-#   4. start the app once on X11 (xvfb-run, when installed) to load the xcb platform plugin.
+#   4. start the app once on X11 (xvfb-run, when installed) to load the xcb platform plugin;
+#   5. with CANTOR_BUNDLE_ENGINES_FROM=DIR (CI: build/engine-build, where .ci/real-engine.sh
+#      built the CPU engine), the package carries that engine, and the frozen `cantor
+#      backends --json` on a fresh home lists it installed, "came with Cantor".
 # A missing hidden import, a Qt library the filter dropped or a broken wrapper fails it.
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -16,6 +19,19 @@ cd "$top"
 start=$(date +%s)
 
 rm -f dist/cantor_*.deb
+engines_from="${CANTOR_BUNDLE_ENGINES_FROM:-}"
+if [ -n "$engines_from" ]; then
+  ls "$engines_from"/ace-server-*-linux-x64-cpu.tar.gz >/dev/null 2>&1 ||
+    { echo "ci.sh: no built CPU engine in $engines_from (.ci/real-engine.sh builds it)" >&2; exit 1; }
+  rm -rf build/bundled-engines
+  # release.py reads the rows as Cantor does: in the build's own environment (as build.sh
+  # makes it, exactly as uv.lock pins it)
+  UV_PROJECT_ENVIRONMENT="$top/build/venv" scripts/bootstrap.sh --exact packaging
+  build/venv/bin/python packaging/engines/release.py "$engines_from" --bundle build/bundled-engines
+  export CANTOR_BUNDLE_ENGINES="$top/build/bundled-engines"
+else
+  echo "ci.sh: no CANTOR_BUNDLE_ENGINES_FROM: the package carries no engine"
+fi
 packaging/build.sh linux --no-installers --no-figures
 CANTOR_DEB_COMPRESSION="${CANTOR_DEB_COMPRESSION:-zstd}" installer/linux/build_deb.sh dist/cantor dist
 deb="$(ls dist/cantor_*_"$(dpkg --print-architecture)".deb)"
@@ -44,6 +60,21 @@ if [ -n "$(find dist/cantor -type d \( -name scipy -o -name scipy.libs -o -name 
 fi
 version="$("$scratch/usr/bin/cantor" --version)" || fail "/usr/bin/cantor --version failed"
 echo "ci.sh: $deb: $version"
+
+if [ -n "$engines_from" ]; then
+  # the engine in the box: a fresh home's first `cantor backends` installs and lists it
+  ehome="$scratch/engine-home"
+  mkdir -p "$ehome"
+  listed="$(CANTOR_HOME="$ehome" PYTHON_KEYRING_BACKEND=keyring.backends.null.Keyring \
+            "$scratch/usr/bin/cantor" backends --json)" || fail "cantor backends --json failed"
+  echo "$listed" | python3 -c 'import json, sys
+st = json.load(sys.stdin)
+rows = st.get("backends") or []
+cpu = next((b for b in rows if b.get("name") == "cpu"), None)
+ok = cpu is not None and cpu.get("installed") and any("came with Cantor" in e for e in cpu.get("evidence") or [])
+print("ci.sh: the bundled CPU engine:", (cpu or {}).get("version"), "installed" if ok else "NOT installed")
+sys.exit(0 if ok else 1)' || { echo "$listed" | head -60; fail "the package's CPU engine is not installed on a fresh home"; }
+fi
 
 t0=$(date +%s)
 "$scratch/usr/bin/cantor-desktop" --self-test || fail "the self-test from the unpacked .deb failed"

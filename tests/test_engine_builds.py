@@ -506,42 +506,47 @@ def test_release_refuses_an_archive_without_a_build_record(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_linux_cpu_build_runs_from_a_fresh_folder(tmp_path):
-    """Build linux-x64-cpu from ../shared/engines' source archive (several minutes on 2
-    cores), unpack the archive elsewhere and run it: banner, no Vulkan loader, $ORIGIN."""
-    source = build.default_source(SOURCE)
-    if not source.is_file():
-        pytest.skip(f"{source} is not there")
-    if not sys.platform.startswith("linux") or not all(
-        shutil.which(t) for t in ("cmake", "c++", "readelf", "ldd")
-    ):
-        pytest.skip("needs Linux with cmake, a C++ compiler, readelf and ldd")
-    out = tmp_path / "out"
-    rc = subprocess.run(
-        [
-            sys.executable,
-            str(ENGINES / "build.py"),
-            "linux-x64-cpu",
-            "--source",
-            str(source),
-            "--out",
-            str(out),
-            "--work",
-            str(tmp_path / "work"),
-            "--nice",
-            "10",
-            "-j",
-            "2",
-        ],
-        timeout=3500,
-    ).returncode
-    assert rc == 0
-    (archive,) = out.iterdir()
+    """linux-x64-cpu built from ../shared/engines' source archive (several minutes on 2
+    cores; in CI the archive .ci/real-engine.sh built, named by CANTOR_BUILT_ENGINE),
+    unpacked elsewhere and run: banner, no Vulkan loader, $ORIGIN, its build record."""
+    given = os.environ.get("CANTOR_BUILT_ENGINE", "").strip()
+    if not sys.platform.startswith("linux") or not all(shutil.which(t) for t in ("readelf", "ldd")):
+        pytest.skip("needs Linux with readelf and ldd")
+    if given:
+        archive = Path(given)
+    else:
+        source = build.default_source(SOURCE)
+        if not source.is_file():
+            pytest.skip(f"{source} is not there")
+        if not all(shutil.which(t) for t in ("cmake", "c++")):
+            pytest.skip("needs cmake and a C++ compiler")
+        out = tmp_path / "out"
+        rc = subprocess.run(
+            [
+                sys.executable,
+                str(ENGINES / "build.py"),
+                "linux-x64-cpu",
+                "--source",
+                str(source),
+                "--out",
+                str(out),
+                "--work",
+                str(tmp_path / "work"),
+                "--nice",
+                "10",
+                "-j",
+                "2",
+            ],
+            timeout=3500,
+        ).returncode
+        assert rc == 0
+        (archive,) = out.iterdir()
+        shutil.rmtree(tmp_path / "work")  # nothing of the build folder is left to lean on
     assert archive.name == "ace-server-fa33775-linux-x64-cpu.tar.gz"
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     with tarfile.open(archive) as tar:
         tar.extractall(fresh, filter="data")
-    shutil.rmtree(tmp_path / "work")  # nothing of the build folder is left to lean on
     exe = fresh / "ace-server"
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     run = subprocess.run(
@@ -583,3 +588,28 @@ def test_release_workflow_is_pinned_and_keeps_the_key_in_its_last_job():
     for target in build.TARGETS:
         assert target in text, f"{target} is not built by the workflow"
     assert "release.py engines --key-env" in text
+
+
+def test_the_folder_a_package_carries_is_what_cantor_adopts(tmp_path, monkeypatch, capsys):
+    """release.py --bundle: the archives and bundled.json as install/bundled.py reads them
+    (the same rows as the manifest's, with family and file); no key needed."""
+    from cantor_desktop.install import bundled
+
+    made = _engine_archive(tmp_path, "linux-x64-cpu")
+    _engine_archive(tmp_path, "windows-x64-cpu")
+    out = tmp_path / "carried"
+    assert release.main([str(made.parent), "--bundle", str(out)]) == 0
+    assert "bundled.json written (2 builds to carry)" in capsys.readouterr().out
+    monkeypatch.setenv(bundled.FOLDER_ENV, str(out))
+    found = {b.os: (b, path) for b, path in bundled.builds()}
+    assert set(found) == {"linux", "windows"}
+    linux, archive = found["linux"]
+    assert archive == out / made.name and archive.read_bytes() == made.read_bytes()
+    assert (linux.backend, linux.arch, linux.executable) == ("cpu", "x86_64", "ace-server")
+    assert linux.sha256 == build.sha256_file(made) and linux.version == SOURCE["engine_version"]
+    assert linux.url == f"bundled:{made.name}"
+    row = release.row_for(made)
+    assert linux.env == row["env"] and linux.size == row["size"]
+    empty = tmp_path / "nothing-built"
+    empty.mkdir()
+    assert release.main([str(empty), "--bundle", str(out)]) == 1

@@ -4,6 +4,11 @@
     packaging/engines/release.py ARCHIVES_DIR --key KEYFILE [--out DIR] [--base-url URL]
                                  [--published DATE]
     packaging/engines/release.py ARCHIVES_DIR --key-env VAR ...
+    packaging/engines/release.py ARCHIVES_DIR --bundle DIR
+
+``--bundle DIR`` makes the folder a package carries its engines in instead (no key: the
+package itself is signed): the archives copied into DIR and ``DIR/bundled.json``, the same
+rows with their family and file name (cantor_desktop/install/bundled.py reads them).
 
 Each archive must be named as build.py names it, ``ace-server-<commit>-<target>.<tar.gz|zip>``
 with a target build.py knows, and hold a ``BUILD.json`` for that target; anything else is
@@ -141,6 +146,25 @@ def manifest_document(archives: list[Path], base_url: str | None, published: str
     }
 
 
+BUNDLE_INDEX = "bundled.json"
+
+
+def write_bundle(archives: list[Path], out: Path) -> Path:
+    """The engines a package carries: each archive copied into ``out`` and its row (the
+    manifest's, with ``family`` and ``file``) in ``out/bundled.json``."""
+    import shutil
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for path in sorted(archives):
+        row = row_for(path)
+        shutil.copyfile(path, out / path.name)
+        rows.append({"family": FAMILY, **row, "file": path.name})
+    index = out / BUNDLE_INDEX
+    index.write_text(json.dumps({"schema": manifest.SCHEMA, "builds": rows}, indent=2) + "\n")
+    return index
+
+
 def write_signed(doc: dict, key_text: str, out: Path) -> tuple[Path, Path]:
     """Write ``engines.json`` and ``engines.json.sig`` into ``out`` after checking that Cantor
     reads the manifest and that the signature verifies with the key's public half."""
@@ -168,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     keys = ap.add_mutually_exclusive_group(required=True)
     keys.add_argument("--key", type=Path, help="private key file")
     keys.add_argument("--key-env", help="environment variable holding the private key")
+    keys.add_argument("--bundle", type=Path, help="write the folder a package carries instead")
     ap.add_argument("--out", type=Path, default=build.DEFAULT_OUT)
     ap.add_argument("--base-url", help="download URL prefix instead of the GitHub release")
     ap.add_argument(
@@ -176,6 +201,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the manifest's published field (default: today, UTC)",
     )
     args = ap.parse_args(argv)
+    archives = [p for p in args.archives.iterdir() if p.name.endswith((".tar.gz", ".zip"))]
+    if not archives:
+        print(f"release.py: no .tar.gz or .zip in {args.archives}", file=sys.stderr)
+        return 1
+    if args.bundle is not None:
+        try:
+            index = write_bundle(archives, args.bundle)
+        except ReleaseError as exc:
+            print(f"release.py: {exc}", file=sys.stderr)
+            return 1
+        print(f"{index} written ({len(archives)} builds to carry)")
+        return 0
     if args.key is not None:
         key_text = args.key.read_text(encoding="ascii")
     else:
@@ -183,10 +220,6 @@ def main(argv: list[str] | None = None) -> int:
         if not key_text.strip():
             print(f"release.py: {args.key_env} is empty", file=sys.stderr)
             return 1
-    archives = [p for p in args.archives.iterdir() if p.name.endswith((".tar.gz", ".zip"))]
-    if not archives:
-        print(f"release.py: no .tar.gz or .zip in {args.archives}", file=sys.stderr)
-        return 1
     try:
         doc = manifest_document(archives, args.base_url, args.published)
         target, sig = write_signed(doc, key_text, args.out)
