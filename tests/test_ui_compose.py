@@ -278,3 +278,26 @@ def test_a_greyed_out_choice_is_shown_but_skipped_and_refilling_leaves_no_stale_
     assert not [w for w in Shiboken.getAllValidWrappers() if type(w).__name__ == "QStandardItem"]
     assert all(isinstance(w, QWidget) for w in theme.every_widget())
     theme.apply(qapp, theme.wanted_scheme())
+
+
+def test_a_long_cover_or_reference_title_never_widens_the_window(qtbot):
+    from cantor_desktop.ui.window import MainWindow
+
+    link = NodeLink(start_child=False)
+    window = MainWindow(link)
+    qtbot.addWidget(window)
+    window.show_page("Compose")
+    window.resize(window.minimumSizeHint().width(), 700)
+    window.show()
+    qtbot.waitExposed(window)
+    size, least = window.size(), window.minimumSizeHint()
+    title = "a very long song title that goes on and on " * 8
+    page = window.compose
+    page.set_cover({"song": "0" * 16, "take": 1}, title)
+    page.set_reference({"upload": "1" * 16}, title)
+    # (the Starting from box shows, so the window may grow taller; never wider)
+    assert window.width() == size.width()
+    assert window.minimumSizeHint().width() <= least.width()
+    for label in (page.cover_label, page.reference_label):
+        assert label.shown_text().endswith("…")
+        assert "a very long song title" in label.toolTip()  # the whole of it, on hover

@@ -4,6 +4,8 @@ model's answer and a dropped file change, the queue's buttons, the format and th
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 
@@ -220,3 +222,14 @@ def test_a_style_fills_the_recipe_and_leaves_the_songs_own_words():
     assert recipe["fields"]["bpm"] == 96 and recipe["fields"]["caption"] == "dreamy synthwave"
     assert "lyrics" not in recipe["fields"] and "duration" not in recipe["fields"]
     assert recipe["seed"] == 42 and recipe["reference"] == {"upload": "ab" * 8}
+
+
+def test_control_characters_never_reach_a_caption():
+    from cantor_desktop.song.request import RequestError, validate
+    from cantor_desktop.views.compose_form import ComposeForm
+
+    pasted = "\x1b[31mred\x1b[0m synthwave\tnight\x00"
+    assert ComposeForm(caption=pasted).request()["caption"] == "[31mred[0m synthwave\tnight"
+    with pytest.raises(RequestError, match=r"caption: has a control character \(U\+001B\)"):
+        validate({"caption": "\x1b[31mred", "model": "sketch"})
+    assert validate({"caption": "two\nlines\tand a tab", "model": "sketch"}).caption

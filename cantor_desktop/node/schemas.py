@@ -146,7 +146,12 @@ def song_schema() -> dict[str, Any]:
         "properties": {"start": _number(0, longest), "end": _number(0, longest)},
     }
     props: dict[str, Any] = {
-        "caption": {"type": "string", "minLength": 1, "maxLength": r.CAPTION_MAX},
+        "caption": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": r.CAPTION_MAX,
+            "pattern": r.CAPTION_PATTERN,
+        },
         "lyrics": {
             "type": "string",
             "maxLength": r.LYRICS_MAX,
@@ -217,7 +222,12 @@ LM_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "mode": {"type": "string", "enum": ["inspire", "format"]},
-        "caption": {"type": "string", "minLength": 1, "maxLength": r.CAPTION_MAX},
+        "caption": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": r.CAPTION_MAX,
+            "pattern": r.CAPTION_PATTERN,
+        },
         "lyrics": {"type": "string", "maxLength": r.LYRICS_MAX},
         "model": {"type": "string"},
     },

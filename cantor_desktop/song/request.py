@@ -21,6 +21,11 @@ TIME_SIGNATURES = (2, 3, 4, 6)
 BATCH_RANGE = (1, 4)
 SEED_MAX = 2**32 - 1
 CAPTION_MAX = 2000
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""What never belongs in a caption (tabs and line breaks do): a pasted terminal colour code,
+a NUL, a form feed."""
+CAPTION_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+"""The same rule as the API documents it."""
 LYRICS_MAX = 20000
 SONG_FORMATS = ("wav16", "wav24", "wav32", "flac", "mp3")
 """The audio formats a song is written in (``format``; node.toml ``songs.format``)."""
@@ -271,6 +276,12 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
     caption = data.get("caption")
     if not isinstance(caption, str) or not caption.strip():
         raise RequestError("caption", "is required: describe the song (style, instruments, mood)")
+    control = CONTROL_CHARACTER.search(caption)
+    if control is not None:
+        raise RequestError(
+            "caption",
+            f"has a control character (U+{ord(control.group()):04X}) where text belongs; remove it",
+        )
     if len(caption) > CAPTION_MAX:
         raise RequestError(
             "caption", f"is too long ({len(caption)} characters; at most {CAPTION_MAX})"

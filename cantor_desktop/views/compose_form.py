@@ -68,7 +68,8 @@ class ComposeForm:
 
     def request(self) -> dict[str, Any]:
         """The JSON body for ``POST /v1/songs`` (auto fields left out)."""
-        body: dict[str, Any] = {"caption": self.caption}
+        # a pasted control character (a terminal's colour code, a NUL) never reaches the node
+        body: dict[str, Any] = {"caption": song_request.CONTROL_CHARACTER.sub("", self.caption)}
         body["lyrics"] = INSTRUMENTAL if self.instrumental else self.lyrics
         for name in ("duration", "bpm", "key", "time_signature", "language"):
             text = str(getattr(self, name)).strip()

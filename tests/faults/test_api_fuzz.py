@@ -68,6 +68,7 @@ from cantor_desktop.song.request import (
     BATCH_RANGE,
     BPM_RANGE,
     CAPTION_MAX,
+    CAPTION_PATTERN,
     DURATION_RANGE,
     LANGUAGES,
     SEED_MAX,
@@ -128,7 +129,8 @@ def _song_body_schema() -> dict:
                 "type": "string",
                 "minLength": 1,
                 "maxLength": CAPTION_MAX,
-                "pattern": "[A-Za-z0-9]",
+                # no control character (tabs and line breaks are text)
+                "pattern": f"{CAPTION_PATTERN[:-1]}[A-Za-z0-9]{CAPTION_PATTERN[1:]}",
             },
             "lyrics": {"type": "string", "maxLength": 200},
             "duration": {

@@ -49,7 +49,7 @@ from ..choice_list import Choice, ChoiceList
 from ..message_line import MessageLine
 from ..song_queue import SongQueue
 from ..style_picker import StylePicker
-from ..widgets import ComboBox, SpinBox, heading
+from ..widgets import ComboBox, ElidedLabel, SpinBox, heading
 
 if TYPE_CHECKING:
     from ..compose_advanced import AdvancedFields
@@ -240,7 +240,7 @@ class ComposePage(QWidget):
         """What the song starts from: a cover of a song, a reference sound."""
         self.starting = QGroupBox("Starting from")
         grid = QGridLayout(self.starting)
-        self.cover_label = QLabel()
+        self.cover_label = ElidedLabel()  # a song's title, however long: never wider
         self.strength = QSlider(Qt.Orientation.Horizontal)
         self.strength.setRange(0, 100)
         self.strength.setValue(100)
@@ -255,7 +255,7 @@ class ComposePage(QWidget):
         self.cover_clear = QPushButton("×")
         self.cover_clear.setFixedWidth(28)
         self.cover_clear.setToolTip("Make a new song instead of a cover")
-        self.reference_label = QLabel()
+        self.reference_label = ElidedLabel()
         self.reference_clear = QPushButton("×")
         self.reference_clear.setFixedWidth(28)
         self.reference_clear.setToolTip("No reference sound")
