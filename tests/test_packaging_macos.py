@@ -246,3 +246,21 @@ def test_make_dmg_runs_every_step_in_order():
     assert not any("--deep" in ln for ln in commands)  # the .app's check is macos_release's
     spec = (ROOT / "packaging" / "cantor.spec").read_text()
     assert "entitlements_file=ENTITLEMENTS" in spec and "target_arch=MAC_ARCH" in spec
+
+
+def test_the_dmg_is_named_for_the_architecture_of_the_python_that_built_it(tmp_path):
+    """An x86-64 Python under Rosetta builds an x86_64 app on an arm64 Mac: the .dmg's
+    name and its check take the building Python's architecture, not the shell's."""
+    import subprocess
+
+    text = (ROOT / "installer" / "macos" / "make_dmg.sh").read_text()
+    lines = [ln for ln in text.splitlines() if ln.startswith("arch=")]
+    assert lines == ['arch="$("$py" -c \'import platform; print(platform.machine())\')"']
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho x86_64\n")  # what an x86-64 Python says under Rosetta
+    fake.chmod(0o755)
+    py = str(fake)
+    got = subprocess.run(
+        ["bash", "-c", f"py={py}; {lines[0]}; echo $arch"], capture_output=True, text=True
+    ).stdout.strip()
+    assert got == "x86_64"

@@ -29,7 +29,9 @@ release=("$py" "$top/packaging/macos_release.py")
 mkdir -p "$out"
 
 version="$(/usr/libexec/PlistBuddy -c 'Print CFBundleShortVersionString' "$app/Contents/Info.plist")"
-arch="$(uname -m)"
+# the architecture of the Python that built the .app (an x86-64 Python under Rosetta builds
+# an x86_64 app on an arm64 Mac, where `uname -m` in the shell says arm64)
+arch="$("$py" -c 'import platform; print(platform.machine())')"
 dmg="$out/Cantor-$version-macos-$arch.dmg"
 identity="${CANTOR_CODESIGN_IDENTITY:-}"
 profile="${CANTOR_NOTARY_PROFILE:-}"
