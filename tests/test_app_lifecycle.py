@@ -408,3 +408,19 @@ def test_once_quitting_a_close_is_the_end_not_the_tray(shell):
     event_accepted = shell.window.close()
     assert event_accepted and not shell.window.isVisible() and told == []
     assert "tray" not in shell.window.statusBar().currentMessage()
+
+
+def test_a_click_on_the_menu_bar_icon_opens_its_menu_only_on_macos():
+    """On macOS the click opens the status item's menu (Open Cantor is in it) and never
+    raises the window too; elsewhere a click or a double click opens the window."""
+    from PySide6.QtWidgets import QSystemTrayIcon
+
+    from cantor_desktop.ui.tray import opens_window
+
+    reason = QSystemTrayIcon.ActivationReason
+    for r in (reason.Trigger, reason.DoubleClick, reason.Context, reason.MiddleClick):
+        assert not opens_window(r, "darwin")
+    for platform in ("win32", "linux"):
+        assert opens_window(reason.Trigger, platform)
+        assert opens_window(reason.DoubleClick, platform)
+        assert not opens_window(reason.Context, platform)

@@ -8,6 +8,8 @@ the icon is a template image (black, tinted by the system for the menu bar).
 
 from __future__ import annotations
 
+import sys
+
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
@@ -160,8 +162,18 @@ class Tray(QObject):
             self.song_clicked.emit(self._last_song)
 
     def _activated(self, reason) -> None:
-        if reason in (
-            QSystemTrayIcon.ActivationReason.Trigger,
-            QSystemTrayIcon.ActivationReason.DoubleClick,
-        ):
+        if opens_window(reason):
             self.open_requested.emit()
+
+
+def opens_window(reason, platform: str = sys.platform) -> bool:
+    """Whether a click on the icon brings the window up. On macOS a click on a menu-bar
+    item opens its menu (which has Open Cantor), and must not raise the window as well;
+    elsewhere a click (Windows, KDE) or a double click opens the window, the menu being
+    the right button's."""
+    if platform == "darwin":
+        return False
+    return reason in (
+        QSystemTrayIcon.ActivationReason.Trigger,
+        QSystemTrayIcon.ActivationReason.DoubleClick,
+    )
