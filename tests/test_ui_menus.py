@@ -33,15 +33,20 @@ def every_action(w: MainWindow) -> list[QAction]:
     return [a for menu in w.menu_bar.menus.values() for a in menu.actions() if a.text()]
 
 
+def shown(action: QAction) -> str:
+    """The text without its Alt-key letter's & (as a menu shows it)."""
+    return action.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_about_settings_and_quit_have_their_roles_and_nothing_else_moves(qtbot, platform):
     w = window_for(qtbot, platform)
     titles = [m.title().replace("&", "") for m in w.menu_bar.menus.values()]
     assert titles == ["File", "Edit", "Song", "Window", "Help"]
-    roles = {a.text(): a.menuRole() for a in every_action(w)}
+    roles = {shown(a): a.menuRole() for a in every_action(w)}
     assert roles.pop("About Cantor") == QAction.AboutRole
     assert roles.pop("Settings…") == QAction.PreferencesRole
-    assert roles.pop("Quit Cantor") == QAction.QuitRole
+    assert roles.pop("Exit" if platform == "win32" else "Quit Cantor") == QAction.QuitRole
     assert roles.pop("About Qt") == QAction.AboutQtRole
     # "Settings", "Use these settings" … are not guessed into macOS's application menu
     assert set(roles.values()) == {QAction.NoRole}
@@ -53,9 +58,9 @@ def test_about_settings_and_quit_have_their_roles_and_nothing_else_moves(qtbot, 
     ]
     song = [a.text() for a in menus["Song"].actions() if a.text()]
     assert song[0] == "Generate" and {"Play / Pause", "Repaint…", "Stems…"} <= set(song)
-    help_ = [a.text() for a in menus["Help"].actions() if a.text()]
+    help_ = [shown(a) for a in menus["Help"].actions() if a.text()]
     assert help_[:2] == ["Cantor Help", "Node Log"]
-    window = [a.text() for a in menus["Window"].actions() if a.text()]
+    window = [shown(a) for a in menus["Window"].actions() if a.text()]
     assert window[:2] == ["Minimize", "Zoom"] and "Songs" in window
     assert ("Settings" in window) == (platform == "darwin")  # else it is in Edit
 
@@ -150,3 +155,24 @@ def test_the_tray_is_called_what_the_os_calls_it(qtbot, monkeypatch, platform, w
     w.show()
     w.close()
     assert w.statusBar().currentMessage() == f"Cantor keeps running in the {word}"
+
+
+@pytest.mark.parametrize("platform", ["win32", "linux"])
+def test_every_menu_item_has_its_own_alt_key_letter(qtbot, platform):
+    """Windows and Linux reach a menu item with Alt and a letter: each of the bar's own
+    items has one, and no two in a menu share it; Windows says Exit, not Quit. (The Song
+    menu's items are the Songs page's actions, whose text its buttons show too.)"""
+    w = window_for(qtbot, platform)
+    w.menu_bar.fill(w.song_actions)
+    own = {a for name, a in w.menu_bar.actions.items() if not name.startswith("song:")}
+    for title, menu in w.menu_bar.menus.items():
+        letters = []
+        for a in menu.actions():
+            if a in own and a.text():
+                assert "&" in a.text(), f"{title}: {a.text()} has no Alt-key letter"
+                text = a.text().replace("&&", "")
+                letters.append(text[text.index("&") + 1].lower())
+        assert len(letters) == len(set(letters)), f"{title}: {letters}"
+    assert w.menu_bar.actions["quit"].text() == ("E&xit" if platform == "win32" else "&Quit Cantor")
+    pages = [shown(a) for a in w.menu_bar.menus["Window"].actions() if a.text()]
+    assert "Hardware & Backends" in pages  # its & a letter, not a mnemonic

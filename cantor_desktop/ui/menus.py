@@ -19,6 +19,22 @@ import sys
 from PySide6.QtWidgets import QMenuBar
 
 TITLES = ("&File", "&Edit", "&Song", "&Window", "&Help")
+QUIT_TEXT = {"darwin": "Quit Cantor", "win32": "E&xit"}
+"""What each OS calls leaving the app in its menus (Windows: Exit, with its x); elsewhere
+"&Quit Cantor"."""
+
+
+PAGE_TEXT = {
+    "Compose": "C&ompose",
+    "Songs": "&Songs",
+    "Library": "&Library",
+    "Hardware & Backends": "&Hardware && Backends",
+}
+"""The Window menu's pages with their Alt-key letters (&& is the page's own &)."""
+
+
+def quit_text(platform: str) -> str:
+    return QUIT_TEXT.get(platform, "&Quit Cantor")
 
 
 class MenuBar:
@@ -52,7 +68,7 @@ class MenuBar:
         found = shortcuts.keys(keys, self.platform) if keys else []
         if found:
             action.setShortcuts(found)
-        action.setToolTip(shortcuts.tip(tip or text.rstrip("…"), found))
+        action.setToolTip(shortcuts.tip(tip or text.replace("&", "").rstrip("…"), found))
         action.triggered.connect(lambda _checked=False: slot())
         self.actions[name] = action
         return action
@@ -70,17 +86,18 @@ class MenuBar:
         w = self.window
         act = self._action
         self.actions.update({f"song:{k}": v for k, v in song_actions.actions.items()})
-        about = act("about", "About Cantor", w.show_about, role=QAction.MenuRole.AboutRole)
+        # the & letters: Alt+letter in a menu on Windows and Linux (macOS shows none)
+        about = act("about", "&About Cantor", w.show_about, role=QAction.MenuRole.AboutRole)
         settings = act(
             "preferences",
-            "Settings…",
+            "&Settings…",
             lambda: w.show_page("Settings"),
             keys="preferences",
             role=QAction.MenuRole.PreferencesRole,
         )
         quit_ = act(
             "quit",
-            "Quit Cantor",
+            quit_text(self.platform),
             w.quit_requested.emit,
             keys="quit",
             role=QAction.MenuRole.QuitRole,
@@ -94,20 +111,20 @@ class MenuBar:
         for item in (songs["export"], songs["reveal"], songs["copy_path"], None):
             file.addSeparator() if item is None else file.addAction(item)
         file.addAction(
-            act("import", "Import GGUF Files…", w.import_models, tip="Add model files you have")
+            act("import", "&Import GGUF Files…", w.import_models, tip="Add model files you have")
         )
         file.addSeparator()
-        file.addAction(act("close", "Close Window", w.close, keys="close_window"))
+        file.addAction(act("close", "&Close Window", w.close, keys="close_window"))
         if not self.mac:
             file.addSeparator()
         file.addAction(quit_)  # macOS moves it to the application menu (its role)
 
         edit = self.menus["Edit"]
         for name, text, slot in (
-            ("cut", "Cut", "cut"),
-            ("copy", "Copy", "copy"),
-            ("paste", "Paste", "paste"),
-            ("select_all", "Select All", "selectAll"),
+            ("cut", "Cu&t", "cut"),
+            ("copy", "&Copy", "copy"),
+            ("paste", "&Paste", "paste"),
+            ("select_all", "Select &All", "selectAll"),
         ):
             edit.addAction(act(name, text, lambda s=slot: w.edit_focus(s), keys=name))
         edit.addSeparator()
@@ -130,27 +147,30 @@ class MenuBar:
 
         window = self.menus["Window"]
         window.addAction(
-            act("minimize", "Minimize", w.showMinimized, keys="minimize" if self.mac else None)
+            act("minimize", "Mi&nimize", w.showMinimized, keys="minimize" if self.mac else None)
         )
-        window.addAction(act("zoom", "Zoom", w.toggle_zoom))
+        window.addAction(act("zoom", "&Zoom", w.toggle_zoom))
         window.addSeparator()
         for n, page in enumerate(w.PAGES[:4], start=1):
+            text = PAGE_TEXT.get(page, page.replace("&", "&&"))
             window.addAction(
-                act(f"page:{page}", page, lambda p=page: w.show_page(p), keys=f"page_{n}")
+                act(f"page:{page}", text, lambda p=page: w.show_page(p), keys=f"page_{n}")
             )
         if self.mac:  # Settings… is in the application menu there
-            window.addAction(act("page:Settings", "Settings", lambda: w.show_page("Settings")))
+            window.addAction(act("page:Settings", "Se&ttings", lambda: w.show_page("Settings")))
         window.addSeparator()
-        window.addAction(act("bring_up", "Cantor", w.bring_up, tip="Bring the window to the front"))
+        window.addAction(
+            act("bring_up", "&Cantor", w.bring_up, tip="Bring the window to the front")
+        )
 
         help_ = self.menus["Help"]
-        help_.addAction(act("help", "Cantor Help", w.show_help, keys="help"))
-        help_.addAction(act("node_log", "Node Log", w.show_log, tip="The node's log, live"))
-        help_.addAction(act("logs", "Open Logs Folder", w.open_logs))
+        help_.addAction(act("help", "Cantor &Help", w.show_help, keys="help"))
+        help_.addAction(act("node_log", "&Node Log", w.show_log, tip="The node's log, live"))
+        help_.addAction(act("logs", "Open &Logs Folder", w.open_logs))
         help_.addSeparator()
         help_.addAction(about)  # macOS: the application menu's About Cantor
         help_.addAction(
-            act("about_qt", "About Qt", w.show_about_qt, role=QAction.MenuRole.AboutQtRole)
+            act("about_qt", "About &Qt", w.show_about_qt, role=QAction.MenuRole.AboutQtRole)
         )
 
 
