@@ -424,3 +424,19 @@ def test_a_click_on_the_menu_bar_icon_opens_its_menu_only_on_macos():
         assert opens_window(reason.Trigger, platform)
         assert opens_window(reason.DoubleClick, platform)
         assert not opens_window(reason.Context, platform)
+
+
+def test_the_tray_menu_says_exit_on_windows_and_has_alt_key_letters(qtbot, monkeypatch):
+    import cantor_desktop.ui.tray as tray_module
+    from cantor_desktop.ui.node_link import NodeLink
+    from cantor_desktop.ui.tray import Tray, TrayMenu
+
+    for platform, word in (("win32", "Exit"), ("linux", "Quit Cantor"), ("darwin", "Quit Cantor")):
+        monkeypatch.setattr(tray_module.sys, "platform", platform)
+        menu = TrayMenu(Tray(NodeLink(start_child=False)))
+        texts = [a.text() for a in menu.widget.actions() if a.text() and a.isEnabled()]
+        assert menu.quit.text().replace("&", "") == word
+        letters = [t[t.index("&") + 1].lower() for t in texts if "&" in t]
+        assert len(letters) == len(texts) - (platform == "darwin") and len(set(letters)) == len(
+            letters
+        )

@@ -32,15 +32,17 @@ class TrayMenu:
 
         connection = tray.link.connection
         self.widget = QMenu()
+        from .menus import quit_text
+
         self.status = QAction("Node stopped", self.widget)
         self.status.setEnabled(False)
-        self.start = QAction("Start node", self.widget)
-        self.stop = QAction("Stop node", self.widget)
-        self.restart = QAction("Restart node", self.widget)
-        self.keep_loaded = QAction("Keep model loaded", self.widget)
+        self.start = QAction("&Start node", self.widget)
+        self.stop = QAction("S&top node", self.widget)
+        self.restart = QAction("&Restart node", self.widget)
+        self.keep_loaded = QAction("&Keep model loaded", self.widget)
         self.keep_loaded.setCheckable(True)
-        self.open = QAction("Open Cantor", self.widget)
-        self.quit = QAction("Quit", self.widget)
+        self.open = QAction("&Open Cantor", self.widget)
+        self.quit = QAction(quit_text(sys.platform), self.widget)
         for a in (
             self.status,
             None,
