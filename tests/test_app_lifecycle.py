@@ -440,3 +440,24 @@ def test_the_tray_menu_says_exit_on_windows_and_has_alt_key_letters(qtbot, monke
         assert len(letters) == len(texts) - (platform == "darwin") and len(set(letters)) == len(
             letters
         )
+
+
+def test_the_tray_icon_follows_the_windows_taskbar_not_the_apps_mode():
+    """Windows 11's common setting: a dark taskbar beside light apps. The tray icon is
+    drawn for the taskbar it sits on (SystemUsesLightTheme)."""
+    from cantor_desktop.system.taskbar import taskbar_scheme
+
+    asked = []
+
+    def registry(values):
+        def read(name):
+            asked.append(name)
+            return values.get(name)
+
+        return read
+
+    dark_bar = registry({"SystemUsesLightTheme": 0, "AppsUseLightTheme": 1})
+    assert taskbar_scheme(dark_bar, "win32") == "dark" and asked == ["SystemUsesLightTheme"]
+    assert taskbar_scheme(registry({"SystemUsesLightTheme": 1}), "win32") == "light"
+    assert taskbar_scheme(registry({}), "win32") is None  # not said: the app's scheme
+    assert taskbar_scheme(dark_bar, "linux") is None and taskbar_scheme(dark_bar, "darwin") is None

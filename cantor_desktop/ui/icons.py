@@ -88,11 +88,13 @@ def app_icon() -> QIcon:
 
 
 def state_icon(state: str) -> QIcon:
-    """The tray icon: the note (dark on a light system, light on a dark one), with a dot in
-    the state's colour."""
+    """The tray icon: the note (dark on a light tray, light on a dark one), with a dot in
+    the state's colour. The tray is the taskbar's where the OS says how that is drawn
+    (Windows), else the system's scheme."""
+    from ..system.taskbar import taskbar_scheme
     from .theme import system_scheme
 
-    return _state_icon(state, system_scheme())
+    return _state_icon(state, taskbar_scheme() or system_scheme())
 
 
 @cache
