@@ -461,3 +461,19 @@ def test_the_tray_icon_follows_the_windows_taskbar_not_the_apps_mode():
     assert taskbar_scheme(registry({"SystemUsesLightTheme": 1}), "win32") == "light"
     assert taskbar_scheme(registry({}), "win32") is None  # not said: the app's scheme
     assert taskbar_scheme(dark_bar, "linux") is None and taskbar_scheme(dark_bar, "darwin") is None
+
+
+def test_a_second_launch_on_windows_lets_the_first_come_to_the_front(qapp, monkeypatch):
+    """Windows gives the foreground only to the process the user just used: the second
+    launch hands it on (AllowSetForegroundWindow) before it asks the first for its window,
+    and only for that ("quit" brings nothing up)."""
+    import cantor_desktop.system.foreground as foreground
+    import cantor_desktop.ui.instance as instance
+
+    allowed = []
+    monkeypatch.setattr(instance.sys, "platform", "win32")  # the named pipe's way
+    monkeypatch.setattr(foreground, "allow_others_to_the_front", lambda: allowed.append(1))
+    nobody = f"cantor-test-{free_port()}"
+    assert instance.tell_app(nobody, instance.QUIT) is False and allowed == []
+    assert instance.tell_app(nobody, instance.SHOW) is False and allowed == [1]
+    assert foreground.ASFW_ANY == 0xFFFFFFFF

@@ -89,6 +89,10 @@ def tell_app(name: str, word: bytes) -> bool:
         return answered
     from PySide6.QtNetwork import QLocalSocket
 
+    from ..system.foreground import allow_others_to_the_front
+
+    if word == SHOW:
+        allow_others_to_the_front()  # the first app may then come to the front
     sock = QLocalSocket()
     sock.connectToServer(name)
     if not sock.waitForConnected(CONNECT_MS):
