@@ -4,6 +4,7 @@ the rendered window (tests/support/contrast.py)."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -291,3 +292,62 @@ def test_the_walk_over_every_widget_survives_a_collection_that_deletes_widgets(t
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("walked ")
+
+
+def test_windows_high_contrast_keeps_the_systems_colours(qapp, qtbot, monkeypatch):
+    """With High Contrast on, Windows' own colours are the only ones: no palette of ours,
+    no toned label or panel, no tinted cell; asked only on Windows."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QFrame, QLabel, QTableWidgetItem
+
+    assert not theme.asks_for_high_contrast(qapp, "linux")
+    assert theme.asks_for_high_contrast(qapp, "win32") is False  # this machine's hint: off
+    system = QPalette(qapp.palette())
+    theirs = QPalette()  # what the system would give: Qt's standard palette here
+    theirs.setColor(QPalette.ColorRole.Window, theirs.color(QPalette.ColorRole.WindowText))
+    monkeypatch.setattr(theme, "_high_contrast", True)
+    monkeypatch.setattr(theme, "_system_palette", theirs)
+    try:
+        theme.apply(qapp, "dark")
+        assert qapp.palette().color(QPalette.ColorRole.Window) == theirs.color(
+            QPalette.ColorRole.Window
+        )
+        label, panel, item = QLabel("muted"), QFrame(), QTableWidgetItem("x")
+        qtbot.addWidget(label)
+        qtbot.addWidget(panel)
+        theme.tone(label, "danger")
+        theme.paint_panel(panel, "alarm")
+        theme.item_tone(item, "danger")
+        assert label.palette().color(QPalette.ColorRole.WindowText) == qapp.palette().color(
+            QPalette.ColorRole.WindowText
+        )
+        assert panel.palette().color(QPalette.ColorRole.Window) == qapp.palette().color(
+            QPalette.ColorRole.Window
+        )
+        assert item.data(Qt.ItemDataRole.ForegroundRole) is None
+    finally:
+        monkeypatch.setattr(theme, "_high_contrast", False)
+        qapp.setPalette(system)
+        theme.apply(qapp, theme.wanted_scheme())
+
+
+def test_high_contrast_is_asked_without_a_deleted_object_on_first_use():
+    """The first ask in a fresh process (where PySide6's chained call fails:
+    docs/upstream.md) answers, and says no High Contrast on this machine."""
+    import subprocess
+    import sys
+
+    code = (
+        "from PySide6.QtWidgets import QApplication\n"
+        "from cantor_desktop.ui import theme\n"
+        "app = QApplication([])\n"
+        "print(theme.asks_for_high_contrast(app, 'win32'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr[-500:]

@@ -160,6 +160,8 @@ _notifier: _Notifier | None = None
 _installed = False
 _following = False  # the system's colour-scheme hint is asked for and listened to
 _system_is_dark: bool | None = None  # the platform palette before ours, when Qt cannot say
+_high_contrast = False  # Windows' High Contrast is on: the system's colours, none of ours
+_system_palette = None  # the platform's QPalette, kept for High Contrast
 
 
 def colours() -> Colours:
@@ -256,11 +258,13 @@ def install(app, scheme: str | None = None) -> Colours:
     palette shows (or ``scheme``). Made for the first paint: Qt's colour-scheme hint (whose
     first use builds PySide's ``Qt`` namespace, a tenth of the start-up) is asked for by
     :func:`follow_system`, after it. Again later: switch to that scheme."""
-    global _installed, _system_is_dark
+    global _installed, _system_is_dark, _high_contrast, _system_palette
     if not _installed:
         _installed = True
         _system_is_dark = app.palette().window().color().lightness() < 128
-        if sys.platform == "win32":
+        _system_palette = app.palette()
+        _high_contrast = asks_for_high_contrast(app)
+        if sys.platform == "win32" and not _high_contrast:
             # the native Windows styles draw their own colours over a palette: Fusion, as
             # on Linux (Qt's default there), draws ours; macOS keeps its own controls,
             # which follow the system's appearance themselves
@@ -276,6 +280,26 @@ def install(app, scheme: str | None = None) -> Colours:
         app.setFont(font)
     apply(app, scheme or wanted_scheme())
     return colours()
+
+
+def asks_for_high_contrast(app, platform: str = sys.platform) -> bool:
+    """Windows' High Contrast (Qt's accessibility hint): the user's own colours are then
+    the only ones, so Cantor keeps the native style and the system palette and tints
+    nothing. Asked on Windows only (the hint costs start-up time elsewhere, where desktops
+    do not set it)."""
+    if platform != "win32":
+        return False
+    from PySide6.QtCore import Qt
+
+    # each object held by a name: chained on first use, PySide6 6.11.3 deletes the
+    # hints' wrapper before the call (docs/upstream.md)
+    hints = app.styleHints()
+    accessibility = hints.accessibility()
+    return accessibility.contrastPreference() == Qt.ContrastPreference.HighContrast
+
+
+def high_contrast() -> bool:
+    return _high_contrast
 
 
 def follow_system(app) -> None:
@@ -323,9 +347,15 @@ def apply(app, scheme: str) -> None:
     repaint of whatever paints itself."""
     global _current
     _current = SCHEMES[scheme]
-    app.setPalette(palette(_current))
     from PySide6.QtGui import QColor, QPalette
     from PySide6.QtWidgets import QApplication
+
+    if _high_contrast:
+        if _system_palette is not None:
+            app.setPalette(_system_palette)
+        notifier().changed.emit(scheme)
+        return
+    app.setPalette(palette(_current))
 
     # Fusion draws a check box's (and a radio button's) edge a shade darker than the
     # window: on a dark window, no edge at all. Their class palette's window (never
@@ -373,7 +403,7 @@ def tone(widget, kind: str | None) -> None:
 def _paint_tone(widget, kind: str | None) -> None:
     from PySide6.QtGui import QPalette
 
-    if not kind:
+    if not kind or _high_contrast:
         widget.setPalette(QPalette())  # nothing of its own: the parent's colours again
         return
     p = widget.palette()
@@ -397,7 +427,9 @@ def item_tone(item, kind: str | None) -> None:
     from PySide6.QtCore import Qt
 
     item.setData(TONE_ROLE, kind)
-    item.setData(Qt.ItemDataRole.ForegroundRole, colour(kind) if kind else None)
+    item.setData(
+        Qt.ItemDataRole.ForegroundRole, colour(kind) if kind and not _high_contrast else None
+    )
 
 
 def retone_items(table) -> None:
@@ -448,6 +480,9 @@ def accent_button(button) -> None:
 def _paint_panel(frame, kind: str) -> None:
     from PySide6.QtGui import QPalette
 
+    if _high_contrast:  # the system's colours: a panel is its frame, a button a button
+        frame.setPalette(QPalette())
+        return
     p = frame.palette()
     if kind == "navigation":
         for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
