@@ -83,7 +83,18 @@ if [ "$installers" = 1 ]; then
       # mingw-w64-x86_64-msitools); on Linux, packaging/windows-lane/lane.py build makes
       # the same bundle and MSI under Wine
       version="$("$exe" --mode cli --version | awk '{print $2}' | tr -d '\r')"
-      "$py" "$top/installer/windows/build_msi.py" "$bundle" "$top/dist" --version "$version" ;;
+      # Authenticode (installer/windows/sign.py, osslsigncode) when the release's
+      # certificate is given: CANTOR_SIGN_PKCS12 (a file) and CANTOR_SIGN_PASSWORD (a secret)
+      signing=()
+      if [ -n "${CANTOR_SIGN_PKCS12:-}" ]; then
+        signing=("$py" "$top/installer/windows/sign.py" --pkcs12 "$CANTOR_SIGN_PKCS12"
+                 --password-env CANTOR_SIGN_PASSWORD --timestamp "${CANTOR_SIGN_TIMESTAMP:-http://timestamp.digicert.com}")
+        "${signing[@]}" "$bundle/cantor.exe" "$bundle/cantor-desktop.exe"
+      fi
+      "$py" "$top/installer/windows/build_msi.py" "$bundle" "$top/dist" --version "$version"
+      if [ ${#signing[@]} -gt 0 ]; then
+        "${signing[@]}" "$(ls -t "$top"/dist/cantor-*-windows-x64.msi | head -n 1)"
+      fi ;;
     macos)
       CANTOR_PYTHON="$py" "$top/installer/macos/make_dmg.sh" "$bundle" "$top/dist" ;;
   esac

@@ -97,3 +97,46 @@ def bundle(session):
     future = BUILD.get("future")
     result = future.result() if future else lane.build_bundle(lane.base_env(session.display))
     return lane.BUNDLE, result
+
+
+@pytest.fixture(scope="session")
+def signer(tmp_path_factory):
+    """A throw-away code-signing certificate (openssl: a CA and a leaf for codeSigning, its
+    PKCS#12 with a password) for installer/windows/sign.py: (sign, verify) of a file."""
+    import subprocess
+
+    sys.path.insert(0, str(lane.TOP / "installer" / "windows"))
+    import sign
+
+    folder = tmp_path_factory.mktemp("signing")
+    password = "lane-" + os.urandom(6).hex()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl(
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+        "ca.pem", "-days", "2", "-subj", "/CN=Cantor lane test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
+    )  # fmt: skip
+    openssl(
+        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr",
+        "-subj", "/CN=Cantor lane test signer",
+    )  # fmt: skip
+    (folder / "ext").write_text(
+        "extendedKeyUsage=codeSigning\nkeyUsage=critical,digitalSignature\n"
+    )
+    openssl(
+        "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "ext",
+    )  # fmt: skip
+    openssl(
+        "pkcs12", "-export", "-out", "leaf.p12", "-inkey", "leaf.key", "-in", "leaf.pem",
+        "-certfile", "ca.pem", "-passout", f"pass:{password}",
+    )  # fmt: skip
+
+    def sign_file(path: Path) -> str:
+        sign.sign(path, folder / "leaf.p12", password)
+        return sign.verify(path, folder / "ca.pem")
+
+    return sign_file

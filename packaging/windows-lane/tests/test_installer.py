@@ -26,21 +26,21 @@ UPGRADE_CODE = "{" + re.search(r'UpgradeCode="([0-9A-F-]+)"', WXS).group(1) + "}
 
 
 @pytest.fixture(scope="module")
-def msis(bundle):
+def msis(bundle, signer):
     """This version's MSI and a next one (the same bundle, the version one patch higher:
-    what an upgrade looks like to Windows Installer)."""
+    what an upgrade looks like to Windows Installer), each Authenticode-signed with a
+    throw-away certificate (installer/windows/sign.py) and verified, as a release is."""
     folder, _ = bundle
     out = lane.WORK / "msi"
     shutil.rmtree(out, ignore_errors=True)
     version = build_msi.msi_version(build_msi.checkout_version())
     major, minor, patch = map(int, version.split("."))
     following = f"{major}.{minor}.{patch + 1}"
-    return (
-        build_msi.build(folder, out, version),
-        version,
-        build_msi.build(folder, out, following),
-        following,
-    )
+    first = build_msi.build(folder, out, version)
+    second = build_msi.build(folder, out, following)
+    for msi in (first, second):
+        assert "Signature verification: ok" in signer(msi)
+    return first, version, second, following
 
 
 def products(session, mark) -> list[dict]:
