@@ -17,27 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import short_repr
-from .request import RequestError, check_ref, validate
+from .request import STYLE_FIELDS, RequestError, check_ref, validate
 
-RECIPE_FIELDS = (
-    "caption",
-    "bpm",
-    "key",
-    "time_signature",
-    "language",
-    "model",
-    "adapter",
-    "adapter_scale",
-    "steps",
-    "guidance",
-    "shift",
-    "solver",
-    "lm_temperature",
-    "lm_cfg",
-    "lm_top_p",
-    "lm_top_k",
-    "lm_negative_prompt",
-    "lock_caption",
+RECIPE_FIELDS = ("caption", "bpm", "key", "time_signature", "language", "model") + tuple(
+    name for name in STYLE_FIELDS if name != "codes_from"
 )
 """The request fields a style keeps (never the lyrics, a source or the song's length: those
 are each song's own)."""
