@@ -84,3 +84,48 @@ def test_the_banner_offers_the_next_step():
     )
     ready = banner(SYSTEM, [{**turbo, "state": "ready"}])
     assert ready.state == READY and ready.set_up is None and ready.title == "Cantor is ready"
+
+
+def test_a_measured_speed_and_a_software_device_are_read_first():
+    """What this machine measured (node's backends status: measured, software) leads the
+    row's words: a lavapipe Vulkan row says it computes on the CPU and how slow it was,
+    and the message offering the CPU stays in the tooltip and the reason."""
+    system = {
+        "hardware": {
+            "backends": {
+                "cpu": {"supported": True, "evidence": ["AVX2"]},
+                "vulkan": {"supported": False, "software": "llvmpipe (LLVM 15.0.6, 256 bits)"},
+            }
+        },
+        "families": {
+            "acestep": {
+                "backends": [
+                    {
+                        "name": "cpu",
+                        "state": "installed",
+                        "installed": True,
+                        "measured": {"seconds_per_step": 0.42, "songs": 3},
+                        "evidence": ["installed v1"],
+                    },
+                    {
+                        "name": "vulkan",
+                        "state": "installed",
+                        "installed": True,
+                        "measured": {"seconds_per_step": 8.9, "songs": 1},
+                        "software": "llvmpipe (LLVM 15.0.6, 256 bits)",
+                        "message": "Measured slower than the CPU here: cantor backends --use cpu",
+                        "evidence": ["installed v1"],
+                    },
+                ]
+            }
+        },
+    }
+    rows = {r["name"]: r for r in backend_rows(system)}
+    cpu, vulkan = cell_text(rows["cpu"]), cell_text(rows["vulkan"])
+    assert cpu[2].startswith("0.42 s a step for a minute of song, measured here (3 songs)")
+    assert vulkan[2].startswith(
+        "8.90 s a step for a minute of song, measured here (1 song) · software device "
+        "(llvmpipe (LLVM 15.0.6, 256 bits)): it computes on the CPU"
+    )
+    assert "--use cpu" in vulkan[3]
+    assert cell_text({**rows["cpu"], "measured": None})[2] == "installed v1"

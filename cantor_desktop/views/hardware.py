@@ -62,9 +62,27 @@ def backend_rows(system: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "default": fam.get("default") == name,
                 "installed": bool(st.get("installed")),
                 "supported": supported,
+                "measured": st.get("measured") or None,
+                "software": str(st.get("software") or ev.get("software") or ""),
             }
         )
     return rows
+
+
+def speed_words(row: Mapping[str, Any]) -> str:
+    """What the row says first: its speed measured in this machine's songs, and the
+    software device it would run on (a GPU backend that computes on the CPU)."""
+    said = []
+    measured = row.get("measured")
+    if isinstance(measured, Mapping) and measured.get("seconds_per_step"):
+        songs = int(measured.get("songs") or 0)
+        said.append(
+            f"{float(measured['seconds_per_step']):.2f} s a step for a minute of song, "
+            f"measured here ({songs} song{'s' if songs != 1 else ''})"
+        )
+    if row.get("software"):
+        said.append(f"software device ({row['software']}): it computes on the CPU")
+    return " · ".join(said)
 
 
 def machine_text(system: Mapping[str, Any]) -> str:
@@ -112,6 +130,9 @@ def cell_text(row: Mapping[str, Any]) -> tuple[str, str, str, str]:
     )
     if row["state"] == "rejected":  # the engine's own reason, first
         shown = row["reason"]
+    first = speed_words(row)
+    if first:  # what this machine measured is the first thing to read
+        shown = first + (" · " + shown if shown else "")
     tip = row["evidence"] + ("\n" + row["reason"] if row["reason"] else "")
     return name, state, shown, tip
 
