@@ -23,6 +23,10 @@ def make_page(qtbot, url=None):
 def test_invalid_fields_block_generate_with_the_reason(qtbot, qloop):
     link, page = make_page(qtbot)
     assert not page.generate.isEnabled()
+    assert page.problem.text() == ""  # an untouched form says nothing in red …
+    assert "Caption is required" in page.generate.toolTip()  # … Generate says why it waits
+    page.caption.setPlainText("x")
+    page.caption.setPlainText("")  # typed, then cleared: now it is said
     assert "Caption" in page.problem.text() and "required" in page.problem.text()
     page.caption.setPlainText("dusty boom bap, vinyl crackle")
     assert page.generate.isEnabled() and page.problem.text() == ""
@@ -153,12 +157,14 @@ def test_fields_are_outlined_when_they_hold_something_wrong_or_generate_was_aske
 
     BAD_FIELD = invalid_outline()
     link, page = make_page(qtbot)
-    assert "Caption" in page.problem.text()  # said at once, under the form …
-    assert page.caption.styleSheet() == ""  # … but an empty field is not red yet
+    assert page.problem.text() == ""  # nothing said of an untouched form …
+    assert page.caption.styleSheet() == ""  # … and no field is red yet
     page.bpm.setText("400")
     assert page.bpm.styleSheet() == BAD_FIELD  # something wrong in it: outlined now
+    assert "BPM" in page.problem.text() and "Caption" not in page.problem.text()
     page.on_generate()  # Generate (Ctrl+Enter) asked for
     assert page.caption.styleSheet() == BAD_FIELD and not page.generate.isEnabled()
+    assert "Caption" in page.problem.text()
     page.caption.setPlainText("dusty boom bap")
     page.bpm.setText("92")
     assert page.caption.styleSheet() == "" and page.bpm.styleSheet() == ""

@@ -101,6 +101,7 @@ class ComposeViewModel:
         self.reference: tuple[dict[str, Any], str] | None = None
         self.dropped: tuple[dict[str, Any], str] | None = None  # a file heard: "Cover this file"
         self.tried = False  # Generate asked for: empty required fields are outlined too
+        self.touched: set[str] = set()  # fields that held something once: their errors show
         self.models: list[Any] = []  # the node's models (dicts, or names)
         self.pool: PoolView | None = None
         self.adapters: list[dict[str, Any]] = []
@@ -121,10 +122,18 @@ class ComposeViewModel:
         return Verdict(tuple(problems))
 
     def outlined(self, verdict: Verdict, field: str, holds_input: bool) -> bool:
-        """Whether a field is outlined: it is refused and holds something, or Generate was
-        asked for (an empty required field is named under the form at once, outlined only
-        then)."""
-        return field in verdict.fields and (self.tried or holds_input)
+        """Whether a field is outlined: it is refused and holds (or held) something, or
+        Generate was asked for."""
+        if holds_input:
+            self.touched.add(field)
+        return field in verdict.fields and (self.tried or field in self.touched)
+
+    def said(self, verdict: Verdict) -> str:
+        """What the message line says of the problems: those of the fields the musician
+        touched, or all once Generate was asked for; nothing on an untouched form (the
+        Generate button's tooltip names them all)."""
+        shown = [p for p in verdict.problems if self.tried or p.field in self.touched]
+        return Verdict(tuple(shown)).text
 
     def adapter_problem(self, form: ComposeForm) -> song_request.RequestError | None:
         """What the node would say about the chosen adapter: not installed, or made for

@@ -396,7 +396,8 @@ class ComposePage(QWidget):
             self._draft_timer.start()
         self.generate.setEnabled(verdict.ok)
         self.generate.setToolTip(self._generate_tip() if verdict.ok else verdict.text)
-        self.problem.say(verdict.text, None if verdict.ok else "danger")
+        said = vm.said(verdict)  # (after the outlines: they note which fields were touched)
+        self.problem.say(said, "danger" if said else None)
         return verdict.ok
 
     def apply_style(self, style: dict) -> None:
