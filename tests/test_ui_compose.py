@@ -307,3 +307,22 @@ def test_a_long_cover_or_reference_title_never_widens_the_window(qtbot):
     for label in (page.cover_label, page.reference_label):
         assert label.shown_text().endswith("…")
         assert "a very long song title" in label.toolTip()  # the whole of it, on hover
+
+
+def test_tab_leaves_the_caption_and_the_lyrics_and_their_labels_lead_to_them(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel
+
+    link, page = make_page(qtbot)
+    page.show()
+    qtbot.waitExposed(page)
+    page.caption.setFocus()
+    qtbot.keyClicks(page.caption, "warm pads")
+    qtbot.keyClick(page.caption, Qt.Key.Key_Tab)
+    assert page.caption.toPlainText() == "warm pads"  # no tab character in the caption
+    assert not page.caption.hasFocus()
+    page.lyrics.setFocus()
+    qtbot.keyClick(page.lyrics, Qt.Key.Key_Tab)
+    assert "\t" not in page.lyrics.toPlainText() and not page.lyrics.hasFocus()
+    buddies = {label.text(): label.buddy() for label in page.findChildren(QLabel) if label.buddy()}
+    assert buddies["&Caption"] is page.caption and buddies["&Lyrics"] is page.lyrics

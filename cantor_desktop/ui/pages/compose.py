@@ -139,10 +139,14 @@ class ComposePage(QWidget):
             "“warm lo-fi piano, rain, slow groove”"
         )
         self.caption.setFixedHeight(64)
-        left.addWidget(QLabel("Caption"))
+        self.caption.setTabChangesFocus(True)  # Tab moves on, as in every other field
+        caption_label = QLabel("&Caption")
+        caption_label.setBuddy(self.caption)
+        left.addWidget(caption_label)
         left.addWidget(self.caption)
         lyr_head = QHBoxLayout()
-        lyr_head.addWidget(QLabel("Lyrics"))
+        lyrics_label = QLabel("&Lyrics")
+        lyr_head.addWidget(lyrics_label)
         lyr_head.addStretch(1)
         self.instrumental = QCheckBox("Instrumental")
         self.instrumental.setToolTip("Sends [Instrumental]; your lyrics are kept for later")
@@ -162,6 +166,8 @@ class ComposePage(QWidget):
         left.addLayout(lyr_head)
         self.lyrics = QPlainTextEdit()
         self.lyrics.setPlaceholderText(LYRICS_HINT)
+        self.lyrics.setTabChangesFocus(True)
+        lyrics_label.setBuddy(self.lyrics)
         left.addWidget(self.lyrics, 1)
         return left
 
