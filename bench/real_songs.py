@@ -11,7 +11,11 @@ the same song through the node and sent to the engine alone.
    measure); baseline: a second ``/logs`` client. p95.
 3. Generate → playable take (POST → the take on disk), the second of two songs in a row,
    with ``keep_loaded`` off and on (the engine keeps its models between songs). Ratio on / off.
-4. With ``--vae-tiles SECONDS`` only: the engine's CPU time for a whole instrumental song
+4. Cancel during the DiT's steps (100 steps of the base model, a 10-s instrumental, the
+   cancel after the third step, as tests/real_engine/test_real_cancel.py does): seconds
+   from the cancel to the song's ``cancelled`` event. The test asserts what a cancel does;
+   how long it takes is this figure.
+5. With ``--vae-tiles SECONDS`` only: the engine's CPU time for a whole instrumental song
    with ace-server's own VAE tiling against smaller tiles (which let a cancel land inside
    the VAE): what they cost every song.
 
@@ -222,6 +226,46 @@ async def keep_loaded_times(engine_path: Path, models, runs: int) -> dict:
     return out
 
 
+CANCEL = {"caption": "bench lofi piano", "duration": 10, "steps": 100, "format": "wav16"}
+
+
+async def cancel_times(engine_path: Path, models, runs: int) -> list[float]:
+    """Seconds from the cancel (DELETE, sent once the DiT's third step is logged) to the
+    song's ``cancelled`` event, read on a stream opened before the cancel."""
+    from cantor_desktop.client.node_process import NodeProcess
+    from cantor_desktop.client.nodeclient import NodeClient
+    from real_engine.fabricated import BASE_MODEL
+    from real_engine.real_node import EngineLog
+
+    home = home_for(engine_path, models, keep_loaded=True)
+    node = NodeProcess("127.0.0.1", free_port(), env={"CANTOR_HOME": str(home)})
+    await node.start()
+    took: list[float] = []
+    try:
+        async with NodeClient(node.url) as client:
+            for i in range(runs):
+                log = EngineLog(home)
+                sid = await client.submit_song({**CANCEL, "model": BASE_MODEL, "seed": 2 + i})
+
+                async def ended(sid: str = sid) -> tuple[str, float]:
+                    async for event, _data in client.events(sid):
+                        if event in ("done", "failed", "cancelled"):
+                            return event, time.perf_counter()
+                    return "stream ended", time.perf_counter()
+
+                end = asyncio.ensure_future(ended())
+                await log.wait_for(r"^\[DiT\] Step 3/100", timeout=600)
+                t0 = time.perf_counter()
+                await client.cancel(sid)
+                event, t1 = await asyncio.wait_for(end, 600)
+                if event != "cancelled":
+                    raise RuntimeError(f"the cancelled song ended {event}")
+                took.append(t1 - t0)
+    finally:
+        await node.stop()
+    return took
+
+
 VAE_TILES = {
     "ace-server's own (--vae-chunk 1024 --vae-overlap 64)": [],
     "--vae-chunk 64 --vae-overlap 8": ["--vae-chunk", "64", "--vae-overlap", "8"],
@@ -331,10 +375,13 @@ def main() -> int:
     print(
         f"Generate → take, second song: keep_loaded off {off:.2f} s, on {on:.2f} s: {on / off:.3f}x"
     )
+    c = asyncio.run(cancel_times(engine, models, args.runs))
+    print(f"cancel during the DiT's steps → cancelled: {statistics.median(c):.2f} s")
     write_json(
         args.json,
         "bench/real_songs.py",
         {
+            "cancel_s": c,
             "overhead": {"node_s": a["node_s"], "alone_s": a["alone_s"]},
             "progress": {
                 "latency_ms": lat,

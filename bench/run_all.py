@@ -678,6 +678,7 @@ REAL_ENGINE_FIGURES = [
     "Real engine: node overhead per song",
     "Real engine: progress latency p95 (engine log → SSE)",
     "Real engine: Generate → playable take, keep-loaded on",
+    "Real engine: cancel during the DiT's steps → song cancelled",
 ]
 
 
@@ -747,6 +748,21 @@ def real_engine_figures(plan: Plan) -> list[Row]:
             "< 1×",
             on < off,
             note="POST /v1/songs → the take on disk, the second song of two in a row",
+        )
+    )
+    c = f["cancel_s"]
+    rows.append(
+        Row(
+            REAL_ENGINE_FIGURES[3],
+            f"{median(c):.2f} s",
+            "—",
+            "—",
+            f"{min(c):.2f}–{max(c):.2f} s (n={len(c)})",
+            "≤ 6 s (the 3-s cancel grace and more)",
+            median(c) <= 6.0,
+            note="the cancel (after the third of 100 base-model steps on a 10-s instrumental) "
+            "→ the song's cancelled event; tests/real_engine/test_real_cancel.py checks what "
+            "a cancel does in each stage, this is how long it takes",
         )
     )
     return rows

@@ -6,10 +6,10 @@ import asyncio
 import json
 import os
 import signal
-import time
 
 import pytest
 
+from support.node import wait_for
 from support.procs import alive
 from support.scripted_engine import engine_argv, make_models
 
@@ -107,8 +107,7 @@ def test_kill_9_mid_song_fails_that_song_with_a_reason_then_restarts_cleanly(mod
         first_pid = sup.pid
         client = sup.client()
         song = asyncio.create_task(client.song({"caption": "x", "output_format": "wav16"}))
-        while not any(e.line.startswith("[DiT] Step") for e in steps):
-            await asyncio.sleep(0.01)
+        await wait_for(lambda: any(e.line.startswith("[DiT] Step") for e in steps), what="a step")
         os.kill(first_pid, signal.SIGKILL)
         with pytest.raises(JobFailed) as failed:
             await song
@@ -230,13 +229,15 @@ def test_stop_kills_an_engine_that_does_not_finish_after_sigterm(models):
         client = sup.client()
         await client.submit("/synth", {"caption": "long", "output_format": "wav16"})
         await client.aclose()
-        started = time.monotonic()
+        start = paths().engine_log(sup.family).stat().st_size
         await sup.stop(timeout=0.5)  # ace-server lets the running job finish: it would not
-        return time.monotonic() - started
+        return paths().engine_log(sup.family).read_bytes()[start:].decode("utf-8", "replace")
 
-    elapsed = run(go())
-    assert elapsed > 0.4  # SIGTERM had its grace; the 20-s job would have ended
-    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)  # 0, had it waited
+    log = run(go())
+    # asked first (SIGTERM: the engine began to shut down), then killed before its 20-s job
+    # ended (it never got to "Done"; the exit 0, had it been waited for)
+    assert "[Server] Shutting down..." in log and "[Server] Done" not in log, log
+    assert sup.exit_code == -signal.SIGKILL and not alive(sup.pid)
 
 
 # -- the built-in sketch engine, started as the node starts it ----------------------------------
@@ -286,8 +287,10 @@ def test_sketch_song_progress_rises_to_one_and_kill_9_restarts_cleanly(sketch_mo
                     }
                 )
             )
-            while not any(e.line.startswith("[DiT] Step") for e in events[len(song_events) :]):
-                await asyncio.sleep(0.02)
+            await wait_for(
+                lambda: any(e.line.startswith("[DiT] Step") for e in events[len(song_events) :]),
+                what="a step of the long song",
+            )
             first_pid = sup.pid
             os.kill(first_pid, signal.SIGKILL)
             with pytest.raises(JobFailed) as failed:
@@ -450,27 +453,21 @@ def test_a_cancelled_job_ends_at_its_next_step_or_its_engine_is_stopped(models):
             task = asyncio.ensure_future(
                 client.song({"caption": "x", "lyrics": "[Instrumental]", "output_format": "wav16"})
             )
-            deadline = time.monotonic() + 20
-            while "[Resolve-T]" not in log.read_text()[start:]:
-                assert time.monotonic() < deadline, "the job never started its steps"
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.4)  # into a step
-            t0 = time.monotonic()
+            # the job is in its first step once it has resolved its length
+            await wait_for(lambda: "[Resolve-T]" in log.read_text()[start:], what="the steps")
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            took = time.monotonic() - t0
-            return took, pid, sup.running, alive(pid)
+            return pid, sup.running, alive(pid)
         finally:
             await client.aclose()
             await sup.aclose()
 
     # steps of 0.3 s: the cancel lands at the next one, the engine goes on running
-    took, pid, running, lives = run(cancel_during({"dit_steps": 50, "step_delay": 0.3}, 5.0))
-    assert running and lives and took < 5.0
+    pid, running, lives = run(cancel_during({"dit_steps": 50, "step_delay": 0.3}, 5.0))
+    assert running and lives
     assert "[DiT] Cancelled at step" in paths().engine_log("acestep").read_text()
     # a step of 60 s: after the grace the engine is killed, at once
-    took, pid, running, lives = run(cancel_during({"dit_steps": 4, "step_delay": 60}, 0.5))
+    pid, running, lives = run(cancel_during({"dit_steps": 4, "step_delay": 60}, 0.5))
     assert not running and not lives, "the engine still works on a cancelled song"
-    assert 0.5 <= took < 5.0
     assert "cancelled job" in paths().engine_log("acestep").read_text()

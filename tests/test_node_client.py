@@ -14,7 +14,7 @@ import httpx
 
 from cantor_desktop.client.nodeclient import NodeClient
 
-from support.node import LONG, SHORT, Node, write_config
+from support.node import LONG, SHORT, Node, wait_for, write_config
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
@@ -114,7 +114,14 @@ def test_streams_are_closed_by_the_task_that_opened_them(cantor_home, recorded):
                         final = event
                         break
                 gc.collect()
-                await asyncio.sleep(0.2)
+                await wait_for(
+                    lambda: all(
+                        r["closed_by"] is not None
+                        for r in recorded.responses
+                        if r["path"].endswith("/events")
+                    ),
+                    what="every event stream closed",
+                )
                 gc.collect()
                 await c.health()  # the client still works
                 return recorded.responses, reader, final
@@ -202,6 +209,8 @@ def test_early_stops_on_the_qt_loop_leave_no_generator_behind(cantor_home, qloop
                             if event == "progress":
                                 break
                 gc.collect()
+                # a window for a wrongly closed generator to be reported: what is checked is
+                # that nothing comes (no event to wait for)
                 await asyncio.sleep(0.2)
                 gc.collect()
                 await c.cancel(sid)

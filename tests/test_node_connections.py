@@ -14,7 +14,7 @@ import socket
 import time
 
 import pytest
-from support.node import Node, write_config
+from support.node import Node, wait_for, write_config
 
 from cantor_desktop.auth import proof
 from cantor_desktop.node.connections import Connections
@@ -76,16 +76,16 @@ def test_when_connections_run_out_the_oldest_stranger_gives_way_never_the_owner(
 def test_a_head_that_does_not_arrive_in_time_closes_its_connection():
     async def main():
         conns = Connections(most=10, head_timeout_s=0.1)
-        slow, served = FakeTransport(), FakeTransport()
-        conns.opened(slow), conns.opened(served)
+        served, slow = FakeTransport(), FakeTransport()
+        conns.opened(served), conns.opened(slow)  # served's head deadline comes first
         conns.request_started(served.peer, owner=False)
-        await asyncio.sleep(0.3)
-        busy_kept = not served.closed
+        await wait_for(lambda: slow.closed, what="the slow head's connection to close")
+        busy_kept = not served.closed  # its deadline, had it been kept, has passed too
         conns.request_done(served.peer)  # after an answer, the next head has 0.1 s too
-        await asyncio.sleep(0.3)
-        return slow.closed, busy_kept, served.closed, conns.stats()["late_heads"]
+        await wait_for(lambda: served.closed, what="the idle connection to close")
+        return busy_kept, conns.stats()["late_heads"]
 
-    assert asyncio.run(main()) == (True, True, True, 2)
+    assert asyncio.run(main()) == (True, 2)
 
 
 def test_uvicorn_builds_its_http_protocol_the_way_the_node_composes_it():
@@ -127,8 +127,10 @@ def test_tokenless_requests_have_a_budget_of_their_own():
     request meanwhile is answered."""
 
     release = asyncio.Event()
+    waiting = []  # the requests the guard let through to the app
 
     async def app(scope, receive, send):
+        waiting.append(scope)
         await release.wait()
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
@@ -149,9 +151,10 @@ def test_tokenless_requests_have_a_budget_of_their_own():
 
     async def main():
         strangers = [asyncio.create_task(one(None)) for _ in range(5)]
-        await asyncio.sleep(0.05)
+        # two in the app, three refused: the budget is full before the owner asks
+        await wait_for(lambda: len(waiting) == 2 and sum(t.done() for t in strangers) == 3)
         owner = asyncio.create_task(one("t"))
-        await asyncio.sleep(0.05)
+        await wait_for(lambda: len(waiting) == 3, what="the owner's request in the app")
         release.set()
         return [await t for t in strangers], await owner
 

@@ -8,13 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import numpy as np
 import pytest
 
-from support.procs import free_port
+from support.procs import free_port, wait_until
 from test_sketch_support import (
     EngineProcess,
     assert_on_the_beat,
@@ -483,8 +482,11 @@ def test_logs_replay_the_last_512_lines_then_stream(engine):
         engine.submit("/lm", {"caption": f"fill {i}", "lm_mode": "format"}) for i in range(90)
     ]  # about 6 lines each
     engine.wait_job(jobs[-1])
-    engine.wait_log(f"[Server] Job {jobs[-1]} done")
-    time.sleep(0.2)  # its unload lines too
+    done = f"[Server] Job {jobs[-1]} done"
+    wait_until(  # its unload line too: the last line the engine writes for it
+        lambda: "[Store] Unload LM" in engine.wait_log(done).split(done, 1)[1],
+        "the last job's unload line",
+    )
     logged = engine.log().splitlines()
     assert len(logged) > 512
     with engine.client.stream("GET", "/logs", timeout=10) as r:

