@@ -326,3 +326,19 @@ def test_tab_leaves_the_caption_and_the_lyrics_and_their_labels_lead_to_them(qtb
     assert "\t" not in page.lyrics.toPlainText() and not page.lyrics.hasFocus()
     buddies = {label.text(): label.buddy() for label in page.findChildren(QLabel) if label.buddy()}
     assert buddies["&Caption"] is page.caption and buddies["&Lyrics"] is page.lyrics
+
+
+def test_no_button_is_named_only_by_a_symbol(qtbot):
+    """A screen reader reads a button's accessible name, else its text: a bare "×" or "✕"
+    says nothing; every such button on Compose and the first-run banner has a name."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    from cantor_desktop.ui.pages.firstrun import ReadinessBanner
+
+    link, page = make_page(qtbot)
+    banner = ReadinessBanner()
+    qtbot.addWidget(banner)
+    for widget in (page, banner):
+        for button in widget.findChildren(QAbstractButton):
+            words = button.accessibleName() or button.text().replace("&", "")
+            assert any(c.isalpha() for c in words), (type(widget).__name__, button.text())

@@ -261,10 +261,13 @@ class ComposePage(QWidget):
         self.cover_clear = QPushButton("×")
         self.cover_clear.setFixedWidth(28)
         self.cover_clear.setToolTip("Make a new song instead of a cover")
+        self.cover_clear.setAccessibleName("Remove the cover's source")  # a screen reader
+        # would read the bare symbol otherwise
         self.reference_label = ElidedLabel()
         self.reference_clear = QPushButton("×")
         self.reference_clear.setFixedWidth(28)
         self.reference_clear.setToolTip("No reference sound")
+        self.reference_clear.setAccessibleName("Remove the reference sound")
         grid.addWidget(self.cover_label, 0, 0)
         grid.addWidget(self.strength, 0, 1)
         grid.addWidget(self.faithful, 0, 2)

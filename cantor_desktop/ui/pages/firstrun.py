@@ -31,6 +31,8 @@ class ReadinessBanner(QFrame):
         self.dismiss = QPushButton("✕")
         self.dismiss.setFlat(True)
         self.dismiss.setFixedWidth(28)
+        self.dismiss.setAccessibleName("Dismiss")  # not the bare symbol, to a screen reader
+        self.dismiss.setToolTip("Hide this message")
         row.addWidget(self.sketch)
         row.addWidget(self.setup)
         row.addWidget(self.dismiss)
