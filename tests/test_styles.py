@@ -69,6 +69,7 @@ def test_styles_through_the_node_and_the_cli(cantor_home, tmp_path):
             assert kept["fields"]["caption"] == "dreamy synthwave"
             assert (kept["fields"]["bpm"], kept["fields"]["key"]) == (96, "A minor")
             assert kept["reference"]["upload"] != sound["id"] and kept["missing"] == []
+            assert kept["reference_name"] == "voice.wav"  # the sound's own name
             await client.delete_upload(sound["id"])  # the style keeps its own copy
             listed = await cli("styles")
             assert "Night drive: dreamy synthwave" in listed.stdout and "96 BPM" in listed.stdout

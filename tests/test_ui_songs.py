@@ -699,7 +699,7 @@ def test_loop_follows_the_waveform_selection_and_match_levels_is_on(qtbot, tmp_p
     p.editor.select(1.0, 3.0)
     assert p._player.loop is None  # Loop is off
     p.loop.setChecked(True)
-    assert p._player.loop == (1000, 3000)
+    assert p._player.loop == (1000, 3000) and p.loop.text() == "Loop: on"
     p.editor.select(2.0, 4.0)
     assert p._player.loop == (2000, 4000)
     p.editor.clear()

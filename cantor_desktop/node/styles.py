@@ -77,8 +77,11 @@ def reference_copy(ref: dict[str, Any], songs: dict[str, Song]) -> tuple[dict[st
     )
     with opened as src, open(part, "wb") as out:
         shutil.copyfileobj(src, out)
-    kept = uploads.keep(upload_id, part, found.audio_path.name)
-    return {"upload": kept.id}, found.name
+    shown = found.audio_path.name
+    if "upload" in ref:  # the file's own name, as the musician sent it
+        shown = uploads.get(ref["upload"]).name
+    kept = uploads.keep(upload_id, part, shown)
+    return {"upload": kept.id}, kept.name
 
 
 def save(style: Style, *, replace: bool = True) -> Style:

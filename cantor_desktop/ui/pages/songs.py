@@ -409,7 +409,9 @@ class SongsPage(QWidget):
         self._edit_buttons()
 
     def _loop_changed(self, *_: object) -> None:
-        """The loop follows the waveform's selection while Loop is on."""
+        """The loop follows the waveform's selection while Loop is on (and says so: a
+        pressed button looks much like a raised one in some styles)."""
+        self.loop.setText("Loop: on" if self.loop.isChecked() else "Loop")
         region = self.editor.region if self.loop.isChecked() else None
         if region is None:
             self._player.set_loop(None)
