@@ -68,7 +68,8 @@ async def lm_help(request: Request):
         raise ApiError(
             422, "mode: inspire (an idea → caption and lyrics) or format (tidy them)", field="mode"
         )
-    caption, lyrics = body.get("caption") or "", body.get("lyrics") or ""
+    # absent is empty; present must be text (null is not, as the document says)
+    caption, lyrics = body.get("caption", ""), body.get("lyrics", "")
     for name, value, cap in (("caption", caption, CAPTION_MAX), ("lyrics", lyrics, LYRICS_MAX)):
         if not isinstance(value, str) or len(value) > cap:
             raise ApiError(422, f"{name}: text of at most {cap} characters", field=name)
