@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # CI stage: whole songs on the real ace-server (tests/real_engine/), after the main suite.
-# CI has ../shared beside the clone. The Linux CPU engine is built here, as a release builds
-# it, by packaging/engines/build.py from the source archive in ../shared/engines (into
-# build/engine-build, which the Linux package then carries) and unpacked into
-# build/real-engine; the Vulkan build comes from ../shared/engines (checked against the
+# CI has ../shared beside the clone. The Linux CPU engine, built as a release builds it by
+# .ci/build-engine.sh (packaging/engines/build.py from the source archive in
+# ../shared/engines, into build/engine-build, which the Linux package then carries; built
+# here when it is not there yet), is unpacked into build/real-engine; the Vulkan build comes from ../shared/engines (checked against the
 # sha256 its README gives) into build/real-engine-vulkan, run on Mesa's lavapipe. The tests
 # write their fabricated model files themselves (tests/real_engine/fabricated.py, kept in
 # build/). Where ../shared/engines is not there (a user's clone) the tests skip, each saying
-# why. Budget: about 15 minutes on 2 cores (5 of them the build); the stage prints its times.
+# why. Budget: about 12 minutes on 2 cores; the stage prints what it took.
 set -euo pipefail
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$top"
@@ -45,12 +45,10 @@ if [ -d "$engines" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends libgomp1 >/dev/null
   fi
-  # the CPU engine as a release makes it, from the pinned source
-  built=$(date +%s)
-  rm -rf build/engine-build
-  python3 packaging/engines/build.py linux-x64-cpu --out build/engine-build --jobs 2 >&2
+  # the CPU engine as a release makes it, from the pinned source (.ci/build-engine.sh; CI
+  # runs it as a stage of its own before this one)
+  ls build/engine-build/ace-server-*-linux-x64-cpu.tar.gz >/dev/null 2>&1 || .ci/build-engine.sh
   CANTOR_BUILT_ENGINE="$(ls "$top"/build/engine-build/ace-server-*-linux-x64-cpu.tar.gz)"
-  echo "real-engine: built $(basename "$CANTOR_BUILT_ENGINE") in $(( $(date +%s) - built )) s"
   rm -rf build/real-engine
   mkdir -p build/real-engine
   tar -xzf "$CANTOR_BUILT_ENGINE" -C build/real-engine
