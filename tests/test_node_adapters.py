@@ -305,9 +305,20 @@ def test_an_upload_cut_short_or_of_another_type_keeps_nothing(cantor_home, tmp_p
                 f"Content-Type: application/octet-stream\r\n"
                 f"Content-Length: {len(data)}\r\n\r\n"
             ).encode()
-            with socket.create_connection(("127.0.0.1", port)) as s:
-                s.sendall(head + data[: len(data) // 2])  # half, then the client is gone
-                await asyncio.sleep(0.5)
+
+            def cut_short() -> bytes:
+                """Half the body, then the client's end closed; returns once the node has
+                closed its end (what it answers, if anything)."""
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                    s.sendall(head + data[: len(data) // 2])
+                    s.shutdown(socket.SHUT_WR)
+                    answer = b""
+                    while chunk := s.recv(65536):
+                        answer += chunk
+                    return answer
+
+            answer = await asyncio.to_thread(cut_short)
+            assert not answer.startswith(b"HTTP/1.1 2"), answer
             async with node.http() as http:
                 typed = await http.post(
                     "/v1/adapters/upload",

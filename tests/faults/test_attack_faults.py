@@ -264,20 +264,22 @@ def test_300_half_open_connections_do_not_stop_health(tmp_path, tally):
         # the half-sent requests are dropped once their headers are late
         from cantor_desktop.node.server import HEADER_TIMEOUT_S
 
-        time.sleep(HEADER_TIMEOUT_S + 2)
+        deadline = time.monotonic() + HEADER_TIMEOUT_S + 10
         closed = 0
-        for s in socks:
-            s.settimeout(0.2)
+        for s in socks:  # each recv returns when the node closes that connection
+            s.settimeout(max(0.1, deadline - time.monotonic()))
             try:
                 closed += s.recv(1) == b""
-            except OSError:
+            except TimeoutError:
+                pass
+            except OSError:  # reset by the node: dropped too
                 closed += 1
         if closed == len(socks):
             t.ok()
         else:
             t.fail(
-                f"{len(socks) - closed} half-open connections still held after "
-                f"{HEADER_TIMEOUT_S + 2:g} s"
+                f"{len(socks) - closed} half-open connections still held "
+                f"{HEADER_TIMEOUT_S + 10:g} s after the last was opened"
             )
         print(
             f"\nnode open-file limit after start-up: {soft} (started with 256); "
