@@ -47,7 +47,7 @@ if [ -d "$engines" ]; then
   fi
   # the CPU engine as a release makes it, from the pinned source (.ci/build-engine.sh; CI
   # runs it as a stage of its own before this one)
-  ls build/engine-build/ace-server-*-linux-x64-cpu.tar.gz >/dev/null 2>&1 || .ci/build-engine.sh
+  ls build/engine-build/ace-server-*-linux-x64-cpu.tar.gz >/dev/null 2>&1 || .ci/build-engine.sh linux-x64-cpu
   CANTOR_BUILT_ENGINE="$(ls "$top"/build/engine-build/ace-server-*-linux-x64-cpu.tar.gz)"
   rm -rf build/real-engine
   mkdir -p build/real-engine

@@ -23,12 +23,14 @@ debs=(libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 
 # redis-server, readelf (the bundle's ELF walk), OpenSSL 3 (manifest signatures made the
 # other way), llvm-otool (Mach-O checks), chattr (a file that cannot be deleted), and a
 # real Vulkan driver with its loader and vulkaninfo (Mesa's lavapipe, a software device), and
-# what CI builds the CPU engine with (packaging/engines/build.py: CMake, a C++ compiler,
-# make; the engine runs on the system's libgomp).
+# what CI builds the CPU engines with (packaging/engines/build.py: CMake, a C++ compiler,
+# make, and mingw-w64 with posix threads for the Windows one; the Linux engine runs on the
+# system's libgomp).
 case ",$extras," in
   *,test,* | *,bench,*) debs+=(redis-server binutils openssl llvm e2fsprogs
                                libvulkan1 mesa-vulkan-drivers vulkan-tools
-                               cmake g++ make libgomp1) ;;
+                               cmake g++ make libgomp1
+                               g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix) ;;
 esac
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

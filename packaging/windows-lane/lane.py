@@ -157,6 +157,7 @@ def base_env(display: str | None = None) -> dict[str, str]:
         "PYTHONUTF8",
         "PYTHONDONTWRITEBYTECODE",  # set on some machines; Wine's Python keeps its caches
         "PYTHONIOENCODING",
+        "CANTOR_BUNDLE_ENGINES",  # a Linux folder; the bundle build names its own
         # Linux files that Windows programs would be told to open: httpx (and requests,
         # curl, pip) read a CA bundle from these, and a Linux path is no file under Wine
         # (every httpx client of the node failed with "[Errno 2]"); Windows has its own
@@ -873,11 +874,44 @@ def setup(fresh: bool = False) -> dict:
 
 DIST = WORK / "dist"
 BUNDLE = DIST / "cantor"
+ENGINE_BUILD = TOP / "build" / "engine-build-windows"
+"""Where .ci/build-engine.sh puts the Windows CPU engine (packaging/engines/build.py
+windows-x64-cpu): the bundle carries it, as a release's Windows package does."""
+BUNDLED_ENGINES = WORK / "bundled-engines"
 
 
-def bundle_inputs() -> str:
-    """What the bundle is made of: the checkout's files PyInstaller reads, the prefix."""
+def bundled_engines() -> Path:
+    """The folder the bundle carries its engine in (``CANTOR_BUNDLE_ENGINES`` of
+    packaging/cantor.spec): the Windows CPU engine built by .ci/build-engine.sh (built here
+    first when it is not there: about a minute), made into a bundle folder by
+    ``packaging/engines/release.py --bundle`` as a release makes it."""
+    archives = sorted(ENGINE_BUILD.glob("ace-server-*-windows-x64-cpu.zip"))
+    if not archives:
+        log("building the Windows CPU engine (.ci/build-engine.sh windows-x64-cpu)")
+        subprocess.run([str(TOP / ".ci" / "build-engine.sh"), "windows-x64-cpu"], check=True)
+        archives = sorted(ENGINE_BUILD.glob("ace-server-*-windows-x64-cpu.zip"))
+        if not archives:
+            raise LaneError(f"no Windows CPU engine in {ENGINE_BUILD} (needs ../shared/engines)")
+    shutil.rmtree(BUNDLED_ENGINES, ignore_errors=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(TOP / "packaging" / "engines" / "release.py"),
+            str(ENGINE_BUILD),
+            "--bundle",
+            str(BUNDLED_ENGINES),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return BUNDLED_ENGINES
+
+
+def bundle_inputs(engines: Path) -> str:
+    """What the bundle is made of: the checkout's files PyInstaller reads, the prefix, the
+    engines it carries."""
     digest = hashlib.sha256(STAMP.read_bytes() if STAMP.exists() else b"")
+    digest.update((engines / "bundled.json").read_bytes())
     files = (
         subprocess.run(
             [
@@ -914,7 +948,8 @@ def build_bundle(env: dict | None = None) -> dict:
     ``packaging/build.sh windows`` builds it on Windows; reused while its inputs are the
     same. Returns what happened, with the build's output."""
     stamp = STATE / "bundle.stamp"
-    inputs = bundle_inputs()
+    engines = bundled_engines()
+    inputs = bundle_inputs(engines)
     if stamp.exists() and stamp.read_text() == inputs and (BUNDLE / "cantor.exe").exists():
         return {"cached": True, "seconds": 0.0, "output": ""}
     shutil.rmtree(BUNDLE, ignore_errors=True)
@@ -933,7 +968,7 @@ def build_bundle(env: dict | None = None) -> dict:
             win_path(WORK / "pyinstaller"),
             win_path(SRC / "packaging" / "cantor.spec"),
         ],
-        env=env,
+        env={**(env or base_env()), "CANTOR_BUNDLE_ENGINES": win_path(engines)},
         check=False,
         timeout=3600,
     )

@@ -5,6 +5,7 @@ the lane's bridges, and passing its own self-test with the output sent to a file
 from __future__ import annotations
 
 import hashlib
+import json
 
 import lane
 
@@ -57,6 +58,35 @@ def test_the_frozen_self_test_passes_with_its_output_in_a_file(bundle, session, 
     assert r.returncode == 0, text + r.stdout + r.stderr
     assert "cantor self-test passed" in text and " → http://127.0.0.1:" in text, text
     assert "keyring backend: keyring.backends.Windows" in text
+
+
+def test_the_bundle_carries_the_windows_cpu_engine_and_a_fresh_home_installs_it(
+    bundle, session, mark, win_home
+):
+    """The engine in the box: the bundle holds the windows-x64-cpu build made by
+    packaging/engines/build.py (.ci/build-engine.sh) with its ``bundled.json``, and the
+    frozen ``cantor.exe backends --json`` on a home that has no engine installs it and lists
+    it "came with Cantor" (install/bundled.py), its ace-server.exe unpacked in the home."""
+    folder, _ = bundle
+    carried = folder / "_internal" / "engines"
+    rows = json.loads((carried / "bundled.json").read_text("utf-8"))["builds"]
+    assert [(r["os"], r["backend"]) for r in rows] == [("windows", "cpu")], rows
+    assert (carried / rows[0]["file"]).is_file()
+
+    home, win = win_home
+    r = session.run(
+        [lane.win_path(folder / "cantor.exe"), "backends", "--json"],
+        mark,
+        timeout=600,
+        CANTOR_HOME=win,
+        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    listed = json.loads(r.stdout)
+    cpu = next(b for b in listed["backends"] if b["name"] == "cpu")
+    assert cpu["installed"], cpu
+    assert any("came with Cantor" in e for e in cpu.get("evidence") or []), cpu
+    assert list(home.rglob("ace-server.exe")), "the carried engine was not unpacked in the home"
 
 
 def test_the_console_twin_runs_the_cli(bundle, session, mark):

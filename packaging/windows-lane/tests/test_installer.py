@@ -96,6 +96,10 @@ def test_install_self_test_upgrade_over_the_running_app_and_uninstall(session, m
     msiexec(session, mark, "/i", lane.win_path(msi1))
     assert (where["program"] / "cantor-desktop.exe").is_file()
     assert (where["program"] / "_internal" / "python313.dll").is_file()
+    # the Windows CPU engine the bundle carries (test_bundle proves it installs)
+    assert list(
+        (where["program"] / "_internal" / "engines").glob("ace-server-*-windows-x64-cpu.zip")
+    )
     assert where["start_menu"].is_file()
     assert [p["version"] for p in products(session, mark)] == [v1]
     desktop = lane.win_path(where["program"] / "cantor-desktop.exe")
