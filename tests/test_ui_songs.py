@@ -497,6 +497,55 @@ def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
     assert validate(ext).extend["after"] == editor.after
 
 
+def test_the_keyboard_selects_a_region_and_an_extension_as_a_daw_does(qtbot):
+    """Tab to the waveform; arrows move the cursor (Ctrl: a tenth), I and O set the in and
+    out points, Shift+arrows select and reach past the end to extend, Esc clears; a screen
+    reader is told the selection in the waveform's accessible description."""
+    from PySide6.QtGui import QAccessible
+
+    path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
+    song = record(1, path)
+    song.takes[0].duration = 60.0
+    p = page(qtbot)
+    p.model.set_songs([song])
+    p.show()
+    qtbot.waitExposed(p)
+    p.select(song.id, 1)
+    editor = p.editor
+    editor.setFocus()
+    qtbot.waitUntil(editor.hasFocus)
+    for _ in range(10):
+        qtbot.keyClick(editor, Qt.Key.Key_Right)
+    qtbot.keyClick(editor, Qt.Key.Key_I)
+    assert editor.region == (10.0, 60.0)
+    for _ in range(5):
+        qtbot.keyClick(editor, Qt.Key.Key_Right)
+    qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(editor, Qt.Key.Key_O)
+    assert editor.region == (10.0, 15.1) and p.repaint_button.isEnabled()
+    face = QAccessible.queryAccessibleInterface(editor)
+    assert face.text(QAccessible.Text.Name) == "Waveform"
+    assert "10.0–15.1" in face.text(QAccessible.Text.Description)
+    # Shift+Left from the out point shrinks the region, keeping the in point
+    qtbot.keyClick(editor, Qt.Key.Key_Left, Qt.KeyboardModifier.ShiftModifier)
+    assert editor.region == (10.0, 14.1)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert editor.region is None and not p.repaint_button.isEnabled()
+    # from the end, Shift+Right reaches past it: an extension after the song
+    qtbot.keyClick(editor, Qt.Key.Key_End)
+    for _ in range(8):
+        qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ShiftModifier)
+    assert editor.region is None and editor.after == 8.0 and p.extend.isEnabled()
+    assert "8.0 s after" in face.text(QAccessible.Text.Description)
+    ext = p.edit_request("extend", extend={"after": editor.after})
+    from cantor_desktop.song.request import validate
+
+    assert validate(ext).extend["after"] == 8.0
+    # Tab leaves the waveform (it takes no tab character and traps no focus)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert not editor.hasFocus()
+
+
 # -- what a new user tripped on --------------------------------------------------------------
 
 

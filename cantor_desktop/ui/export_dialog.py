@@ -152,6 +152,7 @@ class ExportDialog(QDialog):
         form.addRow("True-peak ceiling", self.peak)
         form.addRow("File names", self.pattern)
         form.addRow("Folder", folder_row)
+        self.folder.setAccessibleName(self.tr("Folder"))  # its row's label names a layout
         self.remember = QCheckBox("Remember these choices")
         self.remember.setChecked(True)
         self.drag = QCheckBox("Songs dragged out of Cantor are exported like this too")

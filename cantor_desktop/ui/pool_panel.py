@@ -56,6 +56,7 @@ class PoolPanel(QGroupBox):
         col.addWidget(self.untrusted)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setAccessibleName(self.tr("Pool members"))
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)

@@ -1,10 +1,13 @@
 """A take's waveform to edit on: drag across it to select a region (to repaint), drag past
-either end to extend the song there. The selection is in seconds of the take, snapped to a
-tenth of a second; nothing is sent anywhere from here (the page builds the request)."""
+either end to extend the song there. The keyboard does the same the way a DAW does: a
+cursor (the play head while the take plays) moved by the arrow keys, I and O set the in and
+out points at it, Shift with an arrow selects from where the selection began, past either
+end to extend. The selection is in seconds of the take, snapped to a tenth of a second;
+nothing is sent anywhere from here (the page builds the request)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -14,10 +17,14 @@ MIN_REGION = 1.0  # seconds (the node's own rule for a repainted region)
 MAX_SONG = 600.0  # seconds: a song and its extension together
 SNAP = 0.1
 MARGIN = 60  # px of room beyond each end to drag an extension into
+STEP = 1.0  # seconds an arrow key moves the cursor (with Ctrl: FINE_STEP)
+FINE_STEP = SNAP
 
 
 class WaveformEditor(QWidget):
     selection_changed = Signal()
+    playhead_moved = Signal(float)
+    """The keyboard moved the cursor to these seconds (the page moves the play head)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -31,15 +38,31 @@ class WaveformEditor(QWidget):
         self.before = 0.0
         self.after = 0.0
         self._press: float | None = None
+        self.playhead = 0.0  # seconds: the play head, or where the keys put it
+        self._anchor: float | None = None  # where a Shift+arrow selection began
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAccessibleName(self.tr("Waveform"))
         self.setToolTip(
-            "Drag across the waveform to select a part to repaint; drag past "
-            "either end to extend the song there"
+            self.tr(
+                "Drag across the waveform to select a part to repaint; drag past either end "
+                "to extend the song there. Keys: arrows move the cursor (Ctrl: a tenth of a "
+                "second), I and O set the in and out points, Shift+arrows select, Esc clears"
+            )
         )
+        self.selection_changed.connect(self._tell_assistive_technology)
 
     # -- what is shown -----------------------------------------------------------------------
     def set_take(self, peaks, duration: float | None) -> None:
         self.peaks, self.duration = peaks, float(duration or 0.0)
+        self.playhead = 0.0
         self.clear()
+
+    def set_playhead(self, seconds: float) -> None:
+        """Where the play head is (the page calls it while this take plays)."""
+        seconds = min(max(0.0, seconds), self.duration)
+        if abs(seconds - self.playhead) >= 1e-3:
+            self.playhead = seconds
+            self.update()
 
     def set_peaks(self, peaks) -> None:
         self.peaks = peaks
@@ -47,6 +70,7 @@ class WaveformEditor(QWidget):
 
     def clear(self) -> None:
         self.region, self.before, self.after = None, 0.0, 0.0
+        self._anchor = None
         self.update()
         self.selection_changed.emit()
 
@@ -99,7 +123,12 @@ class WaveformEditor(QWidget):
     def _drag_to(self, seconds: float) -> None:
         if self._press is None:
             return
-        a, b = sorted((self._press, seconds))
+        self._span(self._press, seconds)
+
+    def _span(self, one: float, other: float) -> None:
+        """Select from ``one`` to ``other`` (either order): a region inside the take, else
+        an extension past the end(s) it reaches beyond."""
+        a, b = sorted((one, other))
         self.before = self._snap(-a) if a < 0 else 0.0
         self.after = self._snap(b - self.duration) if b > self.duration else 0.0
         if self.before or self.after:
@@ -126,6 +155,85 @@ class WaveformEditor(QWidget):
         self.update()
         self.selection_changed.emit()
 
+    # -- keyboard ---------------------------------------------------------------------------
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        self.update()
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        self.update()
+
+    def keyPressEvent(self, event) -> None:
+        if self.duration <= 0:
+            super().keyPressEvent(event)
+            return
+        key, mods = event.key(), event.modifiers()
+        shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+        step = FINE_STEP if mods & Qt.KeyboardModifier.ControlModifier else STEP
+        moves = {
+            Qt.Key.Key_Left: self.playhead - step,
+            Qt.Key.Key_Right: self.playhead + step,
+            Qt.Key.Key_Home: 0.0,
+            Qt.Key.Key_End: self.duration,
+        }
+        if key in moves:
+            self._key_move(moves[key], shift)
+        elif key == Qt.Key.Key_I and not shift:
+            self._set_point(start=True)
+        elif key == Qt.Key.Key_O and not shift:
+            self._set_point(start=False)
+        elif key == Qt.Key.Key_Escape and (self.region or self.before or self.after):
+            self.clear()
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
+
+    def _key_move(self, to: float, select: bool) -> None:
+        """The cursor to ``to`` seconds; with Shift the selection spans from its anchor to it
+        (beyond either end: an extension, up to the room a song has left)."""
+        room = self._room()
+        if not select:
+            self._anchor = None
+            self.playhead = self._snap(min(max(0.0, to), self.duration))
+            self.update()
+        else:
+            anchor = self._anchor
+            if anchor is None:
+                anchor = self._other_end() if self._has_selection() else self.playhead
+            self._anchor = anchor
+            self.playhead = self._snap(min(max(-room, to), self.duration + room))
+            self._span(anchor, self.playhead)
+        if 0.0 <= self.playhead <= self.duration:
+            self.playhead_moved.emit(self.playhead)
+
+    def _has_selection(self) -> bool:
+        return self.region is not None or bool(self.before or self.after)
+
+    def _other_end(self) -> float:
+        """The end of the selection the cursor is not at (the anchor a Shift+arrow keeps)."""
+        if self.region is not None:
+            a, b = self.region
+        else:
+            a, b = -self.before, self.duration + self.after
+        return a if abs(self.playhead - b) <= abs(self.playhead - a) else b
+
+    def _set_point(self, *, start: bool) -> None:
+        """I and O: the in or the out point at the cursor, the other end kept (or the take's
+        start or end when nothing is selected)."""
+        a, b = self.region if self.region is not None else (0.0, self.duration)
+        a, b = (self.playhead, b) if start else (a, self.playhead)
+        self._anchor = None
+        if b - a < SNAP:  # an in point past the out point: the region starts again there
+            a, b = (self.playhead, self.duration) if start else (0.0, self.playhead)
+        self.select(a, b)
+
+    def _tell_assistive_technology(self) -> None:
+        """What is selected, as the widget's description: a screen reader reads it when it
+        changes (Qt sends the change to AT-SPI, UI Automation and VoiceOver)."""
+        self.setAccessibleDescription(self.describe())
+
     @property
     def repaintable(self) -> bool:
         return self.region is not None and self.region[1] - self.region[0] >= MIN_REGION
@@ -145,7 +253,10 @@ class WaveformEditor(QWidget):
                 f"{self.after:.1f} s after" if self.after else "",
             ]
             return "Extend by " + " and ".join(b for b in bits if b)
-        return "Drag across the waveform to select a part to repaint, or past an end to extend"
+        return self.tr(
+            "Drag across the waveform (or press I and O) to select a part to repaint, or past "
+            "an end to extend"
+        )
 
     # -- painting ---------------------------------------------------------------------------
     def paintEvent(self, event) -> None:
@@ -194,6 +305,14 @@ class WaveformEditor(QWidget):
             p.setPen(QPen(QColor(c.accent), 2))
             p.drawLine(sel.topLeft(), sel.bottomLeft())
             p.drawLine(sel.topRight(), sel.bottomRight())
+        if self.duration and (self.hasFocus() or self.playhead > 0):
+            x = self.x_of(self.playhead)
+            p.setPen(QPen(QColor(c.text), 2 if self.hasFocus() else 1))
+            p.drawLine(QPointF(x, r.top() - 4), QPointF(x, r.bottom() + 4))
+        if self.hasFocus():  # where the keys go, seen
+            p.setPen(QPen(QColor(c.accent), 1, Qt.PenStyle.DashLine))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRect(self.rect().adjusted(1, 1, -2, -2))
         p.setPen(QColor(c.muted))
         p.drawText(
             QRect(r.left(), r.bottom() + 2, r.width(), 16), Qt.AlignmentFlag.AlignLeft, "0:00"

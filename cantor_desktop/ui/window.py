@@ -73,6 +73,7 @@ class MainWindow(QMainWindow):
         self.outer.addLayout(row, 1)
         self.sidebar = QListWidget()
         self.sidebar.addItems(PAGES)
+        self.sidebar.setAccessibleName(self.tr("Pages"))
         self.sidebar.setFixedWidth(190)
         font = self.sidebar.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)

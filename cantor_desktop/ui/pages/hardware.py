@@ -54,6 +54,7 @@ class HardwarePage(QWidget):
 
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(["Backend", "State", "Evidence", ""])
+        self.table.setAccessibleName(self.tr("Backends"))
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         h = self.table.horizontalHeader()
@@ -85,6 +86,7 @@ class HardwarePage(QWidget):
         row.addWidget(self.keep_loaded)
         layout.addLayout(row)
         self.log = QListWidget()
+        self.log.setAccessibleName(self.tr("What the backend search did"))
         self.log.setMaximumHeight(140)
         self.log.setMinimumHeight(48)
         self.log.setWordWrap(True)  # long reasons (a manifest URL and its error) wrap

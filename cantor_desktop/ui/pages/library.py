@@ -55,9 +55,11 @@ ADAPTER_COLUMNS = ["Adapter", "Size", "Made for", ""]
 ADAPTER_ROWS_SHOWN = 4  # the adapter table's height, in rows (it scrolls past that)
 
 
-def _table(columns: list[str]) -> QTableWidget:
-    """A read-only table whose long texts end in "…" (the whole text is the tooltip)."""
+def _table(columns: list[str], name: str) -> QTableWidget:
+    """A read-only table whose long texts end in "…" (the whole text is the tooltip),
+    called ``name`` to a screen reader."""
     table = QTableWidget(0, len(columns))
+    table.setAccessibleName(name)
     table.setHorizontalHeaderLabels(columns)
     table.verticalHeader().hide()
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -143,7 +145,7 @@ class LibraryPage(QWidget):
         return self.advice
 
     def _models_table(self) -> QTableWidget:
-        self.table = _table(COLUMNS)
+        self.table = _table(COLUMNS, self.tr("Models"))
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
         h = self.table.horizontalHeader()
@@ -171,8 +173,10 @@ class LibraryPage(QWidget):
         self.find_button.clicked.connect(self.find_elsewhere)
         tools.addWidget(self.find_button)
         tools.addStretch(1)
-        tools.addWidget(QLabel("Hugging Face token"))
+        token_label = QLabel(self.tr("Hugging Face &token"))
+        tools.addWidget(token_label)
         self.hf_token = QLineEdit()
+        token_label.setBuddy(self.hf_token)
         self.hf_token.setEchoMode(QLineEdit.EchoMode.Password)
         self.hf_token.setPlaceholderText("for gated models only")
         self.hf_token.setToolTip("Kept in the keyring of the node's machine; never shown again")
@@ -497,7 +501,7 @@ class LibraryPage(QWidget):
         self.add_adapter_button.clicked.connect(self.choose_adapters)
         head.addWidget(self.add_adapter_button)
         layout.addLayout(head)
-        t = self.adapter_table = _table(ADAPTER_COLUMNS)
+        t = self.adapter_table = _table(ADAPTER_COLUMNS, self.tr("Adapters"))
         t.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         h = t.horizontalHeader()
         h.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)

@@ -115,10 +115,13 @@ class SettingsPage(QWidget):
             label.setToolTip(f"{opt.key}: {opt.help}")
             widget.setToolTip(shown.tooltip(opt.key))
             groups[table].addRow(label, cell)
+            label.setBuddy(widget)  # the row's field, not the cell around it
+            widget.setAccessibleName(shown.label(opt.key))
             if table == "app":
                 token_row = QHBoxLayout()
                 self.token = QLineEdit()
                 self.token.setEchoMode(QLineEdit.EchoMode.Password)
+                self.token.setAccessibleName(self.tr("Node token"))
                 self.token.setPlaceholderText("token for a remote node (kept in the OS keyring)")
                 self.token_save = QPushButton("Save token")
                 self.token_save.clicked.connect(self._save_token)

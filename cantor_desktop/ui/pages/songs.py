@@ -132,6 +132,7 @@ class SongsPage(QWidget):
             shortcuts.tip("Search titles, captions, lyrics, keys…", find)
         )
         self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName(self.tr("Search songs"))
         self.search.setMinimumWidth(220)
         self.favourites = QPushButton("★ Favourites")
         self.favourites.setCheckable(True)
@@ -144,6 +145,7 @@ class SongsPage(QWidget):
     def _list(self) -> SongsList:
         """The list: a row per take, dragged out as files."""
         self.view = SongsList()
+        self.view.setAccessibleName(self.tr("Songs and takes"))
         self.view.files = self.files
         self.drag_exports = DragExports(self.files, self)
         self.view.exports = self.drag_exports
@@ -159,7 +161,18 @@ class SongsPage(QWidget):
         """The selected take's waveform: a region to repaint, an end to extend."""
         self.editor = WaveformEditor()
         self.editor.selection_changed.connect(self._edit_buttons)
+        self.editor.playhead_moved.connect(self._editor_playhead)
         return self.editor
+
+    def _playing_here(self) -> bool:
+        """The take the waveform shows is the one playing (or paused)."""
+        playing, row = self.view_model.playing, self.current_row()
+        return playing is not None and row is not None and playing.key == row.key
+
+    def _editor_playhead(self, seconds: float) -> None:
+        """The waveform's cursor moved by a key: the play head follows, as in a DAW."""
+        if self._playing_here():
+            self._player.seek(int(seconds * 1000))
 
     def _edit_bar(self) -> QHBoxLayout:
         """What the selection says, and the edits."""
@@ -209,6 +222,7 @@ class SongsPage(QWidget):
         theme.accent_button(self.play)
         self.seek = QSlider(Qt.Orientation.Horizontal)
         self.seek.setRange(0, 1000)
+        self.seek.setAccessibleName(self.tr("Play position"))
         self.time = QLabel("")
         self.time.setMinimumWidth(90)
         self.reveal = QPushButton("Show in folder")
@@ -639,6 +653,8 @@ class SongsPage(QWidget):
         if not self.seek.isSliderDown():
             self.seek.setValue(int(frac * 1000))
         self.time.setText(f"{human_duration(ms / 1000)} / {human_duration(total / 1000)}")
+        if self._playing_here():
+            self.editor.set_playhead(ms / 1000)
         playing = self.view_model.playing
         if playing is not None:
             row = self.model.row_of(*playing.key)
