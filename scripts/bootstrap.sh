@@ -25,12 +25,15 @@ debs=(libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 
 # real Vulkan driver with its loader and vulkaninfo (Mesa's lavapipe, a software device), and
 # what CI builds the CPU engines with (packaging/engines/build.py: CMake, a C++ compiler,
 # make, and mingw-w64 with posix threads for the Windows one; the Linux engine runs on the
-# system's libgomp).
+# system's libgomp), and what a screen reader meets the app through (the AT-SPI bus of
+# at-spi2-core on a D-Bus session bus, pyatspi for the system's Python, and a PulseAudio
+# sound server whose null output lets Play play: tests/test_ui_atspi.py).
 case ",$extras," in
   *,test,* | *,bench,*) debs+=(redis-server binutils openssl llvm e2fsprogs
                                libvulkan1 mesa-vulkan-drivers vulkan-tools
                                cmake g++ make libgomp1
-                               g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix) ;;
+                               g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix
+                               dbus at-spi2-core python3 python3-pyatspi pulseaudio) ;;
 esac
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

@@ -63,6 +63,34 @@ def unnamed(root: QWidget) -> list[str]:
     return found
 
 
+def misnamed_rows(root: QWidget) -> list[str]:
+    """Rows of a form whose field a screen reader calls other than the row's label says
+    (a label beside a row of several widgets names none of them by itself)."""
+    from PySide6.QtWidgets import QFormLayout, QLabel, QLayout
+
+    wrong = []
+    for form in root.findChildren(QFormLayout):
+        for row in range(form.rowCount()):
+            label = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
+            field = form.itemAt(row, QFormLayout.ItemRole.FieldRole)
+            if label is None or field is None or not isinstance(label.widget(), QLabel):
+                continue
+            said = label.widget().text().replace("&", "")
+            widget = field.widget()
+            if widget is None and isinstance(field.layout(), QLayout):
+                items = (field.layout().itemAt(i) for i in range(field.layout().count()))
+                widget = next((i.widget() for i in items if isinstance(i.widget(), CONTROLS)), None)
+            if not isinstance(widget, CONTROLS) or isinstance(widget, QAbstractButton):
+                continue  # a button says what it does; a panel of its own is checked above
+            face = QAccessible.queryAccessibleInterface(widget)
+            name = face.text(QAccessible.Text.Name) if face is not None else ""
+            if isinstance(widget, QComboBox) and name == widget.currentText():
+                name = said if label.widget().buddy() is widget else name  # read with its label
+            if name != said:
+                wrong.append(f"{said!r} row: its {type(widget).__name__} is called {name!r}")
+    return wrong
+
+
 @pytest.fixture
 def shell(qapp, qloop, cantor_home):
     from cantor_desktop.ui.main import Shell
@@ -96,6 +124,7 @@ def test_every_control_on_every_page_has_a_name(shell, qtbot):
         window.show_page(page)
         qtbot.waitUntil(lambda p=page: window.sidebar.currentItem().text() == p)
         assert unnamed(window) == [], page
+        assert misnamed_rows(window.pages.currentWidget()) == [], page
         checked += sum(
             isinstance(w, CONTROLS) and w.isVisibleTo(window) for w in window.findChildren(QWidget)
         )

@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     # the frame first, painted before anything else is imported or read
     window = MainWindow(skeleton=True)
     window.show()
+    window.activateWindow()  # the app just launched has the keyboard (no window manager: too)
     import time
 
     deadline = time.monotonic() + 0.5

@@ -141,6 +141,7 @@ class MainWindow(QMainWindow):
         self.compose.generate_action.triggered.connect(lambda: self.show_page("Compose"))
         self.sidebar.currentRowChanged.connect(self._show_row)
         self._show_row(self.sidebar.currentRow())
+        self.compose.caption.setFocus()  # the first thing a musician does: say the song
         bar = self.statusBar()
         self.node_button.clicked.connect(self._node_button)
         self.log_button.clicked.connect(self.show_log)
@@ -196,8 +197,10 @@ class MainWindow(QMainWindow):
 
                 assert isinstance(songs, SongsPage)
                 songs.stop_playback()  # leaving Songs stops the sound
-            self.page(PAGES[row])
+            page = self.page(PAGES[row])
             self.pages.setCurrentIndex(row)
+            if not self.sidebar.hasFocus():  # a shortcut or a menu: the keys go to the page
+                _focus_first(page)
 
     compose = property(lambda self: self.page("Compose"))
     songs = property(lambda self: self.page("Songs"))
@@ -422,3 +425,25 @@ class MainWindow(QMainWindow):
                 )
             return
         super().closeEvent(event)
+
+
+def _focus_first(page: QWidget) -> None:
+    """Focus the page's own first control (its focus proxy: Songs' list), else the first
+    a Tab would reach, so a page opened from the keyboard can be used from the keyboard at
+    once."""
+    from PySide6.QtCore import Qt
+
+    if page.focusProxy() is not None:
+        page.setFocus(Qt.FocusReason.TabFocusReason)
+        return
+    widget = page.nextInFocusChain()
+    while widget is not None and widget is not page:
+        if (
+            page.isAncestorOf(widget)
+            and widget.isVisibleTo(page)
+            and widget.isEnabled()
+            and widget.focusPolicy() & Qt.FocusPolicy.TabFocus
+        ):
+            widget.setFocus(Qt.FocusReason.TabFocusReason)
+            return
+        widget = widget.nextInFocusChain()

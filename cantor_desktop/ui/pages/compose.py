@@ -181,6 +181,9 @@ class ComposePage(QWidget):
         self.bpm.setPlaceholderText("auto (30–300)")
         self.key = ComboBox()
         self.key.setEditable(True)
+        key_text = self.key.lineEdit()
+        if key_text is not None:  # an editable combo's own field, where the typing goes
+            key_text.setAccessibleName(self.tr("Key"))
         self.key.addItem("auto")
         self.key.addItems(list(KEYS))
         self.time_signature = ComboBox()
@@ -195,6 +198,7 @@ class ComposePage(QWidget):
         seed_row = QHBoxLayout()
         self.seed = QLineEdit()
         self.seed.setPlaceholderText("random")
+        self.seed.setAccessibleName(self.tr("Seed"))  # its row's label names a layout
         self.seed_lock = QCheckBox("Lock")
         self.seed_lock.setToolTip(
             "Lock: reuse this seed for every take; unlocked: a new random seed"

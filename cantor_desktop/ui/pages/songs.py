@@ -91,6 +91,7 @@ class SongsPage(QWidget):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.empty, 1)  # takes the list's room while there is no list
         layout.addWidget(self._list(), 1)
+        self.setFocusProxy(self.view)  # the page opened from the keyboard: its songs
         layout.addWidget(self._editor())
         layout.addLayout(self._edit_bar())
         layout.addLayout(self._play_bar())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject
 
+from ...client.link_state import LinkState
 from ...errors import CantorError
 from ...views.messages import NOT_RUNNING
 from ..tasks import Tasks
@@ -79,4 +80,16 @@ class Service(QObject):
             coro.close()
             (on_error or self.report)(NOT_RUNNING)
             return
+        if self.connection.state is LinkState.STARTING:
+            coro = self._once_started(coro)
         self.tasks.start(key, coro, on_done=on_done, on_error=on_error)
+
+    async def _once_started(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro`` once the node that is starting answers (or the start ends otherwise): a
+        song asked for in the first seconds after launch is queued, not refused."""
+        try:
+            await self.connection.settled()
+        except BaseException:
+            coro.close()
+            raise
+        return await coro

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HEALTH_EVERY = 2.0
+START_WAIT_S = 60.0
+"""How long a request made while the node starts waits for it (a cold start of the frozen
+app on a slow disk takes seconds; the node's own start-up gives up long before this)."""
 REMOTE_TOKEN = "remote-node-token"
 
 
@@ -108,6 +111,25 @@ class ConnectionService(QObject):
         one here the user pointed it to that proved the token the user gave (its node.toml
         and its token are not ours). A node here that proves neither is never driven."""
         return self._theirs_here or not config.is_loopback_host(host_of(self.url))
+
+    async def settled(self, timeout: float = START_WAIT_S) -> None:
+        """Return once the link is no longer starting (connected, stopped or failed), or
+        after ``timeout`` seconds."""
+        if self.state is not LinkState.STARTING:
+            return
+        settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def moved(_state: str) -> None:
+            if self.state is not LinkState.STARTING and not settled.done():
+                settled.set_result(None)
+
+        self.state_changed.connect(moved)
+        try:
+            await asyncio.wait_for(settled, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self.state_changed.disconnect(moved)
 
     def set_state(self, state: LinkState, detail: str = "") -> None:
         if self.machine.move(state, detail):
