@@ -5,8 +5,9 @@ pyatspi under the system's Python 3, as Orca uses it) that reads roles, names, l
 relations and states from the bus and types through it (XTest, as a keyboard would).
 
 The walk is a musician's with the keyboard alone: the caption typed where the app puts the
-keyboard, Ctrl+Return, Ctrl+2 to Songs, Down to the new song, Space to play it. At every
-step each control the bus shows has a name or a label."""
+keyboard (Ctrl+Return before it is heard to say what is missing), Tab to Instrumental and
+Space, Ctrl+Return, the song heard done, Ctrl+2 to Songs, Home to the new song, Space to
+play it. At every step each control the bus shows has a name or a label."""
 
 from __future__ import annotations
 
@@ -179,6 +180,16 @@ class Client:
                 pytest.fail(f"the bus never showed {what}; it showed:\n{shown}")
             time.sleep(0.1)  # a poll of the bus, not a wait for time to pass
 
+    def hear(self, text: str, timeout: float = 30.0) -> None:
+        """Wait for the app to announce ``text`` (as a screen reader would speak it)."""
+        said: list[str] = []
+        deadline = time.monotonic() + timeout
+        while text not in said:
+            if time.monotonic() > deadline:
+                pytest.fail(f"never announced {text!r}; announced: {said}")
+            said += self.ask(do="announcements")["said"]
+            time.sleep(0.05)  # a poll of the client's events, not a wait for time to pass
+
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
@@ -228,6 +239,8 @@ def test_a_song_made_and_played_with_the_keyboard_alone_through_the_bus(desktop,
         assert client.ask(do="wait_app", name="Cantor", timeout=60)["ok"], "no Cantor on the bus"
         # the keyboard starts in the caption, named as its label says
         client.until("the caption focused", lambda _t: _is(client.focused(), "text", "Caption"))
+        client.key("Return", "ctrl")  # Generate with nothing said yet: what is missing, heard
+        client.hear("Caption is required: describe the song (style, instruments, mood)")
         client.ask(do="type", text="warm lofi piano at night")
         client.until(
             "the caption typed",
@@ -264,6 +277,7 @@ def test_a_song_made_and_played_with_the_keyboard_alone_through_the_bus(desktop,
             lambda t: any(n["name"].startswith("Done") for n in t),
             timeout=120,
         )
+        client.hear("Song ready: warm lofi piano at night")  # wherever the focus is
         client.key("2", "ctrl")
         client.until(
             "the songs list focused",

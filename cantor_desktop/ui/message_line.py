@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from ..views.messages import DANGER, Message, failure
 from . import theme
+from .announce import announce
 
 
 class MessageLine(QLabel):
@@ -31,6 +32,8 @@ class MessageLine(QLabel):
     def say(self, text: str, tone: str | None = None) -> None:
         """News (or, with ``tone``, a warning or an error already worded)."""
         theme.tone(self, tone or self.news_tone)
+        if text and text != self.text():
+            announce(self, text, urgent=tone == DANGER)  # heard, not only seen
         self.setText(text)
         if self.hide_when_empty:
             self.setVisible(bool(text))

@@ -155,6 +155,8 @@ class MainWindow(QMainWindow):
         self.link.models.loaded.connect(
             lambda m: self.banner.update_from(self.link.backends.system, m)
         )
+        self.link.songs.finished.connect(self._announce_song)
+        self.link.songs.failed.connect(self._announce_song)
         self.banner.try_sketch.connect(self.try_sketch)
         self.banner.set_up.connect(self.set_up_acestep)
         self._state(self.link.connection.state)
@@ -281,6 +283,17 @@ class MainWindow(QMainWindow):
         self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMinimized)
         self.raise_()
         self.activateWindow()
+
+    def _announce_song(self, song) -> None:
+        """A song done or failed, told to a screen reader wherever its focus is (the queue
+        and the tray show it; a reader would not hear them)."""
+        from .announce import announce
+
+        if song.state == "done":
+            announce(self, self.tr("Song ready: %1").replace("%1", song.name))
+        else:
+            text = self.tr("Song failed: %1").replace("%1", song.name)
+            announce(self, text + (f" ({song.error})" if song.error else ""), urgent=True)
 
     def _state(self, state: str) -> None:
         from . import theme

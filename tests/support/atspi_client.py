@@ -10,6 +10,7 @@ test_ui_atspi.py drives it.
     {"do": "focused"}                            → {"node": {...} | null}
     {"do": "type", "text": "..."}                → {"ok": true}
     {"do": "key", "sym": "Return", "mods": ["ctrl"]} → {"ok": true}
+    {"do": "announcements"}                      → {"said": [...]}  (since last asked)
 """
 
 import json
@@ -17,6 +18,8 @@ import sys
 import time
 
 import ctypes
+import queue
+import threading
 
 import pyatspi
 
@@ -54,6 +57,7 @@ KEYSYMS = {
     "End": 0xFF57,
 }
 ITEM_ROLES = ("list item", "table cell", "tree item")
+ANNOUNCED: list[str] = []
 APP = None
 
 
@@ -183,12 +187,46 @@ def handle(cmd):
         for code in reversed(mods):
             pyatspi.Registry.generateKeyboardEvent(code, None, pyatspi.KEY_RELEASE)
         return {"ok": True}
+    if do == "announcements":
+        said, ANNOUNCED[:] = list(ANNOUNCED), []
+        return {"said": said}
     return {"error": f"no command {do!r}"}
 
 
-for line in sys.stdin:
-    try:
-        answer = handle(json.loads(line))
-    except Exception as exc:  # the test reads what went wrong
-        answer = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(answer), flush=True)
+def heard(event) -> None:
+    """What the app announced (a screen reader speaks it): kept until asked for."""
+    ANNOUNCED.append(str(event.any_data))
+
+
+def main() -> None:
+    """Commands from stdin (read by a thread), answered here, between turns of the GLib
+    loop that brings the bus's events (pyatspi is used from this thread only)."""
+    from gi.repository import GLib
+
+    pyatspi.Registry.registerEventListener(heard, "object:announcement")
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in sys.stdin:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    context = GLib.MainContext.default()
+    while True:
+        while context.iteration(False):
+            pass
+        try:
+            line = lines.get(timeout=0.02)
+        except queue.Empty:
+            continue
+        if line is None:
+            return
+        try:
+            answer = handle(json.loads(line))
+        except Exception as exc:  # the test reads what went wrong
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(answer), flush=True)
+
+
+main()

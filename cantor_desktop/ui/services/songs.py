@@ -32,6 +32,7 @@ class SongsService(Service):
     loaded = Signal(list)  # [Song] newest first: the node's whole list, read again
     updated = Signal(object)  # Song: new, or changed
     finished = Signal(object)  # Song that just reached done
+    failed = Signal(object)  # Song that just failed
     removed = Signal(str)  # song id: forgotten by the node (whoever asked)
 
     def __init__(self, *args: Any, pool: PoolService, **kwargs: Any) -> None:
@@ -114,6 +115,8 @@ class SongsService(Service):
         self.updated.emit(song)
         if event.kind == "done":
             self.finished.emit(song)
+        elif event.kind == "failed":
+            self.failed.emit(song)
         self.pool.song_moved(event.kind)
 
     # -- asking the node ------------------------------------------------------------------
