@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..fetch import download as dl
+from ..units import human_size
 from . import catalogue as cat
 from . import importer, library
 
@@ -266,7 +267,7 @@ def _adopt_one(f: Found, *, copy: bool, on_bytes: Callable[[int], None] | None) 
                 why = "another drive" if exc.errno == errno.EXDEV else (exc.strerror or str(exc))
                 return refused(
                     f"cannot be linked into the library ({why}); copying it takes "
-                    f"{_size(f.size)} (cantor models find --adopt --copy)"
+                    f"{human_size(f.size)} (cantor models find --adopt --copy)"
                 )
             try:
                 dl.check_free_space(home, f.size)
@@ -319,9 +320,3 @@ def _copy(src: Path, dest: Path, on_bytes: Callable[[int], None] | None) -> str:
         os.fsync(writer.fileno())
     shutil.copystat(src, dest)
     return digest.hexdigest()
-
-
-def _size(n: int) -> str:
-    from ..units import human_size
-
-    return human_size(n)
