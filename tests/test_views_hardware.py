@@ -32,7 +32,7 @@ SYSTEM = {
 
 def test_each_backend_row_says_its_state_and_offers_what_it_can():
     cpu = {r["name"]: r for r in backend_rows(SYSTEM)}["cpu"]
-    assert cell_text(cpu) == ("cpu  📌 pinned", "installed 1", "AVX2", "AVX2")
+    assert cell_text(cpu) == ("cpu  (pinned)", "installed 1", "AVX2", "AVX2")
     assert row_offer(cpu) == ("Unpin (auto)", "", None, True, True)
     unknown = {r["name"]: r for r in backend_rows({})}["cuda12"]
     assert cell_text(unknown)[1:3] == ("unknown", "waiting for the node")
@@ -124,8 +124,10 @@ def test_a_measured_speed_and_a_software_device_are_read_first():
     cpu, vulkan = cell_text(rows["cpu"]), cell_text(rows["vulkan"])
     assert cpu[2].startswith("0.42 s a step for a minute of song, measured here (3 songs)")
     assert vulkan[2].startswith(
-        "8.90 s a step for a minute of song, measured here (1 song) · software device "
-        "(llvmpipe (LLVM 15.0.6, 256 bits)): it computes on the CPU"
+        "8.90 s a step for a minute of song, measured here (1 song) · 21.2× slower than cpu "
+        "here: Use cpu · software device (llvmpipe (LLVM 15.0.6, 256 bits)): it computes on "
+        "the CPU"
     )
+    assert "slower" not in cpu[2]  # the faster one says only its speed
     assert "--use cpu" in vulkan[3]
     assert cell_text({**rows["cpu"], "measured": None})[2] == "installed v1"

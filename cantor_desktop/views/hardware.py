@@ -66,7 +66,32 @@ def backend_rows(system: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "software": str(st.get("software") or ev.get("software") or ""),
             }
         )
+    _compare_speeds(rows)
     return rows
+
+
+SLOWER_BY = 1.2
+"""A backend measured this many times slower than the fastest one here is said to be slower."""
+
+
+def _per_step(row: Mapping[str, Any]) -> float:
+    measured = row.get("measured")
+    if isinstance(measured, Mapping):
+        return float(measured.get("seconds_per_step") or 0.0)
+    return 0.0
+
+
+def _compare_speeds(rows: list[dict[str, Any]]) -> None:
+    """Mark each backend measured clearly slower than the fastest one measured here with
+    ``slower``: (the faster backend, how many times slower)."""
+    timed = [r for r in rows if _per_step(r) > 0]
+    if len(timed) < 2:
+        return
+    fastest = min(timed, key=_per_step)
+    for row in timed:
+        ratio = _per_step(row) / _per_step(fastest)
+        if row is not fastest and ratio >= SLOWER_BY:
+            row["slower"] = (fastest["name"], ratio)
 
 
 def speed_words(row: Mapping[str, Any]) -> str:
@@ -80,6 +105,10 @@ def speed_words(row: Mapping[str, Any]) -> str:
             f"{float(measured['seconds_per_step']):.2f} s a step for a minute of song, "
             f"measured here ({songs} song{'s' if songs != 1 else ''})"
         )
+    slower = row.get("slower")
+    if slower:
+        faster, ratio = slower
+        said.append(f"{ratio:.1f}× slower than {faster} here: Use {faster}")
     if row.get("software"):
         said.append(f"software device ({row['software']}): it computes on the CPU")
     return " · ".join(said)
@@ -115,7 +144,7 @@ def cell_text(row: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """A backend row's cells: (name, state, what the evidence column shows, its tooltip)."""
     name = (
         row["name"]
-        + ("  📌 pinned" if row["pinned"] else "")
+        + ("  (pinned)" if row["pinned"] else "")
         + ("  (auto choice)" if row["default"] and not row["pinned"] else "")
     )
     state = row["state"] + (f" {row['version']}" if row["version"] and row["installed"] else "")
