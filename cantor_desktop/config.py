@@ -474,6 +474,15 @@ OPTIONS: dict[str, Option] = {
             local_only=True,
         ),
         Option(
+            "app.language",
+            str,
+            lambda: "",
+            "The app's language: empty for the system's, or en, de (Deutsch), ja (日本語). "
+            "Takes effect when the app starts again.",
+            choices=("", "en", "de", "ja"),
+            local_only=True,
+        ),
+        Option(
             "app.node_url",
             str,
             lambda: "",

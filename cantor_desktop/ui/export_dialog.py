@@ -9,6 +9,7 @@ are fetched first (:class:`.song_files.SongFiles`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from pathlib import Path
 
@@ -82,14 +83,18 @@ def export_takes(
     """Export each (local audio path, meta) in turn (a worker thread runs this)."""
     results = []
     for i, (path, meta) in enumerate(items):
-
-        def step(fraction: float, stage: str, i=i) -> None:
-            progress((i + fraction) / len(items), stage, i)
-
+        step = functools.partial(_report, progress, i, len(items))
         results.append(
             export.export_file(Path(path), folder, options, meta=meta, progress=step, cancel=cancel)
         )
     return results
+
+
+def _report(progress, index: int, count: int, fraction: float, stage: str) -> None:
+    """One file's progress as the whole export's (a module function, not a closure in the
+    loop: Qt's lupdate loses the next class's strings after a def nested in a block;
+    docs/upstream.md)."""
+    progress((index + fraction) / count, stage, index)
 
 
 class ExportDialog(QDialog):

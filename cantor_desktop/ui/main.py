@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     from .theme import install
 
     install(app)  # the look and the system's light or dark, before the first paint
+    from .. import config
+    from .translation import chosen, install as install_language
+
+    settings, _problem = config.load_or_defaults()  # (a problem is shown once the page is up)
+    install_language(app, chosen(str(settings.get("app.language") or "")))
     from .instance import SingleInstance, another_app_answers
 
     instance = SingleInstance()

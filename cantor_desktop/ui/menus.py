@@ -16,19 +16,29 @@ from __future__ import annotations
 
 import sys
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QMenuBar
 
-TITLES = ("&File", "&Edit", "&Song", "&Window", "&Help")
+from .translation import QT_TRANSLATE_NOOP
+
+TITLES = (
+    QT_TRANSLATE_NOOP("MenuBar", "&File"),
+    QT_TRANSLATE_NOOP("MenuBar", "&Edit"),
+    QT_TRANSLATE_NOOP("MenuBar", "&Song"),
+    QT_TRANSLATE_NOOP("MenuBar", "&Window"),
+    QT_TRANSLATE_NOOP("MenuBar", "&Help"),
+)
+"""The menus, by the names the code calls them (the bar shows them translated)."""
 QUIT_TEXT = {"darwin": "Quit Cantor", "win32": "E&xit"}
 """What each OS calls leaving the app in its menus (Windows: Exit, with its x); elsewhere
 "&Quit Cantor"."""
 
 
 PAGE_TEXT = {
-    "Compose": "C&ompose",
-    "Songs": "&Songs",
-    "Library": "&Library",
-    "Hardware & Backends": "&Hardware && Backends",
+    "Compose": QT_TRANSLATE_NOOP("MenuBar", "C&ompose"),
+    "Songs": QT_TRANSLATE_NOOP("MenuBar", "&Songs"),
+    "Library": QT_TRANSLATE_NOOP("MenuBar", "&Library"),
+    "Hardware & Backends": QT_TRANSLATE_NOOP("MenuBar", "&Hardware && Backends"),
 }
 """The Window menu's pages with their Alt-key letters (&& is the page's own &)."""
 
@@ -45,7 +55,10 @@ class MenuBar:
         self.platform = platform or sys.platform
         self.mac = self.platform == "darwin"
         self.bar: QMenuBar = window.menuBar()
-        self.menus = {title.replace("&", ""): self.bar.addMenu(title) for title in TITLES}
+        self.menus = {
+            title.replace("&", ""): self.bar.addMenu(QCoreApplication.translate("MenuBar", title))
+            for title in TITLES
+        }
         self.actions: dict = {}  # name → QAction
         self.filled = False
 
@@ -152,7 +165,9 @@ class MenuBar:
         window.addAction(act("zoom", "&Zoom", w.toggle_zoom))
         window.addSeparator()
         for n, page in enumerate(w.PAGES[:4], start=1):
-            text = PAGE_TEXT.get(page, page.replace("&", "&&"))
+            text = QCoreApplication.translate(
+                "MenuBar", PAGE_TEXT.get(page, page.replace("&", "&&"))
+            )
             window.addAction(
                 act(f"page:{page}", text, lambda p=page: w.show_page(p), keys=f"page_{n}")
             )

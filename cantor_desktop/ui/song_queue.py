@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from .translation import QT_TRANSLATE_NOOP
+
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QProgressBar, QPushButton, QTreeWidget, QTreeWidgetItem
 
@@ -21,8 +23,14 @@ from ..song.record import Song, SongState
 from ..views.song_records import status_text
 from ..views.transfer import human_duration
 
-EMPTY_TEXT = "Songs you generate show here while they are made."
-COLUMNS = ["Song", "Stage", "Progress", "Time left", ""]
+EMPTY_TEXT = QT_TRANSLATE_NOOP("SongQueue", "Songs you generate show here while they are made.")
+COLUMNS = [
+    QT_TRANSLATE_NOOP("SongQueue", "Song"),
+    QT_TRANSLATE_NOOP("SongQueue", "Stage"),
+    QT_TRANSLATE_NOOP("SongQueue", "Progress"),
+    QT_TRANSLATE_NOOP("SongQueue", "Time left"),
+    "",
+]
 FIXED_WIDTHS = ((1, 170), (2, 160), (3, 80), (4, 90))
 
 
@@ -36,7 +44,7 @@ class SongQueue(QWidget):
         super().__init__(parent)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
-        self.empty = QLabel(EMPTY_TEXT)
+        self.empty = QLabel(self.tr(EMPTY_TEXT))
         self.empty.setEnabled(False)  # the style's quiet text colour
         self._layout.addWidget(self.empty)
         self._layout.addStretch(1)
@@ -48,7 +56,7 @@ class SongQueue(QWidget):
 
         tree = QTreeWidget()
         tree.setColumnCount(len(COLUMNS))
-        tree.setHeaderLabels(COLUMNS)
+        tree.setHeaderLabels([self.tr(c) if c else c for c in COLUMNS])
         tree.setRootIsDecorated(False)
         header = tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal  # not Qt: its enums cost ~13 ms to load
+from PySide6.QtCore import Signal  # not Qt: its enums cost ~13 ms
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
@@ -19,11 +19,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .translation import QT_TRANSLATE_NOOP
+
 if TYPE_CHECKING:
     from .menus import MenuBar
     from .song_actions import SongActions
 
-PAGES = ("Compose", "Songs", "Library", "Hardware & Backends", "Settings")
+PAGES = (
+    QT_TRANSLATE_NOOP("MainWindow", "Compose"),
+    QT_TRANSLATE_NOOP("MainWindow", "Songs"),
+    QT_TRANSLATE_NOOP("MainWindow", "Library"),
+    QT_TRANSLATE_NOOP("MainWindow", "Hardware & Backends"),
+    QT_TRANSLATE_NOOP("MainWindow", "Settings"),
+)
+"""The pages, by the names the code calls them (the sidebar shows them translated)."""
 
 
 def _build(name: str, link, song_actions=None):
@@ -72,12 +81,14 @@ class MainWindow(QMainWindow):
         row = QHBoxLayout()
         self.outer.addLayout(row, 1)
         self.sidebar = QListWidget()
-        self.sidebar.addItems(PAGES)
+        self.sidebar.addItems([self.tr(page) for page in PAGES])
         self.sidebar.setAccessibleName(self.tr("Pages"))
-        self.sidebar.setFixedWidth(190)
         font = self.sidebar.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.sidebar.setFont(font)
+        # as wide as its longest page name in this language (and at least 190 px)
+        longest = max(self.sidebar.fontMetrics().horizontalAdvance(self.tr(p)) for p in PAGES)
+        self.sidebar.setFixedWidth(max(190, longest + 40))
         self.sidebar.setSpacing(6)  # roomy rows without a style sheet (quicker first paint)
         from .theme import navigation
 
@@ -100,10 +111,10 @@ class MainWindow(QMainWindow):
         from PySide6.QtWidgets import QLabel, QPushButton
 
         self.dot = QLabel("●")  # a glyph in the state's colour: nothing to draw
-        self.state_label = QLabel("Starting…")
-        self.node_button = QPushButton("Start node")
+        self.state_label = QLabel(self.tr("Starting…"))
+        self.node_button = QPushButton(self.tr("Start node"))
         self.node_button.setFlat(True)
-        self.log_button = QPushButton("Node log")
+        self.log_button = QPushButton(self.tr("Node log"))
         self.log_button.setFlat(True)
         bar = self.statusBar()
         bar.addWidget(self.dot)
@@ -305,7 +316,7 @@ class MainWindow(QMainWindow):
         theme.tone(self.dot, tone)
         self.state_label.setText(self.link.status_line())
         running = state in ("idle", "generating", "starting")
-        self.node_button.setText("Stop node" if running else "Start node")
+        self.node_button.setText(self.tr("Stop node") if running else self.tr("Start node"))
 
     def _pool(self, _view) -> None:
         self._state(str(self.link.connection.state))

@@ -24,6 +24,7 @@ LABELS = {
     "songs.dir": "Songs folder",
     "songs.format": "Song format",
     "app.node_url": "Node address (remote)",
+    "app.language": "Language",
     "node.allowed_hosts": "Allowed host names",
     "node.max_queue": "Most songs waiting",
     "export.format": "Format",

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QTimer, Qt, Signal
 from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -86,14 +86,16 @@ class ComposePage(QWidget):
         self._advanced: AdvancedFields | None = None  # built when first needed
         self._draft_timer: QTimer | None = None  # none until the form is filled
         outer = QVBoxLayout(self)
-        outer.addWidget(heading("Compose", 1.5))  # as <h2> shows it
+        outer.addWidget(
+            heading(QCoreApplication.translate("MainWindow", "Compose"), 1.5)
+        )  # as <h2> shows it
         body = QHBoxLayout()
         outer.addLayout(body, 3)
         body.addLayout(self._words(), 3)
         body.addWidget(self._song_box(), 2)
         outer.addWidget(self._starting_box())
         outer.addLayout(self._action_row())
-        outer.addWidget(heading("Queue"))
+        outer.addWidget(heading(self.tr("Queue")))
         self.queue = SongQueue()
         self.queue.action.connect(self._row_action)
         outer.addWidget(self.queue, 2)
@@ -140,22 +142,22 @@ class ComposePage(QWidget):
         )
         self.caption.setFixedHeight(64)
         self.caption.setTabChangesFocus(True)  # Tab moves on, as in every other field
-        caption_label = QLabel("&Caption")
+        caption_label = QLabel(self.tr("&Caption"))
         caption_label.setBuddy(self.caption)
         left.addWidget(caption_label)
         left.addWidget(self.caption)
         lyr_head = QHBoxLayout()
-        lyrics_label = QLabel("&Lyrics")
+        lyrics_label = QLabel(self.tr("&Lyrics"))
         lyr_head.addWidget(lyrics_label)
         lyr_head.addStretch(1)
-        self.instrumental = QCheckBox("Instrumental")
+        self.instrumental = QCheckBox(self.tr("Instrumental"))
         self.instrumental.setToolTip("Sends [Instrumental]; your lyrics are kept for later")
-        self.inspire = QPushButton("Inspire me")
+        self.inspire = QPushButton(self.tr("Inspire me"))
         self.inspire.setToolTip(
             "Write a caption and lyrics from the short idea in Caption "
             "(the language model; you edit the result)"
         )
-        self.tidy = QPushButton("Tidy my lyrics")
+        self.tidy = QPushButton(self.tr("Tidy my lyrics"))
         self.tidy.setToolTip(
             "The language model puts your caption and lyrics in the shape "
             "ACE-Step sings best (you edit the result)"
@@ -173,12 +175,12 @@ class ComposePage(QWidget):
 
     def _song_box(self) -> QGroupBox:
         """The song's fields, and the Advanced section folded under them."""
-        box = QGroupBox("Song")
+        box = QGroupBox(self.tr("Song"))
         grid = self._song_grid = QFormLayout(box)
         self.duration = QLineEdit()
-        self.duration.setPlaceholderText("auto (10–600 s)")
+        self.duration.setPlaceholderText(self.tr("auto (10–600 s)"))
         self.bpm = QLineEdit()
-        self.bpm.setPlaceholderText("auto (30–300)")
+        self.bpm.setPlaceholderText(self.tr("auto (30–300)"))
         self.key = ComboBox()
         self.key.setEditable(True)
         key_text = self.key.lineEdit()
@@ -197,9 +199,9 @@ class ComposePage(QWidget):
                 self.language.addItem(code, code)
         seed_row = QHBoxLayout()
         self.seed = QLineEdit()
-        self.seed.setPlaceholderText("random")
+        self.seed.setPlaceholderText(self.tr("random"))
         self.seed.setAccessibleName(self.tr("Seed"))  # its row's label names a layout
-        self.seed_lock = QCheckBox("Lock")
+        self.seed_lock = QCheckBox(self.tr("Lock"))
         self.seed_lock.setToolTip(
             "Lock: reuse this seed for every take; unlocked: a new random seed"
         )
@@ -220,17 +222,17 @@ class ComposePage(QWidget):
         self.style_picker = StylePicker(self.link.styles, self.form)
         self.style_picker.applied.connect(self.apply_style)
         self.style_picker.said.connect(self.problem_said)
-        grid.addRow("Style", self.style_picker)
-        grid.addRow("Duration (s)", self.duration)
-        grid.addRow("BPM", self.bpm)
-        grid.addRow("Key", self.key)
-        grid.addRow("Time signature", self.time_signature)
-        grid.addRow("Language", self.language)
-        grid.addRow("Seed", seed_row)
-        grid.addRow("Model", self.model)
-        grid.addRow("Node", self.node)
-        grid.addRow("Format", self.format)
-        grid.addRow("Takes", self.takes)
+        grid.addRow(self.tr("Style"), self.style_picker)
+        grid.addRow(self.tr("Duration (s)"), self.duration)
+        grid.addRow(self.tr("BPM"), self.bpm)
+        grid.addRow(self.tr("Key"), self.key)
+        grid.addRow(self.tr("Time signature"), self.time_signature)
+        grid.addRow(self.tr("Language"), self.language)
+        grid.addRow(self.tr("Seed"), seed_row)
+        grid.addRow(self.tr("Model"), self.model)
+        grid.addRow(self.tr("Node"), self.node)
+        grid.addRow(self.tr("Format"), self.format)
+        grid.addRow(self.tr("Takes"), self.takes)
         # Advanced, folded away (and remembered so); built when first needed
         self.advanced_toggle = QPushButton("Advanced ▸")
         self.advanced_toggle.setCheckable(True)
@@ -248,7 +250,7 @@ class ComposePage(QWidget):
 
     def _starting_box(self) -> QGroupBox:
         """What the song starts from: a cover of a song, a reference sound."""
-        self.starting = QGroupBox("Starting from")
+        self.starting = QGroupBox(self.tr("Starting from"))
         grid = QGridLayout(self.starting)
         self.cover_label = ElidedLabel()  # a song's title, however long: never wider
         self.strength = QSlider(Qt.Orientation.Horizontal)
@@ -257,7 +259,7 @@ class ComposePage(QWidget):
         self.strength_words = QLabel()
         self.strength_words.setWordWrap(True)
         theme.tone(self.strength_words, "muted")
-        self.faithful = QCheckBox("Faithful")
+        self.faithful = QCheckBox(self.tr("Faithful"))
         self.faithful.setToolTip(
             "Hear the source exactly, not through the model's codes: "
             "closer to the original, less room for the new caption"
@@ -291,13 +293,13 @@ class ComposePage(QWidget):
         and Generate."""
         action = QHBoxLayout()
         self.problem = MessageLine()
-        self.generate = QPushButton("Generate")
+        self.generate = QPushButton(self.tr("Generate"))
         self.generate.setMinimumHeight(36)
         theme.accent_button(self.generate)
         self.generate.setDefault(True)
         self.generate.setMinimumWidth(140)
         action.addWidget(self.problem, 1)
-        self.cover_file = QPushButton("Cover this file")
+        self.cover_file = QPushButton(self.tr("Cover this file"))
         self.cover_file.hide()
         self.cover_file.clicked.connect(self._cover_dropped)
         action.addWidget(self.cover_file)
@@ -306,7 +308,7 @@ class ComposePage(QWidget):
 
     def _generate_action(self) -> None:
         """Generate: the button, its keys on this page (⌘↩ / Ctrl+Return), the Song menu."""
-        self.generate_action = QAction("Generate", self)
+        self.generate_action = QAction(self.tr("Generate"), self)
         self.generate_action.setMenuRole(QAction.MenuRole.NoRole)
         self.generate_action.setShortcuts(shortcuts.keys("generate"))
         self.generate_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)

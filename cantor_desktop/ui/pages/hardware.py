@@ -5,9 +5,11 @@ widgets."""
 
 from __future__ import annotations
 
+import html
+
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QGroupBox,
@@ -41,7 +43,12 @@ class HardwarePage(QWidget):
         self.link = link
         self.view_model = HardwareViewModel()
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("<h2>Hardware &amp; Backends</h2>"))
+        layout.addWidget(
+            QLabel(
+                "<h2>%s</h2>"
+                % html.escape(QCoreApplication.translate("MainWindow", "Hardware & Backends"))
+            )
+        )
         box = QGroupBox("This machine")
         bl = QVBoxLayout(box)
         self.machine = QLabel(machine_text({}))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtGui import QFont, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -96,7 +96,9 @@ class LibraryPage(QWidget):
         self.disk = QLabel()
         self.disk.setTextFormat(Qt.TextFormat.PlainText)
         self.disk.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addLayout(page_header("Library", self.disk))
+        layout.addLayout(
+            page_header(QCoreApplication.translate("MainWindow", "Library"), self.disk)
+        )
         layout.addWidget(self._advice_banner())
         layout.addWidget(self._models_table(), 1)
         under = QHBoxLayout()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QCoreApplication, QTimer, QUrl, Qt, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -64,7 +64,9 @@ class SettingsPage(QWidget):
         self._stamp: tuple[int, int, int] | None = None
 
         outer = QVBoxLayout(self)
-        outer.addWidget(QLabel("<h2>Settings</h2>"))
+        outer.addWidget(
+            QLabel("<h2>%s</h2>" % QCoreApplication.translate("MainWindow", "Settings"))
+        )
         self.banner = QLabel()
         self.banner.setWordWrap(True)
         self.banner.setMargin(8)

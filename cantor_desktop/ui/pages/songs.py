@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QFile, QPoint, Qt, QUrl, Signal
+from PySide6.QtCore import QCoreApplication, QFile, QPoint, QUrl, Qt, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -135,10 +135,10 @@ class SongsPage(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName(self.tr("Search songs"))
         self.search.setMinimumWidth(220)
-        self.favourites = QPushButton("★ Favourites")
+        self.favourites = QPushButton(self.tr("★ Favourites"))
         self.favourites.setCheckable(True)
         self.favourites.setToolTip("Show only the songs marked with a star")
-        header = page_header("Songs", self.count)
+        header = page_header(QCoreApplication.translate("MainWindow", "Songs"), self.count)
         header.addWidget(self.favourites)
         header.addWidget(self.search)
         return header
@@ -179,21 +179,21 @@ class SongsPage(QWidget):
         """What the selection says, and the edits."""
         self.edit_words = ElidedLabel()
         theme.tone(self.edit_words, "muted")
-        self.repaint_button = QPushButton("Repaint…")
-        self.extend = QPushButton("Extend")
-        self.cover = QPushButton("Cover…")
-        self.as_reference = QPushButton("Use as reference")
-        self.layer = QPushButton("Add a layer…")
-        self.stems = QPushButton("Stems…")
+        self.repaint_button = QPushButton(self.tr("Repaint…"))
+        self.extend = QPushButton(self.tr("Extend"))
+        self.cover = QPushButton(self.tr("Cover…"))
+        self.as_reference = QPushButton(self.tr("Use as reference"))
+        self.layer = QPushButton(self.tr("Add a layer…"))
+        self.stems = QPushButton(self.tr("Stems…"))
         edit_bar = QHBoxLayout()
         edit_bar.addWidget(self.edit_words, 1)
-        self.loop = QPushButton("Loop")
+        self.loop = QPushButton(self.tr("Loop"))
         self.loop.setCheckable(True)
         self.loop.setToolTip(
             "Play the part selected on the waveform over and over (switch A/B while it loops)"
         )
         self.loop.toggled.connect(self._loop_changed)
-        self.match_levels = QCheckBox("Match levels")
+        self.match_levels = QCheckBox(self.tr("Match levels"))
         self.match_levels.setChecked(True)
         self.match_levels.setToolTip(
             "Play every take at the same loudness, so comparing two takes compares the music, "
@@ -218,20 +218,21 @@ class SongsPage(QWidget):
     def _play_bar(self) -> QHBoxLayout:
         """Play and the seek bar, and what can be done with the take's file."""
         bar = QHBoxLayout()
-        self.play = QPushButton("Play")
+        self.play = QPushButton(self.tr("Play"))
         self.play.setMinimumSize(88, 36)  # the big target of the page
         theme.accent_button(self.play)
         self.seek = QSlider(Qt.Orientation.Horizontal)
         self.seek.setRange(0, 1000)
         self.seek.setAccessibleName(self.tr("Play position"))
+        self.seek.setMinimumWidth(160)  # never squeezed away by long button labels
         self.time = QLabel("")
         self.time.setMinimumWidth(90)
-        self.reveal = QPushButton("Show in folder")
-        self.copy = QPushButton("Copy path")
-        self.reuse = QPushButton("Use these settings")
-        self.rename = QPushButton("Rename…")
-        self.export = QPushButton("Export…")
-        self.trash = QPushButton("Move to trash")
+        self.reveal = QPushButton(self.tr("Show in folder"))
+        self.copy = QPushButton(self.tr("Copy path"))
+        self.reuse = QPushButton(self.tr("Use these settings"))
+        self.rename = QPushButton(self.tr("Rename…"))
+        self.export = QPushButton(self.tr("Export…"))
+        self.trash = QPushButton(self.tr("Move to trash"))
         for w, name in (
             (self.play, "play"),
             (self.reveal, "reveal"),
@@ -426,7 +427,7 @@ class SongsPage(QWidget):
     def _loop_changed(self, *_: object) -> None:
         """The loop follows the waveform's selection while Loop is on (and says so: a
         pressed button looks much like a raised one in some styles)."""
-        self.loop.setText("Loop: on" if self.loop.isChecked() else "Loop")
+        self.loop.setText(self.tr("Loop: on") if self.loop.isChecked() else self.tr("Loop"))
         region = self.editor.region if self.loop.isChecked() else None
         if region is None:
             self._player.set_loop(None)
@@ -643,7 +644,7 @@ class SongsPage(QWidget):
 
     def _player_state(self, state: str) -> None:
         sounding = state in ("playing", "loading")
-        self.play.setText("Pause" if sounding else "Play")
+        self.play.setText(self.tr("Pause") if sounding else self.tr("Play"))
         self.delegate.sounding = sounding
         self.view.viewport().update()
 
