@@ -88,14 +88,11 @@ def test_the_language_is_the_setting_then_the_environment_then_the_system(monkey
 
 @pytest.fixture
 def window(qapp, qloop, cantor_home):
-    from support.procs import free_port
-
-    from cantor_desktop.ui.main import Shell
-    from cantor_desktop.ui.node_link import NodeLink
+    from support.ui import close_shell, offline_shell
 
     def make(language: str):
         translation.install(qapp, language)
-        shell = Shell(qapp, NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
+        shell = offline_shell(qapp)
         made.append(shell)
         return shell.window
 
@@ -103,8 +100,7 @@ def window(qapp, qloop, cantor_home):
     yield make
     translation.install(qapp, "en")
     for shell in made:
-        shell.window.shutdown()
-        shell.window.close()
+        close_shell(shell)
 
 
 @pytest.mark.parametrize(

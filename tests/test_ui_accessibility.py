@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QTextEdit,
     QWidget,
 )
-from support.procs import free_port
+from support.ui import close_shell, offline_shell
 
 from cantor_desktop.song.record import Song
 
@@ -93,15 +93,9 @@ def misnamed_rows(root: QWidget) -> list[str]:
 
 @pytest.fixture
 def shell(qapp, qloop, cantor_home):
-    from cantor_desktop.ui.main import Shell
-    from cantor_desktop.ui.node_link import NodeLink
-
-    s = Shell(qapp, NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
-    s.window.resize(1200, 760)
-    s.window.show()
+    s = offline_shell(qapp)
     yield s
-    s.window.shutdown()
-    s.window.close()
+    close_shell(s)
 
 
 def _song() -> Song:

@@ -12,6 +12,7 @@ import pytest
 from PySide6.QtCore import QItemSelectionModel, Qt
 from support.contrast import MINIMUM, check_window, ground_of
 from support.procs import free_port
+from support.ui import close_shell, offline_shell
 
 from cantor_desktop.song.record import Song
 from cantor_desktop.ui import theme
@@ -122,16 +123,10 @@ def _songs() -> list[Song]:
 
 @pytest.fixture
 def shell(qapp, qloop, cantor_home):
-    from cantor_desktop.ui.main import Shell
-    from cantor_desktop.ui.node_link import NodeLink
-
-    s = Shell(qapp, NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
-    s.window.resize(1200, 760)
-    s.window.show()
+    s = offline_shell(qapp)
     yield s
     theme.apply(qapp, theme.wanted_scheme())
-    s.window.shutdown()
-    s.window.close()
+    close_shell(s)
 
 
 def _busy(window) -> None:

@@ -16,7 +16,6 @@ on that home. The Vulkan song takes minutes: lavapipe computes on the CPU.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -26,15 +25,14 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 # its throw-away CANTOR_HOME and keyring are set when it is imported (and the paths to
 # the repository and the tests)
-from make_screenshots import home, spin, wait  # noqa: E402
+from make_screenshots import close_app, home, open_app, spin, wait  # noqa: E402
 
 
 def sing_on_each_backend() -> None:
     """One song on the CPU build, one on the Vulkan build; the node records each one's speed."""
     from real_engine import fabricated
     from real_engine.real_build import binary, vulkan_binary
-    from real_engine.real_node import configure, import_models
-    from support.node import Node
+    from real_engine.real_node import configure, import_models, sing
 
     from cantor_desktop import config
 
@@ -47,20 +45,7 @@ def sing_on_each_backend() -> None:
         if backend == "vulkan":
             config.update({"backends.acestep": "vulkan"})
 
-        async def one_song(port: int = port) -> dict:
-            node = await Node(Path(home), port=port).start()
-            try:
-                async with node.client() as c:
-                    song_id = await c.submit_song(
-                        {"caption": "a quiet piano", "duration": 10, "seed": 7}
-                    )
-                    async for _kind, _data in c.events(song_id):
-                        pass
-                    return await c.song(song_id)
-            finally:
-                await node.stop()
-
-        song = asyncio.run(one_song())
+        song = sing(Path(home), port, {"caption": "a quiet piano", "duration": 10, "seed": 7})
         if song["state"] != "done":
             raise SystemExit(f"the {backend} song failed: {song.get('error')}")
         print(backend, "song:", song["engine"])
@@ -70,18 +55,9 @@ def main() -> int:
     sing_on_each_backend()
     from both_schemes import save_both
 
-    from cantor_desktop.ui.main import Shell
-    from cantor_desktop.ui.tasks import close_loop_executor, new_loop
-
-    app = QApplication(sys.argv)
-    loop = new_loop(app, already_running=True)
-    shell = Shell(app)
+    QApplication(sys.argv)
+    shell, loop = open_app(node_port=False)  # on the port node.toml names
     w = shell.window
-    w.resize(1200, 760)
-    w.show()
-    link = shell.link
-    link.connection.start()
-    wait(lambda: link.connection.state == "idle", 60)
     w.show_page("Hardware & Backends")
     table = w.hardware.table
 
@@ -95,11 +71,7 @@ def main() -> int:
     spin(400)
     save_both(w, "hardware-measured", settle=lambda: spin(150))
 
-    fut = asyncio.ensure_future(link.shutdown())
-    wait(fut.done, 20)
-    w.shutdown()
-    close_loop_executor(loop)
-    asyncio.events._set_running_loop(None)
+    close_app(shell, loop)
     return 0
 
 

@@ -12,7 +12,6 @@ chooses it). Japanese needs a font with its characters (Debian: fonts-noto-cjk).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -22,29 +21,20 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 # its throw-away CANTOR_HOME and keyring are set when it is imported (and the paths to
 # the repository and the tests)
-from make_screenshots import spin, wait  # noqa: E402
+from make_screenshots import close_app, open_app, spin, wait  # noqa: E402
 
 
 def main(language: str) -> int:
     from both_schemes import save_both
 
     from cantor_desktop import config
-    from cantor_desktop.system.net import free_port
     from cantor_desktop.ui import translation
-    from cantor_desktop.ui.main import Shell
-    from cantor_desktop.ui.tasks import close_loop_executor, new_loop
 
     app = QApplication(sys.argv)
-    loop = new_loop(app, already_running=True)
-    config.update({"node.port": free_port(), "app.language": language})
+    config.update({"app.language": language})
     translation.install(app, translation.chosen(language))
-    shell = Shell(app)
-    w = shell.window
-    w.resize(1200, 760)
-    w.show()
-    link = shell.link
-    link.connection.start()
-    wait(lambda: link.connection.state == "idle", 60)
+    shell, loop = open_app()
+    w, link = shell.window, shell.link
     made = []
     link.songs.queue(
         "shots",
@@ -66,11 +56,7 @@ def main(language: str) -> int:
     spin(600)
     save_both(w, f"songs-{language}", settle=lambda: spin(150))
 
-    fut = asyncio.ensure_future(link.shutdown())
-    wait(fut.done, 20)
-    w.shutdown()
-    close_loop_executor(loop)
-    asyncio.events._set_running_loop(None)
+    close_app(shell, loop)
     return 0
 
 

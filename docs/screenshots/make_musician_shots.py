@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 # its throw-away CANTOR_HOME and keyring are set when it is imported (and the paths to
 # the repository and the tests)
-from make_screenshots import home, spin, wait  # noqa: E402
+from make_screenshots import close_app, home, open_app, spin, wait  # noqa: E402
 
 CACHE_FILES = {
     "acestep-v15-turbo-Q8_0.gguf": "acestep-dit",
@@ -54,29 +54,16 @@ def hugging_face_cache(root: Path) -> None:
 
 
 def main() -> int:
-    from cantor_desktop import config
-    from cantor_desktop.system.net import free_port
-    from cantor_desktop.ui.tasks import close_loop_executor, new_loop
     from support.ui import make_wav
 
     hf_home = Path(tempfile.mkdtemp(prefix="cantor-shots-hf-"))
     hugging_face_cache(hf_home)
     os.environ["HF_HOME"] = str(hf_home)
-    app = QApplication(sys.argv)
-    loop = new_loop(app, already_running=True)
-    config.update({"node.port": free_port()})
-
+    QApplication(sys.argv)
     from both_schemes import save_both
 
-    from cantor_desktop.ui.main import Shell
-
-    shell = Shell(app)
-    w = shell.window
-    w.resize(1200, 760)
-    w.show()
-    link = shell.link
-    link.connection.start()
-    wait(lambda: link.connection.state == "idle")
+    shell, loop = open_app()
+    w, link = shell.window, shell.link
 
     # two takes of a song, and a style saved from it with a reference sound
     client = link.connection.client
@@ -132,11 +119,7 @@ def main() -> int:
     spin(600)
     save_both(w, "songs-ab", settle=lambda: spin(150))
 
-    fut = asyncio.ensure_future(link.shutdown())
-    wait(fut.done, 20)
-    w.shutdown()
-    close_loop_executor(loop)
-    asyncio.events._set_running_loop(None)
+    close_app(shell, loop)
     return 0
 
 

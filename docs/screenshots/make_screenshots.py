@@ -45,6 +45,38 @@ def wait(pred, timeout=30.0) -> None:
         spin(50)
 
 
+def open_app(*, node_port: bool = True):
+    """The app as a user starts it (its QApplication on the qasync loop, the Shell, its own
+    child node on a free port unless node.toml names one), its window shown at the shots'
+    size, the node ready: (the Shell, its loop)."""
+    from cantor_desktop import config
+    from cantor_desktop.system.net import free_port
+    from cantor_desktop.ui.main import Shell
+    from cantor_desktop.ui.tasks import new_loop
+
+    app = QApplication.instance() or QApplication(sys.argv)
+    loop = new_loop(app, already_running=True)
+    if node_port:
+        config.update({"node.port": free_port()})
+    shell = Shell(app)
+    shell.window.resize(1200, 760)
+    shell.window.show()
+    shell.link.connection.start()
+    wait(lambda: shell.link.connection.state == "idle", 60)
+    return shell, loop
+
+
+def close_app(shell, loop) -> None:
+    """The node stopped, the window and the loop closed (so the process can end)."""
+    from cantor_desktop.ui.tasks import close_loop_executor
+
+    fut = asyncio.ensure_future(shell.link.shutdown())
+    wait(fut.done, 20)
+    shell.window.shutdown()
+    close_loop_executor(loop)
+    asyncio.events._set_running_loop(None)
+
+
 def shot(window, name: str) -> None:
     from both_schemes import save_both
 

@@ -99,6 +99,25 @@ class EngineLog:
         )
 
 
+def sing(home: Path, port: int, request: dict) -> dict:
+    """One song through a real node on ``home`` (started and stopped here), followed to its
+    end: the node's record of it."""
+    from support.node import Node
+
+    async def one_song() -> dict:
+        node = await Node(home, port=port).start()
+        try:
+            async with node.client() as c:
+                song_id = await c.submit_song(request)
+                async for _kind, _data in c.events(song_id):
+                    pass
+                return await c.song(song_id)
+        finally:
+            await node.stop()
+
+    return asyncio.run(one_song())
+
+
 def engine_pid(home: Path) -> int | None:
     """The running engine's pid, as the node records it (state/engines.json)."""
     try:

@@ -85,8 +85,7 @@ def test_a_whole_song_on_lavapipe_is_measured_slower_than_the_cpu(cantor_home, f
     backend and its seconds per diffusion step, and `cantor backends` says the software
     device measured slower than the CPU and offers the CPU."""
     from real_engine.real_build import binary
-    from real_engine.real_node import configure, import_models
-    from support.node import Node
+    from real_engine.real_node import configure, import_models, sing
 
     from cantor_desktop import config
 
@@ -99,20 +98,9 @@ def test_a_whole_song_on_lavapipe_is_measured_slower_than_the_cpu(cantor_home, f
         if backend == "vulkan":
             config.update({"backends.acestep": "vulkan"})
 
-        async def one_song() -> dict:
-            node = await Node(cantor_home, port=port).start()
-            try:
-                async with node.client() as c:
-                    song_id = await c.submit_song(
-                        {"caption": "a quiet piano", "duration": 10, "seed": 7}
-                    )
-                    async for _kind, _data in c.events(song_id):
-                        pass
-                    return await c.song(song_id)
-            finally:
-                await node.stop()
-
-        made[backend] = asyncio.run(one_song())
+        made[backend] = sing(
+            cantor_home, port, {"caption": "a quiet piano", "duration": 10, "seed": 7}
+        )
     for backend, song in made.items():
         assert song["state"] == "done", (backend, song.get("error"))
         assert song["engine"]["backend"] == backend, song["engine"]

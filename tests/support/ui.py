@@ -118,3 +118,21 @@ def make_wav(path, seconds: float = 2.0, rate: int = 44100):
     data = (0.5 * env * np.sin(2 * np.pi * 220 * t)).astype("float32")
     sf.write(str(path), np.stack([data, data], axis=1), rate, subtype="PCM_24")
     return str(path)
+
+
+def offline_shell(qapp):
+    """The app's Shell with its window shown at 1200×760, its link aimed at a port nobody
+    listens on and starting no node (the pages as a user sees them before the node is up).
+    End it with :func:`close_shell`."""
+    from cantor_desktop.ui.main import Shell
+    from cantor_desktop.ui.node_link import NodeLink
+
+    shell = Shell(qapp, NodeLink(url=f"http://127.0.0.1:{free_port()}", start_child=False))
+    shell.window.resize(1200, 760)
+    shell.window.show()
+    return shell
+
+
+def close_shell(shell) -> None:
+    shell.window.shutdown()
+    shell.window.close()
