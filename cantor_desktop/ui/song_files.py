@@ -9,10 +9,13 @@ asyncio task on the Qt loop, and the cached copy is used to play, draw and drag.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QFile, QObject, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 
 from ..system.paths import paths
 from ..song.record import Song, SongState, Take, check_song_id, safe_file_name
@@ -131,3 +134,33 @@ class SongFiles(QObject):
                     p.unlink()
                 except FileNotFoundError:
                     pass
+
+
+def reveal_in_file_manager(path: str) -> bool:
+    """Show ``path`` selected in the platform's file manager (its folder where the file
+    manager cannot select); False when none answers."""
+    try:
+        if sys.platform == "darwin":
+            subprocess.Popen(["open", "-R", path])
+            return True
+        if sys.platform == "win32":
+            subprocess.Popen(["explorer", "/select,", path])
+            return True
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(os.path.dirname(path)))
+    except OSError:
+        return False
+
+
+def trash_take(take: Take) -> list[str]:
+    """Move a take's audio and sidecar to the trash; the paths that could not be moved."""
+    problems = []
+    sidecar = take.sidecar or os.path.splitext(take.audio)[0] + ".json"
+    for path in (take.audio, sidecar):
+        if os.path.exists(path) and not _trash(path):
+            problems.append(path)
+    return problems
+
+
+def _trash(path: str) -> bool:
+    result = QFile.moveToTrash(path)
+    return result[0] if isinstance(result, tuple) else bool(result)

@@ -9,14 +9,12 @@ switches between the two takes heard last at the same point (A/B), the platform'
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QFile, QPoint, QUrl, Qt, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtCore import QCoreApplication, QPoint, Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -31,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...song.record import Song, Take
+from ...song.record import Song
 from ...views.messages import DANGER
 from ...views.song_records import Row
 from ...views.songs import AB_HOW, Edit, SongsViewModel, count_text, playable
@@ -42,7 +40,7 @@ from ..message_line import MessageLine
 from ..player import Player
 from ...views.song_actions import Selection
 from ..song_actions import SongActions
-from ..song_files import SongFiles, node_file_name
+from ..song_files import SongFiles, node_file_name, reveal_in_file_manager, trash_take
 from ..songs_list import SongsList
 from ..songs_model import RowRole, SongDelegate, SongsModel, WaveformStore
 from ..waveform_editor import WaveformEditor
@@ -712,17 +710,7 @@ class SongsPage(QWidget):
         if local is None:
             return False
         path = os.path.abspath(local)
-        try:
-            if sys.platform == "darwin":
-                subprocess.Popen(["open", "-R", path])
-                ok = True
-            elif sys.platform == "win32":
-                subprocess.Popen(["explorer", "/select,", path])
-                ok = True
-            else:
-                ok = QDesktopServices.openUrl(QUrl.fromLocalFile(os.path.dirname(path)))
-        except OSError:
-            ok = False
+        ok = reveal_in_file_manager(path)
         if not ok:
             self.note.say(self.view_model.no_file_manager(path), DANGER)
         return ok
@@ -766,7 +754,7 @@ class SongsPage(QWidget):
                     on_error=self._failed(f"delete {song.name!r} on the node"),
                 )
                 continue
-            problems = [p for take in song.takes for p in _trash_take(take)]
+            problems = [p for take in song.takes for p in trash_take(take)]
             if problems:
                 self.note.fail("move to the trash", ", ".join(problems))
                 continue
@@ -786,18 +774,3 @@ class SongsPage(QWidget):
         self._stop_if_playing(song.id)
         self.model.remove(song.id)
         self._update_count()
-
-
-def _trash_take(take: Take) -> list[str]:
-    """Move a take's audio and sidecar to the trash; the paths that could not be moved."""
-    problems = []
-    sidecar = take.sidecar or os.path.splitext(take.audio)[0] + ".json"
-    for path in (take.audio, sidecar):
-        if os.path.exists(path) and not _trash(path):
-            problems.append(path)
-    return problems
-
-
-def _trash(path: str) -> bool:
-    result = QFile.moveToTrash(path)
-    return result[0] if isinstance(result, tuple) else bool(result)
