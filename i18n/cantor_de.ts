@@ -116,6 +116,41 @@
     </message>
 </context>
 <context>
+    <name>ExtendDialog</name>
+    <message>
+        <source>Extend</source>
+        <translation>Verlängern</translation>
+    </message>
+    <message>
+        <source>Leave empty to continue the music without new words</source>
+        <translation>Leer lassen, um die Musik ohne neuen Text fortzusetzen</translation>
+    </message>
+    <message>
+        <source>Lyrics for the new part</source>
+        <translation>Songtext für den neuen Teil</translation>
+    </message>
+    <message>
+        <source>&amp;Lyrics for the new part</source>
+        <translation>&amp;Songtext für den neuen Teil</translation>
+    </message>
+    <message>
+        <source> s</source>
+        <translation> s</translation>
+    </message>
+    <message>
+        <source>Seconds of the song the new part hears</source>
+        <translation>Sekunden des Songs, die der neue Teil hört</translation>
+    </message>
+    <message>
+        <source>The new part takes its voice and sound from this much of the song&apos;s end</source>
+        <translation>Der neue Teil übernimmt Stimme und Klang aus so viel vom Ende des Songs</translation>
+    </message>
+    <message>
+        <source>&amp;Hear the song&apos;s last</source>
+        <translation>&amp;Vom Songende hören</translation>
+    </message>
+</context>
+<context>
     <name>FoundModelsDialog</name>
     <message>
         <source>Models on this machine</source>

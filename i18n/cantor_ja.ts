@@ -116,6 +116,41 @@
     </message>
 </context>
 <context>
+    <name>ExtendDialog</name>
+    <message>
+        <source>Extend</source>
+        <translation>延長</translation>
+    </message>
+    <message>
+        <source>Leave empty to continue the music without new words</source>
+        <translation>空のままにすると、新しい歌詞なしで音楽を続けます</translation>
+    </message>
+    <message>
+        <source>Lyrics for the new part</source>
+        <translation>新しいパートの歌詞</translation>
+    </message>
+    <message>
+        <source>&amp;Lyrics for the new part</source>
+        <translation>新しいパートの歌詞(&amp;L)</translation>
+    </message>
+    <message>
+        <source> s</source>
+        <translation> 秒</translation>
+    </message>
+    <message>
+        <source>Seconds of the song the new part hears</source>
+        <translation>新しいパートが聴く曲の秒数</translation>
+    </message>
+    <message>
+        <source>The new part takes its voice and sound from this much of the song&apos;s end</source>
+        <translation>新しいパートは曲の終わりのこの長さから声と音色を受け継ぎます</translation>
+    </message>
+    <message>
+        <source>&amp;Hear the song&apos;s last</source>
+        <translation>曲の最後を聴く(&amp;H)</translation>
+    </message>
+</context>
+<context>
     <name>FoundModelsDialog</name>
     <message>
         <source>Models on this machine</source>

@@ -516,6 +516,41 @@ def test_repaint_and_extend_keep_the_song_around_what_they_change(
 
 
 @pytest.mark.xdist_group("test_cli_edits")  # shares the module's sketch_edits
+def test_extend_sings_the_lyrics_of_a_file_after_the_song(sketch_edits, cantor_home, tmp_path):
+    """`cantor extend SONG --after 10 --lyrics @verse2.txt --context 8`: the new song's
+    lyrics go on with the file's lines, the engine's LM wrote codes for them, and the song
+    is kept up to the join."""
+    verse = tmp_path / "verse2.txt"
+    verse.write_text("[Verse 2]\nthe night goes on\n", "utf-8")
+
+    async def main():
+        async with node_and_cli(cantor_home) as (c, run):
+            root = await sketch_song(c, 30)
+            done = await run(
+                "extend", root["id"], "--after", "10", "--lyrics", f"@{verse}", "--context", "8"
+            )
+            refused = await run("extend", root["id"], "--before", "5", "--lyrics", "la")
+            return root, done, refused, await c.songs()
+
+    root, done, refused, songs = asyncio.run(main())
+    assert done.returncode == 0, done.stderr
+    made = next(s for s in songs if s["takes"] and s["takes"][0]["audio"] == done.stdout.strip())
+    assert made["request"]["extend"] == {
+        "before": 0.0,
+        "after": 10.0,
+        "lyrics": "[Verse 2]\nthe night goes on",
+        "context": 8.0,
+    }
+    assert made["request"]["lyrics"].endswith("[Verse 2]\nthe night goes on")
+    original, rate = read(root["takes"][0]["audio"])
+    longer, _ = read(done.stdout.strip())
+    s = lambda t: int(t * rate)  # noqa: E731
+    assert len(longer) > len(original) + s(5)
+    assert db(np.abs(longer[: s(27.9)] - original[: s(27.9)]).max()) < -60  # kept to the seam
+    assert refused.returncode == 2 and "--lyrics" in refused.stderr, refused.stderr
+
+
+@pytest.mark.xdist_group("test_cli_edits")  # shares the module's sketch_edits
 def test_cover_keeps_the_tempo_and_understand_hears_tempo_and_key(
     sketch_edits, cantor_home, tmp_path
 ):

@@ -446,3 +446,45 @@ def test_inspire_and_format_through_the_node(node):
     )
     assert tidy["caption"] == "Lofi, piano"
     assert tidy["lyrics"] == "[Verse]\nHello world\n\n[Chorus]\nOh yeah"
+
+
+VERSE_2 = "[Verse 2]\nNew lines for the second verse\nSung where the song goes on"
+
+
+def test_extend_with_new_lyrics_runs_the_lm_on_them_and_keeps_the_song(node, source):
+    """A vocal extend: the LM writes codes for the new lines, the new part is rendered
+    hearing the song's last 20 s, and the join is repainted with those lines; the song
+    itself is kept."""
+    src = audio_of(source)
+    song, log = node.edit(
+        {
+            "caption": "lofi piano",
+            "lyrics": VERSE_2,
+            "task": "extend",
+            "source": of(source),
+            "extend": {"after": 20, "lyrics": VERSE_2, "context": 20},
+            "seed": 4,
+            "model": "sketch",
+            "format": "wav24",
+        }
+    )
+    sent = sidecar(song)["engine_request"]
+    lm, render, joins = (sent["continuation"][k] for k in ("lm", "render", "joins"))
+    assert lm["lyrics"] == VERSE_2 and lm["duration"] == 20.0 and lm["lm_mode"] == "generate"
+    assert (lm["bpm"], lm["keyscale"]) == (100, "A minor")  # the song's, not the LM's choice
+    assert lm["lm_seed"] == lm["seed"] == 4
+    assert render["lyrics"] == VERSE_2 and render["audio_codes_count"] > 0
+    assert render["ref_audio_s"] == 20.0
+    (join,) = joins
+    assert join["task_type"] == "repaint" and join["lyrics"] == VERSE_2
+    assert (join["repainting_start"], join["repainting_end"]) == (58.0, 62.0)
+    assert sent["lyrics"] == VERSE_2
+    # the engine ran the LM, heard 20 s of the song, and repainted only the join
+    assert "[LM-Phase2]" in log
+    assert "[Region] 58.0s..62.0s" in log, log
+    out = audio_of(song)
+    added = len(out) - len(src)
+    assert added > 5 * SR and song["takes"][0]["duration"] == pytest.approx(len(out) / SR)
+    assert db(out[: 58 * SR], src[: 58 * SR]) < -60  # the song up to the seam, kept
+    assert np.sqrt(np.mean(out[63 * SR :] ** 2)) > 0.02  # and it goes on
+    assert song["request"]["extend"]["lyrics"] == VERSE_2

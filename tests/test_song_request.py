@@ -190,6 +190,27 @@ def test_editing_fields_in_shape_and_range_and_what_each_task_needs():
         ({"task": "extend", "source": {"song": SONG}}, "extend"),
         ({"task": "extend", "source": {"song": SONG}, "extend": {"after": 0.2}}, "extend"),
         ({"task": "extend", "source": {"song": SONG}, "extend": {"after": 700}}, "extend.after"),
+        (
+            {"task": "extend", "source": {"song": SONG}, "extend": {"before": 9, "lyrics": "la"}},
+            "extend.lyrics",
+        ),
+        (
+            {"task": "extend", "source": {"song": SONG}, "extend": {"after": 9, "lyrics": 5}},
+            "extend.lyrics",
+        ),
+        (
+            {"task": "extend", "source": {"song": SONG}, "extend": {"after": 9, "context": 9}},
+            "extend.context",
+        ),
+        (
+            {
+                "task": "extend",
+                "source": {"song": SONG},
+                "extend": {"after": 9, "lyrics": "la", "context": 0},
+            },
+            "extend.context",
+        ),
+        ({"task": "extend", "source": {"song": SONG}, "extend": {"lyrics": "la"}}, "extend"),
         ({"strength": 0.5}, "strength"),
         ({"task": "extract", "source": {"song": SONG}}, "track"),
         ({"task": "extract", "source": {"song": SONG}, "track": "kazoo"}, "track"),
@@ -214,3 +235,30 @@ def test_editing_fields_in_shape_and_range_and_what_each_task_needs():
             assert exc.field == field, (extra, exc.field, exc.message)
         else:
             raise AssertionError(f"accepted {extra}")
+
+
+def test_an_extend_sings_new_lyrics_in_what_it_adds_after_the_song():
+    req = validate(
+        {
+            "caption": "x",
+            "task": "extend",
+            "source": {"song": SONG},
+            "extend": {"after": 20, "lyrics": "  [Verse 2]\nla la  ", "context": 15},
+        }
+    )
+    assert req.extend == {
+        "before": 0.0,
+        "after": 20.0,
+        "lyrics": "[Verse 2]\nla la",
+        "context": 15.0,
+    }
+    # no words (or [Instrumental]) is the plain extend: the music goes on
+    plain = validate(
+        {
+            "caption": "x",
+            "task": "extend",
+            "source": {"song": SONG},
+            "extend": {"after": 20, "lyrics": "[Instrumental]"},
+        }
+    )
+    assert plain.extend == {"before": 0.0, "after": 20.0}

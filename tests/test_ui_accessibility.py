@@ -127,6 +127,7 @@ def test_every_control_on_every_page_has_a_name(shell, qtbot):
 
 def test_every_control_of_the_dialogs_has_a_name(shell, qtbot):
     from cantor_desktop.ui.export_dialog import ExportDialog
+    from cantor_desktop.ui.extend_dialog import ExtendDialog
     from cantor_desktop.ui.found_models_dialog import FoundModelsDialog
     from cantor_desktop.ui.part_dialog import PartDialog
     from cantor_desktop.ui.stems_dialog import StemsDialog
@@ -140,6 +141,7 @@ def test_every_control_of_the_dialogs_has_a_name(shell, qtbot):
         PartDialog(link, song, take, "complete"),
         ExportDialog([(song, take)], shell.window.songs.files),
         FoundModelsDialog(link.models, lambda *_: None),
+        ExtendDialog("Add 20 s after the song"),
     ]
     for dialog in dialogs:
         qtbot.addWidget(dialog)

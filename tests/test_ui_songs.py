@@ -755,3 +755,51 @@ def test_loop_follows_the_waveform_selection_and_match_levels_is_on(qtbot, tmp_p
     assert p._player.loop is None
     p.match_levels.setChecked(False)
     assert not p._player.match_levels
+
+
+def test_extending_after_the_song_asks_what_the_new_part_sings(qtbot, monkeypatch):
+    """Extend… with music added after the take: a dialog asks for the new part's lyrics and
+    how much of the song it hears; the request the node gets carries both, and the new
+    song's lyrics are the take's followed by the new lines. Empty lyrics continue the music."""
+    from PySide6.QtCore import QPoint
+    from cantor_desktop.song.request import validate
+
+    path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
+    song = record(1, path)
+    song.takes[0].duration = 60.0
+    song.request["lyrics"] = "[Verse]\nfirst lines"
+    p = page(qtbot)
+    p.resize(1000, 700)
+    p.model.set_songs([song])
+    p.show()
+    qtbot.waitExposed(p)
+    p.select(song.id, 1)
+    queued: list[dict] = []
+    monkeypatch.setattr(p.link.songs, "queue", lambda kind, request, **_: queued.append(request))
+    editor = p.editor
+    right = int(editor.x_of(60.0)) + 40
+    qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(int(editor.x_of(59.0)), 40))
+    qtbot.mouseRelease(editor, Qt.LeftButton, pos=QPoint(right, 40))
+    after = editor.after
+    assert after > 1 and p.extend.isEnabled()
+
+    dialog = p.extend_selection()
+    assert dialog is not None and not dialog.context.isEnabled()  # nothing to sing yet
+    qtbot.keyClicks(dialog.lyrics, "[Verse 2]")
+    assert dialog.context.isEnabled()
+    dialog.context.setValue(12)
+    dialog.go.click()
+    (request,) = queued
+    assert request["extend"] == {"after": after, "lyrics": "[Verse 2]", "context": 12.0}
+    assert request["lyrics"] == "[Verse]\nfirst lines\n\n[Verse 2]"
+    assert validate(request).extend["lyrics"] == "[Verse 2]"  # what the node will take
+
+    # again, with no words: the music goes on, as the engine's own extend
+    qtbot.mousePress(editor, Qt.LeftButton, pos=QPoint(int(editor.x_of(59.0)), 40))
+    qtbot.mouseRelease(editor, Qt.LeftButton, pos=QPoint(right, 40))
+    after = editor.after
+    dialog = p.extend_selection()
+    assert dialog is not None
+    dialog.go.click()
+    assert queued[1]["extend"] == {"after": after}
+    assert queued[1]["lyrics"] == "[Verse]\nfirst lines"

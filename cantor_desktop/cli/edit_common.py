@@ -34,6 +34,8 @@ OPTION_OF = {
     "extend": "--before/--after",
     "extend.before": "--before",
     "extend.after": "--after",
+    "extend.lyrics": "--lyrics",
+    "extend.context": "--context",
     "strength": "--strength",
     "track": "--track",
     "tracks": "--tracks",

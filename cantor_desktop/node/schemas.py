@@ -173,7 +173,12 @@ def song_schema() -> dict[str, Any]:
         "region": span,
         "extend": {
             "type": "object",
-            "properties": {"before": _number(0, longest), "after": _number(0, longest)},
+            "properties": {
+                "before": _number(0, longest),
+                "after": _number(0, longest),
+                "lyrics": {"type": "string", "maxLength": r.LYRICS_MAX},
+                "context": _number(*r.CONTEXT_RANGE),
+            },
         },
         "strength": _number(0, 1),
         "noise": _number(0, 1),

@@ -159,6 +159,7 @@ class SongJob:
         """An edit's source, reference and codes, checked again now (a file may have gone
         since the song was queued), and the request in the engine's words."""
         from ..engine.client import engine_request
+        from . import continuation
         from . import sources as song_sources
 
         assert self.plan is not None and self.request is not None
@@ -170,17 +171,18 @@ class SongJob:
         except song_sources.SourceError as exc:
             return self._failed(str(exc))
         source = found.get("source")
+        sings = not request.instrumental or continuation.wanted(request.extend)
         self.engine_request = engine_request(
             request,
             synth_model=plan.files.get("dit"),
-            lm_model=None if request.instrumental else plan.files.get("lm"),
+            lm_model=plan.files.get("lm") if sings else None,
             output_format=self.format,
             source_duration=source.duration if source else None,
             audio_codes=found["codes_from"].codes if "codes_from" in found else None,
         )
         if self.adapter is not None:
             self.engine_request["adapter"] = self.adapter.engine_name  # its engine name
-        first_stage = "synth" if request.instrumental else "lm"
+        first_stage = "lm" if sings else "synth"
         self.queue.set_stage(self.song, first_stage, self.song.progress)
         return JobState.SING
 
@@ -188,6 +190,7 @@ class SongJob:
         """The engine's jobs (with lyrics the LM, then the synth), their progress read from
         its log. An engine that refused the song's first job is started again, once."""
         from ..engine.client import EngineUnreachable, JobCancelled, JobFailed
+        from . import continuation
         from .sources import engine_parts
 
         assert self.plan is not None and self.sup is not None and self.request is not None
@@ -201,13 +204,27 @@ class SongJob:
             if self.version and self.version != plan.version:
                 plan.version = self.version
                 self.queue.set_engine(self.song, plan.describe())
-            self.tracks = await client.song(
-                self.engine_request,
-                on_stage=watcher.on_stage,
-                on_lm_result=watcher.keep_lm_result,
-                wake=watcher.wake,
-                parts=await engine_parts(client, self.sources, watcher.wake, plan.key),
-            )
+            if continuation.wanted(self.request.extend):
+                sent: dict[str, Any] = {}
+                self.tracks = await continuation.sing(
+                    client,
+                    self.engine_request,
+                    self.sources["source"],
+                    self.request.extend or {},
+                    on_stage=watcher.on_stage,
+                    wake=watcher.wake,
+                    sent=sent,
+                )
+                if sent.get("joins"):  # the sidecar: each job's request, the join's first
+                    self.engine_request = {**sent["joins"][0], "continuation": sent}
+            else:
+                self.tracks = await client.song(
+                    self.engine_request,
+                    on_stage=watcher.on_stage,
+                    on_lm_result=watcher.keep_lm_result,
+                    wake=watcher.wake,
+                    parts=await engine_parts(client, self.sources, watcher.wake, plan.key),
+                )
         except JobCancelled:
             return JobState.CANCELLED
         except JobFailed as exc:

@@ -14,3 +14,13 @@ def is_instrumental(lyrics: str | None) -> bool:
         return True
     text = lyrics.strip()
     return text == "" or text.lower() == INSTRUMENTAL.lower()
+
+
+def continued(lyrics: str | None, new: str) -> str:
+    """A song's lyrics once an extend has sung ``new`` after them: the song's lines, a blank
+    line, the new ones (only the new ones after an instrumental)."""
+    new = new.strip()
+    if is_instrumental(lyrics):
+        return new
+    assert lyrics is not None
+    return f"{lyrics.rstrip()}\n\n{new}"

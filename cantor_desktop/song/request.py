@@ -27,6 +27,8 @@ a NUL, a form feed."""
 CAPTION_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
 """The same rule as the API documents it."""
 LYRICS_MAX = 20000
+CONTEXT_RANGE = (1.0, 600.0)  # extend.context: seconds of the song a new sung part hears
+CONTEXT_DEFAULT = 30.0  # … when the request names none
 SONG_FORMATS = ("wav16", "wav24", "wav32", "flac", "mp3")
 """The audio formats a song is written in (``format``; node.toml ``songs.format``)."""
 
@@ -198,7 +200,7 @@ class SongRequest:
     source: dict[str, Any] | None = None  # {"song": id, "take": n} or {"upload": id}
     reference: dict[str, Any] | None = None  # the same shapes: a timbre to borrow
     region: dict[str, float] | None = None  # {"start": s, "end": s} (repaint, lego)
-    extend: dict[str, float] | None = None  # {"before": s, "after": s}
+    extend: dict[str, Any] | None = None  # {"before": s, "after": s} (+ "lyrics", "context")
     strength: float | None = None  # cover: share of the steps that hear the source
     noise: float | None = None  # cover: start from a noised source
     faithful: bool = False  # cover: the source not quantised
@@ -251,6 +253,36 @@ def _number(name: str, value: Any, *, integer: bool) -> float | int:
             raise RequestError(name, f"must be a whole number, not {short_repr(value)}")
         return int(value)
     return float(value)
+
+
+def _continuation(extend: Mapping[str, Any], before: float, after: float) -> dict[str, Any]:
+    """An extend's new lyrics (sung in what is added after the song) and its context (how
+    many seconds of the song's end the new part hears), checked."""
+    out: dict[str, Any] = {}
+    lyrics = extend.get("lyrics")
+    if lyrics is not None:
+        if not isinstance(lyrics, str):
+            raise RequestError("extend.lyrics", "must be text: the lines the new part sings")
+        if len(lyrics) > LYRICS_MAX:
+            raise RequestError(
+                "extend.lyrics",
+                f"are too long ({len(lyrics)} characters; at most {LYRICS_MAX})",
+            )
+        if lyrics.strip() and not is_instrumental(lyrics):
+            if before or not after:
+                raise RequestError(
+                    "extend.lyrics",
+                    "go with music added after the song (extend.after), not before it",
+                )
+            out["lyrics"] = lyrics.strip()
+    context = extend.get("context")
+    if context is not None:
+        if "lyrics" not in out:
+            raise RequestError("extend.context", "goes with extend.lyrics (a new part to sing)")
+        out["context"] = _ranged(
+            "extend.context", context, CONTEXT_RANGE[0], CONTEXT_RANGE[1], integer=False
+        )
+    return out
 
 
 def _ranged(name: str, value: Any, lo: float, hi: float, *, integer: bool, unit: str = ""):
@@ -446,15 +478,23 @@ def _editing(data: Mapping[str, Any]) -> dict[str, Any]:
     if extend is not None:
         if task != "extend":
             raise RequestError("extend", "goes with the extend task")
-        if not isinstance(extend, Mapping) or not set(extend) <= {"before", "after"} or not extend:
-            raise RequestError("extend", 'must be {"before": seconds, "after": seconds}')
+        if (
+            not isinstance(extend, Mapping)
+            or not set(extend) <= {"before", "after", "lyrics", "context"}
+            or not set(extend) & {"before", "after"}
+        ):
+            raise RequestError(
+                "extend",
+                'must be {"before": seconds, "after": seconds} (and for what is added after: '
+                '"lyrics" to sing, "context": seconds of the song heard)',
+            )
         before = _ranged(
             "extend.before", extend.get("before", 0), 0, DURATION_RANGE[1], integer=False
         )
         after = _ranged("extend.after", extend.get("after", 0), 0, DURATION_RANGE[1], integer=False)
         if before + after < MIN_REGION:
             raise RequestError("extend", f"must add at least {MIN_REGION:g} s before or after")
-        out["extend"] = {"before": before, "after": after}
+        out["extend"] = {"before": before, "after": after, **_continuation(extend, before, after)}
     elif task == "extend":
         raise RequestError("extend", 'is required for extend: {"before": s, "after": s}')
     for name in ("strength", "noise", "faithful"):

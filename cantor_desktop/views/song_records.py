@@ -155,7 +155,8 @@ def edit_words(song: Song) -> str:
             f"+{ext['before']:g} s before" if ext.get("before") else "",
             f"+{ext['after']:g} s after" if ext.get("after") else "",
         ]
-        return f"Extended {' and '.join(b for b in bits if b)}{of}"
+        sung = ", singing new lines" if ext.get("lyrics") else ""
+        return f"Extended {' and '.join(b for b in bits if b)}{sung}{of}"
     if task == "cover":
         strength = req.get("strength")
         return "Cover" + (f" (strength {strength:g})" if strength is not None else "") + of

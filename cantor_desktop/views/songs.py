@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..song.lyrics import continued
 from ..song.record import Song, SongState
 from .song_records import Row
 
@@ -103,9 +104,26 @@ class SongsViewModel:
         span = f"{start:.1f}–{end:.1f} s"
         return Edit(request, f"Repainting {span}", f"repaint {span}")
 
-    def extend(self, row: Row, before: float, after: float, described: str) -> Edit:
-        ext = {k: v for k, v in (("before", before), ("after", after)) if v}
-        request = self.edit_request(row, "extend", extend=ext)
+    def extend(
+        self,
+        row: Row,
+        before: float,
+        after: float,
+        described: str,
+        lyrics: str = "",
+        context: float | None = None,
+    ) -> Edit:
+        """More music before and/or after the take; with ``lyrics``, what is added after
+        sings them (hearing the song's last ``context`` seconds), and the new song's lyrics
+        are the take's followed by them."""
+        ext: dict[str, Any] = {k: v for k, v in (("before", before), ("after", after)) if v}
+        fields: dict[str, Any] = {}
+        if lyrics.strip() and after:
+            ext["lyrics"] = lyrics.strip()
+            if context is not None:
+                ext["context"] = context
+            fields["lyrics"] = continued(row.song.request.get("lyrics"), lyrics)
+        request = self.edit_request(row, "extend", extend=ext, **fields)
         assert request is not None
         return Edit(request, described, "extend the song")
 

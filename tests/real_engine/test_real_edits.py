@@ -28,6 +28,7 @@ SEED = str(EDIT_SEED)  # eight audio codes: a 1.6-s song (a repaint is at least 
 VOCAL = ["--lyrics", "la la la", "--bpm", "96", "--key", "A minor", "--time-signature", "4"]
 SOURCE_LATENTS = r"^\[Server\] Source latents: (\d+) frames \(([\d.]+)s\), VAE encode skipped"
 MISMATCH = "[Adapter] FATAL: no tensors merged (model mismatch)"
+NEW_VERSE = "[Verse 2]\nthe second verse goes on"
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
@@ -82,6 +83,17 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
                     "guitar solo",
                 )
                 await step("extend", "extend", sid, "--after", "1")
+                await step(
+                    "extend_sung",
+                    "extend",
+                    sid,
+                    "--after",
+                    "1",
+                    "--lyrics",
+                    NEW_VERSE,
+                    "--context",
+                    "1",
+                )
                 await step("cover", "sing", "jazz trio", "--cover", sid, "--strength", "0.6")
                 await step("understand", "understand", sid, "--json")
                 await step("stems", "stems", sid, "--tracks", "drums")
@@ -145,6 +157,20 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
     for name in ("repaint", "extend", "cover"):
         assert take_of(name)["request"]["source"] == {"song": source["id"], "take": 1}
 
+    # a sung extend: the LM ran on the new lines, the new part heard the song's last
+    # second (as latent frames of its reference), and only the join was repainted
+    log = took("extend_sung")
+    assert re.search(r"^\[LM-Phase2 Batch0\] seed=\d+, [1-9]\d* codes", log, re.M), log[-3000:]
+    assert re.search(r"^\[Encode-Timbre\] ref_audio: 25 frames \(1\.0s\)", log, re.M), log[-3000:]
+    sung = take_of("extend_sung")
+    joined = json.loads(Path(sung["takes"][0]["sidecar"]).read_text("utf-8"))["engine_request"]
+    assert joined["task_type"] == "repaint" and joined["lyrics"] == NEW_VERSE, joined
+    assert joined["continuation"]["lm"]["lyrics"] == NEW_VERSE
+    start, end = joined["repainting_start"], joined["repainting_end"]
+    assert re.search(rf"^\[Region\] {start:.1f}s\.\.{end:.1f}s", log, re.M), log[-3000:]
+    assert seconds(sung["takes"][0]["audio"]) > length
+    assert sung["request"]["lyrics"].endswith(NEW_VERSE)
+
     log = took("understand")
     heard = json.loads(out["understand"][0].stdout)
     assert set(heard) >= {"caption", "bpm", "key", "time_signature", "duration"}, heard
@@ -171,6 +197,6 @@ def test_edits_through_the_real_engine(cantor_home, fabricated, real_engine, tmp
     figure(
         "edits through the real engine, each accepted (or refused in the engine's words)",
         len(accepted) + int(MISMATCH in refused.stderr),
-        8,
+        9,
         f"accepted: {', '.join(accepted)}; the deeper LoRA refused: {MISMATCH}",
     )

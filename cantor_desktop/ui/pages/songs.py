@@ -49,6 +49,7 @@ from . import page_header
 
 if TYPE_CHECKING:
     from ..export_dialog import ExportDialog
+    from ..extend_dialog import ExtendDialog
     from ..node_link import NodeLink
     from ..part_dialog import PartDialog
     from ..stems_dialog import StemsDialog
@@ -469,13 +470,28 @@ class SongsPage(QWidget):
                 return
         self._submit_edit(self.view_model.repaint(row, region, caption, lyrics))
 
-    def extend_selection(self) -> None:
+    def extend_selection(self) -> ExtendDialog | None:
+        """Extend the take by what the waveform shows past its ends; music added after it
+        first asks what it sings (Extend…), music added before goes at once."""
         row = self.current_row()
         if row is None or row.take is None or not self.editor.extendable:
-            return
+            return None
+        if not self.editor.after:
+            self._extend(row, "", None)
+            return None
+        from ..extend_dialog import ExtendDialog
+
+        dialog = ExtendDialog(self.editor.describe(), self)
+        dialog.chosen.connect(lambda lyrics, context: self._extend(row, lyrics, context))
+        dialog.open()
+        return dialog
+
+    def _extend(self, row: Row, lyrics: str, context: float | None) -> None:
         editor = self.editor
         self._submit_edit(
-            self.view_model.extend(row, editor.before, editor.after, editor.describe())
+            self.view_model.extend(
+                row, editor.before, editor.after, editor.describe(), lyrics, context
+            )
         )
 
     def render_again(self) -> None:
