@@ -11,10 +11,12 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from cantor_desktop.client.node_process import NodeProcess, NodeStartError, answers, ensure_node
 
+from cantor_desktop.system.procs.priority import BACKGROUND_NICE, run_in_background
 from support.procs import free_port
 from support.node import SHORT, engine_pid, until_state, wait_for, write_config
 
@@ -39,11 +41,15 @@ def test_ensure_node_starts_a_private_node_once_then_reuses_it(cantor_home):
                 sid = await c.submit_song(SHORT)
                 await until_state(c, sid, ("done",), 30)
                 engine = await engine_pid(c)
+                assert engine is not None
+                niceness = (psutil.Process(proc.pid).nice(), psutil.Process(engine).nice())
         finally:
             code = await proc.stop()
-        return url, proc, again_url, again, not await answers(url), code, engine
+        return url, proc, again_url, again, not await answers(url), code, engine, niceness
 
-    url, proc, again_url, again, gone, code, engine = asyncio.run(main())
+    url, proc, again_url, again, gone, code, engine, niceness = asyncio.run(main())
+    # the app's node runs below normal priority, and its engine with it
+    assert niceness == (BACKGROUND_NICE, BACKGROUND_NICE)
     assert url == f"http://127.0.0.1:{port}" and proc is not None
     assert again_url == url and again is None  # the running node is used, not ours
     # SIGTERM: a graceful stop (uvicorn re-raises the signal after shutting down) that also
@@ -311,3 +317,37 @@ def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path
     assert runs.read_text() == "xx"
     assert ours[0].stream is None and ours[0] not in logging.getLogger().handlers
     assert restart_node(["never-run"], supervised=True) == procs.RESTART_EXIT_CODE
+
+
+class _Process:
+    """psutil.Process's nice(), for the branches of another OS."""
+
+    def __init__(self, nice):
+        self.value = nice
+
+    def nice(self, value=None):
+        if value is None:
+            return self.value
+        self.value = value
+
+
+class _Psutil:
+    BELOW_NORMAL_PRIORITY_CLASS = 0x4000
+
+    def __init__(self, nice):
+        self.me = _Process(nice)
+
+    def Process(self):  # noqa: N802 - psutil's name
+        return self.me
+
+
+def test_background_priority_lowers_and_never_raises():
+    windows = _Psutil(0x20)  # NORMAL_PRIORITY_CLASS
+    assert run_in_background(ps=windows, os_name="nt") == "below normal priority"
+    assert windows.me.value == 0x4000
+    posix = _Psutil(0)
+    assert run_in_background(ps=posix, os_name="posix") == f"niceness {BACKGROUND_NICE}"
+    assert posix.me.value == BACKGROUND_NICE
+    already = _Psutil(19)  # started lower still (nice -n 19): left there
+    assert run_in_background(ps=already, os_name="posix") == "niceness 19"
+    assert already.me.value == 19

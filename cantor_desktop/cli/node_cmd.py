@@ -27,6 +27,12 @@ def register(sub) -> None:
     p.add_argument("--host", help="address to listen on (default: node.host in node.toml)")
     p.add_argument("--port", type=int, help="port (default: node.port in node.toml)")
     p.add_argument(
+        "--background",
+        action="store_true",
+        help="run below normal priority, and the engines with it (how the app starts its "
+        "node: the window and other programs come first when the CPUs are busy)",
+    )
+    p.add_argument(
         "--pool",
         metavar="URL",
         help="join a pool of nodes: redis://[user@]HOST:6379/0 (default: pool.url in "
@@ -89,7 +95,7 @@ def run(args) -> int:
         os.environ[pool_address.POOL_ENV] = args.pool  # the node reads it (and a restart)
         if args.allow_insecure:
             os.environ[pool_address.INSECURE_ENV] = "1"
-    return serve_forever(host, port)
+    return serve_forever(host, port, background=args.background)
 
 
 async def stop_node(host: str | None = None, port: int | None = None) -> int:
@@ -101,7 +107,7 @@ async def stop_node(host: str | None = None, port: int | None = None) -> int:
     return code
 
 
-def serve_forever(host: str, port: int) -> int:
+def serve_forever(host: str, port: int, *, background: bool = False) -> int:
     from ..system import logs, procs
     from ..auth.access import TokenError
     from ..node.server import serve
@@ -111,6 +117,11 @@ def serve_forever(host: str, port: int) -> int:
     supervised = os.environ.pop(procs.SUPERVISED_ENV, None) == "1"
     procs.watch_owner()  # started by the app: stop when the app is gone
     logs.setup(paths().node_log, stderr_level=logging.WARNING)
+    if background:  # before any engine starts: they inherit it
+        try:
+            logging.getLogger(__name__).info("running at %s", procs.run_in_background())
+        except Exception:  # noqa: BLE001 - a refused change leaves the node as it was
+            logging.getLogger(__name__).warning("could not lower the priority", exc_info=True)
 
     def listening() -> None:
         shown = f"[{host}]" if ":" in host else host
@@ -132,7 +143,8 @@ def serve_forever(host: str, port: int) -> int:
         return 1
     if restart:
         logging.getLogger(__name__).info("restarting the node (upgrade)")
-        return restart_node(self_argv("node") + ["--host", host, "--port", str(port)], supervised)
+        argv = self_argv("node") + ["--host", host, "--port", str(port)]
+        return restart_node(argv + (["--background"] if background else []), supervised)
     return 0
 
 

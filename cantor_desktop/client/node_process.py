@@ -109,7 +109,8 @@ class NodeProcess:
         return {**os.environ, **(self.env or {})}
 
     def argv(self) -> list[str]:
-        return self_argv("node") + ["--host", self.host, "--port", str(self.port)]
+        # below normal priority, its engines with it (system/procs/priority.py)
+        return self_argv("node") + ["--host", self.host, "--port", str(self.port), "--background"]
 
     async def start(self, timeout: float = READY_TIMEOUT) -> str:
         """Start the child and wait until it answers; returns its URL."""

@@ -8,6 +8,7 @@ Cantor's child processes.
 - :mod:`.owner`    the tie on POSIX: Linux's parent-death signal and a pipe the child watches.
 - :mod:`.windows`  Job Objects with kill-on-close, error mode, DLL search path, AppMutex.
 - :mod:`.macos`    quarantine and Rosetta.
+- :mod:`.priority` the node the app starts runs (with its engines) below normal priority.
 - :mod:`.exits`    how a process ended, in words (NTSTATUS names); the "restart me" code.
 
 The OS-specific calls take injectable stand-ins (``ps`` for psutil, ``kernel32``, ``run``),
@@ -17,6 +18,7 @@ so the Windows and macOS branches run in the Linux test suite against fakes.
 from . import macos, windows
 from .exits import RESTART_EXIT_CODE, SUPERVISED_ENV, code_text, describe_exit
 from .owner import OWNER_FD_ENV, watch_owner
+from .priority import run_in_background
 from .spawn import child_environment, child_kwargs, node_kwargs, probe_kwargs, tie_child
 from .table import (
     Found,
@@ -38,6 +40,7 @@ __all__ = [
     "code_text",
     "SUPERVISED_ENV",
     "OWNER_FD_ENV",
+    "run_in_background",
     "Found",
     "alive",
     "child_environment",
