@@ -82,3 +82,35 @@ def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_pa
     busy = _with_runner(tmp_path, [10, 10], steps)
     assert busy == {}
     assert len(trims) == 1 and trims[0] != threading.main_thread().name
+
+
+def test_the_next_song_has_the_engine_while_the_one_before_writes_its_takes(
+    tmp_path, monkeypatch
+):
+    """Writing a song's takes (durably: fsync) needs no engine: the next song starts on it
+    at once. Here the first song's write is held until the second song has the engine."""
+    import threading
+
+    from cantor_desktop.node import song_files
+
+    release = threading.Event()
+    write_takes = song_files.write_takes
+
+    def held(*args, **kwargs):
+        release.wait(60)
+        return write_takes(*args, **kwargs)
+
+    monkeypatch.setattr(song_files, "write_takes", held)
+
+    async def steps(runner, first, second):
+        try:
+            await asyncio.wait_for(_until(lambda: runner.busy.get("sketch") == second.id), 60)
+            seen = (first.state, first.stage, second.state)
+        finally:
+            release.set()
+        await asyncio.wait_for(_until(lambda: first.state == second.state == DONE), 60)
+        return seen, dict(runner.busy), dict(runner.tasks)
+
+    seen, busy, tasks = _with_runner(tmp_path, [10, 10], steps)
+    assert seen == (RUNNING, "saving", RUNNING)  # the first still writing, the second sings
+    assert busy == {} and tasks == {}

@@ -2,7 +2,8 @@
 
 The runner takes each song the queue gives it (:meth:`.SongQueue.runnable`) whose engine is
 free, marks it running and runs it as a :class:`.song_job.SongJob` in a task of its own:
-plan → engine → sources → sing → save. Cancel, a restart's drain and the node's stop go
+plan → engine → sources → sing → save. The engine is free once a song is saving: the next
+song starts on it while the takes before it are written. Cancel, a restart's drain and the node's stop go
 through the runner; the engines themselves are :class:`.engines.Engines`'. The language
 model's help and reading audio back (``/v1/lm``, ``/v1/understand``) run on the same
 engines, in turn with the songs.
@@ -117,10 +118,22 @@ class Runner:
         self.idle.clear()
         # mark running at once so a second dispatch cannot pick it again
         self.queue.start(song)
-        job = SongJob(song, self.queue, self.engines)
+        job = SongJob(
+            song,
+            self.queue,
+            self.engines,
+            on_engine_free=functools.partial(self._engine_free, key, song.id),
+        )
         task = asyncio.get_running_loop().create_task(job.run(), name=f"song-{song.id}")
         self.tasks[song.id] = task
         task.add_done_callback(functools.partial(self._song_ended, job, key))
+
+    def _engine_free(self, key: str, song_id: str) -> None:
+        """A song's engine jobs are over: the next song may start on its engine while this
+        one's takes are written (durably: seconds of fsync on a slow disk)."""
+        if self.busy.get(key) == song_id:
+            del self.busy[key]
+            self.wake()
 
     def _song_ended(self, job: SongJob, key: str, task: asyncio.Task) -> None:
         """A song's task ended, however it ended: its engine is free for the next song. A

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import config
@@ -46,8 +47,17 @@ KEEPS_TEMPO = ("repaint", "extend", "extract", "lego", "complete")
 class SongJob:
     """A song taken from the queue, run step by step on its engine."""
 
-    def __init__(self, song: Song, queue: SongQueue, engines: Engines):
+    def __init__(
+        self,
+        song: Song,
+        queue: SongQueue,
+        engines: Engines,
+        on_engine_free: Callable[[], None] | None = None,
+    ):
+        """``on_engine_free`` is told once the engine's jobs are over (the takes are then
+        written while the engine makes the next song)."""
         self.song, self.queue, self.engines = song, queue, engines
+        self.on_engine_free = on_engine_free
         self.machine = JobMachine()
         self.steps = {
             JobState.PLAN: self._plan,
@@ -90,7 +100,10 @@ class SongJob:
     def _move(self, to: JobState) -> None:
         """Apply a change of state (the table refuses one it does not allow); the job's end
         is told to the queue: done with its takes, failed with the reason, cancelled."""
+        was = self.machine.state
         self.machine.move(to)
+        if was is JobState.SING and to is JobState.SAVE and self.on_engine_free is not None:
+            self.on_engine_free()
         if to is JobState.DONE:
             self.queue.finish_done(self.song, self.files)
             if self.queue.waiting_count() == 0:
