@@ -323,7 +323,10 @@ def app_figures(plan: Plan, idle_stall_ms: list[float]) -> list[Row]:
                 s <= 16,
                 note=f"{plan.pull_mib} MiB pull + a 60-s sketch song, 2-ms heartbeat; "
                 f"the app's own part of the worst gap (the time the machine kept "
-                f"the GUI thread waiting for a CPU taken out): {median(own):.1f} ms; "
+                f"the GUI thread waiting for a CPU taken out): {median(own):.1f} ms "
+                f"(goal < 8 ms), spread {spread(own, '{:.1f}')}; the node and its engine "
+                "run below normal priority (niceness 10), the bench's local model hub "
+                "(a stand-in for a remote server) at normal priority on the same 2 cores; "
                 + "; ".join(sorted(set(notes)))
                 + (
                     f"; {len(stall)} of {plan.repeats} runs counted ("
@@ -771,7 +774,8 @@ def real_engine_figures(plan: Plan) -> list[Row]:
 EDIT_FIGURES = [
     "Edit of a 60-s song through the node",
     "50 MB WAV upload on loopback",
-    "12 stems of a 60-s song through the node",
+    "12 stems of a 60-s song through the node, queued at once",
+    "12 stems of a 60-s song through the node, one at a time",
 ]
 
 
@@ -797,7 +801,7 @@ def edit_figures(plan: Plan) -> list[Row]:
             "edit",
         )
         f = json.loads(result.read_text("utf-8"))["figures"]
-    e, u, s = f["edit"], f["upload"], f["stems"]
+    e, u, s, q = f["edit"], f["upload"], f["stems"], f["stems_queued"]
     seconds = f"{e['duration_s']:.0f}-s"
     return [
         Row(
@@ -826,16 +830,31 @@ def edit_figures(plan: Plan) -> list[Row]:
         ),
         Row(
             EDIT_FIGURES[2].replace("60-s", seconds),
-            f"{s['ours_ms']:.0f} ms",
+            f"{q['ours_ms']:.0f} ms a set",
+            f"{q['baseline_ms']:.0f} ms (the engine's own 12 jobs back to back)",
+            f"{q['per_stem_ms']:+.1f} ms a stem",
+            f"{min(q['sets_per_stem_ms']):+.0f}…{max(q['sets_per_stem_ms']):+.0f} ms a stem "
+            f"(n={len(q['sets_per_stem_ms'])} sets)",
+            "≤ 50 ms a stem",
+            q["ok"],
+            note="extract, as the Stems dialog and `cantor stems` send a set: all 12 "
+            "queued at once, until the last is done; set by set alternated with the "
+            "engine's own jobs; each take written (fsync) while the engine makes the next",
+        ),
+        Row(
+            EDIT_FIGURES[3].replace("60-s", seconds),
+            f"{s['ours_ms']:.0f} ms a set",
             f"{s['baseline_ms']:.0f} ms (the engine's own 12 jobs)",
             f"{s['per_stem_ms']:+.1f} ms a stem",
             f"{min(s['stem_diffs_ms']):+.0f}…{max(s['stem_diffs_ms']):+.0f} ms "
             f"(n={len(s['stem_diffs_ms'])})",
-            "≤ 50 ms a stem",
-            s["ok"],
-            note="extract, each stem through the node and straight, alternated; the take "
-            "written (fsync) and its facts taken from the source; the node's own time "
-            f"outside each engine job: {s['outside_engine_ms']:.0f} ms",
+            "reported",
+            None,
+            note="extract, each stem queued only when the one before is done, alternated "
+            "stem by stem with the engine's own job: a stem's whole latency, its take "
+            "written durably (a 17 MB WAV, its latent and sidecar, each fsync'd) before "
+            f"it is done; the node's own time outside each engine job: "
+            f"{s['outside_engine_ms']:.0f} ms",
         ),
     ]
 

@@ -55,8 +55,8 @@ class Running:
         path = self.home / "logs" / "engine-sketch.log"
         return path.read_text("utf-8", "replace") if path.exists() else ""
 
-    def song(self, request: dict, timeout: float = 120) -> dict:
-        """Make a song; its record once done (the test fails on any other end)."""
+    def song(self, request: dict, timeout: float = 120, expect: str = "done") -> dict:
+        """Make a song; its record once it ends as ``expect`` (the test fails otherwise)."""
 
         async def work(c):
             sid = await c.submit_song(request)
@@ -69,13 +69,13 @@ class Running:
                 await asyncio.sleep(0.05)
 
         song = self.run(work)
-        assert song["state"] == "done", song
+        assert song["state"] == expect, song
         return song
 
-    def edit(self, request: dict) -> tuple[dict, str]:
+    def edit(self, request: dict, expect: str = "done") -> tuple[dict, str]:
         """An edit, and the engine's log lines written while it ran."""
         before = len(self.log())
-        song = self.song(request)
+        song = self.song(request, expect=expect)
         return song, self.log()[before:]
 
     def stop(self) -> None:
@@ -458,8 +458,7 @@ def test_extend_with_new_lyrics_runs_the_lm_on_them_and_keeps_the_song(node, sou
     src = audio_of(source)
     song, log = node.edit(
         {
-            "caption": "lofi piano",
-            "lyrics": VERSE_2,
+            "caption": "lofi piano",  # no lyrics: the song it extends is an instrumental
             "task": "extend",
             "source": of(source),
             "extend": {"after": 20, "lyrics": VERSE_2, "context": 20},
@@ -472,7 +471,7 @@ def test_extend_with_new_lyrics_runs_the_lm_on_them_and_keeps_the_song(node, sou
     lm, render, joins = (sent["continuation"][k] for k in ("lm", "render", "joins"))
     assert lm["lyrics"] == VERSE_2 and lm["duration"] == 20.0 and lm["lm_mode"] == "generate"
     assert (lm["bpm"], lm["keyscale"]) == (100, "A minor")  # the song's, not the LM's choice
-    assert lm["lm_seed"] == lm["seed"] == 4
+    assert lm["lm_seed"] == lm["seed"] == 4 and lm["lm_model"]  # the planned LM, named
     assert render["lyrics"] == VERSE_2 and render["audio_codes_count"] > 0
     assert render["ref_audio_s"] == 20.0
     (join,) = joins
@@ -488,3 +487,21 @@ def test_extend_with_new_lyrics_runs_the_lm_on_them_and_keeps_the_song(node, sou
     assert db(out[: 58 * SR], src[: 58 * SR]) < -60  # the song up to the seam, kept
     assert np.sqrt(np.mean(out[63 * SR :] ** 2)) > 0.02  # and it goes on
     assert song["request"]["extend"]["lyrics"] == VERSE_2
+
+
+def test_a_sung_extend_of_a_take_that_cannot_be_read_fails_saying_so(node, tmp_path):
+    """The node reads the song it extends: a take whose file is no longer audio fails the
+    extend with the node's own words, not an engine's."""
+    broken = node.song({**SOURCE, "duration": 10, "seed": 9})
+    Path(broken["takes"][0]["audio"]).write_bytes(b"RIFF" + b"\0" * 400)
+    song, _ = node.edit(
+        {
+            "caption": "lofi piano",
+            "task": "extend",
+            "source": of(broken),
+            "extend": {"after": 10, "lyrics": VERSE_2},
+            "model": "sketch",
+        },
+        expect="failed",
+    )
+    assert "could not be read to extend it" in song["error"], song["error"]

@@ -16,7 +16,7 @@ import pytest
 
 from cantor_desktop.client.node_process import NodeProcess, NodeStartError, answers, ensure_node
 
-from cantor_desktop.system.procs.priority import BACKGROUND_NICE, run_in_background
+from cantor_desktop.system.procs.priority import BACKGROUND_NICE, follow, run_in_background
 from support.procs import free_port
 from support.node import SHORT, engine_pid, until_state, wait_for, write_config
 
@@ -43,13 +43,17 @@ def test_ensure_node_starts_a_private_node_once_then_reuses_it(cantor_home):
                 engine = await engine_pid(c)
                 assert engine is not None
                 niceness = (psutil.Process(proc.pid).nice(), psutil.Process(engine).nice())
+                groups = [_autogroup(pid) for pid in (proc.pid, engine)]
         finally:
             code = await proc.stop()
-        return url, proc, again_url, again, not await answers(url), code, engine, niceness
+        return url, proc, again_url, again, not await answers(url), code, engine, niceness, groups
 
-    url, proc, again_url, again, gone, code, engine, niceness = asyncio.run(main())
-    # the app's node runs below normal priority, and its engine with it
+    url, proc, again_url, again, gone, code, engine, niceness, groups = asyncio.run(main())
+    # the app's node runs below normal priority, and its engine with it; where Linux
+    # shares the CPUs by session first (autogroup), their sessions are lowered too
     assert niceness == (BACKGROUND_NICE, BACKGROUND_NICE)
+    if os.path.exists("/proc/self/autogroup"):
+        assert groups == [BACKGROUND_NICE, BACKGROUND_NICE], groups
     assert url == f"http://127.0.0.1:{port}" and proc is not None
     assert again_url == url and again is None  # the running node is used, not ours
     # SIGTERM: a graceful stop (uvicorn re-raises the signal after shutting down) that also
@@ -319,6 +323,15 @@ def test_without_execv_a_node_run_by_hand_is_run_again_by_a_thin_parent(tmp_path
     assert restart_node(["never-run"], supervised=True) == procs.RESTART_EXIT_CODE
 
 
+def _autogroup(pid: int) -> int | None:
+    """The niceness of a process's autogroup ("/autogroup-123 nice 10"), None without one."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as fh:
+            return int(fh.read().split("nice")[-1])
+    except OSError:
+        return None
+
+
 class _Process:
     """psutil.Process's nice(), for the branches of another OS."""
 
@@ -332,6 +345,7 @@ class _Process:
 
 
 class _Psutil:
+    IDLE_PRIORITY_CLASS = 0x40
     BELOW_NORMAL_PRIORITY_CLASS = 0x4000
 
     def __init__(self, nice):
@@ -341,13 +355,26 @@ class _Psutil:
         return self.me
 
 
-def test_background_priority_lowers_and_never_raises():
+def test_background_priority_lowers_and_never_raises(tmp_path, monkeypatch):
+    from cantor_desktop.system.procs import priority
+
+    monkeypatch.setattr(priority, "_background", False)  # this test's process is not the node
     windows = _Psutil(0x20)  # NORMAL_PRIORITY_CLASS
     assert run_in_background(ps=windows, os_name="nt") == "below normal priority"
     assert windows.me.value == 0x4000
+    idle = _Psutil(0x40)  # IDLE_PRIORITY_CLASS: already lower, left there
+    run_in_background(ps=idle, os_name="nt")
+    assert idle.me.value == 0x40
+    proc = tmp_path / "proc"
+    for who, line in (("self", "/autogroup-7 nice 0"), ("42", "/autogroup-8 nice 15")):
+        (proc / who).mkdir(parents=True)
+        (proc / who / "autogroup").write_text(line)
     posix = _Psutil(0)
-    assert run_in_background(ps=posix, os_name="posix") == f"niceness {BACKGROUND_NICE}"
-    assert posix.me.value == BACKGROUND_NICE
+    said = run_in_background(ps=posix, os_name="posix", proc=str(proc))
+    assert said == f"niceness {BACKGROUND_NICE}" and posix.me.value == BACKGROUND_NICE
+    assert (proc / "self" / "autogroup").read_text() == str(BACKGROUND_NICE)
+    follow(42, proc=str(proc))  # an engine's session already lower: left there
+    assert (proc / "42" / "autogroup").read_text() == "/autogroup-8 nice 15"
     already = _Psutil(19)  # started lower still (nice -n 19): left there
-    assert run_in_background(ps=already, os_name="posix") == "niceness 19"
+    assert run_in_background(ps=already, os_name="posix", proc=str(proc)) == "niceness 19"
     assert already.me.value == 19

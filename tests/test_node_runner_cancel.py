@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from cantor_desktop.node.queue import CANCELLED, DONE, RUNNING, SongQueue
+from cantor_desktop.node.queue import CANCELLED, DONE, QUEUED, RUNNING, SongQueue
 from cantor_desktop.node.runner import Runner
 from cantor_desktop.song.request import validate
 
@@ -84,9 +84,7 @@ def test_a_finished_song_gives_its_memory_back_without_holding_its_engine(tmp_pa
     assert len(trims) == 1 and trims[0] != threading.main_thread().name
 
 
-def test_the_next_song_has_the_engine_while_the_one_before_writes_its_takes(
-    tmp_path, monkeypatch
-):
+def test_the_next_song_has_the_engine_while_the_one_before_writes_its_takes(tmp_path, monkeypatch):
     """Writing a song's takes (durably: fsync) needs no engine: the next song starts on it
     at once. Here the first song's write is held until the second song has the engine."""
     import threading
@@ -102,15 +100,22 @@ def test_the_next_song_has_the_engine_while_the_one_before_writes_its_takes(
 
     monkeypatch.setattr(song_files, "write_takes", held)
 
-    async def steps(runner, first, second):
+    async def steps(runner, first, second, third):
         try:
             await asyncio.wait_for(_until(lambda: runner.busy.get("sketch") == second.id), 60)
-            seen = (first.state, first.stage, second.state)
+            seen = [(first.state, first.stage, second.state)]
+            # one song of an engine writes at a time: the second, done singing while the
+            # first still writes, keeps the engine, and the third waits
+            await asyncio.wait_for(_until(lambda: second.stage == "saving"), 60)
+            seen.append((runner.busy.get("sketch") == second.id, third.state))
         finally:
             release.set()
-        await asyncio.wait_for(_until(lambda: first.state == second.state == DONE), 60)
-        return seen, dict(runner.busy), dict(runner.tasks)
+        await asyncio.wait_for(
+            _until(lambda: first.state == second.state == third.state == DONE), 60
+        )
+        return seen, dict(runner.busy), dict(runner.saving), dict(runner.tasks)
 
-    seen, busy, tasks = _with_runner(tmp_path, [10, 10], steps)
-    assert seen == (RUNNING, "saving", RUNNING)  # the first still writing, the second sings
-    assert busy == {} and tasks == {}
+    seen, busy, saving, tasks = _with_runner(tmp_path, [10, 10, 10], steps)
+    assert seen[0] == (RUNNING, "saving", RUNNING)  # the first still writing, the second sings
+    assert seen[1] == (True, QUEUED)  # … not the third
+    assert busy == {} and saving == {} and tasks == {}

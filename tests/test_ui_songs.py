@@ -803,3 +803,8 @@ def test_extending_after_the_song_asks_what_the_new_part_sings(qtbot, monkeypatc
     dialog.go.click()
     assert queued[1]["extend"] == {"after": after}
     assert queued[1]["lyrics"] == "[Verse]\nfirst lines"
+
+    # music added at both ends goes at once: only what is added after alone may sing
+    editor.extend_by(before=5.0, after=5.0)
+    assert p.extend_selection() is None
+    assert queued[2]["extend"] == {"before": 5.0, "after": 5.0}

@@ -236,8 +236,8 @@ def engine_request(
         body["lm_seed"] = int(song.seed)
     if synth_model:
         body["synth_model"] = synth_model
-    if lm_model and not song.instrumental:
-        body["lm_model"] = lm_model
+    if lm_model and (not song.instrumental or (song.extend or {}).get("lyrics")):
+        body["lm_model"] = lm_model  # an extend of an instrumental may sing new lines
     return body
 
 

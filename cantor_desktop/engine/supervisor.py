@@ -57,7 +57,7 @@ class EngineStartError(CantorError, RuntimeError):
         self.lines = lines or []
 
 
-from ..system.procs import codesign, describe_exit  # noqa: E402 - "exit code 1", signals, NTSTATUS names
+from ..system.procs import codesign, describe_exit, follow_priority  # noqa: E402 - "exit code 1", signals, NTSTATUS names
 
 
 class EngineSupervisor:
@@ -318,6 +318,7 @@ class EngineSupervisor:
                 limit=_LINE_LIMIT,
                 **engine_process_kwargs(),
             )
+            follow_priority(proc.pid)
         except BaseException as exc:  # no process (or cancelled before there was one)
             self._life.move(EngineState.FAILED)
             if isinstance(exc, OSError):

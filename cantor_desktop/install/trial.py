@@ -44,7 +44,7 @@ from ..engine.supervisor import describe_exit
 from .engine_store import InstalledBuild
 from .manifest import DEVICE_ENV
 from ..system.paths import paths
-from ..system.procs import codesign
+from ..system.procs import codesign, follow_priority
 
 DEVICE_LINE = re.compile(r"^\[Load\]\s+LM backend:\s*(\S+)")
 DEVICE_NAME_LINES = (
@@ -241,6 +241,7 @@ async def _start(build: InstalledBuild, backend: str, port: int) -> _Child:
         limit=_LINE_LIMIT,
         **engine_process_kwargs(),
     )
+    follow_priority(proc.pid)
     return _Child(proc)
 
 

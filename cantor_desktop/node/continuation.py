@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..engine.client import Part, Track
+from ..errors import CantorError
 from ..song.request import CONTEXT_DEFAULT
 from .sources import Source, engine_audio
 
@@ -35,8 +36,13 @@ if TYPE_CHECKING:
 
 RATE = 48000  # the engine's rate: it renders, and decodes every upload, at 48 kHz stereo
 SEAM_S = 2.0  # seconds each side of the join that the last job makes again
-_RENDER_FORMAT = "wav32"  # the new part, as the node reads it back (never kept)
+_RENDER_FORMAT = "wav24"  # the new part as the node reads it back: levelled as a song is
+LM_SHARE, RENDER_SHARE = 0.1, 0.55  # the song's progress when the LM and the render are done
 _NOT_FOR_NEW_PART = ("task_type", "repainting_start", "repainting_end", "audio_codes")
+
+
+class ContinuationError(CantorError):
+    """The song to extend cannot be read: the song fails with this, in these words."""
 
 
 def wanted(request_extend: Mapping[str, Any] | None) -> bool:
@@ -103,17 +109,20 @@ def read_audio(data: bytes) -> np.ndarray:
 
 
 def wav_part(audio: np.ndarray, name: str) -> Part:
-    """Audio as a 24-bit WAV part (what the engine decodes)."""
+    """Audio as a 24-bit WAV part (what the engine decodes), clipped to full scale."""
     import soundfile as sf
 
     out = io.BytesIO()
-    sf.write(out, audio, RATE, format="WAV", subtype="PCM_24")
+    sf.write(out, np.clip(audio, -1.0, 1.0), RATE, format="WAV", subtype="PCM_24")
     return Part(f"{name}.wav", out.getvalue(), "audio/wav")
 
 
 def song_audio(source: Source) -> np.ndarray:
     """The song being extended, as samples (a take's file opened as take_files allows)."""
-    return read_audio(engine_audio(source.audio_path, take_file=source.take_file).data)
+    try:
+        return read_audio(engine_audio(source.audio_path, take_file=source.take_file).data)
+    except (OSError, ValueError, RuntimeError) as exc:  # soundfile's LibsndfileError too
+        raise ContinuationError(f"{source.name} could not be read to extend it: {exc}") from exc
 
 
 async def sing(
@@ -123,13 +132,16 @@ async def sing(
     extend: Mapping[str, Any],
     *,
     on_stage: Callable[[str], None] | None = None,
+    on_span: Callable[[float, float], None] | None = None,
     wake: asyncio.Event | None = None,
     sent: dict[str, Any] | None = None,
 ) -> list[Track]:
     """The extended song's takes, made by the three jobs above. ``body`` is the extend's
     engine request (its fields and models), ``extend`` the song request's; ``sent`` is
-    filled with each job's request as it went (the audio codes counted, not copied)."""
+    filled with each job's request as it went (the audio codes counted, not copied);
+    ``on_span(lo, hi)`` is told which share of the song's progress each job fills."""
     sent = {} if sent is None else sent
+    span = on_span or (lambda lo, hi: None)
     lyrics, after = str(extend["lyrics"]), float(extend["after"])
     context = float(extend.get("context") or CONTEXT_DEFAULT)
     takes = max(1, int(body.get("synth_batch_size", 1)))
@@ -140,20 +152,27 @@ async def sing(
     heard = song[-int(context * RATE) :]
     if on_stage:
         on_stage("lm")
+    span(0.0, LM_SHARE)
     sent["lm"] = {**lm_request(body, lyrics, after, seed, source.facts), "lm_mode": "generate"}
     enriched = await client.lm(sent["lm"], wake=wake)
+    if not enriched or not str(enriched[0].get("audio_codes") or "").strip():
+        raise ContinuationError("the engine's LM wrote no audio codes for the new lines")
     if on_stage:
         on_stage("synth")
     reference = await asyncio.to_thread(wav_part, heard, "context")
     render = render_request(enriched[0], takes)
     sent["render"] = {k: v for k, v in render.items() if k != "audio_codes"}
-    sent["render"]["audio_codes_count"] = len(str(render.get("audio_codes") or "").split(","))
+    sent["render"]["audio_codes_count"] = len(str(render["audio_codes"]).split(","))
     sent["render"]["ref_audio_s"] = round(len(heard) / RATE, 3)
+    span(LM_SHARE, RENDER_SHARE)
     new_parts = await client.synth(render, wake=wake, parts={"ref_audio": reference})
     sent["joins"] = []
     tracks: list[Track] = []
+    each = (1.0 - RENDER_SHARE) / max(1, len(new_parts))
     for n, new_part in enumerate(new_parts):
-        added = await asyncio.to_thread(read_audio, new_part.audio)
+        span(RENDER_SHARE + n * each, RENDER_SHARE + (n + 1) * each)
+        # the LM may write a little more than asked: the new part is what was asked for
+        added = (await asyncio.to_thread(read_audio, new_part.audio))[: int(after * RATE)]
         canvas = await asyncio.to_thread(
             wav_part, np.concatenate([song, added]), f"extended{n + 1}"
         )

@@ -36,6 +36,7 @@ class Runner:
         self.engines = Engines()
         self.tasks: dict[str, asyncio.Task] = {}  # song id → its task
         self.busy: dict[str, str] = {}  # engine key → song id running on it
+        self.saving: dict[str, str] = {}  # engine key → the song of it writing its takes
         self.draining = False  # a restart was asked: start nothing new
         self.idle = asyncio.Event()
         self.idle.set()
@@ -130,9 +131,12 @@ class Runner:
 
     def _engine_free(self, key: str, song_id: str) -> None:
         """A song's engine jobs are over: the next song may start on its engine while this
-        one's takes are written (durably: seconds of fsync on a slow disk)."""
-        if self.busy.get(key) == song_id:
+        one's takes are written (durably: seconds of fsync on a slow disk). One song of an
+        engine writes at a time: while another still does, this one keeps the engine until
+        it is done (takes never pile up in memory behind a slow disk)."""
+        if self.busy.get(key) == song_id and key not in self.saving:
             del self.busy[key]
+            self.saving[key] = song_id
             self.wake()
 
     def _song_ended(self, job: SongJob, key: str, task: asyncio.Task) -> None:
@@ -146,6 +150,8 @@ class Runner:
         self.tasks.pop(song_id, None)
         if self.busy.get(key) == song_id:
             del self.busy[key]
+        if self.saving.get(key) == song_id:
+            del self.saving[key]
         if not self.tasks:
             self.idle.set()
         self.wake()

@@ -225,6 +225,7 @@ class SongJob:
                     self.sources["source"],
                     self.request.extend or {},
                     on_stage=watcher.on_stage,
+                    on_span=watcher.span,
                     wake=watcher.wake,
                     sent=sent,
                 )
@@ -240,6 +241,8 @@ class SongJob:
                 )
         except JobCancelled:
             return JobState.CANCELLED
+        except continuation.ContinuationError as exc:  # this node's, not the engine's
+            return self._failed(str(exc))
         except JobFailed as exc:
             return self._failed(exc.reason or _engine_reason(sup, exc))
         except EngineUnreachable as exc:

@@ -26,6 +26,11 @@ class ProgressWatcher:
         self.lm_result: list[dict] | None = None  # the /lm array (two-stage songs)
         self.wake = asyncio.Event()  # set when the engine says a job is done
         self.steps: list[tuple[float, int]] = []  # (when read, step) of the DiT's steps
+        self.share = (0.0, 1.0)  # the part of the song's progress the engine's job fills
+
+    def span(self, lo: float, hi: float) -> None:
+        """A song made of several engine jobs: the next job fills ``lo``…``hi`` of it."""
+        self.share = (lo, hi)
 
     def on_event(self, event) -> None:
         if self.loop.is_closed():
@@ -69,8 +74,10 @@ class ProgressWatcher:
             self.queue.set_stage(song, stage, song.progress)
         fraction = getattr(event, "fraction", None)
         if fraction is not None:
+            lo, hi = self.share
+            done = lo + min(float(fraction), 1.0) * (hi - lo)
             self.queue.set_progress(
-                song, min(float(fraction), 1.0) * SAVING_FROM, getattr(event, "eta_seconds", None)
+                song, done * SAVING_FROM, getattr(event, "eta_seconds", None) if hi >= 1.0 else None
             )
 
     def seconds_per_step(self) -> float | None:

@@ -118,7 +118,7 @@ class SongsViewModel:
         are the take's followed by them."""
         ext: dict[str, Any] = {k: v for k, v in (("before", before), ("after", after)) if v}
         fields: dict[str, Any] = {}
-        if lyrics.strip() and after:
+        if lyrics.strip() and after and not before:  # lyrics go with music added after
             ext["lyrics"] = lyrics.strip()
             if context is not None:
                 ext["context"] = context

@@ -18,6 +18,7 @@ so the Windows and macOS branches run in the Linux test suite against fakes.
 from . import macos, windows
 from .exits import RESTART_EXIT_CODE, SUPERVISED_ENV, code_text, describe_exit
 from .owner import OWNER_FD_ENV, watch_owner
+from .priority import follow as follow_priority
 from .priority import run_in_background
 from .spawn import child_environment, child_kwargs, node_kwargs, probe_kwargs, tie_child
 from .table import (
@@ -40,6 +41,7 @@ __all__ = [
     "code_text",
     "SUPERVISED_ENV",
     "OWNER_FD_ENV",
+    "follow_priority",
     "run_in_background",
     "Found",
     "alive",

@@ -471,12 +471,12 @@ class SongsPage(QWidget):
         self._submit_edit(self.view_model.repaint(row, region, caption, lyrics))
 
     def extend_selection(self) -> ExtendDialog | None:
-        """Extend the take by what the waveform shows past its ends; music added after it
-        first asks what it sings (Extend…), music added before goes at once."""
+        """Extend the take by what the waveform shows past its ends; music added only after
+        it first asks what it sings (Extend…), music added before it goes at once."""
         row = self.current_row()
         if row is None or row.take is None or not self.editor.extendable:
             return None
-        if not self.editor.after:
+        if not self.editor.after or self.editor.before:  # only what is added after sings
             self._extend(row, "", None)
             return None
         from ..extend_dialog import ExtendDialog
