@@ -460,18 +460,27 @@ def test_versions_stay_with_their_song_newest_first_and_say_what_they_did(qtbot)
     assert rows[1].label == "Cover (strength 0.5) — song 6"
 
 
-def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
-    from PySide6.QtCore import QPoint
-
+def sixty_second_take(qtbot, lyrics: str | None = None) -> tuple[SongsPage, Song]:
+    """The page showing one song whose take is 60 s long (a second of audio on disk),
+    selected; its request's lyrics as given."""
     path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
     song = record(1, path)
     song.takes[0].duration = 60.0
+    if lyrics is not None:
+        song.request["lyrics"] = lyrics
     p = page(qtbot)
     p.resize(1000, 700)
     p.model.set_songs([song])
     p.show()
     qtbot.waitExposed(p)
     p.select(song.id, 1)
+    return p, song
+
+
+def test_select_a_region_to_repaint_or_drag_past_the_end_to_extend(qtbot):
+    from PySide6.QtCore import QPoint
+
+    p, song = sixty_second_take(qtbot)
     editor = p.editor
     assert editor.duration == 60.0 and not p.repaint_button.isEnabled()
     x20, x30 = int(editor.x_of(20.0)), int(editor.x_of(30.0))
@@ -503,14 +512,7 @@ def test_the_keyboard_selects_a_region_and_an_extension_as_a_daw_does(qtbot):
     reader is told the selection in the waveform's accessible description."""
     from PySide6.QtGui import QAccessible
 
-    path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
-    song = record(1, path)
-    song.takes[0].duration = 60.0
-    p = page(qtbot)
-    p.model.set_songs([song])
-    p.show()
-    qtbot.waitExposed(p)
-    p.select(song.id, 1)
+    p, song = sixty_second_take(qtbot)
     editor = p.editor
     editor.setFocus()
     qtbot.waitUntil(editor.hasFocus)
@@ -764,16 +766,7 @@ def test_extending_after_the_song_asks_what_the_new_part_sings(qtbot, monkeypatc
     from PySide6.QtCore import QPoint
     from cantor_desktop.song.request import validate
 
-    path = make_wav(os.path.join(os.environ["CANTOR_HOME"], "sixty.wav"), seconds=1.0)
-    song = record(1, path)
-    song.takes[0].duration = 60.0
-    song.request["lyrics"] = "[Verse]\nfirst lines"
-    p = page(qtbot)
-    p.resize(1000, 700)
-    p.model.set_songs([song])
-    p.show()
-    qtbot.waitExposed(p)
-    p.select(song.id, 1)
+    p, song = sixty_second_take(qtbot, lyrics="[Verse]\nfirst lines")
     queued: list[dict] = []
     monkeypatch.setattr(p.link.songs, "queue", lambda kind, request, **_: queued.append(request))
     editor = p.editor

@@ -255,19 +255,29 @@ def _number(name: str, value: Any, *, integer: bool) -> float | int:
     return float(value)
 
 
+def _text(name: str, value: Any, limit: int, *, must: str, long: str = "is") -> str | None:
+    """A text field (None when absent): text, at most ``limit`` characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RequestError(name, must)
+    if len(value) > limit:
+        raise RequestError(name, f"{long} too long ({len(value)} characters; at most {limit})")
+    return value
+
+
 def _continuation(extend: Mapping[str, Any], before: float, after: float) -> dict[str, Any]:
     """An extend's new lyrics (sung in what is added after the song) and its context (how
     many seconds of the song's end the new part hears), checked."""
     out: dict[str, Any] = {}
-    lyrics = extend.get("lyrics")
+    lyrics = _text(
+        "extend.lyrics",
+        extend.get("lyrics"),
+        LYRICS_MAX,
+        must="must be text: the lines the new part sings",
+        long="are",
+    )
     if lyrics is not None:
-        if not isinstance(lyrics, str):
-            raise RequestError("extend.lyrics", "must be text: the lines the new part sings")
-        if len(lyrics) > LYRICS_MAX:
-            raise RequestError(
-                "extend.lyrics",
-                f"are too long ({len(lyrics)} characters; at most {LYRICS_MAX})",
-            )
         if lyrics.strip() and not is_instrumental(lyrics):
             if before or not after:
                 raise RequestError(
@@ -319,13 +329,9 @@ def validate(data: Mapping[str, Any], *, default_format: str | None = None) -> S
             "caption", f"is too long ({len(caption)} characters; at most {CAPTION_MAX})"
         )
 
-    lyrics = data.get("lyrics")
-    if lyrics is not None and not isinstance(lyrics, str):
-        raise RequestError("lyrics", "must be text, or [Instrumental]")
-    if lyrics is not None and len(lyrics) > LYRICS_MAX:
-        raise RequestError(
-            "lyrics", f"are too long ({len(lyrics)} characters; at most {LYRICS_MAX})"
-        )
+    lyrics = _text(
+        "lyrics", data.get("lyrics"), LYRICS_MAX, must="must be text, or [Instrumental]", long="are"
+    )
     lyrics = lyrics if lyrics is not None and not is_instrumental(lyrics) else INSTRUMENTAL
 
     duration = (
@@ -555,15 +561,9 @@ def _style(data: Mapping[str, Any]) -> dict[str, Any]:
             "solver", f"{short_repr(solver)} is not a solver; one of {', '.join(SOLVERS)}"
         )
     out["solver"] = solver
-    negative = data.get("lm_negative_prompt")
-    if negative is not None:
-        if not isinstance(negative, str):
-            raise RequestError("lm_negative_prompt", "must be text")
-        if len(negative) > NEGATIVE_MAX:
-            raise RequestError(
-                "lm_negative_prompt",
-                f"is too long ({len(negative)} characters; at most {NEGATIVE_MAX})",
-            )
+    negative = _text(
+        "lm_negative_prompt", data.get("lm_negative_prompt"), NEGATIVE_MAX, must="must be text"
+    )
     out["lm_negative_prompt"] = negative or None
     out["lock_caption"] = _flag("lock_caption", data.get("lock_caption"))
     codes = data.get("codes_from")
